@@ -1,0 +1,48 @@
+# The two commands: `make demo` and `make test`. Each installs missing Debian packages,
+# configures, builds and runs. Everything else is a convenience on top.
+PRESET ?= ci
+BUILD  := build/$(PRESET)
+JOBS   ?= $(shell nproc)
+
+.PHONY: all deps configure build demo test test-slow test-sanitize test-tsan bench format lint clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+configure: deps
+	@cmake --preset $(PRESET) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@scripts/demo.sh $(BUILD)/src/cli/tapestry
+
+test: build
+	@cd $(BUILD) && ctest -LE slow --output-on-failure -j $(JOBS)
+
+# Tests labelled `slow` (long property runs, fuzzing).
+test-slow: build
+	@cd $(BUILD) && ctest -L slow --output-on-failure -j $(JOBS)
+
+# The whole default suite under ASan + UBSan.
+test-sanitize:
+	@$(MAKE) --no-print-directory test PRESET=dev
+
+test-tsan:
+	@$(MAKE) --no-print-directory test PRESET=tsan
+
+bench:
+	@$(MAKE) --no-print-directory build PRESET=release
+	@scripts/bench.sh build/release
+
+format:
+	@git ls-files '*.h' '*.cpp' | xargs clang-format -i
+
+lint: configure
+	@scripts/lint.sh $(BUILD)
+
+clean:
+	rm -rf build

@@ -1,0 +1,28 @@
+// Tapestry's error channel for bad user input (DESIGN.md §8, channel 2).
+//
+// `tapestry::Error` is thrown by value constructors and parsers when input from outside the
+// program (a file, a CLI argument, a JSON body) breaks a rule, and is caught at the API/CLI
+// boundary, where it becomes a message and a non-zero exit code. Its message is complete and
+// names what was wrong ("range start (1, 1) must be <= end (0, 1)"); callers that know more
+// context (a file name, a node id, a JSON path) wrap it with `Error::with_context`.
+//
+// Internal invariants use TAPESTRY_ASSERT (support/assert.h) instead; "a rewrite does not apply"
+// is a result with a reason, never an Error.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace tapestry {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+
+  /// A new error whose message is `context + ": " + what()`.
+  [[nodiscard]] Error with_context(const std::string& context) const {
+    return Error(context + ": " + what());
+  }
+};
+
+}  // namespace tapestry

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Tapestry builds and tests with. Idempotent: checks each package
+# with `dpkg -s` first and runs `apt-get update` + `apt-get install` only when something is
+# missing. Must run as root (or with sudo available) on Debian 12.
+#
+#   scripts/install-deps.sh            # build + test dependencies
+#   scripts/install-deps.sh --optional # also the packages only benchmarks use (numpy, torch)
+set -euo pipefail
+
+packages=(
+  # toolchain
+  g++ cmake ninja-build ccache mold make pkg-config
+  clang-format clang-tidy
+  # libraries (all with CMake support)
+  nlohmann-json3-dev libyaml-cpp-dev libfmt-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
+  libopenblas-dev libtbb-dev libopenmpi-dev openmpi-bin libgraphviz-dev
+)
+optional=(python3-numpy python3-torch)
+
+if [[ "${1:-}" == "--optional" ]]; then
+  packages+=("${optional[@]}")
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg -s "$p" >/dev/null 2>&1 || ! dpkg -s "$p" 2>/dev/null | grep -q '^Status: install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  SUDO="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,16 @@
+// The list of subcommands. Adding one: write src/cli/cmd_<name>.cpp with
+// register_<name>(), declare it in command.h, add it to register_all() below and to
+// src/cli/CMakeLists.txt.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "command.h"
+
+namespace tapestry::cli {
+
+inline void register_all(CLI::App& app, Dispatch& dispatch) {
+  register_project(app, dispatch);
+}
+
+}  // namespace tapestry::cli
