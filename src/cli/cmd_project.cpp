@@ -3,8 +3,8 @@
 //   tapestry project --index 'zr[0:3, 0:3]'
 //                    --ipf '{"affineMap":{"projection":[[1,-1]],"offset":[0]},"shape":[1]}'
 //   zr[-2:3]
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -65,8 +65,9 @@ void register_project(CLI::App& app, Dispatch& dispatch) {
   auto options = std::make_shared<ProjectOptions>();
   CLI::App* cmd = app.add_subcommand(
       "project", "Apply an index projection (IPF) to an index point or range; print the range");
-  cmd->add_option("--ipf", options->ipf,
-                  R"(IPF as loom JSON: {"affineMap":{"projection":[[..]],"offset":[..]},"shape":[..]})")
+  cmd->add_option(
+         "--ipf", options->ipf,
+         R"(IPF as loom JSON: {"affineMap":{"projection":[[..]],"offset":[..]},"shape":[..]})")
       ->required();
   cmd->add_option("--index", options->index, "index range 'zr[0:3, 0:3]' or point '(1, 2)'")
       ->required();

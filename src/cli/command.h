@@ -25,8 +25,8 @@ inline constexpr int kExitFailed = 1;    // the input is fine but the answer is 
 inline constexpr int kExitBadInput = 2;  // unreadable input or bad arguments
 
 struct Dispatch {
-  std::string name;           // the selected subcommand
-  std::function<int()> run;   // its work
+  std::string name;          // the selected subcommand
+  std::function<int()> run;  // its work
 };
 
 void register_project(CLI::App& app, Dispatch& dispatch);

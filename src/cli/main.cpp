@@ -1,6 +1,6 @@
 // The `tapestry` command: parse, dispatch, map errors to exit codes. No logic lives here.
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <exception>

@@ -11,8 +11,8 @@ namespace tapestry::zspace {
 
 AffineMap::AffineMap(std::size_t in_rank, std::span<const std::int64_t> row_major, Point offset)
     : in_rank_(in_rank), matrix_(row_major), offset_(std::move(offset)) {
-  const auto expected = static_cast<std::size_t>(checked_mul(
-      static_cast<std::int64_t>(in_rank), static_cast<std::int64_t>(offset_.rank())));
+  const auto expected = static_cast<std::size_t>(
+      checked_mul(static_cast<std::int64_t>(in_rank), static_cast<std::int64_t>(offset_.rank())));
   if (row_major.size() != expected) {
     throw Error(fmt::format("affine map: {} matrix entries given, expected {} rows × {} columns",
                             row_major.size(), offset_.rank(), in_rank));
@@ -32,7 +32,8 @@ AffineMap AffineMap::from_rows(const std::vector<std::vector<std::int64_t>>& row
       throw Error(fmt::format("affine map: ragged projection: row {} has {} entries, row 0 has {}",
                               r, rows[r].size(), in_rank));
     }
-    std::copy(rows[r].begin(), rows[r].end(), flat.begin() + static_cast<std::ptrdiff_t>(r * in_rank));
+    std::copy(rows[r].begin(), rows[r].end(),
+              flat.begin() + static_cast<std::ptrdiff_t>(r * in_rank));
   }
   return AffineMap(in_rank, flat.span(), std::move(offset));
 }

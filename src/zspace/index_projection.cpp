@@ -17,7 +17,9 @@ IndexProjection::IndexProjection(AffineMap map, Point shape)
                             shape_.to_string(), shape_.rank(), map_.out_rank()));
   }
   for (std::int64_t s : shape_) {
-    if (s < 0) throw Error(fmt::format("index projection: shape {} has a negative entry", shape_.to_string()));
+    if (s < 0)
+      throw Error(
+          fmt::format("index projection: shape {} has a negative entry", shape_.to_string()));
   }
 }
 

@@ -16,7 +16,9 @@ namespace {
   throw Error(fmt::format("{}: {}", path.empty() ? "/" : path, what));
 }
 
-const char* type_name(const json& j) { return j.type_name(); }
+const char* type_name(const json& j) {
+  return j.type_name();
+}
 
 std::int64_t read_int(const json& j, const std::string& path) {
   if (j.is_number_integer()) {
@@ -33,12 +35,14 @@ std::vector<std::int64_t> read_ints(const json& j, const std::string& path) {
   if (!j.is_array()) fail(path, fmt::format("expected an array of integers, got {}", type_name(j)));
   std::vector<std::int64_t> out;
   out.reserve(j.size());
-  for (std::size_t i = 0; i < j.size(); ++i) out.push_back(read_int(j[i], fmt::format("{}/{}", path, i)));
+  for (std::size_t i = 0; i < j.size(); ++i)
+    out.push_back(read_int(j[i], fmt::format("{}/{}", path, i)));
   return out;
 }
 
 // Checks that `j` is an object with exactly the members `required` (plus nothing else).
-void check_object(const json& j, const std::string& path, std::initializer_list<const char*> required) {
+void check_object(const json& j, const std::string& path,
+                  std::initializer_list<const char*> required) {
   if (!j.is_object()) fail(path, fmt::format("expected an object, got {}", type_name(j)));
   for (const char* key : required) {
     if (!j.contains(key)) fail(path, fmt::format("missing member \"{}\"", key));
@@ -70,10 +74,12 @@ AffineMap affine_map_at(const json& j, const std::string& path) {
   check_object(j, path, {"projection", "offset"});
   Point offset = point_at(j["offset"], path + "/offset");
   const json& proj = j["projection"];
-  if (!proj.is_array()) fail(path + "/projection", fmt::format("expected an array of rows, got {}", type_name(proj)));
+  if (!proj.is_array())
+    fail(path + "/projection", fmt::format("expected an array of rows, got {}", type_name(proj)));
   std::vector<std::vector<std::int64_t>> rows;
   rows.reserve(proj.size());
-  for (std::size_t r = 0; r < proj.size(); ++r) rows.push_back(read_ints(proj[r], fmt::format("{}/projection/{}", path, r)));
+  for (std::size_t r = 0; r < proj.size(); ++r)
+    rows.push_back(read_ints(proj[r], fmt::format("{}/projection/{}", path, r)));
   try {
     return AffineMap::from_rows(rows, std::move(offset));
   } catch (const Error& e) {
@@ -83,7 +89,9 @@ AffineMap affine_map_at(const json& j, const std::string& path) {
 
 }  // namespace
 
-json to_json(const Point& point) { return json(std::vector<std::int64_t>(point.begin(), point.end())); }
+json to_json(const Point& point) {
+  return json(std::vector<std::int64_t>(point.begin(), point.end()));
+}
 
 json to_json(const Range& range) {
   json j = json::object();
@@ -106,9 +114,15 @@ json to_json(const IndexProjection& ipf) {
   return j;
 }
 
-Point point_from_json(const json& j) { return point_at(j, ""); }
-Range range_from_json(const json& j) { return range_at(j, ""); }
-AffineMap affine_map_from_json(const json& j) { return affine_map_at(j, ""); }
+Point point_from_json(const json& j) {
+  return point_at(j, "");
+}
+Range range_from_json(const json& j) {
+  return range_at(j, "");
+}
+AffineMap affine_map_from_json(const json& j) {
+  return affine_map_at(j, "");
+}
 
 IndexProjection index_projection_from_json(const json& j) {
   check_object(j, "", {"affineMap", "shape"});

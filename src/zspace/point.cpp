@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "tapestry/support/error.h"
 #include "tapestry/support/assert.h"
+#include "tapestry/support/error.h"
 #include "tapestry/zspace/checked.h"
 
 namespace tapestry::zspace {
@@ -53,16 +53,26 @@ Point zip(const char* what, const Point& a, const Point& b, Op op) {
 }
 }  // namespace
 
-Point Point::operator+(const Point& other) const { return zip("point +", *this, other, checked_add); }
-Point Point::operator-(const Point& other) const { return zip("point -", *this, other, checked_sub); }
-Point Point::scale(const Point& other) const { return zip("point scale", *this, other, checked_mul); }
+Point Point::operator+(const Point& other) const {
+  return zip("point +", *this, other, checked_add);
+}
+Point Point::operator-(const Point& other) const {
+  return zip("point -", *this, other, checked_sub);
+}
+Point Point::scale(const Point& other) const {
+  return zip("point scale", *this, other, checked_mul);
+}
 Point Point::min(const Point& other) const {
-  return zip("point min", *this, other, [](std::int64_t a, std::int64_t b) { return std::min(a, b); });
+  return zip("point min", *this, other,
+             [](std::int64_t a, std::int64_t b) { return std::min(a, b); });
 }
 Point Point::max(const Point& other) const {
-  return zip("point max", *this, other, [](std::int64_t a, std::int64_t b) { return std::max(a, b); });
+  return zip("point max", *this, other,
+             [](std::int64_t a, std::int64_t b) { return std::max(a, b); });
 }
-Point Point::operator-() const { return zeros(rank()) - *this; }
+Point Point::operator-() const {
+  return zeros(rank()) - *this;
+}
 
 std::int64_t Point::product() const {
   std::int64_t r = 1;
@@ -116,6 +126,8 @@ bool lex_less(const Point& a, const Point& b) {
   return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
 }
 
-std::string Point::to_string() const { return fmt::format("({})", fmt::join(coords(), ", ")); }
+std::string Point::to_string() const {
+  return fmt::format("({})", fmt::join(coords(), ", "));
+}
 
 }  // namespace tapestry::zspace

@@ -23,7 +23,9 @@ Range::Range(Point start, Point end) : start_(std::move(start)), end_(std::move(
   }
 }
 
-Range Range::of_shape(const Point& shape) { return Range(Point::zeros(shape.rank()), shape); }
+Range Range::of_shape(const Point& shape) {
+  return Range(Point::zeros(shape.rank()), shape);
+}
 
 Range Range::of_start_shape(const Point& start, const Point& shape) {
   return Range(start, start + shape);
@@ -95,7 +97,8 @@ Range Range::bounding(std::span<const Range> ranges) {
 
 namespace {
 void check_dim(const char* what, std::size_t dim, std::size_t rank) {
-  if (dim >= rank) throw Error(fmt::format("{}: dimension {} is out of range for rank {}", what, dim, rank));
+  if (dim >= rank)
+    throw Error(fmt::format("{}: dimension {} is out of range for rank {}", what, dim, rank));
 }
 }  // namespace
 
@@ -115,7 +118,8 @@ std::vector<Range> Range::split_by_chunk(std::size_t dim, std::int64_t chunk) co
   return pieces;
 }
 
-std::vector<Range> Range::split_by_sizes(std::size_t dim, std::span<const std::int64_t> sizes) const {
+std::vector<Range> Range::split_by_sizes(std::size_t dim,
+                                         std::span<const std::int64_t> sizes) const {
   check_dim("split_by_sizes", dim, rank());
   std::int64_t total = 0;
   for (std::int64_t s : sizes) {

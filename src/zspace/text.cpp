@@ -102,7 +102,8 @@ Range parse_range(std::string_view text) {
   }
   if (!in.at_end()) in.fail("unexpected trailing text");
   try {
-    return Range(Point(std::span<const std::int64_t>(start)), Point(std::span<const std::int64_t>(end)));
+    return Range(Point(std::span<const std::int64_t>(start)),
+                 Point(std::span<const std::int64_t>(end)));
   } catch (const Error& e) {
     throw Error(fmt::format("{} in \"{}\"", e.what(), text));
   }

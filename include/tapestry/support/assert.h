@@ -13,9 +13,9 @@ namespace tapestry::detail {
 }  // namespace tapestry::detail
 
 #if defined(TAPESTRY_ENABLE_ASSERTIONS)
-#define TAPESTRY_ASSERT(condition, message)                                             \
-  do {                                                                                  \
-    if (!(condition)) [[unlikely]]                                                      \
+#define TAPESTRY_ASSERT(condition, message)                                            \
+  do {                                                                                 \
+    if (!(condition)) [[unlikely]]                                                     \
       ::tapestry::detail::assertion_failed(#condition, (message), __FILE__, __LINE__); \
   } while (false)
 #else

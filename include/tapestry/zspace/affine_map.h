@@ -45,9 +45,13 @@ class AffineMap {
   [[nodiscard]] std::size_t in_rank() const { return in_rank_; }
   [[nodiscard]] std::size_t out_rank() const { return offset_.rank(); }
   /// Matrix entry A[row][col].
-  [[nodiscard]] std::int64_t at(std::size_t row, std::size_t col) const { return matrix_[row * in_rank_ + col]; }
+  [[nodiscard]] std::int64_t at(std::size_t row, std::size_t col) const {
+    return matrix_[row * in_rank_ + col];
+  }
   [[nodiscard]] const Point& offset() const { return offset_; }
-  [[nodiscard]] std::span<const std::int64_t> row(std::size_t r) const { return matrix_.span().subspan(r * in_rank_, in_rank_); }
+  [[nodiscard]] std::span<const std::int64_t> row(std::size_t r) const {
+    return matrix_.span().subspan(r * in_rank_, in_rank_);
+  }
   /// The rows as nested vectors (for JSON and printing).
   [[nodiscard]] std::vector<std::vector<std::int64_t>> rows() const;
   /// True when column `col` of A is all zeros (the output does not depend on input `col`).

@@ -17,19 +17,22 @@ namespace detail {
 
 inline std::int64_t checked_add(std::int64_t a, std::int64_t b) {
   std::int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) [[unlikely]] detail::throw_overflow("+", a, b);
+  if (__builtin_add_overflow(a, b, &r)) [[unlikely]]
+    detail::throw_overflow("+", a, b);
   return r;
 }
 
 inline std::int64_t checked_sub(std::int64_t a, std::int64_t b) {
   std::int64_t r;
-  if (__builtin_sub_overflow(a, b, &r)) [[unlikely]] detail::throw_overflow("-", a, b);
+  if (__builtin_sub_overflow(a, b, &r)) [[unlikely]]
+    detail::throw_overflow("-", a, b);
   return r;
 }
 
 inline std::int64_t checked_mul(std::int64_t a, std::int64_t b) {
   std::int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) [[unlikely]] detail::throw_overflow("*", a, b);
+  if (__builtin_mul_overflow(a, b, &r)) [[unlikely]]
+    detail::throw_overflow("*", a, b);
   return r;
 }
 

@@ -23,18 +23,29 @@ struct ToStringFormatter : fmt::formatter<std::string_view> {
 }  // namespace tapestry::zspace::detail
 
 template <>
-struct fmt::formatter<tapestry::zspace::Point> : tapestry::zspace::detail::ToStringFormatter<tapestry::zspace::Point> {};
+struct fmt::formatter<tapestry::zspace::Point>
+    : tapestry::zspace::detail::ToStringFormatter<tapestry::zspace::Point> {};
 template <>
-struct fmt::formatter<tapestry::zspace::Range> : tapestry::zspace::detail::ToStringFormatter<tapestry::zspace::Range> {};
+struct fmt::formatter<tapestry::zspace::Range>
+    : tapestry::zspace::detail::ToStringFormatter<tapestry::zspace::Range> {};
 template <>
-struct fmt::formatter<tapestry::zspace::AffineMap> : tapestry::zspace::detail::ToStringFormatter<tapestry::zspace::AffineMap> {};
+struct fmt::formatter<tapestry::zspace::AffineMap>
+    : tapestry::zspace::detail::ToStringFormatter<tapestry::zspace::AffineMap> {};
 template <>
 struct fmt::formatter<tapestry::zspace::IndexProjection>
     : tapestry::zspace::detail::ToStringFormatter<tapestry::zspace::IndexProjection> {};
 
 namespace tapestry::zspace {
-inline std::ostream& operator<<(std::ostream& os, const Point& v) { return os << v.to_string(); }
-inline std::ostream& operator<<(std::ostream& os, const Range& v) { return os << v.to_string(); }
-inline std::ostream& operator<<(std::ostream& os, const AffineMap& v) { return os << v.to_string(); }
-inline std::ostream& operator<<(std::ostream& os, const IndexProjection& v) { return os << v.to_string(); }
+inline std::ostream& operator<<(std::ostream& os, const Point& v) {
+  return os << v.to_string();
+}
+inline std::ostream& operator<<(std::ostream& os, const Range& v) {
+  return os << v.to_string();
+}
+inline std::ostream& operator<<(std::ostream& os, const AffineMap& v) {
+  return os << v.to_string();
+}
+inline std::ostream& operator<<(std::ostream& os, const IndexProjection& v) {
+  return os << v.to_string();
+}
 }  // namespace tapestry::zspace

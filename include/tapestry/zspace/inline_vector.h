@@ -21,9 +21,16 @@ class InlineVector {
  public:
   InlineVector() = default;
   /// `size` value-initialised elements.
-  explicit InlineVector(std::size_t size) { resize_uninitialised(size); std::fill_n(data(), size, T{}); }
-  InlineVector(std::size_t size, const T& value) { resize_uninitialised(size); std::fill_n(data(), size, value); }
-  InlineVector(std::initializer_list<T> values) : InlineVector(std::span<const T>(values.begin(), values.size())) {}
+  explicit InlineVector(std::size_t size) {
+    resize_uninitialised(size);
+    std::fill_n(data(), size, T{});
+  }
+  InlineVector(std::size_t size, const T& value) {
+    resize_uninitialised(size);
+    std::fill_n(data(), size, value);
+  }
+  InlineVector(std::initializer_list<T> values)
+      : InlineVector(std::span<const T>(values.begin(), values.size())) {}
   explicit InlineVector(std::span<const T> values) {
     resize_uninitialised(values.size());
     std::copy(values.begin(), values.end(), data());

@@ -121,8 +121,14 @@ class PointIterator {
   const Point& operator*() const { return current_; }
   const Point* operator->() const { return &current_; }
   PointIterator& operator++();
-  PointIterator operator++(int) { PointIterator copy = *this; ++*this; return copy; }
-  friend bool operator==(const PointIterator& a, const PointIterator& b) { return a.done_ == b.done_ && (a.done_ || a.current_ == b.current_); }
+  PointIterator operator++(int) {
+    PointIterator copy = *this;
+    ++*this;
+    return copy;
+  }
+  friend bool operator==(const PointIterator& a, const PointIterator& b) {
+    return a.done_ == b.done_ && (a.done_ || a.current_ == b.current_);
+  }
 
  private:
   friend class PointRangeView;
@@ -143,6 +149,8 @@ class PointRangeView {
   const Range* range_;
 };
 
-inline PointRangeView Range::points() const { return PointRangeView(this); }
+inline PointRangeView Range::points() const {
+  return PointRangeView(this);
+}
 
 }  // namespace tapestry::zspace
