@@ -73,9 +73,9 @@ Point AffineMap::apply(const Point& x) const {
   }
   InlineVector<std::int64_t, kInlineRank> out(out_rank());
   for (std::size_t r = 0; r < out_rank(); ++r) {
-    std::int64_t acc = offset_[r];
-    for (std::size_t c = 0; c < in_rank_; ++c) acc = checked_add(acc, checked_mul(at(r, c), x[c]));
-    out[r] = acc;
+    Wide acc = offset_[r];
+    for (std::size_t c = 0; c < in_rank_; ++c) acc = wide_add(acc, Wide{at(r, c)} * x[c]);
+    out[r] = narrow(acc, "affine map apply");
   }
   return Point(out.span());
 }
@@ -112,11 +112,10 @@ AffineMap AffineMap::compose(const AffineMap& inner) const {
   InlineVector<std::int64_t, kInlineRank * kInlineRank> flat(out_rank() * n);
   for (std::size_t r = 0; r < out_rank(); ++r) {
     for (std::size_t c = 0; c < n; ++c) {
-      std::int64_t acc = 0;
-      for (std::size_t k = 0; k < in_rank_; ++k) {
-        acc = checked_add(acc, checked_mul(at(r, k), inner.at(k, c)));
-      }
-      flat[r * n + c] = acc;
+      Wide acc = 0;
+      for (std::size_t k = 0; k < in_rank_; ++k)
+        acc = wide_add(acc, Wide{at(r, k)} * inner.at(k, c));
+      flat[r * n + c] = narrow(acc, "affine map compose");
     }
   }
   // offset = A·b_inner + b

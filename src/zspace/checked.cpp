@@ -23,3 +23,14 @@ std::size_t resolve_dim(std::int64_t dim, std::size_t rank) {
 }
 
 }  // namespace tapestry::zspace
+
+namespace tapestry::zspace {
+
+std::int64_t narrow(Wide value, const char* what) {
+  if (value > INT64_MAX || value < INT64_MIN) [[unlikely]] {
+    throw Error(fmt::format("int64 overflow in {}: the exact result does not fit in int64", what));
+  }
+  return static_cast<std::int64_t>(value);
+}
+
+}  // namespace tapestry::zspace

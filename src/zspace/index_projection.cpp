@@ -49,18 +49,18 @@ Range IndexProjection::apply(const Range& index) const {
   InlineVector<std::int64_t, kInlineRank> lo(out_rank);
   InlineVector<std::int64_t, kInlineRank> hi(out_rank);
   for (std::size_t k = 0; k < out_rank; ++k) {
-    std::int64_t a = map_.offset()[k];
-    std::int64_t b = checked_add(map_.offset()[k], shape_[k]);
+    Wide a = map_.offset()[k];
+    Wide b = wide_add(a, shape_[k]);
     for (std::size_t j = 0; j < in_rank; ++j) {
-      const std::int64_t coef = map_.at(k, j);
+      const Wide coef = map_.at(k, j);
       if (coef == 0) continue;
-      const std::int64_t x = checked_mul(coef, index.start()[j]);
-      const std::int64_t y = checked_mul(coef, index.end()[j] - 1);
-      a = checked_add(a, std::min(x, y));
-      b = checked_add(b, std::max(x, y));
+      const Wide x = coef * index.start()[j];
+      const Wide y = coef * (index.end()[j] - 1);  // end > start: the range is not empty
+      a = wide_add(a, std::min(x, y));
+      b = wide_add(b, std::max(x, y));
     }
-    lo[k] = a;
-    hi[k] = b;
+    lo[k] = narrow(a, "index projection apply");
+    hi[k] = narrow(b, "index projection apply");
   }
   return Range(Point(lo.span()), Point(hi.span()));
 }

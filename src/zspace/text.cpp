@@ -44,9 +44,10 @@ class Cursor {
   std::int64_t integer() {
     skip_space();
     std::size_t begin = pos_;
-    if (pos_ < text_.size() && text_[pos_] == '+') ++begin, ++pos_;
+    const bool plus = pos_ < text_.size() && text_[pos_] == '+';
+    if (plus) ++begin, ++pos_;
     std::size_t end = pos_;
-    if (end < text_.size() && text_[end] == '-') ++end;
+    if (!plus && end < text_.size() && text_[end] == '-') ++end;  // "+-1" is not a number
     while (end < text_.size() && std::isdigit(static_cast<unsigned char>(text_[end]))) ++end;
     std::int64_t value = 0;
     auto [ptr, ec] = std::from_chars(text_.data() + pos_, text_.data() + end, value);

@@ -41,3 +41,22 @@ inline std::int64_t checked_mul(std::int64_t a, std::int64_t b) {
 std::size_t resolve_dim(std::int64_t dim, std::size_t rank);
 
 }  // namespace tapestry::zspace
+
+namespace tapestry::zspace {
+
+/// Exact accumulator for sums of int64 products: a product of two int64 always fits in 127 bits,
+/// and a sum of up to 2^62 such products is checked by wide_add. Only the final value must fit
+/// in int64 (`narrow`), so `[[1, -1]] + (INT64_MAX)` applied to (1, 1) is exactly INT64_MAX.
+using Wide = __int128;
+
+inline Wide wide_add(Wide a, Wide b) {
+  Wide r;
+  if (__builtin_add_overflow(a, b, &r)) [[unlikely]]
+    detail::throw_overflow("+", 0, 0);
+  return r;
+}
+
+/// `value` as int64; Error naming `what` when it does not fit.
+std::int64_t narrow(Wide value, const char* what);
+
+}  // namespace tapestry::zspace

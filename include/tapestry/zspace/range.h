@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tapestry/zspace/checked.h"
 #include "tapestry/zspace/point.h"
 
 namespace tapestry::zspace {
@@ -51,7 +52,10 @@ class Range {
   [[nodiscard]] std::size_t rank() const { return start_.rank(); }
   [[nodiscard]] Point shape() const { return end_ - start_; }
   /// Extent of one dimension.
-  [[nodiscard]] std::int64_t extent(std::size_t dim) const { return end_[dim] - start_[dim]; }
+  /// Extent of one dimension (overflow-checked: zr[INT64_MIN:INT64_MAX] has no int64 extent).
+  [[nodiscard]] std::int64_t extent(std::size_t dim) const {
+    return checked_sub(end_[dim], start_[dim]);
+  }
   /// Number of points, overflow-checked.
   [[nodiscard]] std::int64_t size() const;
   [[nodiscard]] bool is_empty() const;

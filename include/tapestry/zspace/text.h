@@ -5,7 +5,7 @@
 //   parse_point("(1, -2)")      == Point{1, -2}            ("[1, -2]" is accepted too)
 //
 // Whitespace is free. A malformed string is an Error naming the 1-based column and what was
-// expected: `column 8: expected ':' in "zr[2:4, 3]"`.
+// expected: `column 10: expected ':' in "zr[2:4, 3]"`.
 #pragma once
 
 #include <string_view>
