@@ -103,6 +103,18 @@ AffineMap AffineMap::translate(const Point& delta) const {
   return AffineMap(in_rank_, matrix_.span(), offset_ + delta);
 }
 
+AffineMap AffineMap::stack(const AffineMap& below) const {
+  if (below.in_rank_ != in_rank_) {
+    throw Error(
+        fmt::format("affine map stack: input ranks differ ({} vs {})", in_rank_, below.in_rank_));
+  }
+  InlineVector<std::int64_t, kInlineRank * kInlineRank> flat(matrix_.size() + below.matrix_.size());
+  std::copy(matrix_.begin(), matrix_.end(), flat.begin());
+  std::copy(below.matrix_.begin(), below.matrix_.end(),
+            flat.begin() + static_cast<std::ptrdiff_t>(matrix_.size()));
+  return AffineMap(in_rank_, flat.span(), offset_.concat(below.offset_));
+}
+
 AffineMap AffineMap::compose(const AffineMap& inner) const {
   if (inner.out_rank() != in_rank_) {
     throw Error(fmt::format("affine map compose: inner map has {} outputs, outer expects {} inputs",

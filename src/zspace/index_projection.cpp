@@ -73,6 +73,10 @@ IndexProjection IndexProjection::compose(const AffineMap& inner) const {
   return IndexProjection(map_.compose(inner), shape_);
 }
 
+IndexProjection IndexProjection::stack(const IndexProjection& below) const {
+  return IndexProjection(map_.stack(below.map_), shape_.concat(below.shape_));
+}
+
 IndexProjection IndexProjection::permute_inputs(std::span<const std::size_t> perm) const {
   return IndexProjection(map_.permute_inputs(perm), shape_);
 }

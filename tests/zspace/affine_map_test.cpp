@@ -137,5 +137,13 @@ TEST(AffineMap, LargeCoefficientsOverflowToAnError) {
   EXPECT_THAT([&] { (void)f.compose(f); }, FailsWith({"overflow"}));
 }
 
+TEST(AffineMap, StackPutsOutputsOnTop) {
+  AffineMap top = map({{1, 0}}, {3});
+  AffineMap below = map({{0, 2}}, {4});
+  EXPECT_EQ(top.stack(below), map({{1, 0}, {0, 2}}, {3, 4}));
+  EXPECT_EQ(top.stack(below).apply(Point{5, 6}), (Point{8, 16}));
+  EXPECT_THAT([&] { (void)top.stack(map({{1}}, {0})); }, FailsWith({"stack", "input ranks"}));
+}
+
 }  // namespace
 }  // namespace tapestry::zspace

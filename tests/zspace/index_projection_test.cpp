@@ -196,5 +196,15 @@ TEST(IndexProjection, OverflowIsAnError) {
   EXPECT_THAT([&] { (void)flip.apply(zr("[0:4]")); }, FailsWith({"overflow"}));
 }
 
+TEST(IndexProjection, StackAddsABlockRowForPartialResults) {
+  // A partial output of a split reduction: index [block, batch, out, in'], the result IPF of
+  // linear composed under the block map, with a block row on top.
+  IndexProjection block(map({{1, 0, 0, 0}}, {0}), Point{1});
+  IndexProjection result(map({{0, 1, 0, 0}, {0, 0, 1, 0}}, {0, 0}), Point{1, 1});
+  IndexProjection partial = block.stack(result);
+  EXPECT_EQ(partial.shape(), (Point{1, 1, 1}));
+  EXPECT_EQ(partial.apply(zr("[1:2, 0:4, 8:16, 0:6]")), zr("[1:2, 0:4, 8:16]"));
+}
+
 }  // namespace
 }  // namespace tapestry::zspace

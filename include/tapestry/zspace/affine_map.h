@@ -66,6 +66,9 @@ class AffineMap {
   [[nodiscard]] AffineMap permute_outputs(std::span<const std::size_t> perm) const;
   /// Adds `delta` to the offset.
   [[nodiscard]] AffineMap translate(const Point& delta) const;
+  /// The map whose outputs are this map's followed by `below`'s (same input rank):
+  /// ([[1, 0]] + (3)).stack([[0, 2]] + (4)) == [[1, 0], [0, 2]] + (3, 4).
+  [[nodiscard]] AffineMap stack(const AffineMap& below) const;
   /// this ∘ inner: x ↦ this(inner(x)). inner.out_rank() must equal in_rank().
   [[nodiscard]] AffineMap compose(const AffineMap& inner) const;
 

@@ -67,6 +67,10 @@ class IndexProjection {
   /// dimensions; e.g. splitting a reduction dim k of extent K into p blocks uses
   /// inner(block, k') = (…, block·(K/p) + k', …).
   [[nodiscard]] IndexProjection compose(const AffineMap& inner) const;
+  /// The projection onto the product space: this IPF's tensor dims followed by `below`'s (same
+  /// index rank), shapes concatenated. Splitting a reduction uses it to put a `block` row on top
+  /// of an output IPF: IPF([[1, 0, 0]] + (0), shape (1)).stack(result) writes partial[block, …].
+  [[nodiscard]] IndexProjection stack(const IndexProjection& below) const;
   /// Reorders the index dimensions (columns of A): new index dim i is old dim perm[i].
   [[nodiscard]] IndexProjection permute_inputs(std::span<const std::size_t> perm) const;
   /// True when the selected box does not move along index dim `dim` (zero column of A).
