@@ -11,6 +11,13 @@ namespace tapestry::cli {
 
 inline void register_all(CLI::App& app, Dispatch& dispatch) {
   register_project(app, dispatch);
+  register_validate(app, dispatch);
+  register_render(app, dispatch);
+  register_kernels(app, dispatch);
+  register_build(app, dispatch);
+  register_print(app, dispatch);
+  register_shard(app, dispatch);
+  register_run(app, dispatch);
 }
 
 }  // namespace tapestry::cli

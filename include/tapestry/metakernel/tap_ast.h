@@ -1,0 +1,93 @@
+// The syntax tree of the .tap graph language (docs/language.md).
+//
+//   X: f32[-40:60, 20:32]            Decl    (a graph input: name, dtype, range)
+//   Y = relu(linear(X, W, b))        Assign  (a variable bound to a tensor expression)
+//   Z = conv2d(x, w, stride=2)       Call with a keyword parameter
+//   output Y, Z                      Output
+//
+// A tensor expression is a variable name or a call; calls take tensor expressions positionally
+// and parameters by keyword. Parameter values are literals: integers, floats, `true`/`false`,
+// "strings", bare identifiers (enumerations such as `op=max`) and `[lists]` of literals.
+// Every node records where it starts, so later stages can point at it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tapestry/metakernel/source.h"
+#include "tapestry/metakernel/tensor_type.h"
+
+namespace tapestry::metakernel::tap {
+
+/// A parameter value. Integers, floats, bools, strings and lists are JSON values; a bare
+/// identifier is a JSON string with `is_identifier` set (it may name an enumeration value, or, in
+/// a kernel's `sugar` call, one of the kernel's own parameters).
+struct Literal {
+  nlohmann::json value;
+  bool is_identifier = false;
+  SourcePos pos;
+};
+
+struct Call;
+
+struct TensorExpr {
+  std::string name;             // a variable, when `call` is null
+  std::shared_ptr<Call> call;   // a nested call
+  SourcePos pos;
+
+  [[nodiscard]] bool is_call() const { return call != nullptr; }
+};
+
+struct Keyword {
+  std::string name;
+  Literal value;
+  SourcePos pos;
+};
+
+struct Call {
+  std::string callee;
+  std::vector<TensorExpr> args;
+  std::vector<Keyword> keywords;
+  SourcePos pos;  // of the callee name
+};
+
+struct Decl {
+  std::string name;
+  TensorType type;
+  SourcePos pos;
+};
+
+struct Assign {
+  std::string name;
+  TensorExpr value;
+  SourcePos pos;
+};
+
+struct OutputName {
+  std::string name;
+  SourcePos pos;
+};
+
+struct Output {
+  std::vector<OutputName> names;
+  SourcePos pos;
+};
+
+using Statement = std::variant<Decl, Assign, Output>;
+
+struct Program {
+  SourceFilePtr file;
+  std::vector<Statement> statements;
+};
+
+/// .tap text of a literal: `2`, `0.5`, `true`, `"text"`, `max`, `[1, 2]`.
+std::string literal_to_string(const nlohmann::json& value, bool is_identifier = false);
+
+/// .tap text of a call: `conv2d(pad(x, padding=padding), w, stride=stride)`.
+std::string call_to_string(const Call& call);
+
+}  // namespace tapestry::metakernel::tap

@@ -1,0 +1,42 @@
+// Tokens of the .tap graph language (docs/language.md, "Lexical structure").
+//
+//   identifiers   [A-Za-z_][A-Za-z0-9_./]*      (`.` and `/` allow generated names: H/linear.2)
+//   integers      123            floats   0.5, 1e-3, 2.5E+2
+//   strings       "text" with \" \\ \n \t escapes
+//   punctuation   : = ( ) [ ] , - ;
+//   comments      # to the end of the line
+//   newlines      end statements (the parser skips them inside parentheses and brackets)
+//
+// The lexer never throws: a character it cannot read becomes a kError token carrying a message,
+// which the parser reports at that position.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tapestry/metakernel/source.h"
+
+namespace tapestry::metakernel::tap {
+
+enum class TokenKind {
+  kIdent, kInt, kFloat, kString,
+  kColon, kEquals, kLParen, kRParen, kLBracket, kRBracket, kComma, kMinus, kSemicolon,
+  kNewline, kEnd, kError
+};
+
+struct Token {
+  TokenKind kind = TokenKind::kEnd;
+  std::string text;  // identifier / number spelling / decoded string / error message
+  SourcePos pos;
+};
+
+/// Splits `text` into tokens; always ends with one kEnd token.
+std::vector<Token> lex(std::string_view text);
+
+/// "identifier", "')'", "end of line" … for "expected X, found Y" messages.
+std::string describe(TokenKind kind);
+/// Describes a concrete token: "'relu'", "the number 3", "end of line".
+std::string describe(const Token& token);
+
+}  // namespace tapestry::metakernel::tap

@@ -1,0 +1,33 @@
+// `fuse-elementwise`: a producer and the elementwise consumer of its output become one operation.
+//
+// When a producer P writes a tensor T that exactly one operation C reads, T is not a graph
+// output, and C is elementwise on T (T's IPF in C is the identity up to an offset, unit cells,
+// no reductions), then C's index is an affine image of P's:
+//
+//   c = M·p,   M = (P's IPF for T) − (C's offset for T)
+//
+// so C can run shard by shard inside P's shards: the fused operation (kernel "fused", see
+// fused.h) has P's index space, P's inputs, C's other inputs and outputs with their IPFs composed
+// with M, and T disappears. The running example, linear ⇒ relu split on batch in two, becomes
+// exactly two fused applications, each reading half of X and all of W and b, writing half of Y.
+// Chains fuse one link at a time (`matmul ⇒ bias_add ⇒ gelu`).
+//
+// Requested by plan fusion groups (producer first: [["Y/linear", "Y"]]) or "fuse": "auto". The
+// fused operation takes C's name and P's splits; C's splits must agree (same count on the dims
+// that correspond through T) or the fusion is refused with the reason.
+#pragma once
+
+#include "tapestry/rewrite/pattern.h"
+
+namespace tapestry::rewrite {
+
+inline constexpr std::string_view kFuseElementwise = "fuse-elementwise";
+
+class FuseElementwise final : public OperationPattern {
+ public:
+  [[nodiscard]] std::string_view name() const override { return kFuseElementwise; }
+  [[nodiscard]] MatchResult match(const RewriteState& state, ir::OperationId op) const override;
+  std::string apply(RewriteState& state, ir::OperationId op) const override;
+};
+
+}  // namespace tapestry::rewrite

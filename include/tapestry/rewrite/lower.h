@@ -1,0 +1,51 @@
+// lower(graph, plan): an operation graph and a plan become an application graph.
+//
+// The pipeline, one named pass after another (each can be disabled by name, and the result is
+// validated in the application dialect — a failure there is a bug in a rewrite, reported with
+// the issues):
+//
+//   1. check-plan         every operation, dimension and count the plan names exists and fits
+//   2. decompose-linear   linear → transpose(w), matmul, bias_add where the plan splits `in`
+//                         or asks for it
+//   3. split-reduction    a split reduction dim → partial op with a `block` dim + reduce
+//   4. fuse-elementwise   explicit fusion groups / "fuse": "auto"
+//   5. shard-grid         every operation's index cut into the plan's grid of Applications
+//
+// Steps 2–4 are rewrite patterns run by the driver (pattern.h) to a fixed point; every applied
+// rewrite and every refusal of something the plan asked for is in the log (`--explain`).
+//
+//   Plan plan = parse_plan(R"({"ops": {"Y": {"split": {"batch": 2}}}})");
+//   LowerResult r = lower(graph, plan);
+//   r.graph.applications().size()   // 2 for linear_relu's Y, 1 for every other operation
+#pragma once
+
+#include <vector>
+
+#include "tapestry/ir/graph.h"
+#include "tapestry/rewrite/pattern.h"
+#include "tapestry/rewrite/plan.h"
+
+namespace tapestry::rewrite {
+
+struct LowerOptions {
+  DriverOptions driver;
+  /// Validate the result in the application dialect (on by default; cheap).
+  bool validate = true;
+  /// Kernels the rewrites may instantiate.
+  const metakernel::KernelRegistry* kernels = &metakernel::builtin_kernels();
+};
+
+struct LowerResult {
+  ir::Graph graph;                // the application graph
+  Plan plan;                      // the plan as the rewrites left it (names of final operations)
+  std::vector<RewriteEvent> log;  // applied rewrites and refusals
+};
+
+/// The rewrite patterns of steps 2–4, in order.
+std::span<const OperationPattern* const> default_patterns();
+
+/// Lowers `graph` (an operation graph; existing Applications are replaced) under `plan`.
+/// Error listing every problem when the plan does not fit the graph.
+LowerResult lower(const ir::Graph& graph, const Plan& plan, const LowerOptions& options = {});
+
+}  // namespace tapestry::rewrite

@@ -1,0 +1,89 @@
+// Rewrite patterns over operation graphs, and the driver that runs them to a fixed point.
+//
+// A pattern first *matches* (pure: it reads the state and returns why not on failure), then
+// *applies* (it rewrites the state). Nothing mutates before a match succeeds (MLIR's
+// notifyMatchFailure contract). Every pattern has a stable dash-case name (`split-reduction`,
+// `decompose-linear`, `fuse-elementwise`) that plans, logs and `--explain` use.
+//
+// The state is the operation graph *and* the plan: a rewrite that replaces operation `Y` by
+// `Y/matmul` and `Y` carries `Y`'s splits over to both, so the plan keeps naming what the
+// graph holds.
+//
+//   RewriteState state{graph, plan};
+//   std::vector<RewriteEvent> log = run_patterns(state, default_patterns(), {});
+//   for (const RewriteEvent& e : log) fmt::print("{}\n", e.to_string());
+//   // applied  decompose-linear on Y: Y -> Y/matmul + Y (bias_add)
+//   // skipped  fuse-elementwise on H/linear: H/linear's output is also read by Z
+#pragma once
+
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tapestry/ir/graph.h"
+#include "tapestry/metakernel/registry.h"
+#include "tapestry/rewrite/plan.h"
+
+namespace tapestry::rewrite {
+
+struct RewriteState {
+  ir::Graph graph;
+  Plan plan;
+  /// Kernels that rewrites instantiate (reduce, matmul, bias_add, transpose): the built-ins
+  /// unless the caller loaded more.
+  const metakernel::KernelRegistry* kernels = &metakernel::builtin_kernels();
+};
+
+/// The outcome of a match: success, or the reason it does not apply. `requested` marks failures
+/// of something the plan asked for (shown by --explain); other failures ("not a linear") are
+/// not worth showing.
+struct MatchResult {
+  bool matched = false;
+  bool requested = false;
+  std::string reason;
+
+  static MatchResult success() { return {true, true, {}}; }
+  /// The plan asked for this rewrite, but it cannot apply here.
+  static MatchResult refuse(std::string reason) { return {false, true, std::move(reason)}; }
+  /// The rewrite is not relevant here.
+  static MatchResult skip(std::string reason) { return {false, false, std::move(reason)}; }
+  explicit operator bool() const { return matched; }
+};
+
+class OperationPattern {
+ public:
+  virtual ~OperationPattern() = default;
+  [[nodiscard]] virtual std::string_view name() const = 0;
+  /// Pure: does this pattern rewrite `op` in `state`?
+  [[nodiscard]] virtual MatchResult match(const RewriteState& state, ir::OperationId op) const = 0;
+  /// Rewrites `state` at `op` and returns a one-line summary. Precondition: match() succeeded.
+  virtual std::string apply(RewriteState& state, ir::OperationId op) const = 0;
+};
+
+struct RewriteEvent {
+  std::string pattern;
+  std::string target;  // the operation's name when the pattern was tried
+  bool applied = false;
+  std::string detail;  // the summary when applied, the reason when refused
+
+  [[nodiscard]] std::string to_string() const;
+};
+
+struct DriverOptions {
+  /// Upper bound on applied rewrites: a guard against patterns that undo each other.
+  int max_rewrites = 100000;
+  /// Pattern names not to run.
+  std::set<std::string, std::less<>> disabled;
+};
+
+/// Runs `patterns` in order: the first pattern that matches any operation (in graph order) is
+/// applied, then matching restarts from the first pattern, until nothing matches. Returns the
+/// applied rewrites and the refusals (MatchResult::requested). Error when the cap is reached.
+std::vector<RewriteEvent> run_patterns(RewriteState& state,
+                                       std::span<const OperationPattern* const> patterns,
+                                       const DriverOptions& options);
+
+}  // namespace tapestry::rewrite

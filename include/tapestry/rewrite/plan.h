@@ -1,0 +1,82 @@
+// Plan: how to run an operation graph — separate data from the graph (Halide's schedule).
+//
+// The graph is the algorithm; a plan says, per operation (named by its label, as the .tap naming
+// rule gives it), how many shards to cut along each named index dimension, which substitutions
+// to apply, and which operations to fuse. `lower(graph, plan)` (lower.h) turns both into an
+// application graph. The search mutates plans, never graphs.
+//
+// JSON form (docs/rewrites.md has the full reference):
+//
+//   {
+//     "ops": {
+//       "H/linear": {"split": {"out": 2}},
+//       "Y":        {"split": {"in": 2}},             // a reduction dim: split-reduction
+//       "Z":        {"split": {"batch": 4}, "substitute": ["decompose-linear"]}
+//     },
+//     "fuse": [["H/linear", "H"]]                     // producer first; or "fuse": "auto"
+//   }
+//
+// Uneven splits are allowed (10 into 4 gives 3, 3, 2, 2); a split larger than the dimension's
+// extent, an unknown operation or dimension, or a non-positive count is an error naming the
+// plan file and JSON path ("plan.json: /ops/Y/split/out: operation 'Y' has no index dimension
+// 'out' (it has: batch, out2, in)").
+//
+// The CLI shorthand `--split OP.DIM=N` (e.g. `--split H/linear.out=2`) adds one split; the
+// operation name may itself contain dots ("H/linear.2.out=2" names op "H/linear.2").
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tapestry/ir/graph.h"
+
+namespace tapestry::rewrite {
+
+/// The plan for one operation.
+struct OpPlan {
+  /// Shards along each named index dimension (>= 1; absent dims are not split).
+  std::map<std::string, std::int64_t> split;
+  /// Substitutions requested by their stable names, e.g. "decompose-linear".
+  std::vector<std::string> substitute;
+
+  friend bool operator==(const OpPlan&, const OpPlan&) = default;
+};
+
+struct Plan {
+  std::map<std::string, OpPlan> ops;
+  /// Explicit fusion groups, each a chain of operation names, producer first.
+  std::vector<std::vector<std::string>> fuse;
+  /// `"fuse": "auto"`: fuse every chain that fuse-elementwise accepts.
+  bool fuse_auto = false;
+
+  /// The split count of `dim` for `op` (1 when the plan does not split it).
+  [[nodiscard]] std::int64_t split_of(std::string_view op, std::string_view dim) const;
+  [[nodiscard]] nlohmann::json to_json() const;
+
+  friend bool operator==(const Plan&, const Plan&) = default;
+};
+
+/// Parses a plan. Syntax errors name `source:line:column`; shape errors `source: /json/path`.
+Plan parse_plan(std::string_view text, std::string_view source_name = "<plan>");
+/// Reads and parses a plan file (an Error names the file when it cannot be read).
+Plan read_plan_file(const std::filesystem::path& path);
+/// Adds one `OP.DIM=N` split to `plan` (Error on a malformed shorthand).
+void add_split_shorthand(Plan& plan, std::string_view shorthand);
+
+/// Finds the operation a plan names: by label (which must be unique), else by loom key.
+std::optional<ir::OperationId> find_operation(const ir::Graph& graph, std::string_view name);
+/// The name plans use for an operation: its label, else its key.
+std::string operation_name(const ir::Graph& graph, ir::OperationId op);
+
+/// Checks a plan against a graph: every operation and dimension exists, every count is in
+/// [1, extent], every substitution is known, fusion groups name existing operations. Returns
+/// one message per problem (empty: the plan fits the graph).
+std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph);
+
+}  // namespace tapestry::rewrite

@@ -1,0 +1,40 @@
+// `shard-grid`: cut an operation's index box into a grid of Applications.
+//
+// Every operation has an index box (its IPFIndex) and one IPF per input and output. Cutting the
+// box into cells and giving each cell the selections IPF(cell) yields shards that together
+// compute exactly the operation: the cells partition the index, and each output IPF is
+// injective over the non-reduction dims, so no two shards write the same output cell (a split
+// reduction dim is refused here — that is `split-reduction`'s job, see split_reduction.h).
+//
+// The running example's Linear, index zr[0:100, 0:32] ([batch, out]), with parts (2, 1):
+//
+//   cell zr[0:50, 0:32]    reads X zr[-40:10, 20:32], W zr[0:32, 0:12], b zr[0:32]; writes Y
+//   zr[0:50, 0:32] cell zr[50:100, 0:32]  reads X zr[10:60, 20:32],  W zr[0:32, 0:12], b zr[0:32];
+//   writes Y zr[50:100, 0:32]
+//
+// Parts need not divide the extents: 10 cut into 4 gives 3, 3, 2, 2 (Range::split_grid).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tapestry/ir/graph.h"
+
+namespace tapestry::rewrite {
+
+inline constexpr std::string_view kShardGrid = "shard-grid";
+
+/// Why `shard-grid` cannot cut `op` into `parts` (one count per index dim), or nullopt when it
+/// can: the operation needs an IPFIndex and an IPFSignature parallel to its selections, every
+/// count must be in [1, max(extent, 1)], and reduction dims must not be cut.
+std::optional<std::string> match_shard_grid(const ir::Graph& graph, ir::OperationId op,
+                                            std::span<const std::int64_t> parts);
+
+/// Adds one Application per grid cell (row-major order). Precondition: match_shard_grid holds.
+std::vector<ir::ApplicationId> apply_shard_grid(ir::Graph& graph, ir::OperationId op,
+                                                std::span<const std::int64_t> parts);
+
+}  // namespace tapestry::rewrite

@@ -1,0 +1,110 @@
+// Buffer: a dense tensor that owns its elements, addressed in the tensor's own coordinates.
+//
+// A Buffer has an executable dtype (element.h) and a Range: the box of coordinates it holds,
+// which may start anywhere (`[-40, 20]`). Elements are stored row-major (C order, last dimension
+// fastest), so the strides of a buffer of shape (d0, …, dn) are (d1·…·dn, …, dn, 1) elements.
+// Storage is 64-byte aligned, zero-filled at construction, and copied deeply with the Buffer.
+//
+//   Buffer x = Buffer::from_values<float>(Range({-1, 0}, {1, 3}), {1, 2, 3, 4, 5, 6});
+//   x.at<float>(Point{0, 2}) == 6.0f;            // row 0 is the second row of the storage
+//   x.view(Range({0, 1}, {1, 3}))                // the 1×2 box holding 5, 6
+//   x.relocated(Point{0, 0}).range() == Range::of_shape({2, 3})   // same values, new start
+//
+// Concurrency: a const Buffer may be read from any number of threads; writes through views of
+// disjoint boxes may run concurrently (the block executor relies on this).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "tapestry/runtime/element.h"
+#include "tapestry/runtime/view.h"
+
+namespace tapestry::runtime {
+
+/// Row-major strides (in elements) of a dense box of shape `shape`.
+Point dense_strides(const Point& shape);
+
+class Buffer {
+ public:
+  /// A 0-dimensional float32 buffer holding one zero (so containers can default-construct).
+  Buffer();
+  /// A zero-filled buffer. Error when `dtype` is not executable or the byte size overflows.
+  Buffer(DType dtype, Range range);
+
+  /// A buffer holding `values` in row-major order; Error unless their count is range.size().
+  template <Element T>
+  static Buffer from_values(Range range, std::span<const T> values);
+  template <Element T>
+  static Buffer from_values(Range range, std::initializer_list<T> values) {
+    return from_values<T>(std::move(range), std::span<const T>(values.begin(), values.size()));
+  }
+
+  Buffer(const Buffer& other);
+  Buffer& operator=(const Buffer& other);
+  Buffer(Buffer&& other) noexcept = default;
+  Buffer& operator=(Buffer&& other) noexcept = default;
+  ~Buffer() = default;
+
+  [[nodiscard]] DType dtype() const { return dtype_; }
+  [[nodiscard]] const Range& range() const { return range_; }
+  [[nodiscard]] std::size_t rank() const { return range_.rank(); }
+  [[nodiscard]] const Point& strides() const { return strides_; }
+  /// Number of elements.
+  [[nodiscard]] std::int64_t size() const { return size_; }
+  [[nodiscard]] std::size_t size_bytes() const;
+
+  /// Raw storage, row-major (null when the buffer is empty).
+  [[nodiscard]] std::byte* bytes() { return data_.get(); }
+  [[nodiscard]] const std::byte* bytes() const { return data_.get(); }
+
+  /// The elements in row-major order; Error when T is not the buffer's dtype.
+  template <Element T>
+  [[nodiscard]] std::span<T> values();
+  template <Element T>
+  [[nodiscard]] std::span<const T> values() const;
+  /// The element at tensor point `p` (asserted inside the range); Error on a dtype mismatch.
+  template <Element T>
+  [[nodiscard]] T at(const Point& p) const {
+    return view().typed<T>()[p];
+  }
+
+  /// A view of the whole buffer.
+  [[nodiscard]] View view();
+  [[nodiscard]] ConstView view() const;
+  /// A view of `box`, which must lie inside the range (Error otherwise).
+  [[nodiscard]] View view(const Range& box);
+  [[nodiscard]] ConstView view(const Range& box) const;
+
+  /// The same elements addressed from a new start (the shape is unchanged).
+  [[nodiscard]] Buffer relocated(const Point& start) const&;
+  [[nodiscard]] Buffer relocated(const Point& start) &&;
+
+  /// `float32 zr[-1:1, 0:3]`.
+  [[nodiscard]] std::string describe() const;
+
+ private:
+  struct AlignedFree {
+    void operator()(std::byte* p) const;
+  };
+  void allocate();
+
+  DType dtype_ = DType::kFloat32;
+  Range range_;
+  Point strides_;
+  std::int64_t size_ = 0;
+  std::unique_ptr<std::byte[], AlignedFree> data_;
+};
+
+/// Copies the elements of `from` into `to`; the boxes must have the same shape and the views the
+/// same dtype (Error otherwise). Coordinates may differ (a copy between tensors).
+void copy_elements(const ConstView& from, const View& to);
+
+/// Sets every element of `to` to `value` (converted to the view's dtype).
+void fill(const View& to, double value);
+
+}  // namespace tapestry::runtime

@@ -1,0 +1,45 @@
+// KernelRegistry: kernel name → kernel function.
+//
+// Executors look each Operation's `kernel` string up once, before running anything, so an
+// unknown kernel is an Error naming the operation, not a crash half-way through a run:
+//
+//   const KernelRegistry& kernels = KernelRegistry::reference();
+//   KernelFn fn = kernels.lookup("linear", "linear_1");   // the reference linear kernel
+//   kernels.lookup("op:add", "add_1");                    // Java-style names: "op:" is ignored
+//   kernels.lookup("fft", "f")   // Error: operation 'f': no kernel named 'fft' (known: add, …)
+//
+// `reference()` holds the plain-loop kernels that define what every built-in kernel means
+// (docs/runtime.md lists them with their inputs and params); a fast kernel set is a second
+// registry with the same names. A registry is immutable once built and safe to share.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tapestry/runtime/kernel.h"
+
+namespace tapestry::runtime {
+
+class KernelRegistry {
+ public:
+  KernelRegistry() = default;
+
+  /// The reference kernels for every built-in metakernel (built once, shared).
+  static const KernelRegistry& reference();
+
+  /// Registers `fn` under `name`; asserts the name is new.
+  void add(std::string name, KernelFn fn);
+  /// The kernel called `kernel` (a leading "op:" is ignored), or nullptr.
+  [[nodiscard]] KernelFn find(std::string_view kernel) const;
+  /// Like find, but an unknown kernel throws Error naming `operation` and the known kernels.
+  [[nodiscard]] KernelFn lookup(std::string_view kernel, std::string_view operation) const;
+  /// Every registered name, sorted.
+  [[nodiscard]] std::vector<std::string> names() const;
+
+ private:
+  std::map<std::string, KernelFn, std::less<>> kernels_;
+};
+
+}  // namespace tapestry::runtime

@@ -1,0 +1,38 @@
+// Reading and writing tensors as NumPy `.npy` files, the field's interchange format.
+//
+// Supported: format versions 1.0, 2.0 and 3.0; dtypes '<f4' '<f8' '<i4' '<i8' (float32,
+// float64, int32, int64, little-endian; '=' native order is accepted too); C order. A file has
+// no coordinates, so a buffer read from one starts at the origin; bind_buffer (tensor_map.h)
+// relocates it onto a tensor that starts elsewhere.
+//
+//   write_npy("y.npy", buffer);          // atomic: a temporary file, then rename
+//   Buffer y = read_npy("y.npy");        // range [0, shape)
+//   Buffer x = read_npy("x.npy", Point{4, 8});   // also checks the shape
+//
+// Every problem is an Error naming the file: bad magic string, unsupported version, malformed
+// header, unsupported dtype ("'>f4' (big-endian)", "'<f2'"), fortran_order True, shape
+// mismatch, truncated data, trailing bytes.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "tapestry/runtime/buffer.h"
+
+namespace tapestry::runtime {
+
+/// Reads a `.npy` file; see the file comment for what is accepted.
+Buffer read_npy(const std::filesystem::path& path);
+/// Reads and checks that the array has shape `expected_shape`.
+Buffer read_npy(const std::filesystem::path& path, const Point& expected_shape);
+/// Parses the bytes of a `.npy` file; `source_name` names it in errors.
+Buffer parse_npy(std::string_view bytes, std::string_view source_name);
+
+/// The bytes of a `.npy` file (version 1.0, or 2.0 when the header needs it) holding `buffer`.
+std::string format_npy(const Buffer& buffer);
+/// Writes `buffer` to `path` atomically; Error naming the file when it cannot be written.
+void write_npy(const std::filesystem::path& path, const Buffer& buffer);
+
+}  // namespace tapestry::runtime

@@ -1,0 +1,69 @@
+// `tapestry build`: compile a .tap file into a validated loom JSON operation graph.
+//
+//   tapestry build examples/mlp.tap -o mlp.json
+//   tapestry build model.tap --kernels my_kernels/ --operation-only
+//
+// Syntax and kernel errors print as `file:line:col: error: …` with the source line and a caret
+// (exit 2); a graph that fails validation prints its issues (exit 1); otherwise the JSON is
+// written atomically to -o (or stdout). With --operation-only no Application nodes are added.
+#include <fmt/core.h>
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "command.h"
+#include "tapestry/ir/json_io.h"
+#include "tapestry/metakernel/tap_frontend.h"
+
+namespace tapestry::cli {
+
+namespace {
+
+struct BuildOptions {
+  std::string file;
+  std::string output;
+  std::vector<std::string> kernel_dirs;
+  bool operation_only = false;
+};
+
+int run_build(const BuildOptions& options) {
+  metakernel::KernelRegistry kernels = metakernel::KernelRegistry::with_builtins();
+  for (const std::string& dir : options.kernel_dirs) kernels.load_directory(dir);
+  metakernel::BuildResult built = metakernel::build_tap_file(
+      options.file, kernels, {.add_application = !options.operation_only});
+  if (!built.ok()) {
+    fmt::print(stderr, "{}\n", metakernel::format_diagnostics(built.diagnostics));
+    return kExitBadInput;
+  }
+  const ir::ValidationReport report = metakernel::validate_built_graph(*built.graph);
+  if (!report.is_valid()) {
+    fmt::print(stderr, "{}", ir::format_issues_text(report.issues));
+    return kExitFailed;
+  }
+  if (options.output.empty()) {
+    fmt::print("{}", ir::write_graph_json(*built.graph));
+  } else {
+    ir::write_graph_file(*built.graph, options.output);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_build(CLI::App& app, Dispatch& dispatch) {
+  auto options = std::make_shared<BuildOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("build", "Compile a .tap file into a validated loom JSON graph");
+  cmd->add_option("file", options->file, ".tap source file")->required();
+  cmd->add_option("-o,--output", options->output,
+                  "where to write the graph JSON (default: stdout)");
+  cmd->add_option("--kernels", options->kernel_dirs, "a directory of extra kernel files (*.yaml)");
+  cmd->add_flag("--operation-only", options->operation_only,
+                "no whole-index Application per operation (an operation-dialect graph)");
+  cmd->callback([&dispatch, options] {
+    dispatch.name = "build";
+    dispatch.run = [options] { return run_build(*options); };
+  });
+}
+
+}  // namespace tapestry::cli

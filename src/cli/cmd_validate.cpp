@@ -1,0 +1,74 @@
+// `tapestry validate`: read a loom JSON graph and check it against a dialect.
+//
+//   tapestry validate graph.json [--dialect operation|application] [--format text|json]
+//
+// Prints every issue (reading and validation) and exits 0 when there is no error (warnings
+// allowed), 1 when the graph is invalid, 2 when the file cannot be read as a graph or the
+// arguments are bad. Without --dialect, graphs holding Application nodes are checked in the
+// application dialect, others in the operation dialect.
+#include <fmt/core.h>
+#include <CLI/CLI.hpp>
+
+#include <vector>
+
+#include "command.h"
+#include "tapestry/ir/dialect.h"
+#include "tapestry/ir/json_io.h"
+#include "tapestry/support/error.h"
+
+namespace tapestry::cli {
+
+namespace {
+
+struct ValidateOptions {
+  std::string file;
+  std::string dialect = "auto";
+  std::string format = "text";
+};
+
+void print_issues(const std::vector<ir::Issue>& issues, const std::string& format) {
+  if (format == "json") {
+    fmt::print("{}", ir::format_issues_json(issues));
+  } else {
+    fmt::print("{}", ir::format_issues_text(issues));
+  }
+}
+
+int run_validate(const ValidateOptions& options) {
+  ir::ReadResult read = ir::read_graph_file(options.file);
+  if (!read.graph) {
+    print_issues(read.issues, options.format);
+    return kExitBadInput;
+  }
+  const ir::Dialect* dialect =
+      options.dialect == "auto" ? (read.graph->applications().empty() ? &ir::Dialect::operation()
+                                                                      : &ir::Dialect::application())
+                                : ir::Dialect::find(options.dialect);
+  if (dialect == nullptr) throw Error(fmt::format("unknown dialect \"{}\"", options.dialect));
+  ir::ValidationReport report = ir::validate(*read.graph, *dialect);
+  std::vector<ir::Issue> issues = std::move(read.issues);
+  for (ir::Issue& issue : report.issues) issues.push_back(std::move(issue));
+  print_issues(issues, options.format);
+  return ir::has_errors(issues) ? kExitFailed : kExitOk;
+}
+
+}  // namespace
+
+void register_validate(CLI::App& app, Dispatch& dispatch) {
+  auto options = std::make_shared<ValidateOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "validate", "Check a loom JSON graph against a dialect; print the issues found");
+  cmd->add_option("file", options->file, "loom JSON graph")->required();
+  cmd->add_option("--dialect", options->dialect,
+                  "operation | application (default: application when the graph has "
+                  "Application nodes, else operation)")
+      ->check(CLI::IsMember({"auto", "operation", "application"}));
+  cmd->add_option("--format", options->format, "text | json")
+      ->check(CLI::IsMember({"text", "json"}));
+  cmd->callback([&dispatch, options] {
+    dispatch.name = "validate";
+    dispatch.run = [options] { return run_validate(*options); };
+  });
+}
+
+}  // namespace tapestry::cli

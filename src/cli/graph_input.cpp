@@ -1,0 +1,46 @@
+#include "graph_input.h"
+
+#include <fmt/core.h>
+
+#include "tapestry/ir/dialect.h"
+#include "tapestry/ir/json_io.h"
+#include "tapestry/metakernel/tap_frontend.h"
+#include "tapestry/support/error.h"
+
+namespace tapestry::cli {
+
+metakernel::KernelRegistry load_kernels(const std::vector<std::string>& dirs) {
+  metakernel::KernelRegistry kernels = metakernel::KernelRegistry::with_builtins();
+  for (const std::string& dir : dirs) kernels.load_directory(dir);
+  return kernels;
+}
+
+ir::Graph load_graph(const std::string& path, const metakernel::KernelRegistry& kernels) {
+  ir::Graph graph;
+  if (path.ends_with(".tap")) {
+    metakernel::BuildResult built = metakernel::build_tap_file(path, kernels);
+    if (!built.ok()) throw Error(metakernel::format_diagnostics(built.diagnostics));
+    graph = std::move(*built.graph);
+  } else {
+    ir::ReadResult read = ir::read_graph_file(path);
+    if (!read.has_graph() || ir::has_errors(read.issues)) {
+      throw Error(
+          fmt::format("{}: cannot read the graph:\n{}", path, ir::format_issues_text(read.issues)));
+    }
+    graph = std::move(*read.graph);
+  }
+  const ir::ValidationReport report = metakernel::validate_built_graph(graph);
+  if (!report.is_valid()) {
+    throw Error(
+        fmt::format("{}: the graph is invalid:\n{}", path, ir::format_issues_text(report.issues)));
+  }
+  return graph;
+}
+
+rewrite::Plan load_plan(const std::string& plan_file, const std::vector<std::string>& splits) {
+  rewrite::Plan plan = plan_file.empty() ? rewrite::Plan{} : rewrite::read_plan_file(plan_file);
+  for (const std::string& s : splits) rewrite::add_split_shorthand(plan, s);
+  return plan;
+}
+
+}  // namespace tapestry::cli

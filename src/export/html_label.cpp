@@ -1,0 +1,63 @@
+// HTML-like label helpers (html_label.h).
+#include "html_label.h"
+
+#include <fmt/format.h>
+
+namespace tapestry::exporter::html {
+
+std::string escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\n':
+        out += "<BR/>";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string bold(std::string_view text) {
+  return fmt::format("<B>{}</B>", escape(text));
+}
+
+std::string font(std::string_view escaped, std::string_view color, int point_size) {
+  if (point_size > 0) {
+    return fmt::format("<FONT COLOR=\"{}\" POINT-SIZE=\"{}\">{}</FONT>", color, point_size,
+                       escaped);
+  }
+  return fmt::format("<FONT COLOR=\"{}\">{}</FONT>", color, escaped);
+}
+
+std::string cell(std::string_view content, std::string_view attributes) {
+  if (attributes.empty()) return fmt::format("<TD>{}</TD>", content);
+  return fmt::format("<TD {}>{}</TD>", attributes, content);
+}
+
+std::string row(std::string_view cells) {
+  return fmt::format("<TR>{}</TR>", cells);
+}
+
+std::string table(std::string_view rows, std::string_view attributes, int cell_border,
+                  int cell_padding) {
+  return fmt::format(
+      "<TABLE BORDER=\"0\" CELLBORDER=\"{}\" CELLSPACING=\"0\" CELLPADDING=\"{}\"{}{}>{}</TABLE>",
+      cell_border, cell_padding, attributes.empty() ? "" : " ", attributes, rows);
+}
+
+}  // namespace tapestry::exporter::html

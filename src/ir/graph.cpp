@@ -1,0 +1,238 @@
+// Graph: node tables, keys, building and lookup. Relations live in graph_relations.cpp, views
+// in graph_views.cpp.
+#include "tapestry/ir/graph.h"
+
+#include <fmt/format.h>
+
+#include "tapestry/support/assert.h"
+
+namespace tapestry::ir {
+
+// ---- records and keys ------------------------------------------------------------------------
+
+const Graph::NodeRecord& Graph::record(NodeId node) const {
+  TAPESTRY_ASSERT(contains(node), "node id does not belong to this graph");
+  return nodes_[node.index()];
+}
+
+Graph::NodeRecord& Graph::mutable_record(NodeId node) {
+  TAPESTRY_ASSERT(contains(node), "node id does not belong to this graph");
+  return nodes_[node.index()];
+}
+
+std::string_view Graph::key(NodeId node) const {
+  const NodeRecord& r = record(node);
+  return {key_chars_.data() + r.key_offset, r.key_size};
+}
+
+NodeKind Graph::kind(NodeId node) const {
+  return record(node).kind;
+}
+
+std::optional<NodeId> Graph::find(std::string_view key) const {
+  auto found = key_index_.find(key, [this](std::uint32_t i) { return this->key(NodeId(i)); });
+  if (!found) return std::nullopt;
+  return NodeId(*found);
+}
+
+std::vector<NodeId> Graph::node_ids() const {
+  std::vector<NodeId> ids;
+  ids.reserve(nodes_.size());
+  for (std::uint32_t i = 0; i < nodes_.size(); ++i) ids.emplace_back(i);
+  return ids;
+}
+
+// Generated keys are UUID-shaped (version 4 / variant 1 nibbles in place) and count up, so a
+// graph built twice the same way gets the same keys.
+std::string Graph::next_generated_key() {
+  for (;;) {
+    std::uint64_t n = next_key_serial_++;
+    std::string key = fmt::format("{:08x}-0000-4000-8000-{:012x}",
+                                  static_cast<std::uint32_t>(n >> 48), n & 0xffffffffffffull);
+    if (!find(key)) return key;
+  }
+}
+
+NodeId Graph::try_add_record(NodeKind kind, std::uint32_t slot, std::string_view key) {
+  TAPESTRY_ASSERT(nodes_.size() < NodeId::kInvalidIndex, "too many nodes");
+  auto index = static_cast<std::uint32_t>(nodes_.size());
+  NodeRecord r;
+  r.key_offset = key_chars_.size();
+  r.key_size = static_cast<std::uint32_t>(key.size());
+  r.kind = kind;
+  r.slot = slot;
+  key_chars_.append(key);
+  nodes_.push_back(r);
+  auto existing = key_index_.insert(this->key(NodeId(index)), index,
+                                    [this](std::uint32_t i) { return this->key(NodeId(i)); });
+  if (existing) {
+    nodes_.pop_back();
+    key_chars_.resize(r.key_offset);
+    return NodeId();
+  }
+  return NodeId(index);
+}
+
+NodeId Graph::add_record(NodeKind kind, std::uint32_t slot, NodeOptions&& options) {
+  std::string key = options.key.empty() ? next_generated_key() : std::move(options.key);
+  NodeId id = try_add_record(kind, slot, key);
+  TAPESTRY_ASSERT(id.is_valid(), "node key already taken in this graph");
+  if (!options.label.empty()) extra(id).label = std::move(options.label);
+  return id;
+}
+
+Graph::NodeExtra& Graph::extra(NodeId node) {
+  NodeRecord& r = mutable_record(node);
+  if (r.extra_slot == kNone) {
+    r.extra_slot = static_cast<std::uint32_t>(extras_.size());
+    extras_.emplace_back();
+  }
+  return extras_[r.extra_slot];
+}
+
+const Graph::NodeExtra* Graph::find_extra(NodeId node) const {
+  const NodeRecord& r = record(node);
+  return r.extra_slot == kNone ? nullptr : &extras_[r.extra_slot];
+}
+
+// ---- building --------------------------------------------------------------------------------
+
+TensorId Graph::add_tensor(TensorBody body, NodeOptions options) {
+  auto slot = static_cast<std::uint32_t>(tensor_bodies_.size());
+  TensorId id(add_record(NodeKind::kTensor, slot, std::move(options)));
+  tensor_bodies_.push_back(std::move(body));
+  tensor_ids_.push_back(id);
+  producers_.emplace_back();
+  consumers_.emplace_back();
+  return id;
+}
+
+OperationId Graph::add_operation(OperationBody body, NodeOptions options) {
+  for (const SelectionMap* map : {&body.inputs, &body.outputs}) {
+    for (const auto& e : map->entries()) {
+      TAPESTRY_ASSERT(contains(e.value.tensor) && kind(e.value.tensor) == NodeKind::kTensor,
+                      "operation selection names no tensor of this graph");
+    }
+  }
+  auto slot = static_cast<std::uint32_t>(operation_bodies_.size());
+  OperationId id(add_record(NodeKind::kOperation, slot, std::move(options)));
+  operation_bodies_.push_back(std::move(body));
+  operation_ids_.push_back(id);
+  applications_by_op_.emplace_back();
+  index_operation(id);
+  return id;
+}
+
+ApplicationId Graph::add_application(ApplicationBody body, NodeOptions options) {
+  TAPESTRY_ASSERT(contains(body.operation) && kind(body.operation) == NodeKind::kOperation,
+                  "application names no operation of this graph");
+  for (const SelectionMap* map : {&body.inputs, &body.outputs}) {
+    for (const auto& e : map->entries()) {
+      TAPESTRY_ASSERT(contains(e.value.tensor) && kind(e.value.tensor) == NodeKind::kTensor,
+                      "application selection names no tensor of this graph");
+    }
+  }
+  auto slot = static_cast<std::uint32_t>(application_bodies_.size());
+  ApplicationId id(add_record(NodeKind::kApplication, slot, std::move(options)));
+  application_bodies_.push_back(std::move(body));
+  application_ids_.push_back(id);
+  index_application(id);
+  return id;
+}
+
+NoteId Graph::add_note(std::string message, NodeOptions options) {
+  auto slot = static_cast<std::uint32_t>(note_bodies_.size());
+  NoteId id(add_record(NodeKind::kNote, slot, std::move(options)));
+  note_bodies_.push_back(NoteBody{std::move(message)});
+  note_ids_.push_back(id);
+  return id;
+}
+
+NodeId Graph::add_opaque(OpaqueBody body, NodeOptions options) {
+  auto slot = static_cast<std::uint32_t>(opaque_bodies_.size());
+  NodeId id = add_record(NodeKind::kOpaque, slot, std::move(options));
+  opaque_bodies_.push_back(std::move(body));
+  opaque_ids_.push_back(id);
+  return id;
+}
+
+// ---- tags and labels -------------------------------------------------------------------------
+
+void Graph::set_label(NodeId node, std::string label) {
+  TAPESTRY_ASSERT(contains(node), "node id does not belong to this graph");
+  if (label.empty() && find_extra(node) == nullptr) return;
+  extra(node).label = std::move(label);
+}
+
+void Graph::set_ipf_index(NodeId node, zspace::Range index) {
+  NodeRecord& r = mutable_record(node);
+  if (r.index_slot == kNone) {
+    r.index_slot = static_cast<std::uint32_t>(ipf_indexes_.size());
+    ipf_indexes_.push_back(std::move(index));
+  } else {
+    ipf_indexes_[r.index_slot] = std::move(index);
+  }
+}
+
+void Graph::set_ipf_signature(OperationId op, IpfSignature signature) {
+  NodeRecord& r = mutable_record(op);
+  if (r.signature_slot == kNone) {
+    r.signature_slot = static_cast<std::uint32_t>(signatures_.size());
+    signatures_.push_back(std::move(signature));
+  } else {
+    signatures_[r.signature_slot] = std::move(signature);
+  }
+}
+
+void Graph::set_io_sequence_point(NodeId node, bool on) {
+  mutable_record(node).io_sequence_point = on;
+}
+
+void Graph::set_other_tag(NodeId node, std::string url, nlohmann::json value) {
+  TAPESTRY_ASSERT(contains(node), "node id does not belong to this graph");
+  nlohmann::json& tags = extra(node).other_tags;
+  if (value.is_null()) {
+    if (tags.is_object()) tags.erase(url);
+    if (tags.is_object() && tags.empty()) tags = nullptr;
+    return;
+  }
+  tags[url] = std::move(value);
+}
+
+void Graph::set_extensions(NodeId node, nlohmann::json extensions) {
+  TAPESTRY_ASSERT(contains(node), "node id does not belong to this graph");
+  TAPESTRY_ASSERT(extensions.is_null() || extensions.is_object(), "extensions must be an object");
+  if (extensions.is_object() && extensions.empty()) extensions = nullptr;
+  if (extensions.is_null() && find_extra(node) == nullptr) return;
+  extra(node).extensions = std::move(extensions);
+}
+
+// ---- checked narrowing -----------------------------------------------------------------------
+
+std::optional<TensorId> Graph::as_tensor(NodeId node) const {
+  if (!contains(node) || kind(node) != NodeKind::kTensor) return std::nullopt;
+  return TensorId(node);
+}
+
+std::optional<OperationId> Graph::as_operation(NodeId node) const {
+  if (!contains(node) || kind(node) != NodeKind::kOperation) return std::nullopt;
+  return OperationId(node);
+}
+
+std::optional<ApplicationId> Graph::as_application(NodeId node) const {
+  if (!contains(node) || kind(node) != NodeKind::kApplication) return std::nullopt;
+  return ApplicationId(node);
+}
+
+std::optional<NoteId> Graph::as_note(NodeId node) const {
+  if (!contains(node) || kind(node) != NodeKind::kNote) return std::nullopt;
+  return NoteId(node);
+}
+
+const OpaqueBody& Graph::opaque(NodeId node) const {
+  const NodeRecord& r = record(node);
+  TAPESTRY_ASSERT(r.kind == NodeKind::kOpaque, "not an opaque node");
+  return opaque_bodies_[r.slot];
+}
+
+}  // namespace tapestry::ir

@@ -1,0 +1,220 @@
+// Issues as JSON and as text (issue.h).
+#include "tapestry/ir/issue.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "json_emitter.h"
+#include "tapestry/support/error.h"
+
+namespace tapestry::ir {
+
+std::string_view severity_name(Severity severity) {
+  return severity == Severity::kError ? "error" : "warning";
+}
+
+bool has_errors(std::span<const Issue> issues) {
+  return std::any_of(issues.begin(), issues.end(), [](const Issue& i) { return i.is_error(); });
+}
+
+std::size_t count_type(std::span<const Issue> issues, std::string_view type) {
+  return static_cast<std::size_t>(
+      std::count_if(issues.begin(), issues.end(), [&](const Issue& i) { return i.type == type; }));
+}
+
+nlohmann::json to_json(const Issue& issue) {
+  nlohmann::json j = nlohmann::json::object();
+  j["type"] = issue.type;
+  j["severity"] = severity_name(issue.severity);
+  j["summary"] = issue.summary;
+  if (!issue.message.empty()) j["message"] = issue.message;
+  if (!issue.params.is_null()) j["params"] = issue.params;
+  nlohmann::json contexts = nlohmann::json::array();
+  for (const IssueContext& c : issue.contexts) {
+    nlohmann::json cj = {{"name", c.name}};
+    if (!c.message.empty()) cj["message"] = c.message;
+    if (!c.jsonpath.empty()) cj["jsonpath"] = c.jsonpath;
+    if (!c.data.is_null()) cj["data"] = c.data;
+    contexts.push_back(std::move(cj));
+  }
+  j["contexts"] = std::move(contexts);
+  return j;
+}
+
+nlohmann::json issues_to_json(std::span<const Issue> issues) {
+  std::size_t errors = static_cast<std::size_t>(
+      std::count_if(issues.begin(), issues.end(), [](const Issue& i) { return i.is_error(); }));
+  nlohmann::json list = nlohmann::json::array();
+  for (const Issue& i : issues) list.push_back(to_json(i));
+  return {{"valid", errors == 0},
+          {"errors", errors},
+          {"warnings", issues.size() - errors},
+          {"issues", std::move(list)}};
+}
+
+namespace {
+
+std::string string_member(const nlohmann::json& j, const char* key, bool required) {
+  if (!j.contains(key)) {
+    if (required) throw Error(fmt::format("issue: missing \"{}\"", key));
+    return {};
+  }
+  if (!j[key].is_string()) throw Error(fmt::format("issue: \"{}\" must be a string", key));
+  return j[key].get<std::string>();
+}
+
+// Indents every line after the first of `text` by `spaces`.
+std::string indent_continuation(const std::string& text, std::size_t spaces) {
+  std::string out;
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out.append(spaces, ' ');
+  }
+  return out;
+}
+
+// Data: indented, with arrays of scalars kept on one line (the loom file layout).
+std::string pretty(const nlohmann::json& j) {
+  std::string out;
+  JsonEmitter(out, 2).value(j);
+  return out;
+}
+
+// Params: one line, `{"end": [10, 5], "start": [0, 0]}`.
+std::string one_line(const nlohmann::json& j) {
+  std::string out;
+  JsonEmitter(out, -2).value(j);
+  return out;
+}
+
+}  // namespace
+
+Issue issue_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw Error("issue: expected an object");
+  Issue issue;
+  issue.type = string_member(j, "type", true);
+  issue.summary = string_member(j, "summary", true);
+  issue.message = string_member(j, "message", false);
+  std::string severity = string_member(j, "severity", false);
+  if (severity == "warning") issue.severity = Severity::kWarning;
+  if (j.contains("params")) issue.params = j["params"];
+  if (j.contains("contexts")) {
+    if (!j["contexts"].is_array()) throw Error("issue: \"contexts\" must be an array");
+    for (const auto& c : j["contexts"]) {
+      if (!c.is_object()) throw Error("issue: a context must be an object");
+      IssueContext ctx{.name = string_member(c, "name", true),
+                       .message = string_member(c, "message", false),
+                       .jsonpath = string_member(c, "jsonpath", false)};
+      if (c.contains("data")) ctx.data = c["data"];
+      issue.contexts.push_back(std::move(ctx));
+    }
+  }
+  return issue;
+}
+
+namespace {
+
+void emit_issue(JsonEmitter& e, const Issue& issue) {
+  e.begin_object();
+  e.key("type");
+  e.string(issue.type);
+  e.key("severity");
+  e.string(severity_name(issue.severity));
+  e.key("summary");
+  e.string(issue.summary);
+  if (!issue.message.empty()) {
+    e.key("message");
+    e.string(issue.message);
+  }
+  if (!issue.params.is_null()) {
+    e.key("params");
+    e.value(issue.params);
+  }
+  e.key("contexts");
+  e.begin_array();
+  for (const IssueContext& c : issue.contexts) {
+    e.begin_object();
+    e.key("name");
+    e.string(c.name);
+    if (!c.message.empty()) {
+      e.key("message");
+      e.string(c.message);
+    }
+    if (!c.jsonpath.empty()) {
+      e.key("jsonpath");
+      e.string(c.jsonpath);
+    }
+    if (!c.data.is_null()) {
+      e.key("data");
+      e.value(c.data);
+    }
+    e.end_object();
+  }
+  e.end_array();
+  e.end_object();
+}
+
+}  // namespace
+
+std::string format_issues_json(std::span<const Issue> issues) {
+  std::size_t errors = static_cast<std::size_t>(
+      std::count_if(issues.begin(), issues.end(), [](const Issue& i) { return i.is_error(); }));
+  std::string out;
+  JsonEmitter e(out, 2);
+  e.begin_object();
+  e.key("valid");
+  e.boolean(errors == 0);
+  e.key("errors");
+  e.integer(static_cast<std::int64_t>(errors));
+  e.key("warnings");
+  e.integer(static_cast<std::int64_t>(issues.size() - errors));
+  e.key("issues");
+  e.begin_array();
+  for (const Issue& issue : issues) emit_issue(e, issue);
+  e.end_array();
+  e.end_object();
+  out += '\n';
+  return out;
+}
+
+std::string format_issue_text(const Issue& issue) {
+  std::string out =
+      fmt::format("{}[{}]: {}\n", severity_name(issue.severity), issue.type, issue.summary);
+  if (!issue.message.empty()) out += fmt::format("  {}\n", indent_continuation(issue.message, 2));
+  if (issue.params.is_object() && !issue.params.empty()) {
+    out += "  params:\n";
+    for (const auto& [key, value] : issue.params.items()) {
+      std::string text = value.is_string() ? value.get<std::string>() : one_line(value);
+      out += fmt::format("    {}: {}\n", key, text);
+    }
+  }
+  for (const IssueContext& c : issue.contexts) {
+    out += fmt::format("  - {}{}{}\n", c.name, c.message.empty() ? "" : ": ",
+                       indent_continuation(c.message, 4));
+    if (!c.jsonpath.empty()) out += fmt::format("    jsonpath: {}\n", c.jsonpath);
+    if (!c.data.is_null())
+      out += fmt::format("    data: {}\n", indent_continuation(pretty(c.data), 4));
+  }
+  return out;
+}
+
+std::string format_issues_text(std::span<const Issue> issues) {
+  std::string out;
+  std::size_t errors = 0;
+  for (const Issue& issue : issues) {
+    out += format_issue_text(issue);
+    out += '\n';
+    errors += issue.is_error() ? 1 : 0;
+  }
+  std::size_t warnings = issues.size() - errors;
+  if (issues.empty()) {
+    out += "valid: no issues\n";
+  } else {
+    out += fmt::format("{}: {} error{}, {} warning{}\n", errors == 0 ? "valid" : "invalid", errors,
+                       errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
+  }
+  return out;
+}
+
+}  // namespace tapestry::ir

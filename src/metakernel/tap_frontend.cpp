@@ -1,0 +1,161 @@
+// The .tap front end: run the statements of a program on a builder Graph.
+#include "tapestry/metakernel/tap_frontend.h"
+
+#include <fmt/core.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "tapestry/metakernel/builder.h"
+#include "tapestry/metakernel/tap_parser.h"
+
+namespace tapestry::metakernel {
+
+namespace {
+
+// Thrown when an expression uses a variable whose own statement failed: the statement fails
+// too, silently (its cause is already reported).
+struct Poisoned {};
+
+class Frontend {
+ public:
+  Frontend(const tap::Program& program, const KernelRegistry& kernels, const ApplyOptions& options)
+      : program_(program), graph_(kernels, options) {}
+
+  BuildResult run() {
+    for (const tap::Statement& statement : program_.statements) {
+      try {
+        std::visit([this](const auto& s) { this->statement(s); }, statement);
+      } catch (const LocatedError& e) {
+        report(e.pos(), e.what());
+      } catch (const Poisoned&) {
+      }
+    }
+    BuildResult result;
+    result.diagnostics = std::move(diagnostics_);
+    if (result.diagnostics.empty()) result.graph = graph_.take();
+    return result;
+  }
+
+ private:
+  void report(SourcePos pos, std::string message) {
+    diagnostics_.push_back(Diagnostic{program_.file, pos, std::move(message)});
+  }
+
+  void define(const std::string& name, SourcePos pos) {
+    if (auto it = defined_at_.find(name); it != defined_at_.end()) {
+      throw LocatedError(pos, fmt::format("{} is already defined (line {})", name, it->second.line));
+    }
+    defined_at_[name] = pos;
+  }
+
+  void statement(const tap::Decl& decl) {
+    define(decl.name, decl.pos);
+    variables_[decl.name] = at(decl.pos, [&] { return graph_.input(decl.name, decl.type); });
+  }
+
+  void statement(const tap::Assign& assign) {
+    define(assign.name, assign.pos);
+    poisoned_.insert(assign.name);  // until it succeeds
+    if (!assign.value.is_call()) {
+      throw LocatedError(assign.value.pos, fmt::format("{} = {} assigns no operation: use {} directly",
+                                                       assign.name, assign.value.name, assign.value.name));
+    }
+    const Tensor value = evaluate(assign.value);
+    variables_[assign.name] = at(assign.pos, [&] { return graph_.assign(assign.name, value); });
+    poisoned_.erase(assign.name);
+  }
+
+  void statement(const tap::Output& output) {
+    for (const tap::OutputName& name : output.names) {
+      if (poisoned_.count(name.name)) continue;
+      const auto it = variables_.find(name.name);
+      if (it == variables_.end()) {
+        report(name.pos, fmt::format("output {}: no such variable", name.name));
+        continue;
+      }
+      graph_.output(it->second);
+    }
+  }
+
+  Tensor evaluate(const tap::TensorExpr& expr) {
+    if (!expr.is_call()) {
+      if (poisoned_.count(expr.name)) throw Poisoned{};
+      const auto it = variables_.find(expr.name);
+      if (it == variables_.end()) {
+        throw LocatedError(expr.pos, fmt::format("unknown variable '{}'", expr.name));
+      }
+      return it->second;
+    }
+    const tap::Call& call = *expr.call;
+    std::vector<Tensor> args;
+    for (const tap::TensorExpr& arg : call.args) args.push_back(evaluate(arg));
+    nlohmann::json params = nlohmann::json::object();
+    for (const tap::Keyword& k : call.keywords) {
+      if (params.contains(k.name)) throw LocatedError(k.pos, fmt::format("parameter {} is given twice", k.name));
+      params[k.name] = k.value.value;
+    }
+    return at(call.pos, [&] { return graph_.call(call.callee, args, params); });
+  }
+
+  // Runs `f`, turning a tapestry::Error into a LocatedError at `pos`.
+  template <typename F>
+  Tensor at(SourcePos pos, F&& f) {
+    try {
+      return f();
+    } catch (const LocatedError&) {
+      throw;
+    } catch (const Error& e) {
+      throw LocatedError(pos, e.what());
+    }
+  }
+
+  const tap::Program& program_;
+  Graph graph_;
+  std::map<std::string, Tensor> variables_;
+  std::map<std::string, SourcePos> defined_at_;
+  std::set<std::string> poisoned_;
+  std::vector<Diagnostic> diagnostics_;
+};
+
+}  // namespace
+
+BuildResult build_program(const tap::Program& program, const KernelRegistry& kernels,
+                          const ApplyOptions& options) {
+  return Frontend(program, kernels, options).run();
+}
+
+BuildResult build_tap(const SourceFilePtr& file, const KernelRegistry& kernels,
+                      const ApplyOptions& options) {
+  tap::ParseResult parsed = tap::parse_program(file);
+  if (!parsed.ok()) return BuildResult{std::nullopt, std::move(parsed.diagnostics)};
+  return build_program(parsed.program, kernels, options);
+}
+
+ir::ValidationReport validate_built_graph(const ir::Graph& graph) {
+  return ir::validate(graph, graph.applications().empty() ? ir::Dialect::operation()
+                                                           : ir::Dialect::application());
+}
+
+SourceFilePtr read_source_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("cannot read {}", path.string()));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return std::make_shared<const SourceFile>(path.string(), text.str());
+}
+
+BuildResult build_tap_file(const std::filesystem::path& path, const KernelRegistry& kernels,
+                           const ApplyOptions& options) {
+  SourceFilePtr file;
+  try {
+    file = read_source_file(path);
+  } catch (const Error& e) {
+    return BuildResult{std::nullopt, {Diagnostic{nullptr, {}, e.what()}}};
+  }
+  return build_tap(file, kernels, options);
+}
+
+}  // namespace tapestry::metakernel

@@ -1,0 +1,227 @@
+// Recursive-descent parser for .tap (grammar in tap_parser.h). Each statement parses inside a
+// try block; a LocatedError becomes a Diagnostic and the parser resumes after the next newline.
+#include "tapestry/metakernel/tap_parser.h"
+
+#include <fmt/core.h>
+
+#include <charconv>
+#include <cstdlib>
+
+#include "tapestry/metakernel/tap_lexer.h"
+#include "tapestry/zspace/checked.h"
+
+namespace tapestry::metakernel::tap {
+
+namespace {
+
+constexpr int kMaxNesting = 200;
+
+class Parser {
+ public:
+  explicit Parser(std::vector<Token> tokens) : tokens_(std::move(tokens)) {}
+
+  ParseResult program(SourceFilePtr file) {
+    ParseResult result;
+    result.program.file = file;
+    while (peek().kind != TokenKind::kEnd) {
+      if (accept(TokenKind::kNewline) || accept(TokenKind::kSemicolon)) continue;
+      try {
+        result.program.statements.push_back(statement());
+        if (!accept(TokenKind::kSemicolon) && !accept(TokenKind::kNewline)) {
+          expect(TokenKind::kEnd, "after the statement");
+        }
+      } catch (const LocatedError& e) {
+        result.diagnostics.push_back(Diagnostic{file, e.pos(), e.what()});
+        skip_to_next_line();
+      }
+    }
+    return result;
+  }
+
+  Call single_call() {
+    const Token& name = expect(TokenKind::kIdent, "(a kernel call)");
+    Call call = call_after_name(name);
+    while (accept(TokenKind::kNewline)) {}
+    expect(TokenKind::kEnd, "after the call");
+    return call;
+  }
+
+ private:
+  const Token& peek(std::size_t ahead = 0) const {
+    return tokens_[std::min(i_ + ahead, tokens_.size() - 1)];
+  }
+  bool accept(TokenKind kind) {
+    if (peek().kind != kind) return false;
+    ++i_;
+    return true;
+  }
+  const Token& expect(TokenKind kind, std::string_view context) {
+    const Token& token = peek();
+    if (token.kind == TokenKind::kError) throw LocatedError(token.pos, token.text);
+    if (token.kind != kind) {
+      const std::string where = context.empty() ? "" : " " + std::string(context);
+      throw LocatedError(token.pos, fmt::format("expected {}{}, found {}", describe(kind), where, describe(token)));
+    }
+    ++i_;
+    return token;
+  }
+  void skip_newlines() { while (accept(TokenKind::kNewline)) {} }
+  void skip_to_next_line() {
+    while (peek().kind != TokenKind::kEnd && !accept(TokenKind::kNewline)) ++i_;
+  }
+
+  Statement statement() {
+    const Token& first = peek();
+    if (first.kind == TokenKind::kIdent && first.text == "output" && peek(1).kind == TokenKind::kIdent) {
+      ++i_;
+      return output(first.pos);
+    }
+    const Token& name = expect(TokenKind::kIdent, "at the start of a statement");
+    if (accept(TokenKind::kColon)) return declaration(name);
+    if (accept(TokenKind::kEquals)) return Assign{name.text, tensor_expr(0), name.pos};
+    const Token& next = peek();
+    if (next.kind == TokenKind::kError) throw LocatedError(next.pos, next.text);
+    throw LocatedError(next.pos, fmt::format("expected ':' (a declaration) or '=' (an assignment) "
+                                             "after '{}', found {}", name.text, describe(next)));
+  }
+
+  Output output(SourcePos pos) {
+    Output out{{}, pos};
+    do {
+      const Token& name = expect(TokenKind::kIdent, "(a variable to output)");
+      out.names.push_back(OutputName{name.text, name.pos});
+    } while (accept(TokenKind::kComma));
+    return out;
+  }
+
+  Decl declaration(const Token& name) {
+    const Token& dtype_token = expect(TokenKind::kIdent, "(a dtype: f32 f64 i32 i64 bf16 f16)");
+    const std::optional<DType> dtype = dtype_from_name(dtype_token.text);
+    if (!dtype) {
+      throw LocatedError(dtype_token.pos, fmt::format("unknown dtype '{}' (dtypes: f32 f64 i32 i64 bf16 f16)",
+                                                      dtype_token.text));
+    }
+    expect(TokenKind::kLBracket, "to start the dimensions");
+    std::vector<std::int64_t> start, end;
+    if (!accept(TokenKind::kRBracket)) {
+      do {
+        const SourcePos pos = peek().pos;
+        const std::int64_t a = signed_int();
+        std::int64_t lo = 0, hi = a;
+        if (accept(TokenKind::kColon)) {
+          lo = a;
+          hi = signed_int();
+        }
+        if (hi < lo) {
+          throw LocatedError(pos, lo == 0 ? fmt::format("a dimension size must be >= 0, got {}", hi)
+                                          : fmt::format("dimension {}:{} ends before it starts", lo, hi));
+        }
+        start.push_back(lo);
+        end.push_back(hi);
+      } while (accept(TokenKind::kComma));
+      expect(TokenKind::kRBracket, "after the dimensions");
+    }
+    return Decl{name.text, TensorType{*dtype, zspace::Range(zspace::Point(start), zspace::Point(end))}, name.pos};
+  }
+
+  std::int64_t signed_int() {
+    const bool negative = accept(TokenKind::kMinus);
+    const Token& token = expect(TokenKind::kInt, "");
+    std::int64_t value = 0;
+    const auto [ptr, ec] = std::from_chars(token.text.data(), token.text.data() + token.text.size(), value);
+    if (ec != std::errc() || ptr != token.text.data() + token.text.size()) {
+      throw LocatedError(token.pos, fmt::format("integer {} is too large", token.text));
+    }
+    return negative ? -value : value;
+  }
+
+  TensorExpr tensor_expr(int depth) {
+    if (depth > kMaxNesting) throw LocatedError(peek().pos, "calls are nested too deeply");
+    const Token& name = expect(TokenKind::kIdent, "(a variable or a kernel call)");
+    if (peek().kind != TokenKind::kLParen) return TensorExpr{name.text, nullptr, name.pos};
+    return TensorExpr{name.text, std::make_shared<Call>(call_after_name(name, depth)), name.pos};
+  }
+
+  Call call_after_name(const Token& name, int depth = 0) {
+    Call call{name.text, {}, {}, name.pos};
+    expect(TokenKind::kLParen, "to start the arguments");
+    skip_newlines();
+    if (accept(TokenKind::kRParen)) return call;
+    do {
+      skip_newlines();
+      if (peek().kind == TokenKind::kIdent && peek(1).kind == TokenKind::kEquals) {
+        const Token& key = peek();
+        i_ += 2;
+        call.keywords.push_back(Keyword{key.text, literal(0), key.pos});
+      } else if (!call.keywords.empty()) {
+        throw LocatedError(peek().pos, "positional arguments (tensors) must come before keyword parameters");
+      } else if (peek().kind != TokenKind::kIdent && peek().kind != TokenKind::kError) {
+        throw LocatedError(peek().pos, fmt::format("expected a tensor (a variable or a call), found {}; "
+                                                   "parameters are passed by keyword, e.g. dim=1",
+                                                   describe(peek())));
+      } else {
+        call.args.push_back(tensor_expr(depth + 1));
+      }
+      skip_newlines();
+    } while (accept(TokenKind::kComma));
+    expect(TokenKind::kRParen, fmt::format("to close the arguments of {}", name.text));
+    return call;
+  }
+
+  Literal literal(int depth) {
+    if (depth > kMaxNesting) throw LocatedError(peek().pos, "lists are nested too deeply");
+    skip_newlines();
+    const Token& token = peek();
+    if (accept(TokenKind::kLBracket)) {
+      Literal list{nlohmann::json::array(), false, token.pos};
+      skip_newlines();
+      if (accept(TokenKind::kRBracket)) return list;
+      do {
+        list.value.push_back(literal(depth + 1).value);
+        skip_newlines();
+      } while (accept(TokenKind::kComma));
+      expect(TokenKind::kRBracket, "to close the list");
+      return list;
+    }
+    if (accept(TokenKind::kString)) return Literal{token.text, false, token.pos};
+    if (accept(TokenKind::kIdent)) {
+      if (token.text == "true" || token.text == "false") return Literal{token.text == "true", false, token.pos};
+      return Literal{token.text, true, token.pos};
+    }
+    const bool negative = accept(TokenKind::kMinus);
+    const Token& number = peek();
+    if (number.kind == TokenKind::kFloat) {
+      ++i_;
+      const double v = std::strtod(number.text.c_str(), nullptr);
+      return Literal{negative ? -v : v, false, token.pos};
+    }
+    if (number.kind == TokenKind::kInt) {
+      if (negative) --i_;
+      return Literal{signed_int(), false, token.pos};
+    }
+    if (number.kind == TokenKind::kError) throw LocatedError(number.pos, number.text);
+    throw LocatedError(number.pos, fmt::format("expected a parameter value (a number, a string, a name "
+                                               "or a [list]), found {}", describe(number)));
+  }
+
+  std::vector<Token> tokens_;
+  std::size_t i_ = 0;
+};
+
+}  // namespace
+
+ParseResult parse_program(SourceFilePtr file) {
+  return Parser(lex(file->text())).program(file);
+}
+
+Call parse_call(std::string_view text, SourcePos origin) {
+  std::vector<Token> tokens = lex(text);
+  // Re-base positions from the snippet onto the file.
+  for (Token& t : tokens) {
+    t.pos = SourcePos{origin.line + t.pos.line - 1,
+                      t.pos.line == 1 ? origin.column + t.pos.column - 1 : t.pos.column};
+  }
+  return Parser(std::move(tokens)).single_call();
+}
+
+}  // namespace tapestry::metakernel::tap

@@ -1,0 +1,121 @@
+#include "tapestry/rewrite/decompose_linear.h"
+
+#include <algorithm>
+
+#include <fmt/core.h>
+
+#include "op_spec.h"
+#include "tapestry/metakernel/apply.h"
+#include "tapestry/metakernel/signature.h"
+
+namespace tapestry::rewrite {
+
+namespace {
+
+using detail::OpSpec;
+using detail::Port;
+
+bool requested(const RewriteState& state, ir::OperationId op) {
+  const ir::OperationView view = state.graph.operation(op);
+  const std::string name = operation_name(state.graph, op);
+  auto it = state.plan.ops.find(name);
+  if (it == state.plan.ops.end()) return false;
+  const auto& substitute = it->second.substitute;
+  if (std::find(substitute.begin(), substitute.end(), kDecomposeLinear) != substitute.end())
+    return true;
+  for (std::size_t d = 0; d < view.index_rank(); ++d) {
+    if (view.reduction(d) && state.plan.split_of(name, view.index_name(d)) > 1) return true;
+  }
+  return false;
+}
+
+const Port* port(const std::vector<Port>& ports, std::string_view name) {
+  for (const Port& p : ports) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+struct Added {
+  metakernel::Signature sig;
+  ir::TensorId output;
+};
+
+// Evaluates `kernel` on `inputs` and adds it (no Application); `target`, when valid, is the
+// existing tensor it writes (its IPF moves with the tensor's start).
+Added add_kernel(const RewriteState& state, ir::Graph& graph, std::string_view kernel,
+                 std::vector<ir::TensorId> inputs, const std::string& name,
+                 ir::TensorId target = {}) {
+  std::vector<metakernel::Argument> args;
+  for (ir::TensorId t : inputs) args.push_back({name, metakernel::tensor_type(graph, t)});
+  metakernel::Signature sig =
+      metakernel::evaluate_signature(state.kernels->get(kernel), args, nlohmann::json::object());
+  metakernel::ApplyOptions options{.add_application = false};
+  if (target.is_valid()) {
+    const zspace::Range& range = graph.tensor(target).range();
+    metakernel::Port& result = sig.outputs[0];
+    result.ipf = result.ipf.translate(range.start() - result.type.range.start());
+    result.type.range = range;
+    options.outputs = {target};
+  }
+  metakernel::AddedOperation added = metakernel::add_operation(graph, sig, inputs, name, options);
+  return {std::move(sig), added.outputs[0]};
+}
+
+}  // namespace
+
+MatchResult DecomposeLinear::match(const RewriteState& state, ir::OperationId op) const {
+  if (state.graph.operation(op).kernel() != "linear") return MatchResult::skip("not a linear");
+  if (!requested(state, op))
+    return MatchResult::skip("the plan neither splits `in` nor asks for it");
+  if (auto why = detail::why_not_rewritable(state.graph, op)) return MatchResult::refuse(*why);
+  OpSpec spec = detail::spec_of(state.graph, op);
+  if (!port(spec.inputs, "x") || !port(spec.inputs, "w") || !port(spec.inputs, "bias") ||
+      spec.outputs.size() != 1) {
+    return MatchResult::refuse("expected inputs x, w, bias and one output");
+  }
+  for (std::string_view k : {"transpose", "matmul", "bias_add"}) {
+    if (state.kernels->find(k) == nullptr)
+      return MatchResult::refuse(fmt::format("no `{}` kernel", k));
+  }
+  return MatchResult::success();
+}
+
+std::string DecomposeLinear::apply(RewriteState& state, ir::OperationId op) const {
+  OpSpec old = detail::spec_of(state.graph, op);
+  OpPlan old_plan = state.plan.ops[old.label];
+  std::erase(old_plan.substitute, std::string(kDecomposeLinear));
+  GraphCopy copy = copy_graph(state.graph, {{op}});
+  detail::remap(old, copy);
+  ir::Graph& graph = copy.graph;
+  const Port& x = *port(old.inputs, "x");
+  const Port& w = *port(old.inputs, "w");
+  const Port& bias = *port(old.inputs, "bias");
+  const Port& result = old.outputs[0];
+
+  const std::string transpose_name = old.label + "/transpose";
+  const std::string matmul_name = old.label + "/matmul";
+  const ir::TensorId wt = add_kernel(state, graph, "transpose", {w.tensor}, transpose_name).output;
+  Added matmul = add_kernel(state, graph, "matmul", {x.tensor, wt}, matmul_name);
+  const metakernel::Signature& mm = matmul.sig;
+  const metakernel::Signature ba =
+      add_kernel(state, graph, "bias_add", {matmul.output, bias.tensor}, old.label, result.tensor)
+          .sig;
+
+  // The splits follow the tensors (see the header).
+  OpPlan mm_plan{.split = {}, .substitute = {}};
+  detail::transfer_splits(old, old_plan, x.ipf, mm.inputs[0].ipf, mm.dim_names(), mm_plan.split);
+  detail::transfer_splits(old, old_plan, result.ipf, mm.outputs[0].ipf, mm.dim_names(),
+                          mm_plan.split);
+  OpPlan ba_plan{.split = {}, .substitute = old_plan.substitute};
+  detail::transfer_splits(old, old_plan, result.ipf, ba.outputs[0].ipf, ba.dim_names(),
+                          ba_plan.split);
+  state.plan.ops.erase(old.label);
+  if (!mm_plan.split.empty()) state.plan.ops[matmul_name] = mm_plan;
+  if (!ba_plan.split.empty() || !ba_plan.substitute.empty()) state.plan.ops[old.label] = ba_plan;
+  state.graph = std::move(graph);
+  return fmt::format("{} -> {} + {} + {} (bias_add)", old.label, transpose_name, matmul_name,
+                     old.label);
+}
+
+}  // namespace tapestry::rewrite

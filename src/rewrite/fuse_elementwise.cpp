@@ -1,0 +1,225 @@
+#include "tapestry/rewrite/fuse_elementwise.h"
+
+#include <algorithm>
+
+#include <fmt/core.h>
+
+#include "op_spec.h"
+#include "tapestry/metakernel/apply.h"
+#include "tapestry/rewrite/fused.h"
+
+namespace tapestry::rewrite {
+
+namespace {
+
+using detail::OpSpec;
+using detail::Port;
+
+// The fusion group whose head is `name` and that has a next element, or null.
+const std::vector<std::string>* group_headed_by(const Plan& plan, std::string_view name) {
+  for (const auto& group : plan.fuse) {
+    if (group.size() >= 2 && group[0] == name) return &group;
+  }
+  return nullptr;
+}
+
+bool is_unit_selection(const zspace::IndexProjection& ipf) {
+  for (std::int64_t s : ipf.shape()) {
+    if (s != 1) return false;
+  }
+  for (std::size_t r = 0; r < ipf.tensor_rank(); ++r) {
+    auto d = detail::followed_dim(ipf, r);
+    if (!d || ipf.map().at(r, *d) != 1) return false;
+  }
+  return true;
+}
+
+bool is_identity_up_to_offset(const zspace::IndexProjection& ipf) {
+  return ipf.index_rank() == ipf.tensor_rank() &&
+         ipf.map().translate(-ipf.map().offset()) ==
+             zspace::AffineMap::identity(ipf.index_rank()) &&
+         ipf.shape() == zspace::Point::ones(ipf.tensor_rank());
+}
+
+struct Candidate {
+  ir::OperationId consumer;
+  std::string reason;  // empty: fusable
+};
+
+// Can `op` (the producer) fuse with the single consumer of its output?
+Candidate find_consumer(const RewriteState& state, ir::OperationId op, std::string_view wanted) {
+  const ir::Graph& g = state.graph;
+  const ir::OperationView view = g.operation(op);
+  if (view.outputs().size() != 1) return {{}, "the producer has more than one output"};
+  const ir::TensorId t = (*view.outputs().entries().begin()).value.tensor;
+  const std::string t_name = g.tensor(t).label();
+  if (metakernel::is_graph_output(g, t))
+    return {{}, fmt::format("its output {} is a graph output", t_name)};
+  auto consumers = g.consumers(t);
+  if (consumers.size() != 1)
+    return {{}, fmt::format("its output {} has {} readers", t_name, consumers.size())};
+  const ir::OperationId c = consumers[0];
+  const std::string c_name = operation_name(g, c);
+  if (!wanted.empty() && c_name != wanted)
+    return {{}, fmt::format("its output is read by {}, not {}", c_name, wanted)};
+  if (auto why = detail::why_not_rewritable(g, c)) return {{}, c_name + ": " + *why};
+  const OpSpec cs = detail::spec_of(g, c);
+  if (!cs.reductions.empty()) return {{}, fmt::format("{} has a reduction", c_name)};
+  int reads = 0;
+  for (const Port& in : cs.inputs) {
+    if (in.tensor != t) continue;
+    ++reads;
+    if (!is_identity_up_to_offset(in.ipf))
+      return {{}, fmt::format("{} is not elementwise on {}", c_name, t_name)};
+  }
+  if (reads != 1) return {{}, fmt::format("{} reads {} {} times", c_name, t_name, reads)};
+  for (const Port& out : cs.outputs) {
+    if (!is_unit_selection(out.ipf))
+      return {{}, fmt::format("{} writes more than one cell per index point", c_name)};
+  }
+  const OpSpec ps = detail::spec_of(g, op);
+  if (!is_unit_selection(ps.outputs[0].ipf))
+    return {{}, "the producer writes more than one cell per index point"};
+  return {c, ""};
+}
+
+// The stages of an operation: its own (a fused op) or one stage of itself.
+std::vector<FusedStage> stages_of(const ir::Graph& graph, const OpSpec& op,
+                                  std::vector<Port>& inputs) {
+  if (op.kernel == kFusedKernel) return fused_stages(op.params);
+  FusedStage s{.kernel = op.kernel,
+               .label = op.label,
+               .params = op.params,
+               .index_names = op.index_names,
+               .reductions = op.reductions,
+               .index_map = zspace::AffineMap::identity(op.index.rank()),
+               .inputs = {},
+               .outputs = {}};
+  for (Port& in : inputs) {
+    s.inputs.push_back({in.name, "s0_" + in.name, in.ipf});
+    in.name = "s0_" + in.name;
+  }
+  for (const Port& out : op.outputs)
+    s.outputs.push_back({out.name, "", out.ipf, graph.tensor(out.tensor).dtype()});
+  return {std::move(s)};
+}
+
+// Splits of the consumer that disagree with the producer's, through T.
+std::optional<std::string> split_conflict(const RewriteState& state, const OpSpec& p,
+                                          const OpSpec& c, const zspace::IndexProjection& m_ipf) {
+  for (std::size_t e = 0; e < c.index_names.size(); ++e) {
+    const std::int64_t cs = state.plan.split_of(c.label, c.index_names[e]);
+    auto d = detail::followed_dim(m_ipf, e);
+    const std::int64_t ps = d ? state.plan.split_of(p.label, p.index_names[*d]) : 1;
+    if (cs != 1 && cs != ps) {
+      return fmt::format("{} splits {} into {} but {} splits {} into {}", c.label, c.index_names[e],
+                         cs, p.label, d ? p.index_names[*d] : std::string("nothing"), ps);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+MatchResult FuseElementwise::match(const RewriteState& state, ir::OperationId op) const {
+  const std::string name = operation_name(state.graph, op);
+  const auto* group = group_headed_by(state.plan, name);
+  if (!group && !state.plan.fuse_auto) return MatchResult::skip("no fusion requested");
+  if (auto why = detail::why_not_rewritable(state.graph, op)) {
+    return group ? MatchResult::refuse(*why) : MatchResult::skip(*why);
+  }
+  Candidate c =
+      find_consumer(state, op, group ? std::string_view((*group)[1]) : std::string_view());
+  if (!c.reason.empty()) return group ? MatchResult::refuse(c.reason) : MatchResult::skip(c.reason);
+  const OpSpec ps = detail::spec_of(state.graph, op);
+  const OpSpec cs = detail::spec_of(state.graph, c.consumer);
+  zspace::IndexProjection m(ps.outputs[0].ipf.map());
+  if (auto conflict = split_conflict(state, ps, cs, m)) {
+    return group ? MatchResult::refuse(*conflict) : MatchResult::skip(*conflict);
+  }
+  return MatchResult::success();
+}
+
+std::string FuseElementwise::apply(RewriteState& state, ir::OperationId op) const {
+  const std::string name = operation_name(state.graph, op);
+  const auto* group = group_headed_by(state.plan, name);
+  const ir::OperationId c_id =
+      find_consumer(state, op, group ? std::string_view((*group)[1]) : std::string_view()).consumer;
+  OpSpec p = detail::spec_of(state.graph, op);
+  OpSpec c = detail::spec_of(state.graph, c_id);
+  const ir::TensorId t = p.outputs[0].tensor;
+  const std::string t_name = state.graph.tensor(t).label();
+  GraphCopy copy = copy_graph(state.graph, {{op, c_id, t}});
+
+  // M: producer index → consumer index, through T.
+  const Port* t_port = nullptr;
+  for (const Port& in : c.inputs) {
+    if (in.tensor == t) t_port = &in;
+  }
+  const zspace::AffineMap m = p.outputs[0].ipf.map().translate(-t_port->ipf.map().offset());
+
+  OpSpec fused{.label = c.label,
+               .kernel = std::string(kFusedKernel),
+               .params = {},
+               .index = p.index,
+               .index_names = p.index_names,
+               .reductions = p.reductions,
+               .inputs = p.inputs,
+               .outputs = {}};
+  std::vector<FusedStage> stages = stages_of(state.graph, p, fused.inputs);
+  FusedStage stage{.kernel = c.kernel,
+                   .label = c.label,
+                   .params = c.params,
+                   .index_names = c.index_names,
+                   .reductions = c.reductions,
+                   .index_map = m,
+                   .inputs = {},
+                   .outputs = {}};
+  const std::string prefix = fmt::format("s{}_", stages.size());
+  for (const Port& in : c.inputs) {
+    if (in.tensor == t) {
+      stage.inputs.push_back({in.name, "", in.ipf});
+      continue;
+    }
+    stage.inputs.push_back({in.name, prefix + in.name, in.ipf});
+    fused.inputs.push_back({prefix + in.name, in.tensor, in.ipf.compose(m)});
+  }
+  for (const Port& out : c.outputs) {
+    stage.outputs.push_back({out.name, out.name, out.ipf});
+    fused.outputs.push_back({out.name, out.tensor, out.ipf.compose(m)});
+  }
+  for (FusedStage& s : stages) {
+    for (FusedPort& out : s.outputs) {  // no longer the fused op's outputs: intermediates
+      if (!out.source.empty()) out.dtype = state.graph.tensor(t).dtype();
+      out.source = "";
+    }
+  }
+  stages.push_back(std::move(stage));
+  fused.params = fused_params(stages);
+  // (stages stays valid for the summary below)
+  detail::remap(fused, copy);
+  detail::add_op(copy.graph, fused);
+
+  // The plan: the fused op takes the producer's splits under the consumer's name.
+  OpPlan plan = state.plan.ops.count(p.label) ? state.plan.ops[p.label] : OpPlan{};
+  state.plan.ops.erase(p.label);
+  if (plan.split.empty()) {
+    state.plan.ops.erase(c.label);
+  } else {
+    state.plan.ops[c.label] = plan;
+  }
+  if (group) {
+    for (auto& g : state.plan.fuse) {
+      if (&g == group) {
+        g.erase(g.begin());
+        g[0] = c.label;
+      }
+    }
+    std::erase_if(state.plan.fuse, [](const auto& g) { return g.size() < 2; });
+  }
+  state.graph = std::move(copy.graph);
+  return fmt::format("{} ⇒ {} fused into {} ({} stages); tensor {} dropped", p.label, c.label,
+                     c.label, stages.size(), t_name);
+}
+
+}  // namespace tapestry::rewrite

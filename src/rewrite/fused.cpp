@@ -1,0 +1,107 @@
+#include "tapestry/rewrite/fused.h"
+
+#include <fmt/core.h>
+
+#include "tapestry/support/error.h"
+#include "tapestry/zspace/json.h"
+
+namespace tapestry::rewrite {
+
+using nlohmann::json;
+
+namespace {
+
+json port_json(const FusedPort& p) {
+  json j = {{"name", p.name}, {"ipf", zspace::to_json(p.ipf)}};
+  j["source"] = p.source;
+  if (!p.dtype.empty()) j["dtype"] = p.dtype;
+  return j;
+}
+
+const json& member(const json& j, const char* key, const std::string& path) {
+  if (!j.is_object() || !j.contains(key))
+    throw Error(fmt::format("fused params: {}: missing \"{}\"", path, key));
+  return j.at(key);
+}
+
+std::string string_member(const json& j, const char* key, const std::string& path) {
+  const json& v = member(j, key, path);
+  if (!v.is_string()) throw Error(fmt::format("fused params: {}/{}: expected a string", path, key));
+  return v.get<std::string>();
+}
+
+template <typename Fn>
+auto wrap(const std::string& path, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const Error& e) {
+    throw Error(fmt::format("fused params: {}: {}", path, e.what()));
+  }
+}
+
+std::vector<FusedPort> ports_from(const json& j, const std::string& path) {
+  if (!j.is_array()) throw Error(fmt::format("fused params: {}: expected an array", path));
+  std::vector<FusedPort> ports;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const std::string at = fmt::format("{}/{}", path, i);
+    ports.push_back(
+        {string_member(j[i], "name", at), string_member(j[i], "source", at),
+         wrap(at + "/ipf",
+              [&] { return zspace::index_projection_from_json(member(j[i], "ipf", at)); }),
+         j[i].contains("dtype") ? string_member(j[i], "dtype", at) : std::string()});
+  }
+  return ports;
+}
+
+}  // namespace
+
+json fused_params(const std::vector<FusedStage>& stages) {
+  json list = json::array();
+  for (const FusedStage& s : stages) {
+    json reductions = json::object();
+    for (const ir::Reduction& r : s.reductions) reductions[r.dim] = ir::monoid_name(r.monoid);
+    json inputs = json::array();
+    for (const FusedPort& p : s.inputs) inputs.push_back(port_json(p));
+    json outputs = json::array();
+    for (const FusedPort& p : s.outputs) outputs.push_back(port_json(p));
+    list.push_back({{"kernel", s.kernel},
+                    {"label", s.label},
+                    {"params", s.params.is_null() ? json::object() : s.params},
+                    {"indexNames", s.index_names},
+                    {"reductions", std::move(reductions)},
+                    {"indexMap", zspace::to_json(s.index_map)},
+                    {"inputs", std::move(inputs)},
+                    {"outputs", std::move(outputs)}});
+  }
+  return {{"stages", std::move(list)}};
+}
+
+std::vector<FusedStage> fused_stages(const json& params) {
+  const json& list = member(params, "stages", "");
+  if (!list.is_array() || list.empty())
+    throw Error("fused params: /stages: expected a non-empty array");
+  std::vector<FusedStage> stages;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string at = fmt::format("/stages/{}", i);
+    const json& j = list[i];
+    FusedStage s;
+    s.kernel = string_member(j, "kernel", at);
+    s.label = string_member(j, "label", at);
+    s.params = member(j, "params", at);
+    for (const json& n : member(j, "indexNames", at)) s.index_names.push_back(n.get<std::string>());
+    for (const auto& [dim, op] : member(j, "reductions", at).items()) {
+      auto monoid = ir::parse_monoid(op.get<std::string>());
+      if (!monoid)
+        throw Error(fmt::format("fused params: {}/reductions/{}: unknown monoid", at, dim));
+      s.reductions.push_back({dim, *monoid});
+    }
+    s.index_map = wrap(at + "/indexMap",
+                       [&] { return zspace::affine_map_from_json(member(j, "indexMap", at)); });
+    s.inputs = ports_from(member(j, "inputs", at), at + "/inputs");
+    s.outputs = ports_from(member(j, "outputs", at), at + "/outputs");
+    stages.push_back(std::move(s));
+  }
+  return stages;
+}
+
+}  // namespace tapestry::rewrite

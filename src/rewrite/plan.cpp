@@ -1,0 +1,282 @@
+#include "tapestry/rewrite/plan.h"
+
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "tapestry/support/error.h"
+
+namespace tapestry::rewrite {
+
+using nlohmann::json;
+
+namespace {
+
+// Substitutions a plan may request (each is a rewrite pattern of this module).
+constexpr std::string_view kKnownSubstitutions[] = {"decompose-linear"};
+
+std::string escape_pointer(std::string_view key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
+  }
+  return out;
+}
+
+class PlanReader {
+ public:
+  explicit PlanReader(std::string_view source) : source_(source) {}
+
+  Plan read(const json& root) {
+    Plan plan;
+    expect_object(root, "");
+    for (const auto& [key, value] : root.items()) {
+      if (key == "ops") {
+        read_ops(value, plan);
+      } else if (key == "fuse") {
+        read_fuse(value, plan);
+      } else {
+        fail("/" + escape_pointer(key), "unknown member (expected \"ops\" or \"fuse\")");
+      }
+    }
+    return plan;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& path, const std::string& message) const {
+    throw Error(fmt::format("{}: {}: {}", source_, path.empty() ? "/" : path, message));
+  }
+  void expect_object(const json& j, const std::string& path) const {
+    if (!j.is_object()) fail(path, fmt::format("expected an object, got {}", j.type_name()));
+  }
+  void expect_array(const json& j, const std::string& path) const {
+    if (!j.is_array()) fail(path, fmt::format("expected an array, got {}", j.type_name()));
+  }
+  std::string read_string(const json& j, const std::string& path) const {
+    if (!j.is_string()) fail(path, fmt::format("expected a string, got {}", j.type_name()));
+    return j.get<std::string>();
+  }
+
+  void read_ops(const json& ops, Plan& plan) const {
+    expect_object(ops, "/ops");
+    for (const auto& [name, body] : ops.items()) {
+      const std::string path = "/ops/" + escape_pointer(name);
+      expect_object(body, path);
+      OpPlan op;
+      for (const auto& [key, value] : body.items()) {
+        if (key == "split") {
+          read_split(value, path + "/split", op);
+        } else if (key == "substitute") {
+          expect_array(value, path + "/substitute");
+          for (std::size_t i = 0; i < value.size(); ++i) {
+            op.substitute.push_back(
+                read_string(value[i], fmt::format("{}/substitute/{}", path, i)));
+          }
+        } else {
+          fail(path + "/" + escape_pointer(key),
+               "unknown member (expected \"split\" or \"substitute\")");
+        }
+      }
+      plan.ops.emplace(name, std::move(op));
+    }
+  }
+
+  void read_split(const json& split, const std::string& path, OpPlan& op) const {
+    expect_object(split, path);
+    for (const auto& [dim, count] : split.items()) {
+      const std::string at = path + "/" + escape_pointer(dim);
+      if (!count.is_number_integer() || count.get<std::int64_t>() < 1 ||
+          (count.is_number_unsigned() && count.get<std::uint64_t>() > INT64_MAX)) {
+        fail(at, fmt::format("the shard count must be an integer >= 1, got {}", count.dump()));
+      }
+      op.split.emplace(dim, count.get<std::int64_t>());
+    }
+  }
+
+  void read_fuse(const json& fuse, Plan& plan) const {
+    if (fuse.is_string()) {
+      if (fuse.get<std::string>() != "auto") fail("/fuse", "expected \"auto\" or a list of groups");
+      plan.fuse_auto = true;
+      return;
+    }
+    expect_array(fuse, "/fuse");
+    for (std::size_t g = 0; g < fuse.size(); ++g) {
+      const std::string path = fmt::format("/fuse/{}", g);
+      expect_array(fuse[g], path);
+      if (fuse[g].size() < 2) fail(path, "a fusion group needs at least two operations");
+      std::vector<std::string> group;
+      for (std::size_t i = 0; i < fuse[g].size(); ++i) {
+        group.push_back(read_string(fuse[g][i], fmt::format("{}/{}", path, i)));
+      }
+      plan.fuse.push_back(std::move(group));
+    }
+  }
+
+  std::string source_;
+};
+
+// 1-based line and column of byte `offset` in `text`.
+std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t offset) {
+  std::size_t line = 1;
+  std::size_t column = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+}  // namespace
+
+std::int64_t Plan::split_of(std::string_view op, std::string_view dim) const {
+  auto it = ops.find(std::string(op));
+  if (it == ops.end()) return 1;
+  auto d = it->second.split.find(std::string(dim));
+  return d == it->second.split.end() ? 1 : d->second;
+}
+
+json Plan::to_json() const {
+  json out = json::object();
+  json ops_json = json::object();
+  for (const auto& [name, op] : ops) {
+    json o = json::object();
+    if (!op.split.empty()) o["split"] = op.split;
+    if (!op.substitute.empty()) o["substitute"] = op.substitute;
+    ops_json[name] = std::move(o);
+  }
+  out["ops"] = std::move(ops_json);
+  if (fuse_auto) {
+    out["fuse"] = "auto";
+  } else if (!fuse.empty()) {
+    out["fuse"] = fuse;
+  }
+  return out;
+}
+
+Plan parse_plan(std::string_view text, std::string_view source_name) {
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::parse_error& e) {
+    auto [line, column] = line_column(text, e.byte == 0 ? 0 : e.byte - 1);
+    std::string what = e.what();
+    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
+    auto colon = what.find(": ", what.find("column"));
+    throw Error(fmt::format("{}:{}:{}: invalid JSON: {}", source_name, line, column,
+                            colon == std::string::npos ? what : what.substr(colon + 2)));
+  }
+  return PlanReader(source_name).read(root);
+}
+
+Plan read_plan_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("{}: cannot open plan file", path.string()));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_plan(text.str(), path.string());
+}
+
+void add_split_shorthand(Plan& plan, std::string_view shorthand) {
+  const auto bad = [&](std::string_view why) {
+    return Error(
+        fmt::format("--split '{}': {} (expected OP.DIM=N, e.g. H/linear.out=2)", shorthand, why));
+  };
+  const auto eq = shorthand.rfind('=');
+  if (eq == std::string_view::npos) throw bad("missing '='");
+  const auto dot = shorthand.rfind('.', eq);
+  if (dot == std::string_view::npos || dot == 0 || dot + 1 == eq) throw bad("missing OP.DIM");
+  const std::string_view count_text = shorthand.substr(eq + 1);
+  std::int64_t count = 0;
+  auto [ptr, ec] = std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
+  if (ec != std::errc() || ptr != count_text.data() + count_text.size() || count < 1) {
+    throw bad("N must be an integer >= 1");
+  }
+  plan.ops[std::string(shorthand.substr(0, dot))]
+      .split[std::string(shorthand.substr(dot + 1, eq - dot - 1))] = count;
+}
+
+std::optional<ir::OperationId> find_operation(const ir::Graph& graph, std::string_view name) {
+  std::optional<ir::OperationId> found;
+  for (ir::OperationId op : graph.operations()) {
+    if (graph.operation(op).label() == name) {
+      if (found) return std::nullopt;  // ambiguous label: check_plan reports it
+      found = op;
+    }
+  }
+  if (found) return found;
+  if (auto node = graph.find(name)) return graph.as_operation(*node);
+  return std::nullopt;
+}
+
+std::string operation_name(const ir::Graph& graph, ir::OperationId op) {
+  const std::string& label = graph.operation(op).label();
+  return label.empty() ? std::string(graph.key(op)) : label;
+}
+
+std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph) {
+  std::vector<std::string> problems;
+  std::vector<std::string> known;
+  for (ir::OperationId op : graph.operations()) known.push_back(operation_name(graph, op));
+  const auto unknown_op = [&](std::string_view name) {
+    std::size_t same = 0;
+    for (const std::string& k : known) same += k == name;
+    if (same > 1)
+      return fmt::format("operation name '{}' is ambiguous ({} operations carry that label)", name,
+                         same);
+    return fmt::format("no operation named '{}' (operations: {})", name, fmt::join(known, ", "));
+  };
+  for (const auto& [name, op_plan] : plan.ops) {
+    const std::string path = "/ops/" + escape_pointer(name);
+    auto op = find_operation(graph, name);
+    if (!op) {
+      problems.push_back(fmt::format("{}: {}", path, unknown_op(name)));
+      continue;
+    }
+    ir::OperationView view = graph.operation(*op);
+    const zspace::Range* index = view.ipf_index();
+    for (const auto& [dim, count] : op_plan.split) {
+      auto d = view.index_dim(dim);
+      if (!d) {
+        problems.push_back(
+            fmt::format("{}/split/{}: operation '{}' has no index dimension '{}' (it has: {})",
+                        path, escape_pointer(dim), name, dim, fmt::join(view.index_names(), ", ")));
+        continue;
+      }
+      const std::int64_t extent = index ? index->extent(*d) : 0;
+      if (count > std::max<std::int64_t>(extent, 1)) {
+        problems.push_back(
+            fmt::format("{}/split/{}: cannot cut dimension '{}' of extent {} into {} shards", path,
+                        escape_pointer(dim), dim, extent, count));
+      }
+    }
+    for (const std::string& s : op_plan.substitute) {
+      bool ok = false;
+      for (std::string_view k : kKnownSubstitutions) ok |= s == k;
+      if (!ok)
+        problems.push_back(fmt::format("{}/substitute: unknown substitution '{}' (known: {})", path,
+                                       s, fmt::join(kKnownSubstitutions, ", ")));
+    }
+  }
+  for (std::size_t g = 0; g < plan.fuse.size(); ++g) {
+    for (std::size_t i = 0; i < plan.fuse[g].size(); ++i) {
+      if (!find_operation(graph, plan.fuse[g][i])) {
+        problems.push_back(fmt::format("/fuse/{}/{}: {}", g, i, unknown_op(plan.fuse[g][i])));
+      }
+    }
+  }
+  return problems;
+}
+
+}  // namespace tapestry::rewrite

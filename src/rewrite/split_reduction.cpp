@@ -1,0 +1,245 @@
+#include "tapestry/rewrite/split_reduction.h"
+
+#include <fmt/core.h>
+
+#include "op_spec.h"
+#include "tapestry/metakernel/apply.h"
+#include "tapestry/metakernel/signature.h"
+#include "tapestry/support/assert.h"
+
+namespace tapestry::rewrite {
+
+namespace {
+
+using detail::OpSpec;
+using detail::Port;
+
+// The first reduction dim the plan splits, with its shard count.
+std::optional<std::pair<std::size_t, std::int64_t>> requested_split(const RewriteState& state,
+                                                                    ir::OperationId op) {
+  const ir::OperationView view = state.graph.operation(op);
+  const std::string name = operation_name(state.graph, op);
+  for (std::size_t d = 0; d < view.index_rank(); ++d) {
+    if (!view.reduction(d)) continue;
+    const std::int64_t p = state.plan.split_of(name, view.index_name(d));
+    if (p > 1) return std::pair{d, p};
+  }
+  return std::nullopt;
+}
+
+// The inner map of an even split of dim k into blocks of q: (block, i…) ↦ i with i_k += q·block.
+zspace::AffineMap block_map(std::size_t rank, std::size_t k, std::int64_t q) {
+  std::vector<std::int64_t> flat(rank * (rank + 1), 0);
+  for (std::size_t d = 0; d < rank; ++d) flat[d * (rank + 1) + d + 1] = 1;
+  flat[k * (rank + 1)] = q;
+  return zspace::AffineMap(rank + 1, flat, zspace::Point::zeros(rank));
+}
+
+// IPF of the leading partial dim: it follows index dim 0, `block`.
+zspace::IndexProjection block_row(std::size_t index_rank) {
+  std::vector<std::int64_t> row(index_rank, 0);
+  row[0] = 1;
+  return zspace::IndexProjection(zspace::AffineMap(index_rank, row, zspace::Point{0}),
+                                 zspace::Point{1});
+}
+
+// Adds `reduce(partial)` writing `target` (the original output), named `name`.
+metakernel::Signature add_reduce(RewriteState& state, ir::Graph& graph, ir::TensorId partial,
+                                 ir::TensorId target, ir::Monoid monoid, const std::string& name) {
+  const metakernel::Metakernel& reduce = state.kernels->get("reduce");
+  metakernel::Argument arg{name, metakernel::tensor_type(graph, partial)};
+  metakernel::Signature sig = metakernel::evaluate_signature(
+      reduce, std::span(&arg, 1), nlohmann::json{{"op", ir::monoid_name(monoid)}});
+  // The original output may start anywhere; the reduce's result then moves with it.
+  const zspace::Range& target_range = graph.tensor(target).range();
+  metakernel::Port& result = sig.outputs[0];
+  TAPESTRY_ASSERT(result.type.range.shape() == target_range.shape(), "reduce result shape");
+  result.ipf = result.ipf.translate(target_range.start() - result.type.range.start());
+  result.type.range = target_range;
+  metakernel::add_operation(graph, sig, std::span(&partial, 1), name,
+                            {.add_application = false, .outputs = {target}});
+  return sig;
+}
+
+// The partial output of one block: the output's tensor and range with a label of its own.
+ir::TensorId add_partial(ir::Graph& graph, ir::TensorId output, zspace::Range range,
+                         const std::string& label) {
+  ir::TensorBody body = graph.tensor(output).body();
+  body.range = std::move(range);
+  return graph.add_tensor(std::move(body), {.label = label});
+}
+
+// Even split: one operation with a leading `block` dim; one reduce per output.
+std::string split_even(RewriteState& state, ir::Graph& graph, const OpSpec& old, std::size_t k,
+                       std::int64_t p, const OpPlan& old_plan) {
+  const std::int64_t q = old.index.extent(k) / p;
+  const zspace::AffineMap inner = block_map(old.index.rank(), k, q);
+  OpSpec s = old;
+  const std::string block = detail::fresh_name(old.index_names, "block");
+  s.index = zspace::Range::of_shape(zspace::Point{p})
+                .product(old.index.with_dim(k, old.index.start()[k], old.index.start()[k] + q));
+  s.index_names.insert(s.index_names.begin(), block);
+  for (Port& in : s.inputs) in.ipf = in.ipf.compose(inner);
+  std::vector<ir::TensorId> partials;
+  for (std::size_t j = 0; j < s.outputs.size(); ++j) {
+    const ir::TensorId out = old.outputs[j].tensor;
+    partials.push_back(add_partial(
+        graph, out, zspace::Range::of_shape(zspace::Point{p}).product(graph.tensor(out).range()),
+        old.label + "/partial" + (j == 0 ? "" : fmt::format(".{}", j))));
+    s.outputs[j] = {s.outputs[j].name, partials[j],
+                    block_row(s.index.rank()).stack(s.outputs[j].ipf.compose(inner))};
+  }
+  detail::add_op(graph, s);
+  OpPlan plan = old_plan;
+  plan.split[block] = p;
+  state.plan.ops[old.label] = plan;
+
+  const ir::Monoid monoid = old.reduction(old.index_names[k])->monoid;
+  for (std::size_t j = 0; j < old.outputs.size(); ++j) {
+    const std::string name = old.label + "/reduce" + (j == 0 ? "" : fmt::format(".{}", j));
+    metakernel::Signature sig =
+        add_reduce(state, graph, partials[j], old.outputs[j].tensor, monoid, name);
+    OpPlan reduce_plan;
+    detail::transfer_splits(old, old_plan, old.outputs[j].ipf, sig.outputs[0].ipf, sig.dim_names(),
+                            reduce_plan.split);
+    if (!reduce_plan.split.empty()) state.plan.ops[name] = reduce_plan;
+  }
+  return fmt::format("{} blocks of {} in a `{}` dim, combined by {}/reduce ({})", p, q, block,
+                     old.label, ir::monoid_name(monoid));
+}
+
+// The elementwise kernel that combines two partials of a monoid (nullopt: none is declared).
+std::optional<std::string_view> combine_kernel(ir::Monoid monoid) {
+  switch (monoid) {
+    case ir::Monoid::kSum:
+      return "add";
+    case ir::Monoid::kMax:
+      return "maximum";
+    case ir::Monoid::kProd:
+      return "mul";
+    case ir::Monoid::kMin:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// Combines `parts` pairwise, level by level, into `output` (the original tensor).
+void combine_tree(RewriteState& state, ir::Graph& graph, std::vector<ir::TensorId> parts,
+                  const Port& output, ir::Monoid monoid, const OpSpec& old,
+                  const OpPlan& old_plan) {
+  const metakernel::Metakernel& kernel = state.kernels->get(*combine_kernel(monoid));
+  int serial = 0;
+  while (parts.size() > 1) {
+    std::vector<ir::TensorId> next;
+    for (std::size_t i = 0; i + 1 < parts.size(); i += 2) {
+      const bool last = parts.size() == 2;
+      const std::string name = fmt::format("{}/combine{}", old.label, serial++);
+      metakernel::Argument args[] = {{name, metakernel::tensor_type(graph, parts[i])},
+                                     {name, metakernel::tensor_type(graph, parts[i + 1])}};
+      metakernel::Signature sig =
+          metakernel::evaluate_signature(kernel, args, nlohmann::json::object());
+      const zspace::Range& range = graph.tensor(output.tensor).range();
+      metakernel::Port& result = sig.outputs[0];
+      result.ipf = result.ipf.translate(range.start() - result.type.range.start());
+      result.type.range = range;
+      const ir::TensorId pair[] = {parts[i], parts[i + 1]};
+      ir::TensorId target = last ? output.tensor : add_partial(graph, output.tensor, range, name);
+      metakernel::add_operation(graph, sig, pair, name,
+                                {.add_application = false, .outputs = {target}});
+      OpPlan plan;
+      detail::transfer_splits(old, old_plan, output.ipf, result.ipf, sig.dim_names(), plan.split);
+      if (!plan.split.empty()) state.plan.ops[name] = plan;
+      next.push_back(target);
+    }
+    if (parts.size() % 2 == 1) next.push_back(parts.back());
+    parts = std::move(next);
+  }
+}
+
+// Uneven split: block b covers its slice of k and writes its own partial tensor (a tensor has
+// one producer); a balanced tree of the monoid's elementwise kernel combines them.
+std::string split_uneven(RewriteState& state, ir::Graph& graph, const OpSpec& old, std::size_t k,
+                         std::int64_t p, const OpPlan& old_plan) {
+  const std::vector<zspace::Range> blocks = old.index.split_even(k, p);
+  std::vector<std::vector<ir::TensorId>> parts(old.outputs.size());
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    OpSpec s = old;
+    s.label = fmt::format("{}/block{}", old.label, b);
+    s.index = blocks[b];
+    for (std::size_t j = 0; j < s.outputs.size(); ++j) {
+      const ir::TensorId out = old.outputs[j].tensor;
+      s.outputs[j].tensor =
+          add_partial(graph, out, graph.tensor(out).range(),
+                      fmt::format("{}/partial{}", s.label, j == 0 ? "" : fmt::format(".{}", j)));
+      parts[j].push_back(s.outputs[j].tensor);
+    }
+    detail::add_op(graph, s);
+    state.plan.ops[s.label] = old_plan;
+  }
+  state.plan.ops.erase(old.label);
+  const ir::Monoid monoid = old.reduction(old.index_names[k])->monoid;
+  for (std::size_t j = 0; j < old.outputs.size(); ++j) {
+    combine_tree(state, graph, parts[j], old.outputs[j], monoid, old, old_plan);
+  }
+  return fmt::format("{} blocks {}/block0…{} of uneven size, combined by a tree of {}", p,
+                     old.label, p - 1, *combine_kernel(monoid));
+}
+
+}  // namespace
+
+MatchResult SplitReduction::match(const RewriteState& state, ir::OperationId op) const {
+  auto split = requested_split(state, op);
+  if (!split) return MatchResult::skip("the plan splits no reduction dim");
+  if (auto why = detail::why_not_rewritable(state.graph, op)) return MatchResult::refuse(*why);
+  if (state.kernels->find("reduce") == nullptr)
+    return MatchResult::refuse("no `reduce` kernel is loaded");
+  const ir::OperationView view = state.graph.operation(op);
+  const std::int64_t extent = view.ipf_index()->extent(split->first);
+  if (split->second > extent) {
+    return MatchResult::refuse(
+        fmt::format("cannot cut reduction dim '{}' of extent {} into {} blocks",
+                    view.index_name(split->first), extent, split->second));
+  }
+  // Every block must contribute only its own terms: an input read whole by every block (linear's
+  // bias) would be counted p times. Such kernels are decomposed first (decompose-linear).
+  const ir::IpfSignature& signature = *view.ipf_signature();
+  for (const auto& in : signature.inputs.entries()) {
+    if (in.value.ignores_index_dim(split->first)) {
+      return MatchResult::refuse(fmt::format(
+          "input '{}' does not depend on reduction dim '{}', so every block would count it; "
+          "decompose the operation first",
+          in.name, view.index_name(split->first)));
+    }
+  }
+  if (extent % split->second != 0 && !combine_kernel(*view.reduction(split->first))) {
+    return MatchResult::refuse(
+        fmt::format("no elementwise kernel combines '{}' partials; split '{}' evenly",
+                    ir::monoid_name(*view.reduction(split->first)), view.index_name(split->first)));
+  }
+  for (const auto& out : view.outputs().entries()) {
+    if (!metakernel::dtype_from_name(state.graph.tensor(out.value.tensor).dtype())) {
+      return MatchResult::refuse(fmt::format("output dtype '{}' has no reduce kernel",
+                                             state.graph.tensor(out.value.tensor).dtype()));
+    }
+  }
+  return MatchResult::success();
+}
+
+std::string SplitReduction::apply(RewriteState& state, ir::OperationId op) const {
+  const auto [k, p] = *requested_split(state, op);
+  OpSpec old = detail::spec_of(state.graph, op);
+  const std::string k_name = old.index_names[k];
+  const ir::Monoid monoid = old.reduction(k_name)->monoid;
+  OpPlan old_plan = state.plan.ops[old.label];
+  old_plan.split.erase(k_name);
+
+  GraphCopy copy = copy_graph(state.graph, {{op}});
+  detail::remap(old, copy);
+  std::string summary = old.index.extent(k) % p == 0
+                            ? split_even(state, copy.graph, old, k, p, old_plan)
+                            : split_uneven(state, copy.graph, old, k, p, old_plan);
+  state.graph = std::move(copy.graph);
+  return fmt::format("{} of {}: {}", k_name, old.label, summary);
+}
+
+}  // namespace tapestry::rewrite

@@ -1,0 +1,62 @@
+// ApplicationExecutor: every Application over its own sub-box, in schedule order.
+#include "tapestry/runtime/application_executor.h"
+
+#include <fmt/format.h>
+
+#include "run_support.h"
+
+namespace tapestry::runtime {
+
+namespace {
+
+// Every operation whose index is non-empty must be covered by applications, or its outputs
+// would stay poisoned without anyone noticing where.
+void check_operations_have_applications(const ir::Graph& graph) {
+  for (ir::OperationId op : graph.operations()) {
+    detail::check_operation_tags(graph, op);
+    if (graph.applications_of(op).empty() && !graph.operation(op).ipf_index()->is_empty()) {
+      throw Error(
+          fmt::format("operation '{}' has no applications; the application executor "
+                      "runs applications only",
+                      detail::node_name(graph, op)));
+    }
+  }
+}
+
+}  // namespace
+
+ApplicationExecutor::ApplicationExecutor(const ir::Graph& graph, const KernelRegistry& kernels)
+    : graph_(graph) {
+  detail::check_tensor_dtypes(graph);
+  check_operations_have_applications(graph);
+  schedule_ = schedule_applications(graph);
+  for (ir::ApplicationId app : schedule_.applications) {
+    const ir::ApplicationView view = graph.application(app);
+    if (view.ipf_index() == nullptr) {
+      throw Error(
+          fmt::format("application '{}' has no IPFIndex tag", detail::node_name(graph, app)));
+    }
+    if (!graph.contains(view.operation()) || !graph.as_operation(view.operation())) {
+      throw Error(fmt::format("application '{}' names no operation of the graph",
+                              detail::node_name(graph, app)));
+    }
+    const ir::OperationId op = view.operation();
+    kernels_.push_back(kernels.lookup(graph.operation(op).kernel(), detail::node_name(graph, op)));
+  }
+}
+
+BufferMap ApplicationExecutor::run(BufferMap inputs) const {
+  BufferMap buffers = detail::prepare_buffers(graph_, std::move(inputs));
+  for (std::uint32_t i : schedule_.order) {
+    const ir::ApplicationView app = graph_.application(schedule_.applications[i]);
+    const detail::Work work{.operation = app.operation(),
+                            .node = app.id(),
+                            .index = app.ipf_index(),
+                            .inputs = &app.inputs(),
+                            .outputs = &app.outputs()};
+    detail::run_kernel(kernels_[i], graph_, work, buffers);
+  }
+  return buffers;
+}
+
+}  // namespace tapestry::runtime

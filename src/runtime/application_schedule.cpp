@@ -1,0 +1,117 @@
+// Scheduling applications by box intersection.
+//
+// 1. Collect, per tensor, the boxes applications write; two intersecting writes are an error.
+// 2. An application depends on every writer of a box intersecting one it reads.
+// 3. Kahn's algorithm with a min-heap gives a topological order, ties in graph order; what is
+//    left unordered lies on a cycle.
+#include "tapestry/runtime/application_schedule.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <queue>
+
+#include <fmt/format.h>
+
+#include "run_support.h"
+#include "tapestry/runtime/tensor_map.h"
+#include "tapestry/zspace/format.h"
+
+namespace tapestry::runtime {
+
+namespace {
+
+struct Write {
+  std::uint32_t application;
+  Range box;
+};
+using WritesByTensor = std::map<ir::TensorId, std::vector<Write>>;
+
+WritesByTensor collect_writes(const ir::Graph& graph, const ApplicationSchedule& s) {
+  WritesByTensor writes;
+  for (std::uint32_t i = 0; i < s.applications.size(); ++i) {
+    for (const auto& entry : graph.application(s.applications[i]).outputs().entries()) {
+      const ir::TensorSelection sel = entry.value;  // SelectionMap entries are values
+      if (sel.range.is_empty()) continue;
+      std::vector<Write>& list = writes[sel.tensor];
+      for (const Write& w : list) {
+        if (!w.box.overlaps(sel.range)) continue;
+        throw Error(
+            fmt::format("applications '{}' and '{}' both write cells of tensor '{}' ({} and {})",
+                        detail::node_name(graph, s.applications[w.application]),
+                        detail::node_name(graph, s.applications[i]), tensor_name(graph, sel.tensor),
+                        w.box, sel.range));
+      }
+      list.push_back({i, sel.range});
+    }
+  }
+  return writes;
+}
+
+std::vector<std::uint32_t> reads_from(const ir::Graph& graph, ir::ApplicationId app,
+                                      const WritesByTensor& writes) {
+  std::vector<std::uint32_t> deps;
+  for (const auto& entry : graph.application(app).inputs().entries()) {
+    auto it = writes.find(entry.value.tensor);
+    if (it == writes.end()) continue;
+    for (const Write& w : it->second) {
+      if (w.box.overlaps(entry.value.range)) deps.push_back(w.application);
+    }
+  }
+  std::sort(deps.begin(), deps.end());
+  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  return deps;
+}
+
+[[noreturn]] void throw_cycle(const ir::Graph& graph, const ApplicationSchedule& s,
+                              const std::vector<std::uint32_t>& waiting) {
+  std::vector<std::string> names;
+  for (std::uint32_t i = 0; i < s.applications.size(); ++i) {
+    if (waiting[i] > 0) names.push_back(detail::node_name(graph, s.applications[i]));
+  }
+  throw Error(
+      fmt::format("applications depend on each other in a cycle: {}", fmt::join(names, ", ")));
+}
+
+std::vector<std::uint32_t> order_by_dependencies(const ir::Graph& graph,
+                                                 const ApplicationSchedule& s) {
+  const std::size_t n = s.applications.size();
+  std::vector<std::uint32_t> waiting(n, 0);
+  std::vector<std::vector<std::uint32_t>> dependents(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    waiting[i] = static_cast<std::uint32_t>(s.depends_on[i].size());
+    for (std::uint32_t d : s.depends_on[i]) dependents[d].push_back(i);
+  }
+  std::priority_queue<std::uint32_t, std::vector<std::uint32_t>, std::greater<>> ready;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (waiting[i] == 0) ready.push(i);
+  }
+  std::vector<std::uint32_t> order;
+  order.reserve(n);
+  while (!ready.empty()) {
+    const std::uint32_t i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (std::uint32_t next : dependents[i]) {
+      if (--waiting[next] == 0) ready.push(next);
+    }
+  }
+  if (order.size() != n) throw_cycle(graph, s, waiting);
+  return order;
+}
+
+}  // namespace
+
+ApplicationSchedule schedule_applications(const ir::Graph& graph) {
+  ApplicationSchedule s;
+  s.applications.assign(graph.applications().begin(), graph.applications().end());
+  const WritesByTensor writes = collect_writes(graph, s);
+  s.depends_on.reserve(s.applications.size());
+  for (ir::ApplicationId app : s.applications) {
+    s.depends_on.push_back(reads_from(graph, app, writes));
+  }
+  s.order = order_by_dependencies(graph, s);
+  return s;
+}
+
+}  // namespace tapestry::runtime

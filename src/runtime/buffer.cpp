@@ -1,0 +1,163 @@
+// Buffer: aligned dense storage plus the coordinate bookkeeping of its range.
+#include "tapestry/runtime/buffer.h"
+
+#include <cstring>
+#include <new>
+
+#include <fmt/format.h>
+
+#include "tapestry/zspace/checked.h"
+#include "tapestry/zspace/format.h"
+
+namespace tapestry::runtime {
+
+namespace {
+
+constexpr std::align_val_t kAlignment{64};
+
+std::size_t element_size(DType dtype) {
+  return ir::dtype_size_bytes(dtype);
+}
+
+}  // namespace
+
+Point dense_strides(const Point& shape) {
+  std::vector<std::int64_t> strides(shape.rank(), 1);
+  for (std::size_t k = shape.rank(); k-- > 1;) {
+    strides[k - 1] = zspace::checked_mul(strides[k], shape[k]);
+  }
+  return Point(std::span<const std::int64_t>(strides));
+}
+
+void Buffer::AlignedFree::operator()(std::byte* p) const {
+  ::operator delete[](p, kAlignment);
+}
+
+Buffer::Buffer() : Buffer(DType::kFloat32, Range()) {}
+
+Buffer::Buffer(DType dtype, Range range) : dtype_(dtype), range_(std::move(range)) {
+  require_executable(dtype, "buffer");
+  strides_ = dense_strides(range_.shape());
+  size_ = range_.size();
+  allocate();
+  if (data_) std::memset(data_.get(), 0, size_bytes());
+}
+
+void Buffer::allocate() {
+  // Checked: the byte count of a huge range must not wrap.
+  const std::int64_t bytes =
+      zspace::checked_mul(size_, static_cast<std::int64_t>(element_size(dtype_)));
+  data_.reset(bytes == 0 ? nullptr
+                         : static_cast<std::byte*>(
+                               ::operator new[](static_cast<std::size_t>(bytes), kAlignment)));
+}
+
+template <Element T>
+Buffer Buffer::from_values(Range range, std::span<const T> values) {
+  Buffer buffer(dtype_of<T>, std::move(range));
+  if (static_cast<std::int64_t>(values.size()) != buffer.size()) {
+    throw Error(fmt::format("{} values given for a buffer of {} ({} elements)", values.size(),
+                            buffer.range(), buffer.size()));
+  }
+  if (!values.empty()) std::memcpy(buffer.bytes(), values.data(), buffer.size_bytes());
+  return buffer;
+}
+
+template Buffer Buffer::from_values<float>(Range, std::span<const float>);
+template Buffer Buffer::from_values<double>(Range, std::span<const double>);
+template Buffer Buffer::from_values<std::int32_t>(Range, std::span<const std::int32_t>);
+template Buffer Buffer::from_values<std::int64_t>(Range, std::span<const std::int64_t>);
+
+Buffer::Buffer(const Buffer& other)
+    : dtype_(other.dtype_), range_(other.range_), strides_(other.strides_), size_(other.size_) {
+  allocate();
+  if (data_) std::memcpy(data_.get(), other.data_.get(), size_bytes());
+}
+
+Buffer& Buffer::operator=(const Buffer& other) {
+  if (this != &other) *this = Buffer(other);
+  return *this;
+}
+
+std::size_t Buffer::size_bytes() const {
+  return static_cast<std::size_t>(size_) * element_size(dtype_);
+}
+
+template <Element T>
+std::span<T> Buffer::values() {
+  if (dtype_ != dtype_of<T>) (void)view().typed<T>();  // throws the dtype-mismatch Error
+  return {reinterpret_cast<T*>(data_.get()), static_cast<std::size_t>(size_)};
+}
+
+template <Element T>
+std::span<const T> Buffer::values() const {
+  if (dtype_ != dtype_of<T>) (void)view().typed<T>();
+  return {reinterpret_cast<const T*>(data_.get()), static_cast<std::size_t>(size_)};
+}
+
+template std::span<float> Buffer::values<float>();
+template std::span<double> Buffer::values<double>();
+template std::span<std::int32_t> Buffer::values<std::int32_t>();
+template std::span<std::int64_t> Buffer::values<std::int64_t>();
+template std::span<const float> Buffer::values<float>() const;
+template std::span<const double> Buffer::values<double>() const;
+template std::span<const std::int32_t> Buffer::values<std::int32_t>() const;
+template std::span<const std::int64_t> Buffer::values<std::int64_t>() const;
+
+View Buffer::view() {
+  return View(dtype_, data_.get(), range_, strides_);
+}
+ConstView Buffer::view() const {
+  return ConstView(dtype_, data_.get(), range_, strides_);
+}
+View Buffer::view(const Range& box) {
+  return view().sub(box);
+}
+ConstView Buffer::view(const Range& box) const {
+  return view().sub(box);
+}
+
+Buffer Buffer::relocated(const Point& start) const& {
+  return Buffer(*this).relocated(start);
+}
+
+Buffer Buffer::relocated(const Point& start) && {
+  zspace::check_same_rank("relocated start", start.rank(), rank());
+  range_ = Range::of_start_shape(start, range_.shape());
+  return std::move(*this);
+}
+
+std::string Buffer::describe() const {
+  return fmt::format("{} {}", ir::dtype_name(dtype_), range_);
+}
+
+namespace {
+
+// Calls fn(from_element, to_element) for every pair of corresponding elements, row-major.
+template <typename T, typename Fn>
+void for_each_pair(const TypedView<const T>& from, const TypedView<T>& to, Fn&& fn) {
+  const Point delta = to.box().start() - from.box().start();
+  for (const Point& p : from.box().points()) fn(from[p], to[p + delta]);
+}
+
+}  // namespace
+
+void copy_elements(const ConstView& from, const View& to) {
+  if (from.dtype() != to.dtype() || from.box().shape() != to.box().shape()) {
+    throw Error(fmt::format("cannot copy {} {} into {} {}", ir::dtype_name(from.dtype()),
+                            from.box(), ir::dtype_name(to.dtype()), to.box()));
+  }
+  visit_dtype(from.dtype(), [&]<typename T>() {
+    for_each_pair<T>(from.typed<T>(), to.typed<T>(), [](const T& a, T& b) { b = a; });
+  });
+}
+
+void fill(const View& to, double value) {
+  visit_dtype(to.dtype(), [&]<typename T>() {
+    const TypedView<T> typed = to.typed<T>();
+    const T converted = static_cast<T>(value);
+    for (const Point& p : to.box().points()) typed[p] = converted;
+  });
+}
+
+}  // namespace tapestry::runtime

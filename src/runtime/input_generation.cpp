@@ -1,0 +1,72 @@
+// Seeded input data: splitmix64 streams keyed by tensor name.
+#include "tapestry/runtime/input_generation.h"
+
+namespace tapestry::runtime {
+
+namespace {
+
+constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ull;
+constexpr std::uint64_t kFnvPrime = 0x100000001b3ull;
+
+std::uint64_t fnv1a(std::string_view text) {
+  std::uint64_t h = kFnvOffset;
+  for (char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= kFnvPrime;
+  }
+  return h;
+}
+
+// A float on the grid k / 2^20, k in [-2^20, 2^20): exactly representable in float32.
+template <typename T>
+T small_float(std::uint64_t bits) {
+  const auto k = static_cast<std::int64_t>(bits >> 43) - (std::int64_t{1} << 20);
+  return static_cast<T>(static_cast<double>(k) / static_cast<double>(1 << 20));
+}
+
+// An integer uniform in [-8, 8].
+template <typename T>
+T small_int(std::uint64_t bits) {
+  return static_cast<T>(static_cast<std::int64_t>(bits % 17) - 8);
+}
+
+}  // namespace
+
+std::uint64_t SplitMix64::next() {
+  std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+std::uint64_t stream_seed(std::uint64_t seed, std::string_view name) {
+  SplitMix64 mixed_seed(seed);
+  return SplitMix64(mixed_seed.next() ^ fnv1a(name)).next();
+}
+
+Buffer generate_buffer(DType dtype, const Range& range, std::uint64_t seed, std::string_view name) {
+  Buffer buffer(dtype, range);
+  SplitMix64 rng(stream_seed(seed, name));
+  visit_dtype(dtype, [&]<typename T>() {
+    for (T& v : buffer.values<T>()) {
+      if constexpr (std::is_floating_point_v<T>) {
+        v = small_float<T>(rng.next());
+      } else {
+        v = small_int<T>(rng.next());
+      }
+    }
+  });
+  return buffer;
+}
+
+BufferMap generate_inputs(const ir::Graph& graph, const GenerateOptions& options) {
+  BufferMap inputs;
+  for (ir::TensorId tensor : graph_inputs(graph)) {
+    inputs.emplace(tensor,
+                   generate_buffer(tensor_dtype(graph, tensor), graph.tensor(tensor).range(),
+                                   options.seed, tensor_name(graph, tensor)));
+  }
+  return inputs;
+}
+
+}  // namespace tapestry::runtime

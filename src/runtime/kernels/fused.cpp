@@ -1,0 +1,72 @@
+// The `fused` kernel: runs the stages of a fused operation (rewrite/fused.h) over one piece of
+// work, keeping each intermediate in a temporary block of exactly the box the next stage reads.
+//
+// For a shard with index box S of the fused operation, stage s computes over index_map_s(S)
+// with its own IPFs. Inputs come from the fused call's views (the fused IPFs are the stage IPFs
+// composed with index_map, so those views hold exactly what the stage reads) or from the
+// previous stage's block; the last stage writes the fused call's output views. The stage
+// kernels are the reference kernels, so a fused run is bitwise equal to the unfused one.
+#include <optional>
+
+#include "reference_kernels.h"
+#include "tapestry/ir/dtype.h"
+#include "tapestry/rewrite/fused.h"
+#include "tapestry/runtime/buffer.h"
+#include "tapestry/runtime/kernel.h"
+
+namespace tapestry::runtime {
+
+namespace {
+
+DType intermediate_dtype(const KernelCall& call, const rewrite::FusedPort& out) {
+  auto dtype = ir::parse_dtype(out.dtype);
+  if (!dtype)
+    call.fail("fused stage output '" + out.name + "' has no executable dtype '" + out.dtype + "'");
+  return *dtype;
+}
+
+void fused_kernel(const KernelCall& call) {
+  if (call.params == nullptr) call.fail("fused: no params");
+  const std::vector<rewrite::FusedStage> stages = rewrite::fused_stages(*call.params);
+  std::optional<Buffer> previous;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const rewrite::FusedStage& stage = stages[s];
+    const bool last = s + 1 == stages.size();
+    KernelCall sub{.kernel = stage.kernel,
+                   .operation = call.operation,
+                   .index = zspace::IndexProjection(stage.index_map).apply(call.index),
+                   .params = &stage.params,
+                   .index_names = stage.index_names,
+                   .reductions = stage.reductions,
+                   .inputs = {},
+                   .outputs = {}};
+    for (const rewrite::FusedPort& in : stage.inputs) {
+      if (in.source.empty()) {
+        if (!previous)
+          call.fail("fused: stage " + stage.label + " reads a previous stage that does not exist");
+        sub.inputs.append(in.name, InputPort{std::as_const(*previous).view(), &in.ipf});
+      } else {
+        sub.inputs.append(in.name, InputPort{call.input(in.source).view, &in.ipf});
+      }
+    }
+    std::optional<Buffer> block;
+    for (const rewrite::FusedPort& out : stage.outputs) {
+      if (last) {
+        sub.outputs.append(out.name, OutputPort{call.output(out.source).view, &out.ipf});
+      } else {
+        block.emplace(intermediate_dtype(call, out), out.ipf.apply(sub.index));
+        sub.outputs.append(out.name, OutputPort{block->view(), &out.ipf});
+      }
+    }
+    KernelRegistry::reference().lookup(stage.kernel, stage.label)(sub);
+    previous = std::move(block);
+  }
+}
+
+}  // namespace
+
+void register_fused_kernel(KernelRegistry& registry) {
+  registry.add(std::string(rewrite::kFusedKernel), fused_kernel);
+}
+
+}  // namespace tapestry::runtime

@@ -1,0 +1,23 @@
+// Registration of the reference kernels, one function per kernel family (one file each).
+#pragma once
+
+#include "tapestry/runtime/kernel_registry.h"
+
+namespace tapestry::runtime {
+
+/// relu gelu exp neg tanh sigmoid; add sub mul div maximum (broadcasting); bias_add.
+void register_elementwise_kernels(KernelRegistry& registry);
+/// linear (X·Wᵀ + b), matmul (batched).
+void register_linear_matmul_kernels(KernelRegistry& registry);
+/// sum and max over one dim, and `reduce` over a block dim.
+void register_reduce_kernels(KernelRegistry& registry);
+/// softmax over the last dim.
+void register_softmax_kernels(KernelRegistry& registry);
+/// conv2d (NCHW, strided windows).
+void register_conv_kernels(KernelRegistry& registry);
+/// transpose, permute, reshape (copies through the IPFs) and pad.
+void register_layout_kernels(KernelRegistry& registry);
+/// The `fused` kernel (kernels/fused.cpp): runs a fused operation's stages with these kernels.
+void register_fused_kernel(KernelRegistry& registry);
+
+}  // namespace tapestry::runtime

@@ -1,0 +1,129 @@
+// Buffer preparation and kernel invocation shared by the naive and application executors.
+#include "run_support.h"
+
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "tapestry/zspace/format.h"
+
+namespace tapestry::runtime::detail {
+
+std::string node_name(const ir::Graph& graph, ir::NodeId node) {
+  const std::string& label = graph.node(node).label();
+  return label.empty() ? std::string(graph.key(node)) : label;
+}
+
+void check_tensor_dtypes(const ir::Graph& graph) {
+  for (ir::TensorId tensor : graph.tensors()) (void)tensor_dtype(graph, tensor);
+}
+
+void check_operation_tags(const ir::Graph& graph, ir::OperationId op) {
+  const ir::OperationView view = graph.operation(op);
+  if (view.ipf_index() == nullptr || view.ipf_signature() == nullptr) {
+    throw Error(fmt::format(
+        "operation '{}' has no {} tag; the runtime needs IPFIndex and "
+        "IPFSignature on every operation",
+        node_name(graph, op), view.ipf_index() == nullptr ? "IPFIndex" : "IPFSignature"));
+  }
+}
+
+namespace {
+
+// A value no kernel computes by accident, so unwritten cells show up in comparisons.
+void poison(Buffer& buffer) {
+  visit_dtype(buffer.dtype(), [&]<typename T>() {
+    const T value = std::numeric_limits<T>::has_quiet_NaN ? std::numeric_limits<T>::quiet_NaN()
+                                                          : std::numeric_limits<T>::lowest();
+    for (T& v : buffer.values<T>()) v = value;
+  });
+}
+
+}  // namespace
+
+BufferMap prepare_buffers(const ir::Graph& graph, BufferMap inputs) {
+  BufferMap buffers;
+  for (ir::TensorId tensor : graph.tensors()) {
+    auto given = inputs.find(tensor);
+    const bool is_input = graph.producers(tensor).empty();
+    if (is_input && given == inputs.end()) {
+      throw Error(fmt::format("input tensor '{}' has no buffer", tensor_name(graph, tensor)));
+    }
+    if (!is_input && given != inputs.end()) {
+      throw Error(fmt::format("tensor '{}' is computed by operation '{}'; it cannot be an input",
+                              tensor_name(graph, tensor),
+                              node_name(graph, graph.producers(tensor).front())));
+    }
+    if (is_input) {
+      buffers.emplace(tensor, bind_buffer(graph, tensor, std::move(given->second)));
+      inputs.erase(given);
+    } else {
+      Buffer buffer(tensor_dtype(graph, tensor), graph.tensor(tensor).range());
+      poison(buffer);
+      buffers.emplace(tensor, std::move(buffer));
+    }
+  }
+  if (!inputs.empty()) {
+    throw Error(fmt::format("a buffer is given for node #{}, which is not a tensor of the graph",
+                            inputs.begin()->first.index()));
+  }
+  return buffers;
+}
+
+namespace {
+
+template <typename Port>
+void add_ports(const ir::Graph& graph, const Work& work, const ir::SelectionMap& selections,
+               const ir::IpfMap& ipfs, BufferMap& buffers, ir::NamedLists<Port>& ports) {
+  for (const auto& entry : selections.entries()) {
+    auto list = ipfs.list(entry.name);
+    if (entry.position >= list.size()) {
+      throw Error(fmt::format("selection {}[{}] has no IPF in the operation's IPFSignature",
+                              entry.name, entry.position));
+    }
+    const zspace::IndexProjection& ipf = list[entry.position];
+    const Range expected = ipf.apply(*work.index);
+    if (entry.value.range != expected) {
+      throw Error(fmt::format("selection {}[{}] is {}, but its IPF gives {} for index {}",
+                              entry.name, entry.position, entry.value.range, expected,
+                              *work.index));
+    }
+    auto found = buffers.find(entry.value.tensor);
+    if (found == buffers.end()) {
+      throw Error(
+          fmt::format("selection {}[{}] names no tensor of the graph", entry.name, entry.position));
+    }
+    Buffer& buffer = found->second;
+    if (!buffer.range().contains(expected)) {
+      throw Error(fmt::format("selection {}[{}] {} lies outside tensor '{}' {}", entry.name,
+                              entry.position, expected, tensor_name(graph, entry.value.tensor),
+                              buffer.range()));
+    }
+    ports.append(entry.name, Port{buffer.view(expected), &ipf});
+  }
+}
+
+}  // namespace
+
+void run_kernel(KernelFn kernel, const ir::Graph& graph, const Work& work, BufferMap& buffers) {
+  const ir::OperationView op = graph.operation(work.operation);
+  const ir::IpfSignature& signature = *op.ipf_signature();
+  KernelCall call{.kernel = op.kernel(),
+                  .operation = graph.node(work.operation).label().empty()
+                                   ? graph.key(work.operation)
+                                   : std::string_view(graph.node(work.operation).label()),
+                  .index = *work.index,
+                  .params = &op.params(),
+                  .index_names = op.body().index_names,
+                  .reductions = op.body().reductions};
+  try {
+    add_ports(graph, work, *work.inputs, signature.inputs, buffers, call.inputs);
+    add_ports(graph, work, *work.outputs, signature.outputs, buffers, call.outputs);
+  } catch (const Error& e) {
+    const char* kind = work.node == ir::NodeId(work.operation) ? "operation" : "application";
+    throw e.with_context(fmt::format("{} '{}'", kind, node_name(graph, work.node)));
+  }
+  kernel(call);
+}
+
+}  // namespace tapestry::runtime::detail

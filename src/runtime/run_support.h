@@ -1,0 +1,40 @@
+// Private helpers shared by the executors: preparing the buffers of a run, and calling a kernel
+// on one box of an operation (the whole index, or an application's sub-box).
+#pragma once
+
+#include <string>
+
+#include "tapestry/ir/graph.h"
+#include "tapestry/runtime/kernel.h"
+#include "tapestry/runtime/tensor_map.h"
+
+namespace tapestry::runtime::detail {
+
+/// The node's label, else its key.
+std::string node_name(const ir::Graph& graph, ir::NodeId node);
+
+/// Checks before any run that every tensor has an executable dtype (Error naming the tensor).
+void check_tensor_dtypes(const ir::Graph& graph);
+
+/// Checks an operation before any run: IPFIndex and IPFSignature tags present.
+void check_operation_tags(const ir::Graph& graph, ir::OperationId op);
+
+/// The buffers of a run: `inputs` bound to the graph inputs (every one must be given, nothing
+/// else may be), plus a poisoned buffer for every other tensor.
+BufferMap prepare_buffers(const ir::Graph& graph, BufferMap inputs);
+
+/// What one kernel call works on: the index box and the selections of `node` (the operation
+/// itself or one of its applications).
+struct Work {
+  ir::OperationId operation;
+  ir::NodeId node;
+  const Range* index = nullptr;
+  const ir::SelectionMap* inputs = nullptr;
+  const ir::SelectionMap* outputs = nullptr;
+};
+
+/// Builds the KernelCall for `work` (checking every selection equals IPF(index), naming the node
+/// otherwise) and runs `kernel` on it.
+void run_kernel(KernelFn kernel, const ir::Graph& graph, const Work& work, BufferMap& buffers);
+
+}  // namespace tapestry::runtime::detail

@@ -1,0 +1,164 @@
+// Graph model: building, typed views, lookup, keys, relations, topological order.
+#include "tapestry/ir/graph.h"
+
+#include <gtest/gtest.h>
+
+#include "ir_testing.h"
+
+namespace tapestry::ir {
+namespace {
+
+using testing::zr;
+
+TEST(GraphTest, BuildsTensorsAndOperationsWithTypedViews) {
+  Graph g;
+  TensorId x = g.add_tensor({.dtype = "float32", .range = zr("zr[0:10, 0:5]")}, {.label = "X"});
+  TensorId z = g.add_tensor({.dtype = "float32", .range = zr("zr[0:10, 0:5]")}, {.label = "Z"});
+  OperationBody body{.kernel = "relu"};
+  body.inputs.append("x", {x, zr("zr[0:10, 0:5]")});
+  body.outputs.append("y", {z, zr("zr[0:10, 0:5]")});
+  OperationId op = g.add_operation(std::move(body), {.label = "relu"});
+
+  EXPECT_EQ(g.size(), 3u);
+  EXPECT_EQ(g.tensor(x).dtype(), "float32");
+  EXPECT_EQ(g.tensor(x).range(), zr("zr[0:10, 0:5]"));
+  EXPECT_EQ(g.tensor(x).label(), "X");
+  EXPECT_EQ(g.operation(op).kernel(), "relu");
+  ASSERT_EQ(g.operation(op).inputs().list("x").size(), 1u);
+  EXPECT_EQ(g.operation(op).inputs().list("x")[0].tensor, x);
+  EXPECT_EQ(g.kind(op), NodeKind::kOperation);
+  EXPECT_EQ(g.node(op).type(), kOperationTypeUrl);
+}
+
+TEST(GraphTest, CheckedNarrowingOfIds) {
+  auto a = testing::add_graph();
+  NodeId any = a.op;
+  EXPECT_EQ(a.g.as_operation(any), a.op);
+  EXPECT_EQ(a.g.as_tensor(any), std::nullopt);
+  EXPECT_EQ(a.g.as_tensor(a.x), a.x);
+  EXPECT_EQ(a.g.as_application(any), std::nullopt);
+  EXPECT_EQ(a.g.as_note(NodeId(999)), std::nullopt);  // not a node of this graph
+}
+
+TEST(GraphTest, GeneratedKeysAreDeterministicUuidShapes) {
+  Graph a;
+  Graph b;
+  TensorId ta = a.add_tensor({.dtype = "int32", .range = zr("zr[0:1]")});
+  TensorId tb = b.add_tensor({.dtype = "int32", .range = zr("zr[0:1]")});
+  EXPECT_EQ(a.key(ta), b.key(tb));
+  EXPECT_EQ(a.key(ta), "00000000-0000-4000-8000-000000000001");
+  EXPECT_EQ(a.key(ta).size(), 36u);
+}
+
+TEST(GraphTest, GeneratedKeysSkipTakenOnes) {
+  Graph g;
+  g.add_tensor({.dtype = "int32", .range = zr("zr[0:1]")},
+               {.key = "00000000-0000-4000-8000-000000000001"});
+  TensorId t = g.add_tensor({.dtype = "int32", .range = zr("zr[0:1]")});
+  EXPECT_EQ(g.key(t), "00000000-0000-4000-8000-000000000002");
+}
+
+TEST(GraphTest, FindsNodesByKey) {
+  Graph g;
+  TensorId t = g.add_tensor({.dtype = "int32", .range = zr("zr[0:1]")}, {.key = "my-tensor"});
+  EXPECT_EQ(g.find("my-tensor"), NodeId(t));
+  EXPECT_EQ(g.find("other"), std::nullopt);
+  for (int i = 0; i < 1000; ++i) g.add_note("n");  // forces the key index to grow
+  EXPECT_EQ(g.find("my-tensor"), NodeId(t));
+  EXPECT_EQ(g.notes().size(), 1000u);
+}
+
+TEST(GraphTest, ProducersConsumersAndApplications) {
+  auto m = testing::linear_relu(4);
+  const Graph& g = m.g;
+  ASSERT_EQ(g.producers(m.z).size(), 1u);
+  EXPECT_EQ(g.producers(m.z)[0], m.linear);
+  ASSERT_EQ(g.consumers(m.z).size(), 1u);
+  EXPECT_EQ(g.consumers(m.z)[0], m.relu);
+  EXPECT_TRUE(g.producers(m.x).empty());
+  EXPECT_EQ(g.applications_of(m.linear).size(), 4u);
+  EXPECT_EQ(g.operation(m.relu).applications().size(), 4u);
+  EXPECT_EQ(g.applications().size(), 8u);
+}
+
+TEST(GraphTest, AnOperationReadingATensorTwiceIsOneConsumer) {
+  Graph g;
+  TensorId x = g.add_tensor({.dtype = "int32", .range = zr("zr[0:4]")});
+  TensorId y = g.add_tensor({.dtype = "int32", .range = zr("zr[0:4]")});
+  OperationBody body{.kernel = "mul"};
+  body.inputs.append("a", {x, zr("zr[0:4]")});
+  body.inputs.append("b", {x, zr("zr[0:4]")});
+  body.outputs.append("c", {y, zr("zr[0:4]")});
+  g.add_operation(std::move(body));
+  EXPECT_EQ(g.consumers(x).size(), 1u);
+}
+
+TEST(GraphTest, TopologicalOrderPutsProducersFirst) {
+  auto m = testing::linear_relu(0);
+  TopologicalOrder order = m.g.topological_order();
+  ASSERT_TRUE(order.cycle.empty());
+  auto pos = [&](NodeId n) {
+    return std::find(order.order.begin(), order.order.end(), n) - order.order.begin();
+  };
+  EXPECT_EQ(order.order.size(), 7u);
+  EXPECT_LT(pos(m.x), pos(m.linear));
+  EXPECT_LT(pos(m.linear), pos(m.z));
+  EXPECT_LT(pos(m.z), pos(m.relu));
+  EXPECT_LT(pos(m.relu), pos(m.y));
+}
+
+TEST(GraphTest, TopologicalOrderReportsACycle) {
+  Graph g;
+  TensorId a = g.add_tensor({.dtype = "int32", .range = zr("zr[0:4]")}, {.label = "A"});
+  TensorId b = g.add_tensor({.dtype = "int32", .range = zr("zr[0:4]")}, {.label = "B"});
+  OperationBody f{.kernel = "f"};
+  f.inputs.append("x", {a, zr("zr[0:4]")});
+  f.outputs.append("y", {b, zr("zr[0:4]")});
+  OperationId fo = g.add_operation(std::move(f));
+  OperationBody h{.kernel = "h"};
+  h.inputs.append("x", {b, zr("zr[0:4]")});
+  h.outputs.append("y", {a, zr("zr[0:4]")});
+  OperationId ho = g.add_operation(std::move(h));
+  TopologicalOrder order = g.topological_order();
+  EXPECT_EQ(order.cycle, (std::vector<NodeId>{a, fo, b, ho}));
+}
+
+TEST(GraphTest, TagsLabelsAndExtensions) {
+  auto a = testing::add_graph();
+  EXPECT_EQ(*a.g.node(a.op).ipf_index(), zr("zr[0:10, 0:5]"));
+  EXPECT_NE(a.g.node(a.op).ipf_signature(), nullptr);
+  EXPECT_EQ(a.g.node(a.x).ipf_index(), nullptr);
+  a.g.set_io_sequence_point(a.op, true);
+  EXPECT_TRUE(a.g.node(a.op).has_io_sequence_point());
+  a.g.set_other_tag(a.op, "urn:x", 3);
+  EXPECT_EQ(a.g.node(a.op).other_tags()["urn:x"], 3);
+  a.g.set_other_tag(a.op, "urn:x", nullptr);
+  EXPECT_TRUE(a.g.node(a.op).other_tags().is_null());
+  a.g.set_extensions(a.x, {{"layout", "row-major"}});
+  EXPECT_EQ(a.g.node(a.x).extensions()["layout"], "row-major");
+  a.g.set_label(a.x, "renamed");
+  EXPECT_EQ(a.g.node(a.x).label(), "renamed");
+}
+
+TEST(GraphTest, OperationIndexNamesAndReductions) {
+  auto m = testing::linear_relu(0);
+  OperationView lin = m.g.operation(m.linear);
+  EXPECT_EQ(lin.index_rank(), 3u);
+  EXPECT_EQ(lin.index_names(), (std::vector<std::string>{"batch", "out", "in"}));
+  EXPECT_EQ(lin.index_dim("out"), 1u);
+  EXPECT_EQ(lin.reduction(2), Monoid::kSum);
+  EXPECT_EQ(lin.reduction(0), std::nullopt);
+  auto a = testing::add_graph();
+  EXPECT_EQ(a.g.operation(a.op).index_names(), (std::vector<std::string>{"d0", "d1"}));
+}
+
+TEST(GraphTest, CopiesAreIndependent) {
+  auto a = testing::add_graph();
+  Graph copy = a.g;
+  copy.set_label(a.x, "changed");
+  EXPECT_EQ(a.g.node(a.x).label(), "X");
+  EXPECT_EQ(copy.find(a.g.key(a.x)), NodeId(a.x));
+}
+
+}  // namespace
+}  // namespace tapestry::ir

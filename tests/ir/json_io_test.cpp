@@ -1,0 +1,180 @@
+// Reading and writing loom JSON: round trips, determinism, aliases, extensions, field order.
+#include "tapestry/ir/json_io.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "ir_testing.h"
+
+namespace tapestry::ir {
+namespace {
+
+using testing::zr;
+
+// write → read → write gives the same text; the graphs are equal node by node.
+void expect_round_trip(const Graph& g) {
+  std::string first = write_graph_json(g);
+  ReadResult read = read_graph_json(first);
+  ASSERT_TRUE(read.graph.has_value());
+  EXPECT_TRUE(read.issues.empty()) << format_issues_text(read.issues);
+  EXPECT_EQ(write_graph_json(*read.graph), first);
+  EXPECT_EQ(read.graph->size(), g.size());
+  for (TensorId t : g.tensors()) {
+    auto other = read.graph->as_tensor(*read.graph->find(g.key(t)));
+    ASSERT_TRUE(other);
+    EXPECT_EQ(read.graph->tensor(*other).body(), g.tensor(t).body());
+  }
+}
+
+TEST(JsonIoTest, RoundTripsBuiltGraphs) {
+  expect_round_trip(testing::add_graph().g);
+  expect_round_trip(testing::linear_relu(0).g);
+  expect_round_trip(testing::linear_relu(4).g);
+}
+
+TEST(JsonIoTest, RoundTripsCompatFilesByteForByte) {
+  for (const char* name : {"application-dialect-example.json", "operation-dialect-example.json"}) {
+    std::string text = testing::read_data(std::string("compat/") + name);
+    ReadResult read = read_graph_json(text);
+    ASSERT_TRUE(read.graph) << name;
+    EXPECT_TRUE(read.issues.empty()) << name;
+    if (text.back() != '\n') text += '\n';  // ours always end with a newline
+    EXPECT_EQ(write_graph_json(*read.graph), text) << name;
+  }
+}
+
+TEST(JsonIoTest, AcceptsShortTypeAliasesAndWritesFullUrls) {
+  std::string text = testing::read_data("compat/loom-minimal-example.json");
+  ReadResult read = read_graph_json(text);
+  ASSERT_TRUE(read.graph);
+  EXPECT_EQ(read.graph->tensors().size(), 3u);
+  EXPECT_EQ(read.graph->operations().size(), 1u);
+  std::string out = write_graph_json(*read.graph);
+  EXPECT_NE(out.find(std::string(kTensorTypeUrl)), std::string::npos);
+  std::string short_out = write_graph_json(*read.graph, {.short_type_names = true});
+  EXPECT_NE(short_out.find("\"loom:Tensor\""), std::string::npos);
+  EXPECT_EQ(write_graph_json(read_graph_json_or_throw(short_out)), out);
+}
+
+TEST(JsonIoTest, OutputIsDeterministicAndCompactOnRequest) {
+  auto m = testing::linear_relu(2);
+  EXPECT_EQ(write_graph_json(m.g), write_graph_json(testing::linear_relu(2).g));
+  std::string compact = write_graph_json(m.g, {.indent = -1});
+  EXPECT_EQ(compact.find('\n'), std::string::npos);
+  EXPECT_EQ(write_graph_json(read_graph_json_or_throw(compact)), write_graph_json(m.g));
+}
+
+TEST(JsonIoTest, WritesFieldsInSchemaOrderWithScalarArraysInline) {
+  auto a = testing::add_graph();
+  std::string out = write_graph_json(a.g);
+  EXPECT_NE(out.find(R"("start": [200, 50],)"), std::string::npos) << out;
+  EXPECT_LT(out.find("\"kernel\""), out.find("\"inputs\""));
+  EXPECT_LT(out.find("\"inputs\""), out.find("\"outputs\""));
+  EXPECT_NE(out.find("\"projection\": [\n"), std::string::npos);
+}
+
+TEST(JsonIoTest, ExtensionFieldsSurviveARoundTrip) {
+  std::string text = R"({"nodes": [
+    {"id": "t", "type": "loom:Tensor",
+     "body": {"dtype": "int32", "range": {"start": [0], "end": [2]}, "layout": {"order": [0]}}},
+    {"id": "o", "type": "loom:Operation",
+     "body": {"kernel": "k", "params": {"alpha": 0.5}, "zz_custom": [1, "two"]}}]})";
+  Graph g = read_graph_json_or_throw(text);
+  EXPECT_EQ(g.node(*g.find("t")).extensions()["layout"]["order"][0], 0);
+  EXPECT_EQ(g.operation(*g.as_operation(*g.find("o"))).params()["alpha"], 0.5);
+  Graph again = read_graph_json_or_throw(write_graph_json(g));
+  EXPECT_EQ(again.node(*again.find("o")).extensions()["zz_custom"][1], "two");
+  EXPECT_EQ(write_graph_json(again), write_graph_json(g));
+}
+
+TEST(JsonIoTest, TapestryExtensionFieldsAreTyped) {
+  auto m = testing::linear_relu(0);
+  std::string out = write_graph_json(m.g);
+  EXPECT_NE(out.find(R"("indexNames": ["batch", "out", "in"])"), std::string::npos) << out;
+  EXPECT_NE(out.find(R"("in": "sum")"), std::string::npos);
+  Graph again = read_graph_json_or_throw(out);
+  EXPECT_EQ(again.operation(*again.as_operation(*again.find(m.g.key(m.linear)))).reduction(2),
+            Monoid::kSum);
+}
+
+TEST(JsonIoTest, FieldsMayComeInAnyOrder) {
+  std::string text = R"({"nodes": [
+    {"body": {"kernel": "k", "inputs": {"x": [{"range": {"end": [2], "start": [0]}, "tensorId": "t"}]}},
+     "tags": {"loom:IPFIndex": {"start": [0], "end": [2]}},
+     "type": "loom:Operation", "id": "o"},
+    {"type": "loom:Tensor", "label": "T", "body": {"range": {"start": [0], "end": [2]}, "dtype": "int32"}, "id": "t"}],
+    "id": "g"})";
+  Graph g = read_graph_json_or_throw(text);
+  OperationId op = *g.as_operation(*g.find("o"));
+  EXPECT_EQ(g.operation(op).inputs().list("x")[0].tensor, *g.as_tensor(*g.find("t")));
+  EXPECT_EQ(*g.node(op).ipf_index(), zr("zr[0:2]"));
+  EXPECT_EQ(g.node(*g.find("t")).label(), "T");
+  EXPECT_EQ(g.graph_key(), "g");
+  EXPECT_TRUE(g.unresolved_references().empty());
+}
+
+TEST(JsonIoTest, UnknownNodesAndTagsAreKeptVerbatim) {
+  std::string text = R"({"nodes": [
+    {"id": "n", "type": "urn:example:Widget", "body": {"size": 3}, "tags": {"urn:tag": [1, 2]}},
+    {"id": "t", "type": "loom:Tensor", "body": {"dtype": "int32", "range": {"start": [0], "end": [1]}},
+     "tags": {"urn:tag": {"a": null}}}]})";
+  ReadResult r = read_graph_json(text);
+  ASSERT_TRUE(r.graph);
+  EXPECT_TRUE(r.issues.empty());
+  NodeId n = *r.graph->find("n");
+  EXPECT_EQ(r.graph->kind(n), NodeKind::kOpaque);
+  EXPECT_EQ(r.graph->opaque(n).type, "urn:example:Widget");
+  EXPECT_EQ(r.graph->node(n).other_tags()["urn:tag"][1], 2);
+  Graph again = read_graph_json_or_throw(write_graph_json(*r.graph));
+  EXPECT_EQ(again.opaque(*again.find("n")).body["size"], 3);
+}
+
+TEST(JsonIoTest, UnresolvedReferencesAreKeptAndWrittenBack) {
+  std::string text = R"({"nodes": [
+    {"id": "o", "type": "loom:Operation",
+     "body": {"kernel": "k", "outputs": {"y": [{"tensorId": "missing", "range": {"start": [0], "end": [1]}}]}}},
+    {"id": "a", "type": "loom:Application", "body": {"operationId": "o2"}}]})";
+  ReadResult r = read_graph_json(text);
+  ASSERT_TRUE(r.graph);
+  ASSERT_EQ(r.graph->unresolved_references().size(), 2u);
+  EXPECT_EQ(r.graph->unresolved_references()[0].key, "missing");
+  EXPECT_EQ(r.graph->unresolved_references()[0].json_path, ".outputs.y[0].tensorId");
+  std::string out = write_graph_json(*r.graph);
+  EXPECT_NE(out.find("\"missing\""), std::string::npos);
+  EXPECT_NE(out.find("\"o2\""), std::string::npos);
+}
+
+TEST(JsonIoTest, StringsWithEscapesAndUnicode) {
+  std::string text = R"({"nodes": [{"id": "n\u00e9\"q", "type": "loom:Note", "label": "tab\there",
+    "body": {"message": "snow \u2603 and \ud83d\ude00"}}]})";
+  Graph g = read_graph_json_or_throw(text);
+  NodeId n = *g.find("n\xc3\xa9\"q");
+  EXPECT_EQ(g.note(*g.as_note(n)).message(), "snow \xe2\x98\x83 and \xf0\x9f\x98\x80");
+  EXPECT_EQ(g.node(n).label(), "tab\there");
+  Graph again = read_graph_json_or_throw(write_graph_json(g));
+  EXPECT_EQ(write_graph_json(again), write_graph_json(g));
+}
+
+TEST(JsonIoTest, FilesAreWrittenAtomicallyAndReadBack) {
+  auto a = testing::add_graph();
+  auto path = std::filesystem::temp_directory_path() / "tapestry_ir_json_io_test.json";
+  write_graph_file(a.g, path);
+  ReadResult r = read_graph_file(path);
+  ASSERT_TRUE(r.graph);
+  EXPECT_EQ(write_graph_json(*r.graph), write_graph_json(a.g));
+  std::filesystem::remove(path);
+  ReadResult missing = read_graph_file(path);
+  EXPECT_FALSE(missing.graph);
+  EXPECT_EQ(testing::types_of(missing.issues), std::vector<std::string>{"io-error"});
+}
+
+TEST(JsonIoTest, NodeToJson) {
+  auto a = testing::add_graph();
+  nlohmann::json j = node_to_json(a.g, a.x);
+  EXPECT_EQ(j["label"], "X");
+  EXPECT_EQ(j["body"]["dtype"], "int32");
+}
+
+}  // namespace
+}  // namespace tapestry::ir

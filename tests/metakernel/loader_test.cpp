@@ -1,0 +1,208 @@
+// Kernel files: what the template language accepts, and every kind of mistake reported at its
+// line and column (each case puts the expected diagnostic next to the bad kernel text).
+#include <gmock/gmock.h>
+
+#include "tapestry/metakernel/loader.h"
+#include "test_util.h"
+
+namespace tapestry::metakernel {
+namespace {
+
+using namespace testing;  // NOLINT
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::vector<Metakernel> parse(const std::string& text, const KernelFinder& find = {}) {
+  return parse_kernels(std::make_shared<const SourceFile>("k.yaml", text), find);
+}
+
+std::string parse_error(const std::string& text) {
+  try {
+    parse(text);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// A small valid kernel the cases below break one piece at a time.
+const char* kScale = R"(kernel: scale
+types: {T: float}
+inputs:
+  x: {shape: "[$d...]", dtype: T}
+params:
+  factor: {type: float, default: 2}
+outputs:
+  result: {shape: "[$d...]", dtype: T}
+index: "[$d...]"
+ipfs:
+  x: "[$d...]"
+  result: "[$d...]"
+)";
+
+TEST(Loader, ReadsAValidKernel) {
+  std::vector<Metakernel> ks = parse(kScale);
+  ASSERT_EQ(ks.size(), 1u);
+  const Metakernel& k = ks[0];
+  EXPECT_EQ(k.name, "scale");
+  EXPECT_EQ(k.call_form(), "scale(x, factor=2.0)");
+  EXPECT_EQ(k.pos, (SourcePos{1, 9}));
+  EXPECT_EQ(k.inputs.at(0).pos, (SourcePos{4, 3}));
+  Signature sig = evaluate_signature(k, std::vector<Argument>{{"X", tt("f32[3, 4]")}}, {});
+  EXPECT_EQ(sig.params, (nlohmann::json{{"factor", 2.0}}));
+  EXPECT_EQ(sig.outputs[0].type.to_string(), "f32[3, 4]");
+}
+
+TEST(Loader, ExtendsOverridesFieldsAndFlowListsWork) {
+  std::vector<Metakernel> ks = parse(std::string(kScale) + R"(---
+kernel: scale_int
+extends: scale
+types: {T: int}
+params:
+  factor: int
+---
+kernel: window_sum
+summary: "a 1-d stencil with overlapping windows"
+types: {T: any}
+inputs: {x: {shape: [$n], dtype: T}}
+params: {width: {type: int, min: 1, default: 3}}
+let: {m: "$n - width + 1"}
+checks:
+  - "$n >= width"
+outputs: {result: {shape: [$m], dtype: T}}
+index: [$m]
+ipfs:
+  x: "[$m : width]"
+  result: [$m]
+)");
+  ASSERT_EQ(ks.size(), 3u);
+  EXPECT_EQ(ks[1].call_form(), "scale_int(x, factor=int)");
+  EXPECT_EQ(ks[1].types.at(0).second, (std::vector<DType>{DType::i32, DType::i64}));
+  EXPECT_EQ(ks[1].outputs.size(), 1u);  // inherited
+  Signature sig = evaluate_signature(ks[2], std::vector<Argument>{{"V", tt("f32[10]")}}, {});
+  EXPECT_EQ(sig.outputs[0].type.to_string(), "f32[8]");
+  EXPECT_EQ(sig.inputs[0].ipf.apply(zr("zr[2:4]")), zr("zr[2:6]"));  // windows overlap
+  EXPECT_THAT([&] { evaluate_signature(ks[2], std::vector<Argument>{{"V", tt("f32[2]")}}, {}); },
+              ::testing::ThrowsMessage<Error>(::testing::StrEq("window_sum: check failed: $n >= width")));
+}
+
+struct BadKernel {
+  const char* name;
+  std::string text;
+  const char* expected;  // the first line of the error: file:line:col: error: message
+};
+
+std::string replace(std::string text, const std::string& from, const std::string& to) {
+  const std::size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return text.replace(at, from.size(), to);
+}
+
+class LoaderInvalid : public ::testing::TestWithParam<BadKernel> {};
+
+TEST_P(LoaderInvalid, PointsAtTheMistake) {
+  const std::string error = parse_error(GetParam().text);
+  EXPECT_EQ(error.substr(0, error.find('\n')), GetParam().expected) << error;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, LoaderInvalid,
+    ::testing::Values(
+        BadKernel{"yaml_syntax", "kernel: [a\n", "k.yaml:2:1: error: end of sequence flow not found"},
+        BadKernel{"unknown_key", replace(kScale, "index:", "indx:"),
+                  "k.yaml:9:1: error: unknown key 'indx' (kernel keys: kernel, extends, aliases, summary, doc, "
+                  "types, inputs, params, group_ranks, broadcast, let, checks, outputs, index, reductions, ipfs, "
+                  "sugar, hook)"},
+        BadKernel{"no_name", replace(kScale, "kernel: scale\n", ""),
+                  "k.yaml:1:1: error: a kernel document needs a 'kernel: <name>' key"},
+        BadKernel{"bad_name", replace(kScale, "kernel: scale", "kernel: sc-ale"),
+                  "k.yaml:1:9: error: the kernel name must be an identifier ([A-Za-z_][A-Za-z0-9_]*), got 'sc-ale'"},
+        BadKernel{"bad_dtype_set", replace(kScale, "{T: float}", "{T: floaty}"),
+                  "k.yaml:2:12: error: unknown dtype or dtype set 'floaty' (sets: any, float, int; dtypes: f32 f64 "
+                  "i32 i64 bf16 f16)"},
+        BadKernel{"pattern_syntax", replace(kScale, "x: {shape: \"[$d...]\"", "x: {shape: \"[$d... $e]\""),
+                  "k.yaml:4:22: error: expected ',' or ']' after a list entry, found '$'"},
+        BadKernel{"input_expression", replace(kScale, "x: {shape: \"[$d...]\"", "x: {shape: \"[$d..., $a + 1]\""),
+                  "k.yaml:4:23: error: scale: an input shape admits only $name, $group... and integer literals"},
+        BadKernel{"unbound_dim", replace(kScale, "result: {shape: \"[$d...]\"", "result: {shape: \"[$d..., $q]\""),
+                  "k.yaml:8:28: error: scale: unknown dimension $q in an output shape"},
+        BadKernel{"group_without_dots", replace(kScale, "result: {shape: \"[$d...]\"", "result: {shape: \"[$d]\""),
+                  "k.yaml:8:21: error: scale: unknown dimension $d in an output shape (it is a group: write $d...)"},
+        BadKernel{"unknown_param", replace(kScale, "result: {shape: \"[$d...]\"", "result: {shape: \"[$d..., factr]\""),
+                  "k.yaml:8:28: error: scale: unknown parameter 'factr' in an output shape"},
+        BadKernel{"missing_ipf", replace(kScale, "  x: \"[$d...]\"\n", ""),
+                  "k.yaml:4:3: error: scale: input x has no IPF (add it under 'ipfs')"},
+        BadKernel{"ipf_for_nothing", replace(kScale, "  x: \"[$d...]\"\n", "  x: \"[$d...]\"\n  y: \"[$d...]\"\n"),
+                  "k.yaml:12:8: error: scale: ipfs names y, which is neither an input nor an output"},
+        BadKernel{"ipf_offset_not_index", std::string(kScale) + "let: {k: \"2\"}\n" ,
+                  "(no error)"},
+        BadKernel{"reduction_not_in_index", std::string(kScale) + "reductions: {e: sum}\n",
+                  "k.yaml:13:14: error: scale: reduction e is not in the index"},
+        BadKernel{"output_moves_along_reduction", std::string(kScale) + "reductions: {d: sum}\n",
+                  "k.yaml:12:13: error: scale: an output IPF must not move along the reduction $d..."},
+        BadKernel{"bad_monoid", std::string(kScale) + "reductions: {d: mean}\n",
+                  "k.yaml:13:14: error: scale: reduction d: 'mean' is neither a monoid (sum, max, min, prod) nor a "
+                  "monoid parameter"},
+        BadKernel{"unknown_hook", std::string(kScale) + "hook: flip\n",
+                  "k.yaml:1:9: error: scale: unknown hook 'flip' (hooks: reshape, permute)"},
+        BadKernel{"hook_with_index", std::string(kScale) + "hook: reshape\n",
+                  "k.yaml:1:9: error: scale: a hook kernel gets its index, reductions and IPFs from the hook; "
+                  "remove them"},
+        BadKernel{"undeclared_type", replace(kScale, "{T: float}", "{U: float}"),
+                  "k.yaml:4:32: error: scale: type variable T is not declared in 'types'"},
+        BadKernel{"output_type_unbound", replace(replace(kScale, "{T: float}", "{T: float, U: int}"),
+                                                 "result: {shape: \"[$d...]\", dtype: T", "result: {shape: \"[$d...]\", dtype: U"),
+                  "k.yaml:8:37: error: scale: output type U is not the type of any input"},
+        BadKernel{"param_type", replace(kScale, "type: float", "type: double"),
+                  "k.yaml:6:18: error: unknown parameter type 'double' (int, ints, bool, float, str, axis, monoid)"},
+        BadKernel{"param_default", replace(kScale, "type: float, default: 2", "type: int, default: two"),
+                  "k.yaml:6:32: error: the default of factor must be an integer, got 'two'"},
+        BadKernel{"axis_without_of", replace(kScale, "type: float, default: 2", "type: axis"),
+                  "k.yaml:6:3: error: scale: axis parameter factor needs 'of: <input>' naming an input"},
+        BadKernel{"extends_unknown", "kernel: k2\nextends: nothing\n",
+                  "k.yaml:2:10: error: extends 'nothing': no such kernel is loaded before this one"},
+        BadKernel{"sugar_syntax", std::string(kScale) + "sugar: {when: \"factor != 2\", call: \"scale(x, factor=)\"}\n",
+                  "k.yaml:13:53: error: expected a parameter value (a number, a string, a name or a [list]), found ')'"},
+        BadKernel{"duplicate_port", replace(kScale, "  result: {shape", "  x: {shape"),
+                  "k.yaml:8:3: error: scale: x is both an input and an output, or declared twice"},
+        BadKernel{"let_redefines", std::string(kScale) + "let: {d: \"2\"}\n",
+                  "k.yaml:13:11: error: scale: let d redefines a pattern dimension"},
+        BadKernel{"not_a_mapping", "- a\n- b\n", "k.yaml:1:1: error: a kernel document must be a mapping, found a list"},
+        BadKernel{"no_outputs", "kernel: k\ninputs: {}\n", "k.yaml:1:9: error: k: a kernel needs at least one output"}),
+    [](const ::testing::TestParamInfo<BadKernel>& info) { return std::string(info.param.name); });
+
+TEST(Loader, ErrorsQuoteTheLineWithACaret) {
+  const std::string error = parse_error(replace(kScale, "x: {shape: \"[$d...]\"", "x: {shape: \"[$d... $e]\""));
+  EXPECT_EQ(error,
+            "k.yaml:4:22: error: expected ',' or ']' after a list entry, found '$'\n"
+            "    x: {shape: \"[$d... $e]\", dtype: T}\n"
+            "                       ^");
+}
+
+TEST(Loader, EvaluationCatchesNonAffineIpfs) {
+  std::vector<Metakernel> ks = parse(R"(kernel: outer
+types: {T: any}
+inputs:
+  a: {shape: "[$i]", dtype: T}
+  b: {shape: "[$j]", dtype: T}
+outputs:
+  result: {shape: "[$i, $j]", dtype: T}
+index: "[$i, $j]"
+ipfs:
+  a: "[$i * $j]"
+  b: "[$j]"
+  result: "[$i, $j]"
+)");
+  const std::vector<Argument> args{{"A", tt("f32[3]")}, {"B", tt("f32[4]")}};
+  EXPECT_THAT([&] { evaluate_signature(ks[0], args, {}); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("outer: IPF of a: `$i * $j` is not affine")));
+}
+
+TEST(Loader, SelfCheckCatchesIpfsOutsideTheirTensors) {
+  std::vector<Metakernel> ks = parse(replace(kScale, "  x: \"[$d...]\"", "  x: \"[$d..., 0]\""));
+  EXPECT_THAT([&] { evaluate_signature(ks[0], std::vector<Argument>{{"X", tt("f32[3]")}}, {}); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("the IPF of x gives 2 dims but x has rank 1")));
+}
+
+}  // namespace
+}  // namespace tapestry::metakernel

@@ -1,0 +1,189 @@
+#include "tapestry/rewrite/lower.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "rewrite/rewrite_testing.h"
+#include "tapestry/support/error.h"
+
+namespace tapestry::rewrite {
+namespace {
+
+using testing::build;
+using testing::count_kernel;
+using ::testing::HasSubstr;
+using testing::run_both;
+
+constexpr std::string_view kLinearRelu = R"(
+X: f32[-40:60, 20:32]
+W: f32[32, 12]
+b: f32[32]
+Y = relu(linear(X, W, b))
+output Y
+)";
+
+constexpr std::string_view kMatmul = R"(
+A: f32[6, 10]
+B: f32[10, 5]
+C = matmul(A, B)
+output C
+)";
+
+TEST(Lower, EmptyPlanGivesOneApplicationPerOperation) {
+  ir::Graph g = build(kLinearRelu);
+  LowerResult r = lower(g, Plan{});
+  EXPECT_EQ(r.graph.applications().size(), 2u);
+  EXPECT_TRUE(run_both(g, r.graph).all_bitwise_equal());
+}
+
+TEST(Lower, ShardOnBatchIsBitwiseEqual) {
+  ir::Graph g = build(kLinearRelu);
+  LowerResult r = lower(g, parse_plan(R"({"ops": {"Y/linear": {"split": {"batch": 2}},
+                                                 "Y": {"split": {"d0": 2}}}})"));
+  EXPECT_EQ(r.graph.applications().size(), 4u);
+  auto cmp = run_both(g, r.graph);
+  EXPECT_TRUE(cmp.all_bitwise_equal()) << cmp.summary();
+}
+
+TEST(Lower, UnevenGridIsBitwiseEqual) {
+  ir::Graph g = build(kLinearRelu);
+  LowerResult r =
+      lower(g, parse_plan(R"({"ops": {"Y/linear": {"split": {"batch": 3, "out": 5}}}})"));
+  EXPECT_EQ(r.graph.applications_of(*find_operation(r.graph, "Y/linear")).size(), 15u);
+  auto cmp = run_both(g, r.graph);
+  EXPECT_TRUE(cmp.all_bitwise_equal()) << cmp.summary();
+}
+
+TEST(Lower, EvenReductionSplitAddsABlockDimAndAReduce) {
+  ir::Graph g = build(kMatmul);
+  LowerResult r = lower(g, parse_plan(R"({"ops": {"C": {"split": {"k": 2, "m": 3}}}})"));
+  ASSERT_EQ(r.log.size(), 3u);  // split-reduction, shard-grid C, shard-grid C/reduce
+  EXPECT_EQ(r.log[0].pattern, "split-reduction");
+  auto c = find_operation(r.graph, "C");
+  auto reduce = find_operation(r.graph, "C/reduce");
+  ASSERT_TRUE(c && reduce);
+  EXPECT_EQ(r.graph.operation(*c).index_names(),
+            (std::vector<std::string>{"block", "m", "n", "k"}));
+  EXPECT_EQ(*r.graph.operation(*c).ipf_index(), zspace::Range::of_shape({2, 6, 5, 5}));
+  EXPECT_EQ(r.graph.applications_of(*c).size(), 6u);       // block 2 × m 3
+  EXPECT_EQ(r.graph.applications_of(*reduce).size(), 3u);  // m 3: a reduce-scatter
+  auto cmp = run_both(g, r.graph);
+  EXPECT_TRUE(cmp.all_within(1e-5, 1e-5)) << cmp.summary();
+}
+
+TEST(Lower, UnevenReductionSplitMakesOneOperationPerBlockAndAnAddTree) {
+  ir::Graph g = build(kMatmul);
+  LowerResult r = lower(g, parse_plan(R"({"ops": {"C": {"split": {"k": 4}}}})"));
+  EXPECT_EQ(count_kernel(r.graph, "matmul"), 4u);
+  EXPECT_EQ(count_kernel(r.graph, "add"), 3u);  // a balanced tree over 4 partials
+  auto block3 = find_operation(r.graph, "C/block3");
+  ASSERT_TRUE(block3);
+  EXPECT_EQ(*r.graph.operation(*block3).ipf_index(), zspace::Range({0, 0, 8}, {6, 5, 10}));
+  auto cmp = run_both(g, r.graph);
+  EXPECT_TRUE(cmp.all_within(1e-5, 1e-5)) << cmp.summary();
+}
+
+TEST(Lower, SplittingLinearInDecomposesItFirst) {
+  ir::Graph g = build(kLinearRelu);
+  LowerResult r = lower(g, parse_plan(R"({"ops": {"Y/linear": {"split": {"in": 3, "out": 2}}}})"));
+  ASSERT_GE(r.log.size(), 2u);
+  EXPECT_EQ(r.log[0].pattern, "decompose-linear");
+  EXPECT_EQ(r.log[1].pattern, "split-reduction");
+  EXPECT_EQ(count_kernel(r.graph, "linear"), 0u);
+  EXPECT_EQ(count_kernel(r.graph, "bias_add"), 1u);
+  EXPECT_EQ(count_kernel(r.graph, "reduce"), 1u);
+  // in → k (3 blocks) and out → n (2) on the matmul; out → the bias_add's n.
+  auto mm = find_operation(r.graph, "Y/linear/matmul");
+  ASSERT_TRUE(mm);
+  EXPECT_EQ(r.graph.applications_of(*mm).size(), 6u);
+  auto cmp = run_both(g, r.graph);
+  EXPECT_TRUE(cmp.all_within(1e-5, 1e-5)) << cmp.summary();
+}
+
+TEST(Lower, SplitReductionRefusesLinearWhoseBiasEveryBlockWouldAdd) {
+  ir::Graph g = build(kLinearRelu);
+  LowerOptions options;
+  options.driver.disabled.insert("decompose-linear");
+  EXPECT_THAT(
+      [&] {
+        (void)lower(g, parse_plan(R"({"ops": {"Y/linear": {"split": {"in": 2}}}})"), options);
+      },
+      ::testing::ThrowsMessage<Error>(HasSubstr("'in' is a reduction")));
+}
+
+TEST(Lower, APlanThatDoesNotFitIsAnError) {
+  ir::Graph g = build(kLinearRelu);
+  EXPECT_THAT([&] { (void)lower(g, parse_plan(R"({"ops": {"Q": {"split": {"x": 2}}}})")); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("no operation named 'Q'")));
+}
+
+}  // namespace
+}  // namespace tapestry::rewrite
+
+namespace tapestry::rewrite {
+namespace {
+
+TEST(Fuse, RunningExampleGivesTwoFusedApplicationsAndDropsZ) {
+  ir::Graph g = testing::build(kLinearRelu);
+  LowerResult r = lower(g, parse_plan(R"({"ops": {"Y/linear": {"split": {"batch": 2}}},
+                                          "fuse": [["Y/linear", "Y"]]})"));
+  EXPECT_EQ(r.graph.operations().size(), 1u);
+  EXPECT_EQ(r.graph.applications().size(), 2u);
+  EXPECT_EQ(testing::count_kernel(r.graph, "fused"), 1u);
+  EXPECT_EQ(r.graph.tensors().size(), 4u);  // X, W, b, Y: the intermediate is gone
+  EXPECT_FALSE(testing::has_tensor_labelled(r.graph, "Y/linear"));
+  auto cmp = testing::run_both(g, r.graph);
+  EXPECT_TRUE(cmp.all_bitwise_equal()) << cmp.summary();
+}
+
+TEST(Fuse, ChainOfThreeAfterADecompositionWithSplitReduction) {
+  ir::Graph g = testing::build(R"(
+X: f32[8, 12]
+W: f32[6, 12]
+b: f32[6]
+Y = gelu(linear(X, W, b))
+output Y
+)");
+  LowerResult r = lower(g, parse_plan(R"({"ops": {"Y/linear": {"split": {"in": 2, "batch": 2}}},
+                                          "fuse": [["Y/linear", "Y"]]})"));
+  EXPECT_EQ(testing::count_kernel(r.graph, "fused"), 1u);
+  auto cmp = testing::run_both(g, r.graph);
+  EXPECT_TRUE(cmp.all_within(1e-5, 1e-5)) << cmp.summary();
+}
+
+TEST(Fuse, RefusesWhenTheIntermediateEscapes) {
+  ir::Graph g = testing::build(R"(
+X: f32[8, 12]
+W: f32[6, 12]
+b: f32[6]
+H = linear(X, W, b)
+Y = relu(H)
+Z = neg(H)
+output Y
+output Z
+)");
+  LowerResult r = lower(g, parse_plan(R"({"fuse": [["H", "Y"]]})"));
+  ASSERT_EQ(r.log.size(), 1u);
+  EXPECT_FALSE(r.log[0].applied);
+  EXPECT_THAT(r.log[0].detail, ::testing::HasSubstr("has 2 readers"));
+  EXPECT_EQ(testing::count_kernel(r.graph, "fused"), 0u);
+}
+
+TEST(Fuse, AutoFusesEveryEligibleChain) {
+  ir::Graph g = testing::build(R"(
+X: f32[8, 12]
+W: f32[6, 12]
+b: f32[6]
+Y = neg(relu(linear(X, W, b)))
+output Y
+)");
+  LowerResult r =
+      lower(g, parse_plan(R"({"ops": {"Y/linear": {"split": {"out": 3}}}, "fuse": "auto"})"));
+  EXPECT_EQ(r.graph.operations().size(), 1u);
+  EXPECT_EQ(r.graph.applications().size(), 3u);
+  auto cmp = testing::run_both(g, r.graph);
+  EXPECT_TRUE(cmp.all_bitwise_equal()) << cmp.summary();
+}
+
+}  // namespace
+}  // namespace tapestry::rewrite

@@ -1,0 +1,90 @@
+#include "tapestry/runtime/buffer.h"
+
+#include <gtest/gtest.h>
+
+#include "tapestry/zspace/format.h"
+
+namespace tapestry::runtime {
+namespace {
+
+TEST(Buffer, AddressedInItsOwnCoordinates) {
+  Buffer x = Buffer::from_values<float>(Range({-1, 0}, {1, 3}), {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(x.dtype(), DType::kFloat32);
+  EXPECT_EQ(x.size(), 6);
+  EXPECT_EQ(x.size_bytes(), 24u);
+  EXPECT_EQ(x.strides(), (Point{3, 1}));
+  EXPECT_EQ(x.at<float>(Point{-1, 0}), 1.0f);
+  EXPECT_EQ(x.at<float>(Point{0, 2}), 6.0f);
+  EXPECT_EQ(x.describe(), "float32 zr[-1:1, 0:3]");
+}
+
+TEST(Buffer, ZeroFilledAndAligned) {
+  Buffer x(DType::kInt64, Range({-40, 20}, {-37, 25}));
+  for (std::int64_t v : x.values<std::int64_t>()) EXPECT_EQ(v, 0);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(x.bytes()) % 64, 0u);
+}
+
+TEST(Buffer, ZeroDimensionalHoldsOneElement) {
+  Buffer s = Buffer::from_values<double>(Range(), {2.5});
+  EXPECT_EQ(s.size(), 1);
+  EXPECT_EQ(s.at<double>(Point{}), 2.5);
+  Buffer d;
+  EXPECT_EQ(d.size(), 1);
+}
+
+TEST(Buffer, EmptyRangeHasNoStorage) {
+  Buffer e(DType::kFloat64, Range({0, 3}, {4, 3}));
+  EXPECT_EQ(e.size(), 0);
+  EXPECT_EQ(e.bytes(), nullptr);
+  Buffer copy = e;
+  EXPECT_EQ(copy.range(), e.range());
+}
+
+TEST(Buffer, CopiesDeeply) {
+  Buffer a = Buffer::from_values<std::int32_t>(Range::of_shape({3}), {1, 2, 3});
+  Buffer b = a;
+  b.values<std::int32_t>()[0] = 9;
+  EXPECT_EQ(a.at<std::int32_t>(Point{0}), 1);
+  EXPECT_EQ(b.at<std::int32_t>(Point{0}), 9);
+  a = b;
+  EXPECT_EQ(a.at<std::int32_t>(Point{0}), 9);
+}
+
+TEST(Buffer, RelocatedKeepsValues) {
+  Buffer a = Buffer::from_values<float>(Range::of_shape({2, 2}), {1, 2, 3, 4});
+  Buffer b = a.relocated(Point{-5, 7});
+  EXPECT_EQ(b.range(), Range({-5, 7}, {-3, 9}));
+  EXPECT_EQ(b.at<float>(Point{-4, 8}), 4.0f);
+  EXPECT_THROW((void)a.relocated(Point{1}), Error);
+}
+
+TEST(Buffer, Errors) {
+  EXPECT_THROW(Buffer(DType::kBFloat16, Range::of_shape({2})), Error);
+  EXPECT_THROW(Buffer::from_values<float>(Range::of_shape({2}), {1.0f}), Error);
+  Buffer a(DType::kFloat32, Range::of_shape({2}));
+  EXPECT_THROW((void)a.values<double>(), Error);
+  EXPECT_THROW((void)a.view(Range({0}, {3})), Error);
+  // A byte count beyond int64 is an error, not a wrap.
+  EXPECT_THROW(Buffer(DType::kFloat64, Range::of_shape({1ll << 40, 1ll << 40})), Error);
+}
+
+TEST(Buffer, CopyElementsBetweenCoordinateSystems) {
+  Buffer from = Buffer::from_values<float>(Range({10, 10}, {12, 12}), {1, 2, 3, 4});
+  Buffer to(DType::kFloat32, Range({-1, -1}, {2, 2}));
+  copy_elements(from.view(), to.view(Range({0, 0}, {2, 2})));
+  EXPECT_EQ(to.at<float>(Point{0, 0}), 1.0f);
+  EXPECT_EQ(to.at<float>(Point{1, 1}), 4.0f);
+  EXPECT_EQ(to.at<float>(Point{-1, -1}), 0.0f);
+  EXPECT_THROW(copy_elements(from.view(), to.view()), Error);  // shape differs
+  fill(to.view(Range({-1, -1}, {0, 2})), 7);
+  EXPECT_EQ(to.at<float>(Point{-1, 1}), 7.0f);
+}
+
+TEST(Buffer, DenseStrides) {
+  EXPECT_EQ(dense_strides(Point{2, 3, 4}), (Point{12, 4, 1}));
+  EXPECT_EQ(dense_strides(Point{}), Point{});
+  EXPECT_EQ(dense_strides(Point{5, 0, 2}), (Point{0, 2, 1}));
+}
+
+}  // namespace
+}  // namespace tapestry::runtime

@@ -1,0 +1,193 @@
+#include "tapestry/runtime/npy.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "npy_header.h"
+#include "tapestry/runtime/compare.h"
+
+namespace tapestry::runtime {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A fresh directory under the system temp dir, removed at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    path_ = std::filesystem::temp_directory_path() /
+            fmt::format("tapestry_npy_test_{}_{}", ::getpid(), counter_++);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  [[nodiscard]] std::filesystem::path operator/(const std::string& name) const {
+    return path_ / name;
+  }
+
+ private:
+  static inline int counter_ = 0;
+  std::filesystem::path path_;
+};
+
+std::string header_bytes(const std::string& dict, int major = 1) {
+  std::string header = dict + "\n";
+  std::string out("\x93NUMPY", 6);
+  out.push_back(static_cast<char>(major));
+  out.push_back(0);
+  const std::size_t width = major == 1 ? 2 : 4;
+  for (std::size_t i = 0; i < width; ++i)
+    out.push_back(static_cast<char>(header.size() >> (8 * i)));
+  return out + header;
+}
+
+std::string error_of(std::string_view bytes) {
+  try {
+    (void)parse_npy(bytes, "x.npy");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Npy, RoundTripsEveryDtypeAndRank) {
+  const std::vector<Buffer> buffers = {
+      Buffer::from_values<float>(Range::of_shape({2, 3}), {1, -2, 3.5f, 4, 5, 6}),
+      Buffer::from_values<double>(Range::of_shape({3}), {0.1, -0.2, 1e300}),
+      Buffer::from_values<std::int32_t>(Range(), {-7}),
+      Buffer::from_values<std::int64_t>(Range::of_shape({1, 2, 1}), {1ll << 40, -3}),
+      Buffer(DType::kFloat32, Range::of_shape({0, 4})),
+  };
+  for (const Buffer& b : buffers) {
+    const std::string bytes = format_npy(b);
+    EXPECT_EQ((bytes.size() - b.size_bytes()) % 64, 0u) << "data must start 64-byte aligned";
+    const Buffer back = parse_npy(bytes, "mem");
+    EXPECT_TRUE(compare_buffers(b, back).bitwise_equal) << b.describe();
+  }
+}
+
+TEST(Npy, FilesHaveNoCoordinates) {
+  TempDir dir;
+  Buffer x = Buffer::from_values<float>(Range({-40, 20}, {-39, 22}), {1, 2});
+  write_npy(dir / "x.npy", x);
+  Buffer back = read_npy(dir / "x.npy");
+  EXPECT_EQ(back.range(), Range::of_shape({1, 2}));
+  EXPECT_EQ(back.at<float>(Point{0, 1}), 2.0f);
+  EXPECT_NO_THROW((void)read_npy(dir / "x.npy", Point{1, 2}));
+  try {
+    (void)read_npy(dir / "x.npy", Point{2, 1});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("x.npy: shape (1, 2) does not match the expected (2, 1)"));
+  }
+  // Writing leaves no temporary file behind.
+  int files = 0;
+  for ([[maybe_unused]] const auto& f : std::filesystem::directory_iterator(dir / "")) ++files;
+  EXPECT_EQ(files, 1);
+}
+
+TEST(Npy, ReadsVersionTwoHeaders) {
+  std::string bytes = header_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }", 2);
+  const std::int32_t values[] = {5, -6};
+  bytes.append(reinterpret_cast<const char*>(values), sizeof values);
+  Buffer b = parse_npy(bytes, "v2.npy");
+  EXPECT_EQ(b.at<std::int32_t>(Point{1}), -6);
+}
+
+TEST(Npy, BadFilesGiveClearErrors) {
+  const std::string ok_dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
+  const std::string data(8, '\0');
+  struct Case {
+    std::string bytes;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"PK\x03\x04 not npy at all", "x.npy: not a .npy file (bad magic string)"},
+      {header_bytes(ok_dict, 4) + data, "x.npy: unsupported .npy version 4.x"},
+      {header_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }") + data,
+       "x.npy: unsupported dtype '>f4' (big-endian); supported: '<f4' '<f8' '<i4' '<i8'"},
+      {header_bytes("{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }") + data,
+       "x.npy: unsupported dtype '<f2'"},
+      {header_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }") + data,
+       "x.npy: fortran_order True is not supported"},
+      {header_bytes(ok_dict) + data.substr(0, 5),
+       "x.npy: truncated data: 5 bytes for shape (2) of float32 (8 needed)"},
+      {header_bytes(ok_dict) + data + "xx", "x.npy: 2 trailing bytes after the data"},
+      {header_bytes("{'descr': '<f4', 'shape': (2,), }") + data,
+       "x.npy: malformed header: it has no 'fortran_order'"},
+      {header_bytes("{'descr': '<f4' 'fortran_order': False}") + data,
+       "x.npy: malformed header: expected ','"},
+      {header_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }") + data,
+       "x.npy: malformed header: negative dimension -2"},
+      {std::string("\x93NUMPY\x01\x00\xff\x00{", 11), "x.npy: truncated header"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_THAT(error_of(c.bytes), HasSubstr(c.message)) << c.message;
+  }
+}
+
+TEST(Npy, MissingFileNamesIt) {
+  try {
+    (void)read_npy("/nonexistent/dir/a.npy");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "/nonexistent/dir/a.npy: cannot open for reading");
+  }
+  EXPECT_THROW(write_npy("/nonexistent/dir/a.npy", Buffer()), Error);
+}
+
+TEST(NpyHeader, ParsesPythonLiterals) {
+  auto h =
+      detail::parse_npy_header("{\"descr\": \"<i8\", 'shape': (3L, 4), 'fortran_order': False}");
+  EXPECT_EQ(h.descr, "<i8");
+  EXPECT_FALSE(h.fortran_order);
+  EXPECT_EQ(h.shape, (std::vector<std::int64_t>{3, 4}));
+  EXPECT_EQ(detail::python_tuple(Point{5}), "(5,)");
+  EXPECT_EQ(detail::python_tuple(Point{}), "()");
+  EXPECT_EQ(detail::python_tuple(Point{2, 3}), "(2, 3)");
+  EXPECT_THROW(detail::parse_npy_header("{'descr': '<f4', 'other': 1}"), Error);
+}
+
+// ---- cross-check with NumPy, when the system Python has it -----------------------------------
+
+bool have_numpy() {
+  return std::system("/usr/bin/python3 -c 'import numpy' > /dev/null 2>&1") == 0;
+}
+
+TEST(NpyNumpy, NumpyReadsOursAndWeReadNumpys) {
+  if (!have_numpy()) GTEST_SKIP() << "/usr/bin/python3 with numpy is not available";
+  TempDir dir;
+  Buffer ours = Buffer::from_values<double>(Range::of_shape({2, 3}), {1, 2, 3, 4, 5, 6.25});
+  write_npy(dir / "ours.npy", ours);
+  const std::string script = fmt::format(
+      "import numpy as np\n"
+      "a = np.load('{0}')\n"
+      "assert a.dtype == np.float64 and a.shape == (2, 3), (a.dtype, a.shape)\n"
+      "assert a[1, 2] == 6.25 and a.sum() == 21.25\n"
+      "np.save('{1}', np.arange(24, dtype='<f4').reshape(2, 3, 4) - 5)\n"
+      "np.save('{2}', np.array([[1, -2], [3, 4]], dtype='<i8'))\n"
+      "np.save('{3}', np.array(7, dtype='<i4'))\n"
+      "np.save('{4}', np.asfortranarray(np.ones((2, 2))))\n",
+      (dir / "ours.npy").string(), (dir / "f4.npy").string(), (dir / "i8.npy").string(),
+      (dir / "i4.npy").string(), (dir / "fortran.npy").string());
+  { std::ofstream(dir / "check.py") << script; }
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + (dir / "check.py").string()).c_str()), 0);
+
+  Buffer f4 = read_npy(dir / "f4.npy");
+  EXPECT_EQ(f4.range(), Range::of_shape({2, 3, 4}));
+  EXPECT_EQ(f4.at<float>(Point{1, 2, 3}), 18.0f);
+  Buffer i8 = read_npy(dir / "i8.npy");
+  EXPECT_EQ(i8.at<std::int64_t>(Point{0, 1}), -2);
+  Buffer i4 = read_npy(dir / "i4.npy");
+  EXPECT_EQ(i4.rank(), 0u);
+  EXPECT_EQ(i4.at<std::int32_t>(Point{}), 7);
+  EXPECT_THROW((void)read_npy(dir / "fortran.npy"), Error);
+}
+
+}  // namespace
+}  // namespace tapestry::runtime
