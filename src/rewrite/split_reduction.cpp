@@ -229,7 +229,6 @@ std::string SplitReduction::apply(RewriteState& state, ir::OperationId op) const
   const auto [k, p] = *requested_split(state, op);
   OpSpec old = detail::spec_of(state.graph, op);
   const std::string k_name = old.index_names[k];
-  const ir::Monoid monoid = old.reduction(k_name)->monoid;
   OpPlan old_plan = state.plan.ops[old.label];
   old_plan.split.erase(k_name);
 

@@ -47,7 +47,7 @@ namespace tapestry::zspace {
 /// Exact accumulator for sums of int64 products: a product of two int64 always fits in 127 bits,
 /// and a sum of up to 2^62 such products is checked by wide_add. Only the final value must fit
 /// in int64 (`narrow`), so `[[1, -1]] + (INT64_MAX)` applied to (1, 1) is exactly INT64_MAX.
-using Wide = __int128;
+__extension__ using Wide = __int128;
 
 inline Wide wide_add(Wide a, Wide b) {
   Wide r;
