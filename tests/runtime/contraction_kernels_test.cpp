@@ -113,6 +113,23 @@ TEST(SumMax, OverEveryDim) {
   }
 }
 
+TEST(SumMax, ReductionDimFirstInTheIndex) {
+  // Built-in metakernels put reduction dims last; a graph may order them otherwise. Index
+  // (r, d) over x [3, 2], result [2] ignores r: the kernels' general loop path.
+  GraphBuilder b;
+  TensorId x = b.tensor("X", "float32", Range({-1, 4}, {2, 6}));
+  TensorId y = b.tensor("Y", "float32", Range::of_shape({2}));
+  const OperationId op =
+      b.op("sum", Range::of_shape({3, 2}), {{"x", x, ipf({{1, 0}, {0, 1}}, {-1, 4})}},
+           {{"result", y, ipf({{0, 1}}, {0})}}, nullptr, {"reduced", "d0"},
+           {{"reduced", ir::Monoid::kSum}});
+  b.shard(op, {1, 2});
+  const std::map<std::string, Buffer> in = {
+      {"X", Buffer::from_values<float>(Range::of_shape({3, 2}), {1e8f, 1, 1, 2, -1e8f, 3})}};
+  EXPECT_THAT(values_of<float>(run_naive(b.graph, in), y), ElementsAre(0.0f, 6.0f));
+  EXPECT_THAT(values_of<float>(run_sharded(b.graph, in), y), ElementsAre(0.0f, 6.0f));
+}
+
 TEST(SumMax, ToAScalar) {
   GraphBuilder b;
   TensorId x = b.tensor("X", "int32", Range({-2}, {3}));

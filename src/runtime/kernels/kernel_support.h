@@ -132,20 +132,54 @@ class Fold {
 
 // ---- loops ------------------------------------------------------------------------------------
 
+namespace detail {
+
+/// True when `p` equals `corner` in every dim from `first` on.
+inline bool matches_from(const Point& p, const Point& corner, std::size_t first) {
+  for (std::size_t k = first; k < p.rank(); ++k) {
+    if (p[k] != corner[k]) return false;
+  }
+  return true;
+}
+
+/// True when `reduced` is exactly the last reduced.size() dims of a rank-`rank` index.
+inline bool are_trailing(std::span<const std::size_t> reduced, std::size_t rank) {
+  for (std::size_t k = 0; k < reduced.size(); ++k) {
+    if (reduced[k] != rank - reduced.size() + k) return false;
+  }
+  return true;
+}
+
+}  // namespace detail
+
 /// Visits `index` grouped by output cell. `reduced` are the reduction dims (KernelCall::
-/// reduced_dims()). For every point q of the other dims, row-major: `begin(q)`, then `step(p)`
-/// for each index point p = q with the reduced dims running over their range in ascending
-/// row-major order (none when a reduced extent is 0), then `end(q)`. In q the reduced dims hold
-/// their range's start, so output IPFs (which ignore them) give the cell q belongs to.
+/// reduced_dims()). For every point q of the other dims, row-major: `begin(q')`, then
+/// `step(p)` for each index point p = q with the reduced dims running over their range in
+/// ascending row-major order, then `end(q'')`, where q' and q'' are points of that group (output
+/// IPFs ignore the reduced dims, so any point of the group gives the group's output cell).
 ///
 /// An empty `index` visits nothing (its output boxes are empty too).
 ///
 /// This fixes the order of every reduction: a sum over `in` adds in ascending `in`, whether the
 /// kernel computes a whole operation or a shard of it.
+///
+/// When the reduced dims are the trailing ones (as every built-in metakernel declares them),
+/// plain row-major iteration of `index` is already that order; other layouts take the general
+/// path, which assembles each point.
 template <typename Begin, typename Step, typename End>
 void for_each_output_cell(const Range& index, std::span<const std::size_t> reduced, Begin&& begin,
                           Step&& step, End&& end) {
   if (index.is_empty()) return;
+  if (detail::are_trailing(reduced, index.rank())) {
+    const std::size_t first = index.rank() - reduced.size();
+    const Point last = index.inclusive_end();
+    for (const Point& p : index.points()) {
+      if (detail::matches_from(p, index.start(), first)) begin(p);
+      step(p);
+      if (detail::matches_from(p, last, first)) end(p);
+    }
+    return;
+  }
   Range outer = index;
   std::vector<std::int64_t> lo, hi;
   for (std::size_t d : reduced) {
