@@ -11,12 +11,18 @@ namespace tapestry::metakernel {
 
 std::string loom_dtype(DType dtype) {
   switch (dtype) {
-    case DType::f32: return "float32";
-    case DType::f64: return "float64";
-    case DType::i32: return "int32";
-    case DType::i64: return "int64";
-    case DType::bf16: return "bfloat16";
-    case DType::f16: return "float16";
+    case DType::f32:
+      return "float32";
+    case DType::f64:
+      return "float64";
+    case DType::i32:
+      return "int32";
+    case DType::i64:
+      return "int64";
+    case DType::bf16:
+      return "bfloat16";
+    case DType::f16:
+      return "float16";
   }
   return "?";
 }
@@ -25,8 +31,9 @@ TensorType tensor_type(const ir::Graph& graph, ir::TensorId tensor) {
   const ir::TensorView view = graph.tensor(tensor);
   const std::optional<DType> dtype = dtype_from_name(view.dtype());
   if (!dtype) {
-    throw Error(fmt::format("tensor {} has dtype {}, which no kernel takes (f32 f64 i32 i64 bf16 f16)",
-                            view.label().empty() ? std::string(view.key()) : view.label(), view.dtype()));
+    throw Error(
+        fmt::format("tensor {} has dtype {}, which no kernel takes (f32 f64 i32 i64 bf16 f16)",
+                    view.label().empty() ? std::string(view.key()) : view.label(), view.dtype()));
   }
   return TensorType{*dtype, view.range()};
 }
@@ -44,10 +51,12 @@ ir::OperationBody operation_body(const Signature& sig, std::span<const ir::Tenso
   body.kernel = sig.kernel;
   if (!sig.params.empty()) body.params = sig.params;
   for (std::size_t i = 0; i < sig.inputs.size(); ++i) {
-    body.inputs.append(sig.inputs[i].name, ir::TensorSelection{inputs[i], sig.inputs[i].ipf.apply(index)});
+    body.inputs.append(sig.inputs[i].name,
+                       ir::TensorSelection{inputs[i], sig.inputs[i].ipf.apply(index)});
   }
   for (std::size_t i = 0; i < sig.outputs.size(); ++i) {
-    body.outputs.append(sig.outputs[i].name, ir::TensorSelection{outputs[i], sig.outputs[i].ipf.apply(index)});
+    body.outputs.append(sig.outputs[i].name,
+                        ir::TensorSelection{outputs[i], sig.outputs[i].ipf.apply(index)});
   }
   body.index_names = sig.dim_names();
   for (const IndexDim& d : sig.index_dims) {

@@ -50,7 +50,8 @@ void bind_dtype(Bindings& b, std::size_t i) {
   const DTypeSpec& spec = b.kernel.inputs[i].dtype;
   const DType got = b.args[i].type.dtype;
   if (spec.fixed) {
-    if (got != *spec.fixed) b.fail("{} must be {}, got {}", b.label(i), dtype_name(*spec.fixed), dtype_name(got));
+    if (got != *spec.fixed)
+      b.fail("{} must be {}, got {}", b.label(i), dtype_name(*spec.fixed), dtype_name(got));
     return;
   }
   if (auto it = b.types.find(spec.var); it != b.types.end()) {
@@ -72,7 +73,9 @@ void bind_dtype(Bindings& b, std::size_t i) {
   b.types[spec.var] = got;
 }
 
-std::string shape_of(const Bindings& b, std::size_t i) { return b.args[i].type.to_string(); }
+std::string shape_of(const Bindings& b, std::size_t i) {
+  return b.args[i].type.to_string();
+}
 
 // The lengths of the pattern's groups: known ones from group_ranks or an earlier (non-broadcast)
 // binding; at most one may be free and takes the remaining rank.
@@ -83,13 +86,17 @@ std::vector<std::size_t> group_lengths(Bindings& b, std::size_t i) {
   std::optional<std::size_t> free_entry;
   std::vector<std::size_t> lengths(pattern.size(), 1);
   for (std::size_t e = 0; e < pattern.size(); ++e) {
-    if (pattern[e].kind != ListEntry::Kind::kGroup) { ++fixed; continue; }
+    if (pattern[e].kind != ListEntry::Kind::kGroup) {
+      ++fixed;
+      continue;
+    }
     const std::string& g = pattern[e].group;
     if (auto r = b.kernel.group_ranks.find(g); r != b.kernel.group_ranks.end()) {
       const std::int64_t n = r->second.evaluate(b.scalar_env());
       if (n < 0) b.fail("group ${}... would have {} dimensions", g, n);
       lengths[e] = static_cast<std::size_t>(n);
-    } else if (auto bound = b.groups.find(g); bound != b.groups.end() && !b.kernel.is_broadcast(g)) {
+    } else if (auto bound = b.groups.find(g);
+               bound != b.groups.end() && !b.kernel.is_broadcast(g)) {
       lengths[e] = bound->second.sizes.size();
     } else if (!free_entry) {
       free_entry = e;
@@ -130,13 +137,15 @@ void bind_dim(Bindings& b, std::size_t i, std::size_t dim, const ListEntry& entr
   if (inserted || it->second.size == size) return;
   const DimBinding& first = it->second;
   b.fail("{} has {} but {} has {} (its {} dimension)", b.label(first.input),
-         describe_dim(b.args[first.input].type.rank(), first.dim, first.size), b.label(i), size, name);
+         describe_dim(b.args[first.input].type.rank(), first.dim, first.size), b.label(i), size,
+         name);
 }
 
 void bind_group(Bindings& b, std::size_t i, std::size_t first_dim, std::size_t length,
                 const std::string& g) {
   GroupOccurrence occurrence{i, first_dim, {}};
-  for (std::size_t k = 0; k < length; ++k) occurrence.sizes.push_back(b.args[i].type.extent(first_dim + k));
+  for (std::size_t k = 0; k < length; ++k)
+    occurrence.sizes.push_back(b.args[i].type.extent(first_dim + k));
   auto [it, inserted] = b.groups.try_emplace(g);
   GroupBinding& group = it->second;
   if (!inserted && !b.kernel.is_broadcast(g) && group.sizes != occurrence.sizes) {

@@ -20,9 +20,13 @@ Graph& Tensor::graph() const {
   return *graph_;
 }
 
-TensorType Tensor::type() const { return tensor_type(graph().graph_, id_); }
+TensorType Tensor::type() const {
+  return tensor_type(graph().graph_, id_);
+}
 
-const std::string& Tensor::name() const { return graph().graph_.tensor(id_).label(); }
+const std::string& Tensor::name() const {
+  return graph().graph_.tensor(id_).label();
+}
 
 Graph::Graph(const KernelRegistry& kernels, ApplyOptions options)
     : kernels_(kernels), options_(options) {}
@@ -35,7 +39,8 @@ Tensor Graph::input(const std::string& name, DType dtype, const std::vector<std:
 }
 
 Tensor Graph::input(const std::string& name, const TensorType& type) {
-  if (!is_tap_identifier(name)) throw Error(fmt::format("input name '{}' is not an identifier", name));
+  if (!is_tap_identifier(name))
+    throw Error(fmt::format("input name '{}' is not an identifier", name));
   if (names_.is_taken(name)) throw Error(fmt::format("{} is already defined", name));
   names_.take(name);
   const ir::TensorId id = graph_.add_tensor(ir::TensorBody{loom_dtype(type.dtype), type.range},
@@ -46,7 +51,8 @@ Tensor Graph::input(const std::string& name, const TensorType& type) {
 void Graph::check_same_graph(std::string_view kernel, const std::vector<Tensor>& inputs) const {
   for (const Tensor& t : inputs) {
     if (t.graph_ != this) {
-      throw Error(fmt::format("{}: an input belongs to another graph (or is an empty handle)", kernel));
+      throw Error(
+          fmt::format("{}: an input belongs to another graph (or is an empty handle)", kernel));
     }
   }
 }
@@ -59,7 +65,8 @@ Tensor Graph::call(std::string_view kernel_name, const std::vector<Tensor>& inpu
   return add(kernel, inputs, params);
 }
 
-Tensor Graph::add(const Metakernel& kernel, const std::vector<Tensor>& inputs, const nlohmann::json& params) {
+Tensor Graph::add(const Metakernel& kernel, const std::vector<Tensor>& inputs,
+                  const nlohmann::json& params) {
   std::vector<Argument> args;
   std::vector<ir::TensorId> ids;
   for (const Tensor& t : inputs) {
@@ -77,7 +84,8 @@ Tensor Graph::add(const Metakernel& kernel, const std::vector<Tensor>& inputs, c
 // Sugar: when a rule's condition holds on the resolved params, the call is replaced by the
 // rule's call, whose tensor arguments name this kernel's inputs and whose identifier-valued
 // keywords name this kernel's params.
-std::optional<Tensor> Graph::expand_sugar(const Metakernel& kernel, const std::vector<Tensor>& inputs,
+std::optional<Tensor> Graph::expand_sugar(const Metakernel& kernel,
+                                          const std::vector<Tensor>& inputs,
                                           const nlohmann::json& params) {
   if (kernel.sugar.empty()) return std::nullopt;
   std::vector<Argument> args;
@@ -94,11 +102,15 @@ std::optional<Tensor> Graph::expand_sugar(const Metakernel& kernel, const std::v
   for (const SugarSpec& rule : kernel.sugar) {
     if (rule.when.evaluate(env) == 0) continue;
     if (sugar_depth_ >= kMaxSugarDepth) {
-      throw Error(fmt::format("{}: sugar expands more than {} levels deep (a rule that never stops?)",
-                              kernel.name, kMaxSugarDepth));
+      throw Error(
+          fmt::format("{}: sugar expands more than {} levels deep (a rule that never stops?)",
+                      kernel.name, kMaxSugarDepth));
     }
     ++sugar_depth_;
-    struct Restore { int& depth; ~Restore() { --depth; } } restore{sugar_depth_};
+    struct Restore {
+      int& depth;
+      ~Restore() { --depth; }
+    } restore{sugar_depth_};
     return run_sugar_call(rule.call, kernel, inputs, resolved);
   }
   return std::nullopt;
@@ -113,15 +125,41 @@ Tensor Graph::run_sugar_call(const tap::Call& call, const Metakernel& kernel,
       continue;
     }
     const InputSpec* in = kernel.find_input(arg.name);
-    if (!in) throw Error(fmt::format("{}: its sugar names {}, which is not an input", kernel.name, arg.name));
+    if (!in)
+      throw Error(
+          fmt::format("{}: its sugar names {}, which is not an input", kernel.name, arg.name));
     args.push_back(inputs[static_cast<std::size_t>(in - kernel.inputs.data())]);
   }
   nlohmann::json keywords = nlohmann::json::object();
   for (const tap::Keyword& k : call.keywords) {
-    const bool is_param = k.value.is_identifier && params.contains(k.value.value.get<std::string>());
+    const bool is_param =
+        k.value.is_identifier && params.contains(k.value.value.get<std::string>());
     keywords[k.name] = is_param ? params.at(k.value.value.get<std::string>()) : k.value.value;
   }
   return this->call(call.callee, args, keywords);
+}
+
+// The pending operations of the statement rooted at pending_[root]: those that feed it,
+// transitively through pending operations, in creation order, then the root.
+std::vector<std::size_t> Graph::statement_operations(std::size_t root) const {
+  std::set<ir::TensorId> wanted(pending_[root].outputs.begin(), pending_[root].outputs.end());
+  std::vector<bool> in_statement(pending_.size(), false);
+  for (std::size_t i = pending_.size(); i-- > 0;) {
+    const Pending& p = pending_[i];
+    const bool feeds = std::any_of(p.outputs.begin(), p.outputs.end(),
+                                   [&](ir::TensorId t) { return wanted.count(t) > 0; });
+    if (!feeds) continue;
+    in_statement[i] = true;
+    for (const auto& entry : graph_.operation(p.op).inputs().entries()) {
+      wanted.insert(entry.value.tensor);
+    }
+  }
+  std::vector<std::size_t> order;
+  for (std::size_t i = 0; i < pending_.size(); ++i) {
+    if (in_statement[i] && i != root) order.push_back(i);
+  }
+  order.push_back(root);
+  return order;
 }
 
 Tensor Graph::assign(const std::string& name, Tensor value) {
@@ -131,24 +169,14 @@ Tensor Graph::assign(const std::string& name, Tensor value) {
   };
   const auto root = std::find_if(pending_.begin(), pending_.end(), produces);
   if (root == pending_.end()) {
-    throw Error(fmt::format("{} = {}: an assignment names a new operation, and {} is not the result "
-                            "of one (use {} directly)", name, value.name(), value.name(), value.name()));
+    throw Error(
+        fmt::format("{} = {}: an assignment names a new operation, and {} is not the result "
+                    "of one (use {} directly)",
+                    name, value.name(), value.name(), value.name()));
   }
-  // The statement's operations: the root and the pending operations that feed it, transitively.
-  std::set<ir::TensorId> wanted{value.id()};
-  std::vector<bool> in_statement(pending_.size(), false);
-  for (std::size_t i = pending_.size(); i-- > 0;) {
-    const Pending& p = pending_[i];
-    if (std::none_of(p.outputs.begin(), p.outputs.end(), [&](ir::TensorId t) { return wanted.count(t); })) continue;
-    in_statement[i] = true;
-    for (const auto& entry : graph_.operation(p.op).inputs().entries()) wanted.insert(entry.value.tensor);
-  }
+  const std::vector<std::size_t> order =
+      statement_operations(static_cast<std::size_t>(root - pending_.begin()));
   std::vector<std::string> kernels;
-  std::vector<std::size_t> order;
-  for (std::size_t i = 0; i < pending_.size(); ++i) {
-    if (in_statement[i] && pending_[i].op != root->op) order.push_back(i);
-  }
-  order.push_back(static_cast<std::size_t>(root - pending_.begin()));
   for (std::size_t i : order) kernels.push_back(pending_[i].kernel);
   const std::vector<std::string> names = nested_names(name, kernels);
   for (std::size_t i : order) names_.release(pending_[i].name);
@@ -161,7 +189,8 @@ Tensor Graph::assign(const std::string& name, Tensor value) {
   for (std::size_t k = 0; k < order.size(); ++k) rename(pending_[order[k]], names[k]);
   std::vector<Pending> rest;
   for (std::size_t i = 0; i < pending_.size(); ++i) {
-    if (!in_statement[i]) rest.push_back(std::move(pending_[i]));
+    if (std::find(order.begin(), order.end(), i) == order.end())
+      rest.push_back(std::move(pending_[i]));
   }
   pending_ = std::move(rest);
   return value;
@@ -172,7 +201,8 @@ void Graph::rename(const Pending& record, const std::string& name) {
   graph_.set_label(record.op, name);
   for (std::size_t i = 0; i < record.outputs.size(); ++i) {
     const std::string& old = graph_.tensor(record.outputs[i]).label();
-    const std::string suffix = old.size() > record.name.size() ? old.substr(record.name.size()) : "";
+    const std::string suffix =
+        old.size() > record.name.size() ? old.substr(record.name.size()) : "";
     graph_.set_label(record.outputs[i], name + suffix);
   }
 }

@@ -37,7 +37,8 @@ void describe_params(const Metakernel& k, std::string& out) {
     if (p.type == ParamType::kAxis) type += " of " + p.axis_of;
     if (!p.choices.empty()) type += fmt::format(" in {{{}}}", fmt::join(p.choices, ", "));
     if (p.min) type += fmt::format(" >= {}", *p.min);
-    const std::string dflt = p.default_value ? ", default " + default_text(*p.default_value) : ", required";
+    const std::string dflt =
+        p.default_value ? ", default " + default_text(*p.default_value) : ", required";
     out += fmt::format("    {:<8} {}{}{}{}\n", p.name, type, dflt, p.sugar ? " [sugar]" : "",
                        p.doc.empty() ? "" : "  — " + p.doc);
   }
@@ -46,8 +47,8 @@ void describe_params(const Metakernel& k, std::string& out) {
 void describe_ports(const Metakernel& k, std::string& out) {
   out += "  inputs\n";
   for (const InputSpec& in : k.inputs) {
-    out += fmt::format("    {:<8} {:<24} {}{}\n", in.name, list_to_string(in.shape), dtype_text(in.dtype),
-                       in.doc.empty() ? "" : "  — " + in.doc);
+    out += fmt::format("    {:<8} {:<24} {}{}\n", in.name, list_to_string(in.shape),
+                       dtype_text(in.dtype), in.doc.empty() ? "" : "  — " + in.doc);
   }
   if (!k.params.empty()) {
     out += "  params\n";
@@ -56,7 +57,9 @@ void describe_ports(const Metakernel& k, std::string& out) {
   out += "  outputs\n";
   for (const OutputSpec& o : k.outputs) {
     std::string shape = o.has_shape ? list_to_string(o.shape) : "(from the hook)";
-    if (o.start) shape += fmt::format(" starting like {} shifted by {}", o.start->like, list_to_string(o.start->shift));
+    if (o.start)
+      shape += fmt::format(" starting like {} shifted by {}", o.start->like,
+                           list_to_string(o.start->shift));
     out += fmt::format("    {:<8} {:<24} {}{}\n", o.name, shape, dtype_text(o.dtype),
                        o.doc.empty() ? "" : "  — " + o.doc);
   }
@@ -70,10 +73,14 @@ void describe_constraints(const Metakernel& k, std::string& out) {
     types.push_back(fmt::format("{} in {{{}}}", var, fmt::join(names, ", ")));
   }
   if (!types.empty()) out += fmt::format("  types    {}\n", fmt::join(types, "; "));
-  for (const auto& [group, rank] : k.group_ranks) out += fmt::format("  rank     ${}... has {} dims\n", group, rank.to_string());
-  if (!k.broadcast.empty()) out += fmt::format("  broadcast ${}... (numpy rules)\n", fmt::join(k.broadcast, "..., $"));
-  for (const LetSpec& let : k.lets) out += fmt::format("  let      ${} = {}\n", let.name, let.value.to_string());
-  for (const CheckSpec& c : k.checks) out += fmt::format("  check    {}\n", c.condition.to_string());
+  for (const auto& [group, rank] : k.group_ranks)
+    out += fmt::format("  rank     ${}... has {} dims\n", group, rank.to_string());
+  if (!k.broadcast.empty())
+    out += fmt::format("  broadcast ${}... (numpy rules)\n", fmt::join(k.broadcast, "..., $"));
+  for (const LetSpec& let : k.lets)
+    out += fmt::format("  let      ${} = {}\n", let.name, let.value.to_string());
+  for (const CheckSpec& c : k.checks)
+    out += fmt::format("  check    {}\n", c.condition.to_string());
 }
 
 void describe_index(const Metakernel& k, std::string& out) {
@@ -83,13 +90,16 @@ void describe_index(const Metakernel& k, std::string& out) {
   }
   std::vector<std::string> reductions;
   for (const ReductionSpec& r : k.reductions) {
-    reductions.push_back(fmt::format("{} ({})", r.dim, r.monoid ? std::string(monoid_name(*r.monoid)) : "param " + r.param));
+    reductions.push_back(fmt::format(
+        "{} ({})", r.dim, r.monoid ? std::string(monoid_name(*r.monoid)) : "param " + r.param));
   }
-  out += fmt::format("  index    {}{}\n", list_to_string(k.index),
-                     reductions.empty() ? "" : fmt::format("   reductions: {}", fmt::join(reductions, ", ")));
+  out += fmt::format(
+      "  index    {}{}\n", list_to_string(k.index),
+      reductions.empty() ? "" : fmt::format("   reductions: {}", fmt::join(reductions, ", ")));
   out += "  ipfs\n";
   auto ipf_line = [&](const std::string& port) {
-    if (auto it = k.ipfs.find(port); it != k.ipfs.end()) out += fmt::format("    {:<8} {}\n", port, list_to_string(it->second));
+    if (auto it = k.ipfs.find(port); it != k.ipfs.end())
+      out += fmt::format("    {:<8} {}\n", port, list_to_string(it->second));
   };
   for (const InputSpec& in : k.inputs) ipf_line(in.name);
   for (const OutputSpec& o : k.outputs) ipf_line(o.name);
@@ -115,7 +125,8 @@ std::string describe_kernel(const Metakernel& k) {
   describe_ports(k, out);
   describe_constraints(k, out);
   describe_index(k, out);
-  for (const SugarSpec& s : k.sugar) out += fmt::format("  sugar    when {}: {}\n", s.when.to_string(), s.text);
+  for (const SugarSpec& s : k.sugar)
+    out += fmt::format("  sugar    when {}: {}\n", s.when.to_string(), s.text);
   if (k.file) out += fmt::format("  defined in {}\n", k.file->name());
   return out;
 }

@@ -29,8 +29,10 @@ void check_arg_count(const Bindings& b) {
 void reject_active_sugar(const Bindings& b) {
   for (const ParamSpec& spec : b.kernel.params) {
     if (spec.sugar && spec.default_value && b.params.at(spec.name) != *spec.default_value) {
-      b.fail("parameter {}={} is expanded by the kernel's sugar (apply it through the builder or "
-             "a .tap file)", spec.name, b.params.at(spec.name).dump());
+      b.fail(
+          "parameter {}={} is expanded by the kernel's sugar (apply it through the builder or "
+          "a .tap file)",
+          spec.name, b.params.at(spec.name).dump());
     }
   }
 }
@@ -46,7 +48,10 @@ std::string render_message(const Bindings& b, const std::string& message) {
   std::string out;
   for (std::size_t i = 0; i < message.size(); ++i) {
     const std::size_t close = message.find('}', i);
-    if (message[i] != '{' || close == std::string::npos) { out += message[i]; continue; }
+    if (message[i] != '{' || close == std::string::npos) {
+      out += message[i];
+      continue;
+    }
     const std::string name = message.substr(i + 1, close - i - 1);
     if (auto d = b.dims.find(name); d != b.dims.end()) {
       out += fmt::format("{}", d->second.size);
@@ -80,7 +85,8 @@ zspace::Point output_start(const Bindings& b, const OutputSpec& out, std::size_t
   std::vector<std::int64_t> start(rank, 0);
   if (!out.start) return zspace::Point(start);
   const InputSpec* like = b.kernel.find_input(out.start->like);
-  const TensorType& like_type = b.args[static_cast<std::size_t>(like - b.kernel.inputs.data())].type;
+  const TensorType& like_type =
+      b.args[static_cast<std::size_t>(like - b.kernel.inputs.data())].type;
   if (like_type.rank() != rank || out.start->shift.size() > rank) {
     b.fail("output {} cannot start like {}: ranks differ ({} vs {})", out.name, like->name, rank,
            like_type.rank());
@@ -89,7 +95,8 @@ zspace::Point output_start(const Bindings& b, const OutputSpec& out, std::size_t
   for (std::size_t d = 0; d < rank; ++d) {
     start[d] = like_type.range.start()[d];
     if (d >= pad) {
-      start[d] = zspace::checked_add(start[d], out.start->shift[d - pad].expr->evaluate(b.scalar_env()));
+      start[d] =
+          zspace::checked_add(start[d], out.start->shift[d - pad].expr->evaluate(b.scalar_env()));
     }
   }
   return zspace::Point(start);
@@ -111,7 +118,8 @@ TensorType output_type(const Bindings& b, const OutputSpec& out) {
     shape.push_back(size);
   }
   const zspace::Point start = output_start(b, out, shape.size());
-  return TensorType{output_dtype(b, out.dtype), zspace::Range::of_start_shape(start, zspace::Point(shape))};
+  return TensorType{output_dtype(b, out.dtype),
+                    zspace::Range::of_start_shape(start, zspace::Point(shape))};
 }
 
 // Index dims from the index list; a group of n > 1 dims is named g0 .. g{n-1}, of one dim g.
@@ -172,7 +180,8 @@ Signature evaluate_template(Bindings& b) {
   evaluate_lets(b);
   run_checks(b);
   Signature sig;
-  for (const OutputSpec& out : b.kernel.outputs) sig.outputs.push_back(Port{out.name, output_type(b, out), {}});
+  for (const OutputSpec& out : b.kernel.outputs)
+    sig.outputs.push_back(Port{out.name, output_type(b, out), {}});
   IndexLayout layout = index_layout(b);
   mark_reductions(b, layout);
   for (std::size_t i = 0; i < b.kernel.inputs.size(); ++i) {

@@ -148,7 +148,9 @@ class ExprParser {
 
 }  // namespace
 
-Expr parse_expr(TextCursor& cursor) { return ExprParser(cursor).parse_or(); }
+Expr parse_expr(TextCursor& cursor) {
+  return ExprParser(cursor).parse_or();
+}
 
 }  // namespace tapestry::metakernel::detail
 

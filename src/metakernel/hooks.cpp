@@ -41,13 +41,17 @@ zspace::Point resolve_target(const HookInput& in, std::vector<std::int64_t> targ
   std::optional<std::size_t> infer;
   std::int64_t known = 1;
   for (std::size_t d = 0; d < target.size(); ++d) {
-    if (target[d] == -1 && !infer) { infer = d; continue; }
+    if (target[d] == -1 && !infer) {
+      infer = d;
+      continue;
+    }
     if (target[d] < 0) fail(in, "shape entries must be >= 0 (one may be -1), got {}", target[d]);
     known = zspace::checked_mul(known, target[d]);
   }
   if (infer) {
     if (known == 0 || elements % known != 0) {
-      fail(in, "cannot infer the -1 in shape {} for {} elements", shape_string(zspace::Point(target)), elements);
+      fail(in, "cannot infer the -1 in shape {} for {} elements",
+           shape_string(zspace::Point(target)), elements);
     }
     target[*infer] = elements / known;
   }
@@ -70,7 +74,8 @@ std::size_t count_non_unit(const zspace::Point& shape, std::size_t first, std::s
 // Fills the rows of one group: the finer side's dims are index dims (identity rows); the coarser
 // side's one non-unit dim is their row-major linearisation; its unit dims always read 0.
 void fill_group_rows(const GroupPlan& plan, const zspace::Point& in_shape,
-                     const zspace::Point& out_shape, std::vector<std::vector<std::int64_t>>& in_rows,
+                     const zspace::Point& out_shape,
+                     std::vector<std::vector<std::int64_t>>& in_rows,
                      std::vector<std::vector<std::int64_t>>& out_rows) {
   const ReshapeGroup& g = plan.group;
   const zspace::Point& fine = plan.out_finer ? out_shape : in_shape;
@@ -88,8 +93,44 @@ void fill_group_rows(const GroupPlan& plan, const zspace::Point& in_shape,
   for (std::size_t k = 0; k < fine_count; ++k) fine_rows[fine_first + k][plan.col0 + k] = 1;
   for (std::size_t k = 0; k < coarse_count; ++k) {
     if (coarse[coarse_first + k] == 1) continue;
-    for (std::size_t f = 0; f < fine_count; ++f) coarse_rows[coarse_first + k][plan.col0 + f] = strides[f];
+    for (std::size_t f = 0; f < fine_count; ++f)
+      coarse_rows[coarse_first + k][plan.col0 + f] = strides[f];
   }
+}
+
+// Checks that each group is a split or a merge, picks its finer side and appends that side's
+// dims to `dims` (the index).
+std::vector<GroupPlan> plan_groups(const HookInput& in, const zspace::Point& in_shape,
+                                   const zspace::Point& out_shape, std::vector<IndexDim>& dims) {
+  const TensorType& x = in.args[0].type;
+  std::vector<ReshapeGroup> groups;
+  try {
+    groups = reshape_groups(in_shape, out_shape);
+  } catch (const Error& e) {
+    fail(in, "{} {} to {}: {}", label(in), x.to_string(), shape_string(out_shape), e.what());
+  }
+  std::vector<GroupPlan> plans;
+  for (const ReshapeGroup& g : groups) {
+    const std::size_t nu_in = count_non_unit(in_shape, g.in_first, g.in_count);
+    const std::size_t nu_out = count_non_unit(out_shape, g.out_first, g.out_count);
+    if (nu_in > 1 && nu_out > 1) {
+      fail(in,
+           "{} {} to {}: dims {} become {}, which is neither a split nor a merge of adjacent "
+           "dims",
+           label(in), x.to_string(), shape_string(out_shape),
+           shape_string(in_shape.slice(g.in_first, g.in_first + g.in_count)),
+           shape_string(out_shape.slice(g.out_first, g.out_first + g.out_count)));
+    }
+    const GroupPlan plan{g, nu_out >= nu_in, dims.size()};
+    const zspace::Point& fine = plan.out_finer ? out_shape : in_shape;
+    const std::size_t first = plan.out_finer ? g.out_first : g.in_first;
+    const std::size_t count = plan.out_finer ? g.out_count : g.in_count;
+    for (std::size_t k = 0; k < count; ++k) {
+      dims.push_back(IndexDim{fmt::format("d{}", dims.size()), fine[first + k], std::nullopt});
+    }
+    plans.push_back(plan);
+  }
+  return plans;
 }
 
 Signature reshape_hook(const HookInput& in) {
@@ -100,38 +141,16 @@ Signature reshape_hook(const HookInput& in) {
     fail(in, "cannot reshape {} {} ({} elements) to {} ({} elements)", label(in), x.to_string(),
          in_shape.product(), shape_string(out_shape), out_shape.product());
   }
-  std::vector<ReshapeGroup> groups;
-  try {
-    groups = reshape_groups(in_shape, out_shape);
-  } catch (const Error& e) {
-    fail(in, "{} {} to {}: {}", label(in), x.to_string(), shape_string(out_shape), e.what());
-  }
   Signature sig;
-  std::vector<GroupPlan> plans;
-  for (const ReshapeGroup& g : groups) {
-    const std::size_t nu_in = count_non_unit(in_shape, g.in_first, g.in_count);
-    const std::size_t nu_out = count_non_unit(out_shape, g.out_first, g.out_count);
-    if (nu_in > 1 && nu_out > 1) {
-      fail(in, "{} {} to {}: dims {} become {}, which is neither a split nor a merge of adjacent "
-           "dims", label(in), x.to_string(), shape_string(out_shape),
-           shape_string(in_shape.slice(g.in_first, g.in_first + g.in_count)),
-           shape_string(out_shape.slice(g.out_first, g.out_first + g.out_count)));
-    }
-    GroupPlan plan{g, nu_out >= nu_in, sig.index_dims.size()};
-    const zspace::Point& fine = plan.out_finer ? out_shape : in_shape;
-    const std::size_t first = plan.out_finer ? g.out_first : g.in_first;
-    const std::size_t count = plan.out_finer ? g.out_count : g.in_count;
-    for (std::size_t k = 0; k < count; ++k) {
-      sig.index_dims.push_back(IndexDim{fmt::format("d{}", sig.index_dims.size()), fine[first + k], std::nullopt});
-    }
-    plans.push_back(plan);
-  }
+  const std::vector<GroupPlan> plans = plan_groups(in, in_shape, out_shape, sig.index_dims);
   const std::size_t n = sig.index_dims.size();
   std::vector<std::vector<std::int64_t>> in_rows(in_shape.rank(), std::vector<std::int64_t>(n, 0));
-  std::vector<std::vector<std::int64_t>> out_rows(out_shape.rank(), std::vector<std::int64_t>(n, 0));
+  std::vector<std::vector<std::int64_t>> out_rows(out_shape.rank(),
+                                                  std::vector<std::int64_t>(n, 0));
   for (const GroupPlan& plan : plans) fill_group_rows(plan, in_shape, out_shape, in_rows, out_rows);
   const TensorType out_type{output_dtype(in), zspace::Range::of_shape(out_shape)};
-  sig.inputs.push_back(Port{in.kernel.inputs[0].name, x, selection_ipf(n, in_rows, x.range.start())});
+  sig.inputs.push_back(
+      Port{in.kernel.inputs[0].name, x, selection_ipf(n, in_rows, x.range.start())});
   sig.outputs.push_back(Port{in.kernel.outputs.at(0).name, out_type,
                              selection_ipf(n, out_rows, out_type.range.start())});
   return sig;
@@ -142,13 +161,16 @@ Signature permute_hook(const HookInput& in) {
   const std::vector<std::int64_t> raw = ints_param(in, "perm");
   std::vector<std::size_t> perm;
   for (std::int64_t p : raw) {
-    if (p < 0) fail(in, "perm {} is not a permutation of 0..{}", shape_string(zspace::Point(raw)), x.rank() - 1);
+    if (p < 0)
+      fail(in, "perm {} is not a permutation of 0..{}", shape_string(zspace::Point(raw)),
+           x.rank() - 1);
     perm.push_back(static_cast<std::size_t>(p));
   }
   try {
     zspace::check_permutation(perm, x.rank());
   } catch (const Error& e) {
-    fail(in, "perm {} for {} {}: {}", shape_string(zspace::Point(raw)), label(in), x.to_string(), e.what());
+    fail(in, "perm {} for {} {}: {}", shape_string(zspace::Point(raw)), label(in), x.to_string(),
+         e.what());
   }
   const std::size_t n = x.rank();
   const zspace::Point out_shape = x.shape().permute(perm);
@@ -159,8 +181,10 @@ Signature permute_hook(const HookInput& in) {
     x_rows[perm[i]][i] = 1;  // output dim i (index col i) reads input dim perm[i]
   }
   const TensorType out_type{output_dtype(in), zspace::Range::of_shape(out_shape)};
-  sig.inputs.push_back(Port{in.kernel.inputs[0].name, x, selection_ipf(n, x_rows, x.range.start())});
-  sig.outputs.push_back(Port{in.kernel.outputs.at(0).name, out_type, zspace::IndexProjection::identity(n)});
+  sig.inputs.push_back(
+      Port{in.kernel.inputs[0].name, x, selection_ipf(n, x_rows, x.range.start())});
+  sig.outputs.push_back(
+      Port{in.kernel.outputs.at(0).name, out_type, zspace::IndexProjection::identity(n)});
   return sig;
 }
 
@@ -207,7 +231,8 @@ std::vector<ReshapeGroup> reshape_groups(const zspace::Point& in, const zspace::
     groups.push_back(g);
   }
   // Leftover dims (all of size 1 when the products agree) join the last group.
-  if (groups.empty() && (i < in.rank() || j < out.rank())) groups.push_back(ReshapeGroup{0, 0, 0, 0});
+  if (groups.empty() && (i < in.rank() || j < out.rank()))
+    groups.push_back(ReshapeGroup{0, 0, 0, 0});
   if (!groups.empty()) {
     groups.back().in_count += in.rank() - i;
     groups.back().out_count += out.rank() - j;

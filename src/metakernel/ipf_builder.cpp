@@ -67,7 +67,8 @@ void add_expr(const Bindings& b, const ListEntry& e, const ExprEnv& env, const s
   } catch (const Error& error) {
     b.fail("IPF of {}: {}", port, error.what());
   }
-  if (window < 0) b.fail("IPF of {}: window {} is negative ({})", port, window, e.window->to_string());
+  if (window < 0)
+    b.fail("IPF of {}: window {} is negative ({})", port, window, e.window->to_string());
   rows.add(std::move(form.coeffs), form.constant, window);
 }
 
@@ -87,12 +88,16 @@ zspace::IndexProjection build_ipf(const Bindings& b, const IndexLayout& layout,
   for (const ListEntry& e : b.kernel.ipfs.at(port)) {
     const std::size_t dim = rows.matrix.size();
     switch (e.kind) {
-      case ListEntry::Kind::kGroup: add_group(b, layout, port, e.group, input, rows); break;
+      case ListEntry::Kind::kGroup:
+        add_group(b, layout, port, e.group, input, rows);
+        break;
       case ListEntry::Kind::kWhole:
         rows.add(std::vector<std::int64_t>(layout.dims.size(), 0), 0,
                  dim < type.rank() ? type.extent(dim) : 1);
         break;
-      case ListEntry::Kind::kExpr: add_expr(b, e, env, port, rows); break;
+      case ListEntry::Kind::kExpr:
+        add_expr(b, e, env, port, rows);
+        break;
     }
   }
   if (rows.matrix.size() != type.rank()) {
@@ -102,8 +107,8 @@ zspace::IndexProjection build_ipf(const Bindings& b, const IndexLayout& layout,
   for (std::size_t d = 0; d < type.rank(); ++d) {
     rows.offset[d] = zspace::checked_add(rows.offset[d], type.range.start()[d]);
   }
-  const zspace::AffineMap map = zspace::AffineMap::from_rows(
-      rows.matrix, zspace::Point(rows.offset), layout.dims.size());
+  const zspace::AffineMap map =
+      zspace::AffineMap::from_rows(rows.matrix, zspace::Point(rows.offset), layout.dims.size());
   return zspace::IndexProjection(map, zspace::Point(rows.window));
 }
 

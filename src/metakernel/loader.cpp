@@ -17,15 +17,17 @@ namespace detail {
 
 namespace {
 
-constexpr std::string_view kKeys[] = {
-    "kernel", "extends", "aliases", "summary", "doc", "types", "inputs", "params", "group_ranks",
-    "broadcast", "let", "checks", "outputs", "index", "reductions", "ipfs", "sugar", "hook"};
+constexpr std::string_view kKeys[] = {"kernel", "extends", "aliases", "summary",     "doc",
+                                      "types",  "inputs",  "params",  "group_ranks", "broadcast",
+                                      "let",    "checks",  "outputs", "index",       "reductions",
+                                      "ipfs",   "sugar",   "hook"};
 
 void check_keys(const YAML::Node& doc) {
   for (const auto& kv : doc) {
     const std::string key = scalar(kv.first, "a kernel key");
     if (std::find(std::begin(kKeys), std::end(kKeys), key) == std::end(kKeys)) {
-      fail_at(kv.first, fmt::format("unknown key '{}' (kernel keys: {})", key, fmt::join(kKeys, ", ")));
+      fail_at(kv.first,
+              fmt::format("unknown key '{}' (kernel keys: {})", key, fmt::join(kKeys, ", ")));
     }
   }
 }
@@ -64,7 +66,8 @@ Metakernel KernelReader::read(const YAML::Node& doc, const std::vector<Metakerne
   return k;
 }
 
-Metakernel KernelReader::find_parent(const YAML::Node& node, const std::vector<Metakernel>& earlier) {
+Metakernel KernelReader::find_parent(const YAML::Node& node,
+                                     const std::vector<Metakernel>& earlier) {
   const std::string parent = scalar(node, "extends");
   for (auto it = earlier.rbegin(); it != earlier.rend(); ++it) {
     if (it->name == parent) return *it;
@@ -77,11 +80,13 @@ Metakernel KernelReader::find_parent(const YAML::Node& node, const std::vector<M
 
 std::string KernelReader::identifier(const YAML::Node& node, std::string_view what) {
   std::string text = scalar(node, what);
-  const bool ok = !text.empty() && (std::isalpha(static_cast<unsigned char>(text[0])) || text[0] == '_') &&
-                  std::all_of(text.begin(), text.end(), [](char c) {
-                    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-                  });
-  if (!ok) fail_at(node, fmt::format("{} must be an identifier ([A-Za-z_][A-Za-z0-9_]*), got '{}'", what, text));
+  const bool ok =
+      !text.empty() && (std::isalpha(static_cast<unsigned char>(text[0])) || text[0] == '_') &&
+      std::all_of(text.begin(), text.end(),
+                  [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  if (!ok)
+    fail_at(node,
+            fmt::format("{} must be an identifier ([A-Za-z_][A-Za-z0-9_]*), got '{}'", what, text));
   return text;
 }
 
@@ -105,14 +110,17 @@ std::vector<std::string> KernelReader::names(const YAML::Node& node, std::string
 List KernelReader::list(const YAML::Node& node, std::string_view what) {
   if (node.IsScalar()) return parse_list(node.Scalar(), content_pos(node, *file_));
   if (!node.IsSequence()) {
-    fail_at(node, fmt::format("{} must be a list such as \"[$batch..., $in]\", found {}", what, kind_name(node)));
+    fail_at(node, fmt::format("{} must be a list such as \"[$batch..., $in]\", found {}", what,
+                              kind_name(node)));
   }
   // A YAML flow sequence: each element is one entry. `[a : b]` is a YAML mapping, hence the
   // advice to quote lists that have windows.
   List out;
   for (const YAML::Node& element : node) {
     if (!element.IsScalar()) {
-      fail_at(element, fmt::format("{}: write the list as one quoted string, e.g. \"[$oh*stride : $kh]\"", what));
+      fail_at(element,
+              fmt::format("{}: write the list as one quoted string, e.g. \"[$oh*stride : $kh]\"",
+                          what));
     }
     List one = parse_list("[" + element.Scalar() + "]", content_pos(element, *file_).advance(-1));
     if (one.size() != 1) fail_at(element, fmt::format("{}: one entry per list element", what));
@@ -138,7 +146,8 @@ DTypeSpec KernelReader::dtype(const YAML::Node& node) {
   return spec;
 }
 
-std::vector<std::pair<std::string, std::vector<DType>>> KernelReader::types(const YAML::Node& node) {
+std::vector<std::pair<std::string, std::vector<DType>>> KernelReader::types(
+    const YAML::Node& node) {
   expect_map(node, "types");
   std::vector<std::pair<std::string, std::vector<DType>>> out;
   for (const auto& kv : node) {
@@ -150,8 +159,10 @@ std::vector<std::pair<std::string, std::vector<DType>>> KernelReader::types(cons
       } else if (std::optional<DType> d = dtype_from_name(name)) {
         allowed.push_back(*d);
       } else {
-        fail_at(kv.second, fmt::format("unknown dtype or dtype set '{}' (sets: any, float, int; dtypes: "
-                                       "f32 f64 i32 i64 bf16 f16)", name));
+        fail_at(kv.second,
+                fmt::format("unknown dtype or dtype set '{}' (sets: any, float, int; dtypes: "
+                            "f32 f64 i32 i64 bf16 f16)",
+                            name));
       }
     }
     out.emplace_back(var, std::move(allowed));
@@ -206,7 +217,8 @@ std::vector<OutputSpec> KernelReader::outputs(const YAML::Node& node) {
       } else if (key == "start") {
         o.start = start(field.second);
       } else {
-        fail_at(field.first, fmt::format("unknown output key '{}' (shape, dtype, start, doc)", key));
+        fail_at(field.first,
+                fmt::format("unknown output key '{}' (shape, dtype, start, doc)", key));
       }
     }
     if (!kv.second["dtype"]) fail_at(kv.first, fmt::format("output {} needs a dtype", o.name));
@@ -224,7 +236,8 @@ StartSpec KernelReader::start(const YAML::Node& node) {
   if (const YAML::Node& shift = node["shift"]) spec.shift = list(shift, "start.shift");
   for (const auto& kv : node) {
     const std::string key = scalar(kv.first, "a start key");
-    if (key != "like" && key != "shift") fail_at(kv.first, fmt::format("unknown start key '{}' (like, shift)", key));
+    if (key != "like" && key != "shift")
+      fail_at(kv.first, fmt::format("unknown start key '{}' (like, shift)", key));
   }
   return spec;
 }
@@ -241,14 +254,16 @@ std::vector<Metakernel> parse_kernels(const SourceFilePtr& file, const KernelFin
       check_kernel(kernels.back());
     }
   } catch (const YAML::Exception& e) {
-    throw Error(format_diagnostic(Diagnostic{file, SourcePos{e.mark.line + 1, e.mark.column + 1}, e.msg}));
+    throw Error(
+        format_diagnostic(Diagnostic{file, SourcePos{e.mark.line + 1, e.mark.column + 1}, e.msg}));
   } catch (const LocatedError& e) {
     throw Error(format_diagnostic(Diagnostic{file, e.pos(), e.what()}));
   }
   return kernels;
 }
 
-std::vector<Metakernel> load_kernel_file(const std::filesystem::path& path, const KernelFinder& find) {
+std::vector<Metakernel> load_kernel_file(const std::filesystem::path& path,
+                                         const KernelFinder& find) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(fmt::format("cannot read kernel file {}", path.string()));
   std::ostringstream text;

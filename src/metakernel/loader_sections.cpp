@@ -14,8 +14,8 @@ namespace tapestry::metakernel::detail {
 namespace {
 
 constexpr std::pair<std::string_view, ParamType> kParamTypes[] = {
-    {"int", ParamType::kInt},     {"ints", ParamType::kInts}, {"bool", ParamType::kBool},
-    {"float", ParamType::kFloat}, {"str", ParamType::kStr},   {"axis", ParamType::kAxis},
+    {"int", ParamType::kInt},      {"ints", ParamType::kInts}, {"bool", ParamType::kBool},
+    {"float", ParamType::kFloat},  {"str", ParamType::kStr},   {"axis", ParamType::kAxis},
     {"monoid", ParamType::kMonoid}};
 
 ParamType param_type(const YAML::Node& node) {
@@ -23,7 +23,9 @@ ParamType param_type(const YAML::Node& node) {
   for (const auto& [name, type] : kParamTypes) {
     if (name == text) return type;
   }
-  fail_at(node, fmt::format("unknown parameter type '{}' (int, ints, bool, float, str, axis, monoid)", text));
+  fail_at(
+      node,
+      fmt::format("unknown parameter type '{}' (int, ints, bool, float, str, axis, monoid)", text));
 }
 
 std::int64_t integer(const YAML::Node& node, std::string_view what) {
@@ -71,7 +73,9 @@ ParamSpec KernelReader::param(const YAML::Node& key, const YAML::Node& value) {
     } else if (k == "sugar") {
       spec.sugar = scalar(field.second, "sugar") == "true";
     } else if (k != "default") {
-      fail_at(field.first, fmt::format("unknown parameter key '{}' (type, default, choices, min, of, sugar, doc)", k));
+      fail_at(field.first,
+              fmt::format(
+                  "unknown parameter key '{}' (type, default, choices, min, of, sugar, doc)", k));
     }
   }
   if (const YAML::Node& d = value["default"]) spec.default_value = param_value(d, spec);
@@ -82,7 +86,8 @@ nlohmann::json KernelReader::param_value(const YAML::Node& node, const ParamSpec
   const std::string what = fmt::format("the default of {}", spec.name);
   switch (spec.type) {
     case ParamType::kInt:
-    case ParamType::kAxis: return integer(node, what);
+    case ParamType::kAxis:
+      return integer(node, what);
     case ParamType::kInts: {
       expect_sequence(node, what);
       nlohmann::json out = nlohmann::json::array();
@@ -98,11 +103,13 @@ nlohmann::json KernelReader::param_value(const YAML::Node& node, const ParamSpec
       const std::string text = scalar(node, what);
       char* end = nullptr;
       const double v = std::strtod(text.c_str(), &end);
-      if (text.empty() || end != text.c_str() + text.size()) fail_at(node, what + " must be a number");
+      if (text.empty() || end != text.c_str() + text.size())
+        fail_at(node, what + " must be a number");
       return v;
     }
     case ParamType::kStr:
-    case ParamType::kMonoid: return scalar(node, what);
+    case ParamType::kMonoid:
+      return scalar(node, what);
   }
   return nullptr;
 }
@@ -159,9 +166,11 @@ std::vector<ReductionSpec> KernelReader::reductions(const YAML::Node& node) {
     ReductionSpec r;
     r.dim = names(kv.first, "a reduction dimension", true).front();
     r.pos = pos_of(kv.first);
-    const std::string value = scalar(kv.second, "a monoid (sum, max, min, prod) or a monoid parameter");
+    const std::string value =
+        scalar(kv.second, "a monoid (sum, max, min, prod) or a monoid parameter");
     r.monoid = parse_monoid(value);
-    if (!r.monoid) r.param = identifier(kv.second, "a monoid (sum, max, min, prod) or a monoid parameter");
+    if (!r.monoid)
+      r.param = identifier(kv.second, "a monoid (sum, max, min, prod) or a monoid parameter");
     out.push_back(std::move(r));
   }
   return out;
@@ -184,13 +193,16 @@ std::vector<SugarSpec> KernelReader::sugar(const YAML::Node& node) {
     expect_map(s, "a sugar rule");
     const YAML::Node& when = s["when"];
     const YAML::Node& call = s["call"];
-    if (!when || !call) fail_at(s, "a sugar rule needs 'when: <condition>' and 'call: <kernel call>'");
+    if (!when || !call)
+      fail_at(s, "a sugar rule needs 'when: <condition>' and 'call: <kernel call>'");
     for (const auto& kv : s) {
       const std::string key = scalar(kv.first, "a sugar key");
-      if (key != "when" && key != "call") fail_at(kv.first, fmt::format("unknown sugar key '{}' (when, call)", key));
+      if (key != "when" && key != "call")
+        fail_at(kv.first, fmt::format("unknown sugar key '{}' (when, call)", key));
     }
     const std::string text = scalar(call, "call");
-    out.push_back(SugarSpec{expr(when, "when"), tap::parse_call(text, content_pos(call, *file_)), text});
+    out.push_back(
+        SugarSpec{expr(when, "when"), tap::parse_call(text, content_pos(call, *file_)), text});
   };
   if (node.IsSequence()) {
     for (const YAML::Node& s : node) one(s);

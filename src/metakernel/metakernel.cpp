@@ -9,13 +9,20 @@ namespace tapestry::metakernel {
 
 std::string_view param_type_name(ParamType type) {
   switch (type) {
-    case ParamType::kInt: return "int";
-    case ParamType::kInts: return "ints";
-    case ParamType::kBool: return "bool";
-    case ParamType::kFloat: return "float";
-    case ParamType::kStr: return "str";
-    case ParamType::kAxis: return "axis";
-    case ParamType::kMonoid: return "monoid";
+    case ParamType::kInt:
+      return "int";
+    case ParamType::kInts:
+      return "ints";
+    case ParamType::kBool:
+      return "bool";
+    case ParamType::kFloat:
+      return "float";
+    case ParamType::kStr:
+      return "str";
+    case ParamType::kAxis:
+      return "axis";
+    case ParamType::kMonoid:
+      return "monoid";
   }
   return "?";
 }
@@ -47,7 +54,8 @@ std::string Metakernel::call_form() const {
       out += param_type_name(p.type);
       continue;
     }
-    const bool bare = p.default_value->is_string() && is_tap_identifier(p.default_value->get<std::string>());
+    const bool bare =
+        p.default_value->is_string() && is_tap_identifier(p.default_value->get<std::string>());
     out += tap::literal_to_string(*p.default_value, bare);
   }
   return out + ")";

@@ -20,11 +20,17 @@ std::vector<std::string> nested_names(std::string_view variable,
   return names;
 }
 
-bool NameTable::is_taken(std::string_view name) const { return names_.find(name) != names_.end(); }
+bool NameTable::is_taken(std::string_view name) const {
+  return names_.find(name) != names_.end();
+}
 
-void NameTable::take(const std::string& name) { names_.insert(name); }
+void NameTable::take(const std::string& name) {
+  names_.insert(name);
+}
 
-void NameTable::release(const std::string& name) { names_.erase(name); }
+void NameTable::release(const std::string& name) {
+  names_.erase(name);
+}
 
 std::string NameTable::fresh(std::string_view base) const {
   if (!is_taken(base)) return std::string(base);
@@ -38,7 +44,8 @@ bool is_tap_identifier(std::string_view name) {
   if (name.empty()) return false;
   if (!std::isalpha(static_cast<unsigned char>(name[0])) && name[0] != '_') return false;
   for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '/') return false;
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '/')
+      return false;
   }
   return true;
 }

@@ -9,7 +9,9 @@ namespace tapestry::metakernel::detail {
 
 namespace {
 
-bool is_int(const nlohmann::json& v) { return v.is_number_integer(); }
+bool is_int(const nlohmann::json& v) {
+  return v.is_number_integer();
+}
 
 std::string param_list(const Metakernel& kernel) {
   std::string out;
@@ -61,9 +63,8 @@ nlohmann::json check_value(const Bindings& b, const ParamSpec& spec, const nlohm
       return v.get<double>();
     case ParamType::kStr:
       if (!v.is_string()) wrong("a string");
-      if (!spec.choices.empty() &&
-          std::find(spec.choices.begin(), spec.choices.end(), v.get<std::string>()) ==
-              spec.choices.end()) {
+      if (!spec.choices.empty() && std::find(spec.choices.begin(), spec.choices.end(),
+                                             v.get<std::string>()) == spec.choices.end()) {
         wrong(fmt::format("one of {}", fmt::join(spec.choices, ", ")));
       }
       return v;
@@ -71,7 +72,8 @@ nlohmann::json check_value(const Bindings& b, const ParamSpec& spec, const nlohm
       if (!is_int(v)) wrong("an integer dimension");
       return resolve_axis(b, spec, v.get<std::int64_t>());
     case ParamType::kMonoid:
-      if (!v.is_string() || !parse_monoid(v.get<std::string>())) wrong("one of sum, max, min, prod");
+      if (!v.is_string() || !parse_monoid(v.get<std::string>()))
+        wrong("one of sum, max, min, prod");
       return v;
   }
   return v;
@@ -83,7 +85,8 @@ void resolve_params(Bindings& b, const nlohmann::json& given) {
   if (!given.is_null() && !given.is_object()) b.fail("parameters must be a JSON object");
   if (given.is_object()) {
     for (const auto& [name, value] : given.items()) {
-      if (!b.kernel.find_param(name)) b.fail("unknown parameter '{}' ({})", name, param_list(b.kernel));
+      if (!b.kernel.find_param(name))
+        b.fail("unknown parameter '{}' ({})", name, param_list(b.kernel));
     }
   }
   for (const ParamSpec& spec : b.kernel.params) {

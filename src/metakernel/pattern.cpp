@@ -57,9 +57,12 @@ List parse_list(std::string_view text, SourcePos origin) {
 
 std::string ListEntry::to_string() const {
   switch (kind) {
-    case Kind::kGroup: return "$" + group + "...";
-    case Kind::kWhole: return "*";
-    case Kind::kExpr: break;
+    case Kind::kGroup:
+      return "$" + group + "...";
+    case Kind::kWhole:
+      return "*";
+    case Kind::kExpr:
+      break;
   }
   std::string out = expr->to_string();
   if (window) out += " : " + window->to_string();

@@ -25,7 +25,9 @@ bool is_identifier_string(const nlohmann::json& v) {
          s != "true" && s != "false";
 }
 
-std::string literal(const nlohmann::json& v) { return tap::literal_to_string(v, is_identifier_string(v)); }
+std::string literal(const nlohmann::json& v) {
+  return tap::literal_to_string(v, is_identifier_string(v));
+}
 
 class Printer {
  public:
@@ -40,7 +42,8 @@ class Printer {
     }
     for (ir::NodeId node : g_.topological_order().order) {
       const std::optional<ir::OperationId> op = g_.as_operation(node);
-      if (op && !nested_.count(*op)) out += fmt::format("{} = {}\n", op_name(*op), call_text(*op)) + notes(*op);
+      if (op && !nested_.count(*op))
+        out += fmt::format("{} = {}\n", op_name(*op), call_text(*op)) + notes(*op);
     }
     std::vector<std::string> outputs;
     for (ir::TensorId t : g_.tensors()) {
@@ -61,7 +64,8 @@ class Printer {
     for (ir::TensorId t : g_.tensors()) {
       const auto producers = g_.producers(t);
       std::string name = producers.size() == 1 ? op_name(producers[0]) : g_.tensor(t).label();
-      if (producers.size() == 1 && g_.operation(producers[0]).outputs().size() > 1) name = g_.tensor(t).label();
+      if (producers.size() == 1 && g_.operation(producers[0]).outputs().size() > 1)
+        name = g_.tensor(t).label();
       if (!is_tap_identifier(name) || used.count(name)) name = fmt::format("t{}", t.index());
       used.insert(name);
       names_[t] = name;
@@ -95,7 +99,8 @@ class Printer {
       nested_.clear();
       for (ir::OperationId op : g_.operations()) {
         std::optional<ir::OperationId> target = nest_target(op);
-        if (target && !refused.count(op) && kernels_.find(g_.operation(*target).kernel())) nested_.insert(op);
+        if (target && !refused.count(op) && kernels_.find(g_.operation(*target).kernel()))
+          nested_.insert(op);
       }
       for (ir::OperationId op : g_.operations()) {
         if (nested_.count(op)) continue;
@@ -145,7 +150,8 @@ class Printer {
     std::vector<std::string> args;
     for (ir::TensorId t : ordered_inputs(op)) {
       const auto producers = g_.producers(t);
-      args.push_back(producers.size() == 1 && nested_.count(producers[0]) ? call_text(producers[0]) : names_.at(t));
+      args.push_back(producers.size() == 1 && nested_.count(producers[0]) ? call_text(producers[0])
+                                                                          : names_.at(t));
     }
     const Metakernel* k = kernels_.find(view.kernel());
     if (view.params().is_object()) {
@@ -160,8 +166,11 @@ class Printer {
 
   std::string notes(ir::OperationId op) const {
     const ir::OperationView view = g_.operation(op);
-    if (!kernels_.find(view.kernel())) return fmt::format("# note: kernel {} is not known here\n", view.kernel());
-    if (view.outputs().size() != 1) return fmt::format("# note: {} has {} outputs; .tap names only the first\n", op_name(op), view.outputs().size());
+    if (!kernels_.find(view.kernel()))
+      return fmt::format("# note: kernel {} is not known here\n", view.kernel());
+    if (view.outputs().size() != 1)
+      return fmt::format("# note: {} has {} outputs; .tap names only the first\n", op_name(op),
+                         view.outputs().size());
     return "";
   }
 
@@ -169,8 +178,9 @@ class Printer {
     const ir::TensorView view = g_.tensor(t);
     const std::optional<DType> dtype = dtype_from_name(view.dtype());
     if (!dtype) {
-      return fmt::format("# note: {} has dtype {}, which .tap cannot write\n{}: f32{}\n", names_.at(t),
-                         view.dtype(), names_.at(t), TensorType{DType::f32, view.range()}.to_string().substr(3));
+      return fmt::format("# note: {} has dtype {}, which .tap cannot write\n{}: f32{}\n",
+                         names_.at(t), view.dtype(), names_.at(t),
+                         TensorType{DType::f32, view.range()}.to_string().substr(3));
     }
     return fmt::format("{}: {}\n", names_.at(t), TensorType{*dtype, view.range()}.to_string());
   }

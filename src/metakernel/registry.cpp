@@ -13,7 +13,9 @@ namespace tapestry::metakernel {
 
 namespace fs = std::filesystem;
 
-KernelRegistry KernelRegistry::with_builtins() { return from_directory(default_kernel_dir()); }
+KernelRegistry KernelRegistry::with_builtins() {
+  return from_directory(default_kernel_dir());
+}
 
 KernelRegistry KernelRegistry::from_directory(const fs::path& dir) {
   KernelRegistry registry;
@@ -23,7 +25,8 @@ KernelRegistry KernelRegistry::from_directory(const fs::path& dir) {
 
 void KernelRegistry::load_directory(const fs::path& dir) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw Error(fmt::format("kernel directory {} does not exist", dir.string()));
+  if (!fs::is_directory(dir, ec))
+    throw Error(fmt::format("kernel directory {} does not exist", dir.string()));
   std::vector<fs::path> files;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
     const std::string ext = entry.path().extension().string();
@@ -34,14 +37,18 @@ void KernelRegistry::load_directory(const fs::path& dir) {
 }
 
 void KernelRegistry::load_file(const fs::path& path) {
-  std::vector<Metakernel> kernels = load_kernel_file(path, [this](std::string_view name) { return find(name); });
+  std::vector<Metakernel> kernels =
+      load_kernel_file(path, [this](std::string_view name) { return find(name); });
   for (Metakernel& k : kernels) add(std::move(k));
 }
 
 void KernelRegistry::add(Metakernel kernel) {
-  auto where = [](const Metakernel& k) { return k.file ? " (" + k.file->name() + ")" : std::string(); };
+  auto where = [](const Metakernel& k) {
+    return k.file ? " (" + k.file->name() + ")" : std::string();
+  };
   if (const Metakernel* existing = find(kernel.name)) {
-    throw Error(fmt::format("kernel {}{} is already defined{}", kernel.name, where(kernel), where(*existing)));
+    throw Error(fmt::format("kernel {}{} is already defined{}", kernel.name, where(kernel),
+                            where(*existing)));
   }
   const std::string name = kernel.name;
   for (const std::string& alias : kernel.aliases) aliases_.emplace(alias, name);
@@ -96,8 +103,8 @@ const Metakernel& KernelRegistry::resolve(std::string_view name, std::size_t num
   if (candidates.empty()) return get(name);
   std::vector<std::string> forms;
   for (const Metakernel* k : candidates) forms.push_back(k->call_form());
-  throw Error(fmt::format("{} with {} tensor argument{}: no such form (forms: {})", name, num_inputs,
-                          num_inputs == 1 ? "" : "s", fmt::join(forms, "; ")));
+  throw Error(fmt::format("{} with {} tensor argument{}: no such form (forms: {})", name,
+                          num_inputs, num_inputs == 1 ? "" : "s", fmt::join(forms, "; ")));
 }
 
 std::vector<const Metakernel*> KernelRegistry::kernels() const {
@@ -110,7 +117,8 @@ fs::path default_kernel_dir() {
   std::vector<fs::path> candidates;
   std::error_code ec;
   if (const char* env = std::getenv("TAPESTRY_KERNELS"); env && *env) {
-    if (!fs::is_directory(env, ec)) throw Error(fmt::format("TAPESTRY_KERNELS={} is not a directory", env));
+    if (!fs::is_directory(env, ec))
+      throw Error(fmt::format("TAPESTRY_KERNELS={} is not a directory", env));
     return env;
   }
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);

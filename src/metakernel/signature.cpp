@@ -38,15 +38,20 @@ std::string port_line(std::string_view role, const Port& p, std::size_t width) {
 }
 }  // namespace
 
-const Port* Signature::find_input(std::string_view name) const { return find_port(inputs, name); }
+const Port* Signature::find_input(std::string_view name) const {
+  return find_port(inputs, name);
+}
 
-const Port* Signature::find_output(std::string_view name) const { return find_port(outputs, name); }
+const Port* Signature::find_output(std::string_view name) const {
+  return find_port(outputs, name);
+}
 
 std::string Signature::to_string() const {
   std::vector<std::string> dims;
   for (const IndexDim& d : index_dims) {
-    dims.push_back(d.reduction ? fmt::format("{} {} ({})", d.name, d.size, monoid_name(*d.reduction))
-                               : fmt::format("{} {}", d.name, d.size));
+    dims.push_back(d.reduction
+                       ? fmt::format("{} {} ({})", d.name, d.size, monoid_name(*d.reduction))
+                       : fmt::format("{} {}", d.name, d.size));
   }
   std::string out = fmt::format("{}  index [{}]\n", kernel, fmt::join(dims, ", "));
   if (!params.empty()) out += fmt::format("  params {}\n", params.dump());

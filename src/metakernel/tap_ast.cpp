@@ -10,8 +10,14 @@ std::string quote(const std::string& text) {
   std::string out = "\"";
   for (char c : text) {
     if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') { out += "\\n"; continue; }
-    if (c == '\t') { out += "\\t"; continue; }
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    if (c == '\t') {
+      out += "\\t";
+      continue;
+    }
     out += c;
   }
   return out + "\"";
@@ -24,7 +30,8 @@ std::string tensor_to_string(const TensorExpr& e) {
 }  // namespace
 
 std::string literal_to_string(const nlohmann::json& value, bool is_identifier) {
-  if (value.is_string()) return is_identifier ? value.get<std::string>() : quote(value.get<std::string>());
+  if (value.is_string())
+    return is_identifier ? value.get<std::string>() : quote(value.get<std::string>());
   if (value.is_array()) {
     std::string out = "[";
     for (std::size_t i = 0; i < value.size(); ++i) {
@@ -50,7 +57,8 @@ std::string call_to_string(const Call& call) {
     first = false;
   }
   for (const Keyword& k : call.keywords) {
-    out += (first ? "" : ", ") + k.name + "=" + literal_to_string(k.value.value, k.value.is_identifier);
+    out += (first ? "" : ", ") + k.name + "=" +
+           literal_to_string(k.value.value, k.value.is_identifier);
     first = false;
   }
   return out + ")";

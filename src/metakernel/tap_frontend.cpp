@@ -46,7 +46,8 @@ class Frontend {
 
   void define(const std::string& name, SourcePos pos) {
     if (auto it = defined_at_.find(name); it != defined_at_.end()) {
-      throw LocatedError(pos, fmt::format("{} is already defined (line {})", name, it->second.line));
+      throw LocatedError(pos,
+                         fmt::format("{} is already defined (line {})", name, it->second.line));
     }
     defined_at_[name] = pos;
   }
@@ -60,8 +61,9 @@ class Frontend {
     define(assign.name, assign.pos);
     poisoned_.insert(assign.name);  // until it succeeds
     if (!assign.value.is_call()) {
-      throw LocatedError(assign.value.pos, fmt::format("{} = {} assigns no operation: use {} directly",
-                                                       assign.name, assign.value.name, assign.value.name));
+      throw LocatedError(assign.value.pos,
+                         fmt::format("{} = {} assigns no operation: use {} directly", assign.name,
+                                     assign.value.name, assign.value.name));
     }
     const Tensor value = evaluate(assign.value);
     variables_[assign.name] = at(assign.pos, [&] { return graph_.assign(assign.name, value); });
@@ -94,7 +96,8 @@ class Frontend {
     for (const tap::TensorExpr& arg : call.args) args.push_back(evaluate(arg));
     nlohmann::json params = nlohmann::json::object();
     for (const tap::Keyword& k : call.keywords) {
-      if (params.contains(k.name)) throw LocatedError(k.pos, fmt::format("parameter {} is given twice", k.name));
+      if (params.contains(k.name))
+        throw LocatedError(k.pos, fmt::format("parameter {} is given twice", k.name));
       params[k.name] = k.value.value;
     }
     return at(call.pos, [&] { return graph_.call(call.callee, args, params); });
@@ -135,8 +138,8 @@ BuildResult build_tap(const SourceFilePtr& file, const KernelRegistry& kernels,
 }
 
 ir::ValidationReport validate_built_graph(const ir::Graph& graph) {
-  return ir::validate(graph, graph.applications().empty() ? ir::Dialect::operation()
-                                                           : ir::Dialect::application());
+  return ir::validate(
+      graph, graph.applications().empty() ? ir::Dialect::operation() : ir::Dialect::application());
 }
 
 SourceFilePtr read_source_file(const std::filesystem::path& path) {

@@ -8,11 +8,15 @@ namespace tapestry::metakernel::tap {
 
 namespace {
 
-bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_ident_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
 bool is_ident_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/';
 }
-bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+bool is_digit(char c) {
+  return std::isdigit(static_cast<unsigned char>(c)) != 0;
+}
 
 class Lexer {
  public:
@@ -30,7 +34,9 @@ class Lexer {
 
  private:
   bool at_end() const { return i_ >= text_.size(); }
-  char peek(std::size_t ahead = 0) const { return i_ + ahead < text_.size() ? text_[i_ + ahead] : '\0'; }
+  char peek(std::size_t ahead = 0) const {
+    return i_ + ahead < text_.size() ? text_[i_ + ahead] : '\0';
+  }
   SourcePos pos() const { return {line_, static_cast<int>(i_ - line_start_) + 1}; }
   void advance() {
     if (text_[i_] == '\n') {
@@ -56,20 +62,27 @@ class Lexer {
   Token next() {
     const SourcePos start = pos();
     const char c = peek();
-    if (c == '\n') { advance(); return {TokenKind::kNewline, "", start}; }
+    if (c == '\n') {
+      advance();
+      return {TokenKind::kNewline, "", start};
+    }
     if (is_ident_start(c)) return identifier(start);
     if (is_digit(c)) return number(start);
     if (c == '"') return string(start);
     static constexpr std::pair<char, TokenKind> kPunct[] = {
-        {':', TokenKind::kColon},    {'=', TokenKind::kEquals},   {'(', TokenKind::kLParen},
-        {')', TokenKind::kRParen},   {'[', TokenKind::kLBracket}, {']', TokenKind::kRBracket},
-        {',', TokenKind::kComma},    {'-', TokenKind::kMinus},    {';', TokenKind::kSemicolon}};
+        {':', TokenKind::kColon},  {'=', TokenKind::kEquals},   {'(', TokenKind::kLParen},
+        {')', TokenKind::kRParen}, {'[', TokenKind::kLBracket}, {']', TokenKind::kRBracket},
+        {',', TokenKind::kComma},  {'-', TokenKind::kMinus},    {';', TokenKind::kSemicolon}};
     for (const auto& [ch, kind] : kPunct) {
-      if (c == ch) { advance(); return {kind, std::string(1, c), start}; }
+      if (c == ch) {
+        advance();
+        return {kind, std::string(1, c), start};
+      }
     }
     advance();
     const auto u = static_cast<unsigned char>(c);
-    const std::string shown = (u >= 0x20 && u < 0x7f) ? fmt::format("'{}'", c) : fmt::format("byte 0x{:02x}", u);
+    const std::string shown =
+        (u >= 0x20 && u < 0x7f) ? fmt::format("'{}'", c) : fmt::format("byte 0x{:02x}", u);
     return {TokenKind::kError, fmt::format("unexpected character {}", shown), start};
   }
 
@@ -97,9 +110,11 @@ class Lexer {
     }
     if (is_ident_start(peek())) {
       while (!at_end() && is_ident_char(peek())) advance();
-      return {TokenKind::kError, fmt::format("malformed number '{}'", text_.substr(begin, i_ - begin)), start};
+      return {TokenKind::kError,
+              fmt::format("malformed number '{}'", text_.substr(begin, i_ - begin)), start};
     }
-    return {is_float ? TokenKind::kFloat : TokenKind::kInt, std::string(text_.substr(begin, i_ - begin)), start};
+    return {is_float ? TokenKind::kFloat : TokenKind::kInt,
+            std::string(text_.substr(begin, i_ - begin)), start};
   }
 
   Token string(SourcePos start) {
@@ -115,7 +130,8 @@ class Lexer {
       }
       value += c;
     }
-    if (peek() != '"') return {TokenKind::kError, "unterminated string (a string ends on its line)", start};
+    if (peek() != '"')
+      return {TokenKind::kError, "unterminated string (a string ends on its line)", start};
     advance();
     return {TokenKind::kString, std::move(value), start};
   }
@@ -129,37 +145,59 @@ class Lexer {
 
 }  // namespace
 
-std::vector<Token> lex(std::string_view text) { return Lexer(text).run(); }
+std::vector<Token> lex(std::string_view text) {
+  return Lexer(text).run();
+}
 
 std::string describe(TokenKind kind) {
   switch (kind) {
-    case TokenKind::kIdent: return "a name";
-    case TokenKind::kInt: return "an integer";
-    case TokenKind::kFloat: return "a number";
-    case TokenKind::kString: return "a string";
-    case TokenKind::kColon: return "':'";
-    case TokenKind::kEquals: return "'='";
-    case TokenKind::kLParen: return "'('";
-    case TokenKind::kRParen: return "')'";
-    case TokenKind::kLBracket: return "'['";
-    case TokenKind::kRBracket: return "']'";
-    case TokenKind::kComma: return "','";
-    case TokenKind::kMinus: return "'-'";
-    case TokenKind::kSemicolon: return "';'";
-    case TokenKind::kNewline: return "the end of the line";
-    case TokenKind::kEnd: return "the end of the file";
-    case TokenKind::kError: return "an invalid token";
+    case TokenKind::kIdent:
+      return "a name";
+    case TokenKind::kInt:
+      return "an integer";
+    case TokenKind::kFloat:
+      return "a number";
+    case TokenKind::kString:
+      return "a string";
+    case TokenKind::kColon:
+      return "':'";
+    case TokenKind::kEquals:
+      return "'='";
+    case TokenKind::kLParen:
+      return "'('";
+    case TokenKind::kRParen:
+      return "')'";
+    case TokenKind::kLBracket:
+      return "'['";
+    case TokenKind::kRBracket:
+      return "']'";
+    case TokenKind::kComma:
+      return "','";
+    case TokenKind::kMinus:
+      return "'-'";
+    case TokenKind::kSemicolon:
+      return "';'";
+    case TokenKind::kNewline:
+      return "the end of the line";
+    case TokenKind::kEnd:
+      return "the end of the file";
+    case TokenKind::kError:
+      return "an invalid token";
   }
   return "?";
 }
 
 std::string describe(const Token& token) {
   switch (token.kind) {
-    case TokenKind::kIdent: return fmt::format("'{}'", token.text);
+    case TokenKind::kIdent:
+      return fmt::format("'{}'", token.text);
     case TokenKind::kInt:
-    case TokenKind::kFloat: return fmt::format("the number {}", token.text);
-    case TokenKind::kString: return "a string";
-    default: return describe(token.kind);
+    case TokenKind::kFloat:
+      return fmt::format("the number {}", token.text);
+    case TokenKind::kString:
+      return "a string";
+    default:
+      return describe(token.kind);
   }
 }
 

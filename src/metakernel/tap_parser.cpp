@@ -8,7 +8,6 @@
 #include <cstdlib>
 
 #include "tapestry/metakernel/tap_lexer.h"
-#include "tapestry/zspace/checked.h"
 
 namespace tapestry::metakernel::tap {
 
@@ -41,7 +40,8 @@ class Parser {
   Call single_call() {
     const Token& name = expect(TokenKind::kIdent, "(a kernel call)");
     Call call = call_after_name(name);
-    while (accept(TokenKind::kNewline)) {}
+    while (accept(TokenKind::kNewline)) {
+    }
     expect(TokenKind::kEnd, "after the call");
     return call;
   }
@@ -60,19 +60,24 @@ class Parser {
     if (token.kind == TokenKind::kError) throw LocatedError(token.pos, token.text);
     if (token.kind != kind) {
       const std::string where = context.empty() ? "" : " " + std::string(context);
-      throw LocatedError(token.pos, fmt::format("expected {}{}, found {}", describe(kind), where, describe(token)));
+      throw LocatedError(token.pos, fmt::format("expected {}{}, found {}", describe(kind), where,
+                                                describe(token)));
     }
     ++i_;
     return token;
   }
-  void skip_newlines() { while (accept(TokenKind::kNewline)) {} }
+  void skip_newlines() {
+    while (accept(TokenKind::kNewline)) {
+    }
+  }
   void skip_to_next_line() {
     while (peek().kind != TokenKind::kEnd && !accept(TokenKind::kNewline)) ++i_;
   }
 
   Statement statement() {
     const Token& first = peek();
-    if (first.kind == TokenKind::kIdent && first.text == "output" && peek(1).kind == TokenKind::kIdent) {
+    if (first.kind == TokenKind::kIdent && first.text == "output" &&
+        peek(1).kind == TokenKind::kIdent) {
       ++i_;
       return output(first.pos);
     }
@@ -82,7 +87,8 @@ class Parser {
     const Token& next = peek();
     if (next.kind == TokenKind::kError) throw LocatedError(next.pos, next.text);
     throw LocatedError(next.pos, fmt::format("expected ':' (a declaration) or '=' (an assignment) "
-                                             "after '{}', found {}", name.text, describe(next)));
+                                             "after '{}', found {}",
+                                             name.text, describe(next)));
   }
 
   Output output(SourcePos pos) {
@@ -98,8 +104,9 @@ class Parser {
     const Token& dtype_token = expect(TokenKind::kIdent, "(a dtype: f32 f64 i32 i64 bf16 f16)");
     const std::optional<DType> dtype = dtype_from_name(dtype_token.text);
     if (!dtype) {
-      throw LocatedError(dtype_token.pos, fmt::format("unknown dtype '{}' (dtypes: f32 f64 i32 i64 bf16 f16)",
-                                                      dtype_token.text));
+      throw LocatedError(
+          dtype_token.pos,
+          fmt::format("unknown dtype '{}' (dtypes: f32 f64 i32 i64 bf16 f16)", dtype_token.text));
     }
     expect(TokenKind::kLBracket, "to start the dimensions");
     std::vector<std::int64_t> start, end;
@@ -112,23 +119,33 @@ class Parser {
           lo = a;
           hi = signed_int();
         }
+        std::int64_t extent = 0;
+        if (__builtin_sub_overflow(hi, lo, &extent)) {
+          throw LocatedError(
+              pos,
+              fmt::format("dimension {}:{} is too large (its extent overflows int64)", lo, hi));
+        }
         if (hi < lo) {
-          throw LocatedError(pos, lo == 0 ? fmt::format("a dimension size must be >= 0, got {}", hi)
-                                          : fmt::format("dimension {}:{} ends before it starts", lo, hi));
+          throw LocatedError(
+              pos, lo == 0 ? fmt::format("a dimension size must be >= 0, got {}", hi)
+                           : fmt::format("dimension {}:{} ends before it starts", lo, hi));
         }
         start.push_back(lo);
         end.push_back(hi);
       } while (accept(TokenKind::kComma));
       expect(TokenKind::kRBracket, "after the dimensions");
     }
-    return Decl{name.text, TensorType{*dtype, zspace::Range(zspace::Point(start), zspace::Point(end))}, name.pos};
+    return Decl{name.text,
+                TensorType{*dtype, zspace::Range(zspace::Point(start), zspace::Point(end))},
+                name.pos};
   }
 
   std::int64_t signed_int() {
     const bool negative = accept(TokenKind::kMinus);
     const Token& token = expect(TokenKind::kInt, "");
     std::int64_t value = 0;
-    const auto [ptr, ec] = std::from_chars(token.text.data(), token.text.data() + token.text.size(), value);
+    const auto [ptr, ec] =
+        std::from_chars(token.text.data(), token.text.data() + token.text.size(), value);
     if (ec != std::errc() || ptr != token.text.data() + token.text.size()) {
       throw LocatedError(token.pos, fmt::format("integer {} is too large", token.text));
     }
@@ -154,11 +171,13 @@ class Parser {
         i_ += 2;
         call.keywords.push_back(Keyword{key.text, literal(0), key.pos});
       } else if (!call.keywords.empty()) {
-        throw LocatedError(peek().pos, "positional arguments (tensors) must come before keyword parameters");
+        throw LocatedError(peek().pos,
+                           "positional arguments (tensors) must come before keyword parameters");
       } else if (peek().kind != TokenKind::kIdent && peek().kind != TokenKind::kError) {
-        throw LocatedError(peek().pos, fmt::format("expected a tensor (a variable or a call), found {}; "
-                                                   "parameters are passed by keyword, e.g. dim=1",
-                                                   describe(peek())));
+        throw LocatedError(peek().pos,
+                           fmt::format("expected a tensor (a variable or a call), found {}; "
+                                       "parameters are passed by keyword, e.g. dim=1",
+                                       describe(peek())));
       } else {
         call.args.push_back(tensor_expr(depth + 1));
       }
@@ -185,7 +204,8 @@ class Parser {
     }
     if (accept(TokenKind::kString)) return Literal{token.text, false, token.pos};
     if (accept(TokenKind::kIdent)) {
-      if (token.text == "true" || token.text == "false") return Literal{token.text == "true", false, token.pos};
+      if (token.text == "true" || token.text == "false")
+        return Literal{token.text == "true", false, token.pos};
       return Literal{token.text, true, token.pos};
     }
     const bool negative = accept(TokenKind::kMinus);
@@ -200,8 +220,10 @@ class Parser {
       return Literal{signed_int(), false, token.pos};
     }
     if (number.kind == TokenKind::kError) throw LocatedError(number.pos, number.text);
-    throw LocatedError(number.pos, fmt::format("expected a parameter value (a number, a string, a name "
-                                               "or a [list]), found {}", describe(number)));
+    throw LocatedError(number.pos,
+                       fmt::format("expected a parameter value (a number, a string, a name "
+                                   "or a [list]), found {}",
+                                   describe(number)));
   }
 
   std::vector<Token> tokens_;

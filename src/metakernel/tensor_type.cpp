@@ -25,16 +25,22 @@ constexpr std::array<DTypeInfo, 6> kDTypes{{
     {DType::f16, "f16", "float16", true, 2},
 }};
 
-constexpr std::array<DType, 6> kAll{DType::f32, DType::f64, DType::i32,
+constexpr std::array<DType, 6> kAll{DType::f32, DType::f64,  DType::i32,
                                     DType::i64, DType::bf16, DType::f16};
 
-const DTypeInfo& info(DType dtype) { return kDTypes[static_cast<std::size_t>(dtype)]; }
+const DTypeInfo& info(DType dtype) {
+  return kDTypes[static_cast<std::size_t>(dtype)];
+}
 
 }  // namespace
 
-std::span<const DType> all_dtypes() { return kAll; }
+std::span<const DType> all_dtypes() {
+  return kAll;
+}
 
-std::string_view dtype_name(DType dtype) { return info(dtype).name; }
+std::string_view dtype_name(DType dtype) {
+  return info(dtype).name;
+}
 
 std::optional<DType> dtype_from_name(std::string_view name) {
   for (const DTypeInfo& d : kDTypes) {
@@ -43,9 +49,13 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-bool is_float(DType dtype) { return info(dtype).is_float; }
+bool is_float(DType dtype) {
+  return info(dtype).is_float;
+}
 
-std::int64_t dtype_bytes(DType dtype) { return info(dtype).bytes; }
+std::int64_t dtype_bytes(DType dtype) {
+  return info(dtype).bytes;
+}
 
 std::optional<std::vector<DType>> dtype_set(std::string_view name) {
   if (name == "any") return std::vector<DType>(kAll.begin(), kAll.end());

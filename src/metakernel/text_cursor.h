@@ -41,8 +41,8 @@ class TextCursor {
   }
   /// Consumes `token` or throws "expected <token> <context>".
   void expect(std::string_view token, std::string_view context) {
-    if (!accept(token)) fail(std::string("expected '") + std::string(token) + "' " +
-                             std::string(context) + found());
+    if (!accept(token))
+      fail(std::string("expected '") + std::string(token) + "' " + std::string(context) + found());
   }
   /// The very next character, blanks included ('\0' at the end).
   char next_raw() const { return offset_ < text_.size() ? text_[offset_] : '\0'; }

@@ -16,7 +16,8 @@ namespace tapestry::metakernel::detail {
 
 class KernelReader {
  public:
-  KernelReader(SourceFilePtr file, KernelFinder find) : file_(std::move(file)), find_(std::move(find)) {}
+  KernelReader(SourceFilePtr file, KernelFinder find)
+      : file_(std::move(file)), find_(std::move(find)) {}
 
   /// Reads one document; `earlier` are the kernels read before it from the same file.
   Metakernel read(const YAML::Node& doc, const std::vector<Metakernel>& earlier);
@@ -24,7 +25,8 @@ class KernelReader {
  private:
   Metakernel find_parent(const YAML::Node& node, const std::vector<Metakernel>& earlier);
   std::string identifier(const YAML::Node& node, std::string_view what);
-  std::vector<std::string> names(const YAML::Node& node, std::string_view what, bool strip_dollar = false);
+  std::vector<std::string> names(const YAML::Node& node, std::string_view what,
+                                 bool strip_dollar = false);
   List list(const YAML::Node& node, std::string_view what);
   Expr expr(const YAML::Node& node, std::string_view what);
   DTypeSpec dtype(const YAML::Node& node);

@@ -32,11 +32,16 @@ inline SourcePos content_pos(const YAML::Node& node, const SourceFile& file) {
 
 inline std::string kind_name(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Map: return "a mapping";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Scalar: return "a scalar";
-    case YAML::NodeType::Null: return "nothing";
-    default: return "an undefined value";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Scalar:
+      return "a scalar";
+    case YAML::NodeType::Null:
+      return "nothing";
+    default:
+      return "an undefined value";
   }
 }
 
@@ -45,15 +50,18 @@ inline std::string kind_name(const YAML::Node& node) {
 }
 
 inline void expect_map(const YAML::Node& node, std::string_view what) {
-  if (!node.IsMap()) fail_at(node, std::string(what) + " must be a mapping, found " + kind_name(node));
+  if (!node.IsMap())
+    fail_at(node, std::string(what) + " must be a mapping, found " + kind_name(node));
 }
 
 inline void expect_sequence(const YAML::Node& node, std::string_view what) {
-  if (!node.IsSequence()) fail_at(node, std::string(what) + " must be a list, found " + kind_name(node));
+  if (!node.IsSequence())
+    fail_at(node, std::string(what) + " must be a list, found " + kind_name(node));
 }
 
 inline std::string scalar(const YAML::Node& node, std::string_view what) {
-  if (!node.IsScalar()) fail_at(node, std::string(what) + " must be a scalar, found " + kind_name(node));
+  if (!node.IsScalar())
+    fail_at(node, std::string(what) + " must be a scalar, found " + kind_name(node));
   return node.Scalar();
 }
 
@@ -70,8 +78,8 @@ inline std::vector<YAML::Node> load_documents(std::string_view text) {
     std::size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
     const std::string_view line = text.substr(pos, end - pos);
-    const bool separator = line.starts_with("---") &&
-                           (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+    const bool separator = line.starts_with("---") && (line.size() == 3 || line[3] == ' ' ||
+                                                       line[3] == '\t' || line[3] == '\r');
     if (separator) {
       docs.push_back(YAML::Load(current));
       current = padding;

@@ -57,13 +57,26 @@ TEST(Builder, EveryWrapperCallsItsKernel) {
   Tensor m = g.input("M", DType::f32, {2, 4, 3});
   Tensor v = g.input("v", DType::f32, {4});
   std::vector<std::pair<Tensor, std::string>> calls = {
-      {matmul(a, m), "matmul"},       {bias_add(a, v), "bias_add"}, {gelu(a), "gelu"},
-      {exp(a), "exp"},                {neg(a), "neg"},              {tanh(a), "tanh"},
-      {sigmoid(a), "sigmoid"},        {add(a, v), "add"},           {sub(a, v), "sub"},
-      {mul(a, v), "mul"},             {div(a, v), "div"},           {max(a, v), "maximum"},
-      {sum(a, 1), "sum"},             {max(a, 0), "max"},           {reduce(a, Monoid::kProd), "reduce"},
-      {softmax(a), "softmax"},        {transpose(a), "transpose"},  {permute(a, {2, 0, 1}), "permute"},
-      {reshape(a, {6, 4}), "reshape"}, {pad(a, 1), "pad"},
+      {matmul(a, m), "matmul"},
+      {bias_add(a, v), "bias_add"},
+      {gelu(a), "gelu"},
+      {exp(a), "exp"},
+      {neg(a), "neg"},
+      {tanh(a), "tanh"},
+      {sigmoid(a), "sigmoid"},
+      {add(a, v), "add"},
+      {sub(a, v), "sub"},
+      {mul(a, v), "mul"},
+      {div(a, v), "div"},
+      {max(a, v), "maximum"},
+      {sum(a, 1), "sum"},
+      {max(a, 0), "max"},
+      {reduce(a, Monoid::kProd), "reduce"},
+      {softmax(a), "softmax"},
+      {transpose(a), "transpose"},
+      {permute(a, {2, 0, 1}), "permute"},
+      {reshape(a, {6, 4}), "reshape"},
+      {pad(a, 1), "pad"},
   };
   for (const auto& [t, kernel] : calls) {
     const auto producers = g.ir().producers(t.id());
@@ -98,14 +111,16 @@ TEST(Builder, ErrorsNameTheTensors) {
 TEST(Builder, AssignNamesOnlyTheStatementsOperations) {
   Graph g(kernels());
   Tensor x = g.input("X", DType::f32, {4});
-  Tensor stray = relu(x);                     // never assigned: keeps "relu"
-  Tensor y = g.assign("Y", exp(neg(x)));      // Y/neg, Y
+  Tensor stray = relu(x);                 // never assigned: keeps "relu"
+  Tensor y = g.assign("Y", exp(neg(x)));  // Y/neg, Y
   EXPECT_EQ(stray.name(), "relu");
   EXPECT_EQ(y.name(), "Y");
   EXPECT_TRUE(g.find("Y/neg").has_value());
-  EXPECT_THAT([&] { g.assign("Z", y); }, ::testing::ThrowsMessage<Error>(HasSubstr("not the result")));
-  EXPECT_THAT([&] { g.assign("X", relu(x)); }, ::testing::ThrowsMessage<Error>(HasSubstr("X is already defined")));
-  Tensor r = g.assign("R", add(stray, x));    // the stray relu feeds R: R/relu
+  EXPECT_THAT([&] { g.assign("Z", y); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("not the result")));
+  EXPECT_THAT([&] { g.assign("X", relu(x)); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("X is already defined")));
+  Tensor r = g.assign("R", add(stray, x));  // the stray relu feeds R: R/relu
   EXPECT_EQ(r.name(), "R");
   EXPECT_TRUE(g.find("R/relu").has_value());
   EXPECT_FALSE(g.find("relu").has_value());

@@ -49,7 +49,8 @@ TEST(Linear, SeveralBatchDimsAreNumbered) {
   Signature sig = eval("linear", {"f64[2, 3, 8]", "f64[5, 8]", "f64[5]"});
   EXPECT_EQ(sig.dim_names(), (Names{"batch0", "batch1", "out", "in"}));
   EXPECT_EQ(sig.outputs[0].type.to_string(), "f64[2, 3, 5]");
-  EXPECT_EQ(sig.find_input("x")->ipf, ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 0, 1}}, {0, 0, 0}, {1, 1, 1}));
+  EXPECT_EQ(sig.find_input("x")->ipf,
+            ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 0, 1}}, {0, 0, 0}, {1, 1, 1}));
 }
 
 TEST(Linear, Errors) {
@@ -79,9 +80,11 @@ TEST(Matmul, BatchedWithBroadcast) {
   EXPECT_EQ(sig.outputs[0].type.to_string(), "f32[8, 3, 4, 6]");
   // a's batch1 has size 1: a zero row, it is read at 0 for every batch1.
   EXPECT_EQ(sig.find_input("a")->ipf,
-            ipf({{1, 0, 0, 0, 0}, {0, 0, 0, 0, 0}, {0, 0, 1, 0, 0}, {0, 0, 0, 0, 1}}, {0, 0, 0, 0}, {1, 1, 1, 1}));
+            ipf({{1, 0, 0, 0, 0}, {0, 0, 0, 0, 0}, {0, 0, 1, 0, 0}, {0, 0, 0, 0, 1}}, {0, 0, 0, 0},
+                {1, 1, 1, 1}));
   // b has one batch dim, aligned to the right: batch1.
-  EXPECT_EQ(sig.find_input("b")->ipf, ipf({{0, 1, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, 0, 1, 0}}, {0, 0, 0}, {1, 1, 1}));
+  EXPECT_EQ(sig.find_input("b")->ipf,
+            ipf({{0, 1, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, 0, 1, 0}}, {0, 0, 0}, {1, 1, 1}));
 }
 
 TEST(Matmul, PlainMatrices) {
@@ -111,8 +114,10 @@ TEST(Unary, IdentityIpfsAndDtypes) {
   }
   EXPECT_EQ(eval("relu", {"i32[7]"}).dim_names(), Names{"d"});
   EXPECT_EQ(eval("relu", {"f32[]"}).index(), zspace::Range());
-  EXPECT_EQ(eval_error("exp", {"i32[7]"}, {}, {"N"}), "exp: N is i32, but T must be one of f32, f64, bf16, f16");
-  EXPECT_EQ(eval_error("gelu", {"i64[7]"}, {}, {"N"}), "gelu: N is i64, but T must be one of f32, f64, bf16, f16");
+  EXPECT_EQ(eval_error("exp", {"i32[7]"}, {}, {"N"}),
+            "exp: N is i32, but T must be one of f32, f64, bf16, f16");
+  EXPECT_EQ(eval_error("gelu", {"i64[7]"}, {}, {"N"}),
+            "gelu: N is i64, but T must be one of f32, f64, bf16, f16");
 }
 
 TEST(Binary, BroadcastAddMatchesVectors) {
@@ -140,7 +145,8 @@ TEST(Binary, AllKernelsBroadcastBothWays) {
 TEST(Binary, Errors) {
   EXPECT_EQ(eval_error("add", {"f32[3, 4]", "f32[5]"}, {}, {"A", "B"}),
             "add: A [3, 4] and B [5] do not broadcast (dim 1 of the broadcast $d...: 4 vs 5)");
-  EXPECT_EQ(eval_error("mul", {"f32[3]", "i32[3]"}, {}, {"A", "B"}), "mul: B is i32 but A is f32 (both have type T)");
+  EXPECT_EQ(eval_error("mul", {"f32[3]", "i32[3]"}, {}, {"A", "B"}),
+            "mul: B is i32 but A is f32 (both have type T)");
 }
 
 TEST(BiasAdd, RowsGetTheBias) {
@@ -180,7 +186,8 @@ TEST(Max, ReductionAndErrors) {
             "max: parameter dim=2 is out of range for X of rank 2 (valid: -2 to 1)");
   EXPECT_EQ(eval_error("sum", {"f32[4, 5]"}, {{"dim", "a"}}),
             "sum: parameter dim must be an integer dimension, got \"a\"");
-  EXPECT_EQ(eval_error("sum", {"f32[]"}), "sum: parameter dim=-1 is out of range for x of rank 0 (valid: 0 to -1)");
+  EXPECT_EQ(eval_error("sum", {"f32[]"}),
+            "sum: parameter dim=-1 is out of range for x of rank 0 (valid: 0 to -1)");
 }
 
 TEST(Reduce, OverTheLeadingBlockDim) {
@@ -201,7 +208,8 @@ TEST(Softmax, RowsAreWholeWindows) {
   EXPECT_EQ(sig.dim_names(), (Names{"batch0", "batch1"}));
   EXPECT_EQ(sig.find_input("x")->ipf, ipf({{1, 0}, {0, 1}, {0, 0}}, {0, 0, 0}, {1, 1, 7}));
   EXPECT_EQ(sig.outputs[0].ipf.apply(zr("zr[1:2, 0:3]")), zr("zr[1:2, 0:3, 0:7]"));
-  EXPECT_EQ(eval_error("softmax", {"i32[2, 3]"}, {}, {"S"}), "softmax: S is i32, but T must be one of f32, f64, bf16, f16");
+  EXPECT_EQ(eval_error("softmax", {"i32[2, 3]"}, {}, {"S"}),
+            "softmax: S is i32, but T must be one of f32, f64, bf16, f16");
 }
 
 // ---- layout ------------------------------------------------------------------------------
@@ -221,9 +229,12 @@ TEST(Permute, ReordersDims) {
   EXPECT_EQ(sig.dim_names(), (Names{"d0", "d1", "d2"}));
   // x dim 0 is result dim 1, x dim 1 is result dim 2, x dim 2 is result dim 0.
   EXPECT_EQ(sig.find_input("x")->ipf, ipf({{0, 1, 0}, {0, 0, 1}, {1, 0, 0}}, {2, 0, 0}, {1, 1, 1}));
-  EXPECT_THAT(eval_error("permute", {"f32[2, 3]"}, {{"perm", {0, 0}}}, {"X"}), HasSubstr("permute: perm [0, 0] for X f32[2, 3]"));
-  EXPECT_THAT(eval_error("permute", {"f32[2, 3]"}, {{"perm", {0, 1, 2}}}), HasSubstr("permute: perm [0, 1, 2]"));
-  EXPECT_EQ(eval_error("permute", {"f32[2, 3]"}, {{"perm", {-1, 0}}}, {"X"}), "permute: perm [-1, 0] is not a permutation of 0..1");
+  EXPECT_THAT(eval_error("permute", {"f32[2, 3]"}, {{"perm", {0, 0}}}, {"X"}),
+              HasSubstr("permute: perm [0, 0] for X f32[2, 3]"));
+  EXPECT_THAT(eval_error("permute", {"f32[2, 3]"}, {{"perm", {0, 1, 2}}}),
+              HasSubstr("permute: perm [0, 1, 2]"));
+  EXPECT_EQ(eval_error("permute", {"f32[2, 3]"}, {{"perm", {-1, 0}}}, {"X"}),
+            "permute: perm [-1, 0] is not a permutation of 0..1");
   EXPECT_EQ(eval_error("permute", {"f32[2, 3]"}), "permute: missing parameter 'perm' (ints)");
 }
 
@@ -247,13 +258,16 @@ TEST(Reshape, UnitDimsAndOffsets) {
   EXPECT_EQ(sig.outputs[0].type.to_string(), "f32[4, 6, 1]");
   EXPECT_EQ(sig.find_input("x")->ipf.apply(sig.index()), zr("zr[10:14, 0:1, 0:6]"));
   EXPECT_EQ(sig.outputs[0].ipf.apply(sig.index()), zr("zr[0:4, 0:6, 0:1]"));
-  EXPECT_EQ(eval("reshape", {"f32[1, 1]"}, {{"shape", std::vector<int>{}}}).outputs[0].type.to_string(), "f32[]");
+  EXPECT_EQ(
+      eval("reshape", {"f32[1, 1]"}, {{"shape", std::vector<int>{}}}).outputs[0].type.to_string(),
+      "f32[]");
 }
 
 TEST(Reshape, Errors) {
-  EXPECT_EQ(eval_error("reshape", {"f32[6, 4]"}, {{"shape", {4, 6}}}, {"X"}),
-            "reshape: X f32[6, 4] to [4, 6]: dims [6, 4] become [4, 6], which is neither a split nor a "
-            "merge of adjacent dims");
+  EXPECT_EQ(
+      eval_error("reshape", {"f32[6, 4]"}, {{"shape", {4, 6}}}, {"X"}),
+      "reshape: X f32[6, 4] to [4, 6]: dims [6, 4] become [4, 6], which is neither a split nor a "
+      "merge of adjacent dims");
   EXPECT_EQ(eval_error("reshape", {"f32[6, 4]"}, {{"shape", {5, 5}}}, {"X"}),
             "reshape: cannot reshape X f32[6, 4] (24 elements) to [5, 5] (25 elements)");
   EXPECT_EQ(eval_error("reshape", {"f32[6, 4]"}, {{"shape", {-1, -1}}}),
@@ -272,12 +286,16 @@ TEST(Pad, ResultStartsBeforeItsInput) {
   Signature sig = eval("pad", {"f32[2, 3, 8, 8]"}, {{"padding", 1}});
   EXPECT_EQ(sig.outputs[0].type.to_string(), "f32[0:2, 0:3, -1:9, -1:9]");
   EXPECT_EQ(sig.dim_names(), (Names{"lead0", "lead1", "ph", "pw"}));
-  EXPECT_EQ(sig.find_input("x")->ipf, ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}}, {0, 0, 0, 0}, {1, 1, 8, 8}));
-  EXPECT_EQ(sig.outputs[0].ipf, ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}}, {0, 0, -1, -1}, {1, 1, 1, 1}));
+  EXPECT_EQ(sig.find_input("x")->ipf, ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}},
+                                          {0, 0, 0, 0}, {1, 1, 8, 8}));
+  EXPECT_EQ(sig.outputs[0].ipf, ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}},
+                                    {0, 0, -1, -1}, {1, 1, 1, 1}));
   EXPECT_EQ(sig.params, (nlohmann::json{{"padding", 1}, {"value", 0.0}}));
-  EXPECT_EQ(eval("pad", {"f32[0:2, 0:3, -1:9, -1:9]"}, {{"padding", 2}}).outputs[0].type.to_string(),
-            "f32[0:2, 0:3, -3:11, -3:11]");
-  EXPECT_EQ(eval_error("pad", {"f32[2, 3]"}, {{"padding", -1}}), "pad: parameter padding must be >= 0, got -1");
+  EXPECT_EQ(
+      eval("pad", {"f32[0:2, 0:3, -1:9, -1:9]"}, {{"padding", 2}}).outputs[0].type.to_string(),
+      "f32[0:2, 0:3, -3:11, -3:11]");
+  EXPECT_EQ(eval_error("pad", {"f32[2, 3]"}, {{"padding", -1}}),
+            "pad: parameter padding must be >= 0, got -1");
   EXPECT_EQ(eval_error("pad", {"f32[2, 3]"}), "pad: missing parameter 'padding' (int)");
 }
 
@@ -288,10 +306,14 @@ TEST(Conv2d, OverlappingStridedWindows) {
   EXPECT_EQ(sig.index_dims[4].reduction, Monoid::kSum);
   EXPECT_EQ(sig.outputs[0].type.to_string(), "f32[8, 16, 15, 15]");
   EXPECT_EQ(sig.find_input("x")->ipf,
-            ipf({{1, 0, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, 2, 0, 0}, {0, 0, 0, 2, 0}}, {0, 0, 0, 0}, {1, 1, 3, 3}));
+            ipf({{1, 0, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, 2, 0, 0}, {0, 0, 0, 2, 0}}, {0, 0, 0, 0},
+                {1, 1, 3, 3}));
   // Neighbouring output rows 0 and 1 read x rows 0..3 and 2..5: the windows overlap.
-  EXPECT_EQ(sig.find_input("x")->ipf.apply(zr("zr[0:1, 0:1, 0:2, 0:1, 0:3]")), zr("zr[0:1, 0:3, 0:5, 0:3]"));
-  EXPECT_EQ(sig.find_input("w")->ipf, ipf({{0, 1, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}}, {0, 0, 0, 0}, {1, 1, 3, 3}));
+  EXPECT_EQ(sig.find_input("x")->ipf.apply(zr("zr[0:1, 0:1, 0:2, 0:1, 0:3]")),
+            zr("zr[0:1, 0:3, 0:5, 0:3]"));
+  EXPECT_EQ(sig.find_input("w")->ipf,
+            ipf({{0, 1, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}}, {0, 0, 0, 0},
+                {1, 1, 3, 3}));
   EXPECT_EQ(sig.params, (nlohmann::json{{"stride", 2}}));  // padding is sugar: never recorded
 }
 
@@ -299,7 +321,8 @@ TEST(Conv2d, ReadsAPaddedInputAtNegativeCoordinates) {
   Signature sig = eval("conv2d", {"f32[0:1, 0:3, -1:9, -1:9]", "f32[4, 3, 3, 3]"});
   EXPECT_EQ(sig.outputs[0].type.to_string(), "f32[1, 4, 8, 8]");
   EXPECT_EQ(sig.find_input("x")->ipf.apply(sig.index()), zr("zr[0:1, 0:3, -1:9, -1:9]"));
-  EXPECT_EQ(sig.find_input("x")->ipf.apply(zr("zr[0:1, 0:4, 0:1, 0:1, 0:3]")), zr("zr[0:1, 0:3, -1:2, -1:2]"));
+  EXPECT_EQ(sig.find_input("x")->ipf.apply(zr("zr[0:1, 0:4, 0:1, 0:1, 0:3]")),
+            zr("zr[0:1, 0:3, -1:2, -1:2]"));
 }
 
 TEST(Conv2d, Errors) {
@@ -337,8 +360,10 @@ TEST(EveryBuiltin, OutputIpfsCoverTheirTensorsExactly) {
   };
   std::set<std::string> covered;
   for (const Case& c : cases) {
-    Signature sig = eval(c.kernel, c.types, c.params.is_null() ? nlohmann::json::object() : c.params);
-    for (const Port& out : sig.outputs) EXPECT_EQ(out.ipf.apply(sig.index()), out.type.range) << c.kernel;
+    Signature sig =
+        eval(c.kernel, c.types, c.params.is_null() ? nlohmann::json::object() : c.params);
+    for (const Port& out : sig.outputs)
+      EXPECT_EQ(out.ipf.apply(sig.index()), out.type.range) << c.kernel;
     covered.insert(c.kernel);
   }
   EXPECT_EQ(covered.size(), cases.size());

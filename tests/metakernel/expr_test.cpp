@@ -13,7 +13,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-ExprEnv env(std::map<std::string, std::int64_t> sizes, std::map<std::string, std::int64_t> params = {},
+ExprEnv env(std::map<std::string, std::int64_t> sizes,
+            std::map<std::string, std::int64_t> params = {},
             std::map<std::string, std::size_t> coords = {}, std::size_t rank = 0) {
   ExprEnv e;
   e.size = [sizes](std::string_view n) -> std::optional<std::int64_t> {
@@ -32,7 +33,9 @@ ExprEnv env(std::map<std::string, std::int64_t> sizes, std::map<std::string, std
   return e;
 }
 
-std::int64_t eval(std::string_view text, const ExprEnv& e = env({})) { return Expr::parse(text, {1, 1}).evaluate(e); }
+std::int64_t eval(std::string_view text, const ExprEnv& e = env({})) {
+  return Expr::parse(text, {1, 1}).evaluate(e);
+}
 
 struct ParseError {
   int column;
@@ -53,7 +56,7 @@ TEST(Expr, ArithmeticFollowsPrecedenceAndFloorSemantics) {
   EXPECT_EQ(eval("1 + 2 * 3"), 7);
   EXPECT_EQ(eval("(1 + 2) * 3"), 9);
   EXPECT_EQ(eval("10 - 4 - 3"), 3);
-  EXPECT_EQ(eval("-7 / 2"), -4);   // floor, as in Python
+  EXPECT_EQ(eval("-7 / 2"), -4);  // floor, as in Python
   EXPECT_EQ(eval("-7 % 2"), 1);
   EXPECT_EQ(eval("7 % -2"), -1);
   EXPECT_EQ(eval("min(3, 5) + max(3, 5)"), 8);
@@ -66,10 +69,14 @@ TEST(Expr, NamesResolveToSizesAndParams) {
   const ExprEnv e = env({{"h", 32}, {"kh", 3}}, {{"stride", 2}});
   EXPECT_EQ(eval("($h - $kh) / stride + 1", e), 15);
   EXPECT_EQ(eval("#h", e), 32);
-  EXPECT_THAT([&] { eval("$w", e); }, ::testing::ThrowsMessage<Error>(HasSubstr("unknown dimension $ 'w'")));
-  EXPECT_THAT([&] { eval("pad", e); }, ::testing::ThrowsMessage<Error>(HasSubstr("unknown parameter 'pad'")));
-  EXPECT_THAT([&] { eval("1 / ($h - 32)", e); }, ::testing::ThrowsMessage<Error>(HasSubstr("division by zero")));
-  EXPECT_THAT([&] { eval("9223372036854775807 + 1"); }, ::testing::ThrowsMessage<Error>(HasSubstr("overflow")));
+  EXPECT_THAT([&] { eval("$w", e); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("unknown dimension $ 'w'")));
+  EXPECT_THAT([&] { eval("pad", e); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("unknown parameter 'pad'")));
+  EXPECT_THAT([&] { eval("1 / ($h - 32)", e); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("division by zero")));
+  EXPECT_THAT([&] { eval("9223372036854775807 + 1"); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("overflow")));
 }
 
 TEST(Expr, AffineFormsOverIndexCoordinates) {
@@ -90,8 +97,8 @@ TEST(Expr, AffineFormsOverIndexCoordinates) {
 }
 
 TEST(Expr, PrintsWithMinimalParentheses) {
-  for (const char* text : {"($h - $kh) / stride + 1", "a - (b - c)", "-(a + b) * #x", "min(a, b) % 3",
-                           "a < b && (c || !d)", "$oh * stride"}) {
+  for (const char* text : {"($h - $kh) / stride + 1", "a - (b - c)", "-(a + b) * #x",
+                           "min(a, b) % 3", "a < b && (c || !d)", "$oh * stride"}) {
     EXPECT_EQ(Expr::parse(text, {}).to_string(), text);
   }
   EXPECT_EQ(Expr::parse("((a)+(b*c))", {}).to_string(), "a + b * c");
@@ -105,7 +112,8 @@ TEST(Expr, ParseErrorsNameTheColumn) {
   };
   for (const Case& c : std::vector<Case>{
            {"", 1, "expected an expression, found nothing"},
-           {"1 +", 4, "expected a number, $dim, #dim, a parameter name or '(', found the end of the text"},
+           {"1 +", 4,
+            "expected a number, $dim, #dim, a parameter name or '(', found the end of the text"},
            {"(a + b", 7, "expected ')' to close '(', found the end of the text"},
            {"$ h", 3, "expected a dimension name right after '$', found a blank"},
            {"a b", 3, "unexpected text after the expression, found 'b'"},
@@ -146,11 +154,18 @@ TEST(List, ErrorsNameTheColumn) {
     }
     return {0, ""};
   };
-  EXPECT_EQ(error("$a, $b]"), (std::pair<int, std::string>{1, "expected '[' to open the list, found '$'"}));
-  EXPECT_EQ(error("[$a $b]"), (std::pair<int, std::string>{5, "expected ',' or ']' after a list entry, found '$'"}));
-  EXPECT_EQ(error("[$a, ]"), (std::pair<int, std::string>{6, "expected a number, $dim, #dim, a parameter name or '(', found ']'"}));
-  EXPECT_EQ(error("[$a] x"), (std::pair<int, std::string>{6, "unexpected text after ']', found 'x'"}));
-  EXPECT_EQ(error("[$a"), (std::pair<int, std::string>{4, "expected ',' or ']' after a list entry, found the end of the text"}));
+  EXPECT_EQ(error("$a, $b]"),
+            (std::pair<int, std::string>{1, "expected '[' to open the list, found '$'"}));
+  EXPECT_EQ(error("[$a $b]"),
+            (std::pair<int, std::string>{5, "expected ',' or ']' after a list entry, found '$'"}));
+  EXPECT_EQ(error("[$a, ]"),
+            (std::pair<int, std::string>{
+                6, "expected a number, $dim, #dim, a parameter name or '(', found ']'"}));
+  EXPECT_EQ(error("[$a] x"),
+            (std::pair<int, std::string>{6, "unexpected text after ']', found 'x'"}));
+  EXPECT_EQ(error("[$a"),
+            (std::pair<int, std::string>{
+                4, "expected ',' or ']' after a list entry, found the end of the text"}));
 }
 
 }  // namespace

@@ -71,7 +71,8 @@ TEST(Frontend, RunningExampleBuildsTheDesignGraph) {
   EXPECT_EQ(*linear.ipf_index(), zr("zr[0:100, 0:32, 0:12]"));
   EXPECT_EQ(linear.inputs().list("x")[0].range, zr("zr[-40:60, 20:32]"));
   EXPECT_EQ(linear.inputs().list("x")[0].tensor, *find_tensor(g, "X"));
-  EXPECT_EQ(linear.ipf_signature()->inputs.list("x")[0], ipf({{1, 0, 0}, {0, 0, 1}}, {-40, 20}, {1, 1}));
+  EXPECT_EQ(linear.ipf_signature()->inputs.list("x")[0],
+            ipf({{1, 0, 0}, {0, 0, 1}}, {-40, 20}, {1, 1}));
   // Tensors: the inputs keep their names; each result is labelled like its operation.
   const ir::TensorId z = *find_tensor(g, "Y/linear");
   EXPECT_EQ(g.tensor(z).range(), zr("zr[0:100, 0:32]"));
@@ -127,7 +128,8 @@ E = pad(X, padding=1, value=-0.5)
   EXPECT_EQ(g.operation(*find_op(g, "B")).params(), (nlohmann::json{{"shape", {6, 4}}}));
   EXPECT_EQ(g.operation(*find_op(g, "C")).params(), (nlohmann::json{{"op", "max"}}));
   EXPECT_EQ(g.operation(*find_op(g, "D")).params(), (nlohmann::json{{"op", "min"}}));
-  EXPECT_EQ(g.operation(*find_op(g, "E")).params(), (nlohmann::json{{"padding", 1}, {"value", -0.5}}));
+  EXPECT_EQ(g.operation(*find_op(g, "E")).params(),
+            (nlohmann::json{{"padding", 1}, {"value", -0.5}}));
 }
 
 // Invalid inputs, each with the expected diagnostic (file:line:col, message, caret).
@@ -153,24 +155,30 @@ INSTANTIATE_TEST_SUITE_P(
                     "           ^"},
         InvalidCase{"unknown_variable", "X: f32[4]\nY = relu(Q)\n",
                     "t.tap:2:10: error: unknown variable 'Q'\n  Y = relu(Q)\n           ^"},
-        InvalidCase{"unknown_kernel", "X: f32[4]\nY = rleu(X)\n",
-                    "t.tap:2:5: error: unknown kernel 'rleu' (did you mean relu?)\n  Y = rleu(X)\n      ^"},
+        InvalidCase{
+            "unknown_kernel", "X: f32[4]\nY = rleu(X)\n",
+            "t.tap:2:5: error: unknown kernel 'rleu' (did you mean relu?)\n  Y = rleu(X)\n      ^"},
         InvalidCase{"redefinition", "X: f32[4]\nX = relu(X)\n",
                     "t.tap:2:1: error: X is already defined (line 1)\n  X = relu(X)\n  ^"},
-        InvalidCase{"alias_assignment", "X: f32[4]\nY = X\n",
-                    "t.tap:2:5: error: Y = X assigns no operation: use X directly\n  Y = X\n      ^"},
+        InvalidCase{
+            "alias_assignment", "X: f32[4]\nY = X\n",
+            "t.tap:2:5: error: Y = X assigns no operation: use X directly\n  Y = X\n      ^"},
         InvalidCase{"unknown_output", "X: f32[4]\noutput Z\n",
                     "t.tap:2:8: error: output Z: no such variable\n  output Z\n         ^"},
         InvalidCase{"bad_param", "X: f32[4, 4]\nY = sum(X, dim=5)\n",
-                    "t.tap:2:5: error: sum: parameter dim=5 is out of range for X of rank 2 (valid: -2 to 1)\n"
+                    "t.tap:2:5: error: sum: parameter dim=5 is out of range for X of rank 2 "
+                    "(valid: -2 to 1)\n"
                     "  Y = sum(X, dim=5)\n      ^"},
         InvalidCase{"param_twice", "X: f32[4, 4]\nY = sum(X, dim=0, dim=1)\n",
-                    "t.tap:2:19: error: parameter dim is given twice\n  Y = sum(X, dim=0, dim=1)\n                    ^"},
-        InvalidCase{"syntax", "X: f32[4\n",
-                    "t.tap:1:9: error: expected ']' after the dimensions, found the end of the line\n"
-                    "  X: f32[4\n          ^"},
+                    "t.tap:2:19: error: parameter dim is given twice\n  Y = sum(X, dim=0, dim=1)\n "
+                    "                   ^"},
+        InvalidCase{
+            "syntax", "X: f32[4\n",
+            "t.tap:1:9: error: expected ']' after the dimensions, found the end of the line\n"
+            "  X: f32[4\n          ^"},
         InvalidCase{"bad_dtype", "X: f33[4]\n",
-                    "t.tap:1:4: error: unknown dtype 'f33' (dtypes: f32 f64 i32 i64 bf16 f16)\n  X: f33[4]\n     ^"}),
+                    "t.tap:1:4: error: unknown dtype 'f33' (dtypes: f32 f64 i32 i64 bf16 f16)\n  "
+                    "X: f33[4]\n     ^"}),
     [](const ::testing::TestParamInfo<InvalidCase>& info) { return std::string(info.param.name); });
 
 TEST(Frontend, OneDiagnosticPerFailingStatementAndNoCascade) {
@@ -196,7 +204,9 @@ TEST(Frontend, SyntaxErrorsAreCollectedLineByLine) {
   EXPECT_EQ(r.diagnostics[2].pos, (SourcePos{4, 11}));
 }
 
-std::filesystem::path examples_dir() { return TAPESTRY_EXAMPLES_DIR; }
+std::filesystem::path examples_dir() {
+  return TAPESTRY_EXAMPLES_DIR;
+}
 
 TEST(Examples, EveryExampleBuildsAndValidates) {
   int count = 0;
@@ -221,8 +231,9 @@ TEST(Examples, MlpIsTheDesignExample) {
 TEST(Examples, ConvnetPadsBeforeEachConvolution) {
   BuildResult r = build_tap_file(examples_dir() / "convnet.tap", kernels());
   ASSERT_TRUE(r.ok()) << format_diagnostics(r.diagnostics);
-  EXPECT_EQ(op_labels(*r.graph), (std::vector<std::string>{"C1/pad", "C1/conv2d", "C1", "C2/pad", "C2/conv2d",
-                                                           "C2", "Logits/reshape", "Logits"}));
+  EXPECT_EQ(op_labels(*r.graph),
+            (std::vector<std::string>{"C1/pad", "C1/conv2d", "C1", "C2/pad", "C2/conv2d", "C2",
+                                      "Logits/reshape", "Logits"}));
   EXPECT_EQ(r.graph->tensor(*find_tensor(*r.graph, "C2")).range(), zr("zr[0:8, 0:32, 0:16, 0:16]"));
 }
 

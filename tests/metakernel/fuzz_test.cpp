@@ -52,10 +52,18 @@ rc::Gen<std::string> mutated(const std::vector<std::string>& corpus) {
     for (int i = 0; i < edits && !text.empty(); ++i) {
       const std::size_t at = *rc::gen::inRange<std::size_t>(0, text.size());
       switch (*rc::gen::inRange(0, 4)) {
-        case 0: text.resize(at); break;
-        case 1: text.erase(at, *rc::gen::inRange<std::size_t>(1, 20)); break;
-        case 2: text.insert(at, text.substr(at, *rc::gen::inRange<std::size_t>(1, 40))); break;
-        default: text.insert(at, 1, kAlphabet[*rc::gen::inRange<std::size_t>(0, kAlphabet.size())]); break;
+        case 0:
+          text.resize(at);
+          break;
+        case 1:
+          text.erase(at, *rc::gen::inRange<std::size_t>(1, 20));
+          break;
+        case 2:
+          text.insert(at, text.substr(at, *rc::gen::inRange<std::size_t>(1, 40)));
+          break;
+        default:
+          text.insert(at, 1, kAlphabet[*rc::gen::inRange<std::size_t>(0, kAlphabet.size())]);
+          break;
       }
     }
     return text;
@@ -70,8 +78,9 @@ void build_never_crashes(const std::string& text) {
 
 void load_never_crashes(const std::string& text) {
   try {
-    std::vector<Metakernel> ks = parse_kernels(std::make_shared<const SourceFile>("fuzz.yaml", text),
-                                               [](std::string_view name) { return kernels().find(name); });
+    std::vector<Metakernel> ks =
+        parse_kernels(std::make_shared<const SourceFile>("fuzz.yaml", text),
+                      [](std::string_view name) { return kernels().find(name); });
     // Evaluate what loaded on a few shapes: errors are fine, crashes are not.
     for (const Metakernel& k : ks) {
       for (const char* type : {"f32[3, 4]", "f32[2, 3, 4, 5]", "f32[]"}) {
@@ -91,9 +100,22 @@ RC_GTEST_PROP(Fuzz, GarbageTapNeverCrashes, ()) {
   build_never_crashes(text);
 }
 
-RC_GTEST_PROP(Fuzz, MutatedExamplesNeverCrash, ()) { build_never_crashes(*mutated(tap_corpus())); }
+// Each run checks a batch of mutations, so the default 100 runs cover thousands of inputs.
+constexpr std::size_t kBatch = 20;
 
-RC_GTEST_PROP(Fuzz, MutatedKernelFilesNeverCrash, ()) { load_never_crashes(*mutated(yaml_corpus())); }
+RC_GTEST_PROP(Fuzz, MutatedExamplesNeverCrash, ()) {
+  for (const std::string& text :
+       *rc::gen::container<std::vector<std::string>>(kBatch, mutated(tap_corpus()))) {
+    build_never_crashes(text);
+  }
+}
+
+RC_GTEST_PROP(Fuzz, MutatedKernelFilesNeverCrash, ()) {
+  for (const std::string& text :
+       *rc::gen::container<std::vector<std::string>>(kBatch, mutated(yaml_corpus()))) {
+    load_never_crashes(text);
+  }
+}
 
 RC_GTEST_PROP(Fuzz, GarbageYamlNeverCrashes, ()) {
   load_never_crashes(*rc::gen::container<std::string>(rc::gen::elementOf(kAlphabet)));

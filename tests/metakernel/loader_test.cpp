@@ -82,8 +82,11 @@ ipfs:
   Signature sig = evaluate_signature(ks[2], std::vector<Argument>{{"V", tt("f32[10]")}}, {});
   EXPECT_EQ(sig.outputs[0].type.to_string(), "f32[8]");
   EXPECT_EQ(sig.inputs[0].ipf.apply(zr("zr[2:4]")), zr("zr[2:6]"));  // windows overlap
-  EXPECT_THAT([&] { evaluate_signature(ks[2], std::vector<Argument>{{"V", tt("f32[2]")}}, {}); },
-              ::testing::ThrowsMessage<Error>(::testing::StrEq("window_sum: check failed: $n >= width")));
+  EXPECT_THAT(
+      [&] {
+        evaluate_signature(ks[2], std::vector<Argument>{{"V", tt("f32[2]")}}, {});
+      },
+      ::testing::ThrowsMessage<Error>(::testing::StrEq("window_sum: check failed: $n >= width")));
 }
 
 struct BadKernel {
@@ -108,71 +111,100 @@ TEST_P(LoaderInvalid, PointsAtTheMistake) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, LoaderInvalid,
     ::testing::Values(
-        BadKernel{"yaml_syntax", "kernel: [a\n", "k.yaml:2:1: error: end of sequence flow not found"},
+        BadKernel{"yaml_syntax", "kernel: [a\n",
+                  "k.yaml:2:1: error: end of sequence flow not found"},
         BadKernel{"unknown_key", replace(kScale, "index:", "indx:"),
-                  "k.yaml:9:1: error: unknown key 'indx' (kernel keys: kernel, extends, aliases, summary, doc, "
-                  "types, inputs, params, group_ranks, broadcast, let, checks, outputs, index, reductions, ipfs, "
+                  "k.yaml:9:1: error: unknown key 'indx' (kernel keys: kernel, extends, aliases, "
+                  "summary, doc, "
+                  "types, inputs, params, group_ranks, broadcast, let, checks, outputs, index, "
+                  "reductions, ipfs, "
                   "sugar, hook)"},
         BadKernel{"no_name", replace(kScale, "kernel: scale\n", ""),
                   "k.yaml:1:1: error: a kernel document needs a 'kernel: <name>' key"},
         BadKernel{"bad_name", replace(kScale, "kernel: scale", "kernel: sc-ale"),
-                  "k.yaml:1:9: error: the kernel name must be an identifier ([A-Za-z_][A-Za-z0-9_]*), got 'sc-ale'"},
+                  "k.yaml:1:9: error: the kernel name must be an identifier "
+                  "([A-Za-z_][A-Za-z0-9_]*), got 'sc-ale'"},
         BadKernel{"bad_dtype_set", replace(kScale, "{T: float}", "{T: floaty}"),
-                  "k.yaml:2:12: error: unknown dtype or dtype set 'floaty' (sets: any, float, int; dtypes: f32 f64 "
+                  "k.yaml:2:12: error: unknown dtype or dtype set 'floaty' (sets: any, float, int; "
+                  "dtypes: f32 f64 "
                   "i32 i64 bf16 f16)"},
-        BadKernel{"pattern_syntax", replace(kScale, "x: {shape: \"[$d...]\"", "x: {shape: \"[$d... $e]\""),
+        BadKernel{"pattern_syntax",
+                  replace(kScale, "x: {shape: \"[$d...]\"", "x: {shape: \"[$d... $e]\""),
                   "k.yaml:4:22: error: expected ',' or ']' after a list entry, found '$'"},
-        BadKernel{"input_expression", replace(kScale, "x: {shape: \"[$d...]\"", "x: {shape: \"[$d..., $a + 1]\""),
-                  "k.yaml:4:23: error: scale: an input shape admits only $name, $group... and integer literals"},
-        BadKernel{"unbound_dim", replace(kScale, "result: {shape: \"[$d...]\"", "result: {shape: \"[$d..., $q]\""),
+        BadKernel{"input_expression",
+                  replace(kScale, "x: {shape: \"[$d...]\"", "x: {shape: \"[$d..., $a + 1]\""),
+                  "k.yaml:4:23: error: scale: an input shape admits only $name, $group... and "
+                  "integer literals"},
+        BadKernel{"unbound_dim",
+                  replace(kScale, "result: {shape: \"[$d...]\"", "result: {shape: \"[$d..., $q]\""),
                   "k.yaml:8:28: error: scale: unknown dimension $q in an output shape"},
-        BadKernel{"group_without_dots", replace(kScale, "result: {shape: \"[$d...]\"", "result: {shape: \"[$d]\""),
-                  "k.yaml:8:21: error: scale: unknown dimension $d in an output shape (it is a group: write $d...)"},
-        BadKernel{"unknown_param", replace(kScale, "result: {shape: \"[$d...]\"", "result: {shape: \"[$d..., factr]\""),
-                  "k.yaml:8:28: error: scale: unknown parameter 'factr' in an output shape"},
+        BadKernel{"group_without_dots",
+                  replace(kScale, "result: {shape: \"[$d...]\"", "result: {shape: \"[$d]\""),
+                  "k.yaml:8:21: error: scale: unknown dimension $d in an output shape (it is a "
+                  "group: write $d...)"},
+        BadKernel{
+            "unknown_param",
+            replace(kScale, "result: {shape: \"[$d...]\"", "result: {shape: \"[$d..., factr]\""),
+            "k.yaml:8:28: error: scale: unknown parameter 'factr' in an output shape"},
         BadKernel{"missing_ipf", replace(kScale, "  x: \"[$d...]\"\n", ""),
                   "k.yaml:4:3: error: scale: input x has no IPF (add it under 'ipfs')"},
-        BadKernel{"ipf_for_nothing", replace(kScale, "  x: \"[$d...]\"\n", "  x: \"[$d...]\"\n  y: \"[$d...]\"\n"),
-                  "k.yaml:12:8: error: scale: ipfs names y, which is neither an input nor an output"},
-        BadKernel{"ipf_offset_not_index", std::string(kScale) + "let: {k: \"2\"}\n" ,
-                  "(no error)"},
+        BadKernel{
+            "ipf_for_nothing",
+            replace(kScale, "  x: \"[$d...]\"\n", "  x: \"[$d...]\"\n  y: \"[$d...]\"\n"),
+            "k.yaml:12:8: error: scale: ipfs names y, which is neither an input nor an output"},
+        BadKernel{"ipf_offset_not_index", std::string(kScale) + "let: {k: \"2\"}\n", "(no error)"},
         BadKernel{"reduction_not_in_index", std::string(kScale) + "reductions: {e: sum}\n",
                   "k.yaml:13:14: error: scale: reduction e is not in the index"},
-        BadKernel{"output_moves_along_reduction", std::string(kScale) + "reductions: {d: sum}\n",
-                  "k.yaml:12:13: error: scale: an output IPF must not move along the reduction $d..."},
+        BadKernel{
+            "output_moves_along_reduction", std::string(kScale) + "reductions: {d: sum}\n",
+            "k.yaml:12:13: error: scale: an output IPF must not move along the reduction $d..."},
         BadKernel{"bad_monoid", std::string(kScale) + "reductions: {d: mean}\n",
-                  "k.yaml:13:14: error: scale: reduction d: 'mean' is neither a monoid (sum, max, min, prod) nor a "
+                  "k.yaml:13:14: error: scale: reduction d: 'mean' is neither a monoid (sum, max, "
+                  "min, prod) nor a "
                   "monoid parameter"},
         BadKernel{"unknown_hook", std::string(kScale) + "hook: flip\n",
                   "k.yaml:1:9: error: scale: unknown hook 'flip' (hooks: reshape, permute)"},
         BadKernel{"hook_with_index", std::string(kScale) + "hook: reshape\n",
-                  "k.yaml:1:9: error: scale: a hook kernel gets its index, reductions and IPFs from the hook; "
+                  "k.yaml:1:9: error: scale: a hook kernel gets its index, reductions and IPFs "
+                  "from the hook; "
                   "remove them"},
         BadKernel{"undeclared_type", replace(kScale, "{T: float}", "{U: float}"),
                   "k.yaml:4:32: error: scale: type variable T is not declared in 'types'"},
-        BadKernel{"output_type_unbound", replace(replace(kScale, "{T: float}", "{T: float, U: int}"),
-                                                 "result: {shape: \"[$d...]\", dtype: T", "result: {shape: \"[$d...]\", dtype: U"),
+        BadKernel{"output_type_unbound",
+                  replace(replace(kScale, "{T: float}", "{T: float, U: int}"),
+                          "result: {shape: \"[$d...]\", dtype: T",
+                          "result: {shape: \"[$d...]\", dtype: U"),
                   "k.yaml:8:37: error: scale: output type U is not the type of any input"},
         BadKernel{"param_type", replace(kScale, "type: float", "type: double"),
-                  "k.yaml:6:18: error: unknown parameter type 'double' (int, ints, bool, float, str, axis, monoid)"},
-        BadKernel{"param_default", replace(kScale, "type: float, default: 2", "type: int, default: two"),
+                  "k.yaml:6:18: error: unknown parameter type 'double' (int, ints, bool, float, "
+                  "str, axis, monoid)"},
+        BadKernel{"param_default",
+                  replace(kScale, "type: float, default: 2", "type: int, default: two"),
                   "k.yaml:6:32: error: the default of factor must be an integer, got 'two'"},
-        BadKernel{"axis_without_of", replace(kScale, "type: float, default: 2", "type: axis"),
-                  "k.yaml:6:3: error: scale: axis parameter factor needs 'of: <input>' naming an input"},
-        BadKernel{"extends_unknown", "kernel: k2\nextends: nothing\n",
-                  "k.yaml:2:10: error: extends 'nothing': no such kernel is loaded before this one"},
-        BadKernel{"sugar_syntax", std::string(kScale) + "sugar: {when: \"factor != 2\", call: \"scale(x, factor=)\"}\n",
-                  "k.yaml:13:53: error: expected a parameter value (a number, a string, a name or a [list]), found ')'"},
+        BadKernel{
+            "axis_without_of", replace(kScale, "type: float, default: 2", "type: axis"),
+            "k.yaml:6:3: error: scale: axis parameter factor needs 'of: <input>' naming an input"},
+        BadKernel{
+            "extends_unknown", "kernel: k2\nextends: nothing\n",
+            "k.yaml:2:10: error: extends 'nothing': no such kernel is loaded before this one"},
+        BadKernel{
+            "sugar_syntax",
+            std::string(kScale) + "sugar: {when: \"factor != 2\", call: \"scale(x, factor=)\"}\n",
+            "k.yaml:13:53: error: expected a parameter value (a number, a string, a name or a "
+            "[list]), found ')'"},
         BadKernel{"duplicate_port", replace(kScale, "  result: {shape", "  x: {shape"),
                   "k.yaml:8:3: error: scale: x is both an input and an output, or declared twice"},
         BadKernel{"let_redefines", std::string(kScale) + "let: {d: \"2\"}\n",
                   "k.yaml:13:11: error: scale: let d redefines a pattern dimension"},
-        BadKernel{"not_a_mapping", "- a\n- b\n", "k.yaml:1:1: error: a kernel document must be a mapping, found a list"},
-        BadKernel{"no_outputs", "kernel: k\ninputs: {}\n", "k.yaml:1:9: error: k: a kernel needs at least one output"}),
+        BadKernel{"not_a_mapping", "- a\n- b\n",
+                  "k.yaml:1:1: error: a kernel document must be a mapping, found a list"},
+        BadKernel{"no_outputs", "kernel: k\ninputs: {}\n",
+                  "k.yaml:1:9: error: k: a kernel needs at least one output"}),
     [](const ::testing::TestParamInfo<BadKernel>& info) { return std::string(info.param.name); });
 
 TEST(Loader, ErrorsQuoteTheLineWithACaret) {
-  const std::string error = parse_error(replace(kScale, "x: {shape: \"[$d...]\"", "x: {shape: \"[$d... $e]\""));
+  const std::string error =
+      parse_error(replace(kScale, "x: {shape: \"[$d...]\"", "x: {shape: \"[$d... $e]\""));
   EXPECT_EQ(error,
             "k.yaml:4:22: error: expected ',' or ']' after a list entry, found '$'\n"
             "    x: {shape: \"[$d... $e]\", dtype: T}\n"
@@ -194,14 +226,18 @@ ipfs:
   result: "[$i, $j]"
 )");
   const std::vector<Argument> args{{"A", tt("f32[3]")}, {"B", tt("f32[4]")}};
-  EXPECT_THAT([&] { evaluate_signature(ks[0], args, {}); },
-              ::testing::ThrowsMessage<Error>(HasSubstr("outer: IPF of a: `$i * $j` is not affine")));
+  EXPECT_THAT(
+      [&] { evaluate_signature(ks[0], args, {}); },
+      ::testing::ThrowsMessage<Error>(HasSubstr("outer: IPF of a: `$i * $j` is not affine")));
 }
 
 TEST(Loader, SelfCheckCatchesIpfsOutsideTheirTensors) {
   std::vector<Metakernel> ks = parse(replace(kScale, "  x: \"[$d...]\"", "  x: \"[$d..., 0]\""));
-  EXPECT_THAT([&] { evaluate_signature(ks[0], std::vector<Argument>{{"X", tt("f32[3]")}}, {}); },
-              ::testing::ThrowsMessage<Error>(HasSubstr("the IPF of x gives 2 dims but x has rank 1")));
+  EXPECT_THAT(
+      [&] {
+        evaluate_signature(ks[0], std::vector<Argument>{{"X", tt("f32[3]")}}, {});
+      },
+      ::testing::ThrowsMessage<Error>(HasSubstr("the IPF of x gives 2 dims but x has rank 1")));
 }
 
 }  // namespace

@@ -59,7 +59,8 @@ TEST(Printer, ExamplesRoundTripThroughJson) {
     const std::string json = ir::write_graph_json(*first.graph);
     const ir::Graph read = ir::read_graph_json_or_throw(json);
     const std::string printed = print_tap(read, kernels());
-    BuildResult second = build_tap(std::make_shared<const SourceFile>("printed.tap", printed), kernels());
+    BuildResult second =
+        build_tap(std::make_shared<const SourceFile>("printed.tap", printed), kernels());
     ASSERT_TRUE(second.ok()) << printed << format_diagnostics(second.diagnostics);
     EXPECT_EQ(ir::write_graph_json(*second.graph), json) << entry.path() << "\n" << printed;
     EXPECT_EQ(print_tap(*second.graph, kernels()), printed);

@@ -17,9 +17,10 @@ using ::testing::HasSubstr;
 TEST(Registry, BuiltinsAreAllThere) {
   std::vector<std::string> names;
   for (const Metakernel* k : kernels().kernels()) names.push_back(k->name);
-  for (const char* want : {"linear", "matmul", "relu", "gelu", "exp", "neg", "tanh", "sigmoid", "add", "sub", "mul",
-                           "div", "maximum", "bias_add", "sum", "max", "softmax", "transpose", "permute", "reshape",
-                           "pad", "conv2d", "reduce"}) {
+  for (const char* want :
+       {"linear",  "matmul",    "relu",    "gelu",    "exp",     "neg",      "tanh",  "sigmoid",
+        "add",     "sub",       "mul",     "div",     "maximum", "bias_add", "sum",   "max",
+        "softmax", "transpose", "permute", "reshape", "pad",     "conv2d",   "reduce"}) {
     EXPECT_THAT(names, ::testing::Contains(want));
   }
   // Every built-in is declared in a kernel file; only reshape and permute use a C++ hook.
@@ -36,10 +37,13 @@ TEST(Registry, ResolvesByNameAliasAndInputCount) {
   EXPECT_EQ(kernels().resolve("max", 2).name, "maximum");
   EXPECT_EQ(kernels().resolve("maximum", 2).name, "maximum");
   EXPECT_EQ(kernels().resolve("relu", 3).name, "relu");  // its evaluation reports the count
-  EXPECT_THAT([] { (void)kernels().resolve("max", 3); },
-              ::testing::ThrowsMessage<Error>(HasSubstr("max with 3 tensor arguments: no such form")));
-  EXPECT_THAT([] { (void)kernels().get("lienar"); }, ::testing::ThrowsMessage<Error>(HasSubstr("did you mean linear?")));
-  EXPECT_THAT([] { (void)kernels().get("zzzzzzzz"); }, ::testing::ThrowsMessage<Error>(HasSubstr("`tapestry kernels` lists them")));
+  EXPECT_THAT(
+      [] { (void)kernels().resolve("max", 3); },
+      ::testing::ThrowsMessage<Error>(HasSubstr("max with 3 tensor arguments: no such form")));
+  EXPECT_THAT([] { (void)kernels().get("lienar"); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("did you mean linear?")));
+  EXPECT_THAT([] { (void)kernels().get("zzzzzzzz"); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("`tapestry kernels` lists them")));
 }
 
 TEST(Registry, UserDirectoriesAddKernels) {
@@ -51,16 +55,21 @@ TEST(Registry, UserDirectoriesAddKernels) {
   EXPECT_EQ(leaky.call_form(), "leaky_relu(x, slope=0.01)");
   Signature sig = evaluate_signature(leaky, std::vector<Argument>{{"X", tt("f32[3]")}}, {});
   EXPECT_EQ(sig.params, (nlohmann::json{{"slope", 0.01}}));
-  EXPECT_THAT([&] { registry.load_directory(std::string(TAPESTRY_TEST_DATA) + "/metakernel/user_kernels"); },
-              ::testing::ThrowsMessage<Error>(HasSubstr("kernel scale")));
-  EXPECT_THAT([&] { registry.load_directory("/nonexistent/dir"); }, ::testing::ThrowsMessage<Error>(HasSubstr("does not exist")));
+  EXPECT_THAT(
+      [&] {
+        registry.load_directory(std::string(TAPESTRY_TEST_DATA) + "/metakernel/user_kernels");
+      },
+      ::testing::ThrowsMessage<Error>(HasSubstr("kernel scale")));
+  EXPECT_THAT([&] { registry.load_directory("/nonexistent/dir"); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("does not exist")));
 }
 
 TEST(Registry, DefaultDirectoryHonoursTheEnvironment) {
   ::setenv("TAPESTRY_KERNELS", TAPESTRY_KERNELS_SOURCE_DIR, 1);
   EXPECT_EQ(default_kernel_dir(), std::filesystem::path(TAPESTRY_KERNELS_SOURCE_DIR));
   ::setenv("TAPESTRY_KERNELS", "/nonexistent/kernels", 1);
-  EXPECT_THAT([] { (void)default_kernel_dir(); }, ::testing::ThrowsMessage<Error>(HasSubstr("is not a directory")));
+  EXPECT_THAT([] { (void)default_kernel_dir(); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("is not a directory")));
   ::unsetenv("TAPESTRY_KERNELS");
   EXPECT_TRUE(std::filesystem::is_directory(default_kernel_dir()));  // compiled-in source path
 }
@@ -72,9 +81,12 @@ TEST(Describe, ListsKernelsAndShowsOneWithItsIpfs) {
   EXPECT_THAT(list, HasSubstr("reduce(x, op=sum)"));
   const std::string conv = describe_kernel(kernels().get("conv2d"));
   EXPECT_THAT(conv, HasSubstr("x        [$n, $c, $oh * stride : $kh, $ow * stride : $kw]"));
-  EXPECT_THAT(conv, HasSubstr("sugar    when padding != 0: conv2d(pad(x, padding=padding), w, stride=stride)"));
+  EXPECT_THAT(
+      conv,
+      HasSubstr("sugar    when padding != 0: conv2d(pad(x, padding=padding), w, stride=stride)"));
   EXPECT_THAT(conv, HasSubstr("index    [$n, $o, $oh, $ow, $c]   reductions: c (sum)"));
-  EXPECT_THAT(describe_kernel(kernels().get("reshape")), HasSubstr("computed by the C++ hook 'reshape'"));
+  EXPECT_THAT(describe_kernel(kernels().get("reshape")),
+              HasSubstr("computed by the C++ hook 'reshape'"));
   Signature sig = eval("linear", {"f32[-40:60, 20:32]", "f32[32, 12]", "f32[32]"});
   EXPECT_THAT(sig.to_string(), HasSubstr("linear  index [batch 100, out 32, in 12 (sum)]"));
 }

@@ -16,13 +16,15 @@ tap::ParseResult parse(const std::string& text) {
 }
 
 TEST(TapLexer, TokensAndPositions) {
-  const std::vector<tap::Token> tokens = tap::lex("H/linear.2 = f(x, a=-1.5e3, s=\"q\\\"\") # c\n;");
+  const std::vector<tap::Token> tokens =
+      tap::lex("H/linear.2 = f(x, a=-1.5e3, s=\"q\\\"\") # c\n;");
   std::vector<tap::TokenKind> kinds;
   for (const tap::Token& t : tokens) kinds.push_back(t.kind);
   using K = tap::TokenKind;
-  EXPECT_EQ(kinds, (std::vector<K>{K::kIdent, K::kEquals, K::kIdent, K::kLParen, K::kIdent, K::kComma, K::kIdent,
-                                   K::kEquals, K::kMinus, K::kFloat, K::kComma, K::kIdent, K::kEquals, K::kString,
-                                   K::kRParen, K::kNewline, K::kSemicolon, K::kEnd}));
+  EXPECT_EQ(kinds, (std::vector<K>{K::kIdent, K::kEquals, K::kIdent, K::kLParen, K::kIdent,
+                                   K::kComma, K::kIdent, K::kEquals, K::kMinus, K::kFloat,
+                                   K::kComma, K::kIdent, K::kEquals, K::kString, K::kRParen,
+                                   K::kNewline, K::kSemicolon, K::kEnd}));
   EXPECT_EQ(tokens[0].text, "H/linear.2");
   EXPECT_EQ(tokens[13].text, "q\"");
   EXPECT_EQ(tokens[16].pos, (SourcePos{2, 1}));
@@ -57,7 +59,8 @@ Y = conv2d(relu(X), W,
 }
 
 TEST(TapParser, Literals) {
-  tap::Call c = tap::parse_call("f(a=1, b=-2, c=0.5, d=true, e=\"s\", f=max, g=[1, [2, -3]], h=[])", {1, 1});
+  tap::Call c =
+      tap::parse_call("f(a=1, b=-2, c=0.5, d=true, e=\"s\", f=max, g=[1, [2, -3]], h=[])", {1, 1});
   ASSERT_EQ(c.keywords.size(), 8u);
   EXPECT_EQ(c.keywords[0].value.value, 1);
   EXPECT_EQ(c.keywords[1].value.value, -2);
@@ -69,7 +72,8 @@ TEST(TapParser, Literals) {
   EXPECT_TRUE(c.keywords[5].value.is_identifier);
   EXPECT_EQ(c.keywords[6].value.value, nlohmann::json::parse("[1, [2, -3]]"));
   EXPECT_EQ(c.keywords[7].value.value, nlohmann::json::array());
-  EXPECT_EQ(tap::call_to_string(c), "f(a=1, b=-2, c=0.5, d=true, e=\"s\", f=max, g=[1, [2, -3]], h=[])");
+  EXPECT_EQ(tap::call_to_string(c),
+            "f(a=1, b=-2, c=0.5, d=true, e=\"s\", f=max, g=[1, [2, -3]], h=[])");
   EXPECT_EQ(tap::literal_to_string(2.0), "2.0");
 }
 
@@ -81,20 +85,30 @@ struct SyntaxCase {
 
 TEST(TapParser, SyntaxErrors) {
   for (const SyntaxCase& c : std::vector<SyntaxCase>{
-           {"X f32[4]", {1, 3}, "expected ':' (a declaration) or '=' (an assignment) after 'X', found 'f32'"},
+           {"X f32[4]",
+            {1, 3},
+            "expected ':' (a declaration) or '=' (an assignment) after 'X', found 'f32'"},
            {"X: f32[4:2]", {1, 8}, "dimension 4:2 ends before it starts"},
            {"X: f32[-4]", {1, 8}, "a dimension size must be >= 0, got -4"},
            {"X: f32[99999999999999999999]", {1, 8}, "integer 99999999999999999999 is too large"},
-           {"Y = f(x", {1, 8}, "expected ')' to close the arguments of f, found the end of the file"},
-           {"Y = f(a=1, x)", {1, 12}, "positional arguments (tensors) must come before keyword parameters"},
-           {"Y = f(1)", {1, 7}, "expected a tensor (a variable or a call), found the number 1; parameters are passed "
-                                "by keyword, e.g. dim=1"},
+           {"Y = f(x",
+            {1, 8},
+            "expected ')' to close the arguments of f, found the end of the file"},
+           {"Y = f(a=1, x)",
+            {1, 12},
+            "positional arguments (tensors) must come before keyword parameters"},
+           {"Y = f(1)",
+            {1, 7},
+            "expected a tensor (a variable or a call), found the number 1; parameters are passed "
+            "by keyword, e.g. dim=1"},
            {"Y = f(x) g", {1, 10}, "expected the end of the file after the statement, found 'g'"},
            {"Y = f(x, a=[1, 2)", {1, 17}, "expected ']' to close the list, found ')'"},
            {"= 3", {1, 1}, "expected a name at the start of a statement, found '='"},
            {"Y = f(x, s=\"open)", {1, 12}, "unterminated string (a string ends on its line)"},
-           {"output", {1, 7}, "expected ':' (a declaration) or '=' (an assignment) after 'output', found the end of "
-                              "the file"},
+           {"output",
+            {1, 7},
+            "expected ':' (a declaration) or '=' (an assignment) after 'output', found the end of "
+            "the file"},
        }) {
     tap::ParseResult r = parse(c.text);
     ASSERT_EQ(r.diagnostics.size(), 1u) << c.text;

@@ -20,7 +20,8 @@ namespace tapestry::metakernel::testing {
 
 /// The kernels shipped in <repo>/kernels (tests never depend on an installed copy).
 inline const KernelRegistry& kernels() {
-  static const KernelRegistry registry = KernelRegistry::from_directory(TAPESTRY_KERNELS_SOURCE_DIR);
+  static const KernelRegistry registry =
+      KernelRegistry::from_directory(TAPESTRY_KERNELS_SOURCE_DIR);
   return registry;
 }
 
@@ -59,13 +60,16 @@ inline std::string eval_error(std::string_view name, const std::vector<std::stri
 
 /// An IPF from rows, offset and shape.
 inline zspace::IndexProjection ipf(const std::vector<std::vector<std::int64_t>>& rows,
-                                   std::vector<std::int64_t> offset, std::vector<std::int64_t> shape,
+                                   std::vector<std::int64_t> offset,
+                                   std::vector<std::int64_t> shape,
                                    std::size_t in_rank_if_no_rows = 0) {
   return zspace::IndexProjection(
       zspace::AffineMap::from_rows(rows, zspace::Point(offset), in_rank_if_no_rows),
       zspace::Point(shape));
 }
 
-inline zspace::Range zr(std::string_view text) { return zspace::parse_range(text); }
+inline zspace::Range zr(std::string_view text) {
+  return zspace::parse_range(text);
+}
 
 }  // namespace tapestry::metakernel::testing

@@ -51,7 +51,9 @@ class Tensor {
   /// The tensor's label: a variable name, or its operation's name.
   [[nodiscard]] const std::string& name() const;
 
-  friend bool operator==(const Tensor& a, const Tensor& b) { return a.graph_ == b.graph_ && a.id_ == b.id_; }
+  friend bool operator==(const Tensor& a, const Tensor& b) {
+    return a.graph_ == b.graph_ && a.id_ == b.id_;
+  }
 
  private:
   friend class Graph;
@@ -105,12 +107,14 @@ class Graph {
     std::string name;
   };
 
-  Tensor add(const Metakernel& kernel, const std::vector<Tensor>& inputs, const nlohmann::json& params);
+  Tensor add(const Metakernel& kernel, const std::vector<Tensor>& inputs,
+             const nlohmann::json& params);
   std::optional<Tensor> expand_sugar(const Metakernel& kernel, const std::vector<Tensor>& inputs,
                                      const nlohmann::json& params);
   Tensor run_sugar_call(const tap::Call& call, const Metakernel& kernel,
                         const std::vector<Tensor>& inputs, const nlohmann::json& params);
   void check_same_graph(std::string_view kernel, const std::vector<Tensor>& inputs) const;
+  std::vector<std::size_t> statement_operations(std::size_t root) const;
   void rename(const Pending& record, const std::string& name);
 
   const KernelRegistry& kernels_;

@@ -53,11 +53,27 @@ struct AffineForm {
 class Expr {
  public:
   enum class Kind {
-    kInt, kDim, kSize, kParam,              // atoms
-    kNeg, kNot,                             // unary
-    kAdd, kSub, kMul, kDiv, kMod,           // arithmetic
-    kMin, kMax,                             // functions
-    kEq, kNe, kLt, kLe, kGt, kGe, kAnd, kOr  // conditions
+    kInt,
+    kDim,
+    kSize,
+    kParam,  // atoms
+    kNeg,
+    kNot,  // unary
+    kAdd,
+    kSub,
+    kMul,
+    kDiv,
+    kMod,  // arithmetic
+    kMin,
+    kMax,  // functions
+    kEq,
+    kNe,
+    kLt,
+    kLe,
+    kGt,
+    kGe,
+    kAnd,
+    kOr  // conditions
   };
 
   /// Parses the whole of `text`; `origin` is where the text starts in its file (for errors).
@@ -67,8 +83,8 @@ class Expr {
   static Expr dim(std::string name);
 
   [[nodiscard]] Kind kind() const { return node_->kind; }
-  [[nodiscard]] std::int64_t value() const { return node_->value; }       // kInt
-  [[nodiscard]] const std::string& name() const { return node_->name; }   // kDim kSize kParam
+  [[nodiscard]] std::int64_t value() const { return node_->value; }      // kInt
+  [[nodiscard]] const std::string& name() const { return node_->name; }  // kDim kSize kParam
   [[nodiscard]] SourcePos pos() const { return node_->pos; }
   [[nodiscard]] std::size_t arity() const { return node_->args.size(); }
   [[nodiscard]] const Expr& arg(std::size_t i) const { return node_->args[i]; }

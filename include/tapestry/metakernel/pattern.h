@@ -36,9 +36,13 @@ struct ListEntry {
   SourcePos pos;
 
   /// A bare `$name` (binds or names a dimension).
-  [[nodiscard]] bool is_dim() const { return kind == Kind::kExpr && !window && expr->kind() == Expr::Kind::kDim; }
+  [[nodiscard]] bool is_dim() const {
+    return kind == Kind::kExpr && !window && expr->kind() == Expr::Kind::kDim;
+  }
   /// The name of a bare `$name` entry or a group.
-  [[nodiscard]] const std::string& dim_name() const { return kind == Kind::kGroup ? group : expr->name(); }
+  [[nodiscard]] const std::string& dim_name() const {
+    return kind == Kind::kGroup ? group : expr->name();
+  }
   [[nodiscard]] std::string to_string() const;
 };
 

@@ -35,8 +35,8 @@ struct Literal {
 struct Call;
 
 struct TensorExpr {
-  std::string name;             // a variable, when `call` is null
-  std::shared_ptr<Call> call;   // a nested call
+  std::string name;            // a variable, when `call` is null
+  std::shared_ptr<Call> call;  // a nested call
   SourcePos pos;
 
   [[nodiscard]] bool is_call() const { return call != nullptr; }

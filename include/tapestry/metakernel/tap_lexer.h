@@ -20,9 +20,22 @@
 namespace tapestry::metakernel::tap {
 
 enum class TokenKind {
-  kIdent, kInt, kFloat, kString,
-  kColon, kEquals, kLParen, kRParen, kLBracket, kRBracket, kComma, kMinus, kSemicolon,
-  kNewline, kEnd, kError
+  kIdent,
+  kInt,
+  kFloat,
+  kString,
+  kColon,
+  kEquals,
+  kLParen,
+  kRParen,
+  kLBracket,
+  kRBracket,
+  kComma,
+  kMinus,
+  kSemicolon,
+  kNewline,
+  kEnd,
+  kError
 };
 
 struct Token {
