@@ -2,24 +2,13 @@
 
 #include <fmt/core.h>
 
+#include "op_spec.h"
 #include "tapestry/support/assert.h"
 #include "tapestry/zspace/format.h"
 
 namespace tapestry::rewrite {
 
 namespace {
-
-// True when the selection lists and the IPF lists have the same names and lengths.
-bool parallel(const ir::SelectionMap& selections, const ir::IpfMap& ipfs) {
-  auto p = ipfs.entries();
-  if (selections.size() != p.size()) return false;
-  std::size_t i = 0;
-  for (const auto& s : selections.entries()) {
-    if (s.name != p[i].name || s.position != p[i].position) return false;
-    ++i;
-  }
-  return true;
-}
 
 ir::SelectionMap project(const ir::SelectionMap& selections, const ir::IpfMap& ipfs,
                          const zspace::Range& cell) {
@@ -35,15 +24,9 @@ ir::SelectionMap project(const ir::SelectionMap& selections, const ir::IpfMap& i
 
 std::optional<std::string> match_shard_grid(const ir::Graph& graph, ir::OperationId op,
                                             std::span<const std::int64_t> parts) {
+  if (auto why = detail::why_not_rewritable(graph, op)) return why;
   const ir::OperationView view = graph.operation(op);
   const zspace::Range* index = view.ipf_index();
-  const ir::IpfSignature* signature = view.ipf_signature();
-  if (index == nullptr) return "the operation has no IPFIndex tag";
-  if (signature == nullptr) return "the operation has no IPFSignature tag";
-  if (!parallel(view.inputs(), signature->inputs) ||
-      !parallel(view.outputs(), signature->outputs)) {
-    return "the IPFSignature does not list one IPF per input and output selection";
-  }
   if (parts.size() != index->rank()) {
     return fmt::format("{} shard counts given for an index of rank {}", parts.size(),
                        index->rank());
