@@ -31,8 +31,13 @@ test-slow: build
 test-sanitize:
 	@$(MAKE) --no-print-directory test PRESET=dev
 
-test-tsan:
-	@$(MAKE) --no-print-directory test PRESET=tsan
+# The block executor's tests (ctest label `executor`; they run the fast kernels on several
+# threads too) under ThreadSanitizer.
+test-tsan: deps
+	@cmake --preset tsan >/dev/null
+	@cmake --build build/tsan -j $(JOBS) --target runtime_block_executor_test
+	@cd build/tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	  ctest -L executor --output-on-failure -j $(JOBS)
 
 bench:
 	@$(MAKE) --no-print-directory build PRESET=release

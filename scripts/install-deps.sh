@@ -14,7 +14,7 @@ packages=(
   # libraries (all with CMake support)
   nlohmann-json3-dev libyaml-cpp-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
-  libopenblas-dev libtbb-dev libopenmpi-dev openmpi-bin libgraphviz-dev
+  libopenblas-dev libdnnl-dev libtbb-dev libopenmpi-dev openmpi-bin libgraphviz-dev
 )
 optional=(python3-numpy python3-torch)
 

@@ -1,35 +1,46 @@
-// `tapestry run`: execute a graph (sharded by a plan) with the reference kernels, and verify it.
+// `tapestry run`: execute a graph (sharded by a plan) on the block executor, and verify it.
 //
 //   tapestry run examples/linear_relu.tap --split Y/linear.batch=2 --verify
+//   tapestry run examples/mlp.tap --plan examples/plans/mlp-best.json --threads 2 \
+//       --metrics m.json --trace t.json
 //   tapestry run examples/mlp.tap --plan plan.json --inputs in/ --outputs out/ --verify
 //
 // The graph is lowered under the plan (no plan: one application per operation) and run by the
-// application executor. Inputs come from DIR/<input name>.npy with --inputs (every one must be
-// there, with the tensor's dtype and shape), else they are generated from --seed. Outputs are
-// written to DIR/<output name>.npy with --outputs ('/' in a name becomes '_').
+// block executor (oneTBB, --threads, fast kernels; `--kernels reference` for the reference loops)
+// or, with `--executor application`, by the sequential application executor. Inputs come from
+// DIR/<input name>.npy with --inputs (every one must be there, with the tensor's dtype and
+// shape), else they are generated from --seed. Outputs are written to DIR/<output name>.npy with
+// --outputs ('/' in a name becomes '_'). Every input error, an unwritable --outputs/--metrics/
+// --trace path and an exceeded --memory-limit are reported before any work starts.
 //
 // --verify also runs the unsharded graph on the naive executor with the same inputs and compares
-// every graph output. Without a reduction split the reference kernels make the results bitwise
-// equal, and that is the bar. A reduction split re-associates sums (partials, then a combine), so
-// each output cell may differ by the rounding of a K-term sum computed in two orders, bounded by
-// about 2·K·ε·Σ|terms|; with inputs in [-1, 1) the check is max abs diff <= K·ε·4 (f32 ε = 2^-23,
-// f64 ε = 2^-52) or max rel diff <= 1e-4 (f32) / 1e-12 (f64). Exit 1 on FAIL.
+// every graph output. With reference kernels and no reduction split the results must be bitwise
+// equal; otherwise (fast kernels, or a split reduction re-associating sums) each cell must lie
+// within runtime::VerifyTolerance (compare.h): |a − b| <= 4·ε·K·M. Exit 1 on FAIL.
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include "command.h"
 #include "graph_input.h"
+#include "progress.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/rewrite/split_reduction.h"
 #include "tapestry/runtime/application_executor.h"
+#include "tapestry/runtime/block_executor.h"
 #include "tapestry/runtime/compare.h"
+#include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/input_generation.h"
 #include "tapestry/runtime/naive_executor.h"
 #include "tapestry/runtime/npy.h"
 #include "tapestry/runtime/tensor_map.h"
 #include "tapestry/support/error.h"
+#include "tapestry/support/file.h"
 
 namespace tapestry::cli {
 
@@ -45,8 +56,70 @@ struct RunOptions {
   std::string outputs;
   std::uint64_t seed = 0;
   bool verify = false;
+  std::vector<std::string> kernels;  // kernel-file directories, or `fast` / `reference`
+  std::string executor = "block";
+  int threads = 0;
+  std::string memory_limit;
+  std::string metrics;
+  std::string trace;
+  bool quiet = false;
+  int repeat = 1;
+
+  // Split out of `kernels`: directories of kernel files, and the executable kernel set.
   std::vector<std::string> kernel_dirs;
+  bool reference_kernels = false;
 };
+
+// `--kernels` takes both: `fast` / `reference` select the executable kernels, anything else is a
+// directory of kernel files (write ./reference for a directory of that name).
+void split_kernel_option(RunOptions& options) {
+  for (const std::string& k : options.kernels) {
+    if (k == "reference" || k == "fast") {
+      options.reference_kernels = k == "reference";
+    } else {
+      options.kernel_dirs.push_back(k);
+    }
+  }
+}
+
+// "2G", "512M", "1.5GiB", "100000" → bytes.
+std::int64_t parse_byte_size(const std::string& text) {
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (unit.size() > 1 && unit.back() == 'B') unit.pop_back();
+  if (unit.size() > 1 && unit.back() == 'I') unit.pop_back();
+  double scale = 0;
+  if (unit.empty() || unit == "B") scale = 1;
+  if (unit == "K") scale = 0x1p10;
+  if (unit == "M") scale = 0x1p20;
+  if (unit == "G") scale = 0x1p30;
+  if (unit == "T") scale = 0x1p40;
+  if (used == 0 || scale == 0 || !(value > 0) || value * scale > 0x1p62) {
+    throw Error(
+        fmt::format("--memory-limit {}: expected a size such as 512M, 2G or 1073741824", text));
+  }
+  return static_cast<std::int64_t>(value * scale);
+}
+
+// Fails now, before any work, when `file` could not be written later.
+void check_writable_file(const std::string& option, const std::string& file) {
+  if (file.empty()) return;
+  const fs::path parent = fs::absolute(file).parent_path();
+  if (!fs::is_directory(parent)) {
+    throw Error(
+        fmt::format("{} {}: the directory {} does not exist", option, file, parent.string()));
+  }
+  if (::access(parent.c_str(), W_OK) != 0) {
+    throw Error(fmt::format("{} {}: the directory is not writable", option, file));
+  }
+}
 
 std::string file_name(const std::string& tensor) {
   std::string name = tensor;
@@ -102,8 +175,9 @@ void check_output_dir(const std::string& dir) {
 }
 
 bool verify(const ir::Graph& graph, const ir::Graph& lowered, const runtime::BufferMap& inputs,
-            const runtime::BufferMap& results, bool reduction_split) {
-  runtime::BufferMap naive = runtime::NaiveExecutor(graph).run(inputs);
+            const runtime::BufferMap& results, bool exact) {
+  const runtime::BufferMap naive = runtime::NaiveExecutor(graph).run(inputs);
+  const runtime::VerifyTolerance tolerance = runtime::verify_tolerance(graph, naive);
   runtime::BufferMap sharded;
   for (ir::TensorId t : runtime::graph_outputs(graph)) {
     sharded.emplace(t, results.at(runtime::find_tensor(lowered, runtime::tensor_name(graph, t))));
@@ -114,12 +188,11 @@ bool verify(const ir::Graph& graph, const ir::Graph& lowered, const runtime::Buf
     const runtime::BufferComparison& r = *c.result;
     bool ok = r.bitwise_equal;
     std::string bar = "bitwise";
-    if (reduction_split && !ok && r.comparable) {
-      const bool f64 = graph.tensor(c.tensor).dtype() == "float64";
-      const double eps = f64 ? 0x1p-52 : 0x1p-23;
-      const double abs_tol = 4.0 * eps * 1e4;  // K up to 1e4 terms of magnitude <= 1
-      ok = r.within(abs_tol, f64 ? 1e-12 : 1e-4);
-      bar = fmt::format("abs <= {:.1e} or rel <= {:.0e}", abs_tol, f64 ? 1e-12 : 1e-4);
+    if (!exact && !ok && r.comparable) {
+      const double abs_tol = tolerance.abs_tol(runtime::tensor_dtype(graph, c.tensor));
+      ok = r.max_abs_diff <= abs_tol;
+      bar = fmt::format("abs <= 4·eps·K·M = {:.2e}, K {}, M {:.3g}", abs_tol,
+                        tolerance.reduction_length, tolerance.magnitude);
     }
     fmt::print("{:<6} {}: max abs diff {:.3e}, max rel diff {:.3e} ({}; bar: {})\n",
                ok ? "PASS" : "FAIL", c.name, r.max_abs_diff, r.max_rel_diff, r.summary(), bar);
@@ -128,11 +201,52 @@ bool verify(const ir::Graph& graph, const ir::Graph& lowered, const runtime::Buf
   return pass;
 }
 
-int run_run(const RunOptions& options) {
+struct Executed {
+  runtime::BufferMap buffers;
+  std::optional<runtime::RunMetrics> metrics;
+};
+
+Executed execute(const ir::Graph& lowered, runtime::BufferMap inputs, const RunOptions& options) {
+  const runtime::KernelRegistry& kernels =
+      options.reference_kernels ? runtime::KernelRegistry::reference() : runtime::fast_kernels();
+  if (options.executor == "application") {
+    return {runtime::ApplicationExecutor(lowered, kernels).run(std::move(inputs)), std::nullopt};
+  }
+  const runtime::BlockExecutor executor(
+      lowered, {.threads = options.threads,
+                .kernels = &kernels,
+                .memory_limit_bytes =
+                    options.memory_limit.empty() ? 0 : parse_byte_size(options.memory_limit)});
+  // --repeat: time several runs, keep the results and metrics of the median one.
+  std::vector<runtime::BlockExecutor::Measured> runs;
+  for (int r = 0; r < options.repeat; ++r) {
+    runtime::RunProgress progress;
+    const ProgressLine line(progress, executor.application_count(), !options.quiet);
+    runs.push_back(
+        executor.run_measured(r + 1 < options.repeat ? inputs : std::move(inputs), &progress));
+    if (options.repeat > 1) {
+      fmt::print("run {}: wall {:.4f} s, {:.1f} GFLOP/s\n", r + 1, runs.back().metrics.wall_s,
+                 runs.back().metrics.gflops);
+    }
+  }
+  std::sort(runs.begin(), runs.end(),
+            [](const auto& a, const auto& b) { return a.metrics.wall_s < b.metrics.wall_s; });
+  auto& median = runs[runs.size() / 2];
+  return {std::move(median.buffers), std::move(median.metrics)};
+}
+
+int run_run(RunOptions& options) {
+  split_kernel_option(options);
+  if (options.executor != "block" && options.executor != "application") {
+    throw Error(fmt::format("--executor {}: expected block or application", options.executor));
+  }
+  if (!options.memory_limit.empty()) (void)parse_byte_size(options.memory_limit);
   const metakernel::KernelRegistry kernels = load_kernels(options.kernel_dirs);
   const ir::Graph graph = load_graph(options.graph, kernels);
   const rewrite::Plan plan = load_plan(options.plan, options.splits);
   check_output_dir(options.outputs);
+  check_writable_file("--metrics", options.metrics);
+  check_writable_file("--trace", options.trace);
   const runtime::BufferMap inputs =
       read_inputs(graph, options);  // all input errors before any work
   rewrite::LowerResult lowered =
@@ -141,20 +255,32 @@ int run_run(const RunOptions& options) {
   for (const rewrite::RewriteEvent& e : lowered.log)
     reduction_split |= e.applied && e.pattern == rewrite::kSplitReduction;
 
-  const runtime::ApplicationExecutor executor(lowered.graph);
-  runtime::BufferMap results = executor.run(rekey(graph, lowered.graph, inputs));
-  fmt::print("ran {} applications of {} operations\n", lowered.graph.applications().size(),
-             lowered.graph.operations().size());
+  Executed run = execute(lowered.graph, rekey(graph, lowered.graph, inputs), options);
+  fmt::print("ran {} applications of {} operations ({} executor, {} kernels)\n",
+             lowered.graph.applications().size(), lowered.graph.operations().size(),
+             options.executor, options.reference_kernels ? "reference" : "fast");
+  if (run.metrics) {
+    fmt::print("{}", runtime::summary_table(*run.metrics));
+    if (!options.metrics.empty()) {
+      write_file_atomically(options.metrics, runtime::metrics_json(*run.metrics).dump(1) + "\n");
+      fmt::print("wrote {}\n", options.metrics);
+    }
+    if (!options.trace.empty()) {
+      write_file_atomically(options.trace, runtime::chrome_trace(*run.metrics).dump() + "\n");
+      fmt::print("wrote {}\n", options.trace);
+    }
+  }
   if (!options.outputs.empty()) {
     for (ir::TensorId t : runtime::graph_outputs(graph)) {
       const std::string name = runtime::tensor_name(graph, t);
       const fs::path path = fs::path(options.outputs) / file_name(name);
-      runtime::write_npy(path, results.at(runtime::find_tensor(lowered.graph, name)));
+      runtime::write_npy(path, run.buffers.at(runtime::find_tensor(lowered.graph, name)));
       fmt::print("wrote {}\n", path.string());
     }
   }
   if (!options.verify) return kExitOk;
-  return verify(graph, lowered.graph, inputs, results, reduction_split) ? kExitOk : kExitFailed;
+  const bool exact = options.reference_kernels && !reduction_split;
+  return verify(graph, lowered.graph, inputs, run.buffers, exact) ? kExitOk : kExitFailed;
 }
 
 }  // namespace
@@ -171,7 +297,22 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--seed", options->seed, "seed of the generated inputs (without --inputs)");
   cmd->add_flag("--verify", options->verify,
                 "compare with the naive unsharded run; exit 1 on FAIL");
-  cmd->add_option("--kernels", options->kernel_dirs, "a directory of extra kernel files (*.yaml)");
+  cmd->add_option("--kernels", options->kernels,
+                  "fast (default) or reference: the kernels to run; or a directory of extra "
+                  "kernel files (*.yaml); repeatable");
+  cmd->add_option("--executor", options->executor,
+                  "block (default: parallel, oneTBB) or application (sequential)");
+  cmd->add_option("--threads", options->threads, "block executor threads (default: all cores)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--memory-limit", options->memory_limit,
+                  "fail before running when the plan's estimated peak exceeds SIZE (512M, 2G)");
+  cmd->add_option("--metrics", options->metrics, "write run metrics to FILE (JSON)");
+  cmd->add_option("--trace", options->trace,
+                  "write a Chrome trace-event FILE (open in Perfetto / chrome://tracing)");
+  cmd->add_flag("--quiet", options->quiet, "no progress line on stderr");
+  cmd->add_option("--repeat", options->repeat,
+                  "run N times (block executor; for timing): report the median run")
+      ->check(CLI::Range(1, 1000));
   cmd->callback([&dispatch, options] {
     dispatch.name = "run";
     dispatch.run = [options] { return run_run(*options); };

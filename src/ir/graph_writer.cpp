@@ -11,6 +11,7 @@
 #include "json_emitter.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/support/error.h"
+#include "tapestry/support/file.h"
 
 namespace tapestry::ir {
 
@@ -266,25 +267,7 @@ std::string write_graph_json(const Graph& graph, const WriteOptions& options) {
 
 void write_graph_file(const Graph& graph, const std::filesystem::path& path,
                       const WriteOptions& options) {
-  std::string text = write_graph_json(graph, options);
-  std::filesystem::path tmp = path;
-  tmp += fmt::format(".tmp{}", static_cast<unsigned long>(::getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      throw Error(fmt::format("cannot write {}", path.string()));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw Error(fmt::format("cannot write {}: {}", path.string(), ec.message()));
-  }
+  write_file_atomically(path, write_graph_json(graph, options));
 }
 
 }  // namespace tapestry::ir

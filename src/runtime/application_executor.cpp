@@ -7,28 +7,10 @@
 
 namespace tapestry::runtime {
 
-namespace {
-
-// Every operation whose index is non-empty must be covered by applications, or its outputs
-// would stay poisoned without anyone noticing where.
-void check_operations_have_applications(const ir::Graph& graph) {
-  for (ir::OperationId op : graph.operations()) {
-    detail::check_operation_tags(graph, op);
-    if (graph.applications_of(op).empty() && !graph.operation(op).ipf_index()->is_empty()) {
-      throw Error(
-          fmt::format("operation '{}' has no applications; the application executor "
-                      "runs applications only",
-                      detail::node_name(graph, op)));
-    }
-  }
-}
-
-}  // namespace
-
 ApplicationExecutor::ApplicationExecutor(const ir::Graph& graph, const KernelRegistry& kernels)
     : graph_(graph) {
   detail::check_tensor_dtypes(graph);
-  check_operations_have_applications(graph);
+  detail::check_operations_have_applications(graph);
   schedule_ = schedule_applications(graph);
   for (ir::ApplicationId app : schedule_.applications) {
     const ir::ApplicationView view = graph.application(app);

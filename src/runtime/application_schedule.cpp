@@ -1,6 +1,8 @@
 // Scheduling applications by box intersection.
 //
-// 1. Collect, per tensor, the boxes applications write; two intersecting writes are an error.
+// 1. Collect, per tensor, the boxes applications write, and index them (box_index.h: a bucket
+//    grid, so the whole schedule is O(n + dependencies), not O(n²)); two intersecting writes
+//    are an error.
 // 2. An application depends on every writer of a box intersecting one it reads.
 // 3. Kahn's algorithm with a min-heap gives a topological order, ties in graph order; what is
 //    left unordered lies on a cycle.
@@ -9,10 +11,12 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <memory>
 #include <queue>
 
 #include <fmt/format.h>
 
+#include "box_index.h"
 #include "run_support.h"
 #include "tapestry/runtime/tensor_map.h"
 #include "tapestry/zspace/format.h"
@@ -21,11 +25,13 @@ namespace tapestry::runtime {
 
 namespace {
 
-struct Write {
-  std::uint32_t application;
-  Range box;
+// The boxes written to one tensor, by which application, with an index over them.
+struct TensorWrites {
+  std::vector<std::uint32_t> application;
+  std::vector<Range> box;
+  std::unique_ptr<detail::BoxIndex> index;  // built once every write is collected
 };
-using WritesByTensor = std::map<ir::TensorId, std::vector<Write>>;
+using WritesByTensor = std::map<ir::TensorId, TensorWrites>;
 
 WritesByTensor collect_writes(const ir::Graph& graph, const ApplicationSchedule& s) {
   WritesByTensor writes;
@@ -33,30 +39,35 @@ WritesByTensor collect_writes(const ir::Graph& graph, const ApplicationSchedule&
     for (const auto& entry : graph.application(s.applications[i]).outputs().entries()) {
       const ir::TensorSelection sel = entry.value;  // SelectionMap entries are values
       if (sel.range.is_empty()) continue;
-      std::vector<Write>& list = writes[sel.tensor];
-      for (const Write& w : list) {
-        if (!w.box.overlaps(sel.range)) continue;
-        throw Error(
-            fmt::format("applications '{}' and '{}' both write cells of tensor '{}' ({} and {})",
-                        detail::node_name(graph, s.applications[w.application]),
-                        detail::node_name(graph, s.applications[i]), tensor_name(graph, sel.tensor),
-                        w.box, sel.range));
-      }
-      list.push_back({i, sel.range});
+      TensorWrites& list = writes[sel.tensor];
+      list.application.push_back(i);
+      list.box.push_back(sel.range);
+    }
+  }
+  for (auto& [tensor, list] : writes) {
+    list.index = std::make_unique<detail::BoxIndex>(list.box);
+    if (auto clash = list.index->first_overlap()) {
+      const auto [a, b] = *clash;
+      throw Error(
+          fmt::format("applications '{}' and '{}' both write cells of tensor '{}' ({} and {})",
+                      detail::node_name(graph, s.applications[list.application[a]]),
+                      detail::node_name(graph, s.applications[list.application[b]]),
+                      tensor_name(graph, tensor), list.box[a], list.box[b]));
     }
   }
   return writes;
 }
 
 std::vector<std::uint32_t> reads_from(const ir::Graph& graph, ir::ApplicationId app,
-                                      const WritesByTensor& writes) {
+                                      const WritesByTensor& writes,
+                                      std::vector<std::uint32_t>& scratch) {
   std::vector<std::uint32_t> deps;
   for (const auto& entry : graph.application(app).inputs().entries()) {
     auto it = writes.find(entry.value.tensor);
     if (it == writes.end()) continue;
-    for (const Write& w : it->second) {
-      if (w.box.overlaps(entry.value.range)) deps.push_back(w.application);
-    }
+    scratch.clear();
+    it->second.index->append_overlapping(entry.value.range, scratch);
+    for (std::uint32_t w : scratch) deps.push_back(it->second.application[w]);
   }
   std::sort(deps.begin(), deps.end());
   deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
@@ -107,8 +118,9 @@ ApplicationSchedule schedule_applications(const ir::Graph& graph) {
   s.applications.assign(graph.applications().begin(), graph.applications().end());
   const WritesByTensor writes = collect_writes(graph, s);
   s.depends_on.reserve(s.applications.size());
+  std::vector<std::uint32_t> scratch;
   for (ir::ApplicationId app : s.applications) {
-    s.depends_on.push_back(reads_from(graph, app, writes));
+    s.depends_on.push_back(reads_from(graph, app, writes, scratch));
   }
   s.order = order_by_dependencies(graph, s);
   return s;

@@ -43,6 +43,14 @@ Buffer::Buffer(DType dtype, Range range) : dtype_(dtype), range_(std::move(range
   if (data_) std::memset(data_.get(), 0, size_bytes());
 }
 
+Buffer::Buffer(DType dtype, Range range, Uninitialized /*tag*/)
+    : dtype_(dtype), range_(std::move(range)) {
+  require_executable(dtype, "buffer");
+  strides_ = dense_strides(range_.shape());
+  size_ = range_.size();
+  allocate();
+}
+
 void Buffer::allocate() {
   // Checked: the byte count of a huge range must not wrap.
   const std::int64_t bytes =

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "npy_header.h"
+#include "tapestry/support/file.h"
 #include "tapestry/zspace/checked.h"
 #include "tapestry/zspace/format.h"
 
@@ -145,26 +146,7 @@ std::string format_npy(const Buffer& buffer) {
 }
 
 void write_npy(const std::filesystem::path& path, const Buffer& buffer) {
-  const std::string bytes = format_npy(buffer);
-  std::filesystem::path temp = path;
-  temp += fmt::format(".tmp.{}", ::getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(temp, ignored);
-      throw Error(fmt::format("{}: cannot write", path.string()));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(temp, path, ec);
-  if (ec) {
-    const std::string why = ec.message();
-    std::filesystem::remove(temp, ec);
-    throw Error(fmt::format("{}: cannot write ({})", path.string(), why));
-  }
+  write_file_atomically(path, format_npy(buffer));
 }
 
 }  // namespace tapestry::runtime

@@ -41,6 +41,20 @@ void poison(Buffer& buffer) {
 
 }  // namespace
 
+// Every operation whose index is non-empty must be covered by applications, or its outputs
+// would stay poisoned without anyone noticing where.
+void check_operations_have_applications(const ir::Graph& graph) {
+  for (ir::OperationId op : graph.operations()) {
+    check_operation_tags(graph, op);
+    if (graph.applications_of(op).empty() && !graph.operation(op).ipf_index()->is_empty()) {
+      throw Error(
+          fmt::format("operation '{}' has no applications; the application executor "
+                      "runs applications only",
+                      node_name(graph, op)));
+    }
+  }
+}
+
 BufferMap prepare_buffers(const ir::Graph& graph, BufferMap inputs) {
   BufferMap buffers;
   for (ir::TensorId tensor : graph.tensors()) {

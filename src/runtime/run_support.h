@@ -19,6 +19,10 @@ void check_tensor_dtypes(const ir::Graph& graph);
 /// Checks an operation before any run: IPFIndex and IPFSignature tags present.
 void check_operation_tags(const ir::Graph& graph, ir::OperationId op);
 
+/// Checks that every operation with a non-empty index has Applications (the application and
+/// block executors run applications only) and its tags; Error naming the operation.
+void check_operations_have_applications(const ir::Graph& graph);
+
 /// The buffers of a run: `inputs` bound to the graph inputs (every one must be given, nothing
 /// else may be), plus a poisoned buffer for every other tensor.
 BufferMap prepare_buffers(const ir::Graph& graph, BufferMap inputs);

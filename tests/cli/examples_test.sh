@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end: every example under every plan of examples/plans lowers, validates, and runs with
-# `tapestry run --verify` (PASS = bitwise equal, or within the documented bound for reduction
-# splits). Usage: examples_test.sh TAPESTRY ROOT [full]
+# `tapestry run --verify` twice: on the block executor with the fast kernels (PASS = within the
+# documented bound, docs/runtime.md) and with `--kernels reference` (PASS = bitwise equal to the
+# naive run, hence to the sequential application executor, unless a reduction is split). Then
+# the run options: metrics, trace, memory limit, threads, bad input.
+# Usage: examples_test.sh TAPESTRY ROOT [full]
 #   default: examples/linear_relu.tap and small stand-ins of mlp and convnet (same op names);
 #   full:    the examples at their real sizes (slow: reference kernels).
 set -uo pipefail
@@ -29,8 +32,10 @@ for plan in "$root"/examples/plans/*.json; do
   if ! "$tapestry" shard "$graph" --plan "$plan" -o "$tmp/sharded.json" 2>"$tmp/err" ||
      ! "$tapestry" validate "$tmp/sharded.json" --dialect application >/dev/null; then
     echo "FAIL $name: shard/validate"; cat "$tmp/err"; failures=$((failures + 1))
-  elif ! "$tapestry" run "$graph" --plan "$plan" --verify --seed 3 >"$tmp/out" 2>&1; then
+  elif ! "$tapestry" run "$graph" --plan "$plan" --verify --seed 3 --threads 2 >"$tmp/out" 2>&1; then
     echo "FAIL $name: run --verify"; cat "$tmp/out"; failures=$((failures + 1))
+  elif ! "$tapestry" run "$graph" --plan "$plan" --verify --seed 3 --kernels reference >"$tmp/ref" 2>&1; then
+    echo "FAIL $name: run --verify --kernels reference"; cat "$tmp/ref"; failures=$((failures + 1))
   else
     echo "ok   $name ($(grep -c '^PASS' "$tmp/out") outputs verified)"; passed=$((passed + 1))
   fi
@@ -53,6 +58,32 @@ if [[ $rc -eq 2 ]] && grep -q "missing input file" "$tmp/err"; then passed=$((pa
 "$tapestry" run "$root/examples/linear_relu.tap" --outputs "$tmp/out" --seed 5 >/dev/null 2>"$tmp/err"; rc=$?
 if [[ $rc -eq 0 && -s "$tmp/out/Y.npy" ]]; then passed=$((passed + 1)); else
   echo "FAIL --outputs: rc=$rc"; cat "$tmp/err"; failures=$((failures + 1)); fi
+
+# Metrics and trace: the documented top-level keys, one trace event per application.
+lr="$root/examples/linear_relu.tap"
+"$tapestry" run "$lr" --split Y/linear.batch=4 --threads 2 --metrics "$tmp/m.json" --trace "$tmp/t.json" >"$tmp/log" 2>&1; rc=$?
+if [[ $rc -eq 0 ]] && python3 - "$tmp/m.json" "$tmp/t.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); t = json.load(open(sys.argv[2]))
+assert all(k in m for k in ("wall_s", "flops", "gflops", "peak_memory_bytes", "threads")), m.keys()
+assert m["threads"] == 2 and m["flops"] == 2 * 100 * 32 * 12 + 100 * 32, m["flops"]
+assert sum(1 for e in t["traceEvents"] if e["ph"] == "X") == m["applications"] == 5
+PY
+then passed=$((passed + 1)); else echo "FAIL --metrics/--trace: rc=$rc"; cat "$tmp/log"; failures=$((failures + 1)); fi
+# The sequential application executor agrees bitwise with the naive run.
+"$tapestry" run "$lr" --split Y/linear.out=4 --executor application --kernels reference --verify >"$tmp/log" 2>&1; rc=$?
+if [[ $rc -eq 0 ]] && grep -q "bar: bitwise" "$tmp/log"; then passed=$((passed + 1)); else
+  echo "FAIL --executor application: rc=$rc"; cat "$tmp/log"; failures=$((failures + 1)); fi
+# A memory limit below the estimate fails before running, naming the estimate; nothing written.
+"$tapestry" run "$lr" --memory-limit 1K --outputs "$tmp/lim" --metrics "$tmp/lim.json" >/dev/null 2>"$tmp/err"; rc=$?
+if [[ $rc -eq 2 && ! -e "$tmp/lim/Y.npy" && ! -e "$tmp/lim.json" ]] && grep -q "memory limit 1.00 KiB exceeded" "$tmp/err"; then
+  passed=$((passed + 1)); else echo "FAIL --memory-limit: rc=$rc"; cat "$tmp/err"; failures=$((failures + 1)); fi
+for bad in "--memory-limit lots" "--threads 0" "--executor gpu" "--metrics $tmp/no/such/dir/m.json"; do
+  # shellcheck disable=SC2086
+  "$tapestry" run "$lr" $bad >/dev/null 2>"$tmp/err"; rc=$?
+  if [[ $rc -eq 2 && -s "$tmp/err" ]]; then passed=$((passed + 1)); else
+    echo "FAIL bad option '$bad': rc=$rc"; cat "$tmp/err"; failures=$((failures + 1)); fi
+done
 rm -rf "$tmp"
 
 echo "$passed passed, $failures failed"

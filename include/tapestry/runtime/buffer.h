@@ -35,6 +35,11 @@ class Buffer {
   Buffer();
   /// A zero-filled buffer. Error when `dtype` is not executable or the byte size overflows.
   Buffer(DType dtype, Range range);
+  /// Tag for the constructor that skips the zero fill.
+  struct Uninitialized {};
+  /// A buffer whose elements are left unset (for executors that write every cell before any
+  /// read: filling 64 MB costs as much as a small kernel). Errors as above.
+  Buffer(DType dtype, Range range, Uninitialized /*tag*/);
 
   /// A buffer holding `values` in row-major order; Error unless their count is range.size().
   template <Element T>

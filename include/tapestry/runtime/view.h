@@ -87,6 +87,8 @@ class BasicView {
   [[nodiscard]] const Range& box() const { return box_; }
   [[nodiscard]] std::size_t rank() const { return box_.rank(); }
   [[nodiscard]] const Point& strides() const { return strides_; }
+  /// Stride of dimension `dim`, in elements.
+  [[nodiscard]] std::int64_t stride(std::size_t dim) const { return strides_[dim]; }
   [[nodiscard]] Byte* origin() const { return origin_; }
 
   /// The view of `sub`, which must lie inside this view's box (Error otherwise).

@@ -1,0 +1,234 @@
+// kernels_bench: the fast kernels (tapestry/runtime/fast_kernels.h) against the libraries and
+// the reference kernels, single-threaded (limit_library_threads_to_one).
+//
+//   BM_Sgemm/<backend>/M/N/K     x·wᵀ (linear's layout) straight through dnnl_sgemm or
+//                                cblas_sgemm: the shape classes behind GemmBackend::kAuto
+//   BM_LinearRelu/<variant>      one 512×1024×1024 linear ⇒ relu shard: the fused kernel (GEMM
+//                                + bias/ReLU epilogue), the fast linear then the fast relu (two
+//                                passes), and a direct cblas_sgemm plus bias/ReLU loops
+//   BM_Elementwise/<kernel>/<set>  relu, add, gelu over 2^20 float32: fast vs reference (GB/s)
+//
+// Counters: GFLOP/s ("gflops") or bytes/s; ratios are quoted in docs/runtime.md.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
+
+#include <deque>
+#include <vector>
+
+#include "tapestry/rewrite/fused.h"
+#include "tapestry/runtime/buffer.h"
+#include "tapestry/runtime/fast_kernels.h"
+
+namespace {
+
+using namespace tapestry;
+using namespace tapestry::runtime;
+using zspace::AffineMap;
+using zspace::IndexProjection;
+
+IndexProjection rows_ipf(const std::vector<std::vector<std::int64_t>>& rows) {
+  return IndexProjection(AffineMap::from_rows(rows, Point::zeros(rows.size())));
+}
+
+void fill_values(Buffer& b) {
+  float v = 0.25f;
+  for (float& x : b.values<float>()) {
+    x = v;
+    v = v > 0.5f ? -0.375f : v + 0.001f;
+  }
+}
+
+// ---- raw GEMM: the backend choice --------------------------------------------------------------
+
+void BM_Sgemm(benchmark::State& state, bool onednn) {
+  limit_library_threads_to_one();
+  const int m = static_cast<int>(state.range(0)), n = static_cast<int>(state.range(1)),
+            k = static_cast<int>(state.range(2));
+  std::vector<float> a(static_cast<std::size_t>(m) * k, 0.5f),
+      w(static_cast<std::size_t>(n) * k, 0.25f), c(static_cast<std::size_t>(m) * n);
+  for (auto _ : state) {
+    if (onednn) {
+      dnnl_sgemm('N', 'T', m, n, k, 1.0f, a.data(), k, w.data(), k, 0.0f, c.data(), n);
+    } else {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a.data(), k, w.data(), k,
+                  0.0f, c.data(), n);
+    }
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["gflops"] =
+      benchmark::Counter(2.0 * m * n * k * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+}
+
+void gemm_shapes(benchmark::internal::Benchmark* b) {
+  for (auto s : std::vector<std::vector<std::int64_t>>{{2048, 4096, 1024},
+                                                       {512, 1024, 1024},
+                                                       {64, 4096, 1024},
+                                                       {256, 256, 256},
+                                                       {64, 64, 64},
+                                                       {32, 32, 32},
+                                                       {16, 16, 16},
+                                                       {8, 8, 8}}) {
+    b->Args(s);
+  }
+  b->Unit(benchmark::kMicrosecond);
+}
+BENCHMARK_CAPTURE(BM_Sgemm, onednn, true)->Apply(gemm_shapes);
+BENCHMARK_CAPTURE(BM_Sgemm, openblas, false)->Apply(gemm_shapes);
+
+// ---- linear ⇒ relu: fused epilogue vs two passes vs direct BLAS --------------------------------
+
+constexpr std::int64_t kM = 512, kN = 1024, kK = 1024;
+
+// The buffers and IPFs of one linear ⇒ relu over index [batch, out, in].
+struct LinearRelu {
+  Buffer x{DType::kFloat32, Range::of_shape({kM, kK})};
+  Buffer w{DType::kFloat32, Range::of_shape({kN, kK})};
+  Buffer bias{DType::kFloat32, Range::of_shape({kN})};
+  Buffer hidden{DType::kFloat32, Range::of_shape({kM, kN})};
+  Buffer y{DType::kFloat32, Range::of_shape({kM, kN})};
+  IndexProjection x_ipf = rows_ipf({{1, 0, 0}, {0, 0, 1}});
+  IndexProjection w_ipf = rows_ipf({{0, 1, 0}, {0, 0, 1}});
+  IndexProjection b_ipf = rows_ipf({{0, 1, 0}});
+  IndexProjection r_ipf = rows_ipf({{1, 0, 0}, {0, 1, 0}});
+  IndexProjection id2 = IndexProjection::identity(2);
+  std::vector<std::string> names3{"batch", "out", "in"}, names2{"d0", "d1"};
+  std::vector<ir::Reduction> reductions{{"in", ir::Monoid::kSum}};
+  nlohmann::json params = nlohmann::json::object(), fused;
+
+  LinearRelu() {
+    fill_values(x);
+    fill_values(w);
+    fill_values(bias);
+    rewrite::FusedStage lin{
+        .kernel = "linear",
+        .label = "Y/linear",
+        .params = params,
+        .index_names = names3,
+        .reductions = reductions,
+        .index_map = AffineMap::identity(3),
+        .inputs = {{"x", "s0_x", x_ipf, ""}, {"w", "s0_w", w_ipf, ""}, {"bias", "s0_b", b_ipf, ""}},
+        .outputs = {{"result", "", r_ipf, "float32"}}};
+    rewrite::FusedStage relu{.kernel = "relu",
+                             .label = "Y",
+                             .params = params,
+                             .index_names = names2,
+                             .reductions = {},
+                             .index_map = AffineMap::from_rows({{1, 0, 0}, {0, 1, 0}}, {0, 0}),
+                             .inputs = {{"x", "", id2, ""}},
+                             .outputs = {{"result", "result", id2, ""}}};
+    fused = rewrite::fused_params({lin, relu});
+  }
+
+  KernelCall linear_call(const std::string& x_name, const std::string& w_name,
+                         const std::string& b_name, Buffer& out) {
+    KernelCall call{.kernel = "linear",
+                    .operation = "bench",
+                    .index = Range::of_shape({kM, kN, kK}),
+                    .params = &params,
+                    .index_names = names3,
+                    .reductions = reductions};
+    call.inputs.append(x_name, InputPort{std::as_const(x).view(), &x_ipf});
+    call.inputs.append(w_name, InputPort{std::as_const(w).view(), &w_ipf});
+    call.inputs.append(b_name, InputPort{std::as_const(bias).view(), &b_ipf});
+    call.outputs.append("result", OutputPort{out.view(), &r_ipf});
+    return call;
+  }
+
+  KernelCall relu_call() {
+    KernelCall call{.kernel = "relu",
+                    .operation = "bench",
+                    .index = Range::of_shape({kM, kN}),
+                    .params = &params,
+                    .index_names = names2};
+    call.inputs.append("x", InputPort{std::as_const(hidden).view(), &id2});
+    call.outputs.append("result", OutputPort{y.view(), &id2});
+    return call;
+  }
+};
+
+void set_flops(benchmark::State& state) {
+  state.counters["gflops"] = benchmark::Counter(2.0 * kM * kN * kK * state.iterations() / 1e9,
+                                                benchmark::Counter::kIsRate);
+}
+
+void BM_LinearRelu_Fused(benchmark::State& state) {
+  limit_library_threads_to_one();
+  LinearRelu f;
+  KernelCall call = f.linear_call("s0_x", "s0_w", "s0_b", f.y);
+  call.kernel = "fused";
+  call.params = &f.fused;
+  const KernelFn fn = fast_kernels().find("fused");
+  for (auto _ : state) fn(call);
+  set_flops(state);
+}
+BENCHMARK(BM_LinearRelu_Fused)->Unit(benchmark::kMillisecond);
+
+void BM_LinearRelu_TwoPasses(benchmark::State& state) {
+  limit_library_threads_to_one();
+  LinearRelu f;
+  const KernelCall lin = f.linear_call("x", "w", "bias", f.hidden);
+  const KernelCall relu = f.relu_call();
+  const KernelFn lin_fn = fast_kernels().find("linear"), relu_fn = fast_kernels().find("relu");
+  for (auto _ : state) {
+    lin_fn(lin);
+    relu_fn(relu);
+  }
+  set_flops(state);
+}
+BENCHMARK(BM_LinearRelu_TwoPasses)->Unit(benchmark::kMillisecond);
+
+void BM_LinearRelu_DirectOpenBlas(benchmark::State& state) {
+  limit_library_threads_to_one();
+  LinearRelu f;
+  const float* x = f.x.values<float>().data();
+  const float* w = f.w.values<float>().data();
+  const float* b = f.bias.values<float>().data();
+  float* y = f.y.values<float>().data();
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, kM, kN, kK, 1.0f, x, kK, w, kK, 0.0f, y,
+                kN);
+    for (std::int64_t r = 0; r < kM; ++r) {
+      float* row = y + r * kN;
+      for (std::int64_t j = 0; j < kN; ++j) {
+        const float v = row[j] + b[j];
+        row[j] = v < 0.0f ? 0.0f : v;
+      }
+    }
+    benchmark::DoNotOptimize(y);
+  }
+  set_flops(state);
+}
+BENCHMARK(BM_LinearRelu_DirectOpenBlas)->Unit(benchmark::kMillisecond);
+
+// ---- elementwise: fast vs reference ------------------------------------------------------------
+
+constexpr std::int64_t kElements = 1 << 20;
+
+void BM_Elementwise(benchmark::State& state, const char* kernel, bool fast) {
+  const bool binary = std::string_view(kernel) == "add";
+  Buffer a(DType::kFloat32, Range::of_shape({kElements / 1024, 1024}));
+  Buffer b = a, r = a;
+  fill_values(a);
+  fill_values(b);
+  const IndexProjection id = IndexProjection::identity(2);
+  const std::vector<std::string> names{"d0", "d1"};
+  KernelCall call{.kernel = kernel, .operation = "bench", .index = a.range(), .index_names = names};
+  call.inputs.append(binary ? "a" : "x", InputPort{std::as_const(a).view(), &id});
+  if (binary) call.inputs.append("b", InputPort{std::as_const(b).view(), &id});
+  call.outputs.append("result", OutputPort{r.view(), &id});
+  const KernelFn fn = (fast ? fast_kernels() : KernelRegistry::reference()).find(kernel);
+  for (auto _ : state) fn(call);
+  const double bytes = (binary ? 3.0 : 2.0) * 4.0 * kElements;
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
+}
+BENCHMARK_CAPTURE(BM_Elementwise, relu_fast, "relu", true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Elementwise, relu_reference, "relu", false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Elementwise, add_fast, "add", true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Elementwise, add_reference, "add", false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Elementwise, gelu_fast, "gelu", true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Elementwise, gelu_reference, "gelu", false)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

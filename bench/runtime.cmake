@@ -1,0 +1,8 @@
+# bench/dispatch_bench: per-application overhead of the block executor on 100,000 tiny shards.
+# bench/mlp_vs_baselines: examples/mlp.tap against direct OpenBLAS calls and PyTorch.
+if(TARGET tapestry_runtime AND TARGET tapestry_metakernel)
+  tapestry_add_bench(dispatch_bench tapestry::runtime tapestry::metakernel tapestry::rewrite)
+endif()
+if(TARGET OpenBLAS::OpenBLAS)
+  tapestry_add_bench(mlp_openblas OpenBLAS::OpenBLAS)
+endif()

@@ -1,0 +1,81 @@
+// The fast kernel set: the reference kernels' names and meanings, optimised.
+//
+// `fast_kernels()` is a second KernelRegistry (kernel_registry.h) with every name
+// `KernelRegistry::reference()` has. A fast kernel recognises the layouts that matter — the IPFs
+// the metakernels give, over a whole operation or any shard, at any coordinates, with strided
+// sub-box views — and runs them with a tuned library or vectorisable loops; any call whose
+// layout, dtype or IPF pattern it does not recognise goes to the reference kernel of the same
+// name, so a fast kernel is correct for every call the reference accepts.
+//
+//   linear, matmul   one GEMM per batch point, straight on the views (leading dims = the views'
+//                    strides, `linear` as x·wᵀ with the transposed-B GEMM; no copies), oneDNN
+//                    sgemm or OpenBLAS sgemm/dgemm (see GemmBackend); integer dtypes: reference
+//   fused            a GEMM producer followed by bias_add / unary stages writes the final output
+//                    view directly, then applies bias and the unary ops row by row in one pass
+//                    (the "epilogue"; no intermediate block); other chains run stage by stage
+//                    with these kernels
+//   elementwise      unary, broadcasting binary and bias_add: loops over raw pointers, the
+//                    innermost contiguous run vectorised by the compiler
+//   sum max reduce   one reduced dim: folds across rows (vectorised over output cells) or a
+//                    contiguous sum line with partial sums
+//   softmax, conv2d, pad, transpose, permute, reshape: the reference kernels for now
+//
+// Results (docs/runtime.md, "Fast kernels", states the bounds and the measurements):
+//   * elementwise maps, bias_add and reductions that fold across rows are bitwise equal to the
+//     reference (same operations, same order, the same libm calls);
+//   * a K-long dot product plus bias (linear, matmul, a sum along a contiguous dim) is summed
+//     in another order: |fast − ref| ≤ 2·(K+1)·ε·(Σ_i |x_i·w_i| + |b|), ε the unit roundoff.
+//
+// Example — the executor picks a registry, then pins each pool thread's libraries to one thread:
+//
+//   const KernelRegistry& kernels = use_fast ? fast_kernels() : KernelRegistry::reference();
+//   KernelFn linear = kernels.lookup("linear", "fc1");
+//   // on every pool thread (and the main thread), before its first kernel:
+//   limit_library_threads_to_one();
+//   linear(call);                      // call: a KernelCall for one shard (kernel.h)
+//
+//   set_gemm_backend(GemmBackend::kOpenBlas);   // benchmarks and tests only: force a library
+//   FastKernelCounts c = fast_kernel_counts();  // c.fast_calls > 0: the fast paths ran
+//
+// Concurrency: fast kernels may run concurrently on disjoint output boxes, like the reference
+// ones. The GEMM backend and the counters are process-wide atomics.
+#pragma once
+
+#include <cstdint>
+
+#include "tapestry/runtime/kernel_registry.h"
+
+namespace tapestry::runtime {
+
+/// The fast kernel set (built once, shared, immutable). Same names as
+/// KernelRegistry::reference(); a call the fast path does not recognise runs the reference.
+const KernelRegistry& fast_kernels();
+
+/// Keeps the BLAS libraries single-threaded so they do not compete with the executor's pool:
+/// OpenBLAS process-wide (`openblas_set_num_threads(1)`, once) and oneDNN's OpenMP runtime on
+/// the calling thread (`omp_set_num_threads(1)`: OpenMP's thread count is per thread). Call it
+/// on every thread that runs kernels. Idempotent and cheap (a thread-local flag after the first
+/// call on a thread).
+void limit_library_threads_to_one();
+
+/// Which library computes float32 GEMMs (float64 always uses OpenBLAS: oneDNN's C API has no
+/// dgemm). kAuto picks per shape class from measurements on the build machine
+/// (docs/runtime.md): oneDNN except for tiny products, where OpenBLAS's lower call overhead wins.
+enum class GemmBackend { kAuto, kOneDnn, kOpenBlas };
+
+/// Process-wide GEMM backend (default kAuto); for benchmarks and tests.
+void set_gemm_backend(GemmBackend backend);
+[[nodiscard]] GemmBackend gemm_backend();
+
+/// How often the fast kernels took a fast path and how often they handed a call to the
+/// reference kernel; `fused_epilogues` counts fused calls run as GEMM + epilogue. Process-wide,
+/// relaxed counters: exact when read after the kernels finished. For tests and metrics.
+struct FastKernelCounts {
+  std::uint64_t fast_calls = 0;
+  std::uint64_t fallback_calls = 0;
+  std::uint64_t fused_epilogues = 0;
+};
+[[nodiscard]] FastKernelCounts fast_kernel_counts();
+void reset_fast_kernel_counts();
+
+}  // namespace tapestry::runtime

@@ -1,0 +1,83 @@
+// RunMetrics: what one block-executor run measured, and its three renderings.
+//
+// Every Application the block executor runs is timed (steady clock, nanoseconds from the start
+// of execution) and tagged with the pool thread that ran it; its FLOPs and bytes come from the
+// compiled program (static: known before the run). From those the run derives per-operation
+// totals and the critical path — the longest chain of dependent applications, weighted by their
+// measured times, i.e. the wall time no number of threads could beat for this plan.
+//
+//   BlockExecutor exec(graph, {.threads = 2});
+//   auto [buffers, metrics] = exec.run_measured(inputs);
+//   metrics.gflops                      // achieved: flops / wall_s / 1e9
+//   write_json_file("m.json", metrics_json(metrics));      // `tapestry run --metrics`
+//   write_json_file("t.json", chrome_trace(metrics));      // `--trace`: opens in Perfetto
+//   fmt::print("{}", summary_table(metrics));
+//
+// FLOP model (documented in docs/runtime.md): a multiply-add counts 2 — contraction kernels
+// (linear, matmul, conv2d) do 2·|index|·|window| where |window| is the largest input cell
+// (kh·kw for conv2d, 1 otherwise); every other kernel counts one per output element; layout
+// kernels (transpose, reshape, pad, …) count 0. A fused operation sums its stages.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tapestry::runtime {
+
+/// One application of one run.
+struct ApplicationMetrics {
+  std::string name;       // the application's label (else key)
+  std::string operation;  // its operation's label (else key)
+  std::string kernel;
+  std::uint32_t thread = 0;  // pool thread index, 0-based
+  double start_s = 0;        // from the start of execution
+  double duration_s = 0;
+  std::int64_t flops = 0;
+  std::int64_t bytes_read = 0;
+  std::int64_t bytes_written = 0;
+};
+
+/// Totals of one operation's applications.
+struct OperationMetrics {
+  std::string operation;
+  std::string kernel;
+  std::size_t applications = 0;
+  double busy_s = 0;  // Σ durations
+  std::int64_t flops = 0;
+  std::int64_t bytes_read = 0;
+  std::int64_t bytes_written = 0;
+};
+
+struct RunMetrics {
+  double wall_s = 0;  // execution alone: first application start to last end, no input I/O
+  std::int64_t flops = 0;
+  double gflops = 0;                             // flops / wall_s / 1e9
+  std::int64_t peak_memory_bytes = 0;            // measured: inputs + live buffers
+  std::int64_t estimated_peak_memory_bytes = 0;  // the program's estimate (--memory-limit)
+  int threads = 0;
+  double busy_s = 0;                             // Σ application durations
+  double critical_path_s = 0;                    // longest dependency chain of measured durations
+  std::vector<ApplicationMetrics> applications;  // in start order
+  std::vector<OperationMetrics> operations;      // by busy time, descending
+};
+
+/// The `--metrics` JSON: top-level wall_s, flops, gflops, peak_memory_bytes,
+/// estimated_peak_memory_bytes, threads, busy_s, critical_path_s, applications (count),
+/// operations [{operation, kernel, applications, busy_s, flops, gflops, bytes_read,
+/// bytes_written}], and per-application records under "application_records".
+[[nodiscard]] nlohmann::json metrics_json(const RunMetrics& metrics);
+
+/// Chrome trace-event JSON ({"traceEvents": [...]}, one complete "X" event per application on
+/// its thread's track, microseconds), for Perfetto / chrome://tracing.
+[[nodiscard]] nlohmann::json chrome_trace(const RunMetrics& metrics);
+
+/// A human summary: the headline figures, then the operations by busy time (top `max_rows`).
+[[nodiscard]] std::string summary_table(const RunMetrics& metrics, std::size_t max_rows = 12);
+
+/// "1.50 GiB", "64.0 MiB", "512 B".
+[[nodiscard]] std::string format_bytes(std::int64_t bytes);
+
+}  // namespace tapestry::runtime

@@ -1,0 +1,285 @@
+// Compiling an application graph for the block executor (block_program.h).
+#include "block_program.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "run_support.h"
+#include "tapestry/rewrite/fused.h"
+#include "tapestry/runtime/application_schedule.h"
+#include "tapestry/runtime/run_metrics.h"
+#include "tapestry/runtime/tensor_map.h"
+#include "tapestry/zspace/format.h"
+
+namespace tapestry::runtime::detail {
+
+namespace {
+
+using SlotOf = std::unordered_map<std::uint32_t, std::uint32_t>;  // tensor node index → slot
+
+std::vector<BufferSlot> make_slots(const ir::Graph& graph, SlotOf& slot_of) {
+  std::vector<BufferSlot> slots;
+  for (ir::TensorId tensor : graph.tensors()) {
+    slot_of.emplace(tensor.index(), static_cast<std::uint32_t>(slots.size()));
+    BufferSlot slot{.tensor = tensor,
+                    .dtype = tensor_dtype(graph, tensor),
+                    .range = graph.tensor(tensor).range(),
+                    .input = graph.producers(tensor).empty()};
+    slot.bytes = zspace::checked_mul(slot.range.size(),
+                                     static_cast<std::int64_t>(ir::dtype_size_bytes(slot.dtype)));
+    slots.push_back(std::move(slot));
+  }
+  for (ir::TensorId tensor : graph_outputs(graph)) slots[slot_of.at(tensor.index())].output = true;
+  return slots;
+}
+
+// Adds the ports of `selections` to `ports` with null origins, recording each one's address.
+// Each selection must equal IPF(index) and lie inside its tensor.
+template <typename Port>
+void add_ports(const ir::Graph& graph, const Range& index, const ir::SelectionMap& selections,
+               const ir::IpfMap& ipfs, const std::vector<BufferSlot>& slots, const SlotOf& slot_of,
+               ir::NamedLists<Port>& ports, std::vector<PortAddress>& addresses) {
+  for (const auto& entry : selections.entries()) {
+    auto list = ipfs.list(entry.name);
+    if (entry.position >= list.size()) {
+      throw Error(fmt::format("selection {}[{}] has no IPF in the operation's IPFSignature",
+                              entry.name, entry.position));
+    }
+    const zspace::IndexProjection& ipf = list[entry.position];
+    const Range expected = ipf.apply(index);
+    if (entry.value.range != expected) {
+      throw Error(fmt::format("selection {}[{}] is {}, but its IPF gives {} for index {}",
+                              entry.name, entry.position, entry.value.range, expected, index));
+    }
+    auto found = slot_of.find(entry.value.tensor.index());
+    if (found == slot_of.end()) {
+      throw Error(
+          fmt::format("selection {}[{}] names no tensor of the graph", entry.name, entry.position));
+    }
+    const BufferSlot& slot = slots[found->second];
+    if (!slot.range.contains(expected)) {
+      throw Error(fmt::format("selection {}[{}] {} lies outside tensor '{}' {}", entry.name,
+                              entry.position, expected, tensor_name(graph, slot.tensor),
+                              slot.range));
+    }
+    const Point strides = dense_strides(slot.range.shape());
+    const std::int64_t offset =
+        expected.is_empty() ? 0
+                            : element_offset(slot.range, strides, expected.start()) *
+                                  static_cast<std::int64_t>(ir::dtype_size_bytes(slot.dtype));
+    ports.append(entry.name, Port{{slot.dtype, nullptr, expected, strides}, &ipf});
+    addresses.push_back({found->second, offset});
+  }
+}
+
+template <typename Port>
+std::int64_t port_bytes(const ir::NamedLists<Port>& ports) {
+  std::int64_t bytes = 0;
+  for (const auto& e : ports.entries()) {
+    bytes += e.value.view.box().size() *
+             static_cast<std::int64_t>(ir::dtype_size_bytes(e.value.view.dtype()));
+  }
+  return bytes;
+}
+
+void unique_sorted(std::vector<std::uint32_t>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+BlockTask make_task(const ir::Graph& graph, ir::ApplicationId app_id, const KernelRegistry& kernels,
+                    const std::vector<BufferSlot>& slots, const SlotOf& slot_of) {
+  const ir::ApplicationView app = graph.application(app_id);
+  if (app.ipf_index() == nullptr) {
+    throw Error(fmt::format("application '{}' has no IPFIndex tag", node_name(graph, app_id)));
+  }
+  if (!graph.contains(app.operation()) || !graph.as_operation(app.operation())) {
+    throw Error(
+        fmt::format("application '{}' names no operation of the graph", node_name(graph, app_id)));
+  }
+  const ir::OperationId op_id = app.operation();
+  const ir::OperationView op = graph.operation(op_id);
+  BlockTask task{.application = app_id,
+                 .operation = op_id,
+                 .kernel = kernels.lookup(op.kernel(), node_name(graph, op_id)),
+                 .call = {.kernel = op.kernel(),
+                          .operation = graph.node(op_id).label().empty()
+                                           ? graph.key(op_id)
+                                           : std::string_view(graph.node(op_id).label()),
+                          .index = *app.ipf_index(),
+                          .params = &op.params(),
+                          .index_names = op.body().index_names,
+                          .reductions = op.body().reductions}};
+  const ir::IpfSignature& signature = *op.ipf_signature();
+  try {
+    add_ports(graph, task.call.index, app.inputs(), signature.inputs, slots, slot_of,
+              task.call.inputs, task.inputs);
+    add_ports(graph, task.call.index, app.outputs(), signature.outputs, slots, slot_of,
+              task.call.outputs, task.outputs);
+  } catch (const Error& e) {
+    throw e.with_context(fmt::format("application '{}'", node_name(graph, app_id)));
+  }
+  for (const PortAddress& out : task.outputs) task.writes.push_back(out.slot);
+  unique_sorted(task.writes);
+  task.touches = task.writes;
+  for (const PortAddress& in : task.inputs) {
+    if (!slots[in.slot].input) task.touches.push_back(in.slot);
+  }
+  unique_sorted(task.touches);
+  task.flops = estimate_flops(task.call);
+  task.bytes_read = port_bytes(task.call.inputs);
+  task.bytes_written = port_bytes(task.call.outputs);
+  return task;
+}
+
+// Simulates the sequential schedule: buffers allocated at their first write, freed after their
+// last use. Sets the estimated peak and describes what is live at that point.
+void estimate_memory(BlockProgram& p, const ir::Graph& graph) {
+  std::vector<std::uint32_t> remaining(p.slots.size());
+  std::vector<char> live(p.slots.size(), 0);
+  std::int64_t bytes = 0;
+  for (std::size_t s = 0; s < p.slots.size(); ++s) {
+    remaining[s] = p.slots[s].uses;
+    if (p.slots[s].input) {
+      live[s] = 1;
+      bytes += p.slots[s].bytes;
+    }
+  }
+  p.estimated_peak_bytes = bytes;
+  std::vector<char> at_peak = live;
+  std::uint32_t peak_task = UINT32_MAX;
+  for (std::uint32_t t : p.order) {
+    for (std::uint32_t s : p.tasks[t].writes) {
+      if (live[s] == 0) bytes += p.slots[s].bytes;
+      live[s] = 1;
+    }
+    if (bytes > p.estimated_peak_bytes) {
+      p.estimated_peak_bytes = bytes;
+      peak_task = t;
+      at_peak = live;  // O(slots) per new peak: peaks are rare after the first few tasks
+    }
+    for (std::uint32_t s : p.tasks[t].touches) {
+      if (--remaining[s] == 0 && !p.slots[s].output && live[s] != 0) {
+        bytes -= p.slots[s].bytes;
+        live[s] = 0;
+      }
+    }
+  }
+  std::vector<std::uint32_t> biggest;
+  for (std::uint32_t s = 0; s < p.slots.size(); ++s) {
+    if (at_peak[s] != 0) biggest.push_back(s);
+  }
+  std::sort(biggest.begin(), biggest.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return p.slots[a].bytes > p.slots[b].bytes; });
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < biggest.size() && i < 4; ++i) {
+    const BufferSlot& slot = p.slots[biggest[i]];
+    parts.push_back(
+        fmt::format("{} {}", tensor_name(graph, slot.tensor), format_bytes(slot.bytes)));
+  }
+  if (biggest.size() > 4) parts.push_back(fmt::format("{} more", biggest.size() - 4));
+  p.peak_description =
+      peak_task == UINT32_MAX
+          ? fmt::format("before any application: {}", fmt::join(parts, ", "))
+          : fmt::format("after application '{}' starts: {}",
+                        node_name(graph, p.tasks[peak_task].application), fmt::join(parts, ", "));
+}
+
+void build_dag(BlockProgram& p, const ApplicationSchedule& schedule) {
+  const std::size_t n = p.tasks.size();
+  p.pending.assign(n, 0);
+  p.dependents_first.assign(n + 1, 0);
+  for (std::size_t t = 0; t < n; ++t) {
+    p.pending[t] = static_cast<std::uint32_t>(schedule.depends_on[t].size());
+    for (std::uint32_t d : schedule.depends_on[t]) ++p.dependents_first[d + 1];
+  }
+  for (std::size_t t = 0; t < n; ++t) p.dependents_first[t + 1] += p.dependents_first[t];
+  p.dependents.resize(p.dependents_first.back());
+  std::vector<std::uint32_t> fill(p.dependents_first.begin(), p.dependents_first.end() - 1);
+  for (std::uint32_t t = 0; t < n; ++t) {
+    for (std::uint32_t d : schedule.depends_on[t]) p.dependents[fill[d]++] = t;
+  }
+  p.order = schedule.order;
+  for (std::uint32_t t : p.order) {
+    if (p.pending[t] == 0) p.roots.push_back(t);
+  }
+}
+
+}  // namespace
+
+BlockProgram compile_block_program(const ir::Graph& graph, const KernelRegistry& kernels) {
+  check_tensor_dtypes(graph);
+  check_operations_have_applications(graph);
+  const ApplicationSchedule schedule = schedule_applications(graph);
+  BlockProgram p;
+  SlotOf slot_of;
+  p.slots = make_slots(graph, slot_of);
+  p.tasks.reserve(schedule.applications.size());
+  for (ir::ApplicationId app : schedule.applications) {
+    p.tasks.push_back(make_task(graph, app, kernels, p.slots, slot_of));
+    for (std::uint32_t s : p.tasks.back().touches) ++p.slots[s].uses;
+    p.flops += p.tasks.back().flops;
+  }
+  build_dag(p, schedule);
+  estimate_memory(p, graph);
+  return p;
+}
+
+// ---- FLOP model (run_metrics.h) -------------------------------------------------------------
+
+namespace {
+
+bool is_contraction(std::string_view kernel) {
+  return kernel == "linear" || kernel == "matmul" || kernel == "conv2d";
+}
+
+bool is_layout(std::string_view kernel) {
+  return kernel == "transpose" || kernel == "permute" || kernel == "reshape" || kernel == "pad";
+}
+
+std::int64_t stage_flops(std::string_view kernel, const Range& index,
+                         std::span<const zspace::IndexProjection* const> input_ipfs,
+                         std::span<const Range> output_boxes) {
+  if (kernel.substr(0, 3) == "op:") kernel.remove_prefix(3);
+  if (is_layout(kernel)) return 0;
+  if (is_contraction(kernel)) {
+    std::int64_t window = 1;
+    for (const zspace::IndexProjection* ipf : input_ipfs) {
+      std::int64_t cells = 1;
+      for (std::int64_t s : ipf->shape()) cells *= s;
+      window = std::max(window, cells);
+    }
+    return 2 * index.size() * window;
+  }
+  std::int64_t elements = 0;
+  for (const Range& box : output_boxes) elements += box.size();
+  return elements;
+}
+
+}  // namespace
+
+std::int64_t estimate_flops(const KernelCall& call) {
+  std::string_view kernel = call.kernel;
+  if (kernel.substr(0, 3) == "op:") kernel.remove_prefix(3);
+  if (kernel == rewrite::kFusedKernel && call.params != nullptr) {
+    std::int64_t total = 0;
+    for (const rewrite::FusedStage& stage : rewrite::fused_stages(*call.params)) {
+      const Range index = zspace::IndexProjection(stage.index_map).apply(call.index);
+      std::vector<const zspace::IndexProjection*> ipfs;
+      for (const rewrite::FusedPort& in : stage.inputs) ipfs.push_back(&in.ipf);
+      std::vector<Range> boxes;
+      for (const rewrite::FusedPort& out : stage.outputs) boxes.push_back(out.ipf.apply(index));
+      total += stage_flops(stage.kernel, index, ipfs, boxes);
+    }
+    return total;
+  }
+  std::vector<const zspace::IndexProjection*> ipfs;
+  for (const auto& e : call.inputs.entries()) ipfs.push_back(e.value.ipf);
+  std::vector<Range> boxes;
+  for (const auto& e : call.outputs.entries()) boxes.push_back(e.value.view.box());
+  return stage_flops(kernel, call.index, ipfs, boxes);
+}
+
+}  // namespace tapestry::runtime::detail

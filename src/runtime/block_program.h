@@ -1,0 +1,75 @@
+// BlockProgram: an application graph compiled for the block executor (block_executor.h).
+//
+// Everything here is independent of a run's buffers, computed once:
+//
+//   slots   one per tensor: dtype, range, bytes, whether it is a graph input or output, and how
+//           many tasks touch it (a run's countdown to freeing it)
+//   tasks   one per Application: kernel, a KernelCall template whose port views have null
+//           origins plus, per port, the slot and the byte offset of its box inside the buffer;
+//           FLOPs and bytes; the slots it writes (allocated on first write) and touches
+//   DAG     dependents in CSR form, the initial pending count of each task, the ready roots
+//
+// A run patches origins: view origin = buffer base + byte offset, with no other work per port.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tapestry/ir/graph.h"
+#include "tapestry/runtime/element.h"
+#include "tapestry/runtime/kernel.h"
+#include "tapestry/runtime/kernel_registry.h"
+
+namespace tapestry::runtime::detail {
+
+struct BufferSlot {
+  ir::TensorId tensor;
+  DType dtype = DType::kFloat32;
+  Range range;
+  std::int64_t bytes = 0;
+  bool input = false;
+  bool output = false;
+  std::uint32_t uses = 0;  // tasks that read or write it (each counted once)
+};
+
+/// Where a port's view lives: origin = base of `slot` + `byte_offset`.
+struct PortAddress {
+  std::uint32_t slot = 0;
+  std::int64_t byte_offset = 0;
+};
+
+struct BlockTask {
+  ir::ApplicationId application;
+  ir::OperationId operation;
+  KernelFn kernel = nullptr;
+  KernelCall call;                     // views with null origins
+  std::vector<PortAddress> inputs;     // parallel to call.inputs.entries()
+  std::vector<PortAddress> outputs;    // parallel to call.outputs.entries()
+  std::vector<std::uint32_t> writes;   // slots written, unique
+  std::vector<std::uint32_t> touches;  // non-input slots read or written, unique
+  std::int64_t flops = 0;
+  std::int64_t bytes_read = 0;
+  std::int64_t bytes_written = 0;
+};
+
+struct BlockProgram {
+  std::vector<BufferSlot> slots;
+  std::vector<BlockTask> tasks;
+  std::vector<std::uint32_t> dependents_first;  // CSR: dependents of task t are
+  std::vector<std::uint32_t> dependents;        //   dependents[first[t], first[t+1])
+  std::vector<std::uint32_t> pending;           // number of tasks each task waits for
+  std::vector<std::uint32_t> order;             // a topological order (ties: graph order)
+  std::vector<std::uint32_t> roots;             // tasks with nothing to wait for, in order
+  std::int64_t flops = 0;
+  std::int64_t estimated_peak_bytes = 0;
+  std::string peak_description;  // "after application 'Y/0': H 64.0 MiB, Y 16.0 MiB, …"
+};
+
+/// Compiles `graph` (see the file comment); Error naming the node on a bad graph.
+BlockProgram compile_block_program(const ir::Graph& graph, const KernelRegistry& kernels);
+
+/// FLOPs of one kernel call over `call.index` (run_metrics.h's model).
+std::int64_t estimate_flops(const KernelCall& call);
+
+}  // namespace tapestry::runtime::detail

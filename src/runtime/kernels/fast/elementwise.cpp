@@ -1,0 +1,115 @@
+// Fast elementwise kernels: unary maps, broadcasting binary maps and bias_add.
+//
+// Any IPFs with one element per index point are accepted: the index box becomes a loop nest
+// over raw pointers (fast_support.h), broadcasting is a zero stride, and the innermost run is
+// one of the vectorised loops of elementwise_ops.h. Only integer division (an Error on a zero
+// divisor), mixed dtypes and cells wider than one element go to the reference kernel.
+#include "elementwise_ops.h"
+#include "fast_support.h"
+
+namespace tapestry::runtime::fast {
+
+std::optional<UnaryOp> parse_unary_op(std::string_view kernel) {
+  if (kernel.starts_with("op:")) kernel.remove_prefix(3);
+  if (kernel == "relu") return UnaryOp::kRelu;
+  if (kernel == "neg") return UnaryOp::kNeg;
+  if (kernel == "exp") return UnaryOp::kExp;
+  if (kernel == "tanh") return UnaryOp::kTanh;
+  if (kernel == "sigmoid") return UnaryOp::kSigmoid;
+  if (kernel == "gelu") return UnaryOp::kGelu;
+  return std::nullopt;
+}
+
+namespace {
+
+constexpr std::string_view kResult = "result";
+
+// The single port `name`[0] of a list of exactly one, with unit cells; else null.
+template <typename Port>
+const Port* sole_unit_port(const ir::NamedLists<Port>& ports, std::string_view name) {
+  auto list = ports.list(name);
+  if (list.size() != 1 || !has_unit_cells(*list[0].ipf)) return nullptr;
+  return &list[0];
+}
+
+// The dtype of a call whose ports are the named unit-cell ones (and no others), when the fast
+// path may run it: one dtype, a float when `float_only`, a non-empty index.
+std::optional<DType> fast_dtype(const KernelCall& call, std::size_t inputs, bool float_only) {
+  if (call.index.is_empty() || call.inputs.size() != inputs || call.outputs.size() != 1) {
+    return std::nullopt;
+  }
+  std::optional<DType> dtype = uniform_dtype(call);
+  if (!dtype || !is_executable(*dtype)) return std::nullopt;
+  const bool is_float = *dtype == DType::kFloat32 || *dtype == DType::kFloat64;
+  if (float_only && !is_float) return std::nullopt;
+  return dtype;
+}
+
+template <UnaryOp Op>
+void unary_kernel(const KernelCall& call) {
+  const InputPort* x = sole_unit_port(call.inputs, "x");
+  const OutputPort* r = sole_unit_port(call.outputs, kResult);
+  const std::optional<DType> dtype = fast_dtype(call, 1, is_float_only(Op));
+  if (x == nullptr || r == nullptr || !dtype) return run_reference(call);
+  visit_dtype(*dtype, [&]<typename T>() {
+    if constexpr (kernels::kIsFloat<T> || !is_float_only(Op)) {
+      const Strided<const T> xs = strided<const T>(*x, call.index);
+      const Strided<T> rs = strided<T>(*r, call.index);
+      for_each_run(make_nest<2>(call.index, {&xs.coef, &rs.coef}),
+                   [&](const auto& at, std::int64_t n, const auto& step) {
+                     unary_run<Op>(xs.base + at[0], step[0], rs.base + at[1], step[1], n);
+                   });
+    }
+  });
+  count_fast();
+}
+
+template <BinaryOp Op>
+void binary_map(const KernelCall& call, std::string_view lhs, std::string_view rhs) {
+  const InputPort* a = sole_unit_port(call.inputs, lhs);
+  const InputPort* b = sole_unit_port(call.inputs, rhs);
+  const OutputPort* r = sole_unit_port(call.outputs, kResult);
+  const std::optional<DType> dtype = fast_dtype(call, 2, Op == BinaryOp::kDiv);
+  if (a == nullptr || b == nullptr || r == nullptr || !dtype) return run_reference(call);
+  visit_dtype(*dtype, [&]<typename T>() {
+    if constexpr (kernels::kIsFloat<T> || Op != BinaryOp::kDiv) {
+      const Strided<const T> as = strided<const T>(*a, call.index);
+      const Strided<const T> bs = strided<const T>(*b, call.index);
+      const Strided<T> rs = strided<T>(*r, call.index);
+      for_each_run(make_nest<3>(call.index, {&as.coef, &bs.coef, &rs.coef}),
+                   [&](const auto& at, std::int64_t n, const auto& step) {
+                     binary_run<Op>(as.base + at[0], step[0], bs.base + at[1], step[1],
+                                    rs.base + at[2], step[2], n);
+                   });
+    }
+  });
+  count_fast();
+}
+
+template <BinaryOp Op>
+void binary_kernel(const KernelCall& call) {
+  binary_map<Op>(call, "a", "b");
+}
+
+void bias_add_kernel(const KernelCall& call) {
+  binary_map<BinaryOp::kAdd>(call, "x", "bias");
+}
+
+}  // namespace
+
+void register_fast_elementwise(KernelRegistry& registry) {
+  registry.add("relu", &unary_kernel<UnaryOp::kRelu>);
+  registry.add("neg", &unary_kernel<UnaryOp::kNeg>);
+  registry.add("exp", &unary_kernel<UnaryOp::kExp>);
+  registry.add("tanh", &unary_kernel<UnaryOp::kTanh>);
+  registry.add("sigmoid", &unary_kernel<UnaryOp::kSigmoid>);
+  registry.add("gelu", &unary_kernel<UnaryOp::kGelu>);
+  registry.add("add", &binary_kernel<BinaryOp::kAdd>);
+  registry.add("sub", &binary_kernel<BinaryOp::kSub>);
+  registry.add("mul", &binary_kernel<BinaryOp::kMul>);
+  registry.add("div", &binary_kernel<BinaryOp::kDiv>);
+  registry.add("maximum", &binary_kernel<BinaryOp::kMaximum>);
+  registry.add("bias_add", &bias_add_kernel);
+}
+
+}  // namespace tapestry::runtime::fast

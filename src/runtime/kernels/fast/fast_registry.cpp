@@ -1,0 +1,105 @@
+// The fast registry: every reference name, the fast families layered on top, the counters and
+// the library thread limits.
+#include <atomic>
+#include <mutex>
+
+#include <cblas.h>
+
+#include "fast_support.h"
+
+// GCC's OpenMP runtime (oneDNN's threading runtime). Declared here rather than through <omp.h>
+// so no translation unit of ours is compiled as OpenMP code.
+extern "C" void omp_set_num_threads(int num_threads);
+
+namespace tapestry::runtime {
+
+namespace {
+
+std::atomic<std::uint64_t> fast_calls{0};
+std::atomic<std::uint64_t> fallback_calls{0};
+std::atomic<std::uint64_t> fused_epilogues{0};
+
+}  // namespace
+
+namespace fast {
+
+void count_fast() {
+  fast_calls.fetch_add(1, std::memory_order_relaxed);
+}
+
+void count_epilogue() {
+  fused_epilogues.fetch_add(1, std::memory_order_relaxed);
+}
+
+void run_reference(const KernelCall& call) {
+  fallback_calls.fetch_add(1, std::memory_order_relaxed);
+  KernelRegistry::reference().lookup(call.kernel, call.operation)(call);
+}
+
+bool has_unit_cells(const zspace::IndexProjection& ipf) {
+  for (std::int64_t s : ipf.shape()) {
+    if (s != 1) return false;
+  }
+  return true;
+}
+
+std::optional<DType> uniform_dtype(const KernelCall& call) {
+  std::optional<DType> dtype;
+  bool same = true;
+  auto check = [&](const auto& ports) {
+    for (const auto& e : ports.entries()) {
+      if (!dtype) dtype = e.value.view.dtype();
+      same = same && e.value.view.dtype() == *dtype;
+    }
+  };
+  check(call.inputs);
+  check(call.outputs);
+  if (!same) return std::nullopt;
+  return dtype;
+}
+
+}  // namespace fast
+
+const KernelRegistry& fast_kernels() {
+  static const KernelRegistry registry = [] {
+    KernelRegistry fast_only;
+    fast::register_fast_elementwise(fast_only);
+    fast::register_fast_contraction(fast_only);
+    fast::register_fast_reduce(fast_only);
+    fast::register_fast_conv(fast_only);
+    fast::register_fast_fused(fast_only);
+    // Every reference name: the fast version where there is one, else the reference itself.
+    KernelRegistry r;
+    const KernelRegistry& reference = KernelRegistry::reference();
+    for (const std::string& name : reference.names()) {
+      KernelFn fn = fast_only.find(name);
+      r.add(name, fn != nullptr ? fn : reference.find(name));
+    }
+    return r;
+  }();
+  return registry;
+}
+
+void limit_library_threads_to_one() {
+  static std::once_flag openblas_once;
+  std::call_once(openblas_once, [] { openblas_set_num_threads(1); });
+  thread_local bool omp_limited = false;
+  if (!omp_limited) {
+    omp_set_num_threads(1);
+    omp_limited = true;
+  }
+}
+
+FastKernelCounts fast_kernel_counts() {
+  return {.fast_calls = fast_calls.load(std::memory_order_relaxed),
+          .fallback_calls = fallback_calls.load(std::memory_order_relaxed),
+          .fused_epilogues = fused_epilogues.load(std::memory_order_relaxed)};
+}
+
+void reset_fast_kernel_counts() {
+  fast_calls.store(0, std::memory_order_relaxed);
+  fallback_calls.store(0, std::memory_order_relaxed);
+  fused_epilogues.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace tapestry::runtime

@@ -1,0 +1,207 @@
+// The fast `fused` kernel: a GEMM with a fused epilogue when the chain allows it, else the
+// stages one by one with the fast kernels (as kernels/fused.cpp does with the reference ones).
+//
+// The epilogue applies when
+//   1. stage 0 is linear or matmul over the fused index space itself (identity index map), all
+//      its inputs fused inputs;
+//   2. every later stage is bias_add or a unary op (relu, gelu, exp, neg, tanh, sigmoid) whose
+//      `x` reads exactly the cells the previous stage wrote: composed with the index maps, the
+//      stage's x IPF equals the previous stage's result IPF over the fused index space;
+//   3. every intermediate has the call's float dtype.
+// Then stage 0's GEMM writes straight into the final output view (its IPF, composed back to the
+// fused index space, is the last stage's result IPF), and the biases and unary ops run in order
+// on each output row while it is hot: no intermediate block at all. The values are those of the
+// unfused fast kernels: the same GEMM, then the same elementwise functions in the same order.
+#include <deque>
+
+#include "contraction.h"
+#include "tapestry/rewrite/fused.h"
+#include "tapestry/runtime/buffer.h"
+
+namespace tapestry::runtime::fast {
+
+namespace {
+
+using rewrite::FusedPort;
+using rewrite::FusedStage;
+
+const FusedPort* find_port(const std::vector<FusedPort>& ports, std::string_view name) {
+  for (const FusedPort& p : ports) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+// Everything the epilogue path builds; IPFs live in a deque so ports may point at them.
+template <typename T>
+struct EpilogueChain {
+  std::deque<zspace::IndexProjection> ipfs;
+  std::deque<InputPort> ports;
+  std::vector<const InputPort*> biases;  // per later stage: its bias port, or null (a unary op)
+  std::vector<UnaryOp> ops;
+};
+
+// A fused input port: the call's view of its source list, the stage IPF composed to fused space.
+template <typename T>
+const InputPort* fused_input(const KernelCall& call, const FusedPort* port,
+                             const zspace::AffineMap& map, EpilogueChain<T>& chain) {
+  if (port == nullptr || port->source.empty() || call.find_input(port->source) == nullptr) {
+    return nullptr;
+  }
+  chain.ipfs.push_back(port->ipf.compose(map));
+  chain.ports.push_back(InputPort{call.input(port->source).view, &chain.ipfs.back()});
+  return &chain.ports.back();
+}
+
+// Adds stage `s` (bias_add or a unary op) to the chain; `prev` is the previous result IPF in
+// fused space, replaced by this stage's. False when the stage does not fit (see file comment).
+template <typename T>
+bool add_stage(const KernelCall& call, const FusedStage& s, zspace::IndexProjection& prev,
+               EpilogueChain<T>& chain) {
+  const std::optional<UnaryOp> op = parse_unary_op(s.kernel);
+  const bool is_bias = s.kernel == "bias_add" || s.kernel == "op:bias_add";
+  const FusedPort* x = find_port(s.inputs, "x");
+  if ((!op && !is_bias) || x == nullptr || !x->source.empty() || s.outputs.size() != 1 ||
+      s.inputs.size() != (is_bias ? 2u : 1u) || x->ipf.compose(s.index_map) != prev) {
+    return false;
+  }
+  if (is_bias) {
+    const InputPort* bias = fused_input(call, find_port(s.inputs, "bias"), s.index_map, chain);
+    if (bias == nullptr) return false;
+    chain.biases.push_back(bias);
+    chain.ops.push_back(UnaryOp::kRelu);  // unused for a bias step
+  } else {
+    chain.biases.push_back(nullptr);
+    chain.ops.push_back(*op);
+  }
+  prev = s.outputs[0].ipf.compose(s.index_map);
+  return true;
+}
+
+template <typename T>
+bool is_intermediate_of(const FusedPort& out) {
+  const std::optional<DType> dtype = ir::parse_dtype(out.dtype);
+  return dtype && *dtype == dtype_of<T>;
+}
+
+template <typename T>
+bool run_epilogue(const KernelCall& call, const std::vector<FusedStage>& stages) {
+  const FusedStage& producer = stages.front();
+  const bool is_linear = producer.kernel == "linear" || producer.kernel == "op:linear";
+  const bool is_matmul = producer.kernel == "matmul" || producer.kernel == "op:matmul";
+  if ((!is_linear && !is_matmul) || stages.size() < 2 || producer.outputs.size() != 1 ||
+      producer.index_map != zspace::AffineMap::identity(call.index.rank())) {
+    return false;
+  }
+  EpilogueChain<T> chain;
+  const auto& map = producer.index_map;
+  const InputPort* a =
+      fused_input(call, find_port(producer.inputs, is_linear ? "x" : "a"), map, chain);
+  const InputPort* b =
+      fused_input(call, find_port(producer.inputs, is_linear ? "w" : "b"), map, chain);
+  const FusedPort* bias_port = is_linear ? find_port(producer.inputs, "bias") : nullptr;
+  const InputPort* bias = fused_input(call, bias_port, map, chain);
+  const std::size_t inputs = 2 + (bias_port != nullptr ? 1 : 0);
+  if (a == nullptr || b == nullptr || (bias_port != nullptr && bias == nullptr) ||
+      producer.inputs.size() != inputs) {
+    return false;
+  }
+  zspace::IndexProjection prev = producer.outputs[0].ipf;
+  for (std::size_t s = 1; s < stages.size(); ++s) {
+    if (!is_intermediate_of<T>(stages[s - 1].outputs.front())) return false;
+    if (!add_stage(call, stages[s], prev, chain)) return false;
+  }
+  const FusedPort& last = stages.back().outputs.front();
+  if (last.source.empty() || call.outputs.list(last.source).size() != 1) return false;
+  chain.ipfs.push_back(prev);
+  const OutputPort out{call.output(last.source).view, &chain.ipfs.back()};
+
+  const std::optional<ContractionPlan<T>> plan = plan_contraction<T>(call.index, *a, *b, out);
+  if (!plan) return false;
+  std::vector<EpilogueStep<T>> steps;
+  std::vector<const InputPort*> biases = chain.biases;
+  std::vector<UnaryOp> ops = chain.ops;
+  if (bias != nullptr) {
+    biases.insert(biases.begin(), bias);
+    ops.insert(ops.begin(), UnaryOp::kRelu);
+  }
+  for (std::size_t i = 0; i < biases.size(); ++i) {
+    if (biases[i] == nullptr) {
+      steps.push_back(EpilogueStep<T>{.op = ops[i]});
+      continue;
+    }
+    const std::optional<EpilogueStep<T>> step = bias_step(*plan, call.index, *biases[i]);
+    if (!step) return false;
+    steps.push_back(*step);
+  }
+  run_contraction(*plan, steps);
+  return true;
+}
+
+// The generic path: each stage with the fast kernel of its name, intermediates in blocks.
+void run_stages(const KernelCall& call, const std::vector<FusedStage>& stages) {
+  std::optional<Buffer> previous;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const FusedStage& stage = stages[s];
+    const bool last = s + 1 == stages.size();
+    KernelCall sub{.kernel = stage.kernel,
+                   .operation = call.operation,
+                   .index = zspace::IndexProjection(stage.index_map).apply(call.index),
+                   .params = &stage.params,
+                   .index_names = stage.index_names,
+                   .reductions = stage.reductions,
+                   .inputs = {},
+                   .outputs = {}};
+    for (const FusedPort& in : stage.inputs) {
+      if (in.source.empty()) {
+        if (!previous) {
+          call.fail("fused: stage " + stage.label + " reads a previous stage that does not exist");
+        }
+        sub.inputs.append(in.name, InputPort{std::as_const(*previous).view(), &in.ipf});
+      } else {
+        sub.inputs.append(in.name, InputPort{call.input(in.source).view, &in.ipf});
+      }
+    }
+    std::optional<Buffer> block;
+    for (const FusedPort& out : stage.outputs) {
+      if (last) {
+        sub.outputs.append(out.name, OutputPort{call.output(out.source).view, &out.ipf});
+        continue;
+      }
+      const std::optional<DType> dtype = ir::parse_dtype(out.dtype);
+      if (!dtype) {
+        call.fail("fused stage output '" + out.name + "' has no executable dtype '" + out.dtype +
+                  "'");
+      }
+      block.emplace(*dtype, out.ipf.apply(sub.index));
+      sub.outputs.append(out.name, OutputPort{block->view(), &out.ipf});
+    }
+    fast_kernels().lookup(stage.kernel, stage.label)(sub);
+    previous = std::move(block);
+  }
+}
+
+void fused_kernel(const KernelCall& call) {
+  if (call.params == nullptr) return run_reference(call);
+  const std::vector<FusedStage> stages = rewrite::fused_stages(*call.params);
+  const std::optional<DType> dtype = uniform_dtype(call);
+  bool done = false;
+  if (!stages.empty() && dtype && !call.index.is_empty()) {
+    if (*dtype == DType::kFloat32) done = run_epilogue<float>(call, stages);
+    if (*dtype == DType::kFloat64) done = run_epilogue<double>(call, stages);
+  }
+  if (done) {
+    count_fast();
+    count_epilogue();
+    return;
+  }
+  run_stages(call, stages);
+}
+
+}  // namespace
+
+void register_fast_fused(KernelRegistry& registry) {
+  registry.add(std::string(rewrite::kFusedKernel), &fused_kernel);
+}
+
+}  // namespace tapestry::runtime::fast

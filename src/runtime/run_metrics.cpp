@@ -1,0 +1,124 @@
+// Rendering RunMetrics: JSON, Chrome trace events, a summary table (see run_metrics.h).
+#include "tapestry/runtime/run_metrics.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace tapestry::runtime {
+
+namespace {
+
+double gflops_of(std::int64_t flops, double seconds) {
+  return seconds > 0 ? static_cast<double>(flops) / seconds / 1e9 : 0.0;
+}
+
+}  // namespace
+
+std::string format_bytes(std::int64_t bytes) {
+  static constexpr std::array<const char*, 5> kUnits = {"B", "KiB", "MiB", "GiB", "TiB"};
+  auto value = static_cast<double>(bytes);
+  std::size_t unit = 0;
+  while (std::abs(value) >= 1024.0 && unit + 1 < kUnits.size()) {
+    value /= 1024.0;
+    ++unit;
+  }
+  if (unit == 0) return fmt::format("{} B", bytes);
+  return fmt::format("{:.{}f} {}", value, std::abs(value) < 10 ? 2 : 1, kUnits[unit]);
+}
+
+nlohmann::json metrics_json(const RunMetrics& m) {
+  nlohmann::json operations = nlohmann::json::array();
+  for (const OperationMetrics& op : m.operations) {
+    operations.push_back({{"operation", op.operation},
+                          {"kernel", op.kernel},
+                          {"applications", op.applications},
+                          {"busy_s", op.busy_s},
+                          {"flops", op.flops},
+                          {"gflops", gflops_of(op.flops, op.busy_s)},
+                          {"bytes_read", op.bytes_read},
+                          {"bytes_written", op.bytes_written}});
+  }
+  nlohmann::json records = nlohmann::json::array();
+  for (const ApplicationMetrics& a : m.applications) {
+    records.push_back({{"application", a.name},
+                       {"operation", a.operation},
+                       {"kernel", a.kernel},
+                       {"thread", a.thread},
+                       {"start_s", a.start_s},
+                       {"duration_s", a.duration_s},
+                       {"flops", a.flops},
+                       {"bytes_read", a.bytes_read},
+                       {"bytes_written", a.bytes_written}});
+  }
+  return {{"wall_s", m.wall_s},
+          {"flops", m.flops},
+          {"gflops", m.gflops},
+          {"peak_memory_bytes", m.peak_memory_bytes},
+          {"estimated_peak_memory_bytes", m.estimated_peak_memory_bytes},
+          {"threads", m.threads},
+          {"busy_s", m.busy_s},
+          {"critical_path_s", m.critical_path_s},
+          {"applications", m.applications.size()},
+          {"operations", std::move(operations)},
+          {"application_records", std::move(records)}};
+}
+
+nlohmann::json chrome_trace(const RunMetrics& m) {
+  nlohmann::json events = nlohmann::json::array();
+  std::uint32_t threads = 0;
+  for (const ApplicationMetrics& a : m.applications) threads = std::max(threads, a.thread + 1);
+  events.push_back(
+      {{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", "tapestry run"}}}});
+  for (std::uint32_t t = 0; t < threads; ++t) {
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", t},
+                      {"args", {{"name", fmt::format("worker {}", t)}}}});
+  }
+  for (const ApplicationMetrics& a : m.applications) {
+    events.push_back({{"name", a.name},
+                      {"cat", a.kernel},
+                      {"ph", "X"},
+                      {"pid", 0},
+                      {"tid", a.thread},
+                      {"ts", a.start_s * 1e6},
+                      {"dur", a.duration_s * 1e6},
+                      {"args",
+                       {{"operation", a.operation},
+                        {"flops", a.flops},
+                        {"bytes_read", a.bytes_read},
+                        {"bytes_written", a.bytes_written}}}});
+  }
+  return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+}
+
+std::string summary_table(const RunMetrics& m, std::size_t max_rows) {
+  std::string out = fmt::format(
+      "wall {:.3f} s   {:.2f} GFLOP ({:.1f} GFLOP/s)   {} applications on {} thread{}\n"
+      "busy {:.3f} s ({:.0f}% of {} thread{})   critical path {:.3f} s   "
+      "peak memory {} (estimated {})\n",
+      m.wall_s, static_cast<double>(m.flops) / 1e9, m.gflops, m.applications.size(), m.threads,
+      m.threads == 1 ? "" : "s", m.busy_s,
+      m.wall_s > 0 ? 100.0 * m.busy_s / (m.wall_s * m.threads) : 0.0, m.threads,
+      m.threads == 1 ? "" : "s", m.critical_path_s, format_bytes(m.peak_memory_bytes),
+      format_bytes(m.estimated_peak_memory_bytes));
+  out += fmt::format("{:<24} {:<10} {:>6} {:>10} {:>8} {:>10}\n", "operation", "kernel", "apps",
+                     "busy s", "share", "GFLOP/s");
+  for (std::size_t i = 0; i < m.operations.size() && i < max_rows; ++i) {
+    const OperationMetrics& op = m.operations[i];
+    out +=
+        fmt::format("{:<24} {:<10} {:>6} {:>10.4f} {:>7.1f}% {:>10.1f}\n", op.operation, op.kernel,
+                    op.applications, op.busy_s, m.busy_s > 0 ? 100.0 * op.busy_s / m.busy_s : 0.0,
+                    gflops_of(op.flops, op.busy_s));
+  }
+  if (m.operations.size() > max_rows) {
+    out += fmt::format("… {} more operations\n", m.operations.size() - max_rows);
+  }
+  return out;
+}
+
+}  // namespace tapestry::runtime

@@ -1,0 +1,191 @@
+// The block executor: with reference kernels it must be bitwise equal to the sequential
+// application executor whatever the thread interleaving; buffers are freed after their last use;
+// metrics add up; bad inputs and an exceeded memory limit fail before any work.
+#include "tapestry/runtime/block_executor.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "kernel_cases.h"
+#include "kernel_graphs.h"
+#include "run_helpers.h"
+#include "tapestry/runtime/compare.h"
+#include "tapestry/runtime/fast_kernels.h"
+#include "tapestry/runtime/input_generation.h"
+#include "tapestry/zspace/format.h"
+
+namespace tapestry::runtime {
+namespace {
+
+using namespace testing;  // NOLINT: test helpers
+using ::testing::HasSubstr;
+
+const KernelRegistry* reference() {
+  return &KernelRegistry::reference();
+}
+
+void expect_no_nan(const Buffer& buffer) {
+  visit_dtype(buffer.dtype(), [&]<typename T>() {
+    if constexpr (std::is_floating_point_v<T>) {
+      for (T v : buffer.values<T>()) ASSERT_FALSE(std::isnan(v)) << buffer.describe();
+    }
+  });
+}
+
+TEST(BlockExecutor, EveryKernelEveryShardingBitwiseEqualsTheApplicationExecutor) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    for (const auto& parts : c.shardings) {
+      GraphBuilder b;
+      const Built built = c.build(b);
+      b.shard(built.op, parts);
+      const BufferMap inputs = generate_inputs(b.graph, {.seed = 3});
+      const BufferMap expected = ApplicationExecutor(b.graph).run(inputs);
+      for (int threads : {1, 3}) {
+        const BlockExecutor exec(b.graph,
+                                 {.threads = threads, .kernels = reference(), .poison = true});
+        const BufferMap got = exec.run(inputs);
+        const TensorsComparison cmp =
+            compare_tensors(b.graph, expected, got, std::vector<TensorId>{built.result});
+        EXPECT_TRUE(cmp.all_bitwise_equal()) << "threads " << threads << "\n" << cmp.summary();
+        expect_no_nan(got.at(built.result));
+      }
+    }
+  }
+}
+
+// Y = softmax(relu(linear(X, W, b))), each operation sharded differently so shards read from
+// several producers: run many times on 4 threads to shake out ordering races.
+struct Chain {
+  GraphBuilder b;
+  Built lin, relu, sm;
+  Chain() {
+    TensorId x = b.tensor("X", "float32", Range({-40, 20}, {-7, 49}));
+    lin = add_linear(b, x, b.tensor("W", "float32", Range::of_shape({24, 29})),
+                     b.tensor("b", "float32", Range::of_shape({24})));
+    relu = add_unary(b, "relu", lin.result);
+    sm = add_softmax(b, relu.result);
+    b.shard(lin.op, {5, 3, 1});
+    b.shard(relu.op, {4, 5});
+    b.shard(sm.op, {7});
+  }
+};
+
+TEST(BlockExecutor, ChainsAreBitwiseStableAcrossRunsAndThreads) {
+  Chain c;
+  const BufferMap inputs = generate_inputs(c.b.graph, {.seed = 5});
+  const BufferMap expected = ApplicationExecutor(c.b.graph).run(inputs);
+  const BlockExecutor exec(c.b.graph, {.threads = 4, .kernels = reference(), .poison = true});
+  EXPECT_EQ(exec.application_count(), 15u + 20u + 7u);
+  for (int run = 0; run < 25; ++run) {
+    const BufferMap got = exec.run(inputs);
+    const TensorsComparison cmp =
+        compare_tensors(c.b.graph, expected, got, std::vector<TensorId>{c.sm.result});
+    ASSERT_TRUE(cmp.all_bitwise_equal()) << "run " << run << "\n" << cmp.summary();
+  }
+}
+
+TEST(BlockExecutor, IntermediatesAreFreedAndNotReturned) {
+  Chain c;
+  const BufferMap inputs = generate_inputs(c.b.graph, {.seed = 5});
+  const BlockExecutor exec(c.b.graph, {.threads = 1, .kernels = reference()});
+  const auto [buffers, metrics] = exec.run_measured(inputs);
+  EXPECT_TRUE(buffers.contains(c.sm.result));
+  EXPECT_FALSE(buffers.contains(c.lin.result));  // freed after relu read it
+  EXPECT_FALSE(buffers.contains(c.relu.result));
+  // Inputs X 33×29, W 24×29, b 24; intermediates/outputs 33×24 floats each. At most two of the
+  // three 33×24 tensors are ever live at once.
+  const std::int64_t inputs_bytes = 4 * (33 * 29 + 24 * 29 + 24);
+  const std::int64_t tensor = 4 * 33 * 24;
+  EXPECT_EQ(exec.estimated_peak_memory_bytes(), inputs_bytes + 2 * tensor);
+  EXPECT_LE(metrics.peak_memory_bytes, inputs_bytes + 3 * tensor);
+  EXPECT_GE(metrics.peak_memory_bytes, inputs_bytes + tensor);
+}
+
+TEST(BlockExecutor, MetricsCountFlopsAndEveryApplication) {
+  Chain c;
+  const BufferMap inputs = generate_inputs(c.b.graph, {.seed = 5});
+  const BlockExecutor exec(c.b.graph, {.threads = 2, .kernels = reference()});
+  const auto [buffers, m] = exec.run_measured(inputs);
+  const std::int64_t linear = 2 * 33 * 24 * 29, elements = 33 * 24;
+  EXPECT_EQ(m.flops, linear + 2 * elements);
+  EXPECT_EQ(exec.flops(), m.flops);
+  EXPECT_EQ(m.applications.size(), exec.application_count());
+  EXPECT_EQ(m.threads, 2);
+  ASSERT_EQ(m.operations.size(), 3u);
+  std::size_t apps = 0;
+  for (const OperationMetrics& op : m.operations) apps += op.applications;
+  EXPECT_EQ(apps, m.applications.size());
+  EXPECT_GT(m.wall_s, 0.0);
+  EXPECT_LE(m.critical_path_s, m.busy_s + 1e-12);
+  EXPECT_GT(m.critical_path_s, 0.0);
+  for (const ApplicationMetrics& a : m.applications) {
+    EXPECT_LT(a.thread, 2u);
+    EXPECT_GE(a.start_s, 0.0);
+    EXPECT_LE(a.start_s + a.duration_s, m.wall_s + 1e-9);
+  }
+
+  const nlohmann::json j = metrics_json(m);
+  for (const char* key : {"wall_s", "flops", "gflops", "peak_memory_bytes", "threads"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["application_records"].size(), m.applications.size());
+  const nlohmann::json trace = chrome_trace(m);
+  std::size_t complete = 0;
+  for (const auto& e : trace["traceEvents"]) complete += e["ph"] == "X" ? 1 : 0;
+  EXPECT_EQ(complete, m.applications.size());
+  EXPECT_THAT(summary_table(m), HasSubstr("GFLOP/s"));
+}
+
+TEST(BlockExecutor, MemoryLimitFailsBeforeRunningNamingTheEstimate) {
+  Chain c;
+  const std::string message = error_of([&] {
+    const BlockExecutor exec(c.b.graph, {.kernels = reference(), .memory_limit_bytes = 4096});
+  });
+  EXPECT_THAT(message, HasSubstr("memory limit 4.00 KiB exceeded"));
+  EXPECT_THAT(message, HasSubstr("estimated"));
+  EXPECT_THAT(message, HasSubstr("X "));  // the live tensors at the peak
+}
+
+TEST(BlockExecutor, BadInputsAreErrorsBeforeAnyWork) {
+  Chain c;
+  const BlockExecutor exec(c.b.graph, {.kernels = reference()});
+  BufferMap inputs = generate_inputs(c.b.graph, {.seed = 5});
+  BufferMap missing = inputs;
+  missing.erase(find_tensor(c.b.graph, "W"));
+  EXPECT_THAT(error_of([&] { (void)exec.run(missing); }),
+              HasSubstr("input tensor 'W' has no buffer"));
+  BufferMap wrong = inputs;
+  wrong[find_tensor(c.b.graph, "W")] = Buffer(DType::kFloat64, Range::of_shape({24, 29}));
+  EXPECT_THAT(error_of([&] { (void)exec.run(wrong); }), HasSubstr("W"));
+  BufferMap extra = inputs;
+  extra[c.lin.result] = Buffer(DType::kFloat32, Range::of_shape({1}));
+  EXPECT_THAT(error_of([&] { (void)exec.run(extra); }), HasSubstr("cannot be an input"));
+}
+
+TEST(BlockExecutor, UnknownKernelIsAnErrorAtConstruction) {
+  GraphBuilder b;
+  const Built built = add_unary(b, "relu", b.tensor("X", "float32", Range::of_shape({4, 4})));
+  b.shard(built.op, {2, 2});
+  const KernelRegistry empty;
+  EXPECT_THAT(error_of([&] { const BlockExecutor exec(b.graph, {.kernels = &empty}); }),
+              HasSubstr("no kernel named 'relu'"));
+}
+
+TEST(BlockExecutor, FastKernelsAgreeWithTheReferenceWithinTolerance) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    GraphBuilder b;
+    const Built built = c.build(b);
+    b.shard(built.op, c.shardings.front());
+    const BufferMap inputs = generate_inputs(b.graph, {.seed = 9});
+    const BufferMap expected = NaiveExecutor(b.graph).run(inputs);
+    const BlockExecutor exec(b.graph, {.threads = 2, .kernels = &fast_kernels(), .poison = true});
+    const TensorsComparison cmp =
+        compare_tensors(b.graph, expected, exec.run(inputs), std::vector<TensorId>{built.result});
+    EXPECT_TRUE(cmp.all_within(1e-4, 1e-4)) << cmp.summary();
+  }
+}
+
+}  // namespace
+}  // namespace tapestry::runtime

@@ -1,0 +1,335 @@
+// Fast kernels (fast_kernels.h) against the reference kernels: every kernel case of
+// kernel_cases.h and larger GEMM-shaped cases, whole and over random shards (uneven pieces,
+// negative starts, size-1 dims), f32/f64/integers, with each GEMM backend forced in turn.
+//
+// Bounds (docs/runtime.md, "Fast kernels"): integer results and the elementwise maps are bitwise
+// equal; a K-long dot product plus bias within 2·(K+1)·ε·(Σ|x·w| + |b|), where the magnitude is
+// the reference result on |inputs|. The counters prove the fast paths ran.
+#include "tapestry/runtime/fast_kernels.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "kernel_cases.h"
+#include "kernel_graphs.h"
+#include "run_helpers.h"
+#include "tapestry/rewrite/lower.h"
+#include "tapestry/runtime/input_generation.h"
+
+namespace tapestry::runtime {
+namespace {
+
+using namespace testing;  // NOLINT: test helpers
+
+const GemmBackend kBackends[] = {GemmBackend::kOneDnn, GemmBackend::kOpenBlas, GemmBackend::kAuto};
+
+// Kernels whose floats are summed in another order than the reference's (the bound applies).
+bool is_reordered(std::string_view kernel) {
+  return kernel == "linear" || kernel == "matmul" || kernel == "conv2d" || kernel == "sum" ||
+         kernel == "fused";
+}
+
+// The inputs with every float replaced by its absolute value.
+BufferMap absolute(BufferMap inputs) {
+  for (auto& [id, buffer] : inputs) {
+    visit_dtype(buffer.dtype(), [&]<typename T>() {
+      for (T& v : buffer.values<T>()) v = v < T{0} ? T(-v) : v;
+    });
+  }
+  return inputs;
+}
+
+// |fast − ref| ≤ L·2·(K+1)·ε·magnitude + (L − 1)·4ε·|ref| elementwise (bitwise when `bitwise`);
+// L > 1 bounds a smooth function (gelu: |gelu'| < 1.13) applied after the dot product.
+void expect_close(const Buffer& fast, const Buffer& ref, const Buffer& magnitude, std::int64_t k,
+                  bool bitwise, const std::string& what, double lipschitz = 1.0) {
+  ASSERT_EQ(fast.range(), ref.range()) << what;
+  visit_dtype(ref.dtype(), [&]<typename T>() {
+    auto f = fast.values<T>(), r = ref.values<T>(), m = magnitude.values<T>();
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      if constexpr (std::is_floating_point_v<T>) {
+        if (std::isnan(r[i])) {
+          ASSERT_TRUE(std::isnan(f[i])) << what << " element " << i;
+          continue;
+        }
+        if (!bitwise) {
+          const double eps = std::numeric_limits<T>::epsilon() / 2;
+          const double bound = lipschitz * 2.0 * static_cast<double>(k + 1) * eps * std::abs(m[i]) +
+                               (lipschitz - 1.0) * 4.0 * eps * std::abs(r[i]);
+          ASSERT_LE(std::abs(static_cast<double>(f[i]) - r[i]), bound)
+              << what << " element " << i << ": fast " << f[i] << " ref " << r[i];
+          continue;
+        }
+      }
+      ASSERT_EQ(std::memcmp(&f[i], &r[i], sizeof(T)), 0)
+          << what << " element " << i << ": fast " << f[i] << " ref " << r[i];
+    }
+  });
+}
+
+// The reduction length of an operation: its last index dim times the first input's cell size
+// (linear `in`, matmul `k`, sum's reduced dim, conv2d c·kh·kw).
+std::int64_t reduction_length(const ir::Graph& g, OperationId op) {
+  const Range index = *g.operation(op).ipf_index();
+  const auto& ipfs = g.operation(op).ipf_signature()->inputs.entries();
+  const std::int64_t cell = ipfs.empty() ? 1 : ipfs.front().value.shape().product();
+  return index.rank() == 0 ? cell : index.extent(index.rank() - 1) * cell;
+}
+
+// Adds Applications over random cuts of the operation's index (not of its reduced dims).
+void random_shards(GraphBuilder& b, OperationId op, std::mt19937& rng) {
+  const Range index = *b.graph.operation(op).ipf_index();
+  const auto reduced = b.graph.operation(op).body().reductions;
+  std::vector<std::vector<std::int64_t>> cuts;
+  for (std::size_t d = 0; d < index.rank(); ++d) {
+    std::vector<std::int64_t> at{index.start()[d], index.end()[d]};
+    const bool is_reduced = !reduced.empty() && d + 1 == index.rank();
+    for (int c = 0; !is_reduced && c < 2 && index.extent(d) > 1; ++c) {
+      at.push_back(index.start()[d] + static_cast<std::int64_t>(rng() % index.extent(d)));
+    }
+    std::sort(at.begin(), at.end());
+    at.erase(std::unique(at.begin(), at.end()), at.end());
+    cuts.push_back(at);
+  }
+  std::vector<std::size_t> pick(index.rank(), 0);
+  while (true) {
+    std::vector<std::int64_t> lo, hi;
+    for (std::size_t d = 0; d < index.rank(); ++d) {
+      lo.push_back(cuts[d][pick[d]]);
+      hi.push_back(cuts[d][pick[d] + 1]);
+    }
+    b.application(op, Range(Point(std::span<const std::int64_t>(lo)),
+                            Point(std::span<const std::int64_t>(hi))));
+    std::size_t d = index.rank();
+    while (d > 0 && ++pick[d - 1] + 1 == cuts[d - 1].size()) pick[--d] = 0;
+    if (d == 0) return;
+  }
+}
+
+// Runs the case whole and sharded on the fast kernels and compares with the reference.
+void expect_fast_matches(const BuildFn& build, const std::string& name, std::mt19937& rng) {
+  GraphBuilder b;
+  const Built built = build(b);
+  const std::string kernel = b.graph.operation(built.op).kernel();
+  const BufferMap inputs = generate_inputs(b.graph, {.seed = rng()});
+  const BufferMap ref = NaiveExecutor(b.graph).run(inputs);
+  const BufferMap mag = NaiveExecutor(b.graph).run(absolute(inputs));
+  const std::int64_t k = reduction_length(b.graph, built.op);
+  const bool bitwise = !is_reordered(kernel);
+  for (GemmBackend backend : kBackends) {
+    set_gemm_backend(backend);
+    const BufferMap whole = NaiveExecutor(b.graph, fast_kernels()).run(inputs);
+    expect_close(whole.at(built.result), ref.at(built.result), mag.at(built.result), k, bitwise,
+                 name + " whole");
+  }
+  random_shards(b, built.op, rng);
+  for (GemmBackend backend : kBackends) {
+    set_gemm_backend(backend);
+    const BufferMap sharded = ApplicationExecutor(b.graph, fast_kernels()).run(inputs);
+    expect_close(sharded.at(built.result), ref.at(built.result), mag.at(built.result), k, bitwise,
+                 name + " random shards");
+  }
+  set_gemm_backend(GemmBackend::kAuto);
+}
+
+TEST(FastKernels, HasEveryReferenceName) {
+  EXPECT_EQ(fast_kernels().names(), KernelRegistry::reference().names());
+}
+
+TEST(FastKernels, EveryKernelCaseWholeAndSharded) {
+  std::mt19937 rng(11);
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    expect_fast_matches(c.build, c.name, rng);
+  }
+}
+
+// Kernels with a fast path must take it on float cases (counters), integer linear must not.
+TEST(FastKernels, FastPathsAreTaken) {
+  for (const Case& c : cases()) {
+    GraphBuilder b;
+    const Built built = c.build(b);
+    const std::string kernel = b.graph.operation(built.op).kernel();
+    const bool reference_only = kernel == "softmax" || kernel == "conv2d" || kernel == "pad" ||
+                                kernel == "transpose" || kernel == "permute" || kernel == "reshape";
+    const bool integer_linear = c.name == "linear int64";
+    reset_fast_kernel_counts();
+    (void)NaiveExecutor(b.graph, fast_kernels()).run(generate_inputs(b.graph, {.seed = 3}));
+    const FastKernelCounts counts = fast_kernel_counts();
+    if (reference_only) continue;
+    if (integer_linear) {
+      EXPECT_EQ(counts.fast_calls, 0u) << c.name;
+      EXPECT_EQ(counts.fallback_calls, 1u) << c.name;
+    } else {
+      EXPECT_EQ(counts.fast_calls, 1u) << c.name;
+      EXPECT_EQ(counts.fallback_calls, 0u) << c.name;
+    }
+  }
+}
+
+// GEMM-sized cases: odd sizes, negative starts, size-1 batch dims, shards whose views are strided
+// sub-boxes (leading dimension = the tensor's row length).
+std::vector<std::pair<std::string, BuildFn>> gemm_cases() {
+  return {
+      {"linear f32 37x70 -> 23",
+       [](GraphBuilder& b) {
+         return add_linear(b, b.tensor("X", "float32", Range({-20, 5}, {17, 75})),
+                           b.tensor("W", "float32", Range({-3, -70}, {20, 0})),
+                           b.tensor("b", "float32", Range({-1}, {22})), Point{-4, 7});
+       }},
+      {"linear f64 batch [1, 13] -> 9",
+       [](GraphBuilder& b) {
+         return add_linear(b, b.tensor("X", "float64", Range({4, 0, 0}, {5, 13, 31})),
+                           b.tensor("W", "float64", Range::of_shape({9, 31})),
+                           b.tensor("b", "float64", Range::of_shape({9})));
+       }},
+      {"linear f32 one output feature",
+       [](GraphBuilder& b) {
+         return add_linear(b, b.tensor("X", "float32", Range::of_shape({6, 40})),
+                           b.tensor("W", "float32", Range::of_shape({1, 40})),
+                           b.tensor("b", "float32", Range::of_shape({1})));
+       }},
+      {"matmul f32 unbatched 33x17x29",
+       [](GraphBuilder& b) {
+         return add_matmul(b, b.tensor("A", "float32", Range({-9, 3}, {24, 20})),
+                           b.tensor("B", "float32", Range({0, -29}, {17, 0})), Point{});
+       }},
+      {"matmul f64 batch [3, 2] broadcast",
+       [](GraphBuilder& b) {
+         TensorId a = b.tensor("A", "float64", Range({0, -1, 0, 0}, {3, 0, 7, 11}));  // [3,1,7,11]
+         TensorId c = b.tensor("B", "float64", Range({0, 0, 0}, {2, 11, 5}));         // [2,11,5]
+         return add_matmul(b, a, c, Point{3, 2});
+       }},
+  };
+}
+
+TEST(FastKernels, GemmShapesWholeAndSharded) {
+  std::mt19937 rng(5);
+  for (const auto& [name, build] : gemm_cases()) {
+    SCOPED_TRACE(name);
+    for (int round = 0; round < 3; ++round) expect_fast_matches(build, name, rng);
+    GraphBuilder b;
+    (void)build(b);
+    reset_fast_kernel_counts();
+    (void)NaiveExecutor(b.graph, fast_kernels()).run(generate_inputs(b.graph, {.seed = 1}));
+    EXPECT_EQ(fast_kernel_counts().fallback_calls, 0u);
+  }
+}
+
+// Finds a tensor by its label (lowering keeps the labels of the tensors it does not remove).
+TensorId tensor_named(const ir::Graph& g, const std::string& name) {
+  for (TensorId t : g.tensors()) {
+    if (tensor_name(g, t) == name) return t;
+  }
+  ADD_FAILURE() << "no tensor " << name;
+  return TensorId();
+}
+
+// Lowers `b.graph` under `plan_text`, runs it on the fast kernels, checks tensor `result`
+// against the reference and that every fused call took the epilogue path.
+void expect_fused_epilogue(const GraphBuilder& b, TensorId pre_activation, TensorId result,
+                           const std::string& plan_text, double lipschitz) {
+  const rewrite::LowerResult lowered = rewrite::lower(b.graph, rewrite::parse_plan(plan_text));
+  const BufferMap inputs = generate_inputs(b.graph, {.seed = 21});
+  const BufferMap ref = NaiveExecutor(b.graph).run(inputs);
+  const BufferMap mag = NaiveExecutor(b.graph).run(absolute(inputs));
+  const std::string name = tensor_name(b.graph, result);
+  const std::int64_t k = 45;
+  for (GemmBackend backend : kBackends) {
+    set_gemm_backend(backend);
+    reset_fast_kernel_counts();
+    const BufferMap fast = ApplicationExecutor(lowered.graph, fast_kernels())
+                               .run(generate_inputs(lowered.graph, {.seed = 21}));
+    const FastKernelCounts counts = fast_kernel_counts();
+    EXPECT_EQ(counts.fused_epilogues, lowered.graph.applications().size()) << plan_text;
+    EXPECT_EQ(counts.fallback_calls, 0u);
+    expect_close(fast.at(tensor_named(lowered.graph, name)), ref.at(result), mag.at(pre_activation),
+                 k, false, plan_text, lipschitz);
+  }
+  set_gemm_backend(GemmBackend::kAuto);
+}
+
+TEST(FastKernels, FusedLinearReluEpilogue) {
+  GraphBuilder b;
+  Built lin = add_linear(b, b.tensor("X", "float32", Range({-7, 3}, {30, 48})),
+                         b.tensor("W", "float32", Range::of_shape({19, 45})),
+                         b.tensor("b", "float32", Range({-5}, {14})));
+  Built relu = add_unary(b, "relu", lin.result, Point{-2, 4});
+  for (const char* split : {"{}", R"({"batch": 3, "out": 2})", R"({"batch": 37})"}) {
+    expect_fused_epilogue(b, lin.result, relu.result,
+                          std::string(R"({"fuse": [["linear_1", "relu_2"]], "ops": {"linear_1": )"
+                                      R"({"split": )") +
+                              split + "}}}",
+                          1.0);
+  }
+}
+
+TEST(FastKernels, FusedMatmulBiasGeluEpilogue) {
+  GraphBuilder b;
+  Built mm = add_matmul(b, b.tensor("A", "float64", Range({2, 0}, {23, 45})),
+                        b.tensor("B", "float64", Range({-45, 0}, {0, 13})), Point{});
+  Built bias = add_bias_add(b, mm.result, b.tensor("c", "float64", Range({0}, {13})));
+  Built gelu = add_unary(b, "gelu", bias.result);
+  expect_fused_epilogue(b, bias.result, gelu.result,
+                        R"({"fuse": [["matmul_1", "bias_add_2", "gelu_3"]], "ops": {"matmul_1": )"
+                        R"({"split": {"m": 2, "n": 3}}}})",
+                        1.2);
+}
+
+// A chain the epilogue does not cover (relu ⇒ exp) runs stage by stage on the fast kernels.
+TEST(FastKernels, FusedGenericChainIsBitwiseEqual) {
+  GraphBuilder b;
+  Built relu = add_unary(b, "relu", b.tensor("X", "float32", Range({-3, 5}, {9, 17})));
+  Built e = add_unary(b, "exp", relu.result);
+  const rewrite::LowerResult lowered = rewrite::lower(
+      b.graph, rewrite::parse_plan(R"({"fuse": [["relu_1", "exp_2"]], "ops": {"relu_1": {"split": )"
+                                   R"({"d0": 3, "d1": 2}}}})"));
+  const BufferMap ref = NaiveExecutor(b.graph).run(generate_inputs(b.graph, {.seed = 4}));
+  reset_fast_kernel_counts();
+  const BufferMap fast = ApplicationExecutor(lowered.graph, fast_kernels())
+                             .run(generate_inputs(lowered.graph, {.seed = 4}));
+  EXPECT_EQ(fast_kernel_counts().fused_epilogues, 0u);
+  EXPECT_EQ(fast_kernel_counts().fallback_calls, 0u);
+  const Buffer& r = ref.at(e.result);
+  expect_close(fast.at(tensor_named(lowered.graph, tensor_name(b.graph, e.result))), r, r, 0, true,
+               "relu => exp");
+}
+
+// matmul over [block, m, n, k'] with k = 3·block + k' (the first half of a split reduction):
+// the block dim is a batch dim of the GEMMs.
+TEST(FastKernels, SplitReductionMatmulIsBatched) {
+  const BuildFn build = [](GraphBuilder& b) {
+    TensorId a = b.tensor("A", "float32", Range({-2, 0}, {2, 6}));
+    TensorId c = b.tensor("B", "float32", Range::of_shape({6, 3}));
+    TensorId p = b.tensor("P", "float32", Range::of_shape({2, 4, 3}));
+    const OperationId op =
+        b.op("matmul", Range::of_shape({2, 4, 3, 3}),
+             {{"a", a, ipf({{0, 1, 0, 0}, {3, 0, 0, 1}}, {-2, 0})},
+              {"b", c, ipf({{3, 0, 0, 1}, {0, 0, 1, 0}}, {0, 0})}},
+             {{"result", p, ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}}, {0, 0, 0})}}, nullptr,
+             {"block", "m", "n", "k"}, {{"k", ir::Monoid::kSum}});
+    return Built{op, p};
+  };
+  std::mt19937 rng(9);
+  expect_fast_matches(build, "split matmul", rng);
+  GraphBuilder b;
+  (void)build(b);
+  reset_fast_kernel_counts();
+  (void)NaiveExecutor(b.graph, fast_kernels()).run(generate_inputs(b.graph, {.seed = 1}));
+  EXPECT_EQ(fast_kernel_counts().fast_calls, 1u);
+  EXPECT_EQ(fast_kernel_counts().fallback_calls, 0u);
+}
+
+TEST(FastKernels, LimitLibraryThreadsIsIdempotent) {
+  limit_library_threads_to_one();
+  limit_library_threads_to_one();
+  set_gemm_backend(GemmBackend::kOpenBlas);
+  EXPECT_EQ(gemm_backend(), GemmBackend::kOpenBlas);
+  set_gemm_backend(GemmBackend::kAuto);
+}
+
+}  // namespace
+}  // namespace tapestry::runtime
