@@ -36,7 +36,7 @@ test-sanitize:
 test-tsan: deps
 	@cmake --preset tsan >/dev/null
 	@cmake --build build/tsan -j $(JOBS) --target runtime_block_executor_test
-	@cd build/tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	@cd build/tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
 	  ctest -L executor --output-on-failure -j $(JOBS)
 
 bench:

@@ -7,6 +7,11 @@
 //                                + bias/ReLU epilogue), the fast linear then the fast relu (two
 //                                passes), and a direct cblas_sgemm plus bias/ReLU loops
 //   BM_Elementwise/<kernel>/<set>  relu, add, gelu over 2^20 float32: fast vs reference (GB/s)
+//   BM_Conv2d/<variant>/n/c/ih/o/stride/tile  float32 3×3 conv2d, NCHW, over the whole operation
+//                                (tile 0) or one image's tile×tile output shard: the fast kernel
+//                                (im2col + GEMM), a direct loop nest (the alternative measured
+//                                against it) and the reference kernel
+//   BM_Softmax/<set>/rows/n      softmax over rows of n float32: fast vs reference (GB/s)
 //
 // Counters: GFLOP/s ("gflops") or bytes/s; ratios are quoted in docs/runtime.md.
 #include <benchmark/benchmark.h>
@@ -228,6 +233,159 @@ BENCHMARK_CAPTURE(BM_Elementwise, add_fast, "add", true)->Unit(benchmark::kMilli
 BENCHMARK_CAPTURE(BM_Elementwise, add_reference, "add", false)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Elementwise, gelu_fast, "gelu", true)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Elementwise, gelu_reference, "gelu", false)->Unit(benchmark::kMillisecond);
+
+// ---- conv2d: im2col + GEMM vs a direct loop nest vs the reference -----------------------------
+
+// One float32 conv2d, 3×3 filters, x [n, c, ih, ih] (already padded), index [n, o, oh, ow, c];
+// `box` is the whole index (tile 0) or image 0's top-left tile×tile outputs, all o and c.
+struct Conv2d {
+  static constexpr std::int64_t kK = 3;
+  std::int64_t n, c, ih, o, stride, oh;
+  Buffer x, w, r;
+  IndexProjection x_ipf, w_ipf, r_ipf;
+  Range box;
+  std::vector<std::string> names{"n", "o", "oh", "ow", "c"};
+  std::vector<ir::Reduction> reductions{{"c", ir::Monoid::kSum}};
+  nlohmann::json params;
+
+  explicit Conv2d(const benchmark::State& state)
+      : n(state.range(0)),
+        c(state.range(1)),
+        ih(state.range(2)),
+        o(state.range(3)),
+        stride(state.range(4)),
+        oh((ih - kK) / stride + 1),
+        x(DType::kFloat32, Range::of_shape({n, c, ih, ih})),
+        w(DType::kFloat32, Range::of_shape({o, c, kK, kK})),
+        r(DType::kFloat32, Range::of_shape({n, o, oh, oh})),
+        x_ipf(AffineMap::from_rows(
+                  {{1, 0, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, stride, 0, 0}, {0, 0, 0, stride, 0}},
+                  Point::zeros(4)),
+              Point{1, 1, kK, kK}),
+        w_ipf(AffineMap::from_rows(
+                  {{0, 1, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}},
+                  Point::zeros(4)),
+              Point{1, 1, kK, kK}),
+        r_ipf(rows_ipf({{1, 0, 0, 0, 0}, {0, 1, 0, 0, 0}, {0, 0, 1, 0, 0}, {0, 0, 0, 1, 0}})),
+        params{{"stride", stride}} {
+    fill_values(x);
+    fill_values(w);
+    const std::int64_t tile = state.range(5);
+    box = tile == 0 ? Range::of_shape({n, o, oh, oh, c}) : Range::of_shape({1, o, tile, tile, c});
+  }
+
+  KernelCall call() {
+    KernelCall k{.kernel = "conv2d",
+                 .operation = "bench",
+                 .index = box,
+                 .params = &params,
+                 .index_names = names,
+                 .reductions = reductions};
+    k.inputs.append("x", InputPort{std::as_const(x).view(), &x_ipf});
+    k.inputs.append("w", InputPort{std::as_const(w).view(), &w_ipf});
+    k.outputs.append("result", OutputPort{r.view(), &r_ipf});
+    return k;
+  }
+
+  // The direct alternative to im2col: per output row, accumulate kK·kK·c shifted input rows
+  // scaled by one filter value each (the inner loop vectorises over ow at stride 1).
+  void direct() {
+    const float* xs = x.values<float>().data();
+    const float* ws = w.values<float>().data();
+    float* rs = r.values<float>().data();
+    const std::int64_t ow0 = box.start()[3], ow1 = box.end()[3];
+    std::vector<float> acc(static_cast<std::size_t>(ow1 - ow0));
+    for (std::int64_t b = box.start()[0]; b < box.end()[0]; ++b) {
+      for (std::int64_t f = box.start()[1]; f < box.end()[1]; ++f) {
+        for (std::int64_t y = box.start()[2]; y < box.end()[2]; ++y) {
+          std::fill(acc.begin(), acc.end(), 0.0f);
+          for (std::int64_t ch = 0; ch < c; ++ch) {
+            for (std::int64_t i = 0; i < kK; ++i) {
+              const float* row = xs + ((b * c + ch) * ih + y * stride + i) * ih + ow0 * stride;
+              for (std::int64_t j = 0; j < kK; ++j) {
+                const float v = ws[((f * c + ch) * kK + i) * kK + j];
+                float* __restrict a = acc.data();
+                for (std::int64_t t = 0; t < ow1 - ow0; ++t) a[t] += v * row[t * stride + j];
+              }
+            }
+          }
+          std::copy(acc.begin(), acc.end(), rs + ((b * o + f) * oh + y) * oh + ow0);
+        }
+      }
+    }
+  }
+
+  [[nodiscard]] double flops() const { return 2.0 * static_cast<double>(box.size()) * kK * kK; }
+};
+
+enum class ConvVariant { kFast, kDirect, kReference };
+
+void BM_Conv2d(benchmark::State& state, ConvVariant variant) {
+  limit_library_threads_to_one();
+  Conv2d conv(state);
+  const KernelCall call = conv.call();
+  const KernelFn fn =
+      (variant == ConvVariant::kFast ? fast_kernels() : KernelRegistry::reference()).find("conv2d");
+  for (auto _ : state) {
+    if (variant == ConvVariant::kDirect) {
+      conv.direct();
+    } else {
+      fn(call);
+    }
+    benchmark::DoNotOptimize(conv.r.values<float>().data());
+  }
+  state.counters["gflops"] =
+      benchmark::Counter(conv.flops() * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+}
+
+// examples/convnet.tap's layers (8 padded 34×34 images: C1 3→16 stride 1, C2 16→32 stride 2),
+// whole and as small shards, and a ResNet-sized 64→64 layer on 56×56.
+void conv_shapes(benchmark::internal::Benchmark* b, bool large) {
+  b->Args({8, 3, 34, 16, 1, 0});
+  b->Args({8, 16, 34, 32, 2, 0});
+  b->Args({8, 3, 34, 16, 1, 8});
+  b->Args({8, 16, 34, 32, 2, 4});
+  if (large) b->Args({1, 64, 58, 64, 1, 0});
+  b->Unit(benchmark::kMicrosecond);
+}
+BENCHMARK_CAPTURE(BM_Conv2d, im2col_gemm, ConvVariant::kFast)->Apply([](auto* b) {
+  conv_shapes(b, true);
+});
+BENCHMARK_CAPTURE(BM_Conv2d, direct, ConvVariant::kDirect)->Apply([](auto* b) {
+  conv_shapes(b, true);
+});
+BENCHMARK_CAPTURE(BM_Conv2d, reference, ConvVariant::kReference)->Apply([](auto* b) {
+  conv_shapes(b, false);
+});
+
+// ---- softmax: fast vs reference
+// ------------------------------------------------------------------
+
+void BM_Softmax(benchmark::State& state, bool fast) {
+  const std::int64_t rows = state.range(0), n = state.range(1);
+  Buffer x(DType::kFloat32, Range::of_shape({rows, n}));
+  Buffer r = x;
+  fill_values(x);
+  const IndexProjection ipf(AffineMap::from_rows({{1}, {0}}, Point::zeros(2)), Point{1, n});
+  const std::vector<std::string> names{"batch"};
+  KernelCall call{.kernel = "softmax",
+                  .operation = "bench",
+                  .index = Range::of_shape({rows}),
+                  .index_names = names};
+  call.inputs.append("x", InputPort{std::as_const(x).view(), &ipf});
+  call.outputs.append("result", OutputPort{r.view(), &ipf});
+  const KernelFn fn = (fast ? fast_kernels() : KernelRegistry::reference()).find("softmax");
+  for (auto _ : state) fn(call);
+  state.SetBytesProcessed(static_cast<std::int64_t>(8.0 * rows * n) * state.iterations());
+}
+BENCHMARK_CAPTURE(BM_Softmax, fast, true)
+    ->Args({4096, 1000})
+    ->Args({65536, 16})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Softmax, reference, false)
+    ->Args({4096, 1000})
+    ->Args({65536, 16})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

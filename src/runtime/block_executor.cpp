@@ -17,6 +17,9 @@
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_for_each.h>
 #include <oneapi/tbb/task_arena.h>
+#if defined(__SANITIZE_THREAD__)
+#include <sanitizer/tsan_interface.h>
+#endif
 
 #include "block_program.h"
 #include "run_support.h"
@@ -75,6 +78,28 @@ class BufferPool {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Debian's libtbb.so is not built with ThreadSanitizer, so TSan cannot see the happens-before
+// edges TBB creates when it hands a task (and the body object it captures) to another thread or
+// waits for one. Under TSan the executor declares the edges its correctness rests on, and no
+// others: the run's setup before every task (one release by the caller, an acquire at the start
+// of each task), each producer before its dependents (the acquire/release countdowns, which TSan
+// does see), and every task before the caller's use of the results. Elsewhere these are no-ops.
+// The edges use the addresses of two globals: a task cannot read anything the caller made — not
+// even a captured pointer — before its acquire.
+char g_tsan_setup = 0;
+char g_tsan_done = 0;
+#if defined(__SANITIZE_THREAD__)
+void tsan_release(void* address) {
+  __tsan_release(address);
+}
+void tsan_acquire(void* address) {
+  __tsan_acquire(address);
+}
+#else
+void tsan_release(void* /*address*/) {}
+void tsan_acquire(void* /*address*/) {}
+#endif
 
 struct TaskRecord {
   std::int64_t start_ns = 0;
@@ -332,22 +357,26 @@ BufferMap BlockExecutor::execute(BufferMap inputs, RunMetrics* metrics,
   tbb::task_arena arena(threads_);
   state.start = Clock::now();
   arena.execute([&] {
-    tbb::parallel_for_each(
-        p.roots.begin(), p.roots.end(), [&](std::uint32_t t, tbb::feeder<std::uint32_t>& feeder) {
-          // Keeps BLAS single-threaded on this pool thread (a thread-local
-          // check after the first call; cheaper and simpler than a TBB
-          // task_scheduler_observer).
-          limit_library_threads_to_one();
-          state.run_task(t);
-          for (std::uint32_t k = p.dependents_first[t]; k < p.dependents_first[t + 1]; ++k) {
-            const std::uint32_t d = p.dependents[k];
-            if (state.pending[d].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-              feeder.add(d);
-            }
-          }
-        });
+    const auto body = [&](std::uint32_t t, tbb::feeder<std::uint32_t>& feeder) {
+      tsan_acquire(&g_tsan_setup);  // before touching anything the caller prepared
+      // Keeps BLAS single-threaded on this pool thread (a thread-local check after the first
+      // call; simpler than a TBB task_scheduler_observer).
+      limit_library_threads_to_one();
+      (void)state.pending[t].load(std::memory_order_acquire);  // every producer of t
+      state.run_task(t);
+      for (std::uint32_t k = p.dependents_first[t]; k < p.dependents_first[t + 1]; ++k) {
+        const std::uint32_t d = p.dependents[k];
+        if (state.pending[d].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+          feeder.add(d);
+        }
+      }
+      tsan_release(&g_tsan_done);
+    };
+    tsan_release(&g_tsan_setup);  // after `body` is made: tasks read its captures
+    tbb::parallel_for_each(p.roots.begin(), p.roots.end(), body);
   });
   const double wall_s = std::chrono::duration<double>(Clock::now() - state.start).count();
+  tsan_acquire(&g_tsan_done);
 
   BufferMap result;
   for (std::uint32_t s = 0; s < p.slots.size(); ++s) {

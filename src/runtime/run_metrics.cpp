@@ -15,6 +15,22 @@ double gflops_of(std::int64_t flops, double seconds) {
   return seconds > 0 ? static_cast<double>(flops) / seconds / 1e9 : 0.0;
 }
 
+// "1.234 s", "12.3 ms", "45.6 µs".
+std::string format_seconds(double s) {
+  if (s >= 1.0) return fmt::format("{:.3f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.1f} ms", s * 1e3);
+  return fmt::format("{:.1f} µs", s * 1e6);
+}
+
+// "68.7 GFLOP", "1.2 MFLOP", "300 FLOP".
+std::string format_flops(std::int64_t flops) {
+  const auto f = static_cast<double>(flops);
+  if (f >= 1e9) return fmt::format("{:.1f} GFLOP", f / 1e9);
+  if (f >= 1e6) return fmt::format("{:.1f} MFLOP", f / 1e6);
+  if (f >= 1e3) return fmt::format("{:.1f} kFLOP", f / 1e3);
+  return fmt::format("{} FLOP", flops);
+}
+
 }  // namespace
 
 std::string format_bytes(std::int64_t bytes) {
@@ -98,22 +114,21 @@ nlohmann::json chrome_trace(const RunMetrics& m) {
 
 std::string summary_table(const RunMetrics& m, std::size_t max_rows) {
   std::string out = fmt::format(
-      "wall {:.3f} s   {:.2f} GFLOP ({:.1f} GFLOP/s)   {} applications on {} thread{}\n"
-      "busy {:.3f} s ({:.0f}% of {} thread{})   critical path {:.3f} s   "
-      "peak memory {} (estimated {})\n",
-      m.wall_s, static_cast<double>(m.flops) / 1e9, m.gflops, m.applications.size(), m.threads,
-      m.threads == 1 ? "" : "s", m.busy_s,
+      "wall {}   {} ({:.1f} GFLOP/s)   {} applications on {} thread{}\n"
+      "busy {} ({:.0f}% of {} thread{})   critical path {}   peak memory {} (estimated {})\n",
+      format_seconds(m.wall_s), format_flops(m.flops), m.gflops, m.applications.size(), m.threads,
+      m.threads == 1 ? "" : "s", format_seconds(m.busy_s),
       m.wall_s > 0 ? 100.0 * m.busy_s / (m.wall_s * m.threads) : 0.0, m.threads,
-      m.threads == 1 ? "" : "s", m.critical_path_s, format_bytes(m.peak_memory_bytes),
-      format_bytes(m.estimated_peak_memory_bytes));
-  out += fmt::format("{:<24} {:<10} {:>6} {:>10} {:>8} {:>10}\n", "operation", "kernel", "apps",
-                     "busy s", "share", "GFLOP/s");
+      m.threads == 1 ? "" : "s", format_seconds(m.critical_path_s),
+      format_bytes(m.peak_memory_bytes), format_bytes(m.estimated_peak_memory_bytes));
+  out += fmt::format("{:<24} {:<10} {:>6} {:>10} {:>7} {:>9}\n", "operation", "kernel", "apps",
+                     "busy", "share", "GFLOP/s");
   for (std::size_t i = 0; i < m.operations.size() && i < max_rows; ++i) {
     const OperationMetrics& op = m.operations[i];
-    out +=
-        fmt::format("{:<24} {:<10} {:>6} {:>10.4f} {:>7.1f}% {:>10.1f}\n", op.operation, op.kernel,
-                    op.applications, op.busy_s, m.busy_s > 0 ? 100.0 * op.busy_s / m.busy_s : 0.0,
-                    gflops_of(op.flops, op.busy_s));
+    out += fmt::format("{:<24} {:<10} {:>6} {:>10} {:>6.1f}% {:>9.1f}\n", op.operation, op.kernel,
+                       op.applications, format_seconds(op.busy_s),
+                       m.busy_s > 0 ? 100.0 * op.busy_s / m.busy_s : 0.0,
+                       gflops_of(op.flops, op.busy_s));
   }
   if (m.operations.size() > max_rows) {
     out += fmt::format("… {} more operations\n", m.operations.size() - max_rows);

@@ -58,6 +58,27 @@ if [[ $rc -eq 2 ]] && grep -q "missing input file" "$tmp/err"; then passed=$((pa
 "$tapestry" run "$root/examples/linear_relu.tap" --outputs "$tmp/out" --seed 5 >/dev/null 2>"$tmp/err"; rc=$?
 if [[ $rc -eq 0 && -s "$tmp/out/Y.npy" ]]; then passed=$((passed + 1)); else
   echo "FAIL --outputs: rc=$rc"; cat "$tmp/err"; failures=$((failures + 1)); fi
+# An .npy of the wrong shape (Y is [100, 32], X is [100, 12]) or dtype: an error naming the file.
+mkdir -p "$tmp/bad"
+cp "$tmp/out/Y.npy" "$tmp/bad/X.npy"; cp "$tmp/out/Y.npy" "$tmp/bad/W.npy"; cp "$tmp/out/Y.npy" "$tmp/bad/b.npy"
+"$tapestry" run "$root/examples/linear_relu.tap" --inputs "$tmp/bad" >/dev/null 2>"$tmp/err"; rc=$?
+if [[ $rc -eq 2 ]] && grep -q "X.npy" "$tmp/err"; then passed=$((passed + 1)); else
+  echo "FAIL wrong-shape input: rc=$rc"; cat "$tmp/err"; failures=$((failures + 1)); fi
+/usr/bin/python3 - "$tmp/bad" <<'PY' 2>/dev/null || true
+import sys
+try:
+    import numpy as np
+except ImportError:
+    raise SystemExit(0)
+np.save(sys.argv[1] + "/X.npy", np.zeros((100, 12), dtype=np.float64))
+np.save(sys.argv[1] + "/W.npy", np.zeros((32, 12), dtype=np.float32))
+np.save(sys.argv[1] + "/b.npy", np.zeros((32,), dtype=np.float32))
+PY
+if [[ -s "$tmp/bad/W.npy" ]] && /usr/bin/python3 -c "import numpy" 2>/dev/null; then
+  "$tapestry" run "$root/examples/linear_relu.tap" --inputs "$tmp/bad" >/dev/null 2>"$tmp/err"; rc=$?
+  if [[ $rc -eq 2 ]] && grep -q "X.npy: dtype float64" "$tmp/err"; then passed=$((passed + 1)); else
+    echo "FAIL wrong-dtype input: rc=$rc"; cat "$tmp/err"; failures=$((failures + 1)); fi
+fi
 
 # Metrics and trace: the documented top-level keys, one trace event per application.
 lr="$root/examples/linear_relu.tap"

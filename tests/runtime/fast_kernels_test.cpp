@@ -1,10 +1,12 @@
 // Fast kernels (fast_kernels.h) against the reference kernels: every kernel case of
-// kernel_cases.h and larger GEMM-shaped cases, whole and over random shards (uneven pieces,
-// negative starts, size-1 dims), f32/f64/integers, with each GEMM backend forced in turn.
+// kernel_cases.h and larger GEMM-shaped and conv2d cases, whole and over random shards (uneven
+// pieces, negative starts, size-1 dims), hand-built conv2d layouts and split reductions, softmax
+// rows, f32/f64/integers, with each GEMM backend forced in turn.
 //
-// Bounds (docs/runtime.md, "Fast kernels"): integer results and the elementwise maps are bitwise
-// equal; a K-long dot product plus bias within 2·(K+1)·ε·(Σ|x·w| + |b|), where the magnitude is
-// the reference result on |inputs|. The counters prove the fast paths ran.
+// Bounds (docs/runtime.md, "Fast kernels"): integer results, the elementwise maps and softmax are
+// bitwise equal; a K-long dot product plus bias (conv2d: K = c·kh·kw) within
+// 2·(K+1)·ε·(Σ|x·w| + |b|), where the magnitude is the reference result on |inputs|. The
+// counters prove the fast paths ran.
 #include "tapestry/runtime/fast_kernels.h"
 
 #include <cmath>
@@ -153,8 +155,8 @@ TEST(FastKernels, FastPathsAreTaken) {
     GraphBuilder b;
     const Built built = c.build(b);
     const std::string kernel = b.graph.operation(built.op).kernel();
-    const bool reference_only = kernel == "softmax" || kernel == "conv2d" || kernel == "pad" ||
-                                kernel == "transpose" || kernel == "permute" || kernel == "reshape";
+    const bool reference_only =
+        kernel == "pad" || kernel == "transpose" || kernel == "permute" || kernel == "reshape";
     const bool integer_linear = c.name == "linear int64";
     reset_fast_kernel_counts();
     (void)NaiveExecutor(b.graph, fast_kernels()).run(generate_inputs(b.graph, {.seed = 3}));
@@ -321,6 +323,217 @@ TEST(FastKernels, SplitReductionMatmulIsBatched) {
   (void)NaiveExecutor(b.graph, fast_kernels()).run(generate_inputs(b.graph, {.seed = 1}));
   EXPECT_EQ(fast_kernel_counts().fast_calls, 1u);
   EXPECT_EQ(fast_kernel_counts().fallback_calls, 0u);
+}
+
+// Runs `build` whole on the fast kernels: every call took the fast path.
+void expect_fast_path_only(const BuildFn& build, const std::string& name) {
+  GraphBuilder b;
+  (void)build(b);
+  reset_fast_kernel_counts();
+  (void)NaiveExecutor(b.graph, fast_kernels()).run(generate_inputs(b.graph, {.seed = 1}));
+  EXPECT_GE(fast_kernel_counts().fast_calls, 1u) << name;
+  EXPECT_EQ(fast_kernel_counts().fallback_calls, 0u) << name;
+}
+
+// conv2d layouts: overlapping windows, stride 2 and 3, negative starts, odd sizes, f64, images
+// long enough for one direct GEMM per image (oh·ow ≥ 32), and a box whose im2col block exceeds
+// the scratch cap (cut in halves). Random shards cut n, o, oh and ow (short runs: the scratch C).
+std::vector<std::pair<std::string, BuildFn>> conv_cases() {
+  return {
+      {"conv2d f32 3x3 stride 1 negative starts",
+       [](GraphBuilder& b) {
+         return add_conv2d(b, b.tensor("X", "float32", Range({-1, 0, -5, -4}, {2, 5, 8, 9})),
+                           b.tensor("W", "float32", Range({-3, 0, 0, 0}, {4, 5, 3, 3})), 1);
+       }},
+      {"conv2d f64 3x2 stride 2 odd sizes",
+       [](GraphBuilder& b) {
+         return add_conv2d(b, b.tensor("X", "float64", Range({0, 0, 3, -7}, {3, 3, 14, 6})),
+                           b.tensor("W", "float64", Range::of_shape({5, 3, 3, 2})), 2);
+       }},
+      {"conv2d f32 5x5 stride 3",
+       [](GraphBuilder& b) {
+         return add_conv2d(b, b.tensor("X", "float32", Range::of_shape({2, 2, 17, 19})),
+                           b.tensor("W", "float32", Range({0, 0, -2, -2}, {3, 2, 3, 3})), 3);
+       }},
+      {"conv2d f32 1x1",
+       [](GraphBuilder& b) {
+         return add_conv2d(b, b.tensor("X", "float32", Range::of_shape({2, 7, 6, 5})),
+                           b.tensor("W", "float32", Range::of_shape({3, 7, 1, 1})), 1);
+       }},
+      {"conv2d f64 images of 10x12 (a GEMM per image)",
+       [](GraphBuilder& b) {
+         return add_conv2d(b, b.tensor("X", "float64", Range({0, 0, -1, -1}, {3, 4, 11, 13})),
+                           b.tensor("W", "float64", Range::of_shape({6, 4, 3, 3})), 1);
+       }},
+      {"conv2d f32 one output channel",
+       [](GraphBuilder& b) {
+         return add_conv2d(b, b.tensor("X", "float32", Range::of_shape({1, 3, 9, 40})),
+                           b.tensor("W", "float32", Range::of_shape({1, 3, 2, 2})), 1);
+       }},
+  };
+}
+
+TEST(FastKernels, Conv2dShapesWholeAndSharded) {
+  std::mt19937 rng(17);
+  for (const auto& [name, build] : conv_cases()) {
+    SCOPED_TRACE(name);
+    for (int round = 0; round < 3; ++round) expect_fast_matches(build, name, rng);
+    expect_fast_path_only(build, name);
+  }
+}
+
+// K·N = 576·2025 elements: more than the im2col scratch cap, so the box is cut in halves.
+TEST(FastKernels, Conv2dLargeBoxIsCut) {
+  const BuildFn build = [](GraphBuilder& b) {
+    return add_conv2d(b, b.tensor("X", "float32", Range({0, 0, -1, -1}, {1, 64, 46, 46})),
+                      b.tensor("W", "float32", Range::of_shape({1, 64, 3, 3})), 1);
+  };
+  GraphBuilder b;
+  const Built built = build(b);
+  const BufferMap inputs = generate_inputs(b.graph, {.seed = 8});
+  const BufferMap ref = NaiveExecutor(b.graph).run(inputs);
+  const BufferMap mag = NaiveExecutor(b.graph).run(absolute(inputs));
+  reset_fast_kernel_counts();
+  const BufferMap fast = NaiveExecutor(b.graph, fast_kernels()).run(inputs);
+  EXPECT_EQ(fast_kernel_counts().fast_calls, 1u);
+  EXPECT_EQ(fast_kernel_counts().fallback_calls, 0u);
+  expect_close(fast.at(built.result), ref.at(built.result), mag.at(built.result), 64 * 9, false,
+               "large conv2d");
+}
+
+// Runs a hand-built conv2d whole and as two shards cut along `cut_dim`, on the fast kernels
+// against the reference, with reduction length `k`; every call must take the fast path.
+void expect_conv_layout(const BuildFn& build, std::int64_t k, std::size_t cut_dim,
+                        const std::string& name) {
+  GraphBuilder b;
+  const Built built = build(b);
+  const BufferMap inputs = generate_inputs(b.graph, {.seed = 2});
+  const BufferMap ref = NaiveExecutor(b.graph).run(inputs);
+  const BufferMap mag = NaiveExecutor(b.graph).run(absolute(inputs));
+  const BufferMap fast = NaiveExecutor(b.graph, fast_kernels()).run(inputs);
+  expect_close(fast.at(built.result), ref.at(built.result), mag.at(built.result), k, false,
+               name + " whole");
+  const Range index = *b.graph.operation(built.op).ipf_index();
+  const std::int64_t mid = index.start()[cut_dim] + index.extent(cut_dim) / 2;
+  b.application(built.op, index.with_dim(cut_dim, index.start()[cut_dim], mid));
+  b.application(built.op, index.with_dim(cut_dim, mid, index.end()[cut_dim]));
+  reset_fast_kernel_counts();
+  const BufferMap sharded = ApplicationExecutor(b.graph, fast_kernels()).run(inputs);
+  EXPECT_EQ(fast_kernel_counts().fast_calls, 2u) << name;
+  EXPECT_EQ(fast_kernel_counts().fallback_calls, 0u) << name;
+  expect_close(sharded.at(built.result), ref.at(built.result), mag.at(built.result), k, false,
+               name + " sharded");
+  expect_fast_path_only(build, name);
+}
+
+// The whole input-channel dim in the cells (x window (1, C, kh, kw), no `c` index dim): the
+// reference accepts any split of (c, i, j) between index dims and windows, so does the fast path.
+TEST(FastKernels, Conv2dChannelsInTheWindow) {
+  const BuildFn build = [](GraphBuilder& b) {
+    TensorId x = b.tensor("X", "float32", Range({0, 0, -2, 0}, {2, 3, 6, 7}));
+    TensorId w = b.tensor("W", "float32", Range::of_shape({4, 3, 2, 3}));
+    TensorId r = b.tensor("R", "float32", Range::of_shape({2, 4, 7, 5}));
+    const OperationId op = b.op(
+        "conv2d", Range::of_shape({2, 4, 7, 5}),
+        {{"x", x,
+          ipf({{1, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}}, {0, 0, -2, 0},
+              Point{1, 3, 2, 3})},
+         {"w", w,
+          ipf({{0, 1, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}}, {0, 0, 0, 0},
+              Point{1, 3, 2, 3})}},
+        {{"result", r, ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}}, origin(4))}},
+        nlohmann::json{{"stride", 1}}, {"n", "o", "oh", "ow"}, {});
+    return Built{op, r};
+  };
+  expect_conv_layout(build, 18, 2, "channels in the window");
+}
+
+// The filter rows as an index reduction dim placed before c (index [n, o, oh, ow, i, c], window
+// (1, 1, 1, kw), stride 2): two reduced dims, and w is not an M × K matrix in that order, so the
+// fast path packs it.
+TEST(FastKernels, Conv2dFilterRowsAsIndexDim) {
+  const BuildFn build = [](GraphBuilder& b) {
+    TensorId x = b.tensor("X", "float64", Range({0, 0, 0, -3}, {2, 3, 9, 8}));
+    TensorId w = b.tensor("W", "float64", Range::of_shape({4, 3, 3, 2}));
+    TensorId r = b.tensor("R", "float64", Range::of_shape({2, 4, 4, 5}));
+    const OperationId op =
+        b.op("conv2d", Range::of_shape({2, 4, 4, 5, 3, 3}),
+             {{"x", x,
+               ipf({{1, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 1}, {0, 0, 2, 0, 1, 0}, {0, 0, 0, 2, 0, 0}},
+                   {0, 0, 0, -3}, Point{1, 1, 1, 2})},
+              {"w", w,
+               ipf({{0, 1, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 1}, {0, 0, 0, 0, 1, 0}, {0, 0, 0, 0, 0, 0}},
+                   {0, 0, 0, 0}, Point{1, 1, 1, 2})}},
+             {{"result", r,
+               ipf({{1, 0, 0, 0, 0, 0}, {0, 1, 0, 0, 0, 0}, {0, 0, 1, 0, 0, 0}, {0, 0, 0, 1, 0, 0}},
+                   origin(4))}},
+             nlohmann::json{{"stride", 2}}, {"n", "o", "oh", "ow", "i", "c"},
+             {{"i", ir::Monoid::kSum}, {"c", ir::Monoid::kSum}});
+    return Built{op, r};
+  };
+  expect_conv_layout(build, 18, 1, "filter rows as an index dim");
+}
+
+// conv2d after split-reduction: even (a leading `block` dim, c = 2·block + c') and uneven
+// (separate blocks over sub-ranges of c), with spatial shards, against the unsplit reference.
+TEST(FastKernels, Conv2dSplitReduction) {
+  GraphBuilder b;
+  const Built conv = add_conv2d(b, b.tensor("X", "float32", Range({0, 0, -1, -1}, {2, 4, 9, 10})),
+                                b.tensor("W", "float32", Range::of_shape({3, 4, 3, 3})), 1);
+  const BufferMap inputs = generate_inputs(b.graph, {.seed = 6});
+  const BufferMap ref = NaiveExecutor(b.graph).run(inputs);
+  const BufferMap mag = NaiveExecutor(b.graph).run(absolute(inputs));
+  const std::string name = tensor_name(b.graph, conv.result);
+  for (const char* split :
+       {R"({"c": 2})", R"({"c": 2, "oh": 3, "ow": 2})", R"({"c": 3, "n": 2})"}) {
+    const std::string plan = std::string(R"({"ops": {"conv2d_1": {"split": )") + split + "}}}";
+    const rewrite::LowerResult lowered = rewrite::lower(b.graph, rewrite::parse_plan(plan));
+    reset_fast_kernel_counts();
+    const BufferMap fast = ApplicationExecutor(lowered.graph, fast_kernels())
+                               .run(generate_inputs(lowered.graph, {.seed = 6}));
+    EXPECT_GE(fast_kernel_counts().fast_calls, 2u) << plan;
+    EXPECT_EQ(fast_kernel_counts().fallback_calls, 0u) << plan;
+    expect_close(fast.at(tensor_named(lowered.graph, name)), ref.at(conv.result),
+                 mag.at(conv.result), 4 * 9, false, plan);
+  }
+}
+
+// softmax: rows of odd length at negative coordinates, f64, a window over two dims, sharded.
+std::vector<std::pair<std::string, BuildFn>> softmax_cases() {
+  return {
+      {"softmax f64 rows of 37",
+       [](GraphBuilder& b) {
+         return add_softmax(b, b.tensor("X", "float64", Range({-5, 3, -40}, {2, 9, -3})));
+       }},
+      {"softmax f32 one long row",
+       [](GraphBuilder& b) {
+         return add_softmax(b, b.tensor("X", "float32", Range({0, -1000}, {1, 333})));
+       }},
+  };
+}
+
+TEST(FastKernels, SoftmaxIsBitwiseEqual) {
+  std::mt19937 rng(23);
+  for (const auto& [name, build] : softmax_cases()) {
+    SCOPED_TRACE(name);
+    expect_fast_matches(build, name, rng);
+    expect_fast_path_only(build, name);
+  }
+}
+
+// A softmax cell covering two dims (window (3, n)): three rows per index point.
+TEST(FastKernels, SoftmaxWindowOverTwoDims) {
+  const BuildFn build = [](GraphBuilder& b) {
+    TensorId x = b.tensor("X", "float32", Range({-2, 0, 0}, {2, 3, 11}));
+    TensorId r = b.tensor("R", "float32", Range::of_shape({4, 3, 11}));
+    const OperationId op = b.op("softmax", Range::of_shape({4}),
+                                {{"x", x, ipf({{1}, {0}, {0}}, {-2, 0, 0}, Point{1, 3, 11})}},
+                                {{"result", r, ipf({{1}, {0}, {0}}, {0, 0, 0}, Point{1, 3, 11})}});
+    return Built{op, r};
+  };
+  std::mt19937 rng(3);
+  expect_fast_matches(build, "softmax window (3, 11)", rng);
+  expect_fast_path_only(build, "softmax window (3, 11)");
 }
 
 TEST(FastKernels, LimitLibraryThreadsIsIdempotent) {

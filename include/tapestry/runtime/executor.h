@@ -1,11 +1,13 @@
 // Executors: run a graph on buffers with a kernel registry.
 //
-// Two executors share this interface and the kernels:
+// Three executors share this interface and the kernels:
 //
 //   NaiveExecutor        every Operation once over its whole IPFIndex, in topological order;
 //                        the oracle (DESIGN.md §7)
 //   ApplicationExecutor  every Application once over its own IPFIndex sub-box, sequentially, in
 //                        the dependency order of application_schedule.h
+//   BlockExecutor        the Applications as a task DAG on a oneTBB pool, fast kernels by
+//                        default (block_executor.h); returns the inputs and outputs only
 //
 //   NaiveExecutor naive(graph);                     // checks the graph, resolves kernels once
 //   BufferMap values = naive.run(bind_by_name(graph, {{"X", x}}));

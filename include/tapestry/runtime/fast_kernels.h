@@ -18,7 +18,10 @@
 //                    innermost contiguous run vectorised by the compiler
 //   sum max reduce   one reduced dim: folds across rows (vectorised over output cells) or a
 //                    contiguous sum line with partial sums
-//   softmax, conv2d, pad, transpose, permute, reshape: the reference kernels for now
+//   conv2d           im2col + GEMM per image (same GEMM backends), thread-local scratch; any
+//                    shard, stride, overlapping windows, the block dim of a split reduction
+//   softmax          contiguous rows, the reference's formulas in its order (bitwise equal)
+//   pad, transpose, permute, reshape: the reference kernels (copies; memory-bound either way)
 //
 // Results (docs/runtime.md, "Fast kernels", states the bounds and the measurements):
 //   * elementwise maps, bias_add and reductions that fold across rows are bitwise equal to the

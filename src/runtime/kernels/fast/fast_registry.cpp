@@ -67,6 +67,7 @@ const KernelRegistry& fast_kernels() {
     fast::register_fast_contraction(fast_only);
     fast::register_fast_reduce(fast_only);
     fast::register_fast_conv(fast_only);
+    fast::register_fast_softmax(fast_only);
     fast::register_fast_fused(fast_only);
     // Every reference name: the fast version where there is one, else the reference itself.
     KernelRegistry r;

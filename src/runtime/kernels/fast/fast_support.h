@@ -128,6 +128,7 @@ void register_fast_elementwise(KernelRegistry& registry);
 void register_fast_contraction(KernelRegistry& registry);
 void register_fast_reduce(KernelRegistry& registry);
 void register_fast_conv(KernelRegistry& registry);
+void register_fast_softmax(KernelRegistry& registry);
 void register_fast_fused(KernelRegistry& registry);
 
 }  // namespace tapestry::runtime::fast

@@ -1,0 +1,90 @@
+// Fast softmax over the last dim (kernels/softmax.yaml) on contiguous rows.
+//
+// The metakernel's cells are whole rows (window `*` along the last dim), one per index point;
+// a shard or a window over further dims gives more rows. When both x and the result are
+// contiguous along the last dim (unit stride: any dense tensor and any sub-box view of one), the
+// row starts form a loop nest over raw pointers (fast_support.h: the index dims by their affine
+// coefficients, then the window's other dims by the views' strides) and each row runs
+//
+//   m = max_j x_j;   e_j = exp(x_j − m) (stored in result);   s = Σ_j e_j (ascending j);
+//   result_j = e_j / s
+//
+// the reference's formulas in the reference's order, with the same std::exp, so the result is
+// bitwise equal to the reference kernel; the gain is the per-row overhead (no Point per index
+// point) and the vectorised max and division loops. Other dtypes, cells that differ between x
+// and the result, and non-unit last-dim strides run the reference kernel.
+#include <cmath>
+
+#include "fast_support.h"
+
+#include "../kernel_support.h"
+
+namespace tapestry::runtime::fast {
+
+namespace {
+
+template <typename T>
+void softmax_row(const T* __restrict x, T* __restrict r, std::int64_t n) {
+  T m = x[0];
+  for (std::int64_t j = 1; j < n; ++j) m = kernels::max(m, x[j]);
+  T sum = T{0};
+  for (std::int64_t j = 0; j < n; ++j) {
+    r[j] = std::exp(x[j] - m);
+    sum += r[j];
+  }
+  for (std::int64_t j = 0; j < n; ++j) r[j] /= sum;
+}
+
+template <typename T>
+bool softmax(const KernelCall& call) {
+  auto xl = call.inputs.list("x");
+  auto rl = call.outputs.list("result");
+  if (xl.size() != 1 || rl.size() != 1 || call.inputs.size() != 1 || call.outputs.size() != 1) {
+    return false;
+  }
+  const InputPort& x = xl[0];
+  const OutputPort& r = rl[0];
+  const Point& window = x.ipf->shape();
+  if (window != r.ipf->shape() || window.rank() == 0) return false;
+  const std::size_t last = window.rank() - 1;
+  const std::int64_t n = window[last];
+  if (n == 0) return true;  // empty rows: nothing to write
+  if (x.view.stride(last) != 1 || r.view.stride(last) != 1) return false;
+  const Strided<const T> xs = strided<const T>(x, call.index);
+  const Strided<T> rs = strided<T>(r, call.index);
+  // Row starts: the index loops, then the window's other dims.
+  Nest<2> rows = make_nest<2>(call.index, {&xs.coef, &rs.coef});
+  for (std::size_t d = 0; d < last; ++d) {
+    if (window[d] == 1) continue;
+    rows.extent.push_back(window[d]);
+    rows.stride.push_back({x.view.stride(d), r.view.stride(d)});
+  }
+  for_each_run(rows, [&](const auto& at, std::int64_t len, const auto& step) {
+    for (std::int64_t i = 0; i < len; ++i) {
+      softmax_row(xs.base + at[0] + i * step[0], rs.base + at[1] + i * step[1], n);
+    }
+  });
+  return true;
+}
+
+void softmax_kernel(const KernelCall& call) {
+  const std::optional<DType> dtype = uniform_dtype(call);
+  bool done = false;
+  if (dtype && !call.index.is_empty()) {
+    if (*dtype == DType::kFloat32) done = softmax<float>(call);
+    if (*dtype == DType::kFloat64) done = softmax<double>(call);
+  }
+  if (done) {
+    count_fast();
+  } else {
+    run_reference(call);
+  }
+}
+
+}  // namespace
+
+void register_fast_softmax(KernelRegistry& registry) {
+  registry.add("softmax", &softmax_kernel);
+}
+
+}  // namespace tapestry::runtime::fast
