@@ -74,6 +74,12 @@ MatchResult DecomposeLinear::match(const RewriteState& state, ir::OperationId op
       spec.outputs.size() != 1) {
     return MatchResult::refuse("expected inputs x, w, bias and one output");
   }
+  // matmul multiplies matrices: an x with no batch dim (a single row, x: [in]) would need a
+  // reshape to [1, in] and back, which this rewrite does not add. Refuse here rather than fail
+  // in apply (a pattern must not match what it cannot rewrite).
+  if (state.graph.tensor(port(spec.inputs, "x")->tensor).range().rank() < 2) {
+    return MatchResult::refuse("x has no batch dim (rank 1); matmul needs [batch, in]");
+  }
   for (std::string_view k : {"transpose", "matmul", "bias_add"}) {
     if (state.kernels->find(k) == nullptr)
       return MatchResult::refuse(fmt::format("no `{}` kernel", k));

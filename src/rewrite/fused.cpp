@@ -39,16 +39,31 @@ auto wrap(const std::string& path, Fn&& fn) {
   }
 }
 
-std::vector<FusedPort> ports_from(const json& j, const std::string& path) {
+// A map with no rows is written as `"projection": []`, which loses its input rank (a rank-0
+// tensor read by a stage of rank 2: a 0×2 matrix). Restore it from the rank the map must have;
+// maps with rows carry it in their row length.
+zspace::AffineMap with_in_rank(zspace::AffineMap map, std::size_t in_rank) {
+  if (map.out_rank() != 0 || map.in_rank() == in_rank) return map;
+  return zspace::AffineMap(in_rank, {}, zspace::Point());
+}
+
+// A port's IPF, over the index of its stage (rank `stage_rank`).
+zspace::IndexProjection ipf_from(const json& j, std::size_t stage_rank, const std::string& at) {
+  return wrap(at + "/ipf", [&] {
+    zspace::IndexProjection ipf = zspace::index_projection_from_json(member(j, "ipf", at));
+    return zspace::IndexProjection(with_in_rank(ipf.map(), stage_rank), ipf.shape());
+  });
+}
+
+// The ports of a stage whose index has rank `stage_rank`.
+std::vector<FusedPort> ports_from(const json& j, std::size_t stage_rank, const std::string& path) {
   if (!j.is_array()) throw Error(fmt::format("fused params: {}: expected an array", path));
   std::vector<FusedPort> ports;
   for (std::size_t i = 0; i < j.size(); ++i) {
     const std::string at = fmt::format("{}/{}", path, i);
-    ports.push_back(
-        {string_member(j[i], "name", at), string_member(j[i], "source", at),
-         wrap(at + "/ipf",
-              [&] { return zspace::index_projection_from_json(member(j[i], "ipf", at)); }),
-         j[i].contains("dtype") ? string_member(j[i], "dtype", at) : std::string()});
+    ports.push_back({string_member(j[i], "name", at), string_member(j[i], "source", at),
+                     ipf_from(j[i], stage_rank, at),
+                     j[i].contains("dtype") ? string_member(j[i], "dtype", at) : std::string()});
   }
   return ports;
 }
@@ -97,8 +112,12 @@ std::vector<FusedStage> fused_stages(const json& params) {
     }
     s.index_map = wrap(at + "/indexMap",
                        [&] { return zspace::affine_map_from_json(member(j, "indexMap", at)); });
-    s.inputs = ports_from(member(j, "inputs", at), at + "/inputs");
-    s.outputs = ports_from(member(j, "outputs", at), at + "/outputs");
+    // Stage 0 (the producer) runs over the fused operation's index: its map is the identity,
+    // whose rank is the input rank of every later stage's map (a rank-0 stage has no rows).
+    if (i > 0) s.index_map = with_in_rank(s.index_map, stages[0].index_map.in_rank());
+    const std::size_t rank = s.index_names.size();
+    s.inputs = ports_from(member(j, "inputs", at), rank, at + "/inputs");
+    s.outputs = ports_from(member(j, "outputs", at), rank, at + "/outputs");
     stages.push_back(std::move(s));
   }
   return stages;

@@ -1,5 +1,8 @@
 #include "tapestry/rewrite/shard_grid.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include <fmt/core.h>
 
 #include "op_spec.h"
@@ -18,6 +21,34 @@ ir::SelectionMap project(const ir::SelectionMap& selections, const ir::IpfMap& i
   for (const auto& s : selections.entries())
     out.append(s.name, {s.value.tensor, p[i++].value.apply(cell)});
   return out;
+}
+
+// An output row that linearises several index dims (reshape merging dims: result[2·d0 + d1])
+// writes a box — a contiguous run — per grid cell only when, from the largest coefficient to
+// the smallest, its dims are cut into single points, then at most one dim is cut any way, then
+// the rest are left whole. Otherwise a shard's selection (the bounding box of what it writes)
+// holds cells its neighbours write: [0:2, 0:2] ↦ 2·d0 + d1 cut on d1 writes {0, 2} and {1, 3},
+// boxes [0:3] and [1:4]. The index dim breaking the rule, if any.
+std::optional<std::size_t> scattering_dim(const zspace::AffineMap& map, std::size_t row,
+                                          const zspace::Range& index,
+                                          std::span<const std::int64_t> parts) {
+  std::vector<std::size_t> cols;
+  for (std::size_t c = 0; c < map.in_rank(); ++c) {
+    if (map.at(row, c) != 0) cols.push_back(c);
+  }
+  if (cols.size() < 2) return std::nullopt;
+  std::stable_sort(cols.begin(), cols.end(), [&](std::size_t a, std::size_t b) {
+    return std::abs(map.at(row, a)) > std::abs(map.at(row, b));
+  });
+  bool cut_seen = false;  // past the one dim that may be cut any way
+  for (std::size_t c : cols) {
+    if (!cut_seen) {
+      cut_seen = parts[c] != index.extent(c);  // cut into single points: still a prefix
+    } else if (parts[c] != 1) {
+      return c;
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -39,6 +70,17 @@ std::optional<std::string> match_shard_grid(const ir::Graph& graph, ir::Operatio
     if (parts[d] > 1 && view.reduction(d)) {
       return fmt::format("dimension '{}' is a reduction; cutting it needs split-reduction",
                          view.index_name(d));
+    }
+  }
+  for (const auto& out : view.ipf_signature()->outputs.entries()) {
+    const zspace::AffineMap& map = out.value.map();
+    for (std::size_t row = 0; row < map.out_rank(); ++row) {
+      if (auto d = scattering_dim(map, row, *index, parts)) {
+        return fmt::format(
+            "cutting dimension '{}' would make a shard write scattered cells of its output "
+            "'{}' (dim {} linearises several index dims): cut only the outer ones",
+            view.index_name(*d), out.name, row);
+      }
     }
   }
   return std::nullopt;

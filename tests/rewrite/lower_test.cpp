@@ -117,6 +117,46 @@ TEST(Lower, APlanThatDoesNotFitIsAnError) {
               ::testing::ThrowsMessage<Error>(HasSubstr("no operation named 'Q'")));
 }
 
+// Found by the lowering property: reshape [2, 2] -> [4] writes result[2·d0 + d1]; cut on d1,
+// the two shards write cells {0, 2} and {1, 3}, whose boxes [0:3] and [1:4] overlap. The lowered
+// graph was invalid ("internal error"); shard-grid now refuses with the reason, and a cut of
+// the outer dim (rows) still works.
+TEST(Lower, ShardGridRefusesCuttingTheInnerDimOfAReshapeMerge) {
+  ir::Graph g = build(R"(
+X: i32[-4:-2, -4:-2]
+Y = reshape(X, shape=[4])
+output Y
+)");
+  EXPECT_THAT([&] { (void)lower(g, parse_plan(R"({"ops": {"Y": {"split": {"d1": 2}}}})")); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("write scattered cells of its output")));
+  for (const char* ok : {R"({"ops": {"Y": {"split": {"d0": 2}}}})",
+                         R"({"ops": {"Y": {"split": {"d0": 2, "d1": 2}}}})"}) {
+    LowerResult r = lower(g, parse_plan(ok));
+    EXPECT_TRUE(run_both(g, r.graph).all_bitwise_equal()) << ok;
+  }
+}
+
+// Found by the lowering property: decompose-linear matched a linear whose x has no batch dim
+// and then failed in apply ("matmul: ... must have rank at least 2"). It now refuses in match,
+// so a request is logged and the linear stays whole; splitting its `in` is then refused.
+TEST(Lower, DecomposeLinearRefusesAnXWithoutBatchDims) {
+  ir::Graph g = build(R"(
+X: f32[-4:2]
+W: f32[3, 6]
+b: f32[3]
+Y = linear(X, W, b)
+output Y
+)");
+  LowerResult r = lower(g, parse_plan(R"({"ops": {"Y": {"split": {"out": 2},
+                                                         "substitute": ["decompose-linear"]}}})"));
+  ASSERT_EQ(r.log.size(), 2u);  // the refusal, shard-grid Y
+  EXPECT_FALSE(r.log[0].applied);
+  EXPECT_THAT(r.log[0].detail, HasSubstr("x has no batch dim"));
+  EXPECT_TRUE(run_both(g, r.graph).all_bitwise_equal());
+  EXPECT_THAT([&] { (void)lower(g, parse_plan(R"({"ops": {"Y": {"split": {"in": 2}}}})")); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("cutting it needs split-reduction")));
+}
+
 }  // namespace
 }  // namespace tapestry::rewrite
 
@@ -181,6 +221,27 @@ output Y
       lower(g, parse_plan(R"({"ops": {"Y/linear": {"split": {"out": 3}}}, "fuse": "auto"})"));
   EXPECT_EQ(r.graph.operations().size(), 1u);
   EXPECT_EQ(r.graph.applications().size(), 3u);
+  auto cmp = testing::run_both(g, r.graph);
+  EXPECT_TRUE(cmp.all_bitwise_equal()) << cmp.summary();
+}
+
+// Found by the lowering property: a stage port reading a rank-0 tensor has an IPF with no rows,
+// and its JSON ("projection": []) lost the input rank, so the fused kernel addressed the scalar
+// with a 0×0 map (out of bounds). Likewise a rank-0 stage's index map inside a rank-1 fusion.
+TEST(Fuse, StagesReadingAndComputingRank0TensorsKeepTheirRanks) {
+  ir::Graph g = testing::build(R"(
+X: f32[-2:3, 4]
+W: f32[3, 4]
+b: f32[3]
+S: f32[]
+V = sub(linear(X, W, b), S)
+T: f32[6]
+U = relu(sum(T, dim=0))
+output V, U
+)");
+  LowerResult r = lower(g, parse_plan(R"({"ops": {"V/linear": {"split": {"batch": 2}}},
+                                          "fuse": "auto"})"));
+  EXPECT_EQ(testing::count_kernel(r.graph, "fused"), 2u);
   auto cmp = testing::run_both(g, r.graph);
   EXPECT_TRUE(cmp.all_bitwise_equal()) << cmp.summary();
 }

@@ -1,17 +1,23 @@
 // Helpers for rewrite tests: build graphs from .tap text, and prove a lowering keeps the meaning
 // by running the original on the naive executor and the lowered graph on the application
-// executor (reference kernels both), comparing every graph output.
+// executor (reference kernels both), comparing every graph output; and what the property tests
+// need beyond that: the documented tolerance of a split reduction, the documented refusals, and
+// a reproducer printed when an assertion aborts the process.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "tapestry/ir/graph.h"
 #include "tapestry/metakernel/registry.h"
 #include "tapestry/metakernel/tap_frontend.h"
+#include "tapestry/rewrite/graph_copy.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/runtime/application_executor.h"
 #include "tapestry/runtime/compare.h"
@@ -21,13 +27,22 @@
 
 namespace tapestry::rewrite::testing {
 
-inline ir::Graph build(std::string_view tap) {
+/// Builds a .tap program; nullopt (and the diagnostics in `messages`) when it does not build.
+inline std::optional<ir::Graph> try_build(std::string_view tap, std::string* messages = nullptr) {
   auto file = std::make_shared<metakernel::SourceFile>("test.tap", std::string(tap));
   metakernel::BuildResult r = metakernel::build_tap(file, metakernel::builtin_kernels());
+  if (messages != nullptr) {
+    for (const auto& d : r.diagnostics) *messages += d.message + "\n";
+  }
+  if (!r.ok()) return std::nullopt;
+  return std::move(*r.graph);
+}
+
+inline ir::Graph build(std::string_view tap) {
   std::string messages;
-  for (const auto& d : r.diagnostics) messages += d.message + "\n";
-  if (!r.ok()) ADD_FAILURE() << "cannot build:\n" << messages;
-  return r.ok() ? std::move(*r.graph) : ir::Graph();
+  std::optional<ir::Graph> g = try_build(tap, &messages);
+  if (!g) ADD_FAILURE() << "cannot build:\n" << messages;
+  return g ? std::move(*g) : ir::Graph();
 }
 
 /// Naive run of `graph` vs application run of `lowered`, outputs matched by name.
@@ -44,6 +59,106 @@ inline runtime::TensorsComparison run_both(const ir::Graph& graph, const ir::Gra
   }
   return runtime::compare_tensors(graph, naive, mapped);
 }
+
+/// The bar `tapestry run --verify` holds a split reduction to (runtime::VerifyTolerance,
+/// compare.h; docs/runtime.md), per output: |a − b| <= 4·ε·K·M, K the graph's summed reduction
+/// lengths, M the largest magnitude of the naive run of `graph` on the same seeded inputs.
+inline bool within_documented_bound(const ir::Graph& graph, const runtime::TensorsComparison& cmp,
+                                    std::uint64_t seed = 7) {
+  const runtime::BufferMap naive =
+      runtime::NaiveExecutor(graph).run(runtime::generate_inputs(graph, {.seed = seed}));
+  const runtime::VerifyTolerance tolerance = runtime::verify_tolerance(graph, naive);
+  for (const runtime::TensorComparison& c : cmp.tensors) {
+    if (!c.result || !c.result->comparable) return false;
+    if (c.result->bitwise_equal) continue;
+    if (!(c.result->max_abs_diff <= tolerance.abs_tol(runtime::tensor_dtype(graph, c.tensor)))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Refusals docs/rewrites.md documents as by design: a pattern and a substring of its reason.
+/// Only these may make a plan that splits a reduction dim fail to lower.
+struct DocumentedRefusal {
+  std::string_view pattern;
+  std::string_view reason;
+};
+inline constexpr DocumentedRefusal kDocumentedRefusals[] = {
+    // An uneven `min` split: there is no elementwise `minimum` kernel to combine the partials.
+    {"split-reduction", "no elementwise kernel combines 'min' partials"},
+    // linear with x of rank 1 is not decomposed (matmul needs a batch dim), so its `in` cannot
+    // be split: every block would add the bias.
+    {"decompose-linear", "x has no batch dim"},
+};
+
+/// shard-grid refusals docs/rewrites.md documents (a substring of the error).
+inline constexpr std::string_view kDocumentedShardGridRefusals[] = {
+    // A cut of an inner dim of a reshape merge: a shard would write scattered cells, no box.
+    "would make a shard write scattered cells",
+};
+
+/// When lowering `graph` under `plan` failed with `error`: the documented refusal behind it —
+/// shard-grid refusing a cut for a documented reason, or shard-grid unable to cut a reduction
+/// dim because a rewrite refused it for a documented reason — else nullopt (a bug).
+inline std::optional<std::string> documented_refusal(const ir::Graph& graph, const Plan& plan,
+                                                     std::string_view error) {
+  constexpr std::string_view kHead = "shard-grid cannot cut operation '";
+  if (!error.starts_with(kHead)) return std::nullopt;
+  for (std::string_view documented : kDocumentedShardGridRefusals) {
+    if (error.find(documented) != std::string_view::npos) return std::string(error);
+  }
+  if (error.find("cutting it needs split-reduction") == std::string_view::npos) {
+    return std::nullopt;
+  }
+  RewriteState state{copy_graph(graph).graph, plan};
+  for (const RewriteEvent& e : run_patterns(state, default_patterns(), {})) {
+    if (e.applied) continue;  // (the target may since be fused under another name)
+    for (const DocumentedRefusal& d : kDocumentedRefusals) {
+      if (e.pattern == d.pattern && e.detail.find(d.reason) != std::string::npos)
+        return e.to_string();
+    }
+  }
+  return std::nullopt;
+}
+
+/// While alive, a crash — a failed TAPESTRY_ASSERT (abort), or a kernel reading out of bounds
+/// (SIGSEGV, SIGBUS), which no test framework reports — first prints `text`, the reproducer of
+/// the case being run, to stderr.
+class PrintOnCrash {
+ public:
+  explicit PrintOnCrash(std::string text) : text_(std::move(text)) {
+    current() = &text_;
+    for (std::size_t i = 0; i < std::size(kSignals); ++i)
+      previous_[i] = std::signal(kSignals[i], &PrintOnCrash::handle);
+  }
+  ~PrintOnCrash() {
+    for (std::size_t i = 0; i < std::size(kSignals); ++i) std::signal(kSignals[i], previous_[i]);
+    current() = nullptr;
+  }
+  PrintOnCrash(const PrintOnCrash&) = delete;
+  PrintOnCrash& operator=(const PrintOnCrash&) = delete;
+
+ private:
+  static constexpr int kSignals[] = {SIGABRT, SIGSEGV, SIGBUS};
+
+  static const std::string*& current() {
+    static const std::string* text = nullptr;
+    return text;
+  }
+  static void handle(int signal) {  // async-signal-safe: write(2), signal, raise
+    if (const std::string* text = current()) {
+      constexpr std::string_view kHead = "\n*** crashed; the (unshrunk) case:\n";
+      (void)!::write(STDERR_FILENO, kHead.data(), kHead.size());
+      (void)!::write(STDERR_FILENO, text->data(), text->size());
+    }
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+  }
+
+  std::string text_;
+  void (*previous_[std::size(kSignals)])(int) = {};
+};
 
 inline std::size_t count_kernel(const ir::Graph& g, std::string_view kernel) {
   std::size_t n = 0;

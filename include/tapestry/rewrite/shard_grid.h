@@ -29,7 +29,9 @@ inline constexpr std::string_view kShardGrid = "shard-grid";
 
 /// Why `shard-grid` cannot cut `op` into `parts` (one count per index dim), or nullopt when it
 /// can: the operation needs an IPFIndex and an IPFSignature parallel to its selections, every
-/// count must be in [1, max(extent, 1)], and reduction dims must not be cut.
+/// count must be in [1, max(extent, 1)], reduction dims must not be cut, and an output dim that
+/// linearises several index dims (reshape merging dims) must be cut so that every shard writes a
+/// box: outer dims into single points, then one dim any way, inner dims whole.
 std::optional<std::string> match_shard_grid(const ir::Graph& graph, ir::OperationId op,
                                             std::span<const std::int64_t> parts);
 
