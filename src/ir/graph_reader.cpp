@@ -48,9 +48,32 @@ ReadResult GraphReader::read() {
   if (!not_a_graph_) {
     resolve_references();
     graph_.rebuild_relations();
+    restore_rowless_ipf_ranks();
     result.graph = std::move(graph_);
   }
   return result;
+}
+
+// An IPF onto a rank-0 tensor (a scalar broadcast over the index) has no rows, and loom JSON
+// writes its matrix as `"projection": []`, which cannot say how many columns it has: the reader
+// gives it input rank 0. Every IPF of an operation takes the operation's index, so such maps get
+// the rank of the operation's IPFIndex back here (a write/read round trip is then exact).
+void GraphReader::restore_rowless_ipf_ranks() {
+  for (OperationId op : graph_.operations()) {
+    const OperationView view = graph_.operation(op);
+    if (view.ipf_index() == nullptr || view.ipf_signature() == nullptr) continue;
+    const std::size_t rank = view.ipf_index()->rank();
+    bool changed = false;
+    IpfSignature signature = *view.ipf_signature();
+    const auto restore = [&](const std::string&, std::uint32_t, zspace::IndexProjection& ipf) {
+      if (ipf.map().out_rank() != 0 || ipf.map().in_rank() == rank) return;
+      ipf = zspace::IndexProjection(zspace::AffineMap::zero(0, rank), ipf.shape());
+      changed = true;
+    };
+    signature.inputs.for_each_entry(restore);
+    signature.outputs.for_each_entry(restore);
+    if (changed) graph_.set_ipf_signature(op, std::move(signature));
+  }
 }
 
 std::string GraphReader::location_text(std::size_t offset) const {

@@ -48,6 +48,7 @@ class GraphReader {
   void read_tags(NodeId node);
   NodeId reference(std::string_view key);
   void resolve_references();
+  void restore_rowless_ipf_ranks();
   void not_a_graph(std::string message);
 
   void issue(std::string type, Severity severity, std::string summary, std::string message,

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "ir_testing.h"
+#include "tapestry/ir/dialect.h"
 
 namespace tapestry::ir {
 namespace {
@@ -174,6 +175,25 @@ TEST(JsonIoTest, NodeToJson) {
   nlohmann::json j = node_to_json(a.g, a.x);
   EXPECT_EQ(j["label"], "X");
   EXPECT_EQ(j["body"]["dtype"], "int32");
+}
+
+// `V1 = sub(I0, S)` with S a rank-0 tensor: S's IPF has no rows, written `"projection": []`,
+// which does not say its input rank; the reader restores it from the operation's index.
+TEST(JsonIoTest, RowlessIpfsGetTheOperationIndexRankBack) {
+  const std::filesystem::path file =
+      std::filesystem::path(TAPESTRY_TEST_DATA) / "ir" / "scalar_broadcast.json";
+  ReadResult read = read_graph_file(file);
+  ASSERT_TRUE(read.graph.has_value());
+  const Graph& g = *read.graph;
+  ASSERT_EQ(g.operations().size(), 1u);
+  const OperationView op = g.operation(g.operations().front());
+  const zspace::IndexProjection& scalar = op.ipf_signature()->inputs.list("b")[0];
+  EXPECT_EQ(scalar.map().in_rank(), 2u);
+  EXPECT_EQ(scalar.map().out_rank(), 0u);
+  EXPECT_TRUE(validate(g, Dialect::application()).is_valid());
+  const ReadResult again = read_graph_json(write_graph_json(g));
+  ASSERT_TRUE(again.graph.has_value());
+  EXPECT_EQ(write_graph_json(*again.graph), write_graph_json(g));
 }
 
 }  // namespace
