@@ -36,11 +36,11 @@ b2 = torch.rand(1024) * 2 - 1
 flops = 2.0 * args.batch * 1024 * 4096 * 2
 times = []
 with torch.no_grad():
-    for r in range(args.reps + 1):  # the first run warms up
+    for r in range(-1, args.reps + 1):  # two warm-up runs first
         t0 = time.perf_counter()
         y = F.linear(torch.relu(F.linear(x, w1, b1)), w2, b2)
         s = time.perf_counter() - t0
-        if r == 0:
+        if r < 1:
             continue
         times.append(s)
         print(f"torch run {r}: {s:.4f} s  {flops / s / 1e9:.1f} GFLOP/s")

@@ -4,14 +4,16 @@
 #
 #   tapestry   `tapestry run --plan examples/plans/mlp-best.json --threads 2` (block executor,
 #              fast kernels), wall time of execution alone (metrics wall_s), median of --reps
+#              after 2 untimed warm-up runs (each of the three discards 2 warm-up runs)
 #   (a)        two direct OpenBLAS cblas_sgemm calls + bias/ReLU loops, 2 threads (mlp_openblas)
 #   (b)        PyTorch CPU, torch.set_num_threads(2), F.linear/relu (bench/mlp_torch.py with
 #              Debian's python3-torch; "skipped" when torch is absent — nothing is installed)
 #
 # and prints throughput ratios (baseline time / Tapestry time; targets: >= 0.95 vs (a), >= 1.1
-# vs (b)). Then the scaling at 1 and 2 threads and a batch-size sweep (see --sweep).
+# vs (b)). Then the scaling at 1 and 2 threads and, with --sweep, a batch-size sweep (64 … 8192)
+# comparing no sharding, a batch split and an out split.
 #
-#   bench/mlp_vs_baselines.sh [--build DIR] [--reps N] [--sweep]
+#   bench/mlp_vs_baselines.sh [BUILD_DIR | --build DIR] [--reps N] [--sweep]
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,7 +25,8 @@ while [[ $# -gt 0 ]]; do
     --build) build="$2"; shift 2 ;;
     --reps) reps="$2"; shift 2 ;;
     --sweep) sweep=1; shift ;;
-    *) echo "usage: $0 [--build DIR] [--reps N] [--sweep]" >&2; exit 2 ;;
+    -*) echo "usage: $0 [BUILD_DIR | --build DIR] [--reps N] [--sweep]" >&2; exit 2 ;;
+    *) build="$1"; shift ;;  # scripts/bench.sh passes the build dir
   esac
 done
 tapestry="$build/src/cli/tapestry"
@@ -40,7 +43,7 @@ json_field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[s
 tapestry_time() {
   local plan_args=()
   [[ -n "$2" ]] && plan_args=(--plan "$2")
-  "$tapestry" run "$1" "${plan_args[@]}" --threads "$3" --repeat "$reps" --quiet \
+  "$tapestry" run "$1" "${plan_args[@]}" --threads "$3" --warmup 2 --repeat "$reps" --quiet \
     --metrics "$tmp/m.json" >"$tmp/run.log"
   json_field "$tmp/m.json" wall_s
 }
@@ -75,19 +78,22 @@ printf '  2 threads %8.4f s  %6s GFLOP/s  speed-up %sx\n' "$t_tap" "$(gflops $fl
 
 [[ $sweep -eq 1 ]] || exit 0
 echo
-echo "batch sweep, 2 threads: unsharded plan (one application per operation) vs split on batch"
-printf '  %6s %12s %12s %12s %10s\n' batch "unsharded" "batch/4" "openblas" "split pays"
+echo "batch sweep, 2 threads: no sharding (one application per operation), split on batch in 4,"
+echo "split on the output features (out) in 2, and the OpenBLAS baseline (a)"
+printf '  %6s %12s %12s %12s %12s\n' batch "unsharded" "batch/4" "out/2" "openblas"
 for batch in 64 256 1024 4096 8192; do
   sed "s/X:  f32\[4096, 1024\]/X:  f32[$batch, 1024]/" "$root/examples/mlp.tap" >"$tmp/mlp.tap"
-  parts=$(( batch >= 4 ? 4 : batch ))
-  cat >"$tmp/plan.json" <<JSON
-{"ops": {"H/linear": {"split": {"batch": $parts}}, "Y": {"split": {"batch": $parts}}},
- "fuse": [["H/linear", "H"]]}
+  cat >"$tmp/batch.json" <<JSON
+{"ops": {"H/linear": {"split": {"batch": 4}}, "Y": {"split": {"batch": 4}}}, "fuse": "auto"}
+JSON
+  cat >"$tmp/out.json" <<JSON
+{"ops": {"H/linear": {"split": {"out": 2}}, "Y": {"split": {"out": 2}}}, "fuse": "auto"}
 JSON
   f=$((2 * batch * 1024 * 4096 * 2))
   t_one=$(tapestry_time "$tmp/mlp.tap" "" 2)
-  t_split=$(tapestry_time "$tmp/mlp.tap" "$tmp/plan.json" 2)
+  t_batch=$(tapestry_time "$tmp/mlp.tap" "$tmp/batch.json" 2)
+  t_out=$(tapestry_time "$tmp/mlp.tap" "$tmp/out.json" 2)
   t_b=$(openblas_time 2 "$batch")
-  printf '  %6d %7s GF/s %7s GF/s %7s GF/s %9sx\n' "$batch" "$(gflops $f "$t_one")" \
-    "$(gflops $f "$t_split")" "$(gflops $f "$t_b")" "$(ratio "$t_one" "$t_split")"
+  printf '  %6d %7s GF/s %7s GF/s %7s GF/s %7s GF/s\n' "$batch" "$(gflops $f "$t_one")" \
+    "$(gflops $f "$t_batch")" "$(gflops $f "$t_out")" "$(gflops $f "$t_b")"
 done

@@ -64,6 +64,7 @@ struct RunOptions {
   std::string trace;
   bool quiet = false;
   int repeat = 1;
+  int warmup = 0;
 
   // Split out of `kernels`: directories of kernel files, and the executable kernel set.
   std::vector<std::string> kernel_dirs;
@@ -217,7 +218,9 @@ Executed execute(const ir::Graph& lowered, runtime::BufferMap inputs, const RunO
                 .kernels = &kernels,
                 .memory_limit_bytes =
                     options.memory_limit.empty() ? 0 : parse_byte_size(options.memory_limit)});
-  // --repeat: time several runs, keep the results and metrics of the median one.
+  // --warmup: untimed runs first (oneDNN compiles its kernels for each new shape, buffers are
+  // first touched, pool threads start); --repeat: time several runs, keep the median one.
+  for (int w = 0; w < options.warmup; ++w) (void)executor.run(inputs);
   std::vector<runtime::BlockExecutor::Measured> runs;
   for (int r = 0; r < options.repeat; ++r) {
     runtime::RunProgress progress;
@@ -313,6 +316,9 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--repeat", options->repeat,
                   "run N times (block executor; for timing): report the median run")
       ->check(CLI::Range(1, 1000));
+  cmd->add_option("--warmup", options->warmup,
+                  "untimed runs before the timed ones (block executor; for timing)")
+      ->check(CLI::Range(0, 1000));
   cmd->callback([&dispatch, options] {
     dispatch.name = "run";
     dispatch.run = [options] { return run_run(*options); };

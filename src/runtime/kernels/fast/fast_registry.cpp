@@ -2,10 +2,12 @@
 // the library thread limits.
 #include <atomic>
 #include <mutex>
+#include <vector>
 
 #include <cblas.h>
 
 #include "fast_support.h"
+#include "gemm.h"
 
 // GCC's OpenMP runtime (oneDNN's threading runtime). Declared here rather than through <omp.h>
 // so no translation unit of ours is compiled as OpenMP code.
@@ -58,6 +60,24 @@ std::optional<DType> uniform_dtype(const KernelCall& call) {
   return dtype;
 }
 
+// oneDNN initialises itself on its first sgemm (CPU detection, its OpenMP runtime, the first
+// generated kernel: 25–50 ms here). Paying it when the fast kernels are first looked up keeps it
+// out of the first run's timing (the kernel of each new GEMM shape is still generated on its
+// first call; `tapestry run --warmup` covers that).
+void warm_up_gemm() {
+  constexpr std::int64_t kSide = 32;  // big enough for kAuto to pick oneDNN
+  std::vector<float> a(kSide * kSide, 0.0F), c(kSide * kSide, 0.0F);
+  limit_library_threads_to_one();
+  gemm(GemmArgs{.m = kSide,
+                .n = kSide,
+                .k = kSide,
+                .trans_b = true,
+                .lda = kSide,
+                .ldb = kSide,
+                .ldc = kSide},
+       a.data(), a.data(), 0.0F, c.data());
+}
+
 }  // namespace fast
 
 const KernelRegistry& fast_kernels() {
@@ -76,6 +96,7 @@ const KernelRegistry& fast_kernels() {
       KernelFn fn = fast_only.find(name);
       r.add(name, fn != nullptr ? fn : reference.find(name));
     }
+    fast::warm_up_gemm();
     return r;
   }();
   return registry;
