@@ -1,8 +1,7 @@
 // `tapestry run`: execute a graph (sharded by a plan) on the block executor, and verify it.
 //
 //   tapestry run examples/linear_relu.tap --split Y/linear.batch=2 --verify
-//   tapestry run examples/mlp.tap --plan examples/plans/mlp-best.json --threads 2 \
-//       --metrics m.json --trace t.json
+//   tapestry run examples/mlp.tap --plan examples/plans/mlp-best.json --threads 2 --trace t.json
 //   tapestry run examples/mlp.tap --plan plan.json --inputs in/ --outputs out/ --verify
 //
 // The graph is lowered under the plan (no plan: one application per operation) and run by the
