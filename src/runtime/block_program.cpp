@@ -42,28 +42,15 @@ void add_ports(const ir::Graph& graph, const Range& index, const ir::SelectionMa
                const ir::IpfMap& ipfs, const std::vector<BufferSlot>& slots, const SlotOf& slot_of,
                ir::NamedLists<Port>& ports, std::vector<PortAddress>& addresses) {
   for (const auto& entry : selections.entries()) {
-    auto list = ipfs.list(entry.name);
-    if (entry.position >= list.size()) {
-      throw Error(fmt::format("selection {}[{}] has no IPF in the operation's IPFSignature",
-                              entry.name, entry.position));
-    }
-    const zspace::IndexProjection& ipf = list[entry.position];
-    const Range expected = ipf.apply(index);
-    if (entry.value.range != expected) {
-      throw Error(fmt::format("selection {}[{}] is {}, but its IPF gives {} for index {}",
-                              entry.name, entry.position, entry.value.range, expected, index));
-    }
+    const zspace::IndexProjection& ipf = checked_ipf(entry, ipfs, index);
+    const Range& expected = entry.value.range;
     auto found = slot_of.find(entry.value.tensor.index());
     if (found == slot_of.end()) {
       throw Error(
           fmt::format("selection {}[{}] names no tensor of the graph", entry.name, entry.position));
     }
     const BufferSlot& slot = slots[found->second];
-    if (!slot.range.contains(expected)) {
-      throw Error(fmt::format("selection {}[{}] {} lies outside tensor '{}' {}", entry.name,
-                              entry.position, expected, tensor_name(graph, slot.tensor),
-                              slot.range));
-    }
+    check_inside(graph, entry, expected, slot.tensor, slot.range);
     const Point strides = dense_strides(slot.range.shape());
     const std::int64_t offset =
         expected.is_empty() ? 0

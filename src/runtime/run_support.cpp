@@ -84,36 +84,45 @@ BufferMap prepare_buffers(const ir::Graph& graph, BufferMap inputs) {
   return buffers;
 }
 
+const zspace::IndexProjection& checked_ipf(const ir::SelectionMap::Entry& entry,
+                                           const ir::IpfMap& ipfs, const Range& index) {
+  auto list = ipfs.list(entry.name);
+  if (entry.position >= list.size()) {
+    throw Error(fmt::format("selection {}[{}] has no IPF in the operation's IPFSignature",
+                            entry.name, entry.position));
+  }
+  const zspace::IndexProjection& ipf = list[entry.position];
+  const Range expected = ipf.apply(index);
+  if (entry.value.range != expected) {
+    throw Error(fmt::format("selection {}[{}] is {}, but its IPF gives {} for index {}", entry.name,
+                            entry.position, entry.value.range, expected, index));
+  }
+  return ipf;
+}
+
+void check_inside(const ir::Graph& graph, const ir::SelectionMap::Entry& entry, const Range& box,
+                  ir::TensorId tensor, const Range& range) {
+  if (!range.contains(box)) {
+    throw Error(fmt::format("selection {}[{}] {} lies outside tensor '{}' {}", entry.name,
+                            entry.position, box, tensor_name(graph, tensor), range));
+  }
+}
+
 namespace {
 
 template <typename Port>
 void add_ports(const ir::Graph& graph, const Work& work, const ir::SelectionMap& selections,
                const ir::IpfMap& ipfs, BufferMap& buffers, ir::NamedLists<Port>& ports) {
   for (const auto& entry : selections.entries()) {
-    auto list = ipfs.list(entry.name);
-    if (entry.position >= list.size()) {
-      throw Error(fmt::format("selection {}[{}] has no IPF in the operation's IPFSignature",
-                              entry.name, entry.position));
-    }
-    const zspace::IndexProjection& ipf = list[entry.position];
-    const Range expected = ipf.apply(*work.index);
-    if (entry.value.range != expected) {
-      throw Error(fmt::format("selection {}[{}] is {}, but its IPF gives {} for index {}",
-                              entry.name, entry.position, entry.value.range, expected,
-                              *work.index));
-    }
+    const zspace::IndexProjection& ipf = checked_ipf(entry, ipfs, *work.index);
     auto found = buffers.find(entry.value.tensor);
     if (found == buffers.end()) {
       throw Error(
           fmt::format("selection {}[{}] names no tensor of the graph", entry.name, entry.position));
     }
     Buffer& buffer = found->second;
-    if (!buffer.range().contains(expected)) {
-      throw Error(fmt::format("selection {}[{}] {} lies outside tensor '{}' {}", entry.name,
-                              entry.position, expected, tensor_name(graph, entry.value.tensor),
-                              buffer.range()));
-    }
-    ports.append(entry.name, Port{buffer.view(expected), &ipf});
+    check_inside(graph, entry, entry.value.range, entry.value.tensor, buffer.range());
+    ports.append(entry.name, Port{buffer.view(entry.value.range), &ipf});
   }
 }
 

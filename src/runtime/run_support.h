@@ -37,6 +37,15 @@ struct Work {
   const ir::SelectionMap* outputs = nullptr;
 };
 
+/// The IPF of selection `entry` (a SelectionMap entry) in `ipfs`, checked: it exists, and the
+/// selection equals IPF(index). Error "selection x[0] is …, but its IPF gives … for index …".
+const zspace::IndexProjection& checked_ipf(const ir::SelectionMap::Entry& entry,
+                                           const ir::IpfMap& ipfs, const Range& index);
+
+/// Checks that `box`, selected by `entry`, lies inside `tensor`'s `range`.
+void check_inside(const ir::Graph& graph, const ir::SelectionMap::Entry& entry, const Range& box,
+                  ir::TensorId tensor, const Range& range);
+
 /// Builds the KernelCall for `work` (checking every selection equals IPF(index), naming the node
 /// otherwise) and runs `kernel` on it.
 void run_kernel(KernelFn kernel, const ir::Graph& graph, const Work& work, BufferMap& buffers);

@@ -5,7 +5,9 @@
 // with its own IPFs. Inputs come from the fused call's views (the fused IPFs are the stage IPFs
 // composed with index_map, so those views hold exactly what the stage reads) or from the
 // previous stage's block; the last stage writes the fused call's output views. The stage
-// kernels are the reference kernels, so a fused run is bitwise equal to the unfused one.
+// kernels are the reference kernels, so a fused run is bitwise equal to the unfused one. The
+// fast fused kernel (kernels/fast/fused.cpp) runs the same stage loop with the fast kernels when
+// its epilogue does not apply.
 #include <optional>
 
 #include "reference_kernels.h"
@@ -27,7 +29,13 @@ DType intermediate_dtype(const KernelCall& call, const rewrite::FusedPort& out) 
 
 void fused_kernel(const KernelCall& call) {
   if (call.params == nullptr) call.fail("fused: no params");
-  const std::vector<rewrite::FusedStage> stages = rewrite::fused_stages(*call.params);
+  run_fused_stages(call, rewrite::fused_stages(*call.params), KernelRegistry::reference());
+}
+
+}  // namespace
+
+void run_fused_stages(const KernelCall& call, const std::vector<rewrite::FusedStage>& stages,
+                      const KernelRegistry& kernels) {
   std::optional<Buffer> previous;
   for (std::size_t s = 0; s < stages.size(); ++s) {
     const rewrite::FusedStage& stage = stages[s];
@@ -58,12 +66,10 @@ void fused_kernel(const KernelCall& call) {
         sub.outputs.append(out.name, OutputPort{block->view(), &out.ipf});
       }
     }
-    KernelRegistry::reference().lookup(stage.kernel, stage.label)(sub);
+    kernels.lookup(stage.kernel, stage.label)(sub);
     previous = std::move(block);
   }
 }
-
-}  // namespace
 
 void register_fused_kernel(KernelRegistry& registry) {
   registry.add(std::string(rewrite::kFusedKernel), fused_kernel);

@@ -1,6 +1,9 @@
 // Registration of the reference kernels, one function per kernel family (one file each).
 #pragma once
 
+#include <vector>
+
+#include "tapestry/rewrite/fused.h"
 #include "tapestry/runtime/kernel_registry.h"
 
 namespace tapestry::runtime {
@@ -19,5 +22,12 @@ void register_conv_kernels(KernelRegistry& registry);
 void register_layout_kernels(KernelRegistry& registry);
 /// The `fused` kernel (kernels/fused.cpp): runs a fused operation's stages with these kernels.
 void register_fused_kernel(KernelRegistry& registry);
+
+/// Runs `stages` (rewrite/fused.h) over `call`'s index with the kernels of `kernels`, each
+/// intermediate in a temporary block of exactly the box the next stage reads; the last stage
+/// writes `call`'s outputs. The reference `fused` kernel uses the reference kernels, the fast
+/// one the fast kernels.
+void run_fused_stages(const KernelCall& call, const std::vector<rewrite::FusedStage>& stages,
+                      const KernelRegistry& kernels);
 
 }  // namespace tapestry::runtime

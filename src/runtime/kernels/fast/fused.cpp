@@ -15,6 +15,7 @@
 #include <deque>
 
 #include "contraction.h"
+#include "kernels/reference_kernels.h"
 #include "tapestry/rewrite/fused.h"
 #include "tapestry/runtime/buffer.h"
 
@@ -138,49 +139,6 @@ bool run_epilogue(const KernelCall& call, const std::vector<FusedStage>& stages)
   return true;
 }
 
-// The generic path: each stage with the fast kernel of its name, intermediates in blocks.
-void run_stages(const KernelCall& call, const std::vector<FusedStage>& stages) {
-  std::optional<Buffer> previous;
-  for (std::size_t s = 0; s < stages.size(); ++s) {
-    const FusedStage& stage = stages[s];
-    const bool last = s + 1 == stages.size();
-    KernelCall sub{.kernel = stage.kernel,
-                   .operation = call.operation,
-                   .index = zspace::IndexProjection(stage.index_map).apply(call.index),
-                   .params = &stage.params,
-                   .index_names = stage.index_names,
-                   .reductions = stage.reductions,
-                   .inputs = {},
-                   .outputs = {}};
-    for (const FusedPort& in : stage.inputs) {
-      if (in.source.empty()) {
-        if (!previous) {
-          call.fail("fused: stage " + stage.label + " reads a previous stage that does not exist");
-        }
-        sub.inputs.append(in.name, InputPort{std::as_const(*previous).view(), &in.ipf});
-      } else {
-        sub.inputs.append(in.name, InputPort{call.input(in.source).view, &in.ipf});
-      }
-    }
-    std::optional<Buffer> block;
-    for (const FusedPort& out : stage.outputs) {
-      if (last) {
-        sub.outputs.append(out.name, OutputPort{call.output(out.source).view, &out.ipf});
-        continue;
-      }
-      const std::optional<DType> dtype = ir::parse_dtype(out.dtype);
-      if (!dtype) {
-        call.fail("fused stage output '" + out.name + "' has no executable dtype '" + out.dtype +
-                  "'");
-      }
-      block.emplace(*dtype, out.ipf.apply(sub.index));
-      sub.outputs.append(out.name, OutputPort{block->view(), &out.ipf});
-    }
-    fast_kernels().lookup(stage.kernel, stage.label)(sub);
-    previous = std::move(block);
-  }
-}
-
 void fused_kernel(const KernelCall& call) {
   if (call.params == nullptr) return run_reference(call);
   const std::vector<FusedStage> stages = rewrite::fused_stages(*call.params);
@@ -195,7 +153,8 @@ void fused_kernel(const KernelCall& call) {
     count_epilogue();
     return;
   }
-  run_stages(call, stages);
+  // The generic path: each stage with the fast kernel of its name, intermediates in blocks.
+  run_fused_stages(call, stages, fast_kernels());
 }
 
 }  // namespace
