@@ -80,9 +80,11 @@ class PlanReader {
             op.substitute.push_back(
                 read_string(value[i], fmt::format("{}/substitute/{}", path, i)));
           }
+        } else if (key == "place") {
+          read_place(value, path + "/place", op);
         } else {
           fail(path + "/" + escape_pointer(key),
-               "unknown member (expected \"split\" or \"substitute\")");
+               "unknown member (expected \"split\", \"substitute\" or \"place\")");
         }
       }
       plan.ops.emplace(name, std::move(op));
@@ -98,6 +100,17 @@ class PlanReader {
         fail(at, fmt::format("the shard count must be an integer >= 1, got {}", count.dump()));
       }
       op.split.emplace(dim, count.get<std::int64_t>());
+    }
+  }
+
+  // "place": ["cpu:0", "gpu:1"]: non-empty device names, at least one.
+  void read_place(const json& place, const std::string& path, OpPlan& op) const {
+    expect_array(place, path);
+    if (place.empty()) fail(path, "a placement needs at least one device");
+    for (std::size_t i = 0; i < place.size(); ++i) {
+      std::string device = read_string(place[i], fmt::format("{}/{}", path, i));
+      if (device.empty()) fail(fmt::format("{}/{}", path, i), "a device name cannot be empty");
+      op.place.push_back(std::move(device));
     }
   }
 
@@ -154,6 +167,7 @@ json Plan::to_json() const {
     json o = json::object();
     if (!op.split.empty()) o["split"] = op.split;
     if (!op.substitute.empty()) o["substitute"] = op.substitute;
+    if (!op.place.empty()) o["place"] = op.place;
     ops_json[name] = std::move(o);
   }
   out["ops"] = std::move(ops_json);

@@ -34,8 +34,10 @@ TEST(Plan, ParsesTheDocumentedForm) {
 
 TEST(Plan, JsonRoundTrip) {
   Plan plan =
-      parse_plan(R"({"ops": {"Y": {"split": {"batch": 3}, "substitute": ["decompose-linear"]}},
+      parse_plan(R"({"ops": {"Y": {"split": {"batch": 3}, "substitute": ["decompose-linear"],
+                                   "place": ["cpu:0", "cpu:1"]}},
                             "fuse": [["a", "b"]]})");
+  EXPECT_EQ(plan.ops.at("Y").place, (std::vector<std::string>{"cpu:0", "cpu:1"}));
   EXPECT_EQ(parse_plan(plan.to_json().dump()), plan);
 }
 
@@ -55,6 +57,10 @@ TEST(Plan, BadPlansNameTheSourceAndPath) {
       {"{\"ops\": []}", "plan.json: /ops: expected an object, got array"},
       {"{\"fuse\": [[\"a\"]]}", "/fuse/0: a fusion group needs at least two operations"},
       {"{\"fuse\": \"always\"}", "/fuse: expected \"auto\""},
+      {"{\"ops\": {\"Y\": {\"place\": []}}}",
+       "/ops/Y/place: a placement needs at least one device"},
+      {"{\"ops\": {\"Y\": {\"place\": [\"cpu:0\", 3]}}}", "/ops/Y/place/1: expected a string"},
+      {"{\"ops\": {\"Y\": {\"place\": [\"\"]}}}", "/ops/Y/place/0: a device name cannot be empty"},
       {"{\n  \"ops\": {,}\n}", "plan.json:2:11: invalid JSON"},
   };
   for (const BadPlan& c : cases) {

@@ -11,7 +11,8 @@
 //     "ops": {
 //       "H/linear": {"split": {"out": 2}},
 //       "Y":        {"split": {"in": 2}},             // a reduction dim: split-reduction
-//       "Z":        {"split": {"batch": 4}, "substitute": ["decompose-linear"]}
+//       "Z":        {"split": {"batch": 4}, "substitute": ["decompose-linear"],
+//                    "place": ["cpu:0", "cpu:1"]}  // shards → devices, cycled in grid order
 //     },
 //     "fuse": [["H/linear", "H"]]                     // producer first; or "fuse": "auto"
 //   }
@@ -44,6 +45,11 @@ struct OpPlan {
   std::map<std::string, std::int64_t> split;
   /// Substitutions requested by their stable names, e.g. "decompose-linear".
   std::vector<std::string> substitute;
+  /// Placement: the devices the operation's shards run on, assigned in grid order (row-major
+  /// over the split dims) and cycled when there are more shards than devices. Parsed, checked
+  /// and carried here; the placement dialect and the distributed executor consume it (the
+  /// single-process executors ignore it).
+  std::vector<std::string> place;
 
   friend bool operator==(const OpPlan&, const OpPlan&) = default;
 };
