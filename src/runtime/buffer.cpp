@@ -1,6 +1,8 @@
 // Buffer: aligned dense storage plus the coordinate bookkeeping of its range.
 #include "tapestry/runtime/buffer.h"
 
+#include <sys/mman.h>
+
 #include <cstring>
 #include <new>
 
@@ -14,6 +16,8 @@ namespace tapestry::runtime {
 namespace {
 
 constexpr std::align_val_t kAlignment{64};
+constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+constexpr std::size_t kHugeBufferBytes = std::size_t{4} << 20;
 
 std::size_t element_size(DType dtype) {
   return ir::dtype_size_bytes(dtype);
@@ -30,7 +34,7 @@ Point dense_strides(const Point& shape) {
 }
 
 void Buffer::AlignedFree::operator()(std::byte* p) const {
-  ::operator delete[](p, kAlignment);
+  ::operator delete[](p, std::align_val_t{alignment});
 }
 
 Buffer::Buffer() : Buffer(DType::kFloat32, Range()) {}
@@ -55,9 +59,21 @@ void Buffer::allocate() {
   // Checked: the byte count of a huge range must not wrap.
   const std::int64_t bytes =
       zspace::checked_mul(size_, static_cast<std::int64_t>(element_size(dtype_)));
-  data_.reset(bytes == 0 ? nullptr
-                         : static_cast<std::byte*>(
-                               ::operator new[](static_cast<std::size_t>(bytes), kAlignment)));
+  if (bytes == 0) {
+    data_.reset();
+    return;
+  }
+  const auto size = static_cast<std::size_t>(bytes);
+  const std::size_t alignment =
+      size >= kHugeBufferBytes ? kHugePageBytes : static_cast<std::size_t>(kAlignment);
+  data_ = std::unique_ptr<std::byte[], AlignedFree>(
+      static_cast<std::byte*>(::operator new[](size, std::align_val_t{alignment})),
+      AlignedFree{alignment});
+  if (alignment == kHugePageBytes) {
+    // Best effort: a kernel without transparent huge pages just ignores the advice.
+    const std::size_t whole_pages = size / kHugePageBytes * kHugePageBytes;
+    if (whole_pages > 0) (void)::madvise(data_.get(), whole_pages, MADV_HUGEPAGE);
+  }
 }
 
 template <Element T>

@@ -88,3 +88,24 @@ TEST(Buffer, DenseStrides) {
 
 }  // namespace
 }  // namespace tapestry::runtime
+
+namespace tapestry::runtime {
+namespace {
+
+// Buffers of 4 MiB and more take the huge-page path (2 MiB alignment + madvise): same contract.
+TEST(Buffer, LargeBuffersAreAlignedZeroedCopiedAndRelocated) {
+  Buffer big(DType::kFloat32, Range({-3, 0}, {1021, 1024}));  // 4 MiB
+  ASSERT_EQ(big.size_bytes(), std::size_t{4} << 20);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(big.bytes()) % (std::uintptr_t{2} << 20), 0u);
+  for (float v : big.values<float>()) ASSERT_EQ(v, 0.0F);
+  big.values<float>().back() = 7.0F;
+  const Buffer copy = big;
+  EXPECT_EQ(copy.at<float>(Point{1020, 1023}), 7.0F);
+  const Buffer moved = std::move(big).relocated(Point{0, 0});
+  EXPECT_EQ(moved.at<float>(Point{1023, 1023}), 7.0F);
+  const Buffer raw(DType::kFloat64, Range::of_shape({1024, 1024}), Buffer::Uninitialized{});
+  EXPECT_EQ(raw.size_bytes(), std::size_t{8} << 20);
+}
+
+}  // namespace
+}  // namespace tapestry::runtime
