@@ -47,6 +47,7 @@ Added add_kernel(const RewriteState& state, ir::Graph& graph, std::string_view k
                  std::vector<ir::TensorId> inputs, const std::string& name,
                  ir::TensorId target = {}) {
   std::vector<metakernel::Argument> args;
+  args.reserve(inputs.size());
   for (ir::TensorId t : inputs) args.push_back({name, metakernel::tensor_type(graph, t)});
   metakernel::Signature sig =
       metakernel::evaluate_signature(state.kernels->get(kernel), args, nlohmann::json::object());

@@ -29,7 +29,9 @@ void compare_values(std::span<const T> a, std::span<const T> b, const Range& ran
                     BufferComparison& out) {
   std::int64_t worst = -1;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (std::memcmp(&a[i], &b[i], sizeof(T)) == 0) continue;
+    // Bitwise on purpose: NaN equals NaN only bitwise, -0 differs from +0 (compare.h).
+    if (std::memcmp(&a[i], &b[i], sizeof(T)) == 0)
+      continue;  // NOLINT(bugprone-suspicious-memory-comparison)
     ++out.differing_cells;
     const double x = static_cast<double>(a[i]);
     const double y = static_cast<double>(b[i]);
@@ -155,7 +157,8 @@ VerifyTolerance verify_tolerance(const ir::Graph& graph, const BufferMap& naive)
     }
     if (length > 1) t.reduction_length += length;
   }
-  for (const auto& [tensor, buffer] : naive) {
+  for (const auto& entry : naive) {
+    const Buffer& buffer = entry.second;
     visit_dtype(buffer.dtype(), [&]<typename T>() {
       for (T v : buffer.values<T>()) {
         const double m = std::abs(static_cast<double>(v));

@@ -30,7 +30,7 @@ namespace fast {
 // Below this many multiply-adds oneDNN's per-call overhead (argument checks, a JIT kernel
 // lookup) outweighs its faster inner kernel: measured in bench/kernels_bench.cpp, see
 // docs/runtime.md ("Fast kernels").
-constexpr std::int64_t kOneDnnMinWork = 32 * 32 * 32;
+constexpr std::int64_t kOneDnnMinWork = std::int64_t{32} * 32 * 32;
 
 bool fits_blas(const GemmArgs& args) {
   constexpr std::int64_t kMax = std::numeric_limits<int>::max();
