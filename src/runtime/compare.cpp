@@ -30,8 +30,8 @@ void compare_values(std::span<const T> a, std::span<const T> b, const Range& ran
   std::int64_t worst = -1;
   for (std::size_t i = 0; i < a.size(); ++i) {
     // Bitwise on purpose: NaN equals NaN only bitwise, -0 differs from +0 (compare.h).
-    if (std::memcmp(&a[i], &b[i], sizeof(T)) == 0)
-      continue;  // NOLINT(bugprone-suspicious-memory-comparison)
+    // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
+    if (std::memcmp(&a[i], &b[i], sizeof(T)) == 0) continue;
     ++out.differing_cells;
     const double x = static_cast<double>(a[i]);
     const double y = static_cast<double>(b[i]);
