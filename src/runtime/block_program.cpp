@@ -204,8 +204,22 @@ BlockProgram compile_block_program(const ir::Graph& graph, const KernelRegistry&
   SlotOf slot_of;
   p.slots = make_slots(graph, slot_of);
   p.tasks.reserve(schedule.applications.size());
+  std::unordered_map<std::uint32_t, const void*> prepared_for;  // operation index → data
   for (ir::ApplicationId app : schedule.applications) {
     p.tasks.push_back(make_task(graph, app, kernels, p.slots, slot_of));
+    BlockTask& task = p.tasks.back();
+    if (PrepareFn prepare = kernels.find_prepare(task.call.kernel)) {
+      auto [it, fresh] = prepared_for.emplace(task.operation.index(), nullptr);
+      if (fresh) {
+        try {
+          p.prepared.push_back(prepare(task.call));
+        } catch (const Error& e) {
+          throw e.with_context(fmt::format("operation '{}'", task.call.operation));
+        }
+        it->second = p.prepared.back().get();
+      }
+      task.call.prepared = it->second;
+    }
     for (std::uint32_t s : p.tasks.back().touches) ++p.slots[s].uses;
     p.flops += p.tasks.back().flops;
   }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,9 @@ struct BlockProgram {
   std::vector<std::uint32_t> pending;           // number of tasks each task waits for
   std::vector<std::uint32_t> order;             // a topological order (ties: graph order)
   std::vector<std::uint32_t> roots;             // tasks with nothing to wait for, in order
+  /// What kernels' prepare functions made, one per operation that has one; tasks point into it
+  /// (KernelCall::prepared).
+  std::vector<std::shared_ptr<const void>> prepared;
   std::int64_t flops = 0;
   std::int64_t estimated_peak_bytes = 0;
   std::string peak_description;  // "after application 'Y/0': H 64.0 MiB, Y 16.0 MiB, …"

@@ -33,15 +33,20 @@ const KernelRegistry& KernelRegistry::reference() {
   return registry;
 }
 
-void KernelRegistry::add(std::string name, KernelFn fn) {
+void KernelRegistry::add(std::string name, KernelFn fn, PrepareFn prepare) {
   TAPESTRY_ASSERT(fn != nullptr, "KernelRegistry::add: null kernel");
-  const bool inserted = kernels_.emplace(std::move(name), fn).second;
+  const bool inserted = kernels_.emplace(std::move(name), Entry{fn, prepare}).second;
   TAPESTRY_ASSERT(inserted, "KernelRegistry::add: kernel registered twice");
 }
 
 KernelFn KernelRegistry::find(std::string_view kernel) const {
   auto it = kernels_.find(bare_name(kernel));
-  return it == kernels_.end() ? nullptr : it->second;
+  return it == kernels_.end() ? nullptr : it->second.fn;
+}
+
+PrepareFn KernelRegistry::find_prepare(std::string_view kernel) const {
+  auto it = kernels_.find(bare_name(kernel));
+  return it == kernels_.end() ? nullptr : it->second.prepare;
 }
 
 KernelFn KernelRegistry::lookup(std::string_view kernel, std::string_view operation) const {

@@ -189,3 +189,18 @@ TEST(BlockExecutor, FastKernelsAgreeWithTheReferenceWithinTolerance) {
 
 }  // namespace
 }  // namespace tapestry::runtime
+
+namespace tapestry::runtime {
+namespace {
+
+// The fused kernels parse their stages once per operation (KernelCall::prepared) instead of on
+// every call; both registries carry the prepare function, other kernels have none.
+TEST(BlockExecutor, FusedKernelsArePreparedOncePerOperation) {
+  EXPECT_NE(KernelRegistry::reference().find_prepare("fused"), nullptr);
+  EXPECT_NE(fast_kernels().find_prepare("fused"), nullptr);
+  EXPECT_EQ(fast_kernels().find_prepare("relu"), nullptr);
+  EXPECT_EQ(KernelRegistry::reference().find_prepare("no-such-kernel"), nullptr);
+}
+
+}  // namespace
+}  // namespace tapestry::runtime

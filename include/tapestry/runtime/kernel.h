@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -66,6 +67,10 @@ struct KernelCall {
   std::span<const ir::Reduction> reductions;  // the operation's declared reduction dims
   ir::NamedLists<InputPort> inputs;
   ir::NamedLists<OutputPort> outputs;
+  /// What the kernel's prepare function (KernelRegistry::find_prepare) made from the operation
+  /// once, before any run — the parsed stages of a `fused` operation, say — or null. A kernel
+  /// must also work without it (it then derives the same data from `params`).
+  const void* prepared = nullptr;
 
   /// Input `name`[position]; fails when the operation has no such input.
   [[nodiscard]] const InputPort& input(std::string_view name, std::size_t position = 0) const;
@@ -93,6 +98,11 @@ struct KernelCall {
 
 /// A kernel: computes `call.outputs` from `call.inputs` over `call.index`.
 using KernelFn = void (*)(const KernelCall& call);
+
+/// A kernel's optional preparation: data derived from the operation alone (its params, IPFs),
+/// computed once per operation by an executor that runs it many times, and handed to every
+/// call as `KernelCall::prepared`.
+using PrepareFn = std::shared_ptr<const void> (*)(const KernelCall& call);
 
 /// A typed port: locates the cells an index point selects. T is an element type, const for
 /// inputs: `Operand<const float> x(call.input("x"));  Operand<float> y(call.output("result"));`

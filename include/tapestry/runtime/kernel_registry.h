@@ -29,17 +29,23 @@ class KernelRegistry {
   /// The reference kernels for every built-in metakernel (built once, shared).
   static const KernelRegistry& reference();
 
-  /// Registers `fn` under `name`; asserts the name is new.
-  void add(std::string name, KernelFn fn);
+  /// Registers `fn` under `name`, with an optional prepare function; asserts the name is new.
+  void add(std::string name, KernelFn fn, PrepareFn prepare = nullptr);
   /// The kernel called `kernel` (a leading "op:" is ignored), or nullptr.
   [[nodiscard]] KernelFn find(std::string_view kernel) const;
   /// Like find, but an unknown kernel throws Error naming `operation` and the known kernels.
   [[nodiscard]] KernelFn lookup(std::string_view kernel, std::string_view operation) const;
+  /// The prepare function of kernel `kernel`, or nullptr (none, or no such kernel).
+  [[nodiscard]] PrepareFn find_prepare(std::string_view kernel) const;
   /// Every registered name, sorted.
   [[nodiscard]] std::vector<std::string> names() const;
 
  private:
-  std::map<std::string, KernelFn, std::less<>> kernels_;
+  struct Entry {
+    KernelFn fn;
+    PrepareFn prepare;
+  };
+  std::map<std::string, Entry, std::less<>> kernels_;
 };
 
 }  // namespace tapestry::runtime

@@ -28,11 +28,25 @@ DType intermediate_dtype(const KernelCall& call, const rewrite::FusedPort& out) 
 }
 
 void fused_kernel(const KernelCall& call) {
+  if (call.prepared != nullptr) {
+    run_fused_stages(call, prepared_fused_stages(call), KernelRegistry::reference());
+    return;
+  }
   if (call.params == nullptr) call.fail("fused: no params");
   run_fused_stages(call, rewrite::fused_stages(*call.params), KernelRegistry::reference());
 }
 
 }  // namespace
+
+std::shared_ptr<const void> prepare_fused_stages(const KernelCall& call) {
+  if (call.params == nullptr) call.fail("fused: no params");
+  return std::make_shared<const std::vector<rewrite::FusedStage>>(
+      rewrite::fused_stages(*call.params));
+}
+
+const std::vector<rewrite::FusedStage>& prepared_fused_stages(const KernelCall& call) {
+  return *static_cast<const std::vector<rewrite::FusedStage>*>(call.prepared);
+}
 
 void run_fused_stages(const KernelCall& call, const std::vector<rewrite::FusedStage>& stages,
                       const KernelRegistry& kernels) {
@@ -72,7 +86,7 @@ void run_fused_stages(const KernelCall& call, const std::vector<rewrite::FusedSt
 }
 
 void register_fused_kernel(KernelRegistry& registry) {
-  registry.add(std::string(rewrite::kFusedKernel), fused_kernel);
+  registry.add(std::string(rewrite::kFusedKernel), fused_kernel, prepare_fused_stages);
 }
 
 }  // namespace tapestry::runtime

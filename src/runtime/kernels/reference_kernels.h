@@ -1,6 +1,7 @@
 // Registration of the reference kernels, one function per kernel family (one file each).
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "tapestry/rewrite/fused.h"
@@ -22,6 +23,12 @@ void register_conv_kernels(KernelRegistry& registry);
 void register_layout_kernels(KernelRegistry& registry);
 /// The `fused` kernel (kernels/fused.cpp): runs a fused operation's stages with these kernels.
 void register_fused_kernel(KernelRegistry& registry);
+
+/// The `fused` kernels' prepare function: the operation's stages, parsed once from its params
+/// (parsing them per call costs ~10 µs, more than a small shard's work).
+std::shared_ptr<const void> prepare_fused_stages(const KernelCall& call);
+/// The stages prepare_fused_stages made, from `call.prepared` (which must be set).
+const std::vector<rewrite::FusedStage>& prepared_fused_stages(const KernelCall& call);
 
 /// Runs `stages` (rewrite/fused.h) over `call`'s index with the kernels of `kernels`, each
 /// intermediate in a temporary block of exactly the box the next stage reads; the last stage

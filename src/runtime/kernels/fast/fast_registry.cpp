@@ -94,7 +94,11 @@ const KernelRegistry& fast_kernels() {
     const KernelRegistry& reference = KernelRegistry::reference();
     for (const std::string& name : reference.names()) {
       KernelFn fn = fast_only.find(name);
-      r.add(name, fn != nullptr ? fn : reference.find(name));
+      if (fn != nullptr) {
+        r.add(name, fn, fast_only.find_prepare(name));
+      } else {
+        r.add(name, reference.find(name), reference.find_prepare(name));
+      }
     }
     fast::warm_up_gemm();
     return r;

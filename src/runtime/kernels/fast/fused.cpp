@@ -141,7 +141,10 @@ bool run_epilogue(const KernelCall& call, const std::vector<FusedStage>& stages)
 
 void fused_kernel(const KernelCall& call) {
   if (call.params == nullptr) return run_reference(call);
-  const std::vector<FusedStage> stages = rewrite::fused_stages(*call.params);
+  std::vector<FusedStage> parsed;
+  if (call.prepared == nullptr) parsed = rewrite::fused_stages(*call.params);
+  const std::vector<FusedStage>& stages =
+      call.prepared != nullptr ? prepared_fused_stages(call) : parsed;
   const std::optional<DType> dtype = uniform_dtype(call);
   bool done = false;
   if (!stages.empty() && dtype && !call.index.is_empty()) {
@@ -160,7 +163,7 @@ void fused_kernel(const KernelCall& call) {
 }  // namespace
 
 void register_fast_fused(KernelRegistry& registry) {
-  registry.add(std::string(rewrite::kFusedKernel), &fused_kernel);
+  registry.add(std::string(rewrite::kFusedKernel), &fused_kernel, &prepare_fused_stages);
 }
 
 }  // namespace tapestry::runtime::fast
