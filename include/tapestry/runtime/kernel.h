@@ -133,6 +133,12 @@ class Operand {
     TAPESTRY_ASSERT(cell == checked_cell(index_point), "IPF cell outside the kernel's view");
     return cell;
   }
+  /// How far (in elements, possibly negative or 0) the cell moves when index dim `index_dim`
+  /// grows by one: cell(i + e_d) == cell(i) + step(d). Lets a loop along one index dim walk a
+  /// pointer instead of locating every cell.
+  [[nodiscard]] std::int64_t step(std::size_t index_dim) const {
+    return static_cast<std::int64_t>(coef_[index_dim]);
+  }
   /// The shape of every cell box (the IPF's shape): (1, …, 1) for one element per index point.
   [[nodiscard]] const Point& window() const { return ipf_->shape(); }
   /// Extent of the cell window along tensor dim `dim`, and the element stride along it.

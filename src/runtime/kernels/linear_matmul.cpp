@@ -38,6 +38,44 @@ std::int64_t window_along(const KernelCall& call, const Port& port, std::size_t 
   return shape[dim];
 }
 
+// The contraction loop of both kernels: for each output cell, in row-major order, the products
+// over the reduced index dims in ascending order and, inside each index point's cell, along the
+// window in ascending order — for_each_output_cell's order. When the only reduced dim is the
+// last index dim (as the metakernels declare it), the points of one output cell differ only in
+// that dim, so the cells are walked with Operand::step instead of being located one by one:
+// the same products in the same order, ~10× faster (this is the oracle `--verify` runs).
+template <typename T, typename Finish>
+void contract(const KernelCall& call, const Operand<const T>& a, std::int64_t sa,
+              const Operand<const T>& b, std::int64_t sb, std::int64_t window, Finish&& finish) {
+  kernels::Fold<T> acc(ir::Monoid::kSum);
+  const std::vector<std::size_t> reduced = call.reduced_dims();
+  const std::size_t rank = call.index.rank();
+  if (reduced.size() == 1 && reduced[0] + 1 == rank && !call.index.is_empty()) {
+    const std::size_t k = rank - 1;
+    const std::int64_t n = call.index.extent(k);
+    const std::int64_t step_a = a.step(k), step_b = b.step(k);
+    const Range outer = call.index.with_dim(k, call.index.start()[k], call.index.start()[k] + 1);
+    for (const Point& q : outer.points()) {
+      const T* as = a.cell(q);
+      const T* bs = b.cell(q);
+      acc.reset();
+      for (std::int64_t i = 0; i < n; ++i, as += step_a, bs += step_b) {
+        for (std::int64_t t = 0; t < window; ++t) acc.add(kernels::mul(as[t * sa], bs[t * sb]));
+      }
+      finish(q, acc.result());
+    }
+    return;
+  }
+  kernels::for_each_output_cell(
+      call.index, reduced, [&](const Point&) { acc.reset(); },
+      [&](const Point& p) {
+        const T* as = a.cell(p);
+        const T* bs = b.cell(p);
+        for (std::int64_t t = 0; t < window; ++t) acc.add(kernels::mul(as[t * sa], bs[t * sb]));
+      },
+      [&](const Point& q) { finish(q, acc.result()); });
+}
+
 template <typename T>
 void linear(const KernelCall& call) {
   const InputPort& xp = call.input(kX);
@@ -53,19 +91,10 @@ void linear(const KernelCall& call) {
   std::optional<Operand<const T>> bias;
   if (bp != nullptr) bias.emplace(*bp);
 
-  kernels::Fold<T> acc(ir::Monoid::kSum);
-  kernels::for_each_output_cell(
-      call.index, call.reduced_dims(), [&](const Point&) { acc.reset(); },
-      [&](const Point& p) {
-        const T* xs = x.cell(p);
-        const T* ws = w.cell(p);
-        for (std::int64_t t = 0; t < k; ++t) acc.add(kernels::mul(xs[t * sx], ws[t * sw]));
-      },
-      [&](const Point& q) {
-        T value = acc.result();
-        if (bias) value = kernels::add(value, *bias->cell(q));
-        *result.cell(q) = value;
-      });
+  contract<T>(call, x, sx, w, sw, k, [&](const Point& q, T value) {
+    if (bias) value = kernels::add(value, *bias->cell(q));
+    *result.cell(q) = value;
+  });
 }
 
 // matmul(a, b): a [batch…, m, k] · b [batch…, k, n] -> [batch…, m, n], batch dims broadcast
@@ -82,15 +111,7 @@ void matmul(const KernelCall& call) {
   if (window_along(call, bp, b.rank() - 2, kB) != k) call.fail("a and b cells differ along k");
   const std::int64_t sa = a.stride(a.rank() - 1), sb = b.stride(b.rank() - 2);
 
-  kernels::Fold<T> acc(ir::Monoid::kSum);
-  kernels::for_each_output_cell(
-      call.index, call.reduced_dims(), [&](const Point&) { acc.reset(); },
-      [&](const Point& p) {
-        const T* as = a.cell(p);
-        const T* bs = b.cell(p);
-        for (std::int64_t t = 0; t < k; ++t) acc.add(kernels::mul(as[t * sa], bs[t * sb]));
-      },
-      [&](const Point& q) { *result.cell(q) = acc.result(); });
+  contract<T>(call, a, sa, b, sb, k, [&](const Point& q, T value) { *result.cell(q) = value; });
 }
 
 void linear_kernel(const KernelCall& call) {
