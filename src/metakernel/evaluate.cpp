@@ -154,6 +154,23 @@ void mark_reductions(const Bindings& b, IndexLayout& layout) {
   }
 }
 
+// A reduction over an empty range (`linear` with 0 input features) would give every output
+// cell the monoid's identity, but no application would ever run to write it (the index is
+// empty): refused here, with the dim, rather than leaving the result unwritten.
+void reject_empty_reductions(const Bindings& b, const Signature& sig) {
+  bool outputs_empty = true;
+  for (const Port& p : sig.outputs) outputs_empty = outputs_empty && p.type.range.is_empty();
+  if (outputs_empty) return;
+  for (const IndexDim& d : sig.index_dims) {
+    if (d.reduction && d.size == 0) {
+      b.fail(
+          "the reduction dimension {} is empty (extent 0); reducing over nothing is not "
+          "supported",
+          d.name);
+    }
+  }
+}
+
 void self_check(const Bindings& b, const Signature& sig) {
   const zspace::Range index = sig.index();
   if (index.is_empty()) return;
@@ -212,6 +229,7 @@ Signature evaluate_signature(const Metakernel& kernel, std::span<const Argument>
   }
   sig.kernel = kernel.name;
   sig.params = detail::recorded_params(b);
+  detail::reject_empty_reductions(b, sig);
   detail::self_check(b, sig);
   return sig;
 }

@@ -58,6 +58,11 @@ TEST(Linear, Errors) {
             "linear: X has 12 columns but W has 16 (its in dimension)");
   EXPECT_EQ(eval_error("linear", {"f32[4, 12]", "f32[32, 12]", "f32[31]"}, {}, {"X", "W", "b"}),
             "linear: W has 32 rows but b has 31 (its out dimension)");
+  // No application would ever write Y: an empty reduction is refused, not left unwritten.
+  EXPECT_EQ(eval_error("linear", {"f32[4, 0]", "f32[3, 0]", "f32[3]"}, {}, {"X", "W", "b"}),
+            "linear: the reduction dimension in is empty (extent 0); reducing over nothing is not "
+            "supported");
+  EXPECT_NO_THROW(eval("linear", {"f32[0, 0]", "f32[3, 0]", "f32[3]"}));  // empty output: fine
   EXPECT_EQ(eval_error("linear", {"f32[4, 12]", "f32[2, 32, 12]", "f32[32]"}, {}, {"X", "W", "b"}),
             "linear: W must have rank 2 (w is [$out, $in]) but it is f32[2, 32, 12]");
   EXPECT_EQ(eval_error("linear", {"f32[]", "f32[32, 12]", "f32[32]"}, {}, {"X", "W", "b"}),
