@@ -318,26 +318,25 @@ BlockExecutor::Measured BlockExecutor::run_measured(BufferMap inputs, RunProgres
   return out;
 }
 
-BufferMap BlockExecutor::execute(BufferMap inputs, RunMetrics* metrics,
-                                 RunProgress* progress) const {
-  const detail::BlockProgram& p = *program_;
-  RunState state(p, *pool_, poison_);
-  state.progress = progress;
-  // Bind the inputs (every graph input given, nothing else) before any work starts.
+namespace {
+
+// Moves the graph inputs into the run (every one given, nothing else) before any work starts.
+void bind_inputs(const ir::Graph& graph, BufferMap inputs, RunState& state) {
+  const detail::BlockProgram& p = state.program;
   for (std::uint32_t s = 0; s < p.slots.size(); ++s) {
     const detail::BufferSlot& slot = p.slots[s];
     auto given = inputs.find(slot.tensor);
     if (!slot.input) {
       if (given != inputs.end()) {
         throw Error(fmt::format("tensor '{}' is computed by the graph; it cannot be an input",
-                                tensor_name(graph_, slot.tensor)));
+                                tensor_name(graph, slot.tensor)));
       }
       continue;
     }
     if (given == inputs.end()) {
-      throw Error(fmt::format("input tensor '{}' has no buffer", tensor_name(graph_, slot.tensor)));
+      throw Error(fmt::format("input tensor '{}' has no buffer", tensor_name(graph, slot.tensor)));
     }
-    state.buffers[s] = bind_buffer(graph_, slot.tensor, std::move(given->second));
+    state.buffers[s] = bind_buffer(graph, slot.tensor, std::move(given->second));
     state.base[s] = state.buffers[s]->bytes();
     inputs.erase(given);
     state.add_live(slot.bytes);
@@ -346,16 +345,19 @@ BufferMap BlockExecutor::execute(BufferMap inputs, RunMetrics* metrics,
     throw Error(fmt::format("a buffer is given for node #{}, which is not a tensor of the graph",
                             inputs.begin()->first.index()));
   }
-  if (metrics != nullptr) state.records.resize(p.tasks.size());
+}
 
+// Runs every task on an arena of `threads` threads: the roots first, then each task as soon as
+// the last of its producers finishes.
+void run_tasks(RunState& state, int threads) {
+  const detail::BlockProgram& p = state.program;
   // TBB caps its workers at the hardware concurrency unless told otherwise; honour --threads
   // beyond it (oversubscription is the user's call, and tests use it to shake out races).
   std::optional<tbb::global_control> allow;
-  if (threads_ > tbb::this_task_arena::max_concurrency()) {
-    allow.emplace(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads_));
+  if (threads > tbb::this_task_arena::max_concurrency()) {
+    allow.emplace(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
   }
-  tbb::task_arena arena(threads_);
-  state.start = Clock::now();
+  tbb::task_arena arena(threads);
   arena.execute([&] {
     const auto body = [&](std::uint32_t t, tbb::feeder<std::uint32_t>& feeder) {
       tsan_acquire(&g_tsan_setup);  // before touching anything the caller prepared
@@ -366,19 +368,30 @@ BufferMap BlockExecutor::execute(BufferMap inputs, RunMetrics* metrics,
       state.run_task(t);
       for (std::uint32_t k = p.dependents_first[t]; k < p.dependents_first[t + 1]; ++k) {
         const std::uint32_t d = p.dependents[k];
-        if (state.pending[d].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-          feeder.add(d);
-        }
+        if (state.pending[d].fetch_sub(1, std::memory_order_acq_rel) == 1) feeder.add(d);
       }
       tsan_release(&g_tsan_done);
     };
     tsan_release(&g_tsan_setup);  // after `body` is made: tasks read its captures
     tbb::parallel_for_each(p.roots.begin(), p.roots.end(), body);
   });
-  const double wall_s = std::chrono::duration<double>(Clock::now() - state.start).count();
   tsan_acquire(&g_tsan_done);
+}
 
-  BufferMap result;
+}  // namespace
+
+BufferMap BlockExecutor::execute(BufferMap inputs, RunMetrics* metrics,
+                                 RunProgress* progress) const {
+  const detail::BlockProgram& p = *program_;
+  RunState state(p, *pool_, poison_);
+  state.progress = progress;
+  bind_inputs(graph_, std::move(inputs), state);
+  if (metrics != nullptr) state.records.resize(p.tasks.size());
+  state.start = Clock::now();
+  run_tasks(state, threads_);
+  const double wall_s = std::chrono::duration<double>(Clock::now() - state.start).count();
+
+  BufferMap result;  // the inputs and outputs; intermediates went back to the pool
   for (std::uint32_t s = 0; s < p.slots.size(); ++s) {
     const detail::BufferSlot& slot = p.slots[s];
     if (slot.output && !state.buffers[s]) state.allocate(s);  // an output nobody writes: empty
