@@ -73,6 +73,22 @@ class BufferPool {
   std::multimap<Key, Buffer> free_;
 };
 
+/// The executor's TBB arena, made once: a run on a fresh arena pays for its workers joining it,
+/// which shows on runs of a few milliseconds. TBB caps its workers at the hardware concurrency
+/// unless told otherwise; `allow` honours more threads (oversubscription is the caller's choice,
+/// and tests use it to shake out races) while the executor lives.
+struct ThreadPool {
+  explicit ThreadPool(int threads) {
+    if (threads > tbb::this_task_arena::max_concurrency()) {
+      allow.emplace(tbb::global_control::max_allowed_parallelism,
+                    static_cast<std::size_t>(threads));
+    }
+    arena.emplace(threads);
+  }
+  std::optional<tbb::global_control> allow;
+  std::optional<tbb::task_arena> arena;
+};
+
 }  // namespace detail
 
 namespace {
@@ -280,7 +296,8 @@ BlockExecutor::BlockExecutor(const ir::Graph& graph, BlockExecutorOptions option
                    ? options.threads
                    : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()))),
       poison_(options.poison),
-      pool_(std::make_unique<detail::BufferPool>()) {
+      pool_(std::make_unique<detail::BufferPool>()),
+      threads_pool_(std::make_unique<detail::ThreadPool>(threads_)) {
   const KernelRegistry& kernels = options.kernels != nullptr ? *options.kernels : fast_kernels();
   program_ =
       std::make_unique<const detail::BlockProgram>(detail::compile_block_program(graph, kernels));
@@ -347,17 +364,10 @@ void bind_inputs(const ir::Graph& graph, BufferMap inputs, RunState& state) {
   }
 }
 
-// Runs every task on an arena of `threads` threads: the roots first, then each task as soon as
-// the last of its producers finishes.
-void run_tasks(RunState& state, int threads) {
+// Runs every task on `arena`: the roots first, then each task as soon as the last of its
+// producers finishes.
+void run_tasks(RunState& state, tbb::task_arena& arena) {
   const detail::BlockProgram& p = state.program;
-  // TBB caps its workers at the hardware concurrency unless told otherwise; honour --threads
-  // beyond it (oversubscription is the user's call, and tests use it to shake out races).
-  std::optional<tbb::global_control> allow;
-  if (threads > tbb::this_task_arena::max_concurrency()) {
-    allow.emplace(tbb::global_control::max_allowed_parallelism, static_cast<std::size_t>(threads));
-  }
-  tbb::task_arena arena(threads);
   arena.execute([&] {
     const auto body = [&](std::uint32_t t, tbb::feeder<std::uint32_t>& feeder) {
       tsan_acquire(&g_tsan_setup);  // before touching anything the caller prepared
@@ -388,7 +398,7 @@ BufferMap BlockExecutor::execute(BufferMap inputs, RunMetrics* metrics,
   bind_inputs(graph_, std::move(inputs), state);
   if (metrics != nullptr) state.records.resize(p.tasks.size());
   state.start = Clock::now();
-  run_tasks(state, threads_);
+  run_tasks(state, *threads_pool_->arena);
   const double wall_s = std::chrono::duration<double>(Clock::now() - state.start).count();
 
   BufferMap result;  // the inputs and outputs; intermediates went back to the pool

@@ -10,7 +10,8 @@
 //     the last application touching it finishes (graph outputs are kept, inputs are the
 //     caller's), and the peak of that schedule run sequentially in topological order — the
 //     program's memory estimate, checked against `memory_limit_bytes` before anything runs.
-// A run then only allocates buffers (from a pool the executor keeps between runs), pushes the
+// A run then only allocates buffers (from a pool the executor keeps between runs; the TBB arena
+// of `threads` threads is kept too), pushes the
 // ready tasks into tbb::parallel_for_each and, as each finishes, the tasks it unblocks; per-task
 // overhead is a few hundred nanoseconds (bench/dispatch_bench).
 //
@@ -42,6 +43,7 @@ namespace tapestry::runtime {
 namespace detail {
 struct BlockProgram;
 class BufferPool;
+struct ThreadPool;
 }  // namespace detail
 
 /// Counters a run updates as applications finish; poll them from another thread (progress).
@@ -97,6 +99,7 @@ class BlockExecutor final : public Executor {
   bool poison_ = false;
   std::unique_ptr<const detail::BlockProgram> program_;
   std::unique_ptr<detail::BufferPool> pool_;
+  std::unique_ptr<detail::ThreadPool> threads_pool_;  // the TBB arena, kept between runs
 };
 
 }  // namespace tapestry::runtime
