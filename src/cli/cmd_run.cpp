@@ -243,6 +243,17 @@ int run_run(RunOptions& options) {
   if (options.executor != "block" && options.executor != "application") {
     throw Error(fmt::format("--executor {}: expected block or application", options.executor));
   }
+  if (options.executor == "application") {
+    const std::pair<bool, const char*> block_only[] = {
+        {options.threads != 0, "--threads"},     {!options.memory_limit.empty(), "--memory-limit"},
+        {!options.metrics.empty(), "--metrics"}, {!options.trace.empty(), "--trace"},
+        {options.repeat != 1, "--repeat"},       {options.warmup != 0, "--warmup"}};
+    for (const auto& [given, name] : block_only) {
+      if (given) {
+        throw Error(fmt::format("{} needs the block executor (not --executor application)", name));
+      }
+    }
+  }
   if (!options.memory_limit.empty()) (void)parse_byte_size(options.memory_limit);
   const metakernel::KernelRegistry kernels = load_kernels(options.kernel_dirs);
   const ir::Graph graph = load_graph(options.graph, kernels);

@@ -102,7 +102,8 @@ if [[ $rc -eq 0 ]] && grep -q "bar: bitwise" "$tmp/log"; then passed=$((passed +
 "$tapestry" run "$lr" --memory-limit 1K --outputs "$tmp/lim" --metrics "$tmp/lim.json" >/dev/null 2>"$tmp/err"; rc=$?
 if [[ $rc -eq 2 && ! -e "$tmp/lim/Y.npy" && ! -e "$tmp/lim.json" ]] && grep -q "memory limit 1.00 KiB exceeded" "$tmp/err"; then
   passed=$((passed + 1)); else echo "FAIL --memory-limit: rc=$rc"; cat "$tmp/err"; failures=$((failures + 1)); fi
-for bad in "--memory-limit lots" "--threads 0" "--executor gpu" "--metrics $tmp/no/such/dir/m.json"; do
+for bad in "--memory-limit lots" "--threads 0" "--executor gpu" "--metrics $tmp/no/such/dir/m.json" \
+           "--executor application --threads 2"; do
   # shellcheck disable=SC2086
   "$tapestry" run "$lr" $bad >/dev/null 2>"$tmp/err"; rc=$?
   if [[ $rc -eq 2 && -s "$tmp/err" ]]; then passed=$((passed + 1)); else
