@@ -21,7 +21,8 @@
 //   conv2d           im2col + GEMM per image (same GEMM backends), thread-local scratch; any
 //                    shard, stride, overlapping windows, the block dim of a split reduction
 //   softmax          contiguous rows, the reference's formulas in its order (bitwise equal)
-//   pad, transpose, permute, reshape: the reference kernels (copies; memory-bound either way)
+//   transpose, permute, reshape  a strided copy through the unary maps' loop nest (bitwise)
+//   pad              the reference kernel
 //
 // Results (docs/runtime.md, "Fast kernels", states the bounds and the measurements):
 //   * elementwise maps, bias_add and reductions that fold across rows are bitwise equal to the

@@ -4,6 +4,8 @@
 // over raw pointers (fast_support.h), broadcasting is a zero stride, and the innermost run is
 // one of the vectorised loops of elementwise_ops.h. Only integer division (an Error on a zero
 // divisor), mixed dtypes and cells wider than one element go to the reference kernel.
+#include <algorithm>
+
 #include "elementwise_ops.h"
 #include "fast_support.h"
 
@@ -95,6 +97,32 @@ void bias_add_kernel(const KernelCall& call) {
   binary_map<BinaryOp::kAdd>(call, "x", "bias");
 }
 
+// transpose, permute, reshape: every index point's result cell is a copy of its x cell, so they
+// are a strided copy through the same loop nest as the unary maps (bitwise equal, any dtype).
+// The reference kernels locate both cells for every element: ~40 M elements/s, which made the
+// layout ops 3/4 of the transformer example's time.
+void copy_kernel(const KernelCall& call) {
+  const InputPort* x = sole_unit_port(call.inputs, "x");
+  const OutputPort* r = sole_unit_port(call.outputs, kResult);
+  const std::optional<DType> dtype = fast_dtype(call, 1, false);
+  if (x == nullptr || r == nullptr || !dtype) return run_reference(call);
+  visit_dtype(*dtype, [&]<typename T>() {
+    const Strided<const T> xs = strided<const T>(*x, call.index);
+    const Strided<T> rs = strided<T>(*r, call.index);
+    for_each_run(make_nest<2>(call.index, {&xs.coef, &rs.coef}),
+                 [&](const auto& at, std::int64_t n, const auto& step) {
+                   const T* from = xs.base + at[0];
+                   T* to = rs.base + at[1];
+                   if (step[0] == 1 && step[1] == 1) {
+                     std::copy(from, from + n, to);
+                   } else {
+                     for (std::int64_t i = 0; i < n; ++i) to[i * step[1]] = from[i * step[0]];
+                   }
+                 });
+  });
+  count_fast();
+}
+
 }  // namespace
 
 void register_fast_elementwise(KernelRegistry& registry) {
@@ -110,6 +138,9 @@ void register_fast_elementwise(KernelRegistry& registry) {
   registry.add("div", &binary_kernel<BinaryOp::kDiv>);
   registry.add("maximum", &binary_kernel<BinaryOp::kMaximum>);
   registry.add("bias_add", &bias_add_kernel);
+  registry.add("transpose", &copy_kernel);
+  registry.add("permute", &copy_kernel);
+  registry.add("reshape", &copy_kernel);
 }
 
 }  // namespace tapestry::runtime::fast
