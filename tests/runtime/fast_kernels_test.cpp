@@ -149,18 +149,16 @@ TEST(FastKernels, EveryKernelCaseWholeAndSharded) {
   }
 }
 
-// Kernels with a fast path must take it on float cases (counters), integer linear must not.
+// Every kernel has a fast path and must take it on these cases (counters); integer linear must
+// not (it falls back to the reference).
 TEST(FastKernels, FastPathsAreTaken) {
   for (const Case& c : cases()) {
     GraphBuilder b;
-    const Built built = c.build(b);
-    const std::string kernel = b.graph.operation(built.op).kernel();
-    const bool reference_only = kernel == "pad";
+    (void)c.build(b);
     const bool integer_linear = c.name == "linear int64";
     reset_fast_kernel_counts();
     (void)NaiveExecutor(b.graph, fast_kernels()).run(generate_inputs(b.graph, {.seed = 3}));
     const FastKernelCounts counts = fast_kernel_counts();
-    if (reference_only) continue;
     if (integer_linear) {
       EXPECT_EQ(counts.fast_calls, 0u) << c.name;
       EXPECT_EQ(counts.fallback_calls, 1u) << c.name;

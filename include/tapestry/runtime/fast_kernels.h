@@ -22,7 +22,7 @@
 //                    shard, stride, overlapping windows, the block dim of a split reduction
 //   softmax          contiguous rows, the reference's formulas in its order (bitwise equal)
 //   transpose, permute, reshape  a strided copy through the unary maps' loop nest (bitwise)
-//   pad              the reference kernel
+//   pad              f32/f64 row by row: fill with `value`, copy the part x holds
 //
 // Results (docs/runtime.md, "Fast kernels", states the bounds and the measurements):
 //   * elementwise maps, bias_add and reductions that fold across rows are bitwise equal to the

@@ -5,6 +5,7 @@
 // one of the vectorised loops of elementwise_ops.h. Only integer division (an Error on a zero
 // divisor), mixed dtypes and cells wider than one element go to the reference kernel.
 #include <algorithm>
+#include <vector>
 
 #include "elementwise_ops.h"
 #include "fast_support.h"
@@ -123,6 +124,61 @@ void copy_kernel(const KernelCall& call) {
   count_fast();
 }
 
+// One pad row: `n` cells of result row `r` starting at column `c0`; x's row `xr` (null when the
+// row lies outside x) holds columns [x0, x1).
+template <typename T>
+void pad_row(T* r, std::int64_t c0, std::int64_t n, const T* xr, std::int64_t x0, std::int64_t x1,
+             T value) {
+  std::fill(r, r + n, value);
+  if (xr == nullptr) return;
+  const std::int64_t lo = std::max(c0, x0), hi = std::min(c0 + n, x1);
+  if (lo < hi) std::copy(xr + (lo - x0), xr + (hi - x0), r + (lo - c0));
+}
+
+// pad (f32, f64): result cells inside x's range copy x, the others take `value`; row by row
+// (fill, then copy the overlap) instead of deciding per element. Result and x share their
+// coordinates: only the range differs.
+void pad_kernel(const KernelCall& call) {
+  const InputPort* x = call.find_input("x");
+  const OutputPort* r = sole_unit_port(call.outputs, kResult);
+  const std::optional<DType> dtype = uniform_dtype(call);
+  const nlohmann::json* value =
+      call.params != nullptr && call.params->is_object() && call.params->contains("value")
+          ? &call.params->at("value")
+          : nullptr;
+  if (x == nullptr || r == nullptr || call.inputs.size() != 1 || call.index.is_empty() || !dtype ||
+      (*dtype != DType::kFloat32 && *dtype != DType::kFloat64) ||
+      (value != nullptr && !value->is_number()) || r->view.rank() < 2 ||
+      r->view.stride(r->view.rank() - 1) != 1 || x->view.stride(x->view.rank() - 1) != 1) {
+    return run_reference(call);
+  }
+  visit_dtype(*dtype, [&]<typename T>() {
+    if constexpr (kernels::kIsFloat<T>) {
+      const TypedView<T> out = r->view.template typed<T>();
+      const TypedView<const T> in = x->view.template typed<T>();
+      const T fill = value != nullptr ? static_cast<T>(value->get<double>()) : T{0};
+      const std::size_t rank = out.rank();
+      const Range& ob = out.box();
+      const Range& xb = in.box();
+      // Every row of the output box: its leading coordinates and y.
+      const Range rows = ob.with_dim(rank - 1, ob.start()[rank - 1], ob.start()[rank - 1] + 1);
+      for (const Point& p : rows.points()) {
+        const std::int64_t y = p[rank - 2];
+        const bool inside = y >= xb.start()[rank - 2] && y < xb.end()[rank - 2];
+        const T* xr = nullptr;
+        if (inside) {
+          std::vector<std::int64_t> at(p.begin(), p.end());
+          at[rank - 1] = xb.start()[rank - 1];
+          xr = in.pointer(Point(std::span<const std::int64_t>(at)));
+        }
+        pad_row(out.pointer(p), ob.start()[rank - 1], ob.extent(rank - 1), xr, xb.start()[rank - 1],
+                xb.end()[rank - 1], fill);
+      }
+    }
+  });
+  count_fast();
+}
+
 }  // namespace
 
 void register_fast_elementwise(KernelRegistry& registry) {
@@ -141,6 +197,7 @@ void register_fast_elementwise(KernelRegistry& registry) {
   registry.add("transpose", &copy_kernel);
   registry.add("permute", &copy_kernel);
   registry.add("reshape", &copy_kernel);
+  registry.add("pad", &pad_kernel);
 }
 
 }  // namespace tapestry::runtime::fast
