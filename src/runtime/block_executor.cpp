@@ -142,10 +142,6 @@ void patch_origins(ir::NamedLists<Port>& ports, const std::vector<detail::PortAd
   });
 }
 
-void poison(Buffer& buffer) {
-  fill(buffer.view(), std::numeric_limits<double>::quiet_NaN());
-}
-
 }  // namespace
 
 // The state of one run.
@@ -188,7 +184,7 @@ struct RunState {
     std::call_once(allocated[s], [&] {
       const detail::BufferSlot& slot = program.slots[s];
       buffers[s] = pool.take(slot.dtype, slot.range);
-      if (poison) runtime::poison(*buffers[s]);
+      if (poison) detail::poison(*buffers[s]);
       base[s] = buffers[s]->bytes();
       add_live(slot.bytes);
     });
@@ -217,6 +213,9 @@ struct RunState {
     const Clock::time_point begin = measure ? Clock::now() : Clock::time_point{};
     try {
       task.kernel(call);
+    } catch (const Error& e) {
+      --stack.depth;
+      throw e.with_context(fmt::format("application '{}'", task.name));
     } catch (...) {
       --stack.depth;
       throw;
@@ -239,8 +238,8 @@ struct RunState {
 
 namespace {
 
-RunMetrics make_metrics(const ir::Graph& graph, const detail::BlockProgram& p,
-                        const RunState& state, double wall_s, int threads) {
+RunMetrics make_metrics(const detail::BlockProgram& p, const RunState& state, double wall_s,
+                        int threads) {
   RunMetrics m{.wall_s = wall_s,
                .flops = p.flops,
                .gflops = wall_s > 0 ? static_cast<double>(p.flops) / wall_s / 1e9 : 0.0,
@@ -259,7 +258,7 @@ RunMetrics make_metrics(const ir::Graph& graph, const detail::BlockProgram& p,
       finish[p.dependents[k]] = std::max(finish[p.dependents[k]], finish[t]);
     }
     m.busy_s += duration;
-    m.applications.push_back({.name = detail::node_name(graph, task.application),
+    m.applications.push_back({.name = task.name,
                               .operation = std::string(task.call.operation),
                               .kernel = std::string(task.call.kernel),
                               .thread = r.thread,
@@ -407,7 +406,7 @@ BufferMap BlockExecutor::execute(BufferMap inputs, RunMetrics* metrics,
     if (slot.output && !state.buffers[s]) state.allocate(s);  // an output nobody writes: empty
     if (state.buffers[s]) result.emplace(slot.tensor, std::move(*state.buffers[s]));
   }
-  if (metrics != nullptr) *metrics = make_metrics(graph_, p, state, wall_s, threads_);
+  if (metrics != nullptr) *metrics = make_metrics(p, state, wall_s, threads_);
   return result;
 }
 

@@ -90,6 +90,7 @@ BlockTask make_task(const ir::Graph& graph, ir::ApplicationId app_id, const Kern
   const ir::OperationView op = graph.operation(op_id);
   BlockTask task{.application = app_id,
                  .operation = op_id,
+                 .name = node_name(graph, app_id),
                  .kernel = kernels.lookup(op.kernel(), node_name(graph, op_id)),
                  .call = {.kernel = op.kernel(),
                           .operation = graph.node(op_id).label().empty()

@@ -43,6 +43,7 @@ struct PortAddress {
 struct BlockTask {
   ir::ApplicationId application;
   ir::OperationId operation;
+  std::string name;  // the application's label, else its key (errors, metrics)
   KernelFn kernel = nullptr;
   KernelCall call;                     // views with null origins
   std::vector<PortAddress> inputs;     // parallel to call.inputs.entries()

@@ -28,9 +28,6 @@ void check_operation_tags(const ir::Graph& graph, ir::OperationId op) {
   }
 }
 
-namespace {
-
-// A value no kernel computes by accident, so unwritten cells show up in comparisons.
 void poison(Buffer& buffer) {
   visit_dtype(buffer.dtype(), [&]<typename T>() {
     const T value = std::numeric_limits<T>::has_quiet_NaN ? std::numeric_limits<T>::quiet_NaN()
@@ -38,8 +35,6 @@ void poison(Buffer& buffer) {
     for (T& v : buffer.values<T>()) v = value;
   });
 }
-
-}  // namespace
 
 // Every operation whose index is non-empty must be covered by applications, or its outputs
 // would stay poisoned without anyone noticing where.

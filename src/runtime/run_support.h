@@ -13,6 +13,10 @@ namespace tapestry::runtime::detail {
 /// The node's label, else its key.
 std::string node_name(const ir::Graph& graph, ir::NodeId node);
 
+/// Fills `buffer` with a value no kernel computes by accident — NaN for floats, the lowest value
+/// for integers — so unwritten cells show up in comparisons.
+void poison(Buffer& buffer);
+
 /// Checks before any run that every tensor has an executable dtype (Error naming the tensor).
 void check_tensor_dtypes(const ir::Graph& graph);
 

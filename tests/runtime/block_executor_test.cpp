@@ -204,3 +204,38 @@ TEST(BlockExecutor, FusedKernelsArePreparedOncePerOperation) {
 
 }  // namespace
 }  // namespace tapestry::runtime
+
+namespace tapestry::runtime {
+namespace {
+
+void failing_kernel(const KernelCall& call) {
+  call.fail("this kernel always fails");
+}
+
+// A kernel's Error leaves the run with the application that raised it as context.
+TEST(BlockExecutor, KernelErrorsNameTheApplication) {
+  GraphBuilder b;
+  const Built built = add_unary(b, "relu", b.tensor("X", "float32", Range::of_shape({4, 4})));
+  b.shard(built.op, {2, 1});
+  KernelRegistry failing;
+  failing.add("relu", &failing_kernel);
+  const BlockExecutor exec(b.graph, {.threads = 2, .kernels = &failing});
+  const std::string message =
+      error_of([&] { (void)exec.run(generate_inputs(b.graph, {.seed = 1})); });
+  EXPECT_THAT(message, HasSubstr("this kernel always fails"));
+  EXPECT_THAT(message, HasSubstr("application '"));
+}
+
+// Integer tensors are poisoned with their lowest value (NaN has no integer form).
+TEST(BlockExecutor, PoisonFillsIntegerBuffersWithTheirLowestValue) {
+  GraphBuilder b;
+  const Built built = add_unary(b, "neg", b.tensor("X", "int32", Range::of_shape({3, 5})));
+  b.shard(built.op, {3, 1});
+  const BufferMap inputs = generate_inputs(b.graph, {.seed = 2});
+  const BlockExecutor exec(b.graph, {.kernels = reference(), .poison = true});
+  EXPECT_TRUE(compare_tensors(b.graph, ApplicationExecutor(b.graph).run(inputs), exec.run(inputs))
+                  .all_bitwise_equal());
+}
+
+}  // namespace
+}  // namespace tapestry::runtime
