@@ -117,6 +117,14 @@ void tsan_release(void* /*address*/) {}
 void tsan_acquire(void* /*address*/) {}
 #endif
 
+// Releases g_tsan_done when a task ends, normally or by an exception.
+struct TsanReleaseOnExit {
+  TsanReleaseOnExit() = default;
+  TsanReleaseOnExit(const TsanReleaseOnExit&) = delete;
+  TsanReleaseOnExit& operator=(const TsanReleaseOnExit&) = delete;
+  ~TsanReleaseOnExit() { tsan_release(&g_tsan_done); }
+};
+
 struct TaskRecord {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
@@ -367,23 +375,28 @@ void bind_inputs(const ir::Graph& graph, BufferMap inputs, RunState& state) {
 // producers finishes.
 void run_tasks(RunState& state, tbb::task_arena& arena) {
   const detail::BlockProgram& p = state.program;
-  arena.execute([&] {
-    const auto body = [&](std::uint32_t t, tbb::feeder<std::uint32_t>& feeder) {
-      tsan_acquire(&g_tsan_setup);  // before touching anything the caller prepared
-      // Keeps BLAS single-threaded on this pool thread (a thread-local check after the first
-      // call; simpler than a TBB task_scheduler_observer).
-      limit_library_threads_to_one();
-      (void)state.pending[t].load(std::memory_order_acquire);  // every producer of t
-      state.run_task(t);
-      for (std::uint32_t k = p.dependents_first[t]; k < p.dependents_first[t + 1]; ++k) {
-        const std::uint32_t d = p.dependents[k];
-        if (state.pending[d].fetch_sub(1, std::memory_order_acq_rel) == 1) feeder.add(d);
-      }
-      tsan_release(&g_tsan_done);
-    };
-    tsan_release(&g_tsan_setup);  // after `body` is made: tasks read its captures
-    tbb::parallel_for_each(p.roots.begin(), p.roots.end(), body);
-  });
+  try {
+    arena.execute([&] {
+      const auto body = [&](std::uint32_t t, tbb::feeder<std::uint32_t>& feeder) {
+        tsan_acquire(&g_tsan_setup);   // before touching anything the caller prepared
+        const TsanReleaseOnExit done;  // also when the task throws: the caller reads after it
+        // Keeps BLAS single-threaded on this pool thread (a thread-local check after the first
+        // call; simpler than a TBB task_scheduler_observer).
+        limit_library_threads_to_one();
+        (void)state.pending[t].load(std::memory_order_acquire);  // every producer of t
+        state.run_task(t);
+        for (std::uint32_t k = p.dependents_first[t]; k < p.dependents_first[t + 1]; ++k) {
+          const std::uint32_t d = p.dependents[k];
+          if (state.pending[d].fetch_sub(1, std::memory_order_acq_rel) == 1) feeder.add(d);
+        }
+      };
+      tsan_release(&g_tsan_setup);  // after `body` is made: tasks read its captures
+      tbb::parallel_for_each(p.roots.begin(), p.roots.end(), body);
+    });
+  } catch (...) {
+    tsan_acquire(&g_tsan_done);  // the failed run's tasks are over too
+    throw;
+  }
   tsan_acquire(&g_tsan_done);
 }
 
