@@ -11,9 +11,6 @@
 
 namespace tapestry::runtime {
 
-namespace {
-
-// The tensor point of the `linear`-th element (row-major) of `range`.
 Point unravel(const Range& range, std::int64_t linear) {
   std::vector<std::int64_t> coords(range.rank());
   for (std::size_t k = range.rank(); k-- > 0;) {
@@ -23,6 +20,8 @@ Point unravel(const Range& range, std::int64_t linear) {
   }
   return Point(std::span<const std::int64_t>(coords));
 }
+
+namespace {
 
 template <typename T>
 void compare_values(std::span<const T> a, std::span<const T> b, const Range& range,

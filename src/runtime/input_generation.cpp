@@ -44,13 +44,15 @@ std::uint64_t stream_seed(std::uint64_t seed, std::string_view name) {
   return SplitMix64(mixed_seed.next() ^ fnv1a(name)).next();
 }
 
-Buffer generate_buffer(DType dtype, const Range& range, std::uint64_t seed, std::string_view name) {
+Buffer generate_buffer(DType dtype, const Range& range, std::uint64_t seed, std::string_view name,
+                       bool exact) {
   Buffer buffer(dtype, range);
   SplitMix64 rng(stream_seed(seed, name));
   visit_dtype(dtype, [&]<typename T>() {
     for (T& v : buffer.values<T>()) {
       if constexpr (std::is_floating_point_v<T>) {
-        v = small_float<T>(rng.next());
+        v = exact ? static_cast<T>(static_cast<int>(rng.next() % 3) - 1)
+                  : small_float<T>(rng.next());
       } else {
         v = small_int<T>(rng.next());
       }
@@ -64,7 +66,7 @@ BufferMap generate_inputs(const ir::Graph& graph, const GenerateOptions& options
   for (ir::TensorId tensor : graph_inputs(graph)) {
     inputs.emplace(tensor,
                    generate_buffer(tensor_dtype(graph, tensor), graph.tensor(tensor).range(),
-                                   options.seed, tensor_name(graph, tensor)));
+                                   options.seed, tensor_name(graph, tensor), options.exact));
   }
   return inputs;
 }

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "tapestry/metakernel/apply.h"
 #include "tapestry/zspace/format.h"
 
 namespace tapestry::runtime {
@@ -17,6 +18,10 @@ std::vector<ir::TensorId> graph_inputs(const ir::Graph& graph) {
 
 std::vector<ir::TensorId> graph_outputs(const ir::Graph& graph) {
   std::vector<ir::TensorId> outputs;
+  for (ir::TensorId t : graph.tensors()) {
+    if (metakernel::is_graph_output(graph, t)) outputs.push_back(t);
+  }
+  if (!outputs.empty()) return outputs;  // the declared outputs
   for (ir::TensorId t : graph.tensors()) {
     if (!graph.producers(t).empty() && graph.consumers(t).empty()) outputs.push_back(t);
   }

@@ -45,6 +45,9 @@ struct BufferComparison {
   [[nodiscard]] std::string summary() const;
 };
 
+/// The tensor point of the `linear`-th element (row-major) of `range`.
+Point unravel(const Range& range, std::int64_t linear);
+
 /// Compares two buffers cell by cell.
 BufferComparison compare_buffers(const Buffer& a, const Buffer& b);
 

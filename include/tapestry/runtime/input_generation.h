@@ -6,6 +6,8 @@
 //
 //   float32 / float64   uniform in [-1, 1) on a grid of 2^-20 (exact in float32)
 //   int32 / int64       uniform integers in [-8, 8]
+//   exact (floats)      uniform in {-1, 0, 1}: sums of products stay integers, exact in any
+//                       order while below 2^24 (`--verify=exact`, oracle.h)
 //
 //   Buffer x = generate_buffer(DType::kFloat32, Range({-40, 20}, {60, 32}), 7, "X");
 //   BufferMap in = generate_inputs(graph, {.seed = 7});   // every graph input, by its name
@@ -25,6 +27,8 @@ namespace tapestry::runtime {
 
 struct GenerateOptions {
   std::uint64_t seed = 0;
+  /// Floats in {-1, 0, 1} instead of [-1, 1) (see above).
+  bool exact = false;
 };
 
 /// splitmix64: the generator behind everything in this header.
@@ -42,7 +46,8 @@ class SplitMix64 {
 std::uint64_t stream_seed(std::uint64_t seed, std::string_view name);
 
 /// A buffer of `dtype` over `range` filled from the stream (seed, name), row-major.
-Buffer generate_buffer(DType dtype, const Range& range, std::uint64_t seed, std::string_view name);
+Buffer generate_buffer(DType dtype, const Range& range, std::uint64_t seed, std::string_view name,
+                       bool exact = false);
 
 /// Buffers for every graph input (graph_inputs()), each generated under its tensor_name().
 BufferMap generate_inputs(const ir::Graph& graph, const GenerateOptions& options = {});

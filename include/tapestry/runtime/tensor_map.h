@@ -27,7 +27,9 @@ using BufferMap = std::map<ir::TensorId, Buffer>;
 
 /// Tensors no operation produces, in graph order: what a run needs as input.
 std::vector<ir::TensorId> graph_inputs(const ir::Graph& graph);
-/// Tensors some operation produces and none consumes, in graph order: the results.
+/// The results, in graph order: the declared outputs (`output` in a .tap program, the builder's
+/// `output`, `"graphOutput": true` in JSON; consumed or not, graph inputs included) when the
+/// graph declares any, else the tensors some operation produces and none consumes.
 std::vector<ir::TensorId> graph_outputs(const ir::Graph& graph);
 
 /// The tensor's label, or its key when it has none (for messages and file names).

@@ -24,6 +24,13 @@ DType intermediate_dtype(const KernelCall& call, const rewrite::FusedPort& out) 
   auto dtype = ir::parse_dtype(out.dtype);
   if (!dtype)
     call.fail("fused stage output '" + out.name + "' has no executable dtype '" + out.dtype + "'");
+  // A float stage computes in the float type of the call's result: the oracle (oracle.h) runs
+  // a float32 graph's operations on float64 buffers.
+  const auto is_float = [](DType d) { return d == DType::kFloat32 || d == DType::kFloat64; };
+  if (!call.outputs.entries().empty()) {
+    const DType result = call.outputs.entries().front().value.view.dtype();
+    if (is_float(*dtype) && is_float(result)) return result;
+  }
   return *dtype;
 }
 

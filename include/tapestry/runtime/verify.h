@@ -1,0 +1,99 @@
+// Verifying results: what `tapestry run --verify` and `tapestry verify` decide and print.
+//
+// A result — one buffer per declared graph output, computed by any plan, kernel set, executor,
+// process or machine — is judged against the unsharded graph evaluated on the same inputs:
+//
+//   bound    (default) every float cell lies within its own bar of the float64 oracle:
+//            |result − value| ≤ λ·sigma (oracle.h derives sigma per cell from that cell's own
+//            computation). Integer cells must be exact. Cells where the naive float run is ±inf
+//            or NaN must match it in kind; cells whose bar is not finite are counted unchecked.
+//            The naive float run itself must lie within the same bars: if it does not, the
+//            error model is wrong for this graph and the check FAILs rather than pass blindly.
+//   bitwise  every cell bitwise equal to the naive run (reference kernels, no reduction split:
+//            the same operations in the same order).
+//   exact    every cell equal to the oracle's value (inputs small integers, only sums and
+//            products below 2^24: every order gives the same value; see oracle.h). −0 == +0.
+//
+//   VerifyReport r = verify_outputs(graph, inputs, results, {.mode = VerifyMode::kBound});
+//   fmt::print("{}", r.text());      // PASS   Y: max |Δ| 6.1e-04 vs float64 …
+//   r.pass();
+//
+// `results` and `inputs` are keyed by the tensors of `graph` (the unsharded graph); a missing
+// output is reported as a FAIL naming it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tapestry/ir/graph.h"
+#include "tapestry/runtime/compare.h"
+#include "tapestry/runtime/oracle.h"
+#include "tapestry/runtime/tensor_map.h"
+
+namespace tapestry::runtime {
+
+enum class VerifyMode { kBound, kBitwise, kExact };
+
+struct VerifyOptions {
+  VerifyMode mode = VerifyMode::kBound;
+  OracleOptions oracle;
+};
+
+/// The verdict on one output.
+struct OutputVerdict {
+  ir::TensorId tensor;
+  std::string name;
+  bool pass = false;
+  VerifyMode mode = VerifyMode::kBound;
+  /// Set when the output could not be compared at all (missing, wrong dtype or shape), or when
+  /// the naive run broke its own bar; then `pass` is false.
+  std::string problem;
+  std::int64_t cells = 0;
+  /// Cells outside their bar (bound), differing (bitwise, exact).
+  std::int64_t failing_cells = 0;
+  /// Cells whose bar is not finite (an infinite input, a denominator that may be 0).
+  std::int64_t unchecked_cells = 0;
+  /// Largest |result − float64 value| over finite cells, and the smallest and largest bar.
+  double max_abs_diff = 0;
+  double min_bar = 0;
+  double max_bar = 0;
+  /// The cell with the largest |Δ| / bar, its difference and its bar.
+  std::optional<Point> worst_point;
+  double worst_diff = 0;
+  double worst_bar = 0;
+  /// The comparison with the naive float run (absent when it was not run).
+  std::optional<BufferComparison> vs_naive;
+  /// The kernel whose missing error model made this output's bar a worst case, if any.
+  std::string unmodelled;
+
+  /// `PASS   Y: …` / `FAIL   Y: …`, one line.
+  [[nodiscard]] std::string line() const;
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+
+struct VerifyReport {
+  std::vector<OutputVerdict> outputs;
+  double lambda = 8;
+
+  [[nodiscard]] bool pass() const;
+  /// One line per output.
+  [[nodiscard]] std::string text() const;
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+
+/// Judges `results` (buffers of `graph`'s outputs, graph_outputs(graph)) against the naive
+/// evaluation of `graph` on `inputs` under `options.mode`. Runs the naive executor (reference
+/// kernels) and, for the bound and exact modes, the oracle. Error when `graph` cannot be run.
+VerifyReport verify_outputs(const ir::Graph& graph, const BufferMap& inputs,
+                            const BufferMap& results, const VerifyOptions& options = {});
+
+/// The same, with the naive run and the oracle given (tests, or a caller that computed them
+/// already); `naive` may be null (no naive comparison), `oracle` may be null in bitwise mode.
+VerifyReport verify_outputs(const ir::Graph& graph, const BufferMap& results, VerifyMode mode,
+                            const BufferMap* naive, const Oracle* oracle);
+
+}  // namespace tapestry::runtime
