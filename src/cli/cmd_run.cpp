@@ -3,23 +3,27 @@
 //   tapestry run examples/linear_relu.tap --split Y/linear.batch=2 --verify
 //   tapestry run examples/mlp.tap --plan examples/plans/mlp-best.json --threads 2 --trace t.json
 //   tapestry run examples/mlp.tap --plan plan.json --inputs in/ --outputs out/ --verify
+//   tapestry run examples/mlp.tap --plan plan.json --verify=exact
 //
 // The graph is lowered under the plan (no plan: one application per operation) and run by the
 // block executor (oneTBB, --threads, fast kernels; `--kernels reference` for the reference loops)
 // or, with `--executor application`, by the sequential application executor. Inputs come from
 // DIR/<input name>.npy with --inputs (every one must be there, with the tensor's dtype and
-// shape), else they are generated from --seed. Outputs are written to DIR/<output name>.npy with
-// --outputs ('/' in a name becomes '_'). Every input error, an unwritable --outputs/--metrics/
-// --trace path and an exceeded --memory-limit are reported before any work starts.
+// shape), else they are generated from --seed. The graph's outputs (its declared `output`s,
+// else the tensors nothing consumes) are written to DIR/<output name>.npy with --outputs ('/' in
+// a name becomes '_'). Every input error, an unwritable --outputs/--metrics/--trace path and an
+// exceeded --memory-limit are reported before any work starts.
 //
-// --verify also runs the unsharded graph on the naive executor with the same inputs and compares
-// every graph output. With reference kernels and no reduction split the results must be bitwise
-// equal; otherwise (fast kernels, or a split reduction re-associating sums) each cell must lie
-// within runtime::VerifyTolerance (compare.h): |a − b| <= 4·ε·K·M. Exit 1 on FAIL.
+// Files are all-or-nothing: outputs, metrics and trace are written under temporary names and
+// renamed into place together once the run (and --verify) finished; a run that fails leaves
+// none of them. A --verify FAIL still writes them (they help find the fault); the exit code is 1.
+//
+// --verify compares every output with the unsharded graph on the same inputs (runtime/verify.h):
+// bitwise with the naive run for reference kernels without a reduction split; else each cell
+// within its own bar of the float64 oracle (oracle.h). --verify=exact generates inputs in
+// {-1, 0, 1} and demands the exact value, with any kernels and plan. Exit 1 on FAIL.
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -32,14 +36,14 @@
 #include "tapestry/rewrite/split_reduction.h"
 #include "tapestry/runtime/application_executor.h"
 #include "tapestry/runtime/block_executor.h"
-#include "tapestry/runtime/compare.h"
 #include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/input_generation.h"
 #include "tapestry/runtime/naive_executor.h"
 #include "tapestry/runtime/npy.h"
 #include "tapestry/runtime/tensor_map.h"
+#include "tapestry/runtime/verify.h"
 #include "tapestry/support/error.h"
-#include "tapestry/support/file.h"
+#include "tensor_files.h"
 
 namespace tapestry::cli {
 
@@ -54,7 +58,7 @@ struct RunOptions {
   std::string inputs;
   std::string outputs;
   std::uint64_t seed = 0;
-  bool verify = false;
+  std::string verify;                // "", "bound" (plain --verify) or "exact"
   std::vector<std::string> kernels;  // kernel-file directories, or `fast` / `reference`
   std::string executor = "block";
   int threads = 0;
@@ -108,48 +112,6 @@ std::int64_t parse_byte_size(const std::string& text) {
   return static_cast<std::int64_t>(value * scale);
 }
 
-// Fails now, before any work, when `file` could not be written later.
-void check_writable_file(const std::string& option, const std::string& file) {
-  if (file.empty()) return;
-  const fs::path parent = fs::absolute(file).parent_path();
-  if (!fs::is_directory(parent)) {
-    throw Error(
-        fmt::format("{} {}: the directory {} does not exist", option, file, parent.string()));
-  }
-  if (::access(parent.c_str(), W_OK) != 0) {
-    throw Error(fmt::format("{} {}: the directory is not writable", option, file));
-  }
-}
-
-std::string file_name(const std::string& tensor) {
-  std::string name = tensor;
-  for (char& c : name) {
-    if (c == '/') c = '_';
-  }
-  return name + ".npy";
-}
-
-runtime::BufferMap read_inputs(const ir::Graph& graph, const RunOptions& options) {
-  if (options.inputs.empty()) return runtime::generate_inputs(graph, {.seed = options.seed});
-  if (!fs::is_directory(options.inputs))
-    throw Error(fmt::format("--inputs {}: not a directory", options.inputs));
-  runtime::BufferMap inputs;
-  for (ir::TensorId t : runtime::graph_inputs(graph)) {
-    const fs::path path = fs::path(options.inputs) / file_name(runtime::tensor_name(graph, t));
-    if (!fs::exists(path))
-      throw Error(fmt::format("{}: missing input file for tensor {}", path.string(),
-                              runtime::tensor_name(graph, t)));
-    runtime::Buffer buffer = runtime::read_npy(path, graph.tensor(t).range().shape());
-    if (buffer.dtype() != runtime::tensor_dtype(graph, t)) {
-      throw Error(fmt::format("{}: dtype {} but tensor {} is {}", path.string(),
-                              ir::dtype_name(buffer.dtype()), runtime::tensor_name(graph, t),
-                              graph.tensor(t).dtype()));
-    }
-    inputs.emplace(t, runtime::bind_buffer(graph, t, std::move(buffer)));
-  }
-  return inputs;
-}
-
 // The inputs of `from` re-keyed onto the same-named tensors of `to`.
 runtime::BufferMap rekey(const ir::Graph& from, const ir::Graph& to,
                          const runtime::BufferMap& buffers) {
@@ -157,48 +119,6 @@ runtime::BufferMap rekey(const ir::Graph& from, const ir::Graph& to,
   for (const auto& [t, buffer] : buffers)
     out.emplace(runtime::find_tensor(to, runtime::tensor_name(from, t)), buffer);
   return out;
-}
-
-void check_output_dir(const std::string& dir) {
-  if (dir.empty()) return;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir))
-    throw Error(fmt::format("--outputs {}: cannot create the directory", dir));
-  const fs::path probe = fs::path(dir) / ".tapestry-write-test";
-  if (FILE* f = std::fopen(probe.c_str(), "w")) {
-    std::fclose(f);
-    fs::remove(probe, ec);
-  } else {
-    throw Error(fmt::format("--outputs {}: the directory is not writable", dir));
-  }
-}
-
-bool verify(const ir::Graph& graph, const ir::Graph& lowered, const runtime::BufferMap& inputs,
-            const runtime::BufferMap& results, bool exact) {
-  const runtime::BufferMap naive = runtime::NaiveExecutor(graph).run(inputs);
-  const runtime::VerifyTolerance tolerance = runtime::verify_tolerance(graph, naive);
-  runtime::BufferMap sharded;
-  for (ir::TensorId t : runtime::graph_outputs(graph)) {
-    sharded.emplace(t, results.at(runtime::find_tensor(lowered, runtime::tensor_name(graph, t))));
-  }
-  bool pass = true;
-  for (const runtime::TensorComparison& c :
-       runtime::compare_tensors(graph, naive, sharded).tensors) {
-    const runtime::BufferComparison& r = *c.result;
-    bool ok = r.bitwise_equal;
-    std::string bar = "bitwise";
-    if (!exact && !ok && r.comparable) {
-      const double abs_tol = tolerance.abs_tol(runtime::tensor_dtype(graph, c.tensor));
-      ok = r.max_abs_diff <= abs_tol;
-      bar = fmt::format("abs <= 4·eps·K·M = {:.2e}, K {}, M {:.3g}", abs_tol,
-                        tolerance.reduction_length, tolerance.magnitude);
-    }
-    fmt::print("{:<6} {}: max abs diff {:.3e}, max rel diff {:.3e} ({}; bar: {})\n",
-               ok ? "PASS" : "FAIL", c.name, r.max_abs_diff, r.max_rel_diff, r.summary(), bar);
-    pass &= ok;
-  }
-  return pass;
 }
 
 struct Executed {
@@ -238,8 +158,18 @@ Executed execute(const ir::Graph& lowered, runtime::BufferMap inputs, const RunO
   return {std::move(median.buffers), std::move(median.metrics)};
 }
 
-int run_run(RunOptions& options) {
-  split_kernel_option(options);
+// The lowered run's buffers of `graph`'s outputs, keyed by `graph`'s tensors.
+runtime::BufferMap outputs_of(const ir::Graph& graph, const ir::Graph& lowered,
+                              const runtime::BufferMap& buffers) {
+  runtime::BufferMap out;
+  for (ir::TensorId t : runtime::graph_outputs(graph)) {
+    auto found = buffers.find(runtime::find_tensor(lowered, runtime::tensor_name(graph, t)));
+    if (found != buffers.end()) out.emplace(t, found->second);
+  }
+  return out;
+}
+
+void check_options(const RunOptions& options) {
   if (options.executor != "block" && options.executor != "application") {
     throw Error(fmt::format("--executor {}: expected block or application", options.executor));
   }
@@ -254,15 +184,33 @@ int run_run(RunOptions& options) {
       }
     }
   }
+  if (!options.verify.empty() && options.verify != "bound" && options.verify != "exact") {
+    throw Error(fmt::format("--verify={}: expected --verify or --verify=exact", options.verify));
+  }
   if (!options.memory_limit.empty()) (void)parse_byte_size(options.memory_limit);
+}
+
+int run_run(RunOptions& options) {
+  split_kernel_option(options);
+  check_options(options);
+  const bool exact = options.verify == "exact";
   const metakernel::KernelRegistry kernels = load_kernels(options.kernel_dirs);
   const ir::Graph graph = load_graph(options.graph, kernels);
   const rewrite::Plan plan = load_plan(options.plan, options.splits);
-  check_output_dir(options.outputs);
+  const std::vector<ir::TensorId> outputs = runtime::graph_outputs(graph);
+  if (!options.outputs.empty()) check_output_files(graph, options.outputs, outputs);
   check_writable_file("--metrics", options.metrics);
   check_writable_file("--trace", options.trace);
-  const runtime::BufferMap inputs =
-      read_inputs(graph, options);  // all input errors before any work
+  const runtime::BufferMap inputs =  // all input errors before any work
+      options.inputs.empty()
+          ? runtime::generate_inputs(graph, {.seed = options.seed, .exact = exact})
+          : read_tensor_files(graph, options.inputs, runtime::graph_inputs(graph), "input");
+  std::optional<runtime::Oracle> oracle;
+  if (exact) {  // refused before the run when the graph or the inputs cannot be exact
+    oracle = runtime::evaluate_oracle(graph, inputs);
+    if (!oracle->exact_reason.empty())
+      throw Error(fmt::format("--verify=exact does not apply: {}", oracle->exact_reason));
+  }
   rewrite::LowerResult lowered =
       rewrite::lower(graph, plan, {.driver = {}, .validate = true, .kernels = &kernels});
   bool reduction_split = false;
@@ -273,28 +221,37 @@ int run_run(RunOptions& options) {
   fmt::print("ran {} applications of {} operations ({} executor, {} kernels)\n",
              lowered.graph.applications().size(), lowered.graph.operations().size(),
              options.executor, options.reference_kernels ? "reference" : "fast");
-  if (run.metrics) {
-    fmt::print("{}", runtime::summary_table(*run.metrics));
-    if (!options.metrics.empty()) {
-      write_file_atomically(options.metrics, runtime::metrics_json(*run.metrics).dump(1) + "\n");
-      fmt::print("wrote {}\n", options.metrics);
-    }
-    if (!options.trace.empty()) {
-      write_file_atomically(options.trace, runtime::chrome_trace(*run.metrics).dump() + "\n");
-      fmt::print("wrote {}\n", options.trace);
-    }
+  if (run.metrics) fmt::print("{}", runtime::summary_table(*run.metrics));
+  const runtime::BufferMap results = outputs_of(graph, lowered.graph, run.buffers);
+
+  bool pass = true;
+  if (!options.verify.empty()) {
+    const runtime::VerifyMode mode =
+        exact ? runtime::VerifyMode::kExact
+              : (options.reference_kernels && !reduction_split ? runtime::VerifyMode::kBitwise
+                                                               : runtime::VerifyMode::kBound);
+    const runtime::BufferMap naive = runtime::NaiveExecutor(graph).run(inputs);
+    if (mode == runtime::VerifyMode::kBound) oracle = runtime::evaluate_oracle(graph, inputs);
+    const runtime::VerifyReport report =
+        runtime::verify_outputs(graph, results, mode, &naive, oracle ? &*oracle : nullptr);
+    fmt::print("{}", report.text());
+    pass = report.pass();
   }
+
+  StagedFiles files;  // all or nothing, written even on a FAIL (they help find the fault)
+  if (run.metrics && !options.metrics.empty())
+    files.add(options.metrics, runtime::metrics_json(*run.metrics).dump(1) + "\n");
+  if (run.metrics && !options.trace.empty())
+    files.add(options.trace, runtime::chrome_trace(*run.metrics).dump() + "\n");
   if (!options.outputs.empty()) {
-    for (ir::TensorId t : runtime::graph_outputs(graph)) {
-      const std::string name = runtime::tensor_name(graph, t);
-      const fs::path path = fs::path(options.outputs) / file_name(name);
-      runtime::write_npy(path, run.buffers.at(runtime::find_tensor(lowered.graph, name)));
-      fmt::print("wrote {}\n", path.string());
+    for (ir::TensorId t : outputs) {
+      const fs::path path =
+          fs::path(options.outputs) / tensor_file_name(runtime::tensor_name(graph, t));
+      files.add(path, runtime::format_npy(results.at(t)));
     }
   }
-  if (!options.verify) return kExitOk;
-  const bool exact = options.reference_kernels && !reduction_split;
-  return verify(graph, lowered.graph, inputs, run.buffers, exact) ? kExitOk : kExitFailed;
+  for (const fs::path& path : files.commit()) fmt::print("wrote {}\n", path.string());
+  return pass ? kExitOk : kExitFailed;
 }
 
 }  // namespace
@@ -307,10 +264,15 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--plan", options->plan, "a plan file (JSON; see docs/rewrites.md)");
   cmd->add_option("--split", options->splits, "shorthand for one split: OP.DIM=N (repeatable)");
   cmd->add_option("--inputs", options->inputs, "read DIR/<input>.npy for every graph input");
-  cmd->add_option("--outputs", options->outputs, "write DIR/<output>.npy for every graph output");
+  cmd->add_option("--outputs", options->outputs,
+                  "write DIR/<output>.npy for every graph output (created if missing; all files "
+                  "or none)");
   cmd->add_option("--seed", options->seed, "seed of the generated inputs (without --inputs)");
-  cmd->add_flag("--verify", options->verify,
-                "compare with the naive unsharded run; exit 1 on FAIL");
+  cmd->add_flag("--verify{bound}", options->verify,
+                "compare every output with the unsharded graph on the same inputs: each cell "
+                "within its own error bar of a float64 oracle (bitwise with --kernels reference "
+                "and no reduction split); --verify=exact: inputs in {-1,0,1}, results exactly "
+                "equal. Exit 1 on FAIL");
   cmd->add_option("--kernels", options->kernels,
                   "fast (default) or reference: the kernels to run; or a directory of extra "
                   "kernel files (*.yaml); repeatable");

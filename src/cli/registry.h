@@ -18,6 +18,7 @@ inline void register_all(CLI::App& app, Dispatch& dispatch) {
   register_print(app, dispatch);
   register_shard(app, dispatch);
   register_run(app, dispatch);
+  register_verify(app, dispatch);
 }
 
 }  // namespace tapestry::cli

@@ -1,0 +1,92 @@
+// `tapestry verify`: check outputs produced anywhere against the naive evaluation of a graph.
+//
+//   tapestry run examples/mlp.tap --plan examples/plans/mlp-best.json --inputs in/ --outputs out/
+//   tapestry verify examples/mlp.tap --inputs in/ --outputs out/
+//   tapestry verify examples/mlp.tap --inputs in/ --outputs out/ --format json
+//
+// Outputs from another run, another machine, PyTorch or the MPI executor are read from
+// DIR/<output>.npy (every declared output must be there), inputs from DIR/<input>.npy; the
+// verdict is the one `run --verify` gives (runtime/verify.h): each cell within its own bar of
+// the float64 oracle, `--bitwise` to demand bitwise equality with the naive run, `--exact` the
+// exact value (inputs in {-1, 0, 1}). `--plan` is checked against the graph (it must lower) and
+// named in the report; the bar does not depend on it. Exit 0 PASS, 1 FAIL, 2 unreadable input.
+#include <fmt/core.h>
+#include <CLI/CLI.hpp>
+
+#include "command.h"
+#include "graph_input.h"
+#include "tapestry/rewrite/lower.h"
+#include "tapestry/runtime/naive_executor.h"
+#include "tapestry/runtime/verify.h"
+#include "tapestry/support/error.h"
+#include "tensor_files.h"
+
+namespace tapestry::cli {
+
+namespace {
+
+struct VerifyOptions {
+  std::string graph;
+  std::string inputs;
+  std::string outputs;
+  std::string plan;
+  std::vector<std::string> kernel_dirs;
+  bool bitwise = false;
+  bool exact = false;
+  std::string format = "text";
+};
+
+int run_verify(const VerifyOptions& options) {
+  if (options.format != "text" && options.format != "json")
+    throw Error(fmt::format("--format {}: expected text or json", options.format));
+  if (options.bitwise && options.exact) throw Error("--bitwise and --exact exclude each other");
+  const metakernel::KernelRegistry kernels = load_kernels(options.kernel_dirs);
+  const ir::Graph graph = load_graph(options.graph, kernels);
+  if (!options.plan.empty()) {
+    const rewrite::Plan plan = load_plan(options.plan, {});
+    (void)rewrite::lower(graph, plan, {.driver = {}, .validate = true, .kernels = &kernels});
+  }
+  const runtime::BufferMap inputs =
+      read_tensor_files(graph, options.inputs, runtime::graph_inputs(graph), "input");
+  const runtime::BufferMap results =
+      read_tensor_files(graph, options.outputs, runtime::graph_outputs(graph), "output");
+  const runtime::VerifyMode mode = options.exact     ? runtime::VerifyMode::kExact
+                                   : options.bitwise ? runtime::VerifyMode::kBitwise
+                                                     : runtime::VerifyMode::kBound;
+  const runtime::VerifyReport report =
+      runtime::verify_outputs(graph, inputs, results, {.mode = mode});
+  if (options.format == "json") {
+    fmt::print("{}\n", report.to_json().dump(1));
+  } else {
+    fmt::print("{}", report.text());
+  }
+  return report.pass() ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+void register_verify(CLI::App& app, Dispatch& dispatch) {
+  auto options = std::make_shared<VerifyOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "verify", "Check outputs (DIR/<output>.npy) against the naive evaluation of the graph");
+  cmd->add_option("graph", options->graph, "the graph: a .tap program or loom JSON")->required();
+  cmd->add_option("--inputs", options->inputs, "DIR/<input>.npy for every graph input")->required();
+  cmd->add_option("--outputs", options->outputs, "DIR/<output>.npy for every graph output")
+      ->required();
+  cmd->add_option("--plan", options->plan, "the plan the outputs were computed under (checked)");
+  cmd->add_option("--kernel-dir", options->kernel_dirs,
+                  "a directory of extra kernel files (*.yaml); repeatable");
+  cmd->add_flag("--bitwise", options->bitwise, "demand bitwise equality with the naive run");
+  cmd->add_flag("--exact", options->exact,
+                "demand the exact value (inputs in {-1,0,1}, sums below 2^24)");
+  cmd->add_option("--format", options->format, "text (default) or json");
+  cmd->footer(
+      "Exit codes: 0 every output PASSes, 1 some output FAILs, 2 unreadable input or bad "
+      "arguments (a missing output file is named).");
+  cmd->callback([&dispatch, options] {
+    dispatch.name = "verify";
+    dispatch.run = [options] { return run_verify(*options); };
+  });
+}
+
+}  // namespace tapestry::cli
