@@ -1,0 +1,395 @@
+// Mutation testing of the verifier: inject the faults a buggy plan, rewrite or kernel would
+// cause into a correct run — for every example (small stand-ins) under every bundled plan and
+// generated ones — and show that `--verify`'s judgement (verify_outputs, bound mode, fast
+// kernels) FAILs every one while passing every correct run.
+//
+//   fault             how it is injected
+//   dropped-bias      the run gets every bias tensor (a `bias` port) as zeros
+//   bias-twice        … as twice its value
+//   shift-row         the output rolled by one along its first dim
+//   shift-column      … along its last dim
+//   swap-shards       the contents of two equal-shaped output shards swapped
+//   missing-partial   a split reduction's `reduce` kernel never sees block 0 (zeros instead)
+//   partial-twice     … sees block 0 added into block 1 (counted twice)
+//   wrong-ipf-offset  the lowered graph's first operation reads its first input one cell further
+//                     along the last dim (the tensor grows by one cell of other data there)
+//
+// TAPESTRY_MUTATION_FULL=1 (the `slow` test) runs the examples at full size instead.
+#include <fmt/core.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "tapestry/ir/json_io.h"
+#include "tapestry/runtime/input_generation.h"
+#include "tapestry/runtime/kernel.h"
+#include "tapestry/runtime/naive_executor.h"
+#include "verify_testing.h"
+
+namespace tapestry {
+namespace {
+
+namespace fs = std::filesystem;
+using runtime::Buffer;
+using runtime::BufferMap;
+using runtime::Point;
+using runtime::Range;
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool full_size() {
+  const char* v = std::getenv("TAPESTRY_MUTATION_FULL");
+  return v != nullptr && std::string_view(v) == "1";
+}
+
+struct Example {
+  std::string name;
+  fs::path tap;
+};
+
+std::vector<Example> examples() {
+  const fs::path ex = TAPESTRY_EXAMPLES;
+  const fs::path small = fs::path(TAPESTRY_TEST_DATA) / "cli";
+  std::vector<Example> out;
+  for (const char* name : {"linear_relu", "mlp", "convnet", "transformer_block"}) {
+    const fs::path stand_in = small / (std::string(name) + "_small.tap");
+    out.push_back({name, !full_size() && fs::exists(stand_in) ? stand_in
+                                                              : ex / (std::string(name) + ".tap")});
+  }
+  return out;
+}
+
+// The bundled plans of an example, plus: unsharded, and each operation's reduction dims split
+// in two (even splits make a `reduce` operation: the partial faults apply).
+std::vector<std::pair<std::string, std::string>> plans_for(const Example& e, const ir::Graph& g) {
+  std::vector<std::pair<std::string, std::string>> out{{"unsharded", "{}"}};
+  for (const auto& entry : fs::directory_iterator(fs::path(TAPESTRY_EXAMPLES) / "plans")) {
+    const std::string file = entry.path().filename().string();
+    if (file.starts_with(e.name + "-")) out.emplace_back(file, read_text(entry.path()));
+  }
+  nlohmann::json split = {{"ops", nlohmann::json::object()}};
+  for (ir::OperationId op : g.operations()) {
+    const ir::OperationView v = g.operation(op);
+    for (const ir::Reduction& r : v.body().reductions) {
+      const auto& names = v.body().index_names;
+      const auto at =
+          static_cast<std::size_t>(std::find(names.begin(), names.end(), r.dim) - names.begin());
+      if (at < names.size() && v.ipf_index()->shape()[at] % 2 == 0 &&
+          v.ipf_index()->shape()[at] >= 4)
+        split["ops"][g.node(op).label()]["split"][r.dim] = 2;
+    }
+  }
+  out.emplace_back("reductions/2", split.dump());
+  return out;
+}
+
+// ---- faults in the kernels: a `reduce` that loses or double-counts a partial ------------------
+
+enum class PartialFault { kMissing, kTwice };
+PartialFault g_partial_fault = PartialFault::kMissing;  // read by faulty_reduce (one test thread
+                                                        // sets it before each run)
+
+void faulty_reduce(const runtime::KernelCall& call) {
+  const runtime::InputPort& x = call.input("x");
+  const Range& box = x.view.box();
+  Buffer copy(x.view.dtype(), box);
+  runtime::visit_dtype(x.view.dtype(), [&]<typename T>() {
+    const auto from = x.view.typed<T>();
+    const auto to = copy.view().typed<T>();
+    for (const Point& p : box.points()) to[p] = from[p];
+    if (box.extent(0) < 2) return;
+    for (const Point& p : box.points()) {
+      if (p[0] != box.start()[0]) continue;
+      if (g_partial_fault == PartialFault::kMissing) {
+        to[p] = T{0};
+      } else {
+        std::vector<std::int64_t> c(p.begin(), p.end());
+        c[0] += 1;
+        to[Point(std::span<const std::int64_t>(c))] += from[p];
+      }
+    }
+  });
+  runtime::KernelCall changed = call;
+  changed.inputs = {};
+  changed.inputs.append("x", runtime::InputPort{copy.view(), x.ipf});
+  runtime::fast_kernels().lookup("reduce", call.operation)(changed);
+}
+
+const runtime::KernelRegistry& faulty_kernels() {
+  static const runtime::KernelRegistry registry = [] {
+    runtime::KernelRegistry r;
+    const runtime::KernelRegistry& fast = runtime::fast_kernels();
+    for (const std::string& name : fast.names())
+      r.add(name, name == "reduce" ? faulty_reduce : fast.find(name),
+            name == "reduce" ? nullptr : fast.find_prepare(name));
+    return r;
+  }();
+  return registry;
+}
+
+// ---- faults in the outputs -----------------------------------------------------------------
+
+// `b` rolled by one along `dim`.
+Buffer rolled(const Buffer& b, std::size_t dim) {
+  Buffer out(b.dtype(), b.range());
+  runtime::visit_dtype(b.dtype(), [&]<typename T>() {
+    const auto from = b.view().typed<T>();
+    const auto to = out.view().typed<T>();
+    for (const Point& p : b.range().points()) {
+      std::vector<std::int64_t> c(p.begin(), p.end());
+      c[dim] =
+          b.range().start()[dim] + (c[dim] - b.range().start()[dim] + 1) % b.range().extent(dim);
+      to[Point(std::span<const std::int64_t>(c))] = from[p];
+    }
+  });
+  return out;
+}
+
+// Swaps the contents of the first two applications of `output`'s producer whose output boxes
+// have the same shape and differ in content; false when there are none.
+bool swap_shards(const ir::Graph& lowered, const std::string& output, Buffer& b) {
+  const ir::TensorId t = runtime::find_tensor(lowered, output);
+  if (lowered.producers(t).empty()) return false;
+  std::vector<Range> boxes;
+  for (ir::ApplicationId a : lowered.applications_of(lowered.producers(t).front())) {
+    for (const auto& e : lowered.application(a).outputs().entries())
+      if (e.value.tensor == t) boxes.push_back(e.value.range);
+  }
+  for (std::size_t i = 0; i < boxes.size(); ++i) {
+    for (std::size_t j = i + 1; j < boxes.size(); ++j) {
+      if (boxes[i].shape() != boxes[j].shape() || boxes[i] == boxes[j]) continue;
+      bool differs = false;
+      runtime::visit_dtype(b.dtype(), [&]<typename T>() {
+        const auto v = b.view().typed<T>();
+        std::vector<Point> ps;
+        for (const Point& p : boxes[i].points()) ps.push_back(p);
+        std::size_t k = 0;
+        for (const Point& q : boxes[j].points()) differs |= v[ps[k++]] != v[q];
+        if (!differs) return;
+        k = 0;
+        for (const Point& q : boxes[j].points()) std::swap(v[ps[k++]], v[q]);
+      });
+      if (differs) return true;
+    }
+  }
+  return false;
+}
+
+// ---- a fault in the lowered graph: one IPF offset off by one --------------------------------
+
+struct Shifted {
+  ir::Graph graph;
+  std::string tensor;  // the input tensor that grew by one cell along its last dim
+};
+
+// The lowered graph with its first operation's first input read one cell further along the
+// input's last dim: that IPF's offset, the operation's and its applications' selections of it
+// move by one, and the tensor grows by one cell so the graph stays well-formed. Nullopt when
+// that input is not a graph input.
+std::optional<Shifted> shift_first_ipf(const ir::Graph& lowered) {
+  nlohmann::json j = nlohmann::json::parse(ir::write_graph_json(lowered));
+  // The first operation that is not `fused` (a fused operation computes from its stages' IPFs
+  // in its params) and whose first input is a graph input.
+  std::optional<ir::OperationId> chosen;
+  for (ir::OperationId candidate : lowered.operations()) {
+    const ir::OperationView v = lowered.operation(candidate);
+    if (v.kernel() == "fused" || v.inputs().entries().empty()) continue;
+    if (!lowered.producers((*v.inputs().entries().begin()).value.tensor).empty()) continue;
+    chosen = candidate;
+    break;
+  }
+  if (!chosen) return std::nullopt;
+  const ir::OperationId op = *chosen;
+  const ir::SelectionMap::Entry entry = *lowered.operation(op).inputs().entries().begin();
+  const ir::TensorId t = entry.value.tensor;
+  const std::string op_key(lowered.key(op)), t_key(lowered.key(t));
+  const std::size_t last = lowered.tensor(t).range().rank() - 1;
+  for (nlohmann::json& node : j["nodes"]) {
+    if (node["id"] == t_key)
+      node["body"]["range"]["end"][last] =
+          node["body"]["range"]["end"][last].get<std::int64_t>() + 1;
+    const bool is_op = node["id"] == op_key;
+    const bool is_app =
+        node["body"].contains("operationId") && node["body"]["operationId"] == op_key;
+    if (!is_op && !is_app) continue;
+    for (nlohmann::json& sel : node["body"]["inputs"][entry.name]) {
+      if (sel["tensorId"] != t_key) continue;
+      for (const char* side : {"start", "end"})
+        sel["range"][side][last] = sel["range"][side][last].get<std::int64_t>() + 1;
+    }
+    if (!is_op) continue;
+    for (auto& [url, tag] : node["tags"].items()) {
+      if (url.find("IPFSignature") == std::string::npos) continue;
+      auto& offset = tag["inputs"][entry.name][entry.position]["affineMap"]["offset"];
+      offset[last] = offset[last].template get<std::int64_t>() + 1;
+    }
+  }
+  return Shifted{ir::read_graph_json_or_throw(j.dump()), runtime::tensor_name(lowered, t)};
+}
+
+// ---- the suite -------------------------------------------------------------------------------
+
+struct Tally {
+  std::map<std::string, std::pair<int, int>> by_fault;  // killed, injected
+  int correct_runs = 0;
+  std::vector<std::string> false_alarms, survivors, equivalent;
+};
+
+// True when the faulty computation's exact result equals the correct one within the bars: an
+// *equivalent mutant* (dropping attention's key bias adds a per-row constant that softmax
+// removes), which no checker of results can — or should — catch.
+bool equivalent(const runtime::Oracle& good, const runtime::Oracle& faulty, const ir::Graph& g,
+                const ir::Graph& faulty_graph) {
+  for (ir::TensorId t : runtime::graph_outputs(g)) {
+    const auto a = good.value.at(t).values<double>();
+    const auto s = good.sigma.at(t).values<double>();
+    const auto b = faulty.value.at(runtime::find_tensor(faulty_graph, runtime::tensor_name(g, t)))
+                       .values<double>();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (std::abs(a[i] - b[i]) > good.lambda * s[i]) return false;
+    }
+  }
+  return true;
+}
+
+bool fails(const ir::Graph& g, const BufferMap& in, const BufferMap& results) {
+  return !runtime::verify_outputs(g, in, results).pass();
+}
+
+void record(Tally& t, const std::string& fault, const std::string& where, bool killed) {
+  auto& [k, n] = t.by_fault[fault];
+  ++n;
+  if (killed)
+    ++k;
+  else
+    t.survivors.push_back(fault + " @ " + where);
+}
+
+// Runs `g` under `plan`: the correct run must PASS, every applicable fault must FAIL.
+void mutate(const ir::Graph& g, const std::string& where, const rewrite::Plan& plan, Tally& tally) {
+  const BufferMap in = runtime::generate_inputs(g, {.seed = 11});
+  const rewrite::LowerResult lowered = rewrite::lower(g, plan, {});
+  const BufferMap good = verify_testing::run_plan(g, plan, in);
+  const runtime::VerifyReport report = runtime::verify_outputs(g, in, good);
+  ++tally.correct_runs;
+  if (!report.pass()) tally.false_alarms.push_back(where + "\n" + report.text());
+
+  // Bias faults: one run per bias tensor.
+  std::set<ir::TensorId> biases;
+  for (ir::OperationId op : g.operations())
+    for (const auto& e : g.operation(op).inputs().entries())
+      if (e.name == "bias" && g.producers(e.value.tensor).empty()) biases.insert(e.value.tensor);
+  const runtime::Oracle oracle = runtime::evaluate_oracle(g, in);
+  for (ir::TensorId b : biases) {
+    for (float factor : {0.0F, 2.0F}) {
+      BufferMap wrong = in;
+      for (float& v : wrong.at(b).values<float>()) v *= factor;
+      const std::string fault = factor == 0 ? "dropped-bias" : "bias-twice";
+      const std::string at = where + " " + runtime::tensor_name(g, b);
+      if (equivalent(oracle, runtime::evaluate_oracle(g, wrong), g, g)) {
+        tally.equivalent.push_back(fault + " @ " + at);
+        continue;
+      }
+      record(tally, fault, at, fails(g, in, verify_testing::run_plan(g, plan, wrong)));
+    }
+  }
+  // Output faults.
+  for (ir::TensorId out : runtime::graph_outputs(g)) {
+    const Buffer& b = good.at(out);
+    const std::string name = runtime::tensor_name(g, out);
+    for (std::size_t dim : {std::size_t{0}, b.rank() - 1}) {
+      if (b.rank() == 0 || b.range().extent(dim) < 2) continue;
+      BufferMap wrong = good;
+      wrong.insert_or_assign(out, rolled(b, dim));
+      record(tally, dim == 0 ? "shift-row" : "shift-column", where + " " + name,
+             fails(g, in, wrong));
+    }
+    BufferMap swapped = good;
+    if (swap_shards(lowered.graph, name, swapped.at(out)))
+      record(tally, "swap-shards", where + " " + name, fails(g, in, swapped));
+  }
+  // Partial faults, where the plan made a `reduce`.
+  bool has_reduce = false;
+  for (ir::OperationId op : lowered.graph.operations())
+    has_reduce |= lowered.graph.operation(op).kernel() == "reduce";
+  if (has_reduce) {
+    for (PartialFault f : {PartialFault::kMissing, PartialFault::kTwice}) {
+      g_partial_fault = f;
+      record(tally, f == PartialFault::kMissing ? "missing-partial" : "partial-twice", where,
+             fails(g, in, verify_testing::run_plan(g, plan, in, faulty_kernels())));
+    }
+  }
+  // A wrong IPF offset in the lowered graph.
+  if (std::optional<Shifted> s = shift_first_ipf(lowered.graph)) {
+    BufferMap shifted_in;
+    for (const auto& [t, buf] : in) {
+      const std::string name = runtime::tensor_name(g, t);
+      const ir::TensorId st = runtime::find_tensor(s->graph, name);
+      const Range& r = s->graph.tensor(st).range();
+      if (r == buf.range()) {
+        shifted_in.emplace(st, buf);
+        continue;
+      }
+      Buffer grown = runtime::generate_buffer(buf.dtype(), r, 99, name);
+      for (const Point& p : buf.range().points())
+        grown.view().typed<float>()[p] = buf.view().typed<float>()[p];
+      shifted_in.emplace(st, std::move(grown));
+    }
+    const runtime::Oracle faulty = runtime::evaluate_oracle(s->graph, shifted_in);
+    if (equivalent(oracle, faulty, g, s->graph)) {
+      tally.equivalent.push_back("wrong-ipf-offset @ " + where);
+      return;
+    }
+    const BufferMap out =
+        runtime::BlockExecutor(s->graph, {.threads = 2}).run(std::move(shifted_in));
+    BufferMap results;
+    for (ir::TensorId t : runtime::graph_outputs(g))
+      results.emplace(t, out.at(runtime::find_tensor(s->graph, runtime::tensor_name(g, t))));
+    record(tally, "wrong-ipf-offset", where + " " + s->tensor, fails(g, in, results));
+  }
+}
+
+TEST(Mutation, VerifyKillsEveryInjectedFaultWithoutFalseAlarms) {
+  Tally tally;
+  for (const Example& e : examples()) {
+    const ir::Graph g = verify_testing::build(read_text(e.tap));
+    for (const auto& [plan_name, plan_text] : plans_for(e, g)) {
+      SCOPED_TRACE(e.name + " / " + plan_name);
+      mutate(g, e.name + " / " + plan_name, verify_testing::plan(plan_text), tally);
+    }
+  }
+  int killed = 0, injected = 0;
+  std::string table;
+  for (const auto& [fault, kn] : tally.by_fault) {
+    killed += kn.first;
+    injected += kn.second;
+    table += fmt::format("  {:<18} {:>4} / {:<4}\n", fault, kn.first, kn.second);
+  }
+  std::cout << fmt::format(
+      "mutation kill rate: {} / {} faults killed, {} correct runs, {} false "
+      "alarms, {} equivalent mutants skipped\n{}",
+      killed, injected, tally.correct_runs, tally.false_alarms.size(), tally.equivalent.size(),
+      table);
+  for (const std::string& e : tally.equivalent) std::cout << "  equivalent: " << e << "\n";
+  for (const std::string& s : tally.survivors) ADD_FAILURE() << "survived: " << s;
+  for (const std::string& s : tally.false_alarms) ADD_FAILURE() << "false alarm: " << s;
+  // Every kind of fault was injected somewhere (the suite cannot silently test nothing).
+  for (const char* fault :
+       {"dropped-bias", "bias-twice", "shift-row", "shift-column", "swap-shards", "missing-partial",
+        "partial-twice", "wrong-ipf-offset"}) {
+    EXPECT_GT(tally.by_fault[fault].second, 0) << fault << " was never injected";
+  }
+}
+
+}  // namespace
+}  // namespace tapestry

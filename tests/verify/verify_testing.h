@@ -1,0 +1,56 @@
+// Helpers for verifier tests: build a .tap program, run it under a plan on the block executor
+// with the fast kernels, and judge the result against the unsharded graph.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "tapestry/metakernel/registry.h"
+#include "tapestry/metakernel/tap_frontend.h"
+#include "tapestry/rewrite/lower.h"
+#include "tapestry/rewrite/plan.h"
+#include "tapestry/runtime/block_executor.h"
+#include "tapestry/runtime/fast_kernels.h"
+#include "tapestry/runtime/input_generation.h"
+#include "tapestry/runtime/verify.h"
+
+namespace tapestry::verify_testing {
+
+inline ir::Graph build(std::string_view tap) {
+  auto file = std::make_shared<metakernel::SourceFile>("test.tap", std::string(tap));
+  metakernel::BuildResult r = metakernel::build_tap(file, metakernel::builtin_kernels());
+  std::string messages;
+  for (const auto& d : r.diagnostics) messages += d.message + "\n";
+  if (!r.ok()) {
+    ADD_FAILURE() << "cannot build:\n" << messages;
+    return ir::Graph();
+  }
+  return std::move(*r.graph);
+}
+
+inline rewrite::Plan plan(std::string_view json) {
+  return rewrite::parse_plan(json, "plan.json");
+}
+
+/// `graph` lowered under `plan` and run on the block executor (fast kernels, 2 threads) with
+/// `inputs`; the outputs keyed by `graph`'s tensors.
+inline runtime::BufferMap run_plan(
+    const ir::Graph& graph, const rewrite::Plan& plan, const runtime::BufferMap& inputs,
+    const runtime::KernelRegistry& kernels = runtime::fast_kernels()) {
+  const rewrite::LowerResult lowered = rewrite::lower(graph, plan, {});
+  runtime::BufferMap in;
+  for (const auto& [t, b] : inputs)
+    in.emplace(runtime::find_tensor(lowered.graph, runtime::tensor_name(graph, t)), b);
+  const runtime::BufferMap out =
+      runtime::BlockExecutor(lowered.graph, {.threads = 2, .kernels = &kernels}).run(std::move(in));
+  runtime::BufferMap results;
+  for (ir::TensorId t : runtime::graph_outputs(graph))
+    results.emplace(t, out.at(runtime::find_tensor(lowered.graph, runtime::tensor_name(graph, t))));
+  return results;
+}
+
+}  // namespace tapestry::verify_testing
