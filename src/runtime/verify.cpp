@@ -154,7 +154,7 @@ std::string OutputVerdict::line() const {
   if (vs_naive) {
     naive = vs_naive->bitwise_equal
                 ? "bitwise equal to the naive run"
-                : fmt::format("max |Δ| {:.2e} vs the naive run", vs_naive->max_abs_diff);
+                : fmt::format("{:.2e} vs the naive run", vs_naive->max_abs_diff);
   }
   std::string body;
   if (mode == VerifyMode::kBitwise) {
@@ -175,14 +175,14 @@ std::string OutputVerdict::line() const {
                   failing_cells, cells, max_abs_diff, worst_point ? worst_point->to_string() : "?");
   } else {
     const std::string worst =
-        worst_point ? fmt::format("; worst cell {}: |Δ| {:.2e} = {:.1f}% of its bar", *worst_point,
-                                  worst_diff, worst_bar > 0 ? 100 * worst_diff / worst_bar : 0.0)
+        worst_point ? fmt::format("; worst cell {} at {:.1f}% of its bar", *worst_point,
+                                  worst_bar > 0 ? 100 * worst_diff / worst_bar : 0.0)
                     : "";
     body = fmt::format(
-        "{}max |Δ| {:.2e} vs float64{}{}; bar per cell {:.2e}…{:.2e}{}",
+        "{}max |Δ| {:.2e} vs float64{}; bar per cell {:.2e}…{:.2e}{}",
         failing_cells > 0 ? fmt::format("{} of {} cells outside their bar; ", failing_cells, cells)
                           : "",
-        max_abs_diff, naive.empty() ? "" : ", " + naive, "", min_bar, max_bar, worst);
+        max_abs_diff, naive.empty() ? "" : " (" + naive + ")", min_bar, max_bar, worst);
     if (unchecked_cells > 0)
       body += fmt::format("; {} cells unchecked (bar not finite)", unchecked_cells);
     if (!unmodelled.empty())
