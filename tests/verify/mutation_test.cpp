@@ -262,8 +262,24 @@ bool equivalent(const runtime::Oracle& good, const runtime::Oracle& faulty, cons
   return true;
 }
 
-bool fails(const ir::Graph& g, const BufferMap& in, const BufferMap& results) {
-  return !runtime::verify_outputs(g, in, results).pass();
+// One example's inputs and the two references every verdict compares with, computed once.
+struct Reference {
+  BufferMap in;
+  BufferMap naive;
+  runtime::Oracle oracle;
+};
+
+Reference reference_of(const ir::Graph& g) {
+  BufferMap in = runtime::generate_inputs(g, {.seed = 11});
+  BufferMap naive = runtime::NaiveExecutor(g).run(in);
+  runtime::Oracle oracle = runtime::evaluate_oracle(g, in);
+  return {std::move(in), std::move(naive), std::move(oracle)};
+}
+
+// `--verify`'s verdict (bound mode) on `results`.
+bool fails(const ir::Graph& g, const Reference& ref, const BufferMap& results) {
+  return !runtime::verify_outputs(g, results, runtime::VerifyMode::kBound, &ref.naive, &ref.oracle)
+              .pass();
 }
 
 void record(Tally& t, const std::string& fault, const std::string& where, bool killed) {
@@ -276,11 +292,14 @@ void record(Tally& t, const std::string& fault, const std::string& where, bool k
 }
 
 // Runs `g` under `plan`: the correct run must PASS, every applicable fault must FAIL.
-void mutate(const ir::Graph& g, const std::string& where, const rewrite::Plan& plan, Tally& tally) {
-  const BufferMap in = runtime::generate_inputs(g, {.seed = 11});
+void mutate(const ir::Graph& g, const Reference& ref, const std::string& where,
+            const rewrite::Plan& plan, Tally& tally) {
+  const BufferMap& in = ref.in;
+  const runtime::Oracle& oracle = ref.oracle;
   const rewrite::LowerResult lowered = rewrite::lower(g, plan, {});
   const BufferMap good = verify_testing::run_plan(g, plan, in);
-  const runtime::VerifyReport report = runtime::verify_outputs(g, in, good);
+  const runtime::VerifyReport report =
+      runtime::verify_outputs(g, good, runtime::VerifyMode::kBound, &ref.naive, &ref.oracle);
   ++tally.correct_runs;
   if (!report.pass()) tally.false_alarms.push_back(where + "\n" + report.text());
 
@@ -289,7 +308,6 @@ void mutate(const ir::Graph& g, const std::string& where, const rewrite::Plan& p
   for (ir::OperationId op : g.operations())
     for (const auto& e : g.operation(op).inputs().entries())
       if (e.name == "bias" && g.producers(e.value.tensor).empty()) biases.insert(e.value.tensor);
-  const runtime::Oracle oracle = runtime::evaluate_oracle(g, in);
   for (ir::TensorId b : biases) {
     for (float factor : {0.0F, 2.0F}) {
       BufferMap wrong = in;
@@ -300,7 +318,7 @@ void mutate(const ir::Graph& g, const std::string& where, const rewrite::Plan& p
         tally.equivalent.push_back(fault + " @ " + at);
         continue;
       }
-      record(tally, fault, at, fails(g, in, verify_testing::run_plan(g, plan, wrong)));
+      record(tally, fault, at, fails(g, ref, verify_testing::run_plan(g, plan, wrong)));
     }
   }
   // Output faults.
@@ -312,11 +330,11 @@ void mutate(const ir::Graph& g, const std::string& where, const rewrite::Plan& p
       BufferMap wrong = good;
       wrong.insert_or_assign(out, rolled(b, dim));
       record(tally, dim == 0 ? "shift-row" : "shift-column", where + " " + name,
-             fails(g, in, wrong));
+             fails(g, ref, wrong));
     }
     BufferMap swapped = good;
     if (swap_shards(lowered.graph, name, swapped.at(out)))
-      record(tally, "swap-shards", where + " " + name, fails(g, in, swapped));
+      record(tally, "swap-shards", where + " " + name, fails(g, ref, swapped));
   }
   // Partial faults, where the plan made a `reduce`.
   bool has_reduce = false;
@@ -326,7 +344,7 @@ void mutate(const ir::Graph& g, const std::string& where, const rewrite::Plan& p
     for (PartialFault f : {PartialFault::kMissing, PartialFault::kTwice}) {
       g_partial_fault = f;
       record(tally, f == PartialFault::kMissing ? "missing-partial" : "partial-twice", where,
-             fails(g, in, verify_testing::run_plan(g, plan, in, faulty_kernels())));
+             fails(g, ref, verify_testing::run_plan(g, plan, in, faulty_kernels())));
     }
   }
   // A wrong IPF offset in the lowered graph.
@@ -355,7 +373,7 @@ void mutate(const ir::Graph& g, const std::string& where, const rewrite::Plan& p
     BufferMap results;
     for (ir::TensorId t : runtime::graph_outputs(g))
       results.emplace(t, out.at(runtime::find_tensor(s->graph, runtime::tensor_name(g, t))));
-    record(tally, "wrong-ipf-offset", where + " " + s->tensor, fails(g, in, results));
+    record(tally, "wrong-ipf-offset", where + " " + s->tensor, fails(g, ref, results));
   }
 }
 
@@ -363,9 +381,10 @@ TEST(Mutation, VerifyKillsEveryInjectedFaultWithoutFalseAlarms) {
   Tally tally;
   for (const Example& e : examples()) {
     const ir::Graph g = verify_testing::build(read_text(e.tap));
+    const Reference ref = reference_of(g);
     for (const auto& [plan_name, plan_text] : plans_for(e, g)) {
       SCOPED_TRACE(e.name + " / " + plan_name);
-      mutate(g, e.name + " / " + plan_name, verify_testing::plan(plan_text), tally);
+      mutate(g, ref, e.name + " / " + plan_name, verify_testing::plan(plan_text), tally);
     }
   }
   int killed = 0, injected = 0;
