@@ -6,12 +6,14 @@
 // and a final newline so the data starts on a 64-byte boundary; then the data, C order.
 #include "tapestry/runtime/npy.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <map>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -61,68 +63,157 @@ std::uint32_t read_le(std::string_view bytes, std::size_t at, std::size_t width)
   return value;
 }
 
-// Splits the file into header text and data; checks magic and version.
-std::pair<std::string_view, std::string_view> split_file(std::string_view bytes) {
-  if (bytes.size() < 10 || bytes.substr(0, 6) != kMagic) {
+// Where the header lies, from the fixed prefix (magic, version, header length) and the file's
+// size. `head` holds the file's first bytes (at least 12 when the file has them).
+struct Prefix {
+  std::size_t header_at = 0;
+  std::size_t header_len = 0;
+};
+
+Prefix read_prefix(std::string_view head, std::uint64_t file_size) {
+  if (file_size < 10 || head.size() < 10 || head.substr(0, 6) != kMagic) {
     throw Error("not a .npy file (bad magic string)");
   }
-  const int major = static_cast<unsigned char>(bytes[6]);
+  const int major = static_cast<unsigned char>(head[6]);
   if (major < 1 || major > 3) throw Error(fmt::format("unsupported .npy version {}.x", major));
   const std::size_t width = major == 1 ? 2 : 4;
-  if (bytes.size() < 8 + width) throw Error("truncated header");
-  const std::size_t header_len = read_le(bytes, 8, width);
-  const std::size_t data_at = 8 + width + header_len;
-  if (bytes.size() < data_at) throw Error("truncated header");
-  return {bytes.substr(8 + width, header_len), bytes.substr(data_at)};
+  if (file_size < 8 + width || head.size() < 8 + width) throw Error("truncated header");
+  const std::size_t header_len = read_le(head, 8, width);
+  if (header_len > file_size - 8 - width) {
+    throw Error(fmt::format("truncated header: it announces {} bytes, the file holds {}",
+                            header_len, file_size - 8 - width));
+  }
+  return {8 + width, header_len};
 }
 
-Buffer parse_npy_or_throw(std::string_view bytes) {
-  const auto [header_text, data] = split_file(bytes);
+// What the header describes, checked against the file before anything is allocated: the
+// shape's byte count (overflow-checked) must equal the bytes after the header.
+struct Layout {
+  DType dtype = DType::kFloat32;
+  Point shape;
+  std::size_t data_at = 0;
+  std::size_t data_bytes = 0;
+};
+
+// The byte count of `shape`, overflow-checked (a header may claim any shape).
+std::int64_t data_bytes_of(const Point& shape, DType dtype) {
+  auto bytes = static_cast<std::int64_t>(ir::dtype_size_bytes(dtype));
+  for (std::int64_t d : shape) {
+    if (__builtin_mul_overflow(bytes, d, &bytes)) {
+      throw Error(fmt::format("shape {} of {} has more bytes than a 64-bit size holds", shape,
+                              ir::dtype_name(dtype)));
+    }
+  }
+  return bytes;
+}
+
+Layout read_layout(std::string_view header_text, const Prefix& prefix, std::uint64_t file_size) {
   const detail::NpyHeader header = detail::parse_npy_header(header_text);
   if (header.fortran_order) throw Error("fortran_order True is not supported (write C order)");
-  const DType dtype = dtype_of_descr(header.descr);
-  Buffer buffer(dtype, Range::of_shape(Point(std::span<const std::int64_t>(header.shape))));
-  if (data.size() < buffer.size_bytes()) {
-    throw Error(fmt::format("truncated data: {} bytes for shape {} of {} ({} needed)", data.size(),
-                            buffer.range().shape(), ir::dtype_name(dtype), buffer.size_bytes()));
+  Layout layout{.dtype = dtype_of_descr(header.descr),
+                .shape = Point(std::span<const std::int64_t>(header.shape)),
+                .data_at = prefix.header_at + prefix.header_len};
+  const auto needed = static_cast<std::uint64_t>(data_bytes_of(layout.shape, layout.dtype));
+  const std::uint64_t held = file_size - layout.data_at;
+  if (held < needed) {
+    throw Error(fmt::format("truncated data: {} bytes for shape {} of {} ({} needed)", held,
+                            layout.shape, ir::dtype_name(layout.dtype), needed));
   }
-  if (data.size() > buffer.size_bytes()) {
-    throw Error(fmt::format("{} trailing bytes after the data", data.size() - buffer.size_bytes()));
+  if (held > needed) throw Error(fmt::format("{} trailing bytes after the data", held - needed));
+  layout.data_bytes = static_cast<std::size_t>(needed);
+  return layout;
+}
+
+void check_shape(const Layout& layout, const Point* expected_shape) {
+  if (expected_shape != nullptr && layout.shape != *expected_shape) {
+    throw Error(
+        fmt::format("shape {} does not match the expected {}", layout.shape, *expected_shape));
   }
-  if (buffer.size_bytes() > 0) std::memcpy(buffer.bytes(), data.data(), buffer.size_bytes());
+}
+
+Buffer parse_npy_or_throw(std::string_view bytes, const Point* expected_shape) {
+  const Prefix prefix = read_prefix(bytes.substr(0, 12), bytes.size());
+  const Layout layout =
+      read_layout(bytes.substr(prefix.header_at, prefix.header_len), prefix, bytes.size());
+  check_shape(layout, expected_shape);
+  Buffer buffer(layout.dtype, Range::of_shape(layout.shape), Buffer::Uninitialized{});
+  if (layout.data_bytes > 0) {
+    std::memcpy(buffer.bytes(), bytes.data() + layout.data_at, layout.data_bytes);
+  }
   return buffer;
 }
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("{}: cannot open for reading", path.string()));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (in.bad()) throw Error(fmt::format("{}: read error", path.string()));
-  return std::move(bytes).str();
+// An open file descriptor, closed on scope exit.
+struct FileDescriptor {
+  explicit FileDescriptor(int descriptor) : fd(descriptor) {}
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  ~FileDescriptor() {
+    if (fd >= 0) ::close(fd);
+  }
+  int fd = -1;
+};
+
+// Reads exactly `size` bytes at `offset` into `out`.
+void read_exactly(int fd, std::byte* out, std::size_t size, std::size_t offset) {
+  while (size > 0) {
+    const ::ssize_t n = ::pread(fd, out, size, static_cast<::off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(fmt::format("read error: {}", std::strerror(errno)));
+    if (n == 0) throw Error("the file shrank while it was read");
+    out += n;
+    offset += static_cast<std::size_t>(n);
+    size -= static_cast<std::size_t>(n);
+  }
+}
+
+std::string read_string(int fd, std::size_t size, std::size_t offset) {
+  std::string text(size, '\0');
+  read_exactly(fd, reinterpret_cast<std::byte*>(text.data()), size, offset);
+  return text;
+}
+
+// Reads a regular file's header first, then, once the sizes agree, the data straight into the
+// buffer: nothing larger than the file is ever allocated, and a device or FIFO (/dev/zero, a
+// pipe) is refused at once instead of being read forever.
+Buffer read_npy_file(const std::filesystem::path& path, const Point* expected_shape) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; regular files ignore the flag.
+  const FileDescriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
+  if (file.fd < 0) throw Error(fmt::format("{}: cannot open for reading", path.string()));
+  try {
+    struct ::stat info {};
+    if (::fstat(file.fd, &info) != 0) throw Error(fmt::format("stat: {}", std::strerror(errno)));
+    if (!S_ISREG(info.st_mode)) throw Error("not a regular file");
+    const auto size = static_cast<std::uint64_t>(info.st_size);
+    const Prefix prefix =
+        read_prefix(read_string(file.fd, std::min<std::uint64_t>(size, 12), 0), size);
+    const Layout layout =
+        read_layout(read_string(file.fd, prefix.header_len, prefix.header_at), prefix, size);
+    check_shape(layout, expected_shape);
+    Buffer buffer(layout.dtype, Range::of_shape(layout.shape), Buffer::Uninitialized{});
+    read_exactly(file.fd, buffer.bytes(), layout.data_bytes, layout.data_at);
+    return buffer;
+  } catch (const Error& e) {
+    throw e.with_context(path.string());
+  }
 }
 
 }  // namespace
 
 Buffer parse_npy(std::string_view bytes, std::string_view source_name) {
   try {
-    return parse_npy_or_throw(bytes);
+    return parse_npy_or_throw(bytes, nullptr);
   } catch (const Error& e) {
     throw e.with_context(std::string(source_name));
   }
 }
 
 Buffer read_npy(const std::filesystem::path& path) {
-  return parse_npy(read_file(path), path.string());
+  return read_npy_file(path, nullptr);
 }
 
 Buffer read_npy(const std::filesystem::path& path, const Point& expected_shape) {
-  Buffer buffer = read_npy(path);
-  if (buffer.range().shape() != expected_shape) {
-    throw Error(fmt::format("{}: shape {} does not match the expected {}", path.string(),
-                            buffer.range().shape(), expected_shape));
-  }
-  return buffer;
+  return read_npy_file(path, &expected_shape);
 }
 
 std::string format_npy(const Buffer& buffer) {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "npy_header.h"
@@ -49,6 +50,16 @@ std::string header_bytes(const std::string& dict, int major = 1) {
 std::string error_of(std::string_view bytes) {
   try {
     (void)parse_npy(bytes, "x.npy");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+template <typename Fn>
+std::string error_of_file(Fn&& fn) {
+  try {
+    fn();
   } catch (const Error& e) {
     return e.what();
   }
@@ -129,6 +140,57 @@ TEST(Npy, BadFilesGiveClearErrors) {
   for (const Case& c : cases) {
     EXPECT_THAT(error_of(c.bytes), HasSubstr(c.message)) << c.message;
   }
+}
+
+// A header may claim any shape: its byte count is checked (overflow-checked) against the bytes
+// the file holds and against the expected shape before anything is allocated, so a 128-byte
+// file claiming 10^10 or 10^11 × 12 floats is an Error, not a std::bad_alloc (or 40 GB of zeros).
+TEST(Npy, HeadersClaimingHugeShapesAreRefusedBeforeAllocating) {
+  const auto file_of = [](const std::string& shape) {
+    std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+    dict.resize(128 - 10 - 1, ' ');  // numpy's padding: a 128-byte file, header only, no data
+    return header_bytes(dict);
+  };
+  const std::string huge = file_of("(10000000000,)");
+  ASSERT_EQ(huge.size(), 128u);
+  EXPECT_THAT(error_of(huge),
+              HasSubstr("x.npy: truncated data: 0 bytes for shape (10000000000) of float32 "
+                        "(40000000000 needed)"));
+  EXPECT_THAT(error_of(file_of("(100000000000, 12)")),
+              HasSubstr("truncated data: 0 bytes for shape (100000000000, 12)"));
+  EXPECT_THAT(error_of(file_of("(10000000000, 10000000000, 10000000000)")),
+              HasSubstr("x.npy: shape (10000000000, 10000000000, 10000000000) of float32 has more "
+                        "bytes than a 64-bit size holds"));
+  // Through a file, with the shape the graph wants: the same errors, nothing read.
+  TempDir dir;
+  std::ofstream(dir / "x.npy", std::ios::binary) << huge;
+  EXPECT_THAT(error_of_file([&] { (void)read_npy(dir / "x.npy", Point{4}); }),
+              HasSubstr("x.npy: truncated data: 0 bytes for shape (10000000000)"));
+  // A consistent file of the wrong shape: refused before its data is read.
+  write_npy(dir / "y.npy", Buffer(DType::kFloat32, Range::of_shape({2, 3})));
+  EXPECT_THAT(error_of_file([&] { (void)read_npy(dir / "y.npy", Point{4}); }),
+              HasSubstr("y.npy: shape (2, 3) does not match the expected (4)"));
+  // A version-2 header length of 4 GiB in a small file.
+  EXPECT_THAT(
+      error_of(std::string("\x93NUMPY\x02\x00\xff\xff\xff\xff{}", 14)),
+      HasSubstr("x.npy: truncated header: it announces 4294967295 bytes, the file holds 2"));
+}
+
+// Only regular files are read: a device, a FIFO or a directory is refused at once (reading
+// /dev/zero would never end; opening a FIFO would wait for a writer).
+TEST(Npy, OnlyRegularFilesAreRead) {
+  TempDir dir;
+  std::filesystem::create_symlink("/dev/zero", dir / "zero.npy");
+  ASSERT_EQ(::mkfifo((dir / "fifo.npy").c_str(), 0600), 0);
+  std::filesystem::create_directories(dir / "dir.npy");
+  for (const char* name : {"zero.npy", "fifo.npy", "dir.npy"}) {
+    EXPECT_EQ(error_of_file([&] { (void)read_npy(dir / name, Point{4}); }),
+              (dir / name).string() + ": not a regular file");
+  }
+  // A symlink to a regular file is fine.
+  write_npy(dir / "real.npy", Buffer(DType::kFloat32, Range::of_shape({4})));
+  std::filesystem::create_symlink(dir / "real.npy", dir / "link.npy");
+  EXPECT_EQ(read_npy(dir / "link.npy", Point{4}).range(), Range::of_shape({4}));
 }
 
 TEST(Npy, MissingFileNamesIt) {

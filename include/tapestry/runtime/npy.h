@@ -9,9 +9,15 @@
 //   Buffer y = read_npy("y.npy");        // range [0, shape)
 //   Buffer x = read_npy("x.npy", Point{4, 8});   // also checks the shape
 //
-// Every problem is an Error naming the file: bad magic string, unsupported version, malformed
-// header, unsupported dtype ("'>f4' (big-endian)", "'<f2'"), fortran_order True, shape
-// mismatch, truncated data, trailing bytes.
+// Every problem is an Error naming the file: not a regular file (a device, a FIFO), bad magic
+// string, unsupported version, malformed header, unsupported dtype ("'>f4' (big-endian)",
+// "'<f2'"), fortran_order True, a shape whose byte count overflows, truncated data, trailing
+// bytes, shape mismatch.
+//
+// Sizes are checked before anything is allocated: the header is read first, its shape's byte
+// count (overflow-checked) must equal the bytes the file holds after it, and must match
+// `expected_shape` when given; only then is the buffer allocated and the data read into it. So
+// reading a file never allocates more than the file's size, whatever its header claims.
 #pragma once
 
 #include <filesystem>
