@@ -38,6 +38,7 @@
 #include "tapestry/runtime/block_executor.h"
 #include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/input_generation.h"
+#include "tapestry/runtime/memory_budget.h"
 #include "tapestry/runtime/naive_executor.h"
 #include "tapestry/runtime/npy.h"
 #include "tapestry/runtime/tensor_map.h"
@@ -201,6 +202,18 @@ int run_run(RunOptions& options) {
   if (!options.outputs.empty()) check_output_files(graph, options.outputs, outputs);
   check_writable_file("--metrics", options.metrics);
   check_writable_file("--trace", options.trace);
+  rewrite::LowerResult lowered =
+      rewrite::lower(graph, plan, {.driver = {}, .validate = true, .kernels = &kernels});
+  bool reduction_split = false;
+  for (const rewrite::RewriteEvent& e : lowered.log)
+    reduction_split |= e.applied && e.pattern == rewrite::kSplitReduction;
+  runtime::check_run_memory(  // before any input is read or generated
+      graph, lowered.graph,
+      {.limit_bytes = options.memory_limit.empty() ? 0 : parse_byte_size(options.memory_limit),
+       .block_executor = options.executor == "block",
+       .verify = !options.verify.empty(),
+       .oracle =
+           exact || (!options.verify.empty() && !(options.reference_kernels && !reduction_split))});
   const runtime::BufferMap inputs =  // all input errors before any work
       options.inputs.empty()
           ? runtime::generate_inputs(graph, {.seed = options.seed, .exact = exact})
@@ -211,11 +224,6 @@ int run_run(RunOptions& options) {
     if (!oracle->exact_reason.empty())
       throw Error(fmt::format("--verify=exact does not apply: {}", oracle->exact_reason));
   }
-  rewrite::LowerResult lowered =
-      rewrite::lower(graph, plan, {.driver = {}, .validate = true, .kernels = &kernels});
-  bool reduction_split = false;
-  for (const rewrite::RewriteEvent& e : lowered.log)
-    reduction_split |= e.applied && e.pattern == rewrite::kSplitReduction;
 
   Executed run = execute(lowered.graph, rekey(graph, lowered.graph, inputs), options);
   fmt::print("ran {} applications of {} operations ({} executor, {} kernels)\n",

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <new>
 
 #include "command.h"
 #include "registry.h"
@@ -26,6 +27,11 @@ int main(int argc, char** argv) {
     return dispatch.run ? dispatch.run() : tapestry::cli::kExitBadInput;
   } catch (const tapestry::Error& e) {
     fmt::print(stderr, "tapestry {}: error: {}\n", dispatch.name, e.what());
+    return tapestry::cli::kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    // A last line of defence: sizes are checked before anything large is allocated
+    // (memory_budget.h, npy.h), so this is an allocation the checks did not foresee.
+    fmt::print(stderr, "tapestry {}: error: out of memory (an allocation failed)\n", dispatch.name);
     return tapestry::cli::kExitBadInput;
   } catch (const std::exception& e) {
     fmt::print(stderr, "tapestry {}: internal error: {}\n", dispatch.name, e.what());

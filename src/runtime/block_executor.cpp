@@ -24,6 +24,7 @@
 #include "block_program.h"
 #include "run_support.h"
 #include "tapestry/runtime/fast_kernels.h"
+#include "tapestry/runtime/memory_budget.h"
 #include "tapestry/runtime/tensor_map.h"
 
 namespace tapestry::runtime {
@@ -252,7 +253,7 @@ RunMetrics make_metrics(const detail::BlockProgram& p, const RunState& state, do
                .flops = p.flops,
                .gflops = wall_s > 0 ? static_cast<double>(p.flops) / wall_s / 1e9 : 0.0,
                .peak_memory_bytes = state.peak_bytes.load(),
-               .estimated_peak_memory_bytes = p.estimated_peak_bytes,
+               .estimated_peak_memory_bytes = p.memory.peak_bytes,
                .threads = threads};
   std::map<std::uint32_t, OperationMetrics> by_op;
   std::vector<double> finish(p.tasks.size(), 0.0);  // longest chain ending at each task
@@ -308,13 +309,7 @@ BlockExecutor::BlockExecutor(const ir::Graph& graph, BlockExecutorOptions option
   const KernelRegistry& kernels = options.kernels != nullptr ? *options.kernels : fast_kernels();
   program_ =
       std::make_unique<const detail::BlockProgram>(detail::compile_block_program(graph, kernels));
-  if (options.memory_limit_bytes > 0 &&
-      program_->estimated_peak_bytes > options.memory_limit_bytes) {
-    throw Error(
-        fmt::format("memory limit {} exceeded: the plan needs an estimated {} at its peak ({})",
-                    format_bytes(options.memory_limit_bytes),
-                    format_bytes(program_->estimated_peak_bytes), program_->peak_description));
-  }
+  check_memory_budget(program_->memory, options.memory_limit_bytes);
 }
 
 BlockExecutor::~BlockExecutor() = default;
@@ -326,7 +321,7 @@ std::int64_t BlockExecutor::flops() const {
   return program_->flops;
 }
 std::int64_t BlockExecutor::estimated_peak_memory_bytes() const {
-  return program_->estimated_peak_bytes;
+  return program_->memory.peak_bytes;
 }
 void BlockExecutor::release_memory() const {
   pool_->clear();

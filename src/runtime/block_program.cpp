@@ -2,6 +2,7 @@
 #include "block_program.h"
 
 #include <algorithm>
+#include <limits>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -122,57 +123,68 @@ BlockTask make_task(const ir::Graph& graph, ir::ApplicationId app_id, const Kern
   return task;
 }
 
+// a + b, saturating at INT64_MAX: a plan of huge tensors must still report that it needs "more
+// than any machine", not wrap around.
+std::int64_t add_saturating(std::int64_t a, std::int64_t b) {
+  std::int64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<std::int64_t>::max() : sum;
+}
+
 // Simulates the sequential schedule: buffers allocated at their first write, freed after their
-// last use. Sets the estimated peak and describes what is live at that point.
-void estimate_memory(BlockProgram& p, const ir::Graph& graph) {
-  std::vector<std::uint32_t> remaining(p.slots.size());
-  std::vector<char> live(p.slots.size(), 0);
+// last use. Returns the estimated peak and a description of what is live at that point. Reads
+// only the slots (bytes, input/output, uses), the tasks' writes and touches, and the order.
+MemoryEstimate estimate_memory(const std::vector<BufferSlot>& slots,
+                               const std::vector<BlockTask>& tasks,
+                               const std::vector<std::uint32_t>& order, const ir::Graph& graph) {
+  std::vector<std::uint32_t> remaining(slots.size());
+  std::vector<char> live(slots.size(), 0);
   std::int64_t bytes = 0;
-  for (std::size_t s = 0; s < p.slots.size(); ++s) {
-    remaining[s] = p.slots[s].uses;
-    if (p.slots[s].input) {
+  for (std::size_t s = 0; s < slots.size(); ++s) {
+    remaining[s] = slots[s].uses;
+    if (slots[s].input) {
       live[s] = 1;
-      bytes += p.slots[s].bytes;
+      bytes = add_saturating(bytes, slots[s].bytes);
     }
   }
-  p.estimated_peak_bytes = bytes;
+  MemoryEstimate estimate{.peak_bytes = bytes};
   std::vector<char> at_peak = live;
   std::uint32_t peak_task = UINT32_MAX;
-  for (std::uint32_t t : p.order) {
-    for (std::uint32_t s : p.tasks[t].writes) {
-      if (live[s] == 0) bytes += p.slots[s].bytes;
+  for (std::uint32_t t : order) {
+    for (std::uint32_t s : tasks[t].writes) {
+      if (live[s] == 0) bytes = add_saturating(bytes, slots[s].bytes);
       live[s] = 1;
     }
-    if (bytes > p.estimated_peak_bytes) {
-      p.estimated_peak_bytes = bytes;
+    if (bytes > estimate.peak_bytes) {
+      estimate.peak_bytes = bytes;
       peak_task = t;
       at_peak = live;  // O(slots) per new peak: peaks are rare after the first few tasks
     }
-    for (std::uint32_t s : p.tasks[t].touches) {
-      if (--remaining[s] == 0 && !p.slots[s].output && live[s] != 0) {
-        bytes -= p.slots[s].bytes;
+    for (std::uint32_t s : tasks[t].touches) {
+      if (--remaining[s] == 0 && !slots[s].output && live[s] != 0) {
+        bytes -= slots[s].bytes;  // exact unless saturated, and then the peak is saturated too
         live[s] = 0;
       }
     }
   }
   std::vector<std::uint32_t> biggest;
-  for (std::uint32_t s = 0; s < p.slots.size(); ++s) {
+  for (std::uint32_t s = 0; s < slots.size(); ++s) {
     if (at_peak[s] != 0) biggest.push_back(s);
   }
   std::sort(biggest.begin(), biggest.end(),
-            [&](std::uint32_t a, std::uint32_t b) { return p.slots[a].bytes > p.slots[b].bytes; });
+            [&](std::uint32_t a, std::uint32_t b) { return slots[a].bytes > slots[b].bytes; });
   std::vector<std::string> parts;
   for (std::size_t i = 0; i < biggest.size() && i < 4; ++i) {
-    const BufferSlot& slot = p.slots[biggest[i]];
+    const BufferSlot& slot = slots[biggest[i]];
     parts.push_back(
         fmt::format("{} {}", tensor_name(graph, slot.tensor), format_bytes(slot.bytes)));
   }
   if (biggest.size() > 4) parts.push_back(fmt::format("{} more", biggest.size() - 4));
-  p.peak_description =
+  estimate.peak_description =
       peak_task == UINT32_MAX
           ? fmt::format("before any application: {}", fmt::join(parts, ", "))
           : fmt::format("after application '{}' starts: {}",
-                        node_name(graph, p.tasks[peak_task].application), fmt::join(parts, ", "));
+                        node_name(graph, tasks[peak_task].application), fmt::join(parts, ", "));
+  return estimate;
 }
 
 void build_dag(BlockProgram& p, const ApplicationSchedule& schedule) {
@@ -225,8 +237,41 @@ BlockProgram compile_block_program(const ir::Graph& graph, const KernelRegistry&
     p.flops += p.tasks.back().flops;
   }
   build_dag(p, schedule);
-  estimate_memory(p, graph);
+  p.memory = estimate_memory(p.slots, p.tasks, p.order, graph);
   return p;
+}
+
+MemoryEstimate estimate_program_memory(const ir::Graph& graph) {
+  check_tensor_dtypes(graph);
+  check_operations_have_applications(graph);  // as compile_block_program: no silent zero
+  const ApplicationSchedule schedule = schedule_applications(graph);
+  SlotOf slot_of;
+  std::vector<BufferSlot> slots = make_slots(graph, slot_of);
+  const auto slot_for = [&](const ir::SelectionMap::Entry& entry) {
+    auto found = slot_of.find(entry.value.tensor.index());
+    if (found == slot_of.end()) {
+      throw Error(
+          fmt::format("selection {}[{}] names no tensor of the graph", entry.name, entry.position));
+    }
+    return found->second;
+  };
+  // The tasks' writes and touches as make_task derives them, from the selections alone.
+  std::vector<BlockTask> tasks(schedule.applications.size());
+  for (std::size_t t = 0; t < tasks.size(); ++t) {
+    BlockTask& task = tasks[t];
+    task.application = schedule.applications[t];
+    const ir::ApplicationView app = graph.application(task.application);
+    for (const auto& entry : app.outputs().entries()) task.writes.push_back(slot_for(entry));
+    unique_sorted(task.writes);
+    task.touches = task.writes;
+    for (const auto& entry : app.inputs().entries()) {
+      const std::uint32_t s = slot_for(entry);
+      if (!slots[s].input) task.touches.push_back(s);
+    }
+    unique_sorted(task.touches);
+    for (std::uint32_t s : task.touches) ++slots[s].uses;
+  }
+  return estimate_memory(slots, tasks, schedule.order, graph);
 }
 
 // ---- FLOP model (run_metrics.h) -------------------------------------------------------------

@@ -21,6 +21,7 @@
 #include "tapestry/runtime/element.h"
 #include "tapestry/runtime/kernel.h"
 #include "tapestry/runtime/kernel_registry.h"
+#include "tapestry/runtime/memory_budget.h"
 
 namespace tapestry::runtime::detail {
 
@@ -67,12 +68,15 @@ struct BlockProgram {
   /// (KernelCall::prepared).
   std::vector<std::shared_ptr<const void>> prepared;
   std::int64_t flops = 0;
-  std::int64_t estimated_peak_bytes = 0;
-  std::string peak_description;  // "after application 'Y/0': H 64.0 MiB, Y 16.0 MiB, …"
+  MemoryEstimate memory;  // the sequential schedule's peak (memory_budget.h)
 };
 
 /// Compiles `graph` (see the file comment); Error naming the node on a bad graph.
 BlockProgram compile_block_program(const ir::Graph& graph, const KernelRegistry& kernels);
+
+/// compile_block_program(graph, …).memory from the graph alone: no kernel is looked up or
+/// prepared (memory_budget.h's estimate_block_memory).
+MemoryEstimate estimate_program_memory(const ir::Graph& graph);
 
 /// FLOPs of one kernel call over `call.index` (run_metrics.h's model).
 std::int64_t estimate_flops(const KernelCall& call);

@@ -9,7 +9,9 @@
 //   * a buffer per tensor with its lifetime: allocated when its first writer starts, freed when
 //     the last application touching it finishes (graph outputs are kept, inputs are the
 //     caller's), and the peak of that schedule run sequentially in topological order — the
-//     program's memory estimate, checked against `memory_limit_bytes` before anything runs.
+//     program's memory estimate, checked against `memory_limit_bytes` and the machine's
+//     physical memory before anything runs (memory_budget.h computes the same estimate from
+//     the graph alone, before inputs exist).
 // A run then only allocates buffers (from a pool the executor keeps between runs; the TBB arena
 // of `threads` threads is kept too), pushes the
 // ready tasks into tbb::parallel_for_each and, as each finishes, the tasks it unblocks; per-task
@@ -26,9 +28,9 @@
 // writes it needs, and writes never intersect — checked at construction).
 //
 // Errors: construction throws tapestry::Error for what schedule_applications rejects, unknown
-// kernels, selections that disagree with their IPFs, and an exceeded memory limit (naming the
-// estimate, the limit and the largest live tensors at the peak); `run` throws the first kernel
-// Error, with the application's name as context.
+// kernels, selections that disagree with their IPFs, and an estimate above the memory limit or
+// the physical memory (naming the estimate, the limit and the largest live tensors at the
+// peak); `run` throws the first kernel Error, with the application's name as context.
 #pragma once
 
 #include <atomic>
@@ -57,7 +59,8 @@ struct BlockExecutorOptions {
   int threads = 0;
   /// Kernels to run; nullptr means fast_kernels() (fast_kernels.h).
   const KernelRegistry* kernels = nullptr;
-  /// When > 0, construction fails if the estimated peak memory exceeds it.
+  /// When > 0, construction fails if the estimated peak memory exceeds it (it always fails
+  /// when the estimate exceeds the machine's physical memory).
   std::int64_t memory_limit_bytes = 0;
   /// Fill each tensor buffer with NaN (lowest integer) before its writers run, as the reference
   /// executors do, so an unwritten cell shows; costs one pass over memory per tensor.
