@@ -57,17 +57,22 @@ class Frontend {
     variables_[decl.name] = at(decl.pos, [&] { return graph_.input(decl.name, decl.type); });
   }
 
+  // The name is poisoned only once its statement has failed, not while its value is evaluated:
+  // `A = add(X, A)` uses A before it exists, "unknown variable 'A'", not a silent poison.
   void statement(const tap::Assign& assign) {
     define(assign.name, assign.pos);
-    poisoned_.insert(assign.name);  // until it succeeds
-    if (!assign.value.is_call()) {
-      throw LocatedError(assign.value.pos,
-                         fmt::format("{} = {} assigns no operation: use {} directly", assign.name,
-                                     assign.value.name, assign.value.name));
+    try {
+      if (!assign.value.is_call()) {
+        throw LocatedError(assign.value.pos,
+                           fmt::format("{} = {} assigns no operation: use {} directly", assign.name,
+                                       assign.value.name, assign.value.name));
+      }
+      const Tensor value = evaluate(assign.value);
+      variables_[assign.name] = at(assign.pos, [&] { return graph_.assign(assign.name, value); });
+    } catch (...) {
+      poisoned_.insert(assign.name);
+      throw;
     }
-    const Tensor value = evaluate(assign.value);
-    variables_[assign.name] = at(assign.pos, [&] { return graph_.assign(assign.name, value); });
-    poisoned_.erase(assign.name);
   }
 
   void statement(const tap::Output& output) {

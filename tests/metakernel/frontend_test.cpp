@@ -155,6 +155,13 @@ INSTANTIATE_TEST_SUITE_P(
                     "           ^"},
         InvalidCase{"unknown_variable", "X: f32[4]\nY = relu(Q)\n",
                     "t.tap:2:10: error: unknown variable 'Q'\n  Y = relu(Q)\n           ^"},
+        // A statement cannot use the variable it defines: an error at the use, and the
+        // statements depending on it fail silently (not a graph holding only X).
+        InvalidCase{"self_reference", "X: f32[4]\nA = add(X, A)\nB = neg(A)\noutput B\n",
+                    "t.tap:2:12: error: unknown variable 'A'\n  A = add(X, A)\n             ^"},
+        InvalidCase{"self_reference_nested", "X: f32[4]\nA = relu(add(X, relu(A)))\n",
+                    "t.tap:2:22: error: unknown variable 'A'\n"
+                    "  A = relu(add(X, relu(A)))\n                       ^"},
         InvalidCase{
             "unknown_kernel", "X: f32[4]\nY = rleu(X)\n",
             "t.tap:2:5: error: unknown kernel 'rleu' (did you mean relu?)\n  Y = rleu(X)\n      ^"},
