@@ -9,13 +9,12 @@
 // avoids that and saves reloading the plugins for every picture.
 #include <fmt/format.h>
 #include <gvc.h>
-#include <unistd.h>
 
-#include <fstream>
 #include <mutex>
 
 #include "tapestry/export/graphviz.h"
 #include "tapestry/support/error.h"
+#include "tapestry/support/file.h"
 
 namespace tapestry::exporter {
 
@@ -101,24 +100,7 @@ void render_file(const ir::Graph& graph, const std::filesystem::path& path,
   if (!format) {
     throw Error(fmt::format("{}: unknown image format (use .dot, .svg or .png)", path.string()));
   }
-  std::string bytes = render_dot(to_dot(graph, options), *format);
-  std::filesystem::path tmp = path;
-  tmp += fmt::format(".tmp{}", static_cast<long>(::getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      throw Error(fmt::format("cannot write {}", path.string()));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw Error(fmt::format("cannot write {}: {}", path.string(), ec.message()));
-  }
+  write_file_atomically(path, render_dot(to_dot(graph, options), *format));
 }
 
 }  // namespace tapestry::exporter

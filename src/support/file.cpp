@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdint>
 #include <fstream>
 #include <string>
 #include <system_error>
@@ -12,8 +14,10 @@
 namespace tapestry {
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
+  // Unique per process and call: two threads writing the same path never share a temporary.
+  static std::atomic<std::uint64_t> calls{0};
   std::filesystem::path temp = path;
-  temp += ".tmp." + std::to_string(::getpid());
+  temp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(calls.fetch_add(1));
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
     out.write(contents.data(), static_cast<std::streamsize>(contents.size()));

@@ -1,7 +1,9 @@
 // Pictures: DOT structure, rendering in-process, and the 4-shard Linear ⇒ ReLU picture.
 #include "tapestry/export/graphviz.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -86,6 +88,29 @@ TEST(GraphvizTest, RenderFilePicksTheFormatFromTheExtension) {
   }
   EXPECT_THROW(render_file(m.g, dir / "x.jpeg"), Error);
   EXPECT_EQ(format_for_path("a/b.gv"), ImageFormat::kDot);
+}
+
+// A failed write reports its cause (here the rename onto a directory: "Is a directory", which
+// the cleanup of the temporary must not overwrite) and leaves no temporary behind.
+TEST(GraphvizTest, RenderFileFailuresNameTheirCauseAndLeaveNothing) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("tapestry_render_fail_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "taken.dot");
+  auto m = ir::testing::linear_relu(2);
+  try {
+    render_file(m.g, dir / "taken.dot");
+    ADD_FAILURE() << "rendering onto a directory succeeded";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("cannot write " + (dir / "taken.dot").string() +
+                                               ": Is a directory"));
+  }
+  EXPECT_THROW(render_file(m.g, dir / "missing" / "x.svg"), Error);
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    left.push_back(entry.path().filename().string());
+  }
+  EXPECT_EQ(left, std::vector<std::string>{"taken.dot"});
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

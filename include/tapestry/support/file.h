@@ -1,8 +1,9 @@
 // Writing files so that nothing half-written is ever left behind.
 //
-// The text goes to `<path>.tmp.<pid>` first and is renamed over `path` only once fully written,
-// so a reader sees either the old file or the complete new one, and a failed write leaves no
-// temporary behind:
+// The text goes to `<path>.tmp.<pid>.<n>` first and is renamed over `path` only once fully
+// written and closed, so a reader sees either the old file or the complete new one, and a failed
+// write or rename leaves no temporary behind and reports its cause. Every file Tapestry writes
+// (graphs, pictures, .npy, metrics, traces) goes through here:
 //
 //   write_file_atomically("out/graph.json", text);   // Error "cannot write out/graph.json: …"
 #pragma once
