@@ -13,8 +13,10 @@
 #include <limits>
 #include <random>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "gemm.h"
 #include "kernel_cases.h"
 #include "kernel_graphs.h"
 #include "run_helpers.h"
@@ -539,6 +541,23 @@ TEST(FastKernels, LimitLibraryThreadsIsIdempotent) {
   set_gemm_backend(GemmBackend::kOpenBlas);
   EXPECT_EQ(gemm_backend(), GemmBackend::kOpenBlas);
   set_gemm_backend(GemmBackend::kAuto);
+}
+
+// A oneDNN call that fails leaves C unwritten: it is an Error naming the call and its status in
+// every build (an assertion would vanish from release builds). Here lda 1 < K 4.
+TEST(FastKernels, OneDnnFailuresAreErrorsInEveryBuild) {
+  set_gemm_backend(GemmBackend::kOneDnn);
+  std::vector<float> a(8, 1.0F), b(8, 1.0F), c(4, -1.0F);
+  const fast::GemmArgs bad{.m = 2, .n = 2, .k = 4, .lda = 1, .ldb = 2, .ldc = 2};
+  std::string message = "no error";
+  try {
+    fast::gemm(bad, a.data(), b.data(), 0.0F, c.data());
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  set_gemm_backend(GemmBackend::kAuto);
+  EXPECT_THAT(message, ::testing::HasSubstr("dnnl_sgemm failed: invalid_arguments"));
+  EXPECT_THAT(message, ::testing::HasSubstr("m 2 n 2 k 4"));
 }
 
 }  // namespace

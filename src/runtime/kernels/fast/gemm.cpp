@@ -5,9 +5,11 @@
 #include <limits>
 
 #include <cblas.h>
+#include <fmt/format.h>
 #include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
 
-#include "tapestry/support/assert.h"
+#include "tapestry/support/error.h"
 
 namespace tapestry::runtime {
 
@@ -46,6 +48,17 @@ GemmBackend auto_backend(std::int64_t m, std::int64_t n, std::int64_t k) {
 
 namespace {
 
+// Checked in every build (not an assertion): a failed call leaves C unwritten, so the kernel
+// must fail rather than return garbage.
+void check_dnnl(dnnl_status_t status, const char* call, const GemmArgs& g) {
+  if (status == dnnl_success) return;
+  throw Error(
+      fmt::format("{} failed: {} (status {}) for m {} n {} k {}, trans_a {}, trans_b {}, "
+                  "lda {} ldb {} ldc {}",
+                  call, dnnl_status2str(status), static_cast<int>(status), g.m, g.n, g.k, g.trans_a,
+                  g.trans_b, g.lda, g.ldb, g.ldc));
+}
+
 CBLAS_TRANSPOSE cblas_trans(bool trans) {
   return trans ? CblasTrans : CblasNoTrans;
 }
@@ -58,7 +71,7 @@ void gemm(const GemmArgs& g, const float* a, const float* b, float beta, float* 
   if (backend == GemmBackend::kOneDnn) {
     const dnnl_status_t status = dnnl_sgemm(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', g.m, g.n,
                                             g.k, 1.0f, a, g.lda, b, g.ldb, beta, c, g.ldc);
-    TAPESTRY_ASSERT(status == dnnl_success, "dnnl_sgemm rejected its arguments");
+    check_dnnl(status, "dnnl_sgemm", g);
     return;
   }
   cblas_sgemm(CblasRowMajor, cblas_trans(g.trans_a), cblas_trans(g.trans_b), static_cast<int>(g.m),
