@@ -130,6 +130,7 @@ struct TaskRecord {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
   std::uint32_t thread = 0;
+  std::uint64_t fallbacks = 0;  // calls handed to the reference kernels
 };
 
 // Scratch KernelCalls of one thread, as a stack: a kernel that waits inside TBB could have this
@@ -220,22 +221,29 @@ struct RunState {
     patch_origins<OutputPort, std::byte>(call.outputs, task.outputs, base);
     const bool measure = !records.empty();
     const Clock::time_point begin = measure ? Clock::now() : Clock::time_point{};
+    // This call's fallbacks to the reference kernels (fast_kernels.h): the thread's count is
+    // swapped out around it, and back in after, also when the kernel throws.
+    const std::uint64_t outer_fallbacks = exchange_thread_fallbacks(0);
     try {
       task.kernel(call);
     } catch (const Error& e) {
       --stack.depth;
+      (void)exchange_thread_fallbacks(outer_fallbacks);
       throw e.with_context(fmt::format("application '{}'", task.name));
     } catch (...) {
       --stack.depth;
+      (void)exchange_thread_fallbacks(outer_fallbacks);
       throw;
     }
     --stack.depth;
+    const std::uint64_t fallbacks = exchange_thread_fallbacks(outer_fallbacks);
     if (measure) {
       const Clock::time_point end = Clock::now();
       records[t] = {.start_ns = (begin - start).count(),
                     .end_ns = (end - start).count(),
                     .thread = static_cast<std::uint32_t>(
-                        std::max(0, tbb::this_task_arena::current_thread_index()))};
+                        std::max(0, tbb::this_task_arena::current_thread_index())),
+                    .fallbacks = fallbacks};
     }
     for (std::uint32_t s : task.touches) release(s);
     if (progress != nullptr) {
@@ -275,7 +283,8 @@ RunMetrics make_metrics(const detail::BlockProgram& p, const RunState& state, do
                               .duration_s = duration,
                               .flops = task.flops,
                               .bytes_read = task.bytes_read,
-                              .bytes_written = task.bytes_written});
+                              .bytes_written = task.bytes_written,
+                              .fallbacks = r.fallbacks});
     OperationMetrics& op = by_op[task.operation.index()];
     op.operation = std::string(task.call.operation);
     op.kernel = std::string(task.call.kernel);
@@ -284,6 +293,7 @@ RunMetrics make_metrics(const detail::BlockProgram& p, const RunState& state, do
     op.flops += task.flops;
     op.bytes_read += task.bytes_read;
     op.bytes_written += task.bytes_written;
+    op.fallbacks += r.fallbacks;
   }
   std::sort(m.applications.begin(), m.applications.end(),
             [](const ApplicationMetrics& a, const ApplicationMetrics& b) {

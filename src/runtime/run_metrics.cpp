@@ -55,7 +55,8 @@ nlohmann::json metrics_json(const RunMetrics& m) {
                           {"flops", op.flops},
                           {"gflops", gflops_of(op.flops, op.busy_s)},
                           {"bytes_read", op.bytes_read},
-                          {"bytes_written", op.bytes_written}});
+                          {"bytes_written", op.bytes_written},
+                          {"fallbacks", op.fallbacks}});
   }
   nlohmann::json records = nlohmann::json::array();
   for (const ApplicationMetrics& a : m.applications) {
@@ -67,7 +68,8 @@ nlohmann::json metrics_json(const RunMetrics& m) {
                        {"duration_s", a.duration_s},
                        {"flops", a.flops},
                        {"bytes_read", a.bytes_read},
-                       {"bytes_written", a.bytes_written}});
+                       {"bytes_written", a.bytes_written},
+                       {"fallbacks", a.fallbacks}});
   }
   return {{"wall_s", m.wall_s},
           {"flops", m.flops},
@@ -121,17 +123,26 @@ std::string summary_table(const RunMetrics& m, std::size_t max_rows) {
       m.wall_s > 0 ? 100.0 * m.busy_s / (m.wall_s * m.threads) : 0.0, m.threads,
       m.threads == 1 ? "" : "s", format_seconds(m.critical_path_s),
       format_bytes(m.peak_memory_bytes), format_bytes(m.estimated_peak_memory_bytes));
-  out += fmt::format("{:<24} {:<10} {:>6} {:>10} {:>7} {:>9}\n", "operation", "kernel", "apps",
-                     "busy", "share", "GFLOP/s");
+  // The fallbacks column only when there are any: a run on the reference kernels, or one whose
+  // every call took a fast path, keeps the table it always had.
+  std::uint64_t fallbacks = 0;
+  for (const OperationMetrics& op : m.operations) fallbacks += op.fallbacks;
+  out += fmt::format("{:<24} {:<10} {:>6} {:>10} {:>7} {:>9}{}\n", "operation", "kernel", "apps",
+                     "busy", "share", "GFLOP/s", fallbacks > 0 ? "  fallbacks" : "");
   for (std::size_t i = 0; i < m.operations.size() && i < max_rows; ++i) {
     const OperationMetrics& op = m.operations[i];
-    out += fmt::format("{:<24} {:<10} {:>6} {:>10} {:>6.1f}% {:>9.1f}\n", op.operation, op.kernel,
+    out += fmt::format("{:<24} {:<10} {:>6} {:>10} {:>6.1f}% {:>9.1f}{}\n", op.operation, op.kernel,
                        op.applications, format_seconds(op.busy_s),
                        m.busy_s > 0 ? 100.0 * op.busy_s / m.busy_s : 0.0,
-                       gflops_of(op.flops, op.busy_s));
+                       gflops_of(op.flops, op.busy_s),
+                       fallbacks > 0 ? fmt::format(" {:>10}", op.fallbacks) : "");
   }
   if (m.operations.size() > max_rows) {
-    out += fmt::format("… {} more operations\n", m.operations.size() - max_rows);
+    std::uint64_t hidden = 0;
+    for (std::size_t i = max_rows; i < m.operations.size(); ++i)
+      hidden += m.operations[i].fallbacks;
+    out += fmt::format("… {} more operations{}\n", m.operations.size() - max_rows,
+                       hidden > 0 ? fmt::format(" ({} fallbacks)", hidden) : "");
   }
   return out;
 }

@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "kernel_cases.h"
 #include "kernel_graphs.h"
 #include "run_helpers.h"
@@ -161,6 +163,40 @@ TEST(BlockExecutor, BadInputsAreErrorsBeforeAnyWork) {
   BufferMap extra = inputs;
   extra[c.lin.result] = Buffer(DType::kFloat32, Range::of_shape({1}));
   EXPECT_THAT(error_of([&] { (void)exec.run(extra); }), HasSubstr("cannot be an input"));
+}
+
+// A call the fast set does not recognise (an integer linear: the reference kernel runs it) is
+// counted for its operation, in the metrics JSON and in the summary table; a recognised one
+// (float relu) is not.
+TEST(BlockExecutor, FallbacksToTheReferenceAreCountedPerOperation) {
+  GraphBuilder b;
+  const Built lin = add_linear(b, b.tensor("X", "int32", Range::of_shape({6, 5})),
+                               b.tensor("W", "int32", Range::of_shape({4, 5})),
+                               b.tensor("b", "int32", Range::of_shape({4})));
+  b.shard(lin.op, {3, 1, 1});
+  const Built relu = add_unary(b, "relu", b.tensor("Z", "float32", Range::of_shape({8, 8})));
+  b.shard(relu.op, {2, 1});
+  const BufferMap inputs = generate_inputs(b.graph, {.seed = 1});
+  const BlockExecutor exec(b.graph, {.threads = 2, .kernels = &fast_kernels()});
+  const auto [buffers, m] = exec.run_measured(inputs);
+  std::map<std::string, std::uint64_t> by_kernel;
+  for (const OperationMetrics& op : m.operations) by_kernel[op.kernel] = op.fallbacks;
+  EXPECT_EQ(by_kernel, (std::map<std::string, std::uint64_t>{{"linear", 3}, {"relu", 0}}));
+  std::uint64_t per_application = 0;
+  for (const ApplicationMetrics& a : m.applications) per_application += a.fallbacks;
+  EXPECT_EQ(per_application, 3u);
+  const nlohmann::json j = metrics_json(m);
+  for (const nlohmann::json& op : j["operations"]) {
+    EXPECT_EQ(op["fallbacks"], op["kernel"] == "linear" ? 3 : 0) << op.dump();
+  }
+  const std::string table = summary_table(m);
+  EXPECT_THAT(table, HasSubstr("GFLOP/s  fallbacks\n"));
+  EXPECT_THAT(table, ::testing::ContainsRegex("linear +3 .* 3\n"));
+  // The reference kernels never fall back: no column.
+  const BlockExecutor ref(b.graph, {.threads = 2, .kernels = reference()});
+  const auto [ref_buffers, ref_metrics] = ref.run_measured(inputs);
+  EXPECT_THAT(summary_table(ref_metrics), ::testing::Not(HasSubstr("fallbacks")));
+  EXPECT_EQ(metrics_json(ref_metrics)["operations"][0]["fallbacks"], 0);
 }
 
 TEST(BlockExecutor, UnknownKernelIsAnErrorAtConstruction) {

@@ -40,6 +40,7 @@
 //
 //   set_gemm_backend(GemmBackend::kOpenBlas);   // benchmarks and tests only: force a library
 //   FastKernelCounts c = fast_kernel_counts();  // c.fast_calls > 0: the fast paths ran
+//   // per operation: RunMetrics::operations[i].fallbacks (the block executor's metrics)
 //
 // Concurrency: fast kernels may run concurrently on disjoint output boxes, like the reference
 // ones. The GEMM backend and the counters are process-wide atomics.
@@ -81,5 +82,12 @@ struct FastKernelCounts {
 };
 [[nodiscard]] FastKernelCounts fast_kernel_counts();
 void reset_fast_kernel_counts();
+
+/// The calling thread's fallback count, replaced by `value`; returns the previous count. The
+/// block executor swaps in 0 before each kernel call and the previous count back after it, so
+/// the count it takes is that call's fallbacks — also when a task runs nested inside another's
+/// kernel on the same thread (its swap saves and restores the outer count). RunMetrics reports
+/// them per operation (run_metrics.h).
+std::uint64_t exchange_thread_fallbacks(std::uint64_t value);
 
 }  // namespace tapestry::runtime

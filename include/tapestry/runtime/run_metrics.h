@@ -38,6 +38,7 @@ struct ApplicationMetrics {
   std::int64_t flops = 0;
   std::int64_t bytes_read = 0;
   std::int64_t bytes_written = 0;
+  std::uint64_t fallbacks = 0;  // calls a fast kernel handed to the reference (fast_kernels.h)
 };
 
 /// Totals of one operation's applications.
@@ -49,6 +50,7 @@ struct OperationMetrics {
   std::int64_t flops = 0;
   std::int64_t bytes_read = 0;
   std::int64_t bytes_written = 0;
+  std::uint64_t fallbacks = 0;  // Σ over its applications
 };
 
 struct RunMetrics {
@@ -67,14 +69,16 @@ struct RunMetrics {
 /// The `--metrics` JSON: top-level wall_s, flops, gflops, peak_memory_bytes,
 /// estimated_peak_memory_bytes, threads, busy_s, critical_path_s, applications (count),
 /// operations [{operation, kernel, applications, busy_s, flops, gflops, bytes_read,
-/// bytes_written}], and per-application records under "application_records".
+/// bytes_written, fallbacks}], and per-application records (with their fallbacks) under
+/// "application_records".
 [[nodiscard]] nlohmann::json metrics_json(const RunMetrics& metrics);
 
 /// Chrome trace-event JSON ({"traceEvents": [...]}, one complete "X" event per application on
 /// its thread's track, microseconds), for Perfetto / chrome://tracing.
 [[nodiscard]] nlohmann::json chrome_trace(const RunMetrics& metrics);
 
-/// A human summary: the headline figures, then the operations by busy time (top `max_rows`).
+/// A human summary: the headline figures, then the operations by busy time (top `max_rows`),
+/// with a `fallbacks` column when any call went from a fast kernel to the reference one.
 [[nodiscard]] std::string summary_table(const RunMetrics& metrics, std::size_t max_rows = 12);
 
 /// "1.50 GiB", "64.0 MiB", "512 B".

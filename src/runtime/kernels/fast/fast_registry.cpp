@@ -2,6 +2,7 @@
 // the library thread limits.
 #include <atomic>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include <cblas.h>
@@ -20,6 +21,7 @@ namespace {
 std::atomic<std::uint64_t> fast_calls{0};
 std::atomic<std::uint64_t> fallback_calls{0};
 std::atomic<std::uint64_t> fused_epilogues{0};
+thread_local std::uint64_t t_fallbacks = 0;  // this thread's, for exchange_thread_fallbacks
 
 }  // namespace
 
@@ -35,6 +37,7 @@ void count_epilogue() {
 
 void run_reference(const KernelCall& call) {
   fallback_calls.fetch_add(1, std::memory_order_relaxed);
+  ++t_fallbacks;
   KernelRegistry::reference().lookup(call.kernel, call.operation)(call);
 }
 
@@ -120,6 +123,10 @@ FastKernelCounts fast_kernel_counts() {
   return {.fast_calls = fast_calls.load(std::memory_order_relaxed),
           .fallback_calls = fallback_calls.load(std::memory_order_relaxed),
           .fused_epilogues = fused_epilogues.load(std::memory_order_relaxed)};
+}
+
+std::uint64_t exchange_thread_fallbacks(std::uint64_t value) {
+  return std::exchange(t_fallbacks, value);
 }
 
 void reset_fast_kernel_counts() {
