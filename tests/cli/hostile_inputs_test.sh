@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# End-to-end: inputs built to break Tapestry give a clear error and exit 2, at once and before
+# any large allocation — never `internal error: std::bad_alloc`, a hang, or a silently empty
+# graph. Each case names the row of issue 11 it guards.
+# Usage: hostile_inputs_test.sh TAPESTRY ROOT
+set -uo pipefail
+tapestry=$1
+root=$2
+failures=0
+passed=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# expect NAME RC PATTERN -- COMMAND…: COMMAND exits with RC and its stderr matches PATTERN
+# (grep -E). Every command runs under a 60 s timeout, so a hang fails instead of blocking.
+expect() {
+  local name=$1 want_rc=$2 pattern=$3
+  shift 4
+  timeout 60 "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [[ $rc -eq $want_rc ]] && grep -qE -- "$pattern" "$tmp/err"; then
+    passed=$((passed + 1))
+  else
+    echo "FAIL $name: rc=$rc (want $want_rc), stderr lacks /$pattern/"
+    cat "$tmp/err"
+    failures=$((failures + 1))
+  fi
+}
+
+# The peak resident memory (KiB) of COMMAND…, whatever it exits with.
+max_rss_kib() {
+  python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@"
+}
+
+# A 128-byte .npy: a float32 header claiming SHAPE and no data at all.
+npy_claiming() {
+  python3 - "$1" "$2" <<'PY'
+import sys
+shape = sys.argv[2]
+header = "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }" % shape
+header = header.ljust(128 - 10 - 1) + "\n"
+with open(sys.argv[1], "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
+PY
+}
+
+# 1. A tiny .npy whose header claims (10^10,) or (10^11, 12): truncated data, before allocating.
+printf 'X: f32[4]\nY = relu(X)\n' >"$tmp/relu4.tap"
+mkdir -p "$tmp/huge1" "$tmp/huge2"
+npy_claiming "$tmp/huge1/X.npy" "(10000000000,)"
+expect "npy (10^10,) for f32[4]" 2 "X.npy: truncated data: 0 bytes for shape \(10000000000\)" -- \
+  "$tapestry" run "$tmp/relu4.tap" --inputs "$tmp/huge1"
+npy_claiming "$tmp/huge2/X.npy" "(100000000000, 12)"
+"$tapestry" run "$root/examples/linear_relu.tap" --outputs "$tmp/ok" --seed 1 >/dev/null 2>&1
+cp "$tmp/ok/Y.npy" "$tmp/huge2/W.npy"; cp "$tmp/ok/Y.npy" "$tmp/huge2/b.npy"
+expect "npy (10^11, 12) for [100, 12]" 2 "X.npy: truncated data: 0 bytes for shape \(100000000000, 12\)" -- \
+  "$tapestry" run "$root/examples/linear_relu.tap" --inputs "$tmp/huge2"
+
+# 2. A graph declaring 5·10^12 floats: refused by the machine's memory or the limit, exit 2.
+printf 'X: f32[1000000000000, 5]\nY = relu(X)\n' >"$tmp/huge.tap"
+expect "f32[10^12, 5]" 2 "the run needs an estimated 54.6 TiB, more than this machine.s .* of physical memory" -- \
+  "$tapestry" run "$tmp/huge.tap"
+expect "f32[10^12, 5] --memory-limit 1G" 2 "memory limit 1.00 GiB exceeded: the plan needs an estimated 36.4 TiB" -- \
+  "$tapestry" run "$tmp/huge.tap" --memory-limit 1G
+expect "f32[10^12, 5] --verify" 2 "more than this machine's" -- \
+  "$tapestry" run "$tmp/huge.tap" --verify
+expect "f32[10^12, 5] --executor application" 2 "more than this machine's" -- \
+  "$tapestry" run "$tmp/huge.tap" --executor application
+
+# 3. f32[10^8] (381 MiB per tensor) over a 100M limit: refused before the inputs are generated.
+printf 'X: f32[100000000]\nY = relu(X)\n' >"$tmp/big.tap"
+expect "f32[10^8] --memory-limit 100M" 2 "memory limit 100.0 MiB exceeded" -- \
+  "$tapestry" run "$tmp/big.tap" --memory-limit 100M
+rss=$(max_rss_kib "$tapestry" run "$tmp/big.tap" --memory-limit 100M)
+if [[ $rss -lt 200000 ]]; then passed=$((passed + 1)); else
+  echo "FAIL f32[10^8] --memory-limit 100M: peak RSS ${rss} KiB (inputs generated before the check?)"
+  failures=$((failures + 1)); fi
+
+# 4. An input that is a symlink to /dev/zero, or a FIFO: refused at once, not read forever.
+mkdir -p "$tmp/zero" "$tmp/fifo"
+ln -s /dev/zero "$tmp/zero/X.npy"
+expect "X.npy -> /dev/zero" 2 "X.npy: not a regular file" -- "$tapestry" run "$tmp/relu4.tap" --inputs "$tmp/zero"
+mkfifo "$tmp/fifo/X.npy"
+expect "X.npy a FIFO" 2 "X.npy: not a regular file" -- "$tapestry" run "$tmp/relu4.tap" --inputs "$tmp/fifo"
+
+# 5. A statement using the variable it defines: located error, not a graph holding only X.
+printf 'X: f32[4]\nA = add(X, A)\nB = neg(A)\noutput B\n' >"$tmp/self.tap"
+expect "self-reference build" 2 "self.tap:2:12: error: unknown variable 'A'" -- "$tapestry" build "$tmp/self.tap"
+expect "self-reference run" 2 "self.tap:2:12: error: unknown variable 'A'" -- "$tapestry" run "$tmp/self.tap"
+
+# 6. render: a failed write names its cause (a directory in the way) and leaves no temporary.
+"$tapestry" build "$tmp/relu4.tap" -o "$tmp/relu4.json" >/dev/null 2>&1
+mkdir -p "$tmp/render/taken.svg"
+expect "render onto a directory" 2 "cannot write .*taken.svg: Is a directory" -- \
+  "$tapestry" render "$tmp/relu4.json" -o "$tmp/render/taken.svg"
+if [[ $(ls -A "$tmp/render") == "taken.svg" ]]; then passed=$((passed + 1)); else
+  echo "FAIL render left files behind: $(ls -A "$tmp/render")"; failures=$((failures + 1)); fi
+
+# 7. A call the fast kernels do not recognise (an integer linear) runs on the reference kernel
+#    and is counted for its operation: the summary table and the --metrics JSON show it.
+printf 'X: i32[8, 5]\nW: i32[3, 5]\nb: i32[3]\nY = linear(X, W, b)\n' >"$tmp/int.tap"
+"$tapestry" run "$tmp/int.tap" --split Y.batch=2 --quiet --metrics "$tmp/int.json" >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [[ $rc -eq 0 ]] && grep -qE "GFLOP/s +fallbacks" "$tmp/out" && grep -qE "^Y +linear +2 .* 2$" "$tmp/out" &&
+   python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))
+assert [o["fallbacks"] for o in m["operations"]] == [2], m["operations"]' "$tmp/int.json"; then
+  passed=$((passed + 1)); else
+  echo "FAIL fallbacks: rc=$rc"; cat "$tmp/out" "$tmp/err"; failures=$((failures + 1)); fi
+
+echo "$passed passed, $failures failed"
+[[ $failures -eq 0 ]]
