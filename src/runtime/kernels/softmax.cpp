@@ -6,13 +6,15 @@
 //
 //   m = max_j x_j;   e_j = exp(x_j − m);   s = Σ_j e_j (ascending j);   result_j = e_j / s
 //
-// Subtracting the maximum keeps exp from overflowing; it does not change the result.
-#include <cmath>
+// Subtracting the maximum keeps exp from overflowing; it does not change the result. The row
+// itself is scalar_ops.h's softmax_row (f32 in f64, f64 compensated), shared with the fast kernel.
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "kernel_support.h"
 #include "reference_kernels.h"
+#include "scalar_ops.h"
 #include "tapestry/zspace/format.h"
 
 namespace tapestry::runtime {
@@ -21,19 +23,6 @@ namespace {
 
 constexpr std::string_view kX = "x";
 constexpr std::string_view kResult = "result";
-
-template <typename T>
-void softmax_line(const T* x, std::int64_t sx, T* r, std::int64_t sr, std::int64_t n) {
-  if (n == 0) return;
-  T m = x[0];
-  for (std::int64_t j = 1; j < n; ++j) m = kernels::max(m, x[j * sx]);
-  T sum = T{0};
-  for (std::int64_t j = 0; j < n; ++j) {
-    r[j * sr] = std::exp(x[j * sx] - m);
-    sum += r[j * sr];
-  }
-  for (std::int64_t j = 0; j < n; ++j) r[j * sr] /= sum;
-}
 
 template <typename T>
 void softmax(const KernelCall& call) {
@@ -46,6 +35,8 @@ void softmax(const KernelCall& call) {
   const std::size_t axis = x.rank() - 1;
   const Range line_starts = Range::of_shape(x.window().with(axis, 1));
   const std::int64_t n = x.window(axis);
+  if (n == 0) return;
+  std::vector<double> scratch;
   for (const Point& p : call.index.points()) {
     const T* xs = x.cell(p);
     T* rs = result.cell(p);
@@ -55,7 +46,8 @@ void softmax(const KernelCall& call) {
         ox += w[k] * x.stride(k);
         orr += w[k] * result.stride(k);
       }
-      softmax_line(xs + ox, x.stride(axis), rs + orr, result.stride(axis), n);
+      kernels::scalar::softmax_row(xs + ox, x.stride(axis), rs + orr, result.stride(axis), n,
+                                   scratch);
     }
   }
 }

@@ -2,9 +2,11 @@
 //
 // Any IPFs with one element per index point are accepted: the index box becomes a loop nest
 // over raw pointers (fast_support.h), broadcasting is a zero stride, and the innermost run is
-// one of the vectorised loops of elementwise_ops.h. Only integer division (an Error on a zero
-// divisor), mixed dtypes and cells wider than one element go to the reference kernel.
+// one of the vectorised loops of elementwise_ops.h, applying the formulas of ../scalar_ops.h
+// (the reference kernels' own). Only integer division (an Error on a zero divisor), mixed dtypes
+// and cells wider than one element go to the reference kernel.
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "elementwise_ops.h"
@@ -48,14 +50,14 @@ std::optional<DType> fast_dtype(const KernelCall& call, std::size_t inputs, bool
   return dtype;
 }
 
-template <UnaryOp Op>
+template <typename Op>
 void unary_kernel(const KernelCall& call) {
   const InputPort* x = sole_unit_port(call.inputs, "x");
   const OutputPort* r = sole_unit_port(call.outputs, kResult);
-  const std::optional<DType> dtype = fast_dtype(call, 1, is_float_only(Op));
+  const std::optional<DType> dtype = fast_dtype(call, 1, Op::kFloatOnly);
   if (x == nullptr || r == nullptr || !dtype) return run_reference(call);
   visit_dtype(*dtype, [&]<typename T>() {
-    if constexpr (kernels::kIsFloat<T> || !is_float_only(Op)) {
+    if constexpr (kernels::kIsFloat<T> || !Op::kFloatOnly) {
       const Strided<const T> xs = strided<const T>(*x, call.index);
       const Strided<T> rs = strided<T>(*r, call.index);
       for_each_run(make_nest<2>(call.index, {&xs.coef, &rs.coef}),
@@ -67,15 +69,19 @@ void unary_kernel(const KernelCall& call) {
   count_fast();
 }
 
-template <BinaryOp Op>
+// Integer division throws on a zero divisor: it runs on the reference kernel, floats only here.
+template <typename Op>
+constexpr bool kIsDiv = std::is_same_v<Op, scalar::Div>;
+
+template <typename Op>
 void binary_map(const KernelCall& call, std::string_view lhs, std::string_view rhs) {
   const InputPort* a = sole_unit_port(call.inputs, lhs);
   const InputPort* b = sole_unit_port(call.inputs, rhs);
   const OutputPort* r = sole_unit_port(call.outputs, kResult);
-  const std::optional<DType> dtype = fast_dtype(call, 2, Op == BinaryOp::kDiv);
+  const std::optional<DType> dtype = fast_dtype(call, 2, kIsDiv<Op>);
   if (a == nullptr || b == nullptr || r == nullptr || !dtype) return run_reference(call);
   visit_dtype(*dtype, [&]<typename T>() {
-    if constexpr (kernels::kIsFloat<T> || Op != BinaryOp::kDiv) {
+    if constexpr (kernels::kIsFloat<T> || !kIsDiv<Op>) {
       const Strided<const T> as = strided<const T>(*a, call.index);
       const Strided<const T> bs = strided<const T>(*b, call.index);
       const Strided<T> rs = strided<T>(*r, call.index);
@@ -89,13 +95,13 @@ void binary_map(const KernelCall& call, std::string_view lhs, std::string_view r
   count_fast();
 }
 
-template <BinaryOp Op>
+template <typename Op>
 void binary_kernel(const KernelCall& call) {
   binary_map<Op>(call, "a", "b");
 }
 
 void bias_add_kernel(const KernelCall& call) {
-  binary_map<BinaryOp::kAdd>(call, "x", "bias");
+  binary_map<scalar::Add>(call, "x", "bias");
 }
 
 // transpose, permute, reshape: every index point's result cell is a copy of its x cell, so they
@@ -182,17 +188,17 @@ void pad_kernel(const KernelCall& call) {
 }  // namespace
 
 void register_fast_elementwise(KernelRegistry& registry) {
-  registry.add("relu", &unary_kernel<UnaryOp::kRelu>);
-  registry.add("neg", &unary_kernel<UnaryOp::kNeg>);
-  registry.add("exp", &unary_kernel<UnaryOp::kExp>);
-  registry.add("tanh", &unary_kernel<UnaryOp::kTanh>);
-  registry.add("sigmoid", &unary_kernel<UnaryOp::kSigmoid>);
-  registry.add("gelu", &unary_kernel<UnaryOp::kGelu>);
-  registry.add("add", &binary_kernel<BinaryOp::kAdd>);
-  registry.add("sub", &binary_kernel<BinaryOp::kSub>);
-  registry.add("mul", &binary_kernel<BinaryOp::kMul>);
-  registry.add("div", &binary_kernel<BinaryOp::kDiv>);
-  registry.add("maximum", &binary_kernel<BinaryOp::kMaximum>);
+  registry.add("relu", &unary_kernel<scalar::Relu>);
+  registry.add("neg", &unary_kernel<scalar::Neg>);
+  registry.add("exp", &unary_kernel<scalar::Exp>);
+  registry.add("tanh", &unary_kernel<scalar::Tanh>);
+  registry.add("sigmoid", &unary_kernel<scalar::Sigmoid>);
+  registry.add("gelu", &unary_kernel<scalar::Gelu>);
+  registry.add("add", &binary_kernel<scalar::Add>);
+  registry.add("sub", &binary_kernel<scalar::Sub>);
+  registry.add("mul", &binary_kernel<scalar::Mul>);
+  registry.add("div", &binary_kernel<scalar::Div>);
+  registry.add("maximum", &binary_kernel<scalar::Maximum>);
   registry.add("bias_add", &bias_add_kernel);
   registry.add("transpose", &copy_kernel);
   registry.add("permute", &copy_kernel);

@@ -5,35 +5,21 @@
 // contiguous along the last dim (unit stride: any dense tensor and any sub-box view of one), the
 // row starts form a loop nest over raw pointers (fast_support.h: the index dims by their affine
 // coefficients, then the window's other dims by the views' strides) and each row runs
-//
-//   m = max_j x_j;   e_j = exp(x_j − m) (stored in result);   s = Σ_j e_j (ascending j);
-//   result_j = e_j / s
-//
-// the reference's formulas in the reference's order, with the same std::exp, so the result is
-// bitwise equal to the reference kernel; the gain is the per-row overhead (no Point per index
-// point) and the vectorised max and division loops. Other dtypes, cells that differ between x
-// and the result, and non-unit last-dim strides run the reference kernel.
-#include <cmath>
+// scalar_ops.h's softmax_row, the reference kernel's own function, so the result is bitwise
+// equal to the reference kernel by construction; the gain is the per-row overhead (no Point per
+// index point) and, with unit strides known, the vectorised max and division loops. Other
+// dtypes, cells that differ between x and the result, and non-unit last-dim strides run the
+// reference kernel.
+#include <vector>
 
 #include "fast_support.h"
 
 #include "../kernel_support.h"
+#include "../scalar_ops.h"
 
 namespace tapestry::runtime::fast {
 
 namespace {
-
-template <typename T>
-void softmax_row(const T* __restrict x, T* __restrict r, std::int64_t n) {
-  T m = x[0];
-  for (std::int64_t j = 1; j < n; ++j) m = kernels::max(m, x[j]);
-  T sum = T{0};
-  for (std::int64_t j = 0; j < n; ++j) {
-    r[j] = std::exp(x[j] - m);
-    sum += r[j];
-  }
-  for (std::int64_t j = 0; j < n; ++j) r[j] /= sum;
-}
 
 template <typename T>
 bool softmax(const KernelCall& call) {
@@ -59,9 +45,11 @@ bool softmax(const KernelCall& call) {
     rows.extent.push_back(window[d]);
     rows.stride.push_back({x.view.stride(d), r.view.stride(d)});
   }
+  std::vector<double> scratch;
   for_each_run(rows, [&](const auto& at, std::int64_t len, const auto& step) {
     for (std::int64_t i = 0; i < len; ++i) {
-      softmax_row(xs.base + at[0] + i * step[0], rs.base + at[1] + i * step[1], n);
+      kernels::scalar::softmax_row(xs.base + at[0] + i * step[0], std::int64_t{1},
+                                   rs.base + at[1] + i * step[1], std::int64_t{1}, n, scratch);
     }
   });
   return true;

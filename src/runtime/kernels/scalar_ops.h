@@ -1,0 +1,277 @@
+// Private to the runtime: the scalar formula of every elementwise operation — the one definition
+// that both kernel sets evaluate. The reference kernels (elementwise.cpp, softmax.cpp) call these
+// once per index point; the fast kernels (fast/elementwise_ops.h, fast/softmax.cpp) call them in
+// loops over raw pointers that the compiler vectorises where it can. The two sets therefore
+// compute the same bits for every element by construction, not by keeping two copies in step.
+//
+// Accuracy (docs/runtime.md, "Accuracy of the elementwise kernels"; measured by
+// tests/runtime/elementwise_accuracy_test.cpp against a long double evaluation):
+//
+//   relu, neg, add, sub, mul, div, maximum   exact or correctly rounded (IEEE operations)
+//   exp        std::exp                                            f32 ≤ 0.51, f64 ≤ 0.52 ulp
+//   tanh       f32: std::tanh in f64, rounded once; f64: std::tanh   f32 ≤ 0.51, f64 ≤ 2.5 ulp
+//   sigmoid    e = exp(−|x|);  (x < 0 ? e : 1) / (1 + e)             f32 ≤ 3,    f64 ≤ 3 ulp
+//   gelu       x/2 · erfc(−x/√2); f32 in f64, rounded once           f32 ≤ 0.51, f64 ≤ 4 ulp
+//   softmax    see softmax_row                                       f32 ≤ 1.5,  f64 ≤ 3 ulp
+//
+// Why these forms:
+//   * sigmoid as 1 / (1 + e^−x) overflows e^−x below x ≈ −88.7 (f32) and returns 0 where the
+//     true value e^x is still representable; with e = e^−|x| ≤ 1 nothing overflows, and for
+//     x < 0 the quotient e / (1 + e) keeps full relative accuracy down to the underflow. It
+//     stays in its own dtype: f64's exp costs ~4× f32's expf on this machine.
+//   * gelu as x/2 · (1 + erf(x/√2)) cancels for x ≪ 0 (1 + erf → 0: 11% error at x = −5.24 in
+//     f32, −0 instead of ≈ −6e-9 below −6). erfc(−x/√2) = 1 + erf(x/√2) without the subtraction.
+//     The form is still ill-conditioned for x ≪ 0: a relative error δ in t = −x/√2 becomes
+//     ≈ 2t²·δ in erfc(t) (≈ 1,400 ulp at x = −37). f32 evaluates it in f64, where that is far
+//     below an f32 ulp; f64 carries t as t_hi + t_lo and adds the first-order term
+//     −t_lo · 2/√π · e^(−t_hi²), and below x = −36 uses the asymptotic series, which keeps the
+//     results that are subnormal exact to the last place.
+//   * f32 tanh evaluates in f64 and rounds once (≤ 0.5 ulp + 2^−29, where tanhf reaches 2 ulp),
+//     at the cost of tanhf.
+
+// Integer add, sub, mul and neg wrap (kernel_support.h); integer div rounds toward zero, wraps
+// INT_MIN / −1 and throws on a zero divisor (the fast kernels leave integer division to the
+// reference kernel for that reason).
+#pragma once
+
+#include <bit>
+#include <cmath>
+#include <concepts>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "kernel_support.h"
+
+namespace tapestry::runtime::kernels::scalar {
+
+// ---- double-double helpers --------------------------------------------------------------------
+
+/// The rounding error of p = fl(a·b): a·b = p + two_product_error(a, b, p) exactly (Dekker's
+/// algorithm; a, b finite with |a·b| far from overflow and underflow). The runtime is built with
+/// -ffp-contract=off, so every operation below rounds as written.
+inline double two_product_error(double a, double b, double p) {
+  constexpr double kSplit = 134217729.0;  // 2^27 + 1: splits a double into two 26-bit halves
+  const double ca = kSplit * a;
+  const double ah = ca - (ca - a);
+  const double al = a - ah;
+  const double cb = kSplit * b;
+  const double bh = cb - (cb - b);
+  const double bl = b - bh;
+  return ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+}
+
+/// The rounding error of s = fl(a + b): a + b = s + two_sum_error(a, b, s) exactly (Knuth;
+/// a, b, s finite).
+inline double two_sum_error(double a, double b, double s) {
+  const double bb = s - a;
+  return (a - (s - bb)) + (b - bb);
+}
+
+// 1/√2 = kInvSqrt2 + kInvSqrt2Lo (to 2^−107), 2/√π and 1/√(2π).
+inline constexpr double kInvSqrt2 = 0x1.6a09e667f3bcdp-1;
+inline constexpr double kInvSqrt2Lo = -0x1.bdd3413b26456p-55;
+inline constexpr double kTwoOverSqrtPi = 0x1.20dd750429b6dp+0;
+inline constexpr double kInvSqrt2Pi = 0x1.9884533d43651p-2;
+
+/// gelu(x) for x < −36 (f64): x·Φ(x) = −φ(x)·(1 − u + 3u² − 15u³ + …), u = 1/x², φ the normal
+/// density (the asymptotic series of Mills' ratio; at |x| ≥ 36 the first term left out is below
+/// 2^−68). e^(−x²/2) is e^(−h/2)·(1 − l/2) with x² = h + l exactly, and the one product that may be
+/// subnormal comes last, so subnormal results round once.
+inline double gelu_tail(double x) {
+  if (x < -40.0) return -0.0;  // |gelu(x)| < 2^−1075: rounds to −0 (and x = −∞ gives −0)
+  const double u = 1.0 / (x * x);
+  constexpr double kCoef[] = {2027025, -135135, 10395, -945, 105, -15, 3, -1};
+  double series = kCoef[0];
+  for (int k = 1; k < 8; ++k) series = series * u + kCoef[k];
+  series = series * u + 1.0;  // 1 − u + 3u² − … + 2027025u⁸
+  const double h = x * x;
+  const double l = two_product_error(x, x, h);
+  const double scale = -kInvSqrt2Pi * (series - 0.5 * l * series);
+  return scale * std::exp(-0.5 * h);
+}
+
+/// gelu(x) in f64 (see the file comment).
+inline double gelu_f64(double x) {
+  const double th = -x * kInvSqrt2;
+  if (!(x < 0.0)) return 0.5 * x * std::erfc(th);  // erfc ∈ [1, 2]: well conditioned; NaN, +∞
+  if (x < -36.0) return gelu_tail(x);
+  // t = −x/√2 = th + tl; erfc(th + tl) = erfc(th) − tl·(2/√π)·e^(−th²) + O(tl²·th·e^(−th²)).
+  const double tl = two_product_error(-x, kInvSqrt2, th) + (-x) * kInvSqrt2Lo;
+  const double erfc_t = std::erfc(th) - tl * kTwoOverSqrtPi * std::exp(-th * th);
+  return 0.5 * x * erfc_t;
+}
+
+/// `if_negative` when x's sign bit is set (−0 and negative NaNs included), else `otherwise`;
+/// without a branch, which random signs mispredict half of the time (f32 sigmoid on N(0, 1)
+/// inputs, on this shared 2-core machine: 16–24 ns per element with the branch, 4–5 without).
+template <std::floating_point T>
+T select_if_negative(T x, T if_negative, T otherwise) {
+  using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  const Bits mask = Bits{0} - (std::bit_cast<Bits>(x) >> (8 * sizeof(T) - 1));
+  return std::bit_cast<T>((std::bit_cast<Bits>(if_negative) & mask) |
+                          (std::bit_cast<Bits>(otherwise) & ~mask));
+}
+
+// ---- unary ------------------------------------------------------------------------------------
+
+/// max(x, 0); NaN and −0 pass through (as max(x, 0) returns its first operand there).
+struct Relu {
+  static constexpr bool kFloatOnly = false;
+  template <Element T>
+  T operator()(T x) const {
+    return x < T{0} ? T{0} : x;
+  }
+};
+
+/// −x: exact for floats (neg(0) = −0), wrapping for integers (neg(INT_MIN) = INT_MIN).
+struct Neg {
+  static constexpr bool kFloatOnly = false;
+  template <Element T>
+  T operator()(T x) const {
+    if constexpr (kIsFloat<T>) {
+      return -x;
+    } else {
+      return kernels::neg(x);
+    }
+  }
+};
+
+struct Exp {
+  static constexpr bool kFloatOnly = true;
+  template <std::floating_point T>
+  T operator()(T x) const {
+    return std::exp(x);
+  }
+};
+
+struct Tanh {
+  static constexpr bool kFloatOnly = true;
+  template <std::floating_point T>
+  T operator()(T x) const {
+    return static_cast<T>(std::tanh(static_cast<double>(x)));
+  }
+};
+
+struct Sigmoid {
+  static constexpr bool kFloatOnly = true;
+  template <std::floating_point T>
+  T operator()(T x) const {
+    const T e = std::exp(-std::fabs(x));  // ∈ [0, 1]: never overflows
+    return select_if_negative(x, e, T{1}) / (T{1} + e);
+  }
+};
+
+struct Gelu {
+  static constexpr bool kFloatOnly = true;
+  template <std::floating_point T>
+  T operator()(T x) const {
+    if constexpr (std::is_same_v<T, double>) {
+      return gelu_f64(x);
+    } else {
+      // In f64 the error of t = −x/√2 costs at most 2t²·2^−53 < 2^−45 (the result is 0 below
+      // x ≈ −14.1): the one rounding to f32 dominates. x = −∞ is handled by erfc(+∞) = 0.
+      const double w = x;
+      if (w == -std::numeric_limits<double>::infinity()) return T{-0.0};
+      return static_cast<T>(0.5 * w * std::erfc(-w * kInvSqrt2));
+    }
+  }
+};
+
+// ---- binary -----------------------------------------------------------------------------------
+
+struct Add {
+  template <Element T>
+  T operator()(T a, T b) const {
+    return kernels::add(a, b);
+  }
+};
+
+struct Sub {
+  template <Element T>
+  T operator()(T a, T b) const {
+    return kernels::sub(a, b);
+  }
+};
+
+struct Mul {
+  template <Element T>
+  T operator()(T a, T b) const {
+    return kernels::mul(a, b);
+  }
+};
+
+/// Floats: IEEE division. Integers: C division, rounding toward zero (elementwise_binary.yaml);
+/// the overflowing INT_MIN / −1 wraps; division by zero throws an Error.
+struct Div {
+  template <Element T>
+  T operator()(T a, T b) const {
+    if constexpr (kIsFloat<T>) {
+      return a / b;
+    } else {
+      if (b == 0) throw Error("integer division by zero");
+      if (b == -1) return kernels::neg(a);
+      return a / b;
+    }
+  }
+};
+
+/// NaN if either operand is NaN (a's first), else the larger (a when equal: max(−0, 0) = −0).
+/// Written as selects so that loops over it vectorise.
+struct Maximum {
+  template <Element T>
+  T operator()(T a, T b) const {
+    T r = a < b ? b : a;
+    if constexpr (kIsFloat<T>) {
+      r = b != b ? b : r;  // NOLINT(misc-redundant-expression): the NaN test that vectorises
+      r = a != a ? a : r;  // NOLINT(misc-redundant-expression)
+    }
+    return r;
+  }
+};
+
+// ---- softmax ----------------------------------------------------------------------------------
+
+/// One softmax row: r[j·sr] = e^(x_j − m) / Σ_k e^(x_k − m), m = max_j x_j, for j < n (n ≥ 1).
+/// `scratch` is working memory (resized here; reuse it across rows).
+///
+/// Both dtypes carry e^(x_j − m) in f64 and round each result once. The difference d = x_j − m
+/// is not rounded away: f32 takes it exactly in f64 and evaluates e^d as e^df·(1 + (d − df)),
+/// df = d rounded to f32 (so the exponential is f32's expf, ~4× faster than f64's exp here);
+/// f64 carries it as d + err (two_sum_error) and takes e^d·(1 + err), and sums with Neumaier's
+/// compensation, so the error grows neither with n nor with the spread of x. (Rounding x_j − m
+/// costs up to |x_j − m|·2^−p relative: 60 f32 ulps on results near e^−80.) A NaN anywhere, a
+/// +∞, or a row of −∞ gives NaN in the whole row (the limit is undefined); a −∞ entry among
+/// finite ones gives 0.
+template <std::floating_point T>
+void softmax_row(const T* x, std::int64_t sx, T* r, std::int64_t sr, std::int64_t n,
+                 std::vector<double>& scratch) {
+  T m = x[0];
+  for (std::int64_t j = 1; j < n; ++j) m = kernels::max(m, x[j * sx]);
+  scratch.resize(static_cast<std::size_t>(n));
+  double* e = scratch.data();
+  double sum = 0.0, compensation = 0.0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    const double xj = x[j * sx];
+    const double d = xj - m;
+    double v = 0.0;
+    if constexpr (std::is_same_v<T, float>) {
+      const float df = static_cast<float>(d);
+      v = std::exp(df);
+      if (v != 0.0) v += v * (d - df);  // v = 0: d may be −∞ or below −FLT_MAX, and d − df ±∞
+      sum += v;
+    } else {
+      v = std::exp(d);
+      if (v != 0.0) v += v * two_sum_error(xj, -static_cast<double>(m), d);  // d finite or NaN
+      const double s = sum + v;
+      compensation += std::fabs(sum) >= std::fabs(v) ? (sum - s) + v : (v - s) + sum;
+      sum = s;
+    }
+    e[j] = v;
+  }
+  sum += compensation;
+  for (std::int64_t j = 0; j < n; ++j) r[j * sr] = static_cast<T>(e[j] / sum);
+}
+
+}  // namespace tapestry::runtime::kernels::scalar
