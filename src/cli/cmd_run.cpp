@@ -69,6 +69,7 @@ struct RunOptions {
   bool quiet = false;
   int repeat = 1;
   int warmup = 0;
+  bool trust_ipfs = false;
 
   // Split out of `kernels`: directories of kernel files, and the executable kernel set.
   std::vector<std::string> kernel_dirs;
@@ -196,14 +197,15 @@ int run_run(RunOptions& options) {
   check_options(options);
   const bool exact = options.verify == "exact";
   const metakernel::KernelRegistry kernels = load_kernels(options.kernel_dirs);
-  const ir::Graph graph = load_graph(options.graph, kernels);
+  const ir::Graph graph = load_graph(options.graph, kernels, options.trust_ipfs);
   const rewrite::Plan plan = load_plan(options.plan, options.splits);
   const std::vector<ir::TensorId> outputs = runtime::graph_outputs(graph);
   if (!options.outputs.empty()) check_output_files(graph, options.outputs, outputs);
   check_writable_file("--metrics", options.metrics);
   check_writable_file("--trace", options.trace);
-  rewrite::LowerResult lowered =
-      rewrite::lower(graph, plan, {.driver = {}, .validate = true, .kernels = &kernels});
+  rewrite::LowerResult lowered = rewrite::lower(
+      graph, plan,
+      {.driver = {}, .validate = true, .check_kernels = !options.trust_ipfs, .kernels = &kernels});
   bool reduction_split = false;
   for (const rewrite::RewriteEvent& e : lowered.log)
     reduction_split |= e.applied && e.pattern == rewrite::kSplitReduction;
@@ -294,6 +296,7 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--trace", options->trace,
                   "write a Chrome trace-event FILE (open in Perfetto / chrome://tracing)");
   cmd->add_flag("--quiet", options->quiet, "no progress line on stderr");
+  cmd->add_flag("--trust-ipfs", options->trust_ipfs, kTrustIpfsHelp);
   cmd->add_option("--repeat", options->repeat,
                   "run N times (block executor; for timing): report the median run")
       ->check(CLI::Range(1, 1000));

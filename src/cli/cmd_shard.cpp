@@ -24,14 +24,16 @@ struct ShardOptions {
   std::string output;
   std::vector<std::string> kernel_dirs;
   bool explain = false;
+  bool trust_ipfs = false;
 };
 
 int run_shard(const ShardOptions& options) {
   const metakernel::KernelRegistry kernels = load_kernels(options.kernel_dirs);
-  const ir::Graph graph = load_graph(options.graph, kernels);
+  const ir::Graph graph = load_graph(options.graph, kernels, options.trust_ipfs);
   const rewrite::Plan plan = load_plan(options.plan, options.splits);
-  rewrite::LowerResult lowered =
-      rewrite::lower(graph, plan, {.driver = {}, .validate = true, .kernels = &kernels});
+  rewrite::LowerResult lowered = rewrite::lower(
+      graph, plan,
+      {.driver = {}, .validate = true, .check_kernels = !options.trust_ipfs, .kernels = &kernels});
   if (options.explain) {
     for (const rewrite::RewriteEvent& e : lowered.log) fmt::print(stderr, "{}\n", e.to_string());
     fmt::print(stderr, "{} operations, {} applications\n", lowered.graph.operations().size(),
@@ -58,6 +60,7 @@ void register_shard(CLI::App& app, Dispatch& dispatch) {
                   "where to write the application graph (default: stdout)");
   cmd->add_option("--kernels", options->kernel_dirs, "a directory of extra kernel files (*.yaml)");
   cmd->add_flag("--explain", options->explain, "print the rewrites applied and refused (stderr)");
+  cmd->add_flag("--trust-ipfs", options->trust_ipfs, kTrustIpfsHelp);
   cmd->callback([&dispatch, options] {
     dispatch.name = "shard";
     dispatch.run = [options] { return run_shard(*options); };

@@ -1,19 +1,23 @@
-// `tapestry validate`: read a loom JSON graph and check it against a dialect.
+// `tapestry validate`: read a loom JSON graph and check it against a dialect and its kernels.
 //
 //   tapestry validate graph.json [--dialect operation|application] [--format text|json]
+//                                [--kernels DIR]
 //
 // Prints every issue (reading and validation) and exits 0 when there is no error (warnings
 // allowed), 1 when the graph is invalid, 2 when the file cannot be read as a graph or the
 // arguments are bad. Without --dialect, graphs holding Application nodes are checked in the
-// application dialect, others in the operation dialect.
+// application dialect, others in the operation dialect. Either way every operation is also
+// checked against its kernel (operation-kernel-agreement: the built-ins plus --kernels DIR).
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
 #include <vector>
 
 #include "command.h"
+#include "graph_input.h"
 #include "tapestry/ir/dialect.h"
 #include "tapestry/ir/json_io.h"
+#include "tapestry/rewrite/kernel_agreement.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::cli {
@@ -24,6 +28,7 @@ struct ValidateOptions {
   std::string file;
   std::string dialect = "auto";
   std::string format = "text";
+  std::vector<std::string> kernel_dirs;
 };
 
 void print_issues(const std::vector<ir::Issue>& issues, const std::string& format) {
@@ -45,7 +50,9 @@ int run_validate(const ValidateOptions& options) {
                                                                       : &ir::Dialect::application())
                                 : ir::Dialect::find(options.dialect);
   if (dialect == nullptr) throw Error(fmt::format("unknown dialect \"{}\"", options.dialect));
-  ir::ValidationReport report = ir::validate(*read.graph, *dialect);
+  const metakernel::KernelRegistry kernels = load_kernels(options.kernel_dirs);
+  ir::ValidationReport report =
+      ir::validate(*read.graph, rewrite::with_kernel_agreement(*dialect, kernels));
   std::vector<ir::Issue> issues = std::move(read.issues);
   for (ir::Issue& issue : report.issues) issues.push_back(std::move(issue));
   print_issues(issues, options.format);
@@ -57,7 +64,8 @@ int run_validate(const ValidateOptions& options) {
 void register_validate(CLI::App& app, Dispatch& dispatch) {
   auto options = std::make_shared<ValidateOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "validate", "Check a loom JSON graph against a dialect; print the issues found");
+      "validate",
+      "Check a loom JSON graph against a dialect and its kernels; print the issues found");
   cmd->add_option("file", options->file, "loom JSON graph")->required();
   cmd->add_option("--dialect", options->dialect,
                   "operation | application (default: application when the graph has "
@@ -65,6 +73,8 @@ void register_validate(CLI::App& app, Dispatch& dispatch) {
       ->check(CLI::IsMember({"auto", "operation", "application"}));
   cmd->add_option("--format", options->format, "text | json")
       ->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--kernels", options->kernel_dirs,
+                  "a directory of extra kernel files (*.yaml) the operations may use");
   cmd->callback([&dispatch, options] {
     dispatch.name = "validate";
     dispatch.run = [options] { return run_validate(*options); };

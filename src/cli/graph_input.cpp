@@ -5,6 +5,7 @@
 #include "tapestry/ir/dialect.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/metakernel/tap_frontend.h"
+#include "tapestry/rewrite/kernel_agreement.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::cli {
@@ -15,7 +16,8 @@ metakernel::KernelRegistry load_kernels(const std::vector<std::string>& dirs) {
   return kernels;
 }
 
-ir::Graph load_graph(const std::string& path, const metakernel::KernelRegistry& kernels) {
+ir::Graph load_graph(const std::string& path, const metakernel::KernelRegistry& kernels,
+                     bool trust_ipfs) {
   ir::Graph graph;
   if (path.ends_with(".tap")) {
     metakernel::BuildResult built = metakernel::build_tap_file(path, kernels);
@@ -29,7 +31,10 @@ ir::Graph load_graph(const std::string& path, const metakernel::KernelRegistry& 
     }
     graph = std::move(*read.graph);
   }
-  const ir::ValidationReport report = metakernel::validate_built_graph(graph);
+  const ir::Dialect& dialect =
+      graph.applications().empty() ? ir::Dialect::operation() : ir::Dialect::application();
+  const ir::ValidationReport report =
+      ir::validate(graph, trust_ipfs ? dialect : rewrite::with_kernel_agreement(dialect, kernels));
   if (!report.is_valid()) {
     throw Error(
         fmt::format("{}: the graph is invalid:\n{}", path, ir::format_issues_text(report.issues)));

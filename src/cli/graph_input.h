@@ -13,9 +13,17 @@ namespace tapestry::cli {
 /// The kernels: the built-ins plus every `--kernels DIR`.
 metakernel::KernelRegistry load_kernels(const std::vector<std::string>& dirs);
 
-/// Loads and validates GRAPH (`.tap` → built; anything else → loom JSON). Throws Error with the
-/// located diagnostics or the validation issues, naming the file.
-ir::Graph load_graph(const std::string& path, const metakernel::KernelRegistry& kernels);
+/// Loads and validates GRAPH (`.tap` → built; anything else → loom JSON), operation-kernel-
+/// agreement included unless `trust_ipfs` (kernel_agreement.h). Throws Error with the located
+/// diagnostics or the validation issues, naming the file.
+ir::Graph load_graph(const std::string& path, const metakernel::KernelRegistry& kernels,
+                     bool trust_ipfs = false);
+
+/// The flag `--trust-ipfs` of the commands that load a graph, with its (unsafe) meaning.
+inline constexpr const char* kTrustIpfsHelp =
+    "UNSAFE: skip checking the graph's IPFs, index and output types against its kernels; a graph "
+    "that contradicts its kernels then runs, and --verify cannot notice (its oracle reads the "
+    "same IPFs)";
 
 /// The plan of `--plan FILE` (optional) plus every `--split OP.DIM=N`.
 rewrite::Plan load_plan(const std::string& plan_file, const std::vector<std::string>& splits);

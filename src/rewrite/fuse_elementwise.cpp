@@ -5,8 +5,10 @@
 #include <fmt/core.h>
 
 #include "op_spec.h"
+#include "spec_transforms.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/rewrite/fused.h"
+#include "tapestry/support/assert.h"
 
 namespace tapestry::rewrite {
 
@@ -83,8 +85,9 @@ Candidate find_consumer(const RewriteState& state, ir::OperationId op, std::stri
   return {c, ""};
 }
 
-// The stages of an operation: its own (a fused op) or one stage of itself.
-std::vector<FusedStage> stages_of(const ir::Graph& graph, const OpSpec& op,
+// The stages of an operation: its own (a fused op) or one stage of itself, whose one output has
+// the loom dtype `out_dtype`.
+std::vector<FusedStage> stages_of(const OpSpec& op, const std::string& out_dtype,
                                   std::vector<Port>& inputs) {
   if (op.kernel == kFusedKernel) return fused_stages(op.params);
   FusedStage s{.kernel = op.kernel,
@@ -99,8 +102,7 @@ std::vector<FusedStage> stages_of(const ir::Graph& graph, const OpSpec& op,
     s.inputs.push_back({in.name, "s0_" + in.name, in.ipf});
     in.name = "s0_" + in.name;
   }
-  for (const Port& out : op.outputs)
-    s.outputs.push_back({out.name, "", out.ipf, graph.tensor(out.tensor).dtype()});
+  for (const Port& out : op.outputs) s.outputs.push_back({out.name, "", out.ipf, out_dtype});
   return {std::move(s)};
 }
 
@@ -120,6 +122,56 @@ std::optional<std::string> split_conflict(const RewriteState& state, const OpSpe
 }
 
 }  // namespace
+
+OpSpec detail::fuse(const OpSpec& p, const OpSpec& c, ir::TensorId t, const std::string& t_dtype) {
+  // M: producer index → consumer index, through T.
+  const Port* t_port = nullptr;
+  for (const Port& in : c.inputs) {
+    if (in.tensor == t) t_port = &in;
+  }
+  TAPESTRY_ASSERT(t_port != nullptr && p.outputs.size() == 1, "fuse: c must read p's one output");
+  const zspace::AffineMap m = p.outputs[0].ipf.map().translate(-t_port->ipf.map().offset());
+
+  OpSpec fused{.label = c.label,
+               .kernel = std::string(kFusedKernel),
+               .params = {},
+               .index = p.index,
+               .index_names = p.index_names,
+               .reductions = p.reductions,
+               .inputs = p.inputs,
+               .outputs = {}};
+  std::vector<FusedStage> stages = stages_of(p, t_dtype, fused.inputs);
+  FusedStage stage{.kernel = c.kernel,
+                   .label = c.label,
+                   .params = c.params,
+                   .index_names = c.index_names,
+                   .reductions = c.reductions,
+                   .index_map = m,
+                   .inputs = {},
+                   .outputs = {}};
+  const std::string prefix = fmt::format("s{}_", stages.size());
+  for (const Port& in : c.inputs) {
+    if (in.tensor == t) {
+      stage.inputs.push_back({in.name, "", in.ipf});
+      continue;
+    }
+    stage.inputs.push_back({in.name, prefix + in.name, in.ipf});
+    fused.inputs.push_back({prefix + in.name, in.tensor, in.ipf.compose(m)});
+  }
+  for (const Port& out : c.outputs) {
+    stage.outputs.push_back({out.name, out.name, out.ipf});
+    fused.outputs.push_back({out.name, out.tensor, out.ipf.compose(m)});
+  }
+  for (FusedStage& s : stages) {
+    for (FusedPort& out : s.outputs) {  // no longer the fused op's outputs: intermediates
+      if (!out.source.empty()) out.dtype = t_dtype;
+      out.source = "";
+    }
+  }
+  stages.push_back(std::move(stage));
+  fused.params = fused_params(stages);
+  return fused;
+}
 
 MatchResult FuseElementwise::match(const RewriteState& state, ir::OperationId op) const {
   const std::string name = operation_name(state.graph, op);
@@ -150,53 +202,8 @@ std::string FuseElementwise::apply(RewriteState& state, ir::OperationId op) cons
   const ir::TensorId t = p.outputs[0].tensor;
   const std::string t_name = state.graph.tensor(t).label();
   GraphCopy copy = copy_graph(state.graph, {{op, c_id, t}});
-
-  // M: producer index → consumer index, through T.
-  const Port* t_port = nullptr;
-  for (const Port& in : c.inputs) {
-    if (in.tensor == t) t_port = &in;
-  }
-  const zspace::AffineMap m = p.outputs[0].ipf.map().translate(-t_port->ipf.map().offset());
-
-  OpSpec fused{.label = c.label,
-               .kernel = std::string(kFusedKernel),
-               .params = {},
-               .index = p.index,
-               .index_names = p.index_names,
-               .reductions = p.reductions,
-               .inputs = p.inputs,
-               .outputs = {}};
-  std::vector<FusedStage> stages = stages_of(state.graph, p, fused.inputs);
-  FusedStage stage{.kernel = c.kernel,
-                   .label = c.label,
-                   .params = c.params,
-                   .index_names = c.index_names,
-                   .reductions = c.reductions,
-                   .index_map = m,
-                   .inputs = {},
-                   .outputs = {}};
-  const std::string prefix = fmt::format("s{}_", stages.size());
-  for (const Port& in : c.inputs) {
-    if (in.tensor == t) {
-      stage.inputs.push_back({in.name, "", in.ipf});
-      continue;
-    }
-    stage.inputs.push_back({in.name, prefix + in.name, in.ipf});
-    fused.inputs.push_back({prefix + in.name, in.tensor, in.ipf.compose(m)});
-  }
-  for (const Port& out : c.outputs) {
-    stage.outputs.push_back({out.name, out.name, out.ipf});
-    fused.outputs.push_back({out.name, out.tensor, out.ipf.compose(m)});
-  }
-  for (FusedStage& s : stages) {
-    for (FusedPort& out : s.outputs) {  // no longer the fused op's outputs: intermediates
-      if (!out.source.empty()) out.dtype = state.graph.tensor(t).dtype();
-      out.source = "";
-    }
-  }
-  stages.push_back(std::move(stage));
-  fused.params = fused_params(stages);
-  // (stages stays valid for the summary below)
+  OpSpec fused = detail::fuse(p, c, t, state.graph.tensor(t).dtype());
+  const std::size_t stages = fused.params["stages"].size();
   detail::remap(fused, copy);
   detail::add_op(copy.graph, fused);
 
@@ -219,7 +226,7 @@ std::string FuseElementwise::apply(RewriteState& state, ir::OperationId op) cons
   }
   state.graph = std::move(copy.graph);
   return fmt::format("{} ⇒ {} fused into {} ({} stages); tensor {} dropped", p.label, c.label,
-                     c.label, stages.size(), t_name);
+                     c.label, stages, t_name);
 }
 
 }  // namespace tapestry::rewrite

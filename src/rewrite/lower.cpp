@@ -7,6 +7,7 @@
 #include "tapestry/rewrite/decompose_linear.h"
 #include "tapestry/rewrite/fuse_elementwise.h"
 #include "tapestry/rewrite/graph_copy.h"
+#include "tapestry/rewrite/kernel_agreement.h"
 #include "tapestry/rewrite/shard_grid.h"
 #include "tapestry/rewrite/split_reduction.h"
 #include "tapestry/support/error.h"
@@ -56,7 +57,10 @@ LowerResult lower(const ir::Graph& graph, const Plan& plan, const LowerOptions& 
   std::vector<RewriteEvent> log = run_patterns(state, default_patterns(), options.driver);
   if (!options.driver.disabled.contains(kShardGrid)) shard_all(state, log);
   if (options.validate) {
-    ir::ValidationReport report = ir::validate(state.graph, ir::Dialect::application());
+    const ir::Dialect dialect =
+        options.check_kernels ? with_kernel_agreement(ir::Dialect::application(), *options.kernels)
+                              : ir::Dialect::application();
+    ir::ValidationReport report = ir::validate(state.graph, dialect);
     if (!report.is_valid()) {
       throw Error(fmt::format("internal error: the lowered graph is invalid:\n{}",
                               ir::format_issues_text(report.issues)));

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include "op_spec.h"
+#include "spec_transforms.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/metakernel/signature.h"
 #include "tapestry/support/assert.h"
@@ -11,6 +12,7 @@ namespace tapestry::rewrite {
 
 namespace {
 
+using detail::combine_kernel;
 using detail::OpSpec;
 using detail::Port;
 
@@ -70,26 +72,20 @@ ir::TensorId add_partial(ir::Graph& graph, ir::TensorId output, zspace::Range ra
 }
 
 // Even split: one operation with a leading `block` dim; one reduce per output.
-std::string split_even(RewriteState& state, ir::Graph& graph, const OpSpec& old, std::size_t k,
-                       std::int64_t p, const OpPlan& old_plan) {
+std::string add_even_split(RewriteState& state, ir::Graph& graph, const OpSpec& old, std::size_t k,
+                           std::int64_t p, const OpPlan& old_plan) {
   const std::int64_t q = old.index.extent(k) / p;
-  const zspace::AffineMap inner = block_map(old.index.rank(), k, q);
-  OpSpec s = old;
-  const std::string block = detail::fresh_name(old.index_names, "block");
-  s.index = zspace::Range::of_shape(zspace::Point{p})
-                .product(old.index.with_dim(k, old.index.start()[k], old.index.start()[k] + q));
-  s.index_names.insert(s.index_names.begin(), block);
-  for (Port& in : s.inputs) in.ipf = in.ipf.compose(inner);
+  OpSpec s = detail::split_even(old, k, p);
   std::vector<ir::TensorId> partials;
   for (std::size_t j = 0; j < s.outputs.size(); ++j) {
     const ir::TensorId out = old.outputs[j].tensor;
     partials.push_back(add_partial(
         graph, out, zspace::Range::of_shape(zspace::Point{p}).product(graph.tensor(out).range()),
         old.label + "/partial" + (j == 0 ? "" : fmt::format(".{}", j))));
-    s.outputs[j] = {s.outputs[j].name, partials[j],
-                    block_row(s.index.rank()).stack(s.outputs[j].ipf.compose(inner))};
+    s.outputs[j].tensor = partials[j];
   }
   detail::add_op(graph, s);
+  const std::string& block = s.index_names.front();
   OpPlan plan = old_plan;
   plan.split[block] = p;
   state.plan.ops[old.label] = plan;
@@ -106,21 +102,6 @@ std::string split_even(RewriteState& state, ir::Graph& graph, const OpSpec& old,
   }
   return fmt::format("{} blocks of {} in a `{}` dim, combined by {}/reduce ({})", p, q, block,
                      old.label, ir::monoid_name(monoid));
-}
-
-// The elementwise kernel that combines two partials of a monoid (nullopt: none is declared).
-std::optional<std::string_view> combine_kernel(ir::Monoid monoid) {
-  switch (monoid) {
-    case ir::Monoid::kSum:
-      return "add";
-    case ir::Monoid::kMax:
-      return "maximum";
-    case ir::Monoid::kProd:
-      return "mul";
-    case ir::Monoid::kMin:
-      return std::nullopt;
-  }
-  return std::nullopt;
 }
 
 // Combines `parts` pairwise, level by level, into `output` (the original tensor).
@@ -158,8 +139,8 @@ void combine_tree(RewriteState& state, ir::Graph& graph, std::vector<ir::TensorI
 
 // Uneven split: block b covers its slice of k and writes its own partial tensor (a tensor has
 // one producer); a balanced tree of the monoid's elementwise kernel combines them.
-std::string split_uneven(RewriteState& state, ir::Graph& graph, const OpSpec& old, std::size_t k,
-                         std::int64_t p, const OpPlan& old_plan) {
+std::string add_uneven_split(RewriteState& state, ir::Graph& graph, const OpSpec& old,
+                             std::size_t k, std::int64_t p, const OpPlan& old_plan) {
   const std::vector<zspace::Range> blocks = old.index.split_even(k, p);
   std::vector<std::vector<ir::TensorId>> parts(old.outputs.size());
   for (std::size_t b = 0; b < blocks.size(); ++b) {
@@ -186,6 +167,33 @@ std::string split_uneven(RewriteState& state, ir::Graph& graph, const OpSpec& ol
 }
 
 }  // namespace
+
+std::optional<std::string_view> detail::combine_kernel(ir::Monoid monoid) {
+  switch (monoid) {
+    case ir::Monoid::kSum:
+      return "add";
+    case ir::Monoid::kMax:
+      return "maximum";
+    case ir::Monoid::kProd:
+      return "mul";
+    case ir::Monoid::kMin:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+OpSpec detail::split_even(const OpSpec& old, std::size_t k, std::int64_t p) {
+  TAPESTRY_ASSERT(p > 0 && old.index.extent(k) % p == 0, "split_even: p must divide the extent");
+  const std::int64_t q = old.index.extent(k) / p;
+  const zspace::AffineMap inner = block_map(old.index.rank(), k, q);
+  OpSpec s = old;
+  s.index = zspace::Range::of_shape(zspace::Point{p})
+                .product(old.index.with_dim(k, old.index.start()[k], old.index.start()[k] + q));
+  s.index_names.insert(s.index_names.begin(), detail::fresh_name(old.index_names, "block"));
+  for (Port& in : s.inputs) in.ipf = in.ipf.compose(inner);
+  for (Port& out : s.outputs) out.ipf = block_row(s.index.rank()).stack(out.ipf.compose(inner));
+  return s;
+}
 
 MatchResult SplitReduction::match(const RewriteState& state, ir::OperationId op) const {
   auto split = requested_split(state, op);
@@ -235,8 +243,8 @@ std::string SplitReduction::apply(RewriteState& state, ir::OperationId op) const
   GraphCopy copy = copy_graph(state.graph, {{op}});
   detail::remap(old, copy);
   std::string summary = old.index.extent(k) % p == 0
-                            ? split_even(state, copy.graph, old, k, p, old_plan)
-                            : split_uneven(state, copy.graph, old, k, p, old_plan);
+                            ? add_even_split(state, copy.graph, old, k, p, old_plan)
+                            : add_uneven_split(state, copy.graph, old, k, p, old_plan);
   state.graph = std::move(copy.graph);
   return fmt::format("{} of {}: {}", k_name, old.label, summary);
 }

@@ -28,7 +28,7 @@ TEST(GraphvizTest, OperationGraphsShowTensorsOperationsAndIpfs) {
   EXPECT_NE(dot.find("index: batch 0:8, out 0:6, in 0:4 (sum)"), std::string::npos) << dot;
   EXPECT_NE(dot.find("float32 [8, 4]"), std::string::npos);
   EXPECT_NE(dot.find("in x[0]"), std::string::npos);
-  EXPECT_NE(dot.find("out y[0]"), std::string::npos);
+  EXPECT_NE(dot.find("out result[0]"), std::string::npos);
   EXPECT_NE(dot.find("n0 -> n5:in_x_0:w [label=\"x\"]"), std::string::npos) << dot;
   EXPECT_EQ(dot, to_dot(ir::testing::linear_relu(0).g));  // deterministic
 }

@@ -81,10 +81,10 @@ TEST(ApplicationIpfAgreementConstraint, FiresOnOtherTensorsAndMissingPorts) {
   nlohmann::json doc = testing::to_document(m.g);
   auto& app = testing::application_of(doc, "linear", 0)["body"];
   app["inputs"]["x"][0]["tensorId"] = testing::node_labelled(doc, "Z")["id"];
-  app["inputs"].erase("b");
+  app["inputs"].erase("bias");
   auto issues = issues_of(testing::from_document(doc), app_dialect(), "application-ipf-agreement");
   ASSERT_EQ(issues.size(), 2u);
-  EXPECT_EQ(issues[0].message, "operation selection inputs.b[0] has no application selection");
+  EXPECT_EQ(issues[0].message, "operation selection inputs.bias[0] has no application selection");
   EXPECT_EQ(issues[1].summary, "Application selects a different tensor than its operation");
 }
 
@@ -98,7 +98,7 @@ TEST(ApplicationOutputCoverageConstraint, FiresWhenAReductionIsSplitAcrossShards
   EXPECT_EQ(testing::types_of(report.issues),
             std::vector<std::string>{"application-output-coverage"});
   EXPECT_EQ(report.issues[0].message,
-            "cell (0, 0) of outputs.y[0] (tensor Z) is written by 2 applications");
+            "cell (0, 0) of outputs.result[0] (tensor Z) is written by 2 applications");
 }
 
 TEST(ApplicationOutputCoverageConstraint, FiresWhenAnOutputIsNotWritten) {
@@ -109,7 +109,7 @@ TEST(ApplicationOutputCoverageConstraint, FiresWhenAnOutputIsNotWritten) {
       issues_of(testing::from_document(doc), app_dialect(), "application-output-coverage");
   ASSERT_EQ(issues.size(), 1u);
   EXPECT_EQ(issues[0].message,
-            "cell (4, 0) of outputs.y[0] (tensor Y) is not written by any application");
+            "cell (4, 0) of outputs.result[0] (tensor Y) is not written by any application");
 }
 
 TEST(ApplicationConstraints, TheFourShardLinearReluGraphIsValid) {

@@ -108,8 +108,9 @@ inline std::vector<ApplicationId> shard(Graph& g, OperationId op,
 }
 
 /// Z = linear(X, W, b); Y = relu(Z), batch 8, in 4, out 6; index [batch, out, in] with `in` a
-/// sum reduction. With `shards` > 0 each operation is split into `shards` applications along
-/// batch (Tapestry's linear.relu.4x picture has 4).
+/// sum reduction. Ports, index names and IPFs are those the built-in kernels derive. With `shards`
+/// > 0 each operation is split into `shards` applications along batch (Tapestry's linear.relu.4x
+/// picture has 4).
 struct LinearRelu {
   Graph g;
   TensorId x, w, b, z, y;
@@ -130,24 +131,24 @@ inline LinearRelu linear_relu(int shards) {
                     .reductions = {{"in", Monoid::kSum}}};
   lin.inputs.append("x", {m.x, zr("zr[0:8, 0:4]")});
   lin.inputs.append("w", {m.w, zr("zr[0:6, 0:4]")});
-  lin.inputs.append("b", {m.b, zr("zr[0:6]")});
-  lin.outputs.append("y", {m.z, zr("zr[0:8, 0:6]")});
+  lin.inputs.append("bias", {m.b, zr("zr[0:6]")});
+  lin.outputs.append("result", {m.z, zr("zr[0:8, 0:6]")});
   m.linear = g.add_operation(std::move(lin), {.label = "linear"});
   IpfSignature ls;
   ls.inputs.append("x", ipf({{1, 0, 0}, {0, 0, 1}}, {0, 0}, {1, 1}));
   ls.inputs.append("w", ipf({{0, 1, 0}, {0, 0, 1}}, {0, 0}, {1, 1}));
-  ls.inputs.append("b", ipf({{0, 1, 0}}, {0}, {1}));
-  ls.outputs.append("y", ipf({{1, 0, 0}, {0, 1, 0}}, {0, 0}, {1, 1}));
+  ls.inputs.append("bias", ipf({{0, 1, 0}}, {0}, {1}));
+  ls.outputs.append("result", ipf({{1, 0, 0}, {0, 1, 0}}, {0, 0}, {1, 1}));
   g.set_ipf_index(m.linear, zr("zr[0:8, 0:6, 0:4]"));
   g.set_ipf_signature(m.linear, std::move(ls));
 
-  OperationBody relu{.kernel = "relu", .index_names = {"batch", "out"}};
+  OperationBody relu{.kernel = "relu", .index_names = {"d0", "d1"}};
   relu.inputs.append("x", {m.z, zr("zr[0:8, 0:6]")});
-  relu.outputs.append("y", {m.y, zr("zr[0:8, 0:6]")});
+  relu.outputs.append("result", {m.y, zr("zr[0:8, 0:6]")});
   m.relu = g.add_operation(std::move(relu), {.label = "relu"});
   IpfSignature rs;
   rs.inputs.append("x", zspace::IndexProjection::identity(2));
-  rs.outputs.append("y", zspace::IndexProjection::identity(2));
+  rs.outputs.append("result", zspace::IndexProjection::identity(2));
   g.set_ipf_index(m.relu, zr("zr[0:8, 0:6]"));
   g.set_ipf_signature(m.relu, std::move(rs));
 

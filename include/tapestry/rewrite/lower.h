@@ -1,8 +1,8 @@
 // lower(graph, plan): an operation graph and a plan become an application graph.
 //
 // The pipeline, one named pass after another (each can be disabled by name, and the result is
-// validated in the application dialect — a failure there is a bug in a rewrite, reported with
-// the issues):
+// validated in the application dialect plus operation-kernel-agreement — a failure there is a bug
+// in a rewrite, reported with the issues):
 //
 //   1. check-plan         every operation, dimension and count the plan names exists and fits
 //   2. decompose-linear   linear → transpose(w), matmul, bias_add where the plan splits `in`
@@ -31,6 +31,10 @@ struct LowerOptions {
   DriverOptions driver;
   /// Validate the result in the application dialect (on by default; cheap).
   bool validate = true;
+  /// With `validate`: also check operation-kernel-agreement (kernel_agreement.h) — every
+  /// rewrite must keep operations what their kernels derive. Off for graphs whose IPFs the caller
+  /// chose to trust (`--trust-ipfs`): their disagreement would survive lowering.
+  bool check_kernels = true;
   /// Kernels the rewrites may instantiate.
   const metakernel::KernelRegistry* kernels = &metakernel::builtin_kernels();
 };
