@@ -3,5 +3,5 @@
 # per phase and peak RSS. See docs/ir.md, "Performance".
 if(TARGET tapestry_ir)
   add_executable(ir_bench ir_bench.cpp)
-  target_link_libraries(ir_bench PRIVATE tapestry::ir)
+  target_link_libraries(ir_bench PRIVATE tapestry::ir tapestry::rewrite)
 endif()

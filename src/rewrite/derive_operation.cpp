@@ -149,6 +149,7 @@ void restrict_partial(DerivedOperation& d, const zspace::Range& recorded) {
     const std::int64_t lo = recorded.start()[k], hi = recorded.end()[k];
     if (lo == index.start()[k] && hi == index.end()[k]) continue;
     if (lo < index.start()[k] || hi > index.end()[k] || lo >= hi) continue;
+    if (!d.whole_index) d.whole_index = index;
     d.spec.index = index.with_dim(k, lo, hi);
     d.partial = r.monoid;
     add_form(d, fmt::format("partial over {} [{}:{}]", r.dim, lo, hi));

@@ -42,6 +42,8 @@ struct DerivedOperation {
   /// When the operation (or a fused operation's first stage) restricts a reduction dim to a
   /// sub-range, its outputs are partial results: the monoid that must combine them.
   std::optional<ir::Monoid> partial;
+  /// Then: the index before the restriction.
+  std::optional<zspace::Range> whole_index;
 };
 
 /// Derives `op` (see the file comment). Error with the reason when no derivation exists: the

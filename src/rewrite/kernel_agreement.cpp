@@ -256,14 +256,12 @@ void check_partial_readers(OperationReport& r, const DerivedOperation& d) {
     return std::find(allowed.begin(), allowed.end(), k) != allowed.end();
   };
   const auto report = [&](const std::string& what) {
-    json params = r.base_params();
-    params["field"] = "index";
-    params["readers"] = what;
-    r.add("Partial reduction is not combined",
-          fmt::format("the index restricts a {} reduction to a sub-range, so the operation "
-                      "computes partial results; only {} may combine them, but {}",
-                      ir::monoid_name(*d.partial), fmt::join(allowed, " or "), what),
-          std::move(params), index_tag_path());
+    r.differs("Partial reduction is not combined", "index",
+              fmt::format("the IPFIndex {} restricts a {} reduction of {}'s index {}, so the "
+                          "operation computes partial results; only {} may combine them, but {}",
+                          d.spec.index, ir::monoid_name(*d.partial), d.spec.kernel, *d.whole_index,
+                          fmt::join(allowed, " or "), what),
+              zspace::to_json(d.spec.index), zspace::to_json(*d.whole_index), index_tag_path());
   };
   if (d.spec.kernel == kFusedKernel) {
     const std::vector<FusedStage> stages = fused_stages(d.spec.params);

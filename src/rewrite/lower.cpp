@@ -49,6 +49,14 @@ void shard_all(RewriteState& state, std::vector<RewriteEvent>& log) {
   }
 }
 
+// The dialect a graph is validated in: application when it has Applications, else operation;
+// with operation-kernel-agreement unless the options say not.
+ir::Dialect dialect_of(const ir::Graph& graph, const LowerOptions& options) {
+  const ir::Dialect& base =
+      graph.applications().empty() ? ir::Dialect::operation() : ir::Dialect::application();
+  return options.check_kernels ? with_kernel_agreement(base, *options.kernels) : base;
+}
+
 }  // namespace
 
 LowerResult lower(const ir::Graph& graph, const Plan& plan, const LowerOptions& options) {
@@ -57,11 +65,15 @@ LowerResult lower(const ir::Graph& graph, const Plan& plan, const LowerOptions& 
   std::vector<RewriteEvent> log = run_patterns(state, default_patterns(), options.driver);
   if (!options.driver.disabled.contains(kShardGrid)) shard_all(state, log);
   if (options.validate) {
-    const ir::Dialect dialect =
-        options.check_kernels ? with_kernel_agreement(ir::Dialect::application(), *options.kernels)
-                              : ir::Dialect::application();
-    ir::ValidationReport report = ir::validate(state.graph, dialect);
+    ir::ValidationReport report = ir::validate(state.graph, dialect_of(state.graph, options));
     if (!report.is_valid()) {
+      // A fault the input already had (a caller that skipped validating it) is bad input, not a
+      // rewrite's bug: say so, with the input's issues.
+      ir::ValidationReport input = ir::validate(graph, dialect_of(graph, options));
+      if (!input.is_valid()) {
+        throw Error(fmt::format("the graph to lower is invalid:\n{}",
+                                ir::format_issues_text(input.issues)));
+      }
       throw Error(fmt::format("internal error: the lowered graph is invalid:\n{}",
                               ir::format_issues_text(report.issues)));
     }

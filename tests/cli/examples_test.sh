@@ -3,7 +3,8 @@
 # `tapestry run --verify` twice: on the block executor with the fast kernels (PASS = within the
 # documented bound, docs/runtime.md) and with `--kernels reference` (PASS = bitwise equal to the
 # naive run, hence to the sequential application executor, unless a reduction is split). Then
-# the run options: metrics, trace, memory limit, threads, bad input.
+# the run options: metrics, trace, memory limit, threads, bad input; and a graph that contradicts
+# its kernels (validate, run, shard, --trust-ipfs).
 # Usage: examples_test.sh TAPESTRY ROOT [full]
 #   default: examples/linear_relu.tap and small stand-ins of mlp and convnet (same op names);
 #   full:    the examples at their real sizes (slow: the naive reference run alone takes ~7 min
@@ -108,6 +109,37 @@ for bad in "--memory-limit lots" "--threads 0" "--executor gpu" "--metrics $tmp/
   "$tapestry" run "$lr" $bad >/dev/null 2>"$tmp/err"; rc=$?
   if [[ $rc -eq 2 && -s "$tmp/err" ]]; then passed=$((passed + 1)); else
     echo "FAIL bad option '$bad': rc=$rc"; cat "$tmp/err"; failures=$((failures + 1)); fi
+done
+
+# A graph whose IPFs contradict its kernel (tests/data/cli/linear_relu_bad_bias.json: Y/linear's
+# bias read at b[0] for every column). validate: the exact issue, exit 1; run and shard refuse
+# it (exit 2, naming the operation and the port, nothing written) unless --trust-ipfs.
+bad="$root/tests/data/cli/linear_relu_bad_bias.json"
+"$tapestry" validate "$bad" >"$tmp/issues"; rc=$?
+if [[ $rc -eq 1 ]] && diff "$tmp/issues" "$root/tests/data/cli/linear_relu_bad_bias.issues.txt"; then
+  passed=$((passed + 1)); else echo "FAIL validate bad bias: rc=$rc"; cat "$tmp/issues"; failures=$((failures + 1)); fi
+"$tapestry" validate "$bad" --format json >"$tmp/issues.json"; rc=$?
+if [[ $rc -eq 1 ]] && python3 - "$tmp/issues.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert not r["valid"] and r["errors"] == 1, r
+i = r["issues"][0]
+assert i["type"] == "operation-kernel-agreement" and i["params"]["field"] == "inputs.bias", i
+assert i["params"]["graph"]["affineMap"]["projection"] == [[0, 0, 0]], i
+assert i["params"]["derived"]["affineMap"]["projection"] == [[0, 1, 0]], i
+PY
+then passed=$((passed + 1)); else echo "FAIL validate --format json bad bias: rc=$rc"; failures=$((failures + 1)); fi
+for cmd in "run $bad --verify --quiet" "shard $bad -o $tmp/bad_sharded.json"; do
+  # shellcheck disable=SC2086
+  "$tapestry" $cmd >/dev/null 2>"$tmp/err"; rc=$?
+  if [[ $rc -eq 2 && ! -e "$tmp/bad_sharded.json" ]] &&
+     grep -q "Operation IPF differs from its kernel's" "$tmp/err" && grep -q "inputs.bias" "$tmp/err" &&
+     grep -q "Operation: Y/linear" "$tmp/err"; then passed=$((passed + 1)); else
+    echo "FAIL ${cmd%% *} of bad bias: rc=$rc"; cat "$tmp/err"; failures=$((failures + 1)); fi
+  # shellcheck disable=SC2086
+  "$tapestry" $cmd --trust-ipfs >/dev/null 2>"$tmp/err"; rc=$?
+  if [[ $rc -eq 0 ]]; then passed=$((passed + 1)); else
+    echo "FAIL ${cmd%% *} --trust-ipfs of bad bias: rc=$rc"; cat "$tmp/err"; failures=$((failures + 1)); fi
 done
 rm -rf "$tmp"
 

@@ -1,9 +1,11 @@
 // Property: for random graphs built from the built-ins (random_graphs.h) and random plans
 // (splits on every dim, reduction dims included, even and uneven; decompose-linear; random
 // fusion groups or "auto"), lowering succeeds, the lowered graph validates in the application
-// dialect (lower() checks it), and the application executor computes what the naive executor
-// computes — bitwise without a reduction split, within the documented bound with one. A plan
-// may fail to lower only for a refusal docs/rewrites.md documents (uneven `min` split).
+// dialect and every operation agrees with its kernel (lower() checks both:
+// operation-kernel-agreement, kernel_agreement.h), and the application executor computes what
+// the naive executor computes — bitwise without a reduction split, within the documented bound
+// with one. A plan may fail to lower only for a refusal docs/rewrites.md documents (uneven `min`
+// split).
 //
 // A failure prints the .tap program and the plan JSON, shrunk by rapidcheck; an assertion
 // failure or a crash prints the unshrunk case first. To replay one:
