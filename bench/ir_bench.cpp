@@ -1,5 +1,5 @@
 // ir_bench: load + validate (application dialect, then operation-kernel-agreement, as `tapestry
-// run` and `shard` load a graph) a generated graph of a million applications.
+// run`, `shard` and `verify` load a graph) a generated graph of a million applications.
 //
 //   ir_bench                       generate 1,000 ops × 1,000 shards, then measure load+validate
 //                                  in a fresh process (so peak RSS is only that)
@@ -170,8 +170,8 @@ int load(const std::string& file) {
   ir::ValidationReport report = ir::validate(*read.graph, ir::Dialect::application());
   double t_validate = seconds_since(t1);
   double c_validate = cpu_seconds() - c1;
-  // The check `tapestry run` and `shard` add when they load a graph: per operation, not per
-  // application. Timed on its own (it runs after the dialect's constraints there).
+  // The check `tapestry run`, `shard` and `verify` add when they load a graph: per operation, not
+  // per application. Timed on its own (it runs after the dialect's constraints there).
   auto t2 = std::chrono::steady_clock::now();
   double c2 = cpu_seconds();
   const ir::Dialect kernel_check(
