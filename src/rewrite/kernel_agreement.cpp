@@ -315,25 +315,25 @@ class OperationKernelAgreement final : public ir::Constraint {
             foreign ? ir::Severity::kWarning : ir::Severity::kError);
       return;
     }
-    DerivedOperation d;
+    // Deriving evaluates the kernel's expressions and IPF arithmetic (overflow-checked): any
+    // Error there is this operation's issue, never an exception out of validate().
     try {
-      d = detail::derive_operation(ctx.graph, op, kernels_);
+      const DerivedOperation d = detail::derive_operation(ctx.graph, op, kernels_);
+      r.set_form(d.form);
+      compare_index(r, d);
+      compare_ports(r, d, "inputs", d.spec.inputs, r.view().inputs(),
+                    r.view().ipf_signature() ? &r.view().ipf_signature()->inputs : nullptr);
+      compare_ports(r, d, "outputs", d.spec.outputs, r.view().outputs(),
+                    r.view().ipf_signature() ? &r.view().ipf_signature()->outputs : nullptr);
+      compare_output_types(r, d);
+      if (kernel == kFusedKernel) compare_stages(r, r.view().params(), d.spec.params, "");
+      check_partial_readers(r, d);
     } catch (const Error& e) {
       json params = r.base_params();
       params["derivable"] = false;
       params["reason"] = e.what();
       r.add("Operation cannot be derived from its kernel", e.what(), std::move(params), ".body");
-      return;
     }
-    r.set_form(d.form);
-    compare_index(r, d);
-    compare_ports(r, d, "inputs", d.spec.inputs, r.view().inputs(),
-                  r.view().ipf_signature() ? &r.view().ipf_signature()->inputs : nullptr);
-    compare_ports(r, d, "outputs", d.spec.outputs, r.view().outputs(),
-                  r.view().ipf_signature() ? &r.view().ipf_signature()->outputs : nullptr);
-    compare_output_types(r, d);
-    if (kernel == kFusedKernel) compare_stages(r, r.view().params(), d.spec.params, "");
-    check_partial_readers(r, d);
   }
 
   const metakernel::KernelRegistry& kernels_;
