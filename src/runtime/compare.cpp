@@ -128,44 +128,4 @@ TensorsComparison compare_tensors(const ir::Graph& graph, const BufferMap& a, co
   return out;
 }
 
-double VerifyTolerance::abs_tol(DType dtype) const {
-  double eps = 0;
-  if (dtype == DType::kFloat32) eps = 0x1p-23;
-  if (dtype == DType::kFloat64) eps = 0x1p-52;
-  return 4.0 * eps * static_cast<double>(std::max<std::int64_t>(reduction_length, 1)) * magnitude;
-}
-
-VerifyTolerance verify_tolerance(const ir::Graph& graph, const BufferMap& naive) {
-  VerifyTolerance t;
-  for (ir::OperationId op_id : graph.operations()) {
-    const ir::OperationView op = graph.operation(op_id);
-    const Range* index = op.ipf_index();
-    const ir::IpfSignature* signature = op.ipf_signature();
-    if (index == nullptr || signature == nullptr) continue;
-    std::int64_t window = 1;
-    for (const auto& e : signature->inputs.entries()) {
-      std::int64_t cells = 1;
-      for (std::int64_t s : e.value.shape()) cells *= s;
-      window = std::max(window, cells);
-    }
-    std::int64_t length = window;
-    for (const ir::Reduction& r : op.body().reductions) {
-      const auto& names = op.body().index_names;
-      auto it = std::find(names.begin(), names.end(), r.dim);
-      if (it != names.end()) length *= index->shape()[static_cast<std::size_t>(it - names.begin())];
-    }
-    if (length > 1) t.reduction_length += length;
-  }
-  for (const auto& entry : naive) {
-    const Buffer& buffer = entry.second;
-    visit_dtype(buffer.dtype(), [&]<typename T>() {
-      for (T v : buffer.values<T>()) {
-        const double m = std::abs(static_cast<double>(v));
-        if (std::isfinite(m)) t.magnitude = std::max(t.magnitude, m);
-      }
-    });
-  }
-  return t;
-}
-
 }  // namespace tapestry::runtime

@@ -16,7 +16,16 @@ namespace tapestry::runtime::detail {
 
 namespace {
 
-enum class Rule { kBilinear, kAdditive, kSelection, kElementwise, kSoftmax, kMove, kFallback };
+enum class Rule {
+  kBilinear,
+  kAdditive,
+  kProduct,
+  kSelection,
+  kElementwise,
+  kSoftmax,
+  kMove,
+  kFallback
+};
 
 // Which rule a kernel follows; `sum`, `max` and `reduce` depend on their monoid.
 Rule rule_of(std::string_view kernel, std::optional<ir::Monoid> monoid) {
@@ -27,7 +36,7 @@ Rule rule_of(std::string_view kernel, std::optional<ir::Monoid> monoid) {
   if (kernel == "sum" || kernel == "max" || kernel == "reduce") {
     if (!monoid) return Rule::kFallback;
     if (*monoid == ir::Monoid::kSum) return Rule::kAdditive;
-    if (*monoid == ir::Monoid::kProd) return Rule::kFallback;
+    if (*monoid == ir::Monoid::kProd) return Rule::kProduct;
     return Rule::kSelection;
   }
   if (kernel == "maximum") return Rule::kSelection;
@@ -45,7 +54,7 @@ Rule rule_of(std::string_view kernel, std::optional<ir::Monoid> monoid) {
 bool is_exact_kernel(std::string_view kernel, Rule rule) {
   if (kernel.starts_with("op:")) kernel.remove_prefix(3);
   if (rule == Rule::kElementwise) return kernel == "relu" || kernel == "neg";
-  return rule != Rule::kSoftmax && rule != Rule::kFallback;
+  return rule != Rule::kSoftmax && rule != Rule::kProduct && rule != Rule::kFallback;
 }
 
 bool is_float(DType d) {
@@ -78,10 +87,17 @@ bool all_zero(const Buffer& b) {
   return std::all_of(v.begin(), v.end(), [](double x) { return x == 0; });
 }
 
-// min(√n, n/λ): the probabilistic (Higham & Mary) or the worst-case factor, whichever is
-// smaller once multiplied by λ.
-double rounding_factor(double n, double lambda) {
-  return n <= 0 ? 0 : std::min(std::sqrt(n), n / lambda);
+// The two scales of n roundings of relative size ≤ u on terms of magnitude A (Σ|terms|):
+//   proxy  √n·u·A      Higham & Mary: the roundings are independent, mean zero and bounded,
+//                      so their sum is within λ·√n·u·A with probability ≥ 1 − 2·exp(−λ²/2)
+//   bound  γn·A        Higham §3.1, γn = n·u / (1 − n·u): the worst case, in any order
+// Both add n·tiny: each rounding may flush a subnormal to zero.
+struct Rounding {
+  double proxy = 0, bound = 0;
+};
+Rounding rounding(double n, double u, double tiny, double a) {
+  if (n <= 0) return {};
+  return {std::sqrt(n) * u * a + n * tiny, n * u / (1 - n * u) * a + n * tiny};
 }
 
 double closest_to_zero(double lo, double hi) {
@@ -123,6 +139,7 @@ struct OperationEval::Ctx {
   const ir::OperationView op;
   std::vector<const Buffer*> in_value;             // per input entry
   std::vector<const Buffer*> in_sigma;             // per input entry (float inputs)
+  std::vector<const Buffer*> in_bound;             // per input entry (float inputs)
   std::vector<ir::SelectionMap::Entry> ins, outs;  // the selections, in order
   double u = 0;                                    // unit roundoff of the computation's dtype
   double tiny = 0;                                 // its smallest normal number
@@ -191,7 +208,8 @@ std::vector<Buffer> OperationEval::call(KernelFn kernel, const std::vector<const
   return outputs;
 }
 
-RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma) const {
+RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
+                              const BufferMap& bound) const {
   const ir::OperationView op = graph_.operation(op_);
   Ctx c{.value = value, .sigma = sigma, .op = op};
   DType dtype = DType::kFloat64;
@@ -200,6 +218,8 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma) co
     c.in_value.push_back(&value.at(e.value.tensor));
     auto s = sigma.find(e.value.tensor);
     c.in_sigma.push_back(s == sigma.end() ? nullptr : &s->second);
+    auto b = bound.find(e.value.tensor);
+    c.in_bound.push_back(b == bound.end() ? nullptr : &b->second);
   }
   for (const auto& e : op.outputs().entries()) {
     c.outs.push_back(e);
@@ -216,8 +236,8 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma) co
   const Rule rule = rule_of(op.kernel(), monoid);
   c.result.exact = is_exact_kernel(op.kernel(), rule);
   if (!floats) return std::move(c.result);  // integers: exact, no sigma
-  for (const Buffer* s : c.in_sigma) {
-    if (s == nullptr)
+  for (std::size_t i = 0; i < c.in_sigma.size(); ++i) {
+    if (c.in_sigma[i] == nullptr || c.in_bound[i] == nullptr)
       throw Error(
           fmt::format("operation '{}' mixes integer and float tensors", node_name(graph_, op_)));
   }
@@ -227,6 +247,9 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma) co
       break;
     case Rule::kAdditive:
       additive(c, op.kernel() == "sub" ? "add" : op.kernel());
+      break;
+    case Rule::kProduct:
+      product(c);
       break;
     case Rule::kSelection:
       selection(c, monoid == ir::Monoid::kMin);
@@ -247,69 +270,106 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma) co
   return std::move(c.result);
 }
 
-// linear, matmul, conv2d, mul: out = Σ_k x_k·w_k (+ bias).
-//   A = K(|x|, |w|, |bias|)                       Σ|terms| of each cell
-//   P = K(σx², w², σbias²) + K(x², σw², 0)         propagated variance
-//   σ = √(P + (u·r(n)·A + n·tiny)²)               n = terms (+1 with a bias)
+// The bar of each cell of an input: min(λ·σ, D) (oracle.h).
+Buffer OperationEval::bar_of(const Buffer& sigma, const Buffer& bound) const {
+  Buffer out(DType::kFloat64, sigma.range(), Buffer::Uninitialized{});
+  const std::span<const double> s = sigma.values<double>(), d = bound.values<double>();
+  const std::span<double> o = out.values<double>();
+  for (std::size_t i = 0; i < o.size(); ++i) o[i] = std::min(lambda_ * s[i], d[i]);
+  return out;
+}
+
+// linear, matmul, conv2d, mul: out = Σ_k x_k·w_k (+ bias), n = terms (+1 with a bias).
+//   A  = K(|x|, |w|, |bias|)                         Σ|terms| of each cell
+//   σ² = K(σx², w², σbias²) + K(x², σw², 0) + proxy(A)²
+//   D  = K(Dx, |w| + Dw, Dbias) + K(|x|, Dw, 0) + bound(A)
+// (D is exact to every order: |Σ(x+Δx)(w+Δw) − Σxw| ≤ Σ|Δx|(|w|+|Δw|) + |x||Δw|.)
 void OperationEval::bilinear(Ctx& c) const {
   const int x = c.entry("x") >= 0 ? c.entry("x") : c.entry("a");
   const int w = c.entry("w") >= 0 ? c.entry("w") : c.entry("b");
   const int bias = c.entry("bias");
   if (x < 0 || w < 0) return fallback(c);
   const std::size_t n_in = c.in_value.size();
-  std::vector<Buffer> abs_in, first, second;
-  abs_in.reserve(n_in);
-  first.reserve(n_in);
-  second.reserve(n_in);
-  bool first_needed = false, second_needed = false;
   for (std::size_t i = 0; i < n_in; ++i) {
     const auto idx = static_cast<int>(i);
-    abs_in.push_back(abs_of(*c.in_value[i]));
-    const bool sigma_zero = all_zero(*c.in_sigma[i]);
-    // first: σ² on x and the bias, values² on w; second: values² on x, σ² on w, bias 0.
-    if (idx == w) {
-      first.push_back(square_of(*c.in_value[i]));
-      second.push_back(square_of(*c.in_sigma[i]));
-      second_needed |= !sigma_zero;
-    } else if (idx == x || idx == bias) {
-      first.push_back(square_of(*c.in_sigma[i]));
-      second.push_back(idx == x ? square_of(*c.in_value[i])
-                                : Buffer(DType::kFloat64, c.in_value[i]->range()));
-      first_needed |= !sigma_zero;
-    } else {
-      return fallback(c);
-    }
+    if (idx != x && idx != w && idx != bias) return fallback(c);
   }
-  const auto pointers = [](const std::vector<Buffer>& v) {
+  // The kernel run on one buffer per input: `on_w` for w, `on_other` for x and the bias (whose
+  // buffer is zeroed when `zero_bias`).
+  const auto run = [&](const std::function<Buffer(std::size_t)>& on_x,
+                       const std::function<Buffer(std::size_t)>& on_w, bool zero_bias) {
+    std::vector<Buffer> in;
+    in.reserve(n_in);
+    for (std::size_t i = 0; i < n_in; ++i) {
+      const auto idx = static_cast<int>(i);
+      if (idx == w)
+        in.push_back(on_w(i));
+      else if (idx == bias && zero_bias)
+        in.emplace_back(DType::kFloat64, c.in_value[i]->range());
+      else
+        in.push_back(on_x(i));
+    }
     std::vector<const Buffer*> p;
-    for (const Buffer& b : v) p.push_back(&b);
-    return p;
+    for (const Buffer& b : in) p.push_back(&b);
+    return call(kernel_, p, DType::kFloat64);
   };
-  std::vector<Buffer> a = call(kernel_, pointers(abs_in), DType::kFloat64);
-  std::vector<Buffer> p1, p2;
-  if (first_needed) p1 = call(kernel_, pointers(first), DType::kFloat64);
-  if (second_needed) p2 = call(kernel_, pointers(second), DType::kFloat64);
+  const auto abs_value = [&](std::size_t i) { return abs_of(*c.in_value[i]); };
+  const auto sq_value = [&](std::size_t i) { return square_of(*c.in_value[i]); };
+  const auto sq_sigma = [&](std::size_t i) { return square_of(*c.in_sigma[i]); };
+  const auto bound = [&](std::size_t i) { return *c.in_bound[i]; };
+  const auto abs_plus_bound = [&](std::size_t i) {
+    Buffer b = abs_of(*c.in_value[i]);
+    const std::span<const double> d = c.in_bound[i]->values<double>();
+    const std::span<double> v = b.values<double>();
+    for (std::size_t k = 0; k < v.size(); ++k) v[k] += d[k];
+    return b;
+  };
+  bool x_carries = false;  // x or the bias carry an error in
+  for (std::size_t i = 0; i < n_in; ++i) {
+    if (static_cast<int>(i) != w) x_carries |= !all_zero(*c.in_bound[i]);
+  }
+  const bool w_carries = !all_zero(*c.in_bound[static_cast<std::size_t>(w)]);
+
+  const std::vector<Buffer> a = run(abs_value, abs_value, false);
+  std::vector<Buffer> p1, p2, d1, d2;
+  if (x_carries) {
+    p1 = run(sq_sigma, sq_value, false);
+    d1 = run(bound, abs_plus_bound, false);
+  }
+  if (w_carries) {
+    p2 = run(sq_value, sq_sigma, true);
+    d2 = run(abs_value, bound, true);
+  }
   const double n = terms_ + (bias >= 0 ? 1 : 0);
-  const double r = rounding_factor(n, lambda_);
   for (std::size_t o = 0; o < a.size(); ++o) {
     Buffer s(DType::kFloat64, a[o].range(), Buffer::Uninitialized{});
+    Buffer d(DType::kFloat64, a[o].range(), Buffer::Uninitialized{});
     const std::span<const double> av = a[o].values<double>();
-    const std::span<double> sv = s.values<double>();
+    const std::span<double> sv = s.values<double>(), dv = d.values<double>();
     for (std::size_t i = 0; i < sv.size(); ++i) {
-      const double round = c.u * r * av[i] + n * c.tiny;
-      double var = round * round;
-      if (first_needed) var += p1[o].values<double>()[i];
-      if (second_needed) var += p2[o].values<double>()[i];
+      const Rounding r = rounding(n, c.u, c.tiny, av[i]);
+      double var = r.proxy * r.proxy;
+      double worst = r.bound;
+      if (x_carries) {
+        var += p1[o].values<double>()[i];
+        worst += d1[o].values<double>()[i];
+      }
+      if (w_carries) {
+        var += p2[o].values<double>()[i];
+        worst += d2[o].values<double>()[i];
+      }
       sv[i] = std::sqrt(var);
+      dv[i] = worst;
     }
     c.result.magnitudes.push_back(max_of(a[o]));
     c.result.sigmas.push_back(std::move(s));
+    c.result.bounds.push_back(std::move(d));
   }
 }
 
-// add, sub (as add), bias_add, and sum reductions: out = Σ terms.
-//   A = twin(|terms|);  P = twin(σ²);  σ = √(P + (u·r(n)·A + n·tiny)²),
-//   n = the additions: 1 for a binary op, terms − 1 for a reduction.
+// add, sub (as add), bias_add, and sum reductions: out = Σ terms, n = the additions: 1 for a
+// binary op, terms − 1 for a reduction.
+//   A = twin(|terms|);  σ² = twin(σ²) + proxy(A)²;  D = twin(D) + bound(A)
 void OperationEval::additive(Ctx& c, std::string_view twin) const {
   const KernelFn fn = kernels_.lookup(twin, node_name(graph_, op_));
   std::vector<Buffer> abs_in, var_in;
@@ -324,39 +384,94 @@ void OperationEval::additive(Ctx& c, std::string_view twin) const {
   }
   std::vector<Buffer> a = call(fn, abs_p, DType::kFloat64);
   std::vector<Buffer> p = call(fn, var_p, DType::kFloat64);
+  std::vector<Buffer> d = call(fn, c.in_bound, DType::kFloat64);
   const double n = c.op.body().reductions.empty() ? 1 : std::max(terms_ - 1, 0.0);
-  const double r = rounding_factor(n, lambda_);
   for (std::size_t o = 0; o < a.size(); ++o) {
     const std::span<const double> av = a[o].values<double>();
-    const std::span<double> pv = p[o].values<double>();
+    const std::span<double> pv = p[o].values<double>(), dv = d[o].values<double>();
     for (std::size_t i = 0; i < pv.size(); ++i) {
-      const double round = c.u * r * av[i] + n * c.tiny;
-      pv[i] = std::sqrt(pv[i] + round * round);
+      const Rounding r = rounding(n, c.u, c.tiny, av[i]);
+      pv[i] = std::sqrt(pv[i] + r.proxy * r.proxy);
+      dv[i] += r.bound;
     }
     c.result.magnitudes.push_back(max_of(a[o]));
     c.result.sigmas.push_back(std::move(p[o]));
+    c.result.bounds.push_back(std::move(d[o]));
+  }
+}
+
+// prod reductions: out = Π x_k over n factors (n − 1 multiplications, in any order).
+//   P = K(|x|);  σ = (K(|x| + σx) − P) ⊕ √(n−1)·u·P;  D = K(|x| + Dx) − P + γ(n−1)·P
+// K(|x| + Δ) − P bounds the propagated error to every order (|Π(x_k + e_k) − Π x_k| ≤
+// Π(|x_k| + |e_k|) − Π|x_k|); for σ it adds the factors' errors linearly, a safe over-estimate
+// of their quadrature. Magnitudes are the product's own: Π|x| may be far above max|x|.
+void OperationEval::product(Ctx& c) const {
+  const Buffer abs_x = abs_of(*c.in_value[0]);
+  const auto shifted = [&](const Buffer& delta) {
+    Buffer b = abs_x;
+    const std::span<const double> d = delta.values<double>();
+    const std::span<double> v = b.values<double>();
+    for (std::size_t k = 0; k < v.size(); ++k) v[k] += d[k];
+    return call(kernel_, {&b}, DType::kFloat64);
+  };
+  std::vector<Buffer> p = call(kernel_, {&abs_x}, DType::kFloat64);
+  std::vector<Buffer> s = shifted(*c.in_sigma[0]), d = shifted(*c.in_bound[0]);
+  const double n = std::max(terms_ - 1, 0.0);
+  for (std::size_t o = 0; o < p.size(); ++o) {
+    const std::span<const double> pv = p[o].values<double>();
+    const std::span<double> sv = s[o].values<double>(), dv = d[o].values<double>();
+    for (std::size_t i = 0; i < pv.size(); ++i) {
+      const Rounding r = rounding(n, c.u, c.tiny, pv[i]);
+      sv[i] = std::hypot(sv[i] - pv[i], r.proxy);
+      dv[i] = dv[i] - pv[i] + r.bound;
+    }
+    c.result.magnitudes.push_back(max_of(p[o]));
+    c.result.sigmas.push_back(std::move(s[o]));
+    c.result.bounds.push_back(std::move(d[o]));
   }
 }
 
 // max/min reductions, `reduce` max/min, `maximum`: exact selections, so the error of the result
-// is at most the largest error among the cells it selects from: the same kernel run on σ (on −σ
-// then negated for min, whose kernel would pick the smallest).
+// is at most the largest error among the cells it selects from: the same kernel run on σ and on
+// D (on −σ, −D then negated for min, whose kernel would pick the smallest).
 void OperationEval::selection(Ctx& c, bool negate) const {
-  std::vector<Buffer> in;
-  std::vector<const Buffer*> p;
-  for (const Buffer* s : c.in_sigma) {
-    in.push_back(negate ? map_values(*s, [](double v) { return -v; }) : *s);
-  }
-  for (const Buffer& b : in) p.push_back(&b);
-  std::vector<Buffer> out = call(kernel_, p, DType::kFloat64);
-  for (std::size_t o = 0; o < out.size(); ++o) {
-    if (negate) out[o] = map_values(out[o], [](double v) { return -v; });
+  const auto select = [&](const std::vector<const Buffer*>& scales) {
+    std::vector<Buffer> in;
+    std::vector<const Buffer*> p;
+    for (const Buffer* s : scales)
+      in.push_back(negate ? map_values(*s, [](double v) { return -v; }) : *s);
+    for (const Buffer& b : in) p.push_back(&b);
+    std::vector<Buffer> out = call(kernel_, p, DType::kFloat64);
+    if (negate) {
+      for (Buffer& b : out) b = map_values(b, [](double v) { return -v; });
+    }
+    return out;
+  };
+  std::vector<Buffer> sigmas = select(c.in_sigma), bounds = select(c.in_bound);
+  for (std::size_t o = 0; o < sigmas.size(); ++o) {
     c.result.magnitudes.push_back(max_of(abs_of(c.result.values[o])));
-    c.result.sigmas.push_back(std::move(out[o]));
+    c.result.sigmas.push_back(std::move(sigmas[o]));
+    c.result.bounds.push_back(std::move(bounds[o]));
   }
 }
 
-// Unary maps and div, cell by cell through the IPFs (broadcasting lives there).
+// The error of the kernel itself for the smooth unary maps, as a bound on |computed − f(x)|:
+// 4 ulp of the result (8·u·|f(x)|: the libm calls and the few roundings around them), and for
+// gelu = ½·x·(1 + erf(x/√2)) also 4·u·|x|: where x < 0, 1 + erf cancels, so erf's own error
+// (≲ 2·u), the rounding of 1 + erf (u) and the slope of erf at the rounded x/√2 (≤ 0.97·u)
+// are errors of ½·x·(1 + erf) of size up to ~2·u·|x| that no multiple of |f(x)| bounds.
+double kernel_error(std::string_view kernel, double x, double fx, double u) {
+  const double ulps = 8 * u * std::abs(fx);
+  return kernel == "gelu" ? ulps + 4 * u * std::abs(x) : ulps;
+}
+
+// Unary maps and div, cell by cell through the IPFs (broadcasting lives there). With e the bar
+// of x (min(λσx, Dx)) — the widest the input's error can be:
+//   relu     σx, Dx where x > −e (else the cell is 0 for sure)
+//   smooth   s = max |f′| over [x − e, x + e];  σ = s·σx ⊕ k;  D = s·Dx + k;  k = kernel_error
+//   div      m = |b| − e_b (unbounded when ≤ 0);  σ = σa/m ⊕ |a/b|·σb/m ⊕ u·|a/b|,
+//            D = (Da + |a/b|·Db)/m + u·|a/b|
+// (⊕ adds in quadrature; each formula adds tiny for a flushed subnormal.)
 void OperationEval::elementwise(Ctx& c) const {
   std::string_view kernel = c.op.kernel();
   if (kernel.starts_with("op:")) kernel.remove_prefix(3);
@@ -366,51 +481,65 @@ void OperationEval::elementwise(Ctx& c) const {
   const auto& out_entry = c.outs.front();
   const zspace::IndexProjection& out_ipf = checked_ipf(out_entry, signature.outputs, index);
   Buffer s(DType::kFloat64, graph_.tensor(out_entry.value.tensor).range());
+  Buffer d(DType::kFloat64, graph_.tensor(out_entry.value.tensor).range());
   const Operand<const double> y(
       InputPort{c.result.values.front().view(out_entry.value.range), &out_ipf});
   const Operand<double> sy(OutputPort{s.view(out_entry.value.range), &out_ipf});
-  std::vector<Operand<const double>> v, sv;
+  const Operand<double> dy(OutputPort{d.view(out_entry.value.range), &out_ipf});
+  std::vector<Operand<const double>> v, sv, dv;
   for (std::size_t i = 0; i < in_entries.size(); ++i) {
     const zspace::IndexProjection& ipf = checked_ipf(in_entries[i], signature.inputs, index);
     v.emplace_back(InputPort{c.in_value[i]->view(in_entries[i].value.range), &ipf});
     sv.emplace_back(InputPort{c.in_sigma[i]->view(in_entries[i].value.range), &ipf});
+    dv.emplace_back(InputPort{c.in_bound[i]->view(in_entries[i].value.range), &ipf});
   }
   if (v.empty()) return fallback(c);
   const double l = lambda_;
-  // Deterministic kernel error of the transcendental maps: 4 ulp ≤ 8·u·|f(x)| (docs/runtime.md).
-  const double kernel_ulps = 8;
   for (const Point& p : index.points()) {
     const double x = *v[0].cell(p);
     const double sx = *sv[0].cell(p);
+    const double dx = *dv[0].cell(p);
+    const double ex = std::min(l * sx, dx);
     const double out = *y.cell(p);
-    double sigma = 0;
+    double sigma = 0, bound = 0;
     if (kernel == "relu") {
-      sigma = x > -l * sx ? sx : 0.0;
+      const bool may_pass = x > -ex;
+      sigma = may_pass ? sx : 0.0;
+      bound = may_pass ? dx : 0.0;
     } else if (kernel == "neg") {
       sigma = sx;
+      bound = dx;
     } else if (kernel == "div") {
       const double b = *v[1].cell(p);
       const double sb = *sv[1].cell(p);
-      const double margin = std::abs(b) - l * sb;
+      const double db = *dv[1].cell(p);
+      const double margin = std::abs(b) - std::min(l * sb, db);
       if (!(margin > 0)) {
-        sigma = INFINITY;  // the denominator may be 0: unchecked
+        sigma = bound = INFINITY;  // the denominator may be 0: unchecked
       } else {
-        const double ea = sx / margin;
-        const double eb = std::abs(out) * sb / margin;
-        sigma = std::sqrt(ea * ea + eb * eb) + (c.u * std::abs(out) + c.tiny) / l;
+        const double q = std::abs(out);
+        const double round = c.u * q + c.tiny;
+        sigma = std::hypot(sx / margin, q * sb / margin, round);
+        bound = (dx + q * db) / margin + round;
       }
     } else {
-      sigma = max_slope(kernel, x, l * sx) * sx + (kernel_ulps * c.u * std::abs(out) + c.tiny) / l;
+      const double slope = max_slope(kernel, x, ex);
+      const double k = kernel_error(kernel, x, out, c.u) + c.tiny;
+      sigma = std::hypot(slope * sx, k);
+      bound = slope * dx + k;
     }
     *sy.cell(p) = sigma;
+    *dy.cell(p) = bound;
   }
   c.result.magnitudes.push_back(max_of(abs_of(c.result.values.front())));
   c.result.sigmas.push_back(std::move(s));
+  c.result.bounds.push_back(std::move(d));
 }
 
 // softmax over the last dim of each row: y_i = e^(x_i − m) / Σ_j e^(x_j − m).
-//   propagated  |Δy_i| ≤ y_i·(|Δx_i| + Σ_j y_j·|Δx_j|) ≤ y_i·(σx_i + max_row σx)
-//   rounding    x_i − m: u·|x_i − m|·y_i; exp, the division: 3·u·y_i; the sum: r(n)·u·y_i
+//   propagated  |Δy_i| ≤ y_i·(|Δx_i| + Σ_j y_j·|Δx_j|) ≤ y_i·(Δx_i + max_row Δx), Δ = σ or D
+//   rounding    x_i − m: u·|x_i − m|·y_i; exp, the division: 3·u·y_i; the sum of n positive
+//               terms: √n·u·y_i (σ), (n − 1)·u·y_i (D)
 void OperationEval::softmax(Ctx& c) const {
   const ir::IpfSignature& signature = *c.op.ipf_signature();
   const Range& index = *c.op.ipf_index();
@@ -419,60 +548,73 @@ void OperationEval::softmax(Ctx& c) const {
   const zspace::IndexProjection& in_ipf = checked_ipf(in_entry, signature.inputs, index);
   const zspace::IndexProjection& out_ipf = checked_ipf(out_entry, signature.outputs, index);
   Buffer s(DType::kFloat64, graph_.tensor(out_entry.value.tensor).range());
+  Buffer d(DType::kFloat64, graph_.tensor(out_entry.value.tensor).range());
   const Operand<const double> x(InputPort{c.in_value[0]->view(in_entry.value.range), &in_ipf});
   const Operand<const double> sx(InputPort{c.in_sigma[0]->view(in_entry.value.range), &in_ipf});
+  const Operand<const double> dx(InputPort{c.in_bound[0]->view(in_entry.value.range), &in_ipf});
   const Operand<const double> y(
       InputPort{c.result.values.front().view(out_entry.value.range), &out_ipf});
   const Operand<double> sy(OutputPort{s.view(out_entry.value.range), &out_ipf});
+  const Operand<double> dy(OutputPort{d.view(out_entry.value.range), &out_ipf});
   const std::size_t last = x.rank() - 1;
   const std::int64_t n = x.window(last);
   const std::int64_t step_x = x.stride(last), step_y = y.stride(last);
-  const double r = rounding_factor(static_cast<double>(n), lambda_);
+  const double proxy_sum = std::sqrt(static_cast<double>(n));
+  const double bound_sum = static_cast<double>(std::max<std::int64_t>(n - 1, 0));
   for (const Point& p : index.points()) {
     const double* xr = x.cell(p);
     const double* sr = sx.cell(p);
+    const double* dr = dx.cell(p);
     const double* yr = y.cell(p);
-    double* out = sy.cell(p);
+    double* s_out = sy.cell(p);
+    double* d_out = dy.cell(p);
     if (xr == nullptr) continue;
-    double m = -INFINITY, smax = 0;
+    double m = -INFINITY, smax = 0, dmax = 0;
     for (std::int64_t j = 0; j < n; ++j) {
       m = std::max(m, xr[j * step_x]);
       smax = std::max(smax, sr[j * step_x]);
+      dmax = std::max(dmax, dr[j * step_x]);
     }
     for (std::int64_t j = 0; j < n; ++j) {
       const double yi = yr[j * step_y];
-      const double round = c.u * yi * (std::abs(xr[j * step_x] - m) + 3 + r) + c.tiny;
-      out[j * step_y] = yi * (sr[j * step_x] + smax) + round / lambda_;
+      const double own = c.u * yi * (std::abs(xr[j * step_x] - m) + 3) + c.tiny;
+      s_out[j * step_y] = std::hypot(yi * (sr[j * step_x] + smax), own + c.u * yi * proxy_sum);
+      d_out[j * step_y] = yi * (dr[j * step_x] + dmax) + own + c.u * yi * bound_sum;
     }
   }
   c.result.magnitudes.push_back(1);
   c.result.sigmas.push_back(std::move(s));
+  c.result.bounds.push_back(std::move(d));
 }
 
-// transpose, permute, reshape, pad: σ moves with the data; added pad cells are exact (σ = 0).
+// transpose, permute, reshape, pad: σ and D move with the data; added pad cells are exact.
 void OperationEval::move(Ctx& c) const {
   nlohmann::json params = c.op.params();
   if (params.is_object() && params.contains("value")) params["value"] = 0;
-  std::vector<Buffer> out = call(kernel_, c.in_sigma, DType::kFloat64, &params);
-  for (std::size_t o = 0; o < out.size(); ++o) {
+  std::vector<Buffer> sigmas = call(kernel_, c.in_sigma, DType::kFloat64, &params);
+  std::vector<Buffer> bounds = call(kernel_, c.in_bound, DType::kFloat64, &params);
+  for (std::size_t o = 0; o < sigmas.size(); ++o) {
     c.result.magnitudes.push_back(max_of(abs_of(c.result.values[o])));
-    c.result.sigmas.push_back(std::move(out[o]));
+    c.result.sigmas.push_back(std::move(sigmas[o]));
+    c.result.bounds.push_back(std::move(bounds[o]));
   }
 }
 
 // No error model (fused stages, user kernels, prod reductions): the worst case over the whole
-// operation, 4·u·K·max|inputs| + λ·max σ of the inputs, as one bar for every output cell.
+// operation, 4·u·K·max|inputs| + the largest bar of the inputs, as one bound for every output
+// cell; σ = D (a bound is a valid scale: λ·σ ≥ D, so the bar is D).
 void OperationEval::fallback(Ctx& c) const {
-  double m = 0, s = 0;
+  double m = 0, e = 0;
   for (std::size_t i = 0; i < c.in_value.size(); ++i) {
     m = std::max(m, max_of(abs_of(*c.in_value[i])));
-    s = std::max(s, max_of(*c.in_sigma[i]));
+    e = std::max(e, max_of(bar_of(*c.in_sigma[i], *c.in_bound[i])));
   }
-  const double sigma = s + 4 * c.u * terms_ * std::max(m, 1.0) / lambda_;
+  const double bound = e + 4 * c.u * terms_ * std::max(m, 1.0);
   std::string kernel(c.op.kernel());
   c.result.unmodelled = kernel;
   for (const Buffer& v : c.result.values) {
-    c.result.sigmas.push_back(map_values(v, [sigma](double) { return sigma; }));
+    c.result.sigmas.push_back(map_values(v, [bound](double) { return bound; }));
+    c.result.bounds.push_back(map_values(v, [bound](double) { return bound; }));
     c.result.magnitudes.push_back(INFINITY);
   }
 }

@@ -1,8 +1,9 @@
 // Private to the oracle (oracle.h): one operation's float64 evaluation and its error rule.
 //
 // OperationEval runs one operation of the unsharded graph on float64 values and derives, by the
-// rule of its kernel (the table in oracle.h), the sigma — the error scale — of every output
-// cell. Rules that are sums of products run the operation's own kernel on transformed inputs
+// rule of its kernel (the table in oracle.h), the two error scales of every output cell: sigma
+// (propagated in quadrature) and the deterministic bound D (propagated linearly). Rules that are
+// sums of products run the operation's own kernel on transformed inputs
 // (|x|, σ², x²), so every magnitude is the cell's own: Σ|x_k·w_k| for that output cell.
 #pragma once
 
@@ -20,8 +21,10 @@ struct RuleResult {
   /// The operation's output tensors, in selection order, and their float64 values.
   std::vector<ir::TensorId> outputs;
   std::vector<Buffer> values;
-  /// Per output: sigma (float64) and the largest Σ|terms|. Empty for integer outputs (exact).
+  /// Per output: sigma and the deterministic bound D (float64, oracle.h) and the largest
+  /// Σ|terms|. Empty for integer outputs (exact).
   std::vector<Buffer> sigmas;
+  std::vector<Buffer> bounds;
   std::vector<double> magnitudes;
   /// False when the kernel rounds even on small integers (exp, softmax, div …): exact mode
   /// cannot hold.
@@ -36,8 +39,9 @@ class OperationEval {
                 double lambda);
 
   /// Evaluates the operation on `value` (every tensor it reads) and derives its outputs' sigma
-  /// from `sigma` (every float tensor it reads).
-  [[nodiscard]] RuleResult run(const BufferMap& value, const BufferMap& sigma) const;
+  /// and bound from `sigma` and `bound` (every float tensor it reads).
+  [[nodiscard]] RuleResult run(const BufferMap& value, const BufferMap& sigma,
+                               const BufferMap& bound) const;
 
  private:
   struct Ctx;
@@ -46,8 +50,11 @@ class OperationEval {
   [[nodiscard]] std::vector<Buffer> call(KernelFn kernel, const std::vector<const Buffer*>& inputs,
                                          DType dtype, const nlohmann::json* params = nullptr) const;
 
+  /// min(λ·sigma, bound) cell by cell.
+  [[nodiscard]] Buffer bar_of(const Buffer& sigma, const Buffer& bound) const;
   void bilinear(Ctx& c) const;
   void additive(Ctx& c, std::string_view twin) const;
+  void product(Ctx& c) const;
   void selection(Ctx& c, bool negate) const;
   void elementwise(Ctx& c) const;
   void softmax(Ctx& c) const;

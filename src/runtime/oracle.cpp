@@ -3,7 +3,7 @@
 //
 // 1. Order and checks come from NaiveExecutor (cycles, tags, known kernels).
 // 2. Every operation runs once on float64 values (integer tensors stay integer).
-// 3. Its error rule (error_rules.h) derives the outputs' sigma and magnitude, running the
+// 3. Its error rule (error_rules.h) derives the outputs' sigma, bound and magnitude, running the
 //    operation's own kernel on |x|, σ² … where the rule is a sum of products.
 // 4. Exact mode is decided last, from the kernels seen and the magnitudes.
 #include "tapestry/runtime/oracle.h"
@@ -56,6 +56,16 @@ std::string non_integer_input(const ir::Graph& graph, const BufferMap& value) {
 
 }  // namespace
 
+Buffer Oracle::bar(ir::TensorId t) const {
+  const Buffer& s = sigma.at(t);
+  const Buffer& d = bound.at(t);
+  Buffer out(DType::kFloat64, s.range(), Buffer::Uninitialized{});
+  const std::span<const double> sv = s.values<double>(), dv = d.values<double>();
+  const std::span<double> o = out.values<double>();
+  for (std::size_t i = 0; i < o.size(); ++i) o[i] = std::min(lambda * sv[i], dv[i]);
+  return out;
+}
+
 Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
                        const OracleOptions& options) {
   const KernelRegistry& kernels = options.kernels ? *options.kernels : fast_kernels();
@@ -70,6 +80,7 @@ Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
     Buffer v = promote(bind_buffer(graph, t, given->second));
     if (is_float(tensor_dtype(graph, t))) {
       oracle.sigma.emplace(t, Buffer(DType::kFloat64, v.range()));  // inputs are exact
+      oracle.bound.emplace(t, Buffer(DType::kFloat64, v.range()));
       double m = 0;
       for (double x : v.values<double>()) m = std::max(m, std::abs(x));
       oracle.magnitude[t] = m;
@@ -80,7 +91,7 @@ Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
   std::string not_exact;
   for (ir::OperationId op : naive.order()) {
     const detail::OperationEval eval(graph, op, kernels, options.lambda);
-    const detail::RuleResult r = eval.run(oracle.value, oracle.sigma);
+    const detail::RuleResult r = eval.run(oracle.value, oracle.sigma, oracle.bound);
     if (!r.exact && not_exact.empty()) {
       not_exact = fmt::format("operation '{}' ({}) is not exact", detail::node_name(graph, op),
                               graph.operation(op).kernel());
@@ -90,6 +101,7 @@ Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
       oracle.value.insert_or_assign(t, std::move(r.values[i]));
       if (!r.sigmas.empty()) {
         oracle.sigma.insert_or_assign(t, std::move(r.sigmas[i]));
+        oracle.bound.insert_or_assign(t, std::move(r.bounds[i]));
         oracle.magnitude[t] = r.magnitudes[i];
       }
       if (!r.unmodelled.empty()) oracle.unmodelled[t] = r.unmodelled;

@@ -29,18 +29,18 @@ bool same_kind(double a, double b) {
   return a == b;  // ±inf
 }
 
-// Cell by cell: `result` (float T) against the oracle's value and sigma, and the naive run.
+// Cell by cell: `result` (float T) against the oracle's value and bar, and the naive run.
 template <typename T>
 void judge_bound(std::span<const T> result, std::span<const double> value,
-                 std::span<const double> sigma, std::span<const T> naive, double lambda,
-                 const Range& range, OutputVerdict& v) {
+                 std::span<const double> bars, std::span<const T> naive, const Range& range,
+                 OutputVerdict& v) {
   double worst_ratio = -1;
   std::int64_t worst = -1, naive_outside = -1;
   v.min_bar = INFINITY;
   for (std::size_t i = 0; i < result.size(); ++i) {
     const double r = result[i];
     const double n = naive.empty() ? value[i] : static_cast<double>(naive[i]);
-    const double bar = lambda * sigma[i] + std::abs(value[i]) * 0x1p-50;  // + the oracle's error
+    const double bar = bars[i] + std::abs(value[i]) * 0x1p-50;  // + the oracle's error
     if (!std::isfinite(n)) {  // the naive run overflowed or met a NaN: match it in kind
       if (!same_kind(n, r)) ++v.failing_cells;
       continue;
@@ -67,15 +67,14 @@ void judge_bound(std::span<const T> result, std::span<const double> value,
     const auto w = static_cast<std::size_t>(worst);
     v.worst_point = unravel(range, worst);
     v.worst_diff = std::abs(static_cast<double>(result[w]) - value[w]);
-    v.worst_bar = lambda * sigma[w] + std::abs(value[w]) * 0x1p-50;
+    v.worst_bar = bars[w] + std::abs(value[w]) * 0x1p-50;
   }
   if (naive_outside >= 0) {
     const auto w = static_cast<std::size_t>(naive_outside);
     v.problem = fmt::format(
         "the naive run itself is {:.3e} from float64 at {}, outside its bar {:.3e}: the error "
         "model does not hold for this graph",
-        std::abs(static_cast<double>(naive[w]) - value[w]), unravel(range, naive_outside),
-        lambda * sigma[w]);
+        std::abs(static_cast<double>(naive[w]) - value[w]), unravel(range, naive_outside), bars[w]);
   }
 }
 
@@ -135,8 +134,8 @@ OutputVerdict judge(const ir::Graph& graph, ir::TensorId t, const BufferMap& res
         } else {
           const std::span<const T> n =
               naive != nullptr ? naive->at(t).values<T>() : std::span<const T>();
-          judge_bound<T>(r.values<T>(), value, oracle->sigma.at(t).values<double>(), n,
-                         oracle->lambda, range, v);
+          const Buffer bars = oracle->bar(t);
+          judge_bound<T>(r.values<T>(), value, bars.values<double>(), n, range, v);
         }
       }
     });

@@ -1,4 +1,5 @@
-// Random operation graphs for the lowering properties (properties_test.cpp).
+// Random operation graphs for the lowering properties (rewrite/properties_test.cpp) and the
+// block executor properties (verify/block_properties_test.cpp).
 //
 // A graph is generated as a .tap program — the reproducer a failure prints — one statement per
 // operation, with the shapes tracked here so that every call type-checks. Operations are drawn
@@ -13,11 +14,17 @@
 //   row-wise   softmax (float), bias_add
 //   layout     reshape (split one dim or merge two adjacent), transpose, permute, pad
 //
-// Inputs get random shapes (extents 1–6, ranks 1–4, size-1 dims frequent) and start at random,
-// often negative, coordinates. Each operation reads the previous result, another earlier result
-// or a fresh input; operands of binary ops are sometimes earlier results (fan-out). Every result
-// nothing reads is a graph output, plus sometimes one that is read (it then escapes fusion).
-// Every random choice shrinks towards the simpler case (fewer ops, extent 1, no padding, …).
+// Inputs get random shapes and start at random, often negative, coordinates. Two scales:
+//
+//   small  extents 1–6, ranks 1–4, size-1 dims frequent: every corner of the lowering
+//   large  extents 32–300 beside small ones (1–4), within kLargeMaxCells cells per tensor and
+//          kLargeMaxWork multiply-adds per operation: the sizes where the fast kernels call
+//          oneDNN (from 32³ multiply-adds a GEMM) and im2col, while a case stays a few ms
+//
+// Each operation reads the previous result, another earlier result or a fresh input; operands
+// of binary ops are sometimes earlier results (fan-out). Every result nothing reads is a graph
+// output, plus sometimes one that is read (it then escapes fusion). Every random choice shrinks
+// towards the simpler case (fewer ops, the smallest extent, no padding, …).
 #pragma once
 
 #include <rapidcheck.h>
@@ -27,6 +34,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -48,14 +56,42 @@ inline bool chance(int percent) {
 inline std::int64_t extent() {
   return chance(67) ? pick(2, 6) : 1;
 }
+
+/// The scale of a program's tensors (see the file comment).
+enum class Scale { kSmall, kLarge };
+
+/// Large programs: cells per tensor and multiply-adds per operation (1 MFLOP = 0.5 M of these).
+/// A whole case (naive run, float64 oracle, block executor) then takes a few milliseconds.
+inline constexpr std::int64_t kLargeMaxCells = std::int64_t{1} << 15;
+inline constexpr std::int64_t kLargeMaxWork = std::int64_t{1} << 21;
+
+/// A large extent, 32–300 (mostly ≤ 96), at most `cap`; below 32 when `cap` is (at least 1).
+inline std::int64_t large_extent(std::int64_t cap) {
+  if (cap < 32) return pick(1, std::max<std::int64_t>(cap, 1));
+  return pick(32, std::min<std::int64_t>(cap, chance(25) ? 300 : 96));
+}
+
 template <typename T>
 const T& pick_of(const std::vector<T>& items) {
   return items[static_cast<std::size_t>(pick(0, static_cast<std::int64_t>(items.size()) - 1))];
 }
 
-inline Shape random_shape(std::int64_t min_rank, std::int64_t max_rank) {
+inline std::int64_t cells(const Shape& shape) {
+  return std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
+}
+
+/// A shape of rank `min_rank`–`max_rank`: small extents, or (large) a mix of large extents and
+/// small ones (1–4) within kLargeMaxCells.
+inline Shape random_shape(Scale scale, std::int64_t min_rank, std::int64_t max_rank) {
   Shape s(static_cast<std::size_t>(pick(min_rank, max_rank)));
-  for (std::int64_t& e : s) e = extent();
+  std::int64_t room = kLargeMaxCells;
+  for (std::int64_t& e : s) {
+    if (scale == Scale::kSmall)
+      e = extent();
+    else
+      e = chance(30) ? pick(1, std::clamp<std::int64_t>(room, 1, 4)) : large_extent(room);
+    room /= e;
+  }
   return s;
 }
 
@@ -77,14 +113,20 @@ inline Shape broadcast(const Shape& a, const Shape& b) {
   return r;
 }
 /// A shape that broadcasts with `s`: some trailing dims of s, each kept or 1 (a 1 of s may meet
-/// a larger extent), and sometimes one more leading dim.
-inline Shape broadcast_partner(const Shape& s) {
+/// a larger extent), and sometimes one more leading dim. Large: the broadcast result has at most
+/// `room` times the cells of `s`.
+inline Shape broadcast_partner(Scale scale, const Shape& s, std::int64_t room) {
+  const auto fresh = [&] {
+    const std::int64_t e = scale == Scale::kSmall ? extent() : large_extent(room);
+    room /= e;
+    return e;
+  };
   const auto keep = static_cast<std::size_t>(pick(0, static_cast<std::int64_t>(s.size())));
   Shape t;
-  if (keep == s.size() && s.size() < 4 && chance(15)) t.push_back(extent());
+  if (keep == s.size() && s.size() < 4 && chance(15)) t.push_back(fresh());
   for (std::size_t i = s.size() - keep; i < s.size(); ++i) {
     if (s[i] == 1)
-      t.push_back(chance(30) ? extent() : 1);
+      t.push_back(chance(30) ? fresh() : 1);
     else
       t.push_back(chance(25) ? 1 : s[i]);
   }
@@ -102,9 +144,25 @@ struct Value {
 /// A .tap program under construction.
 class TapProgram {
  public:
-  explicit TapProgram(std::string dtype) : dtype_(std::move(dtype)) {}
+  explicit TapProgram(std::string dtype, Scale scale = Scale::kSmall)
+      : dtype_(std::move(dtype)), scale_(scale) {}
 
   [[nodiscard]] bool is_float() const { return dtype_[0] == 'f'; }
+  [[nodiscard]] Scale scale() const { return scale_; }
+  [[nodiscard]] bool is_large() const { return scale_ == Scale::kLarge; }
+
+  /// A fresh dim's extent: small, or large within `cap` (which a small program ignores).
+  [[nodiscard]] std::int64_t extent(std::int64_t cap) const {
+    return is_large() ? large_extent(cap) : testing::extent();
+  }
+  /// A fresh input shape of rank `min_rank`–`max_rank` at this program's scale.
+  [[nodiscard]] Shape random_shape(std::int64_t min_rank, std::int64_t max_rank) const {
+    return testing::random_shape(scale_, min_rank, max_rank);
+  }
+  /// A shape broadcasting with `s` whose broadcast result has at most `room`·|s| cells (large).
+  [[nodiscard]] Shape broadcast_partner(const Shape& s, std::int64_t room) const {
+    return testing::broadcast_partner(scale_, s, room);
+  }
   [[nodiscard]] const std::vector<Value>& results() const { return results_; }
 
   /// Declares a graph input of `shape`; each dim starts at 0 or, half the time, in [-4, 3].
@@ -140,6 +198,7 @@ class TapProgram {
 
  private:
   std::string dtype_;
+  Scale scale_;
   std::string text_;
   int inputs_ = 0;
   std::vector<Value> results_;
@@ -162,17 +221,19 @@ inline Value gen_binary(TapProgram& p, const Value& x) {
   if (f == "div") {
     // The divisor is exp(input), in [e^-1, e): a quotient never blows up a rounding difference,
     // so the reduction-split bound stays meaningful downstream.
-    const Value d = p.input(broadcast_partner(x.shape));
+    const Value d = p.input(p.broadcast_partner(x.shape, kLargeMaxCells / cells(x.shape)));
     const Value e = p.assign(fmt::format("exp({})", d.name), d.shape, {});
     return p.assign(fmt::format("div({}, {})", x.name, e.name), broadcast(x.shape, e.shape),
                     {x, e});
   }
   std::vector<Value> earlier;
   for (const Value& v : p.results()) {
-    if (broadcastable(v.shape, x.shape)) earlier.push_back(v);
+    const bool fits = !p.is_large() || cells(broadcast(v.shape, x.shape)) <= kLargeMaxCells;
+    if (broadcastable(v.shape, x.shape) && fits) earlier.push_back(v);
   }
-  const Value y =
-      !earlier.empty() && chance(30) ? pick_of(earlier) : p.input(broadcast_partner(x.shape));
+  const Value y = !earlier.empty() && chance(30)
+                      ? pick_of(earlier)
+                      : p.input(p.broadcast_partner(x.shape, kLargeMaxCells / cells(x.shape)));
   const bool swap = chance(50);
   const Value& a = swap ? y : x;
   const Value& b = swap ? x : y;
@@ -182,7 +243,9 @@ inline Value gen_binary(TapProgram& p, const Value& x) {
 
 /// linear(x, W, b): every leading dim of x is a batch dim.
 inline Value gen_linear(TapProgram& p, const Value& x) {
-  const std::int64_t out = extent();
+  const std::int64_t rows = cells(x.shape) / x.shape.back();
+  const std::int64_t out =
+      p.extent(std::min(kLargeMaxCells / rows, kLargeMaxWork / cells(x.shape)));
   const Value w = p.input({out, x.shape.back()});
   const Value b = p.input({out});
   Shape shape = x.shape;
@@ -193,10 +256,14 @@ inline Value gen_linear(TapProgram& p, const Value& x) {
 /// matmul with x on either side; the other operand's batch dims broadcast against x's.
 inline Value gen_matmul(TapProgram& p, const Value& x) {
   const Shape batch(x.shape.begin(), x.shape.end() - 2);
-  Shape other = broadcast_partner(batch);
+  Shape other = p.broadcast_partner(batch, kLargeMaxCells / cells(x.shape));
   Shape shape = broadcast(batch, other);
   const std::int64_t r0 = x.shape[x.shape.size() - 2], r1 = x.shape.back();
-  const std::int64_t fresh = extent();
+  // (both orientations: the fresh operand has `fresh`·r0 cells per batch point, the result
+  // fresh·r1 on one side, r0·fresh on the other; the work is fresh·r0·r1 either way)
+  const std::int64_t points = cells(shape);
+  const std::int64_t fresh = p.extent(
+      std::min(kLargeMaxCells / (points * std::max(r0, r1)), kLargeMaxWork / (points * r0 * r1)));
   if (chance(50)) {  // x is [..., k, n]: the fresh operand is [..., m, k]
     other.insert(other.end(), {fresh, r0});
     const Value a = p.input(other);
@@ -209,16 +276,28 @@ inline Value gen_matmul(TapProgram& p, const Value& x) {
   return p.assign(fmt::format("matmul({}, {})", x.name, b.name), shape, {x});
 }
 
+/// A fresh NCHW input for conv2d: small, or large images (H·W within kLargeMaxCells).
+inline Shape conv_input_shape(const TapProgram& p) {
+  if (!p.is_large()) return {pick(1, 2), pick(1, 3), pick(1, 6), pick(1, 6)};
+  const std::int64_t n = pick(1, 2), c = pick(1, 8);
+  const std::int64_t h = large_extent(kLargeMaxCells / (n * c * 32));
+  return {n, c, h, large_extent(kLargeMaxCells / (n * c * h))};
+}
+
 /// conv2d(x, K, stride, padding) on x when it is NCHW, else on a fresh NCHW input.
 inline Value gen_conv2d(TapProgram& p, const Value& x0) {
   const bool own = x0.shape.size() != 4;
-  const Value x = own ? p.input({pick(1, 2), pick(1, 3), pick(1, 6), pick(1, 6)}) : x0;
+  const Value x = own ? p.input(conv_input_shape(p)) : x0;
   const std::int64_t padding = chance(50) ? pick(1, 2) : 0;
   const std::int64_t stride = chance(50) ? pick(2, 3) : 1;
   const std::int64_t h = x.shape[2] + 2 * padding, w = x.shape[3] + 2 * padding;
   const std::int64_t kh = pick(1, std::min<std::int64_t>(3, h));
   const std::int64_t kw = pick(1, std::min<std::int64_t>(3, w));
-  const std::int64_t o = pick(1, 3);
+  const std::int64_t pixels = x.shape[0] * ((h - kh) / stride + 1) * ((w - kw) / stride + 1);
+  const std::int64_t most_o =  // large: 1–16 output channels within the budgets
+      std::min({std::int64_t{16}, kLargeMaxCells / pixels,
+                kLargeMaxWork / (pixels * x.shape[1] * kh * kw)});
+  const std::int64_t o = pick(1, p.is_large() ? std::max<std::int64_t>(most_o, 1) : 3);
   const Value k = p.input({o, x.shape[1], kh, kw});
   std::string call = fmt::format("conv2d({}, {}", x.name, k.name);
   if (stride != 1) call += fmt::format(", stride={}", stride);
@@ -336,14 +415,14 @@ inline const OpFamily& pick_family(const TapProgram& p, const Value& x) {
 
 /// A random graph of 1–`max_ops` statements as a .tap program; dtype f32 mostly, else f64 or
 /// i32 (integer graphs skip the float-only kernels).
-inline rc::Gen<std::string> gen_tap_program(int max_ops) {
-  return rc::gen::exec([max_ops] {
+inline rc::Gen<std::string> gen_tap_program(int max_ops, Scale scale = Scale::kSmall) {
+  return rc::gen::exec([max_ops, scale] {
     static const std::vector<std::string> kDtypes = {"f32", "f32", "f32", "f32", "f64", "i32"};
-    TapProgram p(pick_of(kDtypes));
+    TapProgram p(pick_of(kDtypes), scale);
     const std::int64_t ops = pick(1, max_ops);
     for (std::int64_t i = 0; i < ops; ++i) {
       const std::vector<Value>& made = p.results();
-      const Value x = made.empty() || chance(20) ? p.input(random_shape(1, 4))
+      const Value x = made.empty() || chance(20) ? p.input(p.random_shape(1, 4))
                       : chance(70)               ? made.back()
                                                  : pick_of(made);
       pick_family(p, x).generate(p, x);

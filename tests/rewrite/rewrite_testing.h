@@ -1,7 +1,7 @@
 // Helpers for rewrite tests: build graphs from .tap text, and prove a lowering keeps the meaning
 // by running the original on the naive executor and the lowered graph on the application
 // executor (reference kernels both), comparing every graph output; and what the property tests
-// need beyond that: the documented tolerance of a split reduction, the documented refusals, and
+// need beyond that: the verifier's bar for a split reduction, the documented refusals, and
 // a reproducer printed when an assertion aborts the process.
 #pragma once
 
@@ -24,6 +24,7 @@
 #include "tapestry/runtime/input_generation.h"
 #include "tapestry/runtime/naive_executor.h"
 #include "tapestry/runtime/tensor_map.h"
+#include "tapestry/runtime/verify.h"
 
 namespace tapestry::rewrite::testing {
 
@@ -45,11 +46,10 @@ inline ir::Graph build(std::string_view tap) {
   return g ? std::move(*g) : ir::Graph();
 }
 
-/// Naive run of `graph` vs application run of `lowered`, outputs matched by name.
-inline runtime::TensorsComparison run_both(const ir::Graph& graph, const ir::Graph& lowered,
-                                           std::uint64_t seed = 7) {
-  runtime::BufferMap naive =
-      runtime::NaiveExecutor(graph).run(runtime::generate_inputs(graph, {.seed = seed}));
+/// The application executor's run of `lowered` (reference kernels) on the inputs generated with
+/// `seed`, its outputs keyed by the tensors of `graph` (matched by name).
+inline runtime::BufferMap run_lowered(const ir::Graph& graph, const ir::Graph& lowered,
+                                      std::uint64_t seed = 7) {
   runtime::BufferMap sharded =
       runtime::ApplicationExecutor(lowered).run(runtime::generate_inputs(lowered, {.seed = seed}));
   runtime::BufferMap mapped;
@@ -57,25 +57,27 @@ inline runtime::TensorsComparison run_both(const ir::Graph& graph, const ir::Gra
     ir::TensorId in_lowered = runtime::find_tensor(lowered, runtime::tensor_name(graph, t));
     mapped.emplace(t, std::move(sharded.at(in_lowered)));
   }
-  return runtime::compare_tensors(graph, naive, mapped);
+  return mapped;
 }
 
-/// The bar `tapestry run --verify` holds a split reduction to (runtime::VerifyTolerance,
-/// compare.h; docs/runtime.md), per output: |a − b| <= 4·ε·K·M, K the graph's summed reduction
-/// lengths, M the largest magnitude of the naive run of `graph` on the same seeded inputs.
-inline bool within_documented_bound(const ir::Graph& graph, const runtime::TensorsComparison& cmp,
-                                    std::uint64_t seed = 7) {
-  const runtime::BufferMap naive =
+/// Naive run of `graph` vs application run of `lowered`, outputs matched by name.
+inline runtime::TensorsComparison run_both(const ir::Graph& graph, const ir::Graph& lowered,
+                                           std::uint64_t seed = 7) {
+  runtime::BufferMap naive =
       runtime::NaiveExecutor(graph).run(runtime::generate_inputs(graph, {.seed = seed}));
-  const runtime::VerifyTolerance tolerance = runtime::verify_tolerance(graph, naive);
-  for (const runtime::TensorComparison& c : cmp.tensors) {
-    if (!c.result || !c.result->comparable) return false;
-    if (c.result->bitwise_equal) continue;
-    if (!(c.result->max_abs_diff <= tolerance.abs_tol(runtime::tensor_dtype(graph, c.tensor)))) {
-      return false;
-    }
-  }
-  return true;
+  return runtime::compare_tensors(graph, naive, run_lowered(graph, lowered, seed));
+}
+
+/// The bar `tapestry run --verify` holds results to when they cannot be bitwise equal (a split
+/// reduction re-associates sums): `results` (outputs of `graph`, computed from the inputs
+/// generated with `seed`) judged by runtime::verify_outputs in bound mode — every float cell
+/// within its own error bar of the float64 oracle, integers exact, and the naive run within the
+/// same bars (docs/runtime.md, "How --verify decides"). `.pass()`; `.text()` says why not.
+inline runtime::VerifyReport within_documented_bound(const ir::Graph& graph,
+                                                     const runtime::BufferMap& results,
+                                                     std::uint64_t seed = 7) {
+  return runtime::verify_outputs(graph, runtime::generate_inputs(graph, {.seed = seed}), results,
+                                 {.mode = runtime::VerifyMode::kBound});
 }
 
 /// Refusals docs/rewrites.md documents as by design: a pattern and a substring of its reason.

@@ -257,12 +257,13 @@ Effect effect_of(const runtime::Oracle& good, const runtime::Oracle& faulty, con
   Effect e = Effect::kEquivalent;
   for (ir::TensorId t : runtime::graph_outputs(g)) {
     const auto a = good.value.at(t).values<double>();
-    const auto s = good.sigma.at(t).values<double>();
+    const runtime::Buffer bars = good.bar(t);
+    const auto s = bars.values<double>();
     const auto b = faulty.value.at(runtime::find_tensor(faulty_graph, runtime::tensor_name(g, t)))
                        .values<double>();
     for (std::size_t i = 0; i < a.size(); ++i) {
       const double d = std::abs(a[i] - b[i]);
-      if (d > good.lambda * s[i]) return Effect::kDetectable;
+      if (d > s[i]) return Effect::kDetectable;
       if (d > 0x1p-40 * (std::abs(a[i]) + 1)) e = Effect::kBelowBar;
     }
   }

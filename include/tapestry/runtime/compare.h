@@ -1,8 +1,8 @@
 // Comparing tensor values: what `tapestry run --verify` and the equivalence tests report.
 //
 // Two buffers are compared cell by cell over the same range. Bitwise equality is the bar for
-// reference kernels without a reduction split (DESIGN.md §7); otherwise a tolerance on the
-// differences applies:
+// reference kernels without a reduction split; otherwise verify.h judges each cell against its
+// own error bar, and these differences are what the reports print next to the verdict:
 //
 //   abs diff   |a − b|
 //   rel diff   |a − b| / max(|a|, |b|)   (0 when both are 0)
@@ -72,27 +72,5 @@ struct TensorsComparison {
 /// Compares the buffers of `tensors` (default: graph_outputs(graph)) in `a` and `b`.
 TensorsComparison compare_tensors(const ir::Graph& graph, const BufferMap& a, const BufferMap& b,
                                   std::optional<std::vector<ir::TensorId>> tensors = {});
-
-/// The tolerance `tapestry run --verify` holds results to when they cannot be bitwise equal (fast
-/// kernels, or a reduction split, re-associate sums). A K-term sum computed in two orders differs
-/// by at most ~2·K·ε·Σ|terms| (Higham, "Accuracy and Stability of Numerical Algorithms", §3.1);
-/// errors of chained operations add up. So a cell passes when
-///
-///   |a − b| <= 4 · ε · K · M
-///
-/// where ε is the dtype's machine epsilon (2^-23 for float32, 2^-52 for float64), K the sum over
-/// the graph's operations of their reduction length (Π of reduction-dim extents × the largest
-/// input cell: `in` for linear, c·kh·kw for conv2d, the row for softmax), and M the largest
-/// magnitude of any value of the naive run (at least 1), which bounds |terms|. Integer tensors
-/// must be exact. Example: the MLP of examples/mlp.tap has K = 1024 + 4096.
-struct VerifyTolerance {
-  std::int64_t reduction_length = 0;  // K
-  double magnitude = 1;               // M
-  /// The absolute tolerance for `dtype` (0 for integers).
-  [[nodiscard]] double abs_tol(DType dtype) const;
-};
-
-/// K and M (see VerifyTolerance) of `graph` and its naive run `naive` (every tensor's buffer).
-VerifyTolerance verify_tolerance(const ir::Graph& graph, const BufferMap& naive);
 
 }  // namespace tapestry::runtime

@@ -2,17 +2,19 @@
 //
 // `tapestry run --verify` and `tapestry verify` judge a result by comparing it with this oracle.
 // The oracle runs the *unsharded* graph once, operation by operation, on the float64 promotion
-// of the inputs (float inputs are exact in float64), and carries for every float cell two
+// of the inputs (float inputs are exact in float64), and carries for every float cell three
 // numbers:
 //
 //   value   the cell's value in float64 (error ~1e-16 relative: the "truth" for a float32 graph)
-//   sigma   a scale of the error a float computation of this cell may carry, in any summation
-//           order, with any kernel set and any plan (split reductions, fusion, decomposition)
+//   sigma   a probabilistic scale of the error a float computation of this cell may carry, in
+//           any summation order, with any kernel set and any plan (split reductions, fusion,
+//           decomposition): independent error sources added in quadrature
+//   bound   D, the deterministic worst case of the same error: every source added linearly
 //
-// A computed cell c passes when |c − value| ≤ λ·sigma (λ = OracleOptions::lambda, default 8).
-// Integer cells have sigma 0: they must be exact.
+// A computed cell c passes when |c − value| ≤ bar = min(λ·sigma, D) (λ = OracleOptions::lambda,
+// default 8). Integer cells have no bar: they must be exact.
 //
-// ## How sigma is derived (docs/runtime.md, "How --verify decides")
+// ## How sigma and D are derived (docs/runtime.md, "How --verify decides")
 //
 // Rounding errors are modelled as Higham & Mary do ("A New Approach to Probabilistic Rounding
 // Error Analysis", SIAM J. Sci. Comput. 41(5), 2019): independent, mean zero, bounded by u (the
@@ -20,34 +22,45 @@
 //
 //   |ŝ − s| ≤ λ·√n·u·Σ|x_i·y_i|   with probability ≥ 1 − 2·exp(−λ²(1−u)²/2)
 //
-// (λ = 8: 2.5e-14 per cell, so a 4M-cell output fails by chance with probability < 1e-7). The
-// deterministic worst case is n·u·Σ|x_i·y_i| (Higham, "Accuracy and Stability", §3.1); the bar
-// uses the smaller, min(√n, n/λ)·λ. Each operation adds its own rounding to the error carried
-// in by its inputs, which is propagated to first order through the operation:
+// (λ = 8: 2.5e-14 per cell, so a 4M-cell output fails by chance with probability < 1e-7). More
+// generally (Hoeffding), independent mean-zero errors e_i with |e_i| ≤ b_i sum to within
+// λ·√(Σ b_i²) with the same probability: sigma is √(Σ b_i²) over every error source of the cell
+// — each operation's roundings (proxy √n·u·A for n roundings over terms of magnitude A) and the
+// errors carried in by its inputs, propagated to first order. The deterministic worst case adds
+// the same sources linearly: D = Σ b_i, with γ_n·A = n·u·A/(1 − n·u) for n roundings (Higham,
+// "Accuracy and Stability", §3.1). λ·sigma is the smaller for long sums (n > λ² = 64 terms),
+// D for short chains of few roundings: an add after a mul is off by up to u·|a·b| + u·|a·b + c|,
+// more than λ·√((u·|a·b|/λ)² + (u·|a·b + c|/λ)²) would allow, so neither channel alone is right.
 //
-//   operation                    sigma of a result cell (σ² summed over independent sources)
+//   operation                    sigma² (σ, quadrature)  |  D (linear)  of a result cell
 //   ─────────────────────────── ───────────────────────────────────────────────────────────────
-//   linear, matmul, conv2d, mul  rounding u·r(n)·Σ|x||w| (+|bias|), n = the cell's terms;
-//                                propagated Σ σx²·w² + x²·σw² (+σbias²)
-//   add, sub, bias_add, sum,     rounding u·r(n)·Σ|terms|; propagated Σ σ²
+//   linear, matmul, conv2d, mul  Σ σx²·w² + x²·σw² (+σbias²) + (√n·u·A)²  |  Σ Dx·(|w| + Dw) +
+//                                |x|·Dw (+Dbias) + γn·A;  A = Σ|x||w| (+|bias|), n its terms
+//   add, sub, bias_add, sum,     Σ σ² + (√n·u·A)²  |  Σ D + γn·A;  A = Σ|terms|, n additions
 //     reduce (sum)
-//   max, min, maximum, reduce    the largest σ among the combined cells (max/min are exact)
-//     (max, min)
-//   relu                         σx where x > −λσx, else 0 (the cell is 0 for sure)
-//   neg, transpose, permute,     σ moves with the data (pad cells: 0)
+//   reduce (prod) of n factors   (K(|x| + σx) − P) ⊕ √(n−1)·u·P  |  K(|x| + Dx) − P + γ(n−1)·P;
+//                                P = Π|x| (K: the kernel; the first term bounds propagation)
+//   max, min, maximum, reduce    the largest σ  |  the largest D among the combined cells
+//     (max, min)                 (max/min are exact)
+//   relu                         σx  |  Dx where x > −e, else 0 (the cell is 0 for sure)
+//   neg, transpose, permute,     σ and D move with the data (pad cells: 0)
 //     reshape, pad
-//   exp, tanh, sigmoid, gelu     max |f′| over [x − λσx, x + λσx] · σx + c_f·u·|f(x)|
-//   div                          |1/b|·σa ⊕ |a/b²|·σb ⊕ u·|a/b|  (unbounded where |b| ≤ λσb)
-//   softmax (row of n)           y_i·(σx_i + max_row σx) + u·y_i·(3 + r(n)) + u·y_i·|x_i − max|
-//   anything else (fused, user   a worst-case bar: 4·u·K·max|inputs| + max σ of the inputs,
-//     kernels, reduce prod)      reported as "no error model"
+//   exp, tanh, sigmoid, gelu     s·σx ⊕ k  |  s·Dx + k;  s = max |f′| over [x − e, x + e],
+//                                k = 8·u·|f(x)| (+ 4·u·|x| for gelu: ½x·(1 + erf) cancels at x < 0)
+//   div                          σa/m ⊕ |a/b|·σb/m ⊕ u·|a/b|  |  (Da + |a/b|·Db)/m + u·|a/b|;
+//                                m = |b| − e_b (unbounded where m ≤ 0)
+//   softmax (row of n)           y_i·(Δx_i + max_row Δx) + u·y_i·(|x_i − max| + 3) + sum:
+//                                √n·u·y_i  |  (n − 1)·u·y_i
+//   anything else (fused, user   a worst-case bound D = σ: 4·u·K·max|inputs| + the largest bar
+//     kernels)                   of the inputs, reported as "no error model"
 //
-// where r(n) = min(√n, n/λ) and ⊕ adds in quadrature. Each rounding term also carries n·tiny
-// (the dtype's smallest normal number) so that flushing subnormals to zero stays within the bar.
-// Every Σ|x||w| and Σ σ²·w² is computed by the operation's own kernel run on |x|, |w| (or σ², w²)
-// — so the magnitudes are local to each cell, never a global maximum.
+// where e = min(λσx, Dx) is the bar of the input x, ⊕ adds in quadrature, and Δ stands for σ or
+// D. Each rounding term also carries n·tiny (the dtype's smallest normal number) so that
+// flushing subnormals to zero stays within the bar. Every Σ|x||w|, Σ σ²·w² and Σ D·|w| is
+// computed by the operation's own kernel run on |x|, |w| (or σ², w², D) — so the magnitudes are
+// local to each cell, never a global maximum.
 //
-// A cell whose sigma is not finite (an infinite or NaN input, a denominator within λσ of 0) is
+// A cell whose bar is not finite (an infinite or NaN input, a denominator within λσ of 0) is
 // *unchecked*: the comparison counts it and says so rather than passing it silently.
 //
 // ## Exact mode
@@ -59,7 +72,7 @@
 // partial sum is bounded by the Σ|terms| the oracle computes anyway), and then results must
 // equal the oracle's value exactly, with the fast kernels and split reductions alike.
 //
-//   Oracle o = evaluate_oracle(graph, inputs);             // every tensor's value and sigma
+//   Oracle o = evaluate_oracle(graph, inputs);             // every tensor's value, sigma, D
 //   const Buffer& y = o.value.at(find_tensor(graph, "Y"));  // float64
 //   o.exact_reason                                         // empty: exact mode applies
 #pragma once
@@ -84,8 +97,10 @@ struct OracleOptions {
 struct Oracle {
   /// Every tensor's value: float tensors promoted to float64, integer tensors as they are.
   BufferMap value;
-  /// Every float tensor's sigma (float64, same range); integer tensors have none (exact).
+  /// Every float tensor's sigma and deterministic bound D (float64, same range); integer
+  /// tensors have none (exact).
   BufferMap sigma;
+  BufferMap bound;
   /// The largest Σ|terms| any cell of the tensor was summed from (|value| for data movement):
   /// a bound on every partial sum of any order, so exact mode holds while it is < 2^24.
   std::map<ir::TensorId, double> magnitude;
@@ -95,6 +110,9 @@ struct Oracle {
   /// not exact", "sums in 'Y' reach 2^25 > 2^24").
   std::string exact_reason;
   double lambda = 8;
+
+  /// The bar of every cell of float tensor `t`: min(λ·sigma, bound).
+  [[nodiscard]] Buffer bar(ir::TensorId t) const;
 };
 
 /// Runs the oracle on `graph` (unsharded: its applications are ignored) with `inputs` (every

@@ -21,6 +21,7 @@ namespace {
 std::atomic<std::uint64_t> fast_calls{0};
 std::atomic<std::uint64_t> fallback_calls{0};
 std::atomic<std::uint64_t> fused_epilogues{0};
+std::atomic<std::uint64_t> onednn_gemms{0};
 thread_local std::uint64_t t_fallbacks = 0;  // this thread's, for exchange_thread_fallbacks
 
 }  // namespace
@@ -33,6 +34,10 @@ void count_fast() {
 
 void count_epilogue() {
   fused_epilogues.fetch_add(1, std::memory_order_relaxed);
+}
+
+void count_onednn_gemm() {
+  onednn_gemms.fetch_add(1, std::memory_order_relaxed);
 }
 
 void run_reference(const KernelCall& call) {
@@ -122,7 +127,8 @@ void limit_library_threads_to_one() {
 FastKernelCounts fast_kernel_counts() {
   return {.fast_calls = fast_calls.load(std::memory_order_relaxed),
           .fallback_calls = fallback_calls.load(std::memory_order_relaxed),
-          .fused_epilogues = fused_epilogues.load(std::memory_order_relaxed)};
+          .fused_epilogues = fused_epilogues.load(std::memory_order_relaxed),
+          .onednn_gemms = onednn_gemms.load(std::memory_order_relaxed)};
 }
 
 std::uint64_t exchange_thread_fallbacks(std::uint64_t value) {
@@ -133,6 +139,7 @@ void reset_fast_kernel_counts() {
   fast_calls.store(0, std::memory_order_relaxed);
   fallback_calls.store(0, std::memory_order_relaxed);
   fused_epilogues.store(0, std::memory_order_relaxed);
+  onednn_gemms.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace tapestry::runtime

@@ -72,6 +72,7 @@ void gemm(const GemmArgs& g, const float* a, const float* b, float beta, float* 
     const dnnl_status_t status = dnnl_sgemm(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', g.m, g.n,
                                             g.k, 1.0f, a, g.lda, b, g.ldb, beta, c, g.ldc);
     check_dnnl(status, "dnnl_sgemm", g);
+    count_onednn_gemm();
     return;
   }
   cblas_sgemm(CblasRowMajor, cblas_trans(g.trans_a), cblas_trans(g.trans_b), static_cast<int>(g.m),

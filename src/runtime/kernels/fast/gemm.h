@@ -29,6 +29,9 @@ bool fits_blas(const GemmArgs& args);
 /// The library kAuto picks for a float32 product of this shape (kOneDnn or kOpenBlas).
 GemmBackend auto_backend(std::int64_t m, std::int64_t n, std::int64_t k);
 
+/// Counts one GEMM run by oneDNN (FastKernelCounts::onednn_gemms; fast_registry.cpp).
+void count_onednn_gemm();
+
 /// C = op(A)·op(B) + beta·C with the current backend (float or double).
 void gemm(const GemmArgs& args, const float* a, const float* b, float beta, float* c);
 void gemm(const GemmArgs& args, const double* a, const double* b, double beta, double* c);
