@@ -173,10 +173,14 @@ std::string OutputVerdict::line() const {
                   "(bar: exact)",
                   failing_cells, cells, max_abs_diff, worst_point ? worst_point->to_string() : "?");
   } else {
-    const std::string worst =
-        worst_point ? fmt::format("; worst cell {} at {:.1f}% of its bar", *worst_point,
-                                  worst_bar > 0 ? 100 * worst_diff / worst_bar : 0.0)
-                    : "";
+    std::string worst;
+    if (worst_point && worst_bar > 0) {
+      worst = fmt::format("; worst cell {}: |Δ| {:.2e} = {:.1f}% of its bar", *worst_point,
+                          worst_diff, 100 * worst_diff / worst_bar);
+    } else if (worst_point) {
+      worst = fmt::format("; worst cell {}: |Δ| {:.2e} where the bar is 0 (the value is exact)",
+                          *worst_point, worst_diff);
+    }
     body = fmt::format(
         "{}max |Δ| {:.2e} vs float64{}; bar per cell {:.2e}…{:.2e}{}",
         failing_cells > 0 ? fmt::format("{} of {} cells outside their bar; ", failing_cells, cells)
