@@ -7,6 +7,7 @@
 #include "op_spec.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/metakernel/signature.h"
+#include "tapestry/rewrite/fresh_names.h"
 
 namespace tapestry::rewrite {
 
@@ -100,8 +101,11 @@ std::string DecomposeLinear::apply(RewriteState& state, ir::OperationId op) cons
   const Port& bias = *port(old.inputs, "bias");
   const Port& result = old.outputs[0];
 
-  const std::string transpose_name = old.label + "/transpose";
-  const std::string matmul_name = old.label + "/matmul";
+  FreshNames names(graph, state.plan);
+  const std::string transpose_name = names.take(old.label + "/transpose");
+  const std::string matmul_name = names.take(old.label + "/matmul");
+  state.derive(transpose_name, old.label);
+  state.derive(matmul_name, old.label);
   const ir::TensorId wt = add_kernel(state, graph, "transpose", {w.tensor}, transpose_name).output;
   Added matmul = add_kernel(state, graph, "matmul", {x.tensor, wt}, matmul_name);
   const metakernel::Signature& mm = matmul.sig;

@@ -207,7 +207,9 @@ std::string FuseElementwise::apply(RewriteState& state, ir::OperationId op) cons
   detail::remap(fused, copy);
   detail::add_op(copy.graph, fused);
 
-  // The plan: the fused op takes the producer's splits under the consumer's name.
+  // The plan: the fused op takes the producer's splits under the consumer's name, so the
+  // operation the plan named for them is the producer's.
+  state.derive(c.label, p.label);
   OpPlan plan = state.plan.ops.count(p.label) ? state.plan.ops[p.label] : OpPlan{};
   state.plan.ops.erase(p.label);
   if (plan.split.empty()) {

@@ -3,6 +3,8 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "tapestry/ir/dialect.h"
 #include "tapestry/rewrite/decompose_linear.h"
 #include "tapestry/rewrite/fuse_elementwise.h"
@@ -31,21 +33,77 @@ void check_plan_or_throw(const Plan& plan, const ir::Graph& graph) {
   throw Error(fmt::format("the plan does not fit the graph:\n  {}", fmt::join(problems, "\n  ")));
 }
 
-// Step 5: every operation gets the grid of Applications its plan asks for.
+// The shard counts the plan gives `op`, one per index dim.
+std::vector<std::int64_t> parts_of(const RewriteState& state, ir::OperationId op) {
+  const std::string name = operation_name(state.graph, op);
+  const ir::OperationView view = state.graph.operation(op);
+  std::vector<std::int64_t> parts;
+  for (std::size_t d = 0; d < view.index_rank(); ++d) {
+    parts.push_back(state.plan.split_of(name, view.index_name(d)));
+  }
+  return parts;
+}
+
+// Why shard-grid cannot cut `op`, for the user: the operation the plan named, and — for a cut
+// of a reduction dim, which only split-reduction can do — the refusals of the rewrites that
+// would have done it (the real reason), else shard-grid's own.
+std::string explain_cut(const RewriteState& state, ir::OperationId op,
+                        std::span<const std::int64_t> parts, const std::string& why,
+                        const std::vector<RewriteEvent>& log) {
+  const std::string name = operation_name(state.graph, op);
+  const std::string origin = state.origin(name);
+  const std::string subject =
+      origin == name ? fmt::format("operation '{}'", name)
+                     : fmt::format("operation '{}' (as '{}' after the rewrites)", origin, name);
+  const ir::OperationView view = state.graph.operation(op);
+  for (std::size_t d = 0; d < parts.size(); ++d) {
+    if (parts[d] == 1 || !view.reduction(d)) continue;
+    // The refusals of the operation as the plan named it; else of what it became (a fused
+    // operation repeats its producer's refusal in the fused op's terms: not shown).
+    std::vector<std::string> refusals;
+    for (bool as_named : {true, false}) {
+      for (const RewriteEvent& e : log) {
+        if (!e.applied && e.origin == origin && (e.target == origin) == as_named &&
+            (e.pattern == kSplitReduction || e.pattern == kDecomposeLinear)) {
+          std::string line = fmt::format("{} refused: {}", e.pattern, e.detail);
+          if (std::find(refusals.begin(), refusals.end(), line) == refusals.end())
+            refusals.push_back(std::move(line));
+        }
+      }
+      if (!refusals.empty()) break;
+    }
+    if (!refusals.empty()) {
+      return fmt::format("{}: cannot split reduction dim '{}' into {}: {}", subject,
+                         view.index_name(d), parts[d], fmt::join(refusals, "; "));
+    }
+  }
+  return fmt::format("{}: shard-grid cannot cut it: {}", subject, why);
+}
+
+// Step 5a: every cut is possible — checked for every operation before any Application is made,
+// so a plan fails whole and early, with every problem.
+void check_cuts(const RewriteState& state, const std::vector<RewriteEvent>& log) {
+  std::vector<std::string> problems;
+  for (ir::OperationId op : state.graph.operations()) {
+    const std::vector<std::int64_t> parts = parts_of(state, op);
+    if (auto why = match_shard_grid(state.graph, op, parts)) {
+      problems.push_back(explain_cut(state, op, parts, *why, log));
+    }
+  }
+  if (problems.empty()) return;
+  throw Error(fmt::format("the plan cannot be carried out:\n  {}", fmt::join(problems, "\n  ")));
+}
+
+// Step 5b: every operation gets the grid of Applications its plan asks for.
 void shard_all(RewriteState& state, std::vector<RewriteEvent>& log) {
   for (ir::OperationId op : state.graph.operations()) {
     const std::string name = operation_name(state.graph, op);
-    const ir::OperationView view = state.graph.operation(op);
-    std::vector<std::int64_t> parts;
-    for (std::size_t d = 0; d < view.index_rank(); ++d) {
-      parts.push_back(state.plan.split_of(name, view.index_name(d)));
-    }
-    if (auto why = match_shard_grid(state.graph, op, parts)) {
-      throw Error(fmt::format("shard-grid cannot cut operation '{}': {}", name, *why));
-    }
+    const std::vector<std::int64_t> parts = parts_of(state, op);
     const std::size_t shards = apply_shard_grid(state.graph, op, parts).size();
-    if (shards > 1)
-      log.push_back({std::string(kShardGrid), name, true, fmt::format("{} shards", shards)});
+    if (shards > 1) {
+      log.push_back({std::string(kShardGrid), name, state.origin(name), true,
+                     fmt::format("{} shards", shards)});
+    }
   }
 }
 
@@ -61,9 +119,12 @@ ir::Dialect dialect_of(const ir::Graph& graph, const LowerOptions& options) {
 
 LowerResult lower(const ir::Graph& graph, const Plan& plan, const LowerOptions& options) {
   check_plan_or_throw(plan, graph);
-  RewriteState state{copy_graph(graph).graph, plan, options.kernels};
+  RewriteState state{copy_graph(graph).graph, resolve_plan_names(plan, graph), options.kernels, {}};
   std::vector<RewriteEvent> log = run_patterns(state, default_patterns(), options.driver);
-  if (!options.driver.disabled.contains(kShardGrid)) shard_all(state, log);
+  if (!options.driver.disabled.contains(kShardGrid)) {
+    check_cuts(state, log);
+    shard_all(state, log);
+  }
   if (options.validate) {
     ir::ValidationReport report = ir::validate(state.graph, dialect_of(state.graph, options));
     if (!report.is_valid()) {

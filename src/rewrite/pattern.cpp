@@ -7,8 +7,24 @@
 namespace tapestry::rewrite {
 
 std::string RewriteEvent::to_string() const {
-  return fmt::format("{:<8} {} on {}: {}", applied ? "applied" : "refused", pattern, target,
-                     detail);
+  const std::string on = origin.empty() || origin == target
+                             ? target
+                             : fmt::format("{} (from {} in the plan)", target, origin);
+  return fmt::format("{:<8} {} on {}: {}", applied ? "applied" : "refused", pattern, on, detail);
+}
+
+std::string RewriteState::origin(std::string_view name) const {
+  auto it = origins.find(name);
+  return it == origins.end() ? std::string(name) : it->second;
+}
+
+void RewriteState::derive(const std::string& name, std::string_view from) {
+  std::string root = origin(from);
+  if (root == name) {
+    origins.erase(name);
+  } else {
+    origins[name] = std::move(root);
+  }
 }
 
 namespace {
@@ -23,13 +39,16 @@ bool apply_first_match(RewriteState& state, std::span<const OperationPattern* co
     for (ir::OperationId op : state.graph.operations()) {
       MatchResult result = pattern->match(state, op);
       const std::string target = operation_name(state.graph, op);
+      std::string origin = state.origin(target);
       if (result) {
         std::string summary = pattern->apply(state, op);
-        log.push_back({std::string(pattern->name()), target, true, std::move(summary)});
+        log.push_back(
+            {std::string(pattern->name()), target, std::move(origin), true, std::move(summary)});
         return true;
       }
       if (result.requested && refused.emplace(std::string(pattern->name()), target).second) {
-        log.push_back({std::string(pattern->name()), target, false, std::move(result.reason)});
+        log.push_back({std::string(pattern->name()), target, std::move(origin), false,
+                       std::move(result.reason)});
       }
     }
   }

@@ -3,10 +3,14 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <iterator>
+#include <set>
 #include <sstream>
 
+#include "tapestry/support/assert.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::rewrite {
@@ -15,8 +19,20 @@ using nlohmann::json;
 
 namespace {
 
-// Substitutions a plan may request (each is a rewrite pattern of this module).
-constexpr std::string_view kKnownSubstitutions[] = {"decompose-linear"};
+// Substitutions a plan may request (each is a rewrite pattern of this module), with the kernel
+// each rewrites.
+struct Substitution {
+  std::string_view name;
+  std::string_view kernel;
+};
+constexpr Substitution kKnownSubstitutions[] = {{"decompose-linear", "linear"}};
+
+const Substitution* find_substitution(std::string_view name) {
+  for (const Substitution& s : kKnownSubstitutions) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
 
 std::string escape_pointer(std::string_view key) {
   std::string out;
@@ -151,6 +167,103 @@ std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size
   return {line, column};
 }
 
+// nlohmann::json keeps the last of duplicate keys without a word, so `{"split": {"d0": 2},
+// "split": {"d0": 3}}` would lose a split. A second pass with its SAX interface finds them. SAX
+// events carry no position, so the text is read through an iterator that remembers the last
+// byte the lexer took: at a `key` event, the key's closing quote.
+class TrackingIterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+
+  TrackingIterator(const char* at, const char** last) : at_(at), last_(last) {}
+  const char& operator*() const {
+    *last_ = at_;
+    return *at_;
+  }
+  TrackingIterator& operator++() {
+    ++at_;
+    return *this;
+  }
+  TrackingIterator operator++(int) {
+    TrackingIterator before = *this;
+    ++at_;
+    return before;
+  }
+  friend bool operator==(const TrackingIterator& a, const TrackingIterator& b) {
+    return a.at_ == b.at_;
+  }
+
+ private:
+  const char* at_;
+  const char** last_;
+};
+
+// The SAX handler: the keys seen in every open object; stops at the first repeated one.
+struct DuplicateKeyFinder {
+  const char* const* last_read;
+  std::vector<std::set<std::string, std::less<>>> open;
+  const char* duplicate_end = nullptr;  // the closing quote of the repeated key
+  std::string duplicate;
+
+  bool start_object(std::size_t /*size*/) {
+    open.emplace_back();
+    return true;
+  }
+  bool end_object() {
+    open.pop_back();
+    return true;
+  }
+  bool key(std::string& k) {
+    if (open.back().insert(k).second) return true;
+    duplicate_end = *last_read;
+    duplicate = k;
+    return false;
+  }
+  bool start_array(std::size_t /*size*/) { return true; }
+  bool end_array() { return true; }
+  bool null() { return true; }
+  bool boolean(bool /*value*/) { return true; }
+  bool number_integer(json::number_integer_t /*value*/) { return true; }
+  bool number_unsigned(json::number_unsigned_t /*value*/) { return true; }
+  bool number_float(json::number_float_t /*value*/, const std::string& /*text*/) { return true; }
+  bool string(std::string& /*value*/) { return true; }
+  bool binary(json::binary_t& /*value*/) { return true; }
+  bool parse_error(std::size_t /*position*/, const std::string& /*token*/,
+                   const nlohmann::detail::exception& /*error*/) {
+    return false;  // syntax errors are the DOM parse's to report
+  }
+};
+
+// The offset of the opening quote of the string whose closing quote is at `close`: the nearest
+// quote before it not escaped by an odd run of backslashes.
+std::size_t opening_quote(std::string_view text, std::size_t close) {
+  for (std::size_t i = close; i-- > 0;) {
+    if (text[i] != '"') continue;
+    std::size_t backslashes = 0;
+    while (backslashes < i && text[i - 1 - backslashes] == '\\') ++backslashes;
+    if (backslashes % 2 == 0) return i;
+  }
+  return 0;
+}
+
+// Error at the first key an object repeats (source:line:col of the second one).
+void reject_duplicate_keys(std::string_view text, std::string_view source_name) {
+  const char* last = text.data();
+  DuplicateKeyFinder finder{&last, {}, nullptr, {}};
+  json::sax_parse(TrackingIterator(text.data(), &last),
+                  TrackingIterator(text.data() + text.size(), &last), &finder);
+  if (finder.duplicate_end == nullptr) return;
+  const std::size_t at =
+      opening_quote(text, static_cast<std::size_t>(finder.duplicate_end - text.data()));
+  auto [line, column] = line_column(text, at);
+  throw Error(fmt::format("{}:{}:{}: duplicate key \"{}\" (a JSON object names each member once)",
+                          source_name, line, column, finder.duplicate));
+}
+
 }  // namespace
 
 std::int64_t Plan::split_of(std::string_view op, std::string_view dim) const {
@@ -191,6 +304,7 @@ Plan parse_plan(std::string_view text, std::string_view source_name) {
     throw Error(fmt::format("{}:{}:{}: invalid JSON: {}", source_name, line, column,
                             colon == std::string::npos ? what : what.substr(colon + 2)));
   }
+  reject_duplicate_keys(text, source_name);
   return PlanReader(source_name).read(root);
 }
 
@@ -243,6 +357,7 @@ std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph) {
   std::vector<std::string> problems;
   std::vector<std::string> known;
   for (ir::OperationId op : graph.operations()) known.push_back(operation_name(graph, op));
+  std::map<std::uint32_t, std::string> entry_of;  // operation index → the entry naming it
   const auto unknown_op = [&](std::string_view name) {
     std::size_t same = 0;
     for (const std::string& k : known) same += k == name;
@@ -259,6 +374,21 @@ std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph) {
       continue;
     }
     ir::OperationView view = graph.operation(*op);
+    const std::string canonical = operation_name(graph, *op);
+    if (canonical != name) {  // named by its key: the label must tell it apart
+      if (std::count(known.begin(), known.end(), canonical) > 1) {
+        problems.push_back(fmt::format(
+            "{}: operation '{}' shares its label '{}' with other operations, so a plan cannot "
+            "address it (give it a label of its own)",
+            path, name, canonical));
+        continue;
+      }
+    }
+    if (auto [it, added] = entry_of.emplace(op->index(), name); !added) {
+      problems.push_back(fmt::format("{}: names operation '{}' again (/ops/{} does too)", path,
+                                     canonical, escape_pointer(it->second)));
+      continue;
+    }
     const zspace::Range* index = view.ipf_index();
     for (const auto& [dim, count] : op_plan.split) {
       auto d = view.index_dim(dim);
@@ -275,12 +405,19 @@ std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph) {
                         escape_pointer(dim), dim, extent, count));
       }
     }
-    for (const std::string& s : op_plan.substitute) {
-      bool ok = false;
-      for (std::string_view k : kKnownSubstitutions) ok |= s == k;
-      if (!ok)
-        problems.push_back(fmt::format("{}/substitute: unknown substitution '{}' (known: {})", path,
-                                       s, fmt::join(kKnownSubstitutions, ", ")));
+    for (std::size_t i = 0; i < op_plan.substitute.size(); ++i) {
+      const std::string& s = op_plan.substitute[i];
+      const Substitution* known_substitution = find_substitution(s);
+      if (known_substitution == nullptr) {
+        std::vector<std::string_view> names;
+        for (const Substitution& k : kKnownSubstitutions) names.push_back(k.name);
+        problems.push_back(fmt::format("{}/substitute/{}: unknown substitution '{}' (known: {})",
+                                       path, i, s, fmt::join(names, ", ")));
+      } else if (view.kernel() != known_substitution->kernel) {
+        problems.push_back(
+            fmt::format("{}/substitute/{}: {} rewrites a {}, but operation '{}' is a {}", path, i,
+                        s, known_substitution->kernel, name, view.kernel()));
+      }
     }
   }
   for (std::size_t g = 0; g < plan.fuse.size(); ++g) {
@@ -291,6 +428,23 @@ std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph) {
     }
   }
   return problems;
+}
+
+Plan resolve_plan_names(const Plan& plan, const ir::Graph& graph) {
+  const auto canonical = [&](const std::string& name) {
+    auto op = find_operation(graph, name);
+    TAPESTRY_ASSERT(op.has_value(), "resolve_plan_names on a plan check_plan rejects");
+    return operation_name(graph, *op);
+  };
+  Plan out;
+  out.fuse_auto = plan.fuse_auto;
+  for (const auto& [name, op_plan] : plan.ops) out.ops.emplace(canonical(name), op_plan);
+  for (const auto& group : plan.fuse) {
+    std::vector<std::string> names;
+    for (const std::string& name : group) names.push_back(canonical(name));
+    out.fuse.push_back(std::move(names));
+  }
+  return out;
 }
 
 }  // namespace tapestry::rewrite

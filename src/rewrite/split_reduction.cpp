@@ -1,11 +1,13 @@
 #include "tapestry/rewrite/split_reduction.h"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include "op_spec.h"
 #include "spec_transforms.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/metakernel/signature.h"
+#include "tapestry/rewrite/fresh_names.h"
 #include "tapestry/support/assert.h"
 
 namespace tapestry::rewrite {
@@ -72,8 +74,9 @@ ir::TensorId add_partial(ir::Graph& graph, ir::TensorId output, zspace::Range ra
 }
 
 // Even split: one operation with a leading `block` dim; one reduce per output.
-std::string add_even_split(RewriteState& state, ir::Graph& graph, const OpSpec& old, std::size_t k,
-                           std::int64_t p, const OpPlan& old_plan) {
+std::string add_even_split(RewriteState& state, ir::Graph& graph, FreshNames& names,
+                           const OpSpec& old, std::size_t k, std::int64_t p,
+                           const OpPlan& old_plan) {
   const std::int64_t q = old.index.extent(k) / p;
   OpSpec s = detail::split_even(old, k, p);
   std::vector<ir::TensorId> partials;
@@ -81,7 +84,7 @@ std::string add_even_split(RewriteState& state, ir::Graph& graph, const OpSpec& 
     const ir::TensorId out = old.outputs[j].tensor;
     partials.push_back(add_partial(
         graph, out, zspace::Range::of_shape(zspace::Point{p}).product(graph.tensor(out).range()),
-        old.label + "/partial" + (j == 0 ? "" : fmt::format(".{}", j))));
+        names.take(old.label + "/partial" + (j == 0 ? "" : fmt::format(".{}", j)))));
     s.outputs[j].tensor = partials[j];
   }
   detail::add_op(graph, s);
@@ -91,8 +94,12 @@ std::string add_even_split(RewriteState& state, ir::Graph& graph, const OpSpec& 
   state.plan.ops[old.label] = plan;
 
   const ir::Monoid monoid = old.reduction(old.index_names[k])->monoid;
+  std::vector<std::string> reduces;
   for (std::size_t j = 0; j < old.outputs.size(); ++j) {
-    const std::string name = old.label + "/reduce" + (j == 0 ? "" : fmt::format(".{}", j));
+    const std::string name =
+        names.take(old.label + "/reduce" + (j == 0 ? "" : fmt::format(".{}", j)));
+    state.derive(name, old.label);
+    reduces.push_back(name);
     metakernel::Signature sig =
         add_reduce(state, graph, partials[j], old.outputs[j].tensor, monoid, name);
     OpPlan reduce_plan;
@@ -100,21 +107,22 @@ std::string add_even_split(RewriteState& state, ir::Graph& graph, const OpSpec& 
                             reduce_plan.split);
     if (!reduce_plan.split.empty()) state.plan.ops[name] = reduce_plan;
   }
-  return fmt::format("{} blocks of {} in a `{}` dim, combined by {}/reduce ({})", p, q, block,
-                     old.label, ir::monoid_name(monoid));
+  return fmt::format("{} blocks of {} in a `{}` dim, combined by {} ({})", p, q, block,
+                     fmt::join(reduces, ", "), ir::monoid_name(monoid));
 }
 
 // Combines `parts` pairwise, level by level, into `output` (the original tensor).
-void combine_tree(RewriteState& state, ir::Graph& graph, std::vector<ir::TensorId> parts,
-                  const Port& output, ir::Monoid monoid, const OpSpec& old,
-                  const OpPlan& old_plan) {
+void combine_tree(RewriteState& state, ir::Graph& graph, FreshNames& names,
+                  std::vector<ir::TensorId> parts, const Port& output, ir::Monoid monoid,
+                  const OpSpec& old, const OpPlan& old_plan) {
   const metakernel::Metakernel& kernel = state.kernels->get(*combine_kernel(monoid));
   int serial = 0;
   while (parts.size() > 1) {
     std::vector<ir::TensorId> next;
     for (std::size_t i = 0; i + 1 < parts.size(); i += 2) {
       const bool last = parts.size() == 2;
-      const std::string name = fmt::format("{}/combine{}", old.label, serial++);
+      const std::string name = names.take(fmt::format("{}/combine{}", old.label, serial++));
+      state.derive(name, old.label);
       metakernel::Argument args[] = {{name, metakernel::tensor_type(graph, parts[i])},
                                      {name, metakernel::tensor_type(graph, parts[i + 1])}};
       metakernel::Signature sig =
@@ -139,19 +147,23 @@ void combine_tree(RewriteState& state, ir::Graph& graph, std::vector<ir::TensorI
 
 // Uneven split: block b covers its slice of k and writes its own partial tensor (a tensor has
 // one producer); a balanced tree of the monoid's elementwise kernel combines them.
-std::string add_uneven_split(RewriteState& state, ir::Graph& graph, const OpSpec& old,
-                             std::size_t k, std::int64_t p, const OpPlan& old_plan) {
+std::string add_uneven_split(RewriteState& state, ir::Graph& graph, FreshNames& names,
+                             const OpSpec& old, std::size_t k, std::int64_t p,
+                             const OpPlan& old_plan) {
   const std::vector<zspace::Range> blocks = old.index.split_even(k, p);
   std::vector<std::vector<ir::TensorId>> parts(old.outputs.size());
+  std::vector<std::string> block_names;
   for (std::size_t b = 0; b < blocks.size(); ++b) {
     OpSpec s = old;
-    s.label = fmt::format("{}/block{}", old.label, b);
+    s.label = names.take(fmt::format("{}/block{}", old.label, b));
+    state.derive(s.label, old.label);
+    block_names.push_back(s.label);
     s.index = blocks[b];
     for (std::size_t j = 0; j < s.outputs.size(); ++j) {
       const ir::TensorId out = old.outputs[j].tensor;
-      s.outputs[j].tensor =
-          add_partial(graph, out, graph.tensor(out).range(),
-                      fmt::format("{}/partial{}", s.label, j == 0 ? "" : fmt::format(".{}", j)));
+      s.outputs[j].tensor = add_partial(
+          graph, out, graph.tensor(out).range(),
+          names.take(fmt::format("{}/partial{}", s.label, j == 0 ? "" : fmt::format(".{}", j))));
       parts[j].push_back(s.outputs[j].tensor);
     }
     detail::add_op(graph, s);
@@ -160,10 +172,10 @@ std::string add_uneven_split(RewriteState& state, ir::Graph& graph, const OpSpec
   state.plan.ops.erase(old.label);
   const ir::Monoid monoid = old.reduction(old.index_names[k])->monoid;
   for (std::size_t j = 0; j < old.outputs.size(); ++j) {
-    combine_tree(state, graph, parts[j], old.outputs[j], monoid, old, old_plan);
+    combine_tree(state, graph, names, parts[j], old.outputs[j], monoid, old, old_plan);
   }
-  return fmt::format("{} blocks {}/block0…{} of uneven size, combined by a tree of {}", p,
-                     old.label, p - 1, *combine_kernel(monoid));
+  return fmt::format("{} blocks {}…{} of uneven size, combined by a tree of {}", p,
+                     block_names.front(), block_names.back(), *combine_kernel(monoid));
 }
 
 }  // namespace
@@ -242,9 +254,10 @@ std::string SplitReduction::apply(RewriteState& state, ir::OperationId op) const
 
   GraphCopy copy = copy_graph(state.graph, {{op}});
   detail::remap(old, copy);
+  FreshNames names(copy.graph, state.plan);
   std::string summary = old.index.extent(k) % p == 0
-                            ? add_even_split(state, copy.graph, old, k, p, old_plan)
-                            : add_uneven_split(state, copy.graph, old, k, p, old_plan);
+                            ? add_even_split(state, copy.graph, names, old, k, p, old_plan)
+                            : add_uneven_split(state, copy.graph, names, old, k, p, old_plan);
   state.graph = std::move(copy.graph);
   return fmt::format("{} of {}: {}", k_name, old.label, summary);
 }

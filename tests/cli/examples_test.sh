@@ -54,6 +54,43 @@ if [[ $rc -eq 2 ]] && grep -q "no index dimension 'rows'" "$tmp/err"; then passe
 "$tapestry" shard "$root/examples/linear_relu.tap" --plan "$tmp/missing.json" -o "$tmp/out.json" 2>"$tmp/err"; rc=$?
 if [[ $rc -eq 2 && ! -e "$tmp/out.json" ]] && grep -q "cannot open plan file" "$tmp/err"; then passed=$((passed + 1)); else
   echo "FAIL missing plan: rc=$rc"; failures=$((failures + 1)); fi
+# Plans that cannot be carried out (docs/rewrites.md, "Plan checks"): exit 2, the operation the
+# plan named and the real reason, nothing written.
+plan_fails() {  # name graph-text plan-text expected-substring
+  printf '%s' "$2" >"$tmp/g.tap"; printf '%s' "$3" >"$tmp/p.json"
+  "$tapestry" shard "$tmp/g.tap" --plan "$tmp/p.json" --explain -o "$tmp/out.json" 2>"$tmp/err"; rc=$?
+  if [[ $rc -eq 2 && ! -e "$tmp/out.json" ]] && grep -qF -- "$4" "$tmp/err"; then passed=$((passed + 1)); else
+    echo "FAIL plan $1: rc=$rc"; cat "$tmp/err"; failures=$((failures + 1)); fi
+}
+plan_fails duplicate-key 'X: f32[4, 4]
+Y = relu(X)
+output Y
+' '{"ops": {"Y": {"split": {"d0": 2},
+        "split": {"d1": 2}}}}' 'p.json:2:9: duplicate key "split"'
+plan_fails uneven-min 'X: f32[10, 4]
+Y = relu(reduce(X, op="min"))
+output Y
+' '{"ops": {"Y/reduce": {"split": {"block": 4}}}, "fuse": "auto"}' \
+  "operation 'Y/reduce' (as 'Y' after the rewrites): cannot split reduction dim 'block' into 4: split-reduction refused: no elementwise kernel combines 'min' partials"
+plan_fails rank1-linear-in 'X: f32[6]
+W: f32[3, 6]
+b: f32[3]
+Y = linear(X, W, b)
+output Y
+' '{"ops": {"Y": {"split": {"in": 2}}}}' \
+  "operation 'Y': cannot split reduction dim 'in' into 2: decompose-linear refused: x has no batch dim"
+plan_fails substitute-on-relu 'X: f32[4]
+Y = relu(X)
+output Y
+' '{"ops": {"Y": {"substitute": ["decompose-linear"]}}}' \
+  "/ops/Y/substitute/0: decompose-linear rewrites a linear, but operation 'Y' is a relu"
+# The issue's collision: V1's new matmul is V1/matmul.2, the user's V1/matmul keeps its plan.
+printf 'X: f32[8, 6]\nA: f32[6, 12]\nW: f32[4, 12]\nb: f32[4]\nV1 = linear(matmul(X, A), W, b)\noutput V1\n' >"$tmp/v1.tap"
+"$tapestry" run "$tmp/v1.tap" --split V1.in=2 --split V1.out=3 --split V1/matmul.m=2 --verify --kernels reference >"$tmp/log" 2>&1; rc=$?
+"$tapestry" shard "$tmp/v1.tap" --split V1.in=2 --split V1/matmul.m=2 --explain -o /dev/null 2>"$tmp/err"
+if [[ $rc -eq 0 ]] && grep -q '^PASS' "$tmp/log" && grep -q 'shard-grid on V1/matmul: 2 shards' "$tmp/err" &&
+   grep -q 'split-reduction on V1/matmul.2 (from V1 in the plan)' "$tmp/err"; then passed=$((passed + 1)); else
+  echo "FAIL V1/matmul collision: rc=$rc"; cat "$tmp/log" "$tmp/err"; failures=$((failures + 1)); fi
 mkdir "$tmp/in"
 "$tapestry" run "$root/examples/linear_relu.tap" --inputs "$tmp/in" 2>"$tmp/err"; rc=$?
 if [[ $rc -eq 2 ]] && grep -q "missing input file" "$tmp/err"; then passed=$((passed + 1)); else

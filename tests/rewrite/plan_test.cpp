@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "rewrite/rewrite_testing.h"
+#include "tapestry/rewrite/lower.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::rewrite {
@@ -103,6 +104,59 @@ TEST(Plan, CheckAgainstAGraphReportsEveryProblem) {
               "/ops/Y~1linear/split/out: cannot cut dimension 'out' of extent 32 into 33 shards"),
           HasSubstr("unknown substitution 'magic'"),
           HasSubstr("/fuse/0/1: no operation named 'Q'")));
+}
+
+// nlohmann::json keeps the last of two equal keys; a plan must not lose a member that way.
+// The error points at the second key, at any depth.
+TEST(Plan, DuplicateKeysAreAnErrorWithTheirLocation) {
+  const BadPlan cases[] = {
+      {R"({"ops": {"Y": {"split": {"d0": 2}, "split": {"d0": 3}}}})",
+       R"(plan.json:1:36: duplicate key "split")"},
+      {"{\"ops\": {\"Y\": {\"split\": {\"d0\": 2}}},\n \"ops\": {}}",
+       R"(plan.json:2:2: duplicate key "ops")"},
+      {"{\"ops\": {\"Y\": {\"split\": {\"d0\": 2,\n    \"d0\": 2}}}}",
+       R"(plan.json:2:5: duplicate key "d0")"},
+      {R"({"ops": {"Y": {}, "Y": {}}})", R"(plan.json:1:19: duplicate key "Y")"},
+      // An escaped quote inside the key: the location is still the key's opening quote.
+      {R"({"ops": {"a\"b": {}, "a\"b": {}}})", R"(plan.json:1:22: duplicate key "a"b")"},
+      {R"({"fuse": [["a", "b"]], "fuse": "auto"})", R"(plan.json:1:24: duplicate key "fuse")"},
+  };
+  for (const BadPlan& c : cases) {
+    EXPECT_THAT([&] { (void)parse_plan(c.text, "plan.json"); },
+                ThrowsMessage<Error>(HasSubstr(c.expected)))
+        << c.text;
+  }
+  // Equal keys in different objects are fine.
+  EXPECT_EQ(
+      parse_plan(R"({"ops": {"A": {"split": {"d0": 2}}, "B": {"split": {"d0": 2}}}})").ops.size(),
+      2u);
+}
+
+TEST(Plan, CheckRejectsASubstitutionOfAnotherKernel) {
+  ir::Graph g = testing::build(kLinearRelu);
+  EXPECT_THAT(check_plan(parse_plan(R"({"ops": {"Y": {"substitute": ["decompose-linear"]}}})"), g),
+              ::testing::ElementsAre(HasSubstr("/ops/Y/substitute/0: decompose-linear rewrites a "
+                                               "linear, but operation 'Y' is a relu")));
+  EXPECT_THAT(
+      check_plan(parse_plan(R"({"ops": {"Y/linear": {"substitute": ["decompose-linear"]}}})"), g),
+      ::testing::IsEmpty());
+}
+
+// A plan may name an operation by its key; lowering then finds it under its label (the entry
+// was silently ignored before). Two entries for one operation are an error.
+TEST(Plan, AnOperationNamedByKeyIsTheSameOperation) {
+  ir::Graph g = testing::build(kLinearRelu);
+  const std::string key(g.key(*find_operation(g, "Y/linear")));
+  const Plan by_key = parse_plan(R"({"ops": {")" + key + R"(": {"split": {"batch": 4}}}})");
+  EXPECT_THAT(check_plan(by_key, g), ::testing::IsEmpty());
+  EXPECT_EQ(resolve_plan_names(by_key, g).split_of("Y/linear", "batch"), 4);
+  LowerResult r = lower(g, by_key);
+  EXPECT_EQ(r.graph.applications_of(*find_operation(r.graph, "Y/linear")).size(), 4u);
+
+  const Plan twice = parse_plan(R"({"ops": {"Y/linear": {"split": {"out": 2}}, ")" + key +
+                                R"(": {"split": {"batch": 4}}}})");
+  EXPECT_THAT(check_plan(twice, g),
+              ::testing::ElementsAre(HasSubstr("names operation 'Y/linear' again")));
 }
 
 }  // namespace

@@ -100,28 +100,29 @@ inline constexpr std::string_view kDocumentedShardGridRefusals[] = {
     "would make a shard write scattered cells",
 };
 
-/// When lowering `graph` under `plan` failed with `error`: the documented refusal behind it —
-/// shard-grid refusing a cut for a documented reason, or shard-grid unable to cut a reduction
-/// dim because a rewrite refused it for a documented reason — else nullopt (a bug).
-inline std::optional<std::string> documented_refusal(const ir::Graph& graph, const Plan& plan,
-                                                     std::string_view error) {
-  constexpr std::string_view kHead = "shard-grid cannot cut operation '";
+/// When lowering failed with `error`: the error itself when every problem it lists is a
+/// documented refusal — shard-grid refusing a cut for a documented reason, or a rewrite refusing
+/// a reduction split for one (`lower` names the refusal behind a cut it cannot make) — else
+/// nullopt (a bug).
+inline std::optional<std::string> documented_refusal(std::string_view error) {
+  constexpr std::string_view kHead = "the plan cannot be carried out:\n";
   if (!error.starts_with(kHead)) return std::nullopt;
-  for (std::string_view documented : kDocumentedShardGridRefusals) {
-    if (error.find(documented) != std::string_view::npos) return std::string(error);
-  }
-  if (error.find("cutting it needs split-reduction") == std::string_view::npos) {
-    return std::nullopt;
-  }
-  RewriteState state{copy_graph(graph).graph, plan};
-  for (const RewriteEvent& e : run_patterns(state, default_patterns(), {})) {
-    if (e.applied) continue;  // (the target may since be fused under another name)
-    for (const DocumentedRefusal& d : kDocumentedRefusals) {
-      if (e.pattern == d.pattern && e.detail.find(d.reason) != std::string::npos)
-        return e.to_string();
+  std::string_view rest = error.substr(kHead.size());
+  while (!rest.empty()) {
+    const std::size_t end = std::min(rest.find('\n'), rest.size());
+    const std::string_view problem = rest.substr(0, end);
+    rest = rest.substr(std::min(end + 1, rest.size()));
+    bool documented = false;
+    for (std::string_view d : kDocumentedShardGridRefusals) {
+      documented |= problem.find(d) != std::string_view::npos;
     }
+    for (const DocumentedRefusal& d : kDocumentedRefusals) {
+      const std::string refusal = std::string(d.pattern) + " refused: " + std::string(d.reason);
+      documented |= problem.find(refusal) != std::string_view::npos;
+    }
+    if (!documented) return std::nullopt;
   }
-  return std::nullopt;
+  return std::string(error);
 }
 
 /// While alive, a crash — a failed TAPESTRY_ASSERT (abort), or a kernel reading out of bounds

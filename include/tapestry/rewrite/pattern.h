@@ -7,7 +7,9 @@
 //
 // The state is the operation graph *and* the plan: a rewrite that replaces operation `Y` by
 // `Y/matmul` and `Y` carries `Y`'s splits over to both, so the plan keeps naming what the
-// graph holds.
+// graph holds. New operations get names no operation or tensor of the graph has
+// (fresh_names.h), and the state remembers which operation of the plan each comes from, so a
+// refusal or an error names the operation the plan named.
 //
 //   RewriteState state{graph, plan};
 //   std::vector<RewriteEvent> log = run_patterns(state, default_patterns(), {});
@@ -16,6 +18,7 @@
 //   // skipped  fuse-elementwise on H/linear: H/linear's output is also read by Z
 #pragma once
 
+#include <map>
 #include <memory>
 #include <set>
 #include <span>
@@ -35,6 +38,14 @@ struct RewriteState {
   /// Kernels that rewrites instantiate (reduce, matmul, bias_add, transpose): the built-ins
   /// unless the caller loaded more.
   const metakernel::KernelRegistry* kernels = &metakernel::builtin_kernels();
+  /// For each operation a rewrite added: the operation of the original graph it comes from, by
+  /// the name the plan uses for it. Original operations are not listed.
+  std::map<std::string, std::string, std::less<>> origins;
+
+  /// The original operation `name` comes from (`name` itself for an original operation).
+  [[nodiscard]] std::string origin(std::string_view name) const;
+  /// Records that operation `name`, added by a rewrite, comes from operation `from`.
+  void derive(const std::string& name, std::string_view from);
 };
 
 /// The outcome of a match: success, or the reason it does not apply. `requested` marks failures
@@ -66,6 +77,7 @@ class OperationPattern {
 struct RewriteEvent {
   std::string pattern;
   std::string target;  // the operation's name when the pattern was tried
+  std::string origin;  // the name the plan used for it (RewriteState::origin)
   bool applied = false;
   std::string detail;  // the summary when applied, the reason when refused
 

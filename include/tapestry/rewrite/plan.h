@@ -80,9 +80,16 @@ std::optional<ir::OperationId> find_operation(const ir::Graph& graph, std::strin
 /// The name plans use for an operation: its label, else its key.
 std::string operation_name(const ir::Graph& graph, ir::OperationId op);
 
-/// Checks a plan against a graph: every operation and dimension exists, every count is in
-/// [1, extent], every substitution is known, fusion groups name existing operations. Returns
-/// one message per problem (empty: the plan fits the graph).
+/// Checks a plan against a graph before any rewrite: every operation exists and is named by one
+/// entry only (by label, or by key when its label is its own), every dimension exists on it,
+/// every count is in [1, extent], every substitution is known and rewrites that operation's
+/// kernel, fusion groups name existing operations. Returns one message per problem, each with
+/// its JSON path (empty: the plan fits the graph). What only the rewrites can tell — a
+/// reduction split they cannot do — `lower` reports before it makes any Application.
 std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph);
+
+/// The plan with every operation named the way rewrites look it up (operation_name: the label,
+/// else the key). Precondition: check_plan(plan, graph) is empty.
+Plan resolve_plan_names(const Plan& plan, const ir::Graph& graph);
 
 }  // namespace tapestry::rewrite

@@ -1,0 +1,46 @@
+// FreshNames: the one naming rule for operations and tensors that rewrites add.
+//
+// Plans name operations, so a name a rewrite invents must never be one the graph already uses —
+// a user operation called `V1/matmul`, or a name an earlier rewrite generated — or a plan entry
+// would land on the wrong operation. Every rewrite (decompose-linear, split-reduction,
+// fuse-elementwise; shard-grid adds no named nodes) asks one table for its names, built from the
+// graph it writes into: the labels of every operation and tensor and the keys of every
+// operation (plans may name an operation by key), and the names in the plan. A name is `base` when
+// it is free, else `base.2`, `base.3`, … — the `.n` rule of the .tap language (metakernel/naming.h)
+// — and is taken as soon as it is handed out, so the nodes of one rewrite never share a name
+// either:
+//
+//   graph: operations V1/matmul (the user's), V1 (a linear)
+//   FreshNames names(graph);
+//   names.take("V1/transpose")   // "V1/transpose"
+//   names.take("V1/matmul")      // "V1/matmul.2": the user's V1/matmul keeps its name
+//   names.take("V1/matmul")      // "V1/matmul.3"
+//
+// A rewrite that *replaces* an operation keeps its name on purpose (decompose-linear's bias_add
+// is still `V1`): it drops the old operation from the graph first, so that name is free again.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "tapestry/ir/graph.h"
+#include "tapestry/metakernel/naming.h"
+#include "tapestry/rewrite/plan.h"
+
+namespace tapestry::rewrite {
+
+class FreshNames {
+ public:
+  /// The names `graph` uses: labels of operations and tensors, keys of operations; and the
+  /// names `plan` uses (so a stale entry can never be picked up by a new operation).
+  explicit FreshNames(const ir::Graph& graph, const Plan& plan = {});
+
+  /// `base`, or `base.2`, `base.3`, …: the first name not in use; it is in use afterwards.
+  std::string take(std::string_view base);
+  [[nodiscard]] bool is_taken(std::string_view name) const { return table_.is_taken(name); }
+
+ private:
+  metakernel::NameTable table_;
+};
+
+}  // namespace tapestry::rewrite
