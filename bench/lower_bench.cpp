@@ -82,7 +82,7 @@ void BM_LowerOneReluIntoAMillion(benchmark::State& state) {
   double bytes_per_app = 0;
   for (auto _ : state) {
     const std::size_t before = heap_in_use();
-    rewrite::LowerResult r = rewrite::lower(*built.graph, plan);
+    rewrite::LowerResult r = rewrite::lower(*built.graph, plan, {.validate = state.range(0) != 0});
     applications = r.graph.applications().size();
     bytes_per_app = static_cast<double>(heap_in_use() - before) / static_cast<double>(applications);
     benchmark::DoNotOptimize(applications);
@@ -91,7 +91,13 @@ void BM_LowerOneReluIntoAMillion(benchmark::State& state) {
   state.counters["bytes_per_app"] = bytes_per_app;
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(applications));
 }
-BENCHMARK(BM_LowerOneReluIntoAMillion)->Unit(benchmark::kMillisecond)->UseRealTime();
+// Argument: validate the lowered graph (1, as `tapestry shard` does) or not (0).
+BENCHMARK(BM_LowerOneReluIntoAMillion)
+    ->ArgName("validate")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

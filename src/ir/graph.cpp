@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "tapestry/support/assert.h"
 
 namespace tapestry::ir {
@@ -43,13 +45,20 @@ std::vector<NodeId> Graph::node_ids() const {
 }
 
 // Generated keys are UUID-shaped (version 4 / variant 1 nibbles in place) and count up, so a
-// graph built twice the same way gets the same keys.
-std::string Graph::next_generated_key() {
+// graph built twice the same way gets the same keys: serial n is
+// "{n >> 48 :08x}-0000-4000-8000-{n & 0xffffffffffff :012x}". Written by hand and inserted with
+// one probe of the key index (a million-shard lowering makes a million of them).
+NodeId Graph::add_generated_record(NodeKind kind, std::uint32_t slot) {
+  constexpr char kDigits[] = "0123456789abcdef";
+  char key[] = "00000000-0000-4000-8000-000000000000";
   for (;;) {
-    std::uint64_t n = next_key_serial_++;
-    std::string key = fmt::format("{:08x}-0000-4000-8000-{:012x}",
-                                  static_cast<std::uint32_t>(n >> 48), n & 0xffffffffffffull);
-    if (!find(key)) return key;
+    const std::uint64_t n = next_key_serial_++;
+    auto high = static_cast<std::uint32_t>(n >> 48);
+    for (int i = 7; i >= 0; --i, high >>= 4) key[i] = kDigits[high & 0xf];
+    std::uint64_t low = n & 0xffffffffffffull;
+    for (int i = 35; i >= 24; --i, low >>= 4) key[i] = kDigits[low & 0xf];
+    NodeId id = try_add_record(kind, slot, std::string_view(key, sizeof key - 1));
+    if (id.is_valid()) return id;
   }
 }
 
@@ -74,8 +83,8 @@ NodeId Graph::try_add_record(NodeKind kind, std::uint32_t slot, std::string_view
 }
 
 NodeId Graph::add_record(NodeKind kind, std::uint32_t slot, NodeOptions&& options) {
-  std::string key = options.key.empty() ? next_generated_key() : std::move(options.key);
-  NodeId id = try_add_record(kind, slot, key);
+  NodeId id = options.key.empty() ? add_generated_record(kind, slot)
+                                  : try_add_record(kind, slot, options.key);
   TAPESTRY_ASSERT(id.is_valid(), "node key already taken in this graph");
   if (!options.label.empty()) extra(id).label = std::move(options.label);
   return id;
@@ -127,10 +136,11 @@ ApplicationId Graph::add_application(ApplicationBody body, NodeOptions options) 
   TAPESTRY_ASSERT(contains(body.operation) && kind(body.operation) == NodeKind::kOperation,
                   "application names no operation of this graph");
   for (const SelectionMap* map : {&body.inputs, &body.outputs}) {
-    for (const auto& e : map->entries()) {
-      TAPESTRY_ASSERT(contains(e.value.tensor) && kind(e.value.tensor) == NodeKind::kTensor,
+    map->for_each_raw([&](const SelectionMap::RawEntry& e) {
+      TAPESTRY_ASSERT(contains(e.tensor) && kind(e.tensor) == NodeKind::kTensor,
                       "application selection names no tensor of this graph");
-    }
+      return true;
+    });
   }
   auto slot = static_cast<std::uint32_t>(application_bodies_.size());
   ApplicationId id(add_record(NodeKind::kApplication, slot, std::move(options)));
@@ -138,6 +148,30 @@ ApplicationId Graph::add_application(ApplicationBody body, NodeOptions options) 
   application_ids_.push_back(id);
   index_application(id);
   return id;
+}
+
+namespace {
+
+// Room for `more` elements: exactly, when the vector is filled once (a single big lowering);
+// geometrically, when this is called again and again (many operations, each sharded).
+template <typename Vector>
+void reserve_more(Vector& v, std::size_t more) {
+  const std::size_t need = v.size() + more;
+  if (need <= v.capacity()) return;
+  v.reserve(std::max(need, v.capacity() + v.capacity() / 2));
+}
+
+}  // namespace
+
+void Graph::reserve_applications(OperationId op, std::size_t count) {
+  constexpr std::size_t kGeneratedKeySize = 36;
+  reserve_more(nodes_, count);
+  reserve_more(key_chars_, count * kGeneratedKeySize);
+  key_index_.reserve(nodes_.size() + count);
+  reserve_more(application_bodies_, count);
+  reserve_more(application_ids_, count);
+  reserve_more(ipf_indexes_, count);
+  reserve_more(applications_by_op_[record(op).slot], count);
 }
 
 NoteId Graph::add_note(std::string message, NodeOptions options) {

@@ -13,15 +13,54 @@ namespace tapestry::rewrite {
 
 namespace {
 
-ir::SelectionMap project(const ir::SelectionMap& selections, const ir::IpfMap& ipfs,
-                         const zspace::Range& cell) {
-  ir::SelectionMap out;
-  auto p = ipfs.entries();
-  std::size_t i = 0;
-  for (const auto& s : selections.entries())
-    out.append(s.name, {s.value.tensor, p[i++].value.apply(cell)});
-  return out;
+// Writes IPF(cell) into every box of `selections` (parallel to `ipfs`, entry by entry).
+void project_into(ir::SelectionMap& selections, const ir::IpfMap& ipfs, const zspace::Range& cell) {
+  const auto& p = ipfs.entries();
+  selections.for_each_box(
+      [&](std::size_t i, std::span<std::int64_t> start, std::span<std::int64_t> end) {
+        const zspace::Range box = p[i].value.apply(cell);
+        std::copy(box.start().coords().begin(), box.start().coords().end(), start.begin());
+        std::copy(box.end().coords().begin(), box.end().coords().end(), end.begin());
+      });
 }
+
+// The cells of Range::split_grid(parts) — row-major, each dim cut as Range::split_even cuts it
+// (the first extent % parts pieces one longer) — computed one at a time instead of held in a
+// vector (a million 128-byte Ranges).
+class CellGrid {
+ public:
+  CellGrid(const zspace::Range& index, std::span<const std::int64_t> parts) {
+    for (std::size_t d = 0; d < index.rank(); ++d) {
+      const std::int64_t n = index.extent(d);
+      const std::int64_t p = std::max<std::int64_t>(parts[d], 1);
+      std::vector<std::int64_t> at{index.start()[d]};
+      for (std::int64_t k = 0; k < p; ++k) at.push_back(at.back() + n / p + (k < n % p ? 1 : 0));
+      size_ *= static_cast<std::size_t>(p);
+      cuts_.push_back(std::move(at));
+    }
+    start_.resize(index.rank());
+    end_.resize(index.rank());
+  }
+  [[nodiscard]] std::size_t size() const { return size_; }
+  /// Cell `i` (0 <= i < size()).
+  const zspace::Range& cell(std::size_t i) {
+    for (std::size_t d = cuts_.size(); d-- > 0;) {
+      const std::size_t pieces = cuts_[d].size() - 1;
+      const std::size_t k = i % pieces;
+      i /= pieces;
+      start_[d] = cuts_[d][k];
+      end_[d] = cuts_[d][k + 1];
+    }
+    cell_ = zspace::Range(zspace::Point(start_), zspace::Point(end_));
+    return cell_;
+  }
+
+ private:
+  std::vector<std::vector<std::int64_t>> cuts_;
+  std::size_t size_ = 1;
+  std::vector<std::int64_t> start_, end_;  // scratch for cell()
+  zspace::Range cell_;
+};
 
 // An output row that linearises several index dims (reshape merging dims: result[2·d0 + d1])
 // writes a box — a contiguous run — per grid cell only when, from the largest coefficient to
@@ -92,15 +131,22 @@ std::vector<ir::ApplicationId> apply_shard_grid(ir::Graph& graph, ir::OperationI
   // Copy what the loop needs: adding applications invalidates references into the graph.
   const zspace::Range index = *graph.operation(op).ipf_index();
   const ir::IpfSignature signature = *graph.operation(op).ipf_signature();
-  const ir::SelectionMap inputs = graph.operation(op).inputs();
-  const ir::SelectionMap outputs = graph.operation(op).outputs();
+  CellGrid grid(index, parts);
+  graph.reserve_applications(op, grid.size());
 
+  // Every shard's selection maps have the operation's names, positions and tensors; only the
+  // boxes differ. So each starts as a copy of the operation's maps (one allocation) and gets
+  // its boxes written in place — no per-shard name lookups or sorting.
+  ir::ApplicationBody body{.operation = op,
+                           .inputs = graph.operation(op).inputs(),
+                           .outputs = graph.operation(op).outputs()};
   std::vector<ir::ApplicationId> added;
-  for (const zspace::Range& cell : index.split_grid(parts)) {
-    ir::ApplicationBody body{.operation = op,
-                             .inputs = project(inputs, signature.inputs, cell),
-                             .outputs = project(outputs, signature.outputs, cell)};
-    ir::ApplicationId app = graph.add_application(std::move(body));
+  added.reserve(grid.size());
+  for (std::size_t i = 0; i < grid.size(); ++i) {
+    const zspace::Range& cell = grid.cell(i);
+    project_into(body.inputs, signature.inputs, cell);
+    project_into(body.outputs, signature.outputs, cell);
+    ir::ApplicationId app = graph.add_application(body);
     graph.set_ipf_index(app, cell);
     added.push_back(app);
   }

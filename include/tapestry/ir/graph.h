@@ -174,6 +174,10 @@ class Graph {
   OperationId add_operation(OperationBody body, NodeOptions options = {});
   /// Adds an Application of an operation of this graph (asserted, as are its tensors).
   ApplicationId add_application(ApplicationBody body, NodeOptions options = {});
+  /// Makes room for `count` more Applications of `op`, each with an IPFIndex tag and a generated
+  /// key, so that adding them neither moves the tables nor leaves their growth slack (a
+  /// million-shard lowering; see docs/rewrites.md, "Lowering speed").
+  void reserve_applications(OperationId op, std::size_t count);
   NoteId add_note(std::string message, NodeOptions options = {});
   /// Adds a node kept verbatim (unknown type, or a body that does not match its schema).
   NodeId add_opaque(OpaqueBody body, NodeOptions options = {});
@@ -260,7 +264,8 @@ class Graph {
   NodeId add_record(NodeKind kind, std::uint32_t slot, NodeOptions&& options);
   /// Adds a record for a new node; the invalid id (and no change) when `key` is taken.
   NodeId try_add_record(NodeKind kind, std::uint32_t slot, std::string_view key);
-  std::string next_generated_key();
+  /// Adds a record with the next generated key that is free.
+  NodeId add_generated_record(NodeKind kind, std::uint32_t slot);
   NodeExtra& extra(NodeId node);
   const NodeExtra* find_extra(NodeId node) const;
   const NodeRecord& record(NodeId node) const;

@@ -178,6 +178,20 @@ class SelectionMap {
     }
   }
 
+  /// Rewrites the boxes in place, keeping names, positions, tensors and ranks: fn(i, start,
+  /// end) for the i-th entry (in entries() order), with mutable spans of its corners. The caller
+  /// keeps start <= end.
+  template <typename Fn>
+  void for_each_box(Fn&& fn) {
+    std::size_t i = 0;
+    for (std::size_t w = 0; w < words_.size(); ++i) {
+      const auto rank = static_cast<std::size_t>(static_cast<std::uint64_t>(words_[w + 1]) >> 32);
+      fn(i, std::span<std::int64_t>(&words_[w + 2], rank),
+         std::span<std::int64_t>(&words_[w + 2 + rank], rank));
+      w += 2 + 2 * rank;
+    }
+  }
+
   /// Rewrites tensor ids in place: fn(name, position, TensorId&) for every entry.
   template <typename Fn>
   void for_each_tensor(Fn&& fn) {

@@ -9,7 +9,9 @@
 //                         or asks for it
 //   3. split-reduction    a split reduction dim → partial op with a `block` dim + reduce
 //   4. fuse-elementwise   explicit fusion groups / "fuse": "auto"
-//   5. shard-grid         every operation's index cut into the plan's grid of Applications
+//   5. shard-grid         every cut checked first, for every operation (an impossible one is an
+//                         error naming the operation the plan named and the refusal behind
+//                         it); then every operation's index cut into its grid of Applications
 //
 // Steps 2–4 are rewrite patterns run by the driver (pattern.h) to a fixed point; every applied
 // rewrite and every refusal of something the plan asked for is in the log (`--explain`).

@@ -22,6 +22,9 @@
 // plan file and JSON path ("plan.json: /ops/Y/split/out: operation 'Y' has no index dimension
 // 'out' (it has: batch, out2, in)").
 //
+// A key an object repeats anywhere in the plan is an error at its line and column (JSON parsers
+// keep the last one silently).
+//
 // The CLI shorthand `--split OP.DIM=N` (e.g. `--split H/linear.out=2`) adds one split; the
 // operation name may itself contain dots ("H/linear.2.out=2" names op "H/linear.2").
 #pragma once
