@@ -4,7 +4,7 @@ PRESET ?= ci
 BUILD  := build/$(PRESET)
 JOBS   ?= $(shell nproc)
 
-.PHONY: all deps configure build demo test test-slow test-sanitize test-tsan bench format lint clean
+.PHONY: all deps configure build demo test test-slow test-sanitize test-tsan fuzz bench format lint clean
 
 all: build
 
@@ -38,6 +38,16 @@ test-tsan: deps
 	@cmake --build build/tsan -j $(JOBS) --target runtime_block_executor_test
 	@cd build/tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" \
 	  ctest -L executor --output-on-failure -j $(JOBS)
+
+# The libFuzzer harnesses of tests/fuzz (clang 14, ASan + UBSan), each run for FUZZ_SECONDS
+# (default 60) in turn; FUZZ_TARGETS="tap npy" runs some. See docs/reliability.md.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+fuzz:
+	@scripts/install-deps.sh --fuzz
+	@cmake --preset fuzz >/dev/null
+	@cmake --build build/fuzz -j $(JOBS) --target fuzz_harnesses
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh build/fuzz $(FUZZ_TARGETS)
 
 bench:
 	@$(MAKE) --no-print-directory build PRESET=release

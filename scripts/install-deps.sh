@@ -5,6 +5,7 @@
 #
 #   scripts/install-deps.sh            # build + test dependencies
 #   scripts/install-deps.sh --optional # also the packages only benchmarks use (numpy, torch)
+#   scripts/install-deps.sh --fuzz     # also clang 14 + libFuzzer + llvm-symbolizer (`make fuzz`)
 set -euo pipefail
 
 packages=(
@@ -17,10 +18,17 @@ packages=(
   libopenblas-dev libdnnl-dev libtbb-dev libopenmpi-dev openmpi-bin libgraphviz-dev
 )
 optional=(python3-numpy python3-torch)
+# `make fuzz` only: the libFuzzer harnesses build with clang (the `fuzz` preset); llvm-14 brings
+# the llvm-symbolizer that ASan/UBSan reports use for source lines.
+fuzz=(clang-14 libclang-rt-14-dev llvm-14)
 
-if [[ "${1:-}" == "--optional" ]]; then
-  packages+=("${optional[@]}")
-fi
+for arg in "$@"; do
+  case "$arg" in
+    --optional) packages+=("${optional[@]}") ;;
+    --fuzz) packages+=("${fuzz[@]}") ;;
+    *) echo "install-deps: unknown option $arg (use --optional, --fuzz)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do
