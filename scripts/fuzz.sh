@@ -8,9 +8,9 @@
 #   FUZZ_ARGS='-max_len=4096' scripts/fuzz.sh build/fuzz npy      # extra libFuzzer flags
 #
 # Seeds come from tests/fuzz/corpus/<harness> (read only); the corpus libFuzzer grows lives in
-# BUILD_DIR/fuzz/corpus/<harness> and persists between runs. A finding (crash, sanitizer report,
-# leak, timeout, out-of-memory) is written to BUILD_DIR/fuzz/artifacts/<harness>/ and makes the
-# script exit 1; the log of each run is BUILD_DIR/fuzz/<harness>.log.
+# BUILD_DIR/fuzzing/corpus/<harness> and persists between runs. A finding (crash, sanitizer report,
+# leak, timeout, out-of-memory) is written to BUILD_DIR/fuzzing/artifacts/<harness>/ and makes the
+# script exit 1; the log of each run is BUILD_DIR/fuzzing/<harness>.log.
 set -uo pipefail
 build=${1:?usage: fuzz.sh BUILD_DIR [HARNESS...]}
 shift
@@ -24,7 +24,7 @@ fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-work="$build/fuzz"
+work="$build/fuzzing"
 mkdir -p "$work"
 summary=()
 status=0
@@ -45,8 +45,9 @@ for name in "${harnesses[@]}"; do
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
     -print_final_stats=1 ${FUZZ_ARGS:-} >"$log" 2>&1
   rc=$?
-  execs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$log" | awk '{print $2}')
-  rate=$(grep -o 'stat::average_exec_per_sec: [0-9]*' "$log" | awk '{print $2}')
+  execs=$(awk '/^stat::number_of_executed_units:/ {print $2}' "$log")
+  rate=$(awk '/^stat::average_exec_per_sec:/ {print $2}' "$log")
+  took=$(awk '/^Done [0-9]+ runs in/ {print $5}' "$log")
   last=$(grep -E '^#[0-9]+' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' <<<"$last" | awk '{print $2}')
   ft=$(grep -o 'ft: [0-9]*' <<<"$last" | awk '{print $2}')
@@ -55,11 +56,11 @@ for name in "${harnesses[@]}"; do
     result="FINDING (exit $rc): $(grep -m1 -E 'ERROR|FUZZ_CHECK|assertion|deadly|Test unit written' "$log")"
     status=1
   fi
-  summary+=("$(printf '%-12s %12s %10s %7s %7s  %s' "$name" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "$result")")
+  summary+=("$(printf '%-12s %6s %12s %8s %7s %7s  %s' "$name" "${took:-?}" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "$result")")
 done
 
 echo
-printf '%-12s %12s %10s %7s %7s  %s\n' harness execs exec/s cov ft result
+printf '%-12s %6s %12s %8s %7s %7s  %s\n' harness secs execs exec/s cov ft result
 printf '%s\n' "${summary[@]}"
 if [[ $status -ne 0 ]]; then
   echo "fuzz: findings are in $work/artifacts/ (docs/reliability.md: minimise, fix, commit as a regression)" >&2

@@ -25,12 +25,7 @@ struct ProjectOptions {
 };
 
 zspace::IndexProjection parse_ipf_argument(const std::string& text) {
-  nlohmann::json parsed;
-  try {
-    parsed = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(fmt::format("--ipf: not valid JSON (byte {}): {}", e.byte, text));
-  }
+  const nlohmann::json parsed = zspace::parse_json_text(text, "--ipf");
   try {
     return zspace::index_projection_from_json(parsed);
   } catch (const Error& e) {

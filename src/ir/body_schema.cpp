@@ -43,7 +43,10 @@ class Checker {
       if (!j.contains(key)) fail(path, fmt::format("missing required field \"{}\"", key));
     }
     if (!closed) return true;
-    for (const auto& [key, value] : j.items()) {
+    for (const auto& member : j.items()) {
+      // A named variable, not a structured binding: clang 14 (the fuzz preset) cannot capture
+      // bindings in lambdas.
+      const std::string& key = member.key();
       bool is_known =
           std::any_of(known.begin(), known.end(), [&](const char* k) { return key == k; });
       if (!is_known) fail(fmt::format("{}.{}", path, key), "unknown field");

@@ -12,6 +12,7 @@
 
 #include "tapestry/support/assert.h"
 #include "tapestry/support/error.h"
+#include "tapestry/zspace/json.h"
 
 namespace tapestry::rewrite {
 
@@ -293,17 +294,7 @@ json Plan::to_json() const {
 }
 
 Plan parse_plan(std::string_view text, std::string_view source_name) {
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    auto [line, column] = line_column(text, e.byte == 0 ? 0 : e.byte - 1);
-    std::string what = e.what();
-    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
-    auto colon = what.find(": ", what.find("column"));
-    throw Error(fmt::format("{}:{}:{}: invalid JSON: {}", source_name, line, column,
-                            colon == std::string::npos ? what : what.substr(colon + 2)));
-  }
+  const json root = zspace::parse_json_text(text, source_name);
   reject_duplicate_keys(text, source_name);
   return PlanReader(source_name).read(root);
 }

@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "tapestry/support/error.h"
@@ -11,6 +13,28 @@ namespace tapestry::zspace {
 using nlohmann::json;
 
 namespace {
+
+// 1-based line and column of byte `offset` in `text`.
+std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t offset) {
+  std::size_t line = 1;
+  std::size_t column = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+// Where `number` first occurs in `text` (0 when it does not): the position of the number
+// nlohmann's overflow error (out_of_range.406, which carries no byte offset) quotes.
+std::size_t find_number(std::string_view text, std::string_view number) {
+  const std::size_t at = text.find(number);
+  return at == std::string_view::npos ? 0 : at;
+}
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw Error(fmt::format("{}: {}", path.empty() ? "/" : path, what));
@@ -88,6 +112,31 @@ AffineMap affine_map_at(const json& j, const std::string& path) {
 }
 
 }  // namespace
+
+json parse_json_text(std::string_view text, std::string_view source_name) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    const auto [line, column] = line_column(text, e.byte == 0 ? 0 : e.byte - 1);
+    const std::string what = e.what();
+    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
+    const auto colon = what.find(": ", what.find("column"));
+    throw Error(fmt::format("{}:{}:{}: invalid JSON: {}", source_name, line, column,
+                            colon == std::string::npos ? what : what.substr(colon + 2)));
+  } catch (const json::out_of_range& e) {
+    // "[json.exception.out_of_range.406] number overflow parsing '1e999'": the only error the
+    // parser raises besides parse_error; the number may be long, so it is cut short.
+    const std::string what = e.what();
+    const auto open = what.find('\'');
+    const auto close = what.rfind('\'');
+    const std::string number =
+        open != std::string::npos && close > open ? what.substr(open + 1, close - open - 1) : "";
+    const auto [line, column] = line_column(text, find_number(text, number));
+    const std::string shown = number.size() > 40 ? number.substr(0, 37) + "..." : number;
+    throw Error(fmt::format("{}:{}:{}: invalid JSON: number {} is out of range", source_name, line,
+                            column, shown));
+  }
+}
 
 json to_json(const Point& point) {
   return json(std::vector<std::int64_t>(point.begin(), point.end()));

@@ -63,6 +63,9 @@ TEST(Plan, BadPlansNameTheSourceAndPath) {
       {"{\"ops\": {\"Y\": {\"place\": [\"cpu:0\", 3]}}}", "/ops/Y/place/1: expected a string"},
       {"{\"ops\": {\"Y\": {\"place\": [\"\"]}}}", "/ops/Y/place/0: a device name cannot be empty"},
       {"{\n  \"ops\": {,}\n}", "plan.json:2:11: invalid JSON"},
+      // nlohmann's out_of_range, not a parse_error: it escaped as "internal error" (fuzz_plan).
+      {"{\"ops\": {\"Y\": {\"split\": {\"out\": 1e999}}}}",
+       "plan.json:1:33: invalid JSON: number 1e999 is out of range"},
   };
   for (const BadPlan& c : cases) {
     EXPECT_THAT([&] { (void)parse_plan(c.text, "plan.json"); },

@@ -148,5 +148,19 @@ TEST(Json, PointRejectsNonIntegers) {
   }
 }
 
+TEST(Json, ParseJsonTextLocatesEveryFailure) {
+  EXPECT_EQ(parse_json_text(" [1, -2]", "x"), json::parse("[1, -2]"));
+  EXPECT_THAT([] { (void)parse_json_text("{\n  \"a\": ,}", "f.json"); },
+              FailsWith({"f.json:2:8: invalid JSON: syntax error"}));
+  EXPECT_THAT([] { (void)parse_json_text("", "--ipf"); }, FailsWith({"--ipf:1:1: invalid JSON"}));
+  // A number beyond double: nlohmann raises out_of_range (not parse_error); found by fuzz_plan.
+  EXPECT_THAT([] { (void)parse_json_text("{\"a\":\n [1e999]}", "p.json"); },
+              FailsWith({"p.json:2:3: invalid JSON: number 1e999 is out of range"}));
+  const std::string long_number = "6" + std::string(60, '6') + "e6666";
+  EXPECT_THAT([&] { (void)parse_json_text("[" + long_number + "]", "p"); },
+              FailsWith({"p:1:2: invalid JSON: number " + long_number.substr(0, 37) +
+                         "... is out of range"}));
+}
+
 }  // namespace
 }  // namespace tapestry::zspace

@@ -9,7 +9,17 @@
 // message that names the offending member relative to the value read ("/affineMap/offset: ...");
 // callers prefix their own JSON path. Unknown members are rejected (the loom schemas say
 // additionalProperties: false). Numbers must be integers within int64.
+//
+// `parse_json_text` turns JSON text from outside (a CLI argument, a plan file) into a value;
+// every way text can fail to be JSON is an Error naming the source, line and column:
+//
+//   parse_json_text("{\n  \"ops\": {,}\n}", "plan.json")
+//     Error "plan.json:2:11: invalid JSON: syntax error while parsing object key - ..."
+//   parse_json_text("[1e999]", "--ipf")
+//     Error "--ipf:1:2: invalid JSON: number 1e999 is out of range"
 #pragma once
+
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +29,10 @@
 #include "tapestry/zspace/range.h"
 
 namespace tapestry::zspace {
+
+/// Parses JSON text; Error `source:line:column: invalid JSON: ...` when it is not JSON (a syntax
+/// error, or a number beyond the range of a double).
+nlohmann::json parse_json_text(std::string_view text, std::string_view source_name);
 
 nlohmann::json to_json(const Point& point);
 nlohmann::json to_json(const Range& range);
