@@ -1,7 +1,7 @@
 // Fuzz harness: the JSON forms of zspace values (`--ipf` of `tapestry project`, and the IPFs,
-// ranges and points inside loom graphs) → zspace::*_from_json. A value that reads writes back
-// to the same JSON; an IPF that reads is applied to a point and a range of its input rank, as
-// `tapestry project` does (overflow must be an Error, never UB).
+// ranges and points inside loom graphs) → zspace::parse_json_text, then zspace::*_from_json. A
+// value that reads writes back to the same JSON; an IPF that reads is applied to a point and a
+// range of its input rank, as `tapestry project` does (overflow must be an Error, never UB).
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -43,8 +43,12 @@ void apply(const zspace::IndexProjection& ipf, std::int64_t low, std::int64_t hi
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const nlohmann::json json = nlohmann::json::parse(fuzz::as_text(data, size), nullptr, false);
-  if (json.is_discarded()) return 0;
+  nlohmann::json json;
+  try {
+    json = zspace::parse_json_text(fuzz::as_text(data, size), "fuzz.json");
+  } catch (const Error&) {
+    return 0;
+  }
   round_trip(json, zspace::point_from_json);
   round_trip(json, zspace::range_from_json);
   round_trip(json, zspace::affine_map_from_json);

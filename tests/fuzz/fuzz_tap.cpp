@@ -1,7 +1,9 @@
 // Fuzz harness: `.tap` source → the metakernel front end (lexer, parser, builder, kernels).
 //
 // A program that builds must give a graph that validates, and the documented round trip must
-// hold: graph → JSON → graph → print_tap → build gives the same JSON.
+// hold: graph → JSON → graph → print_tap → build gives a graph that prints the same. (Not the
+// same JSON: the printer puts every declaration first, so a source that declares an input after
+// some assignments gives the same graph with its nodes in another order.)
 #include <memory>
 #include <string>
 
@@ -30,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     metakernel::BuildResult second = metakernel::build_tap(
         std::make_shared<const metakernel::SourceFile>("printed.tap", printed), kernels);
     FUZZ_CHECK(second.ok());
-    FUZZ_CHECK(ir::write_graph_json(*second.graph) == json);
+    FUZZ_CHECK(metakernel::print_tap(*second.graph, kernels) == printed);
   } catch (const Error&) {
     // Bad input, reported as it should be.
   }
