@@ -153,21 +153,6 @@ class PlanReader {
   std::string source_;
 };
 
-// 1-based line and column of byte `offset` in `text`.
-std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t offset) {
-  std::size_t line = 1;
-  std::size_t column = 1;
-  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return {line, column};
-}
-
 // nlohmann::json keeps the last of duplicate keys without a word, so `{"split": {"d0": 2},
 // "split": {"d0": 3}}` would lose a split. A second pass with its SAX interface finds them. SAX
 // events carry no position, so the text is read through an iterator that remembers the last
@@ -260,7 +245,7 @@ void reject_duplicate_keys(std::string_view text, std::string_view source_name) 
   if (finder.duplicate_end == nullptr) return;
   const std::size_t at =
       opening_quote(text, static_cast<std::size_t>(finder.duplicate_end - text.data()));
-  auto [line, column] = line_column(text, at);
+  auto [line, column] = zspace::line_column(text, at);
   throw Error(fmt::format("{}:{}:{}: duplicate key \"{}\" (a JSON object names each member once)",
                           source_name, line, column, finder.duplicate));
 }

@@ -12,8 +12,6 @@ namespace tapestry::zspace {
 
 using nlohmann::json;
 
-namespace {
-
 // 1-based line and column of byte `offset` in `text`.
 std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t offset) {
   std::size_t line = 1;
@@ -28,6 +26,8 @@ std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size
   }
   return {line, column};
 }
+
+namespace {
 
 // Where `number` first occurs in `text` (0 when it does not): the position of the number
 // nlohmann's overflow error (out_of_range.406, which carries no byte offset) quotes.

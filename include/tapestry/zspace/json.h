@@ -19,6 +19,8 @@
 //     Error "--ipf:1:2: invalid JSON: number 1e999 is out of range"
 #pragma once
 
+#include <utility>
+
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -33,6 +35,9 @@ namespace tapestry::zspace {
 /// Parses JSON text; Error `source:line:column: invalid JSON: ...` when it is not JSON (a syntax
 /// error, or a number beyond the range of a double).
 nlohmann::json parse_json_text(std::string_view text, std::string_view source_name);
+
+/// The 1-based line and column of byte `offset` in `text` (for located errors).
+std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t offset);
 
 nlohmann::json to_json(const Point& point);
 nlohmann::json to_json(const Range& range);
