@@ -1,0 +1,162 @@
+// Target: a machine Tapestry can price a plan on without running on it.
+//
+// A target lists its device types (speeds, memory, power), how many devices each node holds, the
+// links between devices (inside a node, between nodes, to a host), an optional device mesh with
+// named axes (as JAX's Mesh and PyTorch's DeviceMesh), and where graph inputs and outputs live.
+// It is JSON, read with located errors; docs/cost.md is the reference and cites every constant of
+// the presets in targets/ (also compiled into the binary: `--target h100x8`).
+//
+//   {
+//     "name": "h100x8",
+//     "about": "one 8-GPU H100 SXM node",
+//     "device_types": {
+//       "h100": {"kind": "gpu",
+//                "peak_flops": {"bfloat16": 989e12, "float32": 67e12},
+//                "efficiency": 0.7, "launch_s": 5e-6,
+//                "memory_bandwidth_Bps": 3.35e12, "bandwidth_efficiency": 0.8,
+//                "memory_bytes": 80e9, "idle_w": 70, "busy_w": 700}
+//     },
+//     "nodes": {"count": 1, "devices": {"h100": 8}},
+//     "links": {"intra_node": {"bandwidth_Bps": 450e9, "latency_s": 2e-6},
+//               "inter_node": {"bandwidth_Bps": 50e9, "latency_s": 5e-6},
+//               "host":       {"bandwidth_Bps": 55e9, "latency_s": 1e-5}},
+//     "mesh": {"dp": 2, "tp": 4},
+//     "inputs": "resident", "outputs": "resident"
+//   }
+//
+// Devices are named `<kind>:<i>`, numbered per kind across nodes in node order (node 0 holds
+// gpu:0 … gpu:7, node 1 gpu:8 …), the names a plan's `place` uses. A mesh's axes, in order,
+// are laid over the devices row-major (dp=2, tp=4: gpu:0–3 are dp 0, gpu:4–7 are dp 1), and the
+// product of its sizes must equal the number of devices. Links are per device and per direction:
+// each device has one port of each link class (`intra_node` to devices of its node, `inter_node`
+// to other nodes, `host` to the host); a transfer occupies the sender's and the receiver's port for
+// latency + bytes / bandwidth. A link class with `"shared_memory": true` (a CPU's cores) moves no
+// bytes over a wire: its transfers cost nothing but are still counted in `bytes_moved`.
+//
+//   Target t = read_target("targets/h100x8.json");     // or preset_target("h100x8")
+//   t.devices.size()                     // 8
+//   t.find_device("gpu:3")               // 3
+//   t.link_between(0, 3).bandwidth_Bps   // 450e9 (same node)
+//   t.type_of(0).peak_flops.at(DType::kBFloat16) // 989e12
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tapestry/ir/dtype.h"
+
+namespace tapestry::cost {
+
+/// One kind of device. All rates are sustained figures a kernel can reach, per device.
+struct DeviceType {
+  std::string name;  // the key in "device_types"
+  std::string kind;  // "cpu", "gpu", "tpu", …: the prefix of device names
+  /// Dense peak FLOP/s per element type; a kernel on a dtype the device lacks is an Error at
+  /// simulation naming the dtype and the device type.
+  std::map<ir::DType, double> peak_flops;
+  /// Fraction of peak_flops a compute-bound kernel achieves, in (0, 1].
+  double efficiency = 1.0;
+  /// Fixed cost of one kernel invocation (launch, dispatch), seconds, >= 0.
+  double launch_s = 0.0;
+  /// Memory bandwidth, bytes/s, > 0, and the fraction of it a memory-bound kernel achieves.
+  double memory_bandwidth_Bps = 0.0;
+  double bandwidth_efficiency = 1.0;
+  /// Memory capacity, bytes, > 0.
+  std::int64_t memory_bytes = 0;
+  /// Power drawn idle and busy, watts, 0 <= idle <= busy.
+  double idle_w = 0.0;
+  double busy_w = 0.0;
+
+  friend bool operator==(const DeviceType&, const DeviceType&) = default;
+};
+
+/// One direction of one port: a transfer of n bytes takes latency_s + n / bandwidth_Bps.
+struct Link {
+  double bandwidth_Bps = 0.0;  // > 0
+  double latency_s = 0.0;      // >= 0
+  /// Devices share memory (a CPU's cores): transfers are free, though counted as bytes moved.
+  bool shared_memory = false;
+
+  friend bool operator==(const Link&, const Link&) = default;
+};
+
+/// One device of the target.
+struct Device {
+  std::string name;       // "gpu:3"
+  std::size_t type = 0;   // index into Target::device_types
+  std::size_t node = 0;   // index of the node that holds it
+  std::size_t index = 0;  // position in Target::devices
+
+  friend bool operator==(const Device&, const Device&) = default;
+};
+
+/// One named axis of the device mesh.
+struct MeshAxis {
+  std::string name;  // "dp"
+  std::int64_t size = 1;
+
+  friend bool operator==(const MeshAxis&, const MeshAxis&) = default;
+};
+
+/// Where graph inputs start and outputs end.
+enum class Residence : std::uint8_t {
+  kResident,  // already wherever consumers need them (inputs) / stay where produced (outputs)
+  kHost,      // loaded from / gathered to the host over the host link
+};
+
+struct Target {
+  std::string name;
+  std::string about;
+  std::vector<DeviceType> device_types;
+  std::vector<Device> devices;  // every device, in name order per kind, node by node
+  std::size_t node_count = 1;
+  Link intra_node;
+  std::optional<Link> inter_node;  // required when node_count > 1
+  std::optional<Link> host;        // required when inputs or outputs are on the host
+  std::vector<MeshAxis> mesh;      // empty: a one-axis mesh over every device, named "d"
+  Residence inputs = Residence::kResident;
+  Residence outputs = Residence::kResident;
+
+  [[nodiscard]] const DeviceType& type_of(std::size_t device) const {
+    return device_types[devices[device].type];
+  }
+  /// The position of the device named `name` ("gpu:3"); nullopt when the target has none.
+  [[nodiscard]] std::optional<std::size_t> find_device(std::string_view name) const;
+  /// The link a transfer from device `from` to device `to` (different devices) uses.
+  [[nodiscard]] const Link& link_between(std::size_t from, std::size_t to) const;
+  /// The mesh axes in effect (the declared mesh, or {"d", devices.size()}).
+  [[nodiscard]] std::vector<MeshAxis> mesh_axes() const;
+  /// The device at mesh coordinate `coordinate` (one entry per mesh axis, row-major).
+  [[nodiscard]] std::size_t device_at(std::span<const std::int64_t> coordinate) const;
+
+  friend bool operator==(const Target&, const Target&) = default;
+};
+
+/// Parses a target. A syntax error, a duplicate key, an unknown member, a missing or
+/// out-of-range value, an unknown dtype or device type, a mesh whose sizes do not multiply to the
+/// device count — each is an Error naming `source` and the line:column or JSON path
+/// ("h100x8.json: /device_types/h100/memory_bandwidth_Bps: must be > 0, got -1").
+Target parse_target(std::string_view text, std::string_view source_name = "<target>");
+/// Reads a target file (an Error names the file when it cannot be read).
+Target read_target_file(const std::filesystem::path& path);
+/// A preset compiled into the binary from targets/*.json ("cpu-local", "h100x8", "h100x64", …).
+std::optional<Target> preset_target(std::string_view name);
+/// The names of the presets, sorted.
+std::vector<std::string> preset_target_names();
+/// `spec` is a file path when such a file exists (or it contains '/' or ends in ".json"), else a
+/// preset name; an Error lists the presets when it is neither.
+Target resolve_target(std::string_view spec);
+
+/// The JSON form parse_target reads (round trip: parse_target(to_json(t).dump()) == t).
+nlohmann::json to_json(const Target& target);
+
+}  // namespace tapestry::cost
