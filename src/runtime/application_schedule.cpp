@@ -16,9 +16,9 @@
 
 #include <fmt/format.h>
 
-#include "box_index.h"
 #include "run_support.h"
 #include "tapestry/runtime/tensor_map.h"
+#include "tapestry/zspace/box_index.h"
 #include "tapestry/zspace/format.h"
 
 namespace tapestry::runtime {
@@ -29,7 +29,7 @@ namespace {
 struct TensorWrites {
   std::vector<std::uint32_t> application;
   std::vector<Range> box;
-  std::unique_ptr<detail::BoxIndex> index;  // built once every write is collected
+  std::unique_ptr<zspace::BoxIndex> index;  // built once every write is collected
 };
 using WritesByTensor = std::map<ir::TensorId, TensorWrites>;
 
@@ -45,7 +45,7 @@ WritesByTensor collect_writes(const ir::Graph& graph, const ApplicationSchedule&
     }
   }
   for (auto& [tensor, list] : writes) {
-    list.index = std::make_unique<detail::BoxIndex>(list.box);
+    list.index = std::make_unique<zspace::BoxIndex>(list.box);
     if (auto clash = list.index->first_overlap()) {
       const auto [a, b] = *clash;
       throw Error(

@@ -1,5 +1,5 @@
 // BoxIndex (src/runtime/box_index.h) against the obvious all-pairs answers.
-#include "box_index.h"
+#include "tapestry/zspace/box_index.h"
 
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
@@ -7,11 +7,8 @@
 #include <algorithm>
 #include <vector>
 
-namespace tapestry::runtime::detail {
+namespace tapestry::zspace {
 namespace {
-
-using zspace::Point;
-using zspace::Range;
 
 std::vector<std::uint32_t> brute_overlapping(const std::vector<Range>& boxes, const Range& q) {
   std::vector<std::uint32_t> out;
@@ -95,4 +92,4 @@ RC_GTEST_PROP(BoxIndex, AgreesWithAllPairs, ()) {
 }
 
 }  // namespace
-}  // namespace tapestry::runtime::detail
+}  // namespace tapestry::zspace

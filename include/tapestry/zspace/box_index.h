@@ -25,7 +25,7 @@
 
 #include "tapestry/zspace/range.h"
 
-namespace tapestry::runtime::detail {
+namespace tapestry::zspace {
 
 class BoxIndex {
  public:
@@ -59,4 +59,4 @@ class BoxIndex {
   std::vector<std::uint32_t> members_;
 };
 
-}  // namespace tapestry::runtime::detail
+}  // namespace tapestry::zspace

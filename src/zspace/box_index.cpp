@@ -1,11 +1,11 @@
 // BoxIndex: a uniform bucket grid over a set of boxes (see box_index.h).
-#include "box_index.h"
+#include "tapestry/zspace/box_index.h"
 
 #include <algorithm>
 
 #include "tapestry/support/assert.h"
 
-namespace tapestry::runtime::detail {
+namespace tapestry::zspace {
 
 namespace {
 
@@ -140,4 +140,4 @@ std::optional<std::pair<std::uint32_t, std::uint32_t>> BoxIndex::first_overlap()
   return best;
 }
 
-}  // namespace tapestry::runtime::detail
+}  // namespace tapestry::zspace
