@@ -120,4 +120,16 @@ bool is_graph_output(const ir::Graph& graph, ir::TensorId tensor) {
   return extensions.is_object() && extensions.value(kGraphOutputField, false) == true;
 }
 
+std::vector<ir::TensorId> graph_outputs(const ir::Graph& graph) {
+  std::vector<ir::TensorId> outputs;
+  for (ir::TensorId t : graph.tensors()) {
+    if (is_graph_output(graph, t)) outputs.push_back(t);
+  }
+  if (!outputs.empty()) return outputs;  // the declared outputs
+  for (ir::TensorId t : graph.tensors()) {
+    if (!graph.producers(t).empty() && graph.consumers(t).empty()) outputs.push_back(t);
+  }
+  return outputs;
+}
+
 }  // namespace tapestry::metakernel

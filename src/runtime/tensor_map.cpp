@@ -16,18 +16,6 @@ std::vector<ir::TensorId> graph_inputs(const ir::Graph& graph) {
   return inputs;
 }
 
-std::vector<ir::TensorId> graph_outputs(const ir::Graph& graph) {
-  std::vector<ir::TensorId> outputs;
-  for (ir::TensorId t : graph.tensors()) {
-    if (metakernel::is_graph_output(graph, t)) outputs.push_back(t);
-  }
-  if (!outputs.empty()) return outputs;  // the declared outputs
-  for (ir::TensorId t : graph.tensors()) {
-    if (!graph.producers(t).empty() && graph.consumers(t).empty()) outputs.push_back(t);
-  }
-  return outputs;
-}
-
 std::string tensor_name(const ir::Graph& graph, ir::TensorId tensor) {
   const std::string& label = graph.tensor(tensor).label();
   return label.empty() ? std::string(graph.key(tensor)) : label;

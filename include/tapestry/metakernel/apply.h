@@ -55,5 +55,9 @@ inline constexpr const char* kGraphOutputField = "graphOutput";
 /// Marks `tensor` as a graph output (idempotent).
 void mark_graph_output(ir::Graph& graph, ir::TensorId tensor);
 [[nodiscard]] bool is_graph_output(const ir::Graph& graph, ir::TensorId tensor);
+/// The results, in graph order: the declared outputs (`output` in a .tap program, the builder's
+/// `output`, `"graphOutput": true` in JSON; consumed or not, graph inputs included) when the
+/// graph declares any, else the tensors some operation produces and none consumes.
+std::vector<ir::TensorId> graph_outputs(const ir::Graph& graph);
 
 }  // namespace tapestry::metakernel

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tapestry/ir/graph.h"
+#include "tapestry/metakernel/apply.h"
 #include "tapestry/runtime/buffer.h"
 
 namespace tapestry::runtime {
@@ -27,10 +28,8 @@ using BufferMap = std::map<ir::TensorId, Buffer>;
 
 /// Tensors no operation produces, in graph order: what a run needs as input.
 std::vector<ir::TensorId> graph_inputs(const ir::Graph& graph);
-/// The results, in graph order: the declared outputs (`output` in a .tap program, the builder's
-/// `output`, `"graphOutput": true` in JSON; consumed or not, graph inputs included) when the
-/// graph declares any, else the tensors some operation produces and none consumes.
-std::vector<ir::TensorId> graph_outputs(const ir::Graph& graph);
+/// The results (metakernel/apply.h defines which tensors they are).
+using metakernel::graph_outputs;
 
 /// The tensor's label, or its key when it has none (for messages and file names).
 std::string tensor_name(const ir::Graph& graph, ir::TensorId tensor);
