@@ -121,9 +121,12 @@ std::string DecomposeLinear::apply(RewriteState& state, ir::OperationId op) cons
   OpPlan ba_plan{.split = {}, .substitute = old_plan.substitute};
   detail::transfer_splits(old, old_plan, result.ipf, ba.outputs[0].ipf, ba.dim_names(),
                           ba_plan.split);
+  // Placement follows the splits: both new operations run where the linear's shards would.
+  carry_placement(old_plan, mm.dim_names(), mm_plan);
+  carry_placement(old_plan, ba.dim_names(), ba_plan);
   state.plan.ops.erase(old.label);
-  if (!mm_plan.split.empty()) state.plan.ops[matmul_name] = mm_plan;
-  if (!ba_plan.split.empty() || !ba_plan.substitute.empty()) state.plan.ops[old.label] = ba_plan;
+  if (!is_empty(mm_plan)) state.plan.ops[matmul_name] = mm_plan;
+  if (!is_empty(ba_plan)) state.plan.ops[old.label] = ba_plan;
   state.graph = std::move(graph);
   return fmt::format("{} -> {} + {} + {} (bias_add)", old.label, transpose_name, matmul_name,
                      old.label);

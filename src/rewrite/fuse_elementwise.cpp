@@ -212,7 +212,7 @@ std::string FuseElementwise::apply(RewriteState& state, ir::OperationId op) cons
   state.derive(c.label, p.label);
   OpPlan plan = state.plan.ops.count(p.label) ? state.plan.ops[p.label] : OpPlan{};
   state.plan.ops.erase(p.label);
-  if (plan.split.empty()) {
+  if (is_empty(plan)) {
     state.plan.ops.erase(c.label);
   } else {
     state.plan.ops[c.label] = plan;

@@ -99,10 +99,15 @@ class PlanReader {
           }
         } else if (key == "place") {
           read_place(value, path + "/place", op);
+        } else if (key == "mesh") {
+          read_mesh(value, path + "/mesh", op);
         } else {
           fail(path + "/" + escape_pointer(key),
-               "unknown member (expected \"split\", \"substitute\" or \"place\")");
+               "unknown member (expected \"split\", \"substitute\", \"place\" or \"mesh\")");
         }
+      }
+      if (!op.place.empty() && !op.mesh.empty()) {
+        fail(path, "\"place\" and \"mesh\" both say where the shards run: give one");
       }
       plan.ops.emplace(name, std::move(op));
     }
@@ -128,6 +133,22 @@ class PlanReader {
       std::string device = read_string(place[i], fmt::format("{}/{}", path, i));
       if (device.empty()) fail(fmt::format("{}/{}", path, i), "a device name cannot be empty");
       op.place.push_back(std::move(device));
+    }
+  }
+
+  // "mesh": {"batch": "dp"}: split dims onto named mesh axes, non-empty names, one dim per axis.
+  void read_mesh(const json& mesh, const std::string& path, OpPlan& op) const {
+    expect_object(mesh, path);
+    if (mesh.empty()) fail(path, "a mesh mapping needs at least one dimension");
+    std::map<std::string, std::string> dim_of_axis;
+    for (const auto& [dim, axis] : mesh.items()) {
+      const std::string at = path + "/" + escape_pointer(dim);
+      std::string name = read_string(axis, at);
+      if (name.empty()) fail(at, "a mesh axis name cannot be empty");
+      if (auto [it, added] = dim_of_axis.emplace(name, dim); !added) {
+        fail(at, fmt::format("mesh axis '{}' already carries dimension '{}'", name, it->second));
+      }
+      op.mesh.emplace(dim, std::move(name));
     }
   }
 
@@ -267,6 +288,7 @@ json Plan::to_json() const {
     if (!op.split.empty()) o["split"] = op.split;
     if (!op.substitute.empty()) o["substitute"] = op.substitute;
     if (!op.place.empty()) o["place"] = op.place;
+    if (!op.mesh.empty()) o["mesh"] = op.mesh;
     ops_json[name] = std::move(o);
   }
   out["ops"] = std::move(ops_json);
@@ -329,6 +351,17 @@ std::string operation_name(const ir::Graph& graph, ir::OperationId op) {
   return label.empty() ? std::string(graph.key(op)) : label;
 }
 
+bool is_empty(const OpPlan& op) {
+  return op.split.empty() && op.substitute.empty() && op.place.empty() && op.mesh.empty();
+}
+
+void carry_placement(const OpPlan& from, std::span<const std::string> dims, OpPlan& to) {
+  to.place = from.place;
+  for (const auto& [dim, axis] : from.mesh) {
+    if (std::find(dims.begin(), dims.end(), dim) != dims.end()) to.mesh[dim] = axis;
+  }
+}
+
 std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph) {
   std::vector<std::string> problems;
   std::vector<std::string> known;
@@ -379,6 +412,13 @@ std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph) {
         problems.push_back(
             fmt::format("{}/split/{}: cannot cut dimension '{}' of extent {} into {} shards", path,
                         escape_pointer(dim), dim, extent, count));
+      }
+    }
+    for (const auto& [dim, axis] : op_plan.mesh) {
+      if (!view.index_dim(dim)) {
+        problems.push_back(
+            fmt::format("{}/mesh/{}: operation '{}' has no index dimension '{}' (it has: {})", path,
+                        escape_pointer(dim), name, dim, fmt::join(view.index_names(), ", ")));
       }
     }
     for (std::size_t i = 0; i < op_plan.substitute.size(); ++i) {

@@ -91,6 +91,10 @@ std::string add_even_split(RewriteState& state, ir::Graph& graph, FreshNames& na
   const std::string& block = s.index_names.front();
   OpPlan plan = old_plan;
   plan.split[block] = p;
+  if (auto axis = old_plan.mesh.find(old.index_names[k]); axis != old_plan.mesh.end()) {
+    plan.mesh.erase(old.index_names[k]);
+    plan.mesh[block] = axis->second;  // the split reduction's blocks lie along the mesh axis
+  }
   state.plan.ops[old.label] = plan;
 
   const ir::Monoid monoid = old.reduction(old.index_names[k])->monoid;

@@ -13,6 +13,7 @@
 //       "Y":        {"split": {"in": 2}},             // a reduction dim: split-reduction
 //       "Z":        {"split": {"batch": 4}, "substitute": ["decompose-linear"],
 //                    "place": ["cpu:0", "cpu:1"]}  // shards → devices, cycled in grid order
+//       "W":        {"split": {"batch": 2, "out": 4}, "mesh": {"batch": "dp", "out": "tp"}}
 //     },
 //     "fuse": [["H/linear", "H"]]                     // producer first; or "fuse": "auto"
 //   }
@@ -32,6 +33,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,9 +55,20 @@ struct OpPlan {
   /// and carried here; the placement dialect and the distributed executor consume it (the
   /// single-process executors ignore it).
   std::vector<std::string> place;
+  /// Mesh placement: split dims onto axes of the target's device mesh ({"batch": "dp"}); shard
+  /// coordinate i along a mapped dim goes to axis coordinate i mod the axis size
+  /// (cost/placement.h). Exclusive with `place`.
+  std::map<std::string, std::string> mesh;
 
   friend bool operator==(const OpPlan&, const OpPlan&) = default;
 };
+
+/// True when the entry asks for nothing (no split, substitution, placement or mesh).
+[[nodiscard]] bool is_empty(const OpPlan& op);
+
+/// What a rewrite does with placement when it replaces an operation by another whose index dims
+/// are `dims`: `place` carries over as is, mesh entries carry over for the dims `dims` still has.
+void carry_placement(const OpPlan& from, std::span<const std::string> dims, OpPlan& to);
 
 struct Plan {
   std::map<std::string, OpPlan> ops;

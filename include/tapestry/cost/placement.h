@@ -1,0 +1,103 @@
+// Placement: every Application of a lowered graph on a device of a Target, and every byte that
+// must cross between devices derived from box intersections — never written by hand.
+//
+// Where shards run. A plan may say, per operation:
+//   "place": ["gpu:0", "gpu:4"]          shards in grid order (row-major over the split dims) on
+//                                        these devices, cycled when there are more shards;
+//   "mesh":  {"batch": "dp", "out": "tp"} shard (i, j) of the grid on the device at mesh
+//                                        coordinate (dp = i mod |dp|, tp = j mod |tp|); mesh axes
+//                                        the operation does not map take coordinate 0;
+// and without either (the default) its shards, in grid order, go on devices 0, 1, … n−1 of the
+// target, cycled. An unsharded operation therefore runs on device 0, and a plan that shards
+// nothing moves no bytes.
+//
+// What moves. For every input box an application reads, the parts written by applications on
+// another device (the intersection of the producer's output box and the consumer's input box,
+// exact, via zspace) become one Transfer each — once per destination device: two shards on
+// gpu:1 reading the same rows of a tensor written on gpu:0 share one transfer. Graph inputs are
+// resident wherever they are read unless the target says `"inputs": "host"` (then each device
+// loads, once, each distinct box it reads); graph outputs stay where they are written unless
+// `"outputs": "host"` (then every written box is gathered to the host).
+//
+// Worked example — `Y = relu(linear(X, W, b))`, X f32[4096, 1024], W f32[4096, 1024], on
+// h100x8 with {"ops": {"Y": {"split": {"batch": 2}}}} (Y/linear unsplit, on gpu:0):
+//   Y/linear       1 application on gpu:0, writes Y/linear's output Z[0:4096, 0:4096]
+//   Y (relu) ×2    on gpu:0 (rows 0–2047) and gpu:1 (rows 2048–4095)
+//   transfers      one: Z[2048:4096, 0:4096] gpu:0 → gpu:1, 2048·4096·4 = 33,554,432 bytes
+//
+//   Placement p = place(lowered.graph, lowered.plan, preset_target("h100x8").value());
+//   p.applications.size() == 3;  p.transfers.size() == 1;  p.transfers[0].bytes == 33554432
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "tapestry/cost/target.h"
+#include "tapestry/ir/graph.h"
+#include "tapestry/rewrite/plan.h"
+#include "tapestry/zspace/range.h"
+
+namespace tapestry::cost {
+
+/// "No device": the host, for transfers from or to it.
+inline constexpr std::uint32_t kHost = std::numeric_limits<std::uint32_t>::max();
+
+/// The work of one application, from its kernel and its boxes (work.h has the rules).
+struct Work {
+  double flops = 0;             // arithmetic operations
+  std::int64_t bytes_read = 0;  // bytes of every input box
+  std::int64_t bytes_written = 0;
+  ir::DType dtype = ir::DType::kFloat32;  // the element type its arithmetic runs in
+};
+
+struct PlacedApplication {
+  ir::ApplicationId id;
+  std::uint32_t operation = 0;  // position in Placement::operations
+  std::uint32_t device = 0;     // position in Target::devices
+  Work work;
+  /// Applications on the same device whose output this one reads (positions in applications).
+  std::vector<std::uint32_t> local_producers;
+  /// Transfers this one waits for (positions in transfers).
+  std::vector<std::uint32_t> incoming;
+  /// It writes (part of) a graph output, which stays allocated to the end of the run.
+  bool writes_output = false;
+};
+
+struct Transfer {
+  ir::TensorId tensor;
+  zspace::Range box;  // the cells moved, in the tensor's coordinates
+  std::int64_t bytes = 0;
+  std::uint32_t from = kHost;      // device, or kHost for a graph input loaded from the host
+  std::uint32_t to = kHost;        // device, or kHost for an output gathered to the host
+  std::uint32_t producer = kHost;  // the application that writes the box (kHost: a graph input)
+  /// The applications on `to` that read it (empty for a gather to the host).
+  std::vector<std::uint32_t> consumers;
+};
+
+/// One operation of the lowered graph and how it was placed.
+struct PlacedOperation {
+  ir::OperationId id;
+  std::string name;                         // rewrite::operation_name
+  std::string kernel;                       // "linear", "fused", …
+  std::vector<std::uint32_t> applications;  // positions in Placement::applications, grid order
+};
+
+struct Placement {
+  std::vector<PlacedOperation> operations;      // in graph order
+  std::vector<PlacedApplication> applications;  // in a topological order (producers first)
+  std::vector<Transfer> transfers;              // in the order consumers first need them
+  /// Bytes of graph inputs each device holds (distinct boxes it reads), by device position; 0
+  /// when inputs come from the host (they are then transfers).
+  std::vector<std::int64_t> resident_input_bytes;
+};
+
+/// Places every application of `graph` (an application graph from rewrite::lower; `plan` is the
+/// LowerResult's plan, naming the final operations) on `target`. Error (bad input, exit 2) when
+/// the plan places shards on a device the target lacks ("plan: /ops/Y/place/1: target 'h100x8'
+/// has no device 'gpu:9' (it has gpu:0 … gpu:7)"), maps a dim to a mesh axis the target lacks or
+/// a dim it does not split, or both places and meshes one operation.
+Placement place(const ir::Graph& graph, const rewrite::Plan& plan, const Target& target);
+
+}  // namespace tapestry::cost

@@ -1,0 +1,40 @@
+// Work: what one application asks of a device — arithmetic and memory traffic.
+//
+// FLOPs are counted per point of the application's index box, by kernel (an index point of
+// matmul/linear/conv2d is one multiply-add over the reduction dims, so 2 FLOPs):
+//
+//   kernel                                   FLOPs per index point
+//   matmul, linear, conv2d                   2
+//   add sub mul div maximum relu neg         1
+//   bias_add sum max reduce                  1
+//   exp tanh sigmoid                         4     (estimates: a few FMAs of a polynomial)
+//   gelu                                     8
+//   softmax                                  5     (max, subtract, exp, sum, divide)
+//   transpose permute reshape pad            0     (data movement only)
+//   fused                                    the sum over its stages, each over its own box
+//   any other kernel                         1
+//
+// Bytes are the application's own boxes: every input selection's box (read) and every output
+// selection's box (written), times the element size. A fused application's intermediates stay in
+// a block of cache, so only its external boxes count. The dtype is the element type of the first
+// output (what the arithmetic runs in).
+//
+//   Work w = application_work(graph, app);   // linear over batch 512, out 512, in 512:
+//   w.flops == 2.0 * 512 * 512 * 512;        // 268,435,456
+//   w.bytes_read == (512*512 + 512*512 + 512) * 4;  w.bytes_written == 512*512*4
+#pragma once
+
+#include <string_view>
+
+#include "tapestry/cost/placement.h"
+#include "tapestry/ir/graph.h"
+
+namespace tapestry::cost {
+
+/// FLOPs per index point of `kernel` (the table above).
+double flops_per_point(std::string_view kernel);
+
+/// The work of application `app` of `graph`.
+Work application_work(const ir::Graph& graph, ir::ApplicationId app);
+
+}  // namespace tapestry::cost

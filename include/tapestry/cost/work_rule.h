@@ -1,0 +1,30 @@
+// WorkRule: the per-operation part of work.h's rules, computed once per operation so that the
+// work of each of its applications is a few multiplications (placement computes thousands).
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "tapestry/cost/placement.h"
+#include "tapestry/ir/graph.h"
+#include "tapestry/zspace/index_projection.h"
+
+namespace tapestry::cost {
+
+struct WorkRule {
+  struct Stage {
+    double flops_per_point = 1;
+    /// Fused stages: the map from the operation's index box to the stage's (nullopt: the box).
+    std::optional<zspace::IndexProjection> index_map;
+  };
+  std::vector<Stage> stages;  // one, or one per fused stage
+  ir::DType dtype = ir::DType::kFloat32;
+};
+
+/// The rule of operation `op` (Error when a tensor's dtype is unknown or a fused operation's
+/// stages are malformed).
+WorkRule work_rule(const ir::Graph& graph, ir::OperationId op);
+/// The work of `app`, an application of the operation `rule` was made for.
+Work application_work(const ir::Graph& graph, ir::ApplicationId app, const WorkRule& rule);
+
+}  // namespace tapestry::cost

@@ -1,0 +1,313 @@
+// simulate(): event-driven list scheduling of a placement on a target (simulate.h).
+//
+// Events, in time order (ties: the order they were created): an application finishing frees its
+// device, releases its local consumers and sends its outgoing transfers (each reserving the
+// sender's egress and the receiver's ingress port); a transfer arriving releases its consumers.
+// A device that is free starts the released application that was released first (ties:
+// topological position). Memory is a sweep over allocation/free instants per device.
+#include "tapestry/cost/simulate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <queue>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "tapestry/support/assert.h"
+#include "tapestry/support/error.h"
+
+namespace tapestry::cost {
+
+namespace {
+
+enum class Port : std::uint8_t { kIntra, kInter, kHost };
+
+struct Event {
+  double time;
+  std::uint64_t sequence;
+  bool is_transfer;
+  std::uint32_t id;
+  friend bool operator>(const Event& a, const Event& b) {
+    return std::tie(a.time, a.sequence) > std::tie(b.time, b.sequence);
+  }
+};
+
+struct Released {
+  double time;
+  std::uint32_t app;
+  friend bool operator>(const Released& a, const Released& b) {
+    return std::tie(a.time, a.app) > std::tie(b.time, b.app);
+  }
+};
+
+template <typename T>
+using MinHeap = std::priority_queue<T, std::vector<T>, std::greater<T>>;
+
+class Simulation {
+ public:
+  Simulation(const Placement& placement, const Target& target)
+      : p_(placement), target_(target), n_devices_(target.devices.size()) {
+    const std::size_t n = p_.applications.size();
+    pending_.resize(n);
+    ready_.assign(n, 0.0);
+    local_consumers_.resize(n);
+    outgoing_.resize(n);
+    app_time_.resize(n);
+    transfer_time_.resize(p_.transfers.size());
+    last_read_.assign(n, 0.0);
+    transfer_last_read_.assign(p_.transfers.size(), 0.0);
+    for (std::uint32_t a = 0; a < n; ++a) {
+      const PlacedApplication& app = p_.applications[a];
+      pending_[a] = static_cast<std::uint32_t>(app.local_producers.size() + app.incoming.size());
+      for (std::uint32_t producer : app.local_producers) local_consumers_[producer].push_back(a);
+    }
+    for (std::uint32_t t = 0; t < p_.transfers.size(); ++t) {
+      if (p_.transfers[t].producer != kHost) outgoing_[p_.transfers[t].producer].push_back(t);
+    }
+    scheduled_.assign(n, false);
+    device_free_.assign(n_devices_, true);
+    queues_.resize(n_devices_);
+    for (auto& ports : egress_) ports.assign(n_devices_, 0.0);
+    for (auto& ports : ingress_) ports.assign(n_devices_, 0.0);
+  }
+
+  void run() {
+    // Host loads start at once, in placement order.
+    for (std::uint32_t t = 0; t < p_.transfers.size(); ++t) {
+      if (p_.transfers[t].producer == kHost) send(t, 0.0);
+    }
+    for (std::uint32_t a = 0; a < p_.applications.size(); ++a) {
+      if (pending_[a] == 0) release(a, 0.0);
+    }
+    for (std::size_t d = 0; d < n_devices_; ++d) dispatch(d, 0.0);
+    while (!events_.empty()) {
+      const Event e = events_.top();
+      events_.pop();
+      if (e.is_transfer) {
+        arrive(e.id, e.time);
+      } else {
+        finish(e.id, e.time);
+      }
+    }
+    for (std::uint32_t a = 0; a < p_.applications.size(); ++a) {
+      TAPESTRY_ASSERT(pending_[a] == 0 && scheduled_[a], "every application ran");
+    }
+  }
+
+  CostVector cost() const;
+  Schedule schedule() const { return {app_time_, transfer_time_}; }
+
+ private:
+  static Port port_of(const Target& target, std::uint32_t from, std::uint32_t to) {
+    if (from == kHost || to == kHost) return Port::kHost;
+    return target.devices[from].node == target.devices[to].node ? Port::kIntra : Port::kInter;
+  }
+
+  const Link& link_of(const Transfer& t) const {
+    if (t.from == kHost || t.to == kHost) {
+      TAPESTRY_ASSERT(target_.host.has_value(), "host transfers need a host link");
+      return *target_.host;
+    }
+    return target_.link_between(t.from, t.to);
+  }
+
+  void push(double time, bool is_transfer, std::uint32_t id) {
+    events_.push(Event{time, sequence_++, is_transfer, id});
+  }
+
+  void release(std::uint32_t a, double time) {
+    queues_[p_.applications[a].device].push(Released{time, a});
+  }
+
+  void dispatch(std::size_t device, double now) {
+    if (!device_free_[device] || queues_[device].empty()) return;
+    const std::uint32_t a = queues_[device].top().app;
+    queues_[device].pop();
+    device_free_[device] = false;
+    const double duration = application_seconds(p_.applications[a].work, target_.type_of(device));
+    app_time_[a] = {now, now + duration};
+    scheduled_[a] = true;
+    push(now + duration, false, a);
+  }
+
+  void send(std::uint32_t t, double now) {
+    const Transfer& tr = p_.transfers[t];
+    const Port port = port_of(target_, tr.from, tr.to);
+    auto& out = egress_[static_cast<int>(port)];
+    auto& in = ingress_[static_cast<int>(port)];
+    double start = now;
+    if (tr.from != kHost) start = std::max(start, out[tr.from]);
+    if (tr.to != kHost) start = std::max(start, in[tr.to]);
+    const double end = start + transfer_seconds(tr.bytes, link_of(tr));
+    if (tr.from != kHost) out[tr.from] = end;
+    if (tr.to != kHost) in[tr.to] = end;
+    transfer_time_[t] = {start, end};
+    if (tr.producer != kHost) last_read_[tr.producer] = std::max(last_read_[tr.producer], end);
+    push(end, true, t);
+  }
+
+  void finish(std::uint32_t a, double now) {
+    const std::size_t device = p_.applications[a].device;
+    device_free_[device] = true;
+    for (std::uint32_t producer : p_.applications[a].local_producers) {
+      last_read_[producer] = std::max(last_read_[producer], now);
+    }
+    for (std::uint32_t t : p_.applications[a].incoming) {
+      transfer_last_read_[t] = std::max(transfer_last_read_[t], now);
+    }
+    for (std::uint32_t c : local_consumers_[a]) satisfy(c, now);
+    for (std::uint32_t t : outgoing_[a]) send(t, now);
+    dispatch(device, now);
+  }
+
+  void arrive(std::uint32_t t, double now) {
+    for (std::uint32_t c : p_.transfers[t].consumers) satisfy(c, now);
+  }
+
+  void satisfy(std::uint32_t a, double now) {
+    ready_[a] = std::max(ready_[a], now);
+    TAPESTRY_ASSERT(pending_[a] > 0, "a dependency is satisfied once");
+    if (--pending_[a] == 0) {
+      release(a, ready_[a]);
+      dispatch(p_.applications[a].device, now);
+    }
+  }
+
+  const Placement& p_;
+  const Target& target_;
+  std::size_t n_devices_;
+  std::vector<std::uint32_t> pending_;
+  std::vector<double> ready_;
+  std::vector<std::vector<std::uint32_t>> local_consumers_;
+  std::vector<std::vector<std::uint32_t>> outgoing_;
+  std::vector<Schedule::Interval> app_time_;
+  std::vector<Schedule::Interval> transfer_time_;
+  std::vector<double> last_read_;           // per application: its output's last reader ends
+  std::vector<double> transfer_last_read_;  // per transfer: its last reader ends
+  std::vector<bool> scheduled_;
+  std::vector<bool> device_free_;
+  std::vector<MinHeap<Released>> queues_;
+  std::vector<double> egress_[3];
+  std::vector<double> ingress_[3];
+  MinHeap<Event> events_;
+  std::uint64_t sequence_ = 0;
+};
+
+CostVector Simulation::cost() const {
+  CostVector c;
+  double makespan = 0;
+  for (const auto& t : app_time_) makespan = std::max(makespan, t.end);
+  for (const auto& t : transfer_time_) makespan = std::max(makespan, t.end);
+  c.makespan_s = makespan;
+
+  std::vector<DeviceCost> devices(n_devices_);
+  std::vector<bool> used(n_devices_, false);
+  // Memory events per device: (time, delta); frees sort before allocations at one instant.
+  std::vector<std::vector<std::pair<double, std::int64_t>>> memory(n_devices_);
+  for (std::uint32_t a = 0; a < p_.applications.size(); ++a) {
+    const PlacedApplication& app = p_.applications[a];
+    DeviceCost& d = devices[app.device];
+    used[app.device] = true;
+    ++d.applications;
+    d.compute_s += app_time_[a].end - app_time_[a].start;
+    d.finish_s = std::max(d.finish_s, app_time_[a].end);
+    const double freed = app.writes_output ? makespan : std::max(app_time_[a].end, last_read_[a]);
+    memory[app.device].emplace_back(app_time_[a].start, app.work.bytes_written);
+    memory[app.device].emplace_back(freed, -app.work.bytes_written);
+  }
+  for (std::uint32_t t = 0; t < p_.transfers.size(); ++t) {
+    const Transfer& tr = p_.transfers[t];
+    const double seconds = transfer_time_[t].end - transfer_time_[t].start;
+    c.bytes_moved += tr.bytes;
+    if (tr.from != kHost) {
+      devices[tr.from].bytes_sent += tr.bytes;
+      devices[tr.from].comm_s += seconds;
+    }
+    if (tr.to != kHost) {
+      devices[tr.to].bytes_received += tr.bytes;
+      devices[tr.to].comm_s += seconds;
+      const double freed = std::max(transfer_time_[t].end, transfer_last_read_[t]);
+      memory[tr.to].emplace_back(transfer_time_[t].start, tr.bytes);
+      memory[tr.to].emplace_back(freed, -tr.bytes);
+      used[tr.to] = true;
+    }
+  }
+  for (std::size_t dev = 0; dev < n_devices_; ++dev) {
+    if (!used[dev]) continue;
+    DeviceCost& d = devices[dev];
+    d.device = target_.devices[dev].name;
+    auto& events = memory[dev];
+    std::sort(events.begin(), events.end());
+    std::int64_t live = p_.resident_input_bytes[dev];
+    std::int64_t peak = live;
+    for (const auto& [time, delta] : events) {
+      live += delta;
+      peak = std::max(peak, live);
+    }
+    d.peak_memory_bytes = peak;
+    d.idle_s = std::max(0.0, makespan - d.compute_s);
+    const DeviceType& type = target_.type_of(dev);
+    d.energy_j = type.idle_w * makespan + (type.busy_w - type.idle_w) * d.compute_s;
+    c.energy_j += d.energy_j;
+    c.peak_memory_bytes = std::max(c.peak_memory_bytes, peak);
+    if (peak > type.memory_bytes) c.fits = false;
+    ++c.devices_used;
+    c.per_device.push_back(std::move(d));
+  }
+  return c;
+}
+
+}  // namespace
+
+double application_seconds(const Work& work, const DeviceType& device) {
+  double compute = 0;
+  if (work.flops > 0) {
+    auto peak = device.peak_flops.find(work.dtype);
+    if (peak == device.peak_flops.end()) {
+      throw Error(fmt::format("device type '{}' has no peak_flops for {}", device.name,
+                              ir::dtype_name(work.dtype)));
+    }
+    compute = work.flops / (peak->second * device.efficiency);
+  }
+  const double bytes = static_cast<double>(work.bytes_read + work.bytes_written);
+  const double memory = bytes / (device.memory_bandwidth_Bps * device.bandwidth_efficiency);
+  return device.launch_s + std::max(compute, memory);
+}
+
+double transfer_seconds(std::int64_t bytes, const Link& link) {
+  if (link.shared_memory) return 0.0;
+  return link.latency_s + static_cast<double>(bytes) / link.bandwidth_Bps;
+}
+
+CostVector simulate(const Placement& placement, const Target& target, Schedule* schedule) {
+  Simulation sim(placement, target);
+  sim.run();
+  if (schedule != nullptr) *schedule = sim.schedule();
+  return sim.cost();
+}
+
+nlohmann::json to_json(const CostVector& cost) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const DeviceCost& d : cost.per_device) {
+    devices.push_back({{"device", d.device},
+                       {"applications", d.applications},
+                       {"compute_s", d.compute_s},
+                       {"comm_s", d.comm_s},
+                       {"idle_s", d.idle_s},
+                       {"finish_s", d.finish_s},
+                       {"peak_memory_bytes", d.peak_memory_bytes},
+                       {"bytes_sent", d.bytes_sent},
+                       {"bytes_received", d.bytes_received},
+                       {"energy_j", d.energy_j}});
+  }
+  return {{"makespan_s", cost.makespan_s},
+          {"peak_memory_bytes", cost.peak_memory_bytes},
+          {"devices_used", cost.devices_used},
+          {"energy_j", cost.energy_j},
+          {"bytes_moved", cost.bytes_moved},
+          {"fits", cost.fits},
+          {"per_device", devices}};
+}
+
+}  // namespace tapestry::cost

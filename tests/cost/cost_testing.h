@@ -1,0 +1,59 @@
+// Helpers for the cost tests: targets written in code (so each test states the constants it
+// relies on), and lowering a .tap program under a plan.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "rewrite/rewrite_testing.h"
+#include "tapestry/cost/placement.h"
+#include "tapestry/cost/target.h"
+#include "tapestry/rewrite/lower.h"
+
+namespace tapestry::cost::testing {
+
+/// `nodes` nodes of `per_node` identical devices "gpu:i": 100 GFLOP/s f32 at efficiency 1, 1 GB/s
+/// memory, no launch floor, 1 GiB each, 10 W idle and 110 W busy; links of 1 GB/s inside a node
+/// and 0.1 GB/s between nodes, no latency unless given.
+inline Target toy_target(std::size_t nodes = 1, std::size_t per_node = 2, double latency = 0) {
+  Target t;
+  t.name = "toy";
+  DeviceType gpu;
+  gpu.name = "toy-gpu";
+  gpu.kind = "gpu";
+  gpu.peak_flops = {{ir::DType::kFloat32, 100e9}};
+  gpu.memory_bandwidth_Bps = 1e9;
+  gpu.memory_bytes = std::int64_t{1} << 30;
+  gpu.idle_w = 10;
+  gpu.busy_w = 110;
+  t.device_types = {gpu};
+  for (std::size_t n = 0; n < nodes; ++n) {
+    for (std::size_t i = 0; i < per_node; ++i) {
+      const std::size_t index = t.devices.size();
+      t.devices.push_back(Device{"gpu:" + std::to_string(index), 0, n, index});
+    }
+  }
+  t.node_count = nodes;
+  t.intra_node = Link{1e9, latency, false};
+  if (nodes > 1) t.inter_node = Link{0.1e9, latency, false};
+  t.host = Link{0.5e9, latency, false};
+  return t;
+}
+
+/// Builds `tap`, lowers it under `plan_json` (validation on) and returns the result.
+inline rewrite::LowerResult lower_tap(std::string_view tap, std::string_view plan_json) {
+  ir::Graph g = rewrite::testing::build(tap);
+  const rewrite::LowerOptions options;
+  return rewrite::lower(g, rewrite::parse_plan(plan_json), options);
+}
+
+/// Places `tap` lowered under `plan_json` on `target`.
+inline Placement place_tap(std::string_view tap, std::string_view plan_json, const Target& target,
+                           rewrite::LowerResult* lowered = nullptr) {
+  rewrite::LowerResult r = lower_tap(tap, plan_json);
+  Placement p = place(r.graph, r.plan, target);
+  if (lowered != nullptr) *lowered = std::move(r);
+  return p;
+}
+
+}  // namespace tapestry::cost::testing

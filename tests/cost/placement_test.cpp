@@ -1,0 +1,254 @@
+// Placement: default, place and mesh assignment; transfers derived from box intersections,
+// checked against a cell-by-cell oracle on random graphs and plans.
+#include "tapestry/cost/placement.h"
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "cost/cost_testing.h"
+#include "rewrite/random_plans.h"
+#include "tapestry/cost/work.h"
+#include "tapestry/zspace/format.h"
+
+namespace tapestry::cost {
+namespace {
+
+using testing::place_tap;
+using testing::toy_target;
+
+constexpr std::string_view kLinearRelu =
+    "X: f32[4096, 1024]\nW: f32[4096, 1024]\nb: f32[4096]\nY = relu(linear(X, W, b))\noutput Y\n";
+
+constexpr std::string_view kMlp =
+    "X: f32[4096, 1024]\nW1: f32[4096, 1024]\nb1: f32[4096]\nW2: f32[1024, 4096]\nb2: f32[1024]\n"
+    "H = relu(linear(X, W1, b1))\nY = linear(H, W2, b2)\noutput Y\n";
+
+std::vector<std::uint32_t> devices_of(const Placement& p, std::string_view op) {
+  for (const PlacedOperation& o : p.operations) {
+    if (o.name != op) continue;
+    std::vector<std::uint32_t> d;
+    for (std::uint32_t a : o.applications) d.push_back(p.applications[a].device);
+    return d;
+  }
+  ADD_FAILURE() << "no operation " << op;
+  return {};
+}
+
+TEST(Placement, HeaderExampleOneTransferOfTheRowsTheSecondShardReads) {
+  const Placement p =
+      place_tap(kLinearRelu, R"({"ops": {"Y": {"split": {"d0": 2}}}})", toy_target(1, 8));
+  ASSERT_EQ(p.applications.size(), 3u);
+  EXPECT_EQ(devices_of(p, "Y/linear"), (std::vector<std::uint32_t>{0}));
+  EXPECT_EQ(devices_of(p, "Y"), (std::vector<std::uint32_t>{0, 1}));
+  ASSERT_EQ(p.transfers.size(), 1u);
+  EXPECT_EQ(p.transfers[0].bytes, 2048 * 4096 * 4);
+  EXPECT_EQ(fmt::format("{}", p.transfers[0].box), "zr[2048:4096, 0:4096]");
+  EXPECT_EQ(p.transfers[0].from, 0u);
+  EXPECT_EQ(p.transfers[0].to, 1u);
+}
+
+TEST(Placement, UnshardedPlansRunOnDeviceZeroAndMoveNothing) {
+  const Placement p = place_tap(kMlp, "{}", toy_target(2, 4));
+  for (const PlacedApplication& a : p.applications) EXPECT_EQ(a.device, 0u);
+  EXPECT_TRUE(p.transfers.empty());
+  // Every input each application reads is resident on device 0, counted once.
+  EXPECT_EQ(p.resident_input_bytes[0], (4096 * 1024 + 4096 * 1024 + 4096 + 1024 * 4096 + 1024) * 4);
+}
+
+TEST(Placement, DefaultPlacementCyclesGridOrderOverTheDevices) {
+  const Placement p =
+      place_tap(kLinearRelu, R"({"ops": {"Y": {"split": {"d0": 3, "d1": 2}}}})", toy_target(1, 4));
+  EXPECT_EQ(devices_of(p, "Y"), (std::vector<std::uint32_t>{0, 1, 2, 3, 0, 1}));
+}
+
+TEST(Placement, PlaceListsDevicesInGridOrderCycled) {
+  const Placement p =
+      place_tap(kLinearRelu, R"({"ops": {"Y": {"split": {"d0": 3}, "place": ["gpu:3", "gpu:1"]}}})",
+                toy_target(1, 4));
+  EXPECT_EQ(devices_of(p, "Y"), (std::vector<std::uint32_t>{3, 1, 3}));
+}
+
+TEST(Placement, MeshMapsSplitDimsOntoAxes) {
+  Target t = toy_target(2, 4);
+  t.mesh = {{"dp", 2}, {"tp", 4}};
+  // Shard (i, j): dp = i mod 2, tp = j mod 4 → device dp·4 + tp.
+  const Placement p = place_tap(
+      kLinearRelu,
+      R"({"ops": {"Y": {"split": {"d0": 2, "d1": 4}, "mesh": {"d0": "dp", "d1": "tp"}}}})", t);
+  EXPECT_EQ(devices_of(p, "Y"), (std::vector<std::uint32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  // Only d1 on tp: dp takes coordinate 0.
+  const Placement q = place_tap(
+      kLinearRelu, R"({"ops": {"Y": {"split": {"d0": 2, "d1": 2}, "mesh": {"d1": "tp"}}}})", t);
+  EXPECT_EQ(devices_of(q, "Y"), (std::vector<std::uint32_t>{0, 1, 0, 1}));
+}
+
+TEST(Placement, MeshFollowsASplitReductionOntoItsBlocks) {
+  Target t = toy_target(1, 4);
+  t.mesh = {{"tp", 4}};
+  const Placement p = place_tap(
+      kLinearRelu, R"({"ops": {"Y/linear": {"split": {"in": 4}, "mesh": {"in": "tp"}}}})", t);
+  std::set<std::uint32_t> used;
+  for (const PlacedOperation& o : p.operations) {
+    if (o.kernel != "linear" && o.kernel != "matmul") continue;
+    for (std::uint32_t a : o.applications) used.insert(p.applications[a].device);
+  }
+  EXPECT_EQ(used, (std::set<std::uint32_t>{0, 1, 2, 3}));
+}
+
+TEST(Placement, BadPlacementsAreErrorsNamingThePlanPath) {
+  const auto error_of = [](std::string_view plan, const Target& t) -> std::string {
+    try {
+      place_tap(kLinearRelu, plan, t);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(error_of(R"({"ops": {"Y": {"split": {"d0": 2}, "place": ["gpu:0", "gpu:9"]}}})",
+                     toy_target(1, 8)),
+            "/ops/Y/place/1: target 'toy' has no device 'gpu:9' (it has gpu:0 … gpu:7)");
+  EXPECT_EQ(
+      error_of(R"({"ops": {"Y": {"split": {"d0": 2}, "mesh": {"d0": "dp"}}}})", toy_target(1, 2)),
+      "/ops/Y/mesh/d0: target 'toy' has no mesh axis 'dp' (its mesh: d)");
+}
+
+TEST(PlanMesh, ParsedCheckedAndExclusiveWithPlace) {
+  const rewrite::Plan plan =
+      rewrite::parse_plan(R"({"ops": {"Y": {"split": {"d0": 2}, "mesh": {"d0": "dp"}}}})");
+  EXPECT_EQ(plan.ops.at("Y").mesh.at("d0"), "dp");
+  EXPECT_EQ(rewrite::parse_plan(plan.to_json().dump()), plan);
+  const auto error_of = [](std::string_view text) -> std::string {
+    try {
+      rewrite::parse_plan(text, "p.json");
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(error_of(R"({"ops": {"Y": {"mesh": {"d0": "dp"}, "place": ["gpu:0"]}}})"),
+            "p.json: /ops/Y: \"place\" and \"mesh\" both say where the shards run: give one");
+  EXPECT_EQ(error_of(R"({"ops": {"Y": {"mesh": {"d0": "dp", "d1": "dp"}}}})"),
+            "p.json: /ops/Y/mesh/d1: mesh axis 'dp' already carries dimension 'd0'");
+  EXPECT_EQ(error_of(R"({"ops": {"Y": {"mesh": {}}}})"),
+            "p.json: /ops/Y/mesh: a mesh mapping needs at least one dimension");
+  ir::Graph g = rewrite::testing::build(kLinearRelu);
+  const auto problems =
+      rewrite::check_plan(rewrite::parse_plan(R"({"ops": {"Y": {"mesh": {"batch": "dp"}}}})"), g);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0],
+            "/ops/Y/mesh/batch: operation 'Y' has no index dimension 'batch' (it has: "
+            "d0, d1)");
+}
+
+TEST(Placement, HostResidenceLoadsInputsOncePerDeviceAndGathersOutputs) {
+  Target t = toy_target(1, 2);
+  t.inputs = Residence::kHost;
+  t.outputs = Residence::kHost;
+  const Placement p =
+      place_tap(kLinearRelu, R"({"ops": {"Y/linear": {"split": {"batch": 2}}}})", t);
+  std::int64_t loaded = 0;
+  std::int64_t gathered = 0;
+  for (const Transfer& tr : p.transfers) {
+    if (tr.from == kHost) loaded += tr.bytes;
+    if (tr.to == kHost) gathered += tr.bytes;
+  }
+  // Each device loads its half of X and all of W and b; Y comes back whole.
+  EXPECT_EQ(loaded, (4096 * 1024 + 2 * (4096 * 1024 + 4096)) * 4);
+  EXPECT_EQ(gathered, 4096 * 4096 * 4);
+  EXPECT_EQ(p.resident_input_bytes, (std::vector<std::int64_t>{0, 0}));
+}
+
+TEST(Work, FlopsAndBytesFollowTheTable) {
+  rewrite::LowerResult r = testing::lower_tap(kLinearRelu, "{}");
+  for (ir::ApplicationId app : r.graph.applications()) {
+    const Work w = application_work(r.graph, app);
+    const std::string& kernel = r.graph.operation(r.graph.application(app).operation()).kernel();
+    if (kernel == "linear") {
+      EXPECT_DOUBLE_EQ(w.flops, 2.0 * 4096 * 4096 * 1024);
+      EXPECT_EQ(w.bytes_read, (4096 * 1024 + 4096 * 1024 + 4096) * 4);
+      EXPECT_EQ(w.bytes_written, 4096 * 4096 * 4);
+    } else {
+      EXPECT_EQ(kernel, "relu");
+      EXPECT_DOUBLE_EQ(w.flops, 4096.0 * 4096);
+    }
+  }
+  // Fused: the sum over the stages, each over its own box; only external boxes count.
+  rewrite::LowerResult f = testing::lower_tap(kLinearRelu, R"({"fuse": "auto"})");
+  ASSERT_EQ(f.graph.applications().size(), 1u);
+  const Work w = application_work(f.graph, f.graph.applications()[0]);
+  EXPECT_DOUBLE_EQ(w.flops, 2.0 * 4096 * 4096 * 1024 + 4096.0 * 4096);
+  EXPECT_EQ(w.bytes_written, 4096 * 4096 * 4);
+  EXPECT_EQ(flops_per_point("transpose"), 0);
+  EXPECT_EQ(flops_per_point("a_user_kernel"), 1);
+}
+
+// The oracle: per destination device, the cells transfers bring are exactly the cells its
+// applications read that another device wrote — computed cell by cell.
+using Cell = std::tuple<std::uint32_t, std::uint32_t, std::vector<std::int64_t>>;  // device, tensor
+
+std::set<Cell> cells_of(std::uint32_t device, ir::TensorId tensor, const zspace::Range& box) {
+  std::set<Cell> out;
+  for (const zspace::Point& point : box.points()) {
+    out.emplace(device, tensor.index(), std::vector<std::int64_t>(point.begin(), point.end()));
+  }
+  return out;
+}
+
+RC_GTEST_PROP(PlacementProperties, TransfersBringExactlyTheRemoteCellsEachDeviceReads, ()) {
+  const std::string tap = *rewrite::testing::gen_tap_program(4);
+  std::optional<ir::Graph> built = rewrite::testing::try_build(tap);
+  RC_PRE(built.has_value());
+  const auto g = std::make_shared<const ir::Graph>(std::move(*built));
+  const std::string plan_text = *rc::gen::exec([g] { return rewrite::testing::random_plan(*g); });
+  std::optional<rewrite::LowerResult> r;
+  try {
+    const rewrite::LowerOptions options;
+    r = rewrite::lower(*g, rewrite::parse_plan(plan_text), options);
+  } catch (const Error&) {
+    RC_DISCARD("a plan lowering refuses");
+  }
+  const Target t = toy_target(2, *rc::gen::inRange<std::size_t>(1, 4));
+  const Placement p = place(r->graph, r->plan, t);
+  RC_ASSERT(p.applications.size() == r->graph.applications().size());
+
+  // Who wrote each cell.
+  std::map<std::pair<std::uint32_t, std::vector<std::int64_t>>, std::uint32_t> writer;
+  for (const PlacedApplication& a : p.applications) {
+    for (const auto& out : r->graph.application(a.id).outputs().entries()) {
+      for (const zspace::Point& pt : out.value.range.points()) {
+        writer[{out.value.tensor.index(), std::vector<std::int64_t>(pt.begin(), pt.end())}] =
+            a.device;
+      }
+    }
+  }
+  std::set<Cell> needed;
+  for (const PlacedApplication& a : p.applications) {
+    for (const auto& in : r->graph.application(a.id).inputs().entries()) {
+      for (const zspace::Point& pt : in.value.range.points()) {
+        std::vector<std::int64_t> cell(pt.begin(), pt.end());
+        auto w = writer.find({in.value.tensor.index(), cell});
+        if (w != writer.end() && w->second != a.device) {
+          needed.emplace(a.device, in.value.tensor.index(), cell);
+        }
+      }
+    }
+  }
+  std::set<Cell> moved;
+  for (const Transfer& tr : p.transfers) {
+    RC_ASSERT(tr.from != tr.to);
+    const auto element = ir::dtype_size_bytes(*ir::parse_dtype(r->graph.tensor(tr.tensor).dtype()));
+    RC_ASSERT(tr.bytes == tr.box.size() * static_cast<std::int64_t>(element));
+    const auto cells = cells_of(tr.to, tr.tensor, tr.box);
+    moved.insert(cells.begin(), cells.end());
+    for (std::uint32_t c : tr.consumers) RC_ASSERT(p.applications[c].device == tr.to);
+  }
+  RC_ASSERT(moved == needed);
+  RC_CLASSIFY(!p.transfers.empty(), "with transfers");
+}
+
+}  // namespace
+}  // namespace tapestry::cost

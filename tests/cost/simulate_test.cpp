@@ -1,0 +1,203 @@
+// Simulation: the roofline per application, transfers with port contention, list scheduling,
+// memory, energy — each checked against numbers worked out by hand on tiny graphs — and
+// invariants on random graphs and plans.
+#include "tapestry/cost/simulate.h"
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <numeric>
+
+#include "cost/cost_testing.h"
+#include "rewrite/random_plans.h"
+
+namespace tapestry::cost {
+namespace {
+
+using testing::place_tap;
+using testing::toy_target;
+
+// relu over 1000 × 250 f32: 250,000 FLOPs (2.5 µs at 100 GFLOP/s), 2 MB moved (2 ms at 1 GB/s).
+constexpr std::string_view kRelu = "X: f32[1000, 250]\nY = relu(X)\noutput Y\n";
+// Two chained relus: the second reads what the first wrote.
+constexpr std::string_view kTwoRelus = "X: f32[1000, 250]\nA = relu(X)\nY = relu(A)\noutput Y\n";
+
+TEST(Roofline, MemoryBoundComputeBoundAndTheLaunchFloor) {
+  DeviceType d = toy_target().device_types[0];
+  d.launch_s = 1e-6;
+  Work memory_bound{.flops = 250'000, .bytes_read = 1'000'000, .bytes_written = 1'000'000};
+  EXPECT_DOUBLE_EQ(application_seconds(memory_bound, d), 1e-6 + 2e-3);
+  Work compute_bound{.flops = 1e12, .bytes_read = 8, .bytes_written = 4};
+  EXPECT_DOUBLE_EQ(application_seconds(compute_bound, d), 1e-6 + 10.0);
+  d.efficiency = 0.5;
+  d.bandwidth_efficiency = 0.25;
+  EXPECT_DOUBLE_EQ(application_seconds(compute_bound, d), 1e-6 + 20.0);
+  EXPECT_DOUBLE_EQ(application_seconds(memory_bound, d), 1e-6 + 8e-3);
+  Work f64{.flops = 1, .bytes_read = 0, .bytes_written = 0, .dtype = ir::DType::kFloat64};
+  try {
+    application_seconds(f64, d);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "device type 'toy-gpu' has no peak_flops for float64");
+  }
+  EXPECT_DOUBLE_EQ(transfer_seconds(1'000'000, Link{1e9, 5e-6, false}), 5e-6 + 1e-3);
+  EXPECT_DOUBLE_EQ(transfer_seconds(1'000'000, Link{1e9, 5e-6, true}), 0.0);
+}
+
+TEST(Simulate, OneApplication) {
+  const Target t = toy_target();
+  const CostVector c = simulate(place_tap(kRelu, "{}", t), t);
+  EXPECT_DOUBLE_EQ(c.makespan_s, 2e-3);
+  EXPECT_EQ(c.devices_used, 1);
+  EXPECT_EQ(c.bytes_moved, 0);
+  // Resident X (1 MB) plus Y (1 MB) written.
+  EXPECT_EQ(c.peak_memory_bytes, 2'000'000);
+  EXPECT_DOUBLE_EQ(c.energy_j, 10 * 2e-3 + 100 * 2e-3);
+  ASSERT_EQ(c.per_device.size(), 1u);
+  EXPECT_EQ(c.per_device[0].device, "gpu:0");
+  EXPECT_DOUBLE_EQ(c.per_device[0].idle_s, 0);
+  EXPECT_TRUE(c.fits);
+}
+
+TEST(Simulate, TwoShardsOnTwoDevicesRunInParallel) {
+  const Target t = toy_target();
+  const CostVector c = simulate(place_tap(kRelu, R"({"ops": {"Y": {"split": {"d0": 2}}}})", t), t);
+  EXPECT_DOUBLE_EQ(c.makespan_s, 1e-3);
+  EXPECT_EQ(c.devices_used, 2);
+  EXPECT_DOUBLE_EQ(c.energy_j, 2 * (10 * 1e-3 + 100 * 1e-3));
+  // Each holds its half of X and of Y.
+  EXPECT_EQ(c.peak_memory_bytes, 1'000'000);
+}
+
+TEST(Simulate, ACrossDeviceChainWaitsForItsTransfer) {
+  // A on gpu:0 whole (2 ms); Y split in two: gpu:0 reads its half locally, gpu:1 waits for
+  // 500 KB over 1 GB/s (0.5 ms + 10 µs latency), then runs 1 ms.
+  const Target t = toy_target(1, 2, 10e-6);
+  Schedule s;
+  const Placement p = place_tap(kTwoRelus, R"({"ops": {"Y": {"split": {"d0": 2}}}})", t);
+  const CostVector c = simulate(p, t, &s);
+  ASSERT_EQ(p.transfers.size(), 1u);
+  EXPECT_EQ(c.bytes_moved, 500'000);
+  EXPECT_DOUBLE_EQ(s.transfers[0].start, 2e-3);
+  EXPECT_DOUBLE_EQ(s.transfers[0].end, 2e-3 + 10e-6 + 0.5e-3);
+  EXPECT_DOUBLE_EQ(c.makespan_s, 2e-3 + 10e-6 + 0.5e-3 + 1e-3);
+  // gpu:0: X resident (1 MB) + A (1 MB) + its half of Y (0.5 MB); A stays until the transfer
+  // has been sent.
+  EXPECT_EQ(c.per_device[0].peak_memory_bytes, 2'500'000);
+  // gpu:1: the received half of A and its half of Y.
+  EXPECT_EQ(c.per_device[1].peak_memory_bytes, 1'000'000);
+  EXPECT_EQ(c.per_device[0].bytes_sent, 500'000);
+  EXPECT_EQ(c.per_device[1].bytes_received, 500'000);
+}
+
+TEST(Simulate, TransfersIntoOneDeviceShareItsIngressPort) {
+  // A split in 4 on gpu:0…3, Y whole on gpu:0: three 250 KB transfers into gpu:0 one after
+  // another (0.25 ms each), then Y (2 ms).
+  const Target t = toy_target(1, 4);
+  Schedule s;
+  const Placement p = place_tap(kTwoRelus, R"({"ops": {"A": {"split": {"d0": 4}}}})", t);
+  const CostVector c = simulate(p, t, &s);
+  ASSERT_EQ(p.transfers.size(), 3u);
+  std::vector<double> ends;
+  for (const auto& iv : s.transfers) ends.push_back(iv.end);
+  std::sort(ends.begin(), ends.end());
+  EXPECT_DOUBLE_EQ(ends[0], 0.5e-3 + 0.25e-3);
+  EXPECT_DOUBLE_EQ(ends[1], 0.5e-3 + 0.5e-3);
+  EXPECT_DOUBLE_EQ(ends[2], 0.5e-3 + 0.75e-3);
+  EXPECT_DOUBLE_EQ(c.makespan_s, 0.5e-3 + 0.75e-3 + 2e-3);
+}
+
+TEST(Simulate, OtherNodesAreReachedOverTheSlowerLink) {
+  // Same chain as above, but Y's second shard on gpu:2, on the other node (0.1 GB/s).
+  const Target t = toy_target(2, 2);
+  const CostVector c =
+      simulate(place_tap(kTwoRelus,
+                         R"({"ops": {"Y": {"split": {"d0": 2}, "place": ["gpu:0", "gpu:2"]}}})", t),
+               t);
+  EXPECT_DOUBLE_EQ(c.makespan_s, 2e-3 + 5e-3 + 1e-3);
+}
+
+TEST(Simulate, ADeviceRunsOneApplicationAtATimeInReleaseOrder) {
+  // Four shards all placed on gpu:0: 4 × 0.5 ms back to back.
+  const Target t = toy_target();
+  const CostVector c = simulate(
+      place_tap(kRelu, R"({"ops": {"Y": {"split": {"d0": 4}, "place": ["gpu:0"]}}})", t), t);
+  EXPECT_DOUBLE_EQ(c.makespan_s, 2e-3);
+  EXPECT_EQ(c.devices_used, 1);
+}
+
+TEST(Simulate, MemoryBeyondCapacityDoesNotFit) {
+  Target t = toy_target();
+  t.device_types[0].memory_bytes = 1'500'000;
+  const CostVector c = simulate(place_tap(kRelu, "{}", t), t);
+  EXPECT_FALSE(c.fits);
+  EXPECT_EQ(to_json(c).at("fits"), false);
+}
+
+TEST(Simulate, JsonHasTheDocumentedKeys) {
+  const Target t = toy_target();
+  const nlohmann::json j = to_json(simulate(place_tap(kRelu, "{}", t), t));
+  for (const char* key : {"makespan_s", "peak_memory_bytes", "devices_used", "energy_j",
+                          "bytes_moved", "per_device"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j.at("per_device").at(0).at("device"), "gpu:0");
+}
+
+RC_GTEST_PROP(SimulateProperties, DeterministicAndBoundedByItsParts, ()) {
+  const std::string tap = *rewrite::testing::gen_tap_program(5);
+  std::optional<ir::Graph> built = rewrite::testing::try_build(tap);
+  RC_PRE(built.has_value());
+  const auto g = std::make_shared<const ir::Graph>(std::move(*built));
+  const std::string plan_text = *rc::gen::exec([g] { return rewrite::testing::random_plan(*g); });
+  std::optional<rewrite::LowerResult> r;
+  try {
+    const rewrite::LowerOptions options;
+    r = rewrite::lower(*g, rewrite::parse_plan(plan_text), options);
+  } catch (const Error&) {
+    RC_DISCARD("a plan lowering refuses");
+  }
+  Target t = toy_target(2, *rc::gen::inRange<std::size_t>(1, 4), 1e-6);
+  for (ir::DType d : ir::all_dtypes()) t.device_types[0].peak_flops[d] = 100e9;
+  const Placement p = place(r->graph, r->plan, t);
+  Schedule s;
+  const CostVector c = simulate(p, t, &s);
+  RC_ASSERT(to_json(c) == to_json(simulate(p, t)));  // deterministic
+
+  // Every application after its producers and transfers; transfers after their producers;
+  // devices never run two applications at once.
+  for (std::uint32_t a = 0; a < p.applications.size(); ++a) {
+    const double dur = application_seconds(p.applications[a].work, t.type_of(0));
+    RC_ASSERT(std::abs((s.applications[a].end - s.applications[a].start) - dur) <= 1e-15);
+    for (std::uint32_t q : p.applications[a].local_producers) {
+      RC_ASSERT(s.applications[a].start >= s.applications[q].end);
+    }
+    for (std::uint32_t tr : p.applications[a].incoming) {
+      RC_ASSERT(s.applications[a].start >= s.transfers[tr].end);
+    }
+  }
+  for (std::uint32_t tr = 0; tr < p.transfers.size(); ++tr) {
+    if (p.transfers[tr].producer != kHost) {
+      RC_ASSERT(s.transfers[tr].start >= s.applications[p.transfers[tr].producer].end);
+    }
+  }
+  std::vector<std::vector<Schedule::Interval>> by_device(t.devices.size());
+  for (std::uint32_t a = 0; a < p.applications.size(); ++a) {
+    by_device[p.applications[a].device].push_back(s.applications[a]);
+  }
+  double busy = 0;
+  for (auto& runs : by_device) {
+    std::sort(runs.begin(), runs.end(),
+              [](const auto& x, const auto& y) { return x.start < y.start; });
+    for (std::size_t i = 1; i < runs.size(); ++i) RC_ASSERT(runs[i].start >= runs[i - 1].end);
+    for (const auto& iv : runs) busy += iv.end - iv.start;
+  }
+  RC_ASSERT(c.makespan_s * static_cast<double>(c.devices_used) >= busy * (1 - 1e-12));
+  std::int64_t moved = 0;
+  for (const Transfer& tr : p.transfers) moved += tr.bytes;
+  RC_ASSERT(c.bytes_moved == moved);
+  RC_ASSERT(c.peak_memory_bytes >= 0);
+}
+
+}  // namespace
+}  // namespace tapestry::cost
