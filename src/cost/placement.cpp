@@ -80,14 +80,17 @@ Grid grid_of(const ir::Graph& graph, std::span<const ir::ApplicationId> apps, st
   return grid;
 }
 
-// The device of every application of `op`, by the plan's place/mesh or the default.
-std::vector<std::uint32_t> devices_of(const ir::Graph& graph, ir::OperationId op,
+// The device of every application of `placed`, by the plan's place/mesh or the default; fills
+// its grid and mesh axes.
+std::vector<std::uint32_t> devices_of(const ir::Graph& graph, PlacedOperation& placed,
                                       std::span<const ir::ApplicationId> apps,
-                                      const rewrite::Plan& plan, const Target& target,
-                                      const std::string& name) {
-  ir::OperationView view = graph.operation(op);
+                                      const rewrite::Plan& plan, const Target& target) {
+  const std::string& name = placed.name;
+  ir::OperationView view = graph.operation(placed.id);
   const std::size_t rank = view.index_rank();
   const Grid grid = grid_of(graph, apps, rank);
+  placed.grid = grid.counts;
+  placed.mesh_axis.assign(rank, "");
   const auto linear = [&](std::size_t i) {
     std::int64_t at = 0;
     for (std::size_t d = 0; d < rank; ++d) at = at * grid.counts[d] + grid.coordinates[i][d];
@@ -131,6 +134,7 @@ std::vector<std::uint32_t> devices_of(const ir::Graph& graph, ir::OperationId op
                                 name, dim, fmt::join(view.index_names(), ", ")));
       }
       dim_of_axis[static_cast<std::size_t>(a - axes.begin())] = *d;
+      placed.mesh_axis[*d] = axis;
     }
     std::vector<std::int64_t> coordinate(axes.size(), 0);
     for (std::size_t i = 0; i < apps.size(); ++i) {
@@ -189,11 +193,14 @@ Placement place(const ir::Graph& graph, const rewrite::Plan& plan, const Target&
     auto op = graph.as_operation(node);
     if (!op) continue;
     const std::span<const ir::ApplicationId> apps = graph.operation(*op).applications();
-    PlacedOperation placed{
-        *op, rewrite::operation_name(graph, *op), graph.operation(*op).kernel(), {}};
+    PlacedOperation placed{.id = *op,
+                           .name = rewrite::operation_name(graph, *op),
+                           .kernel = graph.operation(*op).kernel(),
+                           .applications = {},
+                           .grid = {},
+                           .mesh_axis = {}};
     const WorkRule rule = work_rule(graph, *op);
-    const std::vector<std::uint32_t> devices =
-        devices_of(graph, *op, apps, plan, target, placed.name);
+    const std::vector<std::uint32_t> devices = devices_of(graph, placed, apps, plan, target);
     const auto op_position = static_cast<std::uint32_t>(p.operations.size());
     for (std::size_t i = 0; i < apps.size(); ++i) {
       const auto position = static_cast<std::uint32_t>(p.applications.size());

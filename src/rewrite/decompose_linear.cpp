@@ -106,7 +106,8 @@ std::string DecomposeLinear::apply(RewriteState& state, ir::OperationId op) cons
   const std::string matmul_name = names.take(old.label + "/matmul");
   state.derive(transpose_name, old.label);
   state.derive(matmul_name, old.label);
-  const ir::TensorId wt = add_kernel(state, graph, "transpose", {w.tensor}, transpose_name).output;
+  Added transpose = add_kernel(state, graph, "transpose", {w.tensor}, transpose_name);
+  const ir::TensorId wt = transpose.output;
   Added matmul = add_kernel(state, graph, "matmul", {x.tensor, wt}, matmul_name);
   const metakernel::Signature& mm = matmul.sig;
   const metakernel::Signature ba =
@@ -118,13 +119,20 @@ std::string DecomposeLinear::apply(RewriteState& state, ir::OperationId op) cons
   detail::transfer_splits(old, old_plan, x.ipf, mm.inputs[0].ipf, mm.dim_names(), mm_plan.split);
   detail::transfer_splits(old, old_plan, result.ipf, mm.outputs[0].ipf, mm.dim_names(),
                           mm_plan.split);
+  // The transpose of w is cut as the linear cut w, so each shard transposes only the block of w
+  // its matmul shards read (with `in` split, block k of Wᵀ is made where block k is multiplied).
+  OpPlan tr_plan{.split = {}, .substitute = {}};
+  detail::transfer_splits(old, old_plan, w.ipf, transpose.sig.inputs[0].ipf,
+                          transpose.sig.dim_names(), tr_plan.split);
   OpPlan ba_plan{.split = {}, .substitute = old_plan.substitute};
   detail::transfer_splits(old, old_plan, result.ipf, ba.outputs[0].ipf, ba.dim_names(),
                           ba_plan.split);
   // Placement follows the splits: both new operations run where the linear's shards would.
+  carry_placement(old_plan, transpose.sig.dim_names(), tr_plan);
   carry_placement(old_plan, mm.dim_names(), mm_plan);
   carry_placement(old_plan, ba.dim_names(), ba_plan);
   state.plan.ops.erase(old.label);
+  if (!is_empty(tr_plan)) state.plan.ops[transpose_name] = tr_plan;
   if (!is_empty(mm_plan)) state.plan.ops[matmul_name] = mm_plan;
   if (!is_empty(ba_plan)) state.plan.ops[old.label] = ba_plan;
   state.graph = std::move(graph);

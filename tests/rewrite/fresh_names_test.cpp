@@ -195,6 +195,7 @@ TEST(FreshNames, ExplainNamesTheOriginOfAGeneratedOperation) {
   for (const RewriteEvent& e : r.log) lines.push_back(e.to_string());
   EXPECT_THAT(lines, ElementsAre(HasSubstr("decompose-linear on V1:"),
                                  HasSubstr("split-reduction on V1/matmul.2 (from V1 in the plan)"),
+                                 HasSubstr("shard-grid on V1/transpose (from V1 in the plan)"),
                                  HasSubstr("shard-grid on V1/matmul.2 (from V1 in the plan)")));
 }
 

@@ -82,6 +82,8 @@ struct PlacedOperation {
   std::string name;                         // rewrite::operation_name
   std::string kernel;                       // "linear", "fused", …
   std::vector<std::uint32_t> applications;  // positions in Placement::applications, grid order
+  std::vector<std::int64_t> grid;           // shards along each index dim (1: not split)
+  std::vector<std::string> mesh_axis;       // per index dim: the mesh axis it lies on, or ""
 };
 
 struct Placement {

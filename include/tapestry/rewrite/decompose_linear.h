@@ -10,7 +10,8 @@
 //
 // Applied automatically when the plan splits linear's reduction dim, or on request
 // (`"substitute": ["decompose-linear"]`). The plan's splits follow the tensors: batch → m (via X),
-// in → k (via X), out → n (via Y), and batch/out → bias_add's dims (via Y).
+// in → k (via X), out → n (via Y), and batch/out → bias_add's dims (via Y); the transpose of w is
+// cut along out and in as the linear cut w (via W), so it runs next to the matmul shards.
 #pragma once
 
 #include "tapestry/rewrite/pattern.h"

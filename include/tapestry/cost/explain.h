@@ -1,0 +1,99 @@
+// explain(): a priced plan in the words users of PyTorch DTensor and JAX already know.
+//
+// Three parts:
+// 1. Sharding, per operation: its grid (the split dims and their shard counts), the devices its
+//    shards run on, and for every tensor it reads or writes one placement per grid axis:
+//      Shard(k)      the axis cuts tensor dim k (the IPF maps the split index dim onto dim k);
+//      Replicate()   every shard along the axis reads the whole tensor along it (the split
+//                    index dim does not appear in the tensor's IPF);
+//      Partial(sum)  the axis splits a reduction: each shard holds a partial result of the
+//                    logical tensor, which a `reduce` combines (split-reduction's `block` dim).
+//    The grid axes are the operation's split dims; with a plan "mesh", each is also named by the
+//    mesh axis it lies on ("batch@dp").
+// 2. Communication: the transfers grouped by (producer operation, consumer operation, tensor),
+//    each group with its bytes, its devices and a name for its pattern:
+//      all-gather       every destination receives every other device's part of the tensor;
+//      all-to-all       every device sends to and receives from every other (a re-sharding:
+//                       rows to columns);
+//      reduce           partials of a split reduction sent to the devices that combine them;
+//      host load / host gather   inputs from or outputs to the host;
+//      redistribute     anything else (e.g. rows written on one device, read on another).
+//    Under the simulator's port rule (simulate.h: one transfer per port and direction), an
+//    all-gather of n bytes over p devices costs what the ring algorithm costs: each device sends
+//    and receives (p−1)/p · n.
+// 3. Cost: the CostVector, per device compute / communication / idle, and the critical path —
+//    the chain of applications and transfers that ends last, walked back from its end — split
+//    into compute, communication and waiting, which names the resource that bounds the makespan.
+//
+//   Explanation e = explain(lowered.graph, placement, target, cost, schedule);
+//   fmt::print("{}", to_text(e));
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tapestry/cost/placement.h"
+#include "tapestry/cost/simulate.h"
+#include "tapestry/cost/target.h"
+#include "tapestry/ir/graph.h"
+
+namespace tapestry::cost {
+
+struct TensorSharding {
+  std::string port;    // "x", "result", …
+  std::string tensor;  // its label (the logical tensor for a partial)
+  bool is_output = false;
+  std::vector<std::string> placements;  // one per grid axis: "Shard(0)", "Replicate()", …
+};
+
+struct OperationSharding {
+  std::string name;
+  std::string kernel;
+  std::vector<std::string> axes;     // "batch=2", or "batch=2@dp" under a mesh
+  std::vector<std::string> devices;  // distinct devices, in first-use order
+  std::vector<TensorSharding> tensors;
+};
+
+struct Communication {
+  std::string pattern;   // "all-gather", "all-to-all", "reduce", "redistribute", "host load", …
+  std::string tensor;    // label
+  std::string producer;  // operation name ("host" for a load)
+  std::string consumer;  // operation name ("host" for a gather)
+  std::int64_t transfers = 0;
+  std::int64_t bytes = 0;
+  double seconds = 0;             // the sum of its transfers' durations
+  std::vector<std::string> from;  // distinct devices
+  std::vector<std::string> to;
+};
+
+struct CriticalPath {
+  double compute_s = 0;
+  double communication_s = 0;
+  double waiting_s = 0;  // the path waited on a busy port or device
+  std::int64_t applications = 0;
+  std::int64_t transfers = 0;
+  std::string bound;  // "compute", "communication" or "waiting"
+};
+
+struct Explanation {
+  std::string target;
+  std::vector<OperationSharding> operations;
+  std::vector<Communication> communication;
+  CostVector cost;
+  CriticalPath critical_path;
+};
+
+/// Explains `placement` (of the application graph `graph`) on `target`, priced as `cost` with
+/// `schedule` (both from simulate()).
+Explanation explain(const ir::Graph& graph, const Placement& placement, const Target& target,
+                    const CostVector& cost, const Schedule& schedule);
+
+/// The human form: three sections, aligned columns.
+std::string to_text(const Explanation& explanation);
+/// {"target", "operations": [...], "communication": [...], "cost": {...}, "critical_path": {...}}.
+nlohmann::json to_json(const Explanation& explanation);
+
+}  // namespace tapestry::cost

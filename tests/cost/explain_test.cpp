@@ -1,0 +1,142 @@
+// explain(): DTensor placements, communication patterns and the critical path, on plans whose
+// answers are known (the Megatron MLP, data parallelism, an all-gather).
+#include "tapestry/cost/explain.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <gtest/gtest.h>
+
+#include "cost/cost_testing.h"
+
+namespace tapestry::cost {
+namespace {
+
+using testing::place_tap;
+using testing::toy_target;
+
+constexpr std::string_view kMlp =
+    "X: f32[4096, 1024]\nW1: f32[4096, 1024]\nb1: f32[4096]\nW2: f32[1024, 4096]\nb2: f32[1024]\n"
+    "H = relu(linear(X, W1, b1))\nY = linear(H, W2, b2)\noutput Y\n";
+
+constexpr std::string_view kMegatron = R"({
+  "ops": {"H/linear": {"split": {"out": 2}}, "H": {"split": {"d1": 2}}, "Y": {"split": {"in": 2}}},
+  "fuse": [["H/linear", "H"]]})";
+
+Explanation explain_tap(std::string_view tap, std::string_view plan, const Target& t) {
+  rewrite::LowerResult lowered;
+  const Placement p = place_tap(tap, plan, t, &lowered);
+  Schedule s;
+  const CostVector c = simulate(p, t, &s);
+  return explain(lowered.graph, p, t, c, s);
+}
+
+const OperationSharding& op_named(const Explanation& e, std::string_view name) {
+  for (const OperationSharding& op : e.operations) {
+    if (op.name == name) return op;
+  }
+  ADD_FAILURE() << "no operation " << name;
+  static const OperationSharding none;
+  return none;
+}
+
+std::string placements(const OperationSharding& op, std::string_view port) {
+  for (const TensorSharding& t : op.tensors) {
+    if (t.port == port) return t.tensor + " " + fmt::format("{}", fmt::join(t.placements, ", "));
+  }
+  return "no port";
+}
+
+TEST(Explain, MegatronMlpInDTensorTerms) {
+  const Explanation e = explain_tap(kMlp, kMegatron, toy_target(1, 8));
+  const OperationSharding& h = op_named(e, "H");
+  EXPECT_EQ(h.kernel, "fused");
+  EXPECT_EQ(h.axes, (std::vector<std::string>{"out=2"}));
+  EXPECT_EQ(h.devices, (std::vector<std::string>{"gpu:0", "gpu:1"}));
+  EXPECT_EQ(placements(h, "s0_x"), "X Replicate()");
+  EXPECT_EQ(placements(h, "s0_w"), "W1 Shard(0)");
+  EXPECT_EQ(placements(h, "result"), "H Shard(1)");
+  // Splitting Y's reduction dim `in` decomposes the linear (so the bias is added once): Wᵀ is
+  // cut as W2 is, and the matmul's blocks are partial sums of Y/matmul.
+  const OperationSharding& t = op_named(e, "Y/transpose");
+  EXPECT_EQ(t.devices, (std::vector<std::string>{"gpu:0", "gpu:1"}));
+  EXPECT_EQ(placements(t, "x"), "W2 Shard(1)");
+  const OperationSharding& y = op_named(e, "Y/matmul");
+  EXPECT_EQ(y.axes, (std::vector<std::string>{"block=2"}));
+  EXPECT_EQ(placements(y, "a"), "H Shard(1)");
+  EXPECT_EQ(placements(y, "b"), "Y/transpose Shard(0)");
+  EXPECT_EQ(placements(y, "result"), "Y/matmul Partial(sum)");
+  EXPECT_EQ(op_named(e, "Y").axes, std::vector<std::string>{});
+  // One reduce: gpu:1's partial (tokens × hidden floats) to gpu:0, where the reduce runs.
+  ASSERT_EQ(e.communication.size(), 1u);
+  const Communication& c = e.communication[0];
+  EXPECT_EQ(c.pattern, "reduce");
+  EXPECT_EQ(c.bytes, 4096 * 1024 * 4);
+  EXPECT_EQ(c.from, (std::vector<std::string>{"gpu:1"}));
+  EXPECT_EQ(c.to, (std::vector<std::string>{"gpu:0"}));
+  EXPECT_EQ(e.cost.bytes_moved, 4096 * 1024 * 4);
+}
+
+TEST(Explain, AllGatherIsRecognised) {
+  // A is split by rows over 4 devices; C = linear(A, W, b) split on out reads all of A on each
+  // of the 4 devices: each receives the other three quarters of A.
+  constexpr std::string_view tap =
+      "X: f32[64, 32]\nW: f32[64, 32]\nb: f32[64]\nA = relu(X)\nC = linear(A, W, b)\noutput C\n";
+  const Explanation e = explain_tap(
+      tap, R"({"ops": {"A": {"split": {"d0": 4}}, "C": {"split": {"out": 4}}}})", toy_target(1, 4));
+  ASSERT_EQ(e.communication.size(), 1u);
+  EXPECT_EQ(e.communication[0].pattern, "all-gather");
+  EXPECT_EQ(e.communication[0].transfers, 12);
+  EXPECT_EQ(e.communication[0].bytes, 4 * 3 * 16 * 32 * 4);
+  EXPECT_EQ(placements(op_named(e, "C"), "x"), "A Replicate()");
+  EXPECT_EQ(placements(op_named(e, "C"), "w"), "W Shard(0)");
+}
+
+TEST(Explain, AllToAllIsRecognised) {
+  // Rows on 4 devices, then columns on 4 devices: each device receives its column slice of the
+  // other devices' rows — an all-to-all, not an all-gather.
+  constexpr std::string_view tap = "X: f32[64, 64]\nA = relu(X)\nB = neg(A)\noutput B\n";
+  const Explanation e = explain_tap(
+      tap, R"({"ops": {"A": {"split": {"d0": 4}}, "B": {"split": {"d1": 4}}}})", toy_target(1, 4));
+  ASSERT_EQ(e.communication.size(), 1u);
+  EXPECT_EQ(e.communication[0].pattern, "all-to-all");
+  EXPECT_EQ(e.communication[0].transfers, 12);
+  EXPECT_EQ(e.communication[0].bytes, 12 * 16 * 16 * 4);
+  EXPECT_EQ(placements(op_named(e, "B"), "x"), "A Shard(1)");
+}
+
+TEST(Explain, RowsReadElsewhereAreARedistribution) {
+  constexpr std::string_view tap = "X: f32[64, 64]\nA = relu(X)\nB = neg(A)\noutput B\n";
+  const Explanation e =
+      explain_tap(tap, R"({"ops": {"B": {"split": {"d0": 2}}}})", toy_target(1, 2));
+  ASSERT_EQ(e.communication.size(), 1u);
+  EXPECT_EQ(e.communication[0].pattern, "redistribute");
+  EXPECT_EQ(e.communication[0].bytes, 32 * 64 * 4);
+}
+
+TEST(Explain, UnshardedPlanHasNoCommunicationAndIsComputeBound) {
+  const Explanation e = explain_tap(kMlp, "{}", toy_target(1, 8));
+  EXPECT_TRUE(e.communication.empty());
+  EXPECT_EQ(e.cost.devices_used, 1);
+  EXPECT_EQ(e.critical_path.bound, "compute");
+  EXPECT_EQ(e.critical_path.transfers, 0);
+  EXPECT_DOUBLE_EQ(e.critical_path.compute_s, e.cost.makespan_s);
+  const std::string text = to_text(e);
+  EXPECT_NE(text.find("none: every application reads only what its device holds"),
+            std::string::npos);
+  EXPECT_NE(text.find("bound by compute"), std::string::npos);
+}
+
+TEST(Explain, CriticalPathAddsUpToTheMakespanOnAChain) {
+  // relu on gpu:0, then its rows moved to gpu:1 and negated there: compute, transfer, compute.
+  constexpr std::string_view tap = "X: f32[1000, 250]\nA = relu(X)\nB = neg(A)\noutput B\n";
+  const Explanation e =
+      explain_tap(tap, R"({"ops": {"B": {"place": ["gpu:1"]}}})", toy_target(1, 2, 1e-6));
+  const CriticalPath& p = e.critical_path;
+  EXPECT_EQ(p.applications, 2);
+  EXPECT_EQ(p.transfers, 1);
+  EXPECT_NEAR(p.compute_s + p.communication_s + p.waiting_s, e.cost.makespan_s, 1e-15);
+  EXPECT_EQ(to_json(e).at("critical_path").at("bound"), "compute");
+}
+
+}  // namespace
+}  // namespace tapestry::cost
