@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include <iterator>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -111,7 +113,103 @@ AffineMap affine_map_at(const json& j, const std::string& path) {
   }
 }
 
+// nlohmann::json keeps the last of duplicate keys without a word, so `{"split": {"d0": 2},
+// "split": {"d0": 3}}` would lose a split. A second pass with its SAX interface finds them. SAX
+// events carry no position, so the text is read through an iterator that remembers the last
+// byte the lexer took: at a `key` event, the key's closing quote.
+class TrackingIterator {
+ public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+
+  TrackingIterator(const char* at, const char** last) : at_(at), last_(last) {}
+  const char& operator*() const {
+    *last_ = at_;
+    return *at_;
+  }
+  TrackingIterator& operator++() {
+    ++at_;
+    return *this;
+  }
+  TrackingIterator operator++(int) {
+    TrackingIterator before = *this;
+    ++at_;
+    return before;
+  }
+  friend bool operator==(const TrackingIterator& a, const TrackingIterator& b) {
+    return a.at_ == b.at_;
+  }
+
+ private:
+  const char* at_;
+  const char** last_;
+};
+
+// The SAX handler: the keys seen in every open object; stops at the first repeated one.
+struct DuplicateKeyFinder {
+  const char* const* last_read;
+  std::vector<std::set<std::string, std::less<>>> open;
+  const char* duplicate_end = nullptr;  // the closing quote of the repeated key
+  std::string duplicate;
+
+  bool start_object(std::size_t /*size*/) {
+    open.emplace_back();
+    return true;
+  }
+  bool end_object() {
+    open.pop_back();
+    return true;
+  }
+  bool key(std::string& k) {
+    if (open.back().insert(k).second) return true;
+    duplicate_end = *last_read;
+    duplicate = k;
+    return false;
+  }
+  bool start_array(std::size_t /*size*/) { return true; }
+  bool end_array() { return true; }
+  bool null() { return true; }
+  bool boolean(bool /*value*/) { return true; }
+  bool number_integer(json::number_integer_t /*value*/) { return true; }
+  bool number_unsigned(json::number_unsigned_t /*value*/) { return true; }
+  bool number_float(json::number_float_t /*value*/, const std::string& /*text*/) { return true; }
+  bool string(std::string& /*value*/) { return true; }
+  bool binary(json::binary_t& /*value*/) { return true; }
+  bool parse_error(std::size_t /*position*/, const std::string& /*token*/,
+                   const nlohmann::detail::exception& /*error*/) {
+    return false;  // syntax errors are the DOM parse's to report
+  }
+};
+
+// The offset of the opening quote of the string whose closing quote is at `close`: the nearest
+// quote before it not escaped by an odd run of backslashes.
+std::size_t opening_quote(std::string_view text, std::size_t close) {
+  for (std::size_t i = close; i-- > 0;) {
+    if (text[i] != '"') continue;
+    std::size_t backslashes = 0;
+    while (backslashes < i && text[i - 1 - backslashes] == '\\') ++backslashes;
+    if (backslashes % 2 == 0) return i;
+  }
+  return 0;
+}
+
 }  // namespace
+
+void reject_duplicate_keys(std::string_view text, std::string_view source_name) {
+  const char* last = text.data();
+  DuplicateKeyFinder finder{&last, {}, nullptr, {}};
+  json::sax_parse(TrackingIterator(text.data(), &last),
+                  TrackingIterator(text.data() + text.size(), &last), &finder);
+  if (finder.duplicate_end == nullptr) return;
+  const std::size_t at =
+      opening_quote(text, static_cast<std::size_t>(finder.duplicate_end - text.data()));
+  auto [line, column] = line_column(text, at);
+  throw Error(fmt::format("{}:{}:{}: duplicate key \"{}\" (a JSON object names each member once)",
+                          source_name, line, column, finder.duplicate));
+}
 
 json parse_json_text(std::string_view text, std::string_view source_name) {
   try {

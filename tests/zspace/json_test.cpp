@@ -162,5 +162,18 @@ TEST(Json, ParseJsonTextLocatesEveryFailure) {
                          "... is out of range"}));
 }
 
+TEST(Json, RejectDuplicateKeysLocatesTheSecondOccurrence) {
+  EXPECT_NO_THROW(reject_duplicate_keys(R"({"a": {"b": 1}, "b": [{"a": 2}, {"a": 3}]})", "t"));
+  EXPECT_THAT(
+      [] { reject_duplicate_keys("{\"a\": 1,\n \"a\": 2}", "t.json"); },
+      FailsWith({"t.json:2:2: duplicate key \"a\" (a JSON object names each member once)"}));
+  // Nested, escaped quotes in the key, and a syntax error after the duplicate (reported anyway:
+  // the scan stops at the first repeat).
+  EXPECT_THAT([] { reject_duplicate_keys(R"({"x": {"k\"": 1, "k\"": 2}})", "t"); },
+              FailsWith({"t:1:18: duplicate key \"k\"\""}));
+  // Text that is not JSON: no duplicate to report (parse_json_text reports the syntax error).
+  EXPECT_NO_THROW(reject_duplicate_keys("{\"a\": ,}", "t"));
+}
+
 }  // namespace
 }  // namespace tapestry::zspace

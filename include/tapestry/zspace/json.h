@@ -36,6 +36,15 @@ namespace tapestry::zspace {
 /// error, or a number beyond the range of a double).
 nlohmann::json parse_json_text(std::string_view text, std::string_view source_name);
 
+/// Error `source:line:column: duplicate key "k" (a JSON object names each member once)` at the
+/// second occurrence of the first key an object repeats; returns when no object repeats a key.
+/// nlohmann::json keeps the last of duplicate keys silently, so readers of user files call this
+/// after parse_json_text (which reports syntax errors first: this one ignores them).
+///
+///   reject_duplicate_keys("{\"a\": 1,\n \"a\": 2}", "t.json")
+///     Error "t.json:2:2: duplicate key \"a\" (a JSON object names each member once)"
+void reject_duplicate_keys(std::string_view text, std::string_view source_name);
+
 /// The 1-based line and column of byte `offset` in `text` (for located errors).
 std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t offset);
 
