@@ -27,13 +27,15 @@
 // Devices are named `<kind>:<i>`, numbered per kind across nodes in node order (node 0 holds
 // gpu:0 … gpu:7, node 1 gpu:8 …), the names a plan's `place` uses. A mesh's axes, in order,
 // are laid over the devices row-major (dp=2, tp=4: gpu:0–3 are dp 0, gpu:4–7 are dp 1), and the
-// product of its sizes must equal the number of devices. Links are per device and per direction:
-// each device has one port of each link class (`intra_node` to devices of its node, `inter_node`
-// to other nodes, `host` to the host); a transfer occupies the sender's and the receiver's port for
-// latency + bytes / bandwidth. A link class with `"shared_memory": true` (a CPU's cores) moves no
-// bytes over a wire: its transfers cost nothing but are still counted in `bytes_moved`.
+// product of its sizes must equal the number of devices; since the order matters it may also be
+// written as pairs, [["dp", 2], ["tp", 4]] (to_json does when the axes are not in name order).
+// Links are per device and per direction: each device has one port of each link class
+// (`intra_node` to devices of its node, `inter_node` to other nodes, `host` to the host); a
+// transfer occupies the sender's and the receiver's port for latency + bytes / bandwidth. A link
+// class with `"shared_memory": true` (a CPU's cores) moves no bytes over a wire: its transfers
+// cost nothing but are still counted in `bytes_moved`.
 //
-//   Target t = read_target("targets/h100x8.json");     // or preset_target("h100x8")
+//   Target t = read_target_file("targets/h100x8.json");  // or *preset_target("h100x8")
 //   t.devices.size()                     // 8
 //   t.find_device("gpu:3")               // 3
 //   t.link_between(0, 3).bandwidth_Bps   // 450e9 (same node)
@@ -125,6 +127,9 @@ struct Target {
   std::vector<MeshAxis> mesh;      // empty: a one-axis mesh over every device, named "d"
   Residence inputs = Residence::kResident;
   Residence outputs = Residence::kResident;
+  /// The optional "calibration" member, kept verbatim (null when absent, else an object):
+  /// `tapestry calibrate` records its raw measurements there; nothing reads it back.
+  nlohmann::json calibration;
 
   [[nodiscard]] const DeviceType& type_of(std::size_t device) const {
     return device_types[devices[device].type];

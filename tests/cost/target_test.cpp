@@ -1,0 +1,310 @@
+#include "tapestry/cost/target.h"
+
+#include <fmt/core.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tapestry/support/error.h"
+
+namespace tapestry::cost {
+namespace {
+
+using ir::DType;
+using nlohmann::json;
+
+// Two nodes of two GPUs plus one "fast" GPU type sharing the kind: gpu:0–2 on node 0, gpu:3–5 on
+// node 1 (within a node, types in name order: "big" before "small").
+constexpr std::string_view kTwoNodes = R"({
+  "name": "two-nodes",
+  "about": "a test target",
+  "device_types": {
+    "small": {"kind": "gpu", "peak_flops": {"float32": 1e12, "bfloat16": 4e12},
+              "memory_bandwidth_Bps": 1e11, "memory_bytes": 16e9,
+              "efficiency": 0.5, "launch_s": 5e-6, "bandwidth_efficiency": 0.9,
+              "idle_w": 30, "busy_w": 300},
+    "big": {"kind": "gpu", "peak_flops": {"float32": 2e12},
+            "memory_bandwidth_Bps": 2e11, "memory_bytes": 32000000000}
+  },
+  "nodes": {"count": 2, "devices": {"small": 2, "big": 1}},
+  "links": {"intra_node": {"bandwidth_Bps": 1e11, "latency_s": 1e-6},
+            "inter_node": {"bandwidth_Bps": 1e10, "latency_s": 5e-6},
+            "host": {"bandwidth_Bps": 2e10}},
+  "mesh": {"tp": 3, "dp": 2},
+  "inputs": "host"
+})";
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(Target, ParsesEveryMember) {
+  const Target t = parse_target(kTwoNodes, "t.json");
+  EXPECT_EQ(t.name, "two-nodes");
+  EXPECT_EQ(t.about, "a test target");
+  ASSERT_EQ(t.device_types.size(), 2u);
+  EXPECT_EQ(t.device_types[0].name, "big");  // sorted by name
+  const DeviceType& small = t.device_types[1];
+  EXPECT_EQ(small.kind, "gpu");
+  EXPECT_EQ(small.peak_flops,
+            (std::map<DType, double>{{DType::kFloat32, 1e12}, {DType::kBFloat16, 4e12}}));
+  EXPECT_EQ(small.efficiency, 0.5);
+  EXPECT_EQ(small.launch_s, 5e-6);
+  EXPECT_EQ(small.memory_bandwidth_Bps, 1e11);
+  EXPECT_EQ(small.bandwidth_efficiency, 0.9);
+  EXPECT_EQ(small.memory_bytes, 16'000'000'000);  // written 16e9
+  EXPECT_EQ(small.idle_w, 30);
+  EXPECT_EQ(small.busy_w, 300);
+  // Defaults of the optional members.
+  const DeviceType& big = t.device_types[0];
+  EXPECT_EQ(big.efficiency, 1.0);
+  EXPECT_EQ(big.launch_s, 0.0);
+  EXPECT_EQ(big.bandwidth_efficiency, 1.0);
+  EXPECT_EQ(big.idle_w, 0.0);
+  EXPECT_EQ(big.busy_w, 0.0);
+  EXPECT_EQ(t.node_count, 2u);
+  EXPECT_EQ(t.intra_node, (Link{1e11, 1e-6, false}));
+  EXPECT_EQ(t.inter_node, (Link{1e10, 5e-6, false}));
+  EXPECT_EQ(t.host, (Link{2e10, 0.0, false}));
+  EXPECT_EQ(t.inputs, Residence::kHost);
+  EXPECT_EQ(t.outputs, Residence::kResident);
+  EXPECT_TRUE(t.calibration.is_null());
+}
+
+TEST(Target, NamesDevicesPerKindNodeByNode) {
+  const Target t = parse_target(kTwoNodes, "t.json");
+  std::vector<std::string> names;
+  std::vector<std::string> types;
+  for (const Device& d : t.devices) {
+    EXPECT_EQ(&t.devices[d.index], &d);
+    names.push_back(d.name);
+    types.push_back(fmt::format("{}@{}", t.type_of(d.index).name, d.node));
+  }
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"gpu:0", "gpu:1", "gpu:2", "gpu:3", "gpu:4", "gpu:5"}));
+  EXPECT_EQ(types, (std::vector<std::string>{"big@0", "small@0", "small@0", "big@1", "small@1",
+                                             "small@1"}));
+}
+
+TEST(Target, FindDevice) {
+  const Target t = parse_target(kTwoNodes, "t.json");
+  EXPECT_EQ(t.find_device("gpu:0"), 0u);
+  EXPECT_EQ(t.find_device("gpu:5"), 5u);
+  EXPECT_EQ(t.find_device("gpu:6"), std::nullopt);
+  EXPECT_EQ(t.find_device("cpu:0"), std::nullopt);
+  EXPECT_EQ(t.find_device("gpu:"), std::nullopt);
+  EXPECT_EQ(t.find_device(""), std::nullopt);
+}
+
+TEST(Target, LinkBetweenSameAndOtherNode) {
+  const Target t = parse_target(kTwoNodes, "t.json");
+  EXPECT_EQ(&t.link_between(0, 2), &t.intra_node);
+  EXPECT_EQ(&t.link_between(2, 0), &t.intra_node);
+  EXPECT_EQ(&t.link_between(2, 3), &*t.inter_node);
+  EXPECT_EQ(&t.link_between(5, 0), &*t.inter_node);
+  EXPECT_EQ(t.link_between(4, 5).bandwidth_Bps, 1e11);
+  EXPECT_EQ(t.link_between(1, 4).bandwidth_Bps, 1e10);
+}
+
+TEST(Target, MeshKeepsTheAxisOrderWrittenAndIsRowMajor) {
+  const Target t = parse_target(kTwoNodes, "t.json");
+  EXPECT_EQ(t.mesh_axes(), (std::vector<MeshAxis>{{"tp", 3}, {"dp", 2}}));
+  const std::vector<std::int64_t> c00{0, 0}, c01{0, 1}, c10{1, 0}, c21{2, 1};
+  EXPECT_EQ(t.device_at(c00), 0u);
+  EXPECT_EQ(t.device_at(c01), 1u);
+  EXPECT_EQ(t.device_at(c10), 2u);
+  EXPECT_EQ(t.device_at(c21), 5u);
+  // The pair form says the same.
+  json j = json::parse(kTwoNodes);
+  j["mesh"] = json::parse(R"([["tp", 3], ["dp", 2]])");
+  EXPECT_EQ(parse_target(j.dump(), "t.json"), t);
+}
+
+TEST(Target, WithoutAMeshOneAxisOverEveryDevice) {
+  json j = json::parse(kTwoNodes);
+  j.erase("mesh");
+  const Target t = parse_target(j.dump(), "t.json");
+  EXPECT_TRUE(t.mesh.empty());
+  EXPECT_EQ(t.mesh_axes(), (std::vector<MeshAxis>{{"d", 6}}));
+  const std::vector<std::int64_t> c4{4};
+  EXPECT_EQ(t.device_at(c4), 4u);
+}
+
+TEST(Target, RoundTripsThroughJson) {
+  Target t = parse_target(kTwoNodes, "t.json");
+  t.calibration = json::parse(R"({"gemm_flops": [1, 2.5], "note": "x"})");
+  const Target back = parse_target(to_json(t).dump(2), "back.json");
+  EXPECT_EQ(back, t);
+  // Mesh axes in name order come out as an object, others as pairs; both read back equal.
+  EXPECT_TRUE(to_json(t)["mesh"].is_array());
+  json j = json::parse(kTwoNodes);
+  j["mesh"] = json::parse(R"({"a": 2, "b": 3})");
+  const Target sorted = parse_target(j.dump(), "t.json");
+  EXPECT_TRUE(to_json(sorted)["mesh"].is_object());
+  EXPECT_EQ(parse_target(to_json(sorted).dump(), "t.json"), sorted);
+}
+
+TEST(Target, ResolveTarget) {
+  EXPECT_EQ(preset_target("no-such-preset"), std::nullopt);
+  EXPECT_THAT([] { (void)resolve_target("h100x9"); },
+              ::testing::ThrowsMessage<Error>(::testing::StartsWith(
+                  "unknown target \"h100x9\": no such file, and the presets are ")));
+  EXPECT_THAT([] { (void)resolve_target("missing/h100x8.json"); },
+              ::testing::ThrowsMessage<Error>(
+                  ::testing::StrEq("missing/h100x8.json: cannot open target file")));
+  EXPECT_THAT(
+      [] { (void)resolve_target("h100x8.json"); },  // a path, though no such file here
+      ::testing::ThrowsMessage<Error>(::testing::StrEq("h100x8.json: cannot open target file")));
+}
+
+// The adversarial table: each bad target with the exact error it must get. `patch` is a JSON
+// Patch (RFC 6902) applied to kTwoNodes; `text`, when set, is the whole file instead.
+struct BadTarget {
+  std::string_view what;
+  std::string_view patch;
+  std::string_view text;
+  std::string_view error;
+};
+
+const BadTarget kBadTargets[] = {
+    {"syntax error", "", "{\"name\": \"x\",\n  \"nodes\": }",
+     "t.json:2:12: invalid JSON: syntax error while parsing value - unexpected '}'; expected '[', "
+     "'{', or a literal"},
+    {"number beyond double", "", "{\"name\": 1e999}",
+     "t.json:1:10: invalid JSON: number 1e999 is out of range"},
+    {"duplicate key", "", "{\"name\": \"x\",\n \"device_types\": {\"g\": {}},\n \"name\": \"y\"}",
+     "t.json:3:2: duplicate key \"name\" (a JSON object names each member once)"},
+    {"not an object", "", "[1]", "t.json: /: expected an object, got array"},
+    {"unknown member", R"([{"op": "add", "path": "/link", "value": {}}])", "",
+     "t.json: /link: unknown member (expected one of name, device_types, nodes, links, about, "
+     "mesh, "
+     "inputs, outputs, calibration)"},
+    {"unknown device member", R"([{"op": "add", "path": "/device_types/big/tflops", "value": 1}])",
+     "",
+     "t.json: /device_types/big/tflops: unknown member (expected one of kind, peak_flops, "
+     "memory_bandwidth_Bps, memory_bytes, efficiency, launch_s, bandwidth_efficiency, idle_w, "
+     "busy_w)"},
+    {"missing name", R"([{"op": "remove", "path": "/name"}])", "",
+     "t.json: /: missing member \"name\""},
+    {"unknown device type in nodes", R"([{"op": "add", "path": "/nodes/devices/tpu", "value": 1}])",
+     "",
+     "t.json: /nodes/devices/tpu: unknown device type \"tpu\" (device_types declares big, small)"},
+    {"negative bandwidth",
+     R"([{"op": "replace", "path": "/device_types/big/memory_bandwidth_Bps", "value": -1}])", "",
+     "t.json: /device_types/big/memory_bandwidth_Bps: must be > 0, got -1"},
+    {"negative link bandwidth",
+     R"([{"op": "replace", "path": "/links/inter_node/bandwidth_Bps", "value": -2.5e9}])", "",
+     "t.json: /links/inter_node/bandwidth_Bps: must be > 0, got -2500000000.0"},
+    {"negative latency",
+     R"([{"op": "replace", "path": "/links/intra_node/latency_s", "value": -1e-6}])", "",
+     "t.json: /links/intra_node/latency_s: must be >= 0, got -1e-06"},
+    {"NaN as a string",
+     R"([{"op": "replace", "path": "/device_types/big/peak_flops/float32", "value": "NaN"}])", "",
+     "t.json: /device_types/big/peak_flops/float32: expected a number, got string"},
+    {"null for a number",
+     R"([{"op": "replace", "path": "/device_types/small/launch_s", "value": null}])", "",
+     "t.json: /device_types/small/launch_s: expected a number, got null"},
+    {"Infinity as a string",
+     R"([{"op": "replace", "path": "/links/host/bandwidth_Bps", "value": "Infinity"}])", "",
+     "t.json: /links/host/bandwidth_Bps: expected a number, got string"},
+    {"zero memory", R"([{"op": "replace", "path": "/device_types/big/memory_bytes", "value": 0}])",
+     "", "t.json: /device_types/big/memory_bytes: must be >= 1, got 0"},
+    {"fractional memory",
+     R"([{"op": "replace", "path": "/device_types/big/memory_bytes", "value": 1.5}])", "",
+     "t.json: /device_types/big/memory_bytes: must be an integer, got 1.5"},
+    {"memory beyond int64",
+     R"([{"op": "replace", "path": "/device_types/big/memory_bytes", "value": 1e30}])", "",
+     "t.json: /device_types/big/memory_bytes: must be <= 4611686018427387903, got 1e+30"},
+    {"mesh 3x3 over 6 devices",
+     R"([{"op": "replace", "path": "/mesh", "value": {"a": 3, "b": 3}}])", "",
+     "t.json: /mesh: the mesh a=3 x b=3 holds 9 devices, but the target has 6"},
+    {"mesh axis of 0", R"([{"op": "replace", "path": "/mesh", "value": {"a": 0, "b": 6}}])", "",
+     "t.json: /mesh/a: must be >= 1, got 0"},
+    {"mesh axis named twice",
+     R"([{"op": "replace", "path": "/mesh", "value": [["a", 2], ["a", 3]]}])", "",
+     "t.json: /mesh/1/0: mesh axis \"a\" named twice"},
+    {"empty mesh", R"([{"op": "replace", "path": "/mesh", "value": {}}])", "",
+     "t.json: /mesh: must not be empty"},
+    {"missing inter_node on 2 nodes", R"([{"op": "remove", "path": "/links/inter_node"}])", "",
+     "t.json: /links: missing member \"inter_node\" (required: the target has 2 nodes)"},
+    {"missing host with inputs on the host", R"([{"op": "remove", "path": "/links/host"}])", "",
+     "t.json: /links: missing member \"host\" (required: inputs are on the host)"},
+    {"bad residence", R"([{"op": "add", "path": "/outputs", "value": "device"}])", "",
+     "t.json: /outputs: expected \"resident\" or \"host\", got \"device\""},
+    {"unknown dtype",
+     R"([{"op": "add", "path": "/device_types/big/peak_flops/fp32", "value": 1e12}])", "",
+     "t.json: /device_types/big/peak_flops/fp32: unknown dtype \"fp32\" (expected one of bool, "
+     "int8, int16, int32, int64, uint8, float16, bfloat16, float32, float64)"},
+    {"no peak_flops", R"([{"op": "replace", "path": "/device_types/big/peak_flops", "value": {}}])",
+     "", "t.json: /device_types/big/peak_flops: must not be empty"},
+    {"idle > busy", R"([{"op": "replace", "path": "/device_types/small/idle_w", "value": 301}])",
+     "", "t.json: /device_types/small: idle_w (301) must be <= busy_w (300)"},
+    {"negative power", R"([{"op": "replace", "path": "/device_types/small/idle_w", "value": -1}])",
+     "", "t.json: /device_types/small/idle_w: must be >= 0, got -1"},
+    {"efficiency 0", R"([{"op": "replace", "path": "/device_types/small/efficiency", "value": 0}])",
+     "", "t.json: /device_types/small/efficiency: must be in (0, 1], got 0"},
+    {"efficiency > 1",
+     R"([{"op": "replace", "path": "/device_types/small/bandwidth_efficiency", "value": 1.01}])",
+     "", "t.json: /device_types/small/bandwidth_efficiency: must be in (0, 1], got 1.01"},
+    {"empty nodes", R"([{"op": "replace", "path": "/nodes/devices", "value": {}}])", "",
+     "t.json: /nodes/devices: must not be empty"},
+    {"zero devices of a type", R"([{"op": "replace", "path": "/nodes/devices/big", "value": 0}])",
+     "", "t.json: /nodes/devices/big: must be >= 1, got 0"},
+    {"zero nodes", R"([{"op": "replace", "path": "/nodes/count", "value": 0}])", "",
+     "t.json: /nodes/count: must be >= 1, got 0"},
+    {"too many devices", R"([{"op": "replace", "path": "/nodes/count", "value": 1000000}])", "",
+     "t.json: /nodes: 1000000 nodes of 3 devices is more than 1048576 devices"},
+    {"no device types", R"([{"op": "replace", "path": "/device_types", "value": {}}])", "",
+     "t.json: /device_types: must not be empty"},
+    {"kind with a colon",
+     R"([{"op": "replace", "path": "/device_types/big/kind", "value": "g:1"}])", "",
+     "t.json: /device_types/big/kind: kind \"g:1\" is not a name (letters, digits, '_' and '-', "
+     "starting with a letter or '_')"},
+    {"empty name", R"([{"op": "replace", "path": "/name", "value": ""}])", "",
+     "t.json: /name: must not be empty"},
+    {"shared_memory not a bool",
+     R"([{"op": "add", "path": "/links/intra_node/shared_memory", "value": 1}])", "",
+     "t.json: /links/intra_node/shared_memory: expected true or false, got number"},
+    {"calibration not an object", R"([{"op": "add", "path": "/calibration", "value": [1]}])", "",
+     "t.json: /calibration: expected an object, got array"},
+    {"a key with '/' is escaped in the pointer",
+     R"([{"op": "add", "path": "/links/a~1b", "value": {}}])", "",
+     "t.json: /links/a~1b: unknown member (expected one of intra_node, inter_node, host)"},
+};
+
+TEST(Target, BadTargetsGetTheirExactError) {
+  for (const BadTarget& bad : kBadTargets) {
+    const std::string text = bad.text.empty()
+                                 ? json::parse(kTwoNodes).patch(json::parse(bad.patch)).dump()
+                                 : std::string(bad.text);
+    EXPECT_THAT([&] { (void)parse_target(text, "t.json"); },
+                ::testing::ThrowsMessage<Error>(::testing::StrEq(std::string(bad.error))))
+        << bad.what;
+  }
+}
+
+TEST(Target, ReadTargetFileNamesTheFile) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / fmt::format("target_test_{}.json", ::getpid());
+  {
+    std::ofstream out(path);
+    out << R"({"name": "x"})";
+  }
+  EXPECT_THAT([&] { (void)read_target_file(path); },
+              ::testing::ThrowsMessage<Error>(
+                  ::testing::StrEq(path.string() + ": /: missing member \"device_types\"")));
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace tapestry::cost
