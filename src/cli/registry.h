@@ -19,6 +19,7 @@ inline void register_all(CLI::App& app, Dispatch& dispatch) {
   register_shard(app, dispatch);
   register_run(app, dispatch);
   register_verify(app, dispatch);
+  register_targets(app, dispatch);
 }
 
 }  // namespace tapestry::cli

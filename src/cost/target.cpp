@@ -85,4 +85,63 @@ Target resolve_target(std::string_view spec) {
                           fmt::join(preset_target_names(), ", ")));
 }
 
+namespace {
+
+// 989e12 → "989 T", 3.35e12 → "3.35 T", 5e-6 → "5 µ": three significant digits and a prefix.
+std::string si(double value, std::string_view unit) {
+  static constexpr std::pair<double, const char*> kPrefixes[] = {
+      {1e15, "P"}, {1e12, "T"}, {1e9, "G"},  {1e6, "M"}, {1e3, "k"},
+      {1, ""},     {1e-3, "m"}, {1e-6, "µ"}, {1e-9, "n"}};
+  if (value == 0) return fmt::format("0 {}", unit);
+  for (const auto& [scale, prefix] : kPrefixes) {
+    if (value >= scale) return fmt::format("{:.3g} {}{}", value / scale, prefix, unit);
+  }
+  return fmt::format("{:.3g} {}", value, unit);
+}
+
+std::string describe_link(const Link& link) {
+  if (link.shared_memory) {
+    return fmt::format("shared memory (transfers free; {} noted)", si(link.bandwidth_Bps, "B/s"));
+  }
+  return fmt::format("{} per direction, latency {}", si(link.bandwidth_Bps, "B/s"),
+                     si(link.latency_s, "s"));
+}
+
+}  // namespace
+
+std::string describe_target(const Target& t) {
+  std::string out = fmt::format("target    {}\n", t.name);
+  if (!t.about.empty()) out += fmt::format("about     {}\n", t.about);
+  out += fmt::format("devices   {} on {} node{}: {} … {}\n", t.devices.size(), t.node_count,
+                     t.node_count == 1 ? "" : "s", t.devices.front().name, t.devices.back().name);
+  for (std::size_t i = 0; i < t.device_types.size(); ++i) {
+    const DeviceType& d = t.device_types[i];
+    const auto per_node = std::count_if(t.devices.begin(), t.devices.end(), [&](const Device& x) {
+      return x.type == i && x.node == 0;
+    });
+    std::vector<std::string> peaks;
+    for (const auto& [dtype, flops] : d.peak_flops) {
+      peaks.push_back(fmt::format("{} {}", ir::dtype_name(dtype), si(flops, "FLOP/s")));
+    }
+    out += fmt::format("type      {} ({}), {} per node\n", d.name, d.kind, per_node);
+    out += fmt::format("  peak        {}\n", fmt::join(peaks, ", "));
+    out += fmt::format("  efficiency  {} of peak, launch {}\n", d.efficiency, si(d.launch_s, "s"));
+    out += fmt::format("  memory      {} at {}, {} of it achieved\n",
+                       si(static_cast<double>(d.memory_bytes), "B"),
+                       si(d.memory_bandwidth_Bps, "B/s"), d.bandwidth_efficiency);
+    out += fmt::format("  power       {} idle, {} busy\n", si(d.idle_w, "W"), si(d.busy_w, "W"));
+  }
+  out += fmt::format("intra     {}\n", describe_link(t.intra_node));
+  if (t.inter_node) out += fmt::format("inter     {}\n", describe_link(*t.inter_node));
+  if (t.host) out += fmt::format("host      {}\n", describe_link(*t.host));
+  std::vector<std::string> axes;
+  for (const MeshAxis& axis : t.mesh_axes())
+    axes.push_back(fmt::format("{}={}", axis.name, axis.size));
+  out +=
+      fmt::format("mesh      {}{}\n", fmt::join(axes, " × "), t.mesh.empty() ? " (default)" : "");
+  const auto where = [](Residence r) { return r == Residence::kHost ? "host" : "resident"; };
+  out += fmt::format("inputs    {}, outputs {}\n", where(t.inputs), where(t.outputs));
+  return out;
+}
+
 }  // namespace tapestry::cost

@@ -400,4 +400,14 @@ nlohmann::json to_json(const Target& target) {
   return j;
 }
 
+std::string target_json_text(const Target& target) {
+  const nlohmann::json j = to_json(target);
+  Json ordered = Json::object();
+  for (const char* key : {"name", "about", "device_types", "nodes", "links", "mesh", "inputs",
+                          "outputs", "calibration"}) {
+    if (j.contains(key)) ordered[key] = Json::parse(j[key].dump());
+  }
+  return ordered.dump(2) + "\n";
+}
+
 }  // namespace tapestry::cost

@@ -152,19 +152,89 @@ TEST(Target, RoundTripsThroughJson) {
   const Target sorted = parse_target(j.dump(), "t.json");
   EXPECT_TRUE(to_json(sorted)["mesh"].is_object());
   EXPECT_EQ(parse_target(to_json(sorted).dump(), "t.json"), sorted);
+  for (const std::string& name : preset_target_names()) {
+    const Target p = *preset_target(name);
+    EXPECT_EQ(parse_target(to_json(p).dump(), name), p) << name;
+  }
+}
+
+TEST(Target, PresetsParseAndEqualTheirFiles) {
+  const std::vector<std::string> names = preset_target_names();
+  for (const char* required : {"h100x8", "h100x64", "a100x8"}) {
+    EXPECT_THAT(names, ::testing::Contains(required));
+  }
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(TAPESTRY_TARGETS_DIR)) {
+    if (entry.path().extension() == ".json") files.push_back(entry.path().stem().string());
+  }
+  std::sort(files.begin(), files.end());
+  EXPECT_EQ(names, files) << "targets/ and the compiled presets differ: rebuild";
+  for (const std::string& name : names) {
+    const std::filesystem::path path =
+        std::filesystem::path(TAPESTRY_TARGETS_DIR) / (name + ".json");
+    const Target from_file = read_target_file(path);
+    EXPECT_EQ(from_file, *preset_target(name)) << name;
+    EXPECT_EQ(from_file, resolve_target(path.string())) << name;
+    EXPECT_EQ(from_file, resolve_target(name)) << name;
+    EXPECT_EQ(from_file.name, name);
+  }
+}
+
+TEST(Target, PresetConstants) {
+  const Target h8 = *preset_target("h100x8");
+  EXPECT_EQ(h8.devices.size(), 8u);
+  EXPECT_EQ(h8.node_count, 1u);
+  EXPECT_EQ(h8.type_of(0).peak_flops.at(DType::kBFloat16), 989e12);
+  EXPECT_EQ(h8.type_of(7).memory_bytes, 80'000'000'000);
+  EXPECT_EQ(h8.link_between(0, 7).bandwidth_Bps, 450e9);
+  const Target h64 = *preset_target("h100x64");
+  EXPECT_EQ(h64.devices.size(), 64u);
+  EXPECT_EQ(h64.devices[63].name, "gpu:63");
+  EXPECT_EQ(h64.devices[63].node, 7u);
+  EXPECT_EQ(h64.link_between(0, 8).bandwidth_Bps, 50e9);
+  EXPECT_EQ(h64.link_between(8, 15).bandwidth_Bps, 450e9);
+  const Target a8 = *preset_target("a100x8");
+  EXPECT_EQ(a8.type_of(0).peak_flops.at(DType::kBFloat16), 312e12);
 }
 
 TEST(Target, ResolveTarget) {
   EXPECT_EQ(preset_target("no-such-preset"), std::nullopt);
   EXPECT_THAT([] { (void)resolve_target("h100x9"); },
               ::testing::ThrowsMessage<Error>(::testing::StartsWith(
-                  "unknown target \"h100x9\": no such file, and the presets are ")));
+                  "unknown target \"h100x9\": no such file, and the presets are a100x8, ")));
   EXPECT_THAT([] { (void)resolve_target("missing/h100x8.json"); },
               ::testing::ThrowsMessage<Error>(
                   ::testing::StrEq("missing/h100x8.json: cannot open target file")));
   EXPECT_THAT(
       [] { (void)resolve_target("h100x8.json"); },  // a path, though no such file here
       ::testing::ThrowsMessage<Error>(::testing::StrEq("h100x8.json: cannot open target file")));
+}
+
+TEST(Target, JsonTextIsInDocumentedOrderAndReadsBack) {
+  Target t = parse_target(kTwoNodes, "t.json");
+  t.calibration = json::parse(R"({"x": 1})");
+  const std::string text = target_json_text(t);
+  EXPECT_EQ(parse_target(text, "t.json"), t);
+  EXPECT_LT(text.find("\"name\""), text.find("\"about\""));
+  EXPECT_LT(text.find("\"about\""), text.find("\"device_types\""));
+  EXPECT_LT(text.find("\"links\""), text.find("\"mesh\""));
+  EXPECT_LT(text.find("\"outputs\""), text.find("\"calibration\""));
+  EXPECT_TRUE(text.ends_with("}\n"));
+}
+
+TEST(Target, DescribeNamesDevicesLinksAndMesh) {
+  const std::string text = describe_target(parse_target(kTwoNodes, "t.json"));
+  for (const char* line :
+       {"target    two-nodes\n", "devices   6 on 2 nodes: gpu:0 … gpu:5\n",
+        "type      small (gpu), 2 per node\n",
+        "  peak        bfloat16 4 TFLOP/s, float32 1 TFLOP/s\n",
+        "  efficiency  0.5 of peak, launch 5 µs\n",
+        "  memory      16 GB at 100 GB/s, 0.9 of it achieved\n",
+        "  power       30 W idle, 300 W busy\n", "inter     10 GB/s per direction, latency 5 µs\n",
+        "host      20 GB/s per direction, latency 0 s\n", "mesh      tp=3 × dp=2\n",
+        "inputs    host, outputs resident\n"}) {
+    EXPECT_THAT(text, ::testing::HasSubstr(line));
+  }
 }
 
 // The adversarial table: each bad target with the exact error it must get. `patch` is a JSON

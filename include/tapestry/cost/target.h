@@ -161,7 +161,15 @@ std::vector<std::string> preset_target_names();
 /// preset name; an Error lists the presets when it is neither.
 Target resolve_target(std::string_view spec);
 
+/// A human description of `target`, one fact a line (`tapestry targets NAME`): its devices and
+/// nodes, each device type's rates, memory and power, the links, the mesh and the residence.
+std::string describe_target(const Target& target);
+
 /// The JSON form parse_target reads (round trip: parse_target(to_json(t).dump()) == t).
 nlohmann::json to_json(const Target& target);
+/// to_json(target) as indented text with the members in the documented order (name, about,
+/// device_types, nodes, links, mesh, inputs, outputs, calibration) and a final newline: the
+/// form `tapestry calibrate` writes and `tapestry targets NAME --json` prints.
+std::string target_json_text(const Target& target);
 
 }  // namespace tapestry::cost
