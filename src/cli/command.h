@@ -39,5 +39,6 @@ void register_shard(CLI::App& app, Dispatch& dispatch);
 void register_run(CLI::App& app, Dispatch& dispatch);
 void register_verify(CLI::App& app, Dispatch& dispatch);
 void register_targets(CLI::App& app, Dispatch& dispatch);
+void register_calibrate(CLI::App& app, Dispatch& dispatch);
 
 }  // namespace tapestry::cli

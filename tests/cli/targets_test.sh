@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End-to-end: `tapestry targets` lists and describes targets (presets and files, bad files exit
-# 2 with their located error).
+# 2 with their located error), and `tapestry calibrate` writes a target that reads back.
 # Usage: targets_test.sh TAPESTRY ROOT
 set -uo pipefail
 tapestry=$1
@@ -28,7 +28,7 @@ expect() {
 # 1. The presets: listed, each described, each file equal to the compiled copy.
 "$tapestry" targets >"$tmp/out" 2>"$tmp/err"
 [[ $? -eq 0 ]] && grep -qE "^h100x8 +8 devices" "$tmp/out" && grep -qE "^h100x64 +64 devices" "$tmp/out" &&
-  grep -qE "^a100x8 +8 devices" "$tmp/out"
+  grep -qE "^a100x8 +8 devices" "$tmp/out" && grep -qE "^cpu-local " "$tmp/out"
 check "targets lists the presets" $?
 for preset in "$root"/targets/*.json; do
   name=$(basename "$preset" .json)
@@ -42,7 +42,9 @@ done
   grep -qE "^inter +50 GB/s per direction" "$tmp/out" && grep -qE "^mesh +dp=8 × tp=8" "$tmp/out"
 check "targets h100x64 describes it" $?
 
-# 2. Bad targets and arguments: exit 2, the located error.
+# 2. Bad targets and arguments: exit 2, the located error (run where a stray default
+#    ./cpu-local.json would show).
+mkdir "$tmp/cwd" && cd "$tmp/cwd" || exit 1
 printf '{"name": "x",\n "name": "y"}' >"$tmp/dup.json"
 expect "duplicate key" 2 "dup.json:2:2: duplicate key \"name\"" -- "$tapestry" targets "$tmp/dup.json"
 sed 's/"memory_bandwidth_Bps": 3.35e12/"memory_bandwidth_Bps": -1/' "$root/targets/h100x8.json" >"$tmp/neg.json"
@@ -51,9 +53,41 @@ expect "negative bandwidth" 2 "neg.json: /device_types/h100-sxm/memory_bandwidth
 sed 's/"count": 1,/"count": 2,/' "$root/targets/h100x8.json" >"$tmp/two.json"
 expect "two nodes without inter_node" 2 "two.json: /links: missing member \"inter_node\"" -- \
   "$tapestry" targets "$tmp/two.json"
-expect "unknown preset" 2 "unknown target \"h100x9\": no such file, and the presets are a100x8, h100x64, h100x8" -- \
+expect "unknown preset" 2 "unknown target \"h100x9\": no such file, and the presets are a100x8, cpu-local, h100x64, h100x8" -- \
   "$tapestry" targets h100x9
 expect "missing file" 2 "nowhere/t.json: cannot open target file" -- "$tapestry" targets nowhere/t.json
+expect "calibrate --seconds 0" 2 "--seconds 0: expected a time in \(0, 3600\]" -- "$tapestry" calibrate --seconds 0
+expect "calibrate --seconds -1" 2 "--seconds -1: expected a time" -- "$tapestry" calibrate --seconds -1
+expect "calibrate --seconds x" 2 "seconds" -- "$tapestry" calibrate --seconds x
+expect "calibrate -o into a missing directory" 2 "-o $tmp/no/t.json: the directory .* does not exist" -- \
+  "$tapestry" calibrate --seconds 0.1 -o "$tmp/no/t.json"
+expect "calibrate extra argument" 2 "" -- "$tapestry" calibrate extra
+[[ -z $(ls -A "$tmp/cwd") ]]
+check "bad calibrate runs write nothing" $?
+
+# 3. A short calibration writes a target that parses back, one cpu device per hardware thread.
+timeout 120 "$tapestry" calibrate --seconds 0.5 -o "$tmp/cal.json" >"$tmp/out" 2>"$tmp/err"
+[[ $? -eq 0 ]] && grep -qE "^matmul f32 .* GFLOP/s" "$tmp/out" && grep -qE "^dispatch .* µs per application" "$tmp/out" &&
+  grep -qE "^wrote $tmp/cal.json: $(nproc) devices cpu:0" "$tmp/out"
+check "calibrate --seconds 0.5 runs and prints its table" $?
+"$tapestry" targets "$tmp/cal.json" >"$tmp/out" 2>"$tmp/err"
+[[ $? -eq 0 ]] && grep -qE "^devices +$(nproc) on 1 node: cpu:0" "$tmp/out" && grep -qE "^intra +shared memory" "$tmp/out"
+check "the calibrated target reads back" $?
+python3 - "$tmp/cal.json" >"$tmp/out" 2>"$tmp/err" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+core = t["device_types"]["hw-thread"]
+assert core["kind"] == "cpu" and core["efficiency"] == 1.0
+assert core["peak_flops"]["float32"] > 1e8 and core["peak_flops"]["float64"] > 1e8, core
+assert core["memory_bandwidth_Bps"] > 1e8 and 0 < core["launch_s"] < 1e-3, core
+assert core["memory_bytes"] > 2**28 and core["idle_w"] <= core["busy_w"], core
+assert t["links"]["intra_node"]["shared_memory"] is True
+c = t["calibration"]
+assert set(c["benchmarks"]) == {"matmul f32", "matmul f64", "add f32", "relu f32", "copy f32"}, c
+assert abs(c["benchmarks"]["matmul f32"]["per_thread_all"] - core["peak_flops"]["float32"]) < 1e-6 * core["peak_flops"]["float32"]
+assert c["dispatch"]["applications"] == 16384
+PY
+check "the calibrated constants are what was measured" $?
 
 echo "$passed passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -160,7 +160,7 @@ TEST(Target, RoundTripsThroughJson) {
 
 TEST(Target, PresetsParseAndEqualTheirFiles) {
   const std::vector<std::string> names = preset_target_names();
-  for (const char* required : {"h100x8", "h100x64", "a100x8"}) {
+  for (const char* required : {"cpu-local", "h100x8", "h100x64", "a100x8"}) {
     EXPECT_THAT(names, ::testing::Contains(required));
   }
   std::vector<std::string> files;
@@ -195,6 +195,10 @@ TEST(Target, PresetConstants) {
   EXPECT_EQ(h64.link_between(8, 15).bandwidth_Bps, 450e9);
   const Target a8 = *preset_target("a100x8");
   EXPECT_EQ(a8.type_of(0).peak_flops.at(DType::kBFloat16), 312e12);
+  const Target cpu = *preset_target("cpu-local");
+  EXPECT_TRUE(cpu.intra_node.shared_memory);
+  EXPECT_EQ(cpu.devices[0].name, "cpu:0");
+  EXPECT_TRUE(cpu.calibration.is_object());
 }
 
 TEST(Target, ResolveTarget) {

@@ -1,0 +1,283 @@
+#include "calibration.h"
+
+#include <fmt/chrono.h>
+#include <fmt/core.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "tapestry/metakernel/registry.h"
+#include "tapestry/metakernel/tap_frontend.h"
+#include "tapestry/rewrite/lower.h"
+#include "tapestry/runtime/block_executor.h"
+#include "tapestry/runtime/input_generation.h"
+#include "tapestry/runtime/memory_budget.h"
+#include "tapestry/support/assert.h"
+#include "tapestry/support/error.h"
+#include "tapestry/version.h"
+
+namespace tapestry::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Power is not measured (no portable counters; none in containers): an estimate per hardware
+// thread from the TDP of current server CPUs over their threads (AMD EPYC 9654: 360 W over 192
+// threads, 1.9 W; Intel Xeon Platinum 8480+: 350 W over 112, 3.1 W), rounded up for memory and
+// uncore; idle taken as a quarter of busy. docs/cost.md states the same.
+constexpr double kBusyWattsPerThread = 4.0;
+constexpr double kIdleWattsPerThread = 1.0;
+
+// One benchmark's graph: a .tap program whose measured operation is `Y`, and the split of Y's
+// dims that gives every thread one shard (empty: unsplit).
+struct BenchGraph {
+  std::string tap;
+  std::map<std::string, std::int64_t> split;
+};
+
+// Y's rate in one run: its work over the window from its first application's start to its last
+// one's end.
+struct Sample {
+  double window_s = 0;
+  double busy_s = 0;
+  std::int64_t flops = 0;
+  std::int64_t bytes = 0;
+  std::int64_t applications = 0;
+};
+
+Sample sample_of(const runtime::RunMetrics& metrics) {
+  Sample s;
+  double first = 1e300;
+  double last = 0;
+  for (const runtime::ApplicationMetrics& a : metrics.applications) {
+    if (a.operation != "Y") continue;
+    first = std::min(first, a.start_s);
+    last = std::max(last, a.start_s + a.duration_s);
+    s.busy_s += a.duration_s;
+    s.flops += a.flops;
+    s.bytes += a.bytes_read + a.bytes_written;
+    ++s.applications;
+  }
+  TAPESTRY_ASSERT(s.applications > 0, "a calibration graph names its measured operation Y");
+  s.window_s = std::max(last - first, 1e-9);
+  return s;
+}
+
+struct Measured {
+  Sample median;
+  int runs = 0;
+};
+
+// Builds, lowers and runs `bench` on `threads` threads: one untimed run, then runs until
+// `budget_s` is spent (at least 3, at most 1000); the run of median window counts.
+Measured measure(const BenchGraph& bench, int threads, double budget_s) {
+  auto file = std::make_shared<metakernel::SourceFile>("calibrate.tap", bench.tap);
+  metakernel::BuildResult built = metakernel::build_tap(file, metakernel::builtin_kernels());
+  if (!built.ok()) throw Error(metakernel::format_diagnostics(built.diagnostics));
+  rewrite::Plan plan;
+  if (!bench.split.empty()) plan.ops["Y"].split = bench.split;
+  const rewrite::LowerResult lowered = rewrite::lower(*built.graph, plan);
+  const runtime::BufferMap inputs = runtime::generate_inputs(lowered.graph, {.seed = 1});
+  const runtime::BlockExecutor executor(lowered.graph, {.threads = threads});
+  (void)executor.run(inputs);  // buffers into the pool, libraries initialised
+  std::vector<Sample> samples;
+  const Clock::time_point start = Clock::now();
+  while (samples.size() < 3 ||
+         (samples.size() < 1000 &&
+          std::chrono::duration<double>(Clock::now() - start).count() < budget_s)) {
+    samples.push_back(sample_of(executor.run_measured(inputs).metrics));
+  }
+  std::sort(samples.begin(), samples.end(),
+            [](const Sample& a, const Sample& b) { return a.window_s < b.window_s; });
+  return {samples[samples.size() / 2], static_cast<int>(samples.size())};
+}
+
+// `Y = matmul(A, B)` with one m×k·k×n product per thread.
+BenchGraph matmul_graph(std::string_view dtype, std::int64_t n, int threads) {
+  return {fmt::format("P: {0}[{1}, 1]\nQ: {0}[1, {2}]\nR: {0}[{2}, 1]\n"
+                      "A = add(P, Q)\nB = add(R, Q)\nY = matmul(A, B)\nS = sum(Y)\noutput S\n",
+                      dtype, n * threads, n),
+          threads > 1 ? std::map<std::string, std::int64_t>{{"m", threads}}
+                      : std::map<std::string, std::int64_t>{}};
+}
+
+// A memory-bound `Y = <expression of A and B>` over rows × 8192 f32, rows cut among the threads.
+BenchGraph streaming_graph(std::string_view expression, std::int64_t rows, int threads) {
+  return {fmt::format("P: f32[{0}, 1]\nQ: f32[1, 8192]\n"
+                      "A = add(P, Q)\nB = mul(P, Q)\nY = {1}\nS = sum(Y)\noutput S\n",
+                      rows, expression),
+          threads > 1 ? std::map<std::string, std::int64_t>{{"d0", threads}}
+                      : std::map<std::string, std::int64_t>{}};
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("model name")) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "unknown CPU";
+}
+
+std::string si(double value, std::string_view unit) {
+  static constexpr std::pair<double, const char*> kPrefixes[] = {
+      {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}, {1, ""}};
+  for (const auto& [scale, prefix] : kPrefixes) {
+    if (value >= scale) return fmt::format("{:.1f} {}{}", value / scale, prefix, unit);
+  }
+  return fmt::format("{:.2f} µ{}", value * 1e6, unit);  // dispatch costs: 1e-8 … 1e-5 s
+}
+
+}  // namespace
+
+const BenchmarkResult& Calibration::benchmark(std::string_view name) const {
+  for (const BenchmarkResult& b : benchmarks) {
+    if (b.name == name) return b;
+  }
+  TAPESTRY_ASSERT(false, "calibration benchmarks are fixed");
+  return benchmarks.front();
+}
+
+Calibration calibrate(double seconds, const std::function<void(std::string_view)>& progress) {
+  const Clock::time_point start = Clock::now();
+  Calibration c;
+  c.threads = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  c.cpu_model = cpu_model();
+  c.memory_bytes = runtime::physical_memory_bytes();
+  c.seconds = seconds;
+  const int t = c.threads;
+  // 11 timed measurements share the budget.
+  const double share = seconds / 11;
+  const std::int64_t rows = std::max<std::int64_t>(4096 / t, 1) * t;  // ~4096, a multiple of t
+  struct Spec {
+    const char* name;
+    std::string shape;
+    const char* unit;
+    std::function<BenchGraph(int threads)> graph;
+  };
+  const Spec specs[] = {
+      {"matmul f32", "1024×1024×1024 per thread", "FLOP/s",
+       [](int n) { return matmul_graph("f32", 1024, n); }},
+      {"matmul f64", "512×512×512 per thread", "FLOP/s",
+       [](int n) { return matmul_graph("f64", 512, n); }},
+      {"add f32", fmt::format("{}×8192", rows), "B/s",
+       [rows](int n) { return streaming_graph("add(A, B)", rows, n); }},
+      {"relu f32", fmt::format("{}×8192", rows), "B/s",
+       [rows](int n) { return streaming_graph("relu(A)", rows, n); }},
+      {"copy f32", fmt::format("{}×8192", rows), "B/s",
+       [rows](int n) {
+         return streaming_graph(fmt::format("reshape(A, shape=[{}])", rows * 8192), rows, n);
+       }},
+  };
+  for (const Spec& spec : specs) {
+    if (progress) progress(spec.name);
+    BenchmarkResult r{spec.name, spec.shape, spec.unit};
+    const bool flops = std::string_view(spec.unit) == "FLOP/s";
+    const auto rate = [&](const Sample& s) {
+      return static_cast<double>(flops ? s.flops : s.bytes) / s.window_s;
+    };
+    const Measured one = measure(spec.graph(1), 1, share);
+    const Measured all = measure(spec.graph(t), t, share);
+    r.one_thread = rate(one.median);
+    r.all_threads = rate(all.median);
+    r.runs_one = one.runs;
+    r.runs_all = all.runs;
+    c.benchmarks.push_back(std::move(r));
+  }
+  if (progress) progress("dispatch");
+  const BenchGraph tiny{
+      "P: f32[1024, 1]\nQ: f32[1, 1024]\nA = add(P, Q)\nY = relu(A)\nS = sum(Y)\noutput S\n",
+      {{"d0", 128}, {"d1", 128}}};
+  const Measured d = measure(tiny, 1, share);
+  c.dispatch_applications = d.median.applications;
+  const auto n = static_cast<double>(d.median.applications);
+  c.dispatch_s = d.median.window_s / n;
+  c.dispatch_overhead_s = std::max(0.0, d.median.window_s - d.median.busy_s) / n;
+  c.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
+  return c;
+}
+
+cost::Target calibrated_target(const Calibration& c) {
+  const double t = c.threads;
+  const BenchmarkResult& add = c.benchmark("add f32");
+  const BenchmarkResult& relu = c.benchmark("relu f32");
+  const BenchmarkResult& copy = c.benchmark("copy f32");
+  cost::Target target;
+  target.name = "cpu-local";
+  const std::string date = fmt::format("{:%Y-%m-%d}", fmt::gmtime(std::time(nullptr)));
+  target.about = fmt::format("{} hardware threads ({}), measured by tapestry calibrate on {}",
+                             c.threads, c.cpu_model, date);
+  cost::DeviceType core;
+  core.name = "hw-thread";
+  core.kind = "cpu";
+  core.peak_flops = {{ir::DType::kFloat32, c.benchmark("matmul f32").all_threads / t},
+                     {ir::DType::kFloat64, c.benchmark("matmul f64").all_threads / t}};
+  core.efficiency = 1.0;  // measured rates are achieved rates
+  core.launch_s = c.dispatch_s;
+  core.memory_bandwidth_Bps = std::max(add.all_threads, relu.all_threads) / t;
+  core.bandwidth_efficiency = 1.0;
+  core.memory_bytes = c.memory_bytes;
+  core.idle_w = kIdleWattsPerThread;
+  core.busy_w = kBusyWattsPerThread;
+  target.device_types.push_back(core);
+  for (int i = 0; i < c.threads; ++i) {
+    const auto index = static_cast<std::size_t>(i);
+    target.devices.push_back({fmt::format("cpu:{}", i), 0, 0, index});
+  }
+  target.intra_node = {copy.all_threads / t, 0.0, true};
+
+  nlohmann::json benchmarks = nlohmann::json::object();
+  for (const BenchmarkResult& b : c.benchmarks) {
+    benchmarks[b.name] = {{"shape", b.shape},
+                          {"unit", b.unit},
+                          {"one_thread", b.one_thread},
+                          {"all_threads", b.all_threads},
+                          {"per_thread_all", b.all_threads / t},
+                          {"runs_one_thread", b.runs_one},
+                          {"runs_all_threads", b.runs_all}};
+  }
+  target.calibration = {
+      {"tapestry", kVersion},
+      {"date", date},
+      {"cpu_model", c.cpu_model},
+      {"hardware_threads", c.threads},
+      {"seconds", c.seconds},
+      {"elapsed_s", c.elapsed_s},
+      {"benchmarks", std::move(benchmarks)},
+      {"dispatch",
+       {{"applications", c.dispatch_applications},
+        {"per_application_s", c.dispatch_s},
+        {"overhead_per_application_s", c.dispatch_overhead_s}}},
+      {"power", "estimated, not measured: 1 W idle, 4 W busy per hardware thread"}};
+  // Round trip through the parser: what is written is what `--target` will read.
+  return cost::parse_target(cost::to_json(target).dump(), "cpu-local (calibrated)");
+}
+
+std::string calibration_table(const Calibration& c) {
+  std::string out =
+      fmt::format("{} hardware threads ({}), {} of memory; measured in {:.1f} s\n", c.threads,
+                  c.cpu_model, runtime::format_bytes(c.memory_bytes), c.elapsed_s);
+  out += fmt::format("{:<12} {:<28} {:>14} {:>14} {:>14}\n", "benchmark", "size", "1 thread",
+                     fmt::format("{} threads", c.threads), "per thread");
+  for (const BenchmarkResult& b : c.benchmarks) {
+    out += fmt::format("{:<12} {:<28} {:>14} {:>14} {:>14}\n", b.name, b.shape,
+                       si(b.one_thread, b.unit), si(b.all_threads, b.unit),
+                       si(b.all_threads / c.threads, b.unit));
+  }
+  out += fmt::format("{:<12} {:<28} {:>14} per application ({} beyond the kernel)\n", "dispatch",
+                     fmt::format("{} relu of 8×8, 1 thread", c.dispatch_applications),
+                     si(c.dispatch_s, "s"), si(c.dispatch_overhead_s, "s"));
+  return out;
+}
+
+}  // namespace tapestry::cli

@@ -1,0 +1,68 @@
+// Calibration: what `tapestry calibrate` measures on this machine, and the Target it writes.
+//
+// Every figure comes from the real block executor running the fast kernels on small generated
+// graphs, on one thread and on every hardware thread (one shard per thread):
+//
+//   benchmark     graph (the measured operation is Y)                    rate
+//   matmul f32    Y = matmul(A, B), A [1024·t, 1024], B [1024, 1024]     FLOP/s
+//   matmul f64    the same in f64, 512 instead of 1024                   FLOP/s
+//   add           Y = add(A, B), 4096 × 8192 f32 (128 MiB per tensor)     bytes/s (read + written)
+//   relu          Y = relu(A), same size                                 bytes/s
+//   copy          Y = reshape(A) to one dim (a strided copy), same size   bytes/s
+//   dispatch      Y = relu(A), A 1024 × 1024 cut into 128 × 128 blocks    seconds per application
+//                 of 8 × 8 (16,384 applications), one thread
+//
+// Only Y's applications are timed: from the first one's start to the last one's end. Its inputs
+// are made inside the graph (A = add(P, Q) of a column and a row, unsplit, so every shard of Y
+// starts together once they are done) and its result is consumed by an unsplit `sum`, so Y
+// reads and writes buffers the executor's pool reuses between runs: no graph input is copied
+// and no page of Y is touched for the first time in a timed run (fresh pages cost more than the
+// kernel here). One untimed run first, then runs until the benchmark's share of the time budget
+// is spent (at least 3); the median run counts.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tapestry/cost/target.h"
+
+namespace tapestry::cli {
+
+/// One benchmark: its rate on one thread and on all of them.
+struct BenchmarkResult {
+  std::string name;   // "matmul f32"
+  std::string shape;  // the measured operation's size, e.g. "1024×1024×1024 per thread"
+  std::string unit;   // "FLOP/s" or "B/s"
+  double one_thread = 0;
+  double all_threads = 0;  // the whole machine's rate
+  int runs_one = 0;
+  int runs_all = 0;
+};
+
+struct Calibration {
+  int threads = 1;  // hardware threads measured (= devices of the target)
+  std::string cpu_model;
+  std::int64_t memory_bytes = 0;
+  double seconds = 0;  // the time budget asked for
+  double elapsed_s = 0;
+  std::vector<BenchmarkResult> benchmarks;  // matmul f32, matmul f64, add, relu, copy
+  std::int64_t dispatch_applications = 0;
+  double dispatch_s = 0;           // per application, wall (kernel included), one thread
+  double dispatch_overhead_s = 0;  // per application, beyond the kernel
+
+  [[nodiscard]] const BenchmarkResult& benchmark(std::string_view name) const;
+};
+
+/// Runs every benchmark within about `seconds` (plus set-up); `progress` hears each one's name.
+Calibration calibrate(double seconds, const std::function<void(std::string_view)>& progress);
+
+/// The target `tapestry calibrate` writes (docs/cost.md lists how each member is derived).
+cost::Target calibrated_target(const Calibration& calibration);
+
+/// The table `tapestry calibrate` prints.
+std::string calibration_table(const Calibration& calibration);
+
+}  // namespace tapestry::cli
