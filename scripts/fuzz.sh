@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
 harnesses=("$@")
 if [[ ${#harnesses[@]} -eq 0 ]]; then
-  harnesses=(tap kernel_yaml loom_json plan npy index_text ipf_json)
+  harnesses=(tap kernel_yaml loom_json plan target npy index_text ipf_json)
 fi
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:symbolize=1}

@@ -81,6 +81,22 @@ def plan():
     put("plan", "fuse_auto.json", '{"ops": {"Y": {"split": {"out": 4}}}, "fuse": "auto"}')
 
 
+def target():
+    copy_files("target", "targets/*.json")
+    for i, block in enumerate(code_blocks(os.path.join(ROOT, "docs", "cost.md"))):
+        if block.lstrip().startswith("{"):
+            put("target", f"cost_md_{i}.json", block)
+    put("target", "two_kinds_pairs_mesh.json",
+        '{"name": "t", "device_types": {"c": {"kind": "cpu", "peak_flops": {"float64": 1e9},'
+        ' "memory_bandwidth_Bps": 1e10, "memory_bytes": 1e9},'
+        ' "g": {"kind": "gpu", "peak_flops": {"float32": 1e12, "int8": 2e12},'
+        ' "memory_bandwidth_Bps": 1e12, "memory_bytes": 8000000000, "idle_w": 0, "busy_w": 1}},'
+        ' "nodes": {"count": 2, "devices": {"c": 1, "g": 2}},'
+        ' "links": {"intra_node": {"bandwidth_Bps": 1e11, "shared_memory": false},'
+        ' "inter_node": {"bandwidth_Bps": 1e10, "latency_s": 1e-6}, "host": {"bandwidth_Bps": 1e9}},'
+        ' "mesh": [["b", 3], ["a", 2]], "inputs": "host", "outputs": "host", "calibration": {}}')
+
+
 def npy_file(descr, shape, data=b"", version=1, fortran=False):
     inner = ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "")
     shape_text = f"({inner})"
@@ -140,12 +156,14 @@ def ipf_json():
 
 
 def main():
-    for harness in ["tap", "kernel_yaml", "loom_json", "plan", "npy", "index_text", "ipf_json"]:
+    for harness in ["tap", "kernel_yaml", "loom_json", "plan", "target", "npy", "index_text",
+                    "ipf_json"]:
         shutil.rmtree(os.path.join(CORPUS, harness), ignore_errors=True)
     tap()
     kernel_yaml()
     loom_json()
     plan()
+    target()
     npy()
     index_text()
     ipf_json()
