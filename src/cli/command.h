@@ -40,5 +40,7 @@ void register_run(CLI::App& app, Dispatch& dispatch);
 void register_verify(CLI::App& app, Dispatch& dispatch);
 void register_targets(CLI::App& app, Dispatch& dispatch);
 void register_calibrate(CLI::App& app, Dispatch& dispatch);
+void register_cost(CLI::App& app, Dispatch& dispatch);
+void register_explain(CLI::App& app, Dispatch& dispatch);
 
 }  // namespace tapestry::cli

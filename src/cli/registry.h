@@ -21,6 +21,8 @@ inline void register_all(CLI::App& app, Dispatch& dispatch) {
   register_verify(app, dispatch);
   register_targets(app, dispatch);
   register_calibrate(app, dispatch);
+  register_cost(app, dispatch);
+  register_explain(app, dispatch);
 }
 
 }  // namespace tapestry::cli

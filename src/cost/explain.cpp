@@ -328,8 +328,9 @@ std::string to_text(const Explanation& e) {
   out += fmt::format(
       "  critical path: {} applications ({} compute), {} transfers ({} communication), {} "
       "waiting: bound by {}\n",
-      p.applications, seconds_text(p.compute_s), p.transfers, seconds_text(p.communication_s),
-      seconds_text(p.waiting_s), p.bound);
+      p.applications, p.applications == 1 ? "" : "s", seconds_text(p.compute_s), p.transfers,
+      p.transfers == 1 ? "" : "s", seconds_text(p.communication_s), seconds_text(p.waiting_s),
+      p.bound);
   return out;
 }
 

@@ -1,0 +1,43 @@
+#include "priced_plan.h"
+
+#include <CLI/CLI.hpp>
+
+#include "graph_input.h"
+
+namespace tapestry::cli {
+
+void add_pricing_options(CLI::App* cmd, PricingOptions& options) {
+  cmd->add_option("graph", options.graph, "the graph: a .tap program or loom JSON")->required();
+  cmd->add_option("--plan", options.plan, "a plan file (JSON; see docs/rewrites.md)");
+  cmd->add_option("--split", options.splits, "shorthand for one split: OP.DIM=N (repeatable)");
+  cmd->add_option("--target", options.target,
+                  "a target: a preset name (cpu-local, h100x8, …; `tapestry targets`) or a target "
+                  "JSON file")
+      ->required();
+  cmd->add_option("--kernels", options.kernel_dirs, "a directory of extra kernel files (*.yaml)");
+  cmd->add_flag("--trust-ipfs", options.trust_ipfs, kTrustIpfsHelp);
+}
+
+PricedPlan price_plan(const PricingOptions& options) {
+  const metakernel::KernelRegistry kernels = load_kernels(options.kernel_dirs);
+  const ir::Graph graph = load_graph(options.graph, kernels, options.trust_ipfs);
+  const rewrite::Plan plan = load_plan(options.plan, options.splits);
+  PricedPlan priced{.lowered = rewrite::lower(graph, plan,
+                                              {.driver = {},
+                                               .validate = true,
+                                               .check_kernels = !options.trust_ipfs,
+                                               .kernels = &kernels}),
+                    .target = cost::resolve_target(options.target),
+                    .placement = {},
+                    .schedule = {},
+                    .cost = {}};
+  try {
+    priced.placement = cost::place(priced.lowered.graph, priced.lowered.plan, priced.target);
+  } catch (const Error& e) {
+    throw e.with_context(options.plan.empty() ? "--split" : options.plan);
+  }
+  priced.cost = cost::simulate(priced.placement, priced.target, &priced.schedule);
+  return priced;
+}
+
+}  // namespace tapestry::cli

@@ -1,0 +1,41 @@
+// Pricing GRAPH under a plan on a target: what `cost` and `explain` share.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tapestry/cost/placement.h"
+#include "tapestry/cost/simulate.h"
+#include "tapestry/cost/target.h"
+#include "tapestry/rewrite/lower.h"
+
+namespace CLI {
+class App;
+}
+
+namespace tapestry::cli {
+
+struct PricingOptions {
+  std::string graph;
+  std::string plan;
+  std::vector<std::string> splits;
+  std::string target;
+  std::vector<std::string> kernel_dirs;
+  bool trust_ipfs = false;
+};
+
+struct PricedPlan {
+  rewrite::LowerResult lowered;
+  cost::Target target;
+  cost::Placement placement;
+  cost::Schedule schedule;
+  cost::CostVector cost;
+};
+
+/// The options of `cost` and `explain`: GRAPH, --plan, --split, --target, --kernels, --trust-ipfs.
+void add_pricing_options(CLI::App* cmd, PricingOptions& options);
+
+/// Loads, lowers, places and simulates; an Error names the file (graph, plan or target) at fault.
+PricedPlan price_plan(const PricingOptions& options);
+
+}  // namespace tapestry::cli
