@@ -326,7 +326,7 @@ std::string to_text(const Explanation& e) {
   }
   const CriticalPath& p = e.critical_path;
   out += fmt::format(
-      "  critical path: {} applications ({} compute), {} transfers ({} communication), {} "
+      "  critical path: {} application{} ({} compute), {} transfer{} ({} communication), {} "
       "waiting: bound by {}\n",
       p.applications, p.applications == 1 ? "" : "s", seconds_text(p.compute_s), p.transfers,
       p.transfers == 1 ? "" : "s", seconds_text(p.communication_s), seconds_text(p.waiting_s),
