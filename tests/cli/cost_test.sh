@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# End-to-end: `tapestry cost` and `tapestry explain` on every example under every bundled plan of
+# that example and the unsharded plan, on every preset target; unsharded plans move nothing on
+# one device; the Megatron MLP moves exactly its partial sum; bad plans and targets exit 2 with
+# the located error. Usage: cost_test.sh TAPESTRY ROOT
+set -uo pipefail
+tapestry=$1
+root=$2
+failures=0
+passed=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$root" || exit 1
+
+check() {  # check NAME CONDITION-EXIT-CODE
+  if [[ $2 -eq 0 ]]; then passed=$((passed + 1)); else
+    echo "FAIL $1"; cat "$tmp/out" "$tmp/err" 2>/dev/null | head -20; failures=$((failures + 1)); fi
+}
+
+# expect NAME RC PATTERN -- COMMAND…: COMMAND exits with RC and its stderr matches PATTERN.
+expect() {
+  local name=$1 want_rc=$2 pattern=$3
+  shift 4
+  timeout 120 "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  [[ $rc -eq $want_rc ]] && grep -qE -- "$pattern" "$tmp/err"
+  check "$name (rc=$rc, want $want_rc, stderr /$pattern/)" $?
+}
+
+json_field() {  # json_field FILE KEY: prints the top-level number KEY of a JSON file
+  python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"
+}
+
+echo '{}' >"$tmp/unsharded.json"
+targets=$(cd targets && ls *.json | sed 's/\.json$//')
+for graph in examples/*.tap; do
+  name=$(basename "$graph" .tap)
+  for plan in "$tmp/unsharded.json" examples/plans/"$name"-*.json; do
+    [[ -f $plan ]] || continue
+    for target in $targets; do
+      what="$name $(basename "$plan") on $target"
+      "$tapestry" cost "$graph" --plan "$plan" --target "$target" --json >"$tmp/cost.json" 2>"$tmp/err"
+      check "cost $what" $?
+      "$tapestry" explain "$graph" --plan "$plan" --target "$target" --format json >"$tmp/out" 2>"$tmp/err" &&
+        python3 -c "import json,sys; e=json.load(open(sys.argv[1])); assert e['operations'] and 'critical_path' in e" "$tmp/out"
+      check "explain $what" $?
+      if [[ $plan == "$tmp/unsharded.json" ]]; then
+        [[ $(json_field "$tmp/cost.json" bytes_moved) == 0 && $(json_field "$tmp/cost.json" devices_used) == 1 ]]
+        check "unsharded $name on $target: 0 bytes moved, 1 device" $?
+      fi
+    done
+  done
+done
+
+# The Megatron MLP: the second linear's partial sums meet on gpu:0 — one reduce of
+# tokens × hidden float32 values (4096 × 1024 × 4 bytes), nothing else moves.
+"$tapestry" cost examples/mlp.tap --plan examples/plans/mlp-megatron.json --target h100x8 --json >"$tmp/cost.json" 2>"$tmp/err"
+[[ $(json_field "$tmp/cost.json" bytes_moved) == $((4096 * 1024 * 4)) ]]
+check "megatron moves 4096*1024*4 bytes" $?
+"$tapestry" explain examples/mlp.tap --plan examples/plans/mlp-megatron.json --target h100x8 >"$tmp/out" 2>"$tmp/err"
+grep -qE "^  reduce +Y/matmul/partial of Y/matmul → Y/matmul/reduce: 1 transfer, 16.0 MiB, gpu:1 → gpu:0" "$tmp/out" &&
+  grep -qE "→ result Y/matmul +\[Partial\(sum\)\]" "$tmp/out" && grep -qE "← s0_x X +\[Replicate\(\)\]" "$tmp/out"
+check "megatron explained: Partial(sum), Replicate(), one reduce" $?
+"$tapestry" cost examples/mlp.tap --plan examples/plans/mlp-megatron.json --target h100x8 >"$tmp/out" 2>"$tmp/err"
+grep -qE "^  makespan .* 2 devices" "$tmp/out" && grep -qE "^  gpu:1 " "$tmp/out"
+check "cost table" $?
+
+# Bad placements: exit 2 naming the plan file and JSON path.
+cat >"$tmp/place.json" <<'JSON'
+{"ops": {"Y": {"split": {"d0": 2}, "place": ["gpu:0", "gpu:9"]}}}
+JSON
+expect "place on a device the target lacks" 2 "place.json: /ops/Y/place/1: target 'h100x8' has no device 'gpu:9' \(it has gpu:0 … gpu:7\)" -- \
+  "$tapestry" cost examples/linear_relu.tap --plan "$tmp/place.json" --target h100x8
+cat >"$tmp/mesh.json" <<'JSON'
+{"ops": {"Y": {"split": {"d0": 2}, "mesh": {"d0": "pp"}}}}
+JSON
+expect "mesh axis the target lacks" 2 "mesh.json: /ops/Y/mesh/d0: target 'h100x64' has no mesh axis 'pp'" -- \
+  "$tapestry" explain examples/linear_relu.tap --plan "$tmp/mesh.json" --target h100x64
+cat >"$tmp/both.json" <<'JSON'
+{"ops": {"Y": {"mesh": {"d0": "dp"}, "place": ["gpu:0"]}}}
+JSON
+expect "place and mesh together" 2 "both.json: /ops/Y: \"place\" and \"mesh\" both say where the shards run" -- \
+  "$tapestry" cost examples/linear_relu.tap --plan "$tmp/both.json" --target h100x8
+sed 's/"bandwidth_Bps": 4.5e+11/"bandwidth_Bps": -1/; s/"bandwidth_Bps": 450e9/"bandwidth_Bps": -1/' targets/h100x8.json >"$tmp/bad-target.json"
+expect "negative bandwidth" 2 "bad-target.json: /links/intra_node/bandwidth_Bps: must be" -- \
+  "$tapestry" cost examples/linear_relu.tap --target "$tmp/bad-target.json"
+expect "unknown preset" 2 "h100x9" -- "$tapestry" cost examples/linear_relu.tap --target h100x9
+expect "target is required" 2 "target" -- "$tapestry" cost examples/linear_relu.tap
+
+echo "cost_test: $passed passed, $failures failed"
+[[ $failures -eq 0 ]]
