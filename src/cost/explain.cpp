@@ -236,7 +236,7 @@ CriticalPath critical_path_of(const Placement& p, const Schedule& s, const Targe
       for (std::uint32_t t : app.incoming) consider(true, t);
       for (std::uint32_t q : app.local_producers) consider(false, q);
       for (std::uint32_t q = 0; q < p.applications.size(); ++q) {
-        if (q != at && p.applications[q].device == app.device) consider(false, q);
+        if (q != at && s.devices[q] == s.devices[at]) consider(false, q);
       }
     }
     if (!cause) {

@@ -201,6 +201,9 @@ Placement place(const ir::Graph& graph, const rewrite::Plan& plan, const Target&
                            .mesh_axis = {}};
     const WorkRule rule = work_rule(graph, *op);
     const std::vector<std::uint32_t> devices = devices_of(graph, placed, apps, plan, target);
+    auto entry = plan.ops.find(placed.name);
+    const bool pinned =
+        entry != plan.ops.end() && (!entry->second.place.empty() || !entry->second.mesh.empty());
     const auto op_position = static_cast<std::uint32_t>(p.operations.size());
     for (std::size_t i = 0; i < apps.size(); ++i) {
       const auto position = static_cast<std::uint32_t>(p.applications.size());
@@ -210,7 +213,9 @@ Placement place(const ir::Graph& graph, const rewrite::Plan& plan, const Target&
                                                  .device = devices[i],
                                                  .work = application_work(graph, apps[i], rule),
                                                  .local_producers = {},
-                                                 .incoming = {}});
+                                                 .incoming = {},
+                                                 .writes_output = false,
+                                                 .pinned = pinned});
       // 2. What it writes.
       for (const auto& out : graph.application(apps[i]).outputs().entries()) {
         Writers& w = writers[out.value.tensor.index()];

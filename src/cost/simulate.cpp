@@ -68,6 +68,10 @@ class Simulation {
     scheduled_.assign(n, false);
     device_free_.assign(n_devices_, true);
     queues_.resize(n_devices_);
+    node_queues_.resize(target.node_count);
+    ran_on_.assign(n, 0);
+    node_devices_.resize(target.node_count);
+    for (const Device& d : target.devices) node_devices_[d.node].push_back(d.index);
     for (auto& ports : egress_) ports.assign(n_devices_, 0.0);
     for (auto& ports : ingress_) ports.assign(n_devices_, 0.0);
   }
@@ -96,7 +100,7 @@ class Simulation {
   }
 
   CostVector cost() const;
-  Schedule schedule() const { return {app_time_, transfer_time_}; }
+  Schedule schedule() const { return {app_time_, ran_on_, transfer_time_}; }
 
  private:
   static Port port_of(const Target& target, std::uint32_t from, std::uint32_t to) {
@@ -116,15 +120,45 @@ class Simulation {
     events_.push(Event{time, sequence_++, is_transfer, id});
   }
 
+  // An unpinned application on a shared-memory node may run on any of the node's devices.
+  bool floats(std::uint32_t a) const {
+    return !p_.applications[a].pinned && target_.intra_node.shared_memory;
+  }
+
   void release(std::uint32_t a, double time) {
-    queues_[p_.applications[a].device].push(Released{time, a});
+    const std::uint32_t device = p_.applications[a].device;
+    if (floats(a)) {
+      node_queues_[target_.devices[device].node].push(Released{time, a});
+    } else {
+      queues_[device].push(Released{time, a});
+    }
+  }
+
+  // Starts work on every free device that can take `a` (its device, or its node's devices).
+  void dispatch_for(std::uint32_t a, double now) {
+    const std::uint32_t device = p_.applications[a].device;
+    if (!floats(a)) {
+      dispatch(device, now);
+      return;
+    }
+    for (std::size_t d : node_devices_[target_.devices[device].node]) dispatch(d, now);
   }
 
   void dispatch(std::size_t device, double now) {
-    if (!device_free_[device] || queues_[device].empty()) return;
-    const std::uint32_t a = queues_[device].top().app;
-    queues_[device].pop();
+    if (!device_free_[device]) return;
+    MinHeap<Released>& own = queues_[device];
+    MinHeap<Released>& shared = node_queues_[target_.devices[device].node];
+    MinHeap<Released>* from = nullptr;
+    if (!own.empty() && (shared.empty() || !(own.top() > shared.top()))) {
+      from = &own;
+    } else if (!shared.empty()) {
+      from = &shared;
+    }
+    if (from == nullptr) return;
+    const std::uint32_t a = from->top().app;
+    from->pop();
     device_free_[device] = false;
+    ran_on_[a] = static_cast<std::uint32_t>(device);
     const double duration = application_seconds(p_.applications[a].work, target_.type_of(device));
     app_time_[a] = {now, now + duration};
     scheduled_[a] = true;
@@ -148,7 +182,7 @@ class Simulation {
   }
 
   void finish(std::uint32_t a, double now) {
-    const std::size_t device = p_.applications[a].device;
+    const std::size_t device = ran_on_[a];
     device_free_[device] = true;
     for (std::uint32_t producer : p_.applications[a].local_producers) {
       last_read_[producer] = std::max(last_read_[producer], now);
@@ -170,7 +204,7 @@ class Simulation {
     TAPESTRY_ASSERT(pending_[a] > 0, "a dependency is satisfied once");
     if (--pending_[a] == 0) {
       release(a, ready_[a]);
-      dispatch(p_.applications[a].device, now);
+      dispatch_for(a, now);
     }
   }
 
@@ -187,7 +221,10 @@ class Simulation {
   std::vector<double> transfer_last_read_;  // per transfer: its last reader ends
   std::vector<bool> scheduled_;
   std::vector<bool> device_free_;
-  std::vector<MinHeap<Released>> queues_;
+  std::vector<MinHeap<Released>> queues_;       // per device: pinned applications
+  std::vector<MinHeap<Released>> node_queues_;  // per node: applications free to float
+  std::vector<std::vector<std::size_t>> node_devices_;
+  std::vector<std::uint32_t> ran_on_;
   std::vector<double> egress_[3];
   std::vector<double> ingress_[3];
   MinHeap<Event> events_;
@@ -207,14 +244,15 @@ CostVector Simulation::cost() const {
   std::vector<std::vector<std::pair<double, std::int64_t>>> memory(n_devices_);
   for (std::uint32_t a = 0; a < p_.applications.size(); ++a) {
     const PlacedApplication& app = p_.applications[a];
-    DeviceCost& d = devices[app.device];
-    used[app.device] = true;
+    const std::uint32_t ran_on = ran_on_[a];
+    DeviceCost& d = devices[ran_on];
+    used[ran_on] = true;
     ++d.applications;
     d.compute_s += app_time_[a].end - app_time_[a].start;
     d.finish_s = std::max(d.finish_s, app_time_[a].end);
     const double freed = app.writes_output ? makespan : std::max(app_time_[a].end, last_read_[a]);
-    memory[app.device].emplace_back(app_time_[a].start, app.work.bytes_written);
-    memory[app.device].emplace_back(freed, -app.work.bytes_written);
+    memory[ran_on].emplace_back(app_time_[a].start, app.work.bytes_written);
+    memory[ran_on].emplace_back(freed, -app.work.bytes_written);
   }
   for (std::uint32_t t = 0; t < p_.transfers.size(); ++t) {
     const Transfer& tr = p_.transfers[t];

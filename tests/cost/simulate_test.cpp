@@ -126,6 +126,31 @@ TEST(Simulate, ADeviceRunsOneApplicationAtATimeInReleaseOrder) {
   EXPECT_EQ(c.devices_used, 1);
 }
 
+TEST(Simulate, OnSharedMemoryUnpinnedShardsRunOnWhicheverCoreIsFree) {
+  // Two independent unsharded operations (4 ms each), both placed on device 0 by default: on
+  // shared memory the idle core takes the second instead of waiting, as the thread pool does.
+  Target t = toy_target(1, 2);
+  t.intra_node.shared_memory = true;
+  constexpr std::string_view tap =
+      "X: f32[4, 250000]\nA = relu(X)\nB = neg(X)\noutput A\noutput B\n";
+  const Placement p = place_tap(tap, "{}", t);
+  Schedule s;
+  const CostVector c = simulate(p, t, &s);
+  // Unsharded A and B are both placed on device 0; on shared memory they run side by side.
+  EXPECT_EQ(p.applications[0].device, 0u);
+  EXPECT_EQ(p.applications[1].device, 0u);
+  EXPECT_NE(s.devices[0], s.devices[1]);
+  EXPECT_DOUBLE_EQ(c.makespan_s, 8e-3);
+  EXPECT_EQ(c.devices_used, 2);
+  // Pinned by the plan, they queue on device 0.
+  const Placement q =
+      place_tap(tap, R"({"ops": {"A": {"place": ["gpu:0"]}, "B": {"place": ["gpu:0"]}}})", t);
+  EXPECT_DOUBLE_EQ(simulate(q, t).makespan_s, 16e-3);
+  // Without shared memory, the placement holds.
+  t.intra_node.shared_memory = false;
+  EXPECT_DOUBLE_EQ(simulate(place_tap(tap, "{}", t), t).makespan_s, 16e-3);
+}
+
 TEST(Simulate, MemoryBeyondCapacityDoesNotFit) {
   Target t = toy_target();
   t.device_types[0].memory_bytes = 1'500'000;
@@ -183,7 +208,8 @@ RC_GTEST_PROP(SimulateProperties, DeterministicAndBoundedByItsParts, ()) {
   }
   std::vector<std::vector<Schedule::Interval>> by_device(t.devices.size());
   for (std::uint32_t a = 0; a < p.applications.size(); ++a) {
-    by_device[p.applications[a].device].push_back(s.applications[a]);
+    RC_ASSERT(s.devices[a] == p.applications[a].device);  // no shared memory: as placed
+    by_device[s.devices[a]].push_back(s.applications[a]);
   }
   double busy = 0;
   for (auto& runs : by_device) {

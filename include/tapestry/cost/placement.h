@@ -63,6 +63,9 @@ struct PlacedApplication {
   std::vector<std::uint32_t> incoming;
   /// It writes (part of) a graph output, which stays allocated to the end of the run.
   bool writes_output = false;
+  /// The plan chose its device (`place` or `mesh`). An unpinned application on a node whose
+  /// devices share memory may run on any device of that node (simulate.h).
+  bool pinned = false;
 };
 
 struct Transfer {

@@ -11,6 +11,10 @@
 // * A device runs one application at a time. An application is ready when its local producers
 //   have finished and its incoming transfers have arrived; among the ready applications of a
 //   device the one that became ready first starts first (ties: topological position).
+// * On a node whose devices share memory (`"shared_memory": true`: a CPU's cores), an application
+//   the plan did not pin (no `place`, no `mesh`) runs on whichever core of its node is free first —
+//   the way the block executor's thread pool takes work; its transfers inside the node are free
+//   anyway. Schedule::devices records where each application ran.
 // * A transfer starts when its producer finishes (graph inputs from the host: at time 0) and
 //   occupies the sender's egress port and the receiver's ingress port of its link class for its
 //   whole duration: one transfer at a time per port and direction — the contention rule. Transfers
@@ -74,6 +78,8 @@ struct Schedule {
     double end = 0;
   };
   std::vector<Interval> applications;  // parallel to Placement::applications
+  std::vector<std::uint32_t> devices;  // where each application ran (its placed device, or
+                                       // another core of a shared-memory node)
   std::vector<Interval> transfers;     // parallel to Placement::transfers
 };
 
