@@ -2,6 +2,11 @@
 //
 //   tapestry render graph.json -o graph.png     (or .svg, .dot)
 //   tapestry render graph.json -o ops.svg --operations-only --no-ipfs
+//   tapestry render examples/mlp.tap --plan examples/plans/mlp-megatron.json --target h100x8 -o
+//   p.svg
+//
+// With --target (and optionally --plan / --split), the graph (.tap or JSON) is lowered under the
+// plan and placed on the target, and every shard is coloured by the device it runs on.
 //
 // The format follows the output's extension. Exit code 2 when the input cannot be read as a
 // graph or the output cannot be written; reading problems that leave a graph are printed to
@@ -10,6 +15,9 @@
 #include <CLI/CLI.hpp>
 
 #include "command.h"
+#include "graph_input.h"
+#include "priced_plan.h"
+#include "tapestry/cost/placement.h"
 #include "tapestry/export/graphviz.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/support/error.h"
@@ -20,19 +28,46 @@ namespace {
 
 struct RenderCommandOptions {
   std::string file;
+  std::string plan;
+  std::vector<std::string> splits;
+  std::string target;
   std::string output;
   bool no_ipfs = false;
   bool operations_only = false;
   int max_shards = 64;
 };
 
+// Lowers and places the graph, then draws the shards in their devices' colours.
+int run_render_placed(const RenderCommandOptions& options) {
+  const PricedPlan priced = price_plan({.graph = options.file,
+                                        .plan = options.plan,
+                                        .splits = options.splits,
+                                        .target = options.target,
+                                        .kernel_dirs = {},
+                                        .trust_ipfs = false});
+  exporter::RenderOptions render{.show_ipfs = !options.no_ipfs,
+                                 .show_applications = true,
+                                 .max_shards_drawn = options.max_shards,
+                                 .device_of = {}};
+  for (const cost::PlacedApplication& a : priced.placement.applications) {
+    render.device_of.emplace(a.id.index(), priced.target.devices[a.device].name);
+  }
+  exporter::render_file(priced.lowered.graph, options.output, render);
+  return kExitOk;
+}
+
 int run_render(const RenderCommandOptions& options) {
+  if (!options.target.empty()) return run_render_placed(options);
+  if (!options.plan.empty() || !options.splits.empty()) {
+    throw Error("--plan and --split need --target (render draws a placed plan)");
+  }
   ir::ReadResult read = ir::read_graph_file(options.file);
   if (!read.issues.empty()) fmt::print(stderr, "{}", ir::format_issues_text(read.issues));
   if (!read.graph) return kExitBadInput;
   exporter::RenderOptions render{.show_ipfs = !options.no_ipfs,
                                  .show_applications = !options.operations_only,
-                                 .max_shards_drawn = options.max_shards};
+                                 .max_shards_drawn = options.max_shards,
+                                 .device_of = {}};
   exporter::render_file(*read.graph, options.output, render);
   return kExitOk;
 }
@@ -42,7 +77,13 @@ int run_render(const RenderCommandOptions& options) {
 void register_render(CLI::App& app, Dispatch& dispatch) {
   auto options = std::make_shared<RenderCommandOptions>();
   CLI::App* cmd = app.add_subcommand("render", "Draw a loom JSON graph as DOT, SVG or PNG");
-  cmd->add_option("file", options->file, "loom JSON graph")->required();
+  cmd->add_option("file", options->file, "loom JSON graph (or a .tap program, with --target)")
+      ->required();
+  cmd->add_option("--target", options->target,
+                  "lower under the plan, place on this target (preset or file) and colour every "
+                  "shard by its device");
+  cmd->add_option("--plan", options->plan, "with --target: a plan file");
+  cmd->add_option("--split", options->splits, "with --target: one split OP.DIM=N (repeatable)");
   cmd->add_option("-o,--output", options->output, "output file: .dot, .svg or .png")->required();
   cmd->add_flag("--no-ipfs", options->no_ipfs, "leave the IPF matrices out of operation nodes");
   cmd->add_flag("--operations-only", options->operations_only,

@@ -2,6 +2,8 @@
 // with port names. Application graphs: each operation becomes a cluster in its colour, labelled
 // with the operation's table, holding its shards; edges run between tensors and shards and carry
 // the boxes read and written.
+#include <map>
+
 #include <fmt/format.h>
 
 #include "html_label.h"
@@ -60,6 +62,8 @@ class DotWriter {
   }
 
  private:
+  std::map<std::string, std::size_t> device_colour_;
+
   void line(const std::string& text, int indent = 2) {
     out_.append(static_cast<std::size_t>(indent), ' ');
     out_ += text;
@@ -89,9 +93,19 @@ class DotWriter {
       line(fmt::format("s{} [label=<{}>];", op.id().index(), label), 4);
     } else {
       for (std::size_t k = 0; k < apps.size(); ++k) {
-        line(fmt::format("{} [label={}];", node_name(apps[k]),
-                         shard_label(g_.application(apps[k]), op, k, colors)),
-             4);
+        auto device = o_.device_of.find(apps[k].index());
+        if (device == o_.device_of.end()) {
+          line(fmt::format("{} [label={}];", node_name(apps[k]),
+                           shard_label(g_.application(apps[k]), op, k, colors)),
+               4);
+        } else {
+          // One colour per device, in the order devices first appear.
+          auto [it, added] = device_colour_.emplace(device->second, device_colour_.size());
+          line(fmt::format("{} [label={}];", node_name(apps[k]),
+                           shard_label(g_.application(apps[k]), op, k, op_colors(it->second),
+                                       device->second)),
+               4);
+        }
       }
       // Shards stand in one column, in order (#0 at the top): same rank, chained invisibly.
       if (apps.size() > 1) {

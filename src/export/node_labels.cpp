@@ -135,9 +135,13 @@ std::string operation_label(const ir::OperationView& op, const OpColors& colors,
 }
 
 std::string shard_label(const ir::ApplicationView& app, const ir::OperationView& op,
-                        std::size_t number, const OpColors& colors) {
+                        std::size_t number, const OpColors& colors, std::string_view device) {
   std::string rows =
       html::row(html::cell(html::bold(fmt::format("{} #{}", display_name(op), number))));
+  if (!device.empty()) {
+    rows += html::row(
+        html::cell(html::font(html::escape(fmt::format("on {}", device)), "#000000", 10)));
+  }
   const zspace::Range* box = app.ipf_index();
   rows += html::row(
       html::cell(html::font(html::escape(box ? named_box(op, *box) : "no index"), "#303030", 10)));

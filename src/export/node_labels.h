@@ -32,7 +32,7 @@ std::string operation_label(const ir::OperationView& op, const OpColors& colors,
 
 /// Shard `number` of an operation: "name #number" and its index sub-box, dims named.
 std::string shard_label(const ir::ApplicationView& app, const ir::OperationView& op,
-                        std::size_t number, const OpColors& colors);
+                        std::size_t number, const OpColors& colors, std::string_view device = {});
 
 /// Opaque or Note nodes: type and a short text.
 std::string other_label(const ir::NodeView& node);

@@ -69,6 +69,13 @@ check "megatron explained: Partial(sum), Replicate(), one reduce" $?
 grep -qE "^  makespan .* 2 devices" "$tmp/out" && grep -qE "^  gpu:1 " "$tmp/out"
 check "cost table" $?
 
+# render --target: every shard drawn in its device's colour, naming its device.
+"$tapestry" render examples/mlp.tap --plan examples/plans/mlp-megatron.json --target h100x8 -o "$tmp/placed.dot" >"$tmp/out" 2>"$tmp/err" &&
+  [[ $(grep -c "on gpu:0" "$tmp/placed.dot") -eq 5 && $(grep -c "on gpu:1" "$tmp/placed.dot") -eq 3 ]]
+check "render --target colours shards by device" $?
+expect "render --plan without --target" 2 "--plan and --split need --target" -- \
+  "$tapestry" render examples/mlp.tap --plan examples/plans/mlp-megatron.json -o "$tmp/x.dot"
+
 # Bad placements: exit 2 naming the plan file and JSON path.
 cat >"$tmp/place.json" <<'JSON'
 {"ops": {"Y": {"split": {"d0": 2}, "place": ["gpu:0", "gpu:9"]}}}

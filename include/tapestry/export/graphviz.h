@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "tapestry/ir/graph.h"
 
@@ -32,6 +33,9 @@ struct RenderOptions {
   /// Above this many applications per operation, shards are summarised as one node
   /// ("1000 shards") to keep big graphs drawable.
   int max_shards_drawn = 64;
+  /// Where each application runs (application node index → device name, e.g. from cost::place):
+  /// when given, every shard is filled with its device's colour and names its device.
+  std::unordered_map<std::uint32_t, std::string> device_of;
 };
 
 enum class ImageFormat { kDot, kSvg, kPng };
