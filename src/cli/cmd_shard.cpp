@@ -2,6 +2,7 @@
 //
 //   tapestry shard examples/linear_relu.tap --split Y/linear.batch=2 -o sharded.json
 //   tapestry shard examples/mlp.tap --plan examples/plans/mlp-megatron.json --explain -o mlp.json
+//   tapestry shard examples/mlp.tap --plan P --target h100x8 -o placed.json   (placement dialect)
 //
 // The result validates in the application dialect. --explain prints every applied rewrite and
 // every refusal of something the plan asked for (to stderr).
@@ -10,8 +11,10 @@
 
 #include "command.h"
 #include "graph_input.h"
+#include "tapestry/cost/placement.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/rewrite/lower.h"
+#include "tapestry/support/error.h"
 
 namespace tapestry::cli {
 
@@ -25,6 +28,7 @@ struct ShardOptions {
   std::vector<std::string> kernel_dirs;
   bool explain = false;
   bool trust_ipfs = false;
+  std::string target;
 };
 
 int run_shard(const ShardOptions& options) {
@@ -38,6 +42,16 @@ int run_shard(const ShardOptions& options) {
     for (const rewrite::RewriteEvent& e : lowered.log) fmt::print(stderr, "{}\n", e.to_string());
     fmt::print(stderr, "{} operations, {} applications\n", lowered.graph.operations().size(),
                lowered.graph.applications().size());
+  }
+  if (!options.target.empty()) {  // place it: every application gets its Placement tag
+    const cost::Target target = cost::resolve_target(options.target);
+    cost::Placement placement;
+    try {
+      placement = cost::place(lowered.graph, lowered.plan, target);
+    } catch (const Error& e) {
+      throw e.with_context(options.plan.empty() ? "--split" : options.plan);
+    }
+    cost::annotate_placement(lowered.graph, placement, target);
   }
   if (options.output.empty()) {
     fmt::print("{}", ir::write_graph_json(lowered.graph));
@@ -61,6 +75,9 @@ void register_shard(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--kernels", options->kernel_dirs, "a directory of extra kernel files (*.yaml)");
   cmd->add_flag("--explain", options->explain, "print the rewrites applied and refused (stderr)");
   cmd->add_flag("--trust-ipfs", options->trust_ipfs, kTrustIpfsHelp);
+  cmd->add_option("--target", options->target,
+                  "place the shards on this target (preset or file): every application gets a "
+                  "Placement tag (its device and the transfers it receives); see docs/cost.md");
   cmd->callback([&dispatch, options] {
     dispatch.name = "shard";
     dispatch.run = [options] { return run_shard(*options); };

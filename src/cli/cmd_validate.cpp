@@ -1,7 +1,10 @@
 // `tapestry validate`: read a loom JSON graph and check it against a dialect and its kernels.
 //
-//   tapestry validate graph.json [--dialect operation|application] [--format text|json]
-//                                [--kernels DIR]
+//   tapestry validate graph.json [--dialect operation|application|placement] [--format text|json]
+//                                [--kernels DIR] [--target T]
+//
+// The placement dialect checks a graph written by `tapestry shard --target`: every application
+// placed, every cross-device read received; with --target, every device named exists there.
 //
 // Prints every issue (reading and validation) and exits 0 when there is no error (warnings
 // allowed), 1 when the graph is invalid, 2 when the file cannot be read as a graph or the
@@ -15,6 +18,7 @@
 
 #include "command.h"
 #include "graph_input.h"
+#include "tapestry/cost/placement.h"
 #include "tapestry/ir/dialect.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/rewrite/kernel_agreement.h"
@@ -27,6 +31,7 @@ namespace {
 struct ValidateOptions {
   std::string file;
   std::string dialect = "auto";
+  std::string target;
   std::string format = "text";
   std::vector<std::string> kernel_dirs;
 };
@@ -55,6 +60,17 @@ int run_validate(const ValidateOptions& options) {
       ir::validate(*read.graph, rewrite::with_kernel_agreement(*dialect, kernels));
   std::vector<ir::Issue> issues = std::move(read.issues);
   for (ir::Issue& issue : report.issues) issues.push_back(std::move(issue));
+  if (!options.target.empty()) {
+    const cost::Target target = cost::resolve_target(options.target);
+    for (std::string& problem : cost::check_devices(*read.graph, target)) {
+      issues.push_back(ir::Issue{.type = "placement-device",
+                                 .severity = ir::Severity::kError,
+                                 .summary = "Device not in the target",
+                                 .message = std::move(problem),
+                                 .params = nullptr,
+                                 .contexts = {}});
+    }
+  }
   print_issues(issues, options.format);
   return ir::has_errors(issues) ? kExitFailed : kExitOk;
 }
@@ -68,9 +84,12 @@ void register_validate(CLI::App& app, Dispatch& dispatch) {
       "Check a loom JSON graph against a dialect and its kernels; print the issues found");
   cmd->add_option("file", options->file, "loom JSON graph")->required();
   cmd->add_option("--dialect", options->dialect,
-                  "operation | application (default: application when the graph has "
-                  "Application nodes, else operation)")
-      ->check(CLI::IsMember({"auto", "operation", "application"}));
+                  "operation | application | placement (default: application when the graph "
+                  "has Application nodes, else operation)")
+      ->check(CLI::IsMember({"auto", "operation", "application", "placement"}));
+  cmd->add_option("--target", options->target,
+                  "also check that every device a Placement tag names exists in this target "
+                  "(preset or file)");
   cmd->add_option("--format", options->format, "text | json")
       ->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--kernels", options->kernel_dirs,

@@ -272,6 +272,28 @@ std::vector<SchemaProblem> check_node_body(NodeKind kind, const json& body) {
   return std::move(c.problems);
 }
 
+// {"device": "gpu:1", "receives": [{"tensorId": "…", "range": {…}, "from": "gpu:0"}, …]}.
+void check_placement(Checker& c, const json& j) {
+  if (!c.object(j, "", {"device"}, {"device", "receives"}, true)) return;
+  c.string_field(j, "device", "");
+  if (j.contains("device") && j["device"].is_string() && j["device"].get<std::string>().empty()) {
+    c.fail(".device", "a device name cannot be empty");
+  }
+  if (!j.contains("receives") || !c.expect(j["receives"], json::value_t::array, ".receives")) {
+    return;
+  }
+  for (std::size_t i = 0; i < j["receives"].size(); ++i) {
+    const json& r = j["receives"][i];
+    const std::string path = fmt::format(".receives[{}]", i);
+    if (!c.object(r, path, {"tensorId", "range", "from"}, {"tensorId", "range", "from"}, true)) {
+      continue;
+    }
+    c.string_field(r, "tensorId", path);
+    c.string_field(r, "from", path);
+    if (r.contains("range")) c.range(r["range"], path + ".range");
+  }
+}
+
 std::vector<SchemaProblem> check_tag_value(TagKind kind, const json& value) {
   Checker c;
   switch (kind) {
@@ -288,6 +310,9 @@ std::vector<SchemaProblem> check_tag_value(TagKind kind, const json& value) {
       break;
     case TagKind::kIoSequencePoint:
       c.object(value, "", {}, {}, true);
+      break;
+    case TagKind::kPlacement:
+      check_placement(c, value);
       break;
   }
   return std::move(c.problems);

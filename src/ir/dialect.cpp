@@ -63,8 +63,26 @@ const Dialect& Dialect::application() {
     return Dialect(
         "application",
         {NodeKind::kTensor, NodeKind::kOperation, NodeKind::kApplication, NodeKind::kNote},
-        {TagKind::kIpfIndex, TagKind::kIpfSignature, TagKind::kIoSequencePoint}, every_dtype(),
-        std::move(list));
+        {TagKind::kIpfIndex, TagKind::kIpfSignature, TagKind::kIoSequencePoint,
+         TagKind::kPlacement},
+        every_dtype(), std::move(list));
+  }();
+  return dialect;
+}
+
+const Dialect& Dialect::placement() {
+  static const Dialect dialect = [] {
+    auto list = operation_constraints();
+    list.push_back(constraints::application_index_partition());
+    list.push_back(constraints::application_ipf_agreement());
+    list.push_back(constraints::application_output_coverage());
+    list.push_back(constraints::application_placement());
+    return Dialect(
+        "placement",
+        {NodeKind::kTensor, NodeKind::kOperation, NodeKind::kApplication, NodeKind::kNote},
+        {TagKind::kIpfIndex, TagKind::kIpfSignature, TagKind::kIoSequencePoint,
+         TagKind::kPlacement},
+        every_dtype(), std::move(list));
   }();
   return dialect;
 }
@@ -72,6 +90,7 @@ const Dialect& Dialect::application() {
 const Dialect* Dialect::find(std::string_view name) {
   if (name == "operation") return &operation();
   if (name == "application") return &application();
+  if (name == "placement") return &placement();
   return nullptr;
 }
 

@@ -29,10 +29,11 @@ struct TagTypeName {
   std::string_view name;
 };
 
-constexpr std::array<TagTypeName, 3> kTagTypes = {{
+constexpr std::array<TagTypeName, 4> kTagTypes = {{
     {TagKind::kIpfIndex, kIpfIndexTagUrl, "loom:IPFIndex", "IPFIndex"},
     {TagKind::kIpfSignature, kIpfSignatureTagUrl, "loom:IPFSignature", "IPFSignature"},
     {TagKind::kIoSequencePoint, kIoSequencePointTagUrl, "loom:IOSequencePoint", "IOSequencePoint"},
+    {TagKind::kPlacement, kPlacementTagUrl, "tapestry:Placement", "Placement"},
 }};
 
 }  // namespace
@@ -75,10 +76,11 @@ std::optional<NodeKind> node_kind_from_type(std::string_view type) {
 }
 
 std::optional<TagKind> tag_kind_from_type(std::string_view type) {
+  if (type == kPlacementTagUrl || type == "tapestry:Placement") return TagKind::kPlacement;
   std::string_view suffix = type_suffix(type, kTagTypesBase);
   if (suffix.empty()) return std::nullopt;
   for (const TagTypeName& t : kTagTypes) {
-    if (suffix == t.name) return t.kind;
+    if (suffix == t.name && t.kind != TagKind::kPlacement) return t.kind;
   }
   return std::nullopt;
 }

@@ -76,6 +76,31 @@ check "render --target colours shards by device" $?
 expect "render --plan without --target" 2 "--plan and --split need --target" -- \
   "$tapestry" render examples/mlp.tap --plan examples/plans/mlp-megatron.json -o "$tmp/x.dot"
 
+# shard --target writes a graph in the placement dialect: valid against its target, invalid
+# against a target lacking its devices, invalid when a transfer is removed.
+"$tapestry" shard examples/mlp.tap --plan examples/plans/mlp-megatron.json --target h100x8 -o "$tmp/placed.json" >"$tmp/out" 2>"$tmp/err" &&
+  "$tapestry" validate "$tmp/placed.json" --dialect placement --target h100x8 >"$tmp/out" 2>"$tmp/err" &&
+  grep -q "valid: no issues" "$tmp/out"
+check "shard --target validates in the placement dialect" $?
+"$tapestry" validate "$tmp/placed.json" --dialect placement --target cpu-local >"$tmp/out" 2>"$tmp/err"
+[[ $? -eq 1 ]] && grep -q "is placed on \"gpu:1\", which target 'cpu-local' lacks" "$tmp/out"
+check "placement against a target lacking its devices" $?
+python3 - "$tmp/placed.json" "$tmp/tampered.json" <<'PY'
+import json, sys
+g = json.load(open(sys.argv[1]))
+for n in g["nodes"]:
+    for url, tag in n.get("tags", {}).items():
+        if url.endswith("/Placement"):
+            tag.pop("receives", None)
+json.dump(g, open(sys.argv[2], "w"))
+PY
+"$tapestry" validate "$tmp/tampered.json" --dialect placement >"$tmp/out" 2>"$tmp/err"
+[[ $? -eq 1 ]] && grep -q "error\[application-placement\]: Cross-device read without a transfer" "$tmp/out"
+check "a removed transfer is reported" $?
+"$tapestry" validate "$tmp/placed.json" --dialect application >"$tmp/out" 2>"$tmp/err"
+[[ $? -eq 0 ]]
+check "the placed graph is a valid application graph too" $?
+
 # Bad placements: exit 2 naming the plan file and JSON path.
 cat >"$tmp/place.json" <<'JSON'
 {"ops": {"Y": {"split": {"d0": 2}, "place": ["gpu:0", "gpu:9"]}}}

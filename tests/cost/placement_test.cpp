@@ -2,6 +2,7 @@
 // checked against a cell-by-cell oracle on random graphs and plans.
 #include "tapestry/cost/placement.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -12,6 +13,9 @@
 #include "cost/cost_testing.h"
 #include "rewrite/random_plans.h"
 #include "tapestry/cost/work.h"
+#include "tapestry/ir/dialect.h"
+#include "tapestry/ir/json_io.h"
+#include "tapestry/ir/type_names.h"
 #include "tapestry/zspace/format.h"
 
 namespace tapestry::cost {
@@ -162,6 +166,43 @@ TEST(Placement, HostResidenceLoadsInputsOncePerDeviceAndGathersOutputs) {
   EXPECT_EQ(p.resident_input_bytes, (std::vector<std::int64_t>{0, 0}));
 }
 
+TEST(PlacementDialect, AnnotatedGraphsValidateAndSurviveJson) {
+  rewrite::LowerResult r = testing::lower_tap(kMlp, R"({"ops": {"H/linear": {"split": {"out": 2}},
+      "H": {"split": {"d1": 2}}, "Y": {"split": {"in": 2}}}, "fuse": [["H/linear", "H"]]})");
+  const Target t = toy_target(1, 8);
+  const Placement p = place(r.graph, r.plan, t);
+  ir::Graph placed = r.graph;
+  annotate_placement(placed, p, t);
+  // Written and read back, it is still valid in the placement dialect.
+  ir::ReadResult back = ir::read_graph_json(ir::write_graph_json(placed));
+  ASSERT_TRUE(back.graph.has_value());
+  EXPECT_TRUE(ir::validate(*back.graph, ir::Dialect::placement()).issues.empty());
+  // Without the tags it is not placed; in the application dialect it is fine either way.
+  const ir::ValidationReport bare = ir::validate(r.graph, ir::Dialect::placement());
+  EXPECT_EQ(ir::count_type(bare.issues, "application-placement"), r.graph.applications().size());
+  EXPECT_TRUE(ir::validate(placed, ir::Dialect::application()).issues.empty());
+  // Drop the one transfer (the reduce's partial from gpu:1): exactly that read is reported.
+  ir::Graph dropped = placed;
+  for (ir::ApplicationId app : dropped.applications()) {
+    nlohmann::json tag = dropped.node(app).other_tags()[std::string(ir::kPlacementTagUrl)];
+    if (tag.contains("receives")) {
+      tag.erase("receives");
+      dropped.set_other_tag(app, std::string(ir::kPlacementTagUrl), tag);
+    }
+  }
+  const ir::ValidationReport missing = ir::validate(dropped, ir::Dialect::placement());
+  ASSERT_EQ(missing.issues.size(), 1u);
+  EXPECT_EQ(missing.issues[0].summary, "Cross-device read without a transfer");
+  EXPECT_THAT(missing.issues[0].message,
+              ::testing::HasSubstr("reads zr[1:2, 0:4096, 0:1024] of tensor Y/matmul/partial, "
+                                   "written on gpu:1"));
+  // A device the target lacks.
+  const Target small = toy_target(1, 1);
+  const std::vector<std::string> problems = check_devices(placed, small);
+  ASSERT_FALSE(problems.empty());
+  EXPECT_THAT(problems[0], ::testing::HasSubstr("which target 'toy' lacks (it has gpu:0)"));
+}
+
 TEST(Work, FlopsAndBytesFollowTheTable) {
   rewrite::LowerResult r = testing::lower_tap(kLinearRelu, "{}");
   for (ir::ApplicationId app : r.graph.applications()) {
@@ -248,6 +289,13 @@ RC_GTEST_PROP(PlacementProperties, TransfersBringExactlyTheRemoteCellsEachDevice
   }
   RC_ASSERT(moved == needed);
   RC_CLASSIFY(!p.transfers.empty(), "with transfers");
+
+  // The placement dialect, an independent check of the same fact, accepts the annotated graph.
+  ir::Graph placed = r->graph;
+  annotate_placement(placed, p, t);
+  const ir::ValidationReport report = ir::validate(placed, ir::Dialect::placement());
+  RC_ASSERT(report.issues.empty());
+  RC_ASSERT(check_devices(placed, t).empty());
 }
 
 }  // namespace

@@ -105,4 +105,14 @@ struct Placement {
 /// a dim it does not split, or both places and meshes one operation.
 Placement place(const ir::Graph& graph, const rewrite::Plan& plan, const Target& target);
 
+/// Writes the placement into `graph` (the application graph it was made from): every Application
+/// gets a Placement tag (ir/type_names.h) with its device and the transfers it receives —
+/// {"device": "gpu:1", "receives": [{"tensorId", "range", "from": "gpu:0" | "host"}]} — so the
+/// graph validates in the placement dialect and others can read where everything runs.
+void annotate_placement(ir::Graph& graph, const Placement& placement, const Target& target);
+
+/// Problems of a placed graph (Placement tags) against a target: one message per application
+/// placed on, or receiving from, a device the target lacks, naming the application and device.
+std::vector<std::string> check_devices(const ir::Graph& graph, const Target& target);
+
 }  // namespace tapestry::cost

@@ -46,5 +46,7 @@ std::shared_ptr<const Constraint> operation_output_injective();
 std::shared_ptr<const Constraint> application_index_partition();
 std::shared_ptr<const Constraint> application_ipf_agreement();
 std::shared_ptr<const Constraint> application_output_coverage();
+/// The placement dialect's: devices named, cross-device reads received (application_placement.cpp).
+std::shared_ptr<const Constraint> application_placement();
 
 }  // namespace tapestry::ir::constraints

@@ -1,10 +1,13 @@
 // Dialects: which node and tag types a graph may hold, and which constraints it must satisfy.
 //
 // A dialect (Tapestry's "environment") is a name, the node kinds and tag kinds it admits, the
-// dtypes it knows, and an ordered list of constraints. Two are built in:
+// dtypes it knows, and an ordered list of constraints. Three are built in:
 //
 //   operation    Tensor, Operation, Note; tags IPFIndex, IPFSignature, IOSequencePoint
-//   application  operation + Application, with the sharding constraints
+//   application  operation + Application, with the sharding constraints (a Placement tag is
+//                admitted, not required)
+//   placement    application + a Placement tag on every Application (its device and the
+//                transfers it receives), with application-placement
 //
 // `validate` runs every constraint in order and collects all issues. A constraint may name
 // others it `requires`: when one of those reported an error, it is skipped (its checks would only
@@ -41,7 +44,10 @@ class Dialect {
   static const Dialect& operation();
   /// The operation dialect plus Application nodes and the sharding constraints.
   static const Dialect& application();
-  /// The dialect called `name` ("operation", "application"), or nullptr.
+  /// The application dialect plus Tapestry's Placement tag on every Application and the
+  /// application-placement constraint (every cross-device read has its transfer).
+  static const Dialect& placement();
+  /// The dialect called `name` ("operation", "application", "placement"), or nullptr.
   static const Dialect* find(std::string_view name);
 
   [[nodiscard]] const std::string& name() const { return name_; }

@@ -42,8 +42,15 @@ inline constexpr std::string_view kIpfSignatureTagUrl =
 inline constexpr std::string_view kIoSequencePointTagUrl =
     "http://tensortapestry.org/schemas/loom/2024-01/tag_types.jsd#/tags/IOSequencePoint";
 
+/// Tapestry's own tag (not a loom type): where an Application runs and what it receives from
+/// other devices — {"device": "gpu:1", "receives": [{"tensorId": "…", "range": {…}, "from":
+/// "gpu:0"}]}. Written by `tapestry shard --target`; checked by the placement dialect. Kept as
+/// JSON among the node's other tags.
+inline constexpr std::string_view kPlacementTagUrl =
+    "http://tensortapestry.org/schemas/tapestry/2026-11/tag_types.jsd#/tags/Placement";
+
 /// The tag types Tapestry understands. Unknown tag URLs are kept verbatim (NodeTags::other).
-enum class TagKind : std::uint8_t { kIpfIndex, kIpfSignature, kIoSequencePoint };
+enum class TagKind : std::uint8_t { kIpfIndex, kIpfSignature, kIoSequencePoint, kPlacement };
 
 /// The node kind named by a full type URL or its `loom:` alias; nullopt for any other string.
 /// Never returns NodeKind::kOpaque.
@@ -55,7 +62,7 @@ std::optional<TagKind> tag_kind_from_type(std::string_view type);
 std::string_view node_type_url(NodeKind kind, bool short_form = false);
 /// Full URL (or `loom:X` alias when `short_form`) of a tag kind.
 std::string_view tag_type_url(TagKind kind, bool short_form = false);
-/// "IPFIndex", "IPFSignature", "IOSequencePoint".
+/// "IPFIndex", "IPFSignature", "IOSequencePoint", "Placement".
 std::string_view tag_kind_name(TagKind kind);
 
 /// Shortens a known URL to its `loom:` alias for display ("loom:Tensor"); other strings are

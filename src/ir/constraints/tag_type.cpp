@@ -1,6 +1,6 @@
 // tag-type: every tag is of a type the dialect admits, on a node kind that takes it:
 // IPFIndex on Operation and Application nodes, IPFSignature on Operations, IOSequencePoint on
-// Operations and Applications.
+// Operations and Applications, Placement on Applications.
 //
 //   error[tag-type]: Tag not allowed on this node kind
 //     loom:IPFSignature tags belong on Operation nodes, not on Tensor nodes
@@ -20,6 +20,8 @@ bool tag_allowed_on(TagKind tag, NodeKind kind) {
       return kind == NodeKind::kOperation || kind == NodeKind::kApplication;
     case TagKind::kIpfSignature:
       return kind == NodeKind::kOperation;
+    case TagKind::kPlacement:
+      return kind == NodeKind::kApplication;
   }
   return false;
 }
