@@ -121,7 +121,10 @@ std::vector<std::uint32_t> devices_of(const ir::Graph& graph, PlacedOperation& p
   if (entry != plan.ops.end() && !entry->second.mesh.empty()) {
     const std::vector<MeshAxis> axes = target.mesh_axes();
     std::vector<std::optional<std::size_t>> dim_of_axis(axes.size());
-    for (const auto& [dim, axis] : entry->second.mesh) {
+    for (const auto& mapping : entry->second.mesh) {
+      // Named, not structured bindings: clang 14 (the fuzz preset) cannot capture those.
+      const std::string& dim = mapping.first;
+      const std::string& axis = mapping.second;
       const std::string at = fmt::format("{}/mesh/{}", path, escape_pointer(dim));
       auto a =
           std::find_if(axes.begin(), axes.end(), [&](const MeshAxis& m) { return m.name == axis; });
