@@ -87,7 +87,8 @@ Graph generate(const GenOptions& o) {
   Graph g;
   const std::int64_t batch = 1000, width = 1600, in = 1600;
   auto tensor = [&](const char* label, Point shape) {
-    return g.add_tensor({.dtype = "float32", .range = Range::of_shape(shape)}, {.label = label});
+    return g.add_tensor({.dtype = ir::DType::kFloat32, .range = Range::of_shape(shape)},
+                        {.label = label});
   };
   ir::TensorId x = tensor("x0", {batch, in});
   for (int i = 0; i < o.ops; ++i) {

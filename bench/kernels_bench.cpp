@@ -112,16 +112,16 @@ struct LinearRelu {
         .index_names = names3,
         .reductions = reductions,
         .index_map = AffineMap::identity(3),
-        .inputs = {{"x", "s0_x", x_ipf, ""}, {"w", "s0_w", w_ipf, ""}, {"bias", "s0_b", b_ipf, ""}},
-        .outputs = {{"result", "", r_ipf, "float32"}}};
+        .inputs = {{"x", "s0_x", x_ipf}, {"w", "s0_w", w_ipf}, {"bias", "s0_b", b_ipf}},
+        .outputs = {{"result", "", r_ipf, ir::DType::kFloat32}}};
     rewrite::FusedStage relu{.kernel = "relu",
                              .label = "Y",
                              .params = params,
                              .index_names = names2,
                              .reductions = {},
                              .index_map = AffineMap::from_rows({{1, 0, 0}, {0, 1, 0}}, {0, 0}),
-                             .inputs = {{"x", "", id2, ""}},
-                             .outputs = {{"result", "result", id2, ""}}};
+                             .inputs = {{"x", "", id2}},
+                             .outputs = {{"result", "result", id2}}};
     fused = rewrite::fused_params({lin, relu});
   }
 

@@ -17,11 +17,11 @@ int main(int argc, char** argv) {
   using namespace tapestry::metakernel;
   try {
     Graph g;
-    Tensor x = g.input("X", DType::f32, {4096, 1024});
-    Tensor w1 = g.input("W1", DType::f32, {4096, 1024});
-    Tensor b1 = g.input("b1", DType::f32, {4096});
-    Tensor w2 = g.input("W2", DType::f32, {1024, 4096});
-    Tensor b2 = g.input("b2", DType::f32, {1024});
+    Tensor x = g.input("X", DType::kFloat32, {4096, 1024});
+    Tensor w1 = g.input("W1", DType::kFloat32, {4096, 1024});
+    Tensor b1 = g.input("b1", DType::kFloat32, {4096});
+    Tensor w2 = g.input("W2", DType::kFloat32, {1024, 4096});
+    Tensor b2 = g.input("b2", DType::kFloat32, {1024});
     Tensor h = g.assign("H", relu(linear(x, w1, b1)));
     Tensor y = g.assign("Y", linear(h, w2, b2));
     g.output(y);

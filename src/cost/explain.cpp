@@ -22,7 +22,7 @@ std::string label_of(const ir::Graph& graph, ir::TensorId t) {
 }
 
 std::int64_t element_bytes(const ir::Graph& graph, ir::TensorId t) {
-  auto dtype = ir::parse_dtype(graph.tensor(t).dtype());
+  const std::optional<ir::DType> dtype = graph.tensor(t).dtype().known();
   return dtype ? static_cast<std::int64_t>(ir::dtype_size_bytes(*dtype)) : 0;
 }
 

@@ -176,7 +176,7 @@ std::vector<std::int64_t> box_key(std::uint32_t a, std::uint32_t b, ir::TensorId
 }
 
 std::int64_t element_bytes(const ir::Graph& graph, ir::TensorId tensor) {
-  auto dtype = ir::parse_dtype(graph.tensor(tensor).dtype());
+  const std::optional<ir::DType> dtype = graph.tensor(tensor).dtype().known();
   if (!dtype) {
     throw Error(fmt::format("tensor '{}' has dtype '{}', which the cost model does not know",
                             graph.key(tensor), graph.tensor(tensor).dtype()));

@@ -29,10 +29,10 @@ constexpr std::array kFactors = {
 };
 
 ir::DType dtype_of(const ir::Graph& graph, ir::TensorId tensor) {
-  const std::string& name = graph.tensor(tensor).dtype();
-  if (auto dtype = ir::parse_dtype(name)) return *dtype;
+  const ir::LoomDType& dtype = graph.tensor(tensor).dtype();
+  if (const std::optional<ir::DType> known = dtype.known()) return *known;
   throw Error(fmt::format("tensor '{}' has dtype '{}', which the cost model does not know",
-                          graph.key(tensor), name));
+                          graph.key(tensor), dtype));
 }
 
 std::int64_t selection_bytes(const ir::Graph& graph, const ir::SelectionMap& map) {

@@ -179,7 +179,7 @@ ReadBody<TensorBody> BodyReader::read_tensor() {
   while (auto key = cur_.next_key()) {
     if (*key == "dtype") {
       fields.see(0, *key);
-      out.body.dtype = std::string(read_string_field("dtype"));
+      out.body.dtype = LoomDType::parse(read_string_field("dtype"));
     } else if (*key == "range") {
       fields.see(1, *key);
       out.body.range = read_range();

@@ -102,9 +102,9 @@ bool Dialect::admits(TagKind kind) const {
   return std::find(tag_kinds_.begin(), tag_kinds_.end(), kind) != tag_kinds_.end();
 }
 
-bool Dialect::knows_dtype(std::string_view dtype) const {
-  auto parsed = parse_dtype(dtype);
-  return parsed && std::find(dtypes_.begin(), dtypes_.end(), *parsed) != dtypes_.end();
+bool Dialect::knows_dtype(const LoomDType& dtype) const {
+  const std::optional<DType> known = dtype.known();
+  return known && std::find(dtypes_.begin(), dtypes_.end(), *known) != dtypes_.end();
 }
 
 const Constraint* Dialect::constraint(std::string_view name) const {

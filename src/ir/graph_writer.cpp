@@ -145,7 +145,7 @@ class GraphWriter {
   void write_tensor(const TensorView& t) {
     e_.begin_object();
     e_.key("dtype");
-    e_.string(t.dtype());
+    e_.string(t.dtype().name());
     e_.key("range");
     write_range(t.range());
     write_extensions(t);

@@ -9,31 +9,13 @@
 
 namespace tapestry::metakernel {
 
-std::string loom_dtype(DType dtype) {
-  switch (dtype) {
-    case DType::f32:
-      return "float32";
-    case DType::f64:
-      return "float64";
-    case DType::i32:
-      return "int32";
-    case DType::i64:
-      return "int64";
-    case DType::bf16:
-      return "bfloat16";
-    case DType::f16:
-      return "float16";
-  }
-  return "?";
-}
-
 TensorType tensor_type(const ir::Graph& graph, ir::TensorId tensor) {
   const ir::TensorView view = graph.tensor(tensor);
-  const std::optional<DType> dtype = dtype_from_name(view.dtype());
-  if (!dtype) {
-    throw Error(
-        fmt::format("tensor {} has dtype {}, which no kernel takes (f32 f64 i32 i64 bf16 f16)",
-                    view.label().empty() ? std::string(view.key()) : view.label(), view.dtype()));
+  const std::optional<DType> dtype = view.dtype().known();
+  if (!dtype || !ir::is_tap_dtype(*dtype)) {
+    throw Error(fmt::format("tensor {} has dtype {}, which no kernel takes ({})",
+                            view.label().empty() ? std::string(view.key()) : view.label(),
+                            view.dtype(), tap_dtype_names(" ")));
   }
   return TensorType{*dtype, view.range()};
 }
@@ -91,7 +73,7 @@ AddedOperation add_operation(ir::Graph& graph, const Signature& sig,
       added.outputs.push_back(options.outputs[i]);
       continue;
     }
-    added.outputs.push_back(graph.add_tensor(ir::TensorBody{loom_dtype(type.dtype), type.range},
+    added.outputs.push_back(graph.add_tensor(ir::TensorBody{type.dtype, type.range},
                                              ir::NodeOptions{output_label(sig, name, i), ""}));
   }
   ir::OperationBody body = operation_body(sig, inputs, added.outputs);

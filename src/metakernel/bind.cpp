@@ -51,22 +51,23 @@ void bind_dtype(Bindings& b, std::size_t i) {
   const DType got = b.args[i].type.dtype;
   if (spec.fixed) {
     if (got != *spec.fixed)
-      b.fail("{} must be {}, got {}", b.label(i), dtype_name(*spec.fixed), dtype_name(got));
+      b.fail("{} must be {}, got {}", b.label(i), ir::dtype_short_name(*spec.fixed),
+             ir::dtype_short_name(got));
     return;
   }
   if (auto it = b.types.find(spec.var); it != b.types.end()) {
     if (it->second == got) return;
     std::size_t first = 0;
     while (b.kernel.inputs[first].dtype.var != spec.var) ++first;
-    b.fail("{} is {} but {} is {} (both have type {})", b.label(i), dtype_name(got), b.label(first),
-           dtype_name(it->second), spec.var);
+    b.fail("{} is {} but {} is {} (both have type {})", b.label(i), ir::dtype_short_name(got),
+           b.label(first), ir::dtype_short_name(it->second), spec.var);
   }
   for (const auto& [var, allowed] : b.kernel.types) {
     if (var != spec.var) continue;
     if (std::find(allowed.begin(), allowed.end(), got) == allowed.end()) {
       std::vector<std::string_view> names;
-      for (DType d : allowed) names.push_back(dtype_name(d));
-      b.fail("{} is {}, but {} must be one of {}", b.label(i), dtype_name(got), spec.var,
+      for (DType d : allowed) names.push_back(ir::dtype_short_name(d));
+      b.fail("{} is {}, but {} must be one of {}", b.label(i), ir::dtype_short_name(got), spec.var,
              fmt::join(names, ", "));
     }
   }

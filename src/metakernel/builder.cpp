@@ -42,9 +42,13 @@ Tensor Graph::input(const std::string& name, const TensorType& type) {
   if (!is_tap_identifier(name))
     throw Error(fmt::format("input name '{}' is not an identifier", name));
   if (names_.is_taken(name)) throw Error(fmt::format("{} is already defined", name));
+  if (!ir::is_tap_dtype(type.dtype)) {
+    throw Error(fmt::format("input {}: dtype {} is not one kernels take ({})", name,
+                            ir::dtype_name(type.dtype), tap_dtype_names(" ")));
+  }
   names_.take(name);
-  const ir::TensorId id = graph_.add_tensor(ir::TensorBody{loom_dtype(type.dtype), type.range},
-                                            ir::NodeOptions{name, ""});
+  const ir::TensorId id =
+      graph_.add_tensor(ir::TensorBody{type.dtype, type.range}, ir::NodeOptions{name, ""});
   return Tensor(this, id);
 }
 

@@ -9,7 +9,7 @@ namespace tapestry::metakernel {
 namespace {
 
 std::string dtype_text(const DTypeSpec& spec) {
-  return spec.fixed ? std::string(dtype_name(*spec.fixed)) : spec.var;
+  return spec.fixed ? std::string(ir::dtype_short_name(*spec.fixed)) : spec.var;
 }
 
 // Strings that are identifiers print bare, as a .tap call would spell them (op=sum).
@@ -69,7 +69,7 @@ void describe_constraints(const Metakernel& k, std::string& out) {
   std::vector<std::string> types;
   for (const auto& [var, allowed] : k.types) {
     std::vector<std::string_view> names;
-    for (DType d : allowed) names.push_back(dtype_name(d));
+    for (DType d : allowed) names.push_back(ir::dtype_short_name(d));
     types.push_back(fmt::format("{} in {{{}}}", var, fmt::join(names, ", ")));
   }
   if (!types.empty()) out += fmt::format("  types    {}\n", fmt::join(types, "; "));

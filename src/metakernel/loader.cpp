@@ -138,7 +138,7 @@ DTypeSpec KernelReader::dtype(const YAML::Node& node) {
   const std::string text = scalar(node, "dtype");
   DTypeSpec spec;
   spec.pos = pos_of(node);
-  if (std::optional<DType> fixed = dtype_from_name(text)) {
+  if (std::optional<DType> fixed = ir::parse_tap_dtype(text)) {
     spec.fixed = fixed;
   } else {
     spec.var = identifier(node, "dtype (a dtype or a type variable)");
@@ -156,13 +156,12 @@ std::vector<std::pair<std::string, std::vector<DType>>> KernelReader::types(
     for (const std::string& name : names(kv.second, "a dtype")) {
       if (std::optional<std::vector<DType>> set = dtype_set(name)) {
         allowed.insert(allowed.end(), set->begin(), set->end());
-      } else if (std::optional<DType> d = dtype_from_name(name)) {
+      } else if (std::optional<DType> d = ir::parse_tap_dtype(name)) {
         allowed.push_back(*d);
       } else {
         fail_at(kv.second,
-                fmt::format("unknown dtype or dtype set '{}' (sets: any, float, int; dtypes: "
-                            "f32 f64 i32 i64 bf16 f16)",
-                            name));
+                fmt::format("unknown dtype or dtype set '{}' (sets: any, float, int; dtypes: {})",
+                            name, tap_dtype_names(" ")));
       }
     }
     out.emplace_back(var, std::move(allowed));

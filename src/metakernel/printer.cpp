@@ -176,11 +176,11 @@ class Printer {
 
   std::string declaration(ir::TensorId t) const {
     const ir::TensorView view = g_.tensor(t);
-    const std::optional<DType> dtype = dtype_from_name(view.dtype());
-    if (!dtype) {
+    const std::optional<DType> dtype = view.dtype().known();
+    if (!dtype || !ir::is_tap_dtype(*dtype)) {
       return fmt::format("# note: {} has dtype {}, which .tap cannot write\n{}: f32{}\n",
                          names_.at(t), view.dtype(), names_.at(t),
-                         TensorType{DType::f32, view.range()}.to_string().substr(3));
+                         TensorType{DType::kFloat32, view.range()}.to_string().substr(3));
     }
     return fmt::format("{}: {}\n", names_.at(t), TensorType{*dtype, view.range()}.to_string());
   }

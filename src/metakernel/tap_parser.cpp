@@ -101,12 +101,12 @@ class Parser {
   }
 
   Decl declaration(const Token& name) {
-    const Token& dtype_token = expect(TokenKind::kIdent, "(a dtype: f32 f64 i32 i64 bf16 f16)");
-    const std::optional<DType> dtype = dtype_from_name(dtype_token.text);
+    const Token& dtype_token =
+        expect(TokenKind::kIdent, fmt::format("(a dtype: {})", tap_dtype_names(" ")));
+    const std::optional<DType> dtype = ir::parse_tap_dtype(dtype_token.text);
     if (!dtype) {
-      throw LocatedError(
-          dtype_token.pos,
-          fmt::format("unknown dtype '{}' (dtypes: f32 f64 i32 i64 bf16 f16)", dtype_token.text));
+      throw LocatedError(dtype_token.pos, fmt::format("unknown dtype '{}' (dtypes: {})",
+                                                      dtype_token.text, tap_dtype_names(" ")));
     }
     expect(TokenKind::kLBracket, "to start the dimensions");
     std::vector<std::int64_t> start, end;

@@ -86,8 +86,8 @@ Candidate find_consumer(const RewriteState& state, ir::OperationId op, std::stri
 }
 
 // The stages of an operation: its own (a fused op) or one stage of itself, whose one output has
-// the loom dtype `out_dtype`.
-std::vector<FusedStage> stages_of(const OpSpec& op, const std::string& out_dtype,
+// the dtype `out_dtype`.
+std::vector<FusedStage> stages_of(const OpSpec& op, const ir::LoomDType& out_dtype,
                                   std::vector<Port>& inputs) {
   if (op.kernel == kFusedKernel) return fused_stages(op.params);
   FusedStage s{.kernel = op.kernel,
@@ -123,7 +123,8 @@ std::optional<std::string> split_conflict(const RewriteState& state, const OpSpe
 
 }  // namespace
 
-OpSpec detail::fuse(const OpSpec& p, const OpSpec& c, ir::TensorId t, const std::string& t_dtype) {
+OpSpec detail::fuse(const OpSpec& p, const OpSpec& c, ir::TensorId t,
+                    const ir::LoomDType& t_dtype) {
   // M: producer index → consumer index, through T.
   const Port* t_port = nullptr;
   for (const Port& in : c.inputs) {

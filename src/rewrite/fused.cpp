@@ -14,7 +14,7 @@ namespace {
 json port_json(const FusedPort& p) {
   json j = {{"name", p.name}, {"ipf", zspace::to_json(p.ipf)}};
   j["source"] = p.source;
-  if (!p.dtype.empty()) j["dtype"] = p.dtype;
+  if (p.dtype) j["dtype"] = p.dtype->name();
   return j;
 }
 
@@ -61,9 +61,10 @@ std::vector<FusedPort> ports_from(const json& j, std::size_t stage_rank, const s
   std::vector<FusedPort> ports;
   for (std::size_t i = 0; i < j.size(); ++i) {
     const std::string at = fmt::format("{}/{}", path, i);
+    std::optional<ir::LoomDType> dtype;
+    if (j[i].contains("dtype")) dtype = ir::LoomDType::parse(string_member(j[i], "dtype", at));
     ports.push_back({string_member(j[i], "name", at), string_member(j[i], "source", at),
-                     ipf_from(j[i], stage_rank, at),
-                     j[i].contains("dtype") ? string_member(j[i], "dtype", at) : std::string()});
+                     ipf_from(j[i], stage_rank, at), std::move(dtype)});
   }
   return ports;
 }

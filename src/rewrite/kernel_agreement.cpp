@@ -168,10 +168,10 @@ void compare_output_types(OperationReport& r, const DerivedOperation& d) {
   for (std::size_t j = 0; j < d.spec.outputs.size(); ++j) {
     const ir::TensorView t = r.graph().tensor(d.spec.outputs[j].tensor);
     const metakernel::TensorType& want = d.output_types[j];
-    const std::string want_dtype = metakernel::loom_dtype(want.dtype);
-    const auto dtype = metakernel::dtype_from_name(t.dtype());
-    if (dtype == want.dtype && t.range().shape() == want.shape()) continue;
-    const json graph_type = {{"dtype", t.dtype()}, {"shape", zspace::to_json(t.range().shape())}};
+    const std::string_view want_dtype = ir::dtype_name(want.dtype);
+    if (t.dtype() == want.dtype && t.range().shape() == want.shape()) continue;
+    const json graph_type = {{"dtype", t.dtype().name()},
+                             {"shape", zspace::to_json(t.range().shape())}};
     const json derived_type = {{"dtype", want_dtype}, {"shape", zspace::to_json(want.shape())}};
     r.differs("Operation output type differs from its kernel's",
               fmt::format("outputs.{}", d.spec.outputs[j].name),
@@ -187,10 +187,7 @@ json ports_json(const std::vector<FusedPort>& ports) {
   json out = json::array();
   for (const FusedPort& p : ports) {
     json j = {{"name", p.name}, {"source", p.source}, {"ipf", zspace::to_json(p.ipf)}};
-    if (!p.dtype.empty()) {
-      const auto dtype = metakernel::dtype_from_name(p.dtype);
-      j["dtype"] = dtype ? metakernel::loom_dtype(*dtype) : p.dtype;
-    }
+    if (p.dtype) j["dtype"] = p.dtype->name();
     out.push_back(std::move(j));
   }
   return out;

@@ -30,9 +30,9 @@ std::optional<std::string_view> combine_kernel(ir::Monoid monoid);
 
 /// fuse-elementwise's fused operation of producer `p` (a plain or already fused operation with
 /// one output) and consumer `c`, which reads the producer's output `t` once, elementwise;
-/// `t_dtype` is t's loom dtype (recorded on the intermediate). Kernel "fused", p's index, names
+/// `t_dtype` is t's dtype (recorded on the intermediate). Kernel "fused", p's index, names
 /// and reductions, the stages of fused.h in params, ports keeping their tensors. Precondition:
 /// fuse-elementwise's match holds.
-OpSpec fuse(const OpSpec& p, const OpSpec& c, ir::TensorId t, const std::string& t_dtype);
+OpSpec fuse(const OpSpec& p, const OpSpec& c, ir::TensorId t, const ir::LoomDType& t_dtype);
 
 }  // namespace tapestry::rewrite::detail

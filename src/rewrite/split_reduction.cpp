@@ -241,7 +241,8 @@ MatchResult SplitReduction::match(const RewriteState& state, ir::OperationId op)
                     ir::monoid_name(*view.reduction(split->first)), view.index_name(split->first)));
   }
   for (const auto& out : view.outputs().entries()) {
-    if (!metakernel::dtype_from_name(state.graph.tensor(out.value.tensor).dtype())) {
+    const std::optional<ir::DType> dtype = state.graph.tensor(out.value.tensor).dtype().known();
+    if (!dtype || !ir::is_tap_dtype(*dtype)) {
       return MatchResult::refuse(fmt::format("output dtype '{}' has no reduce kernel",
                                              state.graph.tensor(out.value.tensor).dtype()));
     }

@@ -1,29 +1,29 @@
-// Which IR dtypes the runtime executes.
+// Which IR dtypes the runtime executes (the table's `is_executable` column).
 #include "tapestry/runtime/element.h"
 
 #include <fmt/format.h>
+
+#include <vector>
 
 #include "tapestry/support/error.h"
 
 namespace tapestry::runtime {
 
-bool is_executable(DType dtype) {
-  return dtype == DType::kFloat32 || dtype == DType::kFloat64 || dtype == DType::kInt32 ||
-         dtype == DType::kInt64;
-}
-
 void require_executable(DType dtype, std::string_view what) {
   if (is_executable(dtype)) return;
-  throw Error(fmt::format(
-      "{}: dtype {} cannot be executed (the runtime runs float32, float64, int32, int64)", what,
-      ir::dtype_name(dtype)));
+  std::vector<std::string_view> runs;
+  for (DType d : ir::all_dtypes()) {
+    if (is_executable(d)) runs.push_back(ir::dtype_name(d));
+  }
+  throw Error(fmt::format("{}: dtype {} cannot be executed (the runtime runs {})", what,
+                          ir::dtype_name(dtype), fmt::join(runs, ", ")));
 }
 
-DType parse_executable_dtype(std::string_view name, std::string_view what) {
-  std::optional<DType> dtype = ir::parse_dtype(name);
-  if (!dtype) throw Error(fmt::format("{}: unknown dtype '{}'", what, name));
-  require_executable(*dtype, what);
-  return *dtype;
+DType executable_dtype(const ir::LoomDType& dtype, std::string_view what) {
+  const std::optional<DType> known = dtype.known();
+  if (!known) throw Error(fmt::format("{}: unknown dtype '{}'", what, dtype.name()));
+  require_executable(*known, what);
+  return *known;
 }
 
 }  // namespace tapestry::runtime

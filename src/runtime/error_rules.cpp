@@ -57,10 +57,6 @@ bool is_exact_kernel(std::string_view kernel, Rule rule) {
   return rule != Rule::kSoftmax && rule != Rule::kProduct && rule != Rule::kFallback;
 }
 
-bool is_float(DType d) {
-  return d == DType::kFloat32 || d == DType::kFloat64;
-}
-
 Buffer map_values(const Buffer& in, const std::function<double(double)>& f) {
   Buffer out(DType::kFloat64, in.range(), Buffer::Uninitialized{});
   const std::span<const double> from = in.values<double>();
@@ -226,7 +222,7 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
     c.result.outputs.push_back(e.value.tensor);
     dtype = tensor_dtype(graph_, e.value.tensor);
   }
-  const bool floats = is_float(dtype);
+  const bool floats = ir::is_float(dtype);
   c.u = dtype == DType::kFloat32 ? 0x1p-24 : 0x1p-53;
   c.tiny = dtype == DType::kFloat32 ? FLT_MIN : DBL_MIN;
   c.result.values = call(kernel_, c.in_value, floats ? DType::kFloat64 : dtype);

@@ -95,7 +95,7 @@ std::int64_t oracle_bytes(const ir::Graph& graph) {
   std::int64_t total = 0;
   for (ir::TensorId t : graph.tensors()) {
     const DType dtype = tensor_dtype(graph, t);
-    const bool is_float = dtype == DType::kFloat32 || dtype == DType::kFloat64;
+    const bool is_float = ir::is_float(dtype);
     const std::int64_t cells = graph.tensor(t).range().size();
     total = add_saturating(
         total, is_float ? mul_saturating(cells, 2 * sizeof(double)) : bytes_of(graph, t));

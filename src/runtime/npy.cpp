@@ -30,29 +30,25 @@ namespace {
 
 constexpr std::string_view kMagic = "\x93NUMPY";
 
-struct Descr {
-  std::string_view text;
-  DType dtype;
-};
-constexpr Descr kDescrs[] = {{"<f4", DType::kFloat32}, {"<f8", DType::kFloat64},
-                             {"<i4", DType::kInt32},   {"<i8", DType::kInt64},
-                             {"=f4", DType::kFloat32}, {"=f8", DType::kFloat64},
-                             {"=i4", DType::kInt32},   {"=i8", DType::kInt64}};
-
-DType dtype_of_descr(const std::string& descr) {
-  for (const Descr& d : kDescrs) {
-    if (d.text == descr) return d.dtype;
-  }
-  const char* why = !descr.empty() && descr[0] == '>' ? " (big-endian)" : "";
-  throw Error(
-      fmt::format("unsupported dtype '{}'{}; supported: '<f4' '<f8' '<i4' '<i8'", descr, why));
+// numpy's type string of an executable dtype, from the dtype table: little-endian '<', the kind
+// ('f' float, 'i' signed integer) and the size in bytes: "<f4", "<f8", "<i4", "<i8".
+std::string descr_of(DType dtype) {
+  return fmt::format("<{}{}", ir::is_float(dtype) ? 'f' : 'i', ir::dtype_size_bytes(dtype));
 }
 
-std::string_view descr_of(DType dtype) {
-  for (const Descr& d : kDescrs) {
-    if (d.dtype == dtype) return d.text;
+// The executable dtype `descr` names; '=' (native order) is '<' on this little-endian host.
+DType dtype_of_descr(const std::string& descr) {
+  std::string supported;
+  for (DType d : ir::all_dtypes()) {
+    if (!is_executable(d)) continue;
+    const std::string little = descr_of(d);
+    const bool native = !descr.empty() && descr[0] == '=' &&
+                        std::string_view(descr).substr(1) == std::string_view(little).substr(1);
+    if (descr == little || native) return d;
+    supported += fmt::format("{}'{}'", supported.empty() ? "" : " ", little);
   }
-  return "";
+  const char* why = !descr.empty() && descr[0] == '>' ? " (big-endian)" : "";
+  throw Error(fmt::format("unsupported dtype '{}'{}; supported: {}", descr, why, supported));
 }
 
 std::uint32_t read_le(std::string_view bytes, std::size_t at, std::size_t width) {

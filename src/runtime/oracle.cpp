@@ -21,10 +21,6 @@ namespace tapestry::runtime {
 
 namespace {
 
-bool is_float(DType d) {
-  return d == DType::kFloat32 || d == DType::kFloat64;
-}
-
 Buffer promote(const Buffer& in) {
   if (in.dtype() != DType::kFloat32) return in;
   Buffer out(DType::kFloat64, in.range(), Buffer::Uninitialized{});
@@ -78,7 +74,7 @@ Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
       throw Error(fmt::format("no buffer for input tensor '{}'", tensor_name(graph, t)));
     }
     Buffer v = promote(bind_buffer(graph, t, given->second));
-    if (is_float(tensor_dtype(graph, t))) {
+    if (ir::is_float(tensor_dtype(graph, t))) {
       oracle.sigma.emplace(t, Buffer(DType::kFloat64, v.range()));  // inputs are exact
       oracle.bound.emplace(t, Buffer(DType::kFloat64, v.range()));
       double m = 0;

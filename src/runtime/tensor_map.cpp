@@ -38,8 +38,8 @@ ir::TensorId find_tensor(const ir::Graph& graph, std::string_view name) {
 }
 
 DType tensor_dtype(const ir::Graph& graph, ir::TensorId tensor) {
-  return parse_executable_dtype(graph.tensor(tensor).dtype(),
-                                fmt::format("tensor '{}'", tensor_name(graph, tensor)));
+  return executable_dtype(graph.tensor(tensor).dtype(),
+                          fmt::format("tensor '{}'", tensor_name(graph, tensor)));
 }
 
 Buffer bind_buffer(const ir::Graph& graph, ir::TensorId tensor, Buffer buffer) {

@@ -113,7 +113,7 @@ OutputVerdict judge(const ir::Graph& graph, ir::TensorId t, const BufferMap& res
   const Buffer r = result.relocated(range.start());
   v.cells = r.size();
   if (naive != nullptr) v.vs_naive = compare_buffers(naive->at(t), r);
-  const bool is_float = dtype == DType::kFloat32 || dtype == DType::kFloat64;
+  const bool is_float = ir::is_float(dtype);
   if (mode == VerifyMode::kBitwise || !is_float) {
     // Integers are exact in every mode; bitwise compares with the naive run.
     const BufferComparison c =

@@ -281,7 +281,7 @@ RC_GTEST_PROP(PlacementProperties, TransfersBringExactlyTheRemoteCellsEachDevice
   std::set<Cell> moved;
   for (const Transfer& tr : p.transfers) {
     RC_ASSERT(tr.from != tr.to);
-    const auto element = ir::dtype_size_bytes(*ir::parse_dtype(r->graph.tensor(tr.tensor).dtype()));
+    const auto element = ir::dtype_size_bytes(*r->graph.tensor(tr.tensor).dtype().known());
     RC_ASSERT(tr.bytes == tr.box.size() * static_cast<std::int64_t>(element));
     const auto cells = cells_of(tr.to, tr.tensor, tr.box);
     moved.insert(cells.begin(), cells.end());

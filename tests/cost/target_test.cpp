@@ -231,7 +231,7 @@ TEST(Target, DescribeNamesDevicesLinksAndMesh) {
   for (const char* line :
        {"target    two-nodes\n", "devices   6 on 2 nodes: gpu:0 … gpu:5\n",
         "type      small (gpu), 2 per node\n",
-        "  peak        bfloat16 4 TFLOP/s, float32 1 TFLOP/s\n",
+        "  peak        float32 1 TFLOP/s, bfloat16 4 TFLOP/s\n",
         "  efficiency  0.5 of peak, launch 5 µs\n",
         "  memory      16 GB at 100 GB/s, 0.9 of it achieved\n",
         "  power       30 W idle, 300 W busy\n", "inter     10 GB/s per direction, latency 5 µs\n",
@@ -317,8 +317,8 @@ const BadTarget kBadTargets[] = {
      "t.json: /outputs: expected \"resident\" or \"host\", got \"device\""},
     {"unknown dtype",
      R"([{"op": "add", "path": "/device_types/big/peak_flops/fp32", "value": 1e12}])", "",
-     "t.json: /device_types/big/peak_flops/fp32: unknown dtype \"fp32\" (expected one of bool, "
-     "int8, int16, int32, int64, uint8, float16, bfloat16, float32, float64)"},
+     "t.json: /device_types/big/peak_flops/fp32: unknown dtype \"fp32\" (expected one of "
+     "float32, float64, int32, int64, bfloat16, float16, bool, int8, int16, uint8)"},
     {"no peak_flops", R"([{"op": "replace", "path": "/device_types/big/peak_flops", "value": {}}])",
      "", "t.json: /device_types/big/peak_flops: must not be empty"},
     {"idle > busy", R"([{"op": "replace", "path": "/device_types/small/idle_w", "value": 301}])",

@@ -55,7 +55,8 @@ TEST(GraphvizTest, ManyShardsAreSummarised) {
 
 TEST(GraphvizTest, LabelsAreEscaped) {
   ir::Graph g;
-  g.add_tensor({.dtype = "int32", .range = ir::testing::zr("zr[0:1]")}, {.label = "a<b>&\"c\""});
+  g.add_tensor({.dtype = ir::DType::kInt32, .range = ir::testing::zr("zr[0:1]")},
+               {.label = "a<b>&\"c\""});
   std::string dot = to_dot(g);
   EXPECT_NE(dot.find("a&lt;b&gt;&amp;&quot;c&quot;"), std::string::npos) << dot;
   EXPECT_NO_THROW(render_dot(dot, ImageFormat::kSvg));

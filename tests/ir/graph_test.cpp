@@ -12,15 +12,17 @@ using testing::zr;
 
 TEST(GraphTest, BuildsTensorsAndOperationsWithTypedViews) {
   Graph g;
-  TensorId x = g.add_tensor({.dtype = "float32", .range = zr("zr[0:10, 0:5]")}, {.label = "X"});
-  TensorId z = g.add_tensor({.dtype = "float32", .range = zr("zr[0:10, 0:5]")}, {.label = "Z"});
+  TensorId x =
+      g.add_tensor({.dtype = DType::kFloat32, .range = zr("zr[0:10, 0:5]")}, {.label = "X"});
+  TensorId z =
+      g.add_tensor({.dtype = DType::kFloat32, .range = zr("zr[0:10, 0:5]")}, {.label = "Z"});
   OperationBody body{.kernel = "relu"};
   body.inputs.append("x", {x, zr("zr[0:10, 0:5]")});
   body.outputs.append("y", {z, zr("zr[0:10, 0:5]")});
   OperationId op = g.add_operation(std::move(body), {.label = "relu"});
 
   EXPECT_EQ(g.size(), 3u);
-  EXPECT_EQ(g.tensor(x).dtype(), "float32");
+  EXPECT_EQ(g.tensor(x).dtype(), DType::kFloat32);
   EXPECT_EQ(g.tensor(x).range(), zr("zr[0:10, 0:5]"));
   EXPECT_EQ(g.tensor(x).label(), "X");
   EXPECT_EQ(g.operation(op).kernel(), "relu");
@@ -43,8 +45,8 @@ TEST(GraphTest, CheckedNarrowingOfIds) {
 TEST(GraphTest, GeneratedKeysAreDeterministicUuidShapes) {
   Graph a;
   Graph b;
-  TensorId ta = a.add_tensor({.dtype = "int32", .range = zr("zr[0:1]")});
-  TensorId tb = b.add_tensor({.dtype = "int32", .range = zr("zr[0:1]")});
+  TensorId ta = a.add_tensor({.dtype = DType::kInt32, .range = zr("zr[0:1]")});
+  TensorId tb = b.add_tensor({.dtype = DType::kInt32, .range = zr("zr[0:1]")});
   EXPECT_EQ(a.key(ta), b.key(tb));
   EXPECT_EQ(a.key(ta), "00000000-0000-4000-8000-000000000001");
   EXPECT_EQ(a.key(ta).size(), 36u);
@@ -52,15 +54,15 @@ TEST(GraphTest, GeneratedKeysAreDeterministicUuidShapes) {
 
 TEST(GraphTest, GeneratedKeysSkipTakenOnes) {
   Graph g;
-  g.add_tensor({.dtype = "int32", .range = zr("zr[0:1]")},
+  g.add_tensor({.dtype = DType::kInt32, .range = zr("zr[0:1]")},
                {.key = "00000000-0000-4000-8000-000000000001"});
-  TensorId t = g.add_tensor({.dtype = "int32", .range = zr("zr[0:1]")});
+  TensorId t = g.add_tensor({.dtype = DType::kInt32, .range = zr("zr[0:1]")});
   EXPECT_EQ(g.key(t), "00000000-0000-4000-8000-000000000002");
 }
 
 TEST(GraphTest, FindsNodesByKey) {
   Graph g;
-  TensorId t = g.add_tensor({.dtype = "int32", .range = zr("zr[0:1]")}, {.key = "my-tensor"});
+  TensorId t = g.add_tensor({.dtype = DType::kInt32, .range = zr("zr[0:1]")}, {.key = "my-tensor"});
   EXPECT_EQ(g.find("my-tensor"), NodeId(t));
   EXPECT_EQ(g.find("other"), std::nullopt);
   for (int i = 0; i < 1000; ++i) g.add_note("n");  // forces the key index to grow
@@ -83,8 +85,8 @@ TEST(GraphTest, ProducersConsumersAndApplications) {
 
 TEST(GraphTest, AnOperationReadingATensorTwiceIsOneConsumer) {
   Graph g;
-  TensorId x = g.add_tensor({.dtype = "int32", .range = zr("zr[0:4]")});
-  TensorId y = g.add_tensor({.dtype = "int32", .range = zr("zr[0:4]")});
+  TensorId x = g.add_tensor({.dtype = DType::kInt32, .range = zr("zr[0:4]")});
+  TensorId y = g.add_tensor({.dtype = DType::kInt32, .range = zr("zr[0:4]")});
   OperationBody body{.kernel = "mul"};
   body.inputs.append("a", {x, zr("zr[0:4]")});
   body.inputs.append("b", {x, zr("zr[0:4]")});
@@ -109,8 +111,8 @@ TEST(GraphTest, TopologicalOrderPutsProducersFirst) {
 
 TEST(GraphTest, TopologicalOrderReportsACycle) {
   Graph g;
-  TensorId a = g.add_tensor({.dtype = "int32", .range = zr("zr[0:4]")}, {.label = "A"});
-  TensorId b = g.add_tensor({.dtype = "int32", .range = zr("zr[0:4]")}, {.label = "B"});
+  TensorId a = g.add_tensor({.dtype = DType::kInt32, .range = zr("zr[0:4]")}, {.label = "A"});
+  TensorId b = g.add_tensor({.dtype = DType::kInt32, .range = zr("zr[0:4]")}, {.label = "B"});
   OperationBody f{.kernel = "f"};
   f.inputs.append("x", {a, zr("zr[0:4]")});
   f.outputs.append("y", {b, zr("zr[0:4]")});

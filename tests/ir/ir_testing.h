@@ -66,9 +66,9 @@ struct AddGraph {
 inline AddGraph add_graph() {
   AddGraph a;
   zspace::Range box = zr("zr[0:10, 0:5]");
-  a.x = a.g.add_tensor({.dtype = "int32", .range = box}, {.label = "X"});
-  a.y = a.g.add_tensor({.dtype = "int32", .range = zr("zr[200:210, 50:55]")}, {.label = "Y"});
-  a.z = a.g.add_tensor({.dtype = "int32", .range = box}, {.label = "Z"});
+  a.x = a.g.add_tensor({.dtype = DType::kInt32, .range = box}, {.label = "X"});
+  a.y = a.g.add_tensor({.dtype = DType::kInt32, .range = zr("zr[200:210, 50:55]")}, {.label = "Y"});
+  a.z = a.g.add_tensor({.dtype = DType::kInt32, .range = box}, {.label = "Z"});
   OperationBody body{.kernel = "add"};
   body.inputs.append("tensors", {a.x, box});
   body.inputs.append("tensors", {a.y, zr("zr[200:210, 50:55]")});
@@ -120,11 +120,11 @@ struct LinearRelu {
 inline LinearRelu linear_relu(int shards) {
   LinearRelu m;
   Graph& g = m.g;
-  m.x = g.add_tensor({.dtype = "float32", .range = zr("zr[0:8, 0:4]")}, {.label = "X"});
-  m.w = g.add_tensor({.dtype = "float32", .range = zr("zr[0:6, 0:4]")}, {.label = "W"});
-  m.b = g.add_tensor({.dtype = "float32", .range = zr("zr[0:6]")}, {.label = "b"});
-  m.z = g.add_tensor({.dtype = "float32", .range = zr("zr[0:8, 0:6]")}, {.label = "Z"});
-  m.y = g.add_tensor({.dtype = "float32", .range = zr("zr[0:8, 0:6]")}, {.label = "Y"});
+  m.x = g.add_tensor({.dtype = DType::kFloat32, .range = zr("zr[0:8, 0:4]")}, {.label = "X"});
+  m.w = g.add_tensor({.dtype = DType::kFloat32, .range = zr("zr[0:6, 0:4]")}, {.label = "W"});
+  m.b = g.add_tensor({.dtype = DType::kFloat32, .range = zr("zr[0:6]")}, {.label = "b"});
+  m.z = g.add_tensor({.dtype = DType::kFloat32, .range = zr("zr[0:8, 0:6]")}, {.label = "Z"});
+  m.y = g.add_tensor({.dtype = DType::kFloat32, .range = zr("zr[0:8, 0:6]")}, {.label = "Y"});
 
   OperationBody lin{.kernel = "linear",
                     .index_names = {"batch", "out", "in"},

@@ -65,8 +65,8 @@ TEST(BodyExtensionFieldConstraint, WarnsAboutFieldsOutsideTheSchema) {
 
 TEST(TensorDTypeConstraint, FiresOnUnknownDTypes) {
   Graph g;
-  g.add_tensor({.dtype = "boolean", .range = zr("zr[0:1]")});
-  g.add_tensor({.dtype = "bool", .range = zr("zr[0:1]")});
+  g.add_tensor({.dtype = LoomDType::parse("boolean"), .range = zr("zr[0:1]")});
+  g.add_tensor({.dtype = DType::kBool, .range = zr("zr[0:1]")});
   auto issues = issues_of(g, op_dialect(), "tensor-dtype");
   ASSERT_EQ(issues.size(), 1u);
   EXPECT_EQ(issues[0].params["dtype"], "boolean");
@@ -111,8 +111,8 @@ TEST(SelectionRangeConstraint, FiresOnRankMismatch) {
 
 TEST(OperationAcyclicConstraint, ReportsTheCycleNodes) {
   Graph g;
-  TensorId a = g.add_tensor({.dtype = "int32", .range = zr("zr[0:4]")}, {.label = "A"});
-  TensorId b = g.add_tensor({.dtype = "int32", .range = zr("zr[0:4]")}, {.label = "B"});
+  TensorId a = g.add_tensor({.dtype = DType::kInt32, .range = zr("zr[0:4]")}, {.label = "A"});
+  TensorId b = g.add_tensor({.dtype = DType::kInt32, .range = zr("zr[0:4]")}, {.label = "B"});
   for (auto [in, out, name] : {std::tuple{a, b, "f"}, std::tuple{b, a, "h"}}) {
     OperationBody body{.kernel = name};
     body.inputs.append("x", {in, zr("zr[0:4]")});
@@ -138,7 +138,7 @@ TEST(TensorSingleProducerConstraint, FiresOnTwoWriters) {
 
 TEST(OperationIpfPresentConstraint, WarnsWithoutTagsAndFailsWithOnlyOne) {
   Graph g;
-  TensorId x = g.add_tensor({.dtype = "int32", .range = zr("zr[0:4]")});
+  TensorId x = g.add_tensor({.dtype = DType::kInt32, .range = zr("zr[0:4]")});
   OperationBody body{.kernel = "k"};
   body.outputs.append("y", {x, zr("zr[0:4]")});
   OperationId op = g.add_operation(std::move(body));
@@ -212,9 +212,9 @@ TEST(OperationOutputInjectiveConstraint, FiresOnAnUndeclaredReduction) {
 // Output IPF (i + j): index points (0, 1) and (1, 0) write the same cell.
 Graph diagonal_sum(zspace::Range index, std::int64_t extent) {
   Graph g;
-  TensorId x = g.add_tensor({.dtype = "int32", .range = index}, {.label = "X"});
-  TensorId y =
-      g.add_tensor({.dtype = "int32", .range = zspace::Range::of_shape({extent})}, {.label = "Y"});
+  TensorId x = g.add_tensor({.dtype = DType::kInt32, .range = index}, {.label = "X"});
+  TensorId y = g.add_tensor({.dtype = DType::kInt32, .range = zspace::Range::of_shape({extent})},
+                            {.label = "Y"});
   OperationBody body{.kernel = "k"};
   body.inputs.append("x", {x, index});
   body.outputs.append("y", {y, zspace::Range::of_shape({extent})});
@@ -252,8 +252,8 @@ TEST(OperationOutputInjectiveConstraint, HugeIndexesDoNotOverflow) {
 TEST(OperationOutputInjectiveConstraint, AcceptsStridedWindowsThatDoNotOverlap) {
   // Stride 2 with windows of 2 cells: disjoint; stride 2 with windows of 3 would overlap.
   Graph g;
-  TensorId x = g.add_tensor({.dtype = "int32", .range = zr("zr[0:8]")});
-  TensorId y = g.add_tensor({.dtype = "int32", .range = zr("zr[0:8]")});
+  TensorId x = g.add_tensor({.dtype = DType::kInt32, .range = zr("zr[0:8]")});
+  TensorId y = g.add_tensor({.dtype = DType::kInt32, .range = zr("zr[0:8]")});
   OperationBody body{.kernel = "k"};
   body.inputs.append("x", {x, zr("zr[0:8]")});
   body.outputs.append("y", {y, zr("zr[0:8]")});

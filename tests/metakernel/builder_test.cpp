@@ -20,11 +20,11 @@ std::string tap_json(const std::string& text) {
 
 TEST(Builder, MlpEqualsTheTapGraph) {
   Graph g(kernels());
-  Tensor x = g.input("X", DType::f32, {4096, 1024});
-  Tensor w1 = g.input("W1", DType::f32, {4096, 1024});
-  Tensor b1 = g.input("b1", DType::f32, {4096});
-  Tensor w2 = g.input("W2", DType::f32, {1024, 4096});
-  Tensor b2 = g.input("b2", DType::f32, {1024});
+  Tensor x = g.input("X", DType::kFloat32, {4096, 1024});
+  Tensor w1 = g.input("W1", DType::kFloat32, {4096, 1024});
+  Tensor b1 = g.input("b1", DType::kFloat32, {4096});
+  Tensor w2 = g.input("W2", DType::kFloat32, {1024, 4096});
+  Tensor b2 = g.input("b2", DType::kFloat32, {1024});
   Tensor h = g.assign("H", relu(linear(x, w1, b1)));
   Tensor y = g.assign("Y", linear(h, w2, b2));
   g.output(y);
@@ -41,8 +41,8 @@ output Y
 
 TEST(Builder, ConvWithSugarEqualsTheTapGraph) {
   Graph g(kernels());
-  Tensor img = g.input("I", DType::f32, {1, 3, 8, 8});
-  Tensor k = g.input("K", DType::f32, {4, 3, 3, 3});
+  Tensor img = g.input("I", DType::kFloat32, {1, 3, 8, 8});
+  Tensor k = g.input("K", DType::kFloat32, {4, 3, 3, 3});
   g.output(g.assign("C", relu(conv2d(img, k, {.stride = 2, .padding = 1}))));
   EXPECT_EQ(ir::write_graph_json(g.take()), tap_json(R"(I: f32[1, 3, 8, 8]
 K: f32[4, 3, 3, 3]
@@ -53,9 +53,9 @@ output C
 
 TEST(Builder, EveryWrapperCallsItsKernel) {
   Graph g(kernels());
-  Tensor a = g.input("A", DType::f32, {2, 3, 4});
-  Tensor m = g.input("M", DType::f32, {2, 4, 3});
-  Tensor v = g.input("v", DType::f32, {4});
+  Tensor a = g.input("A", DType::kFloat32, {2, 3, 4});
+  Tensor m = g.input("M", DType::kFloat32, {2, 4, 3});
+  Tensor v = g.input("v", DType::kFloat32, {4});
   std::vector<std::pair<Tensor, std::string>> calls = {
       {matmul(a, m), "matmul"},
       {bias_add(a, v), "bias_add"},
@@ -89,20 +89,25 @@ TEST(Builder, EveryWrapperCallsItsKernel) {
 
 TEST(Builder, ErrorsNameTheTensors) {
   Graph g(kernels());
-  Tensor x = g.input("X", DType::f32, {4, 12});
-  Tensor w = g.input("W", DType::f32, {32, 16});
-  Tensor b = g.input("b", DType::f32, {32});
+  Tensor x = g.input("X", DType::kFloat32, {4, 12});
+  Tensor w = g.input("W", DType::kFloat32, {32, 16});
+  Tensor b = g.input("b", DType::kFloat32, {32});
   try {
     (void)linear(x, w, b);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "linear: X has 12 columns but W has 16 (its in dimension)");
   }
-  EXPECT_THROW(g.input("X", DType::f32, {1}), Error);
-  EXPECT_THROW(g.input("bad name", DType::f32, {1}), Error);
-  EXPECT_THROW(g.input("N", DType::f32, {-1}), Error);
+  EXPECT_THROW(g.input("X", DType::kFloat32, {1}), Error);
+  EXPECT_THROW(g.input("bad name", DType::kFloat32, {1}), Error);
+  EXPECT_THROW(g.input("N", DType::kFloat32, {-1}), Error);
+  EXPECT_THAT([&] { g.input("B", DType::kBool, {2}); },
+              ::testing::ThrowsMessage<Error>(
+                  ::testing::StrEq("input B: dtype bool is not one kernels take "
+                                   "(f32 f64 i32 i64 bf16 f16)")));
+  EXPECT_FALSE(g.find("B").has_value());  // nothing was added
   Graph other(kernels());
-  Tensor y = other.input("Y", DType::f32, {4, 12});
+  Tensor y = other.input("Y", DType::kFloat32, {4, 12});
   EXPECT_THROW((void)add(x, y), Error);
   EXPECT_THROW((void)relu(Tensor()), Error);
   EXPECT_THROW(g.call("nonsense", {x}), Error);
@@ -110,7 +115,7 @@ TEST(Builder, ErrorsNameTheTensors) {
 
 TEST(Builder, AssignNamesOnlyTheStatementsOperations) {
   Graph g(kernels());
-  Tensor x = g.input("X", DType::f32, {4});
+  Tensor x = g.input("X", DType::kFloat32, {4});
   Tensor stray = relu(x);                 // never assigned: keeps "relu"
   Tensor y = g.assign("Y", exp(neg(x)));  // Y/neg, Y
   EXPECT_EQ(stray.name(), "relu");
@@ -128,9 +133,9 @@ TEST(Builder, AssignNamesOnlyTheStatementsOperations) {
 
 TEST(Builder, InputsMayStartAnywhere) {
   Graph g(kernels());
-  Tensor x = g.input("X", TensorType{DType::f32, zr("zr[-40:60, 20:32]")});
-  Tensor w = g.input("W", DType::f32, {32, 12});
-  Tensor b = g.input("b", DType::f32, {32});
+  Tensor x = g.input("X", TensorType{DType::kFloat32, zr("zr[-40:60, 20:32]")});
+  Tensor w = g.input("W", DType::kFloat32, {32, 12});
+  Tensor b = g.input("b", DType::kFloat32, {32});
   Tensor y = g.assign("Y", relu(linear(x, w, b)));
   EXPECT_EQ(y.type().to_string(), "f32[100, 32]");
   EXPECT_EQ(x.type().to_string(), "f32[-40:60, 20:32]");

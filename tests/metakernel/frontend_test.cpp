@@ -76,7 +76,7 @@ TEST(Frontend, RunningExampleBuildsTheDesignGraph) {
   // Tensors: the inputs keep their names; each result is labelled like its operation.
   const ir::TensorId z = *find_tensor(g, "Y/linear");
   EXPECT_EQ(g.tensor(z).range(), zr("zr[0:100, 0:32]"));
-  EXPECT_EQ(g.tensor(z).dtype(), "float32");
+  EXPECT_EQ(g.tensor(z).dtype(), ir::DType::kFloat32);
   EXPECT_TRUE(is_graph_output(g, *find_tensor(g, "Y")));
   EXPECT_FALSE(is_graph_output(g, z));
   // One whole-index application per operation.
@@ -185,8 +185,25 @@ INSTANTIATE_TEST_SUITE_P(
             "  X: f32[4\n          ^"},
         InvalidCase{"bad_dtype", "X: f33[4]\n",
                     "t.tap:1:4: error: unknown dtype 'f33' (dtypes: f32 f64 i32 i64 bf16 f16)\n  "
-                    "X: f33[4]\n     ^"}),
+                    "X: f33[4]\n     ^"},
+        InvalidCase{"loom_only_dtype", "X: int8[4]\n",
+                    "t.tap:1:4: error: unknown dtype 'int8' (dtypes: f32 f64 i32 i64 bf16 f16)\n  "
+                    "X: int8[4]\n     ^"}),
     [](const ::testing::TestParamInfo<InvalidCase>& info) { return std::string(info.param.name); });
+
+// Every .tap dtype, by its short and its loom name, declares the same tensor; the graph stores
+// the dtype itself (written as its loom name).
+TEST(Frontend, ShortAndLongDTypeNamesDeclareTheSameTensor) {
+  for (ir::DType d : ir::all_dtypes()) {
+    if (!ir::is_tap_dtype(d)) continue;
+    for (std::string_view spelling : {ir::dtype_short_name(d), ir::dtype_name(d)}) {
+      SCOPED_TRACE(std::string(spelling));
+      const ir::Graph g = build_ok(fmt::format("X: {}[-1:3, 2]\nY = neg(X)\noutput Y\n", spelling));
+      EXPECT_EQ(g.tensor(*find_tensor(g, "X")).dtype(), d);
+      EXPECT_EQ(g.tensor(*find_tensor(g, "Y")).dtype(), d);
+    }
+  }
+}
 
 TEST(Frontend, OneDiagnosticPerFailingStatementAndNoCascade) {
   const std::string errors = build_errors(R"(X: f32[4, 12]

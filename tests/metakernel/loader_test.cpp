@@ -77,7 +77,7 @@ ipfs:
 )");
   ASSERT_EQ(ks.size(), 3u);
   EXPECT_EQ(ks[1].call_form(), "scale_int(x, factor=int)");
-  EXPECT_EQ(ks[1].types.at(0).second, (std::vector<DType>{DType::i32, DType::i64}));
+  EXPECT_EQ(ks[1].types.at(0).second, (std::vector<DType>{DType::kInt32, DType::kInt64}));
   EXPECT_EQ(ks[1].outputs.size(), 1u);  // inherited
   Signature sig = evaluate_signature(ks[2], std::vector<Argument>{{"V", tt("f32[10]")}}, {});
   EXPECT_EQ(sig.outputs[0].type.to_string(), "f32[8]");
@@ -128,6 +128,9 @@ INSTANTIATE_TEST_SUITE_P(
                   "k.yaml:2:12: error: unknown dtype or dtype set 'floaty' (sets: any, float, int; "
                   "dtypes: f32 f64 "
                   "i32 i64 bf16 f16)"},
+        BadKernel{"loom_only_dtype", replace(kScale, "{T: float}", "{T: [f32, uint8]}"),
+                  "k.yaml:2:12: error: unknown dtype or dtype set 'uint8' (sets: any, float, int; "
+                  "dtypes: f32 f64 i32 i64 bf16 f16)"},
         BadKernel{"pattern_syntax",
                   replace(kScale, "x: {shape: \"[$d...]\"", "x: {shape: \"[$d... $e]\""),
                   "k.yaml:4:22: error: expected ',' or ']' after a list entry, found '$'"},
@@ -201,6 +204,24 @@ INSTANTIATE_TEST_SUITE_P(
         BadKernel{"no_outputs", "kernel: k\ninputs: {}\n",
                   "k.yaml:1:9: error: k: a kernel needs at least one output"}),
     [](const ::testing::TestParamInfo<BadKernel>& info) { return std::string(info.param.name); });
+
+// The kernel files' dtype sets, from the dtype table: every .tap dtype, its floats, its integers.
+TEST(Loader, DTypeSetsComeFromTheTable) {
+  using ir::DType;
+  EXPECT_EQ(dtype_set("any"),
+            (std::vector<DType>{DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64,
+                                DType::kBFloat16, DType::kFloat16}));
+  EXPECT_EQ(dtype_set("float"), (std::vector<DType>{DType::kFloat32, DType::kFloat64,
+                                                    DType::kBFloat16, DType::kFloat16}));
+  EXPECT_EQ(dtype_set("int"), (std::vector<DType>{DType::kInt32, DType::kInt64}));
+  for (std::string_view name : {"", "f32", "float32", "Float", "ints", "bool"}) {
+    EXPECT_EQ(dtype_set(name), std::nullopt) << name;
+  }
+  EXPECT_EQ(tap_dtype_names(" "), "f32 f64 i32 i64 bf16 f16");
+  // Long names are accepted in kernel files too, and mean the same dtype.
+  const auto ks = parse(replace(kScale, "{T: float}", "{T: [float64, i32]}"));
+  EXPECT_EQ(ks[0].types.at(0).second, (std::vector<DType>{DType::kFloat64, DType::kInt32}));
+}
 
 TEST(Loader, ErrorsQuoteTheLineWithACaret) {
   const std::string error =

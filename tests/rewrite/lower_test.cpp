@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "rewrite/rewrite_testing.h"
+#include "tapestry/rewrite/fused.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::rewrite {
@@ -178,6 +179,28 @@ TEST(Fuse, RunningExampleGivesTwoFusedApplicationsAndDropsZ) {
   EXPECT_FALSE(testing::has_tensor_labelled(r.graph, "Y/linear"));
   auto cmp = testing::run_both(g, r.graph);
   EXPECT_TRUE(cmp.all_bitwise_equal()) << cmp.summary();
+}
+
+// The intermediate's dtype is recorded under its loom name; fused params read back to the same
+// stages, and a spelling Tapestry does not know is kept as read (the fused kernel reports it).
+TEST(Fuse, RecordsTheIntermediateDTypeByItsLoomName) {
+  ir::Graph g = testing::build("X: f64[4, 3]\nY = exp(neg(X))\noutput Y\n");
+  LowerResult r = lower(g, parse_plan(R"({"fuse": [["Y/neg", "Y"]]})"));
+  ASSERT_EQ(testing::count_kernel(r.graph, "fused"), 1u);
+  const nlohmann::json params = r.graph.operation(r.graph.operations().front()).params();
+  EXPECT_EQ(params["stages"][0]["outputs"][0]["dtype"], "float64");
+  std::vector<FusedStage> stages = fused_stages(params);
+  ASSERT_EQ(stages.size(), 2u);
+  EXPECT_EQ(stages[0].outputs[0].dtype, ir::LoomDType(ir::DType::kFloat64));
+  EXPECT_EQ(stages[1].outputs[0].dtype, std::nullopt);  // the fused output: no intermediate
+  EXPECT_EQ(fused_params(stages), params);
+
+  nlohmann::json odd = params;
+  odd["stages"][0]["outputs"][0]["dtype"] = "f64";
+  stages = fused_stages(odd);
+  ASSERT_TRUE(stages[0].outputs[0].dtype.has_value());
+  EXPECT_EQ(stages[0].outputs[0].dtype->known(), std::nullopt);
+  EXPECT_EQ(fused_params(stages), odd);
 }
 
 TEST(Fuse, ChainOfThreeAfterADecompositionWithSplitReduction) {

@@ -65,8 +65,11 @@ inline ir::ApplicationId add_application(ir::Graph& graph, OperationId op, const
 
 class GraphBuilder {
  public:
-  TensorId tensor(const std::string& label, const std::string& dtype, Range range) {
-    return graph.add_tensor({.dtype = dtype, .range = std::move(range)}, {.label = label});
+  /// A tensor whose dtype has the loom name `dtype` ("float32"; any other spelling is kept as an
+  /// unknown dtype, as a loom file would).
+  TensorId tensor(const std::string& label, std::string_view dtype, Range range) {
+    return graph.add_tensor({.dtype = ir::LoomDType::parse(dtype), .range = std::move(range)},
+                            {.label = label});
   }
 
   /// An operation over `index`; selections are IPF(index). `index_names` / `reductions` are

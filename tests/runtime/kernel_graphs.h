@@ -41,7 +41,7 @@ inline Range tensor_range(const GraphBuilder& b, TensorId t) {
   return b.graph.tensor(t).range();
 }
 inline std::string tensor_dtype_name(const GraphBuilder& b, TensorId t) {
-  return b.graph.tensor(t).dtype();
+  return std::string(b.graph.tensor(t).dtype().name());
 }
 
 // The result tensor, labelled after the operation count.

@@ -22,7 +22,7 @@ namespace mk = tapestry::metakernel;
 using namespace testing;  // NOLINT: test helpers
 
 mk::TensorType f32(Range range) {
-  return {mk::DType::f32, std::move(range)};
+  return {mk::DType::kFloat32, std::move(range)};
 }
 
 struct Case {
@@ -36,8 +36,8 @@ std::vector<Case> cases() {
   return {
       {"linear",
        [=](mk::Graph& g) {
-         return mk::linear(g.input("X", f32(x_range)), g.input("W", mk::DType::f32, {5, 7}),
-                           g.input("b", mk::DType::f32, {5}));
+         return mk::linear(g.input("X", f32(x_range)), g.input("W", mk::DType::kFloat32, {5, 7}),
+                           g.input("b", mk::DType::kFloat32, {5}));
        },
        [=](GraphBuilder& b) {
          return add_linear(b, b.tensor("X", "float32", x_range),
@@ -46,8 +46,8 @@ std::vector<Case> cases() {
        }},
       {"matmul",
        [](mk::Graph& g) {
-         return mk::matmul(g.input("A", mk::DType::f32, {2, 1, 3, 4}),
-                           g.input("B", mk::DType::f32, {3, 4, 5}));
+         return mk::matmul(g.input("A", mk::DType::kFloat32, {2, 1, 3, 4}),
+                           g.input("B", mk::DType::kFloat32, {3, 4, 5}));
        },
        [](GraphBuilder& b) {
          return add_matmul(b, b.tensor("A", "float32", Range::of_shape({2, 1, 3, 4})),
@@ -57,8 +57,8 @@ std::vector<Case> cases() {
        [=](GraphBuilder& b) { return add_unary(b, "gelu", b.tensor("X", "float32", x_range)); }},
       {"sub broadcast",
        [](mk::Graph& g) {
-         return mk::sub(g.input("A", mk::DType::f32, {3, 1, 5}),
-                        g.input("B", mk::DType::f32, {4, 5}));
+         return mk::sub(g.input("A", mk::DType::kFloat32, {3, 1, 5}),
+                        g.input("B", mk::DType::kFloat32, {4, 5}));
        },
        [](GraphBuilder& b) {
          return add_binary(b, "sub", b.tensor("A", "float32", Range::of_shape({3, 1, 5})),
@@ -66,7 +66,7 @@ std::vector<Case> cases() {
        }},
       {"maximum",
        [=](mk::Graph& g) {
-         return mk::max(g.input("A", f32(x_range)), g.input("B", mk::DType::f32, {7}));
+         return mk::max(g.input("A", f32(x_range)), g.input("B", mk::DType::kFloat32, {7}));
        },
        [=](GraphBuilder& b) {
          return add_binary(b, "maximum", b.tensor("A", "float32", x_range),
@@ -74,7 +74,7 @@ std::vector<Case> cases() {
        }},
       {"bias_add",
        [=](mk::Graph& g) {
-         return mk::bias_add(g.input("X", f32(x_range)), g.input("b", mk::DType::f32, {7}));
+         return mk::bias_add(g.input("X", f32(x_range)), g.input("b", mk::DType::kFloat32, {7}));
        },
        [=](GraphBuilder& b) {
          return add_bias_add(b, b.tensor("X", "float32", x_range),
@@ -102,7 +102,7 @@ std::vector<Case> cases() {
        }},
       {"permute",
        [](mk::Graph& g) {
-         return mk::permute(g.input("X", mk::DType::f32, {2, 3, 4}), {2, 0, 1});
+         return mk::permute(g.input("X", mk::DType::kFloat32, {2, 3, 4}), {2, 0, 1});
        },
        [](GraphBuilder& b) {
          return add_permute(b, "permute", b.tensor("X", "float32", Range::of_shape({2, 3, 4})),
@@ -126,7 +126,7 @@ std::vector<Case> cases() {
       {"conv2d stride 2",
        [](mk::Graph& g) {
          return mk::conv2d(g.input("X", f32(Range({0, 0, -3, -3}, {2, 3, 6, 5}))),
-                           g.input("W", mk::DType::f32, {4, 3, 3, 2}), {.stride = 2});
+                           g.input("W", mk::DType::kFloat32, {4, 3, 3, 2}), {.stride = 2});
        },
        [](GraphBuilder& b) {
          return add_conv2d(b, b.tensor("X", "float32", Range({0, 0, -3, -3}, {2, 3, 6, 5})),
@@ -182,8 +182,8 @@ TEST(MetakernelGraphs, NaiveMatchesHandBuiltAndShardsBitwise) {
 TEST(MetakernelGraphs, PaddedConvChain) {
   // conv2d with padding is sugar for pad + conv2d; then relu. Every op sharded.
   mk::Graph builder(mk::builtin_kernels(), {.add_application = false});
-  mk::Tensor x = builder.input("X", mk::DType::f64, {2, 3, 6, 6});
-  mk::Tensor w = builder.input("W", mk::DType::f64, {4, 3, 3, 3});
+  mk::Tensor x = builder.input("X", mk::DType::kFloat64, {2, 3, 6, 6});
+  mk::Tensor w = builder.input("W", mk::DType::kFloat64, {4, 3, 3, 3});
   const ir::TensorId y =
       builder.assign("Y", mk::relu(mk::conv2d(x, w, {.stride = 1, .padding = 1}))).id();
   ir::Graph graph = builder.take();

@@ -120,6 +120,24 @@ TEST(NaiveExecutor, CostOnlyDtypesAreAnError) {
             "int32, int64)");
 }
 
+// Every dtype the table does not mark executable, and a spelling it lacks, is an Error naming
+// the tensor (never an assertion or a crash).
+TEST(NaiveExecutor, NonExecutableAndUnknownDtypesAreAnError) {
+  for (ir::DType d : ir::all_dtypes()) {
+    if (ir::is_executable(d)) continue;
+    GraphBuilder b;
+    add_unary(b, "relu", b.tensor("X", ir::dtype_name(d), Range::of_shape({2})));
+    EXPECT_EQ(error_of([&] { (void)NaiveExecutor(b.graph).run({}); }),
+              fmt::format("tensor 'X': dtype {} cannot be executed (the runtime runs float32, "
+                          "float64, int32, int64)",
+                          d));
+  }
+  GraphBuilder b;
+  add_unary(b, "relu", b.tensor("X", "f32", Range::of_shape({2})));
+  EXPECT_EQ(error_of([&] { (void)NaiveExecutor(b.graph).run({}); }),
+            "tensor 'X': unknown dtype 'f32'");
+}
+
 TEST(NaiveExecutor, SelectionThatDisagreesWithItsIpf) {
   GraphBuilder b;
   TensorId x = b.tensor("X", "float32", Range::of_shape({4}));

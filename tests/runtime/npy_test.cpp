@@ -110,6 +110,32 @@ TEST(Npy, ReadsVersionTwoHeaders) {
   EXPECT_EQ(b.at<std::int32_t>(Point{1}), -6);
 }
 
+// The type strings come from the dtype table: '<' or '=' (native, little-endian here), kind and
+// size of each executable dtype; numpy's other types (int8, bool, uint8, float16, …) are refused.
+TEST(Npy, TypeStringsOfTheExecutableDtypes) {
+  const auto one_element = [](std::string_view descr, std::size_t bytes) {
+    return header_bytes(
+               fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': (1,), }}", descr)) +
+           std::string(bytes, '\0');
+  };
+  const std::pair<std::string_view, DType> accepted[] = {
+      {"<f4", DType::kFloat32}, {"=f4", DType::kFloat32}, {"<f8", DType::kFloat64},
+      {"=f8", DType::kFloat64}, {"<i4", DType::kInt32},   {"=i4", DType::kInt32},
+      {"<i8", DType::kInt64},   {"=i8", DType::kInt64}};
+  for (const auto& [descr, dtype] : accepted) {
+    EXPECT_EQ(parse_npy(one_element(descr, ir::dtype_size_bytes(dtype)), "t.npy").dtype(), dtype)
+        << descr;
+  }
+  for (std::string_view descr : {"|i1", "<i1", "|b1", "|u1", "<i2", "<f2", "<u4", "=f", "=", "<"}) {
+    EXPECT_THAT([&] { (void)parse_npy(one_element(descr, 8), "t.npy"); },
+                ::testing::ThrowsMessage<Error>(
+                    HasSubstr(fmt::format("unsupported dtype '{}'; supported: '<f4' '<f8' '<i4' "
+                                          "'<i8'",
+                                          descr))))
+        << descr;
+  }
+}
+
 TEST(Npy, BadFilesGiveClearErrors) {
   const std::string ok_dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }";
   const std::string data(8, '\0');

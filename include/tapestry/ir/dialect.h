@@ -53,7 +53,7 @@ class Dialect {
   [[nodiscard]] const std::string& name() const { return name_; }
   [[nodiscard]] bool admits(NodeKind kind) const;
   [[nodiscard]] bool admits(TagKind kind) const;
-  [[nodiscard]] bool knows_dtype(std::string_view dtype) const;
+  [[nodiscard]] bool knows_dtype(const LoomDType& dtype) const;
   [[nodiscard]] std::span<const NodeKind> node_kinds() const { return node_kinds_; }
   [[nodiscard]] std::span<const TagKind> tag_kinds() const { return tag_kinds_; }
   [[nodiscard]] std::span<const DType> dtypes() const { return dtypes_; }

@@ -10,9 +10,9 @@
 //
 //   Graph g;
 //   auto box = zspace::Range::of_shape({10, 5});
-//   TensorId x = g.add_tensor({.dtype = "float32", .range = box}, {.label = "X"});
-//   TensorId y = g.add_tensor({.dtype = "float32", .range = box}, {.label = "Y"});
-//   TensorId z = g.add_tensor({.dtype = "float32", .range = box}, {.label = "Z"});
+//   TensorId x = g.add_tensor({.dtype = DType::kFloat32, .range = box}, {.label = "X"});
+//   TensorId y = g.add_tensor({.dtype = DType::kFloat32, .range = box}, {.label = "Y"});
+//   TensorId z = g.add_tensor({.dtype = DType::kFloat32, .range = box}, {.label = "Z"});
 //   OperationBody add{.kernel = "add"};
 //   add.inputs.append("tensors", {x, box});
 //   add.inputs.append("tensors", {y, box});
@@ -101,7 +101,7 @@ class TensorView : public NodeView {
   TensorView(const Graph& graph, TensorId id) : NodeView(graph, id) {}
   [[nodiscard]] TensorId tensor_id() const { return TensorId(id_); }
   [[nodiscard]] const TensorBody& body() const;
-  [[nodiscard]] const std::string& dtype() const { return body().dtype; }
+  [[nodiscard]] const LoomDType& dtype() const { return body().dtype; }
   [[nodiscard]] const zspace::Range& range() const { return body().range; }
 };
 

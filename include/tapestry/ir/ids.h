@@ -9,7 +9,7 @@
 // node of that kind. They convert implicitly to NodeId (widening); the other direction is checked
 // by the Graph (`graph.as_tensor(node)` returns std::optional<TensorId>):
 //
-//   TensorId x = g.add_tensor({.dtype = "float32", .range = Range::of_shape({4, 8})});
+//   TensorId x = g.add_tensor({.dtype = DType::kFloat32, .range = Range::of_shape({4, 8})});
 //   NodeId any = x;                              // fine: every tensor is a node
 //   std::optional<TensorId> t = g.as_tensor(any);  // checked narrowing
 //

@@ -32,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tapestry/ir/dtype.h"
 #include "tapestry/ir/ids.h"
 #include "tapestry/ir/named_lists.h"
 #include "tapestry/ir/selection_map.h"
@@ -66,7 +67,7 @@ struct Reduction {
 };
 
 struct TensorBody {
-  std::string dtype;  // any string; the dialect says which are known (dtype.h)
+  LoomDType dtype;  // a DType, or a spelling kept as read; the dialect says which are known
   zspace::Range range;
 
   friend bool operator==(const TensorBody&, const TensorBody&) = default;

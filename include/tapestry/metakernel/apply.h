@@ -44,9 +44,6 @@ AddedOperation add_operation(ir::Graph& graph, const Signature& sig,
                              std::span<const ir::TensorId> inputs, const std::string& name,
                              const ApplyOptions& options = {});
 
-/// The loom dtype string of a dtype: "float32", "float64", "int32", "int64", "bfloat16", "float16".
-std::string loom_dtype(DType dtype);
-
 /// The metakernel type of an IR tensor; Error when its dtype is not one metakernels know.
 TensorType tensor_type(const ir::Graph& graph, ir::TensorId tensor);
 

@@ -2,9 +2,9 @@
 //
 //   using namespace tapestry::metakernel;
 //   Graph g;
-//   Tensor x = g.input("X", DType::f32, {4096, 1024});
-//   Tensor w1 = g.input("W1", DType::f32, {4096, 1024});
-//   Tensor b1 = g.input("b1", DType::f32, {4096});
+//   Tensor x = g.input("X", DType::kFloat32, {4096, 1024});
+//   Tensor w1 = g.input("W1", DType::kFloat32, {4096, 1024});
+//   Tensor b1 = g.input("b1", DType::kFloat32, {4096});
 //   Tensor h = g.assign("H", relu(linear(x, w1, b1)));   // operations H/linear and H
 //   g.output(h);
 //   ir::Graph graph = g.take();                           // validated by ir::validate
@@ -71,7 +71,8 @@ class Graph {
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
-  /// A graph input of the given shape, starting at the origin. Error when the name is taken.
+  /// A graph input of the given shape, starting at the origin. Error when the name is taken or
+  /// the dtype is not one .tap can declare (int8, bool, …).
   Tensor input(const std::string& name, DType dtype, const std::vector<std::int64_t>& shape);
   /// A graph input with an explicit range (it may start anywhere, e.g. f32[-40:60, 20:32]).
   Tensor input(const std::string& name, const TensorType& type);

@@ -23,6 +23,7 @@
 // view a stage needs is exactly one the executor already cut.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,7 +42,8 @@ struct FusedPort {
   std::string name;    // the stage kernel's port name ("x", "result")
   std::string source;  // fused input/output list name, or "" (the previous stage / an intermediate)
   zspace::IndexProjection ipf;  // in the stage's index space
-  std::string dtype;  // loom dtype of an intermediate output (its temporary block); else empty
+  /// The dtype of an intermediate output (its temporary block); nullopt for other ports.
+  std::optional<ir::LoomDType> dtype;
 
   friend bool operator==(const FusedPort&, const FusedPort&) = default;
 };

@@ -1,6 +1,6 @@
 // Element types the runtime executes, and the one place that maps a runtime DType to a C++ type.
 //
-// The IR knows ten dtypes (ir/dtype.h); the runtime executes four of them:
+// The IR knows ten dtypes (ir/dtype.h); the runtime executes the four its table marks executable:
 //
 //   DType::kFloat32 -> float     DType::kFloat64 -> double
 //   DType::kInt32   -> int32_t   DType::kInt64   -> int64_t
@@ -28,6 +28,7 @@
 namespace tapestry::runtime {
 
 using ir::DType;
+using ir::is_executable;
 
 /// The C++ element types the runtime executes, as a concept for kernels' templates.
 template <typename T>
@@ -41,13 +42,11 @@ inline constexpr DType dtype_of = std::is_same_v<T, float>          ? DType::kFl
                                   : std::is_same_v<T, std::int32_t> ? DType::kInt32
                                                                     : DType::kInt64;
 
-/// True for float32, float64, int32 and int64.
-[[nodiscard]] bool is_executable(DType dtype);
 /// Throws Error `<what>: dtype <name> cannot be executed (...)` unless `dtype` is executable.
 void require_executable(DType dtype, std::string_view what);
-/// Parses a loom dtype string ("float32") that must name an executable dtype; Error naming
-/// `what` otherwise (unknown name, or known but not executable).
-DType parse_executable_dtype(std::string_view name, std::string_view what);
+/// The executable DType of a loom dtype field; Error naming `what` otherwise (an unknown
+/// spelling, or a known dtype that is not executable).
+DType executable_dtype(const ir::LoomDType& dtype, std::string_view what);
 
 /// Calls `fn.template operator()<T>()` with T the element type of `dtype`, which must be
 /// executable (asserted: check with require_executable at the boundary).

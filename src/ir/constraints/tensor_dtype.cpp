@@ -1,7 +1,7 @@
 // tensor-dtype: every tensor's dtype is one the dialect knows (dtype.h).
 //
 //   error[tensor-dtype]: Unknown tensor dtype
-//     dtype "boolean" is not one of bool, int8, …, float64
+//     dtype "boolean" is not one of float32, float64, …, uint8
 #include <fmt/format.h>
 
 #include "tapestry/ir/constraints.h"
@@ -20,7 +20,7 @@ class TensorDType final : public Constraint {
 
   void check(const CheckContext& ctx, std::vector<Issue>& out) const override {
     for (TensorId t : ctx.graph.tensors()) {
-      const std::string& dtype = ctx.graph.tensor(t).dtype();
+      const LoomDType& dtype = ctx.graph.tensor(t).dtype();
       if (ctx.dialect.knows_dtype(dtype)) continue;
       std::string known;
       for (DType d : ctx.dialect.dtypes()) {
@@ -29,7 +29,7 @@ class TensorDType final : public Constraint {
       }
       Issue issue = make_issue("Unknown tensor dtype",
                                fmt::format("dtype \"{}\" is not one of {}", dtype, known));
-      issue.params = {{"dtype", dtype}};
+      issue.params = {{"dtype", dtype.name()}};
       issue.contexts.push_back(ctx.node_context(t, ".body.dtype"));
       out.push_back(std::move(issue));
     }

@@ -8,6 +8,8 @@
 // kernels are the reference kernels, so a fused run is bitwise equal to the unfused one. The
 // fast fused kernel (kernels/fast/fused.cpp) runs the same stage loop with the fast kernels when
 // its epilogue does not apply.
+#include <fmt/format.h>
+
 #include <optional>
 
 #include "reference_kernels.h"
@@ -21,15 +23,17 @@ namespace tapestry::runtime {
 namespace {
 
 DType intermediate_dtype(const KernelCall& call, const rewrite::FusedPort& out) {
-  auto dtype = ir::parse_dtype(out.dtype);
-  if (!dtype)
-    call.fail("fused stage output '" + out.name + "' has no executable dtype '" + out.dtype + "'");
+  const std::optional<DType> dtype = out.dtype ? out.dtype->known() : std::nullopt;
+  if (!dtype) {
+    call.fail(fmt::format("fused stage output '{}' has no executable dtype '{}'", out.name,
+                          out.dtype ? out.dtype->name() : ""));
+  }
   // A float stage computes in the float type of the call's result: the oracle (oracle.h) runs
   // a float32 graph's operations on float64 buffers.
-  const auto is_float = [](DType d) { return d == DType::kFloat32 || d == DType::kFloat64; };
+  const auto executable_float = [](DType d) { return ir::is_float(d) && is_executable(d); };
   if (!call.outputs.entries().empty()) {
     const DType result = call.outputs.entries().front().value.view.dtype();
-    if (is_float(*dtype) && is_float(result)) return result;
+    if (executable_float(*dtype) && executable_float(result)) return result;
   }
   return *dtype;
 }

@@ -48,7 +48,7 @@ DType common_dtype(const KernelCall& call) {
 }
 
 void require_float(const KernelCall& call, DType dtype) {
-  if (dtype == DType::kFloat32 || dtype == DType::kFloat64) return;
+  if (ir::is_float(dtype)) return;  // views hold executable dtypes: float32 or float64
   call.fail(fmt::format("is defined for float32 and float64, not {}", ir::dtype_name(dtype)));
 }
 

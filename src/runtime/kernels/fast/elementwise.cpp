@@ -45,8 +45,7 @@ std::optional<DType> fast_dtype(const KernelCall& call, std::size_t inputs, bool
   }
   std::optional<DType> dtype = uniform_dtype(call);
   if (!dtype || !is_executable(*dtype)) return std::nullopt;
-  const bool is_float = *dtype == DType::kFloat32 || *dtype == DType::kFloat64;
-  if (float_only && !is_float) return std::nullopt;
+  if (float_only && !ir::is_float(*dtype)) return std::nullopt;
   return dtype;
 }
 
@@ -153,8 +152,7 @@ void pad_kernel(const KernelCall& call) {
           ? &call.params->at("value")
           : nullptr;
   if (x == nullptr || r == nullptr || call.inputs.size() != 1 || call.index.is_empty() || !dtype ||
-      (*dtype != DType::kFloat32 && *dtype != DType::kFloat64) ||
-      (value != nullptr && !value->is_number()) || r->view.rank() < 2 ||
+      !ir::is_float(*dtype) || (value != nullptr && !value->is_number()) || r->view.rank() < 2 ||
       r->view.stride(r->view.rank() - 1) != 1 || x->view.stride(x->view.rank() - 1) != 1) {
     return run_reference(call);
   }

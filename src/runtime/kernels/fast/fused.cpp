@@ -81,8 +81,7 @@ bool add_stage(const KernelCall& call, const FusedStage& s, zspace::IndexProject
 
 template <typename T>
 bool is_intermediate_of(const FusedPort& out) {
-  const std::optional<DType> dtype = ir::parse_dtype(out.dtype);
-  return dtype && *dtype == dtype_of<T>;
+  return out.dtype && out.dtype->known() == dtype_of<T>;
 }
 
 template <typename T>
