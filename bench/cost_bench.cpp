@@ -14,7 +14,7 @@
 #include "tapestry/cost/placement.h"
 #include "tapestry/cost/simulate.h"
 #include "tapestry/cost/target.h"
-#include "tapestry/metakernel/registry.h"
+#include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/metakernel/tap_frontend.h"
 #include "tapestry/rewrite/lower.h"
 
@@ -33,7 +33,7 @@ const ir::Graph& transformer() {
   static const ir::Graph graph = [] {
     const std::string path = std::string(TAPESTRY_EXAMPLES) + "/transformer_block.tap";
     auto file = std::make_shared<metakernel::SourceFile>(path, read_file(path));
-    metakernel::BuildResult built = metakernel::build_tap(file, metakernel::builtin_kernels());
+    metakernel::BuildResult built = metakernel::build_tap(file, metakernel::builtin_signatures());
     if (!built.ok()) throw Error("cannot build " + path);
     return std::move(*built.graph);
   }();

@@ -18,7 +18,7 @@
 #include <memory>
 #include <vector>
 
-#include "tapestry/metakernel/registry.h"
+#include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/metakernel/tap_frontend.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/runtime/block_executor.h"
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   const int n = kBlocks * kBlock;
   auto file = std::make_shared<metakernel::SourceFile>(
       "tiny.tap", fmt::format("X: f32[{}, {}]\nY = relu(X)\noutput Y\n", n, n));
-  metakernel::BuildResult built = metakernel::build_tap(file, metakernel::builtin_kernels());
+  metakernel::BuildResult built = metakernel::build_tap(file, metakernel::builtin_signatures());
   if (!built.ok()) {
     fmt::print(stderr, "dispatch_bench: cannot build the graph\n");
     return 1;

@@ -177,7 +177,7 @@ int load(const std::string& file) {
   double c2 = cpu_seconds();
   const ir::Dialect kernel_check(
       "kernel-check", {}, {}, {},
-      {tapestry::rewrite::operation_kernel_agreement(tapestry::metakernel::builtin_kernels())});
+      {tapestry::rewrite::operation_kernel_agreement(tapestry::metakernel::builtin_signatures())});
   ir::ValidationReport kernels = ir::validate(*read.graph, kernel_check);
   double t_kernels = seconds_since(t2);
   double c_kernels = cpu_seconds() - c2;

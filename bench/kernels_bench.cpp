@@ -222,7 +222,7 @@ void BM_Elementwise(benchmark::State& state, const char* kernel, bool fast) {
   call.inputs.append(binary ? "a" : "x", InputPort{std::as_const(a).view(), &id});
   if (binary) call.inputs.append("b", InputPort{std::as_const(b).view(), &id});
   call.outputs.append("result", OutputPort{r.view(), &id});
-  const KernelFn fn = (fast ? fast_kernels() : KernelRegistry::reference()).find(kernel);
+  const KernelFn fn = (fast ? fast_kernels() : ExecutableKernels::reference()).find(kernel);
   for (auto _ : state) fn(call);
   const double bytes = (binary ? 3.0 : 2.0) * 4.0 * kElements;
   state.SetBytesProcessed(static_cast<std::int64_t>(bytes) * state.iterations());
@@ -325,7 +325,8 @@ void BM_Conv2d(benchmark::State& state, ConvVariant variant) {
   Conv2d conv(state);
   const KernelCall call = conv.call();
   const KernelFn fn =
-      (variant == ConvVariant::kFast ? fast_kernels() : KernelRegistry::reference()).find("conv2d");
+      (variant == ConvVariant::kFast ? fast_kernels() : ExecutableKernels::reference())
+          .find("conv2d");
   for (auto _ : state) {
     if (variant == ConvVariant::kDirect) {
       conv.direct();
@@ -374,7 +375,7 @@ void BM_Softmax(benchmark::State& state, bool fast) {
                   .index_names = names};
   call.inputs.append("x", InputPort{std::as_const(x).view(), &ipf});
   call.outputs.append("result", OutputPort{r.view(), &ipf});
-  const KernelFn fn = (fast ? fast_kernels() : KernelRegistry::reference()).find("softmax");
+  const KernelFn fn = (fast ? fast_kernels() : ExecutableKernels::reference()).find("softmax");
   for (auto _ : state) fn(call);
   state.SetBytesProcessed(static_cast<std::int64_t>(8.0 * rows * n) * state.iterations());
 }

@@ -14,7 +14,7 @@
 
 #include <memory>
 
-#include "tapestry/metakernel/registry.h"
+#include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/metakernel/tap_frontend.h"
 #include "tapestry/rewrite/lower.h"
 
@@ -45,7 +45,7 @@ rewrite::Plan grid_plan() {
 
 void BM_Lower100kApplications(benchmark::State& state) {
   auto file = std::make_shared<metakernel::SourceFile>("chain.tap", chain_program());
-  metakernel::BuildResult built = metakernel::build_tap(file, metakernel::builtin_kernels());
+  metakernel::BuildResult built = metakernel::build_tap(file, metakernel::builtin_signatures());
   if (!built.ok()) {
     state.SkipWithError("cannot build the chain graph");
     return;
@@ -71,7 +71,7 @@ std::size_t heap_in_use() {
 void BM_LowerOneReluIntoAMillion(benchmark::State& state) {
   auto file = std::make_shared<metakernel::SourceFile>(
       "relu.tap", "X: f32[1000, 1000]\nY = relu(X)\noutput Y\n");
-  metakernel::BuildResult built = metakernel::build_tap(file, metakernel::builtin_kernels());
+  metakernel::BuildResult built = metakernel::build_tap(file, metakernel::builtin_signatures());
   if (!built.ok()) {
     state.SkipWithError("cannot build the relu graph");
     return;

@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "{}", tapestry::ir::format_issues_text(report.issues));
       return 1;
     }
-    fmt::print("{}", print_tap(graph, builtin_kernels()));
+    fmt::print("{}", print_tap(graph, builtin_signatures()));
     if (argc > 1) tapestry::ir::write_graph_file(graph, argv[1]);
     return 0;
   } catch (const tapestry::Error& e) {

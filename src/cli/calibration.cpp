@@ -12,7 +12,7 @@
 #include <memory>
 #include <thread>
 
-#include "tapestry/metakernel/registry.h"
+#include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/metakernel/tap_frontend.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/runtime/block_executor.h"
@@ -79,7 +79,7 @@ struct Measured {
 // `budget_s` is spent (at least 3, at most 1000); the run of median window counts.
 Measured measure(const BenchGraph& bench, int threads, double budget_s) {
   auto file = std::make_shared<metakernel::SourceFile>("calibrate.tap", bench.tap);
-  metakernel::BuildResult built = metakernel::build_tap(file, metakernel::builtin_kernels());
+  metakernel::BuildResult built = metakernel::build_tap(file, metakernel::builtin_signatures());
   if (!built.ok()) throw Error(metakernel::format_diagnostics(built.diagnostics));
   rewrite::Plan plan;
   if (!bench.split.empty()) plan.ops["Y"].split = bench.split;

@@ -27,10 +27,10 @@ struct BuildOptions {
 };
 
 int run_build(const BuildOptions& options) {
-  metakernel::KernelRegistry kernels = metakernel::KernelRegistry::with_builtins();
-  for (const std::string& dir : options.kernel_dirs) kernels.load_directory(dir);
+  metakernel::SignatureRegistry signatures = metakernel::SignatureRegistry::with_builtins();
+  for (const std::string& dir : options.kernel_dirs) signatures.load_directory(dir);
   metakernel::BuildResult built = metakernel::build_tap_file(
-      options.file, kernels, {.add_application = !options.operation_only});
+      options.file, signatures, {.add_application = !options.operation_only});
   if (!built.ok()) {
     fmt::print(stderr, "{}\n", metakernel::format_diagnostics(built.diagnostics));
     return kExitBadInput;

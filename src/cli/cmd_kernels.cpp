@@ -11,8 +11,8 @@
 
 #include "command.h"
 #include "tapestry/metakernel/describe.h"
-#include "tapestry/metakernel/registry.h"
 #include "tapestry/metakernel/signature.h"
+#include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/metakernel/tap_parser.h"
 #include "tapestry/support/error.h"
 
@@ -53,15 +53,15 @@ nlohmann::json parse_params(const std::vector<std::string>& params) {
 }
 
 int run_kernels(const KernelsOptions& options) {
-  metakernel::KernelRegistry registry = metakernel::KernelRegistry::with_builtins();
-  for (const std::string& dir : options.kernel_dirs) registry.load_directory(dir);
+  metakernel::SignatureRegistry signatures = metakernel::SignatureRegistry::with_builtins();
+  for (const std::string& dir : options.kernel_dirs) signatures.load_directory(dir);
   if (options.name.empty()) {
-    fmt::print("{}", metakernel::describe_kernels(registry));
+    fmt::print("{}", metakernel::describe_kernels(signatures));
     return kExitOk;
   }
-  const metakernel::Metakernel& kernel = options.with.empty()
-                                             ? registry.get(options.name)
-                                             : registry.resolve(options.name, options.with.size());
+  const metakernel::Metakernel& kernel =
+      options.with.empty() ? signatures.get(options.name)
+                           : signatures.resolve(options.name, options.with.size());
   fmt::print("{}", metakernel::describe_kernel(kernel));
   if (options.with.empty()) return kExitOk;
   std::vector<metakernel::Argument> args;

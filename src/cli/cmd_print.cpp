@@ -23,15 +23,15 @@ struct PrintOptions {
 };
 
 int run_print(const PrintOptions& options) {
-  metakernel::KernelRegistry kernels = metakernel::KernelRegistry::with_builtins();
-  for (const std::string& dir : options.kernel_dirs) kernels.load_directory(dir);
+  metakernel::SignatureRegistry signatures = metakernel::SignatureRegistry::with_builtins();
+  for (const std::string& dir : options.kernel_dirs) signatures.load_directory(dir);
   if (options.file.ends_with(".tap")) {
-    metakernel::BuildResult built = metakernel::build_tap_file(options.file, kernels);
+    metakernel::BuildResult built = metakernel::build_tap_file(options.file, signatures);
     if (!built.ok()) {
       fmt::print(stderr, "{}\n", metakernel::format_diagnostics(built.diagnostics));
       return kExitBadInput;
     }
-    fmt::print("{}", metakernel::print_tap(*built.graph, kernels));
+    fmt::print("{}", metakernel::print_tap(*built.graph, signatures));
     return kExitOk;
   }
   ir::ReadResult read = ir::read_graph_file(options.file);
@@ -39,7 +39,7 @@ int run_print(const PrintOptions& options) {
     fmt::print(stderr, "{}", ir::format_issues_text(read.issues));
     return kExitBadInput;
   }
-  fmt::print("{}", metakernel::print_tap(*read.graph, kernels));
+  fmt::print("{}", metakernel::print_tap(*read.graph, signatures));
   return kExitOk;
 }
 

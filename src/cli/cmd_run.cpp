@@ -129,8 +129,8 @@ struct Executed {
 };
 
 Executed execute(const ir::Graph& lowered, runtime::BufferMap inputs, const RunOptions& options) {
-  const runtime::KernelRegistry& kernels =
-      options.reference_kernels ? runtime::KernelRegistry::reference() : runtime::fast_kernels();
+  const runtime::ExecutableKernels& kernels =
+      options.reference_kernels ? runtime::ExecutableKernels::reference() : runtime::fast_kernels();
   if (options.executor == "application") {
     return {runtime::ApplicationExecutor(lowered, kernels).run(std::move(inputs)), std::nullopt};
   }
@@ -196,16 +196,18 @@ int run_run(RunOptions& options) {
   split_kernel_option(options);
   check_options(options);
   const bool exact = options.verify == "exact";
-  const metakernel::KernelRegistry kernels = load_kernels(options.kernel_dirs);
-  const ir::Graph graph = load_graph(options.graph, kernels, options.trust_ipfs);
+  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
+  const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
   const rewrite::Plan plan = load_plan(options.plan, options.splits);
   const std::vector<ir::TensorId> outputs = runtime::graph_outputs(graph);
   if (!options.outputs.empty()) check_output_files(graph, options.outputs, outputs);
   check_writable_file("--metrics", options.metrics);
   check_writable_file("--trace", options.trace);
-  rewrite::LowerResult lowered = rewrite::lower(
-      graph, plan,
-      {.driver = {}, .validate = true, .check_kernels = !options.trust_ipfs, .kernels = &kernels});
+  rewrite::LowerResult lowered = rewrite::lower(graph, plan,
+                                                {.driver = {},
+                                                 .validate = true,
+                                                 .check_kernels = !options.trust_ipfs,
+                                                 .signatures = &signatures});
   bool reduction_split = false;
   for (const rewrite::RewriteEvent& e : lowered.log)
     reduction_split |= e.applied && e.pattern == rewrite::kSplitReduction;

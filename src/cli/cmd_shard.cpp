@@ -32,12 +32,14 @@ struct ShardOptions {
 };
 
 int run_shard(const ShardOptions& options) {
-  const metakernel::KernelRegistry kernels = load_kernels(options.kernel_dirs);
-  const ir::Graph graph = load_graph(options.graph, kernels, options.trust_ipfs);
+  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
+  const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
   const rewrite::Plan plan = load_plan(options.plan, options.splits);
-  rewrite::LowerResult lowered = rewrite::lower(
-      graph, plan,
-      {.driver = {}, .validate = true, .check_kernels = !options.trust_ipfs, .kernels = &kernels});
+  rewrite::LowerResult lowered = rewrite::lower(graph, plan,
+                                                {.driver = {},
+                                                 .validate = true,
+                                                 .check_kernels = !options.trust_ipfs,
+                                                 .signatures = &signatures});
   if (options.explain) {
     for (const rewrite::RewriteEvent& e : lowered.log) fmt::print(stderr, "{}\n", e.to_string());
     fmt::print(stderr, "{} operations, {} applications\n", lowered.graph.operations().size(),

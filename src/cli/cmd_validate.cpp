@@ -55,9 +55,9 @@ int run_validate(const ValidateOptions& options) {
                                                                       : &ir::Dialect::application())
                                 : ir::Dialect::find(options.dialect);
   if (dialect == nullptr) throw Error(fmt::format("unknown dialect \"{}\"", options.dialect));
-  const metakernel::KernelRegistry kernels = load_kernels(options.kernel_dirs);
+  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
   ir::ValidationReport report =
-      ir::validate(*read.graph, rewrite::with_kernel_agreement(*dialect, kernels));
+      ir::validate(*read.graph, rewrite::with_kernel_agreement(*dialect, signatures));
   std::vector<ir::Issue> issues = std::move(read.issues);
   for (ir::Issue& issue : report.issues) issues.push_back(std::move(issue));
   if (!options.target.empty()) {

@@ -40,11 +40,11 @@ int run_verify(const VerifyOptions& options) {
   if (options.format != "text" && options.format != "json")
     throw Error(fmt::format("--format {}: expected text or json", options.format));
   if (options.bitwise && options.exact) throw Error("--bitwise and --exact exclude each other");
-  const metakernel::KernelRegistry kernels = load_kernels(options.kernel_dirs);
-  const ir::Graph graph = load_graph(options.graph, kernels);
+  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
+  const ir::Graph graph = load_graph(options.graph, signatures);
   if (!options.plan.empty()) {
     const rewrite::Plan plan = load_plan(options.plan, {});
-    (void)rewrite::lower(graph, plan, {.driver = {}, .validate = true, .kernels = &kernels});
+    (void)rewrite::lower(graph, plan, {.driver = {}, .validate = true, .signatures = &signatures});
   }
   const runtime::BufferMap inputs =
       read_tensor_files(graph, options.inputs, runtime::graph_inputs(graph), "input");

@@ -10,17 +10,17 @@
 
 namespace tapestry::cli {
 
-metakernel::KernelRegistry load_kernels(const std::vector<std::string>& dirs) {
-  metakernel::KernelRegistry kernels = metakernel::KernelRegistry::with_builtins();
-  for (const std::string& dir : dirs) kernels.load_directory(dir);
-  return kernels;
+metakernel::SignatureRegistry load_signatures(const std::vector<std::string>& dirs) {
+  metakernel::SignatureRegistry signatures = metakernel::SignatureRegistry::with_builtins();
+  for (const std::string& dir : dirs) signatures.load_directory(dir);
+  return signatures;
 }
 
-ir::Graph load_graph(const std::string& path, const metakernel::KernelRegistry& kernels,
+ir::Graph load_graph(const std::string& path, const metakernel::SignatureRegistry& signatures,
                      bool trust_ipfs) {
   ir::Graph graph;
   if (path.ends_with(".tap")) {
-    metakernel::BuildResult built = metakernel::build_tap_file(path, kernels);
+    metakernel::BuildResult built = metakernel::build_tap_file(path, signatures);
     if (!built.ok()) throw Error(metakernel::format_diagnostics(built.diagnostics));
     graph = std::move(*built.graph);
   } else {
@@ -33,8 +33,8 @@ ir::Graph load_graph(const std::string& path, const metakernel::KernelRegistry& 
   }
   const ir::Dialect& dialect =
       graph.applications().empty() ? ir::Dialect::operation() : ir::Dialect::application();
-  const ir::ValidationReport report =
-      ir::validate(graph, trust_ipfs ? dialect : rewrite::with_kernel_agreement(dialect, kernels));
+  const ir::ValidationReport report = ir::validate(
+      graph, trust_ipfs ? dialect : rewrite::with_kernel_agreement(dialect, signatures));
   if (!report.is_valid()) {
     throw Error(
         fmt::format("{}: the graph is invalid:\n{}", path, ir::format_issues_text(report.issues)));

@@ -5,18 +5,18 @@
 #include <vector>
 
 #include "tapestry/ir/graph.h"
-#include "tapestry/metakernel/registry.h"
+#include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/rewrite/plan.h"
 
 namespace tapestry::cli {
 
-/// The kernels: the built-ins plus every `--kernels DIR`.
-metakernel::KernelRegistry load_kernels(const std::vector<std::string>& dirs);
+/// The kernel signatures: the built-ins plus those of every `--kernels DIR`.
+metakernel::SignatureRegistry load_signatures(const std::vector<std::string>& dirs);
 
 /// Loads and validates GRAPH (`.tap` → built; anything else → loom JSON), operation-kernel-
 /// agreement included unless `trust_ipfs` (kernel_agreement.h). Throws Error with the located
 /// diagnostics or the validation issues, naming the file.
-ir::Graph load_graph(const std::string& path, const metakernel::KernelRegistry& kernels,
+ir::Graph load_graph(const std::string& path, const metakernel::SignatureRegistry& signatures,
                      bool trust_ipfs = false);
 
 /// The flag `--trust-ipfs` of the commands that load a graph, with its (unsafe) meaning.

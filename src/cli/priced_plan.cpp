@@ -19,14 +19,14 @@ void add_pricing_options(CLI::App* cmd, PricingOptions& options) {
 }
 
 PricedPlan price_plan(const PricingOptions& options) {
-  const metakernel::KernelRegistry kernels = load_kernels(options.kernel_dirs);
-  const ir::Graph graph = load_graph(options.graph, kernels, options.trust_ipfs);
+  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
+  const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
   const rewrite::Plan plan = load_plan(options.plan, options.splits);
   PricedPlan priced{.lowered = rewrite::lower(graph, plan,
                                               {.driver = {},
                                                .validate = true,
                                                .check_kernels = !options.trust_ipfs,
-                                               .kernels = &kernels}),
+                                               .signatures = &signatures}),
                     .target = cost::resolve_target(options.target),
                     .placement = {},
                     .schedule = {},

@@ -28,8 +28,8 @@ const std::string& Tensor::name() const {
   return graph().graph_.tensor(id_).label();
 }
 
-Graph::Graph(const KernelRegistry& kernels, ApplyOptions options)
-    : kernels_(kernels), options_(options) {}
+Graph::Graph(const SignatureRegistry& signatures, ApplyOptions options)
+    : signatures_(signatures), options_(options) {}
 
 Tensor Graph::input(const std::string& name, DType dtype, const std::vector<std::int64_t>& shape) {
   for (std::int64_t extent : shape) {
@@ -64,7 +64,7 @@ void Graph::check_same_graph(std::string_view kernel, const std::vector<Tensor>&
 Tensor Graph::call(std::string_view kernel_name, const std::vector<Tensor>& inputs,
                    const nlohmann::json& params) {
   check_same_graph(kernel_name, inputs);
-  const Metakernel& kernel = kernels_.resolve(kernel_name, inputs.size());
+  const Metakernel& kernel = signatures_.resolve(kernel_name, inputs.size());
   if (std::optional<Tensor> expanded = expand_sugar(kernel, inputs, params)) return *expanded;
   return add(kernel, inputs, params);
 }

@@ -107,9 +107,9 @@ void describe_index(const Metakernel& k, std::string& out) {
 
 }  // namespace
 
-std::string describe_kernels(const KernelRegistry& registry) {
+std::string describe_kernels(const SignatureRegistry& registry) {
   std::string out;
-  for (const Metakernel* k : registry.kernels()) {
+  for (const Metakernel* k : registry.metakernels()) {
     std::string name = k->name;
     if (!k->aliases.empty()) name += fmt::format(" ({})", fmt::join(k->aliases, ", "));
     out += fmt::format("{:<16} {:<44} {}\n", name, k->call_form(), k->summary);

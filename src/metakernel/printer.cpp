@@ -31,7 +31,8 @@ std::string literal(const nlohmann::json& v) {
 
 class Printer {
  public:
-  Printer(const ir::Graph& graph, const KernelRegistry& kernels) : g_(graph), kernels_(kernels) {}
+  Printer(const ir::Graph& graph, const SignatureRegistry& signatures)
+      : g_(graph), signatures_(signatures) {}
 
   std::string run() {
     name_tensors();
@@ -75,7 +76,7 @@ class Printer {
   // The single operation consuming `op`'s only result exactly once, if `op` may nest there.
   std::optional<ir::OperationId> nest_target(ir::OperationId op) const {
     const ir::OperationView view = g_.operation(op);
-    if (view.outputs().size() != 1 || !kernels_.find(view.kernel())) return std::nullopt;
+    if (view.outputs().size() != 1 || !signatures_.find(view.kernel())) return std::nullopt;
     const ir::TensorId t = (*view.outputs().entries().begin()).value.tensor;
     const auto consumers = g_.consumers(t);
     if (consumers.size() != 1 || is_graph_output(g_, t)) return std::nullopt;
@@ -99,7 +100,7 @@ class Printer {
       nested_.clear();
       for (ir::OperationId op : g_.operations()) {
         std::optional<ir::OperationId> target = nest_target(op);
-        if (target && !refused.count(op) && kernels_.find(g_.operation(*target).kernel()))
+        if (target && !refused.count(op) && signatures_.find(g_.operation(*target).kernel()))
           nested_.insert(op);
       }
       for (ir::OperationId op : g_.operations()) {
@@ -134,7 +135,7 @@ class Printer {
   std::vector<ir::TensorId> ordered_inputs(ir::OperationId op) const {
     const ir::OperationView view = g_.operation(op);
     std::vector<ir::TensorId> out;
-    if (const Metakernel* k = kernels_.find(view.kernel())) {
+    if (const Metakernel* k = signatures_.find(view.kernel())) {
       for (const InputSpec& in : k->inputs) {
         for (const ir::TensorSelection& s : view.inputs().list(in.name)) out.push_back(s.tensor);
       }
@@ -153,7 +154,7 @@ class Printer {
       args.push_back(producers.size() == 1 && nested_.count(producers[0]) ? call_text(producers[0])
                                                                           : names_.at(t));
     }
-    const Metakernel* k = kernels_.find(view.kernel());
+    const Metakernel* k = signatures_.find(view.kernel());
     if (view.params().is_object()) {
       for (const auto& [name, value] : view.params().items()) {
         const ParamSpec* spec = k ? k->find_param(name) : nullptr;
@@ -166,7 +167,7 @@ class Printer {
 
   std::string notes(ir::OperationId op) const {
     const ir::OperationView view = g_.operation(op);
-    if (!kernels_.find(view.kernel()))
+    if (!signatures_.find(view.kernel()))
       return fmt::format("# note: kernel {} is not known here\n", view.kernel());
     if (view.outputs().size() != 1)
       return fmt::format("# note: {} has {} outputs; .tap names only the first\n", op_name(op),
@@ -186,15 +187,15 @@ class Printer {
   }
 
   const ir::Graph& g_;
-  const KernelRegistry& kernels_;
+  const SignatureRegistry& signatures_;
   std::map<ir::TensorId, std::string> names_;
   std::set<ir::OperationId> nested_;
 };
 
 }  // namespace
 
-std::string print_tap(const ir::Graph& graph, const KernelRegistry& kernels) {
-  return Printer(graph, kernels).run();
+std::string print_tap(const ir::Graph& graph, const SignatureRegistry& signatures) {
+  return Printer(graph, signatures).run();
 }
 
 }  // namespace tapestry::metakernel

@@ -21,8 +21,9 @@ struct Poisoned {};
 
 class Frontend {
  public:
-  Frontend(const tap::Program& program, const KernelRegistry& kernels, const ApplyOptions& options)
-      : program_(program), graph_(kernels, options) {}
+  Frontend(const tap::Program& program, const SignatureRegistry& signatures,
+           const ApplyOptions& options)
+      : program_(program), graph_(signatures, options) {}
 
   BuildResult run() {
     for (const tap::Statement& statement : program_.statements) {
@@ -130,16 +131,16 @@ class Frontend {
 
 }  // namespace
 
-BuildResult build_program(const tap::Program& program, const KernelRegistry& kernels,
+BuildResult build_program(const tap::Program& program, const SignatureRegistry& signatures,
                           const ApplyOptions& options) {
-  return Frontend(program, kernels, options).run();
+  return Frontend(program, signatures, options).run();
 }
 
-BuildResult build_tap(const SourceFilePtr& file, const KernelRegistry& kernels,
+BuildResult build_tap(const SourceFilePtr& file, const SignatureRegistry& signatures,
                       const ApplyOptions& options) {
   tap::ParseResult parsed = tap::parse_program(file);
   if (!parsed.ok()) return BuildResult{std::nullopt, std::move(parsed.diagnostics)};
-  return build_program(parsed.program, kernels, options);
+  return build_program(parsed.program, signatures, options);
 }
 
 ir::ValidationReport validate_built_graph(const ir::Graph& graph) {
@@ -155,7 +156,7 @@ SourceFilePtr read_source_file(const std::filesystem::path& path) {
   return std::make_shared<const SourceFile>(path.string(), text.str());
 }
 
-BuildResult build_tap_file(const std::filesystem::path& path, const KernelRegistry& kernels,
+BuildResult build_tap_file(const std::filesystem::path& path, const SignatureRegistry& signatures,
                            const ApplyOptions& options) {
   SourceFilePtr file;
   try {
@@ -163,7 +164,7 @@ BuildResult build_tap_file(const std::filesystem::path& path, const KernelRegist
   } catch (const Error& e) {
     return BuildResult{std::nullopt, {Diagnostic{nullptr, {}, e.what()}}};
   }
-  return build_tap(file, kernels, options);
+  return build_tap(file, signatures, options);
 }
 
 }  // namespace tapestry::metakernel

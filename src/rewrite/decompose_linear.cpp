@@ -51,7 +51,7 @@ Added add_kernel(const RewriteState& state, ir::Graph& graph, std::string_view k
   args.reserve(inputs.size());
   for (ir::TensorId t : inputs) args.push_back({name, metakernel::tensor_type(graph, t)});
   metakernel::Signature sig =
-      metakernel::evaluate_signature(state.kernels->get(kernel), args, nlohmann::json::object());
+      metakernel::evaluate_signature(state.signatures->get(kernel), args, nlohmann::json::object());
   metakernel::ApplyOptions options{.add_application = false};
   if (target.is_valid()) {
     const zspace::Range& range = graph.tensor(target).range();
@@ -83,7 +83,7 @@ MatchResult DecomposeLinear::match(const RewriteState& state, ir::OperationId op
     return MatchResult::refuse("x has no batch dim (rank 1); matmul needs [batch, in]");
   }
   for (std::string_view k : {"transpose", "matmul", "bias_add"}) {
-    if (state.kernels->find(k) == nullptr)
+    if (state.signatures->find(k) == nullptr)
       return MatchResult::refuse(fmt::format("no `{}` kernel", k));
   }
   return MatchResult::success();

@@ -67,8 +67,8 @@ std::string port_list(const Ports& ports, NameOf name_of) {
 }
 
 // evaluate_signature on `use`, its inputs matched to the kernel's ports by name.
-metakernel::Signature evaluate(const metakernel::KernelRegistry& kernels, const Use& use) {
-  const metakernel::Metakernel* kernel = kernels.find(use.kernel);
+metakernel::Signature evaluate(const metakernel::SignatureRegistry& signatures, const Use& use) {
+  const metakernel::Metakernel* kernel = signatures.find(use.kernel);
   if (kernel == nullptr) throw Error(fmt::format("unknown kernel '{}'", use.kernel));
   std::vector<metakernel::Argument> args;
   for (const metakernel::InputSpec& spec : kernel->inputs) {
@@ -240,8 +240,8 @@ void place_outputs(DerivedOperation& d, const Use& use) {
 
 class Deriver {
  public:
-  Deriver(const ir::Graph& graph, const metakernel::KernelRegistry& kernels)
-      : graph_(graph), kernels_(kernels) {}
+  Deriver(const ir::Graph& graph, const metakernel::SignatureRegistry& signatures)
+      : graph_(graph), signatures_(signatures) {}
 
   DerivedOperation derive(const Use& use) {
     return use.kernel == kFusedKernel ? derive_fused(use) : derive_kernel(use);
@@ -272,7 +272,7 @@ class Deriver {
   // The signature in the form `use` has. An operation whose index dims are anonymous (d0, d1, …:
   // it names none) is derived with anonymous dims, as the rewrites then saw it.
   DerivedOperation derive_kernel(const Use& use) const {
-    const DerivedOperation named = from_signature(evaluate(kernels_, use), use);
+    const DerivedOperation named = from_signature(evaluate(signatures_, use), use);
     DerivedOperation d = in_form(named, use);
     if (use.index_names != d.spec.index_names) {
       DerivedOperation a = in_form(anonymous(named), use);
@@ -372,15 +372,15 @@ class Deriver {
   }
 
   const ir::Graph& graph_;
-  const metakernel::KernelRegistry& kernels_;
+  const metakernel::SignatureRegistry& signatures_;
   std::size_t intermediates_ = 0;
 };
 
 }  // namespace
 
 DerivedOperation derive_operation(const ir::Graph& graph, ir::OperationId op,
-                                  const metakernel::KernelRegistry& kernels) {
-  Deriver deriver(graph, kernels);
+                                  const metakernel::SignatureRegistry& signatures) {
+  Deriver deriver(graph, signatures);
   return deriver.derive(deriver.operation_use(op));
 }
 

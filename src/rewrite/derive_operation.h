@@ -26,7 +26,7 @@
 
 #include "op_spec.h"
 #include "tapestry/ir/graph.h"
-#include "tapestry/metakernel/registry.h"
+#include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/metakernel/tensor_type.h"
 
 namespace tapestry::rewrite::detail {
@@ -50,6 +50,6 @@ struct DerivedOperation {
 /// kernel is unknown, the operation's ports are not the kernel's, the kernel rejects the input
 /// types or params, the fused params are malformed.
 DerivedOperation derive_operation(const ir::Graph& graph, ir::OperationId op,
-                                  const metakernel::KernelRegistry& kernels);
+                                  const metakernel::SignatureRegistry& signatures);
 
 }  // namespace tapestry::rewrite::detail

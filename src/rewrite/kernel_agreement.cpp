@@ -281,8 +281,8 @@ void check_partial_readers(OperationReport& r, const DerivedOperation& d) {
 
 class OperationKernelAgreement final : public ir::Constraint {
  public:
-  explicit OperationKernelAgreement(const metakernel::KernelRegistry& kernels)
-      : kernels_(kernels) {}
+  explicit OperationKernelAgreement(const metakernel::SignatureRegistry& signatures)
+      : signatures_(signatures) {}
 
   std::string_view name() const override { return kOperationKernelAgreement; }
   std::string_view description() const override {
@@ -299,7 +299,7 @@ class OperationKernelAgreement final : public ir::Constraint {
                        std::vector<ir::Issue>& out) const {
     OperationReport r(ctx, op, out);
     const std::string& kernel = r.view().kernel();
-    if (kernel != kFusedKernel && kernels_.find(kernel) == nullptr) {
+    if (kernel != kFusedKernel && signatures_.find(kernel) == nullptr) {
       // A namespaced name ("op:add") is a kernel of another system: not checkable, not an error.
       const bool foreign = kernel.find(':') != std::string::npos;
       json params = r.base_params();
@@ -315,7 +315,7 @@ class OperationKernelAgreement final : public ir::Constraint {
     // Deriving evaluates the kernel's expressions and IPF arithmetic (overflow-checked): any
     // Error there is this operation's issue, never an exception out of validate().
     try {
-      const DerivedOperation d = detail::derive_operation(ctx.graph, op, kernels_);
+      const DerivedOperation d = detail::derive_operation(ctx.graph, op, signatures_);
       r.set_form(d.form);
       compare_index(r, d);
       compare_ports(r, d, "inputs", d.spec.inputs, r.view().inputs(),
@@ -333,21 +333,21 @@ class OperationKernelAgreement final : public ir::Constraint {
     }
   }
 
-  const metakernel::KernelRegistry& kernels_;
+  const metakernel::SignatureRegistry& signatures_;
 };
 
 }  // namespace
 
 std::shared_ptr<const ir::Constraint> operation_kernel_agreement(
-    const metakernel::KernelRegistry& kernels) {
-  return std::make_shared<OperationKernelAgreement>(kernels);
+    const metakernel::SignatureRegistry& signatures) {
+  return std::make_shared<OperationKernelAgreement>(signatures);
 }
 
 ir::Dialect with_kernel_agreement(const ir::Dialect& dialect,
-                                  const metakernel::KernelRegistry& kernels) {
+                                  const metakernel::SignatureRegistry& signatures) {
   std::vector<std::shared_ptr<const ir::Constraint>> constraints(dialect.constraints().begin(),
                                                                  dialect.constraints().end());
-  constraints.push_back(operation_kernel_agreement(kernels));
+  constraints.push_back(operation_kernel_agreement(signatures));
   return ir::Dialect(dialect.name(), {dialect.node_kinds().begin(), dialect.node_kinds().end()},
                      {dialect.tag_kinds().begin(), dialect.tag_kinds().end()},
                      {dialect.dtypes().begin(), dialect.dtypes().end()}, std::move(constraints));

@@ -112,14 +112,15 @@ void shard_all(RewriteState& state, std::vector<RewriteEvent>& log) {
 ir::Dialect dialect_of(const ir::Graph& graph, const LowerOptions& options) {
   const ir::Dialect& base =
       graph.applications().empty() ? ir::Dialect::operation() : ir::Dialect::application();
-  return options.check_kernels ? with_kernel_agreement(base, *options.kernels) : base;
+  return options.check_kernels ? with_kernel_agreement(base, *options.signatures) : base;
 }
 
 }  // namespace
 
 LowerResult lower(const ir::Graph& graph, const Plan& plan, const LowerOptions& options) {
   check_plan_or_throw(plan, graph);
-  RewriteState state{copy_graph(graph).graph, resolve_plan_names(plan, graph), options.kernels, {}};
+  RewriteState state{
+      copy_graph(graph).graph, resolve_plan_names(plan, graph), options.signatures, {}};
   std::vector<RewriteEvent> log = run_patterns(state, default_patterns(), options.driver);
   if (!options.driver.disabled.contains(kShardGrid)) {
     check_cuts(state, log);

@@ -50,7 +50,7 @@ zspace::IndexProjection block_row(std::size_t index_rank) {
 // Adds `reduce(partial)` writing `target` (the original output), named `name`.
 metakernel::Signature add_reduce(RewriteState& state, ir::Graph& graph, ir::TensorId partial,
                                  ir::TensorId target, ir::Monoid monoid, const std::string& name) {
-  const metakernel::Metakernel& reduce = state.kernels->get("reduce");
+  const metakernel::Metakernel& reduce = state.signatures->get("reduce");
   metakernel::Argument arg{name, metakernel::tensor_type(graph, partial)};
   metakernel::Signature sig = metakernel::evaluate_signature(
       reduce, std::span(&arg, 1), nlohmann::json{{"op", ir::monoid_name(monoid)}});
@@ -119,7 +119,7 @@ std::string add_even_split(RewriteState& state, ir::Graph& graph, FreshNames& na
 void combine_tree(RewriteState& state, ir::Graph& graph, FreshNames& names,
                   std::vector<ir::TensorId> parts, const Port& output, ir::Monoid monoid,
                   const OpSpec& old, const OpPlan& old_plan) {
-  const metakernel::Metakernel& kernel = state.kernels->get(*combine_kernel(monoid));
+  const metakernel::Metakernel& kernel = state.signatures->get(*combine_kernel(monoid));
   int serial = 0;
   while (parts.size() > 1) {
     std::vector<ir::TensorId> next;
@@ -215,7 +215,7 @@ MatchResult SplitReduction::match(const RewriteState& state, ir::OperationId op)
   auto split = requested_split(state, op);
   if (!split) return MatchResult::skip("the plan splits no reduction dim");
   if (auto why = detail::why_not_rewritable(state.graph, op)) return MatchResult::refuse(*why);
-  if (state.kernels->find("reduce") == nullptr)
+  if (state.signatures->find("reduce") == nullptr)
     return MatchResult::refuse("no `reduce` kernel is loaded");
   const ir::OperationView view = state.graph.operation(op);
   const std::int64_t extent = view.ipf_index()->extent(split->first);

@@ -7,7 +7,7 @@
 
 namespace tapestry::runtime {
 
-ApplicationExecutor::ApplicationExecutor(const ir::Graph& graph, const KernelRegistry& kernels)
+ApplicationExecutor::ApplicationExecutor(const ir::Graph& graph, const ExecutableKernels& kernels)
     : graph_(graph) {
   detail::check_tensor_dtypes(graph);
   detail::check_operations_have_applications(graph);

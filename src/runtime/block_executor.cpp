@@ -316,7 +316,7 @@ BlockExecutor::BlockExecutor(const ir::Graph& graph, BlockExecutorOptions option
       poison_(options.poison),
       pool_(std::make_unique<detail::BufferPool>()),
       threads_pool_(std::make_unique<detail::ThreadPool>(threads_)) {
-  const KernelRegistry& kernels = options.kernels != nullptr ? *options.kernels : fast_kernels();
+  const ExecutableKernels& kernels = options.kernels != nullptr ? *options.kernels : fast_kernels();
   program_ =
       std::make_unique<const detail::BlockProgram>(detail::compile_block_program(graph, kernels));
   check_memory_budget(program_->memory, options.memory_limit_bytes);

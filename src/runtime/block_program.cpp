@@ -77,8 +77,9 @@ void unique_sorted(std::vector<std::uint32_t>& v) {
   v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
-BlockTask make_task(const ir::Graph& graph, ir::ApplicationId app_id, const KernelRegistry& kernels,
-                    const std::vector<BufferSlot>& slots, const SlotOf& slot_of) {
+BlockTask make_task(const ir::Graph& graph, ir::ApplicationId app_id,
+                    const ExecutableKernels& kernels, const std::vector<BufferSlot>& slots,
+                    const SlotOf& slot_of) {
   const ir::ApplicationView app = graph.application(app_id);
   if (app.ipf_index() == nullptr) {
     throw Error(fmt::format("application '{}' has no IPFIndex tag", node_name(graph, app_id)));
@@ -209,7 +210,7 @@ void build_dag(BlockProgram& p, const ApplicationSchedule& schedule) {
 
 }  // namespace
 
-BlockProgram compile_block_program(const ir::Graph& graph, const KernelRegistry& kernels) {
+BlockProgram compile_block_program(const ir::Graph& graph, const ExecutableKernels& kernels) {
   check_tensor_dtypes(graph);
   check_operations_have_applications(graph);
   const ApplicationSchedule schedule = schedule_applications(graph);

@@ -19,8 +19,8 @@
 
 #include "tapestry/ir/graph.h"
 #include "tapestry/runtime/element.h"
+#include "tapestry/runtime/executable_kernels.h"
 #include "tapestry/runtime/kernel.h"
-#include "tapestry/runtime/kernel_registry.h"
 #include "tapestry/runtime/memory_budget.h"
 
 namespace tapestry::runtime::detail {
@@ -72,7 +72,7 @@ struct BlockProgram {
 };
 
 /// Compiles `graph` (see the file comment); Error naming the node on a bad graph.
-BlockProgram compile_block_program(const ir::Graph& graph, const KernelRegistry& kernels);
+BlockProgram compile_block_program(const ir::Graph& graph, const ExecutableKernels& kernels);
 
 /// compile_block_program(graph, …).memory from the graph alone: no kernel is looked up or
 /// prepared (memory_budget.h's estimate_block_memory).

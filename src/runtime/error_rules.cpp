@@ -151,7 +151,7 @@ struct OperationEval::Ctx {
 };
 
 OperationEval::OperationEval(const ir::Graph& graph, ir::OperationId op,
-                             const KernelRegistry& kernels, double lambda)
+                             const ExecutableKernels& kernels, double lambda)
     : graph_(graph),
       op_(op),
       kernels_(kernels),

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tapestry/ir/graph.h"
-#include "tapestry/runtime/kernel_registry.h"
+#include "tapestry/runtime/executable_kernels.h"
 #include "tapestry/runtime/tensor_map.h"
 
 namespace tapestry::runtime::detail {
@@ -35,7 +35,7 @@ struct RuleResult {
 
 class OperationEval {
  public:
-  OperationEval(const ir::Graph& graph, ir::OperationId op, const KernelRegistry& kernels,
+  OperationEval(const ir::Graph& graph, ir::OperationId op, const ExecutableKernels& kernels,
                 double lambda);
 
   /// Evaluates the operation on `value` (every tensor it reads) and derives its outputs' sigma
@@ -63,7 +63,7 @@ class OperationEval {
 
   const ir::Graph& graph_;
   ir::OperationId op_;
-  const KernelRegistry& kernels_;
+  const ExecutableKernels& kernels_;
   KernelFn kernel_;
   double lambda_;
   /// Terms combined into one output cell: Π reduction extents × the largest input window.

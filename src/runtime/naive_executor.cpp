@@ -7,7 +7,7 @@
 
 namespace tapestry::runtime {
 
-NaiveExecutor::NaiveExecutor(const ir::Graph& graph, const KernelRegistry& kernels)
+NaiveExecutor::NaiveExecutor(const ir::Graph& graph, const ExecutableKernels& kernels)
     : graph_(graph) {
   detail::check_tensor_dtypes(graph);
   const ir::TopologicalOrder topo = graph.topological_order();

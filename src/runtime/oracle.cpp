@@ -64,7 +64,7 @@ Buffer Oracle::bar(ir::TensorId t) const {
 
 Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
                        const OracleOptions& options) {
-  const KernelRegistry& kernels = options.kernels ? *options.kernels : fast_kernels();
+  const ExecutableKernels& kernels = options.kernels ? *options.kernels : fast_kernels();
   const NaiveExecutor naive(graph, kernels);  // checks the graph, fixes the order
   Oracle oracle;
   oracle.lambda = options.lambda;

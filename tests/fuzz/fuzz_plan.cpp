@@ -3,7 +3,7 @@
 #include <string>
 
 #include "fuzz_support.h"
-#include "tapestry/metakernel/registry.h"
+#include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/metakernel/tap_frontend.h"
 #include "tapestry/rewrite/plan.h"
 
@@ -20,7 +20,7 @@ const ir::Graph& example_graph() {
     metakernel::ApplyOptions options;
     options.add_application = false;
     metakernel::BuildResult built =
-        metakernel::build_tap(file, metakernel::builtin_kernels(), options);
+        metakernel::build_tap(file, metakernel::builtin_signatures(), options);
     FUZZ_CHECK(built.ok());
     return std::move(*built.graph);
   }();

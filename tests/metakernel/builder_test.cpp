@@ -13,13 +13,13 @@ using namespace testing;  // NOLINT
 using ::testing::HasSubstr;
 
 std::string tap_json(const std::string& text) {
-  BuildResult r = build_tap(std::make_shared<const SourceFile>("t.tap", text), kernels());
+  BuildResult r = build_tap(std::make_shared<const SourceFile>("t.tap", text), signatures());
   if (!r.ok()) throw Error(format_diagnostics(r.diagnostics));
   return ir::write_graph_json(*r.graph);
 }
 
 TEST(Builder, MlpEqualsTheTapGraph) {
-  Graph g(kernels());
+  Graph g(signatures());
   Tensor x = g.input("X", DType::kFloat32, {4096, 1024});
   Tensor w1 = g.input("W1", DType::kFloat32, {4096, 1024});
   Tensor b1 = g.input("b1", DType::kFloat32, {4096});
@@ -40,7 +40,7 @@ output Y
 }
 
 TEST(Builder, ConvWithSugarEqualsTheTapGraph) {
-  Graph g(kernels());
+  Graph g(signatures());
   Tensor img = g.input("I", DType::kFloat32, {1, 3, 8, 8});
   Tensor k = g.input("K", DType::kFloat32, {4, 3, 3, 3});
   g.output(g.assign("C", relu(conv2d(img, k, {.stride = 2, .padding = 1}))));
@@ -52,7 +52,7 @@ output C
 }
 
 TEST(Builder, EveryWrapperCallsItsKernel) {
-  Graph g(kernels());
+  Graph g(signatures());
   Tensor a = g.input("A", DType::kFloat32, {2, 3, 4});
   Tensor m = g.input("M", DType::kFloat32, {2, 4, 3});
   Tensor v = g.input("v", DType::kFloat32, {4});
@@ -88,7 +88,7 @@ TEST(Builder, EveryWrapperCallsItsKernel) {
 }
 
 TEST(Builder, ErrorsNameTheTensors) {
-  Graph g(kernels());
+  Graph g(signatures());
   Tensor x = g.input("X", DType::kFloat32, {4, 12});
   Tensor w = g.input("W", DType::kFloat32, {32, 16});
   Tensor b = g.input("b", DType::kFloat32, {32});
@@ -106,7 +106,7 @@ TEST(Builder, ErrorsNameTheTensors) {
                   ::testing::StrEq("input B: dtype bool is not one kernels take "
                                    "(f32 f64 i32 i64 bf16 f16)")));
   EXPECT_FALSE(g.find("B").has_value());  // nothing was added
-  Graph other(kernels());
+  Graph other(signatures());
   Tensor y = other.input("Y", DType::kFloat32, {4, 12});
   EXPECT_THROW((void)add(x, y), Error);
   EXPECT_THROW((void)relu(Tensor()), Error);
@@ -114,7 +114,7 @@ TEST(Builder, ErrorsNameTheTensors) {
 }
 
 TEST(Builder, AssignNamesOnlyTheStatementsOperations) {
-  Graph g(kernels());
+  Graph g(signatures());
   Tensor x = g.input("X", DType::kFloat32, {4});
   Tensor stray = relu(x);                 // never assigned: keeps "relu"
   Tensor y = g.assign("Y", exp(neg(x)));  // Y/neg, Y
@@ -132,7 +132,7 @@ TEST(Builder, AssignNamesOnlyTheStatementsOperations) {
 }
 
 TEST(Builder, InputsMayStartAnywhere) {
-  Graph g(kernels());
+  Graph g(signatures());
   Tensor x = g.input("X", TensorType{DType::kFloat32, zr("zr[-40:60, 20:32]")});
   Tensor w = g.input("W", DType::kFloat32, {32, 12});
   Tensor b = g.input("b", DType::kFloat32, {32});

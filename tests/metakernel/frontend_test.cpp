@@ -16,7 +16,7 @@ using namespace testing;  // NOLINT
 using ::testing::HasSubstr;
 
 BuildResult build(const std::string& text, ApplyOptions options = {}) {
-  return build_tap(std::make_shared<const SourceFile>("t.tap", text), kernels(), options);
+  return build_tap(std::make_shared<const SourceFile>("t.tap", text), signatures(), options);
 }
 
 ir::Graph build_ok(const std::string& text) {
@@ -237,7 +237,7 @@ TEST(Examples, EveryExampleBuildsAndValidates) {
   for (const auto& entry : std::filesystem::directory_iterator(examples_dir())) {
     if (entry.path().extension() != ".tap") continue;
     ++count;
-    BuildResult r = build_tap_file(entry.path(), kernels());
+    BuildResult r = build_tap_file(entry.path(), signatures());
     ASSERT_TRUE(r.ok()) << entry.path() << "\n" << format_diagnostics(r.diagnostics);
     const ir::ValidationReport report = validate_built_graph(*r.graph);
     EXPECT_TRUE(report.is_valid()) << entry.path() << "\n" << ir::format_issues_text(report.issues);
@@ -246,14 +246,14 @@ TEST(Examples, EveryExampleBuildsAndValidates) {
 }
 
 TEST(Examples, MlpIsTheDesignExample) {
-  BuildResult r = build_tap_file(examples_dir() / "mlp.tap", kernels());
+  BuildResult r = build_tap_file(examples_dir() / "mlp.tap", signatures());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(op_labels(*r.graph), (std::vector<std::string>{"H/linear", "H", "Y"}));
   EXPECT_EQ(r.graph->tensor(*find_tensor(*r.graph, "Y")).range(), zr("zr[0:4096, 0:1024]"));
 }
 
 TEST(Examples, ConvnetPadsBeforeEachConvolution) {
-  BuildResult r = build_tap_file(examples_dir() / "convnet.tap", kernels());
+  BuildResult r = build_tap_file(examples_dir() / "convnet.tap", signatures());
   ASSERT_TRUE(r.ok()) << format_diagnostics(r.diagnostics);
   EXPECT_EQ(op_labels(*r.graph),
             (std::vector<std::string>{"C1/pad", "C1/conv2d", "C1", "C2/pad", "C2/conv2d", "C2",
@@ -262,7 +262,7 @@ TEST(Examples, ConvnetPadsBeforeEachConvolution) {
 }
 
 TEST(Examples, TransformerBlockShapes) {
-  BuildResult r = build_tap_file(examples_dir() / "transformer_block.tap", kernels());
+  BuildResult r = build_tap_file(examples_dir() / "transformer_block.tap", signatures());
   ASSERT_TRUE(r.ok()) << format_diagnostics(r.diagnostics);
   const ir::Graph& g = *r.graph;
   EXPECT_EQ(g.tensor(*find_tensor(g, "Q")).range(), zr("zr[0:4, 0:8, 0:128, 0:64]"));

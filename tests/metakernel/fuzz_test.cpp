@@ -16,7 +16,7 @@
 namespace tapestry::metakernel {
 namespace {
 
-using testing::kernels;
+using testing::signatures;
 using testing::tt;
 
 std::vector<std::string> read_all(const std::filesystem::path& dir, const std::string& ext) {
@@ -71,7 +71,7 @@ rc::Gen<std::string> mutated(const std::vector<std::string>& corpus) {
 }
 
 void build_never_crashes(const std::string& text) {
-  BuildResult r = build_tap(std::make_shared<const SourceFile>("fuzz.tap", text), kernels());
+  BuildResult r = build_tap(std::make_shared<const SourceFile>("fuzz.tap", text), signatures());
   for (const Diagnostic& d : r.diagnostics) (void)format_diagnostic(d);
   if (r.ok()) (void)validate_built_graph(*r.graph);
 }
@@ -80,7 +80,7 @@ void load_never_crashes(const std::string& text) {
   try {
     std::vector<Metakernel> ks =
         parse_kernels(std::make_shared<const SourceFile>("fuzz.yaml", text),
-                      [](std::string_view name) { return kernels().find(name); });
+                      [](std::string_view name) { return signatures().find(name); });
     // Evaluate what loaded on a few shapes: errors are fine, crashes are not.
     for (const Metakernel& k : ks) {
       for (const char* type : {"f32[3, 4]", "f32[2, 3, 4, 5]", "f32[]"}) {

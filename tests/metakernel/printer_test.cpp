@@ -14,7 +14,7 @@ namespace {
 using namespace testing;  // NOLINT
 
 ir::Graph build_text(const std::string& text) {
-  BuildResult r = build_tap(std::make_shared<const SourceFile>("t.tap", text), kernels());
+  BuildResult r = build_tap(std::make_shared<const SourceFile>("t.tap", text), signatures());
   if (!r.ok()) throw Error(format_diagnostics(r.diagnostics));
   return std::move(*r.graph);
 }
@@ -26,7 +26,7 @@ b: f32[32]
 Y = relu(linear(X, W, b))
 output Y
 )";
-  EXPECT_EQ(print_tap(build_text(source), kernels()), source);
+  EXPECT_EQ(print_tap(build_text(source), signatures()), source);
 }
 
 TEST(Printer, SharedResultsAndDefaultsPrintAsStatements) {
@@ -35,7 +35,7 @@ S = sum(relu(A), dim=-1)
 T = add(S, S)
 P = conv2d(pad(reshape(A, shape=[1, 1, 2, 3]), padding=1), reshape(A, shape=[1, 1, 2, 3]), stride=1)
 )");
-  EXPECT_EQ(print_tap(g, kernels()), R"(A: f32[2, 3]
+  EXPECT_EQ(print_tap(g, signatures()), R"(A: f32[2, 3]
 S = sum(relu(A), dim=1)
 T = add(S, S)
 P = conv2d(pad(reshape(A, shape=[1, 1, 2, 3]), padding=1), reshape(A, shape=[1, 1, 2, 3]))
@@ -47,23 +47,23 @@ TEST(Printer, NamesThatDoNotFollowTheRulesPrintFlat) {
   for (ir::OperationId op : g.operations()) {
     if (g.operation(op).label() == "Y/neg") g.set_label(op, "other");
   }
-  EXPECT_EQ(print_tap(g, kernels()), "X: f32[4]\nother = neg(X)\nY = relu(other)\n");
+  EXPECT_EQ(print_tap(g, signatures()), "X: f32[4]\nother = neg(X)\nY = relu(other)\n");
 }
 
 // .tap -> graph -> JSON -> graph -> .tap -> graph: the JSON of both graphs is identical.
 TEST(Printer, ExamplesRoundTripThroughJson) {
   for (const auto& entry : std::filesystem::directory_iterator(TAPESTRY_EXAMPLES_DIR)) {
     if (entry.path().extension() != ".tap") continue;
-    BuildResult first = build_tap_file(entry.path(), kernels());
+    BuildResult first = build_tap_file(entry.path(), signatures());
     ASSERT_TRUE(first.ok()) << format_diagnostics(first.diagnostics);
     const std::string json = ir::write_graph_json(*first.graph);
     const ir::Graph read = ir::read_graph_json_or_throw(json);
-    const std::string printed = print_tap(read, kernels());
+    const std::string printed = print_tap(read, signatures());
     BuildResult second =
-        build_tap(std::make_shared<const SourceFile>("printed.tap", printed), kernels());
+        build_tap(std::make_shared<const SourceFile>("printed.tap", printed), signatures());
     ASSERT_TRUE(second.ok()) << printed << format_diagnostics(second.diagnostics);
     EXPECT_EQ(ir::write_graph_json(*second.graph), json) << entry.path() << "\n" << printed;
-    EXPECT_EQ(print_tap(*second.graph, kernels()), printed);
+    EXPECT_EQ(print_tap(*second.graph, signatures()), printed);
   }
 }
 

@@ -10,18 +10,18 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tapestry/metakernel/registry.h"
 #include "tapestry/metakernel/signature.h"
+#include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/metakernel/tap_parser.h"
 #include "tapestry/zspace/format.h"
 #include "tapestry/zspace/text.h"
 
 namespace tapestry::metakernel::testing {
 
-/// The kernels shipped in <repo>/kernels (tests never depend on an installed copy).
-inline const KernelRegistry& kernels() {
-  static const KernelRegistry registry =
-      KernelRegistry::from_directory(TAPESTRY_KERNELS_SOURCE_DIR);
+/// The signatures of the kernel files in <repo>/kernels (tests never depend on an installed copy).
+inline const SignatureRegistry& signatures() {
+  static const SignatureRegistry registry =
+      SignatureRegistry::from_directory(TAPESTRY_KERNELS_SOURCE_DIR);
   return registry;
 }
 
@@ -38,7 +38,7 @@ inline TensorType tt(std::string_view text) {
 inline Signature eval(std::string_view name, const std::vector<std::string>& types,
                       const nlohmann::json& params = nlohmann::json::object(),
                       const std::vector<std::string>& labels = {}) {
-  const Metakernel& k = kernels().resolve(name, types.size());
+  const Metakernel& k = signatures().resolve(name, types.size());
   std::vector<Argument> args;
   for (std::size_t i = 0; i < types.size(); ++i) {
     args.push_back(Argument{i < labels.size() ? labels[i] : "", tt(types[i])});

@@ -29,10 +29,11 @@ const fs::path kExamples = kData.parent_path().parent_path() / "examples";
 
 // The issues of operation-kernel-agreement (which must have run) on `g`.
 std::vector<ir::Issue> kernel_issues(
-    const ir::Graph& g, const metakernel::KernelRegistry& kernels = metakernel::builtin_kernels()) {
+    const ir::Graph& g,
+    const metakernel::SignatureRegistry& signatures = metakernel::builtin_signatures()) {
   const ir::Dialect& base =
       g.applications().empty() ? ir::Dialect::operation() : ir::Dialect::application();
-  ir::ValidationReport report = ir::validate(g, with_kernel_agreement(base, kernels));
+  ir::ValidationReport report = ir::validate(g, with_kernel_agreement(base, signatures));
   for (const std::string& skipped : report.skipped) {
     EXPECT_NE(skipped, kOperationKernelAgreement) << ir::format_issues_text(report.issues);
   }
@@ -44,7 +45,7 @@ std::vector<ir::Issue> kernel_issues(
 }
 
 ir::Graph build_file(const fs::path& tap) {
-  metakernel::BuildResult built = metakernel::build_tap_file(tap, metakernel::builtin_kernels());
+  metakernel::BuildResult built = metakernel::build_tap_file(tap, metakernel::builtin_signatures());
   EXPECT_TRUE(built.ok()) << metakernel::format_diagnostics(built.diagnostics);
   return built.ok() ? std::move(*built.graph) : ir::Graph();
 }
@@ -198,7 +199,7 @@ TEST(KernelAgreement, TestDataGraphsAgreeOrNameAForeignKernel) {
         r.graph->applications().empty() ? ir::Dialect::operation() : ir::Dialect::application();
     std::vector<ir::Issue> errors;
     for (ir::Issue& issue :
-         ir::validate(*r.graph, with_kernel_agreement(base, metakernel::builtin_kernels()))
+         ir::validate(*r.graph, with_kernel_agreement(base, metakernel::builtin_signatures()))
              .issues) {
       if (issue.type != kOperationKernelAgreement) continue;
       if (issue.is_error()) {
@@ -362,13 +363,13 @@ TEST(KernelAgreement, ANamespacedKernelIsAWarning) {
 }
 
 TEST(KernelAgreement, UserKernelsAreKnownWhenLoaded) {
-  metakernel::KernelRegistry kernels = metakernel::KernelRegistry::with_builtins();
-  kernels.load_directory(kData / "metakernel" / "user_kernels");
+  metakernel::SignatureRegistry signatures = metakernel::SignatureRegistry::with_builtins();
+  signatures.load_directory(kData / "metakernel" / "user_kernels");
   auto file = std::make_shared<metakernel::SourceFile>(
       "scale.tap", "X: f32[4, 5]\nY = scale(X, factor=3.0)\noutput Y\n");
-  metakernel::BuildResult built = metakernel::build_tap(file, kernels);
+  metakernel::BuildResult built = metakernel::build_tap(file, signatures);
   ASSERT_TRUE(built.ok());
-  EXPECT_TRUE(kernel_issues(*built.graph, kernels).empty());
+  EXPECT_TRUE(kernel_issues(*built.graph, signatures).empty());
   const std::vector<ir::Issue> issues = kernel_issues(*built.graph);  // built-ins only
   ASSERT_EQ(issues.size(), 1u);
   EXPECT_EQ(issues[0].summary, "Operation's kernel is unknown");

@@ -15,7 +15,7 @@
 #include <string_view>
 
 #include "tapestry/ir/graph.h"
-#include "tapestry/metakernel/registry.h"
+#include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/metakernel/tap_frontend.h"
 #include "tapestry/rewrite/graph_copy.h"
 #include "tapestry/rewrite/lower.h"
@@ -31,7 +31,7 @@ namespace tapestry::rewrite::testing {
 /// Builds a .tap program; nullopt (and the diagnostics in `messages`) when it does not build.
 inline std::optional<ir::Graph> try_build(std::string_view tap, std::string* messages = nullptr) {
   auto file = std::make_shared<metakernel::SourceFile>("test.tap", std::string(tap));
-  metakernel::BuildResult r = metakernel::build_tap(file, metakernel::builtin_kernels());
+  metakernel::BuildResult r = metakernel::build_tap(file, metakernel::builtin_signatures());
   if (messages != nullptr) {
     for (const auto& d : r.diagnostics) *messages += d.message + "\n";
   }

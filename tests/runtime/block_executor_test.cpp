@@ -22,8 +22,8 @@ namespace {
 using namespace testing;  // NOLINT: test helpers
 using ::testing::HasSubstr;
 
-const KernelRegistry* reference() {
-  return &KernelRegistry::reference();
+const ExecutableKernels* reference() {
+  return &ExecutableKernels::reference();
 }
 
 void expect_no_nan(const Buffer& buffer) {
@@ -203,7 +203,7 @@ TEST(BlockExecutor, UnknownKernelIsAnErrorAtConstruction) {
   GraphBuilder b;
   const Built built = add_unary(b, "relu", b.tensor("X", "float32", Range::of_shape({4, 4})));
   b.shard(built.op, {2, 2});
-  const KernelRegistry empty;
+  const ExecutableKernels empty;
   EXPECT_THAT(error_of([&] { const BlockExecutor exec(b.graph, {.kernels = &empty}); }),
               HasSubstr("no kernel named 'relu'"));
 }
@@ -232,10 +232,10 @@ namespace {
 // The fused kernels parse their stages once per operation (KernelCall::prepared) instead of on
 // every call; both registries carry the prepare function, other kernels have none.
 TEST(BlockExecutor, FusedKernelsArePreparedOncePerOperation) {
-  EXPECT_NE(KernelRegistry::reference().find_prepare("fused"), nullptr);
+  EXPECT_NE(ExecutableKernels::reference().find_prepare("fused"), nullptr);
   EXPECT_NE(fast_kernels().find_prepare("fused"), nullptr);
   EXPECT_EQ(fast_kernels().find_prepare("relu"), nullptr);
-  EXPECT_EQ(KernelRegistry::reference().find_prepare("no-such-kernel"), nullptr);
+  EXPECT_EQ(ExecutableKernels::reference().find_prepare("no-such-kernel"), nullptr);
 }
 
 }  // namespace
@@ -253,7 +253,7 @@ TEST(BlockExecutor, KernelErrorsNameTheApplication) {
   GraphBuilder b;
   const Built built = add_unary(b, "relu", b.tensor("X", "float32", Range::of_shape({4, 4})));
   b.shard(built.op, {2, 1});
-  KernelRegistry failing;
+  ExecutableKernels failing;
   failing.add("relu", &failing_kernel);
   const BlockExecutor exec(b.graph, {.threads = 2, .kernels = &failing});
   const std::string message =

@@ -188,7 +188,7 @@ constexpr const char* dtype_name() {
 // op(xs) on the given kernel set, as a one-operation graph [n] → [n].
 template <typename T>
 std::vector<T> run_unary(const std::string& kernel, const std::vector<T>& xs,
-                         const KernelRegistry& kernels) {
+                         const ExecutableKernels& kernels) {
   GraphBuilder b;
   const Range range = Range::of_shape({static_cast<std::int64_t>(xs.size())});
   const Built op = add_unary(b, kernel, b.tensor("X", dtype_name<T>(), range));
@@ -220,8 +220,8 @@ template <typename T>
 void expect_accurate(const Unary& u) {
   const std::vector<T> xs = sweep<T>();
   const double bound = sizeof(T) == 4 ? u.bound_f32 : u.bound_f64;
-  const std::pair<const char*, const KernelRegistry*> sets[] = {
-      {"reference", &KernelRegistry::reference()}, {"fast", &fast_kernels()}};
+  const std::pair<const char*, const ExecutableKernels*> sets[] = {
+      {"reference", &ExecutableKernels::reference()}, {"fast", &fast_kernels()}};
   for (const auto& [set, kernels] : sets) {
     const std::vector<T> got = run_unary<T>(u.kernel, xs, *kernels);
     const Worst w = max_ulp_error(u, xs, got);
@@ -254,7 +254,7 @@ TEST(ElementwiseAccuracy, SweepCatchesTheCancellingGelu) {
 
 // The limits the issue names, and the sign of zero where it is defined.
 template <typename T>
-void expect_limits(const KernelRegistry& kernels) {
+void expect_limits(const ExecutableKernels& kernels) {
   using L = std::numeric_limits<T>;
   const std::vector<T> xs = {-L::infinity(), L::infinity(), L::quiet_NaN(), T{0}, T{-0.0}};
   const auto run = [&](const char* k) { return run_unary<T>(k, xs, kernels); };
@@ -281,7 +281,7 @@ void expect_limits(const KernelRegistry& kernels) {
 }
 
 TEST(ElementwiseAccuracy, Limits) {
-  for (const KernelRegistry* kernels : {&KernelRegistry::reference(), &fast_kernels()}) {
+  for (const ExecutableKernels* kernels : {&ExecutableKernels::reference(), &fast_kernels()}) {
     expect_limits<float>(*kernels);
     expect_limits<double>(*kernels);
   }
@@ -302,7 +302,7 @@ void expect_bitwise(const std::vector<T>& ref, const std::vector<T>& fast,
 template <typename T>
 void expect_unary_bitwise(const char* kernel) {
   const std::vector<T> xs = sweep<T>();
-  expect_bitwise(run_unary<T>(kernel, xs, KernelRegistry::reference()),
+  expect_bitwise(run_unary<T>(kernel, xs, ExecutableKernels::reference()),
                  run_unary<T>(kernel, xs, fast_kernels()), kernel);
 }
 
@@ -316,13 +316,13 @@ TEST(ElementwiseAccuracy, UnaryReferenceAndFastAreBitwiseEqual) {
     GraphBuilder b;
     const Range range = Range::of_shape({5});
     const Built op = add_unary(b, kernel, b.tensor("X", "int32", range));
-    const auto run = [&](const KernelRegistry& kernels) {
+    const auto run = [&](const ExecutableKernels& kernels) {
       BufferMap in = bind_by_name(
           b.graph,
           {{"X", Buffer::from_values<std::int32_t>(range, {INT32_MIN, -1, 0, 1, INT32_MAX})}});
       return values_of<std::int32_t>(NaiveExecutor(b.graph, kernels).run(std::move(in)), op.result);
     };
-    EXPECT_EQ(run(KernelRegistry::reference()), run(fast_kernels())) << kernel;
+    EXPECT_EQ(run(ExecutableKernels::reference()), run(fast_kernels())) << kernel;
   }
 }
 
@@ -340,7 +340,7 @@ void expect_binary_bitwise(const char* kernel) {
       bs.push_back(b);
     }
   }
-  const auto run = [&](const KernelRegistry& kernels, const std::vector<T>& b_values) {
+  const auto run = [&](const ExecutableKernels& kernels, const std::vector<T>& b_values) {
     GraphBuilder b;
     const Range range = Range::of_shape({static_cast<std::int64_t>(as.size())});
     const Range b_range = Range::of_shape({static_cast<std::int64_t>(b_values.size())});
@@ -350,9 +350,9 @@ void expect_binary_bitwise(const char* kernel) {
                                           {"B", Buffer::from_values<T>(b_range, b_values)}});
     return values_of<T>(NaiveExecutor(b.graph, kernels).run(std::move(in)), op.result);
   };
-  expect_bitwise(run(KernelRegistry::reference(), bs), run(fast_kernels(), bs), kernel);
+  expect_bitwise(run(ExecutableKernels::reference(), bs), run(fast_kernels(), bs), kernel);
   const std::vector<T> one = {std::numeric_limits<T>::quiet_NaN()};
-  expect_bitwise(run(KernelRegistry::reference(), one), run(fast_kernels(), one), kernel);
+  expect_bitwise(run(ExecutableKernels::reference(), one), run(fast_kernels(), one), kernel);
 }
 
 TEST(ElementwiseAccuracy, BinaryReferenceAndFastAreBitwiseEqual) {
@@ -414,7 +414,7 @@ std::vector<std::vector<T>> softmax_rows() {
 // softmax on the given kernel set.
 template <typename T>
 std::vector<T> run_softmax(const std::vector<std::vector<T>>& rows, std::int64_t n,
-                           const KernelRegistry& kernels) {
+                           const ExecutableKernels& kernels) {
   std::vector<T> flat;
   for (const auto& row : rows) {
     flat.insert(flat.end(), row.begin(), row.end());
@@ -432,7 +432,7 @@ template <typename T>
 void expect_softmax_accurate(double bound) {
   const std::vector<std::vector<T>> rows = softmax_rows<T>();
   const std::int64_t n = 300;
-  const std::vector<T> ref = run_softmax(rows, n, KernelRegistry::reference());
+  const std::vector<T> ref = run_softmax(rows, n, ExecutableKernels::reference());
   expect_bitwise(ref, run_softmax(rows, n, fast_kernels()), "softmax");
   LD worst = 0;
   for (std::size_t r = 0; r < rows.size(); ++r) {

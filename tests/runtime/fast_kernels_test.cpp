@@ -140,7 +140,7 @@ void expect_fast_matches(const BuildFn& build, const std::string& name, std::mt1
 }
 
 TEST(FastKernels, HasEveryReferenceName) {
-  EXPECT_EQ(fast_kernels().names(), KernelRegistry::reference().names());
+  EXPECT_EQ(fast_kernels().names(), ExecutableKernels::reference().names());
 }
 
 TEST(FastKernels, EveryKernelCaseWholeAndSharded) {

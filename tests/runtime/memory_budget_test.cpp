@@ -37,7 +37,7 @@ TEST(MemoryBudget, TheEstimateFromTheGraphIsTheBlockExecutors) {
       GraphBuilder b;
       const Built built = c.build(b);
       b.shard(built.op, parts);
-      const BlockExecutor exec(b.graph, {.threads = 1, .kernels = &KernelRegistry::reference()});
+      const BlockExecutor exec(b.graph, {.threads = 1, .kernels = &ExecutableKernels::reference()});
       EXPECT_EQ(estimate_block_memory(b.graph).peak_bytes, exec.estimated_peak_memory_bytes());
       ++graphs;
     }
@@ -75,7 +75,7 @@ TEST(MemoryBudget, GraphsLargerThanTheMachineAreRefused) {
   EXPECT_THAT(error_of([&] { check_memory_budget(e, 0); }),
               HasSubstr("the plan needs an estimated 36.4 TiB, more than this machine's"));
   EXPECT_THAT(error_of([&] {
-                const BlockExecutor exec(b.graph, {.kernels = &KernelRegistry::reference()});
+                const BlockExecutor exec(b.graph, {.kernels = &ExecutableKernels::reference()});
               }),
               HasSubstr("more than this machine's"));
   EXPECT_THAT(error_of([&] { check_run_memory(b.graph, b.graph, {}); }),

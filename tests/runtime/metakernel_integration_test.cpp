@@ -154,7 +154,7 @@ void shard_every_operation(ir::Graph& graph) {
 TEST(MetakernelGraphs, NaiveMatchesHandBuiltAndShardsBitwise) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
-    mk::Graph builder(mk::builtin_kernels(), {.add_application = false});
+    mk::Graph builder(mk::builtin_signatures(), {.add_application = false});
     const ir::TensorId result = c.build(builder).id();
     ir::Graph graph = builder.take();
     GraphBuilder hand;
@@ -181,7 +181,7 @@ TEST(MetakernelGraphs, NaiveMatchesHandBuiltAndShardsBitwise) {
 
 TEST(MetakernelGraphs, PaddedConvChain) {
   // conv2d with padding is sugar for pad + conv2d; then relu. Every op sharded.
-  mk::Graph builder(mk::builtin_kernels(), {.add_application = false});
+  mk::Graph builder(mk::builtin_signatures(), {.add_application = false});
   mk::Tensor x = builder.input("X", mk::DType::kFloat64, {2, 3, 6, 6});
   mk::Tensor w = builder.input("W", mk::DType::kFloat64, {4, 3, 3, 3});
   const ir::TensorId y =

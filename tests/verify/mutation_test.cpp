@@ -125,10 +125,10 @@ void faulty_reduce(const runtime::KernelCall& call) {
   runtime::fast_kernels().lookup("reduce", call.operation)(changed);
 }
 
-const runtime::KernelRegistry& faulty_kernels() {
-  static const runtime::KernelRegistry registry = [] {
-    runtime::KernelRegistry r;
-    const runtime::KernelRegistry& fast = runtime::fast_kernels();
+const runtime::ExecutableKernels& faulty_kernels() {
+  static const runtime::ExecutableKernels registry = [] {
+    runtime::ExecutableKernels r;
+    const runtime::ExecutableKernels& fast = runtime::fast_kernels();
     for (const std::string& name : fast.names())
       r.add(name, name == "reduce" ? faulty_reduce : fast.find(name),
             name == "reduce" ? nullptr : fast.find_prepare(name));

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "tapestry/metakernel/registry.h"
+#include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/metakernel/tap_frontend.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/rewrite/plan.h"
@@ -22,7 +22,7 @@ namespace tapestry::verify_testing {
 
 inline ir::Graph build(std::string_view tap) {
   auto file = std::make_shared<metakernel::SourceFile>("test.tap", std::string(tap));
-  metakernel::BuildResult r = metakernel::build_tap(file, metakernel::builtin_kernels());
+  metakernel::BuildResult r = metakernel::build_tap(file, metakernel::builtin_signatures());
   std::string messages;
   for (const auto& d : r.diagnostics) messages += d.message + "\n";
   if (!r.ok()) {
@@ -40,7 +40,7 @@ inline rewrite::Plan plan(std::string_view json) {
 /// `inputs`; the outputs keyed by `graph`'s tensors.
 inline runtime::BufferMap run_plan(
     const ir::Graph& graph, const rewrite::Plan& plan, const runtime::BufferMap& inputs,
-    const runtime::KernelRegistry& kernels = runtime::fast_kernels()) {
+    const runtime::ExecutableKernels& kernels = runtime::fast_kernels()) {
   const rewrite::LowerResult lowered = rewrite::lower(graph, plan, {});
   runtime::BufferMap in;
   for (const auto& [t, b] : inputs)

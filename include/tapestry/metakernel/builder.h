@@ -32,7 +32,7 @@
 #include "tapestry/ir/graph.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/metakernel/naming.h"
-#include "tapestry/metakernel/registry.h"
+#include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/metakernel/tensor_type.h"
 
 namespace tapestry::metakernel {
@@ -65,9 +65,10 @@ class Tensor {
 
 class Graph {
  public:
-  /// A graph whose calls resolve against `kernels` (the built-ins by default; the registry must
+  /// A graph whose calls resolve against `signatures` (the built-ins by default; the registry must
   /// outlive the Graph).
-  explicit Graph(const KernelRegistry& kernels = builtin_kernels(), ApplyOptions options = {});
+  explicit Graph(const SignatureRegistry& signatures = builtin_signatures(),
+                 ApplyOptions options = {});
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
@@ -97,7 +98,7 @@ class Graph {
   [[nodiscard]] const ir::Graph& ir() const { return graph_; }
   /// Moves the built graph out; the builder is empty afterwards.
   [[nodiscard]] ir::Graph take();
-  [[nodiscard]] const KernelRegistry& kernels() const { return kernels_; }
+  [[nodiscard]] const SignatureRegistry& signatures() const { return signatures_; }
 
  private:
   friend class Tensor;
@@ -118,7 +119,7 @@ class Graph {
   std::vector<std::size_t> statement_operations(std::size_t root) const;
   void rename(const Pending& record, const std::string& name);
 
-  const KernelRegistry& kernels_;
+  const SignatureRegistry& signatures_;
   ApplyOptions options_;
   ir::Graph graph_;
   NameTable names_;

@@ -17,12 +17,12 @@
 #include <string>
 
 #include "tapestry/metakernel/metakernel.h"
-#include "tapestry/metakernel/registry.h"
+#include "tapestry/metakernel/signature_registry.h"
 
 namespace tapestry::metakernel {
 
 /// One line per kernel: name, call form, summary.
-std::string describe_kernels(const KernelRegistry& registry);
+std::string describe_kernels(const SignatureRegistry& registry);
 
 /// The full declaration of one kernel: inputs, params, types, lets, checks, outputs, index,
 /// reductions, IPFs in the template shorthand, sugar, hook, and the file it came from.

@@ -16,10 +16,10 @@
 #include <string>
 
 #include "tapestry/ir/graph.h"
-#include "tapestry/metakernel/registry.h"
+#include "tapestry/metakernel/signature_registry.h"
 
 namespace tapestry::metakernel {
 
-std::string print_tap(const ir::Graph& graph, const KernelRegistry& kernels);
+std::string print_tap(const ir::Graph& graph, const SignatureRegistry& signatures);
 
 }  // namespace tapestry::metakernel

@@ -22,7 +22,7 @@
 #include "tapestry/ir/dialect.h"
 #include "tapestry/ir/graph.h"
 #include "tapestry/metakernel/apply.h"
-#include "tapestry/metakernel/registry.h"
+#include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/metakernel/source.h"
 #include "tapestry/metakernel/tap_ast.h"
 
@@ -36,15 +36,15 @@ struct BuildResult {
 };
 
 /// Builds the graph of a parsed program.
-BuildResult build_program(const tap::Program& program, const KernelRegistry& kernels,
+BuildResult build_program(const tap::Program& program, const SignatureRegistry& signatures,
                           const ApplyOptions& options = {});
 
 /// Parses and builds .tap text (syntax errors stop before building).
-BuildResult build_tap(const SourceFilePtr& file, const KernelRegistry& kernels,
+BuildResult build_tap(const SourceFilePtr& file, const SignatureRegistry& signatures,
                       const ApplyOptions& options = {});
 
 /// Reads, parses and builds a .tap file; an unreadable file is a diagnostic.
-BuildResult build_tap_file(const std::filesystem::path& path, const KernelRegistry& kernels,
+BuildResult build_tap_file(const std::filesystem::path& path, const SignatureRegistry& signatures,
                            const ApplyOptions& options = {});
 
 /// Validates a built graph: in the application dialect when it holds Application nodes (the

@@ -23,7 +23,7 @@
 //
 // ir cannot see kernels, so the constraint lives here and is added to a dialect:
 //
-//   const ir::Dialect dialect = with_kernel_agreement(ir::Dialect::application(), kernels);
+//   const ir::Dialect dialect = with_kernel_agreement(ir::Dialect::application(), signatures);
 //   ir::ValidationReport report = ir::validate(graph, dialect);
 #pragma once
 
@@ -32,18 +32,18 @@
 
 #include "tapestry/ir/constraint.h"
 #include "tapestry/ir/dialect.h"
-#include "tapestry/metakernel/registry.h"
+#include "tapestry/metakernel/signature_registry.h"
 
 namespace tapestry::rewrite {
 
 inline constexpr std::string_view kOperationKernelAgreement = "operation-kernel-agreement";
 
-/// The constraint, deriving from `kernels` (which must outlive it).
+/// The constraint, deriving from `signatures` (which must outlive it).
 std::shared_ptr<const ir::Constraint> operation_kernel_agreement(
-    const metakernel::KernelRegistry& kernels);
+    const metakernel::SignatureRegistry& signatures);
 
 /// `dialect` (same name, node and tag kinds, dtypes) with operation-kernel-agreement appended.
 ir::Dialect with_kernel_agreement(const ir::Dialect& dialect,
-                                  const metakernel::KernelRegistry& kernels);
+                                  const metakernel::SignatureRegistry& signatures);
 
 }  // namespace tapestry::rewrite

@@ -38,7 +38,7 @@ struct LowerOptions {
   /// chose to trust (`--trust-ipfs`): their disagreement would survive lowering.
   bool check_kernels = true;
   /// Kernels the rewrites may instantiate.
-  const metakernel::KernelRegistry* kernels = &metakernel::builtin_kernels();
+  const metakernel::SignatureRegistry* signatures = &metakernel::builtin_signatures();
 };
 
 struct LowerResult {

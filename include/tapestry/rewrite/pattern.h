@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "tapestry/ir/graph.h"
-#include "tapestry/metakernel/registry.h"
+#include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/rewrite/plan.h"
 
 namespace tapestry::rewrite {
@@ -37,7 +37,7 @@ struct RewriteState {
   Plan plan;
   /// Kernels that rewrites instantiate (reduce, matmul, bias_add, transpose): the built-ins
   /// unless the caller loaded more.
-  const metakernel::KernelRegistry* kernels = &metakernel::builtin_kernels();
+  const metakernel::SignatureRegistry* signatures = &metakernel::builtin_signatures();
   /// For each operation a rewrite added: the operation of the original graph it comes from, by
   /// the name the plan uses for it. Original operations are not listed.
   std::map<std::string, std::string, std::less<>> origins;

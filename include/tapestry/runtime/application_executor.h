@@ -28,7 +28,7 @@ class ApplicationExecutor final : public Executor {
   /// Checks dtypes and tags, schedules the applications and resolves every kernel; Error naming
   /// the node on failure.
   explicit ApplicationExecutor(const ir::Graph& graph,
-                               const KernelRegistry& kernels = KernelRegistry::reference());
+                               const ExecutableKernels& kernels = ExecutableKernels::reference());
 
   [[nodiscard]] BufferMap run(BufferMap inputs) const override;
 

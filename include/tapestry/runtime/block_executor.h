@@ -22,7 +22,7 @@
 //   BufferMap reference = NaiveExecutor(app_graph).run(inputs);
 //   compare_tensors(app_graph, buffers, reference, tolerance)  // see compare.h
 //
-// With `KernelRegistry::reference()` the result is bitwise identical to ApplicationExecutor's:
+// With `ExecutableKernels::reference()` the result is bitwise identical to ApplicationExecutor's:
 // each cell is computed by one application with the same kernel, whatever the thread order.
 // Kernels run concurrently only on disjoint output boxes (the DAG orders every read after the
 // writes it needs, and writes never intersect — checked at construction).
@@ -58,7 +58,7 @@ struct BlockExecutorOptions {
   /// Pool threads (≥ 1); 0 means one per hardware thread.
   int threads = 0;
   /// Kernels to run; nullptr means fast_kernels() (fast_kernels.h).
-  const KernelRegistry* kernels = nullptr;
+  const ExecutableKernels* kernels = nullptr;
   /// When > 0, construction fails if the estimated peak memory exceeds it (it always fails
   /// when the estimate exceeds the machine's physical memory).
   std::int64_t memory_limit_bytes = 0;

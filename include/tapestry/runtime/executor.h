@@ -23,7 +23,7 @@
 #pragma once
 
 #include "tapestry/ir/graph.h"
-#include "tapestry/runtime/kernel_registry.h"
+#include "tapestry/runtime/executable_kernels.h"
 #include "tapestry/runtime/tensor_map.h"
 
 namespace tapestry::runtime {

@@ -1,7 +1,7 @@
 // The fast kernel set: the reference kernels' names and meanings, optimised.
 //
-// `fast_kernels()` is a second KernelRegistry (kernel_registry.h) with every name
-// `KernelRegistry::reference()` has. A fast kernel recognises the layouts that matter — the IPFs
+// `fast_kernels()` is a second ExecutableKernels (executable_kernels.h) with every name
+// `ExecutableKernels::reference()` has. A fast kernel recognises the layouts that matter — the IPFs
 // the metakernels give, over a whole operation or any shard, at any coordinates, with strided
 // sub-box views — and runs them with a tuned library or vectorisable loops; any call whose
 // layout, dtype or IPF pattern it does not recognise goes to the reference kernel of the same
@@ -32,7 +32,7 @@
 //
 // Example — the executor picks a registry, then pins each pool thread's libraries to one thread:
 //
-//   const KernelRegistry& kernels = use_fast ? fast_kernels() : KernelRegistry::reference();
+//   const ExecutableKernels& kernels = use_fast ? fast_kernels() : ExecutableKernels::reference();
 //   KernelFn linear = kernels.lookup("linear", "fc1");
 //   // on every pool thread (and the main thread), before its first kernel:
 //   limit_library_threads_to_one();
@@ -48,13 +48,13 @@
 
 #include <cstdint>
 
-#include "tapestry/runtime/kernel_registry.h"
+#include "tapestry/runtime/executable_kernels.h"
 
 namespace tapestry::runtime {
 
 /// The fast kernel set (built once, shared, immutable). Same names as
-/// KernelRegistry::reference(); a call the fast path does not recognise runs the reference.
-const KernelRegistry& fast_kernels();
+/// ExecutableKernels::reference(); a call the fast path does not recognise runs the reference.
+const ExecutableKernels& fast_kernels();
 
 /// Keeps the BLAS libraries single-threaded so they do not compete with the executor's pool:
 /// OpenBLAS process-wide (`openblas_set_num_threads(1)`, once) and oneDNN's OpenMP runtime on

@@ -67,7 +67,7 @@ struct KernelCall {
   std::span<const ir::Reduction> reductions;  // the operation's declared reduction dims
   ir::NamedLists<InputPort> inputs;
   ir::NamedLists<OutputPort> outputs;
-  /// What the kernel's prepare function (KernelRegistry::find_prepare) made from the operation
+  /// What the kernel's prepare function (ExecutableKernels::find_prepare) made from the operation
   /// once, before any run — the parsed stages of a `fused` operation, say — or null. A kernel
   /// must also work without it (it then derives the same data from `params`).
   const void* prepared = nullptr;

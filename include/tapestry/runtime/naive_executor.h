@@ -24,7 +24,7 @@ class NaiveExecutor final : public Executor {
   /// IPFIndex and IPFSignature tags and a known kernel) and fixes the order. Throws Error naming
   /// the offending node.
   explicit NaiveExecutor(const ir::Graph& graph,
-                         const KernelRegistry& kernels = KernelRegistry::reference());
+                         const ExecutableKernels& kernels = ExecutableKernels::reference());
 
   [[nodiscard]] BufferMap run(BufferMap inputs) const override;
 

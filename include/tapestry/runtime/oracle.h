@@ -81,7 +81,7 @@
 #include <string>
 
 #include "tapestry/ir/graph.h"
-#include "tapestry/runtime/kernel_registry.h"
+#include "tapestry/runtime/executable_kernels.h"
 #include "tapestry/runtime/tensor_map.h"
 
 namespace tapestry::runtime {
@@ -91,7 +91,7 @@ struct OracleOptions {
   double lambda = 8;
   /// The kernels the oracle runs in float64. The fast set (OpenBLAS dgemm) makes the oracle of
   /// a 70-GFLOP graph take seconds; the reference set is the slow definition of meaning.
-  const KernelRegistry* kernels = nullptr;  // null: the fast kernels
+  const ExecutableKernels* kernels = nullptr;  // null: the fast kernels
 };
 
 struct Oracle {

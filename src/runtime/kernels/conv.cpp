@@ -69,7 +69,7 @@ void conv2d_kernel(const KernelCall& call) {
 
 }  // namespace
 
-void register_conv_kernels(KernelRegistry& registry) {
+void register_conv_kernels(ExecutableKernels& registry) {
   registry.add("conv2d", &conv2d_kernel);
 }
 

@@ -71,7 +71,7 @@ void bias_add_kernel(const KernelCall& call) {
 
 }  // namespace
 
-void register_elementwise_kernels(KernelRegistry& registry) {
+void register_elementwise_kernels(ExecutableKernels& registry) {
   registry.add("relu", &unary_kernel<scalar::Relu>);
   registry.add("gelu", &unary_kernel<scalar::Gelu>);
   registry.add("exp", &unary_kernel<scalar::Exp>);

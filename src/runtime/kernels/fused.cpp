@@ -40,11 +40,11 @@ DType intermediate_dtype(const KernelCall& call, const rewrite::FusedPort& out) 
 
 void fused_kernel(const KernelCall& call) {
   if (call.prepared != nullptr) {
-    run_fused_stages(call, prepared_fused_stages(call), KernelRegistry::reference());
+    run_fused_stages(call, prepared_fused_stages(call), ExecutableKernels::reference());
     return;
   }
   if (call.params == nullptr) call.fail("fused: no params");
-  run_fused_stages(call, rewrite::fused_stages(*call.params), KernelRegistry::reference());
+  run_fused_stages(call, rewrite::fused_stages(*call.params), ExecutableKernels::reference());
 }
 
 }  // namespace
@@ -60,7 +60,7 @@ const std::vector<rewrite::FusedStage>& prepared_fused_stages(const KernelCall& 
 }
 
 void run_fused_stages(const KernelCall& call, const std::vector<rewrite::FusedStage>& stages,
-                      const KernelRegistry& kernels) {
+                      const ExecutableKernels& kernels) {
   std::optional<Buffer> previous;
   for (std::size_t s = 0; s < stages.size(); ++s) {
     const rewrite::FusedStage& stage = stages[s];
@@ -96,7 +96,7 @@ void run_fused_stages(const KernelCall& call, const std::vector<rewrite::FusedSt
   }
 }
 
-void register_fused_kernel(KernelRegistry& registry) {
+void register_fused_kernel(ExecutableKernels& registry) {
   registry.add(std::string(rewrite::kFusedKernel), fused_kernel, prepare_fused_stages);
 }
 

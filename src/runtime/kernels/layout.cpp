@@ -109,7 +109,7 @@ void pad_kernel(const KernelCall& call) {
 
 }  // namespace
 
-void register_layout_kernels(KernelRegistry& registry) {
+void register_layout_kernels(ExecutableKernels& registry) {
   registry.add("transpose", &copy_kernel);
   registry.add("permute", &copy_kernel);
   registry.add("reshape", &copy_kernel);

@@ -124,7 +124,7 @@ void matmul_kernel(const KernelCall& call) {
 
 }  // namespace
 
-void register_linear_matmul_kernels(KernelRegistry& registry) {
+void register_linear_matmul_kernels(ExecutableKernels& registry) {
   registry.add("linear", &linear_kernel);
   registry.add("matmul", &matmul_kernel);
 }

@@ -56,7 +56,7 @@ void reduce_kernel(const KernelCall& call) {
 
 }  // namespace
 
-void register_reduce_kernels(KernelRegistry& registry) {
+void register_reduce_kernels(ExecutableKernels& registry) {
   registry.add("sum", &fixed_monoid_kernel<ir::Monoid::kSum>);
   registry.add("max", &fixed_monoid_kernel<ir::Monoid::kMax>);
   registry.add("reduce", &reduce_kernel);

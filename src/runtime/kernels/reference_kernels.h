@@ -5,24 +5,24 @@
 #include <vector>
 
 #include "tapestry/rewrite/fused.h"
-#include "tapestry/runtime/kernel_registry.h"
+#include "tapestry/runtime/executable_kernels.h"
 
 namespace tapestry::runtime {
 
 /// relu gelu exp neg tanh sigmoid; add sub mul div maximum (broadcasting); bias_add.
-void register_elementwise_kernels(KernelRegistry& registry);
+void register_elementwise_kernels(ExecutableKernels& registry);
 /// linear (X·Wᵀ + b), matmul (batched).
-void register_linear_matmul_kernels(KernelRegistry& registry);
+void register_linear_matmul_kernels(ExecutableKernels& registry);
 /// sum and max over one dim, and `reduce` over a block dim.
-void register_reduce_kernels(KernelRegistry& registry);
+void register_reduce_kernels(ExecutableKernels& registry);
 /// softmax over the last dim.
-void register_softmax_kernels(KernelRegistry& registry);
+void register_softmax_kernels(ExecutableKernels& registry);
 /// conv2d (NCHW, strided windows).
-void register_conv_kernels(KernelRegistry& registry);
+void register_conv_kernels(ExecutableKernels& registry);
 /// transpose, permute, reshape (copies through the IPFs) and pad.
-void register_layout_kernels(KernelRegistry& registry);
+void register_layout_kernels(ExecutableKernels& registry);
 /// The `fused` kernel (kernels/fused.cpp): runs a fused operation's stages with these kernels.
-void register_fused_kernel(KernelRegistry& registry);
+void register_fused_kernel(ExecutableKernels& registry);
 
 /// The `fused` kernels' prepare function: the operation's stages, parsed once from its params
 /// (parsing them per call costs ~10 µs, more than a small shard's work).
@@ -35,6 +35,6 @@ const std::vector<rewrite::FusedStage>& prepared_fused_stages(const KernelCall& 
 /// writes `call`'s outputs. The reference `fused` kernel uses the reference kernels, the fast
 /// one the fast kernels.
 void run_fused_stages(const KernelCall& call, const std::vector<rewrite::FusedStage>& stages,
-                      const KernelRegistry& kernels);
+                      const ExecutableKernels& kernels);
 
 }  // namespace tapestry::runtime

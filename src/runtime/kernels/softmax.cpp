@@ -62,7 +62,7 @@ void softmax_kernel(const KernelCall& call) {
 
 }  // namespace
 
-void register_softmax_kernels(KernelRegistry& registry) {
+void register_softmax_kernels(ExecutableKernels& registry) {
   registry.add("softmax", &softmax_kernel);
 }
 

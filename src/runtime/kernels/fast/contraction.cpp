@@ -296,7 +296,7 @@ void matmul_kernel(const KernelCall& call) {
 
 }  // namespace
 
-void register_fast_contraction(KernelRegistry& registry) {
+void register_fast_contraction(ExecutableKernels& registry) {
   registry.add("linear", &linear_kernel);
   registry.add("matmul", &matmul_kernel);
 }

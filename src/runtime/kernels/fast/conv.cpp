@@ -286,7 +286,7 @@ bool conv(const KernelCall& call, const Range& index, bool first) {
     if (first) return false;
     KernelCall piece = call;  // a half of a box that had a plan: not expected, but exact
     piece.index = index;
-    KernelRegistry::reference().lookup(call.kernel, call.operation)(piece);
+    ExecutableKernels::reference().lookup(call.kernel, call.operation)(piece);
     return true;
   }
   const std::optional<std::size_t> cut = longest_pixel_dim(call, index);
@@ -319,7 +319,7 @@ void conv2d_kernel(const KernelCall& call) {
 
 }  // namespace
 
-void register_fast_conv(KernelRegistry& registry) {
+void register_fast_conv(ExecutableKernels& registry) {
   registry.add("conv2d", &conv2d_kernel);
 }
 

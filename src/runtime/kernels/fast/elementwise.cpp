@@ -185,7 +185,7 @@ void pad_kernel(const KernelCall& call) {
 
 }  // namespace
 
-void register_fast_elementwise(KernelRegistry& registry) {
+void register_fast_elementwise(ExecutableKernels& registry) {
   registry.add("relu", &unary_kernel<scalar::Relu>);
   registry.add("neg", &unary_kernel<scalar::Neg>);
   registry.add("exp", &unary_kernel<scalar::Exp>);

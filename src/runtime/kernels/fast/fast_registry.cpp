@@ -43,7 +43,7 @@ void count_onednn_gemm() {
 void run_reference(const KernelCall& call) {
   fallback_calls.fetch_add(1, std::memory_order_relaxed);
   ++t_fallbacks;
-  KernelRegistry::reference().lookup(call.kernel, call.operation)(call);
+  ExecutableKernels::reference().lookup(call.kernel, call.operation)(call);
 }
 
 bool has_unit_cells(const zspace::IndexProjection& ipf) {
@@ -88,9 +88,9 @@ void warm_up_gemm() {
 
 }  // namespace fast
 
-const KernelRegistry& fast_kernels() {
-  static const KernelRegistry registry = [] {
-    KernelRegistry fast_only;
+const ExecutableKernels& fast_kernels() {
+  static const ExecutableKernels registry = [] {
+    ExecutableKernels fast_only;
     fast::register_fast_elementwise(fast_only);
     fast::register_fast_contraction(fast_only);
     fast::register_fast_reduce(fast_only);
@@ -98,8 +98,8 @@ const KernelRegistry& fast_kernels() {
     fast::register_fast_softmax(fast_only);
     fast::register_fast_fused(fast_only);
     // Every reference name: the fast version where there is one, else the reference itself.
-    KernelRegistry r;
-    const KernelRegistry& reference = KernelRegistry::reference();
+    ExecutableKernels r;
+    const ExecutableKernels& reference = ExecutableKernels::reference();
     for (const std::string& name : reference.names()) {
       KernelFn fn = fast_only.find(name);
       if (fn != nullptr) {

@@ -124,11 +124,11 @@ void run_reference(const KernelCall& call);
 std::optional<DType> uniform_dtype(const KernelCall& call);
 
 /// Registration of the fast kernel families (one file each).
-void register_fast_elementwise(KernelRegistry& registry);
-void register_fast_contraction(KernelRegistry& registry);
-void register_fast_reduce(KernelRegistry& registry);
-void register_fast_conv(KernelRegistry& registry);
-void register_fast_softmax(KernelRegistry& registry);
-void register_fast_fused(KernelRegistry& registry);
+void register_fast_elementwise(ExecutableKernels& registry);
+void register_fast_contraction(ExecutableKernels& registry);
+void register_fast_reduce(ExecutableKernels& registry);
+void register_fast_conv(ExecutableKernels& registry);
+void register_fast_softmax(ExecutableKernels& registry);
+void register_fast_fused(ExecutableKernels& registry);
 
 }  // namespace tapestry::runtime::fast

@@ -161,7 +161,7 @@ void fused_kernel(const KernelCall& call) {
 
 }  // namespace
 
-void register_fast_fused(KernelRegistry& registry) {
+void register_fast_fused(ExecutableKernels& registry) {
   registry.add(std::string(rewrite::kFusedKernel), &fused_kernel, &prepare_fused_stages);
 }
 

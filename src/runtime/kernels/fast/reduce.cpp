@@ -134,7 +134,7 @@ void reduce_kernel(const KernelCall& call) {
 
 }  // namespace
 
-void register_fast_reduce(KernelRegistry& registry) {
+void register_fast_reduce(ExecutableKernels& registry) {
   registry.add("sum", &fixed_monoid_kernel<ir::Monoid::kSum>);
   registry.add("max", &fixed_monoid_kernel<ir::Monoid::kMax>);
   registry.add("reduce", &reduce_kernel);

@@ -71,7 +71,7 @@ void softmax_kernel(const KernelCall& call) {
 
 }  // namespace
 
-void register_fast_softmax(KernelRegistry& registry) {
+void register_fast_softmax(ExecutableKernels& registry) {
   registry.add("softmax", &softmax_kernel);
 }
 

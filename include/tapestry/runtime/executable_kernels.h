@@ -1,16 +1,18 @@
-// KernelRegistry: kernel name → kernel function.
+// ExecutableKernels: kernel name → the function that runs it.
 //
+// These are the kernels that execute; what a kernel takes and derives (its signature, the
+// metakernel) is metakernel::SignatureRegistry's (metakernel/signature_registry.h).
 // Executors look each Operation's `kernel` string up once, before running anything, so an
 // unknown kernel is an Error naming the operation, not a crash half-way through a run:
 //
-//   const KernelRegistry& kernels = KernelRegistry::reference();
+//   const ExecutableKernels& kernels = ExecutableKernels::reference();
 //   KernelFn fn = kernels.lookup("linear", "linear_1");   // the reference linear kernel
 //   kernels.lookup("op:add", "add_1");                    // Java-style names: "op:" is ignored
 //   kernels.lookup("fft", "f")   // Error: operation 'f': no kernel named 'fft' (known: add, …)
 //
 // `reference()` holds the plain-loop kernels that define what every built-in kernel means
-// (docs/runtime.md lists them with their inputs and params); a fast kernel set is a second
-// registry with the same names. A registry is immutable once built and safe to share.
+// (docs/runtime.md lists them with their inputs and params); the fast kernels are a second set
+// with the same names. A set is immutable once built and safe to share.
 #pragma once
 
 #include <map>
@@ -22,12 +24,12 @@
 
 namespace tapestry::runtime {
 
-class KernelRegistry {
+class ExecutableKernels {
  public:
-  KernelRegistry() = default;
+  ExecutableKernels() = default;
 
   /// The reference kernels for every built-in metakernel (built once, shared).
-  static const KernelRegistry& reference();
+  static const ExecutableKernels& reference();
 
   /// Registers `fn` under `name`, with an optional prepare function; asserts the name is new.
   void add(std::string name, KernelFn fn, PrepareFn prepare = nullptr);

@@ -1,4 +1,4 @@
-#include "tapestry/metakernel/registry.h"
+#include "tapestry/metakernel/signature_registry.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -13,17 +13,17 @@ namespace tapestry::metakernel {
 
 namespace fs = std::filesystem;
 
-KernelRegistry KernelRegistry::with_builtins() {
+SignatureRegistry SignatureRegistry::with_builtins() {
   return from_directory(default_kernel_dir());
 }
 
-KernelRegistry KernelRegistry::from_directory(const fs::path& dir) {
-  KernelRegistry registry;
+SignatureRegistry SignatureRegistry::from_directory(const fs::path& dir) {
+  SignatureRegistry registry;
   registry.load_directory(dir);
   return registry;
 }
 
-void KernelRegistry::load_directory(const fs::path& dir) {
+void SignatureRegistry::load_directory(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     throw Error(fmt::format("kernel directory {} does not exist", dir.string()));
@@ -36,13 +36,13 @@ void KernelRegistry::load_directory(const fs::path& dir) {
   for (const fs::path& file : files) load_file(file);
 }
 
-void KernelRegistry::load_file(const fs::path& path) {
+void SignatureRegistry::load_file(const fs::path& path) {
   std::vector<Metakernel> kernels =
       load_kernel_file(path, [this](std::string_view name) { return find(name); });
   for (Metakernel& k : kernels) add(std::move(k));
 }
 
-void KernelRegistry::add(Metakernel kernel) {
+void SignatureRegistry::add(Metakernel kernel) {
   auto where = [](const Metakernel& k) {
     return k.file ? " (" + k.file->name() + ")" : std::string();
   };
@@ -55,7 +55,7 @@ void KernelRegistry::add(Metakernel kernel) {
   kernels_.emplace(name, std::make_unique<Metakernel>(std::move(kernel)));
 }
 
-const Metakernel* KernelRegistry::find(std::string_view name) const {
+const Metakernel* SignatureRegistry::find(std::string_view name) const {
   const auto it = kernels_.find(name);
   return it == kernels_.end() ? nullptr : it->second.get();
 }
@@ -80,7 +80,7 @@ std::size_t distance(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-const Metakernel& KernelRegistry::get(std::string_view name) const {
+const Metakernel& SignatureRegistry::get(std::string_view name) const {
   if (const Metakernel* k = find(name)) return *k;
   std::vector<std::string> near;
   for (const auto& [known, kernel] : kernels_) {
@@ -91,7 +91,7 @@ const Metakernel& KernelRegistry::get(std::string_view name) const {
   throw Error(fmt::format("unknown kernel '{}'{}", name, hint));
 }
 
-const Metakernel& KernelRegistry::resolve(std::string_view name, std::size_t num_inputs) const {
+const Metakernel& SignatureRegistry::resolve(std::string_view name, std::size_t num_inputs) const {
   std::vector<const Metakernel*> candidates;
   if (const Metakernel* k = find(name)) candidates.push_back(k);
   const auto [lo, hi] = aliases_.equal_range(name);
@@ -107,7 +107,7 @@ const Metakernel& KernelRegistry::resolve(std::string_view name, std::size_t num
                           num_inputs, num_inputs == 1 ? "" : "s", fmt::join(forms, "; ")));
 }
 
-std::vector<const Metakernel*> KernelRegistry::kernels() const {
+std::vector<const Metakernel*> SignatureRegistry::metakernels() const {
   std::vector<const Metakernel*> out;
   for (const auto& [name, kernel] : kernels_) out.push_back(kernel.get());
   return out;
@@ -138,8 +138,8 @@ fs::path default_kernel_dir() {
                           fmt::join(tried, ", ")));
 }
 
-const KernelRegistry& builtin_kernels() {
-  static const KernelRegistry registry = KernelRegistry::with_builtins();
+const SignatureRegistry& builtin_signatures() {
+  static const SignatureRegistry registry = SignatureRegistry::with_builtins();
   return registry;
 }
 

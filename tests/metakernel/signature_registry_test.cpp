@@ -16,7 +16,7 @@ using ::testing::HasSubstr;
 
 TEST(Registry, BuiltinsAreAllThere) {
   std::vector<std::string> names;
-  for (const Metakernel* k : kernels().kernels()) names.push_back(k->name);
+  for (const Metakernel* k : signatures().metakernels()) names.push_back(k->name);
   for (const char* want :
        {"linear",  "matmul",    "relu",    "gelu",    "exp",     "neg",      "tanh",  "sigmoid",
         "add",     "sub",       "mul",     "div",     "maximum", "bias_add", "sum",   "max",
@@ -24,7 +24,7 @@ TEST(Registry, BuiltinsAreAllThere) {
     EXPECT_THAT(names, ::testing::Contains(want));
   }
   // Every built-in is declared in a kernel file; only reshape and permute use a C++ hook.
-  for (const Metakernel* k : kernels().kernels()) {
+  for (const Metakernel* k : signatures().metakernels()) {
     ASSERT_NE(k->file, nullptr);
     EXPECT_THAT(k->file->name(), HasSubstr("kernels/"));
     if (k->name != "reshape" && k->name != "permute") {
@@ -35,21 +35,21 @@ TEST(Registry, BuiltinsAreAllThere) {
 }
 
 TEST(Registry, ResolvesByNameAliasAndInputCount) {
-  EXPECT_EQ(kernels().resolve("max", 1).name, "max");
-  EXPECT_EQ(kernels().resolve("max", 2).name, "maximum");
-  EXPECT_EQ(kernels().resolve("maximum", 2).name, "maximum");
-  EXPECT_EQ(kernels().resolve("relu", 3).name, "relu");  // its evaluation reports the count
+  EXPECT_EQ(signatures().resolve("max", 1).name, "max");
+  EXPECT_EQ(signatures().resolve("max", 2).name, "maximum");
+  EXPECT_EQ(signatures().resolve("maximum", 2).name, "maximum");
+  EXPECT_EQ(signatures().resolve("relu", 3).name, "relu");  // its evaluation reports the count
   EXPECT_THAT(
-      [] { (void)kernels().resolve("max", 3); },
+      [] { (void)signatures().resolve("max", 3); },
       ::testing::ThrowsMessage<Error>(HasSubstr("max with 3 tensor arguments: no such form")));
-  EXPECT_THAT([] { (void)kernels().get("lienar"); },
+  EXPECT_THAT([] { (void)signatures().get("lienar"); },
               ::testing::ThrowsMessage<Error>(HasSubstr("did you mean linear?")));
-  EXPECT_THAT([] { (void)kernels().get("zzzzzzzz"); },
+  EXPECT_THAT([] { (void)signatures().get("zzzzzzzz"); },
               ::testing::ThrowsMessage<Error>(HasSubstr("`tapestry kernels` lists them")));
 }
 
 TEST(Registry, UserDirectoriesAddKernels) {
-  KernelRegistry registry = KernelRegistry::from_directory(TAPESTRY_KERNELS_SOURCE_DIR);
+  SignatureRegistry registry = SignatureRegistry::from_directory(TAPESTRY_KERNELS_SOURCE_DIR);
   const std::size_t builtins = registry.size();
   registry.load_directory(std::string(TAPESTRY_TEST_DATA) + "/metakernel/user_kernels");
   EXPECT_EQ(registry.size(), builtins + 2);
@@ -77,17 +77,17 @@ TEST(Registry, DefaultDirectoryHonoursTheEnvironment) {
 }
 
 TEST(Describe, ListsKernelsAndShowsOneWithItsIpfs) {
-  const std::string list = describe_kernels(kernels());
+  const std::string list = describe_kernels(signatures());
   EXPECT_THAT(list, HasSubstr("maximum (max)"));
   EXPECT_THAT(list, HasSubstr("conv2d(x, w, stride=1, padding=0)"));
   EXPECT_THAT(list, HasSubstr("reduce(x, op=sum)"));
-  const std::string conv = describe_kernel(kernels().get("conv2d"));
+  const std::string conv = describe_kernel(signatures().get("conv2d"));
   EXPECT_THAT(conv, HasSubstr("x        [$n, $c, $oh * stride : $kh, $ow * stride : $kw]"));
   EXPECT_THAT(
       conv,
       HasSubstr("sugar    when padding != 0: conv2d(pad(x, padding=padding), w, stride=stride)"));
   EXPECT_THAT(conv, HasSubstr("index    [$n, $o, $oh, $ow, $c]   reductions: c (sum)"));
-  EXPECT_THAT(describe_kernel(kernels().get("reshape")),
+  EXPECT_THAT(describe_kernel(signatures().get("reshape")),
               HasSubstr("computed by the C++ hook 'reshape'"));
   Signature sig = eval("linear", {"f32[-40:60, 20:32]", "f32[32, 12]", "f32[32]"});
   EXPECT_THAT(sig.to_string(), HasSubstr("linear  index [batch 100, out 32, in 12 (sum)]"));

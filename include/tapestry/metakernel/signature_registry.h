@@ -1,6 +1,8 @@
-// KernelRegistry: the kernels a session knows, by name.
+// SignatureRegistry: the kernel signatures (metakernels) a session knows, by name.
 //
-// The built-in kernels are YAML files shipped in the repository's `kernels/` folder and
+// A metakernel says what a kernel takes and derives — dtypes, shapes, IPFs — not how it runs;
+// the functions that run kernels are runtime::ExecutableKernels (runtime/executable_kernels.h).
+// The built-in signatures are YAML files shipped in the repository's `kernels/` folder and
 // installed to `<prefix>/share/tapestry/kernels`. `default_kernel_dir()` finds them at runtime,
 // first match wins:
 //   1. $TAPESTRY_KERNELS (a directory)
@@ -13,7 +15,7 @@
 // A call resolves by name and input count, so `max(a, b)` (binary, kernel `maximum` with alias
 // `max`) and `max(x, dim=1)` (the reduction, kernel `max`) both work:
 //
-//   const Metakernel& k = registry.resolve("max", 2);   // maximum
+//   const Metakernel& k = signatures.resolve("max", 2);   // maximum
 #pragma once
 
 #include <filesystem>
@@ -27,14 +29,14 @@
 
 namespace tapestry::metakernel {
 
-class KernelRegistry {
+class SignatureRegistry {
  public:
-  KernelRegistry() = default;
+  SignatureRegistry() = default;
 
-  /// A registry with the built-in kernels of `default_kernel_dir()`.
-  static KernelRegistry with_builtins();
+  /// A registry with the built-in signatures of `default_kernel_dir()`.
+  static SignatureRegistry with_builtins();
   /// A registry with every kernel file of `dir`.
-  static KernelRegistry from_directory(const std::filesystem::path& dir);
+  static SignatureRegistry from_directory(const std::filesystem::path& dir);
 
   /// Loads every *.yaml / *.yml file of `dir` (not recursive), in name order.
   void load_directory(const std::filesystem::path& dir);
@@ -51,8 +53,8 @@ class KernelRegistry {
   /// with that many inputs; when only one kernel carries the name it is returned regardless (its
   /// evaluation then reports the count mismatch). Error when no kernel has the name.
   [[nodiscard]] const Metakernel& resolve(std::string_view name, std::size_t num_inputs) const;
-  /// Every kernel, sorted by name.
-  [[nodiscard]] std::vector<const Metakernel*> kernels() const;
+  /// Every metakernel, sorted by name.
+  [[nodiscard]] std::vector<const Metakernel*> metakernels() const;
   [[nodiscard]] std::size_t size() const { return kernels_.size(); }
 
  private:
@@ -64,7 +66,7 @@ class KernelRegistry {
 /// The built-in kernel directory (see the file comment); Error when none exists.
 std::filesystem::path default_kernel_dir();
 
-/// The process-wide registry of built-in kernels, loaded on first use (thread-safe).
-const KernelRegistry& builtin_kernels();
+/// The process-wide registry of built-in signatures, loaded on first use (thread-safe).
+const SignatureRegistry& builtin_signatures();
 
 }  // namespace tapestry::metakernel

@@ -1,5 +1,5 @@
-// KernelRegistry: a sorted name → function table, and the reference set.
-#include "tapestry/runtime/kernel_registry.h"
+// ExecutableKernels: a sorted name → function table, and the reference set.
+#include "tapestry/runtime/executable_kernels.h"
 
 #include <fmt/format.h>
 
@@ -18,9 +18,9 @@ std::string_view bare_name(std::string_view kernel) {
 
 }  // namespace
 
-const KernelRegistry& KernelRegistry::reference() {
-  static const KernelRegistry registry = [] {
-    KernelRegistry r;
+const ExecutableKernels& ExecutableKernels::reference() {
+  static const ExecutableKernels registry = [] {
+    ExecutableKernels r;
     register_elementwise_kernels(r);
     register_linear_matmul_kernels(r);
     register_reduce_kernels(r);
@@ -33,29 +33,29 @@ const KernelRegistry& KernelRegistry::reference() {
   return registry;
 }
 
-void KernelRegistry::add(std::string name, KernelFn fn, PrepareFn prepare) {
-  TAPESTRY_ASSERT(fn != nullptr, "KernelRegistry::add: null kernel");
+void ExecutableKernels::add(std::string name, KernelFn fn, PrepareFn prepare) {
+  TAPESTRY_ASSERT(fn != nullptr, "ExecutableKernels::add: null kernel");
   const bool inserted = kernels_.emplace(std::move(name), Entry{fn, prepare}).second;
-  TAPESTRY_ASSERT(inserted, "KernelRegistry::add: kernel registered twice");
+  TAPESTRY_ASSERT(inserted, "ExecutableKernels::add: kernel registered twice");
 }
 
-KernelFn KernelRegistry::find(std::string_view kernel) const {
+KernelFn ExecutableKernels::find(std::string_view kernel) const {
   auto it = kernels_.find(bare_name(kernel));
   return it == kernels_.end() ? nullptr : it->second.fn;
 }
 
-PrepareFn KernelRegistry::find_prepare(std::string_view kernel) const {
+PrepareFn ExecutableKernels::find_prepare(std::string_view kernel) const {
   auto it = kernels_.find(bare_name(kernel));
   return it == kernels_.end() ? nullptr : it->second.prepare;
 }
 
-KernelFn KernelRegistry::lookup(std::string_view kernel, std::string_view operation) const {
+KernelFn ExecutableKernels::lookup(std::string_view kernel, std::string_view operation) const {
   if (KernelFn fn = find(kernel)) return fn;
   throw Error(fmt::format("operation '{}': no kernel named '{}' (known: {})", operation, kernel,
                           fmt::join(names(), ", ")));
 }
 
-std::vector<std::string> KernelRegistry::names() const {
+std::vector<std::string> ExecutableKernels::names() const {
   std::vector<std::string> out;
   out.reserve(kernels_.size());
   for (const auto& entry : kernels_) out.push_back(entry.first);
