@@ -5,6 +5,12 @@
 #include <string>
 #include <string_view>
 
+#include <rapidcheck.h>
+
+#include <memory>
+#include <optional>
+
+#include "rewrite/random_plans.h"
 #include "rewrite/rewrite_testing.h"
 #include "tapestry/cost/placement.h"
 #include "tapestry/cost/target.h"
@@ -54,6 +60,23 @@ inline Placement place_tap(std::string_view tap, std::string_view plan_json, con
   Placement p = place(r.graph, r.plan, target);
   if (lowered != nullptr) *lowered = std::move(r);
   return p;
+}
+
+/// A random program (at most `max_ops` operations) lowered under a random plan, for the property
+/// tests; discards the case when the program does not build or the plan is refused.
+inline rewrite::LowerResult random_lowered(int max_ops) {
+  const std::string tap = *rewrite::testing::gen_tap_program(max_ops);
+  std::optional<ir::Graph> built = rewrite::testing::try_build(tap);
+  RC_PRE(built.has_value());
+  // The plan generator outlives this call (rapidcheck re-runs it to shrink): it owns the graph.
+  const auto g = std::make_shared<const ir::Graph>(std::move(*built));
+  const std::string plan_text = *rc::gen::exec([g] { return rewrite::testing::random_plan(*g); });
+  try {
+    const rewrite::LowerOptions options;
+    return rewrite::lower(*g, rewrite::parse_plan(plan_text), options);
+  } catch (const Error&) {
+    RC_DISCARD("a plan lowering refuses");
+  }
 }
 
 }  // namespace tapestry::cost::testing

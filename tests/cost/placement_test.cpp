@@ -240,18 +240,7 @@ std::set<Cell> cells_of(std::uint32_t device, ir::TensorId tensor, const zspace:
 }
 
 RC_GTEST_PROP(PlacementProperties, TransfersBringExactlyTheRemoteCellsEachDeviceReads, ()) {
-  const std::string tap = *rewrite::testing::gen_tap_program(4);
-  std::optional<ir::Graph> built = rewrite::testing::try_build(tap);
-  RC_PRE(built.has_value());
-  const auto g = std::make_shared<const ir::Graph>(std::move(*built));
-  const std::string plan_text = *rc::gen::exec([g] { return rewrite::testing::random_plan(*g); });
-  std::optional<rewrite::LowerResult> r;
-  try {
-    const rewrite::LowerOptions options;
-    r = rewrite::lower(*g, rewrite::parse_plan(plan_text), options);
-  } catch (const Error&) {
-    RC_DISCARD("a plan lowering refuses");
-  }
+  const std::optional<rewrite::LowerResult> r = testing::random_lowered(4);
   const Target t = toy_target(2, *rc::gen::inRange<std::size_t>(1, 4));
   const Placement p = place(r->graph, r->plan, t);
   RC_ASSERT(p.applications.size() == r->graph.applications().size());

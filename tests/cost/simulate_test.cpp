@@ -170,18 +170,7 @@ TEST(Simulate, JsonHasTheDocumentedKeys) {
 }
 
 RC_GTEST_PROP(SimulateProperties, DeterministicAndBoundedByItsParts, ()) {
-  const std::string tap = *rewrite::testing::gen_tap_program(5);
-  std::optional<ir::Graph> built = rewrite::testing::try_build(tap);
-  RC_PRE(built.has_value());
-  const auto g = std::make_shared<const ir::Graph>(std::move(*built));
-  const std::string plan_text = *rc::gen::exec([g] { return rewrite::testing::random_plan(*g); });
-  std::optional<rewrite::LowerResult> r;
-  try {
-    const rewrite::LowerOptions options;
-    r = rewrite::lower(*g, rewrite::parse_plan(plan_text), options);
-  } catch (const Error&) {
-    RC_DISCARD("a plan lowering refuses");
-  }
+  const std::optional<rewrite::LowerResult> r = testing::random_lowered(5);
   Target t = toy_target(2, *rc::gen::inRange<std::size_t>(1, 4), 1e-6);
   for (ir::DType d : ir::all_dtypes()) t.device_types[0].peak_flops[d] = 100e9;
   const Placement p = place(r->graph, r->plan, t);
