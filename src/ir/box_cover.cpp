@@ -17,19 +17,22 @@ struct Corner {
   std::int32_t sign;
 };
 
-// Appends the 2^R signed corners of a non-empty box.
+// Appends the 2^R signed corners of a non-empty box [start, end).
 template <std::size_t R>
-void add_corners(const zspace::Range& box, std::int32_t sign, std::vector<Corner<R>>& out) {
-  if (box.is_empty()) return;
+void add_corners(std::span<const std::int64_t> start, std::span<const std::int64_t> end,
+                 std::int32_t sign, std::vector<Corner<R>>& out) {
+  for (std::size_t d = 0; d < R; ++d) {
+    if (start[d] == end[d]) return;  // empty
+  }
   for (unsigned mask = 0; mask < (1u << R); ++mask) {
     Corner<R> corner;
     std::int32_t s = sign;
     for (std::size_t d = 0; d < R; ++d) {
       if ((mask >> d) & 1u) {
-        corner.coords[d] = box.end()[d];
+        corner.coords[d] = end[d];
         s = -s;
       } else {
-        corner.coords[d] = box.start()[d];
+        corner.coords[d] = start[d];
       }
     }
     corner.sign = s;
@@ -39,11 +42,12 @@ void add_corners(const zspace::Range& box, std::int32_t sign, std::vector<Corner
 
 template <std::size_t R>
 std::optional<CoverDefect> find_defect_fixed(const zspace::Range& whole,
-                                             std::span<const zspace::Range> parts) {
+                                             const zspace::RangeList& parts) {
   std::vector<Corner<R>> corners;
   corners.reserve((parts.size() + 1) << R);
-  for (const zspace::Range& part : parts) add_corners<R>(part, +1, corners);
-  add_corners<R>(whole, -1, corners);
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    add_corners<R>(parts.start(i), parts.end(i), +1, corners);
+  add_corners<R>(whole.start().coords(), whole.end().coords(), -1, corners);
   std::sort(corners.begin(), corners.end(),
             [](const Corner<R>& a, const Corner<R>& b) { return a.coords < b.coords; });
   for (std::size_t i = 0; i < corners.size();) {
@@ -61,41 +65,87 @@ std::optional<CoverDefect> find_defect_fixed(const zspace::Range& whole,
   return std::nullopt;
 }
 
-// Fast path for the shape sharding produces: the parts are the cells of a grid. The cut
-// coordinates of each dimension are those of `whole` and of every part; when every non-empty part
-// spans exactly one cell, the parts are distinct cells, and there are as many parts as cells,
-// the cover is exact. Returns true for an exact grid cover, false when the parts are not such a
-// grid (the corner method then decides, and finds a witness). O(n·r·log n).
-bool is_exact_grid(const zspace::Range& whole, std::span<const zspace::Range> parts) {
-  std::size_t rank = whole.rank();
-  std::vector<std::vector<std::int64_t>> cuts(rank);
-  std::size_t nonempty = 0;
+// Rank 0: the whole is the single point (); every part is that point too.
+std::optional<CoverDefect> find_defect_rank0(const zspace::RangeList& parts) {
+  auto count = static_cast<std::int64_t>(parts.size());
+  if (count == 1) return std::nullopt;
+  return CoverDefect{zspace::Point(), count, true};
+}
+
+// The cut coordinates of each dimension of a grid over `whole`, read off the non-empty axis
+// parts: a part starting at whole.start in every dimension but d gives its start and end in d
+// (the corner part, starting at whole.start everywhere, gives its end in every dimension).
+// Sorted, without duplicates, and whole's own corners included. False when a cut lies outside
+// `whole` (then the parts are no grid of it).
+bool axis_cuts(const zspace::Range& whole, const zspace::RangeList& parts,
+               std::vector<std::vector<std::int64_t>>& cuts) {
+  const std::size_t rank = whole.rank();
+  const std::span<const std::int64_t> ws = whole.start().coords(), we = whole.end().coords();
+  cuts.assign(rank, {});
+  auto add = [&](std::size_t d, std::int64_t at) {
+    cuts[d].push_back(at);
+    return ws[d] <= at && at <= we[d];
+  };
   for (std::size_t d = 0; d < rank; ++d) {
-    cuts[d] = {whole.start()[d], whole.end()[d]};
-    for (const zspace::Range& p : parts) {
-      if (p.is_empty()) continue;
-      if (p.start()[d] < whole.start()[d] || p.end()[d] > whole.end()[d]) return false;
-      cuts[d].push_back(p.start()[d]);
-      cuts[d].push_back(p.end()[d]);
-    }
-    std::sort(cuts[d].begin(), cuts[d].end());
-    cuts[d].erase(std::unique(cuts[d].begin(), cuts[d].end()), cuts[d].end());
+    cuts[d] = {ws[d], we[d]};
   }
-  for (const zspace::Range& p : parts) nonempty += p.is_empty() ? 0 : 1;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (parts.is_empty(i)) continue;
+    const std::span<const std::int64_t> s = parts.start(i), e = parts.end(i);
+    std::size_t off_dims = 0, off = 0;
+    for (std::size_t d = 0; d < rank; ++d) {
+      if (s[d] != ws[d]) {
+        ++off_dims;
+        off = d;
+      }
+    }
+    if (off_dims == 0) {
+      for (std::size_t d = 0; d < rank; ++d) {
+        if (!add(d, e[d])) return false;
+      }
+    } else if (off_dims == 1) {
+      if (!add(off, s[off]) || !add(off, e[off])) return false;
+    }
+  }
+  for (auto& c : cuts) {
+    std::sort(c.begin(), c.end());
+    c.erase(std::unique(c.begin(), c.end()), c.end());
+  }
+  return true;
+}
+
+}  // namespace
+
+// 1. The cuts of each dimension, from the axis parts (axis_cuts): they lie in `whole` and
+//    include its corners, so the cells between consecutive cuts partition `whole`.
+// 2. As many cells as non-empty parts, and every non-empty part is exactly one cell (its start
+//    and end consecutive cuts in every dimension), no cell twice: then every cell is covered
+//    once, nothing else is, and empty parts cover nothing — the cover is exact. (Parts that do
+//    not line up with the cuts make it return false, whatever the cover is.)
+bool is_exact_grid(const zspace::Range& whole, const zspace::RangeList& parts) {
+  TAPESTRY_ASSERT(parts.rank() == whole.rank(), "cover parts must have the rank of the whole");
+  const std::size_t rank = whole.rank();
+  if (rank == 0 || whole.is_empty()) return false;
+  std::vector<std::vector<std::int64_t>> cuts;
+  if (!axis_cuts(whole, parts, cuts)) return false;
+  std::size_t nonempty = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) nonempty += parts.is_empty(i) ? 0 : 1;
   std::size_t cells = 1;
   for (std::size_t d = 0; d < rank; ++d) {
     cells *= cuts[d].size() - 1;
     if (cells > nonempty) return false;  // more cells than parts: a gap (or not a grid)
   }
-  if (cells != nonempty || whole.is_empty()) return false;
+  if (cells != nonempty) return false;
   std::vector<bool> seen(cells, false);
-  for (const zspace::Range& p : parts) {
-    if (p.is_empty()) continue;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (parts.is_empty(i)) continue;
+    const std::span<const std::int64_t> s = parts.start(i), e = parts.end(i);
     std::size_t cell = 0;
     for (std::size_t d = 0; d < rank; ++d) {
-      auto it = std::lower_bound(cuts[d].begin(), cuts[d].end(), p.start()[d]);
-      if (it + 1 >= cuts[d].end() || *(it + 1) != p.end()[d]) return false;  // spans > 1 cell
-      cell = cell * (cuts[d].size() - 1) + static_cast<std::size_t>(it - cuts[d].begin());
+      const std::vector<std::int64_t>& c = cuts[d];
+      auto it = std::lower_bound(c.begin(), c.end(), s[d]);
+      if (it == c.end() || *it != s[d] || it + 1 == c.end() || *(it + 1) != e[d]) return false;
+      cell = cell * (c.size() - 1) + static_cast<std::size_t>(it - c.begin());
     }
     if (seen[cell]) return false;
     seen[cell] = true;
@@ -103,20 +153,9 @@ bool is_exact_grid(const zspace::Range& whole, std::span<const zspace::Range> pa
   return true;
 }
 
-// Rank 0: the whole is the single point (); every part is that point too.
-std::optional<CoverDefect> find_defect_rank0(std::span<const zspace::Range> parts) {
-  auto count = static_cast<std::int64_t>(parts.size());
-  if (count == 1) return std::nullopt;
-  return CoverDefect{zspace::Point(), count, true};
-}
-
-}  // namespace
-
 std::optional<CoverDefect> find_cover_defect(const zspace::Range& whole,
-                                             std::span<const zspace::Range> parts) {
-  for (const zspace::Range& part : parts) {
-    TAPESTRY_ASSERT(part.rank() == whole.rank(), "cover parts must have the rank of the whole");
-  }
+                                             const zspace::RangeList& parts) {
+  TAPESTRY_ASSERT(parts.rank() == whole.rank(), "cover parts must have the rank of the whole");
   if (whole.rank() > 0 && is_exact_grid(whole, parts)) return std::nullopt;
   switch (whole.rank()) {
     case 0:
@@ -142,6 +181,17 @@ std::optional<CoverDefect> find_cover_defect(const zspace::Range& whole,
   }
   TAPESTRY_ASSERT(false, "exact cover checking supports ranks up to kMaxCoverRank");
   return std::nullopt;
+}
+
+std::optional<CoverDefect> find_cover_defect(const zspace::Range& whole,
+                                             std::span<const zspace::Range> parts) {
+  zspace::RangeList packed(whole.rank());
+  packed.reserve(parts.size());
+  for (const zspace::Range& part : parts) {
+    TAPESTRY_ASSERT(part.rank() == whole.rank(), "cover parts must have the rank of the whole");
+    packed.push_back(part);
+  }
+  return find_cover_defect(whole, packed);
 }
 
 }  // namespace tapestry::ir

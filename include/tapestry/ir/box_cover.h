@@ -17,6 +17,18 @@
 //   find_cover_defect(zr[0:10], {zr[0:6], zr[5:10]})  == {point (5), count 2}     overlap
 //   find_cover_defect(zr[0:10], {zr[0:4], zr[5:10]})  == {point (4), count 0}     gap
 //   find_cover_defect(zr[0:4, 0:4], {zr[0:2, 0:4], zr[2:4, 0:2], zr[2:4, 2:4]}) == nullopt
+//
+// Fast path (is_exact_grid), tried first: sharding makes the parts the cells of a grid, and a
+// grid is recognised in O(n·r·log k) for k cuts a dimension, without sorting 2^r·n corners. Its
+// cuts are read off the "axis" parts only — those starting at whole.start in every dimension but
+// one, ~k per dimension — and then every part is checked to be exactly one cell of that grid,
+// no cell twice, and as many parts as cells. That proves the cover exact; anything else (an
+// overlap, a gap, a part outside, a cover that is not a grid) falls to the corner method, which
+// decides and finds the witness.
+//
+//   is_exact_grid(zr[0:4, 0:6], {zr[0:2, 0:3], zr[0:2, 3:6], zr[2:4, 0:3], zr[2:4, 3:6]}) == true
+//   is_exact_grid(zr[0:4, 0:4], {zr[0:2, 0:4], zr[2:4, 0:2], zr[2:4, 2:4]}) == false  (exact,
+//       but not a grid: the corner method says so)
 #pragma once
 
 #include <cstdint>
@@ -25,6 +37,7 @@
 
 #include "tapestry/zspace/point.h"
 #include "tapestry/zspace/range.h"
+#include "tapestry/zspace/range_list.h"
 
 namespace tapestry::ir {
 
@@ -41,6 +54,14 @@ inline constexpr std::size_t kMaxCoverRank = 8;
 /// nullopt when `parts` cover `whole` exactly once; otherwise a witness point. All ranges must
 /// have the rank of `whole`, at most kMaxCoverRank (asserted: callers check user input first).
 std::optional<CoverDefect> find_cover_defect(const zspace::Range& whole,
+                                             const zspace::RangeList& parts);
+/// The same for parts held as Ranges.
+std::optional<CoverDefect> find_cover_defect(const zspace::Range& whole,
                                              std::span<const zspace::Range> parts);
+
+/// True when the non-empty `parts` are the cells of a grid of a non-empty `whole`, each once —
+/// an exact cover. False when they are not such a grid (the cover may still be exact: ask
+/// find_cover_defect). `parts` must have the rank of `whole`.
+bool is_exact_grid(const zspace::Range& whole, const zspace::RangeList& parts);
 
 }  // namespace tapestry::ir

@@ -1,8 +1,9 @@
 // application-index-partition: the IPFIndex boxes of an operation's applications partition the
 // operation's IPFIndex exactly — every index point in exactly one box, no box outside.
 //
-// Checked per operation by signed corner counting (box_cover.h), O(n·2^r·log n); the Java
-// original only compared the sum of sizes, which accepts an overlap plus an equal gap.
+// Checked per operation on the packed boxes (box_cover.h): a grid in O(n·r·log k), anything else
+// by signed corner counting in O(n·2^r·log n); the Java original only compared the sum of sizes,
+// which accepts an overlap plus an equal gap.
 //
 //   error[application-index-partition]: Application index boxes do not partition the
 //   operation index
@@ -33,7 +34,7 @@ class ApplicationIndexPartition final : public Constraint {
   std::span<const std::string_view> requires_passed() const override { return kRequires; }
 
   void check(const CheckContext& ctx, std::vector<Issue>& out) const override {
-    std::vector<zspace::Range> boxes;
+    zspace::RangeList boxes;
     for (OperationId op : ctx.graph.operations()) {
       OperationView v = ctx.graph.operation(op);
       const zspace::Range* index = v.ipf_index();
@@ -60,8 +61,9 @@ class ApplicationIndexPartition final : public Constraint {
   // The applications' boxes; false (with issues) when one is missing, of the wrong rank, or
   // outside the operation's index.
   bool collect_boxes(const CheckContext& ctx, const OperationView& op, const zspace::Range& index,
-                     std::vector<zspace::Range>& boxes, std::vector<Issue>& out) const {
-    boxes.clear();
+                     zspace::RangeList& boxes, std::vector<Issue>& out) const {
+    boxes.clear(index.rank());
+    boxes.reserve(op.applications().size());
     bool ok = true;
     for (ApplicationId app : op.applications()) {
       const zspace::Range* box = ctx.graph.node(app).ipf_index();
@@ -89,7 +91,7 @@ class ApplicationIndexPartition final : public Constraint {
   }
 
   void check_cover(const CheckContext& ctx, const OperationView& op, const zspace::Range& index,
-                   const std::vector<zspace::Range>& boxes, std::vector<Issue>& out) const {
+                   const zspace::RangeList& boxes, std::vector<Issue>& out) const {
     if (index.rank() > kMaxCoverRank) {
       report(ctx, op.id(), "Index rank too high to check the partition",
              fmt::format("rank {} > {}", index.rank(), kMaxCoverRank), out, Severity::kWarning);
@@ -110,7 +112,7 @@ class ApplicationIndexPartition final : public Constraint {
     issue.contexts.push_back(ctx.node_context(op.id()));
     std::span<const ApplicationId> apps = op.applications();
     for (std::size_t i = 0; i < apps.size(); ++i) {
-      if (boxes[i].contains(defect->point))
+      if (boxes.contains(i, defect->point))
         issue.contexts.push_back(ctx.node_context(apps[i], ".tags"));
     }
     out.push_back(std::move(issue));

@@ -9,6 +9,7 @@
 
 #include "tapestry/ir/box_cover.h"
 #include "tapestry/ir/constraints.h"
+#include "tapestry/ir/names.h"
 #include "tapestry/zspace/format.h"
 #include "tapestry/zspace/json.h"
 
@@ -26,33 +27,41 @@ class ApplicationOutputCoverage final : public Constraint {
   }
   std::span<const std::string_view> requires_passed() const override { return kRequires; }
 
+  // Per output port of each operation, the boxes its applications write there, packed; the
+  // applications' selections are read raw (no Range built for a million of them).
   void check(const CheckContext& ctx, std::vector<Issue>& out) const override {
-    std::vector<zspace::Range> parts;
+    zspace::RangeList parts;
     std::vector<ApplicationId> writers;
     for (OperationId op : ctx.graph.operations()) {
       OperationView v = ctx.graph.operation(op);
       if (v.applications().empty()) continue;  // application-index-partition reports it
-      for (const auto& e : v.outputs().entries()) {
-        parts.clear();
+      v.outputs().for_each_raw([&](const SelectionMap::RawEntry& port) {
+        parts.clear(port.start.size());
+        parts.reserve(v.applications().size());
         writers.clear();
         for (ApplicationId app : v.applications()) {
-          auto list = ctx.graph.application(app).outputs().list(e.name);
-          if (e.position >= list.size()) continue;
-          const TensorSelection& sel = list[e.position];
-          if (sel.tensor != e.value.tensor || sel.range.rank() != e.value.range.rank()) continue;
-          parts.push_back(sel.range);
-          writers.push_back(app);
+          ctx.graph.application(app).outputs().for_each_raw([&](const SelectionMap::RawEntry& e) {
+            if (e.name_id != port.name_id || e.position != port.position) return true;
+            if (e.tensor == port.tensor && e.start.size() == port.start.size()) {
+              parts.push_back(e.start, e.end);
+              writers.push_back(app);
+            }
+            return false;
+          });
         }
-        check_port(ctx, v, e.name, e.position, e.value, parts, writers, out);
-      }
+        const TensorSelection whole{
+            port.tensor, zspace::Range(zspace::Point(port.start), zspace::Point(port.end))};
+        check_port(ctx, v, interned_name(port.name_id), port.position, whole, parts, writers, out);
+        return true;
+      });
     }
   }
 
  private:
   void check_port(const CheckContext& ctx, const OperationView& op, const std::string& name,
                   std::uint32_t position, const TensorSelection& whole,
-                  const std::vector<zspace::Range>& parts,
-                  const std::vector<ApplicationId>& writers, std::vector<Issue>& out) const {
+                  const zspace::RangeList& parts, const std::vector<ApplicationId>& writers,
+                  std::vector<Issue>& out) const {
     if (whole.range.rank() > kMaxCoverRank) return;
     std::optional<CoverDefect> defect = find_cover_defect(whole.range, parts);
     if (!defect) return;
@@ -74,7 +83,7 @@ class ApplicationOutputCoverage final : public Constraint {
         {"port", where}, {"cell", zspace::to_json(defect->point)}, {"count", defect->count}};
     issue.contexts.push_back(ctx.node_context(op.id(), ".body." + where));
     for (std::size_t i = 0; i < parts.size(); ++i) {
-      if (parts[i].contains(defect->point)) {
+      if (parts.contains(i, defect->point)) {
         issue.contexts.push_back(ctx.node_context(writers[i], ".body." + where));
       }
     }

@@ -60,19 +60,20 @@ class TagType final : public Constraint {
     std::string_view alias = tag_type_url(tag, /*short_form=*/true);
     NodeKind kind = node.kind();
     if (kind == NodeKind::kOpaque) return;  // body-schema / node-type speak for it
-    std::string path = fmt::format(".tags['{}']", tag_type_url(tag));
+    // Formatted only for an issue: a million-application graph has a million IPFIndex tags.
+    auto path = [&] { return fmt::format(".tags['{}']", tag_type_url(tag)); };
     if (!ctx.dialect.admits(tag)) {
       Issue issue =
           make_issue(fmt::format("Tag type not admitted by the {} dialect", ctx.dialect.name()),
                      fmt::format("{} tags are not part of the dialect", alias));
-      issue.contexts.push_back(ctx.node_context(node.id(), path));
+      issue.contexts.push_back(ctx.node_context(node.id(), path()));
       out.push_back(std::move(issue));
     } else if (!tag_allowed_on(tag, kind)) {
       Issue issue =
           make_issue("Tag not allowed on this node kind",
                      fmt::format("{} tags do not belong on {} nodes", alias, kind_name(kind)));
       issue.params = {{"tag", alias}, {"kind", kind_name(kind)}};
-      issue.contexts.push_back(ctx.node_context(node.id(), path));
+      issue.contexts.push_back(ctx.node_context(node.id(), path()));
       out.push_back(std::move(issue));
     }
   }
