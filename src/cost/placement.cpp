@@ -66,18 +66,18 @@ Grid grid_of(const ir::Graph& graph, std::span<const ir::ApplicationId> apps, st
   for (std::size_t d = 0; d < rank; ++d) {
     std::vector<std::int64_t> starts;
     for (ir::ApplicationId app : apps) {
-      if (const zspace::Range* box = graph.application(app).ipf_index()) {
-        starts.push_back(box->start()[d]);
+      if (const auto corners = graph.application(app).ipf_index_corners()) {
+        starts.push_back(corners->start[d]);
       }
     }
     std::sort(starts.begin(), starts.end());
     starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
     grid.counts[d] = std::max<std::int64_t>(1, static_cast<std::int64_t>(starts.size()));
     for (std::size_t i = 0; i < apps.size(); ++i) {
-      const zspace::Range* box = graph.application(apps[i]).ipf_index();
-      if (box == nullptr) continue;
+      const auto corners = graph.application(apps[i]).ipf_index_corners();
+      if (!corners) continue;
       grid.coordinates[i][d] =
-          std::lower_bound(starts.begin(), starts.end(), box->start()[d]) - starts.begin();
+          std::lower_bound(starts.begin(), starts.end(), corners->start[d]) - starts.begin();
     }
   }
   return grid;

@@ -2,6 +2,7 @@
 #include "tapestry/cost/work.h"
 
 #include <array>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -73,11 +74,11 @@ WorkRule work_rule(const ir::Graph& graph, ir::OperationId op) {
 
 Work application_work(const ir::Graph& graph, ir::ApplicationId app, const WorkRule& rule) {
   ir::ApplicationView view = graph.application(app);
-  const zspace::Range* box = view.ipf_index();
+  const std::optional<zspace::Range> box = view.ipf_index();
   Work work;
   work.dtype = rule.dtype;
   for (const WorkRule::Stage& stage : rule.stages) {
-    if (box == nullptr || stage.flops_per_point == 0) continue;
+    if (!box || stage.flops_per_point == 0) continue;
     const std::int64_t points = stage.index_map ? stage.index_map->apply(*box).size() : box->size();
     work.flops += stage.flops_per_point * static_cast<double>(points);
   }

@@ -75,7 +75,8 @@ class DotWriter {
     if (!sharded) {
       line(fmt::format("{} [label={}];", node_name(op.id()),
                        operation_label(op, colors, o_.show_ipfs)));
-      const ir::IpfSignature* sig = o_.show_ipfs && op.ipf_index() ? op.ipf_signature() : nullptr;
+      const ir::IpfSignature* sig =
+          o_.show_ipfs && op.has_ipf_index() ? op.ipf_signature() : nullptr;
       write_edges_named(node_name(op.id()), op.inputs(), op.outputs(), /*with_boxes=*/false, sig);
       return;
     }

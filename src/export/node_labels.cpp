@@ -104,7 +104,7 @@ std::string tensor_label(const ir::TensorView& t) {
 std::string operation_label(const ir::OperationView& op, const OpColors& colors, bool show_ipfs) {
   std::string name = display_name(op);
   if (name != op.kernel()) name += " : " + op.kernel();
-  const zspace::Range* index = op.ipf_index();
+  const std::optional<zspace::Range> index = op.ipf_index();
   const ir::IpfSignature* sig = op.ipf_signature();
   std::size_t in_rank = index ? index->rank() : 0;
   std::size_t columns = show_ipfs && sig ? in_rank + 3 : 1;
@@ -142,7 +142,7 @@ std::string shard_label(const ir::ApplicationView& app, const ir::OperationView&
     rows += html::row(
         html::cell(html::font(html::escape(fmt::format("on {}", device)), "#000000", 10)));
   }
-  const zspace::Range* box = app.ipf_index();
+  const std::optional<zspace::Range> box = app.ipf_index();
   rows += html::row(
       html::cell(html::font(html::escape(box ? named_box(op, *box) : "no index"), "#303030", 10)));
   return "<" +

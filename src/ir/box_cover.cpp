@@ -114,6 +114,15 @@ bool axis_cuts(const zspace::Range& whole, const zspace::RangeList& parts,
   return true;
 }
 
+// The position of `x` in the sorted `cuts`, or cuts.size() when it is not a cut. Tries `hint`
+// and the next one first: parts in row-major order step by at most one cell in a dimension.
+std::size_t find_cut(const std::vector<std::int64_t>& cuts, std::int64_t x, std::size_t hint) {
+  if (hint < cuts.size() && cuts[hint] == x) return hint;
+  if (hint + 1 < cuts.size() && cuts[hint + 1] == x) return hint + 1;
+  auto it = std::lower_bound(cuts.begin(), cuts.end(), x);
+  return it != cuts.end() && *it == x ? static_cast<std::size_t>(it - cuts.begin()) : cuts.size();
+}
+
 }  // namespace
 
 // 1. The cuts of each dimension, from the axis parts (axis_cuts): they lie in `whole` and
@@ -137,15 +146,16 @@ bool is_exact_grid(const zspace::Range& whole, const zspace::RangeList& parts) {
   }
   if (cells != nonempty) return false;
   std::vector<bool> seen(cells, false);
+  std::vector<std::size_t> at(rank, 0);  // the previous part's cell, per dimension
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (parts.is_empty(i)) continue;
     const std::span<const std::int64_t> s = parts.start(i), e = parts.end(i);
     std::size_t cell = 0;
     for (std::size_t d = 0; d < rank; ++d) {
       const std::vector<std::int64_t>& c = cuts[d];
-      auto it = std::lower_bound(c.begin(), c.end(), s[d]);
-      if (it == c.end() || *it != s[d] || it + 1 == c.end() || *(it + 1) != e[d]) return false;
-      cell = cell * (c.size() - 1) + static_cast<std::size_t>(it - c.begin());
+      at[d] = find_cut(c, s[d], at[d]);
+      if (at[d] + 1 >= c.size() || c[at[d] + 1] != e[d]) return false;
+      cell = cell * (c.size() - 1) + at[d];
     }
     if (seen[cell]) return false;
     seen[cell] = true;

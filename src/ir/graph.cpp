@@ -170,7 +170,8 @@ void Graph::reserve_applications(OperationId op, std::size_t count) {
   key_index_.reserve(nodes_.size() + count);
   reserve_more(application_bodies_, count);
   reserve_more(application_ids_, count);
-  reserve_more(ipf_indexes_, count);
+  const NodeRecord& r = record(op);
+  reserve_more(index_words_, count * (r.index_at == kNone ? 0 : index_corners(r).size()));
   reserve_more(applications_by_op_[record(op).slot], count);
 }
 
@@ -198,14 +199,28 @@ void Graph::set_label(NodeId node, std::string label) {
   extra(node).label = std::move(label);
 }
 
-void Graph::set_ipf_index(NodeId node, zspace::Range index) {
+void Graph::set_ipf_index(NodeId node, const zspace::Range& index) {
   NodeRecord& r = mutable_record(node);
-  if (r.index_slot == kNone) {
-    r.index_slot = static_cast<std::uint32_t>(ipf_indexes_.size());
-    ipf_indexes_.push_back(std::move(index));
-  } else {
-    ipf_indexes_[r.index_slot] = std::move(index);
+  const std::size_t rank = index.rank();
+  if (r.index_at == kNone || index_corners(r).size() != 2 * rank) {
+    const bool rank_in_words = rank >= kRankInWords;
+    TAPESTRY_ASSERT(index_words_.size() + rank_in_words + 2 * rank < kNone,
+                    "too many IPFIndex words for one graph");
+    if (rank_in_words) index_words_.push_back(static_cast<std::int64_t>(rank));
+    r.index_at = static_cast<std::uint32_t>(index_words_.size());
+    r.index_rank = rank_in_words ? kRankInWords : static_cast<std::uint16_t>(rank);
+    index_words_.resize(index_words_.size() + 2 * rank);
   }
+  std::int64_t* at = index_words_.data() + r.index_at;
+  std::copy(index.start().begin(), index.start().end(), at);
+  std::copy(index.end().begin(), index.end().end(), at + rank);
+}
+
+std::span<const std::int64_t> Graph::index_corners(const NodeRecord& r) const {
+  const std::int64_t* at = index_words_.data() + r.index_at;
+  const std::size_t rank =
+      r.index_rank == kRankInWords ? static_cast<std::size_t>(at[-1]) : r.index_rank;
+  return {at, 2 * rank};
 }
 
 void Graph::set_ipf_signature(OperationId op, IpfSignature signature) {

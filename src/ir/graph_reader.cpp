@@ -61,7 +61,7 @@ ReadResult GraphReader::read() {
 void GraphReader::restore_rowless_ipf_ranks() {
   for (OperationId op : graph_.operations()) {
     const OperationView view = graph_.operation(op);
-    if (view.ipf_index() == nullptr || view.ipf_signature() == nullptr) continue;
+    if (!view.has_ipf_index() || view.ipf_signature() == nullptr) continue;
     const std::size_t rank = view.ipf_index()->rank();
     bool changed = false;
     IpfSignature signature = *view.ipf_signature();
@@ -377,7 +377,8 @@ void GraphReader::read_tags(NodeId node) {
     bool typed = false;
     try {
       if (tag == TagKind::kIpfIndex) {
-        if (NodeView(graph_, node).ipf_index()) throw JsonSyntaxError(at, "duplicate IPFIndex tag");
+        if (NodeView(graph_, node).has_ipf_index())
+          throw JsonSyntaxError(at, "duplicate IPFIndex tag");
         graph_.set_ipf_index(node, bodies.read_range());
         typed = true;
       } else if (tag == TagKind::kIpfSignature && graph_.kind(node) == NodeKind::kOperation) {

@@ -35,9 +35,24 @@ const nlohmann::json& NodeView::extensions() const {
   return extra ? extra->extensions : kNullJson;
 }
 
-const zspace::Range* NodeView::ipf_index() const {
+std::optional<zspace::Range> NodeView::ipf_index() const {
   const auto& r = graph_->record(id_);
-  return r.index_slot == Graph::kNone ? nullptr : &graph_->ipf_indexes_[r.index_slot];
+  if (r.index_at == Graph::kNone) return std::nullopt;
+  const std::span<const std::int64_t> corners = graph_->index_corners(r);
+  const std::size_t rank = corners.size() / 2;
+  return zspace::Range(zspace::Point(corners.first(rank)), zspace::Point(corners.last(rank)));
+}
+
+std::optional<NodeView::IndexCorners> NodeView::ipf_index_corners() const {
+  const auto& r = graph_->record(id_);
+  if (r.index_at == Graph::kNone) return std::nullopt;
+  const std::span<const std::int64_t> corners = graph_->index_corners(r);
+  const std::size_t rank = corners.size() / 2;
+  return IndexCorners{corners.first(rank), corners.last(rank)};
+}
+
+bool NodeView::has_ipf_index() const {
+  return graph_->record(id_).index_at != Graph::kNone;
 }
 
 const IpfSignature* NodeView::ipf_signature() const {
@@ -67,7 +82,8 @@ const OperationBody& OperationView::body() const {
 }
 
 std::size_t OperationView::index_rank() const {
-  if (const zspace::Range* index = ipf_index()) return index->rank();
+  const auto& r = graph_->record(id_);
+  if (r.index_at != Graph::kNone) return graph_->index_corners(r).size() / 2;
   return body().index_names.size();
 }
 

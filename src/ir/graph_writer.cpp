@@ -202,7 +202,7 @@ class GraphWriter {
   }
 
   void write_tags(const NodeView& node) {
-    const zspace::Range* index = node.ipf_index();
+    const std::optional<zspace::Range> index = node.ipf_index();
     const IpfSignature* sig = node.ipf_signature();
     const nlohmann::json& other = node.other_tags();
     if (!index && !sig && !node.has_io_sequence_point() && !other.is_object()) return;

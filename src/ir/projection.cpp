@@ -8,16 +8,19 @@
 
 namespace tapestry::ir {
 
-std::optional<bool> projects_to(const zspace::IndexProjection& ipf, const zspace::Range& box,
+std::optional<bool> projects_to(const zspace::IndexProjection& ipf,
+                                std::span<const std::int64_t> lo, std::span<const std::int64_t> hi,
                                 std::span<const std::int64_t> start,
                                 std::span<const std::int64_t> end) {
   const zspace::AffineMap& map = ipf.map();
-  if (map.in_rank() != box.rank() || map.out_rank() != start.size() || start.size() != end.size()) {
+  if (map.in_rank() != lo.size() || map.out_rank() != start.size() || start.size() != end.size()) {
     return false;
   }
-  if (box.is_empty()) {  // rare: defer to zspace's definition
+  bool empty = false;
+  for (std::size_t j = 0; j < lo.size(); ++j) empty |= lo[j] == hi[j];
+  if (empty) {  // rare: defer to zspace's definition
     try {
-      zspace::Range r = ipf.apply(box);
+      zspace::Range r = ipf.apply(zspace::Range(zspace::Point(lo), zspace::Point(hi)));
       return std::equal(start.begin(), start.end(), r.start().begin()) &&
              std::equal(end.begin(), end.end(), r.end().begin());
     } catch (const Error&) {
@@ -28,8 +31,6 @@ std::optional<bool> projects_to(const zspace::IndexProjection& ipf, const zspace
   // outside int64 is an overflow).
   __extension__ typedef __int128 Wide;  // GCC/Clang extension, as in zspace
   auto fits = [](Wide v) { return v >= INT64_MIN && v <= INT64_MAX; };
-  const zspace::Point& lo = box.start();
-  const zspace::Point& hi = box.end();
   for (std::size_t k = 0; k < map.out_rank(); ++k) {
     Wide s = map.offset()[k];
     Wide e = s + ipf.shape()[k];

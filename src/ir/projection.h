@@ -14,9 +14,11 @@
 
 namespace tapestry::ir {
 
-/// true when ipf.apply(box) == [start, end); false when not (including rank mismatches);
-/// nullopt when the arithmetic overflows int64.
-std::optional<bool> projects_to(const zspace::IndexProjection& ipf, const zspace::Range& box,
+/// true when ipf.apply([lo, hi)) == [start, end); false when not (including rank mismatches);
+/// nullopt when the arithmetic overflows int64. The index box [lo, hi) must be a valid range
+/// (equal ranks, lo <= hi).
+std::optional<bool> projects_to(const zspace::IndexProjection& ipf,
+                                std::span<const std::int64_t> lo, std::span<const std::int64_t> hi,
                                 std::span<const std::int64_t> start,
                                 std::span<const std::int64_t> end);
 

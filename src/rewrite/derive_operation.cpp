@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "spec_transforms.h"
 #include "tapestry/metakernel/apply.h"
@@ -48,7 +49,7 @@ struct Use {
   std::vector<Input> inputs;
   std::vector<Output> outputs;
   // The recorded index and input IPFs, which show the form (an operation, a first stage).
-  const zspace::Range* index = nullptr;
+  std::optional<zspace::Range> index;
   RecordedIpfs input_ipfs;
   // The recorded index names (d0, d1, … when the operation names none).
   std::vector<std::string> index_names;
@@ -282,7 +283,7 @@ class Deriver {
   }
 
   static DerivedOperation in_form(DerivedOperation d, const Use& use) {
-    if (use.index != nullptr) reconcile(d, *use.index, use.input_ipfs);
+    if (use.index) reconcile(d, *use.index, use.input_ipfs);
     place_outputs(d, use);
     return d;
   }
@@ -320,7 +321,7 @@ class Deriver {
   Use stage_use(const Use& use, const std::vector<FusedStage>& stages, std::size_t i,
                 const std::optional<Input>& previous) {
     const FusedStage& stage = stages[i];
-    Use s{stage.kernel, stage.label, stage.params, {}, {}, nullptr, {}, stage.index_names};
+    Use s{stage.kernel, stage.label, stage.params, {}, {}, std::nullopt, {}, stage.index_names};
     int reads_previous = 0;
     for (const FusedPort& port : stage.inputs) {
       if (port.source.empty()) {

@@ -14,7 +14,7 @@ ir::NodeOptions options_of(const ir::NodeView& node) {
 
 // Copies the tags and extension fields every node kind may carry.
 void copy_annotations(const ir::NodeView& from, ir::Graph& to, ir::NodeId id) {
-  if (const zspace::Range* index = from.ipf_index()) to.set_ipf_index(id, *index);
+  if (const std::optional<zspace::Range> index = from.ipf_index()) to.set_ipf_index(id, *index);
   if (from.has_io_sequence_point()) to.set_io_sequence_point(id, true);
   if (!from.extensions().is_null()) to.set_extensions(id, from.extensions());
   if (from.other_tags().is_object()) {

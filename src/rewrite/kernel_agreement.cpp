@@ -103,7 +103,8 @@ class OperationReport {
 void compare_index(OperationReport& r, const DerivedOperation& d) {
   const ir::OperationView& v = r.view();
   const std::string& kernel = d.spec.kernel;
-  if (const zspace::Range* index = v.ipf_index(); index != nullptr && !(*index == d.spec.index)) {
+  if (const std::optional<zspace::Range> index = v.ipf_index();
+      index && !(*index == d.spec.index)) {
     r.differs(
         "Operation index differs from its kernel's", "index",
         fmt::format("the graph's IPFIndex is {}; {} derives {}", *index, kernel, d.spec.index),
@@ -111,7 +112,7 @@ void compare_index(OperationReport& r, const DerivedOperation& d) {
   }
   // Names are recorded when the operation states them or has an index (then d0, d1, …).
   const std::vector<std::string> names = v.index_names();
-  const bool recorded = !v.body().index_names.empty() || v.ipf_index() != nullptr;
+  const bool recorded = !v.body().index_names.empty() || v.has_ipf_index();
   if (recorded && names != d.spec.index_names) {
     r.differs("Operation index names differ from its kernel's", "indexNames",
               fmt::format("the graph names the index dims ({}); {} derives ({})",

@@ -45,7 +45,7 @@ const ir::Reduction* OpSpec::reduction(std::string_view dim) const {
 
 std::optional<std::string> why_not_rewritable(const ir::Graph& graph, ir::OperationId op) {
   const ir::OperationView view = graph.operation(op);
-  if (view.ipf_index() == nullptr) return "the operation has no IPFIndex tag";
+  if (!view.has_ipf_index()) return "the operation has no IPFIndex tag";
   const ir::IpfSignature* signature = view.ipf_signature();
   if (signature == nullptr) return "the operation has no IPFSignature tag";
   if (!parallel(view.inputs(), signature->inputs) ||

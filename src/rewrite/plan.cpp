@@ -299,7 +299,7 @@ std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph) {
                                      canonical, escape_pointer(it->second)));
       continue;
     }
-    const zspace::Range* index = view.ipf_index();
+    const std::optional<zspace::Range> index = view.ipf_index();
     for (const auto& [dim, count] : op_plan.split) {
       auto d = view.index_dim(dim);
       if (!d) {

@@ -96,7 +96,7 @@ std::optional<std::string> match_shard_grid(const ir::Graph& graph, ir::Operatio
                                             std::span<const std::int64_t> parts) {
   if (auto why = detail::why_not_rewritable(graph, op)) return why;
   const ir::OperationView view = graph.operation(op);
-  const zspace::Range* index = view.ipf_index();
+  const std::optional<zspace::Range> index = view.ipf_index();
   if (parts.size() != index->rank()) {
     return fmt::format("{} shard counts given for an index of rank {}", parts.size(),
                        index->rank());

@@ -14,7 +14,7 @@ ApplicationExecutor::ApplicationExecutor(const ir::Graph& graph, const Executabl
   schedule_ = schedule_applications(graph);
   for (ir::ApplicationId app : schedule_.applications) {
     const ir::ApplicationView view = graph.application(app);
-    if (view.ipf_index() == nullptr) {
+    if (!view.has_ipf_index()) {
       throw Error(
           fmt::format("application '{}' has no IPFIndex tag", detail::node_name(graph, app)));
     }

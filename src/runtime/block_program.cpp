@@ -81,7 +81,7 @@ BlockTask make_task(const ir::Graph& graph, ir::ApplicationId app_id,
                     const ExecutableKernels& kernels, const std::vector<BufferSlot>& slots,
                     const SlotOf& slot_of) {
   const ir::ApplicationView app = graph.application(app_id);
-  if (app.ipf_index() == nullptr) {
+  if (!app.has_ipf_index()) {
     throw Error(fmt::format("application '{}' has no IPFIndex tag", node_name(graph, app_id)));
   }
   if (!graph.contains(app.operation()) || !graph.as_operation(app.operation())) {

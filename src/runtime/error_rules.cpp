@@ -158,7 +158,7 @@ OperationEval::OperationEval(const ir::Graph& graph, ir::OperationId op,
       kernel_(kernels.lookup(graph.operation(op).kernel(), node_name(graph, op))),
       lambda_(lambda) {
   const ir::OperationView view = graph.operation(op);
-  const Range& index = *view.ipf_index();
+  const Range index = *view.ipf_index();
   double window = 1;
   for (const auto& e : view.ipf_signature()->inputs.entries()) {
     double cells = 1;
@@ -178,7 +178,7 @@ std::vector<Buffer> OperationEval::call(KernelFn kernel, const std::vector<const
                                         DType dtype, const nlohmann::json* params) const {
   const ir::OperationView op = graph_.operation(op_);
   const ir::IpfSignature& signature = *op.ipf_signature();
-  const Range& index = *op.ipf_index();
+  const Range index = *op.ipf_index();
   std::vector<Buffer> outputs;
   for (const auto& e : op.outputs().entries())
     outputs.emplace_back(dtype, graph_.tensor(e.value.tensor).range());
@@ -472,7 +472,7 @@ void OperationEval::elementwise(Ctx& c) const {
   std::string_view kernel = c.op.kernel();
   if (kernel.starts_with("op:")) kernel.remove_prefix(3);
   const ir::IpfSignature& signature = *c.op.ipf_signature();
-  const Range& index = *c.op.ipf_index();
+  const Range index = *c.op.ipf_index();
   const auto& in_entries = c.ins;
   const auto& out_entry = c.outs.front();
   const zspace::IndexProjection& out_ipf = checked_ipf(out_entry, signature.outputs, index);
@@ -538,7 +538,7 @@ void OperationEval::elementwise(Ctx& c) const {
 //               terms: √n·u·y_i (σ), (n − 1)·u·y_i (D)
 void OperationEval::softmax(Ctx& c) const {
   const ir::IpfSignature& signature = *c.op.ipf_signature();
-  const Range& index = *c.op.ipf_index();
+  const Range index = *c.op.ipf_index();
   const auto& in_entry = c.ins.front();
   const auto& out_entry = c.outs.front();
   const zspace::IndexProjection& in_ipf = checked_ipf(in_entry, signature.inputs, index);

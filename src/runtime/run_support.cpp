@@ -20,11 +20,11 @@ void check_tensor_dtypes(const ir::Graph& graph) {
 
 void check_operation_tags(const ir::Graph& graph, ir::OperationId op) {
   const ir::OperationView view = graph.operation(op);
-  if (view.ipf_index() == nullptr || view.ipf_signature() == nullptr) {
-    throw Error(fmt::format(
-        "operation '{}' has no {} tag; the runtime needs IPFIndex and "
-        "IPFSignature on every operation",
-        node_name(graph, op), view.ipf_index() == nullptr ? "IPFIndex" : "IPFSignature"));
+  if (!view.has_ipf_index() || view.ipf_signature() == nullptr) {
+    throw Error(
+        fmt::format("operation '{}' has no {} tag; the runtime needs IPFIndex and "
+                    "IPFSignature on every operation",
+                    node_name(graph, op), !view.has_ipf_index() ? "IPFIndex" : "IPFSignature"));
   }
 }
 

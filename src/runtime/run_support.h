@@ -2,6 +2,7 @@
 // on one box of an operation (the whole index, or an application's sub-box).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "tapestry/ir/graph.h"
@@ -36,7 +37,7 @@ BufferMap prepare_buffers(const ir::Graph& graph, BufferMap inputs);
 struct Work {
   ir::OperationId operation;
   ir::NodeId node;
-  const Range* index = nullptr;
+  std::optional<Range> index;
   const ir::SelectionMap* inputs = nullptr;
   const ir::SelectionMap* outputs = nullptr;
 };

@@ -24,14 +24,6 @@ Range RangeList::range(std::size_t i) const {
   return Range(Point(start(i)), Point(end(i)));
 }
 
-bool RangeList::is_empty(std::size_t i) const {
-  const std::span<const std::int64_t> s = start(i), e = end(i);
-  for (std::size_t d = 0; d < rank_; ++d) {
-    if (s[d] == e[d]) return true;
-  }
-  return false;
-}
-
 bool RangeList::contains(std::size_t i, const Point& p) const {
   check_same_rank("RangeList::contains(point)", rank_, p.rank());
   const std::span<const std::int64_t> s = start(i), e = end(i);

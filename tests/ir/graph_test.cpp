@@ -125,11 +125,41 @@ TEST(GraphTest, TopologicalOrderReportsACycle) {
   EXPECT_EQ(order.cycle, (std::vector<NodeId>{a, fo, b, ho}));
 }
 
+// IPFIndex boxes are stored packed: replaced in place, or re-appended for another rank; a rank
+// too large for the record's 16 bits keeps its rank beside the coordinates.
+TEST(GraphTest, IpfIndexesReadBackAsSet) {
+  auto a = testing::add_graph();
+  const ApplicationId app = a.g.add_application(ApplicationBody{.operation = a.op});
+  EXPECT_FALSE(a.g.node(app).has_ipf_index());
+  a.g.set_ipf_index(app, zr("zr[0:5, 0:5]"));
+  a.g.set_ipf_index(a.op, zr("zr[1:10, 2:5]"));  // replaced in place
+  EXPECT_EQ(*a.g.node(app).ipf_index(), zr("zr[0:5, 0:5]"));
+  EXPECT_EQ(*a.g.node(a.op).ipf_index(), zr("zr[1:10, 2:5]"));
+  a.g.set_ipf_index(a.op, zr("zr[0:2, 0:3, 4:6]"));  // another rank
+  EXPECT_EQ(*a.g.node(a.op).ipf_index(), zr("zr[0:2, 0:3, 4:6]"));
+  EXPECT_EQ(a.g.operation(a.op).index_rank(), 3u);
+  EXPECT_EQ(*a.g.node(app).ipf_index(), zr("zr[0:5, 0:5]"));
+  a.g.set_ipf_index(app, zspace::Range());  // rank 0
+  EXPECT_EQ(*a.g.node(app).ipf_index(), zspace::Range());
+
+  const std::size_t huge = 70000;
+  std::vector<std::int64_t> start(huge, 0), end(huge, 1);
+  end.back() = 7;
+  const zspace::Range big{zspace::Point(std::span<const std::int64_t>(start)),
+                          zspace::Point(std::span<const std::int64_t>(end))};
+  a.g.set_ipf_index(a.x, big);
+  EXPECT_EQ(*a.g.node(a.x).ipf_index(), big);
+  EXPECT_EQ(*a.g.node(a.op).ipf_index(), zr("zr[0:2, 0:3, 4:6]"));
+  a.g.set_ipf_index(a.x, zr("zr[3:4]"));
+  EXPECT_EQ(*a.g.node(a.x).ipf_index(), zr("zr[3:4]"));
+}
+
 TEST(GraphTest, TagsLabelsAndExtensions) {
   auto a = testing::add_graph();
   EXPECT_EQ(*a.g.node(a.op).ipf_index(), zr("zr[0:10, 0:5]"));
   EXPECT_NE(a.g.node(a.op).ipf_signature(), nullptr);
-  EXPECT_EQ(a.g.node(a.x).ipf_index(), nullptr);
+  EXPECT_EQ(a.g.node(a.x).ipf_index(), std::nullopt);
+  EXPECT_FALSE(a.g.node(a.x).has_ipf_index());
   a.g.set_io_sequence_point(a.op, true);
   EXPECT_TRUE(a.g.node(a.op).has_io_sequence_point());
   a.g.set_other_tag(a.op, "urn:x", 3);

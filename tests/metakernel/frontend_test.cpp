@@ -67,7 +67,7 @@ TEST(Frontend, RunningExampleBuildsTheDesignGraph) {
   EXPECT_EQ(linear.index_names(), (std::vector<std::string>{"batch", "out", "in"}));
   EXPECT_EQ(linear.reduction(2), ir::Monoid::kSum);
   EXPECT_FALSE(linear.reduction(0));
-  ASSERT_NE(linear.ipf_index(), nullptr);
+  ASSERT_TRUE(linear.has_ipf_index());
   EXPECT_EQ(*linear.ipf_index(), zr("zr[0:100, 0:32, 0:12]"));
   EXPECT_EQ(linear.inputs().list("x")[0].range, zr("zr[-40:60, 20:32]"));
   EXPECT_EQ(linear.inputs().list("x")[0].tensor, *find_tensor(g, "X"));

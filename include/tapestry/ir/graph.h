@@ -79,8 +79,19 @@ class NodeView {
   /// extensions survive a read/write round trip.
   [[nodiscard]] const nlohmann::json& extensions() const;
 
-  /// The IPFIndex tag, if present.
-  [[nodiscard]] const zspace::Range* ipf_index() const;
+  /// The IPFIndex tag, if present. A value: the graph keeps index boxes packed (2·rank words
+  /// each, not a 128-byte Range), so bind it to a value, not a reference —
+  /// `std::optional<zspace::Range> index = view.ipf_index();`.
+  [[nodiscard]] std::optional<zspace::Range> ipf_index() const;
+  /// True when the node carries an IPFIndex tag (without building the Range).
+  [[nodiscard]] bool has_ipf_index() const;
+  /// The IPFIndex seen without building a Range: spans of its corners, pointing into the graph
+  /// (for loops over a million applications); nullopt when there is none.
+  struct IndexCorners {
+    std::span<const std::int64_t> start;
+    std::span<const std::int64_t> end;
+  };
+  [[nodiscard]] std::optional<IndexCorners> ipf_index_corners() const;
   /// The IPFSignature tag, if present.
   [[nodiscard]] const IpfSignature* ipf_signature() const;
   /// True when the node carries the (empty) IOSequencePoint tag.
@@ -184,7 +195,7 @@ class Graph {
 
   void set_label(NodeId node, std::string label);
   /// Sets (replaces) the IPFIndex tag of an Operation or Application.
-  void set_ipf_index(NodeId node, zspace::Range index);
+  void set_ipf_index(NodeId node, const zspace::Range& index);
   /// Sets (replaces) the IPFSignature tag of an Operation.
   void set_ipf_signature(OperationId op, IpfSignature signature);
   /// Sets or clears the IOSequencePoint tag.
@@ -249,8 +260,9 @@ class Graph {
     std::uint32_t key_size = 0;
     NodeKind kind = NodeKind::kOpaque;
     bool io_sequence_point = false;
+    std::uint16_t index_rank = 0;          // of the IPFIndex; kRankInWords: see index_words_
     std::uint32_t slot = 0;                // index into the table of its kind
-    std::uint32_t index_slot = kNone;      // into ipf_indexes_
+    std::uint32_t index_at = kNone;        // word offset of the IPFIndex in index_words_
     std::uint32_t signature_slot = kNone;  // into signatures_
     std::uint32_t extra_slot = kNone;      // into extras_ (label, extensions, other tags)
   };
@@ -260,6 +272,7 @@ class Graph {
     nlohmann::json other_tags;
   };
   static constexpr std::uint32_t kNone = 0xffffffffu;
+  static constexpr std::uint16_t kRankInWords = 0xffffu;
 
   NodeId add_record(NodeKind kind, std::uint32_t slot, NodeOptions&& options);
   /// Adds a record for a new node; the invalid id (and no change) when `key` is taken.
@@ -270,6 +283,8 @@ class Graph {
   const NodeExtra* find_extra(NodeId node) const;
   const NodeRecord& record(NodeId node) const;
   NodeRecord& mutable_record(NodeId node);
+  /// The IPFIndex corners of a node that has one: start, then end.
+  std::span<const std::int64_t> index_corners(const NodeRecord& r) const;
   void index_operation(OperationId op);
   void index_application(ApplicationId app);
   void rebuild_relations();
@@ -291,7 +306,10 @@ class Graph {
   std::vector<NoteId> note_ids_;
   std::vector<NodeId> opaque_ids_;
 
-  std::vector<zspace::Range> ipf_indexes_;
+  // IPFIndex boxes, packed: at a record's index_at, its start then its end coordinates. A rank
+  // that does not fit the record's 16 bits (kRankInWords) is stored in the word before them.
+  // Replacing a box by one of another rank appends it (the old words stay unused).
+  std::vector<std::int64_t> index_words_;
   std::vector<IpfSignature> signatures_;
   std::vector<NodeExtra> extras_;
 

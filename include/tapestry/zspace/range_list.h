@@ -55,7 +55,13 @@ class RangeList {
   /// Box i as a Range.
   [[nodiscard]] Range range(std::size_t i) const;
   /// Box i has no points (a zero extent).
-  [[nodiscard]] bool is_empty(std::size_t i) const;
+  [[nodiscard]] bool is_empty(std::size_t i) const {
+    const std::int64_t* at = words_.data() + 2 * rank_ * i;
+    for (std::size_t d = 0; d < rank_; ++d) {
+      if (at[d] == at[rank_ + d]) return true;
+    }
+    return false;
+  }
   /// Box i contains `p` (of the list's rank).
   [[nodiscard]] bool contains(std::size_t i, const Point& p) const;
 

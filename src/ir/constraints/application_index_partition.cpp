@@ -37,7 +37,7 @@ class ApplicationIndexPartition final : public Constraint {
     zspace::RangeList boxes;
     for (OperationId op : ctx.graph.operations()) {
       OperationView v = ctx.graph.operation(op);
-      const zspace::Range* index = v.ipf_index();
+      const std::optional<zspace::Range> index = v.ipf_index();
       std::span<const ApplicationId> apps = v.applications();
       if (!index) {
         if (!apps.empty()) {
@@ -59,14 +59,19 @@ class ApplicationIndexPartition final : public Constraint {
 
  private:
   // The applications' boxes; false (with issues) when one is missing, of the wrong rank, or
-  // outside the operation's index.
+  // outside the operation's index. Read raw: a Range is built only to describe a problem.
   bool collect_boxes(const CheckContext& ctx, const OperationView& op, const zspace::Range& index,
                      zspace::RangeList& boxes, std::vector<Issue>& out) const {
     boxes.clear(index.rank());
     boxes.reserve(op.applications().size());
     bool ok = true;
     for (ApplicationId app : op.applications()) {
-      const zspace::Range* box = ctx.graph.node(app).ipf_index();
+      const auto corners = ctx.graph.node(app).ipf_index_corners();
+      if (corners && inside(index, corners->start, corners->end)) {
+        boxes.push_back(corners->start, corners->end);
+        continue;
+      }
+      const std::optional<zspace::Range> box = ctx.graph.node(app).ipf_index();
       std::string problem;
       if (!box) {
         problem = "has no IPFIndex";
@@ -88,6 +93,16 @@ class ApplicationIndexPartition final : public Constraint {
       out.push_back(std::move(issue));
     }
     return ok;
+  }
+
+  // [start, end) has the rank of `index` and lies inside it (as Range::contains).
+  static bool inside(const zspace::Range& index, std::span<const std::int64_t> start,
+                     std::span<const std::int64_t> end) {
+    if (start.size() != index.rank()) return false;
+    for (std::size_t d = 0; d < start.size(); ++d) {
+      if (start[d] < index.start()[d] || end[d] > index.end()[d]) return false;
+    }
+    return true;
   }
 
   void check_cover(const CheckContext& ctx, const OperationView& op, const zspace::Range& index,

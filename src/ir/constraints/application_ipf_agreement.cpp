@@ -37,7 +37,7 @@ class ApplicationIpfAgreement final : public Constraint {
       OperationView op = ctx.graph.operation(op_id);
       if (op.applications().empty()) continue;
       const IpfSignature* sig = op.ipf_signature();
-      const zspace::Range* op_index = op.ipf_index();
+      const std::optional<zspace::Range> op_index = op.ipf_index();
       if (!sig || !op_index) {
         for (ApplicationId app : op.applications()) report_no_signature(ctx, app, op, out);
         continue;
@@ -46,11 +46,16 @@ class ApplicationIpfAgreement final : public Constraint {
       outputs.gather(op.outputs(), sig->outputs);
       for (ApplicationId app_id : op.applications()) {
         ApplicationView app = ctx.graph.application(app_id);
-        const zspace::Range* box = app.ipf_index();
-        if (!box || box->rank() != op_index->rank()) continue;  // application-index-partition
-        if (inputs.agrees(app.inputs(), *box) && outputs.agrees(app.outputs(), *box)) continue;
-        check_side(ctx, app, op, *box, "inputs", app.inputs(), op.inputs(), sig->inputs, out);
-        check_side(ctx, app, op, *box, "outputs", app.outputs(), op.outputs(), sig->outputs, out);
+        const auto corners = app.ipf_index_corners();
+        if (!corners || corners->start.size() != op_index->rank()) {
+          continue;  // application-index-partition
+        }
+        if (inputs.agrees(app.inputs(), *corners) && outputs.agrees(app.outputs(), *corners)) {
+          continue;
+        }
+        const zspace::Range box = *app.ipf_index();
+        check_side(ctx, app, op, box, "inputs", app.inputs(), op.inputs(), sig->inputs, out);
+        check_side(ctx, app, op, box, "outputs", app.outputs(), op.outputs(), sig->outputs, out);
       }
     }
   }
@@ -72,14 +77,14 @@ class ApplicationIpfAgreement final : public Constraint {
     }
 
     // Same ports and tensors as the operation, and every selection == IPF(box).
-    bool agrees(const SelectionMap& sels, const zspace::Range& box) const {
+    bool agrees(const SelectionMap& sels, const NodeView::IndexCorners& box) const {
       if (sels.size() != entries.size() || ipfs.size() != entries.size()) return false;
       std::size_t i = 0;
       bool ok = true;
       sels.for_each_raw([&](const SelectionMap::RawEntry& e) {
         const SelectionMap::RawEntry& o = entries[i];
         ok = e.name_id == o.name_id && e.position == o.position && e.tensor == o.tensor &&
-             projects_to(*ipfs[i], box, e.start, e.end) == true;
+             projects_to(*ipfs[i], box.start, box.end, e.start, e.end) == true;
         ++i;
         return ok;
       });

@@ -35,7 +35,7 @@ class OperationIndexNames final : public Constraint {
     for (OperationId op : ctx.graph.operations()) {
       OperationView v = ctx.graph.operation(op);
       const OperationBody& body = v.body();
-      const zspace::Range* index = v.ipf_index();
+      const std::optional<zspace::Range> index = v.ipf_index();
       if (!body.index_names.empty() && index && body.index_names.size() != index->rank()) {
         report(
             ctx, op, ".body.indexNames", "Index names do not match the index rank",

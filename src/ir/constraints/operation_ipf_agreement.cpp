@@ -30,7 +30,7 @@ class OperationIpfAgreement final : public Constraint {
   void check(const CheckContext& ctx, std::vector<Issue>& out) const override {
     for (OperationId op : ctx.graph.operations()) {
       OperationView v = ctx.graph.operation(op);
-      const zspace::Range* index = v.ipf_index();
+      const std::optional<zspace::Range> index = v.ipf_index();
       const IpfSignature* sig = v.ipf_signature();
       if (!index || !sig) continue;  // operation-ipf-present
       check_side(ctx, op, *index, "inputs", v.inputs(), sig->inputs, out);

@@ -23,7 +23,7 @@ class OperationIpfPresent final : public Constraint {
   void check(const CheckContext& ctx, std::vector<Issue>& out) const override {
     for (OperationId op : ctx.graph.operations()) {
       OperationView v = ctx.graph.operation(op);
-      bool index = v.ipf_index() != nullptr;
+      bool index = v.has_ipf_index();
       bool signature = v.ipf_signature() != nullptr;
       if (index && signature) continue;
       std::string name = v.label().empty() ? std::string(v.key()) : v.label();

@@ -36,7 +36,7 @@ class TagType final : public Constraint {
   void check(const CheckContext& ctx, std::vector<Issue>& out) const override {
     for (std::uint32_t i = 0; i < ctx.graph.size(); ++i) {
       NodeView node = ctx.graph.node(NodeId(i));
-      if (node.ipf_index()) check_tag(ctx, node, TagKind::kIpfIndex, out);
+      if (node.has_ipf_index()) check_tag(ctx, node, TagKind::kIpfIndex, out);
       if (node.ipf_signature()) check_tag(ctx, node, TagKind::kIpfSignature, out);
       if (node.has_io_sequence_point()) check_tag(ctx, node, TagKind::kIoSequencePoint, out);
       if (!node.other_tags().is_object()) continue;
