@@ -97,7 +97,7 @@ void SelectionMap::append(std::string_view name, TensorId tensor,
   std::size_t rank = start.size();
   std::size_t size = 2 + 2 * rank;
   bool at_end = insert_at == words_.size();
-  words_.insert(words_.begin() + static_cast<std::ptrdiff_t>(insert_at), size, 0);
+  words_.insert_zeros(insert_at, size);
   std::int64_t* at = &words_[insert_at];
   at[0] = pack(id, position);
   at[1] = pack(tensor.index(), static_cast<std::uint32_t>(rank));

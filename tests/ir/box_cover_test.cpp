@@ -111,7 +111,9 @@ TEST(BoxCoverTest, GridFastPathRejectsNonGrids) {
     EXPECT_FALSE(is_exact_grid(whole, packed(2, c.parts)));
     std::optional<CoverDefect> defect = find_cover_defect(whole, c.parts);
     ASSERT_EQ(defect.has_value(), c.count.has_value());
-    if (defect) EXPECT_EQ(defect->count, *c.count);
+    if (defect) {
+      EXPECT_EQ(defect->count, *c.count);
+    }
   }
   EXPECT_FALSE(is_exact_grid(zr("zr[0:0, 0:4]"), packed(2, {})));  // an empty whole
 }

@@ -11,9 +11,10 @@
 //   [name id | position] [tensor id | rank] [start coords …] [end coords …]
 //
 // (names interned in a process-wide table, see names.h) — 48 bytes for a rank-2 selection where
-// a std::string plus a zspace::Range would take 176. Reading an element builds the
-// TensorSelection value on the fly (no allocation for ranks up to zspace::kInlineRank), so
-// `list(name)[i]` and the entries are returned by value:
+// a std::string plus a zspace::Range would take 176. The words of a map of one rank-2 selection
+// live inside the map (small_words.h): a unary shard's two maps allocate nothing. Reading an
+// element builds the TensorSelection value on the fly (no allocation for ranks up to
+// zspace::kInlineRank), so `list(name)[i]` and the entries are returned by value:
 //
 //   SelectionMap in;
 //   in.append("tensors", {x, zr0});
@@ -32,6 +33,7 @@
 #include <vector>
 
 #include "tapestry/ir/ids.h"
+#include "tapestry/ir/small_words.h"
 #include "tapestry/zspace/range.h"
 
 namespace tapestry::ir {
@@ -213,7 +215,7 @@ class SelectionMap {
   [[nodiscard]] TensorId tensor_at(std::size_t w) const;
   void set_tensor_at(std::size_t w, TensorId id);
 
-  std::vector<std::int64_t> words_;
+  SmallWords words_;  // one rank-2 selection fits inline
   std::uint32_t size_ = 0;
   std::uint32_t last_ = 0;  // word offset of the last entry in sorted order
 };
