@@ -31,10 +31,46 @@ NodeKind Graph::kind(NodeId node) const {
   return record(node).kind;
 }
 
+namespace {
+
+// The serial n of a key of the generated shape (see add_generated_record), else nullopt.
+std::optional<std::uint64_t> generated_serial(std::string_view key) {
+  if (key.size() != 36 || key.substr(8, 16) != "-0000-4000-8000-") return std::nullopt;
+  std::uint64_t high = 0, low = 0;
+  auto hex = [](std::string_view digits, std::uint64_t& value) {
+    for (char c : digits) {
+      const int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (v < 0) return false;
+      value = value << 4 | static_cast<std::uint64_t>(v);
+    }
+    return true;
+  };
+  if (!hex(key.substr(0, 8), high) || !hex(key.substr(24), low) || high > 0xffff) {
+    return std::nullopt;
+  }
+  return high << 48 | low;
+}
+
+}  // namespace
+
 std::optional<NodeId> Graph::find(std::string_view key) const {
+  if (auto serial = generated_serial(key)) {
+    if (auto node = find_serial(*serial)) return node;
+  }
   auto found = key_index_.find(key, [this](std::uint32_t i) { return this->key(NodeId(i)); });
   if (!found) return std::nullopt;
   return NodeId(*found);
+}
+
+std::optional<NodeId> Graph::find_serial(std::uint64_t serial) const {
+  // The last run starting at or before `serial` (runs are in serial order).
+  auto after =
+      std::upper_bound(serial_runs_.begin(), serial_runs_.end(), serial,
+                       [](std::uint64_t s, const SerialRun& run) { return s < run.serial; });
+  if (after == serial_runs_.begin()) return std::nullopt;
+  const SerialRun& run = *(after - 1);
+  if (serial - run.serial >= run.count) return std::nullopt;
+  return NodeId(run.node + static_cast<std::uint32_t>(serial - run.serial));
 }
 
 std::vector<NodeId> Graph::node_ids() const {
@@ -46,8 +82,10 @@ std::vector<NodeId> Graph::node_ids() const {
 
 // Generated keys are UUID-shaped (version 4 / variant 1 nibbles in place) and count up, so a
 // graph built twice the same way gets the same keys: serial n is
-// "{n >> 48 :08x}-0000-4000-8000-{n & 0xffffffffffff :012x}". Written by hand and inserted with
-// one probe of the key index (a million-shard lowering makes a million of them).
+// "{n >> 48 :08x}-0000-4000-8000-{n & 0xffffffffffff :012x}". Written by hand (a million-shard
+// lowering makes a million of them). A serial above every key of this shape given explicitly
+// cannot be taken, so it skips the key index (a random probe, a cache miss): serial_runs_ finds
+// it. A lower serial is probed for, and skipped when taken.
 NodeId Graph::add_generated_record(NodeKind kind, std::uint32_t slot) {
   constexpr char kDigits[] = "0123456789abcdef";
   char key[] = "00000000-0000-4000-8000-000000000000";
@@ -57,14 +95,27 @@ NodeId Graph::add_generated_record(NodeKind kind, std::uint32_t slot) {
     for (int i = 7; i >= 0; --i, high >>= 4) key[i] = kDigits[high & 0xf];
     std::uint64_t low = n & 0xffffffffffffull;
     for (int i = 35; i >= 24; --i, low >>= 4) key[i] = kDigits[low & 0xf];
-    NodeId id = try_add_record(kind, slot, std::string_view(key, sizeof key - 1));
-    if (id.is_valid()) return id;
+    const std::string_view text(key, sizeof key - 1);
+    if (n <= max_given_serial_) {
+      NodeId id = try_add_record(kind, slot, text);
+      if (id.is_valid()) return id;
+      continue;
+    }
+    const NodeId id = append_record(kind, slot, text);
+    if (!serial_runs_.empty()) {
+      SerialRun& last = serial_runs_.back();
+      if (last.serial + last.count == n && last.node + last.count == id.index()) {
+        ++last.count;
+        return id;
+      }
+    }
+    serial_runs_.push_back(SerialRun{n, id.index(), 1});
+    return id;
   }
 }
 
-NodeId Graph::try_add_record(NodeKind kind, std::uint32_t slot, std::string_view key) {
+NodeId Graph::append_record(NodeKind kind, std::uint32_t slot, std::string_view key) {
   TAPESTRY_ASSERT(nodes_.size() < NodeId::kInvalidIndex, "too many nodes");
-  auto index = static_cast<std::uint32_t>(nodes_.size());
   NodeRecord r;
   r.key_offset = key_chars_.size();
   r.key_size = static_cast<std::uint32_t>(key.size());
@@ -72,14 +123,22 @@ NodeId Graph::try_add_record(NodeKind kind, std::uint32_t slot, std::string_view
   r.slot = slot;
   key_chars_.append(key);
   nodes_.push_back(r);
-  auto existing = key_index_.insert(this->key(NodeId(index)), index,
+  return NodeId(static_cast<std::uint32_t>(nodes_.size() - 1));
+}
+
+NodeId Graph::try_add_record(NodeKind kind, std::uint32_t slot, std::string_view key) {
+  const std::optional<std::uint64_t> serial = generated_serial(key);
+  if (serial && find_serial(*serial)) return NodeId();  // taken by a generated key
+  const NodeId id = append_record(kind, slot, key);
+  auto existing = key_index_.insert(this->key(id), id.index(),
                                     [this](std::uint32_t i) { return this->key(NodeId(i)); });
   if (existing) {
     nodes_.pop_back();
-    key_chars_.resize(r.key_offset);
+    key_chars_.resize(key_chars_.size() - key.size());
     return NodeId();
   }
-  return NodeId(index);
+  if (serial) max_given_serial_ = std::max(max_given_serial_, *serial);
+  return id;
 }
 
 NodeId Graph::add_record(NodeKind kind, std::uint32_t slot, NodeOptions&& options) {
@@ -167,7 +226,10 @@ void Graph::reserve_applications(OperationId op, std::size_t count) {
   constexpr std::size_t kGeneratedKeySize = 36;
   reserve_more(nodes_, count);
   reserve_more(key_chars_, count * kGeneratedKeySize);
-  key_index_.reserve(nodes_.size() + count);
+  if (next_key_serial_ <= max_given_serial_) {  // these generated keys go to the key index
+    key_index_.reserve(key_index_.size() +
+                       std::min<std::uint64_t>(count, max_given_serial_ - next_key_serial_ + 1));
+  }
   reserve_more(application_bodies_, count);
   reserve_more(application_ids_, count);
   const NodeRecord& r = record(op);

@@ -1,6 +1,7 @@
 // Graph model: building, typed views, lookup, keys, relations, topological order.
 #include "tapestry/ir/graph.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "ir_testing.h"
@@ -59,6 +60,45 @@ TEST(GraphTest, GeneratedKeysSkipTakenOnes) {
   TensorId t = g.add_tensor({.dtype = DType::kInt32, .range = zr("zr[0:1]")});
   EXPECT_EQ(g.key(t), "00000000-0000-4000-8000-000000000002");
 }
+
+// Generated keys above every given key of their shape skip the key index; find() must still
+// see every key, and the sequence of generated keys must not change.
+TEST(GraphTest, FindsGeneratedAndGivenKeysAlike) {
+  Graph g;
+  auto key = [](std::uint64_t n) { return fmt::format("00000000-0000-4000-8000-{:012x}", n); };
+  const NodeId five = g.add_note("given", {.key = key(5)});
+  const NodeId two = g.add_note("given", {.key = key(2)});
+  // Near misses of the generated shape: an upper-case digit, a high part no serial has.
+  const NodeId upper = g.add_note("given", {.key = "00000000-0000-4000-8000-00000000000A"});
+  const NodeId high = g.add_note("given", {.key = "00010000-0000-4000-8000-000000000001"});
+  std::vector<NodeId> generated;
+  for (int i = 0; i < 300; ++i) generated.push_back(g.add_note("generated"));
+  EXPECT_EQ(g.key(generated[0]), key(1));
+  EXPECT_EQ(g.key(generated[1]), key(3));  // 2 is taken
+  EXPECT_EQ(g.key(generated[2]), key(4));
+  EXPECT_EQ(g.key(generated[3]), key(6));  // 5 is taken; from here on above every given key
+  EXPECT_EQ(g.key(generated[299]), key(302));
+  for (NodeId id : generated) EXPECT_EQ(g.find(g.key(id)), id);
+  EXPECT_EQ(g.find(key(5)), five);
+  EXPECT_EQ(g.find(key(2)), two);
+  EXPECT_EQ(g.find("00000000-0000-4000-8000-00000000000A"), upper);
+  EXPECT_EQ(g.find(key(10)), generated[7]);  // the lower-case one is generated
+  EXPECT_EQ(g.find("00010000-0000-4000-8000-000000000001"), high);
+  EXPECT_EQ(g.find(key(303)), std::nullopt);
+  EXPECT_EQ(g.find(key(0)), std::nullopt);
+  const NodeId given_after = g.add_note("given", {.key = key(400)});
+  EXPECT_EQ(g.find(key(400)), given_after);
+  EXPECT_EQ(g.key(g.add_note("generated")), key(303));
+}
+
+#if defined(TAPESTRY_ENABLE_ASSERTIONS)
+TEST(GraphDeathTest, AGivenKeyCannotTakeAGeneratedOne) {
+  Graph g;
+  for (int i = 0; i < 3; ++i) g.add_note("generated");  // serials 1, 2, 3, outside the index
+  EXPECT_DEATH(g.add_note("given", {.key = "00000000-0000-4000-8000-000000000002"}),
+               "node key already taken");
+}
+#endif
 
 TEST(GraphTest, FindsNodesByKey) {
   Graph g;

@@ -279,6 +279,10 @@ class Graph {
   NodeId try_add_record(NodeKind kind, std::uint32_t slot, std::string_view key);
   /// Adds a record with the next generated key that is free.
   NodeId add_generated_record(NodeKind kind, std::uint32_t slot);
+  /// Appends a record and its key, indexing nothing.
+  NodeId append_record(NodeKind kind, std::uint32_t slot, std::string_view key);
+  /// The node whose generated key has serial `serial`, if it is in serial_runs_.
+  std::optional<NodeId> find_serial(std::uint64_t serial) const;
   NodeExtra& extra(NodeId node);
   const NodeExtra* find_extra(NodeId node) const;
   const NodeRecord& record(NodeId node) const;
@@ -292,7 +296,17 @@ class Graph {
   std::string graph_key_;
   std::vector<NodeRecord> nodes_;
   std::string key_chars_;
+  // Keys are found through key_index_, except generated keys above max_given_serial_ (see
+  // add_generated_record): consecutive serials on consecutive nodes, one SerialRun each.
+  struct SerialRun {
+    std::uint64_t serial;  // of the first node
+    std::uint32_t node;    // the first node's index
+    std::uint32_t count;
+  };
   KeyIndex key_index_;
+  std::vector<SerialRun> serial_runs_;
+  std::uint64_t max_given_serial_ =
+      0;  // largest serial of a key of the generated shape in key_index_
   std::uint64_t next_key_serial_ = 1;
 
   std::vector<TensorBody> tensor_bodies_;
