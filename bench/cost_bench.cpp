@@ -11,6 +11,7 @@
 #include <memory>
 #include <sstream>
 
+#include "tapestry/cost/evaluator.h"
 #include "tapestry/cost/placement.h"
 #include "tapestry/cost/simulate.h"
 #include "tapestry/cost/target.h"
@@ -90,19 +91,39 @@ rewrite::LowerOptions no_validation() {
 void BM_Evaluate(benchmark::State& state) {
   const rewrite::Plan plan = plan_number(state.range(0));
   state.SetLabel(kPlanNames[state.range(0)]);
-  const rewrite::LowerOptions options = no_validation();
-  std::size_t applications = 0;
-  for (auto _ : state) {
-    rewrite::LowerResult r = rewrite::lower(transformer(), plan, options);
-    const cost::Placement p = cost::place(r.graph, r.plan, h100x8());
-    const cost::CostVector c = cost::simulate(p, h100x8());
-    applications = p.applications.size();
-    benchmark::DoNotOptimize(c.makespan_s);
-  }
-  state.counters["applications"] = static_cast<double>(applications);
+  cost::Evaluator ev(transformer(), h100x8());
+  for (auto _ : state) benchmark::DoNotOptimize(ev.evaluate(plan).makespan_s);
+  state.counters["applications"] = static_cast<double>(ev.place(plan).applications.size());
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_Evaluate)->DenseRange(0, 4)->Unit(benchmark::kMicrosecond);
+
+// The Evaluator with its memo cleared before every plan: the rewrites run every time.
+void BM_EvaluateCold(benchmark::State& state) {
+  const rewrite::Plan plan = plan_number(state.range(0));
+  state.SetLabel(kPlanNames[state.range(0)]);
+  cost::Evaluator ev(transformer(), h100x8());
+  for (auto _ : state) {
+    ev.clear_memo();
+    benchmark::DoNotOptimize(ev.evaluate(plan).makespan_s);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_EvaluateCold)->DenseRange(0, 4)->Unit(benchmark::kMicrosecond);
+
+// The reference path the Evaluator equals: lower → place → simulate.
+void BM_Reference(benchmark::State& state) {
+  const rewrite::Plan plan = plan_number(state.range(0));
+  state.SetLabel(kPlanNames[state.range(0)]);
+  const rewrite::LowerOptions options = no_validation();
+  for (auto _ : state) {
+    rewrite::LowerResult r = rewrite::lower(transformer(), plan, options);
+    const cost::Placement p = cost::place(r.graph, r.plan, h100x8());
+    benchmark::DoNotOptimize(cost::simulate(p, h100x8()).makespan_s);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_Reference)->DenseRange(0, 4)->Unit(benchmark::kMicrosecond);
 
 void BM_Lower(benchmark::State& state) {
   const rewrite::Plan plan = plan_number(3);

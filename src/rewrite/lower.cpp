@@ -117,11 +117,18 @@ ir::Dialect dialect_of(const ir::Graph& graph, const LowerOptions& options) {
 
 }  // namespace
 
-LowerResult lower(const ir::Graph& graph, const Plan& plan, const LowerOptions& options) {
-  check_plan_or_throw(plan, graph);
+RewriteState rewrite_operations(const ir::Graph& graph, const Plan& plan,
+                                const LowerOptions& options, std::vector<RewriteEvent>& log) {
   RewriteState state{
       copy_graph(graph).graph, resolve_plan_names(plan, graph), options.signatures, {}};
-  std::vector<RewriteEvent> log = run_patterns(state, default_patterns(), options.driver);
+  log = run_patterns(state, default_patterns(), options.driver);
+  return state;
+}
+
+LowerResult lower(const ir::Graph& graph, const Plan& plan, const LowerOptions& options) {
+  check_plan_or_throw(plan, graph);
+  std::vector<RewriteEvent> log;
+  RewriteState state = rewrite_operations(graph, plan, options, log);
   if (!options.driver.disabled.contains(kShardGrid)) {
     check_cuts(state, log);
     shard_all(state, log);

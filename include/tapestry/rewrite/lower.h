@@ -50,6 +50,13 @@ struct LowerResult {
 /// The rewrite patterns of steps 2–4, in order.
 std::span<const OperationPattern* const> default_patterns();
 
+/// Steps 2–4 alone: the operation graph the rewrite patterns leave (no Application), the plan
+/// naming its operations, and the log. No check-plan, shard-grid or validation — for callers that
+/// check the plan and cut the operations themselves (cost::Evaluator, which memoises this part).
+/// Precondition: every name the plan uses resolves in `graph` (check_plan's names).
+RewriteState rewrite_operations(const ir::Graph& graph, const Plan& plan,
+                                const LowerOptions& options, std::vector<RewriteEvent>& log);
+
 /// Lowers `graph` (an operation graph; existing Applications are replaced) under `plan`.
 /// Error listing every problem when the plan does not fit the graph.
 LowerResult lower(const ir::Graph& graph, const Plan& plan, const LowerOptions& options = {});

@@ -1,0 +1,77 @@
+// Evaluator: prices many plans of one graph on one target — the search's inner loop.
+//
+// `evaluate(plan)` returns exactly `simulate(place(lower(graph, plan), target), target)` (lowered
+// with `validate = false`, as a search lowers: it validates the plans it keeps), bit for bit, and
+// throws the same Error for a plan that does not fit. It is fast because it does not redo what
+// the plans of one graph share:
+//
+// * The rewrites (decompose-linear, split-reduction, fuse-elementwise: lower.h steps 2–4) are
+//   memoised by the part of the plan they depend on: which operations the plan names, the
+//   substitutions, the fusion groups, whether an operation is placed and its mesh, the count of
+//   every reduction dim, and — for the other dims — only which counts equal 1 and which equal one
+//   another (fuse-elementwise refuses consumers whose splits disagree with their producer's). So
+//   `{"Y": {"split": {"batch": 2}}}` and `{"Y": {"split": {"batch": 4}}}` share one rewritten
+//   graph, and so do plans that differ only in `place` lists. On a miss the rewrites run once on
+//   the plan with those counts replaced by symbols, and the rewritten plan says where every
+//   split and place list of the result comes from.
+// * Shard-grid, placement and simulation run for every plan, but from the rewritten operations
+//   directly — boxes are computed from each operation's IPFs and grid cell, never stored as
+//   Applications — into storage reused from one evaluation to the next
+//   (cost/placement_builder.h holds the placement rules place() shares).
+//
+// Anything the fast path cannot decide — a name or dim the graph lacks, a count out of range, a
+// cut shard-grid refuses, a device the target lacks — is answered by the reference path
+// (lower → place → simulate), so errors are exactly lower's and place's.
+//
+//   Evaluator ev(graph, *preset_target("h100x8"));
+//   CostVector a = ev.evaluate(parse_plan(R"({"ops": {"Y": {"split": {"batch": 2}}}})"));
+//   CostVector b = ev.evaluate(parse_plan(R"({"ops": {"Y": {"split": {"batch": 8}}}})"));
+//   ev.stats().rewrites_run == 1   // b reused a's rewritten graph
+//
+// Not thread-safe: one Evaluator per thread (the search gives each worker its own).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "tapestry/cost/placement.h"
+#include "tapestry/cost/simulate.h"
+#include "tapestry/cost/target.h"
+#include "tapestry/ir/graph.h"
+#include "tapestry/rewrite/lower.h"
+#include "tapestry/rewrite/plan.h"
+
+namespace tapestry::cost {
+
+struct EvaluatorStats {
+  std::size_t evaluations = 0;
+  std::size_t rewrites_run = 0;  // memo misses: the rewrite patterns ran
+  std::size_t reference = 0;     // evaluations answered by lower → place → simulate
+};
+
+class Evaluator {
+ public:
+  /// Copies `graph` (an operation graph) and `target`. `options` are lower's (driver, signatures);
+  /// `validate` is ignored (off).
+  Evaluator(const ir::Graph& graph, const Target& target,
+            const rewrite::LowerOptions& options = {});
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
+
+  /// simulate(place(lower(graph, plan)), target). Error as lower or place throws it.
+  CostVector evaluate(const rewrite::Plan& plan);
+  /// place(lower(graph, plan)) — equal field by field, Application ids included. The reference
+  /// stays valid until the next call.
+  const Placement& place(const rewrite::Plan& plan);
+  /// The rewritten graphs memoised so far are dropped.
+  void clear_memo();
+
+  [[nodiscard]] const EvaluatorStats& stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tapestry::cost

@@ -1,0 +1,423 @@
+// Evaluator: memoised rewrites, then shard-grid + placement + simulation without Applications
+// (evaluator.h).
+//
+// 1. The plan's memo key: its names, substitutions, fusion groups, meshes, whether each entry
+//    places, reduction counts, and every other count as "1", "=v" (equal to a reduction count v)
+//    or "#k" (the k-th distinct other value). The same walk checks what check_plan checks of
+//    counts (1 <= count <= max(extent, 1)) and collects the values of the classes #k.
+// 2. On a miss: check_plan, then the rewrites on the *symbolic* plan — class #k's counts become
+//    kSymbol + k, each place list becomes one marker naming its entry — and, per operation of the
+//    result (topological order), its index, IPFs, work rule and where its counts and place list
+//    come from.
+// 3. Per evaluation: the counts of every operation (symbols resolved), the cuts checked as
+//    shard-grid checks them, then every grid cell's boxes handed to the PlacementBuilder with the
+//    Application id lower would have given it, then simulate().
+// Whatever the fast path cannot decide goes to the reference path (lower → place → simulate).
+#include "tapestry/cost/evaluator.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+#include <unordered_map>
+
+#include "placement_builder.h"
+#include "tapestry/cost/work_rule.h"
+#include "tapestry/rewrite/shard_grid.h"
+#include "tapestry/support/error.h"
+
+namespace tapestry::cost {
+
+namespace {
+
+// Symbolic counts: kSymbol + k stands for the k-th class of equal non-reduction counts. Far above
+// any extent, so no symbol equals a real count; the rewrites only compare such counts.
+constexpr std::int64_t kSymbol = std::int64_t{1} << 40;
+// A place list in the symbolic plan: this marker, then the name of the plan entry it comes from.
+constexpr std::string_view kPlaceMarker = "\x01place:";
+
+struct Port {
+  std::uint32_t tensor = 0;  // node index
+  zspace::IndexProjection ipf;
+};
+
+// One operation of the rewritten graph, ready to be cut.
+struct CutOperation {
+  ir::OperationId id;
+  std::string name;
+  std::string kernel;
+  std::vector<std::string> index_names;
+  zspace::Range index;
+  std::vector<std::int64_t> counts;   // per index dim: a count, or a symbol
+  std::vector<Port> inputs, outputs;  // in selection order (parallel to the IPFSignature)
+  WorkRule rule;
+  std::string place_from;  // the entry of the plan whose place list it has; empty: none
+  std::map<std::string, std::string> mesh;
+  std::int64_t first_application = 0;  // node index of its first Application (per evaluation)
+};
+
+// The rewritten graph for one memo key.
+struct Rewritten {
+  bool fast = false;  // false: every plan of this key takes the reference path
+  ir::Graph graph;
+  detail::TensorFacts facts;
+  std::vector<CutOperation> ops;        // topological order
+  std::vector<std::uint32_t> id_order;  // positions in ops, in graph.operations() order
+  std::unique_ptr<detail::PlacementBuilder> builder;
+};
+
+// What a plan may name, per name: the operation's index dims, extents and reduction flags.
+struct Named {
+  std::vector<std::string> dims;
+  std::vector<std::int64_t> extents;
+  std::vector<bool> reduction;
+};
+
+// The ports of selections and their IPFs, entry by entry; false when they are not parallel.
+bool ports_of(const ir::SelectionMap& selections, const ir::IpfMap& ipfs,
+              std::vector<Port>& ports) {
+  const auto& entries = ipfs.entries();
+  if (selections.size() != entries.size()) return false;
+  std::size_t i = 0;
+  for (const auto& s : selections.entries()) {
+    if (s.name != entries[i].name || s.position != entries[i].position) return false;
+    ports.push_back(Port{s.value.tensor.index(), entries[i].value});
+    ++i;
+  }
+  return true;
+}
+
+void append_int(std::string& out, std::int64_t v) {
+  char buffer[24];
+  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
+  out.append(buffer, end);
+}
+
+}  // namespace
+
+struct Evaluator::Impl {
+  ir::Graph graph;
+  Target target;
+  rewrite::LowerOptions options;
+  std::unordered_map<std::string, Named> named;  // by every name find_operation resolves
+  std::unordered_map<std::string, std::unique_ptr<Rewritten>> memo;
+  EvaluatorStats stats;
+  Placement placement;
+  // Scratch, reused.
+  std::string key;
+  std::vector<std::int64_t> reduction_values, class_values, counts;
+  std::vector<std::int64_t> cuts, cell_at, cell_start, cell_end;
+  std::vector<std::uint32_t> devices;
+  detail::ShardGrid grid;
+
+  Impl(const ir::Graph& g, const Target& t, const rewrite::LowerOptions& o)
+      : graph(g), target(t), options(o) {
+    options.validate = false;
+    for (ir::OperationId op : graph.operations()) {
+      const ir::OperationView view = graph.operation(op);
+      for (const std::string& name : {view.label(), std::string(view.key())}) {
+        if (name.empty() || rewrite::find_operation(graph, name) != op) continue;
+        Named n;
+        n.dims = view.index_names();
+        const zspace::Range* index = view.ipf_index();
+        for (std::size_t d = 0; d < n.dims.size(); ++d) {
+          n.extents.push_back(index != nullptr ? index->extent(d) : 0);
+          n.reduction.push_back(view.reduction(d).has_value());
+        }
+        named.emplace(name, std::move(n));
+      }
+    }
+  }
+
+  bool make_key(const rewrite::Plan& plan);
+  rewrite::Plan symbolic(const rewrite::Plan& plan) const;
+  std::unique_ptr<Rewritten> rewrite(const rewrite::Plan& plan);
+  bool cut_and_place(const rewrite::Plan& plan, Rewritten& r);
+  bool fast_place(const rewrite::Plan& plan);
+  void reference_place(const rewrite::Plan& plan);
+};
+
+// Step 1. False when the plan names something the graph lacks or a count is out of range.
+bool Evaluator::Impl::make_key(const rewrite::Plan& plan) {
+  key.clear();
+  reduction_values.clear();
+  class_values.clear();
+  for (const auto& [name, op] : plan.ops) {
+    auto n = named.find(name);
+    if (n == named.end()) return false;
+    for (const auto& [dim, count] : op.split) {
+      auto d = std::find(n->second.dims.begin(), n->second.dims.end(), dim);
+      if (d == n->second.dims.end()) return false;
+      const auto at = static_cast<std::size_t>(d - n->second.dims.begin());
+      if (count < 1 || count > std::max<std::int64_t>(n->second.extents[at], 1)) return false;
+      if (n->second.reduction[at]) reduction_values.push_back(count);
+    }
+  }
+  for (const auto& [name, op] : plan.ops) {
+    const Named& n = named.find(name)->second;
+    key += name;
+    key += '\x1f';
+    for (const auto& [dim, count] : op.split) {
+      key += dim;
+      const auto at =
+          static_cast<std::size_t>(std::find(n.dims.begin(), n.dims.end(), dim) - n.dims.begin());
+      if (n.reduction[at]) {
+        key += 'r';
+        append_int(key, count);
+      } else if (count == 1) {
+        key += '1';
+      } else if (std::find(reduction_values.begin(), reduction_values.end(), count) !=
+                 reduction_values.end()) {
+        key += '=';
+        append_int(key, count);
+      } else {
+        auto c = std::find(class_values.begin(), class_values.end(), count);
+        if (c == class_values.end()) c = class_values.insert(c, count);
+        key += '#';
+        append_int(key, c - class_values.begin());
+      }
+      key += '\x1f';
+    }
+    for (const std::string& s : op.substitute) (key += s) += '\x1e';
+    key += op.place.empty() ? '-' : 'P';
+    for (const auto& [dim, axis] : op.mesh) {
+      key += dim;
+      key += '\x1e';
+      key += axis;
+      key += '\x1e';
+    }
+    key += '\x1d';
+  }
+  key += '\x1c';
+  for (const auto& group : plan.fuse) {
+    for (const std::string& name : group) (key += name) += '\x1e';
+    key += '\x1d';
+  }
+  key += plan.fuse_auto ? 'A' : '-';
+  return true;
+}
+
+// Step 2: the plan the rewrites run on (precondition: make_key(plan) succeeded).
+rewrite::Plan Evaluator::Impl::symbolic(const rewrite::Plan& plan) const {
+  rewrite::Plan out = plan;
+  for (auto& [name, op] : out.ops) {
+    for (auto& [dim, count] : op.split) {
+      auto c = std::find(class_values.begin(), class_values.end(), count);
+      const Named& n = named.find(name)->second;
+      const auto at =
+          static_cast<std::size_t>(std::find(n.dims.begin(), n.dims.end(), dim) - n.dims.begin());
+      if (!n.reduction[at] && count != 1 && c != class_values.end()) {
+        count = kSymbol + (c - class_values.begin());
+      }
+    }
+    if (!op.place.empty()) op.place = {std::string(kPlaceMarker) + name};
+  }
+  return out;
+}
+
+std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
+  auto r = std::make_unique<Rewritten>();
+  std::vector<rewrite::RewriteEvent> log;
+  rewrite::RewriteState state;
+  try {
+    state = rewrite::rewrite_operations(graph, symbolic(plan), options, log);
+  } catch (const Error&) {
+    return r;  // not fast: the reference path reports it, or succeeds with real counts
+  }
+  r->graph = std::move(state.graph);
+  const ir::Graph& g = r->graph;
+  const ir::TopologicalOrder topo = g.topological_order();
+  if (!topo.cycle.empty()) return r;
+  std::vector<std::uint32_t> position(g.size(), 0);
+  for (ir::NodeId node : topo.order) {
+    auto op = g.as_operation(node);
+    if (!op) continue;
+    const ir::OperationView view = g.operation(*op);
+    const zspace::Range* index = view.ipf_index();
+    const ir::IpfSignature* signature = view.ipf_signature();
+    if (index == nullptr || signature == nullptr) return r;
+    CutOperation cut{.id = *op,
+                     .name = rewrite::operation_name(g, *op),
+                     .kernel = view.kernel(),
+                     .index_names = view.index_names(),
+                     .index = *index,
+                     .counts = {},
+                     .inputs = {},
+                     .outputs = {},
+                     .rule = work_rule(g, *op),
+                     .place_from = {},
+                     .mesh = {},
+                     .first_application = 0};
+    for (const std::string& dim : cut.index_names) {
+      cut.counts.push_back(state.plan.split_of(cut.name, dim));
+    }
+    if (!ports_of(view.inputs(), signature->inputs, cut.inputs) ||
+        !ports_of(view.outputs(), signature->outputs, cut.outputs)) {
+      return r;
+    }
+    if (auto entry = state.plan.ops.find(cut.name); entry != state.plan.ops.end()) {
+      const std::vector<std::string>& place = entry->second.place;
+      if (!place.empty()) {
+        if (place.size() != 1 || !place[0].starts_with(kPlaceMarker)) return r;
+        cut.place_from = place[0].substr(kPlaceMarker.size());
+      }
+      cut.mesh = entry->second.mesh;
+    }
+    position[op->index()] = static_cast<std::uint32_t>(r->ops.size());
+    r->ops.push_back(std::move(cut));
+  }
+  for (ir::OperationId op : g.operations()) r->id_order.push_back(position[op.index()]);
+  r->facts = detail::TensorFacts::of(g);
+  r->builder = std::make_unique<detail::PlacementBuilder>(r->facts, target);
+  r->fast = true;
+  return r;
+}
+
+// Step 3. False when a count is not one shard-grid accepts (the reference path reports it).
+bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
+  // Counts, and the cuts checked the way lower checks them before any Application is made.
+  counts.clear();
+  for (const CutOperation& op : r.ops) {
+    const std::size_t first = counts.size();
+    for (std::int64_t c : op.counts) {
+      if (c >= kSymbol) {
+        const auto k = static_cast<std::size_t>(c - kSymbol);
+        if (k >= class_values.size()) return false;
+        c = class_values[k];
+      }
+      counts.push_back(c);
+    }
+    const std::span<const std::int64_t> parts(counts.data() + first, op.counts.size());
+    if (rewrite::match_shard_grid(r.graph, op.id, parts)) return false;
+  }
+  // Application ids: lower adds each operation's grid in graph order, after every other node.
+  std::vector<std::size_t> first_count(r.ops.size(), 0);
+  for (std::size_t i = 0, at = 0; i < r.ops.size(); ++i) {
+    first_count[i] = at;
+    at += r.ops[i].counts.size();
+  }
+  std::int64_t next = static_cast<std::int64_t>(r.graph.size());
+  for (std::uint32_t i : r.id_order) {
+    r.ops[i].first_application = next;
+    std::int64_t shards = 1;
+    for (std::size_t d = 0; d < r.ops[i].counts.size(); ++d) shards *= counts[first_count[i] + d];
+    next += shards;
+  }
+
+  detail::PlacementBuilder& builder = *r.builder;
+  builder.start(placement);
+  for (std::size_t i = 0; i < r.ops.size(); ++i) {
+    const CutOperation& op = r.ops[i];
+    const std::size_t rank = op.index.rank();
+    const std::span<const std::int64_t> parts(counts.data() + first_count[i], rank);
+    builder.add_operation(op.id, op.name, op.kernel);
+    // The cells of Range::split_grid(parts), row-major (as shard-grid cuts them).
+    cuts.clear();
+    grid.rank = rank;
+    grid.shards = 1;
+    grid.counts.assign(parts.begin(), parts.end());
+    for (std::size_t d = 0; d < rank; ++d) {
+      const std::int64_t n = op.index.extent(d), p = parts[d];
+      std::int64_t at = op.index.start()[d];
+      cuts.push_back(at);
+      for (std::int64_t k = 0; k < p; ++k) cuts.push_back(at += n / p + (k < n % p ? 1 : 0));
+      grid.shards *= static_cast<std::size_t>(p);
+    }
+    grid.coordinates.resize(grid.shards * rank);
+    cell_at.assign(rank, 0);
+    for (std::size_t s = 0; s < grid.shards; ++s) {
+      std::copy(cell_at.begin(), cell_at.end(), grid.coordinates.begin() + s * rank);
+      for (std::size_t d = rank; d-- > 0;) {
+        if (++cell_at[d] < parts[d]) break;
+        cell_at[d] = 0;
+      }
+    }
+    std::span<const std::string> place;
+    if (!op.place_from.empty()) place = plan.ops.find(op.place_from)->second.place;
+    detail::assign_devices(builder.operation(), op.index_names, grid, place, &op.mesh, target,
+                           devices);
+    for (std::size_t s = 0; s < grid.shards; ++s) {
+      cell_start.resize(rank);
+      cell_end.resize(rank);
+      std::size_t offset = 0;  // of this dim's cut points in `cuts`
+      for (std::size_t d = 0; d < rank; ++d) {
+        const auto k = static_cast<std::size_t>(grid.coordinates[s * rank + d]);
+        cell_start[d] = cuts[offset + k];
+        cell_end[d] = cuts[offset + k + 1];
+        offset += static_cast<std::size_t>(parts[d]) + 1;
+      }
+      const zspace::Range cell{zspace::Point(cell_start), zspace::Point(cell_end)};
+      Work work;
+      work.dtype = op.rule.dtype;
+      for (const WorkRule::Stage& stage : op.rule.stages) {
+        if (stage.flops_per_point == 0) continue;
+        const std::int64_t points =
+            stage.index_map ? stage.index_map->apply(cell).size() : cell.size();
+        work.flops += stage.flops_per_point * static_cast<double>(points);
+      }
+      for (const Port& port : op.inputs) {
+        const zspace::Range& box = builder.add_input(port.tensor, port.ipf.apply(cell));
+        work.bytes_read += box.size() * r.facts.bytes_of(port.tensor);
+      }
+      for (const Port& port : op.outputs) {
+        const zspace::Range& box = builder.add_output(port.tensor, port.ipf.apply(cell));
+        work.bytes_written += box.size() * r.facts.bytes_of(port.tensor);
+      }
+      const ir::ApplicationId id{ir::NodeId(
+          static_cast<std::uint32_t>(op.first_application + static_cast<std::int64_t>(s)))};
+      builder.add_application(id, devices[s], work, pinned);
+    }
+  }
+  builder.connect();
+  return true;
+}
+
+bool Evaluator::Impl::fast_place(const rewrite::Plan& plan) {
+  if (options.driver.disabled.contains(rewrite::kShardGrid)) return false;
+  if (!make_key(plan)) return false;
+  auto found = memo.find(key);
+  if (found == memo.end()) {
+    if (!rewrite::check_plan(plan, graph).empty()) return false;
+    ++stats.rewrites_run;
+    found = memo.emplace(key, rewrite(plan)).first;
+  }
+  Rewritten& r = *found->second;
+  return r.fast && cut_and_place(plan, r);
+}
+
+void Evaluator::Impl::reference_place(const rewrite::Plan& plan) {
+  ++stats.reference;
+  const rewrite::LowerResult lowered = rewrite::lower(graph, plan, options);
+  placement = cost::place(lowered.graph, lowered.plan, target);
+}
+
+Evaluator::Evaluator(const ir::Graph& graph, const Target& target,
+                     const rewrite::LowerOptions& options)
+    : impl_(std::make_unique<Impl>(graph, target, options)) {}
+
+Evaluator::~Evaluator() = default;
+
+const Placement& Evaluator::place(const rewrite::Plan& plan) {
+  ++impl_->stats.evaluations;
+  bool placed = false;
+  try {
+    placed = impl_->fast_place(plan);
+  } catch (const Error&) {
+    placed = false;  // the reference path says it the way lower and place do
+  }
+  if (!placed) impl_->reference_place(plan);
+  return impl_->placement;
+}
+
+CostVector Evaluator::evaluate(const rewrite::Plan& plan) {
+  return simulate(place(plan), impl_->target);
+}
+
+void Evaluator::clear_memo() {
+  impl_->memo.clear();
+}
+
+const EvaluatorStats& Evaluator::stats() const {
+  return impl_->stats;
+}
+
+}  // namespace tapestry::cost

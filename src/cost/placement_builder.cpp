@@ -1,0 +1,392 @@
+// PlacementBuilder: local producers, transfers and resident inputs from shards' boxes
+// (placement_builder.h; the rules are placement.h's).
+//
+// 1. Every box an application writes is listed per tensor (CSR by node index, application order).
+// 2. For every box an application reads: the writers it overlaps (all of them compared when a
+//    tensor has few writers, a zspace::BoxIndex when it has many — the same answer) on the same
+//    device become local producers; those on other devices become transfers of the intersection,
+//    one per (writer, destination device, box). Graph inputs are resident (or loaded from the
+//    host); graph outputs stay (or are gathered to the host).
+// Deduplication uses open-addressing sets over the transfers and resident boxes themselves, so a
+// placement costs no allocation per transfer beyond its consumer list.
+#include "placement_builder.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "tapestry/metakernel/apply.h"
+#include "tapestry/support/assert.h"
+#include "tapestry/support/error.h"
+
+namespace tapestry::cost::detail {
+
+namespace {
+
+// Writers per tensor above which a BoxIndex answers overlap queries instead of a scan.
+constexpr std::size_t kIndexAbove = 16;
+
+std::string escape_pointer(std::string_view name) {
+  std::string out;
+  for (char c : name) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string device_list(const Target& target) {
+  if (target.devices.size() <= 4) {
+    std::vector<std::string_view> names;
+    for (const Device& d : target.devices) names.push_back(d.name);
+    return fmt::format("{}", fmt::join(names, ", "));
+  }
+  return fmt::format("{} … {}", target.devices.front().name, target.devices.back().name);
+}
+
+std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdULL;
+}
+
+std::uint64_t hash_of(std::uint64_t a, std::uint64_t b, std::uint32_t tensor,
+                      const zspace::Range& box) {
+  std::uint64_t h = mix(mix(mix(0, a), b), tensor);
+  for (std::size_t d = 0; d < box.rank(); ++d) {
+    h = mix(mix(h, static_cast<std::uint64_t>(box.start()[d])),
+            static_cast<std::uint64_t>(box.end()[d]));
+  }
+  return h;
+}
+
+// The next slot of `v` for reuse (its old contents, storage kept) or a new one.
+template <typename T>
+T& next_slot(std::vector<T>& v, std::size_t& used) {
+  if (used == v.size()) v.emplace_back();
+  return v[used++];
+}
+
+}  // namespace
+
+TensorFacts TensorFacts::of(const ir::Graph& graph) {
+  TensorFacts facts;
+  facts.graph = &graph;
+  facts.element_bytes.assign(graph.size(), 0);
+  for (ir::TensorId t : graph.tensors()) {
+    if (const std::optional<ir::DType> dtype = graph.tensor(t).dtype().known()) {
+      facts.element_bytes[t.index()] = static_cast<std::int64_t>(ir::dtype_size_bytes(*dtype));
+    }
+  }
+  facts.outputs = metakernel::graph_outputs(graph);
+  return facts;
+}
+
+std::int64_t TensorFacts::bytes_of(std::uint32_t tensor) const {
+  const std::int64_t bytes = element_bytes[tensor];
+  if (bytes > 0) return bytes;
+  const ir::TensorId id{ir::NodeId(tensor)};
+  throw Error(fmt::format("tensor '{}' has dtype '{}', which the cost model does not know",
+                          graph->key(id), graph->tensor(id).dtype()));
+}
+
+std::size_t ShardGrid::linear(std::size_t i) const {
+  std::int64_t at = 0;
+  for (std::size_t d = 0; d < rank; ++d) at = at * counts[d] + coordinates[i * rank + d];
+  return static_cast<std::size_t>(at);
+}
+
+void assign_devices(PlacedOperation& placed, std::span<const std::string> index_names,
+                    const ShardGrid& grid, std::span<const std::string> place,
+                    const std::map<std::string, std::string>* mesh, const Target& target,
+                    std::vector<std::uint32_t>& devices) {
+  const std::size_t rank = grid.rank;
+  placed.grid.assign(grid.counts.begin(), grid.counts.end());
+  placed.mesh_axis.resize(rank);
+  for (std::string& axis : placed.mesh_axis) axis.clear();
+  devices.assign(grid.shards, 0);
+  const auto path = [&] { return "/ops/" + escape_pointer(placed.name); };
+  if (!place.empty()) {
+    std::vector<std::uint32_t> listed;
+    for (std::size_t k = 0; k < place.size(); ++k) {
+      auto d = target.find_device(place[k]);
+      if (!d) {
+        throw Error(fmt::format("{}/place/{}: target '{}' has no device '{}' (it has {})", path(),
+                                k, target.name, place[k], device_list(target)));
+      }
+      listed.push_back(static_cast<std::uint32_t>(*d));
+    }
+    for (std::size_t i = 0; i < grid.shards; ++i)
+      devices[i] = listed[grid.linear(i) % listed.size()];
+    return;
+  }
+  if (mesh != nullptr && !mesh->empty()) {
+    const std::vector<MeshAxis> axes = target.mesh_axes();
+    std::vector<std::optional<std::size_t>> dim_of_axis(axes.size());
+    for (const auto& mapping : *mesh) {
+      // Named, not structured bindings: clang 14 (the fuzz preset) cannot capture those.
+      const std::string& dim = mapping.first;
+      const std::string& axis = mapping.second;
+      const auto at = [&] { return fmt::format("{}/mesh/{}", path(), escape_pointer(dim)); };
+      auto a =
+          std::find_if(axes.begin(), axes.end(), [&](const MeshAxis& m) { return m.name == axis; });
+      if (a == axes.end()) {
+        std::vector<std::string_view> names;
+        for (const MeshAxis& m : axes) names.push_back(m.name);
+        throw Error(fmt::format("{}: target '{}' has no mesh axis '{}' (its mesh: {})", at(),
+                                target.name, axis, fmt::join(names, ", ")));
+      }
+      auto d = std::find(index_names.begin(), index_names.end(), dim);
+      if (d == index_names.end()) {
+        throw Error(fmt::format("{}: operation '{}' has no index dimension '{}' (it has: {})", at(),
+                                placed.name, dim, fmt::join(index_names, ", ")));
+      }
+      const auto position = static_cast<std::size_t>(d - index_names.begin());
+      dim_of_axis[static_cast<std::size_t>(a - axes.begin())] = position;
+      placed.mesh_axis[position] = axis;
+    }
+    std::vector<std::int64_t> coordinate(axes.size(), 0);
+    for (std::size_t i = 0; i < grid.shards; ++i) {
+      for (std::size_t a = 0; a < axes.size(); ++a) {
+        coordinate[a] =
+            dim_of_axis[a] ? grid.coordinates[i * rank + *dim_of_axis[a]] % axes[a].size : 0;
+      }
+      devices[i] = static_cast<std::uint32_t>(target.device_at(coordinate));
+    }
+    return;
+  }
+  for (std::size_t i = 0; i < grid.shards; ++i) {
+    devices[i] = static_cast<std::uint32_t>(grid.linear(i) % target.devices.size());
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// PositionSet
+
+void PositionSet::clear() {
+  std::fill(slots_.begin(), slots_.end(), Slot{});
+  size_ = 0;
+}
+
+void PositionSet::place(Slot slot) {
+  const std::size_t mask = slots_.size() - 1;
+  std::size_t i = slot.hash & mask;
+  while (slots_[i].position != 0) i = (i + 1) & mask;
+  slots_[i] = slot;
+}
+
+void PositionSet::insert(std::uint64_t hash, std::uint32_t position) {
+  if (2 * (size_ + 1) > slots_.size()) {  // keep the load at most 1/2
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(std::max<std::size_t>(64, 2 * old.size()), Slot{});
+    for (const Slot& s : old) {
+      if (s.position != 0) place(s);
+    }
+  }
+  place(Slot{hash, position + 1});
+  ++size_;
+}
+
+// ---------------------------------------------------------------------------------------------
+// PlacementBuilder
+
+PlacementBuilder::PlacementBuilder(const TensorFacts& facts, const Target& target)
+    : facts_(facts), target_(target) {
+  TAPESTRY_ASSERT(!target.devices.empty(), "a target has devices");
+}
+
+void PlacementBuilder::start(Placement& out) {
+  out_ = &out;
+  n_operations_ = n_applications_ = n_transfers_ = 0;
+  out.resident_input_bytes.assign(target_.devices.size(), 0);
+  inputs_.clear();
+  outputs_.clear();
+  out_app_.clear();
+  in_begin_.assign(1, 0);
+  transfer_set_.clear();
+  resident_set_.clear();
+  resident_.clear();
+}
+
+void PlacementBuilder::add_operation(ir::OperationId id, std::string_view name,
+                                     std::string_view kernel) {
+  PlacedOperation& op = next_slot(out_->operations, n_operations_);
+  op.id = id;
+  op.name.assign(name);
+  op.kernel.assign(kernel);
+  op.applications.clear();
+}
+
+const zspace::Range& PlacementBuilder::add_input(std::uint32_t tensor, const zspace::Range& box) {
+  inputs_.push_back(ShardBox{tensor, box});
+  return inputs_.back().box;
+}
+
+const zspace::Range& PlacementBuilder::add_output(std::uint32_t tensor, const zspace::Range& box) {
+  outputs_.push_back(ShardBox{tensor, box});
+  out_app_.push_back(static_cast<std::uint32_t>(n_applications_));
+  return outputs_.back().box;
+}
+
+void PlacementBuilder::add_application(ir::ApplicationId id, std::uint32_t device, const Work& work,
+                                       bool pinned) {
+  const auto position = static_cast<std::uint32_t>(n_applications_);
+  PlacedApplication& app = next_slot(out_->applications, n_applications_);
+  app.id = id;
+  app.operation = static_cast<std::uint32_t>(n_operations_ - 1);
+  app.device = device;
+  app.work = work;
+  app.local_producers.clear();
+  app.incoming.clear();
+  app.writes_output = false;
+  app.pinned = pinned;
+  operation().applications.push_back(position);
+  in_begin_.push_back(static_cast<std::uint32_t>(inputs_.size()));
+}
+
+void PlacementBuilder::index_writers() {
+  const std::size_t nodes = facts_.element_bytes.size();
+  writer_begin_.assign(nodes + 1, 0);
+  for (const ShardBox& out : outputs_) ++writer_begin_[out.tensor + 1];
+  for (std::size_t t = 0; t < nodes; ++t) writer_begin_[t + 1] += writer_begin_[t];
+  writers_.resize(outputs_.size());
+  cursor_.assign(writer_begin_.begin(), writer_begin_.end() - 1);
+  for (std::uint32_t k = 0; k < outputs_.size(); ++k) writers_[cursor_[outputs_[k].tensor]++] = k;
+  indexed_.clear();
+  indexed_.resize(nodes);
+}
+
+void PlacementBuilder::add_transfer(std::uint32_t consumer, std::uint32_t producer,
+                                    std::uint32_t from, std::uint32_t tensor,
+                                    const zspace::Range& box) {
+  std::vector<Transfer>& transfers = out_->transfers;
+  const std::uint32_t to = out_->applications[consumer].device;
+  const std::uint64_t hash = hash_of(producer, to, tensor, box);
+  std::int64_t found = transfer_set_.find(hash, [&](std::uint32_t t) {
+    const Transfer& tr = transfers[t];
+    return tr.producer == producer && tr.to == to && tr.tensor.index() == tensor && tr.box == box;
+  });
+  if (found < 0) {
+    const std::int64_t bytes = box.size() * facts_.bytes_of(tensor);
+    found = static_cast<std::int64_t>(n_transfers_);
+    Transfer& tr = next_slot(transfers, n_transfers_);
+    tr.tensor = ir::TensorId(ir::NodeId(tensor));
+    tr.box = box;
+    tr.bytes = bytes;
+    tr.from = from;
+    tr.to = to;
+    tr.producer = producer;
+    tr.consumers.clear();
+    transfer_set_.insert(hash, static_cast<std::uint32_t>(found));
+  }
+  const auto t = static_cast<std::uint32_t>(found);
+  std::vector<std::uint32_t>& consumers = transfers[t].consumers;
+  if (consumers.empty() || consumers.back() != consumer) consumers.push_back(consumer);
+  std::vector<std::uint32_t>& incoming = out_->applications[consumer].incoming;
+  if (std::find(incoming.begin(), incoming.end(), t) == incoming.end()) incoming.push_back(t);
+}
+
+void PlacementBuilder::add_resident(std::uint32_t device, std::uint32_t tensor,
+                                    const zspace::Range& box) {
+  const std::uint64_t hash = hash_of(device, 0, tensor, box);
+  const std::int64_t found = resident_set_.find(hash, [&](std::uint32_t r) {
+    const Resident& e = resident_[r];
+    return e.device == device && e.tensor == tensor && e.box == box;
+  });
+  if (found >= 0) return;
+  out_->resident_input_bytes[device] += box.size() * facts_.bytes_of(tensor);
+  resident_set_.insert(hash, static_cast<std::uint32_t>(resident_.size()));
+  resident_.push_back(Resident{device, tensor, box});
+}
+
+void PlacementBuilder::read(std::uint32_t a, const ShardBox& in) {
+  if (in.box.is_empty()) return;
+  const std::uint32_t begin = writer_begin_[in.tensor];
+  const std::uint32_t end = writer_begin_[in.tensor + 1];
+  const std::uint32_t device = out_->applications[a].device;
+  if (begin == end) {  // a graph input
+    if (target_.inputs == Residence::kHost) {
+      add_transfer(a, kHost, kHost, in.tensor, in.box);
+    } else {
+      add_resident(device, in.tensor, in.box);
+    }
+    return;
+  }
+  hits_.clear();
+  if (end - begin > kIndexAbove) {
+    std::unique_ptr<Indexed>& indexed = indexed_[in.tensor];
+    if (!indexed) {
+      indexed = std::make_unique<Indexed>();
+      for (std::uint32_t k = begin; k < end; ++k)
+        indexed->boxes.push_back(outputs_[writers_[k]].box);
+      indexed->index = std::make_unique<zspace::BoxIndex>(indexed->boxes);
+    }
+    indexed->index->append_overlapping(in.box, hits_);
+    std::sort(hits_.begin(), hits_.end());
+    hits_.erase(std::unique(hits_.begin(), hits_.end()), hits_.end());
+  } else {
+    for (std::uint32_t h = 0; h < end - begin; ++h) {
+      if (outputs_[writers_[begin + h]].box.overlaps(in.box)) hits_.push_back(h);
+    }
+  }
+  for (std::uint32_t h : hits_) {
+    const std::uint32_t written = writers_[begin + h];
+    const std::uint32_t producer = out_app_[written];
+    const std::uint32_t from = out_->applications[producer].device;
+    if (from == device) {
+      out_->applications[a].local_producers.push_back(producer);
+    } else {
+      add_transfer(a, producer, from, in.tensor, *in.box.intersect(outputs_[written].box));
+    }
+  }
+}
+
+void PlacementBuilder::gather_outputs() {
+  for (ir::TensorId tensor : facts_.outputs) {
+    const std::uint32_t t = tensor.index();
+    for (std::uint32_t k = writer_begin_[t]; k < writer_begin_[t + 1]; ++k) {
+      const ShardBox& written = outputs_[writers_[k]];
+      const std::uint32_t producer = out_app_[writers_[k]];
+      const std::int64_t bytes = written.box.size() * facts_.bytes_of(t);
+      Transfer& tr = next_slot(out_->transfers, n_transfers_);
+      tr.tensor = tensor;
+      tr.box = written.box;
+      tr.bytes = bytes;
+      tr.from = out_->applications[producer].device;
+      tr.to = kHost;
+      tr.producer = producer;
+      tr.consumers.clear();
+    }
+  }
+}
+
+void PlacementBuilder::connect() {
+  Placement& p = *out_;
+  index_writers();
+  for (ir::TensorId tensor : facts_.outputs) {
+    const std::uint32_t t = tensor.index();
+    for (std::uint32_t k = writer_begin_[t]; k < writer_begin_[t + 1]; ++k) {
+      p.applications[out_app_[writers_[k]]].writes_output = true;
+    }
+  }
+  for (std::uint32_t a = 0; a < n_applications_; ++a) {
+    for (std::uint32_t k = in_begin_[a]; k < in_begin_[a + 1]; ++k) read(a, inputs_[k]);
+    std::vector<std::uint32_t>& local = p.applications[a].local_producers;
+    std::sort(local.begin(), local.end());
+    local.erase(std::unique(local.begin(), local.end()), local.end());
+  }
+  if (target_.outputs == Residence::kHost) gather_outputs();
+  p.operations.erase(p.operations.begin() + static_cast<std::ptrdiff_t>(n_operations_),
+                     p.operations.end());
+  p.applications.erase(p.applications.begin() + static_cast<std::ptrdiff_t>(n_applications_),
+                       p.applications.end());
+  p.transfers.erase(p.transfers.begin() + static_cast<std::ptrdiff_t>(n_transfers_),
+                    p.transfers.end());
+}
+
+}  // namespace tapestry::cost::detail

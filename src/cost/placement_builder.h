@@ -1,0 +1,149 @@
+// PlacementBuilder: a Placement from shards given as plain data — the one implementation of
+// placement.h's rules behind both `place()` (which reads the shards of an application graph) and
+// `Evaluator` (which computes them from an operation graph and split counts, never building the
+// Applications).
+//
+// The caller adds operations in topological order, each with its shards (device, work, the boxes
+// each reads and writes), then calls `connect()`, which derives local producers, transfers and
+// resident inputs. The builder writes into a Placement it is given and reuses that Placement's
+// storage, so an Evaluator that places plan after plan into one Placement allocates little.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tapestry/cost/placement.h"
+#include "tapestry/cost/target.h"
+#include "tapestry/ir/graph.h"
+#include "tapestry/zspace/box_index.h"
+#include "tapestry/zspace/range.h"
+
+namespace tapestry::cost::detail {
+
+/// What placement needs to know of a graph's tensors, computed once per graph.
+struct TensorFacts {
+  const ir::Graph* graph = nullptr;         // for messages naming a tensor
+  std::vector<std::int64_t> element_bytes;  // by node index; 0: not a tensor or an unknown dtype
+  std::vector<ir::TensorId> outputs;        // metakernel::graph_outputs, in its order
+
+  static TensorFacts of(const ir::Graph& graph);
+  /// Bytes per element of `tensor` (node index); Error when the cost model does not know its
+  /// dtype.
+  [[nodiscard]] std::int64_t bytes_of(std::uint32_t tensor) const;
+};
+
+/// One box a shard reads or writes.
+struct ShardBox {
+  std::uint32_t tensor = 0;  // node index
+  zspace::Range box;
+};
+
+/// The grid of one operation's shards: counts per index dim and, per shard, its coordinates.
+struct ShardGrid {
+  std::size_t rank = 0;
+  std::size_t shards = 0;
+  std::vector<std::int64_t> counts;       // shards per index dim
+  std::vector<std::int64_t> coordinates;  // shard i's coordinate along d at i·rank + d
+
+  /// The row-major position of shard i in the grid.
+  [[nodiscard]] std::size_t linear(std::size_t i) const;
+};
+
+/// The device of every shard of `placed` (placement.h's rules: the plan's `place` list, else its
+/// `mesh`, else devices 0..n−1 cycled, all in grid order). Fills placed.grid and
+/// placed.mesh_axis; Error naming the plan path when a device or mesh axis does not exist.
+void assign_devices(PlacedOperation& placed, std::span<const std::string> index_names,
+                    const ShardGrid& grid, std::span<const std::string> place,
+                    const std::map<std::string, std::string>* mesh, const Target& target,
+                    std::vector<std::uint32_t>& devices);
+
+/// An open-addressing hash set of positions into a vector the caller owns; the caller hashes
+/// its elements and says which are equal.
+class PositionSet {
+ public:
+  void clear();
+  /// The position of an element with hash `hash` that `equal(position)` accepts, else -1.
+  template <typename Equal>
+  [[nodiscard]] std::int64_t find(std::uint64_t hash, Equal&& equal) const {
+    if (slots_.empty()) return -1;
+    const std::size_t mask = slots_.size() - 1;
+    for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
+      const Slot& s = slots_[i];
+      if (s.position == 0) return -1;
+      if (s.hash == hash && equal(s.position - 1)) return s.position - 1;
+    }
+  }
+  /// Adds `position` (not present) with its hash.
+  void insert(std::uint64_t hash, std::uint32_t position);
+
+ private:
+  struct Slot {
+    std::uint64_t hash = 0;
+    std::uint32_t position = 0;  // position + 1; 0: empty
+  };
+  void place(Slot slot);
+  std::vector<Slot> slots_;
+  std::size_t size_ = 0;
+};
+
+class PlacementBuilder {
+ public:
+  PlacementBuilder(const TensorFacts& facts, const Target& target);
+  /// Starts a placement into `out`, which is emptied (its storage kept for reuse).
+  void start(Placement& out);
+
+  /// Starts the next operation (topological order); its applications follow.
+  void add_operation(ir::OperationId id, std::string_view name, std::string_view kernel);
+  /// The current operation's placed form (to fill its grid and mesh axes).
+  PlacedOperation& operation() { return out_->operations[n_operations_ - 1]; }
+  /// A box the next application reads / writes (add them, then add_application).
+  const zspace::Range& add_input(std::uint32_t tensor, const zspace::Range& box);
+  const zspace::Range& add_output(std::uint32_t tensor, const zspace::Range& box);
+  /// Adds an application of the current operation, with the boxes added since the last one;
+  /// `pinned`: the plan chose its device (PlacedApplication::pinned).
+  void add_application(ir::ApplicationId id, std::uint32_t device, const Work& work, bool pinned);
+  /// Derives local producers, transfers and resident inputs; the Placement is then complete.
+  void connect();
+
+ private:
+  void index_writers();
+  void read(std::uint32_t a, const ShardBox& in);
+  void add_transfer(std::uint32_t consumer, std::uint32_t producer, std::uint32_t from,
+                    std::uint32_t tensor, const zspace::Range& box);
+  void add_resident(std::uint32_t device, std::uint32_t tensor, const zspace::Range& box);
+  void gather_outputs();
+
+  const TensorFacts& facts_;
+  const Target& target_;
+  Placement* out_ = nullptr;
+  std::size_t n_operations_ = 0;
+  std::size_t n_applications_ = 0;
+  std::size_t n_transfers_ = 0;
+  // The boxes of application a: inputs_[in_begin_[a], in_begin_[a + 1]), outputs likewise.
+  std::vector<ShardBox> inputs_, outputs_;
+  std::vector<std::uint32_t> in_begin_;
+  std::vector<std::uint32_t> out_app_;  // the application of each box of outputs_
+  // Writers by tensor (CSR over node indexes): tensor t's are [writer_begin_[t],
+  // writer_begin_[t + 1]) of writers_ (positions in outputs_), in application order.
+  std::vector<std::uint32_t> writer_begin_, writers_;
+  struct Indexed {  // the boxes of a tensor with many writers, and their index
+    std::vector<zspace::Range> boxes;
+    std::unique_ptr<zspace::BoxIndex> index;
+  };
+  std::vector<std::unique_ptr<Indexed>> indexed_;  // by tensor, built on first use
+  std::vector<std::uint32_t> hits_, cursor_;
+  // Open-addressing sets of positions in out_->transfers and in resident_.
+  PositionSet transfer_set_, resident_set_;
+  struct Resident {
+    std::uint32_t device;
+    std::uint32_t tensor;
+    zspace::Range box;
+  };
+  std::vector<Resident> resident_;
+};
+
+}  // namespace tapestry::cost::detail

@@ -1,0 +1,257 @@
+// Evaluator (cost/evaluator.h): the same Placement and CostVector as lower → place → simulate, on
+// every example plan and on random graphs and plans; memoised rewrites reused across counts;
+// errors exactly the reference path's.
+#include "tapestry/cost/evaluator.h"
+
+#include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "cost/cost_testing.h"
+#include "rewrite/random_plans.h"
+#include "tapestry/cost/simulate.h"
+
+namespace tapestry::cost {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::toy_target;
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+rewrite::LowerOptions no_validation() {
+  rewrite::LowerOptions options;
+  options.validate = false;
+  return options;
+}
+
+Placement reference_placement(const ir::Graph& g, const rewrite::Plan& plan, const Target& t) {
+  const rewrite::LowerResult r = rewrite::lower(g, plan, no_validation());
+  return place(r.graph, r.plan, t);
+}
+
+// The first difference between two placements, or "" when they are equal field by field.
+std::string difference(const Placement& a, const Placement& b) {
+  if (a.operations.size() != b.operations.size()) return "operation count";
+  for (std::size_t i = 0; i < a.operations.size(); ++i) {
+    const PlacedOperation &x = a.operations[i], &y = b.operations[i];
+    if (x.id != y.id || x.name != y.name || x.kernel != y.kernel ||
+        x.applications != y.applications || x.grid != y.grid || x.mesh_axis != y.mesh_axis) {
+      return fmt::format("operation {} ({} vs {})", i, x.name, y.name);
+    }
+  }
+  if (a.applications.size() != b.applications.size()) return "application count";
+  for (std::size_t i = 0; i < a.applications.size(); ++i) {
+    const PlacedApplication &x = a.applications[i], &y = b.applications[i];
+    if (x.id != y.id || x.operation != y.operation || x.device != y.device ||
+        x.work.flops != y.work.flops || x.work.bytes_read != y.work.bytes_read ||
+        x.work.bytes_written != y.work.bytes_written || x.work.dtype != y.work.dtype ||
+        x.local_producers != y.local_producers || x.incoming != y.incoming ||
+        x.writes_output != y.writes_output || x.pinned != y.pinned) {
+      return fmt::format("application {}", i);
+    }
+  }
+  if (a.transfers.size() != b.transfers.size()) return "transfer count";
+  for (std::size_t i = 0; i < a.transfers.size(); ++i) {
+    const Transfer &x = a.transfers[i], &y = b.transfers[i];
+    if (x.tensor != y.tensor || x.box != y.box || x.bytes != y.bytes || x.from != y.from ||
+        x.to != y.to || x.producer != y.producer || x.consumers != y.consumers) {
+      return fmt::format("transfer {}", i);
+    }
+  }
+  if (a.resident_input_bytes != b.resident_input_bytes) return "resident input bytes";
+  return "";
+}
+
+bool same_cost(const CostVector& a, const CostVector& b) {
+  return to_json(a) == to_json(b) && a.makespan_s == b.makespan_s && a.energy_j == b.energy_j;
+}
+
+// The message of the Error `f` throws, or "" when it returns.
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const ir::Graph& transformer() {
+  static const ir::Graph g =
+      rewrite::testing::build(read_text(fs::path(TAPESTRY_EXAMPLES) / "transformer_block.tap"));
+  return g;
+}
+
+TEST(Evaluator, MatchesLowerPlaceSimulateOnEveryExamplePlan) {
+  int checked = 0;
+  for (const char* name : {"linear_relu", "mlp", "convnet", "transformer_block"}) {
+    const ir::Graph g = rewrite::testing::build(
+        read_text(fs::path(TAPESTRY_EXAMPLES) / (std::string(name) + ".tap")));
+    std::vector<std::string> plans = {"{}", R"({"fuse": "auto"})"};
+    for (const auto& entry : fs::directory_iterator(fs::path(TAPESTRY_EXAMPLES) / "plans")) {
+      if (entry.path().filename().string().starts_with(std::string(name) + "-")) {
+        plans.push_back(read_text(entry.path()));
+      }
+    }
+    for (const std::string target_name : {"h100x8", "h100x64", "a100x8", "cpu-local"}) {
+      const Target target = *preset_target(target_name);
+      Evaluator ev(g, target);
+      std::size_t rewrites = 0;
+      for (int round = 0; round < 2; ++round) {  // the second round: every rewrite memoised
+        for (const std::string& text : plans) {
+          const rewrite::Plan plan = rewrite::parse_plan(text);
+          const Placement expected = reference_placement(g, plan, target);
+          SCOPED_TRACE(fmt::format("{} on {}: {}", name, target_name, text));
+          EXPECT_EQ(difference(ev.place(plan), expected), "");
+          EXPECT_TRUE(same_cost(ev.evaluate(plan), simulate(expected, target)));
+          ++checked;
+        }
+        if (round == 0) rewrites = ev.stats().rewrites_run;
+      }
+      EXPECT_EQ(ev.stats().reference, 0u) << name << " on " << target_name;
+      EXPECT_LE(rewrites, plans.size()) << name << " on " << target_name;
+      EXPECT_EQ(ev.stats().rewrites_run, rewrites) << name << " on " << target_name;
+    }
+  }
+  EXPECT_GE(checked, 80);
+}
+
+// Plans that differ in non-reduction counts (keeping which are 1 and which are equal) and in
+// place lists share one rewritten graph; a different reduction count or equality does not.
+TEST(Evaluator, ReusesTheRewritesAcrossCountsAndPlaceLists) {
+  const Target target = *preset_target("h100x8");
+  Evaluator ev(transformer(), target);
+  const auto plan = [](std::int64_t out, std::int64_t gelu, std::string_view place) {
+    return rewrite::parse_plan(fmt::format(
+        R"({{"ops": {{"M/linear": {{"split": {{"out": {}}}{}}}, "M/gelu": {{"split": {{"d1": {}}}}},
+           "M": {{"split": {{"in": 2}}}}}}, "fuse": "auto"}})",
+        out, place, gelu));
+  };
+  const std::vector<std::tuple<std::int64_t, std::int64_t, std::string, std::size_t>> cases = {
+      {4, 4, "", 1},                                  // a miss
+      {8, 8, "", 1},                                  // equal counts stay equal: a hit
+      {3, 3, "", 1},                                  // again
+      {8, 8, R"(, "place": ["gpu:7", "gpu:6"])", 2},  // placing is in the key: a miss
+      {4, 4, R"(, "place": ["gpu:1"])", 2},           // another list: a hit
+      {4, 8, "", 3},                                  // no longer equal: fusion refuses
+      {2, 8, "", 4},                                  // 2 equals M's reduction count: a miss
+      {8, 2, "", 5},                                  // mirrored: a miss
+  };
+  for (const auto& [out, gelu, place, rewrites] : cases) {
+    const rewrite::Plan p = plan(out, gelu, place);
+    SCOPED_TRACE(fmt::format("out {} gelu {} {}", out, gelu, place));
+    EXPECT_EQ(difference(ev.place(p), reference_placement(transformer(), p, target)), "");
+    EXPECT_EQ(ev.stats().rewrites_run, rewrites);
+  }
+  EXPECT_EQ(ev.stats().reference, 0u);
+}
+
+TEST(Evaluator, ReportsExactlyTheReferenceErrors) {
+  const Target target = toy_target(1, 2);
+  Evaluator ev(transformer(), target);
+  const std::vector<std::string> bad = {
+      R"({"ops": {"Nope": {"split": {"batch": 2}}}})",         // no such operation
+      R"({"ops": {"Q/linear": {"split": {"nope": 2}}}})",      // no such dim
+      R"({"ops": {"Q/linear": {"split": {"out": 100000}}}})",  // more shards than cells
+      R"({"ops": {"Q/linear": {"place": ["gpu:9"]}}})",        // no such device
+      R"({"ops": {"Q/linear": {"split": {"out": 2}, "mesh": {"out": "tp"}}}})",  // no mesh
+  };
+  for (const std::string& text : bad) {
+    const rewrite::Plan plan = rewrite::parse_plan(text);
+    const std::string expected = error_of([&] {
+      const rewrite::LowerResult r = rewrite::lower(transformer(), plan, no_validation());
+      (void)place(r.graph, r.plan, target);
+    });
+    ASSERT_NE(expected, "") << text;
+    EXPECT_EQ(error_of([&] { (void)ev.evaluate(plan); }), expected) << text;
+    EXPECT_EQ(error_of([&] { (void)ev.evaluate(plan); }), expected) << text;  // memoised
+  }
+}
+
+// Random graphs and plans: the Evaluator equals the reference, including for a plan that reuses
+// another's rewritten graph with other counts (each non-reduction count class moved to a fresh
+// value).
+RC_GTEST_PROP(EvaluatorProperties, EqualsLowerPlaceSimulate, ()) {
+  const std::string tap = *rewrite::testing::gen_tap_program(4);
+  std::optional<ir::Graph> built = rewrite::testing::try_build(tap);
+  RC_PRE(built.has_value());
+  const auto g = std::make_shared<const ir::Graph>(std::move(*built));
+  const Target target =
+      toy_target(*rc::gen::inRange<std::size_t>(1, 3), *rc::gen::inRange<std::size_t>(1, 4));
+  Evaluator ev(*g, target);
+  std::vector<rewrite::Plan> plans;
+  for (int i = 0; i < 3; ++i) {
+    const std::string text = *rc::gen::exec([g] { return rewrite::testing::random_plan(*g); });
+    plans.push_back(rewrite::parse_plan(text));
+  }
+  // A variant of the first plan: one class of equal non-reduction counts (> 1) moved to a value
+  // no count has, within every extent it is used on.
+  {
+    rewrite::Plan variant = plans[0];
+    std::map<std::int64_t, std::int64_t> room;  // value → the smallest extent it splits
+    std::set<std::int64_t> values;
+    for (const auto& [name, op] : variant.ops) {
+      const ir::OperationView view = g->operation(*rewrite::find_operation(*g, name));
+      for (const auto& [dim, count] : op.split) {
+        values.insert(count);
+        const std::size_t d = *view.index_dim(dim);
+        if (view.reduction(d) || count == 1) continue;
+        auto [it, added] = room.emplace(count, view.ipf_index()->extent(d));
+        if (!added) it->second = std::min(it->second, view.ipf_index()->extent(d));
+      }
+    }
+    for (const auto& [value, extent] : room) {
+      std::int64_t fresh = 2;
+      while (values.contains(fresh)) ++fresh;
+      if (fresh > extent) continue;
+      for (auto& [name, op] : variant.ops) {
+        for (auto& [dim, count] : op.split) {
+          const ir::OperationView view = g->operation(*rewrite::find_operation(*g, name));
+          if (count == value && !view.reduction(*view.index_dim(dim))) count = fresh;
+        }
+      }
+      RC_TAG("a count class moved");
+      break;
+    }
+    plans.push_back(std::move(variant));
+  }
+  std::size_t rewrites_before_variant = 0;
+  for (const rewrite::Plan& plan : plans) {
+    if (&plan == &plans.back()) rewrites_before_variant = ev.stats().rewrites_run;
+    std::optional<Placement> expected;
+    const std::string error = error_of([&] { expected = reference_placement(*g, plan, target); });
+    if (!error.empty()) {
+      RC_ASSERT(error_of([&] { (void)ev.place(plan); }) == error);
+      continue;
+    }
+    const std::string diff = difference(ev.place(plan), *expected);
+    RC_ASSERT(diff == "");
+    std::optional<CostVector> cost;
+    const std::string cost_error = error_of([&] { cost = simulate(*expected, target); });
+    if (!cost_error.empty()) {
+      RC_ASSERT(error_of([&] { (void)ev.evaluate(plan); }) == cost_error);
+      continue;
+    }
+    RC_ASSERT(same_cost(ev.evaluate(plan), *cost));
+  }
+  RC_CLASSIFY(ev.stats().rewrites_run == rewrites_before_variant, "the variant reused a rewrite");
+  RC_CLASSIFY(ev.stats().reference > 0, "reference path");
+}
+
+}  // namespace
+}  // namespace tapestry::cost
