@@ -38,6 +38,7 @@ constexpr std::string_view kPlaceMarker = "\x01place:";
 struct Port {
   std::uint32_t tensor = 0;  // node index
   zspace::IndexProjection ipf;
+  std::vector<std::size_t> used;  // the index dims its IPF reads (a non-zero coefficient)
 };
 
 // One operation of the rewritten graph, ready to be cut.
@@ -80,7 +81,17 @@ bool ports_of(const ir::SelectionMap& selections, const ir::IpfMap& ipfs,
   std::size_t i = 0;
   for (const auto& s : selections.entries()) {
     if (s.name != entries[i].name || s.position != entries[i].position) return false;
-    ports.push_back(Port{s.value.tensor.index(), entries[i].value});
+    Port port{s.value.tensor.index(), entries[i].value, {}};
+    const zspace::AffineMap& map = port.ipf.map();
+    for (std::size_t c = 0; c < map.in_rank(); ++c) {
+      for (std::size_t r = 0; r < map.out_rank(); ++r) {
+        if (map.at(r, c) != 0) {
+          port.used.push_back(c);
+          break;
+        }
+      }
+    }
+    ports.push_back(std::move(port));
     ++i;
   }
   return true;
@@ -108,6 +119,11 @@ struct Evaluator::Impl {
   std::vector<std::int64_t> cuts, cell_at, cell_start, cell_end;
   std::vector<std::uint32_t> devices;
   detail::ShardGrid grid;
+  // The boxes of the current operation's ports, memoised by the grid coordinates of the dims each
+  // IPF reads (a box depends on nothing else): port k's are box_memo[memo_at[k] + …].
+  std::vector<zspace::Range> box_memo;
+  std::vector<char> box_known;
+  std::vector<std::size_t> memo_at;
 
   Impl(const ir::Graph& g, const Target& t, const rewrite::LowerOptions& o)
       : graph(g), target(t), options(o) {
@@ -132,6 +148,9 @@ struct Evaluator::Impl {
   rewrite::Plan symbolic(const rewrite::Plan& plan) const;
   std::unique_ptr<Rewritten> rewrite(const rewrite::Plan& plan);
   bool cut_and_place(const rewrite::Plan& plan, Rewritten& r);
+  void start_box_memo(const CutOperation& op, std::span<const std::int64_t> parts);
+  const zspace::Range& port_box(const Port& port, std::size_t k, std::size_t shard,
+                                const zspace::Range& cell);
   bool fast_place(const rewrite::Plan& plan);
   void reference_place(const rewrite::Plan& plan);
 };
@@ -235,6 +254,9 @@ std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
     const zspace::Range* index = view.ipf_index();
     const ir::IpfSignature* signature = view.ipf_signature();
     if (index == nullptr || signature == nullptr) return r;
+    // Only the counts are left to check per plan (match_shard_counts).
+    const std::vector<std::int64_t> ones(index->rank(), 1);
+    if (rewrite::match_shard_grid(g, *op, ones)) return r;
     CutOperation cut{.id = *op,
                      .name = rewrite::operation_name(g, *op),
                      .kernel = view.kernel(),
@@ -287,7 +309,7 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
       counts.push_back(c);
     }
     const std::span<const std::int64_t> parts(counts.data() + first, op.counts.size());
-    if (rewrite::match_shard_grid(r.graph, op.id, parts)) return false;
+    if (rewrite::match_shard_counts(r.graph, op.id, parts)) return false;
   }
   // Application ids: lower adds each operation's grid in graph order, after every other node.
   std::vector<std::size_t> first_count(r.ops.size(), 0);
@@ -335,6 +357,8 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
     if (!op.place_from.empty()) place = plan.ops.find(op.place_from)->second.place;
     detail::assign_devices(builder.operation(), op.index_names, grid, place, &op.mesh, target,
                            devices);
+    start_box_memo(op, parts);
+    const bool pinned = !op.place_from.empty() || !op.mesh.empty();
     for (std::size_t s = 0; s < grid.shards; ++s) {
       cell_start.resize(rank);
       cell_end.resize(rank);
@@ -354,12 +378,15 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
             stage.index_map ? stage.index_map->apply(cell).size() : cell.size();
         work.flops += stage.flops_per_point * static_cast<double>(points);
       }
-      for (const Port& port : op.inputs) {
-        const zspace::Range& box = builder.add_input(port.tensor, port.ipf.apply(cell));
-        work.bytes_read += box.size() * r.facts.bytes_of(port.tensor);
+      for (std::size_t k = 0; k < op.inputs.size(); ++k) {
+        const zspace::Range& box =
+            builder.add_input(op.inputs[k].tensor, port_box(op.inputs[k], k, s, cell));
+        work.bytes_read += box.size() * r.facts.bytes_of(op.inputs[k].tensor);
       }
-      for (const Port& port : op.outputs) {
-        const zspace::Range& box = builder.add_output(port.tensor, port.ipf.apply(cell));
+      for (std::size_t k = 0; k < op.outputs.size(); ++k) {
+        const Port& port = op.outputs[k];
+        const zspace::Range& box =
+            builder.add_output(port.tensor, port_box(port, op.inputs.size() + k, s, cell));
         work.bytes_written += box.size() * r.facts.bytes_of(port.tensor);
       }
       const ir::ApplicationId id{ir::NodeId(
@@ -369,6 +396,36 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
   }
   builder.connect();
   return true;
+}
+
+void Evaluator::Impl::start_box_memo(const CutOperation& op, std::span<const std::int64_t> parts) {
+  memo_at.clear();
+  std::size_t size = 0;
+  for (const std::vector<Port>* ports : {&op.inputs, &op.outputs}) {
+    for (const Port& port : *ports) {
+      memo_at.push_back(size);
+      std::size_t boxes = 1;
+      for (std::size_t d : port.used) boxes *= static_cast<std::size_t>(parts[d]);
+      size += boxes;
+    }
+  }
+  box_memo.resize(size);
+  box_known.assign(size, 0);
+}
+
+const zspace::Range& Evaluator::Impl::port_box(const Port& port, std::size_t k, std::size_t shard,
+                                               const zspace::Range& cell) {
+  std::size_t at = 0;
+  for (std::size_t d : port.used) {
+    at = at * static_cast<std::size_t>(grid.counts[d]) +
+         static_cast<std::size_t>(grid.coordinates[shard * grid.rank + d]);
+  }
+  at += memo_at[k];
+  if (!box_known[at]) {
+    box_memo[at] = port.ipf.apply(cell);
+    box_known[at] = 1;
+  }
+  return box_memo[at];
 }
 
 bool Evaluator::Impl::fast_place(const rewrite::Plan& plan) {

@@ -223,12 +223,12 @@ void PlacementBuilder::add_operation(ir::OperationId id, std::string_view name,
 }
 
 const zspace::Range& PlacementBuilder::add_input(std::uint32_t tensor, const zspace::Range& box) {
-  inputs_.push_back(ShardBox{tensor, box});
+  inputs_.emplace_back(tensor, box);
   return inputs_.back().box;
 }
 
 const zspace::Range& PlacementBuilder::add_output(std::uint32_t tensor, const zspace::Range& box) {
-  outputs_.push_back(ShardBox{tensor, box});
+  outputs_.emplace_back(tensor, box);
   out_app_.push_back(static_cast<std::uint32_t>(n_applications_));
   return outputs_.back().box;
 }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <compare>
 #include <queue>
 #include <tuple>
 
@@ -41,6 +42,15 @@ struct Released {
   }
 };
 
+// A change of one device's live memory; sorted, each device's by time, frees before allocations
+// at one instant.
+struct MemoryEvent {
+  std::size_t device;
+  double time;
+  std::int64_t delta;
+  friend auto operator<=>(const MemoryEvent&, const MemoryEvent&) = default;
+};
+
 template <typename T>
 using MinHeap = std::priority_queue<T, std::vector<T>, std::greater<T>>;
 
@@ -51,19 +61,37 @@ class Simulation {
     const std::size_t n = p_.applications.size();
     pending_.resize(n);
     ready_.assign(n, 0.0);
-    local_consumers_.resize(n);
-    outgoing_.resize(n);
     app_time_.resize(n);
     transfer_time_.resize(p_.transfers.size());
     last_read_.assign(n, 0.0);
     transfer_last_read_.assign(p_.transfers.size(), 0.0);
+    // Local consumers and outgoing transfers per application, as CSR arrays (in the order the
+    // applications and transfers list them).
+    local_begin_.assign(n + 1, 0);
+    outgoing_begin_.assign(n + 1, 0);
     for (std::uint32_t a = 0; a < n; ++a) {
       const PlacedApplication& app = p_.applications[a];
       pending_[a] = static_cast<std::uint32_t>(app.local_producers.size() + app.incoming.size());
-      for (std::uint32_t producer : app.local_producers) local_consumers_[producer].push_back(a);
+      for (std::uint32_t producer : app.local_producers) ++local_begin_[producer + 1];
     }
+    for (const Transfer& t : p_.transfers) {
+      if (t.producer != kHost) ++outgoing_begin_[t.producer + 1];
+    }
+    for (std::size_t a = 0; a < n; ++a) {
+      local_begin_[a + 1] += local_begin_[a];
+      outgoing_begin_[a + 1] += outgoing_begin_[a];
+    }
+    local_consumers_.resize(local_begin_[n]);
+    outgoing_.resize(outgoing_begin_[n]);
+    std::vector<std::uint32_t> at(local_begin_.begin(), local_begin_.end() - 1);
+    for (std::uint32_t a = 0; a < n; ++a) {
+      for (std::uint32_t producer : p_.applications[a].local_producers) {
+        local_consumers_[at[producer]++] = a;
+      }
+    }
+    at.assign(outgoing_begin_.begin(), outgoing_begin_.end() - 1);
     for (std::uint32_t t = 0; t < p_.transfers.size(); ++t) {
-      if (p_.transfers[t].producer != kHost) outgoing_[p_.transfers[t].producer].push_back(t);
+      if (p_.transfers[t].producer != kHost) outgoing_[at[p_.transfers[t].producer]++] = t;
     }
     scheduled_.assign(n, false);
     device_free_.assign(n_devices_, true);
@@ -190,8 +218,12 @@ class Simulation {
     for (std::uint32_t t : p_.applications[a].incoming) {
       transfer_last_read_[t] = std::max(transfer_last_read_[t], now);
     }
-    for (std::uint32_t c : local_consumers_[a]) satisfy(c, now);
-    for (std::uint32_t t : outgoing_[a]) send(t, now);
+    for (std::uint32_t k = local_begin_[a]; k < local_begin_[a + 1]; ++k) {
+      satisfy(local_consumers_[k], now);
+    }
+    for (std::uint32_t k = outgoing_begin_[a]; k < outgoing_begin_[a + 1]; ++k) {
+      send(outgoing_[k], now);
+    }
     dispatch(device, now);
   }
 
@@ -213,8 +245,8 @@ class Simulation {
   std::size_t n_devices_;
   std::vector<std::uint32_t> pending_;
   std::vector<double> ready_;
-  std::vector<std::vector<std::uint32_t>> local_consumers_;
-  std::vector<std::vector<std::uint32_t>> outgoing_;
+  std::vector<std::uint32_t> local_begin_, local_consumers_;  // CSR by producer
+  std::vector<std::uint32_t> outgoing_begin_, outgoing_;      // CSR by producer
   std::vector<Schedule::Interval> app_time_;
   std::vector<Schedule::Interval> transfer_time_;
   std::vector<double> last_read_;           // per application: its output's last reader ends
@@ -240,8 +272,8 @@ CostVector Simulation::cost() const {
 
   std::vector<DeviceCost> devices(n_devices_);
   std::vector<bool> used(n_devices_, false);
-  // Memory events per device: (time, delta); frees sort before allocations at one instant.
-  std::vector<std::vector<std::pair<double, std::int64_t>>> memory(n_devices_);
+  std::vector<MemoryEvent> memory;
+  memory.reserve(2 * (p_.applications.size() + p_.transfers.size()));
   for (std::uint32_t a = 0; a < p_.applications.size(); ++a) {
     const PlacedApplication& app = p_.applications[a];
     const std::uint32_t ran_on = ran_on_[a];
@@ -251,8 +283,8 @@ CostVector Simulation::cost() const {
     d.compute_s += app_time_[a].end - app_time_[a].start;
     d.finish_s = std::max(d.finish_s, app_time_[a].end);
     const double freed = app.writes_output ? makespan : std::max(app_time_[a].end, last_read_[a]);
-    memory[ran_on].emplace_back(app_time_[a].start, app.work.bytes_written);
-    memory[ran_on].emplace_back(freed, -app.work.bytes_written);
+    memory.push_back({ran_on, app_time_[a].start, app.work.bytes_written});
+    memory.push_back({ran_on, freed, -app.work.bytes_written});
   }
   for (std::uint32_t t = 0; t < p_.transfers.size(); ++t) {
     const Transfer& tr = p_.transfers[t];
@@ -266,23 +298,23 @@ CostVector Simulation::cost() const {
       devices[tr.to].bytes_received += tr.bytes;
       devices[tr.to].comm_s += seconds;
       const double freed = std::max(transfer_time_[t].end, transfer_last_read_[t]);
-      memory[tr.to].emplace_back(transfer_time_[t].start, tr.bytes);
-      memory[tr.to].emplace_back(freed, -tr.bytes);
+      memory.push_back({tr.to, transfer_time_[t].start, tr.bytes});
+      memory.push_back({tr.to, freed, -tr.bytes});
       used[tr.to] = true;
     }
   }
+  std::sort(memory.begin(), memory.end());
+  auto event = memory.begin();
   for (std::size_t dev = 0; dev < n_devices_; ++dev) {
+    std::int64_t live = p_.resident_input_bytes[dev];
+    std::int64_t peak = live;
+    for (; event != memory.end() && event->device == dev; ++event) {
+      live += event->delta;
+      peak = std::max(peak, live);
+    }
     if (!used[dev]) continue;
     DeviceCost& d = devices[dev];
     d.device = target_.devices[dev].name;
-    auto& events = memory[dev];
-    std::sort(events.begin(), events.end());
-    std::int64_t live = p_.resident_input_bytes[dev];
-    std::int64_t peak = live;
-    for (const auto& [time, delta] : events) {
-      live += delta;
-      peak = std::max(peak, live);
-    }
     d.peak_memory_bytes = peak;
     d.idle_s = std::max(0.0, makespan - d.compute_s);
     const DeviceType& type = target_.type_of(dev);

@@ -10,7 +10,7 @@ namespace {
 
 std::vector<Port> ports_of(const ir::SelectionMap& selections, const ir::IpfMap& ipfs) {
   std::vector<Port> ports;
-  auto p = ipfs.entries();
+  const auto& p = ipfs.entries();
   std::size_t i = 0;
   for (const auto& s : selections.entries())
     ports.push_back({s.name, s.value.tensor, p[i++].value});
@@ -18,7 +18,7 @@ std::vector<Port> ports_of(const ir::SelectionMap& selections, const ir::IpfMap&
 }
 
 bool parallel(const ir::SelectionMap& selections, const ir::IpfMap& ipfs) {
-  auto p = ipfs.entries();
+  const auto& p = ipfs.entries();
   if (selections.size() != p.size()) return false;
   std::size_t i = 0;
   for (const auto& s : selections.entries()) {

@@ -71,11 +71,13 @@ class CellGrid {
 std::optional<std::size_t> scattering_dim(const zspace::AffineMap& map, std::size_t row,
                                           const zspace::Range& index,
                                           std::span<const std::int64_t> parts) {
+  std::size_t nonzero = 0;
+  for (std::size_t c = 0; c < map.in_rank(); ++c) nonzero += map.at(row, c) != 0;
+  if (nonzero < 2) return std::nullopt;  // the common case, without allocating
   std::vector<std::size_t> cols;
   for (std::size_t c = 0; c < map.in_rank(); ++c) {
     if (map.at(row, c) != 0) cols.push_back(c);
   }
-  if (cols.size() < 2) return std::nullopt;
   std::stable_sort(cols.begin(), cols.end(), [&](std::size_t a, std::size_t b) {
     return std::abs(map.at(row, a)) > std::abs(map.at(row, b));
   });
@@ -95,6 +97,11 @@ std::optional<std::size_t> scattering_dim(const zspace::AffineMap& map, std::siz
 std::optional<std::string> match_shard_grid(const ir::Graph& graph, ir::OperationId op,
                                             std::span<const std::int64_t> parts) {
   if (auto why = detail::why_not_rewritable(graph, op)) return why;
+  return match_shard_counts(graph, op, parts);
+}
+
+std::optional<std::string> match_shard_counts(const ir::Graph& graph, ir::OperationId op,
+                                              std::span<const std::int64_t> parts) {
   const ir::OperationView view = graph.operation(op);
   const std::optional<zspace::Range> index = view.ipf_index();
   if (parts.size() != index->rank()) {

@@ -35,6 +35,11 @@ inline constexpr std::string_view kShardGrid = "shard-grid";
 std::optional<std::string> match_shard_grid(const ir::Graph& graph, ir::OperationId op,
                                             std::span<const std::int64_t> parts);
 
+/// The part of match_shard_grid that depends on `parts`, for an operation that has the tags
+/// (`detail::why_not_rewritable` is nullopt) — what a caller that cuts one operation under many
+/// plans checks each time.
+std::optional<std::string> match_shard_counts(const ir::Graph& graph, ir::OperationId op,
+                                              std::span<const std::int64_t> parts);
 /// Adds one Application per grid cell (row-major order). Precondition: match_shard_grid holds.
 std::vector<ir::ApplicationId> apply_shard_grid(ir::Graph& graph, ir::OperationId op,
                                                 std::span<const std::int64_t> parts);

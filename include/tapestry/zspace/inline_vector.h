@@ -13,6 +13,7 @@
 #include <initializer_list>
 #include <memory>
 #include <span>
+#include <type_traits>
 
 namespace tapestry::zspace {
 
@@ -36,13 +37,18 @@ class InlineVector {
     std::copy(values.begin(), values.end(), data());
   }
 
-  InlineVector(const InlineVector& other) : InlineVector(other.span()) {}
+  InlineVector(const InlineVector& other) { *this = other; }
   InlineVector(InlineVector&& other) noexcept { *this = std::move(other); }
   InlineVector& operator=(const InlineVector& other) {
-    if (this != &other) {
+    if (this == &other) return *this;
+    if (other.heap_) {
       resize_uninitialised(other.size_);
       std::copy(other.data(), other.data() + other.size_, data());
+    } else {
+      heap_.reset();
+      copy_inline(other);
     }
+    size_ = other.size_;
     return *this;
   }
   InlineVector& operator=(InlineVector&& other) noexcept {
@@ -51,7 +57,7 @@ class InlineVector {
       heap_ = std::move(other.heap_);
     } else {
       heap_.reset();
-      std::copy(other.inline_, other.inline_ + other.size_, inline_);
+      copy_inline(other);
     }
     size_ = other.size_;
     other.size_ = 0;
@@ -79,6 +85,16 @@ class InlineVector {
   }
 
  private:
+  // Copies other's inline elements: all N of them when that is a fixed-size copy (no call to
+  // memmove for a size known only at run time — the copies of Points and Ranges are hot).
+  void copy_inline(const InlineVector& other) {
+    if constexpr (std::is_trivially_copyable_v<T>) {
+      std::copy_n(other.inline_, N, inline_);
+    } else {
+      std::copy(other.inline_, other.inline_ + other.size_, inline_);
+    }
+  }
+
   // Sets the size; contents are unspecified afterwards. Allocates only when size > N.
   void resize_uninitialised(std::size_t size) {
     if (size > N) {
