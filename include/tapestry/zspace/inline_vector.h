@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <span>
@@ -34,6 +35,14 @@ class InlineVector {
       : InlineVector(std::span<const T>(values.begin(), values.size())) {}
   explicit InlineVector(std::span<const T> values) {
     resize_uninitialised(values.size());
+    if constexpr (std::is_trivially_copyable_v<T>) {
+      if (!heap_) {  // a loop of fixed length: no call to memmove for a few elements
+        for (std::size_t i = 0; i < N; ++i) {
+          if (i < values.size()) inline_[i] = values[i];
+        }
+        return;
+      }
+    }
     std::copy(values.begin(), values.end(), data());
   }
 
@@ -89,7 +98,7 @@ class InlineVector {
   // memmove for a size known only at run time — the copies of Points and Ranges are hot).
   void copy_inline(const InlineVector& other) {
     if constexpr (std::is_trivially_copyable_v<T>) {
-      std::copy_n(other.inline_, N, inline_);
+      std::memcpy(inline_, other.inline_, sizeof inline_);  // fixed size: inlined, no call
     } else {
       std::copy(other.inline_, other.inline_ + other.size_, inline_);
     }
