@@ -5,14 +5,19 @@
 // 2. Every box an application reads and writes goes to the PlacementBuilder (placement_builder.h),
 //    which derives local producers, transfers and resident inputs — the part place() shares with
 //    Evaluator, which computes the same boxes without building Applications.
+// annotate_placement and check_devices: the placement as Placement tags on the Applications.
 #include "tapestry/cost/placement.h"
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "placement_builder.h"
 #include "tapestry/cost/work_rule.h"
+#include "tapestry/ir/type_names.h"
 #include "tapestry/support/assert.h"
 #include "tapestry/support/error.h"
+#include "tapestry/zspace/json.h"
 
 namespace tapestry::cost {
 
@@ -42,7 +47,6 @@ ShardGrid grid_of(const ir::Graph& graph, std::span<const ir::ApplicationId> app
     std::sort(starts.begin(), starts.end());
     starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
     grid.counts[d] = std::max<std::int64_t>(1, static_cast<std::int64_t>(starts.size()));
-    const bool pinned = op_plan != nullptr && (!op_plan->place.empty() || !op_plan->mesh.empty());
     for (std::size_t i = 0; i < apps.size(); ++i) {
       const auto corners = graph.application(apps[i]).ipf_index_corners();
       if (!corners) continue;
@@ -91,6 +95,52 @@ Placement place(const ir::Graph& graph, const rewrite::Plan& plan, const Target&
   }
   builder.connect();
   return p;
+}
+
+void annotate_placement(ir::Graph& graph, const Placement& placement, const Target& target) {
+  const auto name = [&](std::uint32_t d) {
+    return d == kHost ? std::string("host") : target.devices[d].name;
+  };
+  for (const PlacedApplication& app : placement.applications) {
+    nlohmann::json receives = nlohmann::json::array();
+    for (std::uint32_t t : app.incoming) {
+      const Transfer& tr = placement.transfers[t];
+      receives.push_back({{"tensorId", std::string(graph.key(tr.tensor))},
+                          {"range", zspace::to_json(tr.box)},
+                          {"from", name(tr.from)}});
+    }
+    nlohmann::json tag = {{"device", name(app.device)}};
+    if (!receives.empty()) tag["receives"] = std::move(receives);
+    graph.set_other_tag(app.id, std::string(ir::kPlacementTagUrl), std::move(tag));
+  }
+}
+
+std::vector<std::string> check_devices(const ir::Graph& graph, const Target& target) {
+  std::vector<std::string> problems;
+  const auto known = [&](const nlohmann::json& device) {
+    return device.is_string() && target.find_device(device.get<std::string>()).has_value();
+  };
+  for (ir::ApplicationId app : graph.applications()) {
+    const nlohmann::json& tags = graph.node(app).other_tags();
+    if (!tags.is_object() || !tags.contains(std::string(ir::kPlacementTagUrl))) continue;
+    const nlohmann::json& tag = tags[std::string(ir::kPlacementTagUrl)];
+    if (!tag.is_object()) continue;
+    if (tag.contains("device") && !known(tag["device"])) {
+      problems.push_back(fmt::format(
+          "application {} is placed on {}, which target '{}' lacks "
+          "(it has {})",
+          graph.key(app), tag["device"].dump(), target.name, detail::device_list(target)));
+    }
+    if (!tag.contains("receives") || !tag["receives"].is_array()) continue;
+    for (const nlohmann::json& r : tag["receives"]) {
+      if (!r.is_object() || !r.contains("from")) continue;
+      if (r["from"] == "host" ? !target.host.has_value() : !known(r["from"])) {
+        problems.push_back(fmt::format("application {} receives from {}, which target '{}' lacks",
+                                       graph.key(app), r["from"].dump(), target.name));
+      }
+    }
+  }
+  return problems;
 }
 
 }  // namespace tapestry::cost

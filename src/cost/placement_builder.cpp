@@ -41,15 +41,6 @@ std::string escape_pointer(std::string_view name) {
   return out;
 }
 
-std::string device_list(const Target& target) {
-  if (target.devices.size() <= 4) {
-    std::vector<std::string_view> names;
-    for (const Device& d : target.devices) names.push_back(d.name);
-    return fmt::format("{}", fmt::join(names, ", "));
-  }
-  return fmt::format("{} … {}", target.devices.front().name, target.devices.back().name);
-}
-
 std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
   return h * 0xff51afd7ed558ccdULL;
@@ -73,6 +64,15 @@ T& next_slot(std::vector<T>& v, std::size_t& used) {
 }
 
 }  // namespace
+
+std::string device_list(const Target& target) {
+  if (target.devices.size() <= 4) {
+    std::vector<std::string_view> names;
+    for (const Device& d : target.devices) names.push_back(d.name);
+    return fmt::format("{}", fmt::join(names, ", "));
+  }
+  return fmt::format("{} … {}", target.devices.front().name, target.devices.back().name);
+}
 
 TensorFacts TensorFacts::of(const ir::Graph& graph) {
   TensorFacts facts;

@@ -36,6 +36,9 @@ struct TensorFacts {
   [[nodiscard]] std::int64_t bytes_of(std::uint32_t tensor) const;
 };
 
+/// The target's devices for a message: all of them up to 4, else "first … last".
+std::string device_list(const Target& target);
+
 /// One box a shard reads or writes.
 struct ShardBox {
   std::uint32_t tensor = 0;  // node index
