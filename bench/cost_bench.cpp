@@ -1,10 +1,13 @@
 // bench/cost_bench: how many plans per second the cost model prices — the search's inner loop.
 //
-// BM_Evaluate/<plan>: plan → lower (no validation: the search checks plans it keeps) → place →
-// simulate, on examples/transformer_block.tap and the h100x8 target, for five plans (unsharded,
-// the heads example, rows cut 4 ways, a Megatron-style 8-way cut, auto fusion). Reported as
-// evaluations per second on one core (target: >= 20,000). BM_Lower, BM_Place and BM_Simulate
-// split one evaluation of the Megatron-style plan into its phases.
+// On examples/transformer_block.tap and the h100x8 target, for five plans (unsharded, the heads
+// example, rows cut 4 ways, a Megatron-style 8-way cut, auto fusion):
+//   BM_Evaluate/<plan>      cost::Evaluator with the plan's rewrites memoised (every shard, box,
+//                           transfer and event still computed); target >= 20,000/s on one core
+//   BM_EvaluateCold/<plan>  the same with the memo cleared first: the rewrites run every time
+//   BM_Reference/<plan>     lower (no validation) → place → simulate, which the Evaluator equals
+// BM_Lower, BM_Place and BM_Simulate split one reference evaluation of the Megatron-style plan
+// into its phases. docs/cost.md ("Speed") has the figures.
 #include <benchmark/benchmark.h>
 
 #include <fstream>
