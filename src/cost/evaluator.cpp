@@ -134,9 +134,9 @@ struct Evaluator::Impl {
         if (name.empty() || rewrite::find_operation(graph, name) != op) continue;
         Named n;
         n.dims = view.index_names();
-        const zspace::Range* index = view.ipf_index();
+        const std::optional<zspace::Range> index = view.ipf_index();
         for (std::size_t d = 0; d < n.dims.size(); ++d) {
-          n.extents.push_back(index != nullptr ? index->extent(d) : 0);
+          n.extents.push_back(index ? index->extent(d) : 0);
           n.reduction.push_back(view.reduction(d).has_value());
         }
         named.emplace(name, std::move(n));
@@ -251,9 +251,9 @@ std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
     auto op = g.as_operation(node);
     if (!op) continue;
     const ir::OperationView view = g.operation(*op);
-    const zspace::Range* index = view.ipf_index();
+    const std::optional<zspace::Range> index = view.ipf_index();
     const ir::IpfSignature* signature = view.ipf_signature();
-    if (index == nullptr || signature == nullptr) return r;
+    if (!index || signature == nullptr) return r;
     // Only the counts are left to check per plan (match_shard_counts).
     const std::vector<std::int64_t> ones(index->rank(), 1);
     if (rewrite::match_shard_grid(g, *op, ones)) return r;
