@@ -6,26 +6,8 @@
 set -uo pipefail
 tapestry=$1
 root=$2
-failures=0
-passed=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/cli_testing.sh"
 cd "$root" || exit 1
-
-check() {  # check NAME CONDITION-EXIT-CODE
-  if [[ $2 -eq 0 ]]; then passed=$((passed + 1)); else
-    echo "FAIL $1"; cat "$tmp/out" "$tmp/err" 2>/dev/null | head -20; failures=$((failures + 1)); fi
-}
-
-# expect NAME RC PATTERN -- COMMAND…: COMMAND exits with RC and its stderr matches PATTERN.
-expect() {
-  local name=$1 want_rc=$2 pattern=$3
-  shift 4
-  timeout 120 "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  [[ $rc -eq $want_rc ]] && grep -qE -- "$pattern" "$tmp/err"
-  check "$name (rc=$rc, want $want_rc, stderr /$pattern/)" $?
-}
 
 json_field() {  # json_field FILE KEY: prints the top-level number KEY of a JSON file
   python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"
@@ -123,5 +105,4 @@ expect "negative bandwidth" 2 "bad-target.json: /links/intra_node/bandwidth_Bps:
 expect "unknown preset" 2 "h100x9" -- "$tapestry" cost examples/linear_relu.tap --target h100x9
 expect "target is required" 2 "target" -- "$tapestry" cost examples/linear_relu.tap
 
-echo "cost_test: $passed passed, $failures failed"
-[[ $failures -eq 0 ]]
+finish

@@ -6,26 +6,8 @@
 set -uo pipefail
 tapestry=$1
 root=$2
-failures=0
-passed=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-# expect NAME RC PATTERN -- COMMAND…: COMMAND exits with RC and its stderr matches PATTERN
-# (grep -E). Every command runs under a 60 s timeout, so a hang fails instead of blocking.
-expect() {
-  local name=$1 want_rc=$2 pattern=$3
-  shift 4
-  timeout 60 "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  if [[ $rc -eq $want_rc ]] && grep -qE -- "$pattern" "$tmp/err"; then
-    passed=$((passed + 1))
-  else
-    echo "FAIL $name: rc=$rc (want $want_rc), stderr lacks /$pattern/"
-    cat "$tmp/err"
-    failures=$((failures + 1))
-  fi
-}
+source "$(dirname "$0")/cli_testing.sh"
+EXPECT_TIMEOUT=60  # a hostile input must fail fast
 
 # The peak resident memory (KiB) of COMMAND…, whatever it exits with.
 max_rss_kib() {
@@ -108,5 +90,4 @@ assert [o["fallbacks"] for o in m["operations"]] == [2], m["operations"]' "$tmp/
   passed=$((passed + 1)); else
   echo "FAIL fallbacks: rc=$rc"; cat "$tmp/out" "$tmp/err"; failures=$((failures + 1)); fi
 
-echo "$passed passed, $failures failed"
-[[ $failures -eq 0 ]]
+finish

@@ -5,25 +5,7 @@
 set -uo pipefail
 tapestry=$1
 root=$2
-failures=0
-passed=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-check() {  # check NAME CONDITION-EXIT-CODE: count a pass or print a failure with the outputs
-  if [[ $2 -eq 0 ]]; then passed=$((passed + 1)); else
-    echo "FAIL $1"; cat "$tmp/out" "$tmp/err"; failures=$((failures + 1)); fi
-}
-
-# expect NAME RC PATTERN -- COMMAND…: COMMAND exits with RC and its stderr matches PATTERN.
-expect() {
-  local name=$1 want_rc=$2 pattern=$3
-  shift 4
-  timeout 120 "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$?
-  [[ $rc -eq $want_rc ]] && grep -qE -- "$pattern" "$tmp/err"
-  check "$name (rc=$rc, want $want_rc, stderr /$pattern/)" $?
-}
+source "$(dirname "$0")/cli_testing.sh"
 
 # 1. The presets: listed, each described, each file equal to the compiled copy.
 "$tapestry" targets >"$tmp/out" 2>"$tmp/err"
@@ -89,5 +71,4 @@ assert c["dispatch"]["applications"] == 16384
 PY
 check "the calibrated constants are what was measured" $?
 
-echo "$passed passed, $failures failed"
-[[ $failures -eq 0 ]]
+finish

@@ -7,15 +7,8 @@
 set -uo pipefail
 tapestry=$1
 root=$2
-failures=0
-passed=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/cli_testing.sh"
 lr="$root/examples/linear_relu.tap"
-
-check() {  # check NAME CONDITION-EXIT-CODE: counts a pass when the condition (already run) held
-  if [[ $2 -eq 0 ]]; then passed=$((passed + 1)); else echo "FAIL $1"; cat "$tmp/log" "$tmp/err" 2>/dev/null; failures=$((failures + 1)); fi
-}
 
 # Inputs and outputs of one run, then `tapestry verify` on them.
 "$tapestry" run "$lr" --split Y/linear.batch=2 --outputs "$tmp/in" --seed 4 >/dev/null 2>&1  # makes Y.npy
@@ -64,5 +57,4 @@ mkdir -p "$tmp/dir/B.npy"
 [[ $rc -eq 2 && ! -e "$tmp/dir/A.npy" && ! -e "$tmp/dir/m.json" ]] && grep -q "B.npy (output B) exists and is not a regular file" "$tmp/err"
 check "a directory in the way of an output" $?
 
-echo "$passed passed, $failures failed"
-[[ $failures -eq 0 ]]
+finish
