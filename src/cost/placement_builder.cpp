@@ -19,6 +19,7 @@
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/support/assert.h"
 #include "tapestry/support/error.h"
+#include "tapestry/zspace/json.h"
 
 namespace tapestry::cost::detail {
 
@@ -26,20 +27,6 @@ namespace {
 
 // Writers per tensor above which a BoxIndex answers overlap queries instead of a scan.
 constexpr std::size_t kIndexAbove = 16;
-
-std::string escape_pointer(std::string_view name) {
-  std::string out;
-  for (char c : name) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
 
 std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
@@ -110,7 +97,7 @@ void assign_devices(PlacedOperation& placed, std::span<const std::string> index_
   placed.mesh_axis.resize(rank);
   for (std::string& axis : placed.mesh_axis) axis.clear();
   devices.assign(grid.shards, 0);
-  const auto path = [&] { return "/ops/" + escape_pointer(placed.name); };
+  const auto path = [&] { return "/ops/" + zspace::json_pointer_token(placed.name); };
   if (!place.empty()) {
     std::vector<std::uint32_t> listed;
     for (std::size_t k = 0; k < place.size(); ++k) {
@@ -132,7 +119,9 @@ void assign_devices(PlacedOperation& placed, std::span<const std::string> index_
       // Named, not structured bindings: clang 14 (the fuzz preset) cannot capture those.
       const std::string& dim = mapping.first;
       const std::string& axis = mapping.second;
-      const auto at = [&] { return fmt::format("{}/mesh/{}", path(), escape_pointer(dim)); };
+      const auto at = [&] {
+        return fmt::format("{}/mesh/{}", path(), zspace::json_pointer_token(dim));
+      };
       auto a =
           std::find_if(axes.begin(), axes.end(), [&](const MeshAxis& m) { return m.name == axis; });
       if (a == axes.end()) {

@@ -31,22 +31,8 @@ using Json = nlohmann::ordered_json;
 // the cap keeps a hostile count from allocating the device list.
 constexpr std::int64_t kMaxDevices = std::int64_t{1} << 20;
 
-std::string escape_pointer(std::string_view key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
 std::string child(const std::string& path, std::string_view key) {
-  return path + "/" + escape_pointer(key);
+  return path + "/" + zspace::json_pointer_token(key);
 }
 
 // Names of kinds, device types and mesh axes: they appear in device names ("gpu:3") and in

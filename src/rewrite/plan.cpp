@@ -33,19 +33,6 @@ const Substitution* find_substitution(std::string_view name) {
   return nullptr;
 }
 
-std::string escape_pointer(std::string_view key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~')
-      out += "~0";
-    else if (c == '/')
-      out += "~1";
-    else
-      out += c;
-  }
-  return out;
-}
-
 class PlanReader {
  public:
   explicit PlanReader(std::string_view source) : source_(source) {}
@@ -59,7 +46,8 @@ class PlanReader {
       } else if (key == "fuse") {
         read_fuse(value, plan);
       } else {
-        fail("/" + escape_pointer(key), "unknown member (expected \"ops\" or \"fuse\")");
+        fail("/" + zspace::json_pointer_token(key),
+             "unknown member (expected \"ops\" or \"fuse\")");
       }
     }
     return plan;
@@ -83,7 +71,7 @@ class PlanReader {
   void read_ops(const json& ops, Plan& plan) const {
     expect_object(ops, "/ops");
     for (const auto& [name, body] : ops.items()) {
-      const std::string path = "/ops/" + escape_pointer(name);
+      const std::string path = "/ops/" + zspace::json_pointer_token(name);
       expect_object(body, path);
       OpPlan op;
       for (const auto& [key, value] : body.items()) {
@@ -100,7 +88,7 @@ class PlanReader {
         } else if (key == "mesh") {
           read_mesh(value, path + "/mesh", op);
         } else {
-          fail(path + "/" + escape_pointer(key),
+          fail(path + "/" + zspace::json_pointer_token(key),
                "unknown member (expected \"split\", \"substitute\", \"place\" or \"mesh\")");
         }
       }
@@ -114,7 +102,7 @@ class PlanReader {
   void read_split(const json& split, const std::string& path, OpPlan& op) const {
     expect_object(split, path);
     for (const auto& [dim, count] : split.items()) {
-      const std::string at = path + "/" + escape_pointer(dim);
+      const std::string at = path + "/" + zspace::json_pointer_token(dim);
       if (!count.is_number_integer() || count.get<std::int64_t>() < 1 ||
           (count.is_number_unsigned() && count.get<std::uint64_t>() > INT64_MAX)) {
         fail(at, fmt::format("the shard count must be an integer >= 1, got {}", count.dump()));
@@ -140,7 +128,7 @@ class PlanReader {
     if (mesh.empty()) fail(path, "a mesh mapping needs at least one dimension");
     std::map<std::string, std::string> dim_of_axis;
     for (const auto& [dim, axis] : mesh.items()) {
-      const std::string at = path + "/" + escape_pointer(dim);
+      const std::string at = path + "/" + zspace::json_pointer_token(dim);
       std::string name = read_string(axis, at);
       if (name.empty()) fail(at, "a mesh axis name cannot be empty");
       if (auto [it, added] = dim_of_axis.emplace(name, dim); !added) {
@@ -277,7 +265,7 @@ std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph) {
     return fmt::format("no operation named '{}' (operations: {})", name, fmt::join(known, ", "));
   };
   for (const auto& [name, op_plan] : plan.ops) {
-    const std::string path = "/ops/" + escape_pointer(name);
+    const std::string path = "/ops/" + zspace::json_pointer_token(name);
     auto op = find_operation(graph, name);
     if (!op) {
       problems.push_back(fmt::format("{}: {}", path, unknown_op(name)));
@@ -296,30 +284,30 @@ std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph) {
     }
     if (auto [it, added] = entry_of.emplace(op->index(), name); !added) {
       problems.push_back(fmt::format("{}: names operation '{}' again (/ops/{} does too)", path,
-                                     canonical, escape_pointer(it->second)));
+                                     canonical, zspace::json_pointer_token(it->second)));
       continue;
     }
     const std::optional<zspace::Range> index = view.ipf_index();
     for (const auto& [dim, count] : op_plan.split) {
       auto d = view.index_dim(dim);
       if (!d) {
-        problems.push_back(
-            fmt::format("{}/split/{}: operation '{}' has no index dimension '{}' (it has: {})",
-                        path, escape_pointer(dim), name, dim, fmt::join(view.index_names(), ", ")));
+        problems.push_back(fmt::format(
+            "{}/split/{}: operation '{}' has no index dimension '{}' (it has: {})", path,
+            zspace::json_pointer_token(dim), name, dim, fmt::join(view.index_names(), ", ")));
         continue;
       }
       const std::int64_t extent = index ? index->extent(*d) : 0;
       if (count > std::max<std::int64_t>(extent, 1)) {
         problems.push_back(
             fmt::format("{}/split/{}: cannot cut dimension '{}' of extent {} into {} shards", path,
-                        escape_pointer(dim), dim, extent, count));
+                        zspace::json_pointer_token(dim), dim, extent, count));
       }
     }
     for (const auto& [dim, axis] : op_plan.mesh) {
       if (!view.index_dim(dim)) {
-        problems.push_back(
-            fmt::format("{}/mesh/{}: operation '{}' has no index dimension '{}' (it has: {})", path,
-                        escape_pointer(dim), name, dim, fmt::join(view.index_names(), ", ")));
+        problems.push_back(fmt::format(
+            "{}/mesh/{}: operation '{}' has no index dimension '{}' (it has: {})", path,
+            zspace::json_pointer_token(dim), name, dim, fmt::join(view.index_names(), ", ")));
       }
     }
     for (std::size_t i = 0; i < op_plan.substitute.size(); ++i) {

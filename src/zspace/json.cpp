@@ -282,4 +282,19 @@ IndexProjection index_projection_from_json(const json& j) {
   }
 }
 
+std::string json_pointer_token(std::string_view key) {
+  std::string out;
+  out.reserve(key.size());
+  for (char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace tapestry::zspace

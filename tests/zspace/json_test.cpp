@@ -177,3 +177,17 @@ TEST(Json, RejectDuplicateKeysLocatesTheSecondOccurrence) {
 
 }  // namespace
 }  // namespace tapestry::zspace
+
+namespace tapestry::zspace {
+namespace {
+
+TEST(JsonPointerToken, EscapesTildeThenSlash) {
+  EXPECT_EQ(json_pointer_token("H/linear"), "H~1linear");
+  EXPECT_EQ(json_pointer_token("a~b"), "a~0b");
+  EXPECT_EQ(json_pointer_token("~/"), "~0~1");  // "~1" must not read back as "/"
+  EXPECT_EQ(json_pointer_token(""), "");
+  EXPECT_EQ(json_pointer_token("plain"), "plain");
+}
+
+}  // namespace
+}  // namespace tapestry::zspace

@@ -21,6 +21,7 @@
 
 #include <utility>
 
+#include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -44,6 +45,10 @@ nlohmann::json parse_json_text(std::string_view text, std::string_view source_na
 ///   reject_duplicate_keys("{\"a\": 1,\n \"a\": 2}", "t.json")
 ///     Error "t.json:2:2: duplicate key \"a\" (a JSON object names each member once)"
 void reject_duplicate_keys(std::string_view text, std::string_view source_name);
+
+/// `key` as one reference token of a JSON Pointer (RFC 6901: "~" → "~0", "/" → "~1"), for the
+/// paths located errors name: "/ops/" + json_pointer_token("H/linear") == "/ops/H~1linear".
+std::string json_pointer_token(std::string_view key);
 
 /// The 1-based line and column of byte `offset` in `text` (for located errors).
 std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t offset);
