@@ -4,6 +4,8 @@
 #include <sys/mman.h>
 
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <new>
 
 #include <fmt/format.h>
@@ -23,7 +25,86 @@ std::size_t element_size(DType dtype) {
   return ir::dtype_size_bytes(dtype);
 }
 
+// Large blocks freed by buffers, oldest first, for reuse by the next buffer of the same size.
+class BlockCache {
+ public:
+  std::byte* take(std::size_t bytes) {
+    std::lock_guard lock(mutex_);
+    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) {
+      if (it->bytes != bytes) continue;
+      std::byte* p = it->data;
+      cached_bytes_ -= bytes;
+      blocks_.erase(std::next(it).base());
+      ++hits_;
+      return p;
+    }
+    ++misses_;
+    return nullptr;
+  }
+
+  void give(std::byte* p, std::size_t bytes) {
+    std::vector<Block> dropped;
+    {
+      std::lock_guard lock(mutex_);
+      if (bytes > kBufferCacheBytes) {
+        dropped.push_back({p, bytes});
+      } else {
+        while (cached_bytes_ + bytes > kBufferCacheBytes) {
+          dropped.push_back(blocks_.front());
+          cached_bytes_ -= blocks_.front().bytes;
+          blocks_.pop_front();
+        }
+        blocks_.push_back({p, bytes});
+        cached_bytes_ += bytes;
+      }
+    }
+    for (const Block& b : dropped) ::operator delete[](b.data, kHugePageAlignment);
+  }
+
+  void release() {
+    std::deque<Block> all;
+    {
+      std::lock_guard lock(mutex_);
+      all.swap(blocks_);
+      cached_bytes_ = 0;
+    }
+    for (const Block& b : all) ::operator delete[](b.data, kHugePageAlignment);
+  }
+
+  BufferCacheStats stats() {
+    std::lock_guard lock(mutex_);
+    return {.cached_bytes = cached_bytes_, .hits = hits_, .misses = misses_};
+  }
+
+  static constexpr std::align_val_t kHugePageAlignment{kHugePageBytes};
+
+ private:
+  struct Block {
+    std::byte* data;
+    std::size_t bytes;
+  };
+  std::mutex mutex_;
+  std::deque<Block> blocks_;
+  std::size_t cached_bytes_ = 0;
+  std::size_t hits_ = 0;
+  std::size_t misses_ = 0;
+};
+
+// Leaked on purpose: buffers held by statics may be destroyed after any static cache would be.
+BlockCache& block_cache() {
+  static auto* cache = new BlockCache;
+  return *cache;
+}
+
 }  // namespace
+
+BufferCacheStats buffer_cache_stats() {
+  return block_cache().stats();
+}
+
+void release_buffer_cache() {
+  block_cache().release();
+}
 
 Point dense_strides(const Point& shape) {
   std::vector<std::int64_t> strides(shape.rank(), 1);
@@ -34,7 +115,11 @@ Point dense_strides(const Point& shape) {
 }
 
 void Buffer::AlignedFree::operator()(std::byte* p) const {
-  ::operator delete[](p, std::align_val_t{alignment});
+  if (alignment == kHugePageBytes) {
+    block_cache().give(p, bytes);
+  } else {
+    ::operator delete[](p, std::align_val_t{alignment});
+  }
 }
 
 Buffer::Buffer() : Buffer(DType::kFloat32, Range()) {}
@@ -64,16 +149,21 @@ void Buffer::allocate() {
     return;
   }
   const auto size = static_cast<std::size_t>(bytes);
-  const std::size_t alignment =
-      size >= kHugeBufferBytes ? kHugePageBytes : static_cast<std::size_t>(kAlignment);
-  data_ = std::unique_ptr<std::byte[], AlignedFree>(
-      static_cast<std::byte*>(::operator new[](size, std::align_val_t{alignment})),
-      AlignedFree{alignment});
-  if (alignment == kHugePageBytes) {
-    // Best effort: a kernel without transparent huge pages just ignores the advice.
-    const std::size_t whole_pages = size / kHugePageBytes * kHugePageBytes;
-    if (whole_pages > 0) (void)::madvise(data_.get(), whole_pages, MADV_HUGEPAGE);
+  if (size < kHugeBufferBytes) {
+    data_ = std::unique_ptr<std::byte[], AlignedFree>(
+        static_cast<std::byte*>(::operator new[](size, kAlignment)),
+        AlignedFree{static_cast<std::size_t>(kAlignment), size});
+    return;
   }
+  // Whole huge pages, from the cache when a block of that size is there.
+  const std::size_t whole = (size + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  std::byte* p = block_cache().take(whole);
+  if (p == nullptr) {
+    p = static_cast<std::byte*>(::operator new[](whole, BlockCache::kHugePageAlignment));
+    // Best effort: a kernel without transparent huge pages just ignores the advice.
+    (void)::madvise(p, whole, MADV_HUGEPAGE);
+  }
+  data_ = std::unique_ptr<std::byte[], AlignedFree>(p, AlignedFree{kHugePageBytes, whole});
 }
 
 template <Element T>

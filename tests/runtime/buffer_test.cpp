@@ -1,5 +1,7 @@
 #include "tapestry/runtime/buffer.h"
 
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "tapestry/zspace/format.h"
@@ -105,6 +107,45 @@ TEST(Buffer, LargeBuffersAreAlignedZeroedCopiedAndRelocated) {
   EXPECT_EQ(moved.at<float>(Point{1023, 1023}), 7.0F);
   const Buffer raw(DType::kFloat64, Range::of_shape({1024, 1024}), Buffer::Uninitialized{});
   EXPECT_EQ(raw.size_bytes(), std::size_t{8} << 20);
+}
+
+// A large buffer's storage goes back to the cache and the next buffer of the same rounded size
+// takes it; the zero-filling constructor still hands out zeros, whatever the block held.
+TEST(Buffer, LargeStorageIsReusedAndStillZeroFilled) {
+  release_buffer_cache();
+  const std::byte* first = nullptr;
+  {
+    Buffer a(DType::kFloat32, Range::of_shape({1024, 1536}));  // 6 MiB: three huge pages
+    first = a.bytes();
+    for (float& v : a.values<float>()) v = 3.0F;
+  }
+  EXPECT_EQ(buffer_cache_stats().cached_bytes, std::size_t{6} << 20);
+  const std::size_t hits = buffer_cache_stats().hits;
+  Buffer b(DType::kFloat32, Range::of_shape({1536, 1000}));  // 5.9 MiB: also three pages
+  EXPECT_EQ(b.bytes(), first);
+  EXPECT_EQ(buffer_cache_stats().hits, hits + 1);
+  EXPECT_EQ(buffer_cache_stats().cached_bytes, 0u);
+  for (float v : b.values<float>()) ASSERT_EQ(v, 0.0F);
+  // A different rounded size does not take it.
+  Buffer c(DType::kFloat32, Range::of_shape({1024, 2048}));  // 8 MiB
+  EXPECT_NE(c.bytes(), first);
+  release_buffer_cache();
+  EXPECT_EQ(buffer_cache_stats().cached_bytes, 0u);
+}
+
+// The cache holds at most kBufferCacheBytes: the oldest blocks are freed first.
+TEST(Buffer, CacheIsBounded) {
+  release_buffer_cache();
+  {
+    std::vector<Buffer> many;
+    const std::int64_t rows = static_cast<std::int64_t>(kBufferCacheBytes / (64 << 20)) + 2;
+    for (std::int64_t i = 0; i < rows; ++i) {
+      many.emplace_back(DType::kFloat32, Range::of_shape({16, 1 << 20}), Buffer::Uninitialized{});
+    }
+  }
+  EXPECT_LE(buffer_cache_stats().cached_bytes, kBufferCacheBytes);
+  EXPECT_GE(buffer_cache_stats().cached_bytes, kBufferCacheBytes - (std::size_t{64} << 20));
+  release_buffer_cache();
 }
 
 }  // namespace

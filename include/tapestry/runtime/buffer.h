@@ -5,7 +5,12 @@
 // fastest), so the strides of a buffer of shape (d0, …, dn) are (d1·…·dn, …, dn, 1) elements.
 // Storage is 64-byte aligned, zero-filled at construction, and copied deeply with the Buffer.
 // Buffers of 4 MiB or more are 2 MiB aligned and advised to use transparent huge pages (Linux
-// madvise): first-touch page faults otherwise dominate a pass over a fresh 256 MiB tensor.
+// madvise): first-touch page faults otherwise dominate a pass over a fresh 256 MiB tensor. Their
+// storage, rounded up to whole 2 MiB pages, is returned on destruction to a process-wide cache
+// (at most kBufferCacheBytes, oldest blocks dropped first) and handed to the next buffer of the
+// same rounded size: a repeated run, or a later intermediate of the same shape, reuses memory
+// that is already mapped instead of paying the kernel to map and zero it again (bias_add over a
+// fresh 16 MiB output: 37 ms of page faults against 2–3 ms with the pages mapped, on this VM).
 //
 //   Buffer x = Buffer::from_values<float>(Range({-1, 0}, {1, 3}), {1, 2, 3, 4, 5, 6});
 //   x.at<float>(Point{0, 2}) == 6.0f;            // row 0 is the second row of the storage
@@ -30,6 +35,19 @@ namespace tapestry::runtime {
 
 /// Row-major strides (in elements) of a dense box of shape `shape`.
 Point dense_strides(const Point& shape);
+
+/// The most storage the process keeps cached for reuse by later large buffers (see above).
+inline constexpr std::size_t kBufferCacheBytes = std::size_t{1} << 30;
+
+struct BufferCacheStats {
+  std::size_t cached_bytes = 0;  // held for reuse now
+  std::size_t hits = 0;          // large buffers that reused cached storage
+  std::size_t misses = 0;        // large buffers that had to map fresh storage
+};
+/// The cache's counters (all threads).
+BufferCacheStats buffer_cache_stats();
+/// Frees every cached block (the memory goes back to the system).
+void release_buffer_cache();
 
 class Buffer {
  public:
@@ -97,8 +115,9 @@ class Buffer {
  private:
   struct AlignedFree {
     AlignedFree() : alignment(64) {}
-    explicit AlignedFree(std::size_t a) : alignment(a) {}
+    AlignedFree(std::size_t a, std::size_t b) : alignment(a), bytes(b) {}
     std::size_t alignment;  // what the storage was allocated with
+    std::size_t bytes = 0;  // its size (large blocks: whole 2 MiB pages, returned to the cache)
     void operator()(std::byte* p) const;
   };
   void allocate();
