@@ -12,6 +12,7 @@
 #include <memory>
 #include <thread>
 
+#include "tapestry/cost/work.h"
 #include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/metakernel/tap_frontend.h"
 #include "tapestry/rewrite/lower.h"
@@ -76,14 +77,22 @@ struct Measured {
 };
 
 // Builds, lowers and runs `bench` on `threads` threads: one untimed run, then runs until
-// `budget_s` is spent (at least 3, at most 1000); the run of median window counts.
-Measured measure(const BenchGraph& bench, int threads, double budget_s) {
+// `budget_s` is spent (at least 3, at most 1000); the run of median window counts. `work`, when
+// given, receives the cost model's work of Y's first application.
+Measured measure(const BenchGraph& bench, int threads, double budget_s,
+                 cost::Work* work = nullptr) {
   auto file = std::make_shared<metakernel::SourceFile>("calibrate.tap", bench.tap);
   metakernel::BuildResult built = metakernel::build_tap(file, metakernel::builtin_signatures());
   if (!built.ok()) throw Error(metakernel::format_diagnostics(built.diagnostics));
   rewrite::Plan plan;
   if (!bench.split.empty()) plan.ops["Y"].split = bench.split;
   const rewrite::LowerResult lowered = rewrite::lower(*built.graph, plan);
+  if (work != nullptr) {
+    for (ir::OperationId op : lowered.graph.operations()) {
+      if (rewrite::operation_name(lowered.graph, op) != "Y") continue;
+      *work = cost::application_work(lowered.graph, lowered.graph.operation(op).applications()[0]);
+    }
+  }
   const runtime::BufferMap inputs = runtime::generate_inputs(lowered.graph, {.seed = 1});
   const runtime::BlockExecutor executor(lowered.graph, {.threads = threads});
   (void)executor.run(inputs);  // buffers into the pool, libraries initialised
@@ -203,6 +212,74 @@ Calibration calibrate(double seconds, const std::function<void(std::string_view)
   const auto n = static_cast<double>(d.median.applications);
   c.dispatch_s = d.median.window_s / n;
   c.dispatch_overhead_s = std::max(0.0, d.median.window_s - d.median.busy_s) / n;
+
+  // The fixed cost of a run: the wall time of a run of one tiny application beyond the kernel.
+  if (progress) progress("run");
+  {
+    auto file = std::make_shared<metakernel::SourceFile>("calibrate.tap",
+                                                         "P: f32[1, 1]\nY = relu(P)\noutput Y\n");
+    metakernel::BuildResult built = metakernel::build_tap(file, metakernel::builtin_signatures());
+    if (!built.ok()) throw Error(metakernel::format_diagnostics(built.diagnostics));
+    const rewrite::LowerResult lowered = rewrite::lower(*built.graph, rewrite::Plan{});
+    const runtime::BufferMap inputs = runtime::generate_inputs(lowered.graph, {.seed = 1});
+    const runtime::BlockExecutor executor(lowered.graph, {.threads = t});
+    (void)executor.run(inputs);
+    std::vector<double> overheads;
+    const Clock::time_point begin = Clock::now();
+    while (overheads.size() < 20 ||
+           (overheads.size() < 2000 &&
+            std::chrono::duration<double>(Clock::now() - begin).count() < share / 2)) {
+      const runtime::RunMetrics m = executor.run_measured(inputs).metrics;
+      overheads.push_back(std::max(0.0, m.wall_s - m.busy_s));
+    }
+    std::sort(overheads.begin(), overheads.end());
+    c.run_overhead_s = overheads[overheads.size() / 2];
+  }
+
+  // Kernels whose rate may differ from the roofline of the rates above: one shard per thread.
+  const std::int64_t r = 1024;
+  const std::string rows_shape = fmt::format("{}×2048 per thread", r);
+  const auto unary = [&](std::string_view kernel, const char* dim) {
+    return BenchGraph{fmt::format("P: f32[{0}, 1]\nQ: f32[1, 2048]\nA = add(P, Q)\nY = {1}(A)\n"
+                                  "S = sum(Y)\noutput S\n",
+                                  r * t, kernel),
+                      t > 1 ? std::map<std::string, std::int64_t>{{dim, t}}
+                            : std::map<std::string, std::int64_t>{}};
+  };
+  struct KernelSpec {
+    const char* kernel;
+    std::string shape;
+    BenchGraph graph;
+  };
+  std::vector<KernelSpec> kernel_specs;
+  for (const char* k : {"gelu", "softmax", "exp", "tanh", "sigmoid"}) {
+    kernel_specs.push_back(
+        {k, rows_shape, unary(k, std::string_view(k) == "softmax" ? "batch" : "d0")});
+  }
+  kernel_specs.push_back(
+      {"transpose",
+       rows_shape,
+       {fmt::format("P: f32[{0}, 1]\nQ: f32[1, 2048]\nA = add(P, Q)\nY = transpose(A)\n"
+                    "S = sum(Y)\noutput S\n",
+                    r * t),
+        t > 1 ? std::map<std::string, std::int64_t>{{"m", t}}
+              : std::map<std::string, std::int64_t>{}}});
+  kernel_specs.push_back(
+      {"conv2d",
+       "8×16×34×34 ⊛ 32×16×3×3 per thread",
+       {fmt::format("P: f32[{0}, 16, 1, 1]\nQ: f32[1, 1, 34, 34]\nK: f32[32, 16, 3, 3]\n"
+                    "A = add(P, Q)\nY = conv2d(A, K)\nS = sum(Y)\noutput S\n",
+                    8 * t),
+        t > 1 ? std::map<std::string, std::int64_t>{{"n", t}}
+              : std::map<std::string, std::int64_t>{}}});
+  for (const KernelSpec& k : kernel_specs) {
+    if (progress) progress(k.kernel);
+    cost::Work work;
+    const Measured m = measure(k.graph, t, share / 2, &work);
+    c.kernels.push_back({k.kernel, k.shape,
+                         m.median.busy_s / static_cast<double>(m.median.applications), work.flops,
+                         static_cast<double>(work.bytes_read + work.bytes_written), m.runs});
+  }
   c.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
   return c;
 }
@@ -229,12 +306,24 @@ cost::Target calibrated_target(const Calibration& c) {
   core.memory_bytes = c.memory_bytes;
   core.idle_w = kIdleWattsPerThread;
   core.busy_w = kBusyWattsPerThread;
+  for (const KernelResult& k : c.kernels) {
+    const double compute = k.flops / core.peak_flops.at(ir::DType::kFloat32);
+    const double memory = k.bytes / core.memory_bandwidth_Bps;
+    const double seconds = k.seconds - core.launch_s;
+    if (seconds <= 1.1 * std::max(compute, memory)) continue;  // the roofline holds
+    if (seconds > 2 * memory && compute > 0) {
+      core.kernels[k.kernel].efficiency = compute / seconds;
+    } else {
+      core.kernels[k.kernel].bandwidth_efficiency = memory / seconds;
+    }
+  }
   target.device_types.push_back(core);
   for (int i = 0; i < c.threads; ++i) {
     const auto index = static_cast<std::size_t>(i);
     target.devices.push_back({fmt::format("cpu:{}", i), 0, 0, index});
   }
   target.intra_node = {copy.all_threads / t, 0.0, true};
+  target.run_overhead_s = c.run_overhead_s;
 
   nlohmann::json benchmarks = nlohmann::json::object();
   for (const BenchmarkResult& b : c.benchmarks) {
@@ -258,7 +347,17 @@ cost::Target calibrated_target(const Calibration& c) {
        {{"applications", c.dispatch_applications},
         {"per_application_s", c.dispatch_s},
         {"overhead_per_application_s", c.dispatch_overhead_s}}},
+      {"run_overhead_s", c.run_overhead_s},
       {"power", "estimated, not measured: 1 W idle, 4 W busy per hardware thread"}};
+  nlohmann::json kernels = nlohmann::json::object();
+  for (const KernelResult& k : c.kernels) {
+    kernels[k.kernel] = {{"shape", k.shape},
+                         {"seconds_per_shard", k.seconds},
+                         {"flops_per_shard", k.flops},
+                         {"bytes_per_shard", k.bytes},
+                         {"runs", k.runs}};
+  }
+  target.calibration["kernels"] = std::move(kernels);
   // Round trip through the parser: what is written is what `--target` will read.
   return cost::parse_target(cost::to_json(target).dump(), "cpu-local (calibrated)");
 }
@@ -277,6 +376,23 @@ std::string calibration_table(const Calibration& c) {
   out += fmt::format("{:<12} {:<28} {:>14} per application ({} beyond the kernel)\n", "dispatch",
                      fmt::format("{} relu of 8×8, 1 thread", c.dispatch_applications),
                      si(c.dispatch_s, "s"), si(c.dispatch_overhead_s, "s"));
+  out += fmt::format("{:<12} {:<28} {:>11.2f} µs per run beyond its kernels ({} threads)\n", "run",
+                     "one relu of 1×1", c.run_overhead_s * 1e6, c.threads);
+  const cost::Target target = calibrated_target(c);
+  const cost::DeviceType& core = target.device_types.front();
+  for (const KernelResult& k : c.kernels) {
+    const double compute = k.flops / core.peak_flops.at(ir::DType::kFloat32);
+    const double memory = k.bytes / core.memory_bandwidth_Bps;
+    const double model = core.launch_s + std::max(compute, memory);
+    std::string rate = "the roofline holds";
+    if (auto found = core.kernels.find(k.kernel); found != core.kernels.end()) {
+      rate = found->second.efficiency
+                 ? fmt::format("efficiency {:.3g}", *found->second.efficiency)
+                 : fmt::format("bandwidth efficiency {:.3g}", *found->second.bandwidth_efficiency);
+    }
+    out += fmt::format("{:<12} {:<28} {:>11.3f} ms per shard, {:.1f}× the roofline: {}\n", k.kernel,
+                       k.shape, k.seconds * 1e3, k.seconds / model, rate);
+  }
   return out;
 }
 

@@ -11,6 +11,16 @@
 //   copy          Y = reshape(A) to one dim (a strided copy), same size   bytes/s
 //   dispatch      Y = relu(A), A 1024 × 1024 cut into 128 × 128 blocks    seconds per application
 //                 of 8 × 8 (16,384 applications), one thread
+//   run           Y = relu(A) of 1 × 1, every thread: the run's wall time    seconds per run
+//                 beyond Y's own (pool start and join)
+//   kernels       Y = gelu(A), softmax, exp, tanh, sigmoid, transpose over  seconds per shard vs
+//                 1024·t × 2048 f32; Y = conv2d(A, K), A [8·t, 16, 34, 34],  the roofline of
+//                 K [32, 16, 3, 3]; every hardware thread, one shard each     the rates above
+//
+// A kernel more than 10% slower than the roofline of the measured rates (peak from matmul,
+// bandwidth from add/relu) gets its own rate in the target's "kernels": `efficiency` when its
+// time is more than twice the memory term (it is computing, e.g. an erf per element), else
+// `bandwidth_efficiency` — the fraction that makes the roofline give the measured time.
 //
 // Only Y's applications are timed: from the first one's start to the last one's end. Its inputs
 // are made inside the graph (A = add(P, Q) of a column and a row, unsplit, so every shard of Y
@@ -42,6 +52,16 @@ struct BenchmarkResult {
   int runs_all = 0;
 };
 
+/// One kernel's measured time per shard against its work under the cost model (work.h).
+struct KernelResult {
+  std::string kernel;  // "gelu"
+  std::string shape;   // "1024×2048 per thread"
+  double seconds = 0;  // median time of one shard (every thread running one)
+  double flops = 0;    // of one shard, as the cost model counts them
+  double bytes = 0;    // read + written by one shard
+  int runs = 0;
+};
+
 struct Calibration {
   int threads = 1;  // hardware threads measured (= devices of the target)
   std::string cpu_model;
@@ -52,6 +72,8 @@ struct Calibration {
   std::int64_t dispatch_applications = 0;
   double dispatch_s = 0;           // per application, wall (kernel included), one thread
   double dispatch_overhead_s = 0;  // per application, beyond the kernel
+  double run_overhead_s = 0;  // per run: wall time beyond its one tiny application, all threads
+  std::vector<KernelResult> kernels;
 
   [[nodiscard]] const BenchmarkResult& benchmark(std::string_view name) const;
 };

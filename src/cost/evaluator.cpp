@@ -370,6 +370,7 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
         offset += static_cast<std::size_t>(parts[d]) + 1;
       }
       const zspace::Range cell{zspace::Point(cell_start), zspace::Point(cell_end)};
+      if (s == 0) kernel_shares(op.rule, cell, builder.operation().kernels);
       Work work;
       work.dtype = op.rule.dtype;
       for (const WorkRule::Stage& stage : op.rule.stages) {

@@ -90,6 +90,11 @@ Placement place(const ir::Graph& graph, const rewrite::Plan& plan, const Target&
         builder.add_input(e.value.tensor.index(), e.value.range);
       for (const auto& e : app.outputs().entries())
         builder.add_output(e.value.tensor.index(), e.value.range);
+      if (i == 0) {
+        if (const std::optional<zspace::Range> box = app.ipf_index()) {
+          builder.operation().kernels = kernel_shares(rule, *box);
+        }
+      }
       builder.add_application(apps[i], devices[i], application_work(graph, apps[i], rule), pinned);
     }
   }

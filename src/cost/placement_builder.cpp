@@ -209,6 +209,7 @@ void PlacementBuilder::add_operation(ir::OperationId id, std::string_view name,
   op.name.assign(name);
   op.kernel.assign(kernel);
   op.applications.clear();
+  op.kernels.clear();
 }
 
 const zspace::Range& PlacementBuilder::add_input(std::uint32_t tensor, const zspace::Range& box) {

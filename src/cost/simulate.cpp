@@ -59,6 +59,14 @@ class Simulation {
   Simulation(const Placement& placement, const Target& target)
       : p_(placement), target_(target), n_devices_(target.devices.size()) {
     const std::size_t n = p_.applications.size();
+    n_types_ = target.device_types.size();
+    rates_.resize(p_.operations.size() * n_types_);
+    for (std::size_t op = 0; op < p_.operations.size(); ++op) {
+      for (std::size_t type = 0; type < n_types_; ++type) {
+        rates_[op * n_types_ + type] =
+            operation_rates(p_.operations[op], target.device_types[type]);
+      }
+    }
     pending_.resize(n);
     ready_.assign(n, 0.0);
     app_time_.resize(n);
@@ -187,7 +195,10 @@ class Simulation {
     from->pop();
     device_free_[device] = false;
     ran_on_[a] = static_cast<std::uint32_t>(device);
-    const double duration = application_seconds(p_.applications[a].work, target_.type_of(device));
+    const PlacedApplication& app = p_.applications[a];
+    const std::size_t type = target_.devices[device].type;
+    const double duration = application_seconds(app.work, target_.device_types[type],
+                                                rates_[app.operation * n_types_ + type]);
     app_time_[a] = {now, now + duration};
     scheduled_[a] = true;
     push(now + duration, false, a);
@@ -243,6 +254,8 @@ class Simulation {
   const Placement& p_;
   const Target& target_;
   std::size_t n_devices_;
+  std::size_t n_types_ = 0;
+  std::vector<OperationRates> rates_;  // per operation, per device type
   std::vector<std::uint32_t> pending_;
   std::vector<double> ready_;
   std::vector<std::uint32_t> local_begin_, local_consumers_;  // CSR by producer
@@ -268,6 +281,7 @@ CostVector Simulation::cost() const {
   double makespan = 0;
   for (const auto& t : app_time_) makespan = std::max(makespan, t.end);
   for (const auto& t : transfer_time_) makespan = std::max(makespan, t.end);
+  makespan += target_.run_overhead_s;
   c.makespan_s = makespan;
 
   std::vector<DeviceCost> devices(n_devices_);
@@ -330,7 +344,28 @@ CostVector Simulation::cost() const {
 
 }  // namespace
 
+OperationRates operation_rates(const PlacedOperation& op, const DeviceType& device) {
+  OperationRates r{device.efficiency, device.bandwidth_efficiency_of(op.kernel)};
+  if (op.kernels.empty() || device.kernels.empty()) return r;
+  double inverse = 0;
+  double bandwidth = 1.0;
+  for (const KernelShare& k : op.kernels) {
+    inverse += k.share / device.efficiency_of(k.kernel);
+    bandwidth = std::min(bandwidth, device.bandwidth_efficiency_of(k.kernel));
+  }
+  r.efficiency = 1.0 / inverse;
+  if (op.kernels.size() > 1 || op.kernels.front().kernel != op.kernel) {
+    r.bandwidth_efficiency = std::min(r.bandwidth_efficiency, bandwidth);
+  }
+  return r;
+}
+
 double application_seconds(const Work& work, const DeviceType& device) {
+  return application_seconds(work, device, {device.efficiency, device.bandwidth_efficiency});
+}
+
+double application_seconds(const Work& work, const DeviceType& device,
+                           const OperationRates& rates) {
   double compute = 0;
   if (work.flops > 0) {
     auto peak = device.peak_flops.find(work.dtype);
@@ -338,10 +373,10 @@ double application_seconds(const Work& work, const DeviceType& device) {
       throw Error(fmt::format("device type '{}' has no peak_flops for {}", device.name,
                               ir::dtype_name(work.dtype)));
     }
-    compute = work.flops / (peak->second * device.efficiency);
+    compute = work.flops / (peak->second * rates.efficiency);
   }
   const double bytes = static_cast<double>(work.bytes_read + work.bytes_written);
-  const double memory = bytes / (device.memory_bandwidth_Bps * device.bandwidth_efficiency);
+  const double memory = bytes / (device.memory_bandwidth_Bps * rates.bandwidth_efficiency);
   return device.launch_s + std::max(compute, memory);
 }
 

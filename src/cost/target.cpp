@@ -15,6 +15,19 @@
 
 namespace tapestry::cost {
 
+double DeviceType::efficiency_of(std::string_view kernel) const {
+  const auto found = kernels.find(kernel);
+  return found != kernels.end() && found->second.efficiency ? *found->second.efficiency
+                                                            : efficiency;
+}
+
+double DeviceType::bandwidth_efficiency_of(std::string_view kernel) const {
+  const auto found = kernels.find(kernel);
+  return found != kernels.end() && found->second.bandwidth_efficiency
+             ? *found->second.bandwidth_efficiency
+             : bandwidth_efficiency;
+}
+
 std::optional<std::size_t> Target::find_device(std::string_view name) const {
   for (const Device& device : devices) {
     if (device.name == name) return device.index;
@@ -130,6 +143,14 @@ std::string describe_target(const Target& t) {
                        si(static_cast<double>(d.memory_bytes), "B"),
                        si(d.memory_bandwidth_Bps, "B/s"), d.bandwidth_efficiency);
     out += fmt::format("  power       {} idle, {} busy\n", si(d.idle_w, "W"), si(d.busy_w, "W"));
+    for (const auto& [kernel, r] : d.kernels) {
+      std::vector<std::string> rates;
+      if (r.efficiency) rates.push_back(fmt::format("{:.3g} of peak", *r.efficiency));
+      if (r.bandwidth_efficiency) {
+        rates.push_back(fmt::format("{:.3g} of bandwidth", *r.bandwidth_efficiency));
+      }
+      out += fmt::format("  kernel      {}: {}\n", kernel, fmt::join(rates, ", "));
+    }
   }
   out += fmt::format("intra     {}\n", describe_link(t.intra_node));
   if (t.inter_node) out += fmt::format("inter     {}\n", describe_link(*t.inter_node));
@@ -141,6 +162,7 @@ std::string describe_target(const Target& t) {
       fmt::format("mesh      {}{}\n", fmt::join(axes, " × "), t.mesh.empty() ? " (default)" : "");
   const auto where = [](Residence r) { return r == Residence::kHost ? "host" : "resident"; };
   out += fmt::format("inputs    {}, outputs {}\n", where(t.inputs), where(t.outputs));
+  if (t.run_overhead_s > 0) out += fmt::format("per run   {} fixed\n", si(t.run_overhead_s, "s"));
   return out;
 }
 

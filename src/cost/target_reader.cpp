@@ -58,7 +58,7 @@ class TargetReader {
   Target read(const Json& root) {
     Target t;
     members(root, "", {"name", "device_types", "nodes", "links"},
-            {"about", "mesh", "inputs", "outputs", "calibration"});
+            {"about", "mesh", "inputs", "outputs", "run_overhead_s", "calibration"});
     t.name = string(root["name"], "/name");
     if (t.name.empty()) fail("/name", "must not be empty");
     if (root.contains("about")) t.about = string(root["about"], "/about");
@@ -66,6 +66,9 @@ class TargetReader {
     read_nodes(root["nodes"], t);
     if (root.contains("inputs")) t.inputs = residence(root["inputs"], "/inputs");
     if (root.contains("outputs")) t.outputs = residence(root["outputs"], "/outputs");
+    if (root.contains("run_overhead_s")) {
+      t.run_overhead_s = non_negative(root["run_overhead_s"], "/run_overhead_s");
+    }
     read_links(root["links"], t);
     if (root.contains("mesh")) read_mesh(root["mesh"], t);
     if (root.contains("calibration")) {
@@ -181,7 +184,7 @@ class TargetReader {
     DeviceType d;
     d.name = identifier(name, path, "device type");
     members(j, path, {"kind", "peak_flops", "memory_bandwidth_Bps", "memory_bytes"},
-            {"efficiency", "launch_s", "bandwidth_efficiency", "idle_w", "busy_w"});
+            {"efficiency", "launch_s", "bandwidth_efficiency", "idle_w", "busy_w", "kernels"});
     d.kind = identifier(string(j["kind"], path + "/kind"), path + "/kind", "kind");
     object(j["peak_flops"], path + "/peak_flops");
     for (const auto& [dtype_name, flops] : j["peak_flops"].items()) {
@@ -205,6 +208,27 @@ class TargetReader {
     if (j.contains("busy_w")) d.busy_w = non_negative(j["busy_w"], path + "/busy_w");
     if (d.idle_w > d.busy_w) {
       fail(path, fmt::format("idle_w ({}) must be <= busy_w ({})", d.idle_w, d.busy_w));
+    }
+    if (j.contains("kernels")) {
+      const std::string at = path + "/kernels";
+      object(j["kernels"], at);
+      for (const auto& [kernel, rates] : j["kernels"].items()) {
+        const std::string kernel_at = child(at, kernel);
+        if (kernel.empty()) fail(kernel_at, "a kernel name must not be empty");
+        members(rates, kernel_at, {}, {"efficiency", "bandwidth_efficiency"});
+        KernelRates r;
+        if (rates.contains("efficiency")) {
+          r.efficiency = fraction(rates["efficiency"], kernel_at + "/efficiency");
+        }
+        if (rates.contains("bandwidth_efficiency")) {
+          r.bandwidth_efficiency =
+              fraction(rates["bandwidth_efficiency"], kernel_at + "/bandwidth_efficiency");
+        }
+        if (!r.efficiency && !r.bandwidth_efficiency) {
+          fail(kernel_at, "expected \"efficiency\" or \"bandwidth_efficiency\" (or both)");
+        }
+        d.kernels.emplace(kernel, r);
+      }
     }
     return d;
   }
@@ -352,6 +376,16 @@ nlohmann::json to_json(const Target& target) {
                      {"memory_bytes", d.memory_bytes},
                      {"idle_w", d.idle_w},
                      {"busy_w", d.busy_w}};
+    if (!d.kernels.empty()) {
+      nlohmann::json kernels = nlohmann::json::object();
+      for (const auto& [kernel, r] : d.kernels) {
+        nlohmann::json k = nlohmann::json::object();
+        if (r.efficiency) k["efficiency"] = *r.efficiency;
+        if (r.bandwidth_efficiency) k["bandwidth_efficiency"] = *r.bandwidth_efficiency;
+        kernels[kernel] = std::move(k);
+      }
+      types[d.name]["kernels"] = std::move(kernels);
+    }
   }
   j["device_types"] = std::move(types);
   // Every node holds the same devices: count node 0's.
@@ -382,6 +416,7 @@ nlohmann::json to_json(const Target& target) {
   }
   j["inputs"] = target.inputs == Residence::kHost ? "host" : "resident";
   j["outputs"] = target.outputs == Residence::kHost ? "host" : "resident";
+  if (target.run_overhead_s > 0) j["run_overhead_s"] = target.run_overhead_s;
   if (target.calibration.is_object()) j["calibration"] = target.calibration;
   return j;
 }
@@ -390,7 +425,7 @@ std::string target_json_text(const Target& target) {
   const nlohmann::json j = to_json(target);
   Json ordered = Json::object();
   for (const char* key : {"name", "about", "device_types", "nodes", "links", "mesh", "inputs",
-                          "outputs", "calibration"}) {
+                          "outputs", "run_overhead_s", "calibration"}) {
     if (j.contains(key)) ordered[key] = Json::parse(j[key].dump());
   }
   return ordered.dump(2) + "\n";

@@ -10,6 +10,7 @@
 #include "tapestry/cost/work_rule.h"
 #include "tapestry/rewrite/fused.h"
 #include "tapestry/support/error.h"
+#include "tapestry/zspace/range.h"
 
 namespace tapestry::cost {
 
@@ -18,16 +19,50 @@ namespace {
 struct Factor {
   std::string_view kernel;
   double flops;
+  // A port whose box for one index point holds several elements, each costing `flops`: conv2d's
+  // window (w: kh × kw per point), softmax's row (result: the whole softmax axis per point).
+  std::string_view per_point_port = {};
 };
 
 constexpr std::array kFactors = {
-    Factor{"matmul", 2},  Factor{"linear", 2},  Factor{"conv2d", 2},   Factor{"add", 1},
-    Factor{"sub", 1},     Factor{"mul", 1},     Factor{"div", 1},      Factor{"maximum", 1},
-    Factor{"relu", 1},    Factor{"neg", 1},     Factor{"bias_add", 1}, Factor{"sum", 1},
-    Factor{"max", 1},     Factor{"reduce", 1},  Factor{"exp", 4},      Factor{"tanh", 4},
-    Factor{"sigmoid", 4}, Factor{"gelu", 8},    Factor{"softmax", 5},  Factor{"transpose", 0},
-    Factor{"permute", 0}, Factor{"reshape", 0}, Factor{"pad", 0},
+    Factor{"matmul", 2},
+    Factor{"linear", 2},
+    Factor{"conv2d", 2, "w"},
+    Factor{"add", 1},
+    Factor{"sub", 1},
+    Factor{"mul", 1},
+    Factor{"div", 1},
+    Factor{"maximum", 1},
+    Factor{"relu", 1},
+    Factor{"neg", 1},
+    Factor{"bias_add", 1},
+    Factor{"sum", 1},
+    Factor{"max", 1},
+    Factor{"reduce", 1},
+    Factor{"exp", 4},
+    Factor{"tanh", 4},
+    Factor{"sigmoid", 4},
+    Factor{"gelu", 8},
+    Factor{"softmax", 5, "result"},
+    Factor{"transpose", 0},
+    Factor{"permute", 0},
+    Factor{"reshape", 0},
+    Factor{"pad", 0},
 };
+
+std::string_view per_point_port(std::string_view kernel) {
+  for (const Factor& f : kFactors) {
+    if (f.kernel == kernel) return f.per_point_port;
+  }
+  return {};
+}
+
+// The elements of `ipf`'s box for one index point (the unit box at the origin).
+double elements_per_point(const zspace::IndexProjection& ipf, std::size_t rank) {
+  const std::vector<std::int64_t> zeros(rank, 0), ones(rank, 1);
+  return static_cast<double>(
+      ipf.apply(zspace::Range(zspace::Point(zeros), zspace::Point(ones))).size());
+}
 
 ir::DType dtype_of(const ir::Graph& graph, ir::TensorId tensor) {
   const ir::LoomDType& dtype = graph.tensor(tensor).dtype();
@@ -60,11 +95,27 @@ WorkRule work_rule(const ir::Graph& graph, ir::OperationId op) {
   WorkRule rule;
   if (view.kernel() == rewrite::kFusedKernel) {
     for (const rewrite::FusedStage& stage : rewrite::fused_stages(view.params())) {
-      rule.stages.push_back(
-          {flops_per_point(stage.kernel), zspace::IndexProjection(stage.index_map)});
+      double flops = flops_per_point(stage.kernel);
+      const std::string_view port = per_point_port(stage.kernel);
+      for (const auto* ports : {&stage.inputs, &stage.outputs}) {
+        for (const rewrite::FusedPort& p : *ports) {
+          if (!port.empty() && p.name == port) {
+            flops *= elements_per_point(p.ipf, stage.index_names.size());
+          }
+        }
+      }
+      rule.stages.push_back({stage.kernel, flops, zspace::IndexProjection(stage.index_map)});
     }
   } else {
-    rule.stages.push_back({flops_per_point(view.kernel()), std::nullopt});
+    double flops = flops_per_point(view.kernel());
+    const std::string_view port = per_point_port(view.kernel());
+    if (const ir::IpfSignature* signature = view.ipf_signature(); signature && !port.empty()) {
+      for (const ir::IpfMap* map : {&signature->inputs, &signature->outputs}) {
+        const auto list = map->list(port);
+        if (!list.empty()) flops *= elements_per_point(list[0], view.index_rank());
+      }
+    }
+    rule.stages.push_back({std::string(view.kernel()), flops, std::nullopt});
   }
   const auto& outputs = view.outputs().entries();
   rule.dtype = outputs.begin() == outputs.end() ? ir::DType::kFloat32
@@ -85,6 +136,30 @@ Work application_work(const ir::Graph& graph, ir::ApplicationId app, const WorkR
   work.bytes_read = selection_bytes(graph, view.inputs());
   work.bytes_written = selection_bytes(graph, view.outputs());
   return work;
+}
+
+void kernel_shares(const WorkRule& rule, const zspace::Range& box, std::vector<KernelShare>& out) {
+  std::size_t n = 0;
+  double total = 0;
+  for (const WorkRule::Stage& stage : rule.stages) {
+    if (stage.flops_per_point == 0) continue;
+    const std::int64_t points = stage.index_map ? stage.index_map->apply(box).size() : box.size();
+    const double flops = stage.flops_per_point * static_cast<double>(points);
+    if (flops == 0) continue;
+    if (out.size() <= n) out.emplace_back();
+    out[n].kernel.assign(stage.kernel);
+    out[n].share = flops;
+    total += flops;
+    ++n;
+  }
+  out.resize(n);
+  for (KernelShare& s : out) s.share /= total;
+}
+
+std::vector<KernelShare> kernel_shares(const WorkRule& rule, const zspace::Range& box) {
+  std::vector<KernelShare> shares;
+  kernel_shares(rule, box, shares);
+  return shares;
 }
 
 Work application_work(const ir::Graph& graph, ir::ApplicationId app) {

@@ -227,6 +227,26 @@ TEST(Work, FlopsAndBytesFollowTheTable) {
   EXPECT_EQ(flops_per_point("a_user_kernel"), 1);
 }
 
+// conv2d's index has no window dims (the window is a tile of x and w): each point costs
+// 2 · kh · kw FLOPs; softmax's index is its rows: each point costs 5 per element of the row.
+// Fused conv2d ⇒ relu counts its conv stage the same way.
+TEST(Work, ConvWindowsAndSoftmaxRowsCountEveryElement) {
+  const char* conv = "X: f32[2, 3, 10, 10]\nK: f32[4, 3, 3, 3]\nY = conv2d(X, K)\noutput Y\n";
+  rewrite::LowerResult c = testing::lower_tap(conv, "{}");
+  ASSERT_EQ(c.graph.applications().size(), 1u);
+  const double points = 2.0 * 4 * 8 * 8 * 3;  // n, o, oh, ow, c
+  EXPECT_DOUBLE_EQ(application_work(c.graph, c.graph.applications()[0]).flops, points * 2 * 3 * 3);
+  rewrite::LowerResult cf = testing::lower_tap(
+      "X: f32[2, 3, 10, 10]\nK: f32[4, 3, 3, 3]\nY = relu(conv2d(X, K))\noutput Y\n",
+      R"({"fuse": "auto"})");
+  ASSERT_EQ(cf.graph.applications().size(), 1u);
+  EXPECT_DOUBLE_EQ(application_work(cf.graph, cf.graph.applications()[0]).flops,
+                   points * 2 * 3 * 3 + 2.0 * 4 * 8 * 8);
+  rewrite::LowerResult s = testing::lower_tap("X: f32[6, 50]\nY = softmax(X)\noutput Y\n", "{}");
+  ASSERT_EQ(s.graph.applications().size(), 1u);
+  EXPECT_DOUBLE_EQ(application_work(s.graph, s.graph.applications()[0]).flops, 5.0 * 6 * 50);
+}
+
 // The oracle: per destination device, the cells transfers bring are exactly the cells its
 // applications read that another device wrote — computed cell by cell.
 using Cell = std::tuple<std::uint32_t, std::uint32_t, std::vector<std::int64_t>>;  // device, tensor

@@ -44,6 +44,53 @@ TEST(Roofline, MemoryBoundComputeBoundAndTheLaunchFloor) {
   EXPECT_DOUBLE_EQ(transfer_seconds(1'000'000, Link{1e9, 5e-6, true}), 0.0);
 }
 
+// A device type's "kernels" entry replaces its efficiencies for that kernel only.
+TEST(Roofline, KernelRatesApplyToTheirKernelOnly) {
+  Target t = toy_target(1, 1);
+  const Placement p = place_tap(kRelu, "{}", t);
+  EXPECT_DOUBLE_EQ(simulate(p, t).makespan_s, 2e-3);  // 2 MB at 1 GB/s
+  t.device_types[0].kernels["relu"].bandwidth_efficiency = 0.5;
+  EXPECT_DOUBLE_EQ(simulate(p, t).makespan_s, 4e-3);
+  t.device_types[0].kernels.clear();
+  t.device_types[0].kernels["gelu"].bandwidth_efficiency = 0.5;  // not relu: no effect
+  EXPECT_DOUBLE_EQ(simulate(p, t).makespan_s, 2e-3);
+}
+
+// A fused operation's compute efficiency weighs its stages' by their FLOPs, harmonically:
+// linear (2·100³ FLOPs) ⇒ gelu (8·100² FLOPs), gelu at 0.001 of peak.
+TEST(Roofline, AFusedOperationWeighsItsStagesRates) {
+  Target t = toy_target(1, 1);
+  t.device_types[0].kernels["gelu"].efficiency = 0.001;
+  const Placement p = place_tap(
+      "X: f32[100, 100]\nW: f32[100, 100]\nb: f32[100]\nY = gelu(linear(X, W, b))\noutput Y\n",
+      R"({"fuse": "auto"})", t);
+  ASSERT_EQ(p.operations.size(), 1u);
+  const PlacedOperation& op = p.operations[0];
+  ASSERT_EQ(op.kernel, "fused");
+  ASSERT_EQ(op.kernels.size(), 2u);
+  const double linear = 2e6, gelu = 8e4;
+  EXPECT_EQ(op.kernels[0].kernel, "linear");
+  EXPECT_DOUBLE_EQ(op.kernels[0].share, linear / (linear + gelu));
+  EXPECT_EQ(op.kernels[1].kernel, "gelu");
+  const double efficiency = 1.0 / (linear / (linear + gelu) / 1.0 + gelu / (linear + gelu) / 0.001);
+  EXPECT_NEAR(operation_rates(op, t.device_types[0]).efficiency, efficiency, 1e-15);
+  // Compute-bound now: 2.08 MFLOP at 100 GFLOP/s × 0.0254, not the 120 µs of its 120,400 bytes.
+  EXPECT_NEAR(simulate(p, t).makespan_s, (linear + gelu) / (100e9 * efficiency), 1e-12);
+  EXPECT_GT(simulate(p, t).makespan_s, 8e-4);
+}
+
+// A target's run_overhead_s is added once to the makespan (and idle power is drawn during it).
+TEST(Simulate, RunOverheadAddsToTheMakespanOnce) {
+  Target t = toy_target(1, 2);
+  const Placement p = place_tap(kRelu, R"({"ops": {"Y": {"split": {"d0": 2}}}})", t);
+  const CostVector before = simulate(p, t);
+  t.run_overhead_s = 5e-6;
+  const CostVector after = simulate(p, t);
+  EXPECT_DOUBLE_EQ(after.makespan_s, before.makespan_s + 5e-6);
+  EXPECT_NEAR(after.energy_j, before.energy_j + 2 * 10 * 5e-6, 1e-15);
+  EXPECT_EQ(parse_target(to_json(t).dump(), "again").run_overhead_s, 5e-6);
+}
+
 TEST(Simulate, OneApplication) {
   const Target t = toy_target();
   const CostVector c = simulate(place_tap(kRelu, "{}", t), t);

@@ -262,12 +262,12 @@ const BadTarget kBadTargets[] = {
     {"unknown member", R"([{"op": "add", "path": "/link", "value": {}}])", "",
      "t.json: /link: unknown member (expected one of name, device_types, nodes, links, about, "
      "mesh, "
-     "inputs, outputs, calibration)"},
+     "inputs, outputs, run_overhead_s, calibration)"},
     {"unknown device member", R"([{"op": "add", "path": "/device_types/big/tflops", "value": 1}])",
      "",
      "t.json: /device_types/big/tflops: unknown member (expected one of kind, peak_flops, "
      "memory_bandwidth_Bps, memory_bytes, efficiency, launch_s, bandwidth_efficiency, idle_w, "
-     "busy_w)"},
+     "busy_w, kernels)"},
     {"missing name", R"([{"op": "remove", "path": "/name"}])", "",
      "t.json: /: missing member \"name\""},
     {"unknown device type in nodes", R"([{"op": "add", "path": "/nodes/devices/tpu", "value": 1}])",
@@ -351,10 +351,49 @@ const BadTarget kBadTargets[] = {
      "t.json: /links/intra_node/shared_memory: expected true or false, got number"},
     {"calibration not an object", R"([{"op": "add", "path": "/calibration", "value": [1]}])", "",
      "t.json: /calibration: expected an object, got array"},
+    {"kernels not an object",
+     R"([{"op": "add", "path": "/device_types/big/kernels", "value": [1]}])", "",
+     "t.json: /device_types/big/kernels: expected an object, got array"},
+    {"a kernel entry without a rate",
+     R"([{"op": "add", "path": "/device_types/big/kernels", "value": {"gelu": {}}}])", "",
+     "t.json: /device_types/big/kernels/gelu: expected \"efficiency\" or "
+     "\"bandwidth_efficiency\" (or both)"},
+    {"a kernel efficiency of 0",
+     R"([{"op": "add", "path": "/device_types/big/kernels", "value": {"gelu": {"efficiency": 0}}}])",
+     "", "t.json: /device_types/big/kernels/gelu/efficiency: must be in (0, 1], got 0"},
+    {"an unknown kernel rate",
+     R"([{"op": "add", "path": "/device_types/big/kernels", "value": {"gelu": {"speed": 2}}}])", "",
+     "t.json: /device_types/big/kernels/gelu/speed: unknown member (expected one of efficiency, "
+     "bandwidth_efficiency)"},
     {"a key with '/' is escaped in the pointer",
      R"([{"op": "add", "path": "/links/a~1b", "value": {}}])", "",
      "t.json: /links/a~1b: unknown member (expected one of intra_node, inter_node, host)"},
 };
+
+// Per-kernel rates: read, used by efficiency_of, written back, described.
+TEST(Target, KernelRatesOverrideTheDeviceTypesAndRoundTrip) {
+  const std::string text = json::parse(kTwoNodes)
+                               .patch(json::parse(
+                                   R"([{"op": "add", "path": "/device_types/big/kernels",
+                   "value": {"gelu": {"efficiency": 0.01},
+                             "pad": {"bandwidth_efficiency": 0.25},
+                             "conv2d": {"efficiency": 0.5, "bandwidth_efficiency": 0.5}}}])"))
+                               .dump();
+  const Target t = parse_target(text, "t.json");
+  const DeviceType& big = t.device_types[0];
+  ASSERT_EQ(big.name, "big");
+  EXPECT_EQ(big.kernels.size(), 3u);
+  EXPECT_DOUBLE_EQ(big.efficiency_of("gelu"), 0.01);
+  EXPECT_DOUBLE_EQ(big.bandwidth_efficiency_of("gelu"), big.bandwidth_efficiency);
+  EXPECT_DOUBLE_EQ(big.efficiency_of("pad"), big.efficiency);
+  EXPECT_DOUBLE_EQ(big.bandwidth_efficiency_of("pad"), 0.25);
+  EXPECT_DOUBLE_EQ(big.efficiency_of("relu"), big.efficiency);
+  EXPECT_EQ(parse_target(to_json(t).dump(), "again"), t);
+  EXPECT_EQ(parse_target(target_json_text(t), "again"), t);
+  EXPECT_THAT(describe_target(t), ::testing::HasSubstr("  kernel      gelu: 0.01 of peak\n"));
+  EXPECT_THAT(describe_target(t),
+              ::testing::HasSubstr("  kernel      conv2d: 0.5 of peak, 0.5 of bandwidth\n"));
+}
 
 TEST(Target, BadTargetsGetTheirExactError) {
   for (const BadTarget& bad : kBadTargets) {

@@ -79,11 +79,20 @@ struct Transfer {
   std::vector<std::uint32_t> consumers;
 };
 
+/// A kernel's part of an operation's FLOPs (a fused operation has one per stage).
+struct KernelShare {
+  std::string kernel;  // "conv2d"
+  double share = 1.0;  // of the operation's FLOPs, summing to 1 over the operation's shares
+};
+
 /// One operation of the lowered graph and how it was placed.
 struct PlacedOperation {
   ir::OperationId id;
-  std::string name;                         // rewrite::operation_name
-  std::string kernel;                       // "linear", "fused", …
+  std::string name;    // rewrite::operation_name
+  std::string kernel;  // "linear", "fused", …
+  /// The kernels its FLOPs run in: {kernel, 1} for a plain operation, the stages of a fused one
+  /// with their parts of the FLOPs (over the first application's box); empty without FLOPs.
+  std::vector<KernelShare> kernels;
   std::vector<std::uint32_t> applications;  // positions in Placement::applications, grid order
   std::vector<std::int64_t> grid;           // shards along each index dim (1: not split)
   std::vector<std::string> mesh_axis;       // per index dim: the mesh axis it lies on, or ""

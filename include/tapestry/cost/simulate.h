@@ -4,6 +4,12 @@
 //   time = launch_s + max(flops / (peak_flops[dtype] · efficiency),
 //                         (bytes_read + bytes_written) / (memory_bandwidth_Bps ·
 //                         bandwidth_efficiency))
+// The efficiencies are the device type's, or its "kernels" entry for the operation's kernel
+// (target.h). A fused operation's compute efficiency is its stages' weighted by their parts of
+// the FLOPs, harmonically (the time of each stage's FLOPs at its own rate, summed), and its
+// bandwidth efficiency the lowest of its stages' (its external boxes stream at the slowest stage's
+// pace).
+// The makespan adds the target's run_overhead_s (a fixed cost per run) to the schedule's end.
 // Transfer time: latency_s + bytes / bandwidth_Bps of the link class between the two devices (0
 // over shared memory).
 //
@@ -83,8 +89,17 @@ struct Schedule {
   std::vector<Interval> transfers;     // parallel to Placement::transfers
 };
 
-/// The time one application takes on `device` (the roofline above). Error naming the dtype and
-/// the device type when the device has no peak for the application's dtype.
+/// The efficiencies a device type achieves on one operation (see above).
+struct OperationRates {
+  double efficiency = 1.0;
+  double bandwidth_efficiency = 1.0;
+};
+OperationRates operation_rates(const PlacedOperation& op, const DeviceType& device);
+
+/// The time one application takes on `device` (the roofline above) at `rates`. Error naming the
+/// dtype and the device type when the device has no peak for the application's dtype.
+double application_seconds(const Work& work, const DeviceType& device, const OperationRates& rates);
+/// The same at the device type's own efficiencies (no per-kernel entry).
 double application_seconds(const Work& work, const DeviceType& device);
 /// The time a transfer of `bytes` takes over `link`.
 double transfer_seconds(std::int64_t bytes, const Link& link);

@@ -14,14 +14,16 @@
 //                "peak_flops": {"bfloat16": 989e12, "float32": 67e12},
 //                "efficiency": 0.7, "launch_s": 5e-6,
 //                "memory_bandwidth_Bps": 3.35e12, "bandwidth_efficiency": 0.8,
-//                "memory_bytes": 80e9, "idle_w": 70, "busy_w": 700}
+//                "memory_bytes": 80e9, "idle_w": 70, "busy_w": 700,
+//                "kernels": {"softmax": {"bandwidth_efficiency": 0.4}}}
 //     },
 //     "nodes": {"count": 1, "devices": {"h100": 8}},
 //     "links": {"intra_node": {"bandwidth_Bps": 450e9, "latency_s": 2e-6},
 //               "inter_node": {"bandwidth_Bps": 50e9, "latency_s": 5e-6},
 //               "host":       {"bandwidth_Bps": 55e9, "latency_s": 1e-5}},
 //     "mesh": {"dp": 2, "tp": 4},
-//     "inputs": "resident", "outputs": "resident"
+//     "inputs": "resident", "outputs": "resident",
+//     "run_overhead_s": 0
 //   }
 //
 // Devices are named `<kind>:<i>`, numbered per kind across nodes in node order (node 0 holds
@@ -29,6 +31,10 @@
 // are laid over the devices row-major (dp=2, tp=4: gpu:0–3 are dp 0, gpu:4–7 are dp 1), and the
 // product of its sizes must equal the number of devices; since the order matters it may also be
 // written as pairs, [["dp", 2], ["tp", 4]] (to_json does when the axes are not in name order).
+// A device type's optional "kernels" member overrides efficiency and bandwidth_efficiency for
+// the kernels named there (a kernel whose achieved rate differs from the device's: on a CPU an
+// erf-based gelu or a direct conv2d; `tapestry calibrate` measures them). A fused operation takes
+// its stages' efficiencies, weighted by the FLOPs of each stage (simulate.h).
 // Links are per device and per direction: each device has one port of each link class
 // (`intra_node` to devices of its node, `inter_node` to other nodes, `host` to the host); a
 // transfer occupies the sender's and the receiver's port for latency + bytes / bandwidth. A link
@@ -58,6 +64,14 @@
 
 namespace tapestry::cost {
 
+/// A kernel's own fractions of a device's rates (unset: the device type's).
+struct KernelRates {
+  std::optional<double> efficiency;            // of peak_flops, in (0, 1]
+  std::optional<double> bandwidth_efficiency;  // of memory_bandwidth_Bps, in (0, 1]
+
+  friend bool operator==(const KernelRates&, const KernelRates&) = default;
+};
+
 /// One kind of device. All rates are sustained figures a kernel can reach, per device.
 struct DeviceType {
   std::string name;  // the key in "device_types"
@@ -77,6 +91,12 @@ struct DeviceType {
   /// Power drawn idle and busy, watts, 0 <= idle <= busy.
   double idle_w = 0.0;
   double busy_w = 0.0;
+  /// Per-kernel overrides, by kernel name ("gelu", "conv2d", …).
+  std::map<std::string, KernelRates, std::less<>> kernels;
+
+  /// The efficiencies in effect for `kernel`.
+  [[nodiscard]] double efficiency_of(std::string_view kernel) const;
+  [[nodiscard]] double bandwidth_efficiency_of(std::string_view kernel) const;
 
   friend bool operator==(const DeviceType&, const DeviceType&) = default;
 };
@@ -127,6 +147,9 @@ struct Target {
   std::vector<MeshAxis> mesh;      // empty: a one-axis mesh over every device, named "d"
   Residence inputs = Residence::kResident;
   Residence outputs = Residence::kResident;
+  /// A fixed cost of every run, seconds, >= 0, added to the makespan: starting and joining the
+  /// executor (the block executor's thread pool: ~10 µs on a CPU). 0 when absent.
+  double run_overhead_s = 0.0;
   /// The optional "calibration" member, kept verbatim (null when absent, else an object):
   /// `tapestry calibrate` records its raw measurements there; nothing reads it back.
   nlohmann::json calibration;
@@ -168,8 +191,8 @@ std::string describe_target(const Target& target);
 /// The JSON form parse_target reads (round trip: parse_target(to_json(t).dump()) == t).
 nlohmann::json to_json(const Target& target);
 /// to_json(target) as indented text with the members in the documented order (name, about,
-/// device_types, nodes, links, mesh, inputs, outputs, calibration) and a final newline: the
-/// form `tapestry calibrate` writes and `tapestry targets NAME --json` prints.
+/// device_types, nodes, links, mesh, inputs, outputs, run_overhead_s, calibration) and a final
+/// newline: the form `tapestry calibrate` writes and `tapestry targets NAME --json` prints.
 std::string target_json_text(const Target& target);
 
 }  // namespace tapestry::cost

@@ -4,12 +4,14 @@
 // matmul/linear/conv2d is one multiply-add over the reduction dims, so 2 FLOPs):
 //
 //   kernel                                   FLOPs per index point
-//   matmul, linear, conv2d                   2
+//   matmul, linear                           2
+//   conv2d                                   2 · kh · kw (the window w's IPF gives one point)
 //   add sub mul div maximum relu neg         1
 //   bias_add sum max reduce                  1
 //   exp tanh sigmoid                         4     (estimates: a few FMAs of a polynomial)
 //   gelu                                     8
-//   softmax                                  5     (max, subtract, exp, sum, divide)
+//   softmax                                  5 · the softmax axis (one point is a whole row:
+//                                                  max, subtract, exp, sum, divide per element)
 //   transpose permute reshape pad            0     (data movement only)
 //   fused                                    the sum over its stages, each over its own box
 //   any other kernel                         1

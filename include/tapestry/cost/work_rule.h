@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "tapestry/cost/placement.h"
@@ -13,6 +14,7 @@ namespace tapestry::cost {
 
 struct WorkRule {
   struct Stage {
+    std::string kernel;  // the operation's kernel, or the fused stage's
     double flops_per_point = 1;
     /// Fused stages: the map from the operation's index box to the stage's (nullopt: the box).
     std::optional<zspace::IndexProjection> index_map;
@@ -26,5 +28,9 @@ struct WorkRule {
 WorkRule work_rule(const ir::Graph& graph, ir::OperationId op);
 /// The work of `app`, an application of the operation `rule` was made for.
 Work application_work(const ir::Graph& graph, ir::ApplicationId app, const WorkRule& rule);
+/// Each stage's kernel and part of the FLOPs over index box `box` (PlacedOperation::kernels).
+std::vector<KernelShare> kernel_shares(const WorkRule& rule, const zspace::Range& box);
+/// The same into `out`, reusing its storage (the Evaluator's loop).
+void kernel_shares(const WorkRule& rule, const zspace::Range& box, std::vector<KernelShare>& out);
 
 }  // namespace tapestry::cost
