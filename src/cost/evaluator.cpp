@@ -375,8 +375,7 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
       work.dtype = op.rule.dtype;
       for (const WorkRule::Stage& stage : op.rule.stages) {
         if (stage.flops_per_point == 0) continue;
-        const std::int64_t points =
-            stage.index_map ? stage.index_map->apply(cell).size() : cell.size();
+        const std::int64_t points = stage.points(cell);
         work.flops += stage.flops_per_point * static_cast<double>(points);
       }
       for (std::size_t k = 0; k < op.inputs.size(); ++k) {
@@ -410,7 +409,8 @@ void Evaluator::Impl::start_box_memo(const CutOperation& op, std::span<const std
       size += boxes;
     }
   }
-  box_memo.resize(size);
+  // Grown, never shrunk: the Ranges already there are overwritten, not rebuilt per operation.
+  if (box_memo.size() < size) box_memo.resize(size);
   box_known.assign(size, 0);
 }
 

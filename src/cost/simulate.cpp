@@ -317,7 +317,13 @@ CostVector Simulation::cost() const {
       used[tr.to] = true;
     }
   }
-  std::sort(memory.begin(), memory.end());
+  // By device, then time, then frees before allocations at the same instant (operator<=>'s
+  // order, written out: the synthesized comparison of the double is slower here).
+  std::sort(memory.begin(), memory.end(), [](const MemoryEvent& a, const MemoryEvent& b) {
+    if (a.device != b.device) return a.device < b.device;
+    if (a.time != b.time) return a.time < b.time;
+    return a.delta < b.delta;
+  });
   auto event = memory.begin();
   for (std::size_t dev = 0; dev < n_devices_; ++dev) {
     std::int64_t live = p_.resident_input_bytes[dev];

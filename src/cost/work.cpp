@@ -90,6 +90,41 @@ double flops_per_point(std::string_view kernel) {
   return 1;
 }
 
+namespace {
+
+std::vector<std::pair<int, std::int64_t>> projection_of(const zspace::IndexProjection& ipf) {
+  std::vector<std::pair<int, std::int64_t>> rule;
+  const zspace::AffineMap& map = ipf.map();
+  for (std::size_t r = 0; r < map.out_rank(); ++r) {
+    int col = -1;
+    for (std::size_t c = 0; c < map.in_rank(); ++c) {
+      const std::int64_t a = map.at(r, c);
+      if (a == 0) continue;
+      if ((a != 1 && a != -1) || col >= 0) return {};
+      col = static_cast<int>(c);
+    }
+    rule.emplace_back(col, ipf.shape()[r]);
+  }
+  return rule;
+}
+
+}  // namespace
+
+std::int64_t WorkRule::Stage::points(const zspace::Range& box) const {
+  if (!index_map) return box.size();
+  if (projection.empty() || box.is_empty()) return index_map->apply(box).size();
+  std::int64_t n = 1;
+  for (const auto& [col, tile] : projection) {
+    n *= col < 0 ? tile : box.extent(static_cast<std::size_t>(col)) - 1 + tile;
+  }
+  return n;
+}
+
+WorkRule::Stage fused_stage(std::string kernel, double flops, zspace::IndexProjection index_map) {
+  std::vector<std::pair<int, std::int64_t>> projection = projection_of(index_map);
+  return {std::move(kernel), flops, std::move(index_map), std::move(projection)};
+}
+
 WorkRule work_rule(const ir::Graph& graph, ir::OperationId op) {
   ir::OperationView view = graph.operation(op);
   WorkRule rule;
@@ -104,7 +139,8 @@ WorkRule work_rule(const ir::Graph& graph, ir::OperationId op) {
           }
         }
       }
-      rule.stages.push_back({stage.kernel, flops, zspace::IndexProjection(stage.index_map)});
+      rule.stages.push_back(
+          fused_stage(stage.kernel, flops, zspace::IndexProjection(stage.index_map)));
     }
   } else {
     double flops = flops_per_point(view.kernel());
@@ -130,7 +166,7 @@ Work application_work(const ir::Graph& graph, ir::ApplicationId app, const WorkR
   work.dtype = rule.dtype;
   for (const WorkRule::Stage& stage : rule.stages) {
     if (!box || stage.flops_per_point == 0) continue;
-    const std::int64_t points = stage.index_map ? stage.index_map->apply(*box).size() : box->size();
+    const std::int64_t points = stage.points(*box);
     work.flops += stage.flops_per_point * static_cast<double>(points);
   }
   work.bytes_read = selection_bytes(graph, view.inputs());
@@ -143,7 +179,7 @@ void kernel_shares(const WorkRule& rule, const zspace::Range& box, std::vector<K
   double total = 0;
   for (const WorkRule::Stage& stage : rule.stages) {
     if (stage.flops_per_point == 0) continue;
-    const std::int64_t points = stage.index_map ? stage.index_map->apply(box).size() : box.size();
+    const std::int64_t points = stage.points(box);
     const double flops = stage.flops_per_point * static_cast<double>(points);
     if (flops == 0) continue;
     if (out.size() <= n) out.emplace_back();

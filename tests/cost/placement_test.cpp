@@ -13,6 +13,7 @@
 #include "cost/cost_testing.h"
 #include "rewrite/random_plans.h"
 #include "tapestry/cost/work.h"
+#include "tapestry/cost/work_rule.h"
 #include "tapestry/ir/dialect.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/ir/type_names.h"
@@ -245,6 +246,24 @@ TEST(Work, ConvWindowsAndSoftmaxRowsCountEveryElement) {
   rewrite::LowerResult s = testing::lower_tap("X: f32[6, 50]\nY = softmax(X)\noutput Y\n", "{}");
   ASSERT_EQ(s.graph.applications().size(), 1u);
   EXPECT_DOUBLE_EQ(application_work(s.graph, s.graph.applications()[0]).flops, 5.0 * 6 * 50);
+}
+
+// Stage::points counts a projected box without building it; it must agree with apply().
+TEST(Work, StagePointsAgreeWithTheProjectedBox) {
+  const zspace::Range box(zspace::Point{2, -3, 0}, zspace::Point{7, 5, 4});
+  const std::vector<zspace::AffineMap> maps = {
+      zspace::AffineMap::from_rows({{0, 1, 0}, {1, 0, 0}}, {0, 0}),   // permutation
+      zspace::AffineMap::from_rows({{0, 0, -1}, {0, 0, 0}}, {3, 1}),  // negated, constant
+      zspace::AffineMap::from_rows({{1, 1, 0}, {0, 2, 0}}, {0, 0}),   // not a projection
+  };
+  for (const zspace::AffineMap& m : maps) {
+    WorkRule::Stage stage{"relu", 1, zspace::IndexProjection(m), {}};
+    const std::int64_t expected = stage.index_map->apply(box).size();
+    EXPECT_EQ(stage.points(box), expected);  // the general path
+    const WorkRule::Stage fast = fused_stage("relu", 1, zspace::IndexProjection(m));
+    EXPECT_EQ(fast.projection.empty(), &m == &maps.back());
+    EXPECT_EQ(fast.points(box), expected);
+  }
 }
 
 // The oracle: per destination device, the cells transfers bring are exactly the cells its

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tapestry/cost/placement.h"
@@ -18,10 +19,20 @@ struct WorkRule {
     double flops_per_point = 1;
     /// Fused stages: the map from the operation's index box to the stage's (nullopt: the box).
     std::optional<zspace::IndexProjection> index_map;
+    /// When every row of index_map has at most one non-zero coefficient, ±1 (a projection or
+    /// permutation of the operation's dims, as fusion makes them): per stage dim, the operation
+    /// dim it follows (-1: none) and its tile, so points() needs no Range. Empty otherwise.
+    std::vector<std::pair<int, std::int64_t>> projection;
+
+    /// The stage's index points over the operation's index box `box`.
+    [[nodiscard]] std::int64_t points(const zspace::Range& box) const;
   };
   std::vector<Stage> stages;  // one, or one per fused stage
   ir::DType dtype = ir::DType::kFloat32;
 };
+
+/// A fused stage of `flops` per point over `index_map` (its projection filled in when it is one).
+WorkRule::Stage fused_stage(std::string kernel, double flops, zspace::IndexProjection index_map);
 
 /// The rule of operation `op` (Error when a tensor's dtype is unknown or a fused operation's
 /// stages are malformed).
