@@ -1,99 +1,138 @@
 #!/usr/bin/env bash
-# mlp_vs_baselines: examples/mlp.tap (X 4096×1024, W1 4096×1024, W2 1024×4096; 68.7 GFLOP) on
-# 2 threads, in one run of this script:
+# mlp_vs_baselines: examples/mlp.tap (X 4096×1024, W1 4096×1024, W2 1024×4096; 68.7 GFLOP) against
+# the hardware limit and the strongest baselines, in one run, repetitions interleaved:
 #
-#   tapestry   `tapestry run --plan examples/plans/mlp-best.json --threads 2` (block executor,
-#              fast kernels), wall time of execution alone (metrics wall_s), median of --reps
-#              after 2 untimed warm-up runs (each of the three discards 2 warm-up runs)
-#   (a)        two direct OpenBLAS cblas_sgemm calls + bias/ReLU loops, 2 threads (mlp_openblas)
-#   (b)        PyTorch CPU, torch.set_num_threads(2), F.linear/relu (bench/mlp_torch.py with
-#              Debian's python3-torch; "skipped" when torch is absent — nothing is installed)
+#   fma peak     a register-only AVX-512 (else AVX2) FMA loop per thread (bench/fma_peak.cpp)
+#   tapestry     tapestry run --plan examples/plans/mlp-best.json (block executor, fast kernels:
+#                oneDNN GEMMs), execution wall time (metrics wall_s) after 2 untimed runs
+#   onednn       two oneDNN matmul primitives with bias and ReLU as post-ops (bench/mlp_onednn.cpp):
+#                the strongest thing a C++ user could write by hand
+#   openblas     two cblas_sgemm calls, bias fill and ReLU split over the threads
+#                (bench/mlp_openblas.cpp), with the kernel OpenBLAS picks and, when the CPU has
+#                AVX-512, forced onto its AVX-512 kernel (OPENBLAS_CORETYPE=SKYLAKEX)
+#   torch-*      PyTorch (Debian's python3-torch): eager, oneDNN via to_mkldnn, jit.trace + freeze
+#                (bench/mlp_torch.py; "skipped" when torch is absent — nothing is installed)
 #
-# and prints throughput ratios (baseline time / Tapestry time; targets: >= 0.95 vs (a), >= 1.1
-# vs (b)). Then the scaling at 1 and 2 threads and, with --sweep, a batch-size sweep (64 … 8192)
-# comparing no sharding, a batch split and an out split.
+# All read the same inputs (seeded .npy files written by numpy) and, in the first round, write Y;
+# every Y is compared with Tapestry's (max |difference| / max |Y| <= 1e-4), and a mismatch fails
+# the script. Each round runs every contender once (--reps timed repetitions each, their median);
+# the table gives the median over --rounds rounds and the range. Ratios are baseline time /
+# Tapestry time (> 1: Tapestry is faster); "of peak" is GFLOP/s over the FMA peak of the same
+# thread count, measured in the same round.
 #
-#   bench/mlp_vs_baselines.sh [BUILD_DIR | --build DIR] [--reps N] [--sweep]
+#   bench/mlp_vs_baselines.sh [BUILD_DIR | --build DIR] [--threads 2] [--rounds 3] [--reps 3]
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="$root/build/release"
-reps=5
-sweep=0
+[[ -d "$build" ]] || build="$root/build/ci"
+threads=2
+rounds=3
+reps=3
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build) build="$2"; shift 2 ;;
+    --threads) threads="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
     --reps) reps="$2"; shift 2 ;;
-    --sweep) sweep=1; shift ;;
-    -*) echo "usage: $0 [BUILD_DIR | --build DIR] [--reps N] [--sweep]" >&2; exit 2 ;;
-    *) build="$1"; shift ;;  # scripts/bench.sh passes the build dir
+    --sweep) shift ;;  # accepted for scripts/bench.sh; the batch sweep is gone
+    -*) echo "usage: $0 [BUILD_DIR | --build DIR] [--threads N] [--rounds N] [--reps N]" >&2; exit 2 ;;
+    *) build="$1"; shift ;;
   esac
 done
+py=/usr/bin/python3
 tapestry="$build/src/cli/tapestry"
-openblas="$build/bench/mlp_openblas"
-for f in "$tapestry" "$openblas"; do
-  [[ -x "$f" ]] || { echo "mlp_vs_baselines: $f is missing; build the release preset first" >&2; exit 2; }
+for f in "$tapestry" "$build/bench/mlp_onednn" "$build/bench/mlp_openblas" "$build/bench/fma_peak"; do
+  [[ -x "$f" ]] || { echo "mlp_vs_baselines: $f is missing; build the benchmarks first (make bench)" >&2; exit 2; }
 done
+"$py" -c "import numpy" 2>/dev/null || { echo "mlp_vs_baselines: needs numpy for /usr/bin/python3 (python3-numpy)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-json_field() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
+"$py" - "$tmp/in" <<'PY'
+import numpy as np, os, sys
+d = sys.argv[1]; os.makedirs(d)
+rng = np.random.default_rng(7)
+for name, shape in [("X", (4096, 1024)), ("W1", (4096, 1024)), ("b1", (4096,)),
+                    ("W2", (1024, 4096)), ("b2", (1024,))]:
+    np.save(os.path.join(d, name + ".npy"), rng.uniform(-1, 1, shape).astype(np.float32))
+PY
 
-# tapestry_time GRAPH PLAN THREADS -> median execution wall time in seconds
-tapestry_time() {
-  local plan_args=()
-  [[ -n "$2" ]] && plan_args=(--plan "$2")
-  "$tapestry" run "$1" "${plan_args[@]}" --threads "$3" --warmup 2 --repeat "$reps" --quiet \
-    --metrics "$tmp/m.json" >"$tmp/run.log"
-  json_field "$tmp/m.json" wall_s
+avx512=0
+grep -qw avx512f /proc/cpuinfo && avx512=1
+contenders=(tapestry onednn openblas)
+[[ $avx512 -eq 1 ]] && contenders+=(openblas-avx512)
+contenders+=(torch-eager torch-mkldnn torch-jit)
+
+median_of() { awk '/^median_s/ {print $2}' "$1"; }
+# run NAME ROUND -> prints the median seconds, or "skipped"
+run() {
+  local out=() log="$tmp/$1.log"
+  [[ $2 -eq 1 ]] && out=(--out "$tmp/Y-$1.npy")
+  case "$1" in
+    tapestry)
+      local o=()
+      [[ $2 -eq 1 ]] && o=(--outputs "$tmp/tapestry-out")
+      "$tapestry" run "$root/examples/mlp.tap" --plan "$root/examples/plans/mlp-best.json" \
+        --inputs "$tmp/in" --threads "$threads" --warmup 2 --repeat "$reps" --quiet \
+        --metrics "$tmp/m.json" "${o[@]}" >"$log"
+      [[ $2 -eq 1 ]] && cp "$tmp/tapestry-out/Y.npy" "$tmp/Y-tapestry.npy"
+      "$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['wall_s'])" "$tmp/m.json" ;;
+    onednn) "$build/bench/mlp_onednn" --threads "$threads" --reps "$reps" --inputs "$tmp/in" "${out[@]}" >"$log"; median_of "$log" ;;
+    openblas) "$build/bench/mlp_openblas" --threads "$threads" --reps "$reps" --inputs "$tmp/in" "${out[@]}" >"$log"; median_of "$log" ;;
+    openblas-avx512) OPENBLAS_CORETYPE=SKYLAKEX "$build/bench/mlp_openblas" --threads "$threads" --reps "$reps" --inputs "$tmp/in" "${out[@]}" >"$log"; median_of "$log" ;;
+    torch-*)
+      "$py" "$root/bench/mlp_torch.py" --mode "${1#torch-}" --threads "$threads" --reps "$reps" \
+        --inputs "$tmp/in" "${out[@]}" >"$log" 2>&1 || true
+      if grep -q '^median_s' "$log"; then median_of "$log"; else echo skipped; fi ;;
+  esac
 }
-openblas_time() { "$openblas" --threads "$1" --reps "$reps" --batch "$2" | awk '/^median_s/ {print $2}'; }
-torch_time() {
-  /usr/bin/python3 "$root/bench/mlp_torch.py" --threads "$1" --reps "$reps" --batch "$2" >"$tmp/torch.log" 2>&1 || true
-  if grep -q '^median_s' "$tmp/torch.log"; then awk '/^median_s/ {print $2}' "$tmp/torch.log"; else echo skipped; fi
-}
-gflops() { python3 -c "import sys; print(f'{$1 / float(sys.argv[1]) / 1e9:.1f}')" "$2"; }
-ratio() { python3 -c "import sys; print(f'{float(sys.argv[1]) / float(sys.argv[2]):.2f}')" "$1" "$2"; }
 
-flops=$((2 * 4096 * 1024 * 4096 * 2))
-echo "examples/mlp.tap, 2 threads, median of $reps runs ($(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
-t_tap=$(tapestry_time "$root/examples/mlp.tap" "$root/examples/plans/mlp-best.json" 2)
-t_ob=$(openblas_time 2 4096)
-t_torch=$(torch_time 2 4096)
-printf '  %-34s %8.4f s  %6s GFLOP/s\n' "tapestry (mlp-best.json)" "$t_tap" "$(gflops $flops "$t_tap")"
-printf '  %-34s %8.4f s  %6s GFLOP/s   tapestry/openblas = %sx (target >= 0.95)\n' \
-  "(a) OpenBLAS sgemm + loops" "$t_ob" "$(gflops $flops "$t_ob")" "$(ratio "$t_ob" "$t_tap")"
-if [[ "$t_torch" == skipped ]]; then
-  echo "  (b) PyTorch: skipped ($(head -1 "$tmp/torch.log"))"
-else
-  printf '  %-34s %8.4f s  %6s GFLOP/s   tapestry/torch = %sx (target >= 1.1)\n' \
-    "(b) PyTorch F.linear/relu" "$t_torch" "$(gflops $flops "$t_torch")" "$(ratio "$t_torch" "$t_tap")"
-fi
-
-echo
-echo "scaling (mlp-best.json):"
-t1=$(tapestry_time "$root/examples/mlp.tap" "$root/examples/plans/mlp-best.json" 1)
-printf '  1 thread  %8.4f s  %6s GFLOP/s\n' "$t1" "$(gflops $flops "$t1")"
-printf '  2 threads %8.4f s  %6s GFLOP/s  speed-up %sx\n' "$t_tap" "$(gflops $flops "$t_tap")" "$(ratio "$t1" "$t_tap")"
-
-[[ $sweep -eq 1 ]] || exit 0
-echo
-echo "batch sweep, 2 threads: no sharding (one application per operation), split on batch in 4,"
-echo "split on the output features (out) in 2, and the OpenBLAS baseline (a)"
-printf '  %6s %12s %12s %12s %12s\n' batch "unsharded" "batch/4" "out/2" "openblas"
-for batch in 64 256 1024 4096 8192; do
-  sed "s/X:  f32\[4096, 1024\]/X:  f32[$batch, 1024]/" "$root/examples/mlp.tap" >"$tmp/mlp.tap"
-  cat >"$tmp/batch.json" <<JSON
-{"ops": {"H/linear": {"split": {"batch": 4}}, "Y": {"split": {"batch": 4}}}, "fuse": "auto"}
-JSON
-  cat >"$tmp/out.json" <<JSON
-{"ops": {"H/linear": {"split": {"out": 2}}, "Y": {"split": {"out": 2}}}, "fuse": "auto"}
-JSON
-  f=$((2 * batch * 1024 * 4096 * 2))
-  t_one=$(tapestry_time "$tmp/mlp.tap" "" 2)
-  t_batch=$(tapestry_time "$tmp/mlp.tap" "$tmp/batch.json" 2)
-  t_out=$(tapestry_time "$tmp/mlp.tap" "$tmp/out.json" 2)
-  t_b=$(openblas_time 2 "$batch")
-  printf '  %6d %7s GF/s %7s GF/s %7s GF/s %7s GF/s\n' "$batch" "$(gflops $f "$t_one")" \
-    "$(gflops $f "$t_batch")" "$(gflops $f "$t_out")" "$(gflops $f "$t_b")"
+echo "examples/mlp.tap, $threads threads, $rounds rounds × $reps repetitions ($(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg))"
+for r in $(seq 1 "$rounds"); do
+  "$build/bench/fma_peak" --threads "$threads" >"$tmp/fma.log"
+  awk '/^gflops/ {print $2}' "$tmp/fma.log" >>"$tmp/peak.times"
+  for c in "${contenders[@]}"; do run "$c" "$r" >>"$tmp/$c.times"; done
 done
+isa=$(awk '/^isa/ {print $2}' "$tmp/fma.log")
+coretype=$(awk '/^coretype/ {print $2}' "$tmp/openblas.log")
+
+"$py" - "$tmp" "$threads" "$isa" "$coretype" "${contenders[@]}" <<'PY'
+import numpy as np, os, statistics, sys
+tmp, threads, isa, coretype, names = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+flops = 2.0 * 4096 * 1024 * 4096 * 2
+def read(name):
+    vals = [l.strip() for l in open(os.path.join(tmp, name + ".times"))]
+    return None if "skipped" in vals else [float(v) for v in vals]
+peak = read("peak")
+print(f"  {'fma peak (' + isa + ')':<24} {'':>22} {statistics.median(peak):7.1f} GFLOP/s (range {min(peak):.1f}-{max(peak):.1f})")
+tap = read("tapestry")
+labels = {"tapestry": "tapestry (mlp-best)", "onednn": "oneDNN matmul+post-ops",
+          "openblas": f"OpenBLAS ({coretype})", "openblas-avx512": "OpenBLAS (SKYLAKEX)",
+          "torch-eager": "PyTorch eager", "torch-mkldnn": "PyTorch to_mkldnn", "torch-jit": "PyTorch jit.trace"}
+for n in names:
+    t = read(n)
+    if t is None:
+        print(f"  {labels[n]:<24} skipped ({open(os.path.join(tmp, n + '.log')).readline().strip()})")
+        continue
+    m = statistics.median(t)
+    g = flops / m / 1e9
+    line = (f"  {labels[n]:<24} {m:8.4f} s ({min(t):.4f}-{max(t):.4f}) {g:7.1f} GFLOP/s"
+            f"  {100 * g / statistics.median(peak):4.0f}% of peak")
+    if n != "tapestry":
+        line += f"  baseline/tapestry = {m / statistics.median(tap):.2f}x"
+    print(line)
+ref = np.load(os.path.join(tmp, "Y-tapestry.npy")).astype(np.float64)
+bad = 0
+checks = []
+for n in names:
+    f = os.path.join(tmp, f"Y-{n}.npy")
+    if n == "tapestry" or not os.path.exists(f):
+        continue
+    err = np.abs(np.load(f).astype(np.float64) - ref).max() / np.abs(ref).max()
+    ok = err <= 1e-4
+    bad += not ok
+    checks.append(f"{n} {err:.1e}{'' if ok else ' MISMATCH'}")
+print("  outputs vs tapestry (max |diff| / max |Y|): " + ", ".join(checks))
+sys.exit(1 if bad else 0)
+PY

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make bench`: run every benchmark built in BUILD_DIR/bench (Google Benchmark programs), then
-# any bench/*.sh scripts (mlp_vs_baselines.sh with its batch sweep). Quote the ratios they
+# any bench/*.sh scripts (mlp_vs_baselines.sh: the MLP against the FMA peak and its baselines). Quote the ratios they
 # print, not absolute times.
 set -euo pipefail
 build=${1:?usage: bench.sh BUILD_DIR}
@@ -13,5 +13,5 @@ done
 for script in "$root"/bench/*.sh; do
   [[ -x "$script" ]] || continue
   echo "== $(basename "$script")"
-  "$script" "$build" --sweep
+  "$script" "$build"
 done
