@@ -230,9 +230,11 @@ TensorId tensor_named(const ir::Graph& g, const std::string& name) {
 }
 
 // Lowers `b.graph` under `plan_text`, runs it on the fast kernels, checks tensor `result`
-// against the reference and that every fused call took the epilogue path.
+// against the reference and that every fused call took the epilogue path — inside oneDNN's
+// matmul primitive (bias + ReLU post-op) when `post_ops` and the backend is oneDNN, never
+// otherwise.
 void expect_fused_epilogue(const GraphBuilder& b, TensorId pre_activation, TensorId result,
-                           const std::string& plan_text, double lipschitz) {
+                           const std::string& plan_text, double lipschitz, bool post_ops) {
   const rewrite::LowerResult lowered = rewrite::lower(b.graph, rewrite::parse_plan(plan_text));
   const BufferMap inputs = generate_inputs(b.graph, {.seed = 21});
   const BufferMap ref = NaiveExecutor(b.graph).run(inputs);
@@ -247,6 +249,11 @@ void expect_fused_epilogue(const GraphBuilder& b, TensorId pre_activation, Tenso
     const FastKernelCounts counts = fast_kernel_counts();
     EXPECT_EQ(counts.fused_epilogues, lowered.graph.applications().size()) << plan_text;
     EXPECT_EQ(counts.fallback_calls, 0u);
+    if (backend == GemmBackend::kOneDnn && post_ops) {
+      EXPECT_EQ(counts.post_op_gemms, lowered.graph.applications().size()) << plan_text;
+    } else if (backend == GemmBackend::kOpenBlas || !post_ops) {
+      EXPECT_EQ(counts.post_op_gemms, 0u) << plan_text;
+    }
     expect_close(fast.at(tensor_named(lowered.graph, name)), ref.at(result), mag.at(pre_activation),
                  k, false, plan_text, lipschitz);
   }
@@ -264,7 +271,7 @@ TEST(FastKernels, FusedLinearReluEpilogue) {
                           std::string(R"({"fuse": [["linear_1", "relu_2"]], "ops": {"linear_1": )"
                                       R"({"split": )") +
                               split + "}}}",
-                          1.0);
+                          1.0, true);
   }
 }
 
@@ -277,7 +284,7 @@ TEST(FastKernels, FusedMatmulBiasGeluEpilogue) {
   expect_fused_epilogue(b, bias.result, gelu.result,
                         R"({"fuse": [["matmul_1", "bias_add_2", "gelu_3"]], "ops": {"matmul_1": )"
                         R"({"split": {"m": 2, "n": 3}}}})",
-                        1.2);
+                        1.2, false);  // float64, and gelu is not a post-op
 }
 
 // A chain the epilogue does not cover (relu ⇒ exp) runs stage by stage on the fast kernels.

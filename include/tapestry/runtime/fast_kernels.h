@@ -74,7 +74,9 @@ void set_gemm_backend(GemmBackend backend);
 
 /// How often the fast kernels took a fast path and how often they handed a call to the
 /// reference kernel; `fused_epilogues` counts fused calls run as GEMM + epilogue, `onednn_gemms`
-/// the float32 GEMMs (of linear, matmul, conv2d's im2col, fused producers) oneDNN computed.
+/// the float32 GEMMs (of linear, matmul, conv2d's im2col, fused producers) oneDNN computed, and
+/// `post_op_gemms` those of them whose bias and ReLU oneDNN applied as the matmul primitive's own
+/// bias and post-op (no second pass over the output).
 /// Process-wide, relaxed counters: exact when read after the kernels finished. For tests and
 /// metrics.
 struct FastKernelCounts {
@@ -82,6 +84,7 @@ struct FastKernelCounts {
   std::uint64_t fallback_calls = 0;
   std::uint64_t fused_epilogues = 0;
   std::uint64_t onednn_gemms = 0;
+  std::uint64_t post_op_gemms = 0;
 };
 [[nodiscard]] FastKernelCounts fast_kernel_counts();
 void reset_fast_kernel_counts();

@@ -2,6 +2,7 @@
 #include "contraction.h"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace tapestry::runtime::fast {
 
@@ -190,10 +191,39 @@ void epilogue_rows(const ContractionPlan<T>& p, T* c, std::int64_t r0, std::int6
   }
 }
 
+// The epilogue as oneDNN post-ops when it is one they compute exactly as the epilogue would:
+// a contiguous bias along n, then optionally ReLU (float; C in its row-major orientation).
+// False: run the GEMM and the epilogue pass instead.
+template <typename T>
+bool contract_with_post_ops(const ContractionPlan<T>& p, const T* a, const T* b, T* c,
+                            const std::vector<EpilogueStep<T>>& steps) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return false;
+  } else {
+    if (steps.empty() || steps.size() > 2 || p.k == 0 || p.swapped || p.c_n != 1) return false;
+    const float* bias = nullptr;
+    std::size_t next = 0;
+    if (steps[0].bias != nullptr) {
+      if (steps[0].step != 1 && p.n != 1) return false;
+      bias = steps[0].bias;
+      next = 1;
+    }
+    bool relu = false;
+    if (next < steps.size()) {
+      if (steps[next].bias != nullptr || steps[next].op != UnaryOp::kRelu) return false;
+      relu = true;
+      ++next;
+    }
+    if (next != steps.size()) return false;
+    return gemm_with_post_ops(p.args, a, b, bias, relu, c);
+  }
+}
+
 // One batch point: C = A·B (rows in blocks when an epilogue follows), then the epilogue.
 template <typename T>
 void contract_point(const ContractionPlan<T>& p, const T* a, const T* b, T* c,
                     const std::vector<EpilogueStep<T>>& steps) {
+  if (contract_with_post_ops(p, a, b, c, steps)) return;
   if (p.k == 0) {
     for (std::int64_t r = 0; r < p.m; ++r) {
       for (std::int64_t j = 0; j < p.n; ++j) c[r * p.c_m + j * p.c_n] = T{0};

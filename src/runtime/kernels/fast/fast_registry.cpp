@@ -22,6 +22,7 @@ std::atomic<std::uint64_t> fast_calls{0};
 std::atomic<std::uint64_t> fallback_calls{0};
 std::atomic<std::uint64_t> fused_epilogues{0};
 std::atomic<std::uint64_t> onednn_gemms{0};
+std::atomic<std::uint64_t> post_op_gemms{0};
 thread_local std::uint64_t t_fallbacks = 0;  // this thread's, for exchange_thread_fallbacks
 
 }  // namespace
@@ -38,6 +39,10 @@ void count_epilogue() {
 
 void count_onednn_gemm() {
   onednn_gemms.fetch_add(1, std::memory_order_relaxed);
+}
+
+void count_post_op_gemm() {
+  post_op_gemms.fetch_add(1, std::memory_order_relaxed);
 }
 
 void run_reference(const KernelCall& call) {
@@ -128,7 +133,8 @@ FastKernelCounts fast_kernel_counts() {
   return {.fast_calls = fast_calls.load(std::memory_order_relaxed),
           .fallback_calls = fallback_calls.load(std::memory_order_relaxed),
           .fused_epilogues = fused_epilogues.load(std::memory_order_relaxed),
-          .onednn_gemms = onednn_gemms.load(std::memory_order_relaxed)};
+          .onednn_gemms = onednn_gemms.load(std::memory_order_relaxed),
+          .post_op_gemms = post_op_gemms.load(std::memory_order_relaxed)};
 }
 
 std::uint64_t exchange_thread_fallbacks(std::uint64_t value) {
@@ -140,6 +146,7 @@ void reset_fast_kernel_counts() {
   fallback_calls.store(0, std::memory_order_relaxed);
   fused_epilogues.store(0, std::memory_order_relaxed);
   onednn_gemms.store(0, std::memory_order_relaxed);
+  post_op_gemms.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace tapestry::runtime

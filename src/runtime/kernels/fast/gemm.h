@@ -34,6 +34,19 @@ void count_onednn_gemm();
 
 /// C = op(A)·op(B) + beta·C with the current backend (float or double).
 void gemm(const GemmArgs& args, const float* a, const float* b, float beta, float* c);
+
+/// C = op(A)·op(B) [+ bias] [then ReLU] in one oneDNN `matmul` primitive: the bias (n
+/// contiguous floats, added to every row; null for none) and the ReLU (an eltwise post-op) are
+/// applied to each block of C while it is in registers, instead of a second pass over C. The
+/// primitive is made once per shape and thread and kept (a thread-local cache; making one costs
+/// ~0.1 ms, running a cached one a few µs). Returns false — C untouched — when the backend for
+/// this shape is not oneDNN or oneDNN refuses the problem; the caller then runs gemm() and its
+/// own epilogue. Counts one oneDNN GEMM and one post-op call when it runs.
+bool gemm_with_post_ops(const GemmArgs& args, const float* a, const float* b, const float* bias,
+                        bool relu, float* c);
+
+/// Counts one contraction whose epilogue ran inside the GEMM (FastKernelCounts::post_op_gemms).
+void count_post_op_gemm();
 void gemm(const GemmArgs& args, const double* a, const double* b, double beta, double* c);
 
 }  // namespace tapestry::runtime::fast
