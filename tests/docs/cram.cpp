@@ -64,6 +64,9 @@ Block parse_block(const std::vector<std::string>& lines, int first_line) {
       block.commands.back().expected.push_back(line);
     }
   }
+  for (Command& c : block.commands) {  // blank lines between commands are layout
+    while (!c.expected.empty() && c.expected.back().empty()) c.expected.pop_back();
+  }
   if (block.commands.empty()) {
     throw std::runtime_error(
         fmt::format("line {}: a block marked '{}' has no command", first_line, kMarker));
@@ -156,8 +159,10 @@ Ran run_shell(const std::string& command, const std::string& directory) {
     output.append(chunk.data(), n);
   }
   const int status = pclose(pipe);
-  return {.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
+  Ran ran{.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
           .output = split_lines(output)};
+  while (!ran.output.empty() && ran.output.back().empty()) ran.output.pop_back();
+  return ran;
 }
 
 std::string describe_mismatch(const Command& command, const Ran& ran) {

@@ -14,7 +14,8 @@
 //   shared by every block of one Markdown file (so a block can use the files an earlier one
 //   wrote). Commands ending in `(exit N)` after two or more spaces must exit with N; all others
 //   with 0.
-// * The lines up to the next command are its expected output, compared line by line.
+// * The lines up to the next command are its expected output, compared line by line; blank
+//   lines at the end of the expected and of the actual output are ignored (layout).
 // * Volatile parts are elided with `…`: a line that is only `…` matches any number of lines
 //   (none included); `…` inside a line matches any text within that line. Nothing else is a
 //   wildcard.

@@ -17,10 +17,12 @@ TEST(ParseBlocks, OnlyMarkedBlocksWithCommandsExitCodesAndContinuations) {
       "$ echo a   (exit 3)\n"
       "a\n"
       "…\n"
+      "\n"
       "$ cat <<EOF\n"
       "> x\n"
       "> EOF\n"
       "x\n"
+      "\n"
       "```\n"
       "```sh\n$ also not run\n```\n";
   const std::vector<Block> blocks = parse_blocks(md);
