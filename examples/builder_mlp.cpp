@@ -1,4 +1,4 @@
-// The DESIGN.md MLP built with the C++ builder API instead of .tap (see examples/mlp.tap).
+// The MLP of examples/mlp.tap built with the C++ builder API instead of .tap.
 //
 //   build/<dir>/examples/builder_mlp            prints the graph as .tap text
 //   build/<dir>/examples/builder_mlp out.json   also writes the validated loom JSON

@@ -1,7 +1,7 @@
 // `tapestry build`: compile a .tap file into a validated loom JSON operation graph.
 //
 //   tapestry build examples/mlp.tap -o mlp.json
-//   tapestry build model.tap --kernels my_kernels/ --operation-only
+//   tapestry build model.tap --kernel-dir my_kernels/ --operation-only
 //
 // Syntax and kernel errors print as `file:line:col: error: …` with the source line and a caret
 // (exit 2); a graph that fails validation prints its issues (exit 1); otherwise the JSON is
@@ -12,6 +12,8 @@
 #include <cstdio>
 
 #include "command.h"
+#include "common_options.h"
+#include "graph_input.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/metakernel/tap_frontend.h"
 
@@ -27,8 +29,7 @@ struct BuildOptions {
 };
 
 int run_build(const BuildOptions& options) {
-  metakernel::SignatureRegistry signatures = metakernel::SignatureRegistry::with_builtins();
-  for (const std::string& dir : options.kernel_dirs) signatures.load_directory(dir);
+  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
   metakernel::BuildResult built = metakernel::build_tap_file(
       options.file, signatures, {.add_application = !options.operation_only});
   if (!built.ok()) {
@@ -57,9 +58,10 @@ void register_build(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("file", options->file, ".tap source file")->required();
   cmd->add_option("-o,--output", options->output,
                   "where to write the graph JSON (default: stdout)");
-  cmd->add_option("--kernels", options->kernel_dirs, "a directory of extra kernel files (*.yaml)");
+  add_kernel_dir_option(*cmd, options->kernel_dirs);
   cmd->add_flag("--operation-only", options->operation_only,
                 "no whole-index Application per operation (an operation-dialect graph)");
+  cmd->footer(exit_codes_footer("the built graph fails validation (a kernel-file bug)"));
   cmd->callback([&dispatch, options] {
     dispatch.name = "build";
     dispatch.run = [options] { return run_build(*options); };

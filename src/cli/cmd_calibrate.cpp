@@ -12,6 +12,7 @@
 
 #include "calibration.h"
 #include "command.h"
+#include "common_options.h"
 #include "tapestry/support/error.h"
 #include "tapestry/support/file.h"
 #include "tensor_files.h"
@@ -57,6 +58,7 @@ void register_calibrate(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--seconds", options->seconds,
                   "time budget of the measurements, shared among them (default 10; set-up adds "
                   "a few seconds)");
+  cmd->footer(exit_codes_footer());
   cmd->callback([&dispatch, options] {
     dispatch.name = "calibrate";
     dispatch.run = [options] { return run_calibrate(*options); };

@@ -5,11 +5,13 @@
 //   tapestry kernels conv2d
 //   tapestry kernels linear --with 'f32[-40:60, 20:32]' 'f32[32, 12]' 'f32[32]'
 //   tapestry kernels sum --with 'f32[4, 5, 6]' --param dim=1
-//   tapestry kernels --kernels my_kernels/        (adds user kernel files)
+//   tapestry kernels --kernel-dir my_kernels/     (adds user kernel files)
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
 #include "command.h"
+#include "common_options.h"
+#include "graph_input.h"
 #include "tapestry/metakernel/describe.h"
 #include "tapestry/metakernel/signature.h"
 #include "tapestry/metakernel/signature_registry.h"
@@ -53,8 +55,7 @@ nlohmann::json parse_params(const std::vector<std::string>& params) {
 }
 
 int run_kernels(const KernelsOptions& options) {
-  metakernel::SignatureRegistry signatures = metakernel::SignatureRegistry::with_builtins();
-  for (const std::string& dir : options.kernel_dirs) signatures.load_directory(dir);
+  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
   if (options.name.empty()) {
     fmt::print("{}", metakernel::describe_kernels(signatures));
     return kExitOk;
@@ -79,10 +80,11 @@ void register_kernels(CLI::App& app, Dispatch& dispatch) {
   CLI::App* cmd =
       app.add_subcommand("kernels", "List the kernels, or show one kernel's signature and IPFs");
   cmd->add_option("name", options->name, "a kernel to show");
-  cmd->add_option("--kernels", options->kernel_dirs, "a directory of extra kernel files (*.yaml)");
+  add_kernel_dir_option(*cmd, options->kernel_dirs);
   cmd->add_option("--with", options->with,
                   "evaluate the signature on these input types, e.g. 'f32[4, 8]'");
   cmd->add_option("--param", options->params, "a parameter for --with, name=value (repeatable)");
+  cmd->footer(exit_codes_footer());
   cmd->callback([&dispatch, options] {
     dispatch.name = "kernels";
     dispatch.run = [options] { return run_kernels(*options); };

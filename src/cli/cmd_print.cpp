@@ -9,6 +9,8 @@
 #include <CLI/CLI.hpp>
 
 #include "command.h"
+#include "common_options.h"
+#include "graph_input.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/metakernel/printer.h"
 #include "tapestry/metakernel/tap_frontend.h"
@@ -23,8 +25,7 @@ struct PrintOptions {
 };
 
 int run_print(const PrintOptions& options) {
-  metakernel::SignatureRegistry signatures = metakernel::SignatureRegistry::with_builtins();
-  for (const std::string& dir : options.kernel_dirs) signatures.load_directory(dir);
+  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
   if (options.file.ends_with(".tap")) {
     metakernel::BuildResult built = metakernel::build_tap_file(options.file, signatures);
     if (!built.ok()) {
@@ -49,7 +50,8 @@ void register_print(CLI::App& app, Dispatch& dispatch) {
   auto options = std::make_shared<PrintOptions>();
   CLI::App* cmd = app.add_subcommand("print", "Show a graph (loom JSON or .tap) as .tap text");
   cmd->add_option("file", options->file, "a loom JSON graph or a .tap file")->required();
-  cmd->add_option("--kernels", options->kernel_dirs, "a directory of extra kernel files (*.yaml)");
+  add_kernel_dir_option(*cmd, options->kernel_dirs);
+  cmd->footer(exit_codes_footer());
   cmd->callback([&dispatch, options] {
     dispatch.name = "print";
     dispatch.run = [options] { return run_print(*options); };

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.h"
+#include "common_options.h"
 #include "tapestry/support/error.h"
 #include "tapestry/zspace/format.h"
 #include "tapestry/zspace/json.h"
@@ -67,6 +68,7 @@ void register_project(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--index", options->index, "index range 'zr[0:3, 0:3]' or point '(1, 2)'")
       ->required();
   cmd->add_flag("--json", options->json, R"(print the range as JSON {"start":[..],"end":[..]})");
+  cmd->footer(exit_codes_footer());
   cmd->callback([&dispatch, options] {
     dispatch.name = "project";
     dispatch.run = [options] { return run_project(*options); };

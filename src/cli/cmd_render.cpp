@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 
 #include "command.h"
+#include "common_options.h"
 #include "graph_input.h"
 #include "priced_plan.h"
 #include "tapestry/cost/placement.h"
@@ -35,6 +36,7 @@ struct RenderCommandOptions {
   bool no_ipfs = false;
   bool operations_only = false;
   int max_shards = 64;
+  std::vector<std::string> kernel_dirs;
 };
 
 // Lowers and places the graph, then draws the shards in their devices' colours.
@@ -43,7 +45,7 @@ int run_render_placed(const RenderCommandOptions& options) {
                                         .plan = options.plan,
                                         .splits = options.splits,
                                         .target = options.target,
-                                        .kernel_dirs = {},
+                                        .kernel_dirs = options.kernel_dirs,
                                         .trust_ipfs = false});
   exporter::RenderOptions render{.show_ipfs = !options.no_ipfs,
                                  .show_applications = true,
@@ -61,7 +63,7 @@ int run_render(const RenderCommandOptions& options) {
   if (!options.plan.empty() || !options.splits.empty()) {
     throw Error("--plan and --split need --target (render draws a placed plan)");
   }
-  ir::ReadResult read = ir::read_graph_file(options.file);
+  ir::ReadResult read = read_graph_input(options.file, load_signatures(options.kernel_dirs));
   if (!read.issues.empty()) fmt::print(stderr, "{}", ir::format_issues_text(read.issues));
   if (!read.graph) return kExitBadInput;
   exporter::RenderOptions render{.show_ipfs = !options.no_ipfs,
@@ -76,9 +78,9 @@ int run_render(const RenderCommandOptions& options) {
 
 void register_render(CLI::App& app, Dispatch& dispatch) {
   auto options = std::make_shared<RenderCommandOptions>();
-  CLI::App* cmd = app.add_subcommand("render", "Draw a loom JSON graph as DOT, SVG or PNG");
-  cmd->add_option("file", options->file, "loom JSON graph (or a .tap program, with --target)")
-      ->required();
+  CLI::App* cmd =
+      app.add_subcommand("render", "Draw a graph (loom JSON or .tap) as DOT, SVG or PNG");
+  cmd->add_option("file", options->file, "the graph: loom JSON or a .tap program")->required();
   cmd->add_option("--target", options->target,
                   "lower under the plan, place on this target (preset or file) and colour every "
                   "shard by its device");
@@ -91,6 +93,8 @@ void register_render(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--max-shards", options->max_shards,
                   "summarise an operation's shards as one node above this many (default 64)")
       ->check(CLI::PositiveNumber);
+  add_kernel_dir_option(*cmd, options->kernel_dirs);
+  cmd->footer(exit_codes_footer());
   cmd->callback([&dispatch, options] {
     dispatch.name = "render";
     dispatch.run = [options] { return run_render(*options); };

@@ -30,6 +30,7 @@
 #include <filesystem>
 
 #include "command.h"
+#include "common_options.h"
 #include "graph_input.h"
 #include "progress.h"
 #include "tapestry/rewrite/lower.h"
@@ -59,8 +60,8 @@ struct RunOptions {
   std::string inputs;
   std::string outputs;
   std::uint64_t seed = 0;
-  std::string verify;                // "", "bound" (plain --verify) or "exact"
-  std::vector<std::string> kernels;  // kernel-file directories, or `fast` / `reference`
+  std::string verify;            // "", "bound" (plain --verify) or "exact"
+  std::string kernels = "fast";  // the executable kernels: fast or reference
   std::string executor = "block";
   int threads = 0;
   std::string memory_limit;
@@ -71,22 +72,9 @@ struct RunOptions {
   int warmup = 0;
   bool trust_ipfs = false;
 
-  // Split out of `kernels`: directories of kernel files, and the executable kernel set.
-  std::vector<std::string> kernel_dirs;
-  bool reference_kernels = false;
+  std::vector<std::string> kernel_dirs;  // --kernel-dir: directories of kernel files
+  bool reference_kernels = false;        // from `kernels`
 };
-
-// `--kernels` takes both: `fast` / `reference` select the executable kernels, anything else is a
-// directory of kernel files (write ./reference for a directory of that name).
-void split_kernel_option(RunOptions& options) {
-  for (const std::string& k : options.kernels) {
-    if (k == "reference" || k == "fast") {
-      options.reference_kernels = k == "reference";
-    } else {
-      options.kernel_dirs.push_back(k);
-    }
-  }
-}
 
 // "2G", "512M", "1.5GiB", "100000" → bytes.
 std::int64_t parse_byte_size(const std::string& text) {
@@ -154,7 +142,7 @@ Executed execute(const ir::Graph& lowered, runtime::BufferMap inputs, const RunO
         executor.run_measured(std::move(run_inputs), &progress);
     latest = std::move(measured.buffers);
     runs.push_back(std::move(measured.metrics));
-    if (options.repeat > 1) {
+    if (options.repeat > 1 && !options.quiet) {
       fmt::print("run {}: wall {:.4f} s, {:.1f} GFLOP/s\n", runs.size(), runs.back().wall_s,
                  runs.back().gflops);
     }
@@ -177,7 +165,13 @@ runtime::BufferMap outputs_of(const ir::Graph& graph, const ir::Graph& lowered,
   return out;
 }
 
-void check_options(const RunOptions& options) {
+void check_options(RunOptions& options) {
+  if (options.kernels != "fast" && options.kernels != "reference") {
+    throw Error(fmt::format(
+        "--kernels {}: expected fast or reference (a directory of kernel files is --kernel-dir {})",
+        options.kernels, options.kernels));
+  }
+  options.reference_kernels = options.kernels == "reference";
   if (options.executor != "block" && options.executor != "application") {
     throw Error(fmt::format("--executor {}: expected block or application", options.executor));
   }
@@ -199,7 +193,6 @@ void check_options(const RunOptions& options) {
 }
 
 int run_run(RunOptions& options) {
-  split_kernel_option(options);
   check_options(options);
   const bool exact = options.verify == "exact";
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
@@ -214,6 +207,7 @@ int run_run(RunOptions& options) {
                                                  .validate = true,
                                                  .check_kernels = !options.trust_ipfs,
                                                  .signatures = &signatures});
+  if (!options.quiet) print_refused_fusions(lowered.log);
   bool reduction_split = false;
   for (const rewrite::RewriteEvent& e : lowered.log)
     reduction_split |= e.applied && e.pattern == rewrite::kSplitReduction;
@@ -283,8 +277,8 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--split", options->splits, "shorthand for one split: OP.DIM=N (repeatable)");
   cmd->add_option("--inputs", options->inputs, "read DIR/<input>.npy for every graph input");
   cmd->add_option("--outputs", options->outputs,
-                  "write DIR/<output>.npy for every graph output (created if missing; all files "
-                  "or none)");
+                  "write DIR/<output>.npy for every graph output (all files or none); DIR and "
+                  "its missing parents are created, each named on stdout");
   cmd->add_option("--seed", options->seed, "seed of the generated inputs (without --inputs)");
   cmd->add_flag("--verify{bound}", options->verify,
                 "compare every output with the unsharded graph on the same inputs: each cell "
@@ -292,8 +286,10 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
                 "and no reduction split); --verify=exact: inputs in {-1,0,1}, results exactly "
                 "equal. Exit 1 on FAIL");
   cmd->add_option("--kernels", options->kernels,
-                  "fast (default) or reference: the kernels to run; or a directory of extra "
-                  "kernel files (*.yaml); repeatable");
+                  "fast (default: oneDNN/OpenBLAS, vectorised) or reference (plain loops): the "
+                  "kernels to run")
+      ->allow_extra_args(false);
+  add_kernel_dir_option(*cmd, options->kernel_dirs, /*trap_kernels=*/false);
   cmd->add_option("--executor", options->executor,
                   "block (default: parallel, oneTBB) or application (sequential)");
   cmd->add_option("--threads", options->threads, "block executor threads (default: all cores)")
@@ -303,7 +299,8 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--metrics", options->metrics, "write run metrics to FILE (JSON)");
   cmd->add_option("--trace", options->trace,
                   "write a Chrome trace-event FILE (open in Perfetto / chrome://tracing)");
-  cmd->add_flag("--quiet", options->quiet, "no progress line on stderr");
+  cmd->add_flag("--quiet", options->quiet,
+                "no progress line, no per-run lines of --repeat, no refused-fusion lines");
   cmd->add_flag("--trust-ipfs", options->trust_ipfs, kTrustIpfsHelp);
   cmd->add_option("--repeat", options->repeat,
                   "run N times (block executor; for timing): report the median run")
@@ -311,6 +308,7 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--warmup", options->warmup,
                   "untimed runs before the timed ones (block executor; for timing)")
       ->check(CLI::Range(0, 1000));
+  cmd->footer(exit_codes_footer("--verify FAILs (outputs, metrics and trace are still written)"));
   cmd->callback([&dispatch, options] {
     dispatch.name = "run";
     dispatch.run = [options] { return run_run(*options); };

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "command.h"
+#include "common_options.h"
 #include "graph_input.h"
 #include "tapestry/cost/placement.h"
 #include "tapestry/ir/json_io.h"
@@ -27,6 +28,7 @@ struct ShardOptions {
   std::string output;
   std::vector<std::string> kernel_dirs;
   bool explain = false;
+  bool quiet = false;
   bool trust_ipfs = false;
   std::string target;
 };
@@ -44,6 +46,8 @@ int run_shard(const ShardOptions& options) {
     for (const rewrite::RewriteEvent& e : lowered.log) fmt::print(stderr, "{}\n", e.to_string());
     fmt::print(stderr, "{} operations, {} applications\n", lowered.graph.operations().size(),
                lowered.graph.applications().size());
+  } else if (!options.quiet) {
+    print_refused_fusions(lowered.log);
   }
   if (!options.target.empty()) {  // place it: every application gets its Placement tag
     const cost::Target target = cost::resolve_target(options.target);
@@ -74,12 +78,16 @@ void register_shard(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--split", options->splits, "shorthand for one split: OP.DIM=N (repeatable)");
   cmd->add_option("-o,--output", options->output,
                   "where to write the application graph (default: stdout)");
-  cmd->add_option("--kernels", options->kernel_dirs, "a directory of extra kernel files (*.yaml)");
+  add_kernel_dir_option(*cmd, options->kernel_dirs);
   cmd->add_flag("--explain", options->explain, "print the rewrites applied and refused (stderr)");
+  cmd->add_flag("--quiet", options->quiet,
+                "do not print the fusions the plan asked for and the rewrites refused (printed "
+                "by default, one line each on stderr)");
   cmd->add_flag("--trust-ipfs", options->trust_ipfs, kTrustIpfsHelp);
   cmd->add_option("--target", options->target,
                   "place the shards on this target (preset or file): every application gets a "
                   "Placement tag (its device and the transfers it receives); see docs/cost.md");
+  cmd->footer(exit_codes_footer());
   cmd->callback([&dispatch, options] {
     dispatch.name = "shard";
     dispatch.run = [options] { return run_shard(*options); };

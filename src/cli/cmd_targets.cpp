@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "command.h"
+#include "common_options.h"
 #include "tapestry/cost/target.h"
 
 namespace tapestry::cli {
@@ -41,6 +42,7 @@ void register_targets(CLI::App& app, Dispatch& dispatch) {
       app.add_subcommand("targets", "List the preset targets, or check and describe one target");
   cmd->add_option("target", options->target, "a preset name or a target file (JSON)");
   cmd->add_flag("--json", options->json, "print the target's canonical JSON instead");
+  cmd->footer(exit_codes_footer());
   cmd->callback([&dispatch, options] {
     dispatch.name = "targets";
     dispatch.run = [options] { return run_targets(*options); };

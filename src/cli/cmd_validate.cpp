@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "command.h"
+#include "common_options.h"
 #include "graph_input.h"
 #include "tapestry/cost/placement.h"
 #include "tapestry/ir/dialect.h"
@@ -45,7 +46,8 @@ void print_issues(const std::vector<ir::Issue>& issues, const std::string& forma
 }
 
 int run_validate(const ValidateOptions& options) {
-  ir::ReadResult read = ir::read_graph_file(options.file);
+  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
+  ir::ReadResult read = read_graph_input(options.file, signatures);
   if (!read.graph) {
     print_issues(read.issues, options.format);
     return kExitBadInput;
@@ -55,7 +57,6 @@ int run_validate(const ValidateOptions& options) {
                                                                       : &ir::Dialect::application())
                                 : ir::Dialect::find(options.dialect);
   if (dialect == nullptr) throw Error(fmt::format("unknown dialect \"{}\"", options.dialect));
-  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
   ir::ValidationReport report =
       ir::validate(*read.graph, rewrite::with_kernel_agreement(*dialect, signatures));
   std::vector<ir::Issue> issues = std::move(read.issues);
@@ -81,8 +82,8 @@ void register_validate(CLI::App& app, Dispatch& dispatch) {
   auto options = std::make_shared<ValidateOptions>();
   CLI::App* cmd = app.add_subcommand(
       "validate",
-      "Check a loom JSON graph against a dialect and its kernels; print the issues found");
-  cmd->add_option("file", options->file, "loom JSON graph")->required();
+      "Check a graph (loom JSON or .tap) against a dialect and its kernels; print the issues");
+  cmd->add_option("file", options->file, "the graph: loom JSON or a .tap program")->required();
   cmd->add_option("--dialect", options->dialect,
                   "operation | application | placement (default: application when the graph "
                   "has Application nodes, else operation)")
@@ -92,8 +93,8 @@ void register_validate(CLI::App& app, Dispatch& dispatch) {
                   "(preset or file)");
   cmd->add_option("--format", options->format, "text | json")
       ->check(CLI::IsMember({"text", "json"}));
-  cmd->add_option("--kernels", options->kernel_dirs,
-                  "a directory of extra kernel files (*.yaml) the operations may use");
+  add_kernel_dir_option(*cmd, options->kernel_dirs);
+  cmd->footer(exit_codes_footer("the graph is invalid (issues printed)"));
   cmd->callback([&dispatch, options] {
     dispatch.name = "validate";
     dispatch.run = [options] { return run_validate(*options); };

@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "command.h"
+#include "common_options.h"
 #include "graph_input.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/runtime/naive_executor.h"
@@ -74,15 +75,14 @@ void register_verify(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--outputs", options->outputs, "DIR/<output>.npy for every graph output")
       ->required();
   cmd->add_option("--plan", options->plan, "the plan the outputs were computed under (checked)");
-  cmd->add_option("--kernel-dir", options->kernel_dirs,
-                  "a directory of extra kernel files (*.yaml); repeatable");
+  add_kernel_dir_option(*cmd, options->kernel_dirs);
   cmd->add_flag("--bitwise", options->bitwise, "demand bitwise equality with the naive run");
   cmd->add_flag("--exact", options->exact,
                 "demand the exact value (inputs in {-1,0,1}, sums below 2^24)");
   cmd->add_option("--format", options->format, "text (default) or json");
   cmd->footer(
-      "Exit codes: 0 every output PASSes, 1 some output FAILs, 2 unreadable input or bad "
-      "arguments (a missing output file is named).");
+      exit_codes_footer("some output FAILs (0: every output PASSes; a missing output "
+                        "file is exit 2, named)"));
   cmd->callback([&dispatch, options] {
     dispatch.name = "verify";
     dispatch.run = [options] { return run_verify(*options); };

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include "common_options.h"
 #include "tapestry/ir/dialect.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/metakernel/tap_frontend.h"
@@ -12,8 +13,19 @@ namespace tapestry::cli {
 
 metakernel::SignatureRegistry load_signatures(const std::vector<std::string>& dirs) {
   metakernel::SignatureRegistry signatures = metakernel::SignatureRegistry::with_builtins();
+  for (const std::string& dir : kernel_dirs_from_environment()) signatures.load_directory(dir);
   for (const std::string& dir : dirs) signatures.load_directory(dir);
   return signatures;
+}
+
+ir::ReadResult read_graph_input(const std::string& path,
+                                const metakernel::SignatureRegistry& signatures) {
+  if (!path.ends_with(".tap")) return ir::read_graph_file(path);
+  metakernel::BuildResult built = metakernel::build_tap_file(path, signatures);
+  if (!built.ok()) throw Error(metakernel::format_diagnostics(built.diagnostics));
+  ir::ReadResult read;
+  read.graph = std::move(*built.graph);
+  return read;
 }
 
 ir::Graph load_graph(const std::string& path, const metakernel::SignatureRegistry& signatures,

@@ -1,17 +1,25 @@
-// Reading the GRAPH argument of `shard` and `run`: a .tap program or a loom JSON graph.
+// Reading the GRAPH argument of every command that takes one: a .tap program or a loom JSON graph.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "tapestry/ir/graph.h"
+#include "tapestry/ir/json_io.h"
 #include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/rewrite/plan.h"
 
 namespace tapestry::cli {
 
-/// The kernel signatures: the built-ins plus those of every `--kernels DIR`.
+/// The kernel signatures: the built-ins, then the kernel files of every directory of
+/// $TAPESTRY_KERNELS (':'-separated), then those of every `--kernel-dir DIR`.
 metakernel::SignatureRegistry load_signatures(const std::vector<std::string>& dirs);
+
+/// Reads GRAPH for the commands that judge or draw a graph rather than run it (`validate`,
+/// `render`): a `.tap` program is built (its diagnostics are an Error naming file:line:col), any
+/// other file read as loom JSON with its issues returned, not thrown.
+ir::ReadResult read_graph_input(const std::string& path,
+                                const metakernel::SignatureRegistry& signatures);
 
 /// Loads and validates GRAPH (`.tap` → built; anything else → loom JSON), operation-kernel-
 /// agreement included unless `trust_ipfs` (kernel_agreement.h). Throws Error with the located

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common_options.h"
 #include "graph_input.h"
 
 namespace tapestry::cli {
@@ -14,7 +15,8 @@ void add_pricing_options(CLI::App* cmd, PricingOptions& options) {
                   "a target: a preset name (cpu-local, h100x8, …; `tapestry targets`) or a target "
                   "JSON file")
       ->required();
-  cmd->add_option("--kernels", options.kernel_dirs, "a directory of extra kernel files (*.yaml)");
+  add_kernel_dir_option(*cmd, options.kernel_dirs);
+  cmd->footer(exit_codes_footer());
   cmd->add_flag("--trust-ipfs", options.trust_ipfs, kTrustIpfsHelp);
 }
 

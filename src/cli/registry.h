@@ -16,6 +16,7 @@ inline void register_all(CLI::App& app, Dispatch& dispatch) {
   register_kernels(app, dispatch);
   register_build(app, dispatch);
   register_print(app, dispatch);
+  register_plan(app, dispatch);
   register_shard(app, dispatch);
   register_run(app, dispatch);
   register_verify(app, dispatch);

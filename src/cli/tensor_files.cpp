@@ -1,7 +1,7 @@
 // Tensor files in and out of `run` and `verify` (tensor_files.h).
 #include "tensor_files.h"
 
-#include <fmt/core.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <map>
@@ -58,11 +58,19 @@ void check_output_files(const ir::Graph& graph, const std::string& dir,
     }
   }
   if (!fs::exists(dir)) {
+    std::vector<std::string> missing;  // dir and its missing parents, outermost first
+    for (fs::path p = fs::path(dir).lexically_normal(); !p.empty() && !fs::exists(p);
+         p = p.parent_path()) {
+      if (p.filename().empty()) continue;  // "out/" → "out"
+      missing.insert(missing.begin(), p.string());
+      if (p == p.parent_path()) break;
+    }
     std::error_code ec;
     fs::create_directories(dir, ec);
     if (ec)
       throw Error(fmt::format("--outputs {}: cannot create the directory: {}", dir, ec.message()));
-    fmt::print("created directory {}\n", dir);
+    fmt::print("created director{} {}\n", missing.size() > 1 ? "ies" : "y",
+               fmt::join(missing, ", "));
   }
   if (!fs::is_directory(dir)) throw Error(fmt::format("--outputs {}: not a directory", dir));
   if (::access(dir.c_str(), W_OK) != 0)

@@ -33,7 +33,8 @@ runtime::BufferMap read_tensor_files(const ir::Graph& graph, const std::string& 
 
 /// Checks, before any work, that the files of `tensors` can be written to `dir`: no two tensors
 /// share a file name (`A/b` and `A_b`), nothing that is not a regular file stands in the way,
-/// the directory is (or can be made) writable. Creates `dir` when missing and says so on stdout.
+/// the directory is (or can be made) writable. Creates `dir` and its missing parents and names
+/// each on stdout ("created directories out, out/run1").
 void check_output_files(const ir::Graph& graph, const std::string& dir,
                         const std::vector<ir::TensorId>& tensors);
 

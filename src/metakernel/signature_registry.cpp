@@ -116,9 +116,11 @@ std::vector<const Metakernel*> SignatureRegistry::metakernels() const {
 fs::path default_kernel_dir() {
   std::vector<fs::path> candidates;
   std::error_code ec;
-  if (const char* env = std::getenv("TAPESTRY_KERNELS"); env && *env) {
+  // TAPESTRY_BUILTIN_KERNELS moves the built-ins (a relocated install); TAPESTRY_KERNELS adds
+  // user kernels to them and is read by the CLI, not here.
+  if (const char* env = std::getenv("TAPESTRY_BUILTIN_KERNELS"); env && *env) {
     if (!fs::is_directory(env, ec))
-      throw Error(fmt::format("TAPESTRY_KERNELS={} is not a directory", env));
+      throw Error(fmt::format("TAPESTRY_BUILTIN_KERNELS={} is not a directory", env));
     return env;
   }
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
@@ -134,8 +136,9 @@ fs::path default_kernel_dir() {
   }
   std::vector<std::string> tried;
   for (const fs::path& dir : candidates) tried.push_back(dir.string());
-  throw Error(fmt::format("cannot find the built-in kernels (tried: {}); set TAPESTRY_KERNELS",
-                          fmt::join(tried, ", ")));
+  throw Error(
+      fmt::format("cannot find the built-in kernels (tried: {}); set TAPESTRY_BUILTIN_KERNELS",
+                  fmt::join(tried, ", ")));
 }
 
 const SignatureRegistry& builtin_signatures() {

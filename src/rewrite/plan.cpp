@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tapestry/rewrite/dim_aliases.h"
 #include "tapestry/support/assert.h"
 #include "tapestry/support/error.h"
 #include "tapestry/zspace/json.h"
@@ -251,6 +252,38 @@ void carry_placement(const OpPlan& from, std::span<const std::string> dims, OpPl
   }
 }
 
+namespace {
+
+// An operation's index dims by name: its own names, and the aliases of dim_aliases.h.
+class DimNames {
+ public:
+  DimNames(const ir::Graph& graph, ir::OperationId op)
+      : view_(graph.operation(op)), aliases_(index_dim_aliases(graph, op)) {}
+
+  [[nodiscard]] std::optional<std::size_t> find(const std::string& name) const {
+    if (auto d = view_.index_dim(name)) return d;
+    auto alias = aliases_.find(name);
+    return alias == aliases_.end() ? std::nullopt : view_.index_dim(alias->second);
+  }
+  /// The operation's own name for `name` (precondition: find(name)).
+  [[nodiscard]] std::string own(const std::string& name) const {
+    return view_.index_name(*find(name));
+  }
+  /// "(it has: batch, out, in)", with "; aliases: batch = d0, …" when there are some.
+  [[nodiscard]] std::string listed() const {
+    std::vector<std::string> aliases;
+    for (const auto& [alias, dim] : aliases_) aliases.push_back(alias + " = " + dim);
+    return fmt::format("(it has: {}{}{})", fmt::join(view_.index_names(), ", "),
+                       aliases.empty() ? "" : "; aliases: ", fmt::join(aliases, ", "));
+  }
+
+ private:
+  ir::OperationView view_;
+  std::map<std::string, std::string> aliases_;
+};
+
+}  // namespace
+
 std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph) {
   std::vector<std::string> problems;
   std::vector<std::string> known;
@@ -288,12 +321,20 @@ std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph) {
       continue;
     }
     const std::optional<zspace::Range> index = view.ipf_index();
+    const DimNames dims(graph, *op);
+    std::map<std::size_t, std::string> split_named;  // dim → the name the plan used
     for (const auto& [dim, count] : op_plan.split) {
-      auto d = view.index_dim(dim);
+      auto d = dims.find(dim);
       if (!d) {
-        problems.push_back(fmt::format(
-            "{}/split/{}: operation '{}' has no index dimension '{}' (it has: {})", path,
-            zspace::json_pointer_token(dim), name, dim, fmt::join(view.index_names(), ", ")));
+        problems.push_back(fmt::format("{}/split/{}: operation '{}' has no index dimension '{}' {}",
+                                       path, zspace::json_pointer_token(dim), name, dim,
+                                       dims.listed()));
+        continue;
+      }
+      if (auto [it, added] = split_named.emplace(*d, dim); !added) {
+        problems.push_back(fmt::format("{}/split/{}: names dimension '{}' of '{}' again (as '{}')",
+                                       path, zspace::json_pointer_token(dim), view.index_name(*d),
+                                       name, it->second));
         continue;
       }
       const std::int64_t extent = index ? index->extent(*d) : 0;
@@ -304,10 +345,10 @@ std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph) {
       }
     }
     for (const auto& [dim, axis] : op_plan.mesh) {
-      if (!view.index_dim(dim)) {
-        problems.push_back(fmt::format(
-            "{}/mesh/{}: operation '{}' has no index dimension '{}' (it has: {})", path,
-            zspace::json_pointer_token(dim), name, dim, fmt::join(view.index_names(), ", ")));
+      if (!dims.find(dim)) {
+        problems.push_back(fmt::format("{}/mesh/{}: operation '{}' has no index dimension '{}' {}",
+                                       path, zspace::json_pointer_token(dim), name, dim,
+                                       dims.listed()));
       }
     }
     for (std::size_t i = 0; i < op_plan.substitute.size(); ++i) {
@@ -343,7 +384,16 @@ Plan resolve_plan_names(const Plan& plan, const ir::Graph& graph) {
   };
   Plan out;
   out.fuse_auto = plan.fuse_auto;
-  for (const auto& [name, op_plan] : plan.ops) out.ops.emplace(canonical(name), op_plan);
+  for (const auto& [name, op_plan] : plan.ops) {
+    const ir::OperationId op = *find_operation(graph, name);
+    const DimNames dims(graph, op);
+    OpPlan resolved = op_plan;  // dims by the operation's own names, aliases resolved
+    resolved.split.clear();
+    resolved.mesh.clear();
+    for (const auto& [dim, count] : op_plan.split) resolved.split[dims.own(dim)] = count;
+    for (const auto& [dim, axis] : op_plan.mesh) resolved.mesh[dims.own(dim)] = axis;
+    out.ops.emplace(canonical(name), std::move(resolved));
+  }
   for (const auto& group : plan.fuse) {
     std::vector<std::string> names;
     for (const std::string& name : group) names.push_back(canonical(name));

@@ -183,8 +183,9 @@ MemoryEstimate estimate_memory(const std::vector<BufferSlot>& slots,
   estimate.peak_description =
       peak_task == UINT32_MAX
           ? fmt::format("before any application: {}", fmt::join(parts, ", "))
-          : fmt::format("after application '{}' starts: {}",
-                        node_name(graph, tasks[peak_task].application), fmt::join(parts, ", "));
+          : fmt::format("after {} starts: {}",
+                        describe_application(graph, tasks[peak_task].application),
+                        fmt::join(parts, ", "));
   return estimate;
 }
 

@@ -14,6 +14,15 @@ std::string node_name(const ir::Graph& graph, ir::NodeId node) {
   return label.empty() ? std::string(graph.key(node)) : label;
 }
 
+std::string describe_application(const ir::Graph& graph, ir::ApplicationId app) {
+  const ir::ApplicationView view = graph.application(app);
+  if (!view.label().empty()) return fmt::format("application '{}'", view.label());
+  const std::optional<zspace::Range> index = view.ipf_index();
+  if (!view.operation().is_valid() || !index)
+    return fmt::format("application '{}'", graph.key(app));
+  return fmt::format("the application of '{}' over {}", node_name(graph, view.operation()), *index);
+}
+
 void check_tensor_dtypes(const ir::Graph& graph) {
   for (ir::TensorId tensor : graph.tensors()) (void)tensor_dtype(graph, tensor);
 }

@@ -14,6 +14,11 @@ namespace tapestry::runtime::detail {
 /// The node's label, else its key.
 std::string node_name(const ir::Graph& graph, ir::NodeId node);
 
+/// An application as a message names it: "application 'LABEL'" when it has a label, else by its
+/// operation and index box, "the application of 'H/linear' over zr[0:2048, 0:4096, 0:1024]"
+/// (applications made by `lower` have no label; their keys are meaningless UUIDs).
+std::string describe_application(const ir::Graph& graph, ir::ApplicationId app);
+
 /// Fills `buffer` with a value no kernel computes by accident — NaN for floats, the lowest value
 /// for integers — so unwritten cells show up in comparisons.
 void poison(Buffer& buffer);

@@ -142,11 +142,15 @@ TEST(PlanMesh, ParsedCheckedAndExclusiveWithPlace) {
             "p.json: /ops/Y/mesh: a mesh mapping needs at least one dimension");
   ir::Graph g = rewrite::testing::build(kLinearRelu);
   const auto problems =
-      rewrite::check_plan(rewrite::parse_plan(R"({"ops": {"Y": {"mesh": {"batch": "dp"}}}})"), g);
+      rewrite::check_plan(rewrite::parse_plan(R"({"ops": {"Y": {"mesh": {"in": "dp"}}}})"), g);
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_EQ(problems[0],
-            "/ops/Y/mesh/batch: operation 'Y' has no index dimension 'batch' (it has: "
-            "d0, d1)");
+            "/ops/Y/mesh/in: operation 'Y' has no index dimension 'in' (it has: "
+            "d0, d1; aliases: batch = d0, out = d1)");
+  // An alias names the dim (rewrite/dim_aliases.h): `batch` is Y's d0.
+  EXPECT_TRUE(
+      rewrite::check_plan(rewrite::parse_plan(R"({"ops": {"Y": {"mesh": {"batch": "dp"}}}})"), g)
+          .empty());
 }
 
 TEST(Placement, HostResidenceLoadsInputsOncePerDeviceAndGathersOutputs) {

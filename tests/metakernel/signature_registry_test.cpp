@@ -66,12 +66,16 @@ TEST(Registry, UserDirectoriesAddKernels) {
               ::testing::ThrowsMessage<Error>(HasSubstr("does not exist")));
 }
 
-TEST(Registry, DefaultDirectoryHonoursTheEnvironment) {
-  ::setenv("TAPESTRY_KERNELS", TAPESTRY_KERNELS_SOURCE_DIR, 1);
+TEST(Registry, DefaultDirectoryHonoursTheBuiltinEnvironmentVariable) {
+  ::setenv("TAPESTRY_BUILTIN_KERNELS", TAPESTRY_KERNELS_SOURCE_DIR, 1);
   EXPECT_EQ(default_kernel_dir(), std::filesystem::path(TAPESTRY_KERNELS_SOURCE_DIR));
-  ::setenv("TAPESTRY_KERNELS", "/nonexistent/kernels", 1);
+  ::setenv("TAPESTRY_BUILTIN_KERNELS", "/nonexistent/kernels", 1);
   EXPECT_THAT([] { (void)default_kernel_dir(); },
               ::testing::ThrowsMessage<Error>(HasSubstr("is not a directory")));
+  ::unsetenv("TAPESTRY_BUILTIN_KERNELS");
+  // TAPESTRY_KERNELS adds user kernels (read by the CLI); it never moves the built-ins.
+  ::setenv("TAPESTRY_KERNELS", "/nonexistent/kernels", 1);
+  EXPECT_TRUE(std::filesystem::is_directory(default_kernel_dir()));
   ::unsetenv("TAPESTRY_KERNELS");
   EXPECT_TRUE(std::filesystem::is_directory(default_kernel_dir()));  // compiled-in source path
 }

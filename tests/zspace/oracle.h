@@ -1,6 +1,6 @@
 // Brute-force oracles and rapidcheck generators for the zspace property tests.
 //
-// The oracles restate the definitions of DESIGN.md §2 with plain loops over std::vector, never
+// The oracles restate the definitions of docs/design.md §2 with plain loops over std::vector, never
 // calling the code under test: a point's box is [A·i + b, A·i + b + s) computed by hand, a range's
 // points come from an odometer, membership is `lo <= p < hi` per coordinate. Each property then
 // compares the library's answer with the oracle's on small random values.

@@ -1,7 +1,7 @@
 // Source locations and located diagnostics for the two text languages of this module: the
 // template metakernel language (YAML kernel files) and the .tap graph language.
 //
-// Bad input is reported as data (DESIGN.md §8): a `Diagnostic` names the file, the 1-based line
+// Bad input is reported as data (docs/design.md §8): a `Diagnostic` names the file, the 1-based line
 // and column, and a message. `format_diagnostic` renders it the way compilers do, with the source
 // line and a caret under the column:
 //

@@ -4,7 +4,7 @@
 // schedule_applications(), by calling its operation's kernel with `index` = the application's
 // IPFIndex sub-box and the views of its own selections (each must equal IPF(sub-box)). The
 // same reference kernels as the naive executor are used, so with no reduction split the result
-// is bitwise identical to NaiveExecutor's — the proof obligation of DESIGN.md §7, checked in
+// is bitwise identical to NaiveExecutor's — the proof obligation of docs/design.md §7, checked in
 // tests/runtime/application_executor_test.cpp. (The fast, parallel block executor is separate.)
 //
 //   ApplicationExecutor sharded(app_graph);      // schedules once; Error on unknown kernels

@@ -3,7 +3,7 @@
 // Three executors share this interface and the kernels:
 //
 //   NaiveExecutor        every Operation once over its whole IPFIndex, in topological order;
-//                        the oracle (DESIGN.md §7)
+//                        the oracle (docs/design.md §7)
 //   ApplicationExecutor  every Application once over its own IPFIndex sub-box, sequentially, in
 //                        the dependency order of application_schedule.h
 //   BlockExecutor        the Applications as a task DAG on a oneTBB pool, fast kernels by

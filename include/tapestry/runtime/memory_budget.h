@@ -8,10 +8,10 @@
 // machine's physical memory, so a graph declaring `f32[1000000000000, 5]` is an Error naming
 // the estimate, never a std::bad_alloc (or an out-of-memory kill) halfway through.
 //
-//   // X: f32[104857600]; Y = relu(X), one application 'Y/0'
+//   // X: f32[104857600]; Y = relu(X), one application
 //   MemoryEstimate e = estimate_block_memory(app_graph);   // == BlockExecutor's estimate
 //   e.peak_bytes           // 838860800
-//   e.peak_description     // "after application 'Y/0' starts: X 400.0 MiB, Y 400.0 MiB"
+//   e.peak_description     // "after the application of 'Y' over zr[0:104857600] starts: X …"
 //   check_memory_budget(e, 100 << 20);
 //     // Error "memory limit 100.0 MiB exceeded: the plan needs an estimated 800.0 MiB at its
 //     //        peak (after application 'Y/0' starts: X 400.0 MiB, Y 400.0 MiB)"

@@ -5,7 +5,7 @@
 // view of the selected box (which must equal IPF(index): the operation-ipf agreement of the
 // dialect, re-checked here). Applications in the graph are ignored. With the reference kernels
 // this *defines* what a graph computes; every rewrite and every other executor is checked
-// against it (DESIGN.md §5, §7).
+// against it (docs/design.md §5, §7).
 //
 //   Graph g = …;                                  // Y = relu(linear(X, W, b))
 //   NaiveExecutor naive(g);                       // Error: cycle, unknown kernel, missing tags

@@ -1,4 +1,4 @@
-// TAPESTRY_ASSERT: internal invariants (DESIGN.md §8, channel 1).
+// TAPESTRY_ASSERT: internal invariants (docs/design.md §8, channel 1).
 //
 // A failed assertion is a bug in Tapestry, never a consequence of user input: it prints the
 // condition, the message, and the source location, then aborts. Active when the build defines

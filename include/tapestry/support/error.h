@@ -1,4 +1,4 @@
-// Tapestry's error channel for bad user input (DESIGN.md §8, channel 2).
+// Tapestry's error channel for bad user input (docs/design.md §8, channel 2).
 //
 // `tapestry::Error` is thrown by value constructors and parsers when input from outside the
 // program (a file, a CLI argument, a JSON body) breaks a rule, and is caught at the API/CLI

@@ -1,7 +1,7 @@
 // application-output-coverage: every output selection of an operation is written exactly once
 // by its applications — no cell twice, none missed. Splitting a reduction dimension across
 // applications makes two of them write the same cells, and is reported here (a reduction split
-// is a rewrite that introduces partial tensors; see DESIGN.md §5).
+// is a rewrite that introduces partial tensors; see docs/design.md §5).
 //
 //   error[application-output-coverage]: Operation output not covered exactly once
 //     cell (0, 0) of outputs.result[0] (tensor z) is written by 2 applications

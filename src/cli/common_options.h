@@ -1,0 +1,38 @@
+// Options several subcommands share, declared once so they read and behave the same everywhere.
+//
+// * `--kernel-dir DIR`: a directory of kernel files (*.yaml) added to the built-in kernels;
+//   repeatable, one directory per flag (so it never swallows the GRAPH argument). The
+//   directories of $TAPESTRY_KERNELS (':'-separated) are added too, before the flags'.
+// * `--kernels` on a command that executes nothing is refused with a pointer to --kernel-dir
+//   (it used to mean a directory; on `run` it selects the executable kernels: fast|reference).
+// * Every `--help` ends with the command's exit codes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tapestry/rewrite/pattern.h"
+
+namespace CLI {
+class App;
+}
+
+namespace tapestry::cli {
+
+/// Adds `--kernel-dir DIR` (repeatable) to `cmd`, and, when `trap_kernels`, a hidden `--kernels`
+/// that is refused with a message naming `--kernel-dir`.
+void add_kernel_dir_option(CLI::App& cmd, std::vector<std::string>& dirs, bool trap_kernels = true);
+
+/// `--help`'s footer: "Exit codes: 0 …, 1 …, 2 …". `failed` says what exit code 1 means for
+/// this command (empty: the command has no such outcome).
+std::string exit_codes_footer(const std::string& failed = "");
+
+/// Prints one line per fusion the plan asked for and the rewrites refused (stderr), e.g.
+/// "refused  fuse-elementwise on Y/linear: …": without it a refused fusion is silent. `run` and
+/// `shard` call it unless --quiet (--explain prints every rewrite instead).
+void print_refused_fusions(const std::vector<rewrite::RewriteEvent>& log);
+
+/// The directories of $TAPESTRY_KERNELS, split at ':' (empty entries skipped).
+std::vector<std::string> kernel_dirs_from_environment();
+
+}  // namespace tapestry::cli
