@@ -164,19 +164,32 @@ void pad_kernel(const KernelCall& call) {
       const std::size_t rank = out.rank();
       const Range& ob = out.box();
       const Range& xb = in.box();
-      // Every row of the output box: its leading coordinates and y.
-      const Range rows = ob.with_dim(rank - 1, ob.start()[rank - 1], ob.start()[rank - 1] + 1);
-      for (const Point& p : rows.points()) {
-        const std::int64_t y = p[rank - 2];
-        const bool inside = y >= xb.start()[rank - 2] && y < xb.end()[rank - 2];
-        const T* xr = nullptr;
-        if (inside) {
-          std::vector<std::int64_t> at(p.begin(), p.end());
-          at[rank - 1] = xb.start()[rank - 1];
-          xr = in.pointer(Point(std::span<const std::int64_t>(at)));
+      // Every row of the output box, by an odometer over its leading dims (no Point per row):
+      // the output row's pointer and, when the row lies inside x on every leading dim, x's.
+      const std::size_t lead = rank - 1;
+      std::vector<std::int64_t> at(ob.start().begin(), ob.start().end());
+      T* const out_origin = out.origin();
+      const T* const in_origin = in.origin();
+      const std::int64_t n = ob.extent(lead);
+      bool done = false;
+      while (!done) {
+        std::int64_t out_offset = 0, in_offset = 0;
+        bool inside = in_origin != nullptr;
+        for (std::size_t d = 0; d < lead; ++d) {
+          out_offset += (at[d] - ob.start()[d]) * out.stride(d);
+          inside = inside && at[d] >= xb.start()[d] && at[d] < xb.end()[d];
+          if (inside) in_offset += (at[d] - xb.start()[d]) * in.stride(d);
         }
-        pad_row(out.pointer(p), ob.start()[rank - 1], ob.extent(rank - 1), xr, xb.start()[rank - 1],
-                xb.end()[rank - 1], fill);
+        pad_row(out_origin + out_offset, ob.start()[lead], n,
+                inside ? in_origin + in_offset : nullptr, xb.start()[lead], xb.end()[lead], fill);
+        done = true;
+        for (std::size_t d = lead; d-- > 0;) {
+          if (++at[d] < ob.end()[d]) {
+            done = false;
+            break;
+          }
+          at[d] = ob.start()[d];
+        }
       }
     }
   });
