@@ -39,7 +39,54 @@ struct Port {
   std::uint32_t tensor = 0;  // node index
   zspace::IndexProjection ipf;
   std::vector<std::size_t> used;  // the index dims its IPF reads (a non-zero coefficient)
+  /// When every row of the IPF has at most one non-zero coefficient (the usual projection):
+  /// per tensor dim, that index dim (-1: none), its coefficient, the offset and the tile, so a
+  /// box is a few multiplications (box_of); empty otherwise (IndexProjection::apply).
+  struct Row {
+    int col = -1;
+    std::int64_t coef = 0, offset = 0, tile = 1;
+  };
+  std::vector<Row> rows;
 };
+
+// The port's box over the index box `cell` (non-empty): IndexProjection::apply, without its
+// general interval arithmetic when the IPF is a projection. Coordinates stay far inside int64:
+// they are a graph's own (checked when it was built) and a cell lies inside its operation.
+zspace::Range box_of(const Port& port, const zspace::Range& cell) {
+  if (port.rows.empty()) return port.ipf.apply(cell);
+  zspace::InlineVector<std::int64_t, zspace::kInlineRank> lo(port.rows.size()),
+      hi(port.rows.size());
+  for (std::size_t r = 0; r < port.rows.size(); ++r) {
+    const Port::Row& row = port.rows[r];
+    std::int64_t a = row.offset, b = row.offset + row.tile;
+    if (row.col >= 0) {
+      const auto c = static_cast<std::size_t>(row.col);
+      const std::int64_t x = row.coef * cell.start()[c], y = row.coef * (cell.end()[c] - 1);
+      a += std::min(x, y);
+      b += std::max(x, y);
+    }
+    lo[r] = a;
+    hi[r] = b;
+  }
+  return zspace::Range(zspace::Point(lo.span()), zspace::Point(hi.span()));
+}
+
+std::vector<Port::Row> projection_rows(const zspace::IndexProjection& ipf) {
+  std::vector<Port::Row> rows;
+  const zspace::AffineMap& map = ipf.map();
+  for (std::size_t r = 0; r < map.out_rank(); ++r) {
+    Port::Row row{-1, 0, map.offset()[r], ipf.shape()[r]};
+    for (std::size_t c = 0; c < map.in_rank(); ++c) {
+      const std::int64_t a = map.at(r, c);
+      if (a == 0) continue;
+      if (row.col >= 0) return {};
+      row.col = static_cast<int>(c);
+      row.coef = a;
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
 
 // One operation of the rewritten graph, ready to be cut.
 struct CutOperation {
@@ -81,7 +128,7 @@ bool ports_of(const ir::SelectionMap& selections, const ir::IpfMap& ipfs,
   std::size_t i = 0;
   for (const auto& s : selections.entries()) {
     if (s.name != entries[i].name || s.position != entries[i].position) return false;
-    Port port{s.value.tensor.index(), entries[i].value, {}};
+    Port port{s.value.tensor.index(), entries[i].value, {}, projection_rows(entries[i].value)};
     const zspace::AffineMap& map = port.ipf.map();
     for (std::size_t c = 0; c < map.in_rank(); ++c) {
       for (std::size_t r = 0; r < map.out_rank(); ++r) {
@@ -423,7 +470,7 @@ const zspace::Range& Evaluator::Impl::port_box(const Port& port, std::size_t k, 
   }
   at += memo_at[k];
   if (!box_known[at]) {
-    box_memo[at] = port.ipf.apply(cell);
+    box_memo[at] = box_of(port, cell);
     box_known[at] = 1;
   }
   return box_memo[at];
