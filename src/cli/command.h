@@ -42,5 +42,6 @@ void register_targets(CLI::App& app, Dispatch& dispatch);
 void register_calibrate(CLI::App& app, Dispatch& dispatch);
 void register_cost(CLI::App& app, Dispatch& dispatch);
 void register_explain(CLI::App& app, Dispatch& dispatch);
+void register_optimize(CLI::App& app, Dispatch& dispatch);
 
 }  // namespace tapestry::cli
