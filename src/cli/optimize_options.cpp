@@ -62,7 +62,7 @@ search::OptimizeResult run_search(const ir::Graph& graph, const cost::Target& ta
   if (draw) {
     options.on_progress = [&](const search::Progress& p) {
       const auto now = std::chrono::steady_clock::now();
-      if (now - last < std::chrono::milliseconds(250)) return;
+      if (now - last < std::chrono::milliseconds(250)) return true;
       last = now;
       std::string best;
       for (std::size_t i = 0; i < p.best.size(); ++i) {
@@ -74,6 +74,7 @@ search::OptimizeResult run_search(const ir::Graph& graph, const cost::Target& ta
                  p.evaluations_per_s, p.front_size, best);
       std::fflush(stderr);
       drawn = true;
+      return true;
     };
   }
   search::Optimizer optimizer(graph, target, std::move(options));

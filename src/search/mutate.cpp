@@ -421,43 +421,48 @@ std::string_view mutation_name(Mutation mutation) {
 }
 
 bool mutate_once(const PlanSpace& space, Mutation kind, rewrite::Plan& genome, Rng& rng) {
-  bool changed = false;
+  const Plan before = genome;
   switch (kind) {
     case Mutation::kResplit:
-      changed = resplit(space, genome, rng);
+      resplit(space, genome, rng);
       break;
     case Mutation::kReduction:
-      changed = reduction(space, genome, rng);
+      reduction(space, genome, rng);
       break;
     case Mutation::kMesh:
-      changed = mesh(space, genome, rng);
+      mesh(space, genome, rng);
       break;
     case Mutation::kPlace:
-      changed = place(space, genome, rng);
+      place(space, genome, rng);
       break;
     case Mutation::kFusion:
-      changed = fusion(space, genome, rng);
+      fusion(space, genome, rng);
       break;
     case Mutation::kSubstitute:
-      changed = substitute(space, genome, rng);
+      substitute(space, genome, rng);
       break;
     case Mutation::kAlign:
-      changed = align(space, genome, rng);
+      align(space, genome, rng);
       break;
   }
   normalize(genome);
-  return changed;
+  return !(genome == before);
 }
 
-void mutate(const PlanSpace& space, rewrite::Plan& genome, Rng& rng) {
+void mutate(const PlanSpace& space, rewrite::Plan& genome, Rng& rng, MutationSet allowed) {
+  std::array<int, kMutationCount> weights{};
   int total = 0;
-  for (int w : kWeights) total += w;
+  for (int k = 0; k < kMutationCount; ++k) {
+    weights[k] = (allowed >> k & 1u) != 0 ? kWeights[k] : 0;
+    total += weights[k];
+  }
+  if (total == 0) return;
   int count = 1;
   while (count < 4 && rng.chance(0.4)) ++count;
   for (int done = 0, tries = 0; done < count && tries < 16; ++tries) {
     auto pick = static_cast<int>(rng.below(static_cast<std::uint64_t>(total)));
     int kind = 0;
-    while (pick >= kWeights[kind]) pick -= kWeights[kind++];
+    while (pick >= weights[kind]) pick -= weights[kind++];
     if (mutate_once(space, static_cast<Mutation>(kind), genome, rng)) ++done;
   }
 }

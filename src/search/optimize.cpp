@@ -153,7 +153,7 @@ struct Optimizer::Impl {
       const rewrite::Plan& from = parent(rng);
       for (int attempt = 0; attempt < kRetries; ++attempt) {
         rewrite::Plan genome = from;
-        mutate(space, genome, rng);
+        mutate(space, genome, rng, options.mutations);
         if (!seen.insert(fingerprint(genome)).second) continue;
         rewrite::Plan plan = space.expand(genome);
         batch.push_back({std::move(genome), std::move(plan), std::nullopt});
@@ -163,7 +163,8 @@ struct Optimizer::Impl {
     return batch;
   }
 
-  void update_progress(Clock::time_point start) {
+  // Returns what on_progress says: false to stop.
+  bool update_progress(Clock::time_point start) {
     progress.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     progress.evaluations_per_s =
         progress.seconds > 0 ? static_cast<double>(run_evaluations) / progress.seconds : 0;
@@ -174,7 +175,8 @@ struct Optimizer::Impl {
         progress.best.push_back(objective_value(archive.best(o)->cost, o));
       }
     }
-    if (options.on_progress) options.on_progress(progress);
+    progress.archive = &archive;
+    return !options.on_progress || options.on_progress(progress);
   }
 
   CheckpointState state() const {
@@ -250,7 +252,10 @@ struct Optimizer::Impl {
     Clock::time_point saved = start;
     std::string stopped_by;
     for (int idle = 0;; ++progress.generation) {
-      update_progress(start);
+      if (!update_progress(start)) {
+        stopped_by = "caller";
+        break;
+      }
       if (options.max_evaluations > 0 && progress.evaluations >= options.max_evaluations) {
         stopped_by = "max-evals";
         break;
@@ -281,6 +286,7 @@ struct Optimizer::Impl {
       }
     }
     if (!options.checkpoint.empty()) write_checkpoint(options.checkpoint, state());
+    progress.archive = nullptr;
     return {archive, progress, seeds, stopped_by};
   }
 };

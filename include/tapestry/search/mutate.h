@@ -77,8 +77,17 @@ std::string_view mutation_name(Mutation mutation);
 
 /// Applies one mutation of kind `kind`; false (genome unchanged) when it has nothing to change.
 bool mutate_once(const PlanSpace& space, Mutation kind, rewrite::Plan& genome, Rng& rng);
-/// Applies one to four random mutations (each kind with its weight; see mutate.cpp).
-void mutate(const PlanSpace& space, rewrite::Plan& genome, Rng& rng);
+/// The mutation kinds a search may use, as a bit set (bit i: Mutation i).
+using MutationSet = std::uint32_t;
+inline constexpr MutationSet kAllMutations = (1u << kMutationCount) - 1;
+inline constexpr MutationSet mutation_bit(Mutation m) {
+  return 1u << static_cast<int>(m);
+}
+
+/// Applies one to four random mutations of the kinds in `allowed` (each with its weight; see
+/// mutate.cpp).
+void mutate(const PlanSpace& space, rewrite::Plan& genome, Rng& rng,
+            MutationSet allowed = kAllMutations);
 
 /// Removes what cannot stand: empty entries, mesh entries of unsplit dims, place and mesh on one
 /// operation (mesh wins), fusion groups naming a missing operation or repeating one.

@@ -60,6 +60,7 @@ struct Progress {
   double evaluations_per_s = 0;   // of this run
   std::size_t front_size = 0;
   std::vector<double> best;  // the best value of each objective in the front (empty front: none)
+  const ParetoArchive* archive = nullptr;  // the front so far (valid during the callback)
 };
 
 struct OptimizeOptions {
@@ -73,11 +74,13 @@ struct OptimizeOptions {
   bool tie_layers = false;
   std::size_t batch = 64;  // candidates per generation (fixed: results do not depend on threads)
   bool use_seeds = true;   // price the seed plans first (tests turn it off to test the mutations)
-  std::filesystem::path checkpoint;  // empty: none
+  MutationSet mutations = kAllMutations;  // the kinds of mutation to use
+  std::filesystem::path checkpoint;       // empty: none
   double checkpoint_every_s = 5;
   std::filesystem::path resume;  // empty: start afresh
-  /// Called after every generation (from the calling thread).
-  std::function<void(const Progress&)> on_progress;
+  /// Called after every generation (from the calling thread); returning false stops the search
+  /// (stopped_by "caller").
+  std::function<bool(const Progress&)> on_progress;
   /// lower's options (kernel signatures); validation stays off.
   rewrite::LowerOptions lower;
 };
@@ -86,7 +89,7 @@ struct OptimizeResult {
   ParetoArchive archive;
   Progress progress;
   std::vector<SeedPlan> seeds;
-  std::string stopped_by;  // "max-evals", "time-budget", "exhausted"
+  std::string stopped_by;  // "max-evals", "time-budget", "exhausted", "caller"
 };
 
 class Optimizer {
