@@ -347,7 +347,9 @@ TEST(TieLayers, DecisionsStayFlatAsDepthGrows) {
       const auto a = e.plan.ops.find("L0/linear");
       const auto b = e.plan.ops.find(fmt::format("L{}/linear", l));
       EXPECT_EQ(a == e.plan.ops.end(), b == e.plan.ops.end());
-      if (a != e.plan.ops.end() && b != e.plan.ops.end()) EXPECT_EQ(a->second, b->second);
+      if (a != e.plan.ops.end() && b != e.plan.ops.end()) {
+        EXPECT_EQ(a->second, b->second);
+      }
     }
   }
 }
