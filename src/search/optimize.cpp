@@ -28,6 +28,7 @@ struct Candidate {
   rewrite::Plan genome;
   rewrite::Plan plan;
   std::optional<cost::CostVector> cost;  // nullopt: the rewrites or placement refused it
+  bool priced = false;                   // false: the time budget ran out before its turn
 };
 
 // How far an infeasible plan is from feasibility (0 for a feasible one): the pool of parents
@@ -89,6 +90,7 @@ struct Optimizer::Impl {
   }
 
   void price(Candidate& c) {
+    c.priced = true;
     try {
       c.cost = evaluator().evaluate(c.plan);
     } catch (const Error&) {
@@ -96,12 +98,22 @@ struct Optimizer::Impl {
     }
   }
 
-  void price_all(std::vector<Candidate>& batch) {
+  // Prices the batch in parallel. With a time budget, candidates whose turn comes after it ran
+  // out are dropped (and forgotten by the seen set): a timed search stops within one pricing of
+  // its budget even when a generation takes longer than the budget.
+  void price_all(std::vector<Candidate>& batch, std::optional<Clock::time_point> deadline = {}) {
     const int threads = options.threads > 0 ? options.threads
                                             : static_cast<int>(std::thread::hardware_concurrency());
     tbb::task_arena arena(std::max(threads, 1));
     arena.execute([&] {
-      tbb::parallel_for(std::size_t{0}, batch.size(), [&](std::size_t i) { price(batch[i]); });
+      tbb::parallel_for(std::size_t{0}, batch.size(), [&](std::size_t i) {
+        if (deadline && Clock::now() >= *deadline) return;
+        price(batch[i]);
+      });
+    });
+    std::erase_if(batch, [&](const Candidate& c) {
+      if (!c.priced) seen.erase(fingerprint(c.genome));
+      return !c.priced;
     });
   }
 
@@ -274,7 +286,11 @@ struct Optimizer::Impl {
       }
       std::vector<Candidate> batch = generate(slots);
       idle = batch.empty() ? idle + 1 : 0;
-      price_all(batch);
+      price_all(batch, options.time_budget_s > 0
+                           ? std::optional(
+                                 start + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(options.time_budget_s)))
+                           : std::nullopt);
       merge(batch);
       if (!options.checkpoint.empty() &&
           std::chrono::duration<double>(Clock::now() - saved).count() >=
