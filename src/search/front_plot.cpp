@@ -174,7 +174,10 @@ std::string front_svg(const ParetoArchive& archive, std::string_view title) {
   const std::size_t panels = std::max<std::size_t>(pairs.size(), 1);
   const std::size_t columns = std::min<std::size_t>(panels, 3);
   const std::size_t rows = (panels + columns - 1) / columns;
-  const double width = kPanelW * static_cast<double>(columns);
+  // Wide enough for the title; the panels centred.
+  const double panels_w = kPanelW * static_cast<double>(columns);
+  const double width = std::max(panels_w, 7.0 * static_cast<double>(title.size()) + 200);
+  const double left = (width - panels_w) / 2;
   const double height = kTitleH + kPanelH * static_cast<double>(rows);
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0:.0f}\" height=\"{1:.0f}\" "
@@ -208,10 +211,10 @@ std::string front_svg(const ParetoArchive& archive, std::string_view title) {
   if (pairs.empty()) {
     std::vector<double> index;
     for (std::size_t i = 0; i < front.size(); ++i) index.push_back(static_cast<double>(i));
-    panel(svg, 0, kTitleH, index, values(0), "plan (front order)", scales[0].title, names);
+    panel(svg, left, kTitleH, index, values(0), "plan (front order)", scales[0].title, names);
   }
   for (std::size_t p = 0; p < pairs.size(); ++p) {
-    const double x0 = kPanelW * static_cast<double>(p % columns);
+    const double x0 = left + kPanelW * static_cast<double>(p % columns);
     const double y0 = kTitleH + kPanelH * static_cast<double>(p / columns);
     panel(svg, x0, y0, values(pairs[p].first), values(pairs[p].second),
           scales[pairs[p].first].title, scales[pairs[p].second].title, names);
