@@ -4,7 +4,10 @@
 //   tapestry run examples/mlp.tap --plan examples/plans/mlp-best.json --threads 2 --trace t.json
 //   tapestry run examples/mlp.tap --plan plan.json --inputs in/ --outputs out/ --verify
 //   tapestry run examples/mlp.tap --plan plan.json --verify=exact
+//   tapestry run examples/mlp.tap --optimize --target cpu-local --verify
 //
+// With --optimize the plan is the fastest `tapestry optimize` finds on --target (search/optimize.h:
+// objective time, seed 0, --time-budget, default 3 s) instead of --plan/--split.
 // The graph is lowered under the plan (no plan: one application per operation) and run by the
 // block executor (oneTBB, --threads, fast kernels; `--kernels reference` for the reference loops)
 // or, with `--executor application`, by the sequential application executor. Inputs come from
@@ -32,6 +35,7 @@
 #include "command.h"
 #include "common_options.h"
 #include "graph_input.h"
+#include "optimize_options.h"
 #include "progress.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/rewrite/split_reduction.h"
@@ -71,6 +75,12 @@ struct RunOptions {
   int repeat = 1;
   int warmup = 0;
   bool trust_ipfs = false;
+  // --optimize: search the plan (search/optimize.h) for the fastest on --target instead.
+  bool optimize = false;
+  std::string target = "cpu-local";
+  double time_budget_s = 0;
+  std::uint64_t max_evals = 0;
+  std::string max_memory_per_device;
 
   std::vector<std::string> kernel_dirs;  // --kernel-dir: directories of kernel files
   bool reference_kernels = false;        // from `kernels`
@@ -190,6 +200,42 @@ void check_options(RunOptions& options) {
     throw Error(fmt::format("--verify={}: expected --verify or --verify=exact", options.verify));
   }
   if (!options.memory_limit.empty()) (void)parse_byte_size(options.memory_limit);
+  if (options.optimize && (!options.plan.empty() || !options.splits.empty())) {
+    throw Error("--optimize chooses the plan: give no --plan or --split with it");
+  }
+  if (!options.optimize && (options.time_budget_s > 0 || options.max_evals > 0 ||
+                            !options.max_memory_per_device.empty())) {
+    throw Error("--time-budget, --max-evals and --max-memory-per-device need --optimize");
+  }
+}
+
+// --optimize: the fastest plan the search finds on --target (default budget 3 s).
+rewrite::Plan optimized_plan(const ir::Graph& graph, const RunOptions& options,
+                             const metakernel::SignatureRegistry& signatures) {
+  const cost::Target target = cost::resolve_target(options.target);
+  const SearchOptions search{.objectives = "time",
+                             .max_memory_per_device = options.max_memory_per_device,
+                             .max_devices = 0,
+                             .seed = 0,
+                             .threads = options.threads,
+                             .time_budget_s = options.time_budget_s,
+                             .max_evals = options.max_evals,
+                             .tie_layers = false,
+                             .quiet = options.quiet};
+  const search::OptimizeResult r =
+      run_search(graph, target, optimize_options(search, 3, signatures), options.quiet);
+  const search::ArchiveEntry* best = r.archive.best(search::Objective::kTime);
+  if (best == nullptr) {
+    throw Error(fmt::format("--optimize: none of the {} plans priced on {} meets the constraints",
+                            r.progress.evaluations, target.name));
+  }
+  fmt::print(
+      "optimized for time on {}: {} plans priced in {:.1f} s; the fastest takes {} under "
+      "the model:\n  {}\n",
+      target.name, r.progress.evaluations, r.progress.seconds,
+      search::format_objective(search::Objective::kTime, best->cost.makespan_s),
+      best->plan.to_json().dump());
+  return best->plan;
 }
 
 int run_run(RunOptions& options) {
@@ -197,7 +243,8 @@ int run_run(RunOptions& options) {
   const bool exact = options.verify == "exact";
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
   const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
-  const rewrite::Plan plan = load_plan(options.plan, options.splits);
+  const rewrite::Plan plan = options.optimize ? optimized_plan(graph, options, signatures)
+                                              : load_plan(options.plan, options.splits);
   const std::vector<ir::TensorId> outputs = runtime::graph_outputs(graph);
   if (!options.outputs.empty()) check_output_files(graph, options.outputs, outputs);
   check_writable_file("--metrics", options.metrics);
@@ -305,6 +352,17 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--repeat", options->repeat,
                   "run N times (block executor; for timing): report the median run")
       ->check(CLI::Range(1, 1000));
+  cmd->add_flag("--optimize", options->optimize,
+                "choose the plan: the fastest the search (tapestry optimize) finds on --target");
+  cmd->add_option("--target", options->target,
+                  "with --optimize: the target to optimize for (default cpu-local: this machine)");
+  cmd->add_option("--time-budget", options->time_budget_s,
+                  "with --optimize: seconds of search (default 3)")
+      ->check(CLI::Range(0.001, 1e7));
+  cmd->add_option("--max-evals", options->max_evals, "with --optimize: stop after pricing N plans")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+  cmd->add_option("--max-memory-per-device", options->max_memory_per_device,
+                  "with --optimize: no device's modelled peak memory above SIZE");
   cmd->add_option("--warmup", options->warmup,
                   "untimed runs before the timed ones (block executor; for timing)")
       ->check(CLI::Range(0, 1000));

@@ -24,6 +24,7 @@ inline void register_all(CLI::App& app, Dispatch& dispatch) {
   register_calibrate(app, dispatch);
   register_cost(app, dispatch);
   register_explain(app, dispatch);
+  register_optimize(app, dispatch);
 }
 
 }  // namespace tapestry::cli

@@ -1,0 +1,123 @@
+// Optimizer: the stochastic Pareto search — plans of one graph on one target, priced by the cost
+// model, kept in a Pareto archive, improved by mutations.
+//
+// The loop (docs/optimizer.md has the whole story):
+//   0. The seeds (mutate.h) are priced and offered to the archive.
+//   1. Each generation fills `batch` slots. Slot i of generation g draws from its own random
+//      stream, Rng::for_slot(seed, g, i): it picks a parent — a front member (half the time the
+//      best one on a random objective), or, while no plan is feasible, one of the plans closest
+//      to feasibility — copies its genome and mutates it, retrying while the result was seen
+//      before (a fingerprint set of every genome priced).
+//   2. The slots are priced in parallel (oneTBB, `threads` workers, one cost::Evaluator each).
+//   3. The results are offered to the archive in slot order.
+// So the front depends on the seed and the budget in evaluations, never on the thread count or on
+// timing: `--seed 7 --max-evals 5000` gives the same front on 1 thread or 16. A time budget
+// stops between generations, so how far a timed search gets depends on the machine.
+//
+// A search stops at `max_evaluations` (the last generation is cut to land on it exactly), at
+// `time_budget_s`, or when 64 generations in a row find nothing new to price (the space is
+// exhausted: small graphs).
+//
+// Checkpoints. With `checkpoint` set, the state after a generation — generation count,
+// evaluations, the seen set, the front's and the fallback pool's genomes — is written as JSON
+// (atomically: a killed search leaves the previous checkpoint whole) every
+// `checkpoint_every_s` and at the end. `resume` reads one and continues: the front is re-priced
+// (the same costs: evaluation is deterministic) and the generations continue where they
+// stopped, so a search killed and resumed reaches the front an uninterrupted one reaches with the
+// same evaluation budget. A checkpoint of another graph, target, objective list, constraint,
+// seed or tie setting is refused (Error).
+//
+//   Optimizer opt(graph, target, {.objectives = {Objective::kTime, Objective::kMemory},
+//                                 .seed = 1, .max_evaluations = 5000});
+//   OptimizeResult r = opt.run();
+//   r.archive.best(Objective::kTime)->plan     // the fastest feasible plan found
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tapestry/cost/target.h"
+#include "tapestry/ir/graph.h"
+#include "tapestry/rewrite/lower.h"
+#include "tapestry/search/archive.h"
+#include "tapestry/search/mutate.h"
+#include "tapestry/search/plan_space.h"
+
+namespace tapestry::search {
+
+struct Progress {
+  std::uint64_t generation = 0;
+  std::uint64_t evaluations = 0;  // plans priced, in this search and the one it resumed
+  std::uint64_t refused = 0;      // of them, plans the rewrites or placement refused
+  std::uint64_t infeasible = 0;   // of them, plans over a constraint
+  double seconds = 0;             // of this run
+  double evaluations_per_s = 0;   // of this run
+  std::size_t front_size = 0;
+  std::vector<double> best;  // the best value of each objective in the front (empty front: none)
+  const ParetoArchive* archive = nullptr;  // the front so far (valid during the callback)
+};
+
+struct OptimizeOptions {
+  std::vector<Objective> objectives = {Objective::kTime, Objective::kMemory, Objective::kDevices,
+                                       Objective::kEnergy};
+  Constraints constraints;
+  std::uint64_t seed = 0;
+  int threads = 0;                    // 0: all hardware threads
+  double time_budget_s = 0;           // 0: none
+  std::uint64_t max_evaluations = 0;  // 0: none (then a time budget is needed)
+  bool tie_layers = false;
+  std::size_t batch = 64;  // candidates per generation (fixed: results do not depend on threads)
+  bool use_seeds = true;   // price the seed plans first (tests turn it off to test the mutations)
+  MutationSet mutations = kAllMutations;  // the kinds of mutation to use
+  std::filesystem::path checkpoint;       // empty: none
+  double checkpoint_every_s = 5;
+  std::filesystem::path resume;  // empty: start afresh
+  /// Called after every generation (from the calling thread); returning false stops the search
+  /// (stopped_by "caller").
+  std::function<bool(const Progress&)> on_progress;
+  /// lower's options (kernel signatures); validation stays off.
+  rewrite::LowerOptions lower;
+};
+
+struct OptimizeResult {
+  ParetoArchive archive;
+  Progress progress;
+  std::vector<SeedPlan> seeds;
+  std::string stopped_by;  // "max-evals", "time-budget", "exhausted", "caller"
+};
+
+class Optimizer {
+ public:
+  /// Copies nothing it does not need; `graph` and `target` must outlive the optimizer.
+  Optimizer(const ir::Graph& graph, const cost::Target& target, OptimizeOptions options);
+  ~Optimizer();
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  /// Runs the search (file comment). Error on a bad checkpoint to resume from or an
+  /// unwritable checkpoint path.
+  OptimizeResult run();
+
+  [[nodiscard]] const PlanSpace& space() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The front as JSON: {"graph", "target", "objectives", "constraints", "seed", "evaluations",
+/// "seconds", "stopped_by", "front": [{"name": "p0", "plan": {...}, "cost": {...}}, …]}, members
+/// named p0, p1, … in front order (by score).
+nlohmann::json front_json(const OptimizeResult& result, const std::string& graph_name,
+                          const std::string& target_name);
+
+/// A stable fingerprint of a graph (its loom JSON text), kept in checkpoints.
+std::uint64_t graph_fingerprint(const ir::Graph& graph);
+
+}  // namespace tapestry::search

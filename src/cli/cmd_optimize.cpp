@@ -1,0 +1,137 @@
+// `tapestry optimize`: search the plan space of a graph on a target for the Pareto front.
+//
+//   tapestry optimize examples/mlp.tap --target h100x8 --objectives time,memory -o front.json
+//   tapestry optimize model.tap --target h100x8 --max-memory-per-device 40G --seed 3
+//       --time-budget 30 -o front.json --best time --plan-out best.json --plot front.svg
+//
+// Prices plans with the cost model (cost/evaluator.h), keeps the feasible ones no other beats on
+// every objective (search/archive.h), improves them by mutations (search/mutate.h), in parallel
+// and deterministically for a seed and an evaluation budget (search/optimize.h). Prints the
+// front; -o writes it as JSON (each plan with its CostVector), --plan-out the best plan for
+// --best as a plan file `run`, `cost` and `explain` accept, --plot the front as SVG (2-D
+// projections, every point named). Exit 0; 1 when no plan meets the constraints; 2 on bad input.
+#include <fmt/core.h>
+#include <CLI/CLI.hpp>
+
+#include "command.h"
+#include "graph_input.h"
+#include "optimize_options.h"
+#include "tapestry/search/front_plot.h"
+#include "tapestry/support/error.h"
+#include "tapestry/support/file.h"
+
+namespace tapestry::cli {
+
+namespace {
+
+struct OptimizeCliOptions {
+  std::string graph;
+  std::string target;
+  SearchOptions search;
+  std::string output;
+  std::string best = "time";
+  std::string plan_out;
+  std::string plot;
+  std::string checkpoint;
+  double checkpoint_every_s = 5;
+  std::string resume;
+  std::vector<std::string> kernel_dirs;
+  bool trust_ipfs = false;
+};
+
+constexpr double kDefaultBudgetS = 10;
+
+void print_front(const search::OptimizeResult& r, search::Objective best) {
+  const auto& objectives = r.archive.objectives();
+  std::string header = fmt::format("  {:<6}", "plan");
+  for (search::Objective o : objectives) header += fmt::format("{:>14}", search::objective_name(o));
+  fmt::print("{}\n", header);
+  const search::ArchiveEntry* chosen = r.archive.best(best);
+  for (std::size_t i = 0; i < r.archive.front().size(); ++i) {
+    const search::ArchiveEntry& e = r.archive.front()[i];
+    std::string line = fmt::format("  {:<6}", fmt::format("p{}", i));
+    for (std::size_t k = 0; k < objectives.size(); ++k) {
+      line += fmt::format("{:>14}", search::format_objective(objectives[k], e.score[k]));
+    }
+    if (&e == chosen) line += fmt::format("   ← best {}", search::objective_name(best));
+    fmt::print("{}\n", line);
+  }
+}
+
+int run_optimize(const OptimizeCliOptions& options) {
+  const search::Objective best = search::parse_objectives(options.best).at(0);
+  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
+  const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
+  const cost::Target target = cost::resolve_target(options.target);
+  search::OptimizeOptions o = optimize_options(options.search, kDefaultBudgetS, signatures);
+  o.checkpoint = options.checkpoint;
+  o.checkpoint_every_s = options.checkpoint_every_s;
+  o.resume = options.resume;
+  const search::OptimizeResult r = run_search(graph, target, std::move(o), options.search.quiet);
+
+  const search::Progress& p = r.progress;
+  fmt::print(
+      "priced {} plans in {:.1f} s ({:.0f}/s on this run; {} refused by the rewrites, {} over a "
+      "constraint); stopped by {}\n",
+      p.evaluations, p.seconds, p.evaluations_per_s, p.refused, p.infeasible, r.stopped_by);
+  if (r.archive.front().empty()) {
+    fmt::print("no plan meets the constraints\n");
+    return kExitFailed;
+  }
+  fmt::print("front: {} plan{} on {}\n", r.archive.front().size(),
+             r.archive.front().size() == 1 ? "" : "s", target.name);
+  print_front(r, best);
+  if (!options.output.empty()) {
+    write_file_atomically(options.output,
+                          search::front_json(r, options.graph, target.name).dump(1) + "\n");
+    fmt::print("wrote {}\n", options.output);
+  }
+  if (!options.plan_out.empty()) {
+    write_file_atomically(options.plan_out, r.archive.best(best)->plan.to_json().dump(2) + "\n");
+    fmt::print("wrote {} (the best plan for {})\n", options.plan_out, search::objective_name(best));
+  }
+  if (!options.plot.empty()) {
+    write_file_atomically(
+        options.plot,
+        search::front_svg(r.archive, fmt::format("{} on {}", options.graph, target.name)));
+    fmt::print("wrote {}\n", options.plot);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_optimize(CLI::App& app, Dispatch& dispatch) {
+  auto options = std::make_shared<OptimizeCliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "optimize",
+      "Search for the Pareto front of plans on a target (exit 0; 1 = no feasible plan; 2 = bad "
+      "input)");
+  cmd->add_option("graph", options->graph, "the graph: a .tap program or loom JSON")->required();
+  cmd->add_option("--target", options->target,
+                  "a target: a preset name (cpu-local, h100x8, …) or a target JSON file")
+      ->required();
+  add_search_options(cmd, options->search);
+  cmd->add_option("-o,--output", options->output, "write the front as JSON");
+  cmd->add_option("--best", options->best,
+                  "the objective --plan-out chooses by: time (default), memory, devices, energy")
+      ->check(CLI::IsMember({"time", "memory", "devices", "energy"}));
+  cmd->add_option("--plan-out", options->plan_out,
+                  "write the front's best plan for --best as a plan file");
+  cmd->add_option("--plot", options->plot, "draw the front (2-D projections) as SVG");
+  cmd->add_option("--checkpoint", options->checkpoint,
+                  "save the search's state to FILE periodically and at the end");
+  cmd->add_option("--checkpoint-every", options->checkpoint_every_s,
+                  "seconds between checkpoints (default 5)")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--resume", options->resume,
+                  "continue the search saved in FILE (same graph, target and settings)");
+  cmd->add_option("--kernels", options->kernel_dirs, "a directory of extra kernel files (*.yaml)");
+  cmd->add_flag("--trust-ipfs", options->trust_ipfs, kTrustIpfsHelp);
+  cmd->callback([&dispatch, options] {
+    dispatch.name = "optimize";
+    dispatch.run = [options] { return run_optimize(*options); };
+  });
+}
+
+}  // namespace tapestry::cli

@@ -1,0 +1,87 @@
+#include "optimize_options.h"
+
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+
+namespace tapestry::cli {
+
+void add_search_options(CLI::App* cmd, SearchOptions& options) {
+  cmd->add_option("--objectives", options.objectives,
+                  "what to minimise, comma-separated: time, memory, devices, energy (default: all "
+                  "four)");
+  cmd->add_option("--max-memory-per-device", options.max_memory_per_device,
+                  "a constraint: no device's peak memory above SIZE (512M, 40G); plans over it "
+                  "are never in the front");
+  cmd->add_option("--max-devices", options.max_devices,
+                  "a constraint: plans using more devices are never in the front")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  cmd->add_option("--seed", options.seed, "the search's random seed (default 0)");
+  cmd->add_option("--threads", options.threads,
+                  "pricing threads (default: all cores); the result does not depend on it")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--time-budget", options.time_budget_s,
+                  "stop after S seconds (default: 10 when --max-evals is not given either)")
+      ->check(CLI::Range(0.001, 1e7));
+  cmd->add_option("--max-evals", options.max_evals,
+                  "stop after pricing N plans (deterministic: the same front on any machine)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+  cmd->add_flag("--tie-layers", options.tie_layers,
+                "repeated layers (names equal but for their digits, same kernel and shape) share "
+                "one decision");
+  cmd->add_flag("--quiet", options.quiet, "no progress line on stderr");
+}
+
+search::OptimizeOptions optimize_options(const SearchOptions& options, double default_budget_s,
+                                         const metakernel::SignatureRegistry& signatures) {
+  search::OptimizeOptions o;
+  o.objectives = search::parse_objectives(options.objectives);
+  if (!options.max_memory_per_device.empty()) {
+    o.constraints.max_memory_per_device =
+        search::parse_byte_size(options.max_memory_per_device, "--max-memory-per-device");
+  }
+  o.constraints.max_devices = options.max_devices;
+  o.seed = options.seed;
+  o.threads = options.threads;
+  o.time_budget_s = options.time_budget_s;
+  o.max_evaluations = options.max_evals;
+  if (o.time_budget_s <= 0 && o.max_evaluations == 0) o.time_budget_s = default_budget_s;
+  o.tie_layers = options.tie_layers;
+  o.lower.signatures = &signatures;
+  return o;
+}
+
+search::OptimizeResult run_search(const ir::Graph& graph, const cost::Target& target,
+                                  search::OptimizeOptions options, bool quiet) {
+  const bool draw = !quiet && isatty(fileno(stderr)) != 0;
+  bool drawn = false;
+  auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  const std::vector<search::Objective> objectives = options.objectives;
+  if (draw) {
+    options.on_progress = [&](const search::Progress& p) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last < std::chrono::milliseconds(250)) return true;
+      last = now;
+      std::string best;
+      for (std::size_t i = 0; i < p.best.size(); ++i) {
+        best +=
+            fmt::format("{}{} {}", i == 0 ? "  best " : ", ", search::objective_name(objectives[i]),
+                        search::format_objective(objectives[i], p.best[i]));
+      }
+      fmt::print(stderr, "\r\033[K[optimize] {} plans  {:.0f}/s  front {}{}", p.evaluations,
+                 p.evaluations_per_s, p.front_size, best);
+      std::fflush(stderr);
+      drawn = true;
+      return true;
+    };
+  }
+  search::Optimizer optimizer(graph, target, std::move(options));
+  search::OptimizeResult result = optimizer.run();
+  if (drawn) fmt::print(stderr, "\r\033[K");
+  return result;
+}
+
+}  // namespace tapestry::cli

@@ -1,0 +1,197 @@
+#include "tapestry/search/plan_space.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <map>
+#include <tuple>
+
+#include "tapestry/support/assert.h"
+
+namespace tapestry::search {
+
+namespace {
+
+// The index dim tensor dim `row` of `ipf` follows: the largest positive coefficient's column.
+std::optional<std::size_t> followed(const zspace::IndexProjection& ipf, std::size_t row) {
+  std::optional<std::size_t> best;
+  std::int64_t coefficient = 0;
+  for (std::size_t c = 0; c < ipf.index_rank(); ++c) {
+    const std::int64_t a = ipf.map().at(row, c);
+    if (a > coefficient) {
+      coefficient = a;
+      best = c;
+    }
+  }
+  return best;
+}
+
+std::vector<PortDims> ports_of(const ir::SelectionMap& selections, const ir::IpfMap& ipfs) {
+  std::vector<PortDims> ports;
+  const auto& ipf = ipfs.entries();
+  std::size_t i = 0;
+  for (const auto& s : selections.entries()) {
+    PortDims port{.tensor = s.value.tensor, .follows = {}};
+    if (i < ipf.size()) {
+      for (std::size_t row = 0; row < ipf[i].value.tensor_rank(); ++row) {
+        port.follows.push_back(followed(ipf[i].value, row));
+      }
+    }
+    ports.push_back(std::move(port));
+    ++i;
+  }
+  return ports;
+}
+
+bool is_graph_input(const ir::Graph& graph, ir::TensorId t) {
+  return graph.producers(t).empty();
+}
+
+OperationInfo info_of(const ir::Graph& graph, ir::OperationId id) {
+  const ir::OperationView view = graph.operation(id);
+  OperationInfo info;
+  info.name = rewrite::operation_name(graph, id);
+  info.kernel = view.kernel();
+  const std::optional<zspace::Range> index = view.ipf_index();
+  const std::vector<std::string> names = view.index_names();
+  for (std::size_t d = 0; d < view.index_rank(); ++d) {
+    info.dims.push_back({.name = names[d],
+                         .extent = index ? index->extent(d) : 1,
+                         .reduction = view.reduction(d).has_value()});
+  }
+  if (const ir::IpfSignature* sig = view.ipf_signature()) {
+    info.inputs = ports_of(view.inputs(), sig->inputs);
+    info.outputs = ports_of(view.outputs(), sig->outputs);
+  }
+  if (!info.outputs.empty() && !info.outputs[0].follows.empty()) {
+    const auto d = info.outputs[0].follows[0];
+    if (d && !info.dims[*d].reduction) info.batch_dim = d;
+  }
+  // A weight: a graph input of rank >= 2 that does not depend on the batch dim.
+  for (const PortDims& port : info.inputs) {
+    if (port.follows.size() < 2 || !is_graph_input(graph, port.tensor)) continue;
+    if (info.batch_dim &&
+        std::find(port.follows.begin(), port.follows.end(), info.batch_dim) != port.follows.end()) {
+      continue;
+    }
+    for (const auto& d : port.follows) {
+      if (d && !info.dims[*d].reduction && !info.weight_dim) info.weight_dim = d;
+    }
+  }
+  if (info.kernel == "linear") {
+    const ir::SelectionMap::List x = view.inputs().list("x");
+    info.decomposable = !x.empty() && graph.tensor(x[0].tensor).range().rank() >= 2;
+  }
+  return info;
+}
+
+// What operations of one kind share, besides their name pattern.
+std::string kind_key(const ir::Graph& graph, ir::OperationId id, const OperationInfo& info) {
+  std::string dims;
+  for (const DimInfo& d : info.dims) {
+    dims += fmt::format("{}:{}{},", d.name, d.extent, d.reduction ? "r" : "");
+  }
+  return fmt::format("{}|{}|{}|{}", name_pattern(info.name), info.kernel, dims,
+                     graph.operation(id).params().dump());
+}
+
+}  // namespace
+
+std::string name_pattern(std::string_view name) {
+  std::string out;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (std::isdigit(static_cast<unsigned char>(name[i]))) {
+      out += '#';
+      while (i + 1 < name.size() && std::isdigit(static_cast<unsigned char>(name[i + 1]))) ++i;
+    } else {
+      out += name[i];
+    }
+  }
+  return out;
+}
+
+PlanSpace::PlanSpace(const ir::Graph& graph, const cost::Target& target, bool tie_layers)
+    : device_count_(static_cast<std::int64_t>(target.devices.size())),
+      mesh_axes_(target.mesh_axes()),
+      tie_layers_(tie_layers) {
+  for (const cost::Device& d : target.devices) device_names_.push_back(d.name);
+  const ir::TopologicalOrder order = graph.topological_order();
+  TAPESTRY_ASSERT(order.cycle.empty(), "the search needs an acyclic graph");
+  std::map<ir::OperationId, std::size_t> position;
+  std::map<std::string, std::size_t> kind_of_key;
+  for (ir::NodeId node : order.order) {
+    const std::optional<ir::OperationId> op = graph.as_operation(node);
+    if (!op) continue;
+    OperationInfo info = info_of(graph, *op);
+    const std::string key = tie_layers ? kind_key(graph, *op, info) : info.name;
+    auto [it, added] = kind_of_key.emplace(key, kinds_.size());
+    if (added) {
+      kinds_.emplace_back();
+      representatives_.push_back(operations_.size());
+    }
+    info.kind = it->second;
+    kinds_[info.kind].push_back(operations_.size());
+    position.emplace(*op, operations_.size());
+    operations_.push_back(std::move(info));
+  }
+  out_edges_.resize(operations_.size());
+  in_edges_.resize(operations_.size());
+  for (std::size_t c = 0; c < operations_.size(); ++c) {
+    for (std::size_t i = 0; i < operations_[c].inputs.size(); ++i) {
+      const ir::TensorId t = operations_[c].inputs[i].tensor;
+      for (ir::OperationId producer : graph.producers(t)) {
+        const std::size_t p = position.at(producer);
+        for (std::size_t o = 0; o < operations_[p].outputs.size(); ++o) {
+          if (operations_[p].outputs[o].tensor != t) continue;
+          out_edges_[p].push_back(edges_.size());
+          in_edges_[c].push_back(edges_.size());
+          edges_.push_back({.producer = p, .output = o, .consumer = c, .input = i});
+        }
+      }
+    }
+  }
+}
+
+std::optional<std::size_t> PlanSpace::find(std::string_view name) const {
+  for (std::size_t i = 0; i < operations_.size(); ++i) {
+    if (operations_[i].name == name) return i;
+  }
+  return std::nullopt;
+}
+
+rewrite::Plan PlanSpace::expand(const rewrite::Plan& genome) const {
+  if (!tie_layers_) return genome;
+  rewrite::Plan plan = genome;
+  for (const std::vector<std::size_t>& members : kinds_) {
+    auto entry = genome.ops.find(operations_[members.front()].name);
+    if (entry == genome.ops.end()) continue;
+    for (std::size_t m = 1; m < members.size(); ++m) {
+      plan.ops[operations_[members[m]].name] = entry->second;
+    }
+  }
+  // Fusion pairs: the j-th member of the producer's kind with the j-th of the consumer's, when
+  // the j-th consumer reads the j-th producer.
+  plan.fuse.clear();
+  for (const std::vector<std::string>& group : genome.fuse) {
+    plan.fuse.push_back(group);
+    if (group.size() != 2) continue;
+    const auto p = find(group[0]);
+    const auto c = find(group[1]);
+    if (!p || !c) continue;
+    const auto& producers = kinds_[operations_[*p].kind];
+    const auto& consumers = kinds_[operations_[*c].kind];
+    for (std::size_t j = 1; j < producers.size() && j < consumers.size(); ++j) {
+      const bool linked =
+          std::any_of(out_edges_[producers[j]].begin(), out_edges_[producers[j]].end(),
+                      [&](std::size_t e) { return edges_[e].consumer == consumers[j]; });
+      if (linked) {
+        plan.fuse.push_back({operations_[producers[j]].name, operations_[consumers[j]].name});
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace tapestry::search

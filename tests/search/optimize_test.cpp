@@ -1,0 +1,358 @@
+// The optimizer: the exact front of small graphs reached, expert plans rediscovered, determinism
+// across thread counts, checkpoints and resume, constraints, refusals.
+#include "tapestry/search/optimize.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "cost/cost_testing.h"
+#include "search_testing.h"
+#include "tapestry/cost/evaluator.h"
+#include "tapestry/support/error.h"
+
+namespace tapestry::search {
+namespace {
+
+using testing::h100x8;
+using testing::test_graph;
+
+// --- exactness --------------------------------------------------------------------------------
+
+// Every plan of the space the exactness tests search: each dim of each operation cut 1 …
+// min(extent, devices) ways (shards per operation at most 8 × devices, as the mutations keep), with
+// and without "fuse": "auto", with and without decompose-linear on each linear.
+std::vector<rewrite::Plan> enumerate(const PlanSpace& space) {
+  std::vector<rewrite::Plan> plans = {rewrite::Plan{}};
+  for (std::size_t op : space.representatives()) {
+    const OperationInfo& info = space.operations()[op];
+    for (const DimInfo& dim : info.dims) {
+      std::vector<rewrite::Plan> next;
+      for (const rewrite::Plan& p : plans) {
+        for (std::int64_t c = 1; c <= std::min(dim.extent, space.device_count()); ++c) {
+          rewrite::Plan q = p;
+          if (c > 1) q.ops[info.name].split[dim.name] = c;
+          std::int64_t shards = 1;
+          for (const auto& [d, n] : q.ops[info.name].split) shards *= n;
+          if (q.ops[info.name].split.empty()) q.ops.erase(info.name);
+          if (shards <= 8 * space.device_count()) next.push_back(std::move(q));
+        }
+      }
+      plans = std::move(next);
+    }
+    if (info.decomposable) {
+      const std::size_t n = plans.size();
+      for (std::size_t i = 0; i < n; ++i) {
+        rewrite::Plan q = plans[i];
+        q.ops[info.name].substitute = {"decompose-linear"};
+        plans.push_back(std::move(q));
+      }
+    }
+  }
+  const std::size_t n = plans.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    rewrite::Plan q = plans[i];
+    q.fuse_auto = true;
+    plans.push_back(std::move(q));
+  }
+  return plans;
+}
+
+std::vector<std::vector<double>> scores(const ParetoArchive& a) {
+  std::vector<std::vector<double>> out;
+  for (const ArchiveEntry& e : a.front()) out.push_back(e.score);
+  return out;
+}
+
+struct ExactCase {
+  const char* name;
+  const char* tap;
+  std::size_t devices;
+  std::vector<Objective> objectives;
+  bool seeds = true;  // false: from the unsharded plan by mutations alone
+};
+
+void expect_exact_front_reached(const ExactCase& c) {
+  const ir::Graph g = rewrite::testing::build(c.tap);
+  const cost::Target target = cost::testing::toy_target(1, c.devices, 1e-6);
+  const PlanSpace space(g, target, false);
+  ParetoArchive exact(c.objectives, {});
+  cost::Evaluator ev(g, target);
+  std::size_t priced = 0;
+  for (const rewrite::Plan& p : enumerate(space)) {
+    try {
+      exact.offer(p, p, ev.evaluate(p), 0);
+      ++priced;
+    } catch (const Error&) {
+    }
+  }
+  ASSERT_GT(exact.front().size(), 2u) << c.name << ": a front with trade-offs";
+  std::vector<double> reference(c.objectives.size(), 0);
+  for (const ArchiveEntry& e : exact.front()) {
+    for (std::size_t k = 0; k < reference.size(); ++k) {
+      reference[k] = std::max(reference[k], e.score[k] * 1.1);
+    }
+  }
+  const double best = hypervolume(scores(exact), reference);
+
+  // The search runs until its front reaches 99% of the exact hypervolume, or 2 s.
+  double reached_s = -1;
+  OptimizeOptions o{.objectives = c.objectives,
+                    .seed = 1,
+                    .time_budget_s = 2,
+                    .use_seeds = c.seeds,
+                    .mutations = kAllMutations & ~mutation_bit(Mutation::kMesh) &
+                                 ~mutation_bit(Mutation::kPlace)};
+  o.on_progress = [&](const Progress& p) {
+    if (hypervolume(scores(*p.archive), reference) < 0.99 * best) return true;
+    reached_s = p.seconds;
+    return false;
+  };
+  const OptimizeResult r = Optimizer(g, target, o).run();
+  const double found = hypervolume(scores(r.archive), reference);
+  EXPECT_GE(found, 0.99 * best) << c.name << ": " << r.progress.evaluations << " of " << priced
+                                << " plans priced, stopped by " << r.stopped_by;
+  EXPECT_GE(reached_s, 0) << c.name;
+  EXPECT_LE(reached_s, 2.0) << c.name;
+  std::cerr << c.name << ": 99% of the exact hypervolume after " << r.progress.evaluations << " of "
+            << priced << " plans, " << reached_s << " s\n";
+  // Nothing the search found is outside the enumerated space: no point beats the exact front.
+  for (const ArchiveEntry& e : r.archive.front()) {
+    for (const ArchiveEntry& x : exact.front()) EXPECT_FALSE(dominates(e.score, x.score));
+  }
+}
+
+TEST(Exactness, LinearReluOnFourDevicesFourObjectives) {
+  expect_exact_front_reached(
+      {"linear+relu, 4 devices",
+       "X: f32[64, 32]\nW: f32[16, 32]\nb: f32[16]\n"
+       "Y = relu(linear(X, W, b))\noutput Y\n",
+       4,
+       {Objective::kTime, Objective::kMemory, Objective::kDevices, Objective::kEnergy}});
+}
+
+TEST(Exactness, LinearReluByMutationsAlone) {
+  expect_exact_front_reached(
+      {"linear+relu, 4 devices, no seeds",
+       "X: f32[64, 32]\nW: f32[16, 32]\nb: f32[16]\n"
+       "Y = relu(linear(X, W, b))\noutput Y\n",
+       4,
+       {Objective::kTime, Objective::kMemory, Objective::kDevices, Objective::kEnergy},
+       false});
+}
+
+TEST(Exactness, ThreeOperationMlpOnTwoDevices) {
+  expect_exact_front_reached({"mlp, 2 devices",
+                              "X: f32[64, 32]\nW1: f32[48, 32]\nb1: f32[48]\nW2: f32[16, 48]\n"
+                              "b2: f32[16]\nH = relu(linear(X, W1, b1))\nY = linear(H, W2, b2)\n"
+                              "output Y\n",
+                              2,
+                              {Objective::kTime, Objective::kMemory, Objective::kEnergy}});
+}
+
+// --- expert plans -----------------------------------------------------------------------------
+
+constexpr const char* kMegatron =
+    R"({"ops": {"H/linear": {"split": {"out": 8}}, "H": {"split": {"d1": 8}},
+                "Y": {"split": {"in": 8}}}, "fuse": "auto"})";
+constexpr const char* kDataParallel =
+    R"({"ops": {"H/linear": {"split": {"batch": 8}}, "H": {"split": {"d0": 8}},
+                "Y": {"split": {"batch": 8}}}, "fuse": "auto"})";
+
+cost::CostVector price(const ir::Graph& g, const char* plan) {
+  cost::Evaluator ev(g, h100x8());
+  return ev.evaluate(rewrite::parse_plan(plan));
+}
+
+constexpr std::int64_t kCap = 200 << 20;  // below the 256 MiB replicated bf16 weights need
+
+TEST(ExpertPlans, MegatronMlpUnderAMemoryCap) {
+  const ir::Graph g = test_graph("transformer_mlp_bf16.tap");
+  const cost::CostVector megatron = price(g, kMegatron);
+  const cost::CostVector dp = price(g, kDataParallel);
+  ASSERT_GT(dp.peak_memory_bytes, kCap);  // the cap bites: data parallelism is out
+  Optimizer opt(g, h100x8(),
+                {.objectives = {Objective::kTime, Objective::kMemory},
+                 .constraints = {.max_memory_per_device = kCap},
+                 .seed = 1,
+                 .max_evaluations = 1500});
+  const OptimizeResult r = opt.run();
+  const ArchiveEntry* fastest = r.archive.best(Objective::kTime);
+  ASSERT_NE(fastest, nullptr);
+  EXPECT_LE(fastest->cost.peak_memory_bytes, kCap);
+  EXPECT_LE(fastest->cost.makespan_s, megatron.makespan_s) << fastest->plan.to_json().dump();
+}
+
+TEST(ExpertPlans, MlpFrontWithoutACapHoldsDataParallelAndMegatronBounds) {
+  const ir::Graph g = test_graph("transformer_mlp_bf16.tap");
+  const cost::CostVector megatron = price(g, kMegatron);
+  const cost::CostVector dp = price(g, kDataParallel);
+  Optimizer opt(
+      g, h100x8(),
+      {.objectives = {Objective::kTime, Objective::kMemory}, .seed = 1, .max_evaluations = 1500});
+  const OptimizeResult r = opt.run();
+  EXPECT_LE(r.archive.best(Objective::kTime)->cost.makespan_s, dp.makespan_s);
+  EXPECT_LE(r.archive.best(Objective::kMemory)->cost.peak_memory_bytes, megatron.peak_memory_bytes);
+}
+
+TEST(ExpertPlans, MutationsAloneFindAPlanAsFastAsMegatronUnderTheCap) {
+  // No seeds: from the unsharded plan, by mutations only.
+  const ir::Graph g = test_graph("transformer_mlp_bf16.tap");
+  const cost::CostVector megatron = price(g, kMegatron);
+  Optimizer opt(g, h100x8(),
+                {.objectives = {Objective::kTime, Objective::kMemory},
+                 .constraints = {.max_memory_per_device = kCap},
+                 .seed = 2,
+                 .max_evaluations = 1500,
+                 .use_seeds = false});
+  const OptimizeResult r = opt.run();
+  ASSERT_NE(r.archive.best(Objective::kTime), nullptr);
+  EXPECT_LE(r.archive.best(Objective::kTime)->cost.makespan_s, megatron.makespan_s);
+}
+
+// --- determinism, constraints, checkpoints ---------------------------------------------------
+
+std::vector<std::string> front_text(const OptimizeResult& r) {
+  std::vector<std::string> out;
+  for (const ArchiveEntry& e : r.archive.front()) {
+    out.push_back(e.plan.to_json().dump() + " " + cost::to_json(e.cost).dump());
+  }
+  return out;
+}
+
+OptimizeOptions small(std::uint64_t seed, std::uint64_t evals) {
+  return {.objectives = {Objective::kTime, Objective::kMemory, Objective::kDevices},
+          .seed = seed,
+          .max_evaluations = evals};
+}
+
+TEST(Determinism, TheSameSeedGivesTheSameFrontOnOneOrTwoThreads) {
+  const ir::Graph g = testing::example_graph("mlp.tap");
+  OptimizeOptions one = small(3, 700);
+  one.threads = 1;
+  OptimizeOptions two = small(3, 700);
+  two.threads = 2;
+  const OptimizeResult a = Optimizer(g, h100x8(), one).run();
+  const OptimizeResult b = Optimizer(g, h100x8(), two).run();
+  EXPECT_EQ(a.progress.evaluations, 700u);
+  EXPECT_EQ(front_text(a), front_text(b));
+  const OptimizeResult c = Optimizer(g, h100x8(), small(4, 700)).run();
+  EXPECT_NE(front_text(a), front_text(c));  // the seed matters
+}
+
+TEST(Constraints, NoFrontMemberViolatesThem) {
+  const ir::Graph g = testing::example_graph("mlp.tap");
+  OptimizeOptions o = small(5, 600);
+  o.constraints = {.max_memory_per_device = 100 << 20, .max_devices = 4};
+  const OptimizeResult r = Optimizer(g, h100x8(), o).run();
+  ASSERT_FALSE(r.archive.front().empty());
+  EXPECT_GT(r.progress.infeasible, 0u);  // the search met plans over them
+  for (const ArchiveEntry& e : r.archive.front()) {
+    EXPECT_LE(e.cost.peak_memory_bytes, 100 << 20);
+    EXPECT_LE(e.cost.devices_used, 4);
+  }
+}
+
+TEST(Constraints, AnImpossibleCapLeavesTheFrontEmpty) {
+  const ir::Graph g = testing::example_graph("mlp.tap");
+  OptimizeOptions o = small(5, 300);
+  o.constraints.max_memory_per_device = 1024;
+  const OptimizeResult r = Optimizer(g, h100x8(), o).run();
+  EXPECT_TRUE(r.archive.front().empty());
+  EXPECT_EQ(r.progress.infeasible + r.progress.refused, r.progress.evaluations);
+}
+
+class Checkpoints : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tapestry_search_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(Checkpoints, AResumedSearchReachesTheUninterruptedFront) {
+  const ir::Graph g = testing::example_graph("mlp.tap");
+  const OptimizeResult whole = Optimizer(g, h100x8(), small(9, 1000)).run();
+  OptimizeOptions first = small(9, 1000);
+  first.checkpoint = dir_ / "search.json";
+  first.on_progress = [](const Progress& p) { return p.generation < 7; };  // "killed" there
+  const OptimizeResult part = Optimizer(g, h100x8(), first).run();
+  ASSERT_TRUE(std::filesystem::exists(first.checkpoint));
+  OptimizeOptions rest = small(9, 1000);
+  rest.resume = first.checkpoint;
+  const OptimizeResult resumed = Optimizer(g, h100x8(), rest).run();
+  EXPECT_EQ(resumed.progress.evaluations, 1000u);
+  EXPECT_EQ(front_text(resumed), front_text(whole));
+  EXPECT_NE(front_text(part), front_text(whole));  // the resumed half did work
+}
+
+TEST_F(Checkpoints, ResumingWithOtherSettingsOrABadFileIsRefused) {
+  const ir::Graph g = testing::example_graph("mlp.tap");
+  OptimizeOptions first = small(9, 100);
+  first.checkpoint = dir_ / "search.json";
+  Optimizer(g, h100x8(), first).run();
+  const auto refused = [&](OptimizeOptions o, const ir::Graph& graph, const char* why) {
+    o.resume = first.checkpoint;
+    try {
+      Optimizer(graph, h100x8(), o).run();
+      ADD_FAILURE() << "resumed despite " << why;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  refused(small(10, 200), g, "--seed 9");
+  OptimizeOptions objectives = small(9, 200);
+  objectives.objectives = {Objective::kTime};
+  refused(objectives, g, "other objectives");
+  refused(small(9, 200), testing::example_graph("linear_relu.tap"), "another graph");
+  for (const char* text : {"", "{}", "[1]", "{\"format\": \"tapestry-optimize-checkpoint\"}"}) {
+    std::ofstream(dir_ / "bad.json") << text;
+    OptimizeOptions o = small(9, 200);
+    o.resume = dir_ / "bad.json";
+    EXPECT_THROW(Optimizer(g, h100x8(), o).run(), Error) << text;
+  }
+  OptimizeOptions missing = small(9, 200);
+  missing.resume = dir_ / "missing.json";
+  EXPECT_THROW(Optimizer(g, h100x8(), missing).run(), Error);
+}
+
+TEST(Budget, ASearchWithoutABudgetIsRefused) {
+  const ir::Graph g = testing::example_graph("mlp.tap");
+  EXPECT_THROW(Optimizer(g, h100x8(), {}).run(), Error);
+}
+
+TEST(TieLayers, DecisionsStayFlatAsDepthGrows) {
+  std::string tap = "X: f32[256, 128]\n";
+  std::string prev = "X";
+  for (int l = 0; l < 12; ++l) {
+    tap += fmt::format(
+        "W{0}: f32[128, 128]\nb{0}: f32[128]\nL{0} = relu(linear({1}, W{0}, b{0}))\n", l, prev);
+    prev = fmt::format("L{}", l);
+  }
+  tap += fmt::format("output {}\n", prev);
+  const ir::Graph g = rewrite::testing::build(tap);
+  OptimizeOptions o = small(1, 120);
+  o.tie_layers = true;
+  Optimizer opt(g, h100x8(), o);
+  EXPECT_EQ(opt.space().representatives().size(), 2u);
+  const OptimizeResult r = opt.run();
+  // Every front member cuts all twelve layers alike.
+  for (const ArchiveEntry& e : r.archive.front()) {
+    for (int l = 1; l < 12; ++l) {
+      const auto a = e.plan.ops.find("L0/linear");
+      const auto b = e.plan.ops.find(fmt::format("L{}/linear", l));
+      EXPECT_EQ(a == e.plan.ops.end(), b == e.plan.ops.end());
+      if (a != e.plan.ops.end() && b != e.plan.ops.end()) {
+        EXPECT_EQ(a->second, b->second);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tapestry::search

@@ -1,0 +1,34 @@
+// Helpers for the search tests: graphs from .tap text or files, and the plans of the tests.
+#pragma once
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "rewrite/rewrite_testing.h"
+#include "tapestry/cost/target.h"
+#include "tapestry/ir/graph.h"
+
+namespace tapestry::search::testing {
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// A .tap file of tests/data/search or examples/.
+inline ir::Graph test_graph(const std::string& name) {
+  return rewrite::testing::build(read_text(std::string(TAPESTRY_TEST_DATA) + "/search/" + name));
+}
+inline ir::Graph example_graph(const std::string& name) {
+  return rewrite::testing::build(read_text(std::string(TAPESTRY_EXAMPLES) + "/" + name));
+}
+
+inline const cost::Target& h100x8() {
+  static const cost::Target t = *cost::preset_target("h100x8");
+  return t;
+}
+
+}  // namespace tapestry::search::testing
