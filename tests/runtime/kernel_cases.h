@@ -117,6 +117,12 @@ inline std::vector<Case> cases() {
          return add_pad(b, b.tensor("X", "float32", Range({0, 0, -2, 3}, {2, 3, 2, 8})), 2, 0.5);
        },
        {{2, 3, 1, 1}, {1, 1, 4, 3}, {2, 1, 8, 9}}},
+      {"transpose in tiles (both inner extents >= 32, uneven tails)",
+       [](GraphBuilder& b) {
+         return add_permute(b, "transpose",
+                            b.tensor("X", "float32", Range({1, -3, 4}, {4, 67, 49})), {0, 2, 1});
+       },
+       {{1, 1, 1}, {3, 1, 1}, {1, 2, 3}}},
       {"transpose",
        [](GraphBuilder& b) {
          return add_permute(b, "transpose", b.tensor("X", "int64", Range({5, -5, 0}, {7, 0, 3})),

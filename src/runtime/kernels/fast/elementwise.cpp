@@ -103,6 +103,48 @@ void bias_add_kernel(const KernelCall& call) {
   binary_map<scalar::Add>(call, "x", "bias");
 }
 
+// A transpose's two innermost loops: the result contiguous along the inner one, x along the one
+// outside it. Copied element by element, every read of x lands in another cache line (1.6 GB/s
+// on a 1024×2048 f32 transpose); in kTile × kTile tiles a tile's lines stay in L1 while it is
+// read. False (nothing copied) when the nest is not that shape.
+template <typename T>
+bool transpose_in_tiles(const Nest<2>& nest, const T* from, T* to) {
+  constexpr std::int64_t kTile = 32;
+  const std::size_t depth = nest.extent.size();
+  if (depth < 2) return false;
+  const auto& inner = nest.stride[depth - 1];
+  const auto& outer = nest.stride[depth - 2];
+  if (inner[1] != 1 || inner[0] == 1 || outer[0] != 1) return false;
+  const std::int64_t ni = nest.extent[depth - 1], no = nest.extent[depth - 2];
+  if (ni < kTile || no < kTile) return false;
+  const std::int64_t xi = inner[0], ro = outer[1];
+  const auto tile = [&](const T* x, T* r) {
+    for (std::int64_t o0 = 0; o0 < no; o0 += kTile) {
+      const std::int64_t o1 = std::min(no, o0 + kTile);
+      for (std::int64_t i0 = 0; i0 < ni; i0 += kTile) {
+        const std::int64_t i1 = std::min(ni, i0 + kTile);
+        for (std::int64_t o = o0; o < o1; ++o) {
+          const T* xo = x + o;  // x's stride along o is 1
+          T* ro_ptr = r + o * ro;
+          for (std::int64_t i = i0; i < i1; ++i) ro_ptr[i] = xo[i * xi];
+        }
+      }
+    }
+  };
+  if (depth == 2) {
+    tile(from, to);
+    return true;
+  }
+  // The loops outside the two: one tiled transpose per point.
+  Nest<2> rest;
+  rest.extent.assign(nest.extent.begin(), nest.extent.end() - 2);
+  rest.stride.assign(nest.stride.begin(), nest.stride.end() - 2);
+  for_each_run(rest, [&](const auto& at, std::int64_t n, const auto& step) {
+    for (std::int64_t k = 0; k < n; ++k) tile(from + at[0] + k * step[0], to + at[1] + k * step[1]);
+  });
+  return true;
+}
+
 // transpose, permute, reshape: every index point's result cell is a copy of its x cell, so they
 // are a strided copy through the same loop nest as the unary maps (bitwise equal, any dtype).
 // The reference kernels locate both cells for every element: ~40 M elements/s, which made the
@@ -115,16 +157,17 @@ void copy_kernel(const KernelCall& call) {
   visit_dtype(*dtype, [&]<typename T>() {
     const Strided<const T> xs = strided<const T>(*x, call.index);
     const Strided<T> rs = strided<T>(*r, call.index);
-    for_each_run(make_nest<2>(call.index, {&xs.coef, &rs.coef}),
-                 [&](const auto& at, std::int64_t n, const auto& step) {
-                   const T* from = xs.base + at[0];
-                   T* to = rs.base + at[1];
-                   if (step[0] == 1 && step[1] == 1) {
-                     std::copy(from, from + n, to);
-                   } else {
-                     for (std::int64_t i = 0; i < n; ++i) to[i * step[1]] = from[i * step[0]];
-                   }
-                 });
+    Nest<2> nest = make_nest<2>(call.index, {&xs.coef, &rs.coef});
+    if (transpose_in_tiles(nest, xs.base, rs.base)) return;
+    for_each_run(nest, [&](const auto& at, std::int64_t n, const auto& step) {
+      const T* from = xs.base + at[0];
+      T* to = rs.base + at[1];
+      if (step[0] == 1 && step[1] == 1) {
+        std::copy(from, from + n, to);
+      } else {
+        for (std::int64_t i = 0; i < n; ++i) to[i * step[1]] = from[i * step[0]];
+      }
+    });
   });
   count_fast();
 }
