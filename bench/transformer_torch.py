@@ -1,0 +1,63 @@
+#!/usr/bin/python3
+"""transformer_torch: PyTorch baselines of bench/transformer_vs_baselines.sh — the layer of
+examples/transformer_block.tap (B = 4, S = 128, D = 512, 8 heads of 64, MLP 2048, no layer norm):
+
+    Q, K, V = linear(X, Wq, bq) …  → [B, H, S, Dh];  P = softmax(Q·Kᵀ · Scale);  Ctx = P·V
+    R1 = X + linear(Ctx → [B·S, D], Wo, bo);  Y = R1 + linear(gelu(linear(R1, W1, b1)), W2, b2)
+
+--mode eager or jit (torch.jit.trace + freeze); --inputs DIR reads every input as DIR/<name>.npy
+(numpy), --out FILE writes Y. One line per timed repetition (after two untimed ones) and
+`median_s <seconds>`; `skipped: <why>` (exit 0) without torch/numpy.
+"""
+import argparse
+import os
+import statistics
+import time
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--mode", choices=["eager", "jit"], default="eager")
+parser.add_argument("--threads", type=int, default=2)
+parser.add_argument("--reps", type=int, default=5)
+parser.add_argument("--inputs", required=True)
+parser.add_argument("--out")
+args = parser.parse_args()
+try:
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+except ImportError as e:
+    print(f"skipped: {e}")
+    raise SystemExit(0)
+
+torch.set_num_threads(args.threads)
+names = ["X", "Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo", "bo", "W1", "b1", "W2", "b2", "Scale"]
+t = {n: torch.from_numpy(np.load(os.path.join(args.inputs, n + ".npy"))) for n in names}
+
+
+class Block(torch.nn.Module):
+    def forward(self, x, wq, bq, wk, bk, wv, bv, wo, bo, w1, b1, w2, b2, scale):
+        def heads(v):
+            return v.reshape(4, 128, 8, 64).permute(0, 2, 1, 3)
+        q, k, v = heads(F.linear(x, wq, bq)), heads(F.linear(x, wk, bk)), heads(F.linear(x, wv, bv))
+        p = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * scale, dim=-1)
+        ctx = torch.matmul(p, v).permute(0, 2, 1, 3).reshape(512, 512)
+        r1 = x + F.linear(ctx, wo, bo)
+        return r1 + F.linear(F.gelu(F.linear(r1, w1, b1)), w2, b2)
+
+
+inputs = tuple(t[n] for n in names)
+with torch.no_grad():
+    model = Block().eval()
+    if args.mode == "jit":
+        model = torch.jit.freeze(torch.jit.trace(model, inputs))
+    times = []
+    for r in range(-2, args.reps):
+        t0 = time.perf_counter()
+        y = model(*inputs)
+        s = time.perf_counter() - t0
+        if r >= 0:
+            times.append(s)
+            print(f"torch-{args.mode} run {r + 1}: {s * 1e3:.2f} ms")
+print(f"median_s {statistics.median(times):.6f}")
+if args.out:
+    np.save(args.out, y.numpy())
