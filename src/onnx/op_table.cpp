@@ -34,6 +34,8 @@ const std::array kRows = {
         "every alpha, beta, transA, transB; C broadcasting"},
     Row{"Conv", convert_conv, "conv2d (+ pad, add)",
         "2-D NCHW, group 1, no dilation, equal strides, equal symmetric pads, optional bias"},
+    Row{"Pad", convert_pad, "pad (or nothing)",
+        "constant mode; zero pads, or one amount on every side of the last two dims"},
     Row{"MaxPool", convert_pool, "max_pool2d",
         "square kernel, equal strides, no pads, ceil_mode 0; the Indices output unused"},
     Row{"AveragePool", convert_pool, "avg_pool2d", "as MaxPool"},

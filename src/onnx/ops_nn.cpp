@@ -203,3 +203,35 @@ void convert_reduce(NodeContext& node) {
 }
 
 }  // namespace tapestry::onnx
+
+namespace tapestry::onnx {
+
+// Pad (opset ≥ 11: pads and constant_value as inputs), mode constant: nothing when every pad is
+// 0 (PyTorch exports one before AveragePool), else the pad kernel, which pads the last two dims
+// by one amount on every side.
+void convert_pad(NodeContext& node) {
+  const std::string mode = node.string_attr("mode", "constant");
+  if (mode != "constant") {
+    throw node.error(fmt::format("mode='{}' is not supported (only constant)", mode));
+  }
+  const std::vector<std::int64_t> pads = node.host(1).as_ints();
+  const std::size_t rank = node.shape(0).size();
+  if (pads.size() != 2 * rank) throw node.error("pads must hold 2 × rank values");
+  double value = 0;
+  if (node.has_input(2)) value = node.host(2).float_at(0);
+  if (node.has_input(3)) throw node.error("the axes input is not supported");
+  if (std::all_of(pads.begin(), pads.end(), [](std::int64_t p) { return p == 0; }))
+    return node.set_output(0, node.input(0));
+  const std::int64_t p = pads[rank - 1];
+  for (std::size_t k = 0; k < 2 * rank; ++k) {
+    const bool spatial = k % rank >= rank - 2;
+    if ((spatial && pads[k] != p) || (!spatial && pads[k] != 0) || p < 0) {
+      throw node.error(fmt::format("pads=[{}] are not supported (only one non-negative amount on "
+                                   "both sides of the last two dims)",
+                                   fmt::join(pads, ", ")));
+    }
+  }
+  node.set_output(0, node.graph().call("pad", {node.tensor(0)}, {{"padding", p}, {"value", value}}));
+}
+
+}  // namespace tapestry::onnx
