@@ -123,7 +123,7 @@ int run_import(const ImportOptions& options) {
     if (!r.weights.empty())
       fmt::print("note     {} weights not written: give --weights DIR\n", r.weights.size());
   } else {
-    fmt::print("wrote    {} weights to {}/\n", r.weights.size(), options.weights);
+    fmt::print("wrote    {} weights to {}\n", r.weights.size(), options.weights);
   }
   return kExitOk;
 }

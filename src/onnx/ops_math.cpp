@@ -130,7 +130,8 @@ void convert_gemm(NodeContext& node) {
     if (node.is_host(2) && beta != 1.0) {
       HostTensor scaled = node.host(2);
       for (double& v : scaled.floats) v *= beta;
-      c = node.import().constant_input(node.node().input(2), scaled);
+      c = node.import().constant_input(  // not C's own name: the value is beta·C
+          fmt::format("{}.beta_{}", node_display_name(node.node()), node.node().input(2)), scaled);
     } else {
       c = node.tensor(2);
       if (beta != 1.0) c = g.call("mul", {c, scalar_input(node, c, "beta", beta)});

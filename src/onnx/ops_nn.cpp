@@ -226,12 +226,14 @@ void convert_pad(NodeContext& node) {
   for (std::size_t k = 0; k < 2 * rank; ++k) {
     const bool spatial = k % rank >= rank - 2;
     if ((spatial && pads[k] != p) || (!spatial && pads[k] != 0) || p < 0) {
-      throw node.error(fmt::format("pads=[{}] are not supported (only one non-negative amount on "
-                                   "both sides of the last two dims)",
-                                   fmt::join(pads, ", ")));
+      throw node.error(
+          fmt::format("pads=[{}] are not supported (only one non-negative amount on "
+                      "both sides of the last two dims)",
+                      fmt::join(pads, ", ")));
     }
   }
-  node.set_output(0, node.graph().call("pad", {node.tensor(0)}, {{"padding", p}, {"value", value}}));
+  node.set_output(0,
+                  node.graph().call("pad", {node.tensor(0)}, {{"padding", p}, {"value", value}}));
 }
 
 }  // namespace tapestry::onnx

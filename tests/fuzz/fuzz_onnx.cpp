@@ -8,7 +8,8 @@ using namespace tapestry;  // NOLINT
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   try {
-    const onnx::ImportResult r = onnx::import_onnx_bytes(fuzz::as_text(data, size), "fuzz.onnx", {});
+    const onnx::ImportResult r =
+        onnx::import_onnx_bytes(fuzz::as_text(data, size), "fuzz.onnx", {});
     FUZZ_CHECK(!r.outputs.empty());
   } catch (const Error&) {
     // Bad input, reported as it should be.

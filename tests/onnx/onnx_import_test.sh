@@ -57,6 +57,17 @@ import_and_run cnn conv1/Conv/conv2d.o=2 pool/MaxPool.n=2 y.batch=2
 import_and_run encoder14 linear1/MatMul.batch=2 self_attn/Softmax.batch0=2
 import_and_run encoder17 linear1/MatMul.batch=2 norm1/LayerNormalization/variance.pre0=2 self_attn/Softmax.batch0=2
 
+# Hand-built models with numpy references: Gemm attribute combinations, reductions with and
+# without keepdims, Softmax over a middle axis, Squeeze/Unsqueeze, GlobalAveragePool, Pow.
+for name in gemm reduce pool; do
+  d=$m/$name
+  "$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err" &&
+    "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err"
+  check "$name: numpy's output passes verify" $?
+done
+grep -q "^g1 = add(mul(matmul(transpose(x), b1), g1.alpha), g1.beta_c1)" "$m/gemm/g.tap"
+check "gemm: transA, alpha and beta become transpose, mul and a scaled C" $?
+
 # The structure the issue asks for: one gelu for PyTorch's erf chain, LayerNormalization as a
 # composite named after its node, Gemm as linear.
 grep -q "= gelu(linear1/Add)" "$m/encoder17/g.tap"

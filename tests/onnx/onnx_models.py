@@ -105,3 +105,64 @@ m = model([oh.make_node("Conv", ["x", "w"], ["y"], name="grouped", group=2)])
 m.graph.initializer.append(w)
 save("conv_group", m)
 print("exported to", out)
+
+# ---- hand-built models with numpy references (attribute combinations PyTorch rarely exports) ----
+rng = np.random.default_rng(0)
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def reference_model(name, nodes, x, y, inits, opset=14):
+    d = os.path.join(out, name)
+    os.makedirs(os.path.join(d, "in"), exist_ok=True)
+    os.makedirs(os.path.join(d, "torch"), exist_ok=True)
+    xi = oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(x.shape))
+    yi = oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, list(y.shape))
+    g = oh.make_graph(nodes, name, [xi], [yi],
+                      [onnx.numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = oh.make_model(g, opset_imports=[oh.make_opsetid("", opset)])
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    np.save(os.path.join(d, "in", "x.npy"), x)
+    np.save(os.path.join(d, "torch", "y.npy"), y.astype(np.float32))
+
+
+import onnx.numpy_helper  # noqa: E402
+
+# Gemm with transA, no transB, alpha, beta and a [M, N] C; then a second Gemm with transB and a
+# [1, N] C broadcasting.
+x, b1, c1 = f32(6, 4), f32(6, 5), f32(4, 5)
+w2, c2 = f32(3, 5), f32(1, 3)
+h = 0.5 * x.T @ b1 + 2.0 * c1
+reference_model("gemm", [
+    oh.make_node("Gemm", ["x", "b1", "c1"], ["h"], name="g1", transA=1, alpha=0.5, beta=2.0),
+    oh.make_node("Gemm", ["h", "w2", "c2"], ["y"], name="g2", transB=1),
+], x, h @ w2.T + c2, {"b1": b1, "c1": c1, "w2": w2, "c2": c2})
+
+# Reductions with keepdims on and off, Softmax over a middle axis, Unsqueeze/Squeeze.
+x = f32(2, 3, 4, 5)
+s = x.sum(axis=1)                                    # ReduceSum axes [1] keepdims 0: [2, 4, 5]
+mx = s.max(axis=-1, keepdims=True)                   # ReduceMax: [2, 4, 1]
+e = np.exp(s - s.max(axis=1, keepdims=True))
+sm = e / e.sum(axis=1, keepdims=True)                # Softmax axis 1 of s
+mean = (sm * mx).mean(axis=(1, 2), keepdims=False)   # ReduceMean axes [1, 2]: [2]
+reference_model("reduce", [
+    oh.make_node("ReduceSum", ["x", "axes1"], ["s"], name="rsum", keepdims=0),
+    oh.make_node("ReduceMax", ["s"], ["mx"], name="rmax", axes=[-1], keepdims=1),
+    oh.make_node("Softmax", ["s"], ["sm"], name="soft", axis=1),
+    oh.make_node("Mul", ["sm", "mx"], ["p"], name="prod"),
+    oh.make_node("ReduceMean", ["p"], ["m"], name="rmean", axes=[1, 2], keepdims=0),
+    oh.make_node("Unsqueeze", ["m", "axes0"], ["u"], name="unsq"),
+    oh.make_node("Squeeze", ["u", "axes0"], ["y"], name="sq"),
+], x, mean, {"axes1": np.array([1], np.int64), "axes0": np.array([0], np.int64)}, opset=13)
+
+# GlobalAveragePool and Pow/Sqrt.
+x = np.abs(f32(2, 3, 4, 4)) + 0.1
+reference_model("pool", [
+    oh.make_node("GlobalAveragePool", ["x"], ["g"], name="gap"),
+    oh.make_node("Pow", ["g", "two"], ["p"], name="square"),
+    oh.make_node("Sqrt", ["p"], ["y"], name="root"),
+], x, np.sqrt(x.mean(axis=(2, 3), keepdims=True) ** 2), {"two": np.array(2.0, np.float32)})
+print("built the reference models")
