@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "command.h"
+#include "common_options.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/metakernel/printer.h"
 #include "tapestry/support/error.h"
@@ -151,6 +152,7 @@ void register_import(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--shape", options->shapes,
                   "NAME=D0,D1,…: the static shape of an input with dynamic dims (repeatable)");
   cmd->add_flag("--list-ops", options->list_ops, "print the supported ONNX operators and exit");
+  cmd->footer(exit_codes_footer());
   cmd->callback([&dispatch, options] {
     dispatch.name = "import";
     dispatch.run = [options] { return run_import(*options); };

@@ -125,7 +125,7 @@ bool NodeContext::is_host(int k) const {
 }
 
 Tensor NodeContext::tensor(int k) {
-  input(k);  // present
+  static_cast<void>(input(k));  // throws when the input is missing
   return import_.as_tensor(node_.input(k));
 }
 
