@@ -19,6 +19,8 @@ seconds=${FUZZ_SECONDS:-60}
 harnesses=("$@")
 if [[ ${#harnesses[@]} -eq 0 ]]; then
   harnesses=(tap kernel_yaml loom_json plan target npy index_text ipf_json)
+  # The ONNX importer is optional (libonnx-dev): fuzzed when the build has it.
+  [[ -x "$build/tests/fuzz/fuzz_onnx" ]] && harnesses+=(onnx)
 fi
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:symbolize=1}

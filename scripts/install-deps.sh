@@ -16,6 +16,10 @@ packages=(
   nlohmann-json3-dev libyaml-cpp-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev
   libopenblas-dev libdnnl-dev libtbb-dev libopenmpi-dev openmpi-bin libgraphviz-dev
+  # `tapestry import`: the ONNX protobuf definitions (the build works without them)
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  # the ONNX import tests export their models from PyTorch (skipped, with the reason, without)
+  python3-onnx python3-torch
 )
 optional=(python3-numpy python3-torch)
 # `make fuzz` only: the libFuzzer harnesses build with clang (the `fuzz` preset); llvm-14 brings

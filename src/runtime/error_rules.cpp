@@ -23,6 +23,8 @@ enum class Rule {
   kSelection,
   kElementwise,
   kSoftmax,
+  kAverage,
+  kVariance,
   kMove,
   kFallback
 };
@@ -39,12 +41,15 @@ Rule rule_of(std::string_view kernel, std::optional<ir::Monoid> monoid) {
     if (*monoid == ir::Monoid::kProd) return Rule::kProduct;
     return Rule::kSelection;
   }
-  if (kernel == "maximum") return Rule::kSelection;
+  if (kernel == "maximum" || kernel == "max_pool2d") return Rule::kSelection;
   if (kernel == "relu" || kernel == "neg" || kernel == "exp" || kernel == "tanh" ||
-      kernel == "sigmoid" || kernel == "gelu" || kernel == "div")
+      kernel == "sigmoid" || kernel == "gelu" || kernel == "sqrt" || kernel == "div")
     return Rule::kElementwise;
   if (kernel == "softmax") return Rule::kSoftmax;
-  if (kernel == "transpose" || kernel == "permute" || kernel == "reshape" || kernel == "pad")
+  if (kernel == "mean" || kernel == "avg_pool2d") return Rule::kAverage;
+  if (kernel == "variance") return Rule::kVariance;
+  if (kernel == "transpose" || kernel == "permute" || kernel == "reshape" || kernel == "pad" ||
+      kernel == "slice")
     return Rule::kMove;
   return Rule::kFallback;
 }
@@ -54,7 +59,8 @@ Rule rule_of(std::string_view kernel, std::optional<ir::Monoid> monoid) {
 bool is_exact_kernel(std::string_view kernel, Rule rule) {
   if (kernel.starts_with("op:")) kernel.remove_prefix(3);
   if (rule == Rule::kElementwise) return kernel == "relu" || kernel == "neg";
-  return rule != Rule::kSoftmax && rule != Rule::kProduct && rule != Rule::kFallback;
+  return rule != Rule::kSoftmax && rule != Rule::kProduct && rule != Rule::kFallback &&
+         rule != Rule::kAverage && rule != Rule::kVariance;
 }
 
 Buffer map_values(const Buffer& in, const std::function<double(double)>& f) {
@@ -117,6 +123,10 @@ double max_slope(std::string_view kernel, double x, double w) {
   if (kernel == "sigmoid") {
     const double s = 1 / (1 + std::exp(-closest_to_zero(x - w, x + w)));
     return s * (1 - s);
+  }
+  if (kernel == "sqrt") {
+    const double lo = x - w;  // f′ = 1 / (2√t) is largest at the interval's low end
+    return lo > 0 ? 0.5 / std::sqrt(lo) : INFINITY;
   }
   // gelu: f′(t) = Φ(t) + t·φ(t) lies in [−0.17, 1.13]; on a narrow interval the largest of
   // three samples (+5%) bounds it, on a wide one the global maximum does.
@@ -255,6 +265,12 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
       break;
     case Rule::kSoftmax:
       softmax(c);
+      break;
+    case Rule::kAverage:
+      average(c);
+      break;
+    case Rule::kVariance:
+      variance(c);
       break;
     case Rule::kMove:
       move(c);
@@ -583,7 +599,94 @@ void OperationEval::softmax(Ctx& c) const {
   c.result.bounds.push_back(std::move(d));
 }
 
-// transpose, permute, reshape, pad: σ and D move with the data; added pad cells are exact.
+// mean, avg_pool2d: out = Σ_k x_k / n over the cell's n = terms inputs, summed in float64 and
+// rounded once (n + 1 roundings counted, a safe over-estimate for f32). The kernel is linear,
+// so run on σ and on D it gives Σσ/n ≥ √(Σσ²)/n and ΣD/n; on |x| the magnitude A = Σ|x|/n.
+//   σ = K(σx) ⊕ √(n+1)·u·A;  D = K(Dx) + γ(n+1)·A
+void OperationEval::average(Ctx& c) const {
+  const Buffer abs_x = abs_of(*c.in_value[0]);
+  std::vector<Buffer> a = call(kernel_, {&abs_x}, DType::kFloat64);
+  std::vector<Buffer> s = call(kernel_, {c.in_sigma[0]}, DType::kFloat64);
+  std::vector<Buffer> d = call(kernel_, {c.in_bound[0]}, DType::kFloat64);
+  for (std::size_t o = 0; o < a.size(); ++o) {
+    const std::span<const double> av = a[o].values<double>();
+    const std::span<double> sv = s[o].values<double>(), dv = d[o].values<double>();
+    for (std::size_t i = 0; i < av.size(); ++i) {
+      const Rounding r = rounding(terms_ + 1, c.u, c.tiny, av[i]);
+      sv[i] = std::hypot(sv[i], r.proxy);
+      dv[i] += r.bound;
+    }
+    c.result.magnitudes.push_back(max_of(a[o]));
+    c.result.sigmas.push_back(std::move(s[o]));
+    c.result.bounds.push_back(std::move(d[o]));
+  }
+}
+
+// variance of a row of n: v = Σ_j d_j² / n, d_j = x_j − m. With input errors e_j,
+//   v' − v = (2/n)·Σ d_j·e_j + (1/n)·Σ (e_j − ē)²      (Σ d_j = 0 cancels the mean's error)
+// so σ = (2/n)·√(Σ (d_j·σ_j)²) + 4·σmax² and D = (2/n)·Σ|d_j|·D_j + 4·Dmax². The kernel's own
+// error (float64 passes, one final rounding, n + 3 roundings counted): an error δ ≤ γn·mean|x|
+// in m adds δ²; the deviations, squares and sum add γ(n+3)·v (σ: √(n+3)·u·v).
+void OperationEval::variance(Ctx& c) const {
+  const ir::IpfSignature& signature = *c.op.ipf_signature();
+  const Range index = *c.op.ipf_index();
+  const auto& in_entry = c.ins.front();
+  const auto& out_entry = c.outs.front();
+  const zspace::IndexProjection& in_ipf = checked_ipf(in_entry, signature.inputs, index);
+  const zspace::IndexProjection& out_ipf = checked_ipf(out_entry, signature.outputs, index);
+  Buffer s(DType::kFloat64, graph_.tensor(out_entry.value.tensor).range());
+  Buffer d(DType::kFloat64, graph_.tensor(out_entry.value.tensor).range());
+  const Operand<const double> x(InputPort{c.in_value[0]->view(in_entry.value.range), &in_ipf});
+  const Operand<const double> sx(InputPort{c.in_sigma[0]->view(in_entry.value.range), &in_ipf});
+  const Operand<const double> dx(InputPort{c.in_bound[0]->view(in_entry.value.range), &in_ipf});
+  const Operand<const double> y(
+      InputPort{c.result.values.front().view(out_entry.value.range), &out_ipf});
+  const Operand<double> sy(OutputPort{s.view(out_entry.value.range), &out_ipf});
+  const Operand<double> dy(OutputPort{d.view(out_entry.value.range), &out_ipf});
+  const auto axis = static_cast<std::size_t>(c.op.params().at("dim").get<std::int64_t>());
+  const std::int64_t n = x.window(axis);
+  const double nd = static_cast<double>(n);
+  const Range row_starts = Range::of_shape(y.window());
+  for (const Point& p : index.points()) {
+    for (const Point& w : row_starts.points()) {
+      std::int64_t ox = 0, oy = 0;
+      for (std::size_t k = 0; k < w.rank(); ++k) {
+        ox += w[k] * x.stride(k);
+        oy += w[k] * y.stride(k);
+      }
+      const double* xr = x.cell(p) + ox;
+      const double* sr = sx.cell(p) + ox;
+      const double* dr = dx.cell(p) + ox;
+      const std::int64_t step = x.stride(axis);
+      double m = 0, abs_mean = 0;
+      for (std::int64_t j = 0; j < n; ++j) {
+        m += xr[j * step];
+        abs_mean += std::abs(xr[j * step]);
+      }
+      m /= nd;
+      abs_mean /= nd;
+      double s2 = 0, dlin = 0, smax = 0, dmax = 0;
+      for (std::int64_t j = 0; j < n; ++j) {
+        const double dev = std::abs(xr[j * step] - m);
+        s2 += (dev * sr[j * step]) * (dev * sr[j * step]);
+        dlin += dev * dr[j * step];
+        smax = std::max(smax, sr[j * step]);
+        dmax = std::max(dmax, dr[j * step]);
+      }
+      const double v = y.cell(p)[oy];
+      const Rounding r = rounding(nd + 3, c.u, c.tiny, v);
+      const Rounding rm = rounding(nd, c.u, 0, abs_mean);
+      sy.cell(p)[oy] =
+          std::hypot(2 / nd * std::sqrt(s2) + 4 * smax * smax, r.proxy) + rm.bound * rm.bound;
+      dy.cell(p)[oy] = 2 / nd * dlin + 4 * dmax * dmax + r.bound + rm.bound * rm.bound;
+    }
+  }
+  c.result.magnitudes.push_back(max_of(abs_of(c.result.values.front())));
+  c.result.sigmas.push_back(std::move(s));
+  c.result.bounds.push_back(std::move(d));
+}
+
+// transpose, permute, reshape, slice, pad: σ and D move with the data; added pad cells are exact.
 void OperationEval::move(Ctx& c) const {
   nlohmann::json params = c.op.params();
   if (params.is_object() && params.contains("value")) params["value"] = 0;

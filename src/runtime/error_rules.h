@@ -58,6 +58,8 @@ class OperationEval {
   void selection(Ctx& c, bool negate) const;
   void elementwise(Ctx& c) const;
   void softmax(Ctx& c) const;
+  void average(Ctx& c) const;
+  void variance(Ctx& c) const;
   void move(Ctx& c) const;
   void fallback(Ctx& c) const;
 

@@ -25,6 +25,8 @@ const ExecutableKernels& ExecutableKernels::reference() {
     register_linear_matmul_kernels(r);
     register_reduce_kernels(r);
     register_softmax_kernels(r);
+    register_moment_kernels(r);
+    register_pool_kernels(r);
     register_conv_kernels(r);
     register_layout_kernels(r);
     register_fused_kernel(r);

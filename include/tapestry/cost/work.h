@@ -8,11 +8,13 @@
 //   conv2d                                   2 · kh · kw (the window w's IPF gives one point)
 //   add sub mul div maximum relu neg         1
 //   bias_add sum max reduce                  1
-//   exp tanh sigmoid                         4     (estimates: a few FMAs of a polynomial)
+//   exp tanh sigmoid sqrt                    4     (estimates: a few FMAs of a polynomial)
 //   gelu                                     8
 //   softmax                                  5 · the softmax axis (one point is a whole row:
 //                                                  max, subtract, exp, sum, divide per element)
-//   transpose permute reshape pad            0     (data movement only)
+//   mean, max_pool2d, avg_pool2d             1 · the cells of x's window (the row, k × k)
+//   variance                                 4 · the row (mean, deviation, square, sum)
+//   transpose permute reshape slice pad      0     (data movement only)
 //   fused                                    the sum over its stages, each over its own box
 //   any other kernel                         1
 //

@@ -41,12 +41,16 @@
 //   reduce (prod) of n factors   (K(|x| + σx) − P) ⊕ √(n−1)·u·P  |  K(|x| + Dx) − P + γ(n−1)·P;
 //                                P = Π|x| (K: the kernel; the first term bounds propagation)
 //   max, min, maximum, reduce    the largest σ  |  the largest D among the combined cells
-//     (max, min)                 (max/min are exact)
+//     (max, min), max_pool2d     (max/min are exact)
+//   mean, avg_pool2d (n cells)   K(σ) ⊕ √(n+1)·u·A  |  K(D) + γ(n+1)·A;  A = Σ|x|/n, K the
+//                                kernel (linear: K(σ) = Σσ/n bounds √(Σσ²)/n)
+//   variance (row of n)          (2/n)·√Σ(d_j·σ_j)² + 4σmax² ⊕ √(n+3)·u·v  |  (2/n)·Σ|d_j|·D_j
+//                                + 4·Dmax² + γ(n+3)·v;  d_j = x_j − mean (+ the mean's error²)
 //   relu                         σx  |  Dx where x > −e, else 0 (the cell is 0 for sure)
 //   neg, transpose, permute,     σ and D move with the data (pad cells: 0)
-//     reshape, pad
-//   exp, tanh, sigmoid, gelu     s·σx ⊕ k  |  s·Dx + k;  s = max |f′| over [x − e, x + e],
-//                                k = 8·u·|f(x)| (+ 4·u·|x| for gelu: ½x·(1 + erf) cancels at x < 0)
+//     reshape, slice, pad
+//   exp, tanh, sigmoid, gelu,    s·σx ⊕ k  |  s·Dx + k;  s = max |f′| over [x − e, x + e],
+//     sqrt                       k = 8·u·|f(x)| (+ 4·u·|x| for gelu: ½x·(1 + erf) cancels at x < 0)
 //   div                          σa/m ⊕ |a/b|·σb/m ⊕ u·|a/b|  |  (Da + |a/b|·Db)/m + u·|a/b|;
 //                                m = |b| − e_b (unbounded where m ≤ 0)
 //   softmax (row of n)           y_i·(Δx_i + max_row Δx) + u·y_i·(|x_i − max| + 3) + sum:

@@ -78,6 +78,7 @@ void register_elementwise_kernels(ExecutableKernels& registry) {
   registry.add("neg", &unary_kernel<scalar::Neg>);
   registry.add("tanh", &unary_kernel<scalar::Tanh>);
   registry.add("sigmoid", &unary_kernel<scalar::Sigmoid>);
+  registry.add("sqrt", &unary_kernel<scalar::Sqrt>);
   registry.add("add", &binary_kernel<scalar::Add>);
   registry.add("sub", &binary_kernel<scalar::Sub>);
   registry.add("mul", &binary_kernel<scalar::Mul>);

@@ -1,10 +1,10 @@
-// Reference layout kernels: transpose, permute, reshape (kernels/layout.yaml) and pad
+// Reference layout kernels: transpose, permute, reshape, slice (kernels/layout.yaml) and pad
 // (kernels/conv.yaml).
 //
-// Transpose, permute and reshape move elements without computing anything, and their IPFs say
-// exactly where: for each index point i the result cell IPF_r(i) receives the x cell IPF_x(i).
+// Transpose, permute, reshape and slice move elements without computing anything, and their IPFs
+// say exactly where: for each index point i the result cell IPF_r(i) receives the x cell IPF_x(i).
 // (A reshape merging dims (a, b) into m has the index (a, b) and the result row m = B·a + b; a
-// split is the mirror image. See metakernel/hooks.h.) So all three are one copy kernel.
+// split is the mirror image. See metakernel/hooks.h.) So all four are one copy kernel.
 //
 // Pad's result range extends past x's in x's own coordinates (x = f32[0:4, 0:4] padded by 2
 // gives f32[-2:6, -2:6]); each index point reads x's whole last-two-dims plane (`*, *`: an IPF
@@ -113,6 +113,7 @@ void register_layout_kernels(ExecutableKernels& registry) {
   registry.add("transpose", &copy_kernel);
   registry.add("permute", &copy_kernel);
   registry.add("reshape", &copy_kernel);
+  registry.add("slice", &copy_kernel);
   registry.add("pad", &pad_kernel);
 }
 

@@ -9,7 +9,7 @@
 
 namespace tapestry::runtime {
 
-/// relu gelu exp neg tanh sigmoid; add sub mul div maximum (broadcasting); bias_add.
+/// relu gelu exp neg tanh sigmoid sqrt; add sub mul div maximum (broadcasting); bias_add.
 void register_elementwise_kernels(ExecutableKernels& registry);
 /// linear (X·Wᵀ + b), matmul (batched).
 void register_linear_matmul_kernels(ExecutableKernels& registry);
@@ -17,9 +17,13 @@ void register_linear_matmul_kernels(ExecutableKernels& registry);
 void register_reduce_kernels(ExecutableKernels& registry);
 /// softmax over the last dim.
 void register_softmax_kernels(ExecutableKernels& registry);
+/// mean and variance over one dim (kept with extent 1).
+void register_moment_kernels(ExecutableKernels& registry);
+/// max_pool2d and avg_pool2d (NCHW, strided windows).
+void register_pool_kernels(ExecutableKernels& registry);
 /// conv2d (NCHW, strided windows).
 void register_conv_kernels(ExecutableKernels& registry);
-/// transpose, permute, reshape (copies through the IPFs) and pad.
+/// transpose, permute, reshape, slice (copies through the IPFs) and pad.
 void register_layout_kernels(ExecutableKernels& registry);
 /// The `fused` kernel (kernels/fused.cpp): runs a fused operation's stages with these kernels.
 void register_fused_kernel(ExecutableKernels& registry);

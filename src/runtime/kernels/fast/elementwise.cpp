@@ -248,6 +248,7 @@ void register_fast_elementwise(ExecutableKernels& registry) {
   registry.add("tanh", &unary_kernel<scalar::Tanh>);
   registry.add("sigmoid", &unary_kernel<scalar::Sigmoid>);
   registry.add("gelu", &unary_kernel<scalar::Gelu>);
+  registry.add("sqrt", &unary_kernel<scalar::Sqrt>);
   registry.add("add", &binary_kernel<scalar::Add>);
   registry.add("sub", &binary_kernel<scalar::Sub>);
   registry.add("mul", &binary_kernel<scalar::Mul>);
@@ -257,6 +258,7 @@ void register_fast_elementwise(ExecutableKernels& registry) {
   registry.add("transpose", &copy_kernel);
   registry.add("permute", &copy_kernel);
   registry.add("reshape", &copy_kernel);
+  registry.add("slice", &copy_kernel);
   registry.add("pad", &pad_kernel);
 }
 

@@ -101,6 +101,8 @@ const ExecutableKernels& fast_kernels() {
     fast::register_fast_reduce(fast_only);
     fast::register_fast_conv(fast_only);
     fast::register_fast_softmax(fast_only);
+    fast::register_fast_moments(fast_only);
+    fast::register_fast_pool(fast_only);
     fast::register_fast_fused(fast_only);
     // Every reference name: the fast version where there is one, else the reference itself.
     ExecutableKernels r;

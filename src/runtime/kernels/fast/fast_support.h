@@ -129,6 +129,8 @@ void register_fast_contraction(ExecutableKernels& registry);
 void register_fast_reduce(ExecutableKernels& registry);
 void register_fast_conv(ExecutableKernels& registry);
 void register_fast_softmax(ExecutableKernels& registry);
+void register_fast_moments(ExecutableKernels& registry);
+void register_fast_pool(ExecutableKernels& registry);
 void register_fast_fused(ExecutableKernels& registry);
 
 }  // namespace tapestry::runtime::fast

@@ -1,0 +1,162 @@
+// `tapestry import`: an ONNX model in, a Tapestry graph (.tap or loom JSON) and its weights out.
+//
+//   tapestry import cnn.onnx -o cnn.tap --weights cnn/     # cnn/<weight>.npy per initializer
+//   tapestry import model.onnx -o model.json --shape x=8,3,32,32
+//   tapestry import --list-ops
+//
+// Prints the renamed names (ONNX names that are not legal Tapestry names), the graph's inputs and
+// outputs and what was written. Any model the importer cannot map is one located error, exit 2
+// (docs/onnx.md). Built without libonnx, the command says so and exits 2.
+#include <fmt/core.h>
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+
+#include "command.h"
+#include "common_options.h"
+#include "tapestry/ir/json_io.h"
+#include "tapestry/metakernel/printer.h"
+#include "tapestry/support/error.h"
+#include "tapestry/support/file.h"
+#include "tensor_files.h"
+#ifdef TAPESTRY_HAVE_ONNX
+#include "tapestry/onnx/import.h"
+#include "tapestry/runtime/npy.h"
+#include "tapestry/runtime/tensor_map.h"
+#endif
+
+namespace tapestry::cli {
+
+namespace {
+
+struct ImportOptions {
+  std::string model;
+  std::string output;
+  std::string weights;
+  std::vector<std::string> shapes;
+  bool list_ops = false;
+};
+
+#ifdef TAPESTRY_HAVE_ONNX
+
+// NAME=D0,D1,… → (NAME, dims).
+std::pair<std::string, std::vector<std::int64_t>> parse_shape(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw Error(fmt::format("--shape {}: expected NAME=D0,D1,…", text));
+  std::vector<std::int64_t> dims;
+  std::string rest = text.substr(eq + 1);
+  std::size_t pos = 0;
+  while (pos <= rest.size() && !rest.empty()) {
+    const auto comma = rest.find(',', pos);
+    const std::string item =
+        rest.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    std::size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || item.empty() || v < 0)
+      throw Error(
+          fmt::format("--shape {}: '{}' is not a dim (a non-negative integer)", text, item));
+    dims.push_back(v);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return {text.substr(0, eq), dims};
+}
+
+int list_ops() {
+  fmt::print("{:<20} {:<46} {}\n", "ONNX operator", "Tapestry kernels", "supported");
+  for (const onnx::OpSupport& op : onnx::supported_onnx_ops())
+    fmt::print("{:<20} {:<46} {}\n", op.op_type, op.kernels, op.notes);
+  fmt::print("opsets {} to {} (default domain); static shapes; float32/float64 tensors\n",
+             onnx::kMinOpset, onnx::kMaxOpset);
+  return kExitOk;
+}
+
+int run_import(const ImportOptions& options) {
+  if (options.list_ops) return list_ops();
+  if (options.model.empty()) throw Error("a model file is required (or --list-ops)");
+  if (options.output.empty()) throw Error("-o GRAPH.tap or -o GRAPH.json is required");
+  const std::string ext = std::filesystem::path(options.output).extension().string();
+  if (ext != ".tap" && ext != ".json")
+    throw Error(fmt::format("-o {}: the graph file must end in .tap or .json", options.output));
+  onnx::ImportOptions import_options;
+  for (const std::string& s : options.shapes) {
+    auto [name, dims] = parse_shape(s);
+    if (!import_options.shapes.emplace(name, dims).second)
+      throw Error(fmt::format("--shape {}: given twice", name));
+  }
+  onnx::ImportResult r = onnx::import_onnx_file(options.model, import_options);
+
+  // Check every destination before writing anything.
+  check_writable_file("-o", options.output);
+  if (!options.weights.empty()) {
+    std::vector<ir::TensorId> tensors;
+    for (const onnx::Weight& w : r.weights)
+      tensors.push_back(runtime::find_tensor(r.graph, w.name));
+    check_output_files(r.graph, options.weights, tensors);
+  }
+  const std::string text = ext == ".tap"
+                               ? metakernel::print_tap(r.graph, metakernel::builtin_signatures())
+                               : ir::write_graph_json(r.graph);
+
+  for (const onnx::Rename& rn : r.renames)
+    fmt::print("renamed  {} {} → {}\n", rn.what, rn.from, rn.to);
+  fmt::print("imported {} nodes (opset {}): {} operations, {} weights\n", r.nodes, r.opset,
+             r.graph.operations().size(), r.weights.size());
+  fmt::print("inputs   {}\n", fmt::join(r.inputs, ", "));
+  fmt::print("outputs  {}\n", fmt::join(r.outputs, ", "));
+  StagedFiles files;
+  if (!options.weights.empty()) {
+    for (const onnx::Weight& w : r.weights) {
+      files.add(std::filesystem::path(options.weights) / tensor_file_name(w.name),
+                runtime::format_npy(w.value));
+    }
+  }
+  files.add(options.output, text);
+  files.commit();
+  fmt::print("wrote    {}\n", options.output);
+  if (options.weights.empty()) {
+    if (!r.weights.empty())
+      fmt::print("note     {} weights not written: give --weights DIR\n", r.weights.size());
+  } else {
+    fmt::print("wrote    {} weights to {}\n", r.weights.size(), options.weights);
+  }
+  return kExitOk;
+}
+
+#else
+
+int run_import(const ImportOptions&) {
+  throw Error(
+      "this tapestry was built without ONNX support: install libonnx-dev and libprotobuf-dev "
+      "(scripts/install-deps.sh) and rebuild");
+}
+
+#endif
+
+}  // namespace
+
+void register_import(CLI::App& app, Dispatch& dispatch) {
+  auto options = std::make_shared<ImportOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "import", "Import an ONNX model: a Tapestry graph (.tap or .json) and its weights (.npy)");
+  cmd->add_option("model", options->model, "the ONNX model file");
+  cmd->add_option("-o,--output", options->output, "the graph to write: GRAPH.tap or GRAPH.json");
+  cmd->add_option("--weights", options->weights,
+                  "write every weight (initializer, constant) as DIR/<name>.npy");
+  cmd->add_option("--shape", options->shapes,
+                  "NAME=D0,D1,…: the static shape of an input with dynamic dims (repeatable)");
+  cmd->add_flag("--list-ops", options->list_ops, "print the supported ONNX operators and exit");
+  cmd->footer(exit_codes_footer());
+  cmd->callback([&dispatch, options] {
+    dispatch.name = "import";
+    dispatch.run = [options] { return run_import(*options); };
+  });
+}
+
+}  // namespace tapestry::cli

@@ -1,0 +1,286 @@
+// The ONNX import driver (import.h):
+//
+//   1. parse the ModelProto and check its opset;
+//   2. bind the initializers (host tensors) and the model's inputs (graph inputs, static shapes);
+//   3. order the nodes topologically (a cycle or an undefined input is an error);
+//   4. find the exact-GELU chains (gelu_pattern.h);
+//   5. convert every node with its converter (op_table.h), naming the operations it creates
+//      after the node, and refuse attributes it did not read;
+//   6. mark the model's outputs and take the graph.
+#include "tapestry/onnx/import.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "context.h"
+#include "gelu_pattern.h"
+#include "op_table.h"
+
+namespace tapestry::onnx {
+
+namespace {
+
+std::int64_t default_opset(const ::onnx::ModelProto& model, const std::string& source) {
+  for (const auto& o : model.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") {
+      if (o.version() < kMinOpset || o.version() > kMaxOpset) {
+        throw Error(fmt::format("{}: opset {} is not supported (opsets {} to {} are)", source,
+                                o.version(), kMinOpset, kMaxOpset));
+      }
+      return o.version();
+    }
+  }
+  throw Error(fmt::format("{}: the model imports no default-domain (ai.onnx) opset", source));
+}
+
+// The static shape of graph input `info`, from the model or from options.shapes.
+std::vector<std::int64_t> input_shape(const ::onnx::ValueInfoProto& info,
+                                      const ImportOptions& options, const std::string& source) {
+  if (auto it = options.shapes.find(info.name()); it != options.shapes.end()) return it->second;
+  const auto& type = info.type().tensor_type();
+  if (!type.has_shape()) {
+    throw Error(fmt::format("{}: input '{}' has no shape: give it with --shape {}=D0,D1,…", source,
+                            info.name(), info.name()));
+  }
+  std::vector<std::int64_t> shape;
+  for (int k = 0; k < type.shape().dim_size(); ++k) {
+    const auto& d = type.shape().dim(k);
+    if (!d.has_dim_value() || d.dim_value() < 0) {
+      throw Error(fmt::format(
+          "{}: input '{}' has a dynamic dim {}{}: give its shape with --shape {}=D0,D1,…", source,
+          info.name(), k, d.has_dim_param() ? fmt::format(" ('{}')", d.dim_param()) : "",
+          info.name()));
+    }
+    shape.push_back(d.dim_value());
+  }
+  return shape;
+}
+
+ir::DType input_dtype(const ::onnx::ValueInfoProto& info, const std::string& source) {
+  const std::int32_t t = info.type().tensor_type().elem_type();
+  if (t == ::onnx::TensorProto::FLOAT) return ir::DType::kFloat32;
+  if (t == ::onnx::TensorProto::DOUBLE) return ir::DType::kFloat64;
+  throw Error(fmt::format(
+      "{}: input '{}' has element type {}; only float and double inputs "
+      "are supported",
+      source, info.name(),
+      ::onnx::TensorProto::DataType_Name(static_cast<::onnx::TensorProto::DataType>(t))));
+}
+
+// Kahn's algorithm over tensor dependencies; `known` are the names defined before any node.
+std::vector<std::size_t> topological_order(const ::onnx::GraphProto& graph,
+                                           const std::set<std::string>& known,
+                                           const std::string& source) {
+  std::map<std::string, std::size_t> producer;
+  for (int i = 0; i < graph.node_size(); ++i) {
+    for (const std::string& o : graph.node(i).output()) {
+      if (o.empty()) continue;
+      if (producer.contains(o) || known.contains(o)) {
+        throw Error(fmt::format("{}: node '{}' ({}, node {}): tensor '{}' is defined twice", source,
+                                node_display_name(graph.node(i)), graph.node(i).op_type(), i, o));
+      }
+      producer[o] = static_cast<std::size_t>(i);
+    }
+  }
+  const auto n = static_cast<std::size_t>(graph.node_size());
+  std::vector<std::size_t> pending(n, 0);
+  std::vector<std::vector<std::size_t>> readers(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& node = graph.node(static_cast<int>(i));
+    for (const std::string& in : node.input()) {
+      if (in.empty() || known.contains(in)) continue;
+      auto it = producer.find(in);
+      if (it == producer.end()) {
+        throw Error(
+            fmt::format("{}: node '{}' ({}, node {}): input '{}' is not defined (no node, "
+                        "input or initializer produces it)",
+                        source, node_display_name(node), node.op_type(), i, in));
+      }
+      ++pending[i];
+      readers[it->second].push_back(i);
+    }
+  }
+  std::vector<std::size_t> order, ready;
+  for (std::size_t i = n; i-- > 0;) {
+    if (pending[i] == 0) ready.push_back(i);
+  }
+  while (!ready.empty()) {
+    const std::size_t i = ready.back();
+    ready.pop_back();
+    order.push_back(i);
+    for (std::size_t r : readers[i]) {
+      if (--pending[r] == 0) ready.push_back(r);
+    }
+  }
+  if (order.size() != n) {
+    std::vector<std::string> stuck;
+    for (std::size_t i = 0; i < n && stuck.size() < 4; ++i) {
+      if (pending[i] != 0)
+        stuck.push_back(fmt::format("'{}' ({})", node_display_name(graph.node(static_cast<int>(i))),
+                                    graph.node(static_cast<int>(i)).op_type()));
+    }
+    throw Error(
+        fmt::format("{}: the graph has a cycle: {} nodes depend on each other's outputs, "
+                    "among them {}",
+                    source, n - order.size(), fmt::join(stuck, ", ")));
+  }
+  return order;
+}
+
+// Names the graph tensors node `node` created (step 5).
+void name_new_tensors(ImportContext& ctx, const ::onnx::NodeProto& node, const NodeContext& nc,
+                      const std::set<std::string>& graph_outputs) {
+  for (const auto& [k, t] : nc.new_tensors()) {
+    const std::string& out = node.output(k);
+    std::string base;
+    if (graph_outputs.contains(out) || node.name().empty()) {
+      base = out;
+    } else {
+      base = k == 0 ? node.name() : fmt::format("{}.{}", node.name(), k);
+    }
+    ctx.graph().assign(ctx.fresh_name(base, "node"), t);
+  }
+}
+
+void convert_node(ImportContext& ctx, const ::onnx::NodeProto& node, std::size_t position,
+                  const std::set<std::string>& graph_outputs, const GeluMatch* gelu) {
+  NodeContext nc(ctx, node, position);
+  try {
+    if (!node.domain().empty() && node.domain() != "ai.onnx") {
+      throw nc.error(
+          fmt::format("domain '{}' is not supported (only the default ai.onnx)", node.domain()));
+    }
+    if (gelu != nullptr) {
+      nc.set_output(0, ctx.graph().call("gelu", {ctx.as_tensor(gelu->x)}));
+    } else {
+      const Converter convert = find_converter(node.op_type());
+      if (convert == nullptr) {
+        throw nc.error(
+            fmt::format("operator {} is not supported (`tapestry import --list-ops` "
+                        "lists those that are)",
+                        node.op_type()));
+      }
+      convert(nc);
+      if (const std::vector<std::string> unread = nc.unread_attributes(); !unread.empty()) {
+        throw nc.error(fmt::format("attribute '{}' is not supported", unread.front()));
+      }
+    }
+    name_new_tensors(ctx, node, nc, graph_outputs);
+  } catch (const LocatedError&) {
+    throw;
+  } catch (const Error& e) {
+    throw nc.error(e.what());
+  }
+}
+
+ImportResult import_model(const ::onnx::ModelProto& model, const std::string& source,
+                          const ImportOptions& options) {
+  const std::int64_t opset = default_opset(model, source);
+  const ::onnx::GraphProto& graph = model.graph();
+  ImportContext ctx(source, opset);
+  ImportResult result;
+  result.opset = opset;
+  result.nodes = static_cast<std::size_t>(graph.node_size());
+
+  // 2. Initializers, then the inputs that are not initializers.
+  std::set<std::string> known;
+  for (const auto& init : graph.initializer()) {
+    if (init.name().empty() || known.contains(init.name()))
+      throw Error(
+          fmt::format("{}: initializer '{}' is unnamed or defined twice", source, init.name()));
+    ctx.bind(init.name(),
+             decode_tensor(init, fmt::format("{}: initializer '{}'", source, init.name())));
+    known.insert(init.name());
+  }
+  std::set<std::string, std::less<>> shaped;
+  for (const auto& in : graph.input()) {
+    if (known.contains(in.name())) continue;
+    const std::string name = ctx.fresh_name(in.name(), "input");
+    ctx.bind(in.name(),
+             ctx.graph().input(name, input_dtype(in, source), input_shape(in, options, source)));
+    known.insert(in.name());
+    shaped.insert(in.name());
+    result.inputs.push_back(name);
+  }
+  for (const auto& [name, shape] : options.shapes) {
+    if (!shaped.contains(name))
+      throw Error(fmt::format("{}: --shape {}: the model has no input of that name", source, name));
+  }
+
+  // 3, 4.
+  const std::vector<std::size_t> order = topological_order(graph, known, source);
+  std::set<std::string, std::less<>> used;
+  std::set<std::string> graph_outputs;
+  for (const auto& node : graph.node()) used.insert(node.input().begin(), node.input().end());
+  for (const auto& o : graph.output()) {
+    used.insert(o.name());
+    graph_outputs.insert(o.name());
+  }
+  ctx.set_used_names(std::move(used));
+  std::map<std::size_t, GeluMatch> gelu_at;
+  std::set<std::size_t> absorbed;
+  for (GeluMatch& m : find_gelu_patterns(graph)) {
+    absorbed.insert(m.absorbed.begin(), m.absorbed.end());
+    gelu_at.emplace(m.last, std::move(m));
+  }
+
+  // 5.
+  for (std::size_t i : order) {
+    if (absorbed.contains(i)) continue;
+    auto g = gelu_at.find(i);
+    convert_node(ctx, graph.node(static_cast<int>(i)), i, graph_outputs,
+                 g == gelu_at.end() ? nullptr : &g->second);
+  }
+
+  // 6.
+  if (graph.output_size() == 0) throw Error(fmt::format("{}: the model has no outputs", source));
+  for (const auto& o : graph.output()) {
+    if (!ctx.is_bound(o.name()))
+      throw Error(fmt::format("{}: output '{}' is not produced by any node", source, o.name()));
+    Tensor t = ctx.as_tensor(o.name());
+    ctx.graph().output(t);
+    if (t.name() != o.name()) result.renames.push_back({"output", o.name(), t.name()});
+    result.outputs.push_back(t.name());
+  }
+  result.graph = ctx.graph().take();
+  result.weights = std::move(ctx.weights());
+  std::vector<Rename> renames = std::move(ctx.renames());
+  renames.insert(renames.end(), result.renames.begin(), result.renames.end());
+  result.renames = std::move(renames);
+  return result;
+}
+
+}  // namespace
+
+ImportResult import_onnx_bytes(std::string_view bytes, std::string_view source_name,
+                               const ImportOptions& options) {
+  const std::string source(source_name);
+  ::onnx::ModelProto model;
+  if (bytes.empty() || bytes.size() > static_cast<std::size_t>(INT32_MAX) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    throw Error(
+        fmt::format("{}: not a readable ONNX model (the protobuf does not parse: a "
+                    "truncated or corrupt file, or not ONNX)",
+                    source));
+  }
+  if (!model.has_graph()) throw Error(fmt::format("{}: the model has no graph", source));
+  return import_model(model, source, options);
+}
+
+ImportResult import_onnx_file(const std::string& path, const ImportOptions& options) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(fmt::format("{}: is a directory, not an ONNX model", path));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("{}: cannot open the file", path));
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  return import_onnx_bytes(bytes.view(), path, options);
+}
+
+}  // namespace tapestry::onnx

@@ -1,0 +1,60 @@
+// Private to the ONNX importer: the converters, one per supported ONNX operator, and the table
+// that maps op types to them (op_table.cpp; its rows are what `--list-ops` prints).
+//
+// A converter reads its node through a NodeContext (context.h), adds operations with the
+// builder and binds the node's outputs with set_output. It reads every attribute it supports
+// (even at its default): an attribute left unread is reported as unsupported by the driver.
+#pragma once
+
+#include <string_view>
+
+#include "context.h"
+
+namespace tapestry::onnx {
+
+using Converter = void (*)(NodeContext&);
+
+/// The converter of `op_type`, or null when the op is not supported.
+Converter find_converter(std::string_view op_type);
+
+// ops_math.cpp: elementwise maps, MatMul, Gemm.
+void convert_binary(NodeContext& node);
+void convert_unary(NodeContext& node);
+void convert_pow(NodeContext& node);
+void convert_matmul(NodeContext& node);
+void convert_gemm(NodeContext& node);
+void convert_gelu(NodeContext& node);
+void convert_erf(NodeContext& node);
+
+// ops_nn.cpp: Conv, pooling, Softmax, LayerNormalization.
+void convert_conv(NodeContext& node);
+void convert_pad(NodeContext& node);
+void convert_pool(NodeContext& node);
+void convert_global_average_pool(NodeContext& node);
+void convert_softmax(NodeContext& node);
+void convert_layer_norm(NodeContext& node);
+void convert_reduce(NodeContext& node);
+
+// ops_shape.cpp: layout and the import-time shape arithmetic.
+void convert_identity(NodeContext& node);
+void convert_constant(NodeContext& node);
+void convert_reshape(NodeContext& node);
+void convert_flatten(NodeContext& node);
+void convert_transpose(NodeContext& node);
+void convert_squeeze(NodeContext& node);
+void convert_unsqueeze(NodeContext& node);
+void convert_slice(NodeContext& node);
+void convert_shape(NodeContext& node);
+void convert_gather(NodeContext& node);
+void convert_concat(NodeContext& node);
+void convert_cast(NodeContext& node);
+
+/// Reshapes `x` to `shape` with the reshape kernel; when the two shapes do not group into
+/// splits and merges, through the flat shape. Returns x itself when the shapes are equal.
+Tensor reshape_to(metakernel::Graph& g, Tensor x, const std::vector<std::int64_t>& shape);
+
+/// Normalises an axis of a rank-`rank` tensor (negative counts from the end); Error when out of
+/// range.
+std::int64_t normalise_axis(NodeContext& node, std::int64_t axis, std::size_t rank);
+
+}  // namespace tapestry::onnx

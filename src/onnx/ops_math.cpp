@@ -1,0 +1,144 @@
+// ONNX elementwise maps, MatMul and Gemm (op_table.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "op_table.h"
+
+namespace tapestry::onnx {
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+HostTensor scalar_like(const Tensor& t, double value) {
+  HostTensor h;
+  h.dtype = t.type().dtype;
+  h.floats = {value};
+  return h;
+}
+
+// A scalar factor as a graph input named `<node>.<what>`.
+Tensor scalar_input(NodeContext& node, const Tensor& like, std::string_view what, double value) {
+  return node.import().constant_input(fmt::format("{}.{}", node_display_name(node.node()), what),
+                                      scalar_like(like, value));
+}
+
+}  // namespace
+
+// Add, Sub, Mul, Div: folded when both operands are known, else the kernel of the same name
+// (numpy broadcasting, as ONNX's).
+void convert_binary(NodeContext& node) {
+  const std::string& op = node.node().op_type();
+  if (node.is_host(0) && node.is_host(1)) {
+    const char symbol = op == "Add" ? '+' : op == "Sub" ? '-' : op == "Mul" ? '*' : '/';
+    node.set_output(0, fold_binary(node.host(0), node.host(1), symbol));
+    return;
+  }
+  Tensor a = node.tensor(0);
+  Tensor b = node.tensor(1);
+  node.set_output(0, node.graph().call(lower(op), {a, b}));
+}
+
+// Relu, Tanh, Sigmoid, Sqrt, Exp, Neg: the kernel of the same name.
+void convert_unary(NodeContext& node) {
+  node.set_output(0, node.graph().call(lower(node.node().op_type()), {node.tensor(0)}));
+}
+
+// Gelu (opset 20, or a contrib domain's): exact GELU only.
+void convert_gelu(NodeContext& node) {
+  const std::string approximate = node.string_attr("approximate", "none");
+  if (approximate != "none") {
+    throw node.error(
+        fmt::format("approximate='{}' is not supported (only the exact GELU, "
+                    "approximate='none')",
+                    approximate));
+  }
+  node.set_output(0, node.graph().call("gelu", {node.tensor(0)}));
+}
+
+void convert_erf(NodeContext& node) {
+  throw node.error(
+      "Erf is supported only inside the exact GELU pattern x·0.5·(1 + erf(x/√2)) (which becomes "
+      "one gelu); this Erf is not part of one, and Tapestry has no erf kernel");
+}
+
+// Pow with a known scalar exponent: 2 → mul(x, x), 1 → x, 0.5 → sqrt(x).
+void convert_pow(NodeContext& node) {
+  const HostTensor& e = node.host(1);
+  if (e.size() != 1) throw node.error("the exponent must be a scalar");
+  const double p = e.float_at(0);
+  Tensor x = node.tensor(0);
+  if (p == 1.0) return node.set_output(0, x);
+  if (p == 2.0) return node.set_output(0, node.graph().call("mul", {x, x}));
+  if (p == 0.5) return node.set_output(0, node.graph().call("sqrt", {x}));
+  throw node.error(fmt::format("exponent {} is not supported (only 0.5, 1 and 2)", p));
+}
+
+// MatMul: numpy.matmul; 1-D operands are promoted to matrices and the added dim removed.
+void convert_matmul(NodeContext& node) {
+  metakernel::Graph& g = node.graph();
+  Tensor a = node.tensor(0);
+  Tensor b = node.tensor(1);
+  std::vector<std::int64_t> sa = node.shape(0), sb = node.shape(1);
+  if (sa.empty() || sb.empty()) throw node.error("MatMul of a scalar is not defined");
+  const bool vec_a = sa.size() == 1, vec_b = sb.size() == 1;
+  if (vec_a) a = reshape_to(g, a, {1, sa[0]});
+  if (vec_b) b = reshape_to(g, b, {sb[0], 1});
+  Tensor r = g.call("matmul", {a, b});
+  if (vec_a || vec_b) {
+    const zspace::Point rs = r.type().shape();
+    std::vector<std::int64_t> shape(rs.begin(), rs.end());
+    if (vec_b) shape.erase(shape.end() - 1);
+    if (vec_a) shape.erase(shape.end() - 1);
+    r = reshape_to(g, r, shape);
+  }
+  node.set_output(0, r);
+}
+
+// Gemm: Y = alpha·A'·B' + beta·C, A' = Aᵀ if transA, B' = Bᵀ if transB. The common PyTorch form
+// (transB = 1, alpha = beta = 1, C of shape [N]) is one linear; everything else is matmul with
+// transposes, scalar muls and a broadcasting add, named after the node.
+void convert_gemm(NodeContext& node) {
+  metakernel::Graph& g = node.graph();
+  const double alpha = node.float_attr("alpha", 1.0);
+  const double beta = node.float_attr("beta", 1.0);
+  const bool trans_a = node.int_attr("transA", 0) != 0;
+  const bool trans_b = node.int_attr("transB", 0) != 0;
+  if (node.shape(0).size() != 2 || node.shape(1).size() != 2) {
+    throw node.error("A and B must be matrices (rank 2)");
+  }
+  Tensor a = node.tensor(0);
+  if (trans_a) a = g.call("transpose", {a});
+  const bool has_c = node.has_input(2) && beta != 0.0;
+  const std::int64_t n = node.shape(1)[trans_b ? 0 : 1];
+  if (trans_b && alpha == 1.0 && has_c && beta == 1.0 && node.shape(2) == std::vector{n}) {
+    return node.set_output(0, g.call("linear", {a, node.tensor(1), node.tensor(2)}));
+  }
+  Tensor b = node.tensor(1);
+  if (trans_b) b = g.call("transpose", {b});
+  Tensor y = g.call("matmul", {a, b});
+  if (alpha != 1.0) y = g.call("mul", {y, scalar_input(node, y, "alpha", alpha)});
+  if (has_c) {
+    Tensor c;
+    if (node.is_host(2) && beta != 1.0) {
+      HostTensor scaled = node.host(2);
+      for (double& v : scaled.floats) v *= beta;
+      c = node.import().constant_input(  // not C's own name: the value is beta·C
+          fmt::format("{}.beta_{}", node_display_name(node.node()), node.node().input(2)), scaled);
+    } else {
+      c = node.tensor(2);
+      if (beta != 1.0) c = g.call("mul", {c, scalar_input(node, c, "beta", beta)});
+    }
+    y = g.call("add", {y, c});
+  }
+  node.set_output(0, y);
+}
+
+}  // namespace tapestry::onnx

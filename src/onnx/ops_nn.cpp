@@ -1,0 +1,239 @@
+// ONNX Conv, pooling, Softmax, LayerNormalization and the reductions (op_table.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "op_table.h"
+
+namespace tapestry::onnx {
+
+namespace {
+
+// One value for both spatial dims of a 2-D attribute list (`what` names it in errors).
+std::int64_t square(NodeContext& node, const std::vector<std::int64_t>& v, std::string_view what,
+                    std::size_t count) {
+  if (v.size() != count ||
+      std::adjacent_find(v.begin(), v.end(), std::not_equal_to<>()) != v.end()) {
+    throw node.error(fmt::format("{}=[{}] is not supported (only {} equal values)", what,
+                                 fmt::join(v, ", "), count));
+  }
+  return v.front();
+}
+
+// Reads auto_pad, dilations, strides and pads of a 2-D Conv/pool node: (stride, padding).
+std::pair<std::int64_t, std::int64_t> spatial_attrs(NodeContext& node) {
+  const std::string auto_pad = node.string_attr("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") {
+    throw node.error(fmt::format("auto_pad={} is not supported (only NOTSET and VALID)", auto_pad));
+  }
+  if (auto dilations = node.ints_attr("dilations")) {
+    if (square(node, *dilations, "dilations", 2) != 1)
+      throw node.error(
+          fmt::format("dilations=[{}] are not supported (only 1)", fmt::join(*dilations, ", ")));
+  }
+  const std::int64_t stride = square(
+      node, node.ints_attr("strides").value_or(std::vector<std::int64_t>{1, 1}), "strides", 2);
+  const std::int64_t padding = square(
+      node, node.ints_attr("pads").value_or(std::vector<std::int64_t>{0, 0, 0, 0}), "pads", 4);
+  return {stride, auto_pad == "VALID" ? 0 : padding};
+}
+
+void require_rank(NodeContext& node, int input, std::size_t rank, std::string_view what) {
+  if (node.shape(input).size() != rank) {
+    throw node.error(fmt::format("{} has rank {}; only rank {} ({}) is supported",
+                                 node.node().input(input), node.shape(input).size(), rank, what));
+  }
+}
+
+void refuse_used_outputs(NodeContext& node, int first) {
+  for (int k = first; k < node.node().output_size(); ++k) {
+    if (node.output_used(k)) {
+      throw node.error(fmt::format("output {} ('{}') is read, but only output 0 is supported", k,
+                                   node.node().output(k)));
+    }
+  }
+}
+
+}  // namespace
+
+// Conv: 2-D (NCHW), group 1, no dilation, square strides and symmetric pads → conv2d (with a
+// pad operation for pads), plus an add of the bias reshaped to [O, 1, 1].
+void convert_conv(NodeContext& node) {
+  metakernel::Graph& g = node.graph();
+  require_rank(node, 0, 4, "2-D convolution, NCHW");
+  const std::int64_t group = node.int_attr("group", 1);
+  if (group != 1) throw node.error(fmt::format("group={} is not supported (only group=1)", group));
+  if (auto ks = node.ints_attr("kernel_shape")) {
+    const std::vector<std::int64_t> w = node.shape(1);
+    if (ks->size() != 2 || w.size() != 4 || (*ks)[0] != w[2] || (*ks)[1] != w[3])
+      throw node.error(
+          fmt::format("kernel_shape=[{}] does not match the weights", fmt::join(*ks, ", ")));
+  }
+  const auto [stride, padding] = spatial_attrs(node);
+  Tensor y = g.call("conv2d", {node.tensor(0), node.tensor(1)},
+                    {{"stride", stride}, {"padding", padding}});
+  if (node.has_input(2)) {
+    const std::vector<std::int64_t> bshape = node.shape(2);
+    if (bshape.size() != 1) throw node.error("the bias must have rank 1");
+    Tensor bias;
+    if (node.is_host(2)) {
+      HostTensor b = node.host(2);
+      b.shape = {bshape[0], 1, 1};
+      bias = node.import().constant_input(node.node().input(2), b);
+    } else {
+      bias = reshape_to(g, node.tensor(2), {bshape[0], 1, 1});
+    }
+    y = g.call("add", {y, bias});
+  }
+  node.set_output(0, y);
+}
+
+// MaxPool, AveragePool: square windows and strides, no padding → max_pool2d / avg_pool2d.
+void convert_pool(NodeContext& node) {
+  const bool is_max = node.node().op_type() == "MaxPool";
+  require_rank(node, 0, 4, "2-D pooling, NCHW");
+  const auto ks = node.ints_attr("kernel_shape");
+  if (!ks) throw node.error("attribute 'kernel_shape' is missing");
+  const std::int64_t kernel = square(node, *ks, "kernel_shape", 2);
+  const auto [stride, padding] = spatial_attrs(node);
+  if (padding != 0) {
+    throw node.error(fmt::format("pads={} are not supported for pooling (only 0)", padding));
+  }
+  if (const std::int64_t ceil = node.int_attr("ceil_mode", 0); ceil != 0)
+    throw node.error("ceil_mode=1 is not supported (only 0)");
+  if (is_max) {
+    if (node.int_attr("storage_order", 0) != 0)
+      throw node.error("storage_order=1 is not supported (only 0)");
+    refuse_used_outputs(node, 1);
+  } else {
+    node.int_attr("count_include_pad", 0);  // irrelevant without padding
+  }
+  node.set_output(0, node.graph().call(is_max ? "max_pool2d" : "avg_pool2d", {node.tensor(0)},
+                                       {{"kernel", kernel}, {"stride", stride}}));
+}
+
+// GlobalAveragePool: the mean over W, then over H (both kept with extent 1).
+void convert_global_average_pool(NodeContext& node) {
+  require_rank(node, 0, 4, "2-D pooling, NCHW");
+  metakernel::Graph& g = node.graph();
+  Tensor w = g.call("mean", {node.tensor(0)}, {{"dim", 3}});
+  node.set_output(0, g.call("mean", {w}, {{"dim", 2}}));
+}
+
+// Softmax over `axis`: the kernel works on the last dim, so another axis is swapped there and
+// back with permute. Before opset 13 Softmax flattens the dims from `axis` on; only the last
+// axis means the same then.
+void convert_softmax(NodeContext& node) {
+  metakernel::Graph& g = node.graph();
+  const std::size_t rank = node.shape(0).size();
+  const bool old = node.opset() < 13;
+  const std::int64_t axis = normalise_axis(node, node.int_attr("axis", old ? 1 : -1), rank);
+  Tensor x = node.tensor(0);
+  const auto last = static_cast<std::int64_t>(rank) - 1;
+  if (axis == last) return node.set_output(0, g.call("softmax", {x}));
+  if (old) {
+    throw node.error(fmt::format(
+        "axis={} is not supported before opset 13 (Softmax then flattens the dims from axis "
+        "on); only the last axis is",
+        axis));
+  }
+  std::vector<std::int64_t> perm(rank);
+  for (std::size_t k = 0; k < rank; ++k) perm[k] = static_cast<std::int64_t>(k);
+  std::swap(perm[static_cast<std::size_t>(axis)], perm.back());
+  Tensor t = g.call("permute", {x}, {{"perm", perm}});
+  t = g.call("softmax", {t});
+  node.set_output(0, g.call("permute", {t}, {{"perm", perm}}));
+}
+
+// LayerNormalization over the last axis: (x − mean) / √(variance + ε) · scale + bias, as the
+// kernels mean, variance, sub, add, sqrt, div, mul, add — named `<node>/<kernel>`.
+void convert_layer_norm(NodeContext& node) {
+  metakernel::Graph& g = node.graph();
+  const std::size_t rank = node.shape(0).size();
+  const std::int64_t axis = normalise_axis(node, node.int_attr("axis", -1), rank);
+  if (axis != static_cast<std::int64_t>(rank) - 1) {
+    throw node.error(
+        fmt::format("axis={} is not supported (only the last axis, {})", axis, rank - 1));
+  }
+  const double epsilon = node.float_attr("epsilon", 1e-5);
+  node.int_attr("stash_type", 1);  // the kernels compute the moments in float64 anyway
+  refuse_used_outputs(node, 1);
+  Tensor x = node.tensor(0);
+  Tensor mean = g.call("mean", {x});
+  Tensor var = g.call("variance", {x});
+  HostTensor eps;
+  eps.dtype = x.type().dtype;
+  eps.floats = {epsilon};
+  Tensor e = node.import().constant_input(node_display_name(node.node()) + ".epsilon", eps);
+  Tensor y = g.call("div", {g.call("sub", {x, mean}), g.call("sqrt", {g.call("add", {var, e})})});
+  y = g.call("mul", {y, node.tensor(1)});
+  if (node.has_input(2)) y = g.call("add", {y, node.tensor(2)});
+  node.set_output(0, y);
+}
+
+// ReduceSum, ReduceMax, ReduceMean over `axes` (an attribute, or input 1 from ReduceSum opset
+// 13), keepdims as ONNX: sum/max per axis (highest first), mean per axis (it keeps the dim),
+// and a reshape to the kept or dropped shape.
+void convert_reduce(NodeContext& node) {
+  metakernel::Graph& g = node.graph();
+  const std::string& op = node.node().op_type();
+  const std::vector<std::int64_t> shape = node.shape(0);
+  std::vector<std::int64_t> axes;
+  if (auto a = node.ints_attr("axes")) axes = *a;
+  if (node.has_input(1)) axes = node.host(1).as_ints();
+  const bool keepdims = node.int_attr("keepdims", 1) != 0;
+  const bool noop_if_empty = node.int_attr("noop_with_empty_axes", 0) != 0;
+  Tensor x = node.tensor(0);
+  if (axes.empty()) {
+    if (noop_if_empty) return node.set_output(0, x);
+    for (std::size_t k = 0; k < shape.size(); ++k) axes.push_back(static_cast<std::int64_t>(k));
+  }
+  std::set<std::int64_t, std::greater<>> sorted;
+  for (std::int64_t a : axes) sorted.insert(normalise_axis(node, a, shape.size()));
+  std::vector<std::int64_t> kept = shape, dropped;
+  for (std::int64_t a : sorted) kept[static_cast<std::size_t>(a)] = 1;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (!sorted.contains(static_cast<std::int64_t>(k))) dropped.push_back(shape[k]);
+  }
+  const std::string kernel = op == "ReduceSum" ? "sum" : op == "ReduceMax" ? "max" : "mean";
+  Tensor t = x;
+  for (std::int64_t a : sorted) t = g.call(kernel, {t}, {{"dim", a}});
+  node.set_output(0, reshape_to(g, t, keepdims ? kept : dropped));
+}
+
+}  // namespace tapestry::onnx
+
+namespace tapestry::onnx {
+
+// Pad (opset ≥ 11: pads and constant_value as inputs), mode constant: nothing when every pad is
+// 0 (PyTorch exports one before AveragePool), else the pad kernel, which pads the last two dims
+// by one amount on every side.
+void convert_pad(NodeContext& node) {
+  const std::string mode = node.string_attr("mode", "constant");
+  if (mode != "constant") {
+    throw node.error(fmt::format("mode='{}' is not supported (only constant)", mode));
+  }
+  const std::vector<std::int64_t> pads = node.host(1).as_ints();
+  const std::size_t rank = node.shape(0).size();
+  if (pads.size() != 2 * rank) throw node.error("pads must hold 2 × rank values");
+  double value = 0;
+  if (node.has_input(2)) value = node.host(2).float_at(0);
+  if (node.has_input(3)) throw node.error("the axes input is not supported");
+  if (std::all_of(pads.begin(), pads.end(), [](std::int64_t p) { return p == 0; }))
+    return node.set_output(0, node.input(0));
+  const std::int64_t p = pads[rank - 1];
+  for (std::size_t k = 0; k < 2 * rank; ++k) {
+    const bool spatial = k % rank >= rank - 2;
+    if ((spatial && pads[k] != p) || (!spatial && pads[k] != 0) || p < 0) {
+      throw node.error(
+          fmt::format("pads=[{}] are not supported (only one non-negative amount on "
+                      "both sides of the last two dims)",
+                      fmt::join(pads, ", ")));
+    }
+  }
+  node.set_output(0,
+                  node.graph().call("pad", {node.tensor(0)}, {{"padding", p}, {"value", value}}));
+}
+
+}  // namespace tapestry::onnx

@@ -1,0 +1,297 @@
+// ONNX layout ops and the import-time shape arithmetic (op_table.h).
+//
+// Integer tensors — shapes, axes, indices — are folded here, never computed in the graph: the
+// Shape → Gather → Mul → Slice chains PyTorch exports for `x.size(-1) // 3` become numbers.
+// Float host tensors read by a layout op become weights and the op a kernel call.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "op_table.h"
+
+namespace tapestry::onnx {
+
+namespace {
+
+std::int64_t product(const std::vector<std::int64_t>& v, std::size_t from, std::size_t to) {
+  std::int64_t p = 1;
+  for (std::size_t k = from; k < to; ++k) p *= v[k];
+  return p;
+}
+
+HostTensor with_shape(HostTensor t, std::vector<std::int64_t> shape) {
+  t.shape = std::move(shape);
+  return t;
+}
+
+// Binds output 0 to input 0 reshaped to `shape` (host tensors keep their data).
+void set_reshaped(NodeContext& node, const std::vector<std::int64_t>& shape) {
+  if (node.is_host(0)) return node.set_output(0, with_shape(node.host(0), shape));
+  node.set_output(0, reshape_to(node.graph(), node.tensor(0), shape));
+}
+
+// The axes of Squeeze/Unsqueeze: an attribute before opset 13, input 1 from it.
+std::optional<std::vector<std::int64_t>> axes_of(NodeContext& node) {
+  if (auto a = node.ints_attr("axes")) return a;
+  if (node.has_input(1)) return node.host(1).as_ints();
+  return std::nullopt;
+}
+
+}  // namespace
+
+Tensor reshape_to(metakernel::Graph& g, Tensor x, const std::vector<std::int64_t>& shape) {
+  const zspace::Point from = x.type().shape();
+  if (std::vector<std::int64_t>(from.begin(), from.end()) == shape) return x;
+  try {
+    return g.call("reshape", {x}, {{"shape", shape}});
+  } catch (const Error&) {
+    // Not a run of splits and merges (e.g. [2, 3, 4] → [3, 8]): merge all, then split.
+    const std::int64_t n =
+        std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
+    Tensor flat = g.call("reshape", {x}, {{"shape", std::vector<std::int64_t>{n}}});
+    return g.call("reshape", {flat}, {{"shape", shape}});
+  }
+}
+
+std::int64_t normalise_axis(NodeContext& node, std::int64_t axis, std::size_t rank) {
+  const auto r = static_cast<std::int64_t>(rank);
+  if (axis < -r || axis >= r) {
+    throw node.error(fmt::format("axis {} is out of range for rank {}", axis, rank));
+  }
+  return axis < 0 ? axis + r : axis;
+}
+
+void convert_identity(NodeContext& node) {
+  node.set_output(0, node.input(0));
+}
+
+// Constant: `value` (a tensor) or value_float(s) / value_int(s).
+void convert_constant(NodeContext& node) {
+  if (node.has_attr("value")) return node.set_output(0, node.tensor_attr("value"));
+  HostTensor t;
+  if (node.has_attr("value_float")) {
+    t.floats = {node.float_attr("value_float", 0)};
+  } else if (node.has_attr("value_int")) {
+    t = HostTensor::of_ints({node.int_attr("value_int", 0)}, {});
+  } else if (auto ints = node.ints_attr("value_ints")) {
+    t = HostTensor::of_ints(*ints, {static_cast<std::int64_t>(ints->size())});
+  } else {
+    throw node.error(
+        "only the attributes value, value_float, value_int and value_ints are "
+        "supported");
+  }
+  node.set_output(0, t);
+}
+
+// Reshape: 0 copies the input's dim (unless allowzero), −1 is inferred.
+void convert_reshape(NodeContext& node) {
+  const std::vector<std::int64_t> in = node.shape(0);
+  std::vector<std::int64_t> shape = node.host(1).as_ints();
+  const bool allow_zero = node.int_attr("allowzero", 0) != 0;
+  std::int64_t known = 1;
+  int infer = -1;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    if (shape[k] == 0 && !allow_zero) {
+      if (k >= in.size()) throw node.error(fmt::format("shape entry {} copies a missing dim", k));
+      shape[k] = in[k];
+    }
+    if (shape[k] == -1) {
+      if (infer >= 0) throw node.error("more than one -1 in the shape");
+      infer = static_cast<int>(k);
+    } else if (shape[k] < 0) {
+      throw node.error(fmt::format("negative dim {} in the shape", shape[k]));
+    } else {
+      known *= shape[k];
+    }
+  }
+  const std::int64_t total = product(in, 0, in.size());
+  if (infer >= 0) {
+    if (known == 0 || total % known != 0)
+      throw node.error(
+          fmt::format("cannot infer -1 in [{}] from {} elements", fmt::join(shape, ", "), total));
+    shape[static_cast<std::size_t>(infer)] = total / known;
+  } else if (known != total) {
+    throw node.error(fmt::format("shape [{}] holds {} elements, the input {}",
+                                 fmt::join(shape, ", "), known, total));
+  }
+  set_reshaped(node, shape);
+}
+
+// Flatten at `axis`: [Π dims before, Π dims from axis on].
+void convert_flatten(NodeContext& node) {
+  const std::vector<std::int64_t> in = node.shape(0);
+  std::int64_t axis = node.int_attr("axis", 1);
+  if (axis != static_cast<std::int64_t>(in.size())) axis = normalise_axis(node, axis, in.size());
+  const auto a = static_cast<std::size_t>(axis);
+  set_reshaped(node, {product(in, 0, a), product(in, a, in.size())});
+}
+
+// Transpose: permute (the default perm reverses the dims).
+void convert_transpose(NodeContext& node) {
+  const std::size_t rank = node.shape(0).size();
+  std::vector<std::int64_t> perm(rank);
+  for (std::size_t k = 0; k < rank; ++k) perm[k] = static_cast<std::int64_t>(rank - 1 - k);
+  if (auto p = node.ints_attr("perm")) perm = *p;
+  std::vector<std::int64_t> identity(rank);
+  std::iota(identity.begin(), identity.end(), 0);
+  if (perm == identity) return node.set_output(0, node.input(0));
+  node.set_output(0, node.graph().call("permute", {node.tensor(0)}, {{"perm", perm}}));
+}
+
+void convert_squeeze(NodeContext& node) {
+  const std::vector<std::int64_t> in = node.shape(0);
+  std::vector<bool> drop(in.size(), false);
+  if (auto axes = axes_of(node)) {
+    for (std::int64_t a : *axes) {
+      const auto k = static_cast<std::size_t>(normalise_axis(node, a, in.size()));
+      if (in[k] != 1) throw node.error(fmt::format("axis {} has extent {}, not 1", a, in[k]));
+      drop[k] = true;
+    }
+  } else {
+    for (std::size_t k = 0; k < in.size(); ++k) drop[k] = in[k] == 1;
+  }
+  std::vector<std::int64_t> shape;
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    if (!drop[k]) shape.push_back(in[k]);
+  }
+  set_reshaped(node, shape);
+}
+
+void convert_unsqueeze(NodeContext& node) {
+  const std::vector<std::int64_t> in = node.shape(0);
+  const auto axes = axes_of(node);
+  if (!axes) throw node.error("the axes are missing");
+  const std::size_t rank = in.size() + axes->size();
+  std::vector<bool> added(rank, false);
+  for (std::int64_t a : *axes)
+    added[static_cast<std::size_t>(normalise_axis(node, a, rank))] = true;
+  std::vector<std::int64_t> shape;
+  std::size_t next = 0;
+  for (std::size_t k = 0; k < rank; ++k) shape.push_back(added[k] ? 1 : in.at(next++));
+  set_reshaped(node, shape);
+}
+
+// Slice (opset ≥ 10: starts, ends, axes, steps as inputs), step 1 only: one slice operation
+// per axis that is actually cut; a 1-D host tensor is sliced at import time.
+void convert_slice(NodeContext& node) {
+  const std::vector<std::int64_t> in = node.shape(0);
+  const std::vector<std::int64_t> starts = node.host(1).as_ints();
+  const std::vector<std::int64_t> ends = node.host(2).as_ints();
+  std::vector<std::int64_t> axes(starts.size());
+  std::iota(axes.begin(), axes.end(), 0);
+  if (node.has_input(3)) axes = node.host(3).as_ints();
+  if (node.has_input(4)) {
+    for (std::int64_t s : node.host(4).as_ints()) {
+      if (s != 1) throw node.error(fmt::format("step {} is not supported (only 1)", s));
+    }
+  }
+  if (ends.size() != starts.size() || axes.size() != starts.size())
+    throw node.error("starts, ends and axes differ in length");
+  const bool host = node.is_host(0) && in.size() == 1 && node.host(0).is_int();
+  Value v = host ? Value(node.host(0)) : Value(node.tensor(0));
+  for (std::size_t k = 0; k < starts.size(); ++k) {
+    const auto axis = static_cast<std::size_t>(normalise_axis(node, axes[k], in.size()));
+    const std::int64_t dim = in[axis];
+    const auto clamp = [dim](std::int64_t i) {
+      if (i < 0) i += dim;
+      return std::clamp<std::int64_t>(i, 0, dim);
+    };
+    const std::int64_t s = clamp(starts[k]);
+    const std::int64_t e = std::max(s, clamp(ends[k]));
+    if (s == 0 && e == dim) continue;
+    if (HostTensor* h = std::get_if<HostTensor>(&v)) {
+      h->ints = std::vector<std::int64_t>(h->ints.begin() + s, h->ints.begin() + e);
+      h->shape = {e - s};
+    } else {
+      v = node.graph().call("slice", {std::get<Tensor>(v)},
+                            {{"dim", static_cast<std::int64_t>(axis)}, {"start", s}, {"end", e}});
+    }
+  }
+  node.set_output(0, v);
+}
+
+// Shape: the input's static shape (opset 15: from `start` to `end`).
+void convert_shape(NodeContext& node) {
+  const std::vector<std::int64_t> in = node.shape(0);
+  const auto rank = static_cast<std::int64_t>(in.size());
+  const auto clamp = [rank](std::int64_t i) {
+    return std::clamp<std::int64_t>(i < 0 ? i + rank : i, 0, rank);
+  };
+  const std::int64_t s = clamp(node.int_attr("start", 0));
+  const std::int64_t e = std::max(s, clamp(node.int_attr("end", rank)));
+  std::vector<std::int64_t> v(in.begin() + s, in.begin() + e);
+  node.set_output(0, HostTensor::of_ints(v, {e - s}));
+}
+
+// Gather from a 1-D integer host tensor (a shape) at host indices.
+void convert_gather(NodeContext& node) {
+  if (!node.is_host(0) || !node.host(0).is_int() || node.host(0).shape.size() != 1) {
+    throw node.error(
+        "Gather is supported only on 1-D integer tensors known at import time (a "
+        "shape); Tapestry has no gather kernel");
+  }
+  if (node.int_attr("axis", 0) != 0) throw node.error("axis must be 0 for 1-D data");
+  const HostTensor& data = node.host(0);
+  const HostTensor& indices = node.host(1);
+  const auto n = static_cast<std::int64_t>(data.ints.size());
+  std::vector<std::int64_t> out;
+  for (std::int64_t i : indices.as_ints()) {
+    if (i < -n || i >= n) throw node.error(fmt::format("index {} is out of range for {}", i, n));
+    out.push_back(data.ints[static_cast<std::size_t>(i < 0 ? i + n : i)]);
+  }
+  node.set_output(0, HostTensor::of_ints(out, indices.shape));
+}
+
+// Concat of 1-D integer host tensors (shapes).
+void convert_concat(NodeContext& node) {
+  const std::int64_t axis = node.int_attr("axis", 0);
+  std::vector<std::int64_t> out;
+  for (int k = 0; k < node.input_count(); ++k) {
+    if (!node.is_host(k) || !node.host(k).is_int() || node.host(k).shape.size() != 1) {
+      throw node.error(
+          "Concat is supported only on 1-D integer tensors known at import time "
+          "(shapes); Tapestry has no concat kernel");
+    }
+    const std::vector<std::int64_t> v = node.host(k).ints;
+    out.insert(out.end(), v.begin(), v.end());
+  }
+  if (axis != 0 && axis != -1) throw node.error("axis must be 0 for 1-D tensors");
+  node.set_output(0, HostTensor::of_ints(out, {static_cast<std::int64_t>(out.size())}));
+}
+
+// Cast: host tensors convert; a graph tensor only to its own dtype.
+void convert_cast(NodeContext& node) {
+  const std::int64_t to = node.int_attr("to", 0);
+  const std::optional<ir::DType> dtype =
+      to == ::onnx::TensorProto::FLOAT    ? std::optional(ir::DType::kFloat32)
+      : to == ::onnx::TensorProto::DOUBLE ? std::optional(ir::DType::kFloat64)
+      : to == ::onnx::TensorProto::INT64  ? std::optional(ir::DType::kInt64)
+      : to == ::onnx::TensorProto::INT32  ? std::optional(ir::DType::kInt32)
+                                          : std::nullopt;
+  if (!dtype) throw node.error(fmt::format("cast to element type {} is not supported", to));
+  if (node.is_host(0)) {
+    HostTensor h = node.host(0);
+    if (h.is_int() && ir::is_float(*dtype)) {
+      for (std::int64_t i : h.ints) h.floats.push_back(static_cast<double>(i));
+      h.ints.clear();
+    } else if (!h.is_int() && !ir::is_float(*dtype)) {
+      for (double f : h.floats) {
+        if (!(std::abs(f) < 0x1p62)) throw node.error(fmt::format("{} does not fit an integer", f));
+        h.ints.push_back(static_cast<std::int64_t>(f));
+      }
+      h.floats.clear();
+    }
+    h.dtype = *dtype;
+    return node.set_output(0, h);
+  }
+  Tensor x = node.tensor(0);
+  if (x.type().dtype != *dtype) {
+    throw node.error(fmt::format("cast of a computed {} tensor to {} is not supported",
+                                 ir::dtype_name(x.type().dtype), ir::dtype_name(*dtype)));
+  }
+  node.set_output(0, x);
+}
+
+}  // namespace tapestry::onnx

@@ -1,0 +1,168 @@
+"""Models for tests/onnx/onnx_import_test.sh, exported from PyTorch with torch.onnx.export.
+
+  onnx_models.py OUT    writes OUT/<model>/{model.onnx, in/x.npy, torch/y.npy} for the MLP, the
+                        small CNN and the transformer encoder layer (opset 14 and 17), a model
+                        with a dynamic batch dim, and OUT/bad/*.onnx: models the importer must
+                        refuse. Exit 77 (skip) with the reason when torch or onnx is missing.
+"""
+import os
+import sys
+
+try:
+    import numpy as np
+    import onnx
+    import onnx.helper as oh
+    import torch
+except Exception as e:  # noqa: BLE001 - any import failure means "skip"
+    print(f"skip: python3 cannot import torch/onnx/numpy: {e}")
+    sys.exit(77)
+
+torch.manual_seed(0)
+out = sys.argv[1]
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(32, 64)
+        self.fc2 = torch.nn.Linear(64, 16)
+
+    def forward(self, x):
+        return torch.softmax(self.fc2(torch.tanh(self.fc1(x))), dim=-1)
+
+
+class Cnn(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.conv2 = torch.nn.Conv2d(8, 16, 3, stride=2, padding=1)
+        self.pool = torch.nn.MaxPool2d(2)
+        self.avg = torch.nn.AvgPool2d(2)
+        self.fc = torch.nn.Linear(16 * 2 * 2, 10)
+
+    def forward(self, x):                          # [4, 3, 16, 16]
+        x = self.pool(torch.relu(self.conv1(x)))   # [4, 8, 8, 8]
+        x = torch.sigmoid(self.conv2(x))           # [4, 16, 4, 4]
+        x = self.avg(x)                            # [4, 16, 2, 2]
+        return self.fc(torch.flatten(x, 1))
+
+
+def encoder():
+    return torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.0,
+                                            batch_first=True, activation="gelu")
+
+
+def export(name, model, x, opset=14, dynamic=False):
+    model.eval()
+    d = os.path.join(out, name)
+    os.makedirs(os.path.join(d, "in"), exist_ok=True)
+    os.makedirs(os.path.join(d, "torch"), exist_ok=True)
+    kwargs = {"dynamic_axes": {"x": {0: "batch"}, "y": {0: "batch"}}} if dynamic else {}
+    torch.onnx.export(model, (x,), os.path.join(d, "model.onnx"), opset_version=opset,
+                      input_names=["x"], output_names=["y"], **kwargs)
+    with torch.no_grad():
+        y = model(x)
+    np.save(os.path.join(d, "in", "x.npy"), x.numpy())
+    np.save(os.path.join(d, "torch", "y.npy"), y.numpy())
+
+
+export("mlp", Mlp(), torch.randn(8, 32))
+export("cnn", Cnn(), torch.randn(4, 3, 16, 16))
+export("encoder14", encoder(), torch.randn(2, 8, 32), opset=14)
+export("encoder17", encoder(), torch.randn(2, 8, 32), opset=17)
+export("mlp_dynamic", Mlp(), torch.randn(8, 32), dynamic=True)
+
+# ---- models the importer must refuse ----------------------------------------------------------
+bad = os.path.join(out, "bad")
+os.makedirs(bad, exist_ok=True)
+data = open(os.path.join(out, "mlp", "model.onnx"), "rb").read()
+open(os.path.join(bad, "truncated.onnx"), "wb").write(data[: len(data) // 2])
+open(os.path.join(bad, "not_onnx.onnx"), "wb").write(b"this is not a protobuf\xff\xff\xff")
+
+
+def model(nodes, opset=14, inputs=None):
+    x = oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3, 8, 8])
+    y = oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)
+    g = oh.make_graph(nodes, "bad", inputs or [x], [y])
+    return oh.make_model(g, opset_imports=[oh.make_opsetid("", opset)])
+
+
+def save(name, m):
+    onnx.save(m, os.path.join(bad, name + ".onnx"))
+
+
+save("cycle", model([oh.make_node("Add", ["x", "b"], ["a"], name="first"),
+                     oh.make_node("Relu", ["a"], ["b"], name="second"),
+                     oh.make_node("Relu", ["a"], ["y"], name="third")]))
+save("opset99", model([oh.make_node("Relu", ["x"], ["y"], name="r")], opset=99))
+save("ceil_mode", model([oh.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
+                                      ceil_mode=1)]))
+save("unknown_attr", model([oh.make_node("Relu", ["x"], ["y"], name="r", alpha=0.1)]))
+save("unsupported_op", model([oh.make_node("Cos", ["x"], ["y"], name="cosine")]))
+save("undefined_input", model([oh.make_node("Add", ["x", "ghost"], ["y"], name="adder")]))
+w = oh.make_tensor("w", onnx.TensorProto.FLOAT, [4, 6, 3, 3], [0.0] * 216)
+m = model([oh.make_node("Conv", ["x", "w"], ["y"], name="grouped", group=2)])
+m.graph.initializer.append(w)
+save("conv_group", m)
+print("exported to", out)
+
+# ---- hand-built models with numpy references (attribute combinations PyTorch rarely exports) ----
+rng = np.random.default_rng(0)
+
+
+def f32(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def reference_model(name, nodes, x, y, inits, opset=14):
+    d = os.path.join(out, name)
+    os.makedirs(os.path.join(d, "in"), exist_ok=True)
+    os.makedirs(os.path.join(d, "torch"), exist_ok=True)
+    xi = oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(x.shape))
+    yi = oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, list(y.shape))
+    g = oh.make_graph(nodes, name, [xi], [yi],
+                      [onnx.numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = oh.make_model(g, opset_imports=[oh.make_opsetid("", opset)])
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(d, "model.onnx"))
+    np.save(os.path.join(d, "in", "x.npy"), x)
+    np.save(os.path.join(d, "torch", "y.npy"), y.astype(np.float32))
+
+
+import onnx.numpy_helper  # noqa: E402
+
+# Gemm with transA, no transB, alpha, beta and a [M, N] C; then a second Gemm with transB and a
+# [1, N] C broadcasting.
+x, b1, c1 = f32(6, 4), f32(6, 5), f32(4, 5)
+w2, c2 = f32(3, 5), f32(1, 3)
+h = 0.5 * x.T @ b1 + 2.0 * c1
+reference_model("gemm", [
+    oh.make_node("Gemm", ["x", "b1", "c1"], ["h"], name="g1", transA=1, alpha=0.5, beta=2.0),
+    oh.make_node("Gemm", ["h", "w2", "c2"], ["y"], name="g2", transB=1),
+], x, h @ w2.T + c2, {"b1": b1, "c1": c1, "w2": w2, "c2": c2})
+
+# Reductions with keepdims on and off, Softmax over a middle axis, Unsqueeze/Squeeze.
+x = f32(2, 3, 4, 5)
+s = x.sum(axis=1)                                    # ReduceSum axes [1] keepdims 0: [2, 4, 5]
+mx = s.max(axis=-1, keepdims=True)                   # ReduceMax: [2, 4, 1]
+e = np.exp(s - s.max(axis=1, keepdims=True))
+sm = e / e.sum(axis=1, keepdims=True)                # Softmax axis 1 of s
+mean = (sm * mx).mean(axis=(1, 2), keepdims=False)   # ReduceMean axes [1, 2]: [2]
+reference_model("reduce", [
+    oh.make_node("ReduceSum", ["x", "axes1"], ["s"], name="rsum", keepdims=0),
+    oh.make_node("ReduceMax", ["s"], ["mx"], name="rmax", axes=[-1], keepdims=1),
+    oh.make_node("Softmax", ["s"], ["sm"], name="soft", axis=1),
+    oh.make_node("Mul", ["sm", "mx"], ["p"], name="prod"),
+    oh.make_node("ReduceMean", ["p"], ["m"], name="rmean", axes=[1, 2], keepdims=0),
+    oh.make_node("Unsqueeze", ["m", "axes0"], ["u"], name="unsq"),
+    oh.make_node("Squeeze", ["u", "axes0"], ["y"], name="sq"),
+], x, mean, {"axes1": np.array([1], np.int64), "axes0": np.array([0], np.int64)}, opset=13)
+
+# GlobalAveragePool and Pow/Sqrt.
+x = np.abs(f32(2, 3, 4, 4)) + 0.1
+reference_model("pool", [
+    oh.make_node("GlobalAveragePool", ["x"], ["g"], name="gap"),
+    oh.make_node("Pow", ["g", "two"], ["p"], name="square"),
+    oh.make_node("Sqrt", ["p"], ["y"], name="root"),
+], x, np.sqrt(x.mean(axis=(2, 3), keepdims=True) ** 2), {"two": np.array(2.0, np.float32)})
+print("built the reference models")
