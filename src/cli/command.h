@@ -44,5 +44,6 @@ void register_cost(CLI::App& app, Dispatch& dispatch);
 void register_explain(CLI::App& app, Dispatch& dispatch);
 void register_plan(CLI::App& app, Dispatch& dispatch);
 void register_optimize(CLI::App& app, Dispatch& dispatch);
+void register_launch(CLI::App& app, Dispatch& dispatch);
 
 }  // namespace tapestry::cli

@@ -25,6 +25,7 @@ inline void register_all(CLI::App& app, Dispatch& dispatch) {
   register_cost(app, dispatch);
   register_explain(app, dispatch);
   register_optimize(app, dispatch);
+  register_launch(app, dispatch);
 }
 
 }  // namespace tapestry::cli
