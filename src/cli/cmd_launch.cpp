@@ -54,8 +54,9 @@ std::string shell_quote(const std::string& word) {
 std::vector<std::string> mpirun_line(const LaunchOptions& options) {
   if (options.processes < 1) throw Error("-np: expected at least 1 process");
   if (options.command.empty()) {
-    throw Error("nothing to launch: give the tapestry command after --, e.g. `tapestry launch "
-                "-n 2 -- run graph.tap --plan plan.json`");
+    throw Error(
+        "nothing to launch: give the tapestry command after --, e.g. `tapestry launch "
+        "-n 2 -- run graph.tap --plan plan.json`");
   }
   std::vector<std::string> line{options.mpirun};
   if (geteuid() == 0) line.emplace_back("--allow-run-as-root");
@@ -82,10 +83,9 @@ std::vector<std::string> mpirun_line(const LaunchOptions& options) {
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   line.push_back(ec ? std::string("tapestry") : self.string());
   line.insert(line.end(), options.command.begin(), options.command.end());
-  const bool has_executor =
-      std::any_of(options.command.begin(), options.command.end(), [](const std::string& a) {
-        return a == "--executor" || a.rfind("--executor=", 0) == 0;
-      });
+  const bool has_executor = std::any_of(
+      options.command.begin(), options.command.end(),
+      [](const std::string& a) { return a == "--executor" || a.rfind("--executor=", 0) == 0; });
   if (options.command.front() == "run" && !has_executor) {
     line.emplace_back("--executor");
     line.emplace_back("mpi");
@@ -113,8 +113,9 @@ LaunchOptions with_process_count(LaunchOptions options) {
 int run_launch(LaunchOptions options) {
   options = with_process_count(std::move(options));
   if (!runtime::mpi_built()) {
-    throw Error("this tapestry was built without MPI (CMake's find_package(MPI) found none): "
-                "install libopenmpi-dev and openmpi-bin (scripts/install-deps.sh) and rebuild");
+    throw Error(
+        "this tapestry was built without MPI (CMake's find_package(MPI) found none): "
+        "install libopenmpi-dev and openmpi-bin (scripts/install-deps.sh) and rebuild");
   }
   const std::vector<std::string> line = mpirun_line(options);
   std::vector<std::string> quoted;
@@ -138,14 +139,16 @@ void register_launch(CLI::App& app, Dispatch& dispatch) {
   auto options = std::make_shared<LaunchOptions>();
   CLI::App* cmd = app.add_subcommand(
       "launch", "Run a tapestry command on N MPI processes: builds and executes the mpirun line");
-  cmd->add_option("-n,--np", options->processes_text, "number of processes (ranks)")
-      ->required();
+  cmd->add_option("-n,--np", options->processes_text, "number of processes (ranks)")->required();
   cmd->add_option("--mpirun", options->mpirun, "the launcher (default: mpirun)");
   cmd->add_option("--host", options->hosts,
-                  "hosts to run on, as mpirun's --host (HOST or HOST:SLOTS; repeatable)");
-  cmd->add_option("--mca", options->mca, "an Open MPI parameter NAME=VALUE (repeatable)");
+                  "hosts to run on, as mpirun's --host (HOST or HOST:SLOTS; repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--mca", options->mca, "an Open MPI parameter NAME=VALUE (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_option("--mpirun-arg", options->mpirun_args,
-                  "one more argument for mpirun, verbatim (repeatable)");
+                  "one more argument for mpirun, verbatim (repeatable)")
+      ->allow_extra_args(false);
   cmd->add_flag("--dry-run", options->dry_run, "print the mpirun line instead of running it");
   cmd->add_option("command", options->command,
                   "the tapestry command to run on every rank, after --: -- run GRAPH …")

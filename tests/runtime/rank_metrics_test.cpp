@@ -15,8 +15,10 @@ RankMetrics rank(std::uint32_t r, double wall, std::int64_t flops, std::int64_t 
   m.run.flops = flops;
   m.run.threads = 1;
   m.run.busy_s = wall / 2;
-  m.run.applications.push_back({.name = "a" + std::to_string(r), .operation = "Y",
-                                .kernel = "relu", .duration_s = wall / 2});
+  m.run.applications.push_back({.name = "a" + std::to_string(r),
+                                .operation = "Y",
+                                .kernel = "relu",
+                                .duration_s = wall / 2});
   m.bytes_sent = sent;
   m.wait_s = 0.25;
   m.messages.push_back({.at_s = 0.1, .sent = true, .peer = 1 - r, .bytes = sent, .what = "Z[0:2]"});
@@ -24,9 +26,8 @@ RankMetrics rank(std::uint32_t r, double wall, std::int64_t flops, std::int64_t 
 }
 
 TEST(RankMetrics, MergeTakesTheSlowestWallAndSumsTheRest) {
-  const nlohmann::json merged =
-      merge_rank_metrics({rank_metrics_json(rank(0, 2.0, 10, 0)),
-                          rank_metrics_json(rank(1, 3.0, 20, 64))});
+  const nlohmann::json merged = merge_rank_metrics(
+      {rank_metrics_json(rank(0, 2.0, 10, 0)), rank_metrics_json(rank(1, 3.0, 20, 64))});
   EXPECT_EQ(merged["wall_s"], 3.0);
   EXPECT_EQ(merged["flops"], 30);
   EXPECT_EQ(merged["bytes_moved"], 64);
@@ -46,9 +47,8 @@ TEST(RankMetrics, TraceHasAProcessPerRankAndTheMessages) {
   for (const nlohmann::json& e : trace["traceEvents"]) {
     if (e["name"] == "process_name") {
       ++names;
-      EXPECT_EQ(e["args"]["name"],
-                "rank " + std::to_string(e["pid"].get<int>()) + " (rank:" +
-                    std::to_string(e["pid"].get<int>()) + ")");
+      EXPECT_EQ(e["args"]["name"], "rank " + std::to_string(e["pid"].get<int>()) +
+                                       " (rank:" + std::to_string(e["pid"].get<int>()) + ")");
     }
     if (e.value("cat", "") == "mpi") ++messages;
     if (e["name"] == "a1") EXPECT_EQ(e["pid"], 1);
