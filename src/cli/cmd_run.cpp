@@ -10,8 +10,9 @@
 // objective time, seed 0, --time-budget, default 3 s) instead of --plan/--split.
 // The graph is lowered under the plan (no plan: one application per operation) and run by the
 // block executor (oneTBB, --threads, fast kernels; `--kernels reference` for the reference loops)
-// or, with `--executor application`, by the sequential application executor. Inputs come from
-// DIR/<input name>.npy with --inputs (every one must be there, with the tensor's dtype and
+// or, with `--executor application`, by the sequential application executor, or, under mpirun with
+// `--executor mpi [--target T]`, across processes (run_mpi.cpp, docs/distributed.md). Inputs come
+// from DIR/<input name>.npy with --inputs (every one must be there, with the tensor's dtype and
 // shape), else they are generated from --seed. The graph's outputs (its declared `output`s,
 // else the tensors nothing consumes) are written to DIR/<output name>.npy with --outputs ('/' in
 // a name becomes '_'). Every input error, an unwritable --outputs/--metrics/--trace path and an
