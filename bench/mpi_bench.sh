@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The MLP of DESIGN.md (examples/mlp.tap, 68.7 GFLOP) on 2 MPI ranks × 1 thread vs 1 process × 2
-# threads, under the same plan: the ratio of their wall times (target ≥ 0.8: MPI at least 80% as
+# The MLP of docs/design.md (examples/mlp.tap, 68.7 GFLOP) on 2 MPI ranks × 1 thread vs 1 process
+# × 2 threads, under the same plan: the ratio of their wall times (target ≥ 0.8: MPI at least 80% as
 # fast as threads) and the fraction of the MPI run's rank-time spent waiting for messages.
 #
 #   bench/mpi_bench.sh BUILD_DIR [--sweep]     (--sweep, from `make bench`: every MLP plan)
