@@ -35,3 +35,17 @@ endif()
 if(TAPESTRY_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()
+# The MPI executor (runtime/mpi_executor.h) is optional: without MPI the build still works and
+# `tapestry run --executor mpi` says it was built without it. Open MPI comes from
+# scripts/install-deps.sh (libopenmpi-dev, openmpi-bin).
+option(TAPESTRY_MPI "Build the MPI executor when find_package(MPI) finds MPI" ON)
+if(TAPESTRY_MPI)
+  set(MPI_CXX_SKIP_MPICXX ON)  # the C API only: the C++ bindings are deprecated
+  find_package(MPI COMPONENTS CXX)
+endif()
+set(TAPESTRY_HAVE_MPI OFF)
+if(TAPESTRY_MPI AND MPI_CXX_FOUND)
+  set(TAPESTRY_HAVE_MPI ON)
+  find_program(TAPESTRY_MPIRUN NAMES mpirun mpiexec)
+endif()
+message(STATUS "Tapestry: MPI executor ${TAPESTRY_HAVE_MPI}")

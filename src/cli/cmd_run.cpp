@@ -10,8 +10,9 @@
 // objective time, seed 0, --time-budget, default 3 s) instead of --plan/--split.
 // The graph is lowered under the plan (no plan: one application per operation) and run by the
 // block executor (oneTBB, --threads, fast kernels; `--kernels reference` for the reference loops)
-// or, with `--executor application`, by the sequential application executor. Inputs come from
-// DIR/<input name>.npy with --inputs (every one must be there, with the tensor's dtype and
+// or, with `--executor application`, by the sequential application executor, or, under mpirun with
+// `--executor mpi [--target T]`, across processes (run_mpi.cpp, docs/distributed.md). Inputs come
+// from DIR/<input name>.npy with --inputs (every one must be there, with the tensor's dtype and
 // shape), else they are generated from --seed. The graph's outputs (its declared `output`s,
 // else the tensors nothing consumes) are written to DIR/<output name>.npy with --outputs ('/' in
 // a name becomes '_'). Every input error, an unwritable --outputs/--metrics/--trace path and an
@@ -37,6 +38,7 @@
 #include "graph_input.h"
 #include "optimize_options.h"
 #include "progress.h"
+#include "run_common.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/rewrite/split_reduction.h"
 #include "tapestry/runtime/application_executor.h"
@@ -53,40 +55,8 @@
 
 namespace tapestry::cli {
 
-namespace {
-
 namespace fs = std::filesystem;
 
-struct RunOptions {
-  std::string graph;
-  std::string plan;
-  std::vector<std::string> splits;
-  std::string inputs;
-  std::string outputs;
-  std::uint64_t seed = 0;
-  std::string verify;            // "", "bound" (plain --verify) or "exact"
-  std::string kernels = "fast";  // the executable kernels: fast or reference
-  std::string executor = "block";
-  int threads = 0;
-  std::string memory_limit;
-  std::string metrics;
-  std::string trace;
-  bool quiet = false;
-  int repeat = 1;
-  int warmup = 0;
-  bool trust_ipfs = false;
-  // --optimize: search the plan (search/optimize.h) for the fastest on --target instead.
-  bool optimize = false;
-  std::string target = "cpu-local";
-  double time_budget_s = 0;
-  std::uint64_t max_evals = 0;
-  std::string max_memory_per_device;
-
-  std::vector<std::string> kernel_dirs;  // --kernel-dir: directories of kernel files
-  bool reference_kernels = false;        // from `kernels`
-};
-
-// "2G", "512M", "1.5GiB", "100000" → bytes.
 std::int64_t parse_byte_size(const std::string& text) {
   std::size_t used = 0;
   double value = 0;
@@ -112,7 +82,6 @@ std::int64_t parse_byte_size(const std::string& text) {
   return static_cast<std::int64_t>(value * scale);
 }
 
-// The inputs of `from` re-keyed onto the same-named tensors of `to`.
 runtime::BufferMap rekey(const ir::Graph& from, const ir::Graph& to,
                          const runtime::BufferMap& buffers) {
   runtime::BufferMap out;
@@ -120,6 +89,51 @@ runtime::BufferMap rekey(const ir::Graph& from, const ir::Graph& to,
     out.emplace(runtime::find_tensor(to, runtime::tensor_name(from, t)), buffer);
   return out;
 }
+
+runtime::BufferMap outputs_of(const ir::Graph& graph, const ir::Graph& lowered,
+                              const runtime::BufferMap& buffers) {
+  runtime::BufferMap out;
+  for (ir::TensorId t : runtime::graph_outputs(graph)) {
+    auto found = buffers.find(runtime::find_tensor(lowered, runtime::tensor_name(graph, t)));
+    if (found != buffers.end()) out.emplace(t, found->second);
+  }
+  return out;
+}
+
+int verify_and_write(const ir::Graph& graph, const runtime::BufferMap& inputs,
+                     const runtime::BufferMap& results, std::optional<runtime::Oracle> oracle,
+                     bool reduction_split, const RunOptions& options,
+                     const std::string& metrics_text, const std::string& trace_text) {
+  const bool exact = options.verify == "exact";
+  bool pass = true;
+  if (!options.verify.empty()) {
+    const runtime::VerifyMode mode =
+        exact ? runtime::VerifyMode::kExact
+              : (options.reference_kernels && !reduction_split ? runtime::VerifyMode::kBitwise
+                                                               : runtime::VerifyMode::kBound);
+    const runtime::BufferMap naive = runtime::NaiveExecutor(graph).run(inputs);
+    if (mode == runtime::VerifyMode::kBound) oracle = runtime::evaluate_oracle(graph, inputs);
+    const runtime::VerifyReport report =
+        runtime::verify_outputs(graph, results, mode, &naive, oracle ? &*oracle : nullptr);
+    fmt::print("{}", report.text());
+    pass = report.pass();
+  }
+
+  StagedFiles files;  // all or nothing, written even on a FAIL (they help find the fault)
+  if (!metrics_text.empty() && !options.metrics.empty()) files.add(options.metrics, metrics_text);
+  if (!trace_text.empty() && !options.trace.empty()) files.add(options.trace, trace_text);
+  if (!options.outputs.empty()) {
+    for (ir::TensorId t : runtime::graph_outputs(graph)) {
+      const fs::path path =
+          fs::path(options.outputs) / tensor_file_name(runtime::tensor_name(graph, t));
+      files.add(path, runtime::format_npy(results.at(t)));
+    }
+  }
+  for (const fs::path& path : files.commit()) fmt::print("wrote {}\n", path.string());
+  return pass ? kExitOk : kExitFailed;
+}
+
+namespace {
 
 struct Executed {
   runtime::BufferMap buffers;
@@ -164,17 +178,6 @@ Executed execute(const ir::Graph& lowered, runtime::BufferMap inputs, const RunO
   return {std::move(latest), std::move(runs[runs.size() / 2])};
 }
 
-// The lowered run's buffers of `graph`'s outputs, keyed by `graph`'s tensors.
-runtime::BufferMap outputs_of(const ir::Graph& graph, const ir::Graph& lowered,
-                              const runtime::BufferMap& buffers) {
-  runtime::BufferMap out;
-  for (ir::TensorId t : runtime::graph_outputs(graph)) {
-    auto found = buffers.find(runtime::find_tensor(lowered, runtime::tensor_name(graph, t)));
-    if (found != buffers.end()) out.emplace(t, found->second);
-  }
-  return out;
-}
-
 void check_options(RunOptions& options) {
   if (options.kernels != "fast" && options.kernels != "reference") {
     throw Error(fmt::format(
@@ -182,8 +185,19 @@ void check_options(RunOptions& options) {
         options.kernels, options.kernels));
   }
   options.reference_kernels = options.kernels == "reference";
-  if (options.executor != "block" && options.executor != "application") {
-    throw Error(fmt::format("--executor {}: expected block or application", options.executor));
+  if (options.executor != "block" && options.executor != "application" &&
+      options.executor != "mpi") {
+    throw Error(fmt::format("--executor {}: expected block, application or mpi", options.executor));
+  }
+  if (!options.target.empty() && options.executor != "mpi" && !options.optimize) {
+    throw Error(
+        "--target needs --optimize (the target to optimize for) or --executor mpi (device i of "
+        "the target is rank i)");
+  }
+  if (options.optimize && options.executor == "mpi") {
+    throw Error(
+        "--optimize with --executor mpi is not supported yet: optimize first (tapestry "
+        "optimize), then run the plan it writes");
   }
   if (options.executor == "application") {
     const std::pair<bool, const char*> block_only[] = {
@@ -212,7 +226,8 @@ void check_options(RunOptions& options) {
 // --optimize: the fastest plan the search finds on --target (default budget 3 s).
 rewrite::Plan optimized_plan(const ir::Graph& graph, const RunOptions& options,
                              const metakernel::SignatureRegistry& signatures) {
-  const cost::Target target = cost::resolve_target(options.target);
+  const cost::Target target =
+      cost::resolve_target(options.target.empty() ? "cpu-local" : options.target);
   const SearchOptions search{.objectives = "time",
                              .max_memory_per_device = options.max_memory_per_device,
                              .max_devices = 0,
@@ -240,6 +255,7 @@ rewrite::Plan optimized_plan(const ir::Graph& graph, const RunOptions& options,
 
 int run_run(RunOptions& options) {
   check_options(options);
+  if (options.executor == "mpi") return run_mpi(options);
   const bool exact = options.verify == "exact";
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
   const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
@@ -283,34 +299,9 @@ int run_run(RunOptions& options) {
   if (run.metrics) fmt::print("{}", runtime::summary_table(*run.metrics));
   const runtime::BufferMap results = outputs_of(graph, lowered.graph, run.buffers);
 
-  bool pass = true;
-  if (!options.verify.empty()) {
-    const runtime::VerifyMode mode =
-        exact ? runtime::VerifyMode::kExact
-              : (options.reference_kernels && !reduction_split ? runtime::VerifyMode::kBitwise
-                                                               : runtime::VerifyMode::kBound);
-    const runtime::BufferMap naive = runtime::NaiveExecutor(graph).run(inputs);
-    if (mode == runtime::VerifyMode::kBound) oracle = runtime::evaluate_oracle(graph, inputs);
-    const runtime::VerifyReport report =
-        runtime::verify_outputs(graph, results, mode, &naive, oracle ? &*oracle : nullptr);
-    fmt::print("{}", report.text());
-    pass = report.pass();
-  }
-
-  StagedFiles files;  // all or nothing, written even on a FAIL (they help find the fault)
-  if (run.metrics && !options.metrics.empty())
-    files.add(options.metrics, runtime::metrics_json(*run.metrics).dump(1) + "\n");
-  if (run.metrics && !options.trace.empty())
-    files.add(options.trace, runtime::chrome_trace(*run.metrics).dump() + "\n");
-  if (!options.outputs.empty()) {
-    for (ir::TensorId t : outputs) {
-      const fs::path path =
-          fs::path(options.outputs) / tensor_file_name(runtime::tensor_name(graph, t));
-      files.add(path, runtime::format_npy(results.at(t)));
-    }
-  }
-  for (const fs::path& path : files.commit()) fmt::print("wrote {}\n", path.string());
-  return pass ? kExitOk : kExitFailed;
+  return verify_and_write(graph, inputs, results, std::move(oracle), reduction_split, options,
+                          run.metrics ? runtime::metrics_json(*run.metrics).dump(1) + "\n" : "",
+                          run.metrics ? runtime::chrome_trace(*run.metrics).dump() + "\n" : "");
 }
 
 }  // namespace
@@ -338,8 +329,11 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
       ->allow_extra_args(false);
   add_kernel_dir_option(*cmd, options->kernel_dirs, /*trap_kernels=*/false);
   cmd->add_option("--executor", options->executor,
-                  "block (default: parallel, oneTBB) or application (sequential)");
-  cmd->add_option("--threads", options->threads, "block executor threads (default: all cores)")
+                  "block (default: parallel, oneTBB), application (sequential) or mpi (one "
+                  "process per device, under mpirun: see `tapestry launch`)");
+  cmd->add_option("--threads", options->threads,
+                  "block executor threads (default: all cores); with --executor mpi, per rank "
+                  "(default 1)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--memory-limit", options->memory_limit,
                   "fail before running when the plan's estimated peak exceeds SIZE (512M, 2G)");
@@ -355,7 +349,9 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
   cmd->add_flag("--optimize", options->optimize,
                 "choose the plan: the fastest the search (tapestry optimize) finds on --target");
   cmd->add_option("--target", options->target,
-                  "with --optimize: the target to optimize for (default cpu-local: this machine)");
+                  "with --optimize: the target to optimize for (default cpu-local: this machine); "
+                  "with --executor mpi: the target whose device i is rank i (default: devices "
+                  "rank:0 … rank:N-1)");
   cmd->add_option("--time-budget", options->time_budget_s,
                   "with --optimize: seconds of search (default 3)")
       ->check(CLI::Range(0.001, 1e7));

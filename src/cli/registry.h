@@ -26,6 +26,7 @@ inline void register_all(CLI::App& app, Dispatch& dispatch) {
   register_explain(app, dispatch);
   register_optimize(app, dispatch);
   register_import(app, dispatch);
+  register_launch(app, dispatch);
 }
 
 }  // namespace tapestry::cli

@@ -211,6 +211,10 @@ void build_dag(BlockProgram& p, const ApplicationSchedule& schedule) {
 
 }  // namespace
 
+MemoryEstimate estimate_sequential_memory(const BlockProgram& p, const ir::Graph& graph) {
+  return estimate_memory(p.slots, p.tasks, p.order, graph);
+}
+
 BlockProgram compile_block_program(const ir::Graph& graph, const ExecutableKernels& kernels) {
   check_tensor_dtypes(graph);
   check_operations_have_applications(graph);

@@ -78,6 +78,10 @@ BlockProgram compile_block_program(const ir::Graph& graph, const ExecutableKerne
 /// prepared (memory_budget.h's estimate_block_memory).
 MemoryEstimate estimate_program_memory(const ir::Graph& graph);
 
+/// The peak memory of running `p`'s tasks sequentially in `p.order` (p.memory for a compiled
+/// program; for a program restricted to some tasks, its own).
+MemoryEstimate estimate_sequential_memory(const BlockProgram& p, const ir::Graph& graph);
+
 /// FLOPs of one kernel call over `call.index` (run_metrics.h's model).
 std::int64_t estimate_flops(const KernelCall& call);
 

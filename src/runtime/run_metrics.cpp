@@ -15,14 +15,14 @@ double gflops_of(std::int64_t flops, double seconds) {
   return seconds > 0 ? static_cast<double>(flops) / seconds / 1e9 : 0.0;
 }
 
-// "1.234 s", "12.3 ms", "45.6 µs".
+}  // namespace
+
 std::string format_seconds(double s) {
   if (s >= 1.0) return fmt::format("{:.3f} s", s);
   if (s >= 1e-3) return fmt::format("{:.1f} ms", s * 1e3);
   return fmt::format("{:.1f} µs", s * 1e6);
 }
 
-// "68.7 GFLOP", "1.2 MFLOP", "300 FLOP".
 std::string format_flops(std::int64_t flops) {
   const auto f = static_cast<double>(flops);
   if (f >= 1e9) return fmt::format("{:.1f} GFLOP", f / 1e9);
@@ -30,8 +30,6 @@ std::string format_flops(std::int64_t flops) {
   if (f >= 1e3) return fmt::format("{:.1f} kFLOP", f / 1e3);
   return fmt::format("{} FLOP", flops);
 }
-
-}  // namespace
 
 std::string format_bytes(std::int64_t bytes) {
   static constexpr std::array<const char*, 5> kUnits = {"B", "KiB", "MiB", "GiB", "TiB"};

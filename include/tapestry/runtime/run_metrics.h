@@ -81,6 +81,10 @@ struct RunMetrics {
 /// with a `fallbacks` column when any call went from a fast kernel to the reference one.
 [[nodiscard]] std::string summary_table(const RunMetrics& metrics, std::size_t max_rows = 12);
 
+/// "1.234 s", "12.3 ms", "45.6 µs".
+[[nodiscard]] std::string format_seconds(double seconds);
+/// "68.7 GFLOP", "1.2 MFLOP", "300 FLOP".
+[[nodiscard]] std::string format_flops(std::int64_t flops);
 /// "1.50 GiB", "64.0 MiB", "512 B".
 [[nodiscard]] std::string format_bytes(std::int64_t bytes);
 

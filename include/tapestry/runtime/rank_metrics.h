@@ -1,0 +1,67 @@
+// RankMetrics: what one rank of an MPI run measured, and the job-wide report merged from every
+// rank's (mpi_executor.h). Ranks send their metrics to rank 0 as JSON (rank_metrics_json), which
+// merges them into one `--metrics` report, one Chrome trace with a process (track group) per
+// rank, and the run summary.
+//
+//   RankMetrics mine = executor.run(inputs).metrics;            // on every rank
+//   std::vector<std::string> all = session.gather(rank_metrics_json(mine).dump());   // rank 0
+//   nlohmann::json report = merge_rank_metrics(parsed(all));     // --metrics
+//   nlohmann::json trace = merge_rank_traces(parsed(all));       // --trace
+//   fmt::print("{}", rank_summary_table(report));
+//
+// Times are seconds from the start of the run on each rank; the ranks start together (a barrier
+// just before), so their tracks line up to within the barrier's skew (microseconds on one host).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tapestry/runtime/run_metrics.h"
+
+namespace tapestry::runtime {
+
+/// One message, as the rank that sent or received it saw it.
+struct MessageEvent {
+  double at_s = 0;  // when the send was posted / the receive completed
+  bool sent = false;
+  std::uint32_t peer = 0;
+  std::int64_t bytes = 0;
+  std::string what;  // "H/linear[0:4096, 2048:4096]"
+};
+
+struct RankMetrics {
+  std::uint32_t rank = 0;
+  std::string name;  // the device the rank stands for ("gpu:1", "rank:1")
+  RunMetrics run;    // its applications, as the block executor reports them
+  std::int64_t bytes_sent = 0;
+  std::int64_t bytes_received = 0;
+  std::uint32_t messages_sent = 0;
+  std::uint32_t messages_received = 0;
+  /// Time with no application running and some still to run: waiting for a message.
+  double wait_s = 0;
+  /// Time the rank's communication thread spent unpacking received boxes into tensors.
+  double unpack_s = 0;
+  std::vector<MessageEvent> messages;
+};
+
+/// metrics_json(run) plus rank, name, bytes_sent, bytes_received, messages_sent,
+/// messages_received, wait_s, unpack_s and "trace" (chrome_trace(run) with message events on a
+/// "messages" track).
+[[nodiscard]] nlohmann::json rank_metrics_json(const RankMetrics& metrics);
+
+/// The job's report from every rank's rank_metrics_json (in rank order): wall_s (the slowest
+/// rank), flops (Σ), gflops, bytes_moved (Σ sent), busy_s (Σ), wait_s (Σ), ranks (each rank's
+/// JSON without its trace).
+[[nodiscard]] nlohmann::json merge_rank_metrics(const std::vector<nlohmann::json>& ranks);
+
+/// One Chrome trace of every rank's: rank r is process r, named "rank r (NAME)".
+[[nodiscard]] nlohmann::json merge_rank_traces(const std::vector<nlohmann::json>& ranks);
+
+/// The run summary: the job's headline figures, then one line per rank (applications, busy,
+/// waiting, bytes sent and received).
+[[nodiscard]] std::string rank_summary_table(const nlohmann::json& merged);
+
+}  // namespace tapestry::runtime

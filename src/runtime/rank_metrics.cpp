@@ -1,0 +1,117 @@
+// Per-rank metrics of an MPI run and their merge on rank 0 (rank_metrics.h).
+#include "tapestry/runtime/rank_metrics.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace tapestry::runtime {
+
+namespace {
+
+constexpr int kMessageTrack = 1000;  // the tid of a rank's "messages" track
+
+nlohmann::json trace_of(const RankMetrics& m) {
+  nlohmann::json trace = chrome_trace(m.run);
+  nlohmann::json& events = trace["traceEvents"];
+  events.push_back({{"name", "thread_name"},
+                    {"ph", "M"},
+                    {"pid", 0},
+                    {"tid", kMessageTrack},
+                    {"args", {{"name", "messages"}}}});
+  for (const MessageEvent& e : m.messages) {
+    events.push_back({{"name", fmt::format("{} {} rank {}", e.sent ? "send" : "recv",
+                                           e.sent ? "to" : "from", e.peer)},
+                      {"cat", "mpi"},
+                      {"ph", "i"},
+                      {"s", "t"},
+                      {"pid", 0},
+                      {"tid", kMessageTrack},
+                      {"ts", e.at_s * 1e6},
+                      {"args", {{"box", e.what}, {"bytes", e.bytes}}}});
+  }
+  return trace;
+}
+
+}  // namespace
+
+nlohmann::json rank_metrics_json(const RankMetrics& m) {
+  nlohmann::json j = metrics_json(m.run);
+  j["rank"] = m.rank;
+  j["name"] = m.name;
+  j["bytes_sent"] = m.bytes_sent;
+  j["bytes_received"] = m.bytes_received;
+  j["messages_sent"] = m.messages_sent;
+  j["messages_received"] = m.messages_received;
+  j["wait_s"] = m.wait_s;
+  j["unpack_s"] = m.unpack_s;
+  j["trace"] = trace_of(m);
+  return j;
+}
+
+nlohmann::json merge_rank_metrics(const std::vector<nlohmann::json>& ranks) {
+  double wall = 0;
+  double busy = 0;
+  double wait = 0;
+  std::int64_t flops = 0;
+  std::int64_t moved = 0;
+  nlohmann::json list = nlohmann::json::array();
+  for (const nlohmann::json& r : ranks) {
+    wall = std::max(wall, r.at("wall_s").get<double>());
+    busy += r.at("busy_s").get<double>();
+    wait += r.at("wait_s").get<double>();
+    flops += r.at("flops").get<std::int64_t>();
+    moved += r.at("bytes_sent").get<std::int64_t>();
+    nlohmann::json without = r;
+    without.erase("trace");
+    list.push_back(std::move(without));
+  }
+  return {{"executor", "mpi"},
+          {"ranks_count", ranks.size()},
+          {"wall_s", wall},
+          {"flops", flops},
+          {"gflops", wall > 0 ? static_cast<double>(flops) / wall / 1e9 : 0.0},
+          {"busy_s", busy},
+          {"wait_s", wait},
+          {"bytes_moved", moved},
+          {"ranks", std::move(list)}};
+}
+
+nlohmann::json merge_rank_traces(const std::vector<nlohmann::json>& ranks) {
+  nlohmann::json events = nlohmann::json::array();
+  for (const nlohmann::json& r : ranks) {
+    const auto rank = r.at("rank").get<std::uint32_t>();
+    for (nlohmann::json e : r.at("trace").at("traceEvents")) {
+      e["pid"] = rank;
+      if (e.value("name", "") == "process_name") {
+        e["args"]["name"] = fmt::format("rank {} ({})", rank, r.at("name").get<std::string>());
+      }
+      events.push_back(std::move(e));
+    }
+  }
+  return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+}
+
+std::string rank_summary_table(const nlohmann::json& merged) {
+  const auto wall = merged.at("wall_s").get<double>();
+  const auto flops = merged.at("flops").get<std::int64_t>();
+  std::string out = fmt::format(
+      "wall {}   {} ({:.1f} GFLOP/s)   {} ranks   {} moved between ranks\n", format_seconds(wall),
+      format_flops(flops), merged.at("gflops").get<double>(), merged.at("ranks_count").get<int>(),
+      format_bytes(merged.at("bytes_moved").get<std::int64_t>()));
+  out += fmt::format("{:<16} {:>5} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "rank", "apps",
+                     "threads", "busy", "waiting", "sent", "received", "peak mem");
+  for (const nlohmann::json& r : merged.at("ranks")) {
+    out += fmt::format(
+        "{:<16} {:>5} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10}\n",
+        fmt::format("{} {}", r.at("rank").get<int>(), r.at("name").get<std::string>()),
+        r.at("applications").get<std::size_t>(), r.at("threads").get<int>(),
+        format_seconds(r.at("busy_s").get<double>()), format_seconds(r.at("wait_s").get<double>()),
+        format_bytes(r.at("bytes_sent").get<std::int64_t>()),
+        format_bytes(r.at("bytes_received").get<std::int64_t>()),
+        format_bytes(r.at("peak_memory_bytes").get<std::int64_t>()));
+  }
+  return out;
+}
+
+}  // namespace tapestry::runtime

@@ -1,0 +1,274 @@
+// One rank's part of a block program, and the checks of a rank schedule (rank_program.h).
+#include "rank_program.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "tapestry/support/assert.h"
+#include "tapestry/support/error.h"
+#include "tapestry/zspace/format.h"
+
+namespace tapestry::runtime::detail {
+
+namespace {
+
+struct SlotBox {
+  std::uint32_t slot = 0;
+  Range box;
+};
+
+template <typename Port>
+std::vector<SlotBox> boxes_of(const ir::NamedLists<Port>& ports,
+                              const std::vector<PortAddress>& addresses) {
+  std::vector<SlotBox> out;
+  std::size_t i = 0;
+  for (const auto& entry : ports.entries()) {
+    out.push_back({addresses[i++].slot, entry.value.view.box()});
+  }
+  return out;
+}
+
+// The program's tasks and slots looked up by node: what a schedule names by id.
+struct Lookup {
+  std::unordered_map<std::uint32_t, std::uint32_t> task_of;  // application index → task
+  std::unordered_map<std::uint32_t, std::uint32_t> slot_of;  // tensor index → slot
+  std::vector<std::vector<SlotBox>> reads, writes;           // per task
+  std::vector<std::uint32_t> rank;                           // per task
+
+  Lookup(const BlockProgram& p, const RankSchedule& schedule) {
+    for (std::uint32_t s = 0; s < p.slots.size(); ++s)
+      slot_of.emplace(p.slots[s].tensor.index(), s);
+    for (std::uint32_t t = 0; t < p.tasks.size(); ++t) {
+      const BlockTask& task = p.tasks[t];
+      task_of.emplace(task.application.index(), t);
+      reads.push_back(boxes_of(task.call.inputs, task.inputs));
+      writes.push_back(boxes_of(task.call.outputs, task.outputs));
+      auto found = schedule.rank_of.find(task.application);
+      if (found == schedule.rank_of.end()) {
+        throw Error(fmt::format("rank schedule: application '{}' has no rank", task.name));
+      }
+      if (found->second >= schedule.ranks()) {
+        throw Error(fmt::format("rank schedule: application '{}' is on rank {}, but the job has {}",
+                                task.name, found->second, schedule.ranks()));
+      }
+      rank.push_back(found->second);
+    }
+  }
+
+  std::uint32_t task(const BlockProgram& p, ir::ApplicationId app, std::size_t message) const {
+    auto found = task_of.find(app.index());
+    if (found == task_of.end()) {
+      throw Error(
+          fmt::format("rank schedule: message {} names node #{}, not an application of "
+                      "the graph",
+                      message, app.index()));
+    }
+    (void)p;
+    return found->second;
+  }
+};
+
+bool writes_inside(const std::vector<SlotBox>& boxes, std::uint32_t slot, const Range& box) {
+  for (const SlotBox& b : boxes) {
+    if (b.slot == slot && b.box.contains(box)) return true;
+  }
+  return false;
+}
+
+bool reads_some(const std::vector<SlotBox>& boxes, std::uint32_t slot, const Range& box) {
+  for (const SlotBox& b : boxes) {
+    if (b.slot == slot && b.box.intersect(box).has_value()) return true;
+  }
+  return false;
+}
+
+// Converts and checks the schedule's messages (rank_program.h); fills `consumers` (whole tasks)
+// per message.
+std::vector<RankMessageInfo> check_messages(const BlockProgram& p, const RankSchedule& schedule,
+                                            const Lookup& lookup,
+                                            std::vector<std::vector<std::uint32_t>>& consumers) {
+  std::vector<RankMessageInfo> out;
+  for (std::size_t m = 0; m < schedule.messages.size(); ++m) {
+    const RankMessage& msg = schedule.messages[m];
+    const std::uint32_t producer = lookup.task(p, msg.producer, m);
+    const std::string& name = p.tasks[producer].name;
+    auto slot = lookup.slot_of.find(msg.tensor.index());
+    if (slot == lookup.slot_of.end()) {
+      throw Error(fmt::format("rank schedule: message {} from '{}' names node #{}, not a tensor", m,
+                              name, msg.tensor.index()));
+    }
+    if (msg.from != lookup.rank[producer] || msg.to >= schedule.ranks() || msg.to == msg.from) {
+      throw Error(
+          fmt::format("rank schedule: message {} of '{}' goes from rank {} to rank {}, "
+                      "but '{}' runs on rank {} (and the job has {} ranks)",
+                      m, name, msg.from, msg.to, name, lookup.rank[producer], schedule.ranks()));
+    }
+    if (msg.box.is_empty() || !writes_inside(lookup.writes[producer], slot->second, msg.box)) {
+      throw Error(fmt::format("rank schedule: message {} carries {}, which '{}' does not write", m,
+                              msg.box, name));
+    }
+    std::vector<std::uint32_t> readers;
+    for (ir::ApplicationId app : msg.consumers) {
+      const std::uint32_t c = lookup.task(p, app, m);
+      if (lookup.rank[c] != msg.to || !reads_some(lookup.reads[c], slot->second, msg.box)) {
+        throw Error(
+            fmt::format("rank schedule: message {} from '{}' lists '{}' as a consumer, "
+                        "but it runs on rank {} (the message goes to {}) or does not "
+                        "read {}",
+                        m, name, p.tasks[c].name, lookup.rank[c], msg.to, msg.box));
+      }
+      readers.push_back(c);
+    }
+    consumers.push_back(std::move(readers));
+    out.push_back({.slot = slot->second,
+                   .box = msg.box,
+                   .from = msg.from,
+                   .to = msg.to,
+                   .producer = producer,
+                   .bytes = msg.box.size() * static_cast<std::int64_t>(ir::dtype_size_bytes(
+                                                 p.slots[slot->second].dtype))});
+  }
+  return out;
+}
+
+// Every dependency across ranks must be carried by a message (rank_program.h).
+void check_coverage(const BlockProgram& p, const Lookup& lookup,
+                    const std::vector<RankMessageInfo>& messages,
+                    const std::vector<std::vector<std::uint32_t>>& consumers) {
+  std::vector<std::vector<std::uint32_t>> by_producer(p.tasks.size());
+  for (std::uint32_t m = 0; m < messages.size(); ++m)
+    by_producer[messages[m].producer].push_back(m);
+  for (std::uint32_t d = 0; d < p.tasks.size(); ++d) {
+    for (std::uint32_t k = p.dependents_first[d]; k < p.dependents_first[d + 1]; ++k) {
+      const std::uint32_t t = p.dependents[k];
+      if (lookup.rank[t] == lookup.rank[d]) continue;
+      for (const SlotBox& w : lookup.writes[d]) {
+        for (const SlotBox& r : lookup.reads[t]) {
+          if (w.slot != r.slot) continue;
+          const std::optional<Range> needed = w.box.intersect(r.box);
+          if (!needed) continue;
+          bool carried = false;
+          for (std::uint32_t m : by_producer[d]) {
+            const RankMessageInfo& msg = messages[m];
+            carried |= msg.slot == w.slot && msg.to == lookup.rank[t] &&
+                       msg.box.contains(*needed) &&
+                       std::find(consumers[m].begin(), consumers[m].end(), t) != consumers[m].end();
+          }
+          if (!carried) {
+            throw Error(fmt::format(
+                "rank schedule: '{}' on rank {} reads {} that '{}' writes on "
+                "rank {}, but no message carries it",
+                p.tasks[t].name, lookup.rank[t], *needed, p.tasks[d].name, lookup.rank[d]));
+          }
+        }
+      }
+    }
+  }
+}
+
+// Gathers: every box of a graph output written on a rank other than 0 goes to rank 0.
+void add_gathers(const BlockProgram& p, const Lookup& lookup,
+                 std::vector<RankMessageInfo>& messages,
+                 std::vector<std::vector<std::uint32_t>>& consumers) {
+  for (std::uint32_t t = 0; t < p.tasks.size(); ++t) {
+    if (lookup.rank[t] == 0) continue;
+    for (const SlotBox& w : lookup.writes[t]) {
+      if (!p.slots[w.slot].output || w.box.is_empty()) continue;
+      messages.push_back({.slot = w.slot,
+                          .box = w.box,
+                          .from = lookup.rank[t],
+                          .to = 0,
+                          .producer = t,
+                          .gather = true,
+                          .bytes = w.box.size() * static_cast<std::int64_t>(ir::dtype_size_bytes(
+                                                      p.slots[w.slot].dtype))});
+      consumers.emplace_back();
+    }
+  }
+}
+
+// The local BlockProgram: this rank's tasks, their local edges, pending counts including the
+// messages they wait for, and slot uses including unpacks.
+void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lookup,
+                 RankProgram& rp, const std::vector<std::vector<std::uint32_t>>& consumers) {
+  std::vector<std::uint32_t> local_of(p.tasks.size(), UINT32_MAX);
+  BlockProgram& l = rp.local;
+  l.slots = p.slots;
+  for (BufferSlot& slot : l.slots) {
+    slot.uses = 0;
+    if (rp.rank != 0) slot.output = false;
+  }
+  rp.needed_inputs.assign(p.slots.size(), 0);
+  for (std::uint32_t t = 0; t < p.tasks.size(); ++t) {
+    if (lookup.rank[t] != rp.rank) continue;
+    local_of[t] = static_cast<std::uint32_t>(l.tasks.size());
+    rp.whole_task.push_back(t);
+    l.tasks.push_back(p.tasks[t]);
+    for (std::uint32_t s : p.tasks[t].touches) ++l.slots[s].uses;
+    for (const PortAddress& in : p.tasks[t].inputs) {
+      if (p.slots[in.slot].input) rp.needed_inputs[in.slot] = 1;
+    }
+    l.flops += p.tasks[t].flops;
+  }
+  const std::size_t n = l.tasks.size();
+  l.pending.assign(n, 0);
+  std::vector<std::vector<std::uint32_t>> dependents(n);
+  for (std::uint32_t lt = 0; lt < n; ++lt) {
+    const std::uint32_t d = rp.whole_task[lt];
+    for (std::uint32_t k = p.dependents_first[d]; k < p.dependents_first[d + 1]; ++k) {
+      const std::uint32_t t = local_of[p.dependents[k]];
+      if (t == UINT32_MAX) continue;
+      dependents[lt].push_back(t);
+      ++l.pending[t];
+    }
+  }
+  rp.sends.assign(n, {});
+  for (std::uint32_t m = 0; m < rp.messages.size(); ++m) {
+    const RankMessageInfo& msg = rp.messages[m];
+    if (msg.from == rp.rank) {
+      rp.sends[local_of[msg.producer]].push_back(m);
+      rp.bytes_sent += msg.bytes;
+    }
+    if (msg.to != rp.rank) continue;
+    RankReceive receive{.message = m};
+    for (std::uint32_t c : consumers[m]) {
+      receive.consumers.push_back(local_of[c]);
+      ++l.pending[local_of[c]];
+    }
+    ++l.slots[msg.slot].uses;
+    rp.bytes_received += msg.bytes;
+    rp.receives.push_back(std::move(receive));
+  }
+  l.dependents_first.assign(n + 1, 0);
+  for (std::uint32_t t = 0; t < n; ++t) {
+    l.dependents_first[t + 1] =
+        l.dependents_first[t] + static_cast<std::uint32_t>(dependents[t].size());
+    l.dependents.insert(l.dependents.end(), dependents[t].begin(), dependents[t].end());
+  }
+  for (std::uint32_t t : p.order) {
+    if (local_of[t] != UINT32_MAX) l.order.push_back(local_of[t]);
+  }
+  for (std::uint32_t t : l.order) {
+    if (l.pending[t] == 0) l.roots.push_back(t);
+  }
+  l.memory = estimate_sequential_memory(l, graph);
+}
+
+}  // namespace
+
+RankProgram compile_rank_program(const ir::Graph& graph, const BlockProgram& whole,
+                                 const RankSchedule& schedule, std::uint32_t rank) {
+  TAPESTRY_ASSERT(rank < schedule.ranks(), "a rank outside the schedule");
+  const Lookup lookup(whole, schedule);
+  std::vector<std::vector<std::uint32_t>> consumers;
+  RankProgram rp{.rank = rank, .ranks = schedule.ranks()};
+  rp.messages = check_messages(whole, schedule, lookup, consumers);
+  check_coverage(whole, lookup, rp.messages, consumers);
+  add_gathers(whole, lookup, rp.messages, consumers);
+  build_local(graph, whole, lookup, rp, consumers);
+  return rp;
+}
+
+}  // namespace tapestry::runtime::detail

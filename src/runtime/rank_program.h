@@ -1,0 +1,67 @@
+// RankProgram: one rank's part of a BlockProgram under a RankSchedule (rank_schedule.h), with
+// the messages it sends and receives — everything the MPI executor needs that does not depend on
+// MPI, so it is built, checked and tested without it.
+//
+//   local     a BlockProgram holding only this rank's tasks (graph order kept): a task waits for
+//             its producers on this rank plus one count per incoming message it consumes; slot
+//             uses count this rank's tasks plus one per message unpacked into the slot; on ranks
+//             other than 0 no slot is an output (outputs are gathered to rank 0 and freed)
+//   messages  the schedule's messages, then one gather per box of a graph output that a rank
+//             other than 0 writes (to rank 0), in program order — the same list, in the same
+//             order, on every rank: message i travels with MPI tag i + 1
+//   sends     per local task, the messages it sends once its kernel returns (packed then, before
+//             its buffers are released)
+//   receives  the messages this rank receives, each with its local consumers
+//
+// compile_rank_program checks the schedule against the graph first (every rank runs the same
+// checks on the same data, so all agree): every application has a rank below `ranks`; every
+// message names a producer on `from` and consumers on `to` ≠ from, and its box lies inside a box
+// the producer writes of that tensor and meets a box each consumer reads; and every dependency
+// between applications on different ranks is carried: the intersection of what the producer
+// writes and the consumer reads lies inside one message from the producer to the consumer's
+// rank that lists the consumer. Each failure is an Error naming the applications.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "block_program.h"
+#include "tapestry/runtime/rank_schedule.h"
+
+namespace tapestry::runtime::detail {
+
+struct RankMessageInfo {
+  std::uint32_t slot = 0;  // the tensor's slot (same in the whole and the local program)
+  Range box;
+  std::uint32_t from = 0;
+  std::uint32_t to = 0;
+  std::uint32_t producer = 0;  // task of the whole program
+  bool gather = false;         // an output box gathered to rank 0
+  std::int64_t bytes = 0;
+};
+
+struct RankReceive {
+  std::uint32_t message = 0;             // position in RankProgram::messages
+  std::vector<std::uint32_t> consumers;  // local tasks
+};
+
+struct RankProgram {
+  std::uint32_t rank = 0;
+  std::uint32_t ranks = 1;
+  BlockProgram local;
+  std::vector<std::uint32_t> whole_task;          // local task → task of the whole program
+  std::vector<char> needed_inputs;                // by slot: an input a local task reads
+  std::vector<RankMessageInfo> messages;          // every rank's, in the same order everywhere
+  std::vector<std::vector<std::uint32_t>> sends;  // per local task: messages it sends
+  std::vector<RankReceive> receives;              // messages this rank receives
+  std::int64_t bytes_sent = 0;                    // per run, by this rank
+  std::int64_t bytes_received = 0;
+};
+
+/// Checks `schedule` against `graph` and `whole` (compile_block_program of `graph`) and builds
+/// rank `rank`'s program; see the file comment. `whole` must outlive the result (tasks point
+/// into its prepared data).
+RankProgram compile_rank_program(const ir::Graph& graph, const BlockProgram& whole,
+                                 const RankSchedule& schedule, std::uint32_t rank);
+
+}  // namespace tapestry::runtime::detail
