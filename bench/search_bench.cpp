@@ -45,12 +45,16 @@ std::string transformer_text(int layers) {
   }
   for (int l = 0; l < layers; ++l) {
     t += fmt::format(
-        "Q{0} = permute(reshape(linear(X{0}, Wq{0}, bq{0}), shape=[4, 1024, 16, 64]), perm=[0, 2, 1, 3])\n"
-        "K{0} = permute(reshape(linear(X{0}, Wk{0}, bk{0}), shape=[4, 1024, 16, 64]), perm=[0, 2, 1, 3])\n"
-        "V{0} = permute(reshape(linear(X{0}, Wv{0}, bv{0}), shape=[4, 1024, 16, 64]), perm=[0, 2, 1, 3])\n"
+        "Q{0} = permute(reshape(linear(X{0}, Wq{0}, bq{0}), shape=[4, 1024, 16, 64]), perm=[0, 2, "
+        "1, 3])\n"
+        "K{0} = permute(reshape(linear(X{0}, Wk{0}, bk{0}), shape=[4, 1024, 16, 64]), perm=[0, 2, "
+        "1, 3])\n"
+        "V{0} = permute(reshape(linear(X{0}, Wv{0}, bv{0}), shape=[4, 1024, 16, 64]), perm=[0, 2, "
+        "1, 3])\n"
         "S{0} = mul(matmul(Q{0}, transpose(K{0})), Scale)\nP{0} = softmax(S{0})\n"
         "C{0} = matmul(P{0}, V{0})\n"
-        "A{0} = linear(reshape(permute(C{0}, perm=[0, 2, 1, 3]), shape=[4096, 1024]), Wo{0}, bo{0})\n"
+        "A{0} = linear(reshape(permute(C{0}, perm=[0, 2, 1, 3]), shape=[4096, 1024]), Wo{0}, "
+        "bo{0})\n"
         "R{0} = add(X{0}, A{0})\nM{0} = linear(gelu(linear(R{0}, Wa{0}, ba{0})), Wb{0}, bb{0})\n"
         "X{1} = add(R{0}, M{0})\n",
         l, l + 1);
@@ -118,10 +122,10 @@ void deep_transformer(double budget_s) {
   const cost::Target target = *cost::preset_target("h100x64");
   cost::Evaluator ev(g, target);
   double known = 1e30;
-  for (const auto& [name, plan] :
-       std::vector<std::pair<std::string, rewrite::Plan>>{{"rows/8", rows_plan(kLayers, 8)},
-                                                          {"rows/64", rows_plan(kLayers, 64)},
-                                                          {"megatron-mlp/8", megatron_mlp(kLayers)}}) {
+  for (const auto& [name, plan] : std::vector<std::pair<std::string, rewrite::Plan>>{
+           {"rows/8", rows_plan(kLayers, 8)},
+           {"rows/64", rows_plan(kLayers, 64)},
+           {"megatron-mlp/8", megatron_mlp(kLayers)}}) {
     const cost::CostVector c = ev.evaluate(plan);
     fmt::print("hand-written {}: {:.3f} ms, {:.1f} MiB\n", name, c.makespan_s * 1e3,
                static_cast<double>(c.peak_memory_bytes) / (1 << 20));
@@ -150,8 +154,8 @@ void deep_transformer(double budget_s) {
   fmt::print(
       "24-layer transformer on h100x64 (tie-layers, {} decisions of {} operations): {} plans in "
       "{:.1f} s ({:.1f}/s); best {:.3f} ms; best known {:.3f} ms; within 5% after {}\n",
-      opt.space().representatives().size(), opt.space().operations().size(),
-      r.progress.evaluations, r.progress.seconds, r.progress.evaluations_per_s,
+      opt.space().representatives().size(), opt.space().operations().size(), r.progress.evaluations,
+      r.progress.seconds, r.progress.evaluations_per_s,
       r.archive.front().empty() ? 0 : r.archive.front()[0].score[0] * 1e3, known * 1e3,
       reached < 0 ? std::string("(not reached)") : fmt::format("{:.1f} s", reached));
 }

@@ -1,5 +1,5 @@
-// The runtime's proof obligation (docs/design.md §7): with reference kernels and no reduction split,
-// running an operation as Applications over sub-boxes of its index gives results bitwise
+// The runtime's proof obligation (docs/design.md §7): with reference kernels and no reduction
+// split, running an operation as Applications over sub-boxes of its index gives results bitwise
 // identical to running it whole on the naive executor. Every built-in kernel is sharded several
 // ways here — uneven pieces, size-1 dims, tensors at negative coordinates — and property tests
 // draw random shapes, starts and grids.

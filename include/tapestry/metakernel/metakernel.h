@@ -1,7 +1,7 @@
 // Metakernel: one kernel declared in the template metakernel language.
 //
-// A metakernel is the symbolic twin of a kernel (docs/design.md §4). This struct is the parsed form of
-// one YAML document (loader.h reads it; docs/metakernels.md is the reference), for example:
+// A metakernel is the symbolic twin of a kernel (docs/design.md §4). This struct is the parsed form
+// of one YAML document (loader.h reads it; docs/metakernels.md is the reference), for example:
 //
 //   kernel: linear
 //   types: {T: float}

@@ -1,9 +1,9 @@
 // Source locations and located diagnostics for the two text languages of this module: the
 // template metakernel language (YAML kernel files) and the .tap graph language.
 //
-// Bad input is reported as data (docs/design.md §8): a `Diagnostic` names the file, the 1-based line
-// and column, and a message. `format_diagnostic` renders it the way compilers do, with the source
-// line and a caret under the column:
+// Bad input is reported as data (docs/design.md §8): a `Diagnostic` names the file, the 1-based
+// line and column, and a message. `format_diagnostic` renders it the way compilers do, with the
+// source line and a caret under the column:
 //
 //   examples/bad.tap:6:10: error: linear: X has 12 columns but W has 16 (its in dimension)
 //     H = relu(linear(X, W, b))
