@@ -25,42 +25,12 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "mlp_inputs.h"
 #include "tapestry/runtime/npy.h"
 
 extern "C" void omp_set_num_threads(int num_threads);
 
-namespace {
-
 using tapestry::runtime::Buffer;
-
-std::vector<float> load(const std::string& dir, const char* name, std::size_t size,
-                        std::uint32_t seed) {
-  std::vector<float> v(size);
-  if (!dir.empty()) {
-    const Buffer b =
-        tapestry::runtime::read_npy(std::filesystem::path(dir) / (std::string(name) + ".npy"));
-    const auto values = b.values<float>();
-    if (values.size() != size) {
-      std::fprintf(stderr, "mlp_onednn: %s.npy has %zu values, expected %zu\n", name, values.size(),
-                   size);
-      std::exit(2);
-    }
-    std::copy(values.begin(), values.end(), v.begin());
-    return v;
-  }
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   int threads = 2, reps = 5;
@@ -79,9 +49,11 @@ int main(int argc, char** argv) {
   }
   omp_set_num_threads(threads);
   const long in = 1024, hidden = 4096, outs = 1024;
-  std::vector<float> x = load(inputs, "X", batch * in, 1), w1 = load(inputs, "W1", hidden * in, 2),
-                     b1 = load(inputs, "b1", hidden, 3), w2 = load(inputs, "W2", outs * hidden, 4),
-                     b2 = load(inputs, "b2", outs, 5);
+  std::vector<float> x = mlp_bench::load("mlp_onednn", inputs, "X", batch * in, 1),
+                     w1 = mlp_bench::load("mlp_onednn", inputs, "W1", hidden * in, 2),
+                     b1 = mlp_bench::load("mlp_onednn", inputs, "b1", hidden, 3),
+                     w2 = mlp_bench::load("mlp_onednn", inputs, "W2", outs * hidden, 4),
+                     b2 = mlp_bench::load("mlp_onednn", inputs, "b2", outs, 5);
   std::vector<float> h(batch * hidden), y(batch * outs);
 
   using dnnl::memory;
@@ -132,7 +104,7 @@ int main(int argc, char** argv) {
     times.push_back(s);
     std::printf("onednn run %d: %.4f s  %.1f GFLOP/s\n", r + 1, s, flops / s / 1e9);
   }
-  std::printf("median_s %.6f\n", median(times));
+  std::printf("median_s %.6f\n", mlp_bench::median(times));
   if (!out.empty()) {
     tapestry::runtime::write_npy(
         out, Buffer::from_values<float>(tapestry::zspace::Range::of_shape({batch, outs}), y));

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "mlp_inputs.h"
 #include "tapestry/runtime/npy.h"
 
 extern "C" void openblas_set_num_threads(int);  // not declared by every cblas.h
@@ -34,27 +35,6 @@ extern "C" char* openblas_get_corename(void);
 namespace {
 
 using tapestry::runtime::Buffer;
-
-std::vector<float> load(const std::string& dir, const char* name, std::size_t size,
-                        std::uint32_t seed) {
-  std::vector<float> v(size);
-  if (!dir.empty()) {
-    const Buffer b =
-        tapestry::runtime::read_npy(std::filesystem::path(dir) / (std::string(name) + ".npy"));
-    const auto values = b.values<float>();
-    if (values.size() != size) {
-      std::fprintf(stderr, "mlp_openblas: %s.npy has %zu values, expected %zu\n", name,
-                   values.size(), size);
-      std::exit(2);
-    }
-    std::copy(values.begin(), values.end(), v.begin());
-    return v;
-  }
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
-  for (float& x : v) x = dist(gen);
-  return v;
-}
 
 // fn(first_row, end_row) on `threads` threads, rows split evenly.
 template <typename Fn>
@@ -85,12 +65,6 @@ void linear(const std::vector<float>& a, const std::vector<float>& b,
   }
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,9 +85,11 @@ int main(int argc, char** argv) {
   const long in = 1024, hidden = 4096, outs = 1024;
   openblas_set_num_threads(threads);
   std::printf("coretype %s\n", openblas_get_corename());
-  std::vector<float> x = load(inputs, "X", batch * in, 1), w1 = load(inputs, "W1", hidden * in, 2),
-                     b1 = load(inputs, "b1", hidden, 3), w2 = load(inputs, "W2", outs * hidden, 4),
-                     b2 = load(inputs, "b2", outs, 5);
+  std::vector<float> x = mlp_bench::load("mlp_openblas", inputs, "X", batch * in, 1),
+                     w1 = mlp_bench::load("mlp_openblas", inputs, "W1", hidden * in, 2),
+                     b1 = mlp_bench::load("mlp_openblas", inputs, "b1", hidden, 3),
+                     w2 = mlp_bench::load("mlp_openblas", inputs, "W2", outs * hidden, 4),
+                     b2 = mlp_bench::load("mlp_openblas", inputs, "b2", outs, 5);
   std::vector<float> h(batch * hidden), y(batch * outs);
   const double flops = 2.0 * batch * in * hidden + 2.0 * batch * hidden * outs;
   std::vector<double> times;
@@ -126,7 +102,7 @@ int main(int argc, char** argv) {
     times.push_back(s);
     std::printf("openblas run %d: %.4f s  %.1f GFLOP/s\n", r + 1, s, flops / s / 1e9);
   }
-  std::printf("median_s %.6f\n", median(times));
+  std::printf("median_s %.6f\n", mlp_bench::median(times));
   if (!out.empty()) {
     tapestry::runtime::write_npy(
         out, Buffer::from_values<float>(tapestry::zspace::Range::of_shape({batch, outs}), y));

@@ -50,6 +50,7 @@
 #include "tapestry/runtime/npy.h"
 #include "tapestry/runtime/tensor_map.h"
 #include "tapestry/runtime/verify.h"
+#include "tapestry/search/objectives.h"
 #include "tapestry/support/error.h"
 #include "tensor_files.h"
 
@@ -58,28 +59,7 @@ namespace tapestry::cli {
 namespace fs = std::filesystem;
 
 std::int64_t parse_byte_size(const std::string& text) {
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  std::string unit = text.substr(used);
-  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (unit.size() > 1 && unit.back() == 'B') unit.pop_back();
-  if (unit.size() > 1 && unit.back() == 'I') unit.pop_back();
-  double scale = 0;
-  if (unit.empty() || unit == "B") scale = 1;
-  if (unit == "K") scale = 0x1p10;
-  if (unit == "M") scale = 0x1p20;
-  if (unit == "G") scale = 0x1p30;
-  if (unit == "T") scale = 0x1p40;
-  if (used == 0 || scale == 0 || !(value > 0) || value * scale > 0x1p62) {
-    throw Error(
-        fmt::format("--memory-limit {}: expected a size such as 512M, 2G or 1073741824", text));
-  }
-  return static_cast<std::int64_t>(value * scale);
+  return search::parse_byte_size(text, "--memory-limit");
 }
 
 runtime::BufferMap rekey(const ir::Graph& from, const ir::Graph& to,
