@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Graph.run (the Python package) vs `tapestry run` on the MLP of DESIGN.md: does Python add
+"""Graph.run (the Python package) vs `tapestry run` on the MLP of docs/design.md: does Python add
 measurable overhead?
 
 Both run examples/mlp.tap (X 4096×1024, 68.7 GFLOP) under examples/plans/mlp-best.json with
@@ -83,6 +83,8 @@ def main() -> int:
     print(f"Graph.run      {py_s * 1e3:8.1f} ms  {flops / py_s / 1e9:6.1f} GFLOP/s  "
           f"(rounds: {', '.join(f'{t * 1e3:.1f}' for t in py_times)}; executor alone "
           f"{statistics.median(py_exec) * 1e3:.1f} ms)")
+    print(f"Python's own share of a call (call − executor): "
+          f"{(py_s - statistics.median(py_exec)) * 1e3:.2f} ms")
     print(f"ratio (tapestry run time / Graph.run time): {cli_s / py_s:.3f}   target >= 0.97")
     return 0
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The MLP of DESIGN.md from Python: build it, run it sharded on NumPy arrays, verify it, and
-explain the plan on a target — the worked example of docs/python.md.
+"""The MLP (examples/mlp.tap) from Python: build it, run it sharded on NumPy arrays, verify it, and
+explain the plan on a target, search for better plans — the worked example of docs/python.md.
 
     PYTHONPATH=build/ci/python /usr/bin/python3 examples/python/mlp.py          # 1/16 size
     PYTHONPATH=build/ci/python /usr/bin/python3 examples/python/mlp.py --full   # X 4096×1024
@@ -59,6 +59,14 @@ def main() -> None:
     # What the plan would cost on 8 H100s, and why.
     print(g.cost(plan, "h100x8"))
     print(g.explain(plan, "h100x8"))
+
+    # Search plans on the same target: the Pareto front of time and memory.
+    front = g.optimize("h100x8", objectives=["time", "memory"], max_evals=300, seed=1)
+    fastest = front.best("time")
+    print(f"front of {len(front)} plans after {front.evaluations} evaluations; fastest "
+          f"{fastest.name}: {fastest.cost['makespan_s'] * 1e6:.1f} µs, plan {fastest.plan}")
+    outputs = g.run(inputs, plan=fastest.plan, threads=2, verify=True)
+    print(g.last_run.verify_text, end="")
 
 
 if __name__ == "__main__":

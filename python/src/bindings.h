@@ -16,5 +16,7 @@ void bind_graph(pybind11::module_& m, GraphClass& graph);
 void bind_run(pybind11::module_& m, GraphClass& graph);
 /// Graph.cost, Graph.explain, Cost, Explanation, `targets`.
 void bind_pricing(pybind11::module_& m, GraphClass& graph);
+/// `_optimize` (Graph.optimize is tapestry/front.py's wrapper around it).
+void bind_optimize(pybind11::module_& m);
 
 }  // namespace tapestry::python

@@ -18,4 +18,5 @@ PYBIND11_MODULE(_core, m) {
   bind_graph(m, graph);
   bind_run(m, graph);
   bind_pricing(m, graph);
+  bind_optimize(m);
 }

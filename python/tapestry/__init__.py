@@ -16,6 +16,7 @@ the ``tapestry`` command, without a second implementation.
     plan = {"ops": {"H/linear": {"split": {"out": 2}}, "Y": {"split": {"in": 2}}}}
     out = g.run(inputs, plan=plan, verify=True)     # {"Y": numpy.ndarray}
     print(g.explain(plan, "h100x8"))
+    front = g.optimize("h100x8", objectives=["time", "memory"], max_evals=500)
 
 See docs/python.md for the guide.
 """
@@ -41,6 +42,10 @@ from ._core import (
     targets,
 )
 from .errors import Error, GraphError, InputError, VerificationError
+from .front import Front, FrontMember
+from .front import optimize as _optimize
+
+Graph.optimize = _optimize
 
 __all__ = [
     "Application",
@@ -48,6 +53,8 @@ __all__ = [
     "DeviceCost",
     "Error",
     "Explanation",
+    "Front",
+    "FrontMember",
     "Graph",
     "GraphError",
     "InputError",

@@ -8,6 +8,8 @@ from typing import Any, Literal, Mapping, Sequence, Union, overload
 import numpy as np
 import numpy.typing as npt
 
+from .front import Front
+
 PathLike = Union[str, os.PathLike[str]]
 Plan = Union[None, Mapping[str, Any], PathLike]
 """None (one application per operation), a dict (the plan's JSON form), or a plan file."""
@@ -282,6 +284,19 @@ class Graph:
         """``plan`` on ``target`` in DTensor terms (``tapestry explain``)."""
     def release(self) -> None:
         """Frees the program, buffers and evaluator kept for the next run or price."""
+    def optimize(
+        self,
+        target: Target,
+        objectives: str | Sequence[str] | None = None,
+        time_budget: float | None = None,
+        max_evals: int | None = None,
+        seed: int = 0,
+        threads: int | None = None,
+        max_memory_per_device: int | str | None = None,
+        max_devices: int | None = None,
+        tie_layers: bool = False,
+    ) -> Front:
+        """The Pareto front of plans on ``target`` (``tapestry optimize``; tapestry/front.py)."""
 
 def load(path: PathLike, kernels: PathLike | Sequence[PathLike] | None = None) -> Graph:
     """Reads a ``.tap`` program or a loom JSON graph, validated."""

@@ -93,3 +93,47 @@ def test_target_errors():
     with pytest.raises(TypeError, match="target"):
         g.cost(None, 8)
     assert "h100x8" in tapestry.targets()
+
+
+def test_optimize_returns_the_front_of_tapestry_optimize(tmp_path):
+    g = tapestry.load(EXAMPLES / "mlp.tap")
+    args = dict(objectives=["time", "memory"], max_evals=150, seed=3)
+    front = g.optimize("h100x8", threads=2, **args)
+    assert front.objectives == ["time", "memory"] and len(front) >= 2
+    assert front.evaluations == 150 and front.stopped_by == "max-evals"
+    run_cli("optimize", EXAMPLES / "mlp.tap", "--target", "h100x8", "--objectives", "time,memory",
+            "--max-evals", "150", "--seed", "3", "--threads", "1", "--quiet",
+            "-o", tmp_path / "front.json")
+    cli = json.loads((tmp_path / "front.json").read_text())
+    # The same front as the CLI's, on another thread count (the search is deterministic).
+    assert [m.plan for m in front] == [m["plan"] for m in cli["front"]]
+    assert [m.cost for m in front] == [m["cost"] for m in cli["front"]]
+    fastest = front.best("time")
+    assert fastest.score[0] == min(m.score[0] for m in front)
+    assert g.cost(fastest.plan, "h100x8").makespan_s == fastest.cost["makespan_s"]
+    assert "<svg" in front._repr_svg_()
+    with pytest.raises(ValueError, match="energy"):
+        front.best("energy")
+
+
+def test_optimize_plans_run_and_the_front_plots():
+    g = tapestry.load(EXAMPLES / "linear_relu.tap")
+    front = g.optimize("cpu-local", objectives="time,memory", max_evals=40, seed=1, threads=1)
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    inputs = {t.name: rng.uniform(-1, 1, t.shape).astype(np.float32) for t in g.inputs}
+    for member in front:
+        g.run(inputs, plan=member.plan, verify=True)
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    ax = front.plot()
+    assert ax.get_xlabel() == "time" and ax.get_ylabel() == "memory"
+
+
+def test_optimize_errors():
+    g = tapestry.load(EXAMPLES / "linear_relu.tap")
+    with pytest.raises(ValueError, match="time_budget"):
+        g.optimize("h100x8")
+    with pytest.raises(tapestry.Error, match="speed"):
+        g.optimize("h100x8", objectives=["speed"], max_evals=10)
