@@ -114,3 +114,11 @@ def test_cmake_install_puts_it_where_python_finds_it(tmp_path):
         env=env, capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(str(site / "tapestry"))
+
+
+def test_the_python_example_runs():
+    done = subprocess.run([sys.executable, str(ROOT / "examples" / "python" / "mlp.py")],
+                          capture_output=True, text=True, env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("PASS   Y:") == 2
+    assert "numpy: True" in done.stdout and "Sharding on h100x8" in done.stdout
