@@ -151,19 +151,6 @@ void bind_graph(py::module_& m, GraphClass& graph) {
           },
           py::arg("name"), py::arg("dtype"), py::arg("shape"), py::arg("start") = py::none())
       .def(
-          "call",
-          [](const GraphPtr& g, const std::string& kernel, const py::args& inputs,
-             const py::kwargs& params) {
-            std::vector<TensorRef> refs;
-            for (py::handle t : inputs) refs.push_back(t.cast<TensorRef>());
-            for (const TensorRef& t : refs) {
-              if (t.builder != g)
-                throw GraphError(fmt::format("{}: an input is not from this graph", kernel));
-            }
-            return call_kernel(kernel, refs, params);
-          },
-          py::arg("kernel"))
-      .def(
           "assign",
           [](const GraphPtr& g, const std::string& name, const TensorRef& value) {
             const std::vector<metakernel::Tensor> h = call_inputs("assign", {value});

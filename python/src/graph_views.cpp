@@ -5,6 +5,7 @@
 
 #include "json.h"
 #include "plans.h"
+#include "py_graph.h"
 #include "tapestry/export/graphviz.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/metakernel/apply.h"
@@ -82,6 +83,9 @@ void bind_tensor(py::module_& m) {
       .def_property_readonly(
           "range", [](const TensorRef& t) { return t.ref.graph->tensor(t.id).range(); },
           "Its coordinates (a tensor may start anywhere, e.g. zr[-40:60, 20:32]).")
+      .def_property_readonly(
+          "graph", [](const TensorRef& t) { return t.builder; },
+          "The graph being built it belongs to (None for a loaded or sharded graph's tensor).")
       .def_property_readonly(
           "is_input", [](const TensorRef& t) { return t.ref.graph->producers(t.id).empty(); },
           "No operation computes it: a run needs it.")

@@ -47,6 +47,18 @@ from .front import optimize as _optimize
 
 Graph.optimize = _optimize
 
+
+def _graph_call(self: Graph, kernel: str, /, *inputs: Tensor, **params: object) -> Tensor:
+    """Kernel ``kernel`` on ``inputs`` of this graph, with keyword ``params`` (``tapestry.ops``
+    has a function per built-in kernel; this reaches any kernel by name)."""
+    for t in inputs:
+        if t.graph is not self:
+            raise GraphError(f"{kernel}: input '{t.name}' is not from this graph")
+    return ops.call(kernel, *inputs, **params)
+
+
+Graph.call = _graph_call
+
 __all__ = [
     "Application",
     "Cost",

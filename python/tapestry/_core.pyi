@@ -56,6 +56,9 @@ class Tensor:
     def range(self) -> Range:
         """Its coordinates (a tensor may start anywhere, e.g. zr[-40:60, 20:32])."""
     @property
+    def graph(self) -> Graph | None:
+        """The graph being built it belongs to (None for a loaded or sharded graph's tensor)."""
+    @property
     def is_input(self) -> bool:
         """No operation computes it: a run needs it."""
     @property
@@ -214,7 +217,7 @@ class Graph:
     ) -> Tensor:
         """A graph input: dtype ``"f32"``/``"float32"``/``numpy.float32``, …; ``start``: where
         its coordinates begin (the origin by default)."""
-    def call(self, kernel: str, *inputs: Tensor, **params: Any) -> Tensor:
+    def call(self, kernel: str, /, *inputs: Tensor, **params: Any) -> Tensor:
         """Kernel ``kernel`` on ``inputs`` (see ``tapestry.ops``)."""
     def assign(self, name: str, value: Tensor) -> Tensor:
         """Names ``value``'s operation ``name`` and the unnamed operations feeding it

@@ -22,15 +22,15 @@ from ._core import Tensor
 __all__ = [
     "call",
     "linear", "matmul", "bias_add",
-    "relu", "gelu", "exp", "neg", "tanh", "sigmoid",
+    "relu", "gelu", "exp", "neg", "tanh", "sigmoid", "sqrt",
     "add", "sub", "mul", "div", "maximum",
-    "sum", "max", "reduce", "softmax",
-    "transpose", "permute", "reshape",
-    "pad", "conv2d",
+    "sum", "max", "mean", "variance", "reduce", "softmax",
+    "transpose", "permute", "reshape", "slice",
+    "pad", "conv2d", "max_pool2d", "avg_pool2d",
 ]  # fmt: skip
 
 
-def call(kernel: str, *inputs: Tensor, **params: object) -> Tensor:
+def call(kernel: str, /, *inputs: Tensor, **params: object) -> Tensor:
     """Applies kernel ``kernel`` (a name or alias, resolved by the number of inputs) to
     ``inputs`` with keyword parameters ``params``; returns its result."""
     return _core.call(kernel, list(inputs), params)
@@ -88,6 +88,11 @@ def sigmoid(x: Tensor) -> Tensor:
     return call("sigmoid", x)
 
 
+def sqrt(x: Tensor) -> Tensor:
+    """``√x``, elementwise (NaN for x < 0)."""
+    return call("sqrt", x)
+
+
 # ---- elementwise, binary (numpy broadcasting) -------------------------------------------------
 def add(a: Tensor, b: Tensor) -> Tensor:
     """``a + b``, elementwise with numpy broadcasting."""
@@ -128,6 +133,16 @@ def max(x: Tensor, dim: int | Tensor | None = None) -> Tensor:  # noqa: A001 - t
     return call("max", x, **_given(dim=dim))
 
 
+def mean(x: Tensor, dim: int | None = None) -> Tensor:
+    """Mean over dimension ``dim`` (default the last), kept with size 1."""
+    return call("mean", x, **_given(dim=dim))
+
+
+def variance(x: Tensor, dim: int | None = None) -> Tensor:
+    """Population variance over dimension ``dim`` (default the last), kept with size 1."""
+    return call("variance", x, **_given(dim=dim))
+
+
 def reduce(x: Tensor, op: str | None = None) -> Tensor:
     """Combines partial results along the leading block dim with ``op`` (sum — the default —,
     max, min, prod)."""
@@ -155,6 +170,11 @@ def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
     return call("reshape", x, shape=list(shape))
 
 
+def slice(x: Tensor, dim: int, start: int, end: int) -> Tensor:  # noqa: A001 - the kernel's name
+    """The cells ``start <= i < end`` of dimension ``dim`` (counted from x's start)."""
+    return call("slice", x, dim=dim, start=start, end=end)
+
+
 # ---- convolution ------------------------------------------------------------------------------
 def pad(x: Tensor, padding: int, value: float | None = None) -> Tensor:
     """Pads the last two dims by ``padding`` cells of ``value`` (default 0) on every side."""
@@ -165,3 +185,13 @@ def conv2d(x: Tensor, w: Tensor, stride: int | None = None, padding: int | None 
     """2-d convolution, NCHW (``stride`` default 1); a non-zero ``padding`` becomes a ``pad``
     operation first."""
     return call("conv2d", x, w, **_given(stride=stride, padding=padding))
+
+
+def max_pool2d(x: Tensor, kernel: int, stride: int) -> Tensor:
+    """2-d max pooling, NCHW, over ``kernel``×``kernel`` windows ``stride`` apart."""
+    return call("max_pool2d", x, kernel=kernel, stride=stride)
+
+
+def avg_pool2d(x: Tensor, kernel: int, stride: int) -> Tensor:
+    """2-d average pooling, NCHW, over ``kernel``×``kernel`` windows ``stride`` apart."""
+    return call("avg_pool2d", x, kernel=kernel, stride=stride)

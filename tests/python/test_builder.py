@@ -77,6 +77,12 @@ def test_ops_call_reaches_every_kernel_by_name_and_alias():
     assert (-a).name.startswith("neg")
     with pytest.raises(tapestry.GraphError, match="nosuchkernel"):
         ops.call("nosuchkernel", a)
+    # A kernel parameter named `kernel` (pooling's window) does not collide with the kernel name.
+    img = g.input("img", "f32", [1, 2, 8, 8])
+    assert ops.max_pool2d(img, kernel=2, stride=2).shape == (1, 2, 4, 4)
+    assert g.call("avg_pool2d", img, kernel=4, stride=4).shape == (1, 2, 2, 2)
+    assert ops.slice(a, dim=0, start=1, end=3).shape == (2, 3)
+    assert ops.mean(a).shape == (4, 1) and ops.variance(a, dim=0).shape == (1, 3)
 
 
 def test_builder_graph_runs_like_the_loaded_one():
@@ -121,6 +127,9 @@ def test_tensors_of_other_graphs_are_refused():
     b = h.input("b", "f32", [2])
     with pytest.raises(tapestry.GraphError, match="different graphs"):
         ops.add(a, b)
+    with pytest.raises(tapestry.GraphError, match="not from this graph"):
+        h.call("relu", a)
+    assert a.graph is g and h.call("relu", b).graph is h
     loaded = tapestry.load(EXAMPLES / "linear_relu.tap")
     with pytest.raises(tapestry.GraphError, match="not from a graph being built"):
         ops.relu(loaded["Y"])
