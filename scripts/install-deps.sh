@@ -4,7 +4,7 @@
 # missing. Must run as root (or with sudo available) on Debian 12.
 #
 #   scripts/install-deps.sh            # build + test dependencies
-#   scripts/install-deps.sh --optional # also the packages only benchmarks use (numpy, torch)
+#   scripts/install-deps.sh --optional # also matplotlib (Front.plot in Python)
 #   scripts/install-deps.sh --fuzz     # also clang 14 + libFuzzer + llvm-symbolizer (`make fuzz`)
 set -euo pipefail
 
@@ -20,8 +20,10 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   # the ONNX import tests export their models from PyTorch (skipped, with the reason, without)
   python3-onnx python3-torch
+  # the Python package (`import tapestry`): built against Debian's /usr/bin/python3
+  python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest
 )
-optional=(python3-numpy python3-torch)
+optional=(python3-matplotlib)
 # `make fuzz` only: the libFuzzer harnesses build with clang (the `fuzz` preset); llvm-14 brings
 # the llvm-symbolizer that ASan/UBSan reports use for source lines.
 fuzz=(clang-14 libclang-rt-14-dev llvm-14)

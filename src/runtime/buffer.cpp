@@ -115,6 +115,7 @@ Point dense_strides(const Point& shape) {
 }
 
 void Buffer::AlignedFree::operator()(std::byte* p) const {
+  if (alignment == 0) return;  // borrowed: the caller's storage
   if (alignment == kHugePageBytes) {
     block_cache().give(p, bytes);
   } else {
@@ -138,6 +139,22 @@ Buffer::Buffer(DType dtype, Range range, Uninitialized /*tag*/)
   strides_ = dense_strides(range_.shape());
   size_ = range_.size();
   allocate();
+}
+
+Buffer Buffer::borrow(DType dtype, Range range, std::byte* data) {
+  return {dtype, std::move(range), data, Borrowed{}};
+}
+
+Buffer::Buffer(DType dtype, Range range, std::byte* data, Borrowed /*tag*/)
+    : dtype_(dtype), range_(std::move(range)) {
+  require_executable(dtype, "buffer");
+  strides_ = dense_strides(range_.shape());
+  size_ = range_.size();
+  // Checked as allocate() checks it: the byte count of a huge range must not wrap.
+  const std::int64_t bytes =
+      zspace::checked_mul(size_, static_cast<std::int64_t>(element_size(dtype_)));
+  data_ = std::unique_ptr<std::byte[], AlignedFree>(
+      bytes == 0 ? nullptr : data, AlignedFree{0, static_cast<std::size_t>(bytes)});
 }
 
 void Buffer::allocate() {

@@ -104,6 +104,26 @@ TEST(BlockExecutor, IntermediatesAreFreedAndNotReturned) {
   EXPECT_GE(metrics.peak_memory_bytes, inputs_bytes + tensor);
 }
 
+// A borrowed input (the Python package's NumPy arrays) is read in place and handed back, still
+// borrowing, with the results; the run equals one on owned copies.
+TEST(BlockExecutor, BorrowedInputsAreReadInPlace) {
+  Chain c;
+  BufferMap owned = generate_inputs(c.b.graph, {.seed = 5});
+  BufferMap borrowed;
+  for (auto& [t, buffer] : owned)
+    borrowed.emplace(t, Buffer::borrow(buffer.dtype(), buffer.range(), buffer.bytes()));
+  const BlockExecutor exec(c.b.graph, {.threads = 2, .kernels = reference()});
+  const BufferMap expected = exec.run(owned);
+  const BufferMap got = exec.run(std::move(borrowed));
+  for (const auto& [t, buffer] : owned) {
+    ASSERT_TRUE(got.contains(t));
+    EXPECT_TRUE(got.at(t).is_borrowed());
+    EXPECT_EQ(got.at(t).bytes(), buffer.bytes());
+  }
+  EXPECT_TRUE(compare_tensors(c.b.graph, expected, got, std::vector<TensorId>{c.sm.result})
+                  .all_bitwise_equal());
+}
+
 TEST(BlockExecutor, MetricsCountFlopsAndEveryApplication) {
   Chain c;
   const BufferMap inputs = generate_inputs(c.b.graph, {.seed = 5});

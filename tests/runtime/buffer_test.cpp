@@ -70,6 +70,37 @@ TEST(Buffer, Errors) {
   EXPECT_THROW(Buffer(DType::kFloat64, Range::of_shape({1ll << 40, 1ll << 40})), Error);
 }
 
+TEST(Buffer, BorrowsCallerStorageWithoutCopyingOrFreeing) {
+  std::vector<float> storage = {1, 2, 3, 4, 5, 6};
+  Buffer b = Buffer::borrow(DType::kFloat32, Range({-1, 0}, {1, 3}),
+                            reinterpret_cast<std::byte*>(storage.data()));
+  EXPECT_TRUE(b.is_borrowed());
+  EXPECT_EQ(b.bytes(), reinterpret_cast<std::byte*>(storage.data()));
+  EXPECT_EQ(b.at<float>(Point{0, 2}), 6.0f);
+  storage[5] = 7;  // the buffer reads the caller's memory, not a snapshot
+  EXPECT_EQ(b.at<float>(Point{0, 2}), 7.0f);
+  // Moving and relocating keep borrowing; a copy owns its elements.
+  Buffer moved = std::move(b).relocated(Point{0, 0});
+  EXPECT_TRUE(moved.is_borrowed());
+  EXPECT_EQ(moved.bytes(), reinterpret_cast<std::byte*>(storage.data()));
+  Buffer copy = moved;
+  EXPECT_FALSE(copy.is_borrowed());
+  EXPECT_NE(copy.bytes(), moved.bytes());
+  EXPECT_EQ(copy.at<float>(Point{1, 2}), 7.0f);
+  EXPECT_FALSE(Buffer(DType::kFloat32, Range::of_shape({2})).is_borrowed());
+  // Destroying `moved` must not free the vector's storage (ASan would report a bad free).
+}
+
+TEST(Buffer, BorrowChecksItsDtypeAndSize) {
+  std::vector<double> storage(4);
+  auto* data = reinterpret_cast<std::byte*>(storage.data());
+  EXPECT_THROW((void)Buffer::borrow(DType::kBFloat16, Range::of_shape({4}), data), Error);
+  EXPECT_THROW((void)Buffer::borrow(DType::kFloat64, Range::of_shape({1ll << 40, 1ll << 40}), data),
+               Error);
+  const Buffer empty = Buffer::borrow(DType::kFloat64, Range({0, 3}, {4, 3}), data);
+  EXPECT_EQ(empty.bytes(), nullptr);
+}
+
 TEST(Buffer, CopyElementsBetweenCoordinateSystems) {
   Buffer from = Buffer::from_values<float>(Range({10, 10}, {12, 12}), {1, 2, 3, 4});
   Buffer to(DType::kFloat32, Range({-1, -1}, {2, 2}));

@@ -17,6 +17,11 @@
 //   x.view(Range({0, 1}, {1, 3}))                // the 1×2 box holding 5, 6
 //   x.relocated(Point{0, 0}).range() == Range::of_shape({2, 3})   // same values, new start
 //
+// A buffer may also *borrow* caller-owned storage (`Buffer::borrow`): the Python package binds a
+// NumPy array to a graph input this way, so a run reads the caller's memory without a copy. A
+// borrowing buffer never frees its storage; copying it gives an owning buffer, moving it (or
+// `relocated`) keeps borrowing. The executors never write their inputs.
+//
 // Concurrency: a const Buffer may be read from any number of threads; writes through views of
 // disjoint boxes may run concurrently (the block executor relies on this).
 #pragma once
@@ -62,6 +67,11 @@ class Buffer {
   Buffer(DType dtype, Range range, Uninitialized /*tag*/);
 
   /// A buffer holding `values` in row-major order; Error unless their count is range.size().
+  /// A buffer over caller-owned storage, neither copied nor freed: `data` holds range.size()
+  /// elements of `dtype` in row-major order, aligned to the element size, and must outlive this
+  /// buffer, whatever it is moved into, and every view of it. Errors as the constructor.
+  static Buffer borrow(DType dtype, Range range, std::byte* data);
+
   template <Element T>
   static Buffer from_values(Range range, std::span<const T> values);
   template <Element T>
@@ -82,6 +92,8 @@ class Buffer {
   /// Number of elements.
   [[nodiscard]] std::int64_t size() const { return size_; }
   [[nodiscard]] std::size_t size_bytes() const;
+  /// True when the storage belongs to the caller (`borrow`).
+  [[nodiscard]] bool is_borrowed() const { return data_.get_deleter().alignment == 0; }
 
   /// Raw storage, row-major (null when the buffer is empty).
   [[nodiscard]] std::byte* bytes() { return data_.get(); }
@@ -116,10 +128,12 @@ class Buffer {
   struct AlignedFree {
     AlignedFree() : alignment(64) {}
     AlignedFree(std::size_t a, std::size_t b) : alignment(a), bytes(b) {}
-    std::size_t alignment;  // what the storage was allocated with
+    std::size_t alignment;  // what the storage was allocated with; 0: borrowed, never freed
     std::size_t bytes = 0;  // its size (large blocks: whole 2 MiB pages, returned to the cache)
     void operator()(std::byte* p) const;
   };
+  struct Borrowed {};
+  Buffer(DType dtype, Range range, std::byte* data, Borrowed /*tag*/);
   void allocate();
 
   DType dtype_ = DType::kFloat32;

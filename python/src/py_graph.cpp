@@ -1,0 +1,193 @@
+#include "py_graph.h"
+
+#include <fmt/core.h>
+
+#include <filesystem>
+
+#include "errors.h"
+#include "tapestry/ir/dialect.h"
+#include "tapestry/ir/json_io.h"
+#include "tapestry/metakernel/tap_frontend.h"
+#include "tapestry/rewrite/kernel_agreement.h"
+#include "tapestry/rewrite/split_reduction.h"
+
+namespace tapestry::python {
+
+namespace {
+
+// Validates as `tapestry run` does: the graph's dialect plus operation-kernel-agreement.
+void check_valid(const ir::Graph& graph, const metakernel::SignatureRegistry& signatures,
+                 const std::string& source) {
+  const ir::Dialect& dialect =
+      graph.applications().empty() ? ir::Dialect::operation() : ir::Dialect::application();
+  const ir::ValidationReport report =
+      ir::validate(graph, rewrite::with_kernel_agreement(dialect, signatures));
+  if (!report.is_valid()) {
+    throw GraphError(fmt::format("{}: the graph is invalid:\n{}", source,
+                                 ir::format_issues_text(report.issues)));
+  }
+}
+
+ir::Graph take_built(metakernel::BuildResult built) {
+  if (!built.ok()) throw GraphError(metakernel::format_diagnostics(built.diagnostics));
+  return std::move(*built.graph);
+}
+
+}  // namespace
+
+Signatures builtin_signatures_ptr() {
+  // The registry is a process-wide static: shared without ownership.
+  static const Signatures builtins(&metakernel::builtin_signatures(),
+                                   [](const metakernel::SignatureRegistry*) {});
+  return builtins;
+}
+
+Signatures load_signatures(const std::vector<std::string>& dirs) {
+  if (dirs.empty()) return builtin_signatures_ptr();
+  auto signatures = std::make_shared<metakernel::SignatureRegistry>(
+      metakernel::SignatureRegistry::with_builtins());
+  for (const std::string& dir : dirs) signatures->load_directory(dir);
+  return signatures;
+}
+
+ir::Graph load_graph_file(const std::string& path,
+                          const metakernel::SignatureRegistry& signatures) {
+  if (!std::filesystem::exists(path)) throw Error(fmt::format("{}: no such file", path));
+  ir::Graph graph;
+  if (path.ends_with(".tap")) {
+    graph = take_built(metakernel::build_tap_file(path, signatures));
+  } else {
+    ir::ReadResult read = ir::read_graph_file(path);
+    if (!read.has_graph() || ir::has_errors(read.issues)) {
+      throw GraphError(
+          fmt::format("{}: cannot read the graph:\n{}", path, ir::format_issues_text(read.issues)));
+    }
+    graph = std::move(*read.graph);
+  }
+  check_valid(graph, signatures, path);
+  return graph;
+}
+
+ir::Graph parse_tap_text(const std::string& text, const std::string& source_name,
+                         const metakernel::SignatureRegistry& signatures) {
+  auto file = std::make_shared<const metakernel::SourceFile>(source_name, text);
+  ir::Graph graph = take_built(metakernel::build_tap(file, signatures));
+  check_valid(graph, signatures, source_name);
+  return graph;
+}
+
+PyGraph::PyGraph(Signatures signatures)
+    : signatures_(std::move(signatures)),
+      source_("<builder>"),
+      builder_(std::make_unique<metakernel::Graph>(*signatures_)) {}
+
+PyGraph::PyGraph(ir::Graph graph, Signatures signatures, std::string source)
+    : signatures_(std::move(signatures)),
+      source_(std::move(source)),
+      loaded_(std::make_shared<const ir::Graph>(std::move(graph))),
+      validated_(loaded_) {}
+
+metakernel::Tensor PyGraph::input(const std::string& name, ir::DType dtype,
+                                  const zspace::Range& range) {
+  metakernel::Tensor t = rethrow_as<GraphError>([&] {
+    return handle_builder().input(name, metakernel::TensorType{dtype, range});
+  });
+  changed();
+  return t;
+}
+
+metakernel::Tensor PyGraph::call(std::string_view kernel,
+                                 const std::vector<metakernel::Tensor>& inputs,
+                                 const nlohmann::json& params) {
+  metakernel::Tensor t =
+      rethrow_as<GraphError>([&] { return handle_builder().call(kernel, inputs, params); });
+  changed();
+  return t;
+}
+
+metakernel::Tensor PyGraph::assign(const std::string& name, metakernel::Tensor value) {
+  metakernel::Tensor t =
+      rethrow_as<GraphError>([&] { return handle_builder().assign(name, value); });
+  changed();
+  return t;
+}
+
+void PyGraph::output(metakernel::Tensor value) {
+  rethrow_as<GraphError>([&] { handle_builder().output(value); });
+  changed();
+}
+
+metakernel::Graph& PyGraph::handle_builder() {
+  if (!builder_) {
+    throw GraphError(fmt::format(
+        "{}: a loaded graph cannot be extended (build a new tapestry.Graph() instead)", source_));
+  }
+  return *builder_;
+}
+
+std::optional<metakernel::Tensor> PyGraph::handle(ir::TensorId id) {
+  if (!builder_) return std::nullopt;
+  std::optional<metakernel::Tensor> found = builder_->find(builder_->ir().tensor(id).label());
+  if (!found || found->id() != id) return std::nullopt;
+  return found;
+}
+
+const ir::Graph& PyGraph::current() const {
+  return builder_ ? builder_->ir() : *loaded_;
+}
+
+std::shared_ptr<const ir::Graph> PyGraph::validated() {
+  if (!validated_) {
+    auto snapshot = std::make_shared<const ir::Graph>(builder_->ir());
+    check_valid(*snapshot, *signatures_, source_);
+    validated_ = std::move(snapshot);
+  }
+  return validated_;
+}
+
+CompiledRun& PyGraph::compiled_run(const std::shared_ptr<const ir::Graph>& snapshot,
+                                   const rewrite::Plan& plan, int threads, bool reference_kernels) {
+  const std::string plan_key = plan.to_json().dump();
+  if (compiled_ && compiled_->source == snapshot && compiled_->plan_key == plan_key &&
+      compiled_->threads == threads && compiled_->reference_kernels == reference_kernels) {
+    return *compiled_;
+  }
+  compiled_.reset();  // its buffers go before the new program allocates
+  auto run = std::make_unique<CompiledRun>();
+  run->source = snapshot;
+  run->plan_key = plan_key;
+  run->threads = threads;
+  run->reference_kernels = reference_kernels;
+  run->lowered = rewrite::lower(
+      *snapshot, plan,
+      {.driver = {}, .validate = true, .check_kernels = true, .signatures = signatures_.get()});
+  for (const rewrite::RewriteEvent& e : run->lowered.log)
+    run->reduction_split |= e.applied && e.pattern == rewrite::kSplitReduction;
+  run->executor = std::make_unique<runtime::BlockExecutor>(
+      run->lowered.graph,
+      runtime::BlockExecutorOptions{
+          .threads = threads,
+          .kernels = reference_kernels ? &runtime::ExecutableKernels::reference() : nullptr});
+  compiled_ = std::move(run);
+  return *compiled_;
+}
+
+cost::Evaluator& PyGraph::evaluator(const std::shared_ptr<const ir::Graph>& snapshot,
+                                    const std::string& target_key, const cost::Target& target) {
+  if (!evaluator_ || evaluator_->source != snapshot || evaluator_->target_key != target_key) {
+    evaluator_.reset();
+    evaluator_ = std::make_unique<KeptEvaluator>(KeptEvaluator{
+        snapshot, target_key,
+        std::make_unique<cost::Evaluator>(*snapshot, target,
+                                          rewrite::LowerOptions{.signatures = signatures_.get()})});
+  }
+  return *evaluator_->evaluator;
+}
+
+void PyGraph::release() {
+  const std::lock_guard lock(work_mutex_);
+  compiled_.reset();
+  evaluator_.reset();
+}
+
+}  // namespace tapestry::python

@@ -1,0 +1,106 @@
+"""Tapestry from Python: build or load a tensor block-operation graph, shard it under a plan,
+run it on NumPy arrays, verify it, price it on a target machine and explain it — the engine of
+the ``tapestry`` command, without a second implementation.
+
+    import numpy as np
+    import tapestry
+    from tapestry import ops
+
+    g = tapestry.Graph()
+    X = g.input("X", "f32", [4096, 1024])
+    W1 = g.input("W1", "f32", [4096, 1024]); b1 = g.input("b1", "f32", [4096])
+    W2 = g.input("W2", "f32", [1024, 4096]); b2 = g.input("b2", "f32", [1024])
+    g["H"] = ops.relu(ops.linear(X, W1, b1))
+    g.output("Y", ops.linear(g["H"], W2, b2))
+
+    plan = {"ops": {"H/linear": {"split": {"out": 2}}, "Y": {"split": {"in": 2}}}}
+    out = g.run(inputs, plan=plan, verify=True)     # {"Y": numpy.ndarray}
+    print(g.explain(plan, "h100x8"))
+    front = g.optimize("h100x8", objectives=["time", "memory"], max_evals=500)
+
+See docs/python.md for the guide.
+"""
+
+from __future__ import annotations
+
+from . import ops
+from ._core import (
+    Application,
+    Cost,
+    DeviceCost,
+    Explanation,
+    Graph,
+    Operation,
+    Range,
+    RunInfo,
+    ShardedGraph,
+    Tensor,
+    describe_kernel,
+    kernels,
+    load,
+    parse,
+    targets,
+)
+from .errors import Error, GraphError, InputError, VerificationError
+from .front import Front, FrontMember
+from .front import optimize as _optimize
+
+Graph.optimize = _optimize
+
+
+def _graph_call(self: Graph, kernel: str, /, *inputs: Tensor, **params: object) -> Tensor:
+    """Kernel ``kernel`` on ``inputs`` of this graph, with keyword ``params`` (``tapestry.ops``
+    has a function per built-in kernel; this reaches any kernel by name)."""
+    for t in inputs:
+        if t.graph is not self:
+            raise GraphError(f"{kernel}: input '{t.name}' is not from this graph")
+    return ops.call(kernel, *inputs, **params)
+
+
+Graph.call = _graph_call
+
+__all__ = [
+    "Application",
+    "Cost",
+    "DeviceCost",
+    "Error",
+    "Explanation",
+    "Front",
+    "FrontMember",
+    "Graph",
+    "GraphError",
+    "InputError",
+    "Operation",
+    "Range",
+    "RunInfo",
+    "ShardedGraph",
+    "Tensor",
+    "VerificationError",
+    "describe_kernel",
+    "kernels",
+    "load",
+    "ops",
+    "parse",
+    "targets",
+]
+
+
+def _tensor_operator(kernel: str, swap: bool = False):
+    def method(self: Tensor, other: object):
+        if not isinstance(other, Tensor):
+            return NotImplemented
+        return ops.call(kernel, other, self) if swap else ops.call(kernel, self, other)
+
+    method.__name__ = f"__{kernel}__"
+    method.__doc__ = f"``{kernel}`` of two tensors (numpy broadcasting)."
+    return method
+
+
+# Operators on builder tensors: each is the kernel of the same name, so `X @ W` builds the
+# graph `matmul(X, W)` builds.
+Tensor.__add__ = _tensor_operator("add")
+Tensor.__sub__ = _tensor_operator("sub")
+Tensor.__mul__ = _tensor_operator("mul")
+Tensor.__truediv__ = _tensor_operator("div")
+Tensor.__matmul__ = _tensor_operator("matmul")
+Tensor.__neg__ = lambda self: ops.neg(self)

@@ -1,0 +1,38 @@
+"""Tapestry's exceptions.
+
+Every message is the engine's own, with its location: ``file:line:col`` for ``.tap`` source,
+the node id for loom JSON, the JSON path for plans and targets, the tensor's name for inputs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Error(Exception):
+    """Bad input to Tapestry (a plan, a target, a file, …): the message says what and where."""
+
+
+class GraphError(Error):
+    """The graph does not build or validate: a ``.tap`` or JSON error, or a builder call its
+    kernel rejects (``linear: X has 1024 columns but W has 512 (its in dimension)``)."""
+
+
+class InputError(Error, ValueError):
+    """``Graph.run`` inputs that do not fit the graph: a missing or unknown name, a wrong dtype
+    or shape. Raised before any work starts."""
+
+
+class VerificationError(Error):
+    """``Graph.run(..., verify=True)`` and an output FAILed its check.
+
+    ``report`` is the verification report (``{"pass", "lambda", "outputs": [per output]}``)
+    and ``outputs`` the outputs that were computed (they help find the fault)."""
+
+    report: dict[str, Any]
+    outputs: dict[str, Any]
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.report = {}
+        self.outputs = {}

@@ -1,0 +1,197 @@
+"""The built-in kernels as functions over builder tensors (``tapestry.Graph().input(...)``).
+
+Each function adds one operation to the graph its inputs belong to and returns its result,
+checked at once by the kernel's metakernel — a mismatch raises ``tapestry.GraphError`` with the
+kernel's message (``linear: X has 1024 columns but W1 has 512 (its in dimension)``). They mirror
+the C++ builder (``metakernel/builder_ops.h``) and the ``.tap`` calls of the same names;
+``tapestry.describe_kernel(name)`` prints a kernel's full declaration, and ``call`` reaches any
+kernel by name, user kernels (``tapestry.Graph(kernels=[dir])``) included.
+
+    H = ops.relu(ops.linear(X, W, b))
+    C = ops.conv2d(Img, K, stride=2, padding=1)      # pad + conv2d
+    S = ops.softmax(ops.matmul(Q, ops.transpose(K)))
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from . import _core
+from ._core import Tensor
+
+__all__ = [
+    "call",
+    "linear", "matmul", "bias_add",
+    "relu", "gelu", "exp", "neg", "tanh", "sigmoid", "sqrt",
+    "add", "sub", "mul", "div", "maximum",
+    "sum", "max", "mean", "variance", "reduce", "softmax",
+    "transpose", "permute", "reshape", "slice",
+    "pad", "conv2d", "max_pool2d", "avg_pool2d",
+]  # fmt: skip
+
+
+def call(kernel: str, /, *inputs: Tensor, **params: object) -> Tensor:
+    """Applies kernel ``kernel`` (a name or alias, resolved by the number of inputs) to
+    ``inputs`` with keyword parameters ``params``; returns its result."""
+    return _core.call(kernel, list(inputs), params)
+
+
+def _given(**params: object) -> dict[str, object]:
+    """The parameters given (not None): the rest keep the kernel's defaults, as in ``.tap``."""
+    return {k: v for k, v in params.items() if v is not None}
+
+
+# ---- linear algebra ---------------------------------------------------------------------------
+def linear(x: Tensor, w: Tensor, bias: Tensor) -> Tensor:
+    """Fully connected layer: ``x·wᵀ + bias`` (PyTorch layout: ``w`` is ``[out, in]``)."""
+    return call("linear", x, w, bias)
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """Batched matrix product: ``result[..., m, n] = Σ_k a[..., m, k] · b[..., k, n]``."""
+    return call("matmul", a, b)
+
+
+def bias_add(x: Tensor, bias: Tensor) -> Tensor:
+    """``x + bias`` over the last dim."""
+    return call("bias_add", x, bias)
+
+
+# ---- elementwise, unary -----------------------------------------------------------------------
+def relu(x: Tensor) -> Tensor:
+    """``max(x, 0)``, elementwise."""
+    return call("relu", x)
+
+
+def gelu(x: Tensor) -> Tensor:
+    """``x·Φ(x)`` (exact GELU), elementwise."""
+    return call("gelu", x)
+
+
+def exp(x: Tensor) -> Tensor:
+    """``e^x``, elementwise."""
+    return call("exp", x)
+
+
+def neg(x: Tensor) -> Tensor:
+    """``-x``, elementwise."""
+    return call("neg", x)
+
+
+def tanh(x: Tensor) -> Tensor:
+    """``tanh(x)``, elementwise."""
+    return call("tanh", x)
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    """``1 / (1 + e^-x)``, elementwise."""
+    return call("sigmoid", x)
+
+
+def sqrt(x: Tensor) -> Tensor:
+    """``√x``, elementwise (NaN for x < 0)."""
+    return call("sqrt", x)
+
+
+# ---- elementwise, binary (numpy broadcasting) -------------------------------------------------
+def add(a: Tensor, b: Tensor) -> Tensor:
+    """``a + b``, elementwise with numpy broadcasting."""
+    return call("add", a, b)
+
+
+def sub(a: Tensor, b: Tensor) -> Tensor:
+    """``a - b``, elementwise with numpy broadcasting."""
+    return call("sub", a, b)
+
+
+def mul(a: Tensor, b: Tensor) -> Tensor:
+    """``a · b``, elementwise with numpy broadcasting."""
+    return call("mul", a, b)
+
+
+def div(a: Tensor, b: Tensor) -> Tensor:
+    """``a / b``, elementwise with numpy broadcasting (integer division rounds toward zero)."""
+    return call("div", a, b)
+
+
+def maximum(a: Tensor, b: Tensor) -> Tensor:
+    """``max(a, b)``, elementwise with numpy broadcasting."""
+    return call("maximum", a, b)
+
+
+# ---- reductions -------------------------------------------------------------------------------
+def sum(x: Tensor, dim: int | None = None) -> Tensor:  # noqa: A001 - the kernel's name
+    """Sum over dimension ``dim`` (negative counts from the end; default the last)."""
+    return call("sum", x, **_given(dim=dim))
+
+
+def max(x: Tensor, dim: int | Tensor | None = None) -> Tensor:  # noqa: A001 - the kernel's name
+    """Maximum over dimension ``dim`` (default the last); ``max(a, b)`` with two tensors is
+    ``maximum``."""
+    if isinstance(dim, Tensor):
+        return call("maximum", x, dim)
+    return call("max", x, **_given(dim=dim))
+
+
+def mean(x: Tensor, dim: int | None = None) -> Tensor:
+    """Mean over dimension ``dim`` (default the last), kept with size 1."""
+    return call("mean", x, **_given(dim=dim))
+
+
+def variance(x: Tensor, dim: int | None = None) -> Tensor:
+    """Population variance over dimension ``dim`` (default the last), kept with size 1."""
+    return call("variance", x, **_given(dim=dim))
+
+
+def reduce(x: Tensor, op: str | None = None) -> Tensor:
+    """Combines partial results along the leading block dim with ``op`` (sum — the default —,
+    max, min, prod)."""
+    return call("reduce", x, **_given(op=op))
+
+
+def softmax(x: Tensor) -> Tensor:
+    """Softmax over the last dim."""
+    return call("softmax", x)
+
+
+# ---- layout -----------------------------------------------------------------------------------
+def transpose(x: Tensor) -> Tensor:
+    """Swaps the last two dims."""
+    return call("transpose", x)
+
+
+def permute(x: Tensor, perm: Sequence[int]) -> Tensor:
+    """Reorders dims: result dim ``i`` is ``x`` dim ``perm[i]``."""
+    return call("permute", x, perm=list(perm))
+
+
+def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
+    """Splits or merges adjacent dims (row-major); one entry of ``shape`` may be -1."""
+    return call("reshape", x, shape=list(shape))
+
+
+def slice(x: Tensor, dim: int, start: int, end: int) -> Tensor:  # noqa: A001 - the kernel's name
+    """The cells ``start <= i < end`` of dimension ``dim`` (counted from x's start)."""
+    return call("slice", x, dim=dim, start=start, end=end)
+
+
+# ---- convolution ------------------------------------------------------------------------------
+def pad(x: Tensor, padding: int, value: float | None = None) -> Tensor:
+    """Pads the last two dims by ``padding`` cells of ``value`` (default 0) on every side."""
+    return call("pad", x, padding=padding, **_given(value=value))
+
+
+def conv2d(x: Tensor, w: Tensor, stride: int | None = None, padding: int | None = None) -> Tensor:
+    """2-d convolution, NCHW (``stride`` default 1); a non-zero ``padding`` becomes a ``pad``
+    operation first."""
+    return call("conv2d", x, w, **_given(stride=stride, padding=padding))
+
+
+def max_pool2d(x: Tensor, kernel: int, stride: int) -> Tensor:
+    """2-d max pooling, NCHW, over ``kernel``×``kernel`` windows ``stride`` apart."""
+    return call("max_pool2d", x, kernel=kernel, stride=stride)
+
+
+def avg_pool2d(x: Tensor, kernel: int, stride: int) -> Tensor:
+    """2-d average pooling, NCHW, over ``kernel``×``kernel`` windows ``stride`` apart."""
+    return call("avg_pool2d", x, kernel=kernel, stride=stride)
