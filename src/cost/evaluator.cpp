@@ -105,13 +105,19 @@ struct CutOperation {
 
 // The rewritten graph for one memo key.
 struct Rewritten {
-  bool fast = false;  // false: every plan of this key takes the reference path
+  std::uint64_t used = 0;  // when it was last used (Impl::clock)
+  bool fast = false;       // false: every plan of this key takes the reference path
   ir::Graph graph;
   detail::TensorFacts facts;
   std::vector<CutOperation> ops;        // topological order
   std::vector<std::uint32_t> id_order;  // positions in ops, in graph.operations() order
   std::unique_ptr<detail::PlacementBuilder> builder;
 };
+
+// An entry's size for the memo's bound: its operations (at least 1: a refused rewrite).
+std::size_t weight(const Rewritten& r) {
+  return std::max<std::size_t>(r.graph.operations().size(), 1);
+}
 
 // What a plan may name, per name: the operation's index dims, extents and reduction flags.
 struct Named {
@@ -158,6 +164,9 @@ struct Evaluator::Impl {
   rewrite::LowerOptions options;
   std::unordered_map<std::string, Named> named;  // by every name find_operation resolves
   std::unordered_map<std::string, std::unique_ptr<Rewritten>> memo;
+  std::size_t memo_bound;           // Evaluator::kMemoOperations unless the caller chose
+  std::size_t memo_operations = 0;  // the sum of weight() over the memo
+  std::uint64_t clock = 0;
   EvaluatorStats stats;
   Placement placement;
   // Scratch, reused.
@@ -172,8 +181,8 @@ struct Evaluator::Impl {
   std::vector<char> box_known;
   std::vector<std::size_t> memo_at;
 
-  Impl(const ir::Graph& g, const Target& t, const rewrite::LowerOptions& o)
-      : graph(g), target(t), options(o) {
+  Impl(const ir::Graph& g, const Target& t, const rewrite::LowerOptions& o, std::size_t bound)
+      : graph(g), target(t), options(o), memo_bound(bound) {
     options.validate = false;
     for (ir::OperationId op : graph.operations()) {
       const ir::OperationView view = graph.operation(op);
@@ -199,6 +208,7 @@ struct Evaluator::Impl {
   const zspace::Range& port_box(const Port& port, std::size_t k, std::size_t shard,
                                 const zspace::Range& cell);
   bool fast_place(const rewrite::Plan& plan);
+  void make_room(std::size_t operations);
   void reference_place(const rewrite::Plan& plan);
 };
 
@@ -483,10 +493,29 @@ bool Evaluator::Impl::fast_place(const rewrite::Plan& plan) {
   if (found == memo.end()) {
     if (!rewrite::check_plan(plan, graph).empty()) return false;
     ++stats.rewrites_run;
-    found = memo.emplace(key, rewrite(plan)).first;
+    std::unique_ptr<Rewritten> rewritten = rewrite(plan);
+    make_room(weight(*rewritten));
+    memo_operations += weight(*rewritten);
+    found = memo.emplace(key, std::move(rewritten)).first;
   }
   Rewritten& r = *found->second;
+  r.used = ++clock;
   return r.fast && cut_and_place(plan, r);
+}
+
+// Drops the least recently used entries until `operations` more fit under the bound (a scan: it
+// runs on a miss, which costs far more). An entry 5-15 MB for the 24-layer transformer of
+// bench/search_bench, so an unbounded memo grew by gigabytes a minute in a search.
+void Evaluator::Impl::make_room(std::size_t operations) {
+  while (!memo.empty() && memo_operations + operations > memo_bound) {
+    auto oldest = memo.begin();
+    for (auto it = memo.begin(); it != memo.end(); ++it) {
+      if (it->second->used < oldest->second->used) oldest = it;
+    }
+    memo_operations -= weight(*oldest->second);
+    memo.erase(oldest);
+    ++stats.evicted;
+  }
 }
 
 void Evaluator::Impl::reference_place(const rewrite::Plan& plan) {
@@ -496,8 +525,8 @@ void Evaluator::Impl::reference_place(const rewrite::Plan& plan) {
 }
 
 Evaluator::Evaluator(const ir::Graph& graph, const Target& target,
-                     const rewrite::LowerOptions& options)
-    : impl_(std::make_unique<Impl>(graph, target, options)) {}
+                     const rewrite::LowerOptions& options, std::size_t memo_operations)
+    : impl_(std::make_unique<Impl>(graph, target, options, memo_operations)) {}
 
 Evaluator::~Evaluator() = default;
 
@@ -519,6 +548,7 @@ CostVector Evaluator::evaluate(const rewrite::Plan& plan) {
 
 void Evaluator::clear_memo() {
   impl_->memo.clear();
+  impl_->memo_operations = 0;
 }
 
 const EvaluatorStats& Evaluator::stats() const {

@@ -76,7 +76,9 @@ std::optional<NodeId> Graph::find_serial(std::uint64_t serial) const {
 std::vector<NodeId> Graph::node_ids() const {
   std::vector<NodeId> ids;
   ids.reserve(nodes_.size());
-  for (std::uint32_t i = 0; i < nodes_.size(); ++i) ids.emplace_back(i);
+  for (std::uint32_t i = 0; i < nodes_.size(); ++i) {
+    if (!nodes_[i].removed) ids.emplace_back(i);
+  }
   return ids;
 }
 
@@ -251,6 +253,45 @@ NodeId Graph::add_opaque(OpaqueBody body, NodeOptions options) {
   opaque_bodies_.push_back(std::move(body));
   opaque_ids_.push_back(id);
   return id;
+}
+
+namespace {
+
+// Erases `id` from `list`, keeping the order of the rest (lists are short, or erased rarely).
+template <typename Id>
+void erase_id(std::vector<Id>& list, Id id) {
+  auto at = std::find(list.begin(), list.end(), id);
+  if (at != list.end()) list.erase(at);
+}
+
+}  // namespace
+
+// Operations first, so that a tensor removed with its producer and consumers is free of them.
+void Graph::remove(std::span<const NodeId> nodes) {
+  for (NodeId node : nodes) {
+    NodeRecord& r = mutable_record(node);
+    if (r.removed || r.kind != NodeKind::kOperation) continue;
+    const OperationId op(node);
+    TAPESTRY_ASSERT(applications_by_op_[r.slot].empty(), "remove: the operation has Applications");
+    const OperationBody& body = operation_bodies_[r.slot];
+    for (const auto& e : body.inputs.entries()) {
+      if (e.value.tensor.is_valid()) erase_id(consumers_[record(e.value.tensor).slot], op);
+    }
+    for (const auto& e : body.outputs.entries()) {
+      if (e.value.tensor.is_valid()) erase_id(producers_[record(e.value.tensor).slot], op);
+    }
+    erase_id(operation_ids_, op);
+    r.removed = true;
+  }
+  for (NodeId node : nodes) {
+    NodeRecord& r = mutable_record(node);
+    if (r.removed) continue;
+    TAPESTRY_ASSERT(r.kind == NodeKind::kTensor, "remove: only Operations and Tensors");
+    TAPESTRY_ASSERT(producers_[r.slot].empty() && consumers_[r.slot].empty(),
+                    "remove: the tensor is still produced or consumed");
+    erase_id(tensor_ids_, TensorId(node));
+    r.removed = true;
+  }
 }
 
 // ---- tags and labels -------------------------------------------------------------------------

@@ -93,9 +93,9 @@ std::string DecomposeLinear::apply(RewriteState& state, ir::OperationId op) cons
   OpSpec old = detail::spec_of(state.graph, op);
   OpPlan old_plan = state.plan.ops[old.label];
   std::erase(old_plan.substitute, std::string(kDecomposeLinear));
-  GraphCopy copy = copy_graph(state.graph, {{op}});
-  detail::remap(old, copy);
-  ir::Graph& graph = copy.graph;
+  const ir::NodeId removed[] = {op};
+  state.graph.remove(removed);
+  ir::Graph& graph = state.graph;
   const Port& x = *port(old.inputs, "x");
   const Port& w = *port(old.inputs, "w");
   const Port& bias = *port(old.inputs, "bias");
@@ -135,7 +135,6 @@ std::string DecomposeLinear::apply(RewriteState& state, ir::OperationId op) cons
   if (!is_empty(tr_plan)) state.plan.ops[transpose_name] = tr_plan;
   if (!is_empty(mm_plan)) state.plan.ops[matmul_name] = mm_plan;
   if (!is_empty(ba_plan)) state.plan.ops[old.label] = ba_plan;
-  state.graph = std::move(graph);
   return fmt::format("{} -> {} + {} + {} (bias_add)", old.label, transpose_name, matmul_name,
                      old.label);
 }

@@ -1,26 +1,37 @@
 #include "tapestry/rewrite/fresh_names.h"
 
+#include <fmt/core.h>
+
 namespace tapestry::rewrite {
 
-FreshNames::FreshNames(const ir::Graph& graph, const Plan& plan) {
-  for (const auto& [name, op_plan] : plan.ops) table_.take(name);
-  for (const auto& group : plan.fuse) {
-    for (const std::string& name : group) table_.take(name);
+// A scan, not a table: a rewrite asks for a handful of names, and building a table of every name
+// of the graph for each rewrite made the rewrite driver quadratic in the graph's size.
+bool FreshNames::is_taken(std::string_view name) const {
+  if (handed_out_.is_taken(name)) return true;
+  if (plan_ != nullptr) {
+    if (plan_->ops.find(std::string(name)) != plan_->ops.end()) return true;
+    for (const auto& group : plan_->fuse) {
+      for (const std::string& member : group) {
+        if (member == name) return true;
+      }
+    }
   }
-  for (ir::OperationId op : graph.operations()) {
-    const ir::OperationView view = graph.operation(op);
-    if (!view.label().empty()) table_.take(view.label());
-    table_.take(std::string(view.key()));
+  if (auto node = graph_->find(name)) {  // an operation's key
+    if (graph_->kind(*node) == ir::NodeKind::kOperation && !graph_->is_removed(*node)) return true;
   }
-  for (ir::TensorId t : graph.tensors()) {
-    const std::string& label = graph.tensor(t).label();
-    if (!label.empty()) table_.take(label);
+  for (ir::OperationId op : graph_->operations()) {
+    if (graph_->operation(op).label() == name) return true;
   }
+  for (ir::TensorId t : graph_->tensors()) {
+    if (graph_->tensor(t).label() == name) return true;
+  }
+  return false;
 }
 
 std::string FreshNames::take(std::string_view base) {
-  std::string name = table_.fresh(base);
-  table_.take(name);
+  std::string name(base);
+  for (int n = 2; is_taken(name); ++n) name = fmt::format("{}.{}", base, n);
+  handed_out_.take(name);
   return name;
 }
 

@@ -202,11 +202,11 @@ std::string FuseElementwise::apply(RewriteState& state, ir::OperationId op) cons
   OpSpec c = detail::spec_of(state.graph, c_id);
   const ir::TensorId t = p.outputs[0].tensor;
   const std::string t_name = state.graph.tensor(t).label();
-  GraphCopy copy = copy_graph(state.graph, {{op, c_id, t}});
   OpSpec fused = detail::fuse(p, c, t, state.graph.tensor(t).dtype());
   const std::size_t stages = fused.params["stages"].size();
-  detail::remap(fused, copy);
-  detail::add_op(copy.graph, fused);
+  const ir::NodeId removed[] = {op, c_id, t};
+  state.graph.remove(removed);
+  detail::add_op(state.graph, fused);
 
   // The plan: the fused op takes the producer's splits under the consumer's name, so the
   // operation the plan named for them is the producer's.
@@ -227,7 +227,6 @@ std::string FuseElementwise::apply(RewriteState& state, ir::OperationId op) cons
     }
     std::erase_if(state.plan.fuse, [](const auto& g) { return g.size() < 2; });
   }
-  state.graph = std::move(copy.graph);
   return fmt::format("{} ⇒ {} fused into {} ({} stages); tensor {} dropped", p.label, c.label,
                      c.label, stages, t_name);
 }

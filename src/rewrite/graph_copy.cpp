@@ -34,47 +34,63 @@ ir::SelectionMap remap_selections(const ir::SelectionMap& selections, const Grap
   return out;
 }
 
-GraphCopy copy_graph(const ir::Graph& source, std::span<const ir::NodeId> drop) {
+namespace {
+
+void copy_node(const ir::Graph& source, ir::NodeId id, GraphCopy& copy) {
+  const ir::NodeView node = source.node(id);
+  ir::NodeId added;
+  switch (node.kind()) {
+    case ir::NodeKind::kTensor:
+      added = copy.graph.add_tensor(source.tensor(*source.as_tensor(id)).body(), options_of(node));
+      break;
+    case ir::NodeKind::kNote:
+      added = copy.graph.add_note(source.note(*source.as_note(id)).message(), options_of(node));
+      break;
+    case ir::NodeKind::kOpaque:
+      added = copy.graph.add_opaque(source.opaque(id), options_of(node));
+      break;
+    case ir::NodeKind::kOperation: {
+      const ir::OperationView view = source.operation(*source.as_operation(id));
+      ir::OperationBody body = view.body();
+      body.inputs = remap_selections(body.inputs, copy);
+      body.outputs = remap_selections(body.outputs, copy);
+      const ir::OperationId op = copy.graph.add_operation(std::move(body), options_of(view));
+      if (const ir::IpfSignature* signature = view.ipf_signature()) {
+        copy.graph.set_ipf_signature(op, *signature);
+      }
+      added = op;
+      break;
+    }
+    case ir::NodeKind::kApplication:
+      return;  // never copied: lowering regenerates them
+  }
+  copy.map[id.index()] = added;
+  copy_annotations(node, copy.graph, added);
+}
+
+}  // namespace
+
+GraphCopy copy_graph(const ir::Graph& source, std::span<const ir::NodeId> drop, std::size_t tail) {
   GraphCopy copy;
   copy.graph.set_graph_key(source.graph_key());
   copy.map.assign(source.size(), ir::NodeId());
   std::vector<bool> dropped(source.size(), false);
   for (ir::NodeId id : drop) dropped[id.index()] = true;
-
-  for (ir::NodeId id : source.node_ids()) {
-    if (dropped[id.index()]) continue;
-    const ir::NodeView node = source.node(id);
-    ir::NodeId added;
-    switch (node.kind()) {
-      case ir::NodeKind::kTensor:
-        added =
-            copy.graph.add_tensor(source.tensor(*source.as_tensor(id)).body(), options_of(node));
-        break;
-      case ir::NodeKind::kNote:
-        added = copy.graph.add_note(source.note(*source.as_note(id)).message(), options_of(node));
-        break;
-      case ir::NodeKind::kOpaque:
-        added = copy.graph.add_opaque(source.opaque(id), options_of(node));
-        break;
-      case ir::NodeKind::kOperation:
-      case ir::NodeKind::kApplication:
-        continue;  // operations second (they need the tensor map); applications never
+  const std::vector<ir::NodeId> ids = source.node_ids();  // without the removed nodes
+  const auto kept = [&](ir::NodeId id) { return !dropped[id.index()]; };
+  // Operations second: they need the tensor map.
+  for (ir::NodeId id : ids) {
+    if (id.index() < tail && kept(id) && source.kind(id) != ir::NodeKind::kOperation) {
+      copy_node(source, id, copy);
     }
-    copy.map[id.index()] = added;
-    copy_annotations(node, copy.graph, added);
   }
-  for (ir::OperationId op : source.operations()) {
-    if (dropped[op.index()]) continue;
-    const ir::OperationView view = source.operation(op);
-    ir::OperationBody body = view.body();
-    body.inputs = remap_selections(body.inputs, copy);
-    body.outputs = remap_selections(body.outputs, copy);
-    ir::OperationId added = copy.graph.add_operation(std::move(body), options_of(view));
-    copy.map[op.index()] = added;
-    copy_annotations(view, copy.graph, added);
-    if (const ir::IpfSignature* signature = view.ipf_signature()) {
-      copy.graph.set_ipf_signature(added, *signature);
+  for (ir::NodeId id : ids) {
+    if (id.index() < tail && kept(id) && source.kind(id) == ir::NodeKind::kOperation) {
+      copy_node(source, id, copy);
     }
+  }
+  for (ir::NodeId id : ids) {
+    if (id.index() >= tail && kept(id)) copy_node(source, id, copy);
   }
   return copy;
 }

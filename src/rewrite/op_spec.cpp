@@ -69,11 +69,6 @@ OpSpec spec_of(const ir::Graph& graph, ir::OperationId op) {
                 .outputs = ports_of(body.outputs, view.ipf_signature()->outputs)};
 }
 
-void remap(OpSpec& spec, const GraphCopy& copy) {
-  for (Port& p : spec.inputs) p.tensor = copy.tensor(p.tensor);
-  for (Port& p : spec.outputs) p.tensor = copy.tensor(p.tensor);
-}
-
 ir::OperationId add_op(ir::Graph& graph, const OpSpec& spec) {
   ir::OperationBody body{.kernel = spec.kernel,
                          .params = spec.params,

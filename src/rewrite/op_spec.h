@@ -1,8 +1,8 @@
 // OpSpec: an operation as plain values — what rewrites read, edit and add back.
 //
-// Rewrites rebuild graphs (graph_copy.h), so they first take a snapshot of the operations they
-// replace; `add_op` adds an edited snapshot back, with selections = IPF(index) for every port and
-// the IPFIndex / IPFSignature tags, and no Application (lowering adds those).
+// Rewrites replace operations (ir::Graph::remove), so they first take a snapshot of the
+// operations they replace; `add_op` adds an edited snapshot back, with selections = IPF(index)
+// for every port and the IPFIndex / IPFSignature tags, and no Application (lowering adds those).
 #pragma once
 
 #include <optional>
@@ -12,7 +12,6 @@
 #include <nlohmann/json.hpp>
 
 #include "tapestry/ir/graph.h"
-#include "tapestry/rewrite/graph_copy.h"
 #include "tapestry/rewrite/plan.h"
 #include "tapestry/zspace/index_projection.h"
 
@@ -43,8 +42,6 @@ std::optional<std::string> why_not_rewritable(const ir::Graph& graph, ir::Operat
 /// The snapshot of `op` (precondition: why_not_rewritable is nullopt). Index names are made
 /// explicit (d0, d1, … when the operation has none).
 OpSpec spec_of(const ir::Graph& graph, ir::OperationId op);
-/// Re-targets the ports' tensors into a copy.
-void remap(OpSpec& spec, const GraphCopy& copy);
 /// Adds the operation (no Application).
 ir::OperationId add_op(ir::Graph& graph, const OpSpec& spec);
 

@@ -2,6 +2,9 @@
 
 #include <fmt/core.h>
 
+#include <limits>
+
+#include "tapestry/rewrite/graph_copy.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::rewrite {
@@ -29,47 +32,136 @@ void RewriteState::derive(const std::string& name, std::string_view from) {
 
 namespace {
 
-// One pass: applies the first match found. Returns false when nothing matched. Refusals are
-// recorded once per (pattern, operation name).
-bool apply_first_match(RewriteState& state, std::span<const OperationPattern* const> patterns,
-                       const DriverOptions& options, std::vector<RewriteEvent>& log,
-                       std::set<std::pair<std::string, std::string>>& refused) {
-  for (const OperationPattern* pattern : patterns) {
-    if (options.disabled.contains(pattern->name())) continue;
-    for (ir::OperationId op : state.graph.operations()) {
-      MatchResult result = pattern->match(state, op);
-      const std::string target = operation_name(state.graph, op);
-      std::string origin = state.origin(target);
-      if (result) {
-        std::string summary = pattern->apply(state, op);
-        log.push_back(
-            {std::string(pattern->name()), target, std::move(origin), true, std::move(summary)});
-        return true;
+// operation_name without a copy.
+std::string_view name_of(const ir::Graph& g, ir::OperationId op) {
+  const std::string& label = g.operation(op).label();
+  return label.empty() ? g.key(op) : std::string_view(label);
+}
+
+// The driver of run_patterns. One pass applies the first (pattern, operation) that matches, in
+// pattern order then graph order, and the next pass starts over. Restarting from scratch made
+// the driver quadratic — every pass re-matched every operation of the graph — so it remembers
+// which operations a pattern did not match (`missed`, by node index) and forgets that only for
+// the operations a rewrite may have changed the answer for (`forget_around`, under the locality
+// contract in pattern.h). The rewrites edit the graph in place (ir::Graph::remove), and the
+// driver copies it once at the end, in the order a copy after every rewrite would have left it.
+class Driver {
+ public:
+  Driver(RewriteState& state, std::span<const OperationPattern* const> patterns,
+         const DriverOptions& options)
+      : state_(state), patterns_(patterns), options_(options), missed_(patterns.size()) {}
+
+  std::vector<RewriteEvent> run() {
+    int applied = 0;
+    std::size_t last_start = std::numeric_limits<std::size_t>::max();
+    while (true) {
+      const std::size_t start = state_.graph.size();
+      if (!apply_first_match()) break;
+      last_start = start;
+      if (++applied >= options_.max_rewrites) {
+        throw Error(fmt::format("rewrite driver: more than {} rewrites; the last was {} on {}",
+                                options_.max_rewrites, log_.back().pattern, log_.back().target));
       }
-      if (result.requested && refused.emplace(std::string(pattern->name()), target).second) {
-        log.push_back({std::string(pattern->name()), target, std::move(origin), false,
-                       std::move(result.reason)});
+    }
+    // Removed nodes leave; the last rewrite's nodes stay last, as that rewrite added them.
+    if (applied > 0) state_.graph = copy_graph(state_.graph, {}, last_start).graph;
+    return std::move(log_);
+  }
+
+ private:
+  // One pass: applies the first match found. False when nothing matched. Refusals are recorded
+  // once per (pattern, operation name).
+  bool apply_first_match() {
+    for (std::size_t p = 0; p < patterns_.size(); ++p) {
+      const OperationPattern* pattern = patterns_[p];
+      if (options_.disabled.contains(pattern->name())) continue;
+      std::vector<char>& missed = missed_[p];
+      missed.resize(state_.graph.size(), 0);
+      for (ir::OperationId op : state_.graph.operations()) {
+        if (missed[op.index()] && options_.reuse_matches) continue;
+        MatchResult result = pattern->match(state_, op);
+        const std::string target = operation_name(state_.graph, op);
+        std::string origin = state_.origin(target);
+        if (result) {
+          const std::vector<ir::OperationId> before(state_.graph.operations().begin(),
+                                                    state_.graph.operations().end());
+          const std::size_t size = state_.graph.size();
+          std::string summary = pattern->apply(state_, op);
+          log_.push_back(
+              {std::string(pattern->name()), target, std::move(origin), true, std::move(summary)});
+          forget_around(before, size);
+          return true;
+        }
+        missed[op.index()] = 1;
+        if (result.requested && refused_.emplace(std::string(pattern->name()), target).second) {
+          log_.push_back({std::string(pattern->name()), target, std::move(origin), false,
+                          std::move(result.reason)});
+        }
+      }
+    }
+    return false;
+  }
+
+  // After a rewrite that removed some of `before` and added the nodes from id `size` on: the
+  // operations whose match may have changed are those next to a tensor the removed or added
+  // operations read or write, and those sharing a name with one of them (their plan entries and
+  // fusion groups are the ones a rewrite edits) together with the producers of their inputs.
+  void forget_around(const std::vector<ir::OperationId>& before, std::size_t size) {
+    const ir::Graph& g = state_.graph;
+    std::vector<ir::OperationId> changed;
+    for (ir::OperationId op : before) {
+      if (g.is_removed(op)) changed.push_back(op);
+    }
+    for (std::size_t i = size; i < g.size(); ++i) {
+      if (auto op = g.as_operation(ir::NodeId(static_cast<std::uint32_t>(i)))) {
+        changed.push_back(*op);
+      }
+    }
+    std::set<std::string_view> names;
+    for (ir::OperationId op : changed) {
+      names.insert(name_of(g, op));
+      forget_next_to(g.operation(op));
+    }
+    for (ir::OperationId op : g.operations()) {
+      if (!names.contains(name_of(g, op))) continue;
+      forget(op);
+      forget_next_to(g.operation(op));
+    }
+  }
+
+  // The operations producing or consuming a tensor `view` reads or writes.
+  void forget_next_to(const ir::OperationView& view) {
+    const ir::Graph& g = state_.graph;
+    for (const ir::SelectionMap* selections : {&view.inputs(), &view.outputs()}) {
+      for (const auto& e : selections->entries()) {
+        const ir::TensorId t = e.value.tensor;
+        if (!t.is_valid() || g.is_removed(t)) continue;
+        for (ir::OperationId op : g.producers(t)) forget(op);
+        for (ir::OperationId op : g.consumers(t)) forget(op);
       }
     }
   }
-  return false;
-}
+
+  void forget(ir::OperationId op) {
+    for (std::vector<char>& missed : missed_) {
+      if (op.index() < missed.size()) missed[op.index()] = 0;
+    }
+  }
+
+  RewriteState& state_;
+  std::span<const OperationPattern* const> patterns_;
+  const DriverOptions& options_;
+  std::vector<std::vector<char>> missed_;  // per pattern, by node index: did not match
+  std::vector<RewriteEvent> log_;
+  std::set<std::pair<std::string, std::string>> refused_;
+};
 
 }  // namespace
 
 std::vector<RewriteEvent> run_patterns(RewriteState& state,
                                        std::span<const OperationPattern* const> patterns,
                                        const DriverOptions& options) {
-  std::vector<RewriteEvent> log;
-  std::set<std::pair<std::string, std::string>> refused;
-  int applied = 0;
-  while (apply_first_match(state, patterns, options, log, refused)) {
-    if (++applied >= options.max_rewrites) {
-      throw Error(fmt::format("rewrite driver: more than {} rewrites; the last was {} on {}",
-                              options.max_rewrites, log.back().pattern, log.back().target));
-    }
-  }
-  return log;
+  return Driver(state, patterns, options).run();
 }
 
 }  // namespace tapestry::rewrite

@@ -257,13 +257,12 @@ std::string SplitReduction::apply(RewriteState& state, ir::OperationId op) const
   OpPlan old_plan = state.plan.ops[old.label];
   old_plan.split.erase(k_name);
 
-  GraphCopy copy = copy_graph(state.graph, {{op}});
-  detail::remap(old, copy);
-  FreshNames names(copy.graph, state.plan);
+  const ir::NodeId removed[] = {op};
+  state.graph.remove(removed);
+  FreshNames names(state.graph, state.plan);
   std::string summary = old.index.extent(k) % p == 0
-                            ? add_even_split(state, copy.graph, names, old, k, p, old_plan)
-                            : add_uneven_split(state, copy.graph, names, old, k, p, old_plan);
-  state.graph = std::move(copy.graph);
+                            ? add_even_split(state, state.graph, names, old, k, p, old_plan)
+                            : add_uneven_split(state, state.graph, names, old, k, p, old_plan);
   return fmt::format("{} of {}: {}", k_name, old.label, summary);
 }
 

@@ -59,14 +59,14 @@ check "the same front on 1 and 2 threads" $?
   --time-budget 60 --checkpoint "$tmp/ck.json" --checkpoint-every 0.2 --quiet >/dev/null 2>&1 &
 pid=$!
 for _ in $(seq 100); do [[ -s $tmp/ck.json ]] && break; sleep 0.1; done
-sleep 1
+sleep 0.5
 kill -9 $pid
 wait $pid 2>/dev/null
 [[ -s $tmp/ck.json ]]
 check "a checkpoint was written before the kill" $?
 cp "$tmp/ck.json" "$tmp/ck-at-kill.json"
 "$tapestry" optimize examples/transformer_block.tap --target h100x8 --objectives time,memory \
-  --max-evals 1000000 --time-budget 1 --resume "$tmp/ck.json" --checkpoint "$tmp/ck.json" \
+  --max-evals 1000000 --time-budget 0.5 --resume "$tmp/ck.json" --checkpoint "$tmp/ck.json" \
   -o "$tmp/resumed.json" >"$tmp/out" 2>"$tmp/err"
 check "resume a killed search" $?
 python3 - "$tmp/ck-at-kill.json" "$tmp/resumed.json" "$tapestry" "$tmp" <<'PY'

@@ -161,6 +161,35 @@ TEST(Evaluator, ReusesTheRewritesAcrossCountsAndPlaceLists) {
   EXPECT_EQ(ev.stats().reference, 0u);
 }
 
+// The memo is bounded in operations: with room for about two rewritten transformers, the least
+// recently used one goes; an evicted structure is rewritten again, to the same placement.
+TEST(Evaluator, BoundsItsMemoDroppingTheLeastRecentlyUsed) {
+  const Target target = *preset_target("h100x8");
+  const std::size_t ops = transformer().operations().size();
+  Evaluator ev(transformer(), target, {}, 2 * ops + ops / 2);
+  const auto plan = [](std::string_view ops_json, bool fuse) {
+    return rewrite::parse_plan(
+        fmt::format(R"({{"ops": {{{}}}, "fuse": {}}})", ops_json, fuse ? R"("auto")" : "[]"));
+  };
+  // Three rewrite structures (a reduction split, fusion on and off); each structure's graph
+  // keeps roughly the transformer's operations.
+  const rewrite::Plan a = plan(R"("M": {"split": {"in": 2}})", false);
+  const rewrite::Plan b = plan(R"("M": {"split": {"in": 4}})", false);
+  const rewrite::Plan c = plan(R"("M": {"split": {"in": 2}})", true);
+  const auto check = [&](const rewrite::Plan& p, std::size_t rewrites, std::size_t evicted) {
+    EXPECT_EQ(difference(ev.place(p), reference_placement(transformer(), p, target)), "");
+    EXPECT_EQ(ev.stats().rewrites_run, rewrites);
+    EXPECT_EQ(ev.stats().evicted, evicted);
+  };
+  check(a, 1, 0);
+  check(b, 2, 0);
+  check(a, 2, 0);  // a hit, and now the most recently used
+  check(c, 3, 1);  // no room for three: b goes
+  check(a, 3, 1);  // still there
+  check(b, 4, 2);  // rewritten again (c goes)
+  EXPECT_EQ(ev.stats().reference, 0u);
+}
+
 TEST(Evaluator, ReportsExactlyTheReferenceErrors) {
   const Target target = toy_target(1, 2);
   Evaluator ev(transformer(), target);

@@ -167,6 +167,52 @@ TEST(GraphTest, TopologicalOrderReportsACycle) {
 
 // IPFIndex boxes are stored packed: replaced in place, or re-appended for another rank; a rank
 // too large for the record's 16 bits keeps its rank beside the coordinates.
+TEST(GraphTest, RemoveTakesNodesOutOfListsAndRelationsButKeepsIds) {
+  auto a = testing::add_graph();
+  Graph& g = a.g;
+  const TensorId w =
+      g.add_tensor({.dtype = DType::kInt32, .range = zr("zr[0:10, 0:5]")}, {.label = "W"});
+  OperationBody body{.kernel = "neg"};
+  body.inputs.append("x", {a.z, zr("zr[0:10, 0:5]")});
+  body.outputs.append("result", {w, zr("zr[0:10, 0:5]")});
+  const OperationId neg = g.add_operation(std::move(body), {.label = "neg"});
+  ASSERT_EQ(g.consumers(a.z).size(), 1u);
+
+  const NodeId gone[] = {neg, w};
+  g.remove(gone);
+  EXPECT_EQ(g.size(), 6u);  // ids are dense: nothing moves
+  EXPECT_TRUE(g.is_removed(neg));
+  EXPECT_TRUE(g.is_removed(w));
+  EXPECT_FALSE(g.is_removed(a.op));
+  EXPECT_EQ(std::vector<OperationId>(g.operations().begin(), g.operations().end()),
+            std::vector<OperationId>{a.op});
+  EXPECT_EQ(std::vector<TensorId>(g.tensors().begin(), g.tensors().end()),
+            (std::vector<TensorId>{a.x, a.y, a.z}));
+  EXPECT_TRUE(g.consumers(a.z).empty());  // the removed neg no longer reads Z
+  EXPECT_EQ(g.node_ids(), (std::vector<NodeId>{a.x, a.y, a.z, a.op}));
+  // The removed nodes stay readable, and keep their keys.
+  EXPECT_EQ(g.operation(neg).kernel(), "neg");
+  EXPECT_EQ(g.find(g.key(neg)), NodeId(neg));
+  EXPECT_TRUE(g.topological_order().cycle.empty());
+  EXPECT_EQ(g.topological_order().order.size(), 4u);
+  g.remove(gone);  // removing twice changes nothing
+  EXPECT_EQ(g.operations().size(), 1u);
+}
+
+#if defined(TAPESTRY_ENABLE_ASSERTIONS)
+TEST(GraphDeathTest, RemoveRefusesATensorStillReadAndAnApplication) {
+  auto a = testing::add_graph();
+  const NodeId read[] = {a.x};
+  EXPECT_DEATH(a.g.remove(read), "still produced or consumed");
+  ApplicationBody app{.operation = a.op};
+  const ApplicationId id = a.g.add_application(std::move(app));
+  const NodeId application[] = {id};
+  EXPECT_DEATH(a.g.remove(application), "only Operations and Tensors");
+  const NodeId sharded[] = {a.op};
+  EXPECT_DEATH(a.g.remove(sharded), "the operation has Applications");
+}
+#endif
+
 TEST(GraphTest, IpfIndexesReadBackAsSet) {
   auto a = testing::add_graph();
   const ApplicationId app = a.g.add_application(ApplicationBody{.operation = a.op});

@@ -176,7 +176,7 @@ TEST(ExpertPlans, MegatronMlpUnderAMemoryCap) {
                 {.objectives = {Objective::kTime, Objective::kMemory},
                  .constraints = {.max_memory_per_device = kCap},
                  .seed = 1,
-                 .max_evaluations = 1500});
+                 .max_evaluations = 400});
   const OptimizeResult r = opt.run();
   const ArchiveEntry* fastest = r.archive.best(Objective::kTime);
   ASSERT_NE(fastest, nullptr);
@@ -190,7 +190,7 @@ TEST(ExpertPlans, MlpFrontWithoutACapHoldsDataParallelAndMegatronBounds) {
   const cost::CostVector dp = price(g, kDataParallel);
   Optimizer opt(
       g, h100x8(),
-      {.objectives = {Objective::kTime, Objective::kMemory}, .seed = 1, .max_evaluations = 1500});
+      {.objectives = {Objective::kTime, Objective::kMemory}, .seed = 1, .max_evaluations = 400});
   const OptimizeResult r = opt.run();
   EXPECT_LE(r.archive.best(Objective::kTime)->cost.makespan_s, dp.makespan_s);
   EXPECT_LE(r.archive.best(Objective::kMemory)->cost.peak_memory_bytes, megatron.peak_memory_bytes);
@@ -204,7 +204,7 @@ TEST(ExpertPlans, MutationsAloneFindAPlanAsFastAsMegatronUnderTheCap) {
                 {.objectives = {Objective::kTime, Objective::kMemory},
                  .constraints = {.max_memory_per_device = kCap},
                  .seed = 2,
-                 .max_evaluations = 1500,
+                 .max_evaluations = 400,
                  .use_seeds = false});
   const OptimizeResult r = opt.run();
   ASSERT_NE(r.archive.best(Objective::kTime), nullptr);
@@ -229,15 +229,15 @@ OptimizeOptions small(std::uint64_t seed, std::uint64_t evals) {
 
 TEST(Determinism, TheSameSeedGivesTheSameFrontOnOneOrTwoThreads) {
   const ir::Graph g = testing::example_graph("mlp.tap");
-  OptimizeOptions one = small(3, 700);
+  OptimizeOptions one = small(3, 300);
   one.threads = 1;
-  OptimizeOptions two = small(3, 700);
+  OptimizeOptions two = small(3, 300);
   two.threads = 2;
   const OptimizeResult a = Optimizer(g, h100x8(), one).run();
   const OptimizeResult b = Optimizer(g, h100x8(), two).run();
-  EXPECT_EQ(a.progress.evaluations, 700u);
+  EXPECT_EQ(a.progress.evaluations, 300u);
   EXPECT_EQ(front_text(a), front_text(b));
-  const OptimizeResult c = Optimizer(g, h100x8(), small(4, 700)).run();
+  const OptimizeResult c = Optimizer(g, h100x8(), small(4, 300)).run();
   EXPECT_NE(front_text(a), front_text(c));  // the seed matters
 }
 

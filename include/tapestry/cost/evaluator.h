@@ -13,7 +13,9 @@
 //   `{"Y": {"split": {"batch": 2}}}` and `{"Y": {"split": {"batch": 4}}}` share one rewritten
 //   graph, and so do plans that differ only in `place` lists. On a miss the rewrites run once on
 //   the plan with those counts replaced by symbols, and the rewritten plan says where every
-//   split and place list of the result comes from.
+//   split and place list of the result comes from. The memo holds rewritten graphs of at most
+//   `memo_operations` operations in all (the least recently used go first): a search meets
+//   thousands of rewrite structures, and each of a deep model's takes megabytes.
 // * Shard-grid, placement and simulation run for every plan, but from the rewritten operations
 //   directly — boxes are computed from each operation's IPFs and grid cell, never stored as
 //   Applications — into storage reused from one evaluation to the next
@@ -47,14 +49,20 @@ struct EvaluatorStats {
   std::size_t evaluations = 0;
   std::size_t rewrites_run = 0;  // memo misses: the rewrite patterns ran
   std::size_t reference = 0;     // evaluations answered by lower → place → simulate
+  std::size_t evicted = 0;       // rewritten graphs dropped from the memo to bound it
 };
 
 class Evaluator {
  public:
+  /// The memo's default bound, in operations of the rewritten graphs it holds: ~16 rewrite
+  /// structures of a 500-operation model (5-15 MB each), hundreds of a small one. A 24-layer
+  /// transformer search on 2 threads peaks near 1 GB with it (1.6 GB at twice the bound).
+  static constexpr std::size_t kMemoOperations = 8192;
+
   /// Copies `graph` (an operation graph) and `target`. `options` are lower's (driver, signatures);
   /// `validate` is ignored (off).
-  Evaluator(const ir::Graph& graph, const Target& target,
-            const rewrite::LowerOptions& options = {});
+  Evaluator(const ir::Graph& graph, const Target& target, const rewrite::LowerOptions& options = {},
+            std::size_t memo_operations = kMemoOperations);
   ~Evaluator();
   Evaluator(const Evaluator&) = delete;
   Evaluator& operator=(const Evaluator&) = delete;

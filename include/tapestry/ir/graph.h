@@ -175,7 +175,7 @@ class Graph {
   void set_graph_key(std::string key) { graph_key_ = std::move(key); }
   /// Number of nodes of every kind.
   [[nodiscard]] std::size_t size() const { return nodes_.size(); }
-  /// All node ids, in graph (insertion / file) order.
+  /// All node ids, in graph (insertion / file) order; removed nodes are not listed.
   [[nodiscard]] std::vector<NodeId> node_ids() const;
 
   // ---- building ----------------------------------------------------------------------------
@@ -192,6 +192,16 @@ class Graph {
   NoteId add_note(std::string message, NodeOptions options = {});
   /// Adds a node kept verbatim (unknown type, or a body that does not match its schema).
   NodeId add_opaque(OpaqueBody body, NodeOptions options = {});
+
+  /// Removes Operations and Tensors from the graph in place: each leaves the lists of its kind and
+  /// every relation (an operation stops producing and consuming its tensors), but keeps its id,
+  /// key and body, which stay readable — ids are dense indexes, so `size()` does not shrink and
+  /// no other id moves. How rewrites replace operations without copying the graph (the rewrite
+  /// driver copies it once at the end, leaving removed nodes out). A removed tensor must have no
+  /// producer or consumer left; an operation must have no Application (both asserted).
+  void remove(std::span<const NodeId> nodes);
+  /// True for a node remove() took out.
+  [[nodiscard]] bool is_removed(NodeId node) const { return record(node).removed; }
 
   void set_label(NodeId node, std::string label);
   /// Sets (replaces) the IPFIndex tag of an Operation or Application.
@@ -260,6 +270,7 @@ class Graph {
     std::uint32_t key_size = 0;
     NodeKind kind = NodeKind::kOpaque;
     bool io_sequence_point = false;
+    bool removed = false;                  // see remove()
     std::uint16_t index_rank = 0;          // of the IPFIndex; kRankInWords: see index_words_
     std::uint32_t slot = 0;                // index into the table of its kind
     std::uint32_t index_at = kNone;        // word offset of the IPFIndex in index_words_

@@ -32,15 +32,22 @@ namespace tapestry::rewrite {
 class FreshNames {
  public:
   /// The names `graph` uses: labels of operations and tensors, keys of operations; and the
-  /// names `plan` uses (so a stale entry can never be picked up by a new operation).
-  explicit FreshNames(const ir::Graph& graph, const Plan& plan = {});
+  /// names `plan` uses (so a stale entry can never be picked up by a new operation). Both are
+  /// read when a name is asked for, not copied (a rewrite builds one per application, on a graph
+  /// of thousands of operations): they must outlive this table, and names they gain meanwhile
+  /// count as taken.
+  explicit FreshNames(const ir::Graph& graph) : graph_(&graph) {}
+  FreshNames(const ir::Graph& graph, const Plan& plan) : graph_(&graph), plan_(&plan) {}
+  FreshNames(const ir::Graph& graph, Plan&& plan) = delete;  // it would dangle
 
   /// `base`, or `base.2`, `base.3`, …: the first name not in use; it is in use afterwards.
   std::string take(std::string_view base);
-  [[nodiscard]] bool is_taken(std::string_view name) const { return table_.is_taken(name); }
+  [[nodiscard]] bool is_taken(std::string_view name) const;
 
  private:
-  metakernel::NameTable table_;
+  const ir::Graph* graph_;
+  const Plan* plan_ = nullptr;
+  metakernel::NameTable handed_out_;
 };
 
 }  // namespace tapestry::rewrite

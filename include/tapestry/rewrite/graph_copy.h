@@ -1,15 +1,17 @@
-// Copying a graph while leaving nodes out — how rewrites remove nodes.
+// Copying a graph while leaving nodes out.
 //
-// The IR only grows (ids are dense indexes), so a rewrite that replaces operations builds a new
-// graph: it copies what stays, then adds what is new. `copy_graph` copies every node except the
-// Applications (lowering regenerates them) and the nodes in `drop`, preserving keys, labels,
-// tags and extension fields, and returns the old → new id map:
+// Ids are dense indexes, so a node ir::Graph::remove takes out keeps its id until the graph is
+// copied. `copy_graph` copies every node except the Applications (lowering regenerates them),
+// the removed nodes and the nodes in `drop`, preserving keys, labels, tags and extension fields,
+// and returns the old → new id map. The rewrite driver copies once, after its last rewrite; lower
+// copies its input once, before the first:
 //
 //   GraphCopy c = copy_graph(g, {z_tensor, relu_op});
 //   c.tensor(x)      // x's id in c.graph
 //   c.has(z_tensor)  // false
 #pragma once
 
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -30,9 +32,13 @@ struct GraphCopy {
   }
 };
 
-/// Copies `source` without its Applications and without the nodes in `drop`. Operations that
-/// read or write a dropped tensor must be dropped too (asserted).
-GraphCopy copy_graph(const ir::Graph& source, std::span<const ir::NodeId> drop = {});
+/// Copies `source` without its Applications, its removed nodes and the nodes in `drop`.
+/// Operations that read or write a dropped tensor must be dropped too (asserted). The order:
+/// the Tensors, Notes and Opaque nodes, then the Operations, each in id order — except the nodes
+/// from id `tail` on, which come last, in id order (run_patterns keeps the nodes its last
+/// rewrite added in the order that rewrite added them).
+GraphCopy copy_graph(const ir::Graph& source, std::span<const ir::NodeId> drop = {},
+                     std::size_t tail = std::numeric_limits<std::size_t>::max());
 
 /// Re-targets every selection of `selections` through `copy` (asserted: none was dropped).
 ir::SelectionMap remap_selections(const ir::SelectionMap& selections, const GraphCopy& copy);

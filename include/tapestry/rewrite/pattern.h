@@ -64,6 +64,12 @@ struct MatchResult {
   explicit operator bool() const { return matched; }
 };
 
+/// A pattern is *local*, which lets the driver re-match only around a rewrite:
+/// * match(state, op) reads only `op`, the tensors it reads and writes, the operations that
+///   read its outputs, and the plan entries and fusion groups named after these operations;
+/// * apply(state, op) changes plan entries and fusion groups only under the names of the
+///   operations it removes or adds, and never edits a node it does not remove (tensors and
+///   operations are immutable once added; a rewrite replaces them).
 class OperationPattern {
  public:
   virtual ~OperationPattern() = default;
@@ -71,6 +77,7 @@ class OperationPattern {
   /// Pure: does this pattern rewrite `op` in `state`?
   [[nodiscard]] virtual MatchResult match(const RewriteState& state, ir::OperationId op) const = 0;
   /// Rewrites `state` at `op` and returns a one-line summary. Precondition: match() succeeded.
+  /// The graph is edited in place: operations and tensors that go are ir::Graph::remove'd.
   virtual std::string apply(RewriteState& state, ir::OperationId op) const = 0;
 };
 
@@ -89,11 +96,22 @@ struct DriverOptions {
   int max_rewrites = 100000;
   /// Pattern names not to run.
   std::set<std::string, std::less<>> disabled;
+  /// Remember that a pattern did not match an operation until a rewrite touches the operation's
+  /// surroundings (see run_patterns). Off: every pass re-matches every operation — the plain
+  /// definition, slower by a factor of the graph's size, kept to test the two against each other.
+  bool reuse_matches = true;
 };
 
 /// Runs `patterns` in order: the first pattern that matches any operation (in graph order) is
 /// applied, then matching restarts from the first pattern, until nothing matches. Returns the
 /// applied rewrites and the refusals (MatchResult::requested). Error when the cap is reached.
+///
+/// In time linear in the graph plus the rewrites' own work: a (pattern, operation) that did not
+/// match is not asked again until a rewrite removes or adds an operation next to one of its
+/// tensors or with its name (patterns are local, above); and the rewrites edit the graph in
+/// place, which is copied once at the end without the removed nodes — in the order a copy after
+/// every rewrite would give: tensors, then operations, then the last rewrite's nodes as it added
+/// them.
 std::vector<RewriteEvent> run_patterns(RewriteState& state,
                                        std::span<const OperationPattern* const> patterns,
                                        const DriverOptions& options);
