@@ -43,6 +43,7 @@
 #include "tapestry/rewrite/split_reduction.h"
 #include "tapestry/runtime/application_executor.h"
 #include "tapestry/runtime/block_executor.h"
+#include "tapestry/runtime/body_kernels.h"
 #include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/input_generation.h"
 #include "tapestry/runtime/memory_budget.h"
@@ -83,7 +84,9 @@ runtime::BufferMap outputs_of(const ir::Graph& graph, const ir::Graph& lowered,
 int verify_and_write(const ir::Graph& graph, const runtime::BufferMap& inputs,
                      const runtime::BufferMap& results, std::optional<runtime::Oracle> oracle,
                      bool reduction_split, const RunOptions& options,
-                     const std::string& metrics_text, const std::string& trace_text) {
+                     const std::string& metrics_text, const std::string& trace_text,
+                     const runtime::ExecutableKernels* naive_kernels,
+                     const runtime::ExecutableKernels* oracle_kernels) {
   const bool exact = options.verify == "exact";
   bool pass = true;
   if (!options.verify.empty()) {
@@ -91,8 +94,12 @@ int verify_and_write(const ir::Graph& graph, const runtime::BufferMap& inputs,
         exact ? runtime::VerifyMode::kExact
               : (options.reference_kernels && !reduction_split ? runtime::VerifyMode::kBitwise
                                                                : runtime::VerifyMode::kBound);
-    const runtime::BufferMap naive = runtime::NaiveExecutor(graph).run(inputs);
-    if (mode == runtime::VerifyMode::kBound) oracle = runtime::evaluate_oracle(graph, inputs);
+    const runtime::BufferMap naive =
+        runtime::NaiveExecutor(
+            graph, naive_kernels ? *naive_kernels : runtime::ExecutableKernels::reference())
+            .run(inputs);
+    if (mode == runtime::VerifyMode::kBound)
+      oracle = runtime::evaluate_oracle(graph, inputs, {.kernels = oracle_kernels});
     const runtime::VerifyReport report =
         runtime::verify_outputs(graph, results, mode, &naive, oracle ? &*oracle : nullptr);
     fmt::print("{}", report.text());
@@ -120,9 +127,8 @@ struct Executed {
   std::optional<runtime::RunMetrics> metrics;
 };
 
-Executed execute(const ir::Graph& lowered, runtime::BufferMap inputs, const RunOptions& options) {
-  const runtime::ExecutableKernels& kernels =
-      options.reference_kernels ? runtime::ExecutableKernels::reference() : runtime::fast_kernels();
+Executed execute(const ir::Graph& lowered, runtime::BufferMap inputs,
+                 const runtime::ExecutableKernels& kernels, const RunOptions& options) {
   if (options.executor == "application") {
     return {runtime::ApplicationExecutor(lowered, kernels).run(std::move(inputs)), std::nullopt};
   }
@@ -265,14 +271,20 @@ int run_run(RunOptions& options) {
       options.inputs.empty()
           ? runtime::generate_inputs(graph, {.seed = options.seed, .exact = exact})
           : read_tensor_files(graph, options.inputs, runtime::graph_inputs(graph), "input");
+  // The built-in kernels plus those the kernel files give a body (runtime/body_kernels.h).
+  const runtime::ExecutableKernels reference = runtime::with_body_kernels(
+      runtime::ExecutableKernels::reference(), signatures, runtime::BodyEvaluation::kReference);
+  const runtime::ExecutableKernels fast = runtime::with_body_kernels(
+      runtime::fast_kernels(), signatures, runtime::BodyEvaluation::kFast);
   std::optional<runtime::Oracle> oracle;
   if (exact) {  // refused before the run when the graph or the inputs cannot be exact
-    oracle = runtime::evaluate_oracle(graph, inputs);
+    oracle = runtime::evaluate_oracle(graph, inputs, {.kernels = &fast});
     if (!oracle->exact_reason.empty())
       throw Error(fmt::format("--verify=exact does not apply: {}", oracle->exact_reason));
   }
 
-  Executed run = execute(lowered.graph, rekey(graph, lowered.graph, inputs), options);
+  Executed run = execute(lowered.graph, rekey(graph, lowered.graph, inputs),
+                         options.reference_kernels ? reference : fast, options);
   fmt::print("ran {} applications of {} operations ({} executor, {} kernels)\n",
              lowered.graph.applications().size(), lowered.graph.operations().size(),
              options.executor, options.reference_kernels ? "reference" : "fast");
@@ -281,7 +293,8 @@ int run_run(RunOptions& options) {
 
   return verify_and_write(graph, inputs, results, std::move(oracle), reduction_split, options,
                           run.metrics ? runtime::metrics_json(*run.metrics).dump(1) + "\n" : "",
-                          run.metrics ? runtime::chrome_trace(*run.metrics).dump() + "\n" : "");
+                          run.metrics ? runtime::chrome_trace(*run.metrics).dump() + "\n" : "",
+                          &reference, &fast);
 }
 
 }  // namespace

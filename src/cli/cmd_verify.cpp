@@ -17,6 +17,8 @@
 #include "common_options.h"
 #include "graph_input.h"
 #include "tapestry/rewrite/lower.h"
+#include "tapestry/runtime/body_kernels.h"
+#include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/naive_executor.h"
 #include "tapestry/runtime/verify.h"
 #include "tapestry/support/error.h"
@@ -54,8 +56,14 @@ int run_verify(const VerifyOptions& options) {
   const runtime::VerifyMode mode = options.exact     ? runtime::VerifyMode::kExact
                                    : options.bitwise ? runtime::VerifyMode::kBitwise
                                                      : runtime::VerifyMode::kBound;
-  const runtime::VerifyReport report =
-      runtime::verify_outputs(graph, inputs, results, {.mode = mode});
+  // The built-in kernels plus those the kernel files give a body (runtime/body_kernels.h).
+  const runtime::ExecutableKernels reference = runtime::with_body_kernels(
+      runtime::ExecutableKernels::reference(), signatures, runtime::BodyEvaluation::kReference);
+  const runtime::ExecutableKernels fast = runtime::with_body_kernels(
+      runtime::fast_kernels(), signatures, runtime::BodyEvaluation::kFast);
+  const runtime::VerifyReport report = runtime::verify_outputs(
+      graph, inputs, results,
+      {.mode = mode, .oracle = {.kernels = &fast}, .naive_kernels = &reference});
   if (options.format == "json") {
     fmt::print("{}\n", report.to_json().dump(1));
   } else {

@@ -55,11 +55,15 @@ runtime::BufferMap outputs_of(const ir::Graph& graph, const ir::Graph& lowered,
 
 /// The end of a run: --verify (against the naive run of `graph` on `inputs`), then the files of
 /// --outputs, --metrics (`metrics_text`) and --trace (`trace_text`), all or nothing. Returns the
-/// exit code (1 on a verify FAIL).
+/// exit code (1 on a verify FAIL). The naive run uses `naive_kernels`, the oracle
+/// `oracle_kernels` (null: the built-in reference and fast sets; sets with kernel bodies,
+/// runtime/body_kernels.h, for graphs that use user kernels).
 int verify_and_write(const ir::Graph& graph, const runtime::BufferMap& inputs,
                      const runtime::BufferMap& results, std::optional<runtime::Oracle> oracle,
                      bool reduction_split, const RunOptions& options,
-                     const std::string& metrics_text, const std::string& trace_text);
+                     const std::string& metrics_text, const std::string& trace_text,
+                     const runtime::ExecutableKernels* naive_kernels = nullptr,
+                     const runtime::ExecutableKernels* oracle_kernels = nullptr);
 
 /// `tapestry run --executor mpi` (run_mpi.cpp); `options` already checked and split.
 int run_mpi(const RunOptions& options);

@@ -8,6 +8,7 @@
 
 #include "tapestry/metakernel/signature.h"
 #include "tapestry/support/error.h"
+#include "verbatim_operation.h"
 
 namespace tapestry::metakernel {
 
@@ -39,17 +40,33 @@ Tensor Graph::input(const std::string& name, DType dtype, const std::vector<std:
 }
 
 Tensor Graph::input(const std::string& name, const TensorType& type) {
-  if (!is_tap_identifier(name))
-    throw Error(fmt::format("input name '{}' is not an identifier", name));
-  if (names_.is_taken(name)) throw Error(fmt::format("{} is already defined", name));
   if (!ir::is_tap_dtype(type.dtype)) {
     throw Error(fmt::format("input {}: dtype {} is not one kernels take ({})", name,
                             ir::dtype_name(type.dtype), tap_dtype_names(" ")));
   }
+  return declare(name, type.dtype, type.range);
+}
+
+Tensor Graph::declare(const std::string& name, const ir::LoomDType& dtype,
+                      const zspace::Range& range) {
+  if (name.empty()) throw Error("a tensor name cannot be empty");
+  if (names_.is_taken(name)) throw Error(fmt::format("{} is already defined", name));
   names_.take(name);
   const ir::TensorId id =
-      graph_.add_tensor(ir::TensorBody{type.dtype, type.range}, ir::NodeOptions{name, ""});
+      graph_.add_tensor(ir::TensorBody{dtype, range}, ir::NodeOptions{name, ""});
   return Tensor(this, id);
+}
+
+void Graph::add_verbatim(const nlohmann::json& node,
+                         const std::function<std::optional<Tensor>(std::string_view)>& lookup) {
+  add_verbatim_operation(
+      graph_, node,
+      [&](std::string_view name) -> std::optional<ir::TensorId> {
+        const std::optional<Tensor> t = lookup(name);
+        if (t) check_same_graph("operation", {*t});
+        return t ? std::optional(t->id()) : std::nullopt;
+      },
+      options_.add_application);
 }
 
 void Graph::check_same_graph(std::string_view kernel, const std::vector<Tensor>& inputs) const {

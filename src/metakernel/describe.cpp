@@ -127,6 +127,7 @@ std::string describe_kernel(const Metakernel& k) {
   describe_index(k, out);
   for (const SugarSpec& s : k.sugar)
     out += fmt::format("  sugar    when {}: {}\n", s.when.to_string(), s.text);
+  if (k.body) out += fmt::format("  body     {}\n", k.body_text);
   if (k.file) out += fmt::format("  defined in {}\n", k.file->name());
   return out;
 }

@@ -20,7 +20,7 @@ namespace {
 constexpr std::string_view kKeys[] = {"kernel", "extends", "aliases", "summary",     "doc",
                                       "types",  "inputs",  "params",  "group_ranks", "broadcast",
                                       "let",    "checks",  "outputs", "index",       "reductions",
-                                      "ipfs",   "sugar",   "hook"};
+                                      "ipfs",   "sugar",   "hook",    "body"};
 
 void check_keys(const YAML::Node& doc) {
   for (const auto& kv : doc) {
@@ -63,7 +63,35 @@ Metakernel KernelReader::read(const YAML::Node& doc, const std::vector<Metakerne
   if (const YAML::Node& n = doc["ipfs"]) k.ipfs = ipfs(n);
   if (const YAML::Node& n = doc["sugar"]) k.sugar = sugar(n);
   if (const YAML::Node& n = doc["hook"]) k.hook = identifier(n, "hook");
+  if (const YAML::Node& n = doc["body"]) read_body(n, k);
   return k;
+}
+
+// A body uses only the kernel's inputs and numeric params, and computes its one output.
+void KernelReader::read_body(const YAML::Node& node, Metakernel& k) {
+  k.body_text = scalar(node, "body");
+  try {
+    k.body = parse_body(k.body_text);
+  } catch (const Error& e) {
+    fail_at(node, fmt::format("body: {}", e.what()));
+  }
+  if (k.outputs.size() != 1)
+    fail_at(node, fmt::format("body: a kernel with a body has one output, {} has {}", k.name,
+                              k.outputs.size()));
+  for (const std::string& name : body_names(*k.body)) {
+    if (k.find_input(name)) continue;
+    const ParamSpec* p = k.find_param(name);
+    if (p && (p->type == ParamType::kInt || p->type == ParamType::kFloat)) continue;
+    std::vector<std::string> known;
+    for (const InputSpec& in : k.inputs) known.push_back(in.name);
+    for (const ParamSpec& q : k.params) {
+      if (q.type == ParamType::kInt || q.type == ParamType::kFloat) known.push_back(q.name);
+    }
+    fail_at(node, fmt::format("body: '{}' is {} (a body uses the inputs and the int or float "
+                              "params: {})",
+                              name, p ? "a param of another type" : "neither an input nor a param",
+                              fmt::join(known, " ")));
+  }
 }
 
 Metakernel KernelReader::find_parent(const YAML::Node& node,

@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include "tapestry/metakernel/naming.h"
+
 namespace tapestry::metakernel::tap {
 
 namespace {
@@ -24,10 +26,14 @@ std::string quote(const std::string& text) {
 }
 
 std::string tensor_to_string(const TensorExpr& e) {
-  return e.is_call() ? call_to_string(*e.call) : e.name;
+  return e.is_call() ? call_to_string(*e.call) : name_to_string(e.name);
 }
 
 }  // namespace
+
+std::string name_to_string(const std::string& name) {
+  return is_tap_identifier(name) ? name : quote(name);
+}
 
 std::string literal_to_string(const nlohmann::json& value, bool is_identifier) {
   if (value.is_string())
@@ -50,14 +56,14 @@ std::string literal_to_string(const nlohmann::json& value, bool is_identifier) {
 }
 
 std::string call_to_string(const Call& call) {
-  std::string out = call.callee + "(";
+  std::string out = name_to_string(call.callee) + "(";
   bool first = true;
   for (const TensorExpr& arg : call.args) {
     out += (first ? "" : ", ") + tensor_to_string(arg);
     first = false;
   }
   for (const Keyword& k : call.keywords) {
-    out += (first ? "" : ", ") + k.name + "=" +
+    out += (first ? "" : ", ") + name_to_string(k.name) + "=" +
            literal_to_string(k.value.value, k.value.is_identifier);
     first = false;
   }

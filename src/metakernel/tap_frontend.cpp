@@ -55,7 +55,22 @@ class Frontend {
 
   void statement(const tap::Decl& decl) {
     define(decl.name, decl.pos);
-    variables_[decl.name] = at(decl.pos, [&] { return graph_.input(decl.name, decl.type); });
+    variables_[decl.name] = at(decl.pos, [&] {
+      return decl.dtype == ir::LoomDType(decl.type.dtype)
+                 ? graph_.input(decl.name, decl.type)
+                 : graph_.declare(decl.name, decl.dtype, decl.type.range);
+    });
+  }
+
+  void statement(const tap::OperationStmt& op) {
+    at(op.pos, [&] {
+      graph_.add_verbatim(op.node, [this](std::string_view name) -> std::optional<Tensor> {
+        if (poisoned_.count(std::string(name))) throw Poisoned{};
+        const auto it = variables_.find(std::string(name));
+        return it == variables_.end() ? std::nullopt : std::optional(it->second);
+      });
+      return Tensor();
+    });
   }
 
   // The name is poisoned only once its statement has failed, not while its value is evaluated:

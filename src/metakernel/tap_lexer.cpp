@@ -69,6 +69,7 @@ class Lexer {
     if (is_ident_start(c)) return identifier(start);
     if (is_digit(c)) return number(start);
     if (c == '"') return string(start);
+    if (c == '{') return json_object(start);
     static constexpr std::pair<char, TokenKind> kPunct[] = {
         {':', TokenKind::kColon},  {'=', TokenKind::kEquals},   {'(', TokenKind::kLParen},
         {')', TokenKind::kRParen}, {'[', TokenKind::kLBracket}, {']', TokenKind::kRBracket},
@@ -136,6 +137,33 @@ class Lexer {
     return {TokenKind::kString, std::move(value), start};
   }
 
+  // A JSON object, taken verbatim up to its matching '}' (braces inside strings do not count);
+  // the parser hands the text to a JSON parser.
+  Token json_object(SourcePos start) {
+    const std::size_t begin = i_;
+    int depth = 0;
+    bool in_string = false;
+    while (!at_end()) {
+      const char c = peek();
+      advance();
+      if (in_string) {
+        if (c == '\\' && !at_end()) {
+          advance();
+        } else if (c == '"') {
+          in_string = false;
+        }
+      } else if (c == '"') {
+        in_string = true;
+      } else if (c == '{') {
+        ++depth;
+      } else if (c == '}' && --depth == 0) {
+        return {TokenKind::kJson, std::string(text_.substr(begin, i_ - begin)), start};
+      }
+    }
+    return {TokenKind::kError, "unterminated '{' (a JSON object ends with its matching '}')",
+            start};
+  }
+
   std::string_view text_;
   std::size_t i_ = 0;
   int line_ = 1;
@@ -159,6 +187,8 @@ std::string describe(TokenKind kind) {
       return "a number";
     case TokenKind::kString:
       return "a string";
+    case TokenKind::kJson:
+      return "a JSON object";
     case TokenKind::kColon:
       return "':'";
     case TokenKind::kEquals:

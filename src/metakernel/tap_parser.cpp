@@ -70,18 +70,35 @@ class Parser {
     while (accept(TokenKind::kNewline)) {
     }
   }
+  bool at_name(std::size_t ahead = 0) const {
+    const TokenKind kind = peek(ahead).kind;
+    return kind == TokenKind::kIdent || kind == TokenKind::kString;
+  }
+  // A name: an identifier, or a string for names that are not identifiers ("op:add").
+  const Token& name(std::string_view context) {
+    if (peek().kind == TokenKind::kString) {
+      if (peek().text.empty()) throw LocatedError(peek().pos, "a name cannot be empty");
+      return tokens_[i_++];
+    }
+    return expect(TokenKind::kIdent, context);
+  }
   void skip_to_next_line() {
     while (peek().kind != TokenKind::kEnd && !accept(TokenKind::kNewline)) ++i_;
   }
 
   Statement statement() {
     const Token& first = peek();
-    if (first.kind == TokenKind::kIdent && first.text == "output" &&
-        peek(1).kind == TokenKind::kIdent) {
+    if (first.kind == TokenKind::kIdent && first.text == "output" && at_name(1)) {
       ++i_;
       return output(first.pos);
     }
-    const Token& name = expect(TokenKind::kIdent, "at the start of a statement");
+    if (first.kind == TokenKind::kIdent && first.text == "operation" &&
+        peek(1).kind == TokenKind::kJson) {
+      const Token& json = peek(1);
+      i_ += 2;
+      return OperationStmt{json_object(json), first.pos};
+    }
+    const Token& name = this->name("at the start of a statement");
     if (accept(TokenKind::kColon)) return declaration(name);
     if (accept(TokenKind::kEquals)) return Assign{name.text, tensor_expr(0), name.pos};
     const Token& next = peek();
@@ -94,20 +111,14 @@ class Parser {
   Output output(SourcePos pos) {
     Output out{{}, pos};
     do {
-      const Token& name = expect(TokenKind::kIdent, "(a variable to output)");
+      const Token& name = this->name("(a variable to output)");
       out.names.push_back(OutputName{name.text, name.pos});
     } while (accept(TokenKind::kComma));
     return out;
   }
 
   Decl declaration(const Token& name) {
-    const Token& dtype_token =
-        expect(TokenKind::kIdent, fmt::format("(a dtype: {})", tap_dtype_names(" ")));
-    const std::optional<DType> dtype = ir::parse_tap_dtype(dtype_token.text);
-    if (!dtype) {
-      throw LocatedError(dtype_token.pos, fmt::format("unknown dtype '{}' (dtypes: {})",
-                                                      dtype_token.text, tap_dtype_names(" ")));
-    }
+    const ir::LoomDType dtype = declared_dtype();
     expect(TokenKind::kLBracket, "to start the dimensions");
     std::vector<std::int64_t> start, end;
     if (!accept(TokenKind::kRBracket)) {
@@ -135,9 +146,28 @@ class Parser {
       } while (accept(TokenKind::kComma));
       expect(TokenKind::kRBracket, "after the dimensions");
     }
+    const DType kernel_dtype =
+        dtype.known() && ir::is_tap_dtype(*dtype.known()) ? *dtype.known() : DType::kFloat32;
     return Decl{name.text,
-                TensorType{*dtype, zspace::Range(zspace::Point(start), zspace::Point(end))},
-                name.pos};
+                TensorType{kernel_dtype, zspace::Range(zspace::Point(start), zspace::Point(end))},
+                name.pos, dtype};
+  }
+
+  // A .tap dtype (f32, float32, …), a loom-only dtype (bool, int8, …), or any spelling as a
+  // string ("boolean") for tensors only operation statements use.
+  ir::LoomDType declared_dtype() {
+    if (peek().kind == TokenKind::kString) {
+      const Token& token = tokens_[i_++];
+      if (token.text.empty()) throw LocatedError(token.pos, "a dtype cannot be empty");
+      return ir::LoomDType::parse(token.text);
+    }
+    const Token& token =
+        expect(TokenKind::kIdent, fmt::format("(a dtype: {})", tap_dtype_names(" ")));
+    if (const std::optional<DType> dtype = ir::parse_tap_dtype(token.text)) return *dtype;
+    const ir::LoomDType loom = ir::LoomDType::parse(token.text);
+    if (loom.known()) return loom;
+    throw LocatedError(token.pos, fmt::format("unknown dtype '{}' (dtypes: {})", token.text,
+                                              tap_dtype_names(" ")));
   }
 
   std::int64_t signed_int() {
@@ -154,7 +184,7 @@ class Parser {
 
   TensorExpr tensor_expr(int depth) {
     if (depth > kMaxNesting) throw LocatedError(peek().pos, "calls are nested too deeply");
-    const Token& name = expect(TokenKind::kIdent, "(a variable or a kernel call)");
+    const Token& name = this->name("(a variable or a kernel call)");
     if (peek().kind != TokenKind::kLParen) return TensorExpr{name.text, nullptr, name.pos};
     return TensorExpr{name.text, std::make_shared<Call>(call_after_name(name, depth)), name.pos};
   }
@@ -166,14 +196,14 @@ class Parser {
     if (accept(TokenKind::kRParen)) return call;
     do {
       skip_newlines();
-      if (peek().kind == TokenKind::kIdent && peek(1).kind == TokenKind::kEquals) {
+      if (at_name() && peek(1).kind == TokenKind::kEquals) {
         const Token& key = peek();
         i_ += 2;
         call.keywords.push_back(Keyword{key.text, literal(0), key.pos});
       } else if (!call.keywords.empty()) {
         throw LocatedError(peek().pos,
                            "positional arguments (tensors) must come before keyword parameters");
-      } else if (peek().kind != TokenKind::kIdent && peek().kind != TokenKind::kError) {
+      } else if (!at_name() && peek().kind != TokenKind::kError) {
         throw LocatedError(peek().pos,
                            fmt::format("expected a tensor (a variable or a call), found {}; "
                                        "parameters are passed by keyword, e.g. dim=1",
@@ -203,6 +233,7 @@ class Parser {
       return list;
     }
     if (accept(TokenKind::kString)) return Literal{token.text, false, token.pos};
+    if (accept(TokenKind::kJson)) return Literal{json_object(token), false, token.pos};
     if (accept(TokenKind::kIdent)) {
       if (token.text == "true" || token.text == "false")
         return Literal{token.text == "true", false, token.pos};
@@ -224,6 +255,27 @@ class Parser {
                        fmt::format("expected a parameter value (a number, a string, a name "
                                    "or a [list]), found {}",
                                    describe(number)));
+  }
+
+  // The JSON of a {…} token; a syntax error points at its own line and column.
+  static nlohmann::json json_object(const Token& token) {
+    try {
+      return nlohmann::json::parse(token.text);
+    } catch (const nlohmann::json::parse_error& e) {
+      SourcePos pos = token.pos;
+      for (std::size_t i = 0; i + 1 < e.byte && i < token.text.size(); ++i) {
+        if (token.text[i] == '\n') {
+          ++pos.line;
+          pos.column = 1;
+        } else {
+          ++pos.column;
+        }
+      }
+      std::string message = e.what();
+      if (const std::size_t colon = message.find(": "); colon != std::string::npos)
+        message = message.substr(colon + 2);
+      throw LocatedError(pos, "invalid JSON: " + message);
+    }
   }
 
   std::vector<Token> tokens_;

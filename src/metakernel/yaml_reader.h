@@ -24,6 +24,7 @@ class KernelReader {
 
  private:
   Metakernel find_parent(const YAML::Node& node, const std::vector<Metakernel>& earlier);
+  void read_body(const YAML::Node& node, Metakernel& k);
   std::string identifier(const YAML::Node& node, std::string_view what);
   std::vector<std::string> names(const YAML::Node& node, std::string_view what,
                                  bool strip_dollar = false);

@@ -250,7 +250,10 @@ VerifyReport verify_outputs(const ir::Graph& graph, const BufferMap& results, Ve
 
 VerifyReport verify_outputs(const ir::Graph& graph, const BufferMap& inputs,
                             const BufferMap& results, const VerifyOptions& options) {
-  const BufferMap naive = NaiveExecutor(graph).run(inputs);
+  const BufferMap naive =
+      NaiveExecutor(graph,
+                    options.naive_kernels ? *options.naive_kernels : ExecutableKernels::reference())
+          .run(inputs);
   std::optional<Oracle> oracle;
   if (options.mode != VerifyMode::kBitwise) oracle = evaluate_oracle(graph, inputs, options.oracle);
   if (options.mode == VerifyMode::kExact && !oracle->exact_reason.empty()) {

@@ -186,9 +186,12 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"bad_dtype", "X: f33[4]\n",
                     "t.tap:1:4: error: unknown dtype 'f33' (dtypes: f32 f64 i32 i64 bf16 f16)\n  "
                     "X: f33[4]\n     ^"},
-        InvalidCase{"loom_only_dtype", "X: int8[4]\n",
-                    "t.tap:1:4: error: unknown dtype 'int8' (dtypes: f32 f64 i32 i64 bf16 f16)\n  "
-                    "X: int8[4]\n     ^"}),
+        // A loom-only dtype declares a tensor for operation statements; no kernel takes it.
+        InvalidCase{"loom_only_dtype", "X: int8[4]\nY = relu(X)\n",
+                    "t.tap:2:5: error: tensor X has dtype int8, which no kernel takes (f32 f64 "
+                    "i32 i64 bf16 f16)\n  Y = relu(X)\n      ^"},
+        InvalidCase{"empty_dtype", "X: \"\"[4]\n",
+                    "t.tap:1:4: error: a dtype cannot be empty\n  X: \"\"[4]\n     ^"}),
     [](const ::testing::TestParamInfo<InvalidCase>& info) { return std::string(info.param.name); });
 
 // Every .tap dtype, by its short and its loom name, declares the same tensor; the graph stores

@@ -2,6 +2,7 @@
 // line and column (each case puts the expected diagnostic next to the bad kernel text).
 #include <gmock/gmock.h>
 
+#include "tapestry/metakernel/kernel_body.h"
 #include "tapestry/metakernel/loader.h"
 #include "test_util.h"
 
@@ -118,7 +119,25 @@ INSTANTIATE_TEST_SUITE_P(
                   "summary, doc, "
                   "types, inputs, params, group_ranks, broadcast, let, checks, outputs, index, "
                   "reductions, ipfs, "
-                  "sugar, hook)"},
+                  "sugar, hook, body)"},
+        // Bodies (kernel_body.h): checked against the kernel's inputs and numeric params.
+        BadKernel{"body_syntax", std::string(kScale) + "body: \"x * (factor\"\n",
+                  "k.yaml:13:7: error: body: column 12: expected ')' to close the parenthesis"},
+        BadKernel{"body_unknown_name", std::string(kScale) + "body: \"x * y\"\n",
+                  "k.yaml:13:7: error: body: 'y' is neither an input nor a param (a body uses "
+                  "the inputs and the int or float params: x factor)"},
+        BadKernel{"body_unknown_function", std::string(kScale) + "body: \"sqr(x)\"\n",
+                  "k.yaml:13:7: error: body: column 1: unknown function 'sqr' (functions: exp "
+                  "tanh sigmoid relu gelu neg max min)"},
+        BadKernel{"body_arity", std::string(kScale) + "body: \"max(x)\"\n",
+                  "k.yaml:13:7: error: body: column 1: max takes 2 arguments, got 1"},
+        BadKernel{"body_trailing", std::string(kScale) + "body: \"x x\"\n",
+                  "k.yaml:13:7: error: body: column 3: unexpected 'x'"},
+        BadKernel{
+            "body_two_outputs",
+            replace(kScale, "outputs:\n", "outputs:\n  other: {shape: \"[$d...]\", dtype: T}\n") +
+                "body: \"x\"\n",
+            "k.yaml:14:7: error: body: a kernel with a body has one output, scale has 2"},
         BadKernel{"no_name", replace(kScale, "kernel: scale\n", ""),
                   "k.yaml:1:1: error: a kernel document needs a 'kernel: <name>' key"},
         BadKernel{"bad_name", replace(kScale, "kernel: scale", "kernel: sc-ale"),
@@ -259,6 +278,29 @@ TEST(Loader, SelfCheckCatchesIpfsOutsideTheirTensors) {
         evaluate_signature(ks[0], std::vector<Argument>{{"X", tt("f32[3]")}}, {});
       },
       ::testing::ThrowsMessage<Error>(HasSubstr("the IPF of x gives 2 dims but x has rank 1")));
+}
+
+}  // namespace
+}  // namespace tapestry::metakernel
+
+namespace tapestry::metakernel {
+namespace {
+
+// Bodies parse with the usual precedence, left-associative, unary minus binding tightest.
+TEST(KernelBody, ParsesWithPrecedence) {
+  const std::pair<const char*, const char*> cases[] = {{"x * 2 + 1", "(x * 2) + 1"},
+                                                       {"1 + x * 2", "1 + (x * 2)"},
+                                                       {"a - b - c", "(a - b) - c"},
+                                                       {"a / b * c", "(a / b) * c"},
+                                                       {"-(x * x) / (1 + s)", "-(x * x) / (1 + s)"},
+                                                       {"--x", "--x"},
+                                                       {" max( x , 0.5 )", "max(x, 0.5)"},
+                                                       {"sigmoid(x) * x", "sigmoid(x) * x"},
+                                                       {"1e-3 * x", "0.001 * x"}};
+  for (const auto& [text, want] : cases) EXPECT_EQ(parse_body(text).to_string(), want) << text;
+  EXPECT_EQ(body_names(parse_body("x * y + x / s")), (std::vector<std::string>{"x", "y", "s"}));
+  for (const char* bad : {"", "x +", "(x", "x)", "max(x,)", "3x", "x $ y", "exp x"})
+    EXPECT_THROW(parse_body(bad), Error) << bad;
 }
 
 }  // namespace

@@ -23,6 +23,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,7 +78,20 @@ class Graph {
   /// the dtype is not one .tap can declare (int8, bool, …).
   Tensor input(const std::string& name, DType dtype, const std::vector<std::int64_t>& shape);
   /// A graph input with an explicit range (it may start anywhere, e.g. f32[-40:60, 20:32]).
+  /// Any non-empty name (.tap writes names that are not identifiers as strings).
   Tensor input(const std::string& name, const TensorType& type);
+  /// A tensor of any loom dtype, including those no kernel takes (bool, int8, a spelling kept
+  /// as read): for operations added verbatim, which may also write it. Kernel calls on a tensor
+  /// of such a dtype throw Error.
+  Tensor declare(const std::string& name, const ir::LoomDType& dtype, const zspace::Range& range);
+
+  /// Adds an operation given as its loom node, its selections naming tensors by name (the .tap
+  /// `operation {…}` statement; see metakernel/verbatim_operation.h): the operations a kernel
+  /// would not derive exactly (another system's kernel, other IPFs, other labels). Unless the
+  /// options say otherwise, a whole-index Application is added when it has IPF tags. Error on
+  /// an unknown name or a body or tag the loom schema rejects.
+  void add_verbatim(const nlohmann::json& node,
+                    const std::function<std::optional<Tensor>(std::string_view)>& lookup);
 
   /// Applies kernel `kernel` (a name or alias, resolved by input count) to `inputs` with
   /// `params` (a JSON object); returns its (first) output. Applies the kernel's sugar first

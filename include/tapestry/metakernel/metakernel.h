@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tapestry/ir/nodes.h"
+#include "tapestry/metakernel/kernel_body.h"
 #include "tapestry/metakernel/expr.h"
 #include "tapestry/metakernel/pattern.h"
 #include "tapestry/metakernel/source.h"
@@ -146,6 +147,10 @@ struct Metakernel {
   std::map<std::string, List> ipfs;  // by input / output name
   std::vector<SugarSpec> sugar;
   std::string hook;  // non-empty: a C++ hook computes outputs, index and IPFs (hooks.h)
+  /// The executable body (`body:`, kernel_body.h), checked against the inputs and params; the
+  /// runtime runs kernels that have one (runtime/body_kernels.h).
+  std::optional<BodyExpr> body;
+  std::string body_text;  // as written
 
   [[nodiscard]] const ParamSpec* find_param(std::string_view name) const;
   [[nodiscard]] const InputSpec* find_input(std::string_view name) const;

@@ -4,6 +4,9 @@
 //   Y = relu(linear(X, W, b))        Assign  (a variable bound to a tensor expression)
 //   Z = conv2d(x, w, stride=2)       Call with a keyword parameter
 //   output Y, Z                      Output
+//   operation {"label": …, "body": …}  OperationStmt (an operation given verbatim, as loom JSON)
+//
+// Names (variables, kernels) are identifiers or, when they are not, strings: `"op:add"(t0, t1)`.
 //
 // A tensor expression is a variable name or a call; calls take tensor expressions positionally
 // and parameters by keyword. Parameter values are literals: integers, floats, `true`/`false`,
@@ -57,8 +60,11 @@ struct Call {
 
 struct Decl {
   std::string name;
-  TensorType type;
+  TensorType type;  // for a dtype kernels do not take, its dtype is a placeholder (f32)
   SourcePos pos;
+  /// The dtype as written: type.dtype, or one kernels do not take — a loom-only dtype (`bool`,
+  /// `int8`, …) or an unknown spelling (`"boolean"`) — which only operation statements may use.
+  ir::LoomDType dtype;
 };
 
 struct Assign {
@@ -77,12 +83,23 @@ struct Output {
   SourcePos pos;
 };
 
-using Statement = std::variant<Decl, Assign, Output>;
+/// `operation {JSON}`: an operation given as its loom node (label, body, tags; no id) whose
+/// selections name tensors by variable (`"tensorId": "X"`) — how `tapestry print` writes an
+/// operation its kernel would not rebuild exactly (docs/language.md, "Operation statements").
+struct OperationStmt {
+  nlohmann::json node;  // the object
+  SourcePos pos;        // of the `operation` keyword
+};
+
+using Statement = std::variant<Decl, Assign, Output, OperationStmt>;
 
 struct Program {
   SourceFilePtr file;
   std::vector<Statement> statements;
 };
+
+/// .tap text of a name: itself when it is an identifier, else a string (`"op:add"`).
+std::string name_to_string(const std::string& name);
 
 /// .tap text of a literal: `2`, `0.5`, `true`, `"text"`, `max`, `[1, 2]`.
 std::string literal_to_string(const nlohmann::json& value, bool is_identifier = false);

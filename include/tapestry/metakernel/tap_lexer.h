@@ -2,7 +2,10 @@
 //
 //   identifiers   [A-Za-z_][A-Za-z0-9_./]*      (`.` and `/` allow generated names: H/linear.2)
 //   integers      123            floats   0.5, 1e-3, 2.5E+2
-//   strings       "text" with \" \\ \n \t escapes
+//   strings       "text" with \" \\ \n \t escapes; a string may also stand for a name
+//                 ("op:add", "H 1"): see the parser
+//   JSON objects  {"kernel": "op:add", …} — balanced braces, strings skipped, newlines allowed;
+//                 the operation statement's body and object-valued parameters
 //   punctuation   : = ( ) [ ] , - ;
 //   comments      # to the end of the line
 //   newlines      end statements (the parser skips them inside parentheses and brackets)
@@ -24,6 +27,7 @@ enum class TokenKind {
   kInt,
   kFloat,
   kString,
+  kJson,
   kColon,
   kEquals,
   kLParen,
@@ -40,7 +44,7 @@ enum class TokenKind {
 
 struct Token {
   TokenKind kind = TokenKind::kEnd;
-  std::string text;  // identifier / number spelling / decoded string / error message
+  std::string text;  // identifier / number spelling / decoded string / JSON text / error message
   SourcePos pos;
 };
 

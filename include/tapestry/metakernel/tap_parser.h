@@ -1,13 +1,17 @@
 // Parser of the .tap graph language: text -> Program (tap_ast.h). Grammar (docs/language.md):
 //
 //   program    := { [statement] (NEWLINE | ';') }
-//   statement  := NAME ':' DTYPE '[' [dim {',' dim}] ']'          declaration (a graph input)
-//               | NAME '=' texpr                                 assignment
-//               | 'output' NAME {',' NAME}                       graph outputs
+//   statement  := name ':' dtype '[' [dim {',' dim}] ']'          declaration (a tensor)
+//               | name '=' texpr                                 assignment
+//               | 'output' name {',' name}                       graph outputs
+//               | 'operation' JSON                               an operation given verbatim
+//   name       := IDENT | STRING                                 a string for other names
+//   dtype      := IDENT | STRING                                 f32 …, bool …, or any spelling
 //   dim        := INT | INT ':' INT                             size, or start:end (may be < 0)
-//   texpr      := NAME | NAME '(' [arg {',' arg}] ')'
-//   arg        := texpr | NAME '=' literal                      positional tensors, then keywords
-//   literal    := ['-'] INT | ['-'] FLOAT | STRING | NAME | '[' [literal {',' literal}] ']'
+//   texpr      := name | name '(' [arg {',' arg}] ')'
+//   arg        := texpr | name '=' literal                      positional tensors, then keywords
+//   literal    := ['-'] INT | ['-'] FLOAT | STRING | IDENT | JSON | '[' [literal {',' literal}] ']'
+//   JSON       := '{' … '}'                                     a JSON object
 //
 // Syntax errors are collected, one per statement: after an error the parser skips to the next
 // line and goes on, so a file with three typos reports three diagnostics.

@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -96,8 +97,10 @@ struct KernelCall {
   [[noreturn]] void fail(std::string_view message) const;
 };
 
-/// A kernel: computes `call.outputs` from `call.inputs` over `call.index`.
-using KernelFn = void (*)(const KernelCall& call);
+/// A kernel: computes `call.outputs` from `call.inputs` over `call.index`. A function (the
+/// built-ins are plain functions, stored inline) or a closure over its own data (a kernel file's
+/// compiled body, runtime/body_kernels.h; a plugin's function).
+using KernelFn = std::function<void(const KernelCall& call)>;
 
 /// A kernel's optional preparation: data derived from the operation alone (its params, IPFs),
 /// computed once per operation by an executor that runs it many times, and handed to every

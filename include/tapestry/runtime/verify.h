@@ -41,6 +41,9 @@ enum class VerifyMode { kBound, kBitwise, kExact };
 struct VerifyOptions {
   VerifyMode mode = VerifyMode::kBound;
   OracleOptions oracle;
+  /// The kernels of the naive run (null: ExecutableKernels::reference()); a set with kernel
+  /// bodies (body_kernels.h) for graphs that use them.
+  const ExecutableKernels* naive_kernels = nullptr;
 };
 
 /// The verdict on one output.
