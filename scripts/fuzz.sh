@@ -41,9 +41,11 @@ for name in "${harnesses[@]}"; do
   echo "== fuzz_$name for ${seconds}s (log: $log)"
   # -rss_limit_mb / -malloc_limit_mb: a header that asks for gigabytes is a finding, not a
   # slow run; -timeout: one input running for 10 s is a hang.
+  dict=()
+  [[ -f "tests/fuzz/dict/$name.dict" ]] && dict=(-dict="tests/fuzz/dict/$name.dict")
   # shellcheck disable=SC2086
   "$bin" "$work/corpus/$name" "tests/fuzz/corpus/$name" \
-    -dict="tests/fuzz/dict/$name.dict" -artifact_prefix="$work/artifacts/$name/" \
+    "${dict[@]}" -artifact_prefix="$work/artifacts/$name/" \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
     -print_final_stats=1 ${FUZZ_ARGS:-} >"$log" 2>&1
   rc=$?

@@ -15,9 +15,19 @@ namespace tapestry::onnx {
 
 namespace {
 
-std::int64_t product(const std::vector<std::int64_t>& v, std::size_t from, std::size_t to) {
+// a × b, or the node's error when it does not fit in 64 bits (a model's shape may be anything).
+std::int64_t times(const NodeContext& node, std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) {
+    throw node.error(fmt::format("shape arithmetic overflows: {} × {}", a, b));
+  }
+  return r;
+}
+
+std::int64_t product(const NodeContext& node, const std::vector<std::int64_t>& v, std::size_t from,
+                     std::size_t to) {
   std::int64_t p = 1;
-  for (std::size_t k = from; k < to; ++k) p *= v[k];
+  for (std::size_t k = from; k < to; ++k) p = times(node, p, v[k]);
   return p;
 }
 
@@ -103,10 +113,10 @@ void convert_reshape(NodeContext& node) {
     } else if (shape[k] < 0) {
       throw node.error(fmt::format("negative dim {} in the shape", shape[k]));
     } else {
-      known *= shape[k];
+      known = times(node, known, shape[k]);
     }
   }
-  const std::int64_t total = product(in, 0, in.size());
+  const std::int64_t total = product(node, in, 0, in.size());
   if (infer >= 0) {
     if (known == 0 || total % known != 0)
       throw node.error(
@@ -125,7 +135,7 @@ void convert_flatten(NodeContext& node) {
   std::int64_t axis = node.int_attr("axis", 1);
   if (axis != static_cast<std::int64_t>(in.size())) axis = normalise_axis(node, axis, in.size());
   const auto a = static_cast<std::size_t>(axis);
-  set_reshaped(node, {product(in, 0, a), product(in, a, in.size())});
+  set_reshaped(node, {product(node, in, 0, a), product(node, in, a, in.size())});
 }
 
 // Transpose: permute (the default perm reverses the dims).

@@ -117,6 +117,7 @@ expect "unknown opset" 2 "opset99.onnx: opset 99 is not supported \(opsets 11 to
 expect "unsupported attribute value" 2 "node 'pool' \(MaxPool, node 0\): ceil_mode=1 is not supported" -- "$tapestry" import "$b/ceil_mode.onnx" -o "$tmp/x.tap"
 expect "unknown attribute" 2 "node 'r' \(Relu, node 0\): attribute 'alpha' is not supported" -- "$tapestry" import "$b/unknown_attr.onnx" -o "$tmp/x.tap"
 expect "Conv group" 2 "node 'grouped' \(Conv, node 0\): group=2 is not supported \(only group=1\)" -- "$tapestry" import "$b/conv_group.onnx" -o "$tmp/x.tap"
+expect "shape overflow" 2 "node 'huge' \(Reshape, node 0\): shape arithmetic overflows: 4611686018427387904 × 101" -- "$tapestry" import "$b/reshape_overflow.onnx" -o "$tmp/x.tap"
 expect "unsupported op" 2 "node 'cosine' \(Cos, node 0\): operator Cos is not supported" -- "$tapestry" import "$b/unsupported_op.onnx" -o "$tmp/x.tap"
 expect "undefined input" 2 "node 'adder' \(Add, node 0\): input 'ghost' is not defined" -- "$tapestry" import "$b/undefined_input.onnx" -o "$tmp/x.tap"
 expect "missing file" 2 "cannot open the file" -- "$tapestry" import "$tmp/nope.onnx" -o "$tmp/x.tap"

@@ -104,6 +104,10 @@ w = oh.make_tensor("w", onnx.TensorProto.FLOAT, [4, 6, 3, 3], [0.0] * 216)
 m = model([oh.make_node("Conv", ["x", "w"], ["y"], name="grouped", group=2)])
 m.graph.initializer.append(w)
 save("conv_group", m)
+shape = oh.make_tensor("shape", onnx.TensorProto.INT64, [3], [2**62, 101, 8])
+m = model([oh.make_node("Reshape", ["x", "shape"], ["y"], name="huge")])
+m.graph.initializer.append(shape)
+save("reshape_overflow", m)  # found by fuzz_onnx: the element count overflowed to a negative
 print("exported to", out)
 
 # ---- hand-built models with numpy references (attribute combinations PyTorch rarely exports) ----
