@@ -236,6 +236,55 @@ Calibration calibrate(double seconds, const std::function<void(std::string_view)
     c.run_overhead_s = overheads[overheads.size() / 2];
   }
 
+  // When the pool's other threads join a run (cost::Target::worker_start_s): one unsplit relu
+  // X, then t independent relu shards of Y = relu(X), run back to back as `run --repeat` runs
+  // them; per run, from X's end (Y's shards ready) to the first start of a Y shard on another
+  // thread than X's, or to the run's end when no other thread took part. Parallel work that
+  // appears after a run has started is the common case (a pad before a sharded conv, a split
+  // after an unsplit layer). Shards of ~0.03 to 2 ms (the cache keeps them short): the first
+  // length at which most runs see a join gives the median join.
+  if (t > 1) {
+    if (progress) progress("workers");
+    for (const std::int64_t rows : {28, 112, 448, 1792}) {  // 64 KiB of relu traffic per row
+      auto file = std::make_shared<metakernel::SourceFile>(
+          "calibrate.tap",
+          fmt::format("A: f32[{}, 8192]\nX = relu(A)\nY = relu(X)\noutput Y\n", rows * t));
+      metakernel::BuildResult built = metakernel::build_tap(file, metakernel::builtin_signatures());
+      if (!built.ok()) throw Error(metakernel::format_diagnostics(built.diagnostics));
+      rewrite::Plan plan;
+      plan.ops["Y"].split = {{"d0", t}};
+      const rewrite::LowerResult lowered = rewrite::lower(*built.graph, plan);
+      const runtime::BufferMap inputs = runtime::generate_inputs(lowered.graph, {.seed = 1});
+      const runtime::BlockExecutor executor(lowered.graph, {.threads = t});
+      (void)executor.run(inputs);
+      std::vector<double> joins;
+      std::vector<double> shards;
+      int joined = 0;
+      for (int run = 0; run < 25; ++run) {
+        const runtime::RunMetrics m = executor.run_measured(inputs).metrics;
+        const runtime::ApplicationMetrics* x = nullptr;
+        for (const runtime::ApplicationMetrics& a : m.applications) {
+          if (a.operation == "X") x = &a;
+        }
+        TAPESTRY_ASSERT(x != nullptr, "the calibration graph has X");
+        const double ready = x->start_s + x->duration_s;
+        double first_other = m.wall_s;
+        for (const runtime::ApplicationMetrics& a : m.applications) {
+          if (a.operation != "Y") continue;
+          shards.push_back(a.duration_s);
+          if (a.thread != x->thread) first_other = std::min(first_other, a.start_s);
+        }
+        joined += first_other < m.wall_s ? 1 : 0;
+        joins.push_back(std::max(0.0, first_other - ready));
+      }
+      std::sort(joins.begin(), joins.end());
+      std::sort(shards.begin(), shards.end());
+      c.worker_start_s = joins[joins.size() / 2];
+      c.worker_start_shard_s = shards[shards.size() / 2];
+      if (2 * joined > static_cast<int>(joins.size())) break;
+    }
+  }
+
   // Kernels whose rate may differ from the roofline of the rates above: one shard per thread.
   const std::int64_t r = 1024;
   const std::string rows_shape = fmt::format("{}×2048 per thread", r);
@@ -324,6 +373,7 @@ cost::Target calibrated_target(const Calibration& c) {
   }
   target.intra_node = {copy.all_threads / t, 0.0, true};
   target.run_overhead_s = c.run_overhead_s;
+  target.worker_start_s = c.worker_start_s;
 
   nlohmann::json benchmarks = nlohmann::json::object();
   for (const BenchmarkResult& b : c.benchmarks) {
@@ -348,6 +398,7 @@ cost::Target calibrated_target(const Calibration& c) {
         {"per_application_s", c.dispatch_s},
         {"overhead_per_application_s", c.dispatch_overhead_s}}},
       {"run_overhead_s", c.run_overhead_s},
+      {"worker_start", {{"seconds", c.worker_start_s}, {"shard_s", c.worker_start_shard_s}}},
       {"power", "estimated, not measured: 1 W idle, 4 W busy per hardware thread"}};
   nlohmann::json kernels = nlohmann::json::object();
   for (const KernelResult& k : c.kernels) {
@@ -378,6 +429,12 @@ std::string calibration_table(const Calibration& c) {
                      si(c.dispatch_s, "s"), si(c.dispatch_overhead_s, "s"));
   out += fmt::format("{:<12} {:<28} {:>11.2f} µs per run beyond its kernels ({} threads)\n", "run",
                      "one relu of 1×1", c.run_overhead_s * 1e6, c.threads);
+  if (c.threads > 1) {
+    out += fmt::format(
+        "{:<12} {:<28} {:>11.2f} µs into a run, back to back (median)\n", "workers join",
+        fmt::format("{} relu shards of {:.2f} ms", c.threads, c.worker_start_shard_s * 1e3),
+        c.worker_start_s * 1e6);
+  }
   const cost::Target target = calibrated_target(c);
   const cost::DeviceType& core = target.device_types.front();
   for (const KernelResult& k : c.kernels) {

@@ -73,6 +73,10 @@ struct Calibration {
   double dispatch_s = 0;           // per application, wall (kernel included), one thread
   double dispatch_overhead_s = 0;  // per application, beyond the kernel
   double run_overhead_s = 0;  // per run: wall time beyond its one tiny application, all threads
+  // When the other pool threads join a run of back-to-back runs (cost::Target::worker_start_s),
+  // and the shard length (seconds) of the runs it was measured on; 0 with one thread.
+  double worker_start_s = 0;
+  double worker_start_shard_s = 0;
   std::vector<KernelResult> kernels;
 
   [[nodiscard]] const BenchmarkResult& benchmark(std::string_view name) const;

@@ -26,6 +26,7 @@ struct CostOptions {
 
 int run_cost(const CostOptions& options) {
   const PricedPlan priced = price_plan(options.pricing);
+  write_predicted_trace(options.pricing, priced);
   if (options.json) {
     fmt::print("{}\n", cost::to_json(priced.cost).dump(2));
     return kExitOk;

@@ -25,6 +25,7 @@ struct ExplainOptions {
 
 int run_explain(const ExplainOptions& options) {
   const PricedPlan priced = price_plan(options.pricing);
+  write_predicted_trace(options.pricing, priced);
   const cost::Explanation e = cost::explain(priced.lowered.graph, priced.placement, priced.target,
                                             priced.cost, priced.schedule);
   if (options.format == "json") {

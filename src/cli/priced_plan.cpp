@@ -1,9 +1,12 @@
 #include "priced_plan.h"
 
+#include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
 #include "common_options.h"
 #include "graph_input.h"
+#include "tapestry/cost/explain.h"
+#include "tensor_files.h"
 
 namespace tapestry::cli {
 
@@ -18,9 +21,13 @@ void add_pricing_options(CLI::App* cmd, PricingOptions& options) {
   add_kernel_dir_option(*cmd, options.kernel_dirs);
   cmd->footer(exit_codes_footer());
   cmd->add_flag("--trust-ipfs", options.trust_ipfs, kTrustIpfsHelp);
+  cmd->add_option("--trace", options.trace,
+                  "write the predicted schedule as a Chrome trace-event FILE (the format of `run "
+                  "--trace`: open both in Perfetto)");
 }
 
 PricedPlan price_plan(const PricingOptions& options) {
+  check_writable_file("--trace", options.trace);
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
   const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
   const rewrite::Plan plan = load_plan(options.plan, options.splits);
@@ -40,6 +47,18 @@ PricedPlan price_plan(const PricingOptions& options) {
   }
   priced.cost = cost::simulate(priced.placement, priced.target, &priced.schedule);
   return priced;
+}
+
+void write_predicted_trace(const PricingOptions& options, const PricedPlan& priced) {
+  if (options.trace.empty()) return;
+  StagedFiles files;
+  files.add(options.trace, cost::chrome_trace(priced.lowered.graph, priced.placement, priced.target,
+                                              priced.schedule)
+                                   .dump() +
+                               "\n");
+  for (const std::filesystem::path& path : files.commit()) {
+    fmt::print(stderr, "wrote {}\n", path.string());
+  }
 }
 
 }  // namespace tapestry::cli

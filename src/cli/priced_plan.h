@@ -22,6 +22,7 @@ struct PricingOptions {
   std::string target;
   std::vector<std::string> kernel_dirs;
   bool trust_ipfs = false;
+  std::string trace;  // --trace FILE: the predicted schedule as a Chrome trace
 };
 
 struct PricedPlan {
@@ -37,5 +38,9 @@ void add_pricing_options(CLI::App* cmd, PricingOptions& options);
 
 /// Loads, lowers, places and simulates; an Error names the file (graph, plan or target) at fault.
 PricedPlan price_plan(const PricingOptions& options);
+
+/// Writes --trace (cost::chrome_trace of the predicted schedule), all or nothing, and names the
+/// file on stderr; nothing without --trace.
+void write_predicted_trace(const PricingOptions& options, const PricedPlan& priced);
 
 }  // namespace tapestry::cli

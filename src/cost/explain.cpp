@@ -376,4 +376,78 @@ nlohmann::json to_json(const Explanation& e) {
             {"bound", p.bound}}}};
 }
 
+nlohmann::json chrome_trace(const ir::Graph& graph, const Placement& placement,
+                            const Target& target, const Schedule& schedule) {
+  TAPESTRY_ASSERT(schedule.applications.size() == placement.applications.size() &&
+                      schedule.transfers.size() == placement.transfers.size(),
+                  "the schedule is of this placement");
+  const auto n = static_cast<std::uint32_t>(target.devices.size());
+  const auto device_name = [&](std::uint32_t d) {
+    return d == kHost ? std::string("host") : target.devices[d].name;
+  };
+  const auto receiver_track = [&](std::uint32_t to) { return to == kHost ? 2 * n : n + to; };
+  const auto node_name = [&](ir::NodeId node) {
+    const std::string& label = graph.node(node).label();
+    return label.empty() ? std::string(graph.key(node)) : label;
+  };
+  nlohmann::json events = nlohmann::json::array();
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", 0},
+                    {"args", {{"name", fmt::format("predicted on {}", target.name)}}}});
+  const auto name_track = [&](std::uint32_t tid, const std::string& name) {
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 0},
+                      {"tid", tid},
+                      {"args", {{"name", name}}}});
+  };
+  std::vector<bool> device_used(n, false), receiver_used(2 * n + 1, false);
+  for (std::uint32_t a = 0; a < placement.applications.size(); ++a) {
+    device_used[schedule.devices.empty() ? placement.applications[a].device : schedule.devices[a]] =
+        true;
+  }
+  for (const Transfer& t : placement.transfers) receiver_used[receiver_track(t.to)] = true;
+  for (std::uint32_t d = 0; d < n; ++d) {
+    if (device_used[d]) name_track(d, target.devices[d].name);
+  }
+  for (std::uint32_t tid = n; tid <= 2 * n; ++tid) {
+    if (receiver_used[tid])
+      name_track(tid, device_name(tid == 2 * n ? kHost : tid - n) + " receives");
+  }
+  for (std::uint32_t a = 0; a < placement.applications.size(); ++a) {
+    const PlacedApplication& app = placement.applications[a];
+    const PlacedOperation& op = placement.operations[app.operation];
+    const Schedule::Interval& when = schedule.applications[a];
+    events.push_back({{"name", node_name(app.id)},
+                      {"cat", op.kernel},
+                      {"ph", "X"},
+                      {"pid", 0},
+                      {"tid", schedule.devices.empty() ? app.device : schedule.devices[a]},
+                      {"ts", when.start * 1e6},
+                      {"dur", (when.end - when.start) * 1e6},
+                      {"args",
+                       {{"operation", op.name},
+                        {"flops", app.work.flops},
+                        {"bytes_read", app.work.bytes_read},
+                        {"bytes_written", app.work.bytes_written}}}});
+  }
+  for (std::uint32_t t = 0; t < placement.transfers.size(); ++t) {
+    const Transfer& tr = placement.transfers[t];
+    const Schedule::Interval& when = schedule.transfers[t];
+    events.push_back({{"name", fmt::format("{} -> {}", device_name(tr.from), device_name(tr.to))},
+                      {"cat", "transfer"},
+                      {"ph", "X"},
+                      {"pid", 0},
+                      {"tid", receiver_track(tr.to)},
+                      {"ts", when.start * 1e6},
+                      {"dur", (when.end - when.start) * 1e6},
+                      {"args",
+                       {{"tensor", node_name(tr.tensor)},
+                        {"from", device_name(tr.from)},
+                        {"bytes", tr.bytes}}}});
+  }
+  return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+}
+
 }  // namespace tapestry::cost

@@ -4,7 +4,9 @@
 // device, releases its local consumers and sends its outgoing transfers (each reserving the
 // sender's egress and the receiver's ingress port); a transfer arriving releases its consumers.
 // A device that is free starts the released application that was released first (ties:
-// topological position). Memory is a sweep over allocation/free instants per device.
+// topological position). Memory is a sweep over allocation/free instants per device. On a
+// shared-memory node the devices after the node's first join at the target's worker_start_s (a
+// "join" event frees them).
 #include "tapestry/cost/simulate.h"
 
 #include <algorithm>
@@ -24,11 +26,13 @@ namespace {
 
 enum class Port : std::uint8_t { kIntra, kInter, kHost };
 
+enum class EventKind : std::uint8_t { kFinish, kArrive, kJoin };
+
 struct Event {
   double time;
   std::uint64_t sequence;
-  bool is_transfer;
-  std::uint32_t id;
+  EventKind kind;
+  std::uint32_t id;  // an application, a transfer or a device
   friend bool operator>(const Event& a, const Event& b) {
     return std::tie(a.time, a.sequence) > std::tie(b.time, b.sequence);
   }
@@ -120,14 +124,29 @@ class Simulation {
     for (std::uint32_t a = 0; a < p_.applications.size(); ++a) {
       if (pending_[a] == 0) release(a, 0.0);
     }
+    if (target_.worker_start_s > 0 && target_.intra_node.shared_memory) {
+      for (const std::vector<std::size_t>& devices : node_devices_) {
+        for (std::size_t k = 1; k < devices.size(); ++k) {
+          device_free_[devices[k]] = false;
+          push(target_.worker_start_s, EventKind::kJoin, static_cast<std::uint32_t>(devices[k]));
+        }
+      }
+    }
     for (std::size_t d = 0; d < n_devices_; ++d) dispatch(d, 0.0);
     while (!events_.empty()) {
       const Event e = events_.top();
       events_.pop();
-      if (e.is_transfer) {
-        arrive(e.id, e.time);
-      } else {
-        finish(e.id, e.time);
+      switch (e.kind) {
+        case EventKind::kArrive:
+          arrive(e.id, e.time);
+          break;
+        case EventKind::kFinish:
+          finish(e.id, e.time);
+          break;
+        case EventKind::kJoin:
+          device_free_[e.id] = true;
+          dispatch(e.id, e.time);
+          break;
       }
     }
     for (std::uint32_t a = 0; a < p_.applications.size(); ++a) {
@@ -152,8 +171,8 @@ class Simulation {
     return target_.link_between(t.from, t.to);
   }
 
-  void push(double time, bool is_transfer, std::uint32_t id) {
-    events_.push(Event{time, sequence_++, is_transfer, id});
+  void push(double time, EventKind kind, std::uint32_t id) {
+    events_.push(Event{time, sequence_++, kind, id});
   }
 
   // An unpinned application on a shared-memory node may run on any of the node's devices.
@@ -201,7 +220,7 @@ class Simulation {
                                                 rates_[app.operation * n_types_ + type]);
     app_time_[a] = {now, now + duration};
     scheduled_[a] = true;
-    push(now + duration, false, a);
+    push(now + duration, EventKind::kFinish, a);
   }
 
   void send(std::uint32_t t, double now) {
@@ -217,7 +236,7 @@ class Simulation {
     if (tr.to != kHost) in[tr.to] = end;
     transfer_time_[t] = {start, end};
     if (tr.producer != kHost) last_read_[tr.producer] = std::max(last_read_[tr.producer], end);
-    push(end, true, t);
+    push(end, EventKind::kArrive, t);
   }
 
   void finish(std::uint32_t a, double now) {

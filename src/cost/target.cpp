@@ -163,6 +163,10 @@ std::string describe_target(const Target& t) {
   const auto where = [](Residence r) { return r == Residence::kHost ? "host" : "resident"; };
   out += fmt::format("inputs    {}, outputs {}\n", where(t.inputs), where(t.outputs));
   if (t.run_overhead_s > 0) out += fmt::format("per run   {} fixed\n", si(t.run_overhead_s, "s"));
+  if (t.worker_start_s > 0 && t.intra_node.shared_memory) {
+    out += fmt::format("workers   join {} into a run (devices after each node's first)\n",
+                       si(t.worker_start_s, "s"));
+  }
   return out;
 }
 

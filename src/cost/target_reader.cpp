@@ -57,8 +57,9 @@ class TargetReader {
 
   Target read(const Json& root) {
     Target t;
-    members(root, "", {"name", "device_types", "nodes", "links"},
-            {"about", "mesh", "inputs", "outputs", "run_overhead_s", "calibration"});
+    members(
+        root, "", {"name", "device_types", "nodes", "links"},
+        {"about", "mesh", "inputs", "outputs", "run_overhead_s", "worker_start_s", "calibration"});
     t.name = string(root["name"], "/name");
     if (t.name.empty()) fail("/name", "must not be empty");
     if (root.contains("about")) t.about = string(root["about"], "/about");
@@ -68,6 +69,9 @@ class TargetReader {
     if (root.contains("outputs")) t.outputs = residence(root["outputs"], "/outputs");
     if (root.contains("run_overhead_s")) {
       t.run_overhead_s = non_negative(root["run_overhead_s"], "/run_overhead_s");
+    }
+    if (root.contains("worker_start_s")) {
+      t.worker_start_s = non_negative(root["worker_start_s"], "/worker_start_s");
     }
     read_links(root["links"], t);
     if (root.contains("mesh")) read_mesh(root["mesh"], t);
@@ -417,6 +421,7 @@ nlohmann::json to_json(const Target& target) {
   j["inputs"] = target.inputs == Residence::kHost ? "host" : "resident";
   j["outputs"] = target.outputs == Residence::kHost ? "host" : "resident";
   if (target.run_overhead_s > 0) j["run_overhead_s"] = target.run_overhead_s;
+  if (target.worker_start_s > 0) j["worker_start_s"] = target.worker_start_s;
   if (target.calibration.is_object()) j["calibration"] = target.calibration;
   return j;
 }
@@ -425,7 +430,7 @@ std::string target_json_text(const Target& target) {
   const nlohmann::json j = to_json(target);
   Json ordered = Json::object();
   for (const char* key : {"name", "about", "device_types", "nodes", "links", "mesh", "inputs",
-                          "outputs", "run_overhead_s", "calibration"}) {
+                          "outputs", "run_overhead_s", "worker_start_s", "calibration"}) {
     if (j.contains(key)) ordered[key] = Json::parse(j[key].dump());
   }
   return ordered.dump(2) + "\n";

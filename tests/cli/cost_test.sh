@@ -105,4 +105,29 @@ expect "negative bandwidth" 2 "bad-target.json: /links/intra_node/bandwidth_Bps:
 expect "unknown preset" 2 "h100x9" -- "$tapestry" cost examples/linear_relu.tap --target h100x9
 expect "target is required" 2 "target" -- "$tapestry" cost examples/linear_relu.tap
 
+# --trace: the predicted schedule as a Chrome trace, one event per application and transfer;
+# an unwritable path fails before any work and leaves nothing behind.
+"$tapestry" cost examples/mlp.tap --plan examples/plans/mlp-megatron.json --target h100x8 \
+  --trace "$tmp/predicted.json" >"$tmp/out" 2>"$tmp/err"
+[[ $? -eq 0 ]] && grep -q "wrote $tmp/predicted.json" "$tmp/err" &&
+  /usr/bin/env python3 - "$tmp/predicted.json" <<'PY'
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+apps = [e for e in events if e["ph"] == "X" and e["cat"] != "transfer"]
+moves = [e for e in events if e["ph"] == "X" and e["cat"] == "transfer"]
+tracks = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
+assert len(apps) == 8 and len(moves) >= 1, (len(apps), len(moves))
+assert {"gpu:0", "gpu:1"} <= tracks, tracks
+assert max(e["ts"] + e["dur"] for e in apps + moves) > 800, "834.6 µs makespan"
+PY
+check "cost --trace writes the predicted schedule" $?
+"$tapestry" explain examples/linear_relu.tap --target cpu-local --trace "$tmp/explained.json" \
+  >"$tmp/out" 2>"$tmp/err"
+[[ $? -eq 0 && -s "$tmp/explained.json" ]]
+check "explain --trace too" $?
+expect "unwritable --trace" 2 "--trace" -- \
+  "$tapestry" cost examples/linear_relu.tap --target h100x8 --trace "$tmp/no/such/dir/t.json"
+[[ ! -e "$tmp/no/such/dir/t.json" ]]
+check "nothing written for an unwritable --trace" $?
+
 finish

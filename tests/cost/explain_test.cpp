@@ -2,6 +2,8 @@
 // answers are known (the Megatron MLP, data parallelism, an all-gather).
 #include "tapestry/cost/explain.h"
 
+#include <map>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
@@ -136,6 +138,51 @@ TEST(Explain, CriticalPathAddsUpToTheMakespanOnAChain) {
   EXPECT_EQ(p.transfers, 1);
   EXPECT_NEAR(p.compute_s + p.communication_s + p.waiting_s, e.cost.makespan_s, 1e-15);
   EXPECT_EQ(to_json(e).at("critical_path").at("bound"), "compute");
+}
+
+}  // namespace
+}  // namespace tapestry::cost
+
+namespace tapestry::cost {
+namespace {
+
+// The predicted schedule as a Chrome trace: a named track per device used and per receiver, one
+// event per application and per transfer at the simulated times (µs).
+TEST(ChromeTrace, HoldsEveryApplicationAndTransferAtItsSimulatedTime) {
+  const Target t = testing::toy_target();
+  rewrite::LowerResult lowered;
+  // A unsharded on gpu:0, then Y split in two: gpu:1 receives its half of A.
+  const Placement p = testing::place_tap("X: f32[1000, 250]\nA = relu(X)\nY = relu(A)\noutput Y\n",
+                                         R"({"ops": {"Y": {"split": {"d0": 2}}}})", t, &lowered);
+  Schedule s;
+  (void)simulate(p, t, &s);
+  const nlohmann::json trace = chrome_trace(lowered.graph, p, t, s);
+  std::vector<nlohmann::json> apps, transfers;
+  std::map<int, std::string> tracks;
+  for (const nlohmann::json& e : trace.at("traceEvents")) {
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") {
+      tracks[e.at("tid").get<int>()] = e.at("args").at("name").get<std::string>();
+    } else if (e.at("ph") == "X") {
+      (e.at("cat") == "transfer" ? transfers : apps).push_back(e);
+    }
+  }
+  ASSERT_EQ(apps.size(), p.applications.size());
+  ASSERT_EQ(transfers.size(), p.transfers.size());
+  ASSERT_FALSE(transfers.empty());
+  EXPECT_EQ(tracks.at(0), "gpu:0");
+  EXPECT_EQ(tracks.at(1), "gpu:1");
+  EXPECT_EQ(tracks.at(3), "gpu:1 receives");  // devices + 1
+  for (std::size_t a = 0; a < apps.size(); ++a) {
+    EXPECT_DOUBLE_EQ(apps[a].at("ts").get<double>(), s.applications[a].start * 1e6);
+    EXPECT_DOUBLE_EQ(apps[a].at("dur").get<double>(),
+                     (s.applications[a].end - s.applications[a].start) * 1e6);
+    EXPECT_EQ(apps[a].at("tid").get<std::uint32_t>(), s.devices[a]);
+    EXPECT_EQ(apps[a].at("args").at("operation"), p.operations[p.applications[a].operation].name);
+  }
+  EXPECT_EQ(transfers[0].at("args").at("from"), "gpu:0");
+  EXPECT_EQ(transfers[0].at("args").at("tensor"), "A");
+  EXPECT_EQ(transfers[0].at("args").at("bytes").get<std::int64_t>(), p.transfers[0].bytes);
+  EXPECT_DOUBLE_EQ(transfers[0].at("ts").get<double>(), s.transfers[0].start * 1e6);
 }
 
 }  // namespace

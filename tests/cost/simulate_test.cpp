@@ -198,6 +198,39 @@ TEST(Simulate, OnSharedMemoryUnpinnedShardsRunOnWhicheverCoreIsFree) {
   EXPECT_DOUBLE_EQ(simulate(place_tap(tap, "{}", t), t).makespan_s, 16e-3);
 }
 
+// worker_start_s: on shared memory the second core takes work only from that instant on, so a
+// second operation waits for the first core to free up when the worker joins too late.
+TEST(Simulate, OnSharedMemoryWorkersJoinAtWorkerStart) {
+  Target t = toy_target(1, 2);
+  t.intra_node.shared_memory = true;
+  constexpr std::string_view tap =
+      "X: f32[4, 250000]\nA = relu(X)\nB = neg(X)\noutput A\noutput B\n";  // 8 ms each
+  const Placement p = place_tap(tap, "{}", t);
+  EXPECT_DOUBLE_EQ(simulate(p, t).makespan_s, 8e-3);
+  t.worker_start_s = 3e-3;  // B starts on the second core at 3 ms
+  Schedule s;
+  EXPECT_DOUBLE_EQ(simulate(p, t, &s).makespan_s, 11e-3);
+  EXPECT_NE(s.devices[0], s.devices[1]);
+  EXPECT_DOUBLE_EQ(s.applications[1].start, 3e-3);
+  t.worker_start_s = 10e-3;  // later than the first core frees up: both run there
+  EXPECT_DOUBLE_EQ(simulate(p, t, &s).makespan_s, 16e-3);
+  EXPECT_EQ(s.devices[0], s.devices[1]);
+  // Only shared-memory nodes have pool threads: distinct devices start at once.
+  t.intra_node.shared_memory = false;
+  const Placement split = place_tap(kRelu, R"({"ops": {"Y": {"split": {"d0": 2}}}})", t);
+  EXPECT_DOUBLE_EQ(simulate(split, t).makespan_s, 1e-3);
+  // Written and read back; a negative value is refused with its path.
+  EXPECT_EQ(parse_target(to_json(t).dump(), "again").worker_start_s, 10e-3);
+  nlohmann::json j = to_json(t);
+  j["worker_start_s"] = -1;
+  try {
+    parse_target(j.dump(), "bad.json");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/worker_start_s"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Simulate, MemoryBeyondCapacityDoesNotFit) {
   Target t = toy_target();
   t.device_types[0].memory_bytes = 1'500'000;

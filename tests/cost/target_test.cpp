@@ -262,7 +262,7 @@ const BadTarget kBadTargets[] = {
     {"unknown member", R"([{"op": "add", "path": "/link", "value": {}}])", "",
      "t.json: /link: unknown member (expected one of name, device_types, nodes, links, about, "
      "mesh, "
-     "inputs, outputs, run_overhead_s, calibration)"},
+     "inputs, outputs, run_overhead_s, worker_start_s, calibration)"},
     {"unknown device member", R"([{"op": "add", "path": "/device_types/big/tflops", "value": 1}])",
      "",
      "t.json: /device_types/big/tflops: unknown member (expected one of kind, peak_flops, "

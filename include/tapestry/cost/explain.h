@@ -96,4 +96,17 @@ std::string to_text(const Explanation& explanation);
 /// {"target", "operations": [...], "communication": [...], "cost": {...}, "critical_path": {...}}.
 nlohmann::json to_json(const Explanation& explanation);
 
+/// The predicted schedule as a Chrome trace-event document, the format `tapestry run --trace`
+/// writes, so a prediction and a measured run open side by side in Perfetto: a track per device
+/// (tid = device position, named after the device) holding an event per application — named like
+/// the run's (the application's label, else its id), `cat` its operation's kernel, args
+/// `operation`, `flops`, `bytes_read`, `bytes_written` — and a track "<device> receives" per
+/// receiving device (tid = devices + position; "host receives" last) with an event per transfer
+/// (args `tensor`, `from`, `bytes`). Times in µs from the run's start.
+///
+///   tapestry cost examples/convnet.tap --target cpu-local --trace predicted.json
+///   tapestry run examples/convnet.tap --trace measured.json
+nlohmann::json chrome_trace(const ir::Graph& graph, const Placement& placement,
+                            const Target& target, const Schedule& schedule);
+
 }  // namespace tapestry::cost

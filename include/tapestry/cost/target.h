@@ -23,7 +23,7 @@
 //               "host":       {"bandwidth_Bps": 55e9, "latency_s": 1e-5}},
 //     "mesh": {"dp": 2, "tp": 4},
 //     "inputs": "resident", "outputs": "resident",
-//     "run_overhead_s": 0
+//     "run_overhead_s": 0, "worker_start_s": 0
 //   }
 //
 // Devices are named `<kind>:<i>`, numbered per kind across nodes in node order (node 0 holds
@@ -150,6 +150,11 @@ struct Target {
   /// A fixed cost of every run, seconds, >= 0, added to the makespan: starting and joining the
   /// executor (the block executor's thread pool: ~10 µs on a CPU). 0 when absent.
   double run_overhead_s = 0.0;
+  /// On a node whose devices share memory (a CPU's hardware threads, `intra_node.shared_memory`),
+  /// the devices after the node's first take work only from this many seconds into a run: the
+  /// executor's idle pool threads waking and joining it (`tapestry calibrate` measures it under
+  /// back-to-back runs; short runs on a cold pool stay on one thread). >= 0; 0 when absent.
+  double worker_start_s = 0.0;
   /// The optional "calibration" member, kept verbatim (null when absent, else an object):
   /// `tapestry calibrate` records its raw measurements there; nothing reads it back.
   nlohmann::json calibration;
