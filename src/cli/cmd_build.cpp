@@ -24,12 +24,12 @@ namespace {
 struct BuildOptions {
   std::string file;
   std::string output;
-  std::vector<std::string> kernel_dirs;
+  KernelSources kernel_sources;
   bool operation_only = false;
 };
 
 int run_build(const BuildOptions& options) {
-  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
+  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
   metakernel::BuildResult built = metakernel::build_tap_file(
       options.file, signatures, {.add_application = !options.operation_only});
   if (!built.ok()) {
@@ -58,7 +58,7 @@ void register_build(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("file", options->file, ".tap source file")->required();
   cmd->add_option("-o,--output", options->output,
                   "where to write the graph JSON (default: stdout)");
-  add_kernel_dir_option(*cmd, options->kernel_dirs);
+  add_kernel_source_options(*cmd, options->kernel_sources);
   cmd->add_flag("--operation-only", options->operation_only,
                 "no whole-index Application per operation (an operation-dialect graph)");
   cmd->footer(exit_codes_footer("the built graph fails validation (a kernel-file bug)"));

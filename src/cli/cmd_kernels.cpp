@@ -24,7 +24,7 @@ namespace {
 
 struct KernelsOptions {
   std::string name;
-  std::vector<std::string> kernel_dirs;
+  KernelSources kernel_sources;
   std::vector<std::string> with;
   std::vector<std::string> params;
 };
@@ -55,7 +55,7 @@ nlohmann::json parse_params(const std::vector<std::string>& params) {
 }
 
 int run_kernels(const KernelsOptions& options) {
-  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
+  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
   if (options.name.empty()) {
     fmt::print("{}", metakernel::describe_kernels(signatures));
     return kExitOk;
@@ -80,7 +80,7 @@ void register_kernels(CLI::App& app, Dispatch& dispatch) {
   CLI::App* cmd =
       app.add_subcommand("kernels", "List the kernels, or show one kernel's signature and IPFs");
   cmd->add_option("name", options->name, "a kernel to show");
-  add_kernel_dir_option(*cmd, options->kernel_dirs);
+  add_kernel_source_options(*cmd, options->kernel_sources);
   cmd->add_option("--with", options->with,
                   "evaluate the signature on these input types, e.g. 'f32[4, 8]'");
   cmd->add_option("--param", options->params, "a parameter for --with, name=value (repeatable)");

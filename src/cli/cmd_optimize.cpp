@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "command.h"
+#include "common_options.h"
 #include "graph_input.h"
 #include "optimize_options.h"
 #include "tapestry/search/front_plot.h"
@@ -35,7 +36,7 @@ struct OptimizeCliOptions {
   std::string checkpoint;
   double checkpoint_every_s = 5;
   std::string resume;
-  std::vector<std::string> kernel_dirs;
+  KernelSources kernel_sources;
   bool trust_ipfs = false;
 };
 
@@ -60,7 +61,7 @@ void print_front(const search::OptimizeResult& r, search::Objective best) {
 
 int run_optimize(const OptimizeCliOptions& options) {
   const search::Objective best = search::parse_objectives(options.best).at(0);
-  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
+  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
   const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
   const cost::Target target = cost::resolve_target(options.target);
   search::OptimizeOptions o = optimize_options(options.search, kDefaultBudgetS, signatures);
@@ -126,7 +127,7 @@ void register_optimize(CLI::App& app, Dispatch& dispatch) {
       ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--resume", options->resume,
                   "continue the search saved in FILE (same graph, target and settings)");
-  cmd->add_option("--kernels", options->kernel_dirs, "a directory of extra kernel files (*.yaml)");
+  add_kernel_source_options(*cmd, options->kernel_sources);
   cmd->add_flag("--trust-ipfs", options->trust_ipfs, kTrustIpfsHelp);
   cmd->callback([&dispatch, options] {
     dispatch.name = "optimize";

@@ -19,12 +19,12 @@ namespace {
 
 struct PlanOptions {
   std::string graph;
-  std::vector<std::string> kernel_dirs;
+  KernelSources kernel_sources;
   bool json = false;
 };
 
 int run_plan(const PlanOptions& options) {
-  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
+  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
   const ir::Graph graph = load_graph(options.graph, signatures);
   const std::vector<rewrite::OperationInfo> ops = rewrite::plannable_operations(graph);
   fmt::print("{}",
@@ -42,7 +42,7 @@ void register_plan(CLI::App& app, Dispatch& dispatch) {
   cmd->add_flag("--json", options->json,
                 "print a plan skeleton instead (every operation, every dim split 1; edit the "
                 "counts and pass it to --plan)");
-  add_kernel_dir_option(*cmd, options->kernel_dirs);
+  add_kernel_source_options(*cmd, options->kernel_sources);
   cmd->footer(exit_codes_footer());
   cmd->callback([&dispatch, options] {
     dispatch.name = "plan";

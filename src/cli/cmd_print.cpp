@@ -21,11 +21,11 @@ namespace {
 
 struct PrintOptions {
   std::string file;
-  std::vector<std::string> kernel_dirs;
+  KernelSources kernel_sources;
 };
 
 int run_print(const PrintOptions& options) {
-  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
+  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
   if (options.file.ends_with(".tap")) {
     metakernel::BuildResult built = metakernel::build_tap_file(options.file, signatures);
     if (!built.ok()) {
@@ -50,7 +50,7 @@ void register_print(CLI::App& app, Dispatch& dispatch) {
   auto options = std::make_shared<PrintOptions>();
   CLI::App* cmd = app.add_subcommand("print", "Show a graph (loom JSON or .tap) as .tap text");
   cmd->add_option("file", options->file, "a loom JSON graph or a .tap file")->required();
-  add_kernel_dir_option(*cmd, options->kernel_dirs);
+  add_kernel_source_options(*cmd, options->kernel_sources);
   cmd->footer(exit_codes_footer());
   cmd->callback([&dispatch, options] {
     dispatch.name = "print";

@@ -36,7 +36,7 @@ struct RenderCommandOptions {
   bool no_ipfs = false;
   bool operations_only = false;
   int max_shards = 64;
-  std::vector<std::string> kernel_dirs;
+  KernelSources kernel_sources;
 };
 
 // Lowers and places the graph, then draws the shards in their devices' colours.
@@ -45,7 +45,7 @@ int run_render_placed(const RenderCommandOptions& options) {
                                         .plan = options.plan,
                                         .splits = options.splits,
                                         .target = options.target,
-                                        .kernel_dirs = options.kernel_dirs,
+                                        .kernel_sources = options.kernel_sources,
                                         .trust_ipfs = false});
   exporter::RenderOptions render{.show_ipfs = !options.no_ipfs,
                                  .show_applications = true,
@@ -63,7 +63,7 @@ int run_render(const RenderCommandOptions& options) {
   if (!options.plan.empty() || !options.splits.empty()) {
     throw Error("--plan and --split need --target (render draws a placed plan)");
   }
-  ir::ReadResult read = read_graph_input(options.file, load_signatures(options.kernel_dirs));
+  ir::ReadResult read = read_graph_input(options.file, load_signatures(options.kernel_sources));
   if (!read.issues.empty()) fmt::print(stderr, "{}", ir::format_issues_text(read.issues));
   if (!read.graph) return kExitBadInput;
   exporter::RenderOptions render{.show_ipfs = !options.no_ipfs,
@@ -93,7 +93,7 @@ void register_render(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--max-shards", options->max_shards,
                   "summarise an operation's shards as one node above this many (default 64)")
       ->check(CLI::PositiveNumber);
-  add_kernel_dir_option(*cmd, options->kernel_dirs);
+  add_kernel_source_options(*cmd, options->kernel_sources);
   cmd->footer(exit_codes_footer());
   cmd->callback([&dispatch, options] {
     dispatch.name = "render";

@@ -43,8 +43,6 @@
 #include "tapestry/rewrite/split_reduction.h"
 #include "tapestry/runtime/application_executor.h"
 #include "tapestry/runtime/block_executor.h"
-#include "tapestry/runtime/body_kernels.h"
-#include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/input_generation.h"
 #include "tapestry/runtime/memory_budget.h"
 #include "tapestry/runtime/naive_executor.h"
@@ -243,7 +241,7 @@ int run_run(RunOptions& options) {
   check_options(options);
   if (options.executor == "mpi") return run_mpi(options);
   const bool exact = options.verify == "exact";
-  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
+  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
   const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
   const rewrite::Plan plan = options.optimize ? optimized_plan(graph, options, signatures)
                                               : load_plan(options.plan, options.splits);
@@ -271,11 +269,11 @@ int run_run(RunOptions& options) {
       options.inputs.empty()
           ? runtime::generate_inputs(graph, {.seed = options.seed, .exact = exact})
           : read_tensor_files(graph, options.inputs, runtime::graph_inputs(graph), "input");
-  // The built-in kernels plus those the kernel files give a body (runtime/body_kernels.h).
-  const runtime::ExecutableKernels reference = runtime::with_body_kernels(
-      runtime::ExecutableKernels::reference(), signatures, runtime::BodyEvaluation::kReference);
-  const runtime::ExecutableKernels fast = runtime::with_body_kernels(
-      runtime::fast_kernels(), signatures, runtime::BodyEvaluation::kFast);
+  // The built-in kernels plus the plugins' and those the kernel files give a body.
+  const runtime::ExecutableKernels reference =
+      load_executable_kernels(options.kernel_sources, signatures, runtime::KernelSet::kReference);
+  const runtime::ExecutableKernels fast =
+      load_executable_kernels(options.kernel_sources, signatures, runtime::KernelSet::kFast);
   std::optional<runtime::Oracle> oracle;
   if (exact) {  // refused before the run when the graph or the inputs cannot be exact
     oracle = runtime::evaluate_oracle(graph, inputs, {.kernels = &fast});
@@ -320,7 +318,7 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
                   "fast (default: oneDNN/OpenBLAS, vectorised) or reference (plain loops): the "
                   "kernels to run")
       ->allow_extra_args(false);
-  add_kernel_dir_option(*cmd, options->kernel_dirs, /*trap_kernels=*/false);
+  add_kernel_source_options(*cmd, options->kernel_sources, /*trap_kernels=*/false);
   cmd->add_option("--executor", options->executor,
                   "block (default: parallel, oneTBB), application (sequential) or mpi (one "
                   "process per device, under mpirun: see `tapestry launch`)");

@@ -26,7 +26,7 @@ struct ShardOptions {
   std::string plan;
   std::vector<std::string> splits;
   std::string output;
-  std::vector<std::string> kernel_dirs;
+  KernelSources kernel_sources;
   bool explain = false;
   bool quiet = false;
   bool trust_ipfs = false;
@@ -34,7 +34,7 @@ struct ShardOptions {
 };
 
 int run_shard(const ShardOptions& options) {
-  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
+  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
   const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
   const rewrite::Plan plan = load_plan(options.plan, options.splits);
   rewrite::LowerResult lowered = rewrite::lower(graph, plan,
@@ -78,7 +78,7 @@ void register_shard(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--split", options->splits, "shorthand for one split: OP.DIM=N (repeatable)");
   cmd->add_option("-o,--output", options->output,
                   "where to write the application graph (default: stdout)");
-  add_kernel_dir_option(*cmd, options->kernel_dirs);
+  add_kernel_source_options(*cmd, options->kernel_sources);
   cmd->add_flag("--explain", options->explain, "print the rewrites applied and refused (stderr)");
   cmd->add_flag("--quiet", options->quiet,
                 "do not print the fusions the plan asked for and the rewrites refused (printed "

@@ -34,7 +34,7 @@ struct ValidateOptions {
   std::string dialect = "auto";
   std::string target;
   std::string format = "text";
-  std::vector<std::string> kernel_dirs;
+  KernelSources kernel_sources;
 };
 
 void print_issues(const std::vector<ir::Issue>& issues, const std::string& format) {
@@ -46,7 +46,7 @@ void print_issues(const std::vector<ir::Issue>& issues, const std::string& forma
 }
 
 int run_validate(const ValidateOptions& options) {
-  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
+  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
   ir::ReadResult read = read_graph_input(options.file, signatures);
   if (!read.graph) {
     print_issues(read.issues, options.format);
@@ -93,7 +93,7 @@ void register_validate(CLI::App& app, Dispatch& dispatch) {
                   "(preset or file)");
   cmd->add_option("--format", options->format, "text | json")
       ->check(CLI::IsMember({"text", "json"}));
-  add_kernel_dir_option(*cmd, options->kernel_dirs);
+  add_kernel_source_options(*cmd, options->kernel_sources);
   cmd->footer(exit_codes_footer("the graph is invalid (issues printed)"));
   cmd->callback([&dispatch, options] {
     dispatch.name = "validate";

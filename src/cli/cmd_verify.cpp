@@ -17,8 +17,6 @@
 #include "common_options.h"
 #include "graph_input.h"
 #include "tapestry/rewrite/lower.h"
-#include "tapestry/runtime/body_kernels.h"
-#include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/naive_executor.h"
 #include "tapestry/runtime/verify.h"
 #include "tapestry/support/error.h"
@@ -33,7 +31,7 @@ struct VerifyOptions {
   std::string inputs;
   std::string outputs;
   std::string plan;
-  std::vector<std::string> kernel_dirs;
+  KernelSources kernel_sources;
   bool bitwise = false;
   bool exact = false;
   std::string format = "text";
@@ -43,7 +41,7 @@ int run_verify(const VerifyOptions& options) {
   if (options.format != "text" && options.format != "json")
     throw Error(fmt::format("--format {}: expected text or json", options.format));
   if (options.bitwise && options.exact) throw Error("--bitwise and --exact exclude each other");
-  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
+  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
   const ir::Graph graph = load_graph(options.graph, signatures);
   if (!options.plan.empty()) {
     const rewrite::Plan plan = load_plan(options.plan, {});
@@ -56,11 +54,11 @@ int run_verify(const VerifyOptions& options) {
   const runtime::VerifyMode mode = options.exact     ? runtime::VerifyMode::kExact
                                    : options.bitwise ? runtime::VerifyMode::kBitwise
                                                      : runtime::VerifyMode::kBound;
-  // The built-in kernels plus those the kernel files give a body (runtime/body_kernels.h).
-  const runtime::ExecutableKernels reference = runtime::with_body_kernels(
-      runtime::ExecutableKernels::reference(), signatures, runtime::BodyEvaluation::kReference);
-  const runtime::ExecutableKernels fast = runtime::with_body_kernels(
-      runtime::fast_kernels(), signatures, runtime::BodyEvaluation::kFast);
+  // The built-in kernels plus the plugins' and those the kernel files give a body.
+  const runtime::ExecutableKernels reference =
+      load_executable_kernels(options.kernel_sources, signatures, runtime::KernelSet::kReference);
+  const runtime::ExecutableKernels fast =
+      load_executable_kernels(options.kernel_sources, signatures, runtime::KernelSet::kFast);
   const runtime::VerifyReport report = runtime::verify_outputs(
       graph, inputs, results,
       {.mode = mode, .oracle = {.kernels = &fast}, .naive_kernels = &reference});
@@ -83,7 +81,7 @@ void register_verify(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--outputs", options->outputs, "DIR/<output>.npy for every graph output")
       ->required();
   cmd->add_option("--plan", options->plan, "the plan the outputs were computed under (checked)");
-  add_kernel_dir_option(*cmd, options->kernel_dirs);
+  add_kernel_source_options(*cmd, options->kernel_sources);
   cmd->add_flag("--bitwise", options->bitwise, "demand bitwise equality with the naive run");
   cmd->add_flag("--exact", options->exact,
                 "demand the exact value (inputs in {-1,0,1}, sums below 2^24)");

@@ -3,19 +3,21 @@
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
-#include <cstdlib>
-#include <sstream>
-
 #include "tapestry/rewrite/fuse_elementwise.h"
 
 namespace tapestry::cli {
 
-void add_kernel_dir_option(CLI::App& cmd, std::vector<std::string>& dirs, bool trap_kernels) {
-  cmd.add_option("--kernel-dir", dirs,
+void add_kernel_source_options(CLI::App& cmd, KernelSources& sources, bool trap_kernels) {
+  cmd.add_option("--kernel-dir", sources.dirs,
                  "a directory of extra kernel files (*.yaml) added to the built-in kernels; "
                  "repeatable (also: $TAPESTRY_KERNELS, ':'-separated)")
       ->allow_extra_args(false)
       ->type_name("DIR");
+  cmd.add_option("--plugin", sources.plugins,
+                 "a kernel plugin (a shared library: docs/metakernels.md, \"C++ plugins\") whose "
+                 "kernels are added; repeatable (also: $TAPESTRY_PLUGINS, ':'-separated)")
+      ->allow_extra_args(false)
+      ->type_name("FILE");
   if (!trap_kernels) return;
   cmd.add_option_function<std::string>(
          "--kernels",
@@ -45,17 +47,6 @@ void print_refused_fusions(const std::vector<rewrite::RewriteEvent>& log) {
       fmt::print(stderr, "{}\n", e.to_string());
     }
   }
-}
-
-std::vector<std::string> kernel_dirs_from_environment() {
-  std::vector<std::string> dirs;
-  const char* env = std::getenv("TAPESTRY_KERNELS");
-  if (env == nullptr) return dirs;
-  std::istringstream in(env);
-  for (std::string dir; std::getline(in, dir, ':');) {
-    if (!dir.empty()) dirs.push_back(dir);
-  }
-  return dirs;
 }
 
 }  // namespace tapestry::cli

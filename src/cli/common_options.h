@@ -3,6 +3,8 @@
 // * `--kernel-dir DIR`: a directory of kernel files (*.yaml) added to the built-in kernels;
 //   repeatable, one directory per flag (so it never swallows the GRAPH argument). The
 //   directories of $TAPESTRY_KERNELS (':'-separated) are added too, before the flags'.
+// * `--plugin FILE`: a kernel plugin (a shared library, tapestry/plugin.h); repeatable, after
+//   those of $TAPESTRY_PLUGINS (':'-separated). kernel_sources.h loads both.
 // * `--kernels` on a command that executes nothing is refused with a pointer to --kernel-dir
 //   (it used to mean a directory; on `run` it selects the executable kernels: fast|reference).
 // * Every `--help` ends with the command's exit codes.
@@ -11,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel_sources.h"
 #include "tapestry/rewrite/pattern.h"
 
 namespace CLI {
@@ -19,9 +22,9 @@ class App;
 
 namespace tapestry::cli {
 
-/// Adds `--kernel-dir DIR` (repeatable) to `cmd`, and, when `trap_kernels`, a hidden `--kernels`
-/// that is refused with a message naming `--kernel-dir`.
-void add_kernel_dir_option(CLI::App& cmd, std::vector<std::string>& dirs, bool trap_kernels = true);
+/// Adds `--kernel-dir DIR` and `--plugin FILE` (both repeatable) to `cmd`, and, when
+/// `trap_kernels`, a hidden `--kernels` that is refused with a message naming `--kernel-dir`.
+void add_kernel_source_options(CLI::App& cmd, KernelSources& sources, bool trap_kernels = true);
 
 /// `--help`'s footer: "Exit codes: 0 …, 1 …, 2 …". `failed` says what exit code 1 means for
 /// this command (empty: the command has no such outcome).
@@ -31,8 +34,5 @@ std::string exit_codes_footer(const std::string& failed = "");
 /// "refused  fuse-elementwise on Y/linear: …": without it a refused fusion is silent. `run` and
 /// `shard` call it unless --quiet (--explain prints every rewrite instead).
 void print_refused_fusions(const std::vector<rewrite::RewriteEvent>& log);
-
-/// The directories of $TAPESTRY_KERNELS, split at ':' (empty entries skipped).
-std::vector<std::string> kernel_dirs_from_environment();
 
 }  // namespace tapestry::cli

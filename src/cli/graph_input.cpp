@@ -2,7 +2,6 @@
 
 #include <fmt/core.h>
 
-#include "common_options.h"
 #include "tapestry/ir/dialect.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/metakernel/tap_frontend.h"
@@ -10,13 +9,6 @@
 #include "tapestry/support/error.h"
 
 namespace tapestry::cli {
-
-metakernel::SignatureRegistry load_signatures(const std::vector<std::string>& dirs) {
-  metakernel::SignatureRegistry signatures = metakernel::SignatureRegistry::with_builtins();
-  for (const std::string& dir : kernel_dirs_from_environment()) signatures.load_directory(dir);
-  for (const std::string& dir : dirs) signatures.load_directory(dir);
-  return signatures;
-}
 
 ir::ReadResult read_graph_input(const std::string& path,
                                 const metakernel::SignatureRegistry& signatures) {

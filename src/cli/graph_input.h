@@ -4,16 +4,13 @@
 #include <string>
 #include <vector>
 
+#include "kernel_sources.h"
 #include "tapestry/ir/graph.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/rewrite/plan.h"
 
 namespace tapestry::cli {
-
-/// The kernel signatures: the built-ins, then the kernel files of every directory of
-/// $TAPESTRY_KERNELS (':'-separated), then those of every `--kernel-dir DIR`.
-metakernel::SignatureRegistry load_signatures(const std::vector<std::string>& dirs);
 
 /// Reads GRAPH for the commands that judge or draw a graph rather than run it (`validate`,
 /// `render`): a `.tap` program is built (its diagnostics are an Error naming file:line:col), any

@@ -18,7 +18,7 @@ void add_pricing_options(CLI::App* cmd, PricingOptions& options) {
                   "a target: a preset name (cpu-local, h100x8, …; `tapestry targets`) or a target "
                   "JSON file")
       ->required();
-  add_kernel_dir_option(*cmd, options.kernel_dirs);
+  add_kernel_source_options(*cmd, options.kernel_sources);
   cmd->footer(exit_codes_footer());
   cmd->add_flag("--trust-ipfs", options.trust_ipfs, kTrustIpfsHelp);
   cmd->add_option("--trace", options.trace,
@@ -28,7 +28,7 @@ void add_pricing_options(CLI::App* cmd, PricingOptions& options) {
 
 PricedPlan price_plan(const PricingOptions& options) {
   check_writable_file("--trace", options.trace);
-  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_dirs);
+  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
   const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
   const rewrite::Plan plan = load_plan(options.plan, options.splits);
   PricedPlan priced{.lowered = rewrite::lower(graph, plan,

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel_sources.h"
 #include "tapestry/cost/placement.h"
 #include "tapestry/cost/simulate.h"
 #include "tapestry/cost/target.h"
@@ -20,7 +21,7 @@ struct PricingOptions {
   std::string plan;
   std::vector<std::string> splits;
   std::string target;
-  std::vector<std::string> kernel_dirs;
+  KernelSources kernel_sources;
   bool trust_ipfs = false;
   std::string trace;  // --trace FILE: the predicted schedule as a Chrome trace
 };
@@ -33,7 +34,8 @@ struct PricedPlan {
   cost::CostVector cost;
 };
 
-/// The options of `cost` and `explain`: GRAPH, --plan, --split, --target, --kernels, --trust-ipfs.
+/// The options of `cost` and `explain`: GRAPH, --plan, --split, --target, --kernel-dir, --plugin,
+/// --trust-ipfs.
 void add_pricing_options(CLI::App* cmd, PricingOptions& options);
 
 /// Loads, lowers, places and simulates; an Error names the file (graph, plan or target) at fault.

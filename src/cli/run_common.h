@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel_sources.h"
 #include "tapestry/ir/graph.h"
 #include "tapestry/runtime/oracle.h"
 #include "tapestry/runtime/tensor_map.h"
@@ -38,8 +39,8 @@ struct RunOptions {
   std::uint64_t max_evals = 0;
   std::string max_memory_per_device;
 
-  std::vector<std::string> kernel_dirs;  // --kernel-dir: directories of kernel files
-  bool reference_kernels = false;        // from `kernels`
+  KernelSources kernel_sources;    // --kernel-dir, --plugin
+  bool reference_kernels = false;  // from `kernels`
 };
 
 /// "2G", "512M", "1.5GiB", "100000" → bytes; Error naming --memory-limit otherwise.

@@ -34,7 +34,6 @@
 #include "tapestry/cost/target.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/rewrite/split_reduction.h"
-#include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/input_generation.h"
 #include "tapestry/runtime/memory_budget.h"
 #include "tapestry/runtime/mpi_executor.h"
@@ -89,6 +88,10 @@ struct Setup {
   bool reduction_split = false;
   cost::Target target;
   runtime::RankSchedule schedule;
+  // The kernel sets, as the in-process run builds them (kernel_sources.h: built-ins, plugins,
+  // kernel-file bodies); the executor points at one of them.
+  runtime::ExecutableKernels reference;
+  runtime::ExecutableKernels fast;
   std::unique_ptr<runtime::MpiExecutor> executor;
   runtime::BufferMap inputs;      // the graph's, keyed by its tensors (rank 0 with --verify: all)
   runtime::BufferMap run_inputs;  // what this rank's applications read, keyed by the lowered graph
@@ -99,7 +102,7 @@ std::unique_ptr<Setup> prepare(const RunOptions& options, const runtime::MpiSess
   auto s = std::make_unique<Setup>();
   const bool exact = options.verify == "exact";
   const bool rank0 = mpi.rank() == 0;
-  s->signatures = load_signatures(options.kernel_dirs);
+  s->signatures = load_signatures(options.kernel_sources);
   s->graph = load_graph(options.graph, s->signatures, options.trust_ipfs);
   const rewrite::Plan plan = load_plan(options.plan, options.splits);
   if (rank0) {
@@ -131,8 +134,11 @@ std::unique_ptr<Setup> prepare(const RunOptions& options, const runtime::MpiSess
     throw e.with_context(options.plan.empty() ? "--split" : options.plan);
   }
   s->schedule = schedule_of(placement, s->target);
-  const runtime::ExecutableKernels& kernels =
-      options.reference_kernels ? runtime::ExecutableKernels::reference() : runtime::fast_kernels();
+  s->reference = load_executable_kernels(options.kernel_sources, s->signatures,
+                                         runtime::KernelSet::kReference);
+  s->fast =
+      load_executable_kernels(options.kernel_sources, s->signatures, runtime::KernelSet::kFast);
+  const runtime::ExecutableKernels& kernels = options.reference_kernels ? s->reference : s->fast;
   s->executor = std::make_unique<runtime::MpiExecutor>(
       mpi, s->lowered.graph, s->schedule,
       runtime::MpiExecutorOptions{
@@ -158,7 +164,7 @@ std::unique_ptr<Setup> prepare(const RunOptions& options, const runtime::MpiSess
     s->inputs = read_tensor_files(s->graph, options.inputs, wanted, "input");
   }
   if (exact && rank0) {
-    s->oracle = runtime::evaluate_oracle(s->graph, s->inputs);
+    s->oracle = runtime::evaluate_oracle(s->graph, s->inputs, {.kernels = &s->fast});
     if (!s->oracle->exact_reason.empty())
       throw Error(fmt::format("--verify=exact does not apply: {}", s->oracle->exact_reason));
   }
@@ -226,7 +232,8 @@ int run_mpi(const RunOptions& options) {
   const runtime::BufferMap results = outputs_of(setup->graph, setup->lowered.graph, run.outputs);
   return verify_and_write(setup->graph, setup->inputs, results, std::move(setup->oracle),
                           setup->reduction_split, options, merged.dump(1) + "\n",
-                          runtime::merge_rank_traces(ranks).dump() + "\n");
+                          runtime::merge_rank_traces(ranks).dump() + "\n", &setup->reference,
+                          &setup->fast);
 }
 
 }  // namespace tapestry::cli

@@ -2,7 +2,7 @@
 # End-to-end tests of the MPI executor (`tapestry run --executor mpi`, `tapestry launch`) under
 # mpirun on this host (loopback, --oversubscribe: 2–4 ranks on 2 cores).
 #
-#   mpi_test.sh TAPESTRY SOURCE_DIR [quick|full]
+#   mpi_test.sh TAPESTRY SOURCE_DIR [quick|full] [SWISH_PLUGIN]
 #
 # Every run's outputs must be bitwise equal to the single-process block executor's on the same
 # plan (same fast kernels on the same boxes in the same order); --verify on rank 0 must PASS;
@@ -14,6 +14,7 @@ set -uo pipefail
 tapestry=$1
 src=$2
 mode=${3:-quick}
+plugin=${4:-}  # examples/plugin's library: a plugin kernel runs on every rank
 source "$(dirname "$0")/cli_testing.sh"
 
 command -v mpirun >/dev/null || { echo "mpirun not found: skipped"; exit 77; }
@@ -93,6 +94,34 @@ succeeds "verify split reduction, metrics, trace" -- "${mpirun[@]}" -np 2 "$tape
 grep -q "^PASS   Y" "$tmp/out" && grep -q '"ranks_count": 2' "$tmp/m.json" &&
   grep -q '"name":"rank 1 (rank:1)"' "$tmp/t.json" && grep -q '"cat":"mpi"' "$tmp/t.json"
 check "split reduction PASS; merged metrics and a trace process per rank" $?
+
+# Kernels beyond the built-ins run on every rank as in one process (cli/kernel_sources.h): a
+# kernel file's body and a plugin's kernel, bitwise equal to the block executor, --verify PASS.
+mkdir -p "$tmp/kdir"
+cat >"$tmp/kdir/leaky.yaml" <<'YAML'
+kernel: leaky
+types: {T: float}
+inputs: {x: {shape: "[$d...]", dtype: T}}
+params: {slope: {type: float, default: 0.01}}
+outputs: {result: {shape: "[$d...]", dtype: T}}
+index: "[$d...]"
+ipfs: {x: "[$d...]", result: "[$d...]"}
+body: "max(x, 0) + slope * min(x, 0)"
+YAML
+printf 'A: f32[64, 48]\nD = leaky(A, slope=0.1)\noutput D\n' >"$tmp/leaky.tap"
+same_as_block "body kernel" 2 "$tmp/leaky.tap" --kernel-dir "$tmp/kdir" --split D.d0=2
+succeeds "body kernel --verify" -- "${mpirun[@]}" -np 2 "$tapestry" run "$tmp/leaky.tap" \
+  --kernel-dir "$tmp/kdir" --split D.d1=2 --kernels reference --executor mpi --verify
+grep -q "^PASS   D: bitwise equal" "$tmp/out"
+check "body kernel on 2 ranks: verify bitwise PASS" $?
+if [[ -n $plugin ]]; then
+  same_as_block "plugin kernel" 2 "$ex/plugin/swish.tap" --plugin "$plugin" --split Y.batch=2 \
+    --split Y/linear.batch=2
+  succeeds "plugin kernel --verify" -- "${mpirun[@]}" -np 2 "$tapestry" run "$ex/plugin/swish.tap" \
+    --plugin "$plugin" --split Y.out=2 --executor mpi --verify
+  grep -q "^PASS   Y" "$tmp/out"
+  check "plugin kernel on 2 ranks: verify PASS" $?
+fi
 
 # Failures: exit 2, the error and its rank once, nothing written.
 for where in 1 0 "1:setup"; do

@@ -63,7 +63,8 @@ fs::path make_scratch() {
   std::string pattern = (fs::temp_directory_path() / "tapestry-doctest-XXXXXX").string();
   if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   const fs::path scratch = pattern;
-  for (const char* dir : {"examples", "tests", "kernels", "targets", "docs", "bench", "scripts"}) {
+  for (const char* dir :
+       {"examples", "tests", "kernels", "targets", "docs", "bench", "scripts", "include"}) {
     fs::create_directory_symlink(kRoot / dir, scratch / dir);
   }
   return scratch;
@@ -78,6 +79,7 @@ class Transcripts : public testing::TestWithParam<std::string> {
                              (inherited != nullptr ? inherited : "/usr/bin:/bin");
     setenv("PATH", path.c_str(), 1);
     unsetenv("TAPESTRY_KERNELS");
+    unsetenv("TAPESTRY_PLUGINS");
     setenv("LC_ALL", "C.UTF-8", 1);
   }
 };

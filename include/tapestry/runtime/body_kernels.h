@@ -25,7 +25,8 @@
 
 namespace tapestry::runtime {
 
-enum class BodyEvaluation { kReference, kFast };
+/// Which kernel set a body kernel joins: how it evaluates the body (see above).
+using BodyEvaluation = KernelSet;
 
 /// `base` plus a kernel for every signature with a body that `base` does not have.
 ExecutableKernels with_body_kernels(const ExecutableKernels& base,

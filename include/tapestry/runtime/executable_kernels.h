@@ -24,6 +24,10 @@
 
 namespace tapestry::runtime {
 
+/// The two kernel sets: `reference()` and `fast_kernels()` (fast_kernels.h); a kernel from
+/// elsewhere (a kernel file's body, a plugin) has a function for each.
+enum class KernelSet { kReference, kFast };
+
 class ExecutableKernels {
  public:
   ExecutableKernels() = default;
