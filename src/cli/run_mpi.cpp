@@ -142,20 +142,20 @@ std::unique_ptr<Setup> prepare(const RunOptions& options, const runtime::MpiSess
       options.reference_kernels ? runtime::ExecutableKernels::reference() : runtime::fast_kernels();
   s->executor = std::make_unique<runtime::MpiExecutor>(
       mpi, s->lowered.graph, s->schedule,
-      runtime::MpiExecutorOptions{
-          .threads = options.threads > 0 ? options.threads : 1,
-          .kernels = &kernels,
-          .memory_limit_bytes =
-              options.memory_limit.empty() ? 0 : parse_byte_size(options.memory_limit),
-          .collectives = collective_use(options.collectives)});
+      runtime::MpiExecutorOptions{.threads = options.threads > 0 ? options.threads : 1,
+                                  .kernels = &kernels,
+                                  .memory_limit_bytes = options.memory_limit.empty()
+                                                            ? 0
+                                                            : parse_byte_size(options.memory_limit),
+                                  .collectives = collective_use(options.collectives)});
 
   // Step 2: the boxes of the inputs this rank reads, each straight from its file or generated
   // alone (rank 0 also every input whole for --verify).
   if (rank0 && !options.verify.empty()) {
     const std::vector<ir::TensorId> all = runtime::graph_inputs(s->graph);
-    s->inputs = options.inputs.empty() ? runtime::generate_inputs(s->graph, {.seed = options.seed,
-                                                                            .exact = exact})
-                                       : read_tensor_files(s->graph, options.inputs, all, "input");
+    s->inputs = options.inputs.empty()
+                    ? runtime::generate_inputs(s->graph, {.seed = options.seed, .exact = exact})
+                    : read_tensor_files(s->graph, options.inputs, all, "input");
   }
   if (exact && rank0) {
     s->oracle = runtime::evaluate_oracle(s->graph, s->inputs);
@@ -165,13 +165,12 @@ std::unique_ptr<Setup> prepare(const RunOptions& options, const runtime::MpiSess
   for (const runtime::NeededInput& need : s->executor->inputs_needed()) {
     const std::string name = runtime::tensor_name(s->lowered.graph, need.tensor);
     const ir::TensorId mine = runtime::find_tensor(s->graph, name);
-    s->run_inputs.emplace(
-        need.tensor,
-        options.inputs.empty()
-            ? runtime::generate_box(runtime::tensor_dtype(s->graph, mine),
-                                    s->graph.tensor(mine).range(), need.box, options.seed, name,
-                                    exact)
-            : read_tensor_box(s->graph, options.inputs, mine, need.box, "input"));
+    s->run_inputs.emplace(need.tensor,
+                          options.inputs.empty()
+                              ? runtime::generate_box(runtime::tensor_dtype(s->graph, mine),
+                                                      s->graph.tensor(mine).range(), need.box,
+                                                      options.seed, name, exact)
+                              : read_tensor_box(s->graph, options.inputs, mine, need.box, "input"));
   }
   if (!rank0 || options.verify.empty()) s->inputs.clear();
   return s;

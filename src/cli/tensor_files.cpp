@@ -38,9 +38,8 @@ runtime::Buffer read_tensor_file(const ir::Graph& graph, const std::string& dir,
   }
   const zspace::Range& range = graph.tensor(t).range();
   runtime::Buffer buffer =
-      box == nullptr
-          ? runtime::read_npy(path, range.shape())
-          : runtime::read_npy_box(path, range.shape(), box->translate(-range.start()));
+      box == nullptr ? runtime::read_npy(path, range.shape())
+                     : runtime::read_npy_box(path, range.shape(), box->translate(-range.start()));
   if (buffer.dtype() != runtime::tensor_dtype(graph, t)) {
     throw Error(fmt::format("{}: dtype {} but tensor {} is {}", path.string(),
                             ir::dtype_name(buffer.dtype()), name, graph.tensor(t).dtype()));

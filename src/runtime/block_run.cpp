@@ -178,7 +178,8 @@ void bind_inputs(const ir::Graph& graph, BufferMap inputs, RunState& state,
     if (slot.range == graph.tensor(slot.tensor).range()) {
       state.buffers[s] = bind_buffer(graph, slot.tensor, std::move(given->second));
     } else {  // a rank's part of the tensor (rank_program.h)
-      if (given->second.dtype() != slot.dtype || given->second.range().shape() != slot.range.shape()) {
+      if (given->second.dtype() != slot.dtype ||
+          given->second.range().shape() != slot.range.shape()) {
         throw Error(fmt::format("input tensor '{}' needs its box {} here, but its buffer is {}",
                                 tensor_name(graph, slot.tensor), slot.range,
                                 given->second.describe()));

@@ -55,7 +55,8 @@ namespace {
 template <typename T>
 T draw(SplitMix64& rng, bool exact) {
   if constexpr (std::is_floating_point_v<T>) {
-    return exact ? static_cast<T>(static_cast<int>(rng.next() % 3) - 1) : small_float<T>(rng.next());
+    return exact ? static_cast<T>(static_cast<int>(rng.next() % 3) - 1)
+                 : small_float<T>(rng.next());
   } else {
     return small_int<T>(rng.next());
   }

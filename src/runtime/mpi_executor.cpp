@@ -221,8 +221,8 @@ MpiExecutor::MpiExecutor(const MpiSession& session, const ir::Graph& graph,
   p.inject_failure = injected.in_run;
   const ExecutableKernels& kernels = options.kernels != nullptr ? *options.kernels : fast_kernels();
   p.whole = detail::compile_block_program(graph, kernels);
-  p.rank = detail::compile_rank_program(graph, p.whole, schedule, session.rank(),
-                                        options.collectives);
+  p.rank =
+      detail::compile_rank_program(graph, p.whole, schedule, session.rank(), options.collectives);
   check_memory_budget(p.rank.local.memory, options.memory_limit_bytes);
   const auto tag_ub = [] {
     void* value = nullptr;
@@ -253,7 +253,8 @@ std::vector<NeededInput> MpiExecutor::inputs_needed() const {
   std::vector<NeededInput> out;
   const detail::RankProgram& rp = program_->rank;
   for (std::size_t s = 0; s < rp.needed_inputs.size(); ++s) {
-    if (rp.needed_inputs[s] != 0) out.push_back({rp.local.slots[s].tensor, rp.local.slots[s].range});
+    if (rp.needed_inputs[s] != 0)
+      out.push_back({rp.local.slots[s].tensor, rp.local.slots[s].range});
   }
   return out;
 }
@@ -444,8 +445,8 @@ void RankRun::execute(std::uint32_t t) {
       for (std::uint32_t part : rp_.contributes[t]) {
         const detail::RankCollective& c = rp_.collectives[rp_.parts[part].collective];
         const Range& box = c.boxes[rp_.parts[part].member];
-        Outgoing out{part, Buffer(rp_.local.slots[c.source_slot].dtype, box,
-                                  Buffer::Uninitialized{}), true};
+        Outgoing out{
+            part, Buffer(rp_.local.slots[c.source_slot].dtype, box, Buffer::Uninitialized{}), true};
         // Counted by post_collective, which owns it from there.
         copy_box(*state_.buffers[c.source_slot], out.staging, box);
         const std::lock_guard lock(mutex_);

@@ -74,16 +74,16 @@ std::optional<RankCollective> reduce_at(const Inputs& in, std::uint32_t r) {
       partials.box.extent(0) < 2) {
     return std::nullopt;
   }
-  RankCollective c{.kind = CollectiveKind::kReduce,
-                   .root = in.rank_of[r],
-                   .source_slot = partials.slot,
-                   .result_slot = result.slot,
-                   .result_box = result.box,
-                   .reduce_task = r,
-                   .bitwise = partials.box.extent(0) == 2,
-                   .bytes = result.box.size() *
-                            static_cast<std::int64_t>(ir::dtype_size_bytes(dtype)),
-                   .what = std::string(task.call.operation)};
+  RankCollective c{
+      .kind = CollectiveKind::kReduce,
+      .root = in.rank_of[r],
+      .source_slot = partials.slot,
+      .result_slot = result.slot,
+      .result_box = result.box,
+      .reduce_task = r,
+      .bitwise = partials.box.extent(0) == 2,
+      .bytes = result.box.size() * static_cast<std::int64_t>(ir::dtype_size_bytes(dtype)),
+      .what = std::string(task.call.operation)};
   bool root_contributes = false;
   for (std::int64_t i = partials.box.start()[0]; i < partials.box.end()[0]; ++i) {
     const Range block = partials.box.with_dim(0, i, i + 1);
@@ -98,7 +98,8 @@ std::optional<RankCollective> reduce_at(const Inputs& in, std::uint32_t r) {
       root_contributes = true;
       continue;
     }
-    const std::optional<std::uint32_t> m = exact_message(in, *writer, c.root, partials.slot, block, r);
+    const std::optional<std::uint32_t> m =
+        exact_message(in, *writer, c.root, partials.slot, block, r);
     if (!m) return std::nullopt;
     c.replaced.push_back(*m);
   }

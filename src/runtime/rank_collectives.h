@@ -56,18 +56,18 @@ struct SlotBox {
 
 struct RankCollective {
   CollectiveKind kind = CollectiveKind::kReduce;
-  std::vector<std::uint32_t> members;    // ranks, ascending
-  std::uint32_t root = 0;                // reduce kinds: the rank of the reduce application
-  std::uint32_t source_slot = 0;         // what members contribute: the partials, or the tensor
-  std::vector<Range> boxes;              // per member: the box of source_slot it contributes
-  std::vector<std::uint32_t> producers;  // per member: the task (whole program) writing it
-  std::uint32_t result_slot = 0;         // reduce kinds: the reduce's output; allgather: source
-  Range result_box;                      // reduce kinds: the reduce's output box
+  std::vector<std::uint32_t> members;      // ranks, ascending
+  std::uint32_t root = 0;                  // reduce kinds: the rank of the reduce application
+  std::uint32_t source_slot = 0;           // what members contribute: the partials, or the tensor
+  std::vector<Range> boxes;                // per member: the box of source_slot it contributes
+  std::vector<std::uint32_t> producers;    // per member: the task (whole program) writing it
+  std::uint32_t result_slot = 0;           // reduce kinds: the reduce's output; allgather: source
+  Range result_box;                        // reduce kinds: the reduce's output box
   std::uint32_t reduce_task = UINT32_MAX;  // reduce kinds: the reduce (whole program)
   std::vector<std::uint32_t> replaced;     // the messages it replaces (RankProgram::messages)
-  bool bitwise = true;  // same bits as the block executor (see the file comment)
-  std::int64_t bytes = 0;  // one member's contribution
-  std::string what;        // the reduce application's name, or the tensor's
+  bool bitwise = true;                     // same bits as the block executor (see the file comment)
+  std::int64_t bytes = 0;                  // one member's contribution
+  std::string what;                        // the reduce application's name, or the tensor's
 };
 
 /// The collectives of a checked schedule (rank_program.cpp): `rank_of` per task, `reads` and

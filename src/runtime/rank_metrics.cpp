@@ -96,18 +96,19 @@ nlohmann::json merge_rank_metrics(const std::vector<nlohmann::json>& ranks) {
     without.erase("trace");
     list.push_back(std::move(without));
   }
-  return {{"executor", "mpi"},
-          {"ranks_count", ranks.size()},
-          {"wall_s", wall},
-          {"flops", flops},
-          {"gflops", wall > 0 ? static_cast<double>(flops) / wall / 1e9 : 0.0},
-          {"busy_s", busy},
-          {"wait_s", wait},
-          {"bytes_moved", moved},
-          {"peak_memory_bytes", peak},
-          {"collectives", ranks.empty() ? nlohmann::json::array()
-                                        : ranks.front().value("collectives", nlohmann::json::array())},
-          {"ranks", std::move(list)}};
+  return {
+      {"executor", "mpi"},
+      {"ranks_count", ranks.size()},
+      {"wall_s", wall},
+      {"flops", flops},
+      {"gflops", wall > 0 ? static_cast<double>(flops) / wall / 1e9 : 0.0},
+      {"busy_s", busy},
+      {"wait_s", wait},
+      {"bytes_moved", moved},
+      {"peak_memory_bytes", peak},
+      {"collectives", ranks.empty() ? nlohmann::json::array()
+                                    : ranks.front().value("collectives", nlohmann::json::array())},
+      {"ranks", std::move(list)}};
 }
 
 nlohmann::json merge_rank_traces(const std::vector<nlohmann::json>& ranks) {

@@ -245,9 +245,10 @@ void readdress(ir::NamedLists<Port>& ports, std::vector<PortAddress>& addresses,
     const BufferSlot& slot = slots[a.slot];
     const Point strides = dense_strides(slot.range.shape());
     const Range& box = port.view.box();
-    a.byte_offset = box.is_empty() ? 0
-                                   : element_offset(slot.range, strides, box.start()) *
-                                         static_cast<std::int64_t>(ir::dtype_size_bytes(slot.dtype));
+    a.byte_offset = box.is_empty()
+                        ? 0
+                        : element_offset(slot.range, strides, box.start()) *
+                              static_cast<std::int64_t>(ir::dtype_size_bytes(slot.dtype));
     port.view = decltype(port.view)(port.view.dtype(), nullptr, box, strides);
   });
 }

@@ -61,9 +61,9 @@ struct RankReceive {
 
 /// A collective this rank takes part in.
 struct RankCollectivePart {
-  std::uint32_t collective = 0;      // position in RankProgram::collectives
-  std::uint32_t member = 0;          // this rank's position in its members
-  std::uint32_t producer = 0;        // the local task whose kernel writes the contribution
+  std::uint32_t collective = 0;       // position in RankProgram::collectives
+  std::uint32_t member = 0;           // this rank's position in its members
+  std::uint32_t producer = 0;         // the local task whose kernel writes the contribution
   std::vector<RankReceive> arrivals;  // replaced messages to this rank, with local consumers
 };
 
@@ -79,7 +79,7 @@ struct RankProgram {
   std::vector<RankCollective> collectives;        // every rank's, the same everywhere
   std::vector<RankCollectivePart> parts;          // the collectives this rank takes part in
   std::vector<std::vector<std::uint32_t>> contributes;  // per local task: parts it writes
-  std::int64_t bytes_sent = 0;                    // per run, by this rank
+  std::int64_t bytes_sent = 0;                          // per run, by this rank
   std::int64_t bytes_received = 0;
 };
 

@@ -97,14 +97,16 @@ TEST(GenerateBox, EqualsTheWholeTensorsCells) {
   for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kInt32}) {
     for (bool exact : {false, true}) {
       const Buffer whole = generate_buffer(dtype, tensor, 7, "X", exact);
-      for (const Range& box : {tensor, Range({-4, 20, 0}, {-2, 27, 5}), Range({0, 22, 1}, {3, 25, 4}),
-                               Range({5, 26, 4}, {6, 27, 5}), Range({1, 21, 2}, {1, 21, 2})}) {
+      for (const Range& box :
+           {tensor, Range({-4, 20, 0}, {-2, 27, 5}), Range({0, 22, 1}, {3, 25, 4}),
+            Range({5, 26, 4}, {6, 27, 5}), Range({1, 21, 2}, {1, 21, 2})}) {
         const Buffer part = generate_box(dtype, tensor, box, 7, "X", exact);
         ASSERT_EQ(part.range(), box);
         for (const Point& p : box.points()) {
           visit_dtype(dtype, [&]<typename T>() {
             const T a = part.at<T>(p), b = whole.at<T>(p);
-            ASSERT_EQ(std::memcmp(&a, &b, sizeof(T)), 0) << box.to_string() << " at " << p.to_string();
+            ASSERT_EQ(std::memcmp(&a, &b, sizeof(T)), 0)
+                << box.to_string() << " at " << p.to_string();
           });
         }
       }

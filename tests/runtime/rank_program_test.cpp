@@ -185,9 +185,8 @@ struct ReduceGraph {
   }
   detail::RankProgram compile(std::uint32_t ranks, std::uint32_t rank, CollectiveUse use) {
     whole = detail::compile_block_program(b.graph, ExecutableKernels::reference());
-    return detail::compile_rank_program(b.graph, whole,
-                                        brute_force(b.graph, ranks, {p_apps, y_apps, z_apps}),
-                                        rank, use);
+    return detail::compile_rank_program(
+        b.graph, whole, brute_force(b.graph, ranks, {p_apps, y_apps, z_apps}), rank, use);
   }
   detail::BlockProgram whole;
 };
@@ -200,7 +199,7 @@ TEST(RankCollectives, PartialsSummedForEveryMemberAreAnAllreduce) {
   EXPECT_EQ(c.kind, detail::CollectiveKind::kAllreduce);
   EXPECT_EQ(c.members, (std::vector<std::uint32_t>{0, 1}));
   EXPECT_EQ(c.root, 0u);
-  EXPECT_TRUE(c.bitwise);  // two partials: p0 + p1 == p1 + p0
+  EXPECT_TRUE(c.bitwise);            // two partials: p0 + p1 == p1 + p0
   EXPECT_EQ(c.replaced.size(), 2u);  // P[1] to the reduce, Y to rank 1
   EXPECT_EQ(c.bytes, 4 * 6 * 4);
   // Rank 0: the reduce is a no-op waiting for the collective; only gathers of Z left.

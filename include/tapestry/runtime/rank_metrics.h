@@ -60,8 +60,8 @@ struct RankMetrics {
 };
 
 /// metrics_json(run) plus rank, name, bytes_sent, bytes_received, messages_sent,
-/// messages_received, wait_s, unpack_s, collectives and "trace" (chrome_trace(run) with message events on a
-/// "messages" track).
+/// messages_received, wait_s, unpack_s, collectives and "trace" (chrome_trace(run) with message
+/// events on a "messages" track).
 [[nodiscard]] nlohmann::json rank_metrics_json(const RankMetrics& metrics);
 
 /// The job's report from every rank's rank_metrics_json (in rank order): wall_s (the slowest
