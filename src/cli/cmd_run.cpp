@@ -322,6 +322,14 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--executor", options->executor,
                   "block (default: parallel, oneTBB), application (sequential) or mpi (one "
                   "process per device, under mpirun: see `tapestry launch`)");
+  cmd->add_option("--collectives", options->collectives,
+                  "with --executor mpi: run the message patterns that are exactly an MPI "
+                  "collective as one (a split reduction's partials summed: MPI_Reduce / "
+                  "MPI_Allreduce; boxes every writer needs: MPI_Allgatherv). exact (default): "
+                  "only where the result keeps the block executor's bits (sums over two ranks, "
+                  "every all-gather); all: sums over more ranks too, in MPI's order (within the "
+                  "verify bar); none: point-to-point only")
+      ->check(CLI::IsMember({"exact", "all", "none"}));
   cmd->add_option("--threads", options->threads,
                   "block executor threads (default: all cores); with --executor mpi, per rank "
                   "(default 1)")

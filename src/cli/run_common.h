@@ -24,7 +24,8 @@ struct RunOptions {
   std::string verify;            // "", "bound" (plain --verify) or "exact"
   std::string kernels = "fast";  // the executable kernels: fast or reference
   std::string executor = "block";
-  std::string target;  // --executor mpi: device i of the target is rank i
+  std::string target;                 // --executor mpi: device i of the target is rank i
+  std::string collectives = "exact";  // --executor mpi: exact, all or none
   int threads = 0;
   std::string memory_limit;
   std::string metrics;

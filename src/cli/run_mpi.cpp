@@ -8,11 +8,11 @@
 //    so every rank computes the same schedule; nothing about the plan is sent). Without
 //    --target the devices are rank:0 … rank:N-1 (the cpu-local preset's device type, renamed);
 //    with one, its device count must equal the number of ranks.
-// 2. Inputs: each rank generates (--seed) or reads (--inputs DIR) the inputs its own applications
-//    read, and only those — whole .npy files, from a file system every rank sees. Generation is
-//    per tensor from (seed, name), so every rank produces the same values without talking;
-//    reading directly spares rank 0 from sending every rank its data. Rank 0 also holds every
-//    input when --verify needs them for the naive run.
+// 2. Inputs: each rank generates (--seed) or reads (--inputs DIR) only the boxes of the inputs
+//    its own applications read — from the .npy files directly (one read per contiguous run, from
+//    a file system every rank sees), or generated box by box from (seed, name) with the stream
+//    skipped to each row, bitwise what the single process generates. No rank sends another its
+//    data. Rank 0 also holds every input whole when --verify needs them for the naive run.
 // 3. Setup errors on any rank (a bad file, a schedule that does not fit) are agreed on before
 //    anything runs; a run's errors stop every rank (mpi_executor.h). Either way rank 0 prints the
 //    first failing rank's error once — `tapestry run: error: rank 1 (rank:1): …` — every rank
@@ -80,6 +80,13 @@ runtime::RankSchedule schedule_of(const cost::Placement& placement, const cost::
   return schedule;
 }
 
+runtime::CollectiveUse collective_use(const std::string& text) {
+  if (text == "exact") return runtime::CollectiveUse::kExact;
+  if (text == "all") return runtime::CollectiveUse::kAll;
+  if (text == "none") return runtime::CollectiveUse::kNone;
+  throw Error(fmt::format("--collectives {}: expected exact, all or none", text));
+}
+
 // Everything a rank prepares before the run (step 1–2); the executor points into the graphs.
 struct Setup {
   metakernel::SignatureRegistry signatures;
@@ -141,37 +148,35 @@ std::unique_ptr<Setup> prepare(const RunOptions& options, const runtime::MpiSess
   const runtime::ExecutableKernels& kernels = options.reference_kernels ? s->reference : s->fast;
   s->executor = std::make_unique<runtime::MpiExecutor>(
       mpi, s->lowered.graph, s->schedule,
-      runtime::MpiExecutorOptions{
-          .threads = options.threads > 0 ? options.threads : 1,
-          .kernels = &kernels,
-          .memory_limit_bytes =
-              options.memory_limit.empty() ? 0 : parse_byte_size(options.memory_limit)});
+      runtime::MpiExecutorOptions{.threads = options.threads > 0 ? options.threads : 1,
+                                  .kernels = &kernels,
+                                  .memory_limit_bytes = options.memory_limit.empty()
+                                                            ? 0
+                                                            : parse_byte_size(options.memory_limit),
+                                  .collectives = collective_use(options.collectives)});
 
-  // Step 2: the inputs this rank reads (rank 0 all of them for --verify).
-  std::vector<ir::TensorId> wanted;  // the graph's tensors
+  // Step 2: the boxes of the inputs this rank reads, each straight from its file or generated
+  // alone (rank 0 also every input whole for --verify).
   if (rank0 && !options.verify.empty()) {
-    wanted = runtime::graph_inputs(s->graph);
-  } else {
-    for (ir::TensorId t : s->executor->inputs_needed())
-      wanted.push_back(runtime::find_tensor(s->graph, runtime::tensor_name(s->lowered.graph, t)));
-  }
-  if (options.inputs.empty()) {
-    s->inputs = runtime::generate_inputs(s->graph, {.seed = options.seed, .exact = exact});
-    runtime::BufferMap kept;
-    for (ir::TensorId t : wanted) kept.emplace(t, std::move(s->inputs.at(t)));
-    s->inputs = std::move(kept);
-  } else {
-    s->inputs = read_tensor_files(s->graph, options.inputs, wanted, "input");
+    const std::vector<ir::TensorId> all = runtime::graph_inputs(s->graph);
+    s->inputs = options.inputs.empty()
+                    ? runtime::generate_inputs(s->graph, {.seed = options.seed, .exact = exact})
+                    : read_tensor_files(s->graph, options.inputs, all, "input");
   }
   if (exact && rank0) {
     s->oracle = runtime::evaluate_oracle(s->graph, s->inputs, {.kernels = &s->fast});
     if (!s->oracle->exact_reason.empty())
       throw Error(fmt::format("--verify=exact does not apply: {}", s->oracle->exact_reason));
   }
-  for (ir::TensorId t : s->executor->inputs_needed()) {
-    const ir::TensorId mine =
-        runtime::find_tensor(s->graph, runtime::tensor_name(s->lowered.graph, t));
-    s->run_inputs.emplace(t, s->inputs.at(mine));
+  for (const runtime::NeededInput& need : s->executor->inputs_needed()) {
+    const std::string name = runtime::tensor_name(s->lowered.graph, need.tensor);
+    const ir::TensorId mine = runtime::find_tensor(s->graph, name);
+    s->run_inputs.emplace(need.tensor,
+                          options.inputs.empty()
+                              ? runtime::generate_box(runtime::tensor_dtype(s->graph, mine),
+                                                      s->graph.tensor(mine).range(), need.box,
+                                                      options.seed, name, exact)
+                              : read_tensor_box(s->graph, options.inputs, mine, need.box, "input"));
   }
   if (!rank0 || options.verify.empty()) s->inputs.clear();
   return s;

@@ -22,28 +22,47 @@ std::string tensor_file_name(const std::string& name) {
   return file + ".npy";
 }
 
+namespace {
+
+// DIR/<name>.npy of tensor `t`, or of `box` of it (in the tensor's coordinates) when given,
+// checked (see read_tensor_files).
+runtime::Buffer read_tensor_file(const ir::Graph& graph, const std::string& dir, ir::TensorId t,
+                                 const zspace::Range* box, std::string_view what) {
+  const std::string name = runtime::tensor_name(graph, t);
+  const fs::path path = fs::path(dir) / tensor_file_name(name);
+  if (!fs::exists(path)) {
+    throw Error(fmt::format("{}: missing {} file for tensor {}", path.string(), what, name));
+  }
+  if (!fs::is_regular_file(path)) {
+    throw Error(fmt::format("{}: not a regular file ({} tensor {})", path.string(), what, name));
+  }
+  const zspace::Range& range = graph.tensor(t).range();
+  runtime::Buffer buffer =
+      box == nullptr ? runtime::read_npy(path, range.shape())
+                     : runtime::read_npy_box(path, range.shape(), box->translate(-range.start()));
+  if (buffer.dtype() != runtime::tensor_dtype(graph, t)) {
+    throw Error(fmt::format("{}: dtype {} but tensor {} is {}", path.string(),
+                            ir::dtype_name(buffer.dtype()), name, graph.tensor(t).dtype()));
+  }
+  return box == nullptr ? runtime::bind_buffer(graph, t, std::move(buffer))
+                        : std::move(buffer).relocated(box->start());
+}
+
+}  // namespace
+
 runtime::BufferMap read_tensor_files(const ir::Graph& graph, const std::string& dir,
                                      const std::vector<ir::TensorId>& tensors,
                                      std::string_view what) {
   if (!fs::is_directory(dir)) throw Error(fmt::format("{}: not a directory", dir));
   runtime::BufferMap buffers;
-  for (ir::TensorId t : tensors) {
-    const std::string name = runtime::tensor_name(graph, t);
-    const fs::path path = fs::path(dir) / tensor_file_name(name);
-    if (!fs::exists(path)) {
-      throw Error(fmt::format("{}: missing {} file for tensor {}", path.string(), what, name));
-    }
-    if (!fs::is_regular_file(path)) {
-      throw Error(fmt::format("{}: not a regular file ({} tensor {})", path.string(), what, name));
-    }
-    runtime::Buffer buffer = runtime::read_npy(path, graph.tensor(t).range().shape());
-    if (buffer.dtype() != runtime::tensor_dtype(graph, t)) {
-      throw Error(fmt::format("{}: dtype {} but tensor {} is {}", path.string(),
-                              ir::dtype_name(buffer.dtype()), name, graph.tensor(t).dtype()));
-    }
-    buffers.emplace(t, runtime::bind_buffer(graph, t, std::move(buffer)));
-  }
+  for (ir::TensorId t : tensors) buffers.emplace(t, read_tensor_file(graph, dir, t, nullptr, what));
   return buffers;
+}
+
+runtime::Buffer read_tensor_box(const ir::Graph& graph, const std::string& dir, ir::TensorId t,
+                                const zspace::Range& box, std::string_view what) {
+  if (!fs::is_directory(dir)) throw Error(fmt::format("{}: not a directory", dir));
+  return read_tensor_file(graph, dir, t, &box, what);
 }
 
 void check_output_files(const ir::Graph& graph, const std::string& dir,

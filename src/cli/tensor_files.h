@@ -31,6 +31,12 @@ runtime::BufferMap read_tensor_files(const ir::Graph& graph, const std::string& 
                                      const std::vector<ir::TensorId>& tensors,
                                      std::string_view what);
 
+/// Reads only `box` (in the tensor's coordinates) of DIR/<name>.npy of tensor `t`, with the
+/// same checks (runtime/npy.h's read_npy_box: one read per contiguous run); the buffer's range
+/// is `box`. An MPI rank reads its inputs this way.
+runtime::Buffer read_tensor_box(const ir::Graph& graph, const std::string& dir, ir::TensorId t,
+                                const zspace::Range& box, std::string_view what);
+
 /// Checks, before any work, that the files of `tensors` can be written to `dir`: no two tensors
 /// share a file name (`A/b` and `A_b`), nothing that is not a regular file stands in the way,
 /// the directory is (or can be made) writable. Creates `dir` and its missing parents and names

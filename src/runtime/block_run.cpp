@@ -9,6 +9,7 @@
 #include "run_support.h"
 #include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/tensor_map.h"
+#include "tapestry/zspace/format.h"
 
 namespace tapestry::runtime::detail {
 
@@ -174,7 +175,17 @@ void bind_inputs(const ir::Graph& graph, BufferMap inputs, RunState& state,
     if (given == inputs.end()) {
       throw Error(fmt::format("input tensor '{}' has no buffer", tensor_name(graph, slot.tensor)));
     }
-    state.buffers[s] = bind_buffer(graph, slot.tensor, std::move(given->second));
+    if (slot.range == graph.tensor(slot.tensor).range()) {
+      state.buffers[s] = bind_buffer(graph, slot.tensor, std::move(given->second));
+    } else {  // a rank's part of the tensor (rank_program.h)
+      if (given->second.dtype() != slot.dtype ||
+          given->second.range().shape() != slot.range.shape()) {
+        throw Error(fmt::format("input tensor '{}' needs its box {} here, but its buffer is {}",
+                                tensor_name(graph, slot.tensor), slot.range,
+                                given->second.describe()));
+      }
+      state.buffers[s] = std::move(given->second).relocated(slot.range.start());
+    }
     state.base[s] = state.buffers[s]->bytes();
     inputs.erase(given);
     state.add_live(slot.bytes);

@@ -1,6 +1,11 @@
 // Seeded input data: splitmix64 streams keyed by tensor name.
 #include "tapestry/runtime/input_generation.h"
 
+#include <fmt/format.h>
+
+#include "tapestry/support/error.h"
+#include "tapestry/zspace/format.h"
+
 namespace tapestry::runtime {
 
 namespace {
@@ -33,7 +38,7 @@ T small_int(std::uint64_t bits) {
 }  // namespace
 
 std::uint64_t SplitMix64::next() {
-  std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+  std::uint64_t z = (state_ += kGamma);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
@@ -44,18 +49,59 @@ std::uint64_t stream_seed(std::uint64_t seed, std::string_view name) {
   return SplitMix64(mixed_seed.next() ^ fnv1a(name)).next();
 }
 
+namespace {
+
+// The value of one draw, by dtype (the file comment's table).
+template <typename T>
+T draw(SplitMix64& rng, bool exact) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return exact ? static_cast<T>(static_cast<int>(rng.next() % 3) - 1)
+                 : small_float<T>(rng.next());
+  } else {
+    return small_int<T>(rng.next());
+  }
+}
+
+}  // namespace
+
+void SplitMix64::skip(std::uint64_t draws) {
+  state_ += draws * kGamma;  // modulo 2^64, as next() adds
+}
+
 Buffer generate_buffer(DType dtype, const Range& range, std::uint64_t seed, std::string_view name,
                        bool exact) {
   Buffer buffer(dtype, range);
   SplitMix64 rng(stream_seed(seed, name));
   visit_dtype(dtype, [&]<typename T>() {
-    for (T& v : buffer.values<T>()) {
-      if constexpr (std::is_floating_point_v<T>) {
-        v = exact ? static_cast<T>(static_cast<int>(rng.next() % 3) - 1)
-                  : small_float<T>(rng.next());
-      } else {
-        v = small_int<T>(rng.next());
+    for (T& v : buffer.values<T>()) v = draw<T>(rng, exact);
+  });
+  return buffer;
+}
+
+Buffer generate_box(DType dtype, const Range& range, const Range& box, std::uint64_t seed,
+                    std::string_view name, bool exact) {
+  if (!range.contains(box)) {
+    throw Error(fmt::format("generate_box: {} lies outside the tensor's {}", box, range));
+  }
+  Buffer buffer(dtype, box);
+  if (box.is_empty()) return buffer;
+  const std::uint64_t stream = stream_seed(seed, name);
+  const Point strides = dense_strides(range.shape());
+  const std::size_t rank = box.rank();
+  const std::int64_t run = rank == 0 ? 1 : box.extent(rank - 1);
+  // Each row of the box (its last dim) starts at its first cell's row-major position in the
+  // whole tensor: skip the stream there.
+  const Range rows = rank == 0 ? box : box.with_dim(rank - 1, 0, 1);
+  visit_dtype(dtype, [&]<typename T>() {
+    T* out = buffer.values<T>().data();
+    for (const Point& p : rows.points()) {
+      std::int64_t flat = 0;
+      for (std::size_t d = 0; d < rank; ++d) {
+        flat += ((d + 1 == rank ? box.start()[d] : p[d]) - range.start()[d]) * strides[d];
       }
+      SplitMix64 rng(stream);
+      rng.skip(static_cast<std::uint64_t>(flat));
+      for (std::int64_t i = 0; i < run; ++i) *out++ = draw<T>(rng, exact);
     }
   });
   return buffer;

@@ -172,6 +172,31 @@ struct MpiProgram {
   bool poison = false;
   bool inject_failure = false;
   std::unique_ptr<BufferPool> pool = std::make_unique<BufferPool>();
+  // One communicator per collective this rank takes part in (parallel to rank.parts), made at
+  // the first run: MPI_Comm_split is collective over every rank, and construction may fail on
+  // one rank before the others agree that setup failed.
+  mutable std::vector<MPI_Comm> comms;
+  mutable bool comms_made = false;
+
+  void make_comms() const {
+    if (comms_made) return;
+    comms_made = true;
+    std::size_t part = 0;
+    for (std::uint32_t c = 0; c < rank.collectives.size(); ++c) {
+      const bool member = part < rank.parts.size() && rank.parts[part].collective == c;
+      MPI_Comm comm = MPI_COMM_NULL;
+      check_mpi(MPI_Comm_split(MPI_COMM_WORLD, member ? 0 : MPI_UNDEFINED,
+                               static_cast<int>(rank.rank), &comm),
+                "MPI_Comm_split");
+      if (member) {
+        comms.push_back(comm);
+        ++part;
+      }
+    }
+  }
+  ~MpiProgram() {
+    for (MPI_Comm& comm : comms) MPI_Comm_free(&comm);
+  }
   // TBB counts the calling thread as one of its threads; the arena here runs only enqueued
   // tasks (no caller joins it), so it needs `threads` workers of its own.
   std::optional<tbb::global_control> allow;
@@ -196,7 +221,8 @@ MpiExecutor::MpiExecutor(const MpiSession& session, const ir::Graph& graph,
   p.inject_failure = injected.in_run;
   const ExecutableKernels& kernels = options.kernels != nullptr ? *options.kernels : fast_kernels();
   p.whole = detail::compile_block_program(graph, kernels);
-  p.rank = detail::compile_rank_program(graph, p.whole, schedule, session.rank());
+  p.rank =
+      detail::compile_rank_program(graph, p.whole, schedule, session.rank(), options.collectives);
   check_memory_budget(p.rank.local.memory, options.memory_limit_bytes);
   const auto tag_ub = [] {
     void* value = nullptr;
@@ -223,11 +249,24 @@ MpiExecutor::MpiExecutor(const MpiSession& session, const ir::Graph& graph,
 
 MpiExecutor::~MpiExecutor() = default;
 
-std::vector<ir::TensorId> MpiExecutor::inputs_needed() const {
-  std::vector<ir::TensorId> out;
+std::vector<NeededInput> MpiExecutor::inputs_needed() const {
+  std::vector<NeededInput> out;
   const detail::RankProgram& rp = program_->rank;
   for (std::size_t s = 0; s < rp.needed_inputs.size(); ++s) {
-    if (rp.needed_inputs[s] != 0) out.push_back(rp.local.slots[s].tensor);
+    if (rp.needed_inputs[s] != 0)
+      out.push_back({rp.local.slots[s].tensor, rp.local.slots[s].range});
+  }
+  return out;
+}
+
+std::vector<CollectiveRecord> MpiExecutor::collectives() const {
+  std::vector<CollectiveRecord> out;
+  for (const detail::RankCollective& c : program_->rank.collectives) {
+    out.push_back({.kind = std::string(detail::collective_kind_name(c.kind)),
+                   .what = c.what,
+                   .ranks = c.members,
+                   .bytes = c.bytes,
+                   .bitwise = c.bitwise});
   }
   return out;
 }
@@ -253,9 +292,28 @@ namespace {
 using detail::Clock;
 
 struct Outgoing {
-  std::uint32_t message = 0;
+  std::uint32_t message = 0;  // or the part, for a collective's contribution
   Buffer staging;
+  bool collective = false;
 };
+
+// One collective this rank takes part in, as the communication thread runs it.
+struct PartRun {
+  MPI_Request request = MPI_REQUEST_NULL;
+  bool posted = false;
+  bool done = false;
+  Buffer send;
+  Buffer receive;
+  std::vector<int> counts, displacements;  // MPI_Iallgatherv's, in bytes; alive until done
+};
+
+std::int64_t bytes_of(const Buffer& b) {
+  return static_cast<std::int64_t>(b.size_bytes());
+}
+
+MPI_Datatype mpi_type(DType dtype) {
+  return dtype == DType::kFloat64 ? MPI_DOUBLE : MPI_FLOAT;
+}
 
 // Copies `box` between two dense row-major buffers of the same dtype (a tensor's and a
 // message's staging buffer), one memcpy per run of the last dimension: the generic element loop
@@ -312,6 +370,10 @@ class RankRun {
   bool post_sends();
   bool test_receives();
   bool test_sends();
+  void post_collective(std::uint32_t part, Buffer send);
+  bool test_collectives();
+  void complete_collective(std::uint32_t part);
+  void arrive(const detail::RankReceive& receive, const Buffer* from);
   bool poll_aborts();
   void send_aborts();
   void unwind();
@@ -342,6 +404,8 @@ class RankRun {
   std::size_t sends_posted_ = 0;
   std::size_t sends_done_ = 0;
   std::size_t sends_expected_ = 0;
+  std::vector<PartRun> parts_;
+  std::size_t parts_done_ = 0;
   std::vector<MPI_Request> abort_requests_;
   bool aborts_sent_ = false;
 
@@ -373,7 +437,18 @@ void RankRun::execute(std::uint32_t t) {
       for (std::uint32_t m : rp_.sends[t]) {
         const detail::RankMessageInfo& msg = rp_.messages[m];
         Outgoing out{m, Buffer(rp_.local.slots[msg.slot].dtype, msg.box, Buffer::Uninitialized{})};
+        state_.add_live(bytes_of(out.staging));
         copy_box(*state_.buffers[msg.slot], out.staging, msg.box);
+        const std::lock_guard lock(mutex_);
+        outbox_.push_back(std::move(out));
+      }
+      for (std::uint32_t part : rp_.contributes[t]) {
+        const detail::RankCollective& c = rp_.collectives[rp_.parts[part].collective];
+        const Range& box = c.boxes[rp_.parts[part].member];
+        Outgoing out{
+            part, Buffer(rp_.local.slots[c.source_slot].dtype, box, Buffer::Uninitialized{}), true};
+        // Counted by post_collective, which owns it from there.
+        copy_box(*state_.buffers[c.source_slot], out.staging, box);
         const std::lock_guard lock(mutex_);
         outbox_.push_back(std::move(out));
       }
@@ -402,12 +477,14 @@ void RankRun::post_receives() {
     const detail::RankMessageInfo& msg = rp_.messages[r.message];
     receive_staging_.emplace_back(rp_.local.slots[msg.slot].dtype, msg.box,
                                   Buffer::Uninitialized{});
+    state_.add_live(bytes_of(receive_staging_.back()));
     check_mpi(MPI_Irecv(receive_staging_.back().bytes(), static_cast<int>(msg.bytes), MPI_BYTE,
                         static_cast<int>(msg.from), kFirstMessageTag + static_cast<int>(r.message),
                         MPI_COMM_WORLD, &receive_requests_[receive_staging_.size() - 1]),
               "MPI_Irecv");
   }
   for (const auto& sends : rp_.sends) sends_expected_ += sends.size();
+  parts_.resize(rp_.parts.size());
 }
 
 bool RankRun::post_sends() {
@@ -417,6 +494,10 @@ bool RankRun::post_sends() {
     ready.swap(outbox_);
   }
   for (Outgoing& out : ready) {
+    if (out.collective) {
+      post_collective(out.message, std::move(out.staging));
+      continue;
+    }
     const detail::RankMessageInfo& msg = rp_.messages[out.message];
     send_requests_.push_back(MPI_REQUEST_NULL);
     check_mpi(MPI_Isend(out.staging.bytes(), static_cast<int>(msg.bytes), MPI_BYTE,
@@ -447,23 +528,132 @@ bool RankRun::test_receives() {
     const auto r = static_cast<std::size_t>(indices[static_cast<std::size_t>(i)]);
     const detail::RankReceive& receive = rp_.receives[r];
     const detail::RankMessageInfo& msg = rp_.messages[receive.message];
-    const Clock::time_point begin = Clock::now();
-    state_.allocate(msg.slot);
-    copy_box(receive_staging_[r], *state_.buffers[msg.slot], msg.box);
+    arrive(receive, &receive_staging_[r]);
+    state_.add_live(-bytes_of(receive_staging_[r]));
     receive_staging_[r] = Buffer();
-    state_.release(msg.slot);
-    metrics_.unpack_s += std::chrono::duration<double>(Clock::now() - begin).count();
     metrics_.messages.push_back({.at_s = now_s(),
                                  .sent = false,
                                  .peer = msg.from,
                                  .bytes = msg.bytes,
                                  .what = p_.message_what[receive.message]});
     --receives_left_;
-    for (std::uint32_t c : receive.consumers) {
-      if (state_.pending[c].fetch_sub(1, std::memory_order_acq_rel) == 1) spawn(c);
-    }
   }
   return true;
+}
+
+// A message's box is here (in `from`, whose range holds it; null: nothing to unpack): into its
+// tensor, then its consumers may run.
+void RankRun::arrive(const detail::RankReceive& receive, const Buffer* from) {
+  const detail::RankMessageInfo& msg = rp_.messages[receive.message];
+  if (from != nullptr) {
+    const Clock::time_point begin = Clock::now();
+    state_.allocate(msg.slot);
+    copy_box(*from, *state_.buffers[msg.slot], msg.box);
+    metrics_.unpack_s += std::chrono::duration<double>(Clock::now() - begin).count();
+  }
+  state_.release(msg.slot);
+  for (std::uint32_t c : receive.consumers) {
+    if (state_.pending[c].fetch_sub(1, std::memory_order_acq_rel) == 1) spawn(c);
+  }
+}
+
+// Posts this rank's part of a collective, its contribution `send` packed.
+void RankRun::post_collective(std::uint32_t i, Buffer send) {
+  const detail::RankCollectivePart& part = rp_.parts[i];
+  const detail::RankCollective& c = rp_.collectives[part.collective];
+  PartRun& run = parts_[i];
+  const DType dtype = rp_.local.slots[c.source_slot].dtype;
+  const MPI_Comm comm = p_.comms[i];
+  const int count = static_cast<int>(send.size());
+  run.send = std::move(send);
+  state_.add_live(bytes_of(run.send));
+  switch (c.kind) {
+    case detail::CollectiveKind::kReduce:
+    case detail::CollectiveKind::kAllreduce: {
+      const bool receives = c.kind == detail::CollectiveKind::kAllreduce || c.root == rp_.rank;
+      if (receives) run.receive = Buffer(dtype, c.result_box, Buffer::Uninitialized{});
+      if (c.kind == detail::CollectiveKind::kAllreduce) {
+        check_mpi(MPI_Iallreduce(run.send.bytes(), run.receive.bytes(), count, mpi_type(dtype),
+                                 MPI_SUM, comm, &run.request),
+                  "MPI_Iallreduce");
+      } else {
+        const auto root = std::find(c.members.begin(), c.members.end(), c.root) - c.members.begin();
+        check_mpi(MPI_Ireduce(run.send.bytes(), receives ? run.receive.bytes() : nullptr, count,
+                              mpi_type(dtype), MPI_SUM, static_cast<int>(root), comm, &run.request),
+                  "MPI_Ireduce");
+      }
+      break;
+    }
+    case detail::CollectiveKind::kAllgather: {
+      const auto element = static_cast<std::int64_t>(ir::dtype_size_bytes(dtype));
+      std::int64_t total = 0;
+      for (const Range& box : c.boxes) {
+        run.displacements.push_back(byte_count(total, "an all-gather"));
+        run.counts.push_back(byte_count(box.size() * element, "an all-gather's part"));
+        total += box.size() * element;
+      }
+      run.receive = Buffer(dtype, Range::of_shape(Point{total / element}), Buffer::Uninitialized{});
+      check_mpi(MPI_Iallgatherv(run.send.bytes(), run.counts[part.member], MPI_BYTE,
+                                run.receive.bytes(), run.counts.data(), run.displacements.data(),
+                                MPI_BYTE, comm, &run.request),
+                "MPI_Iallgatherv");
+      break;
+    }
+  }
+  state_.add_live(bytes_of(run.receive));
+  run.posted = true;
+}
+
+bool RankRun::test_collectives() {
+  bool progressed = false;
+  for (std::uint32_t i = 0; i < parts_.size(); ++i) {
+    PartRun& run = parts_[i];
+    if (!run.posted || run.done) continue;
+    int flag = 0;
+    check_mpi(MPI_Test(&run.request, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+    if (flag == 0) continue;
+    run.done = true;
+    ++parts_done_;
+    progressed = true;
+    if (!stop_.load(std::memory_order_acquire)) complete_collective(i);
+    state_.add_live(-bytes_of(run.send) - bytes_of(run.receive));
+    run.send = Buffer();
+    run.receive = Buffer();
+  }
+  return progressed;
+}
+
+// A collective finished: its result goes where the messages it replaced would have gone.
+void RankRun::complete_collective(std::uint32_t i) {
+  const detail::RankCollectivePart& part = rp_.parts[i];
+  const detail::RankCollective& c = rp_.collectives[part.collective];
+  PartRun& run = parts_[i];
+  if (c.kind == detail::CollectiveKind::kAllgather) {
+    for (const detail::RankReceive& receive : part.arrivals) {
+      const detail::RankMessageInfo& msg = rp_.messages[receive.message];
+      const auto j = static_cast<std::size_t>(
+          std::find(c.members.begin(), c.members.end(), msg.from) - c.members.begin());
+      const Buffer from = Buffer::borrow(run.receive.dtype(), c.boxes[j],
+                                         run.receive.bytes() + run.displacements[j]);
+      arrive(receive, &from);
+    }
+  } else {
+    if (c.root == rp_.rank) {  // the sum is the (no-op) reduce's result
+      state_.allocate(c.result_slot);
+      copy_box(run.receive, *state_.buffers[c.result_slot], c.result_box);
+    }
+    for (const detail::RankReceive& receive : part.arrivals) {
+      // The result, to a member of an allreduce; at the root, the partials it no longer needs.
+      const bool result = rp_.messages[receive.message].slot == c.result_slot;
+      arrive(receive, result ? &run.receive : nullptr);
+    }
+  }
+  metrics_.messages.push_back(
+      {.at_s = now_s(),
+       .peer = c.root,
+       .bytes = c.bytes,
+       .what = fmt::format("{} {}", detail::collective_kind_name(c.kind), c.what),
+       .collective = true});
 }
 
 bool RankRun::test_sends() {
@@ -475,7 +665,9 @@ bool RankRun::test_sends() {
             "MPI_Testsome");
   if (count == MPI_UNDEFINED || count == 0) return false;
   for (int i = 0; i < count; ++i) {
-    send_staging_[static_cast<std::size_t>(indices[static_cast<std::size_t>(i)])] = Buffer();
+    Buffer& staging = send_staging_[static_cast<std::size_t>(indices[static_cast<std::size_t>(i)])];
+    state_.add_live(-bytes_of(staging));
+    staging = Buffer();
   }
   sends_done_ += static_cast<std::size_t>(count);
   return true;
@@ -510,6 +702,17 @@ void RankRun::send_aborts() {
 // After a failure: cancel the receives still posted; sends still in flight are left to MPI (a
 // receiver that stopped may never match them), their buffers kept until the process ends.
 void RankRun::unwind() {
+  // A collective cannot be cancelled: this rank posts the ones it has not (with whatever its
+  // buffer holds; the run has failed) and waits for them, as every member does on its way out.
+  for (std::uint32_t i = 0; i < parts_.size(); ++i) {
+    if (parts_[i].posted) continue;
+    const detail::RankCollective& c = rp_.collectives[rp_.parts[i].collective];
+    post_collective(i, Buffer(rp_.local.slots[c.source_slot].dtype, c.boxes[rp_.parts[i].member],
+                              Buffer::Uninitialized{}));
+  }
+  for (PartRun& run : parts_) {
+    if (!run.done) MPI_Wait(&run.request, MPI_STATUS_IGNORE);
+  }
   for (MPI_Request& request : receive_requests_) {
     if (request == MPI_REQUEST_NULL) continue;
     MPI_Cancel(&request);
@@ -536,6 +739,7 @@ std::optional<std::string> RankRun::drive() {
     bool progressed = post_sends();
     progressed |= test_receives();
     progressed |= test_sends();
+    progressed |= test_collectives();
     progressed |= poll_aborts();
     bool failed = false;
     {
@@ -547,7 +751,8 @@ std::optional<std::string> RankRun::drive() {
     const int running = running_.load(std::memory_order_acquire);
     if (stopping && running == 0) break;
     if (!stopping && done_.load(std::memory_order_acquire) == tasks && receives_left_ == 0 &&
-        sends_posted_ == sends_expected_ && sends_done_ == sends_posted_) {
+        sends_posted_ == sends_expected_ && sends_done_ == sends_posted_ &&
+        parts_done_ == parts_.size()) {
       break;
     }
     // Waiting: nothing runs and something is left to run (it waits for a message).
@@ -600,6 +805,7 @@ MpiExecutor::Result MpiExecutor::run(BufferMap inputs) const {
   }
   result.failure = session_.agree(error);  // no rank starts unless every one could bind
   if (result.failure) return result;
+  p.make_comms();
   state.records.resize(rp.local.tasks.size());
 
   RankRun run(p, state, result.metrics);
@@ -620,6 +826,7 @@ MpiExecutor::Result MpiExecutor::run(BufferMap inputs) const {
   result.metrics.bytes_received = rp.bytes_received;
   result.metrics.messages_sent = static_cast<std::uint32_t>(messages_sent());
   result.metrics.messages_received = static_cast<std::uint32_t>(messages_received());
+  result.metrics.collectives = collectives();
   if (rp.rank == 0) {
     for (std::uint32_t s = 0; s < rp.local.slots.size(); ++s) {
       const detail::BufferSlot& slot = rp.local.slots[s];

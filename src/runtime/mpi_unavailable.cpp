@@ -42,7 +42,10 @@ MpiExecutor::MpiExecutor(const MpiSession& session, const ir::Graph& graph,
   unavailable();
 }
 MpiExecutor::~MpiExecutor() = default;
-std::vector<ir::TensorId> MpiExecutor::inputs_needed() const {
+std::vector<NeededInput> MpiExecutor::inputs_needed() const {
+  unavailable();
+}
+std::vector<CollectiveRecord> MpiExecutor::collectives() const {
   unavailable();
 }
 std::size_t MpiExecutor::application_count() const {

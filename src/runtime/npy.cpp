@@ -169,10 +169,45 @@ std::string read_string(int fd, std::size_t size, std::size_t offset) {
   return text;
 }
 
+// Reads `box` of the array: C order makes it runs of contiguous bytes, each the box's extent in
+// its first dim not wholly covered times the full extents after it; one pread per run.
+Buffer read_box(int fd, const Layout& layout, const Range& box) {
+  const Range whole = Range::of_shape(layout.shape);
+  if (!whole.contains(box)) {
+    throw Error(fmt::format("the box {} lies outside the array's {}", box, whole));
+  }
+  Buffer buffer(layout.dtype, box, Buffer::Uninitialized{});
+  if (box.is_empty()) return buffer;
+  const std::size_t rank = box.rank();
+  std::size_t first = rank;  // runs cover dims [first, rank)
+  while (first > 0 && (first == rank || box.extent(first) == whole.extent(first))) --first;
+  if (rank == 0) first = 0;
+  const Point strides = dense_strides(layout.shape);
+  const auto element = static_cast<std::int64_t>(ir::dtype_size_bytes(layout.dtype));
+  const std::int64_t run = rank == 0 ? element : box.extent(first) * strides[first] * element;
+  std::vector<std::int64_t> p(box.start().begin(), box.start().end());
+  std::byte* out = buffer.bytes();
+  while (true) {
+    std::int64_t offset = 0;
+    for (std::size_t d = 0; d < rank; ++d) offset += p[d] * strides[d];
+    read_exactly(fd, out, static_cast<std::size_t>(run),
+                 layout.data_at + static_cast<std::size_t>(offset * element));
+    out += run;
+    std::size_t d = first;  // the next run: advance the dims before `first`, row-major
+    while (true) {
+      if (d == 0) return buffer;
+      --d;
+      if (++p[d] < box.end()[d]) break;
+      p[d] = box.start()[d];
+    }
+  }
+}
+
 // Reads a regular file's header first, then, once the sizes agree, the data straight into the
 // buffer: nothing larger than the file is ever allocated, and a device or FIFO (/dev/zero, a
 // pipe) is refused at once instead of being read forever.
-Buffer read_npy_file(const std::filesystem::path& path, const Point* expected_shape) {
+Buffer read_npy_file(const std::filesystem::path& path, const Point* expected_shape,
+                     const Range* box = nullptr) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; regular files ignore the flag.
   const FileDescriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   if (file.fd < 0) throw Error(fmt::format("{}: cannot open for reading", path.string()));
@@ -186,6 +221,7 @@ Buffer read_npy_file(const std::filesystem::path& path, const Point* expected_sh
     const Layout layout =
         read_layout(read_string(file.fd, prefix.header_len, prefix.header_at), prefix, size);
     check_shape(layout, expected_shape);
+    if (box != nullptr) return read_box(file.fd, layout, *box);
     Buffer buffer(layout.dtype, Range::of_shape(layout.shape), Buffer::Uninitialized{});
     read_exactly(file.fd, buffer.bytes(), layout.data_bytes, layout.data_at);
     return buffer;
@@ -195,6 +231,11 @@ Buffer read_npy_file(const std::filesystem::path& path, const Point* expected_sh
 }
 
 }  // namespace
+
+Buffer read_npy_box(const std::filesystem::path& path, const Point& expected_shape,
+                    const Range& box) {
+  return read_npy_file(path, &expected_shape, &box);
+}
 
 Buffer parse_npy(std::string_view bytes, std::string_view source_name) {
   try {

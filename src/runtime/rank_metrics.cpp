@@ -20,8 +20,9 @@ nlohmann::json trace_of(const RankMetrics& m) {
                     {"tid", kMessageTrack},
                     {"args", {{"name", "messages"}}}});
   for (const MessageEvent& e : m.messages) {
-    events.push_back({{"name", fmt::format("{} {} rank {}", e.sent ? "send" : "recv",
-                                           e.sent ? "to" : "from", e.peer)},
+    events.push_back({{"name", e.collective ? e.what
+                                            : fmt::format("{} {} rank {}", e.sent ? "send" : "recv",
+                                                          e.sent ? "to" : "from", e.peer)},
                       {"cat", "mpi"},
                       {"ph", "i"},
                       {"s", "t"},
@@ -31,6 +32,25 @@ nlohmann::json trace_of(const RankMetrics& m) {
                       {"args", {{"box", e.what}, {"bytes", e.bytes}}}});
   }
   return trace;
+}
+
+// "collectives: 2 reduce (A, B), 1 allgather (H)\n", kinds in first-use order.
+std::string collective_summary(const nlohmann::json& collectives) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> by_kind;
+  for (const nlohmann::json& c : collectives) {
+    const auto kind = c.at("kind").get<std::string>();
+    auto it = std::find_if(by_kind.begin(), by_kind.end(),
+                           [&](const auto& entry) { return entry.first == kind; });
+    if (it == by_kind.end()) it = by_kind.insert(by_kind.end(), {kind, {}});
+    it->second.push_back(c.at("what").get<std::string>() +
+                         (c.at("bitwise").get<bool>() ? "" : ", MPI's order"));
+  }
+  if (by_kind.empty()) return "collectives: none (point-to-point messages only)\n";
+  std::vector<std::string> parts;
+  for (const auto& [kind, whats] : by_kind) {
+    parts.push_back(fmt::format("{} {} ({})", whats.size(), kind, fmt::join(whats, "; ")));
+  }
+  return fmt::format("collectives: {}\n", fmt::join(parts, ", "));
 }
 
 }  // namespace
@@ -45,6 +65,14 @@ nlohmann::json rank_metrics_json(const RankMetrics& m) {
   j["messages_received"] = m.messages_received;
   j["wait_s"] = m.wait_s;
   j["unpack_s"] = m.unpack_s;
+  j["collectives"] = nlohmann::json::array();
+  for (const CollectiveRecord& c : m.collectives) {
+    j["collectives"].push_back({{"kind", c.kind},
+                                {"what", c.what},
+                                {"ranks", c.ranks},
+                                {"bytes", c.bytes},
+                                {"bitwise", c.bitwise}});
+  }
   j["trace"] = trace_of(m);
   return j;
 }
@@ -55,6 +83,7 @@ nlohmann::json merge_rank_metrics(const std::vector<nlohmann::json>& ranks) {
   double wait = 0;
   std::int64_t flops = 0;
   std::int64_t moved = 0;
+  std::int64_t peak = 0;
   nlohmann::json list = nlohmann::json::array();
   for (const nlohmann::json& r : ranks) {
     wall = std::max(wall, r.at("wall_s").get<double>());
@@ -62,19 +91,24 @@ nlohmann::json merge_rank_metrics(const std::vector<nlohmann::json>& ranks) {
     wait += r.at("wait_s").get<double>();
     flops += r.at("flops").get<std::int64_t>();
     moved += r.at("bytes_sent").get<std::int64_t>();
+    peak = std::max(peak, r.at("peak_memory_bytes").get<std::int64_t>());
     nlohmann::json without = r;
     without.erase("trace");
     list.push_back(std::move(without));
   }
-  return {{"executor", "mpi"},
-          {"ranks_count", ranks.size()},
-          {"wall_s", wall},
-          {"flops", flops},
-          {"gflops", wall > 0 ? static_cast<double>(flops) / wall / 1e9 : 0.0},
-          {"busy_s", busy},
-          {"wait_s", wait},
-          {"bytes_moved", moved},
-          {"ranks", std::move(list)}};
+  return {
+      {"executor", "mpi"},
+      {"ranks_count", ranks.size()},
+      {"wall_s", wall},
+      {"flops", flops},
+      {"gflops", wall > 0 ? static_cast<double>(flops) / wall / 1e9 : 0.0},
+      {"busy_s", busy},
+      {"wait_s", wait},
+      {"bytes_moved", moved},
+      {"peak_memory_bytes", peak},
+      {"collectives", ranks.empty() ? nlohmann::json::array()
+                                    : ranks.front().value("collectives", nlohmann::json::array())},
+      {"ranks", std::move(list)}};
 }
 
 nlohmann::json merge_rank_traces(const std::vector<nlohmann::json>& ranks) {
@@ -99,6 +133,7 @@ std::string rank_summary_table(const nlohmann::json& merged) {
       "wall {}   {} ({:.1f} GFLOP/s)   {} ranks   {} moved between ranks\n", format_seconds(wall),
       format_flops(flops), merged.at("gflops").get<double>(), merged.at("ranks_count").get<int>(),
       format_bytes(merged.at("bytes_moved").get<std::int64_t>()));
+  out += collective_summary(merged.value("collectives", nlohmann::json::array()));
   out += fmt::format("{:<16} {:>5} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "rank", "apps",
                      "threads", "busy", "waiting", "sent", "received", "peak mem");
   for (const nlohmann::json& r : merged.at("ranks")) {

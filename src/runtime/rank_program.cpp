@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "tapestry/runtime/buffer.h"
+#include "tapestry/runtime/view.h"
 #include "tapestry/support/assert.h"
 #include "tapestry/support/error.h"
 #include "tapestry/zspace/format.h"
@@ -13,11 +15,6 @@
 namespace tapestry::runtime::detail {
 
 namespace {
-
-struct SlotBox {
-  std::uint32_t slot = 0;
-  Range box;
-};
 
 template <typename Port>
 std::vector<SlotBox> boxes_of(const ir::NamedLists<Port>& ports,
@@ -189,11 +186,86 @@ void add_gathers(const BlockProgram& p, const Lookup& lookup,
   }
 }
 
+// The reduce a collective replaces, on its root: a no-op that reads nothing (the sum arrives
+// from MPI before it runs) and writes the result.
+void make_no_op(BlockTask& task) {
+  task.kernel = [](const KernelCall&) {};
+  task.call.inputs = {};
+  task.inputs.clear();
+  task.touches = task.writes;
+  task.flops = 0;
+  task.bytes_read = 0;
+}
+
+// Per slot, the rows (first dim) of every box this rank touches, every other dim whole
+// (rank_program.h); outputs whole on rank 0. Slots it never touches get an empty range at the
+// tensor's start.
+void shrink_slots(RankProgram& rp) {
+  BlockProgram& l = rp.local;
+  std::vector<std::vector<Range>> boxes(l.slots.size());
+  for (const BlockTask& task : l.tasks) {
+    for (const SlotBox& b : boxes_of(task.call.inputs, task.inputs)) boxes[b.slot].push_back(b.box);
+    for (const SlotBox& b : boxes_of(task.call.outputs, task.outputs))
+      boxes[b.slot].push_back(b.box);
+  }
+  const auto received = [&](const RankReceive& r) {
+    const RankMessageInfo& msg = rp.messages[r.message];
+    boxes[msg.slot].push_back(msg.box);
+  };
+  for (const RankReceive& r : rp.receives) received(r);
+  for (const RankCollectivePart& part : rp.parts) {
+    for (const RankReceive& r : part.arrivals) {
+      if (rp.messages[r.message].slot == rp.collectives[part.collective].result_slot) received(r);
+    }
+  }
+  for (std::uint32_t s = 0; s < l.slots.size(); ++s) {
+    BufferSlot& slot = l.slots[s];
+    std::vector<Range> nonempty;
+    for (const Range& b : boxes[s]) {
+      if (!b.is_empty()) nonempty.push_back(b);
+    }
+    if (slot.output || slot.range.rank() == 0) continue;  // rank 0 gathers outputs whole
+    if (nonempty.empty()) {
+      slot.range = Range(slot.range.start(), slot.range.start());
+    } else {
+      const Range rows = Range::bounding(nonempty);
+      slot.range = slot.range.with_dim(0, rows.start()[0], rows.end()[0]);
+    }
+    slot.bytes = slot.range.size() * static_cast<std::int64_t>(ir::dtype_size_bytes(slot.dtype));
+  }
+}
+
+// Points every port of a local task at its slot's (smaller) range: strides and byte offsets.
+template <typename Port>
+void readdress(ir::NamedLists<Port>& ports, std::vector<PortAddress>& addresses,
+               const std::vector<BufferSlot>& slots) {
+  std::size_t i = 0;
+  ports.for_each_entry([&](const std::string&, std::uint32_t, Port& port) {
+    PortAddress& a = addresses[i++];
+    const BufferSlot& slot = slots[a.slot];
+    const Point strides = dense_strides(slot.range.shape());
+    const Range& box = port.view.box();
+    a.byte_offset = box.is_empty()
+                        ? 0
+                        : element_offset(slot.range, strides, box.start()) *
+                              static_cast<std::int64_t>(ir::dtype_size_bytes(slot.dtype));
+    port.view = decltype(port.view)(port.view.dtype(), nullptr, box, strides);
+  });
+}
+
 // The local BlockProgram: this rank's tasks, their local edges, pending counts including the
 // messages they wait for, and slot uses including unpacks.
 void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lookup,
                  RankProgram& rp, const std::vector<std::vector<std::uint32_t>>& consumers) {
   std::vector<std::uint32_t> local_of(p.tasks.size(), UINT32_MAX);
+  std::vector<int> replaced_by(rp.messages.size(), -1);  // message → collective
+  std::vector<int> part_of(rp.collectives.size(), -1);   // collective → this rank's part
+  std::vector<char> no_op(p.tasks.size(), 0);
+  for (std::uint32_t c = 0; c < rp.collectives.size(); ++c) {
+    const RankCollective& coll = rp.collectives[c];
+    for (std::uint32_t m : coll.replaced) replaced_by[m] = static_cast<int>(c);
+    if (coll.reduce_task != UINT32_MAX && coll.root == rp.rank) no_op[coll.reduce_task] = 1;
+  }
   BlockProgram& l = rp.local;
   l.slots = p.slots;
   for (BufferSlot& slot : l.slots) {
@@ -206,11 +278,12 @@ void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lo
     local_of[t] = static_cast<std::uint32_t>(l.tasks.size());
     rp.whole_task.push_back(t);
     l.tasks.push_back(p.tasks[t]);
-    for (std::uint32_t s : p.tasks[t].touches) ++l.slots[s].uses;
-    for (const PortAddress& in : p.tasks[t].inputs) {
+    if (no_op[t] != 0) make_no_op(l.tasks.back());
+    for (std::uint32_t s : l.tasks.back().touches) ++l.slots[s].uses;
+    for (const PortAddress& in : l.tasks.back().inputs) {
       if (p.slots[in.slot].input) rp.needed_inputs[in.slot] = 1;
     }
-    l.flops += p.tasks[t].flops;
+    l.flops += l.tasks.back().flops;
   }
   const std::size_t n = l.tasks.size();
   l.pending.assign(n, 0);
@@ -225,10 +298,21 @@ void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lo
     }
   }
   rp.sends.assign(n, {});
+  rp.contributes.assign(n, {});
+  for (std::uint32_t c = 0; c < rp.collectives.size(); ++c) {
+    const RankCollective& coll = rp.collectives[c];
+    const auto at = std::find(coll.members.begin(), coll.members.end(), rp.rank);
+    if (at == coll.members.end()) continue;
+    const auto member = static_cast<std::uint32_t>(at - coll.members.begin());
+    part_of[c] = static_cast<int>(rp.parts.size());
+    const std::uint32_t producer = local_of[coll.producers[member]];
+    rp.contributes[producer].push_back(static_cast<std::uint32_t>(rp.parts.size()));
+    rp.parts.push_back({.collective = c, .member = member, .producer = producer});
+  }
   for (std::uint32_t m = 0; m < rp.messages.size(); ++m) {
     const RankMessageInfo& msg = rp.messages[m];
     if (msg.from == rp.rank) {
-      rp.sends[local_of[msg.producer]].push_back(m);
+      if (replaced_by[m] < 0) rp.sends[local_of[msg.producer]].push_back(m);
       rp.bytes_sent += msg.bytes;
     }
     if (msg.to != rp.rank) continue;
@@ -239,7 +323,14 @@ void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lo
     }
     ++l.slots[msg.slot].uses;
     rp.bytes_received += msg.bytes;
-    rp.receives.push_back(std::move(receive));
+    if (replaced_by[m] >= 0) {
+      TAPESTRY_ASSERT(part_of[static_cast<std::size_t>(replaced_by[m])] >= 0,
+                      "a collective replaces a message to a rank outside it");
+      rp.parts[static_cast<std::size_t>(part_of[static_cast<std::size_t>(replaced_by[m])])]
+          .arrivals.push_back(std::move(receive));
+    } else {
+      rp.receives.push_back(std::move(receive));
+    }
   }
   l.dependents_first.assign(n + 1, 0);
   for (std::uint32_t t = 0; t < n; ++t) {
@@ -253,13 +344,19 @@ void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lo
   for (std::uint32_t t : l.order) {
     if (l.pending[t] == 0) l.roots.push_back(t);
   }
+  shrink_slots(rp);
+  for (BlockTask& task : l.tasks) {
+    readdress(task.call.inputs, task.inputs, l.slots);
+    readdress(task.call.outputs, task.outputs, l.slots);
+  }
   l.memory = estimate_sequential_memory(l, graph);
 }
 
 }  // namespace
 
 RankProgram compile_rank_program(const ir::Graph& graph, const BlockProgram& whole,
-                                 const RankSchedule& schedule, std::uint32_t rank) {
+                                 const RankSchedule& schedule, std::uint32_t rank,
+                                 CollectiveUse collectives) {
   TAPESTRY_ASSERT(rank < schedule.ranks(), "a rank outside the schedule");
   const Lookup lookup(whole, schedule);
   std::vector<std::vector<std::uint32_t>> consumers;
@@ -267,6 +364,8 @@ RankProgram compile_rank_program(const ir::Graph& graph, const BlockProgram& who
   rp.messages = check_messages(whole, schedule, lookup, consumers);
   check_coverage(whole, lookup, rp.messages, consumers);
   add_gathers(whole, lookup, rp.messages, consumers);
+  rp.collectives = find_collectives(graph, whole, lookup.rank, lookup.reads, lookup.writes,
+                                    rp.messages, consumers, collectives);
   build_local(graph, whole, lookup, rp, consumers);
   return rp;
 }

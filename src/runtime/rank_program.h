@@ -12,6 +12,19 @@
 //   sends     per local task, the messages it sends once its kernel returns (packed then, before
 //             its buffers are released)
 //   receives  the messages this rank receives, each with its local consumers
+//   collectives  the patterns of messages run as one MPI collective (rank_collectives.h), the
+//             same list on every rank; `parts` the ones this rank takes part in: the local task
+//             whose kernel writes its contribution, and the replaced messages it would have
+//             received (their consumers wait for the collective instead). A reduce application
+//             a reduce replaces runs on its root as a no-op holding the sum (no inputs).
+//   slots     per rank, not per tensor: a slot's range spans the rows (first dim) of the boxes
+//             this rank's tasks read and write and of the messages it receives, and every other
+//             dim whole (the whole tensor for rank 0's outputs, which it gathers); a slot the
+//             rank never touches is empty. The tasks' ports address the smaller buffers, so a
+//             rank allocates only its rows. Only rows: the kernels then see the single process's
+//             strides, and the GEMM libraries pick the same code for them — a bounding box in
+//             every dim changed the leading dimension of the Megatron MLP's H, and oneDNN's
+//             results with it (not bitwise equal to the block executor).
 //
 // compile_rank_program checks the schedule against the graph first (every rank runs the same
 // checks on the same data, so all agree): every application has a rank below `ranks`; every
@@ -26,6 +39,7 @@
 #include <vector>
 
 #include "block_program.h"
+#include "rank_collectives.h"
 #include "tapestry/runtime/rank_schedule.h"
 
 namespace tapestry::runtime::detail {
@@ -45,6 +59,14 @@ struct RankReceive {
   std::vector<std::uint32_t> consumers;  // local tasks
 };
 
+/// A collective this rank takes part in.
+struct RankCollectivePart {
+  std::uint32_t collective = 0;       // position in RankProgram::collectives
+  std::uint32_t member = 0;           // this rank's position in its members
+  std::uint32_t producer = 0;         // the local task whose kernel writes the contribution
+  std::vector<RankReceive> arrivals;  // replaced messages to this rank, with local consumers
+};
+
 struct RankProgram {
   std::uint32_t rank = 0;
   std::uint32_t ranks = 1;
@@ -53,8 +75,11 @@ struct RankProgram {
   std::vector<char> needed_inputs;                // by slot: an input a local task reads
   std::vector<RankMessageInfo> messages;          // every rank's, in the same order everywhere
   std::vector<std::vector<std::uint32_t>> sends;  // per local task: messages it sends
-  std::vector<RankReceive> receives;              // messages this rank receives
-  std::int64_t bytes_sent = 0;                    // per run, by this rank
+  std::vector<RankReceive> receives;              // messages this rank receives (not replaced)
+  std::vector<RankCollective> collectives;        // every rank's, the same everywhere
+  std::vector<RankCollectivePart> parts;          // the collectives this rank takes part in
+  std::vector<std::vector<std::uint32_t>> contributes;  // per local task: parts it writes
+  std::int64_t bytes_sent = 0;                          // per run, by this rank
   std::int64_t bytes_received = 0;
 };
 
@@ -62,6 +87,7 @@ struct RankProgram {
 /// rank `rank`'s program; see the file comment. `whole` must outlive the result (tasks point
 /// into its prepared data).
 RankProgram compile_rank_program(const ir::Graph& graph, const BlockProgram& whole,
-                                 const RankSchedule& schedule, std::uint32_t rank);
+                                 const RankSchedule& schedule, std::uint32_t rank,
+                                 CollectiveUse collectives = CollectiveUse::kExact);
 
 }  // namespace tapestry::runtime::detail

@@ -83,6 +83,84 @@ else
   same_as_block "convnet batch" 4 "$ex/convnet.tap" --plan "$plans/convnet-batch.json"
 fi
 
+# Collectives (rank_collectives.h): where the messages are exactly one, the run uses it and says
+# so; bitwise equal to the block executor where the order is the same (two partials, gathers).
+ar=$tmp/allreduce.tap  # Y = X·W split along k: its reduce's result read whole by each Z shard
+cat >"$ar" <<'TAP'
+X: f32[64, 48]
+W: f32[48, 32]
+V: f32[16, 32]
+c: f32[16]
+Y = matmul(X, W)
+Z = linear(Y, V, c)
+output Z
+TAP
+echo '{"ops": {"Y": {"split": {"k": 2}}, "Z": {"split": {"out": 2}}}}' >"$tmp/ar2.json"
+echo '{"ops": {"Y": {"split": {"k": 4}}, "Z": {"split": {"out": 4}}}}' >"$tmp/ar4.json"
+echo '{"ops": {"Y": {"split": {"k": 2}}}}' >"$tmp/r2.json"
+same_as_block "allreduce of two partials" 2 "$ar" --plan "$tmp/ar2.json" --metrics "$tmp/ar-m.json"
+grep -q "^collectives: 1 allreduce (Y/reduce)$" "$tmp/out" &&
+  grep -q '"kind": "allreduce"' "$tmp/ar-m.json" && grep -q '"bitwise": true' "$tmp/ar-m.json"
+check "allreduce named in the summary and the metrics" $?
+same_as_block "reduce of two partials" 2 "$ar" --plan "$tmp/r2.json"
+grep -q "^collectives: 1 reduce (Y/reduce)$" "$tmp/out"
+check "reduce named in the summary" $?
+same_as_block "four partials, --collectives exact: point-to-point" 4 "$ar" --plan "$tmp/ar4.json"
+grep -q "^collectives: none" "$tmp/out"
+check "four partials stay point-to-point by default" $?
+succeeds "four partials, --collectives all" -- "${mpirun[@]}" -np 4 "$tapestry" run "$ar" \
+  --plan "$tmp/ar4.json" --executor mpi --collectives all --verify
+grep -q "^collectives: 1 allreduce (Y/reduce, MPI's order)$" "$tmp/out" && grep -q "^PASS   Z" "$tmp/out"
+check "an allreduce in MPI's order passes --verify" $?
+echo '{"ops": {"Y/linear": {"split": {"out": 2}}, "Y": {"split": {"d1": 2}}}, "fuse": [["Y/linear", "Y"]]}' >"$tmp/lr-out.json"
+echo '{"ops": {"H/linear": {"split": {"out": 2}}, "H": {"split": {"d1": 2}}, "Y": {"split": {"out": 2}}}, "fuse": [["H/linear", "H"]]}' >"$tmp/mlp-ag.json"
+if [[ $mode == full ]]; then  # MLP-sized: seconds each
+  for ranks in 2 4; do
+    same_as_block "mlp: H gathered by every rank" $ranks "$ex/mlp.tap" --plan "$tmp/mlp-ag.json"
+    grep -q "^collectives: 1 allgather (H)$" "$tmp/out"
+    check "allgather named in the summary on $ranks ranks" $?
+    same_as_block "mlp-megatron" $ranks "$ex/mlp.tap" --plan "$plans/mlp-megatron.json"
+    grep -q "^collectives: 1 reduce (Y/matmul/reduce)$" "$tmp/out"
+    check "the Megatron MLP's partials summed by MPI_Reduce on $ranks ranks" $?
+    same_as_block "mlp-megatron, --collectives none" $ranks "$ex/mlp.tap" --plan "$plans/mlp-megatron.json" --collectives none
+    grep -q "^collectives: none" "$tmp/out"
+    check "--collectives none: point-to-point on $ranks ranks" $?
+  done
+fi
+
+# Per-rank memory: data-parallel over 4 ranks, each rank allocates a quarter of X, H and Y (rank 0
+# every output whole), plus the weights it reads whole and its send staging: single-process
+# peak − ¾ (X + H + Y) + Y/4 = 128 − 72 + 4 MiB (+ 20 KiB of biases counted in both).
+echo '{"ops": {"H/linear": {"split": {"batch": 4}}, "Y": {"split": {"batch": 4}}}, "fuse": "auto"}' >"$tmp/dp4.json"
+"$tapestry" run "$ex/mlp.tap" --plan "$tmp/dp4.json" --threads 1 --quiet --metrics "$tmp/dp1.json" >/dev/null 2>&1
+same_as_block "mlp data-parallel" 4 "$ex/mlp.tap" --plan "$tmp/dp4.json" --metrics "$tmp/dp4-m.json"
+single=$(grep -o '"peak_memory_bytes": [0-9]*' "$tmp/dp1.json" | head -1 | grep -o '[0-9]*$')
+expected=$((single - 3 * (16 + 64 + 16) * 1048576 / 4 + 4 * 1048576))
+peaks=$(tr ',' '\n' <"$tmp/dp4-m.json" | grep -o '"peak_memory_bytes": [0-9]*' | grep -o '[0-9]*$' | tail -4)
+rc=0
+for r in 2 3 4; do  # ranks 1–3 (the first value is rank 0's)
+  peak=$(echo "$peaks" | sed -n "${r}p")
+  [[ $peak -eq $expected ]] || { echo "rank $((r - 1)) peak $peak, expected $expected (single $single)"; rc=1; }
+done
+check "4 ranks × data parallel: each rank's peak is the single process's minus 3/4 of X, H, Y" $rc
+
+# Inputs read per box from .npy files: the same bits as the single process reading them whole.
+mkdir -p "$tmp/lr-inputs"
+python3 - "$tmp/lr-inputs" <<'PY'
+import random, struct, sys
+random.seed(1)
+for name, shape in (("X", (100, 12)), ("W", (32, 12)), ("b", (32,))):
+    n = 1
+    for d in shape: n *= d
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % "".join(f"{d}, " for d in shape).rstrip(" ")
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    with open(f"{sys.argv[1]}/{name}.npy", "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        f.write(struct.pack(f"<{n}f", *(random.uniform(-1, 1) for _ in range(n))))
+PY
+echo '{"ops": {"Y/linear": {"split": {"batch": 3}}, "Y": {"split": {"d0": 3}}}}' >"$tmp/lr-b3.json"
+same_as_block "linear_relu, inputs read per box" 3 "$ex/linear_relu.tap" --plan "$tmp/lr-b3.json" --inputs "$tmp/lr-inputs"
+
 # --verify on rank 0: bitwise with the reference kernels, a split reduction within its bars.
 succeeds "verify bitwise" -- "${mpirun[@]}" -np 2 "$tapestry" run "$ex/linear_relu.tap" \
   --plan "$plans/linear_relu-batch2-fused.json" --kernels reference --executor mpi --verify

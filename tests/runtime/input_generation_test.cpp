@@ -1,6 +1,7 @@
 #include "tapestry/runtime/input_generation.h"
 
 #include <cmath>
+#include <cstring>
 
 #include <gtest/gtest.h>
 
@@ -73,6 +74,46 @@ TEST(GenerateInputs, IndependentOfGraphOrder) {
         compare_buffers(in1.at(find_tensor(g1, name)), in2.at(find_tensor(g2, name))).bitwise_equal)
         << name;
   }
+}
+
+}  // namespace
+}  // namespace tapestry::runtime
+
+namespace tapestry::runtime {
+namespace {
+
+TEST(SplitMix64, SkipJumpsAhead) {
+  SplitMix64 walked(42);
+  for (int i = 0; i < 1000; ++i) (void)walked.next();
+  SplitMix64 jumped(42);
+  jumped.skip(1000);
+  EXPECT_EQ(jumped.next(), walked.next());
+}
+
+// Every box of a tensor, generated alone, is bitwise the same cells of the whole tensor: what an
+// MPI rank generates is what the single process does.
+TEST(GenerateBox, EqualsTheWholeTensorsCells) {
+  const Range tensor({-4, 20, 0}, {6, 27, 5});
+  for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kInt32}) {
+    for (bool exact : {false, true}) {
+      const Buffer whole = generate_buffer(dtype, tensor, 7, "X", exact);
+      for (const Range& box :
+           {tensor, Range({-4, 20, 0}, {-2, 27, 5}), Range({0, 22, 1}, {3, 25, 4}),
+            Range({5, 26, 4}, {6, 27, 5}), Range({1, 21, 2}, {1, 21, 2})}) {
+        const Buffer part = generate_box(dtype, tensor, box, 7, "X", exact);
+        ASSERT_EQ(part.range(), box);
+        for (const Point& p : box.points()) {
+          visit_dtype(dtype, [&]<typename T>() {
+            const T a = part.at<T>(p), b = whole.at<T>(p);
+            ASSERT_EQ(std::memcmp(&a, &b, sizeof(T)), 0)
+                << box.to_string() << " at " << p.to_string();
+          });
+        }
+      }
+    }
+  }
+  EXPECT_THROW((void)generate_box(DType::kFloat32, tensor, Range({-5, 20, 0}, {0, 21, 1}), 7, "X"),
+               Error);
 }
 
 }  // namespace

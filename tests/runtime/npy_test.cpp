@@ -102,6 +102,28 @@ TEST(Npy, FilesHaveNoCoordinates) {
   EXPECT_EQ(files, 1);
 }
 
+// A box read alone is the same cells as the whole file's: full rows (one read), rows of part
+// of the columns (one read per row), a corner of a 3-d array, one cell, nothing.
+TEST(Npy, ReadsOnlyABox) {
+  TempDir dir;
+  const Range whole = Range::of_shape({5, 4, 3});
+  std::vector<double> values(60);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i);
+  write_npy(dir / "x.npy", Buffer::from_values<double>(whole, values));
+  const Buffer all = read_npy(dir / "x.npy");
+  for (const Range& box :
+       {whole, Range({1, 0, 0}, {3, 4, 3}), Range({1, 1, 0}, {4, 3, 3}),
+        Range({2, 1, 1}, {5, 4, 2}), Range({4, 3, 2}, {5, 4, 3}), Range({2, 2, 2}, {2, 2, 2})}) {
+    const Buffer part = read_npy_box(dir / "x.npy", Point{5, 4, 3}, box);
+    ASSERT_EQ(part.range(), box);
+    for (const Point& p : box.points()) EXPECT_EQ(part.at<double>(p), all.at<double>(p));
+  }
+  EXPECT_THROW((void)read_npy_box(dir / "x.npy", Point{5, 4, 3}, Range({0, 0, 0}, {6, 1, 1})),
+               Error);
+  EXPECT_THROW((void)read_npy_box(dir / "x.npy", Point{4, 5, 3}, Range({0, 0, 0}, {1, 1, 1})),
+               Error);
+}
+
 TEST(Npy, ReadsVersionTwoHeaders) {
   std::string bytes = header_bytes("{'descr': '<i4', 'fortran_order': False, 'shape': (2,), }", 2);
   const std::int32_t values[] = {5, -6};

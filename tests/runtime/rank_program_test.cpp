@@ -165,5 +165,134 @@ TEST(RankProgram, RejectsSchedulesThatDoNotFit) {
   }
 }
 
+// P = relu(A) in k blocks along A's leading dim, Y = reduce(P) unsharded, Z = linear(Y, W, b)
+// in `z_parts` along `out`: every Z shard reads Y whole.
+struct ReduceGraph {
+  GraphBuilder b;
+  std::vector<ir::ApplicationId> p_apps, y_apps, z_apps;
+  ReduceGraph(std::int64_t k, std::int64_t z_parts) {
+    const Built p = add_unary(b, "relu", b.tensor("A", "float32", Range::of_shape({k, 4, 6})));
+    const Built y = add_reduce(b, p.result, ir::Monoid::kSum);
+    const Built z = add_linear(b, y.result, b.tensor("W", "float32", Range::of_shape({6, 6})),
+                               b.tensor("b", "float32", Range::of_shape({6})));
+    b.shard(p.op, {k, 1, 1});
+    b.shard(y.op, {1, 1, 1});
+    b.shard(z.op, {1, z_parts, 1});
+    for (ir::ApplicationId a : b.graph.applications()) {
+      const ir::OperationId op = b.graph.application(a).operation();
+      (op == p.op ? p_apps : op == y.op ? y_apps : z_apps).push_back(a);
+    }
+  }
+  detail::RankProgram compile(std::uint32_t ranks, std::uint32_t rank, CollectiveUse use) {
+    whole = detail::compile_block_program(b.graph, ExecutableKernels::reference());
+    return detail::compile_rank_program(
+        b.graph, whole, brute_force(b.graph, ranks, {p_apps, y_apps, z_apps}), rank, use);
+  }
+  detail::BlockProgram whole;
+};
+
+TEST(RankCollectives, PartialsSummedForEveryMemberAreAnAllreduce) {
+  ReduceGraph g(2, 2);
+  const detail::RankProgram r0 = g.compile(2, 0, CollectiveUse::kExact);
+  ASSERT_EQ(r0.collectives.size(), 1u);
+  const detail::RankCollective& c = r0.collectives[0];
+  EXPECT_EQ(c.kind, detail::CollectiveKind::kAllreduce);
+  EXPECT_EQ(c.members, (std::vector<std::uint32_t>{0, 1}));
+  EXPECT_EQ(c.root, 0u);
+  EXPECT_TRUE(c.bitwise);            // two partials: p0 + p1 == p1 + p0
+  EXPECT_EQ(c.replaced.size(), 2u);  // P[1] to the reduce, Y to rank 1
+  EXPECT_EQ(c.bytes, 4 * 6 * 4);
+  // Rank 0: the reduce is a no-op waiting for the collective; only gathers of Z left.
+  for (const detail::RankReceive& r : r0.receives) EXPECT_TRUE(r0.messages[r.message].gather);
+  ASSERT_EQ(r0.parts.size(), 1u);
+  EXPECT_EQ(r0.parts[0].arrivals.size(), 1u);
+  const auto reduce = std::find(r0.whole_task.begin(), r0.whole_task.end(), c.reduce_task);
+  ASSERT_NE(reduce, r0.whole_task.end());
+  const detail::BlockTask& no_op = r0.local.tasks[reduce - r0.whole_task.begin()];
+  EXPECT_EQ(no_op.flops, 0);
+  EXPECT_TRUE(no_op.inputs.empty());
+  for (const auto& sends : r0.sends) {
+    for (std::uint32_t m : sends) EXPECT_TRUE(r0.messages[m].gather);
+  }
+  // Rank 1 receives Y from the collective; its P holds only its block.
+  const detail::RankProgram r1 = g.compile(2, 1, CollectiveUse::kExact);
+  ASSERT_EQ(r1.parts.size(), 1u);
+  EXPECT_EQ(r1.parts[0].arrivals.size(), 1u);
+  EXPECT_EQ(r1.local.slots[c.source_slot].range, Range({1, 0, 0}, {2, 4, 6}));
+  // Off: point-to-point.
+  EXPECT_TRUE(g.compile(2, 0, CollectiveUse::kNone).collectives.empty());
+}
+
+TEST(RankCollectives, PartialsSummedOnOneRankAreAReduce) {
+  ReduceGraph g(2, 1);
+  const detail::RankProgram r1 = g.compile(2, 1, CollectiveUse::kExact);
+  ASSERT_EQ(r1.collectives.size(), 1u);
+  EXPECT_EQ(r1.collectives[0].kind, detail::CollectiveKind::kReduce);
+  EXPECT_EQ(r1.collectives[0].replaced.size(), 1u);
+  EXPECT_TRUE(r1.receives.empty());
+  EXPECT_TRUE(r1.parts[0].arrivals.empty());  // rank 1 only contributes
+}
+
+TEST(RankCollectives, ThreePartialsOnlyWhenMpisOrderIsAllowed) {
+  ReduceGraph g(3, 2);  // Z on ranks 0 and 1 only: rank 2 does not need Y, so a reduce
+  EXPECT_TRUE(g.compile(3, 0, CollectiveUse::kExact).collectives.empty());
+  const detail::RankProgram r0 = g.compile(3, 0, CollectiveUse::kAll);
+  ASSERT_EQ(r0.collectives.size(), 1u);
+  EXPECT_EQ(r0.collectives[0].kind, detail::CollectiveKind::kReduce);
+  EXPECT_FALSE(r0.collectives[0].bitwise);
+  EXPECT_EQ(r0.collectives[0].members, (std::vector<std::uint32_t>{0, 1, 2}));
+}
+
+TEST(RankCollectives, TwoPartialsOnOneRankStayPointToPoint) {
+  ReduceGraph g(4, 2);  // blocks 0, 2 on rank 0 and 1, 3 on rank 1
+  EXPECT_TRUE(g.compile(2, 0, CollectiveUse::kAll).collectives.empty());
+}
+
+// Q = relu(A) in two column halves, Z = linear(Q, W, b): along `out`, each shard reads Q whole
+// (an allgather); along batch, each reads half of each half (point-to-point).
+TEST(RankCollectives, BoxesEveryWriterNeedsAreAnAllgather) {
+  for (bool by_out : {true, false}) {
+    GraphBuilder b;
+    const Built q = add_unary(b, "relu", b.tensor("A", "float32", Range::of_shape({4, 6})));
+    const Built z = add_linear(b, q.result, b.tensor("W", "float32", Range::of_shape({6, 6})),
+                               b.tensor("b", "float32", Range::of_shape({6})));
+    b.shard(q.op, {1, 2});
+    b.shard(z.op, by_out ? std::vector<std::int64_t>{1, 2, 1} : std::vector<std::int64_t>{2, 1, 1});
+    std::vector<ir::ApplicationId> q_apps, z_apps;
+    for (ir::ApplicationId a : b.graph.applications()) {
+      (b.graph.application(a).operation() == q.op ? q_apps : z_apps).push_back(a);
+    }
+    const detail::BlockProgram whole =
+        detail::compile_block_program(b.graph, ExecutableKernels::reference());
+    const RankSchedule s = brute_force(b.graph, 2, {q_apps, z_apps});
+    const detail::RankProgram r1 = detail::compile_rank_program(b.graph, whole, s, 1);
+    if (!by_out) {
+      EXPECT_TRUE(r1.collectives.empty());
+      continue;
+    }
+    ASSERT_EQ(r1.collectives.size(), 1u);
+    const detail::RankCollective& c = r1.collectives[0];
+    EXPECT_EQ(c.kind, detail::CollectiveKind::kAllgather);
+    EXPECT_EQ(whole.slots[c.source_slot].tensor, q.result);
+    EXPECT_EQ(c.boxes, (std::vector<Range>{Range({0, 0}, {4, 3}), Range({0, 3}, {4, 6})}));
+    EXPECT_EQ(r1.parts[0].arrivals.size(), 1u);
+    EXPECT_TRUE(r1.receives.empty());
+  }
+}
+
+// A rank allocates the rows it touches: with linear split by batch, rank 1 holds rows 0..4 of X
+// (its shard's) and every column.
+TEST(RankProgram, SlotsHoldOnlyTheRowsARankTouches) {
+  Graph2 g;
+  const detail::BlockProgram whole =
+      detail::compile_block_program(g.b.graph, ExecutableKernels::reference());
+  const RankSchedule s = brute_force(g.b.graph, 2, {g.lin_apps, g.relu_apps});
+  const detail::RankProgram r1 = detail::compile_rank_program(g.b.graph, whole, s, 1);
+  const detail::BufferSlot& x = r1.local.slots[0];
+  EXPECT_EQ(x.range, Range({0, 0}, {4, 6}));
+  EXPECT_EQ(x.bytes, 4 * 6 * 4);
+  EXPECT_LT(r1.local.memory.peak_bytes, whole.memory.peak_bytes);
+}
+
 }  // namespace
 }  // namespace tapestry::runtime

@@ -10,6 +10,8 @@
 //                       order while below 2^24 (`--verify=exact`, oracle.h)
 //
 //   Buffer x = generate_buffer(DType::kFloat32, Range({-40, 20}, {60, 32}), 7, "X");
+//   Buffer part = generate_box(DType::kFloat32, Range({-40, 20}, {60, 32}),
+//                              Range({0, 20}, {10, 32}), 7, "X");   // == x's rows 0..9
 //   BufferMap in = generate_inputs(graph, {.seed = 7});   // every graph input, by its name
 //
 // The generator is splitmix64 (Steele, Lea, Flood 2014), fully specified here, so a Python or
@@ -34,8 +36,11 @@ struct GenerateOptions {
 /// splitmix64: the generator behind everything in this header.
 class SplitMix64 {
  public:
+  static constexpr std::uint64_t kGamma = 0x9e3779b97f4a7c15ull;
   explicit SplitMix64(std::uint64_t state) : state_(state) {}
   std::uint64_t next();
+  /// Jumps `draws` values ahead in O(1): the state only ever adds kGamma.
+  void skip(std::uint64_t draws);
 
  private:
   std::uint64_t state_;
@@ -48,6 +53,12 @@ std::uint64_t stream_seed(std::uint64_t seed, std::string_view name);
 /// A buffer of `dtype` over `range` filled from the stream (seed, name), row-major.
 Buffer generate_buffer(DType dtype, const Range& range, std::uint64_t seed, std::string_view name,
                        bool exact = false);
+
+/// generate_buffer(dtype, range, seed, name, exact) restricted to `box` (inside `range`), bitwise
+/// equal, without generating the rest: each row of the box skips the stream to its position.
+/// An MPI rank generates only the boxes of the inputs it reads this way.
+Buffer generate_box(DType dtype, const Range& range, const Range& box, std::uint64_t seed,
+                    std::string_view name, bool exact = false);
 
 /// Buffers for every graph input (graph_inputs()), each generated under its tensor_name().
 BufferMap generate_inputs(const ir::Graph& graph, const GenerateOptions& options = {});

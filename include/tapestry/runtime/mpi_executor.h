@@ -24,7 +24,15 @@
 //      applications that waited for it. Sends, receives and compute overlap wherever the DAG
 //      allows; the schedule is deadlock-free because every receive is posted up front and the
 //      graph is acyclic;
-//   4. the ranks agree on the outcome (MPI_Allgather of a flag): rank 0 then holds every output.
+//   4. where the messages form exactly a collective (src/runtime/rank_collectives.h: the partials
+//      of a split reduction summed on one rank or on every member, a tensor whose boxes every
+//      writer needs), each member posts the non-blocking collective (MPI_Ireduce, MPI_Iallreduce,
+//      MPI_Iallgatherv, on a communicator of its members made at the first run) once its
+//      contribution is written, and the communication thread unpacks the result like a message;
+//   5. the ranks agree on the outcome (MPI_Allgather of a flag): rank 0 then holds every output.
+//
+// Memory: a rank allocates, per tensor, only the bounding box of what it reads, writes and
+// receives (rank 0 every graph output whole), and its inputs are those boxes.
 //
 // Failure: an error on a rank (a kernel Error, bad_alloc, any exception) stops it at once: it
 // tells every other rank (a zero-byte message on a reserved tag), and each rank, as soon as its
@@ -95,6 +103,14 @@ struct MpiExecutorOptions {
   std::int64_t memory_limit_bytes = 0;
   /// Fill buffers with NaN before their writers run (block_executor.h).
   bool poison = false;
+  /// Which message patterns run as MPI collectives (rank_schedule.h).
+  CollectiveUse collectives = CollectiveUse::kExact;
+};
+
+/// A graph input as one rank needs it: the bounding box of what its applications read.
+struct NeededInput {
+  ir::TensorId tensor;
+  zspace::Range box;
 };
 
 namespace detail {
@@ -112,8 +128,11 @@ class MpiExecutor {
   MpiExecutor(const MpiExecutor&) = delete;
   MpiExecutor& operator=(const MpiExecutor&) = delete;
 
-  /// The graph inputs this rank's applications read: `run` needs exactly these.
-  [[nodiscard]] std::vector<ir::TensorId> inputs_needed() const;
+  /// The graph inputs this rank's applications read, each as the box of it they read: `run`
+  /// needs exactly these, each a buffer of its box's shape.
+  [[nodiscard]] std::vector<NeededInput> inputs_needed() const;
+  /// The collectives the run uses instead of messages (the same on every rank).
+  [[nodiscard]] std::vector<CollectiveRecord> collectives() const;
   /// This rank's applications, messages sent and received per run.
   [[nodiscard]] std::size_t application_count() const;
   [[nodiscard]] std::size_t messages_sent() const;

@@ -8,6 +8,7 @@
 //   write_npy("y.npy", buffer);          // atomic: a temporary file, then rename
 //   Buffer y = read_npy("y.npy");        // range [0, shape)
 //   Buffer x = read_npy("x.npy", Point{4, 8});   // also checks the shape
+//   Buffer r = read_npy_box("x.npy", Point{4, 8}, Range({2, 0}, {4, 8}));  // rows 2–3 only
 //
 // Every problem is an Error naming the file: not a regular file (a device, a FIFO), bad magic
 // string, unsupported version, malformed header, unsupported dtype ("'>f4' (big-endian)",
@@ -33,6 +34,11 @@ namespace tapestry::runtime {
 Buffer read_npy(const std::filesystem::path& path);
 /// Reads and checks that the array has shape `expected_shape`.
 Buffer read_npy(const std::filesystem::path& path, const Point& expected_shape);
+/// Reads only `box` (in the array's coordinates, from the origin) of a file of shape
+/// `expected_shape`: the header is checked as read_npy does, then the box's rows are read where
+/// they lie (C order: one read per contiguous run). The buffer's range is `box`.
+Buffer read_npy_box(const std::filesystem::path& path, const Point& expected_shape,
+                    const Range& box);
 /// Parses the bytes of a `.npy` file; `source_name` names it in errors.
 Buffer parse_npy(std::string_view bytes, std::string_view source_name);
 

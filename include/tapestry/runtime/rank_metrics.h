@@ -29,7 +29,18 @@ struct MessageEvent {
   bool sent = false;
   std::uint32_t peer = 0;
   std::int64_t bytes = 0;
-  std::string what;  // "H/linear[0:4096, 2048:4096]"
+  std::string what;  // "H/linear[0:4096, 2048:4096]"; a collective's: "reduce Y/matmul/reduce"
+  bool collective = false;  // a collective completed (at_s), not a message
+};
+
+/// One MPI collective the run used in place of point-to-point messages (the same list on every
+/// rank): "reduce" / "allreduce" / "allgather", of the reduce application or the tensor `what`.
+struct CollectiveRecord {
+  std::string kind;
+  std::string what;
+  std::vector<std::uint32_t> ranks;
+  std::int64_t bytes = 0;  // one member's contribution
+  bool bitwise = true;     // same bits as the block executor's order
 };
 
 struct RankMetrics {
@@ -45,23 +56,26 @@ struct RankMetrics {
   /// Time the rank's communication thread spent unpacking received boxes into tensors.
   double unpack_s = 0;
   std::vector<MessageEvent> messages;
+  std::vector<CollectiveRecord> collectives;
 };
 
 /// metrics_json(run) plus rank, name, bytes_sent, bytes_received, messages_sent,
-/// messages_received, wait_s, unpack_s and "trace" (chrome_trace(run) with message events on a
-/// "messages" track).
+/// messages_received, wait_s, unpack_s, collectives and "trace" (chrome_trace(run) with message
+/// events on a "messages" track).
 [[nodiscard]] nlohmann::json rank_metrics_json(const RankMetrics& metrics);
 
 /// The job's report from every rank's rank_metrics_json (in rank order): wall_s (the slowest
-/// rank), flops (Σ), gflops, bytes_moved (Σ sent), busy_s (Σ), wait_s (Σ), ranks (each rank's
-/// JSON without its trace).
+/// rank), flops (Σ), gflops, bytes_moved (Σ sent), busy_s (Σ), wait_s (Σ), peak_memory_bytes
+/// (the largest rank's), collectives (rank 0's list: the job's), ranks (each rank's JSON without
+/// its trace).
 [[nodiscard]] nlohmann::json merge_rank_metrics(const std::vector<nlohmann::json>& ranks);
 
 /// One Chrome trace of every rank's: rank r is process r, named "rank r (NAME)".
 [[nodiscard]] nlohmann::json merge_rank_traces(const std::vector<nlohmann::json>& ranks);
 
-/// The run summary: the job's headline figures, then one line per rank (applications, busy,
-/// waiting, bytes sent and received).
+/// The run summary: the job's headline figures, the collectives used ("collectives: 1 reduce
+/// (Y/matmul/reduce), 1 allgather (H)" or "collectives: none"), then one line per rank
+/// (applications, busy, waiting, bytes sent and received, peak memory).
 [[nodiscard]] std::string rank_summary_table(const nlohmann::json& merged);
 
 }  // namespace tapestry::runtime

@@ -42,6 +42,12 @@ struct RankMessage {
   std::vector<ir::ApplicationId> consumers;  // run on `to`; each reads (part of) the box
 };
 
+/// Which message patterns the MPI executor runs as MPI collectives (MPI_Reduce, MPI_Allreduce,
+/// MPI_Allgatherv) instead of point-to-point: none; those whose result has the block executor's
+/// bits (a sum over two ranks, every all-gather); or every one it finds (a sum over three or
+/// more ranks is then in MPI's order: within the verify bar, not bitwise). docs/distributed.md.
+enum class CollectiveUse : std::uint8_t { kNone, kExact, kAll };
+
 struct RankSchedule {
   /// One name per rank, for messages and the run summary ("gpu:3" for a target's device,
   /// "rank:3" without a target).
