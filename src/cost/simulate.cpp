@@ -336,18 +336,26 @@ CostVector Simulation::cost() const {
       used[tr.to] = true;
     }
   }
-  // By device, then time, then frees before allocations at the same instant (operator<=>'s
-  // order, written out: the synthesized comparison of the double is slower here).
-  std::sort(memory.begin(), memory.end(), [](const MemoryEvent& a, const MemoryEvent& b) {
-    if (a.device != b.device) return a.device < b.device;
-    if (a.time != b.time) return a.time < b.time;
-    return a.delta < b.delta;
-  });
-  auto event = memory.begin();
+  // Bucketed by device (a counting pass), each device's events sorted by time, frees before
+  // allocations at the same instant: per-device sorts are shorter than one sort of them all.
+  std::vector<std::uint32_t> first(n_devices_ + 1, 0);
+  for (const MemoryEvent& e : memory) ++first[e.device + 1];
+  for (std::size_t dev = 0; dev < n_devices_; ++dev) first[dev + 1] += first[dev];
+  std::vector<MemoryEvent> by_device(memory.size());
+  {
+    std::vector<std::uint32_t> at(first.begin(), first.end() - 1);
+    for (const MemoryEvent& e : memory) by_device[at[e.device]++] = e;
+  }
   for (std::size_t dev = 0; dev < n_devices_; ++dev) {
     std::int64_t live = p_.resident_input_bytes[dev];
     std::int64_t peak = live;
-    for (; event != memory.end() && event->device == dev; ++event) {
+    const auto begin = by_device.begin() + first[dev];
+    const auto end = by_device.begin() + first[dev + 1];
+    std::sort(begin, end, [](const MemoryEvent& a, const MemoryEvent& b) {
+      if (a.time != b.time) return a.time < b.time;
+      return a.delta < b.delta;
+    });
+    for (auto event = begin; event != end; ++event) {
       live += event->delta;
       peak = std::max(peak, live);
     }
