@@ -20,6 +20,7 @@
 
 #include "kernel_graphs.h"
 #include "run_helpers.h"
+#include "scalar_ops.h"
 #include "tapestry/runtime/fast_kernels.h"
 
 namespace tapestry::runtime {
@@ -453,6 +454,53 @@ void expect_softmax_accurate(double bound) {
 TEST(ElementwiseAccuracy, SoftmaxWithinStatedUlps) {
   expect_softmax_accurate<float>(1.5);
   expect_softmax_accurate<double>(3);
+}
+
+}  // namespace
+}  // namespace tapestry::runtime
+
+namespace tapestry::runtime {
+namespace {
+
+// exp_fast_underflow skips libm's range-error paths only where std::exp returns +0 or +∞: bitwise
+// equal on every f32 from −110 to −98 and from 85 to 95 (across the bounds −104 and 89), on f32
+// and f64 far below, around the f64 bounds, and on ±∞ and NaN.
+TEST(ExpFastUnderflow, BitwiseEqualToStdExp) {
+  const auto same = [](auto a, auto b) { return std::memcmp(&a, &b, sizeof a) == 0; };
+  std::int64_t checked = 0;
+  for (float x = -110.0f; x <= -98.0f; x = std::nextafter(x, 0.0f), ++checked) {
+    ASSERT_TRUE(same(kernels::scalar::exp_fast_underflow(x), std::exp(x))) << x;
+  }
+  EXPECT_GT(checked, 1'000'000);
+  for (float x = 85.0f; x <= 95.0f; x = std::nextafter(x, 100.0f)) {
+    ASSERT_TRUE(same(kernels::scalar::exp_fast_underflow(x), std::exp(x))) << x;
+  }
+  for (double up = 709.0; up < 711.0; up += 1e-5) {
+    ASSERT_TRUE(same(kernels::scalar::exp_fast_underflow(up), std::exp(up))) << up;
+  }
+  EXPECT_EQ(kernels::scalar::exp_fast_underflow(1e30f), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(kernels::scalar::exp_fast_underflow(std::numeric_limits<float>::infinity()),
+            std::numeric_limits<float>::infinity());
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> far(-1e30, -104.0);
+  for (int k = 0; k < 100'000; ++k) {
+    const auto x = static_cast<float>(far(rng));
+    ASSERT_TRUE(same(kernels::scalar::exp_fast_underflow(x), std::exp(x))) << x;
+    const double d = far(rng) * 8;
+    ASSERT_TRUE(same(kernels::scalar::exp_fast_underflow(d), std::exp(d))) << d;
+  }
+  double d = -746.5;
+  for (int k = 0; k < 2'000'000; ++k, d = std::nextafter(d, 0.0)) {
+    ASSERT_TRUE(same(kernels::scalar::exp_fast_underflow(d), std::exp(d))) << d;
+  }
+  for (double step = 1e-6; step < 2; step *= 2) {  // across −746 at growing distances
+    ASSERT_TRUE(same(kernels::scalar::exp_fast_underflow(-746.0 + step), std::exp(-746.0 + step)));
+    ASSERT_TRUE(same(kernels::scalar::exp_fast_underflow(-746.0 - step), std::exp(-746.0 - step)));
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(kernels::scalar::exp_fast_underflow(-inf), 0.0f);
+  EXPECT_TRUE(std::isnan(kernels::scalar::exp_fast_underflow(std::nanf(""))));
+  EXPECT_TRUE(std::isnan(kernels::scalar::exp_fast_underflow(std::nan(""))));
 }
 
 }  // namespace
