@@ -9,6 +9,7 @@
 
 #include "fast_support.h"
 #include "gemm.h"
+#include "tapestry/runtime/kernel_path.h"
 
 // GCC's OpenMP runtime (oneDNN's threading runtime). Declared here rather than through <omp.h>
 // so no translation unit of ours is compiled as OpenMP code.
@@ -31,6 +32,7 @@ namespace fast {
 
 void count_fast() {
   fast_calls.fetch_add(1, std::memory_order_relaxed);
+  note_kernel_path(KernelPath::kVectorised);  // resolves below a library the call also noted
 }
 
 void count_epilogue() {
@@ -39,6 +41,7 @@ void count_epilogue() {
 
 void count_onednn_gemm() {
   onednn_gemms.fetch_add(1, std::memory_order_relaxed);
+  note_kernel_path(KernelPath::kOneDnn);
 }
 
 void count_post_op_gemm() {
@@ -48,6 +51,7 @@ void count_post_op_gemm() {
 void run_reference(const KernelCall& call) {
   fallback_calls.fetch_add(1, std::memory_order_relaxed);
   ++t_fallbacks;
+  note_kernel_path(KernelPath::kReference);
   ExecutableKernels::reference().lookup(call.kernel, call.operation)(call);
 }
 
@@ -104,7 +108,8 @@ const ExecutableKernels& fast_kernels() {
     fast::register_fast_moments(fast_only);
     fast::register_fast_pool(fast_only);
     fast::register_fast_fused(fast_only);
-    // Every reference name: the fast version where there is one, else the reference itself.
+    // Every reference name: the fast version where there is one, else the reference kernel
+    // as a counted fallback (so a kernel without a fast version shows in the metrics).
     ExecutableKernels r;
     const ExecutableKernels& reference = ExecutableKernels::reference();
     for (const std::string& name : reference.names()) {
@@ -112,7 +117,7 @@ const ExecutableKernels& fast_kernels() {
       if (fn != nullptr) {
         r.add(name, fn, fast_only.find_prepare(name));
       } else {
-        r.add(name, reference.find(name), reference.find_prepare(name));
+        r.add(name, &fast::run_reference, reference.find_prepare(name));
       }
     }
     fast::warm_up_gemm();
