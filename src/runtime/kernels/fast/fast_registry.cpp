@@ -24,6 +24,8 @@ std::atomic<std::uint64_t> fallback_calls{0};
 std::atomic<std::uint64_t> fused_epilogues{0};
 std::atomic<std::uint64_t> onednn_gemms{0};
 std::atomic<std::uint64_t> post_op_gemms{0};
+std::atomic<std::uint64_t> onednn_convs{0};
+std::atomic<ConvBackend> current_conv_backend{ConvBackend::kAuto};
 thread_local std::uint64_t t_fallbacks = 0;  // this thread's, for exchange_thread_fallbacks
 
 }  // namespace
@@ -41,6 +43,11 @@ void count_epilogue() {
 
 void count_onednn_gemm() {
   onednn_gemms.fetch_add(1, std::memory_order_relaxed);
+  note_kernel_path(KernelPath::kOneDnn);
+}
+
+void count_onednn_conv() {
+  onednn_convs.fetch_add(1, std::memory_order_relaxed);
   note_kernel_path(KernelPath::kOneDnn);
 }
 
@@ -141,7 +148,8 @@ FastKernelCounts fast_kernel_counts() {
           .fallback_calls = fallback_calls.load(std::memory_order_relaxed),
           .fused_epilogues = fused_epilogues.load(std::memory_order_relaxed),
           .onednn_gemms = onednn_gemms.load(std::memory_order_relaxed),
-          .post_op_gemms = post_op_gemms.load(std::memory_order_relaxed)};
+          .post_op_gemms = post_op_gemms.load(std::memory_order_relaxed),
+          .onednn_convs = onednn_convs.load(std::memory_order_relaxed)};
 }
 
 std::uint64_t exchange_thread_fallbacks(std::uint64_t value) {
@@ -154,6 +162,15 @@ void reset_fast_kernel_counts() {
   fused_epilogues.store(0, std::memory_order_relaxed);
   onednn_gemms.store(0, std::memory_order_relaxed);
   post_op_gemms.store(0, std::memory_order_relaxed);
+  onednn_convs.store(0, std::memory_order_relaxed);
+}
+
+void set_conv_backend(ConvBackend backend) {
+  current_conv_backend.store(backend, std::memory_order_relaxed);
+}
+
+ConvBackend conv_backend() {
+  return current_conv_backend.load(std::memory_order_relaxed);
 }
 
 }  // namespace tapestry::runtime
