@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "../scalar_ops.h"
 #include "fast_support.h"
 #include "tapestry/runtime/kernel_path.h"
 #include "tapestry/support/error.h"
@@ -17,6 +18,7 @@ namespace tapestry::runtime::fast {
 namespace {
 
 using dnnl::memory;
+namespace scalar = kernels::scalar;
 
 // The conv2d metakernel's IPF rows over [n, o, oh, ow, c] (kernels/conv.yaml); x's spatial
 // rows carry the stride.
@@ -40,10 +42,10 @@ struct ProblemHash {
     std::size_t h = 0;
     auto mix = [&](std::int64_t v) { h = h * 1000003U ^ static_cast<std::size_t>(v); };
     for (std::int64_t v : {p.n, p.c, p.ih, p.iw, p.o, p.kh, p.kw, p.oh, p.ow, p.stride}) mix(v);
-    for (const auto* s : {&p.x_strides, &p.w_strides, &p.r_strides}) {
+    for (const auto* s : {&p.x_strides, &p.w_strides, &p.r_strides, &p.residual_strides}) {
       for (std::int64_t v : *s) mix(v);
     }
-    return h;
+    return h * 4 + (p.residual ? 2U : 0U) + (p.relu ? 1U : 0U);
   }
 };
 
@@ -53,8 +55,10 @@ struct ConvPrimitive {
   dnnl::convolution_forward conv;
   memory::desc x, w, r;  // the views' layouts
   bool blocked = false;
-  dnnl::reorder x_in, w_in, r_out;
+  dnnl::reorder x_in, w_in, r_out, residual_in;
   memory x_blk, w_blk, r_blk;
+  memory::desc residual;       // the residual's layout (problem.residual)
+  bool loop_epilogue = false;  // residual (and relu) added by residual_epilogue() after the conv
 };
 
 // Per thread: oneDNN objects are not shared between the executor's threads.
@@ -93,7 +97,17 @@ std::optional<ConvPrimitive> make_primitive(const ConvCache& cache, const ConvPr
   const dnnl::convolution_forward::desc desc(
       dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, layout(made.x),
       layout(made.w), layout(made.r), {p.stride, p.stride}, {0, 0}, {0, 0});
-  const dnnl::convolution_forward::primitive_desc pd(desc, cache.engine);
+  // The plain GEMM convolution's `sum` post-op measured 5–8× slower than the whole conv: there
+  // the residual and the relu after it are one loop over dst instead.
+  made.loop_epilogue = !blocked && p.residual;
+  dnnl::primitive_attr attr;
+  dnnl::post_ops ops;
+  if (p.residual && !made.loop_epilogue) ops.append_sum(1.0F);
+  if (p.relu && !made.loop_epilogue) {
+    ops.append_eltwise(1.0F, dnnl::algorithm::eltwise_relu, 0.0F, 0.0F);  // oneDNN 2.x
+  }
+  attr.set_post_ops(ops);
+  const dnnl::convolution_forward::primitive_desc pd(desc, attr, cache.engine);
   if (is_reference_impl(pd)) return std::nullopt;
   made.conv = dnnl::convolution_forward(pd);
   if (blocked) {
@@ -106,6 +120,10 @@ std::optional<ConvPrimitive> make_primitive(const ConvCache& cache, const ConvPr
     made.x_in = reorder(made.x, pd.src_desc());
     made.w_in = reorder(made.w, pd.weights_desc());
     made.r_out = reorder(pd.dst_desc(), made.r);
+    if (p.residual) {
+      made.residual = strided_desc({p.n, p.o, p.oh, p.ow}, p.residual_strides);
+      made.residual_in = reorder(made.residual, pd.dst_desc());
+    }
   }
   return made;
 }
@@ -134,12 +152,41 @@ std::optional<ConvPrimitive>& primitive(ConvCache& cache, const ConvProblem& p) 
   return cache.primitives.emplace(p, std::move(made)).first->second;
 }
 
+// dst = dst + residual, then relu when asked: the unfused add and relu kernels' operations, in
+// their order, one pass over dst (the inner loop vectorises at unit strides).
+void residual_epilogue(const ConvOperands& ops) {
+  const ConvProblem& p = ops.problem;
+  const auto& rs = p.r_strides;
+  const auto& ss = p.residual_strides;
+  for (std::int64_t a = 0; a < p.n; ++a) {
+    for (std::int64_t b = 0; b < p.o; ++b) {
+      for (std::int64_t y = 0; y < p.oh; ++y) {
+        const float* from = ops.residual + a * ss[0] + b * ss[1] + y * ss[2];
+        float* to = ops.r + a * rs[0] + b * rs[1] + y * rs[2];
+        if (rs[3] == 1 && ss[3] == 1) {
+          for (std::int64_t x = 0; x < p.ow; ++x) to[x] = scalar::Add{}(to[x], from[x]);
+          if (p.relu) {
+            for (std::int64_t x = 0; x < p.ow; ++x) to[x] = scalar::Relu{}(to[x]);
+          }
+          continue;
+        }
+        for (std::int64_t x = 0; x < p.ow; ++x) {
+          const float sum = scalar::Add{}(to[x * rs[3]], from[x * ss[3]]);
+          to[x * rs[3]] = p.relu ? scalar::Relu{}(sum) : sum;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::optional<ConvOperands> onednn_conv_operands(const KernelCall& call, const Range& index) {
-  const InputPort& x = call.input("x");
-  const InputPort& w = call.input("w");
-  const OutputPort& r = call.output("result");
+  return onednn_conv_operands(call.input("x"), call.input("w"), call.output("result"), index);
+}
+
+std::optional<ConvOperands> onednn_conv_operands(const InputPort& x, const InputPort& w,
+                                                 const OutputPort& r, const Range& index) {
   const Point& window = x.ipf->shape();
   if (index.rank() != 5 || index.is_empty() || window.rank() != 4 || window != w.ipf->shape() ||
       window[0] != 1 || window[1] != 1 || !has_unit_cells(*r.ipf)) {
@@ -176,6 +223,12 @@ std::optional<ConvOperands> onednn_conv_operands(const KernelCall& call, const R
   return ops;
 }
 
+void add_residual(ConvOperands& ops, const InputPort& port, const Range& index) {
+  ops.problem.residual = true;
+  ops.problem.residual_strides = view_strides(port.view);
+  ops.residual = strided<const float>(port, index).base;
+}
+
 bool onednn_conv_pays_off(const ConvProblem& p) {
   constexpr std::int64_t kMinChannels = 16, kMinPixels = 64;
   return p.c >= kMinChannels && p.n * p.oh * p.ow >= kMinPixels;
@@ -191,6 +244,10 @@ bool onednn_conv(const ConvOperands& ops) {
   memory r(p->r, cache.engine, ops.r);
   try {
     if (p->blocked) {
+      if (ops.problem.residual) {
+        memory residual(p->residual, cache.engine, const_cast<float*>(ops.residual));
+        p->residual_in.execute(cache.stream, residual, p->r_blk);
+      }
       p->x_in.execute(cache.stream, x, p->x_blk);
       p->w_in.execute(cache.stream, w, p->w_blk);
       p->conv.execute(
@@ -201,6 +258,7 @@ bool onednn_conv(const ConvOperands& ops) {
       p->conv.execute(cache.stream, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, r}});
     }
     cache.stream.wait();
+    if (p->loop_epilogue) residual_epilogue(ops);
   } catch (const dnnl::error& e) {
     const ConvProblem& q = ops.problem;
     throw Error(

@@ -27,10 +27,14 @@
 
 namespace tapestry::runtime::fast {
 
-/// One convolution problem: sizes and the element strides of the three sub-tensors.
+/// One convolution problem: sizes, the element strides of the sub-tensors and the fused
+/// epilogue (a fused conv2d ⇒ [add] ⇒ [relu] chain, fast fused.cpp): `residual` adds a tensor
+/// of dst's shape (oneDNN's `sum` post-op: dst is filled with it first), `relu` applies an
+/// eltwise post-op, both while the block is in registers.
 struct ConvProblem {
   std::int64_t n = 0, c = 0, ih = 0, iw = 0, o = 0, kh = 0, kw = 0, oh = 0, ow = 0, stride = 1;
-  std::array<std::int64_t, 4> x_strides{}, w_strides{}, r_strides{};
+  std::array<std::int64_t, 4> x_strides{}, w_strides{}, r_strides{}, residual_strides{};
+  bool residual = false, relu = false;
 
   bool operator==(const ConvProblem&) const = default;
 };
@@ -42,8 +46,14 @@ struct ConvOperands {
   const float* x = nullptr;
   const float* w = nullptr;
   float* r = nullptr;
+  const float* residual = nullptr;  // problem.residual: read at r's cells
 };
 std::optional<ConvOperands> onednn_conv_operands(const KernelCall& call, const Range& index);
+std::optional<ConvOperands> onednn_conv_operands(const InputPort& x, const InputPort& w,
+                                                 const OutputPort& r, const Range& index);
+
+/// Adds the residual `port` (an input whose IPF selects the result's cells) to `operands`.
+void add_residual(ConvOperands& operands, const InputPort& port, const Range& index);
 
 /// True when oneDNN's primitive was measured faster than im2col + GEMM for such a problem
 /// (bench/kernels_bench BM_Conv2d: from 16 input channels and 64 output pixels up; below, e.g.
