@@ -312,11 +312,11 @@ void conv2d_kernel(const KernelCall& call) {
   bool done = false;
   if (dtype && ports && !call.index.is_empty()) {
     const ConvBackend backend = conv_backend();
-    if (*dtype == DType::kFloat32 && backend != ConvBackend::kIm2col) {
+    if (*dtype == DType::kFloat32 &&
+        (backend == ConvBackend::kOneDnn ||
+         (backend == ConvBackend::kAuto && onednn_conv_pays_off(call.index)))) {
       const std::optional<ConvOperands> operands = onednn_conv_operands(call, call.index);
-      done = operands &&
-             (backend == ConvBackend::kOneDnn || onednn_conv_pays_off(operands->problem)) &&
-             onednn_conv(*operands);
+      done = operands && onednn_conv(*operands);
     }
     if (*dtype == DType::kFloat32 && !done) done = conv<float>(call, call.index, true);
     if (*dtype == DType::kFloat64) done = conv<double>(call, call.index, true);

@@ -229,9 +229,10 @@ void add_residual(ConvOperands& ops, const InputPort& port, const Range& index) 
   ops.residual = strided<const float>(port, index).base;
 }
 
-bool onednn_conv_pays_off(const ConvProblem& p) {
+bool onednn_conv_pays_off(const Range& index) {
   constexpr std::int64_t kMinChannels = 16, kMinPixels = 64;
-  return p.c >= kMinChannels && p.n * p.oh * p.ow >= kMinPixels;
+  return index.rank() == 5 && index.extent(4) >= kMinChannels &&
+         index.extent(0) * index.extent(2) * index.extent(3) >= kMinPixels;
 }
 
 bool onednn_conv(const ConvOperands& ops) {

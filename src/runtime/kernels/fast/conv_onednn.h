@@ -58,7 +58,8 @@ void add_residual(ConvOperands& operands, const InputPort& port, const Range& in
 /// True when oneDNN's primitive was measured faster than im2col + GEMM for such a problem
 /// (bench/kernels_bench BM_Conv2d: from 16 input channels and 64 output pixels up; below, e.g.
 /// the convnet's 3-channel first layer or 4×4 tiles, its per-call cost loses).
-bool onednn_conv_pays_off(const ConvProblem& problem);
+/// Decided on the call's index box [n, o, oh, ow, c] alone, before any operand is built.
+bool onednn_conv_pays_off(const Range& index);
 
 /// Runs the convolution; false (result untouched) when oneDNN refuses the problem. Counts one
 /// oneDNN convolution (FastKernelCounts::onednn_convs) and notes the onednn path when it runs.

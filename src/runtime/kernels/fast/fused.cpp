@@ -150,7 +150,8 @@ bool run_conv_epilogue(const KernelCall& call, const std::vector<FusedStage>& st
   if ((producer.kernel != "conv2d" && producer.kernel != "op:conv2d") || stages.size() < 2 ||
       stages.size() > 3 || producer.outputs.size() != 1 || producer.inputs.size() != 2 ||
       producer.index_map != zspace::AffineMap::identity(call.index.rank()) ||
-      conv_backend() == ConvBackend::kIm2col) {
+      conv_backend() == ConvBackend::kIm2col ||
+      (conv_backend() == ConvBackend::kAuto && !onednn_conv_pays_off(call.index))) {
     return false;
   }
   EpilogueChain<float> chain;
@@ -193,10 +194,7 @@ bool run_conv_epilogue(const KernelCall& call, const std::vector<FusedStage>& st
   chain.ipfs.push_back(prev);
   const OutputPort out{call.output(last.source).view, &chain.ipfs.back()};
   std::optional<ConvOperands> operands = onednn_conv_operands(*x, *w, out, call.index);
-  if (!operands ||
-      (conv_backend() == ConvBackend::kAuto && !onednn_conv_pays_off(operands->problem))) {
-    return false;
-  }
+  if (!operands) return false;
   operands->problem.relu = relu;
   if (residual != nullptr) add_residual(*operands, *residual, call.index);
   return onednn_conv(*operands);
