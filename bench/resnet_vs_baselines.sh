@@ -3,8 +3,10 @@
 # 56, 56], 3.49 GFLOP of convolutions) against the FMA peak and PyTorch 1.13 (eager, its oneDNN
 # path through torch.utils.mkldnn.to_mkldnn, and jit.trace + freeze + optimize_for_inference;
 # bench/resnet_torch.py), in one run, rounds interleaved like bench/mlp_vs_baselines.sh:
-# Tapestry unsharded and under examples/plans/resnet_bottleneck-batch.json, 2 threads, execution
-# wall time (metrics wall_s) after 2 untimed runs. All read the same seeded .npy inputs; in the
+# a direct oneDNN convolution-primitive chain (bench/resnet_onednn.cpp: blocked layouts, ReLUs
+# and the residual as post-ops, 2 OpenMP threads), Tapestry unsharded and under
+# examples/plans/resnet_bottleneck-batch.json, 2 threads, execution wall time (metrics wall_s)
+# after 2 untimed runs. All read the same seeded .npy inputs; in the
 # first round every Y is compared with Tapestry's (max |diff| / max |Y| <= 1e-4, else the script
 # fails).
 #
@@ -26,7 +28,7 @@ while [[ $# -gt 0 ]]; do
 done
 py=/usr/bin/python3
 tapestry="$build/src/cli/tapestry"
-for f in "$tapestry" "$build/bench/fma_peak"; do
+for f in "$tapestry" "$build/bench/fma_peak" "$build/bench/resnet_onednn"; do
   [[ -x "$f" ]] || { echo "resnet_vs_baselines: $f is missing; build first" >&2; exit 2; }
 done
 "$py" -c "import numpy" 2>/dev/null || { echo "resnet_vs_baselines: needs python3-numpy" >&2; exit 2; }
@@ -41,7 +43,7 @@ for n, s in shapes.items():
     fan = 1 if n == "X" else int(np.prod(s[1:]))
     np.save(os.path.join(d, n + ".npy"), (rng.uniform(-1, 1, s) / np.sqrt(fan)).astype(np.float32))
 PY
-contenders=(unsharded batch torch-eager torch-mkldnn torch-jit)
+contenders=(unsharded batch onednn torch-eager torch-mkldnn torch-jit)
 run() {
   local log="$tmp/$1.log"
   case "$1" in
@@ -53,6 +55,11 @@ run() {
         --threads "$threads" --warmup 2 --repeat "$reps" --quiet --metrics "$tmp/m.json" "${o[@]}" >"$log"
       [[ $2 -eq 1 ]] && cp "$tmp/out-$1/Y.npy" "$tmp/Y-$1.npy"
       "$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['wall_s'])" "$tmp/m.json" ;;
+    onednn)
+      local out=()
+      [[ $2 -eq 1 ]] && out=(--out "$tmp/Y-$1.npy")
+      "$build/bench/resnet_onednn" --threads "$threads" --reps "$reps" --inputs "$tmp/in" "${out[@]}" >"$log"
+      awk '/^median_s/ {print $2}' "$log" ;;
     torch-*)
       local out=()
       [[ $2 -eq 1 ]] && out=(--out "$tmp/Y-$1.npy")
@@ -79,7 +86,7 @@ print(f"  {'fma peak':<22} {peak:7.1f} GFLOP/s")
 batch = statistics.median(read("batch"))
 mkldnn = read("torch-mkldnn")
 labels = {"unsharded": "tapestry unsharded", "batch": "tapestry batch plan",
-          "torch-eager": "PyTorch eager", "torch-mkldnn": "PyTorch to_mkldnn",
+          "onednn": "oneDNN conv chain", "torch-eager": "PyTorch eager", "torch-mkldnn": "PyTorch to_mkldnn",
           "torch-jit": "PyTorch jit (oneDNN)"}
 for n in names:
     t = read(n)
