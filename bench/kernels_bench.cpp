@@ -236,11 +236,11 @@ BENCHMARK_CAPTURE(BM_Elementwise, gelu_reference, "gelu", false)->Unit(benchmark
 
 // ---- conv2d: im2col + GEMM vs a direct loop nest vs the reference -----------------------------
 
-// One float32 conv2d, 3×3 filters, x [n, c, ih, ih] (already padded), index [n, o, oh, ow, c];
-// `box` is the whole index (tile 0) or image 0's top-left tile×tile outputs, all o and c.
+// One float32 conv2d, kK×kK filters (3 unless a 7th argument says), x [n, c, ih, ih] (already
+// padded), index [n, o, oh, ow, c]; `box` is the whole index (tile 0) or image 0's top-left
+// tile×tile outputs, all o and c.
 struct Conv2d {
-  static constexpr std::int64_t kK = 3;
-  std::int64_t n, c, ih, o, stride, oh;
+  std::int64_t kK, n, c, ih, o, stride, oh;
   Buffer x, w, r;
   IndexProjection x_ipf, w_ipf, r_ipf;
   Range box;
@@ -249,7 +249,8 @@ struct Conv2d {
   nlohmann::json params;
 
   explicit Conv2d(const benchmark::State& state)
-      : n(state.range(0)),
+      : kK(state.range(6)),
+        n(state.range(0)),
         c(state.range(1)),
         ih(state.range(2)),
         o(state.range(3)),
@@ -318,14 +319,15 @@ struct Conv2d {
   [[nodiscard]] double flops() const { return 2.0 * static_cast<double>(box.size()) * kK * kK; }
 };
 
-enum class ConvVariant { kFast, kDirect, kReference };
+enum class ConvVariant { kFast, kIm2col, kDirect, kReference };
 
 void BM_Conv2d(benchmark::State& state, ConvVariant variant) {
   limit_library_threads_to_one();
+  set_conv_backend(variant == ConvVariant::kIm2col ? ConvBackend::kIm2col : ConvBackend::kAuto);
   Conv2d conv(state);
   const KernelCall call = conv.call();
   const KernelFn fn =
-      (variant == ConvVariant::kFast ? fast_kernels() : ExecutableKernels::reference())
+      (variant == ConvVariant::kReference ? ExecutableKernels::reference() : fast_kernels())
           .find("conv2d");
   for (auto _ : state) {
     if (variant == ConvVariant::kDirect) {
@@ -340,16 +342,24 @@ void BM_Conv2d(benchmark::State& state, ConvVariant variant) {
 }
 
 // examples/convnet.tap's layers (8 padded 34×34 images: C1 3→16 stride 1, C2 16→32 stride 2),
-// whole and as small shards, and a ResNet-sized 64→64 layer on 56×56.
+// whole and as small shards, and examples/resnet_bottleneck.tap's three layers on 2 images
+// (1×1 256→64, 3×3 64→64 on the padded 58×58, 1×1 64→256).
 void conv_shapes(benchmark::internal::Benchmark* b, bool large) {
-  b->Args({8, 3, 34, 16, 1, 0});
-  b->Args({8, 16, 34, 32, 2, 0});
-  b->Args({8, 3, 34, 16, 1, 8});
-  b->Args({8, 16, 34, 32, 2, 4});
-  if (large) b->Args({1, 64, 58, 64, 1, 0});
+  b->Args({8, 3, 34, 16, 1, 0, 3});
+  b->Args({8, 16, 34, 32, 2, 0, 3});
+  b->Args({8, 3, 34, 16, 1, 8, 3});
+  b->Args({8, 16, 34, 32, 2, 4, 3});
+  if (large) {
+    b->Args({2, 256, 56, 64, 1, 0, 1});
+    b->Args({2, 64, 58, 64, 1, 0, 3});
+    b->Args({2, 64, 56, 256, 1, 0, 1});
+  }
   b->Unit(benchmark::kMicrosecond);
 }
-BENCHMARK_CAPTURE(BM_Conv2d, im2col_gemm, ConvVariant::kFast)->Apply([](auto* b) {
+BENCHMARK_CAPTURE(BM_Conv2d, fast, ConvVariant::kFast)->Apply([](auto* b) {
+  conv_shapes(b, true);
+});
+BENCHMARK_CAPTURE(BM_Conv2d, im2col_gemm, ConvVariant::kIm2col)->Apply([](auto* b) {
   conv_shapes(b, true);
 });
 BENCHMARK_CAPTURE(BM_Conv2d, direct, ConvVariant::kDirect)->Apply([](auto* b) {

@@ -9,5 +9,7 @@ endif()
 # bench/mlp_onednn, bench/fma_peak: the strongest baselines of bench/mlp_baselines.sh.
 if(TARGET DNNL::dnnl AND TARGET tapestry_runtime)
   tapestry_add_bench(mlp_onednn DNNL::dnnl tapestry::runtime ${TAPESTRY_GOMP_LIBRARY})
+  # bench/resnet_onednn: the direct convolution-primitive chain of bench/resnet_vs_baselines.sh.
+  tapestry_add_bench(resnet_onednn DNNL::dnnl tapestry::runtime ${TAPESTRY_GOMP_LIBRARY})
 endif()
 tapestry_add_bench(fma_peak Threads::Threads)

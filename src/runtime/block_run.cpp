@@ -8,6 +8,7 @@
 
 #include "run_support.h"
 #include "tapestry/runtime/fast_kernels.h"
+#include "tapestry/runtime/kernel_path.h"
 #include "tapestry/runtime/tensor_map.h"
 #include "tapestry/zspace/format.h"
 
@@ -120,29 +121,35 @@ void RunState::run_kernel(std::uint32_t t) {
   patch_origins<OutputPort, std::byte>(call.outputs, task.outputs, base);
   const bool measure = !records.empty();
   const Clock::time_point begin = measure ? Clock::now() : Clock::time_point{};
-  // This call's fallbacks to the reference kernels (fast_kernels.h): the thread's count is
-  // swapped out around it, and back in after, also when the kernel throws.
+  // This call's fallbacks to the reference kernels (fast_kernels.h) and the kernel paths it
+  // noted (kernel_path.h): the thread's are swapped out around it, and back in after, also when
+  // the kernel throws.
   const std::uint64_t outer_fallbacks = exchange_thread_fallbacks(0);
+  const KernelPathSet outer_paths = exchange_thread_kernel_paths({});
   try {
     task.kernel(call);
   } catch (const Error& e) {
     --stack.depth;
     (void)exchange_thread_fallbacks(outer_fallbacks);
+    (void)exchange_thread_kernel_paths(outer_paths);
     throw e.with_context(fmt::format("application '{}'", task.name));
   } catch (...) {
     --stack.depth;
     (void)exchange_thread_fallbacks(outer_fallbacks);
+    (void)exchange_thread_kernel_paths(outer_paths);
     throw;
   }
   --stack.depth;
   const std::uint64_t fallbacks = exchange_thread_fallbacks(outer_fallbacks);
+  const KernelPath path = exchange_thread_kernel_paths(outer_paths).resolve();
   if (measure) {
     const Clock::time_point end = Clock::now();
     records[t] = {.start_ns = (begin - start).count(),
                   .end_ns = (end - start).count(),
                   .thread = static_cast<std::uint32_t>(
                       std::max(0, tbb::this_task_arena::current_thread_index())),
-                  .fallbacks = fallbacks};
+                  .fallbacks = fallbacks,
+                  .path = path};
   }
 }
 
@@ -224,7 +231,8 @@ RunMetrics make_metrics(const BlockProgram& p, const RunState& state, double wal
                               .flops = task.flops,
                               .bytes_read = task.bytes_read,
                               .bytes_written = task.bytes_written,
-                              .fallbacks = r.fallbacks});
+                              .fallbacks = r.fallbacks,
+                              .path = r.path});
     OperationMetrics& op = by_op[task.operation.index()];
     op.operation = std::string(task.call.operation);
     op.kernel = std::string(task.call.kernel);
@@ -234,6 +242,7 @@ RunMetrics make_metrics(const BlockProgram& p, const RunState& state, double wal
     op.bytes_read += task.bytes_read;
     op.bytes_written += task.bytes_written;
     op.fallbacks += r.fallbacks;
+    ++op.paths[static_cast<std::size_t>(r.path)];
   }
   std::sort(m.applications.begin(), m.applications.end(),
             [](const ApplicationMetrics& a, const ApplicationMetrics& b) {

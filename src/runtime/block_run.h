@@ -50,7 +50,8 @@ struct TaskRecord {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
   std::uint32_t thread = 0;
-  std::uint64_t fallbacks = 0;  // calls handed to the reference kernels
+  std::uint64_t fallbacks = 0;               // calls handed to the reference kernels
+  KernelPath path = KernelPath::kReference;  // what computed it (kernel_path.h)
 };
 
 struct RunState {

@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace tapestry::runtime {
 
@@ -13,6 +16,55 @@ namespace {
 
 double gflops_of(std::int64_t flops, double seconds) {
   return seconds > 0 ? static_cast<double>(flops) / seconds / 1e9 : 0.0;
+}
+
+KernelPath path_at(std::size_t i) {
+  return static_cast<KernelPath>(i);
+}
+
+// {"onednn": 4, "vectorised": 2}: the non-zero paths, in KernelPath order.
+nlohmann::json paths_json(const KernelPathCounts& counts) {
+  nlohmann::json out = nlohmann::json::object();
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] > 0) out[std::string(kernel_path_name(path_at(i)))] = counts[i];
+  }
+  return out;
+}
+
+// "onednn" when every application took one path, else "onednn 2, reference 2".
+std::string paths_text(const KernelPathCounts& counts, bool always_count) {
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] > 0)
+      parts.push_back(fmt::format("{} {}", kernel_path_name(path_at(i)), counts[i]));
+  }
+  if (parts.size() == 1 && !always_count) {
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      if (counts[i] > 0) return std::string(kernel_path_name(path_at(i)));
+    }
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+KernelPathCounts total_paths(const RunMetrics& m) {
+  KernelPathCounts total{};
+  for (const OperationMetrics& op : m.operations) {
+    for (std::size_t i = 0; i < total.size(); ++i) total[i] += op.paths[i];
+  }
+  return total;
+}
+
+// "0 fallbacks", or "fallbacks in Y (2 calls), Z (1 call)".
+std::string fallbacks_text(const RunMetrics& m) {
+  std::vector<std::string> ops;
+  for (const OperationMetrics& op : m.operations) {
+    if (op.fallbacks > 0) {
+      ops.push_back(
+          fmt::format("{} ({} call{})", op.operation, op.fallbacks, op.fallbacks == 1 ? "" : "s"));
+    }
+  }
+  if (ops.empty()) return "0 fallbacks";
+  return fmt::format("fallbacks in {}", fmt::join(ops, ", "));
 }
 
 }  // namespace
@@ -54,7 +106,8 @@ nlohmann::json metrics_json(const RunMetrics& m) {
                           {"gflops", gflops_of(op.flops, op.busy_s)},
                           {"bytes_read", op.bytes_read},
                           {"bytes_written", op.bytes_written},
-                          {"fallbacks", op.fallbacks}});
+                          {"fallbacks", op.fallbacks},
+                          {"paths", paths_json(op.paths)}});
   }
   nlohmann::json records = nlohmann::json::array();
   for (const ApplicationMetrics& a : m.applications) {
@@ -67,8 +120,11 @@ nlohmann::json metrics_json(const RunMetrics& m) {
                        {"flops", a.flops},
                        {"bytes_read", a.bytes_read},
                        {"bytes_written", a.bytes_written},
-                       {"fallbacks", a.fallbacks}});
+                       {"fallbacks", a.fallbacks},
+                       {"path", kernel_path_name(a.path)}});
   }
+  std::uint64_t fallbacks = 0;
+  for (const OperationMetrics& op : m.operations) fallbacks += op.fallbacks;
   return {{"wall_s", m.wall_s},
           {"flops", m.flops},
           {"gflops", m.gflops},
@@ -78,6 +134,8 @@ nlohmann::json metrics_json(const RunMetrics& m) {
           {"busy_s", m.busy_s},
           {"critical_path_s", m.critical_path_s},
           {"applications", m.applications.size()},
+          {"fallbacks", fallbacks},
+          {"paths", paths_json(total_paths(m))},
           {"operations", std::move(operations)},
           {"application_records", std::move(records)}};
 }
@@ -121,19 +179,25 @@ std::string summary_table(const RunMetrics& m, std::size_t max_rows) {
       m.wall_s > 0 ? 100.0 * m.busy_s / (m.wall_s * m.threads) : 0.0, m.threads,
       m.threads == 1 ? "" : "s", format_seconds(m.critical_path_s),
       format_bytes(m.peak_memory_bytes), format_bytes(m.estimated_peak_memory_bytes));
+  out += fmt::format("kernel paths: {} application{}; {}\n",
+                     paths_text(total_paths(m), /*always_count=*/true),
+                     m.applications.size() == 1 ? "" : "s", fallbacks_text(m));
   // The fallbacks column only when there are any: a run on the reference kernels, or one whose
   // every call took a fast path, keeps the table it always had.
   std::uint64_t fallbacks = 0;
   for (const OperationMetrics& op : m.operations) fallbacks += op.fallbacks;
-  out += fmt::format("{:<24} {:<10} {:>6} {:>10} {:>7} {:>9}{}\n", "operation", "kernel", "apps",
-                     "busy", "share", "GFLOP/s", fallbacks > 0 ? "  fallbacks" : "");
+  // The path column is padded only when the fallbacks column follows it.
+  const std::size_t path_width = fallbacks > 0 ? 10 : 0;
+  out += fmt::format("{:<24} {:<10} {:>6} {:>10} {:>7} {:>9}  {:<{}}{}\n", "operation", "kernel",
+                     "apps", "busy", "share", "GFLOP/s", "path", path_width,
+                     fallbacks > 0 ? " fallbacks" : "");
   for (std::size_t i = 0; i < m.operations.size() && i < max_rows; ++i) {
     const OperationMetrics& op = m.operations[i];
-    out += fmt::format("{:<24} {:<10} {:>6} {:>10} {:>6.1f}% {:>9.1f}{}\n", op.operation, op.kernel,
-                       op.applications, format_seconds(op.busy_s),
+    out += fmt::format("{:<24} {:<10} {:>6} {:>10} {:>6.1f}% {:>9.1f}  {:<{}}{}\n", op.operation,
+                       op.kernel, op.applications, format_seconds(op.busy_s),
                        m.busy_s > 0 ? 100.0 * op.busy_s / m.busy_s : 0.0,
-                       gflops_of(op.flops, op.busy_s),
-                       fallbacks > 0 ? fmt::format(" {:>10}", op.fallbacks) : "");
+                       gflops_of(op.flops, op.busy_s), paths_text(op.paths, false), path_width,
+                       fallbacks > 0 ? fmt::format(" {:>9}", op.fallbacks) : "");
   }
   if (m.operations.size() > max_rows) {
     std::uint64_t hidden = 0;

@@ -84,9 +84,13 @@ if [[ $(ls -A "$tmp/render") == "taken.svg" ]]; then passed=$((passed + 1)); els
 #    and is counted for its operation: the summary table and the --metrics JSON show it.
 printf 'X: i32[8, 5]\nW: i32[3, 5]\nb: i32[3]\nY = linear(X, W, b)\n' >"$tmp/int.tap"
 "$tapestry" run "$tmp/int.tap" --split Y.batch=2 --quiet --metrics "$tmp/int.json" >"$tmp/out" 2>"$tmp/err"; rc=$?
-if [[ $rc -eq 0 ]] && grep -qE "GFLOP/s +fallbacks" "$tmp/out" && grep -qE "^Y +linear +2 .* 2$" "$tmp/out" &&
+if [[ $rc -eq 0 ]] && grep -qE "GFLOP/s +path +fallbacks" "$tmp/out" &&
+   grep -qE "^Y +linear +2 .* reference +2$" "$tmp/out" &&
+   grep -qxF "kernel paths: reference 2 applications; fallbacks in Y (2 calls)" "$tmp/out" &&
    python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))
-assert [o["fallbacks"] for o in m["operations"]] == [2], m["operations"]' "$tmp/int.json"; then
+assert [o["fallbacks"] for o in m["operations"]] == [2], m["operations"]
+assert [o["paths"] for o in m["operations"]] == [{"reference": 2}], m["operations"]
+assert [a["path"] for a in m["application_records"]] == ["reference"] * 2, m' "$tmp/int.json"; then
   passed=$((passed + 1)); else
   echo "FAIL fallbacks: rc=$rc"; cat "$tmp/out" "$tmp/err"; failures=$((failures + 1)); fi
 

@@ -209,14 +209,63 @@ TEST(BlockExecutor, FallbacksToTheReferenceAreCountedPerOperation) {
   for (const nlohmann::json& op : j["operations"]) {
     EXPECT_EQ(op["fallbacks"], op["kernel"] == "linear" ? 3 : 0) << op.dump();
   }
+  // The paths: every linear application ran the reference, every relu the vectorised loops.
+  std::map<std::string, KernelPathCounts> paths;
+  for (const OperationMetrics& op : m.operations) paths[op.kernel] = op.paths;
+  EXPECT_EQ(paths["linear"], (KernelPathCounts{0, 0, 0, 0, 3}));
+  EXPECT_EQ(paths["relu"], (KernelPathCounts{0, 0, 2, 0, 0}));
+  for (const ApplicationMetrics& a : m.applications) {
+    EXPECT_EQ(a.path, a.kernel == "linear" ? KernelPath::kReference : KernelPath::kVectorised);
+  }
+  EXPECT_EQ(j["fallbacks"], 3);
+  EXPECT_EQ(j["paths"], nlohmann::json::parse(R"({"reference": 3, "vectorised": 2})"));
+  const nlohmann::json linear_paths = {{"reference", 3}}, relu_paths = {{"vectorised", 2}};
+  for (const nlohmann::json& op : j["operations"]) {
+    EXPECT_EQ(op["paths"], op["kernel"] == "linear" ? linear_paths : relu_paths);
+  }
   const std::string table = summary_table(m);
-  EXPECT_THAT(table, HasSubstr("GFLOP/s  fallbacks\n"));
-  EXPECT_THAT(table, ::testing::ContainsRegex("linear +3 .* 3\n"));
-  // The reference kernels never fall back: no column.
+  EXPECT_THAT(table, HasSubstr("kernel paths: vectorised 2, reference 3 applications; fallbacks "
+                               "in linear_1 (3 calls)\n"));
+  EXPECT_THAT(table, HasSubstr("GFLOP/s  path       fallbacks\n"));
+  EXPECT_THAT(table, ::testing::ContainsRegex("linear +3 .* reference +3\n"));
+  EXPECT_THAT(table, ::testing::ContainsRegex("relu +2 .* vectorised +0\n"));
+  // The reference kernels never fall back: no column; their path is the reference.
   const BlockExecutor ref(b.graph, {.threads = 2, .kernels = reference()});
   const auto [ref_buffers, ref_metrics] = ref.run_measured(inputs);
-  EXPECT_THAT(summary_table(ref_metrics), ::testing::Not(HasSubstr("fallbacks")));
+  const std::string ref_table = summary_table(ref_metrics);
+  EXPECT_THAT(ref_table, HasSubstr("kernel paths: reference 5 applications; 0 fallbacks\n"));
+  EXPECT_THAT(ref_table, HasSubstr("GFLOP/s  path\n"));
   EXPECT_EQ(metrics_json(ref_metrics)["operations"][0]["fallbacks"], 0);
+}
+
+// A float run the fast kernels serve entirely: GEMMs through a library, the relu through the
+// vectorised loops, "0 fallbacks".
+TEST(BlockExecutor, FastRunsReportTheirLibraryPaths) {
+  GraphBuilder b;
+  const Built lin = add_linear(b, b.tensor("X", "float32", Range::of_shape({64, 48})),
+                               b.tensor("W", "float32", Range::of_shape({40, 48})),
+                               b.tensor("b", "float32", Range::of_shape({40})));
+  b.shard(lin.op, {2, 1, 1});
+  const Built relu = add_unary(b, "relu", b.tensor("Z", "float32", Range::of_shape({8, 8})));
+  b.shard(relu.op, {2, 1});
+  const BufferMap inputs = generate_inputs(b.graph, {.seed = 1});
+  const BlockExecutor exec(b.graph, {.threads = 2, .kernels = &fast_kernels()});
+  for (const GemmBackend backend : {GemmBackend::kOneDnn, GemmBackend::kOpenBlas}) {
+    set_gemm_backend(backend);
+    const auto [buffers, m] = exec.run_measured(inputs);
+    const std::size_t library = static_cast<std::size_t>(
+        backend == GemmBackend::kOneDnn ? KernelPath::kOneDnn : KernelPath::kOpenBlas);
+    for (const OperationMetrics& op : m.operations) {
+      KernelPathCounts expected{};
+      expected[op.kernel == "linear" ? library
+                                     : static_cast<std::size_t>(KernelPath::kVectorised)] = 2;
+      EXPECT_EQ(op.paths, expected) << op.kernel;
+    }
+    const std::string table = summary_table(m);
+    EXPECT_THAT(table, HasSubstr("applications; 0 fallbacks\n"));
+    EXPECT_THAT(table, ::testing::Not(HasSubstr("reference")));
+  }
+  set_gemm_backend(GemmBackend::kAuto);
 }
 
 TEST(BlockExecutor, UnknownKernelIsAnErrorAtConstruction) {

@@ -504,6 +504,57 @@ TEST(FastKernels, Conv2dSplitReduction) {
   }
 }
 
+// A fused conv2d ⇒ add(residual) ⇒ relu and conv2d ⇒ relu (ResNet's block tail and body) as one
+// oneDNN convolution with post-ops: 1×1 (the plain layout, the residual in a loop) and 3×3
+// (blocked, the residual as a `sum` post-op), whole and split along n and o, against the unfused
+// reference; with im2col forced, the fused chain runs stage by stage and agrees too.
+TEST(FastKernels, FusedConvEpiloguesMatchTheReference) {
+  for (const std::int64_t k : {1, 3}) {
+    GraphBuilder b;
+    const std::int64_t side = 9 + k - 1;
+    const Built conv = add_conv2d(b, b.tensor("X", "float32", Range::of_shape({2, 16, side, side})),
+                                  b.tensor("W", "float32", Range::of_shape({16, 16, k, k})), 1);
+    const Built sum =
+        add_binary(b, "add", conv.result, b.tensor("R", "float32", Range::of_shape({2, 16, 9, 9})),
+                   Point{2, 16, 9, 9});
+    const Built out = add_unary(b, "relu", sum.result);
+    const Built body =
+        add_unary(b, "relu",
+                  add_conv2d(b, b.tensor("X2", "float32", Range::of_shape({2, 16, side, side})),
+                             b.tensor("W2", "float32", Range::of_shape({8, 16, k, k})), 1)
+                      .result);
+    const BufferMap inputs = generate_inputs(b.graph, {.seed = 12});
+    const BufferMap ref = NaiveExecutor(b.graph).run(inputs);
+    const BufferMap mag = NaiveExecutor(b.graph).run(absolute(inputs));
+    for (const char* plan : {R"({"fuse": "auto"})",
+                             R"({"ops": {"conv2d_1": {"split": {"n": 2, "o": 2}},
+                                         "conv2d_4": {"split": {"n": 2}}}, "fuse": "auto"})"}) {
+      const std::string what = fmt::format("{}×{} {}", k, k, plan);
+      const rewrite::LowerResult lowered = rewrite::lower(b.graph, rewrite::parse_plan(plan));
+      for (const ConvBackend backend : {ConvBackend::kOneDnn, ConvBackend::kIm2col}) {
+        set_conv_backend(backend);
+        reset_fast_kernel_counts();
+        const BufferMap fast = ApplicationExecutor(lowered.graph, fast_kernels())
+                                   .run(generate_inputs(lowered.graph, {.seed = 12}));
+        const FastKernelCounts counts = fast_kernel_counts();
+        set_conv_backend(ConvBackend::kAuto);
+        EXPECT_EQ(counts.fallback_calls, 0u) << what;
+        if (backend == ConvBackend::kOneDnn) {
+          EXPECT_EQ(counts.onednn_convs, counts.fused_epilogues) << what;
+          EXPECT_GE(counts.onednn_convs, 2u) << what;
+        } else {
+          EXPECT_EQ(counts.onednn_convs, 0u) << what;
+        }
+        for (const TensorId t : {out.result, body.result}) {
+          const std::string name = tensor_name(b.graph, t);
+          expect_close(fast.at(tensor_named(lowered.graph, name)), ref.at(t), mag.at(t), 16 * k * k,
+                       false, what + " " + name);
+        }
+      }
+    }
+  }
+}
+
 // softmax: rows of odd length at negative coordinates, f64, a window over two dims, sharded.
 std::vector<std::pair<std::string, BuildFn>> softmax_cases() {
   return {

@@ -18,8 +18,10 @@
 //                    innermost contiguous run vectorised by the compiler
 //   sum max reduce   one reduced dim: folds across rows (vectorised over output cells) or a
 //                    contiguous sum line with partial sums
-//   conv2d           im2col + GEMM per image (same GEMM backends), thread-local scratch; any
-//                    shard, stride, overlapping windows, the block dim of a split reduction
+//   conv2d           f32 in the metakernel's layout: oneDNN's convolution primitive over the
+//                    views (cached per shape and thread); else im2col + GEMM per image (same
+//                    GEMM backends), thread-local scratch; any shard, stride, overlapping
+//                    windows, the block dim of a split reduction
 //   softmax          contiguous rows, the reference's formulas in its order (bitwise equal)
 //   transpose, permute, reshape  a strided copy through the unary maps' loop nest (bitwise)
 //   pad              f32/f64 row by row: fill with `value`, copy the part x holds
@@ -72,11 +74,23 @@ enum class GemmBackend { kAuto, kOneDnn, kOpenBlas };
 void set_gemm_backend(GemmBackend backend);
 [[nodiscard]] GemmBackend gemm_backend();
 
+/// How the fast conv2d computes float32 convolutions. kOneDnn: oneDNN's convolution primitive
+/// wherever the call is in the metakernel's own layout and oneDNN has a non-reference
+/// implementation for it, else im2col + GEMM; kAuto: the same, but only for layers where it was
+/// measured faster (≥ 16 input channels in the box and ≥ 64 output pixels; docs/runtime.md);
+/// kIm2col: always im2col + GEMM (float64 always is).
+enum class ConvBackend { kAuto, kOneDnn, kIm2col };
+
+/// Process-wide conv2d backend (default kAuto); for benchmarks and tests.
+void set_conv_backend(ConvBackend backend);
+[[nodiscard]] ConvBackend conv_backend();
+
 /// How often the fast kernels took a fast path and how often they handed a call to the
 /// reference kernel; `fused_epilogues` counts fused calls run as GEMM + epilogue, `onednn_gemms`
 /// the float32 GEMMs (of linear, matmul, conv2d's im2col, fused producers) oneDNN computed, and
 /// `post_op_gemms` those of them whose bias and ReLU oneDNN applied as the matmul primitive's own
-/// bias and post-op (no second pass over the output).
+/// bias and post-op (no second pass over the output), `onednn_convs` the conv2d calls (or pieces
+/// of calls) oneDNN's convolution primitive computed.
 /// Process-wide, relaxed counters: exact when read after the kernels finished. For tests and
 /// metrics.
 struct FastKernelCounts {
@@ -85,6 +99,7 @@ struct FastKernelCounts {
   std::uint64_t fused_epilogues = 0;
   std::uint64_t onednn_gemms = 0;
   std::uint64_t post_op_gemms = 0;
+  std::uint64_t onednn_convs = 0;
 };
 [[nodiscard]] FastKernelCounts fast_kernel_counts();
 void reset_fast_kernel_counts();

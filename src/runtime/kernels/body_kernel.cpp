@@ -13,6 +13,7 @@
 #include "kernel_support.h"
 #include "scalar_ops.h"
 #include "tapestry/runtime/element.h"
+#include "tapestry/runtime/kernel_path.h"
 
 namespace tapestry::runtime {
 
@@ -382,6 +383,7 @@ void run(const Program& p, const KernelCall& call) {
   try {
     visit_dtype(dtype, [&]<typename T>() {
       if constexpr (kEvaluation == BodyEvaluation::kFast) {
+        note_kernel_path(KernelPath::kBody);
         run_fast<T>(p, call);
       } else {
         run_reference<T>(p, call);

@@ -24,12 +24,16 @@
 // dims: one GEMM per image writing the result directly. Boxes whose Col would exceed
 // kMaxColElements are cut in halves along their longest pixel dim.
 //
+// Before all this, a float32 call in the metakernel's own layout goes to oneDNN's convolution
+// primitive when it pays off (conv_onednn.h; set_conv_backend forces either way).
+//
 // Everything else — other dtypes, cells that do not pair up, leading dims or sizes past BLAS's
 // 32-bit integers — runs the reference kernel. Results differ from the reference's ascending sum
 // by the dot-product bound of docs/runtime.md with K = c·kh·kw.
 #include <algorithm>
 #include <array>
 
+#include "conv_onednn.h"
 #include "fast_support.h"
 #include "gemm.h"
 
@@ -307,7 +311,14 @@ void conv2d_kernel(const KernelCall& call) {
                      call.outputs.list("result").size() == 1;
   bool done = false;
   if (dtype && ports && !call.index.is_empty()) {
-    if (*dtype == DType::kFloat32) done = conv<float>(call, call.index, true);
+    const ConvBackend backend = conv_backend();
+    if (*dtype == DType::kFloat32 &&
+        (backend == ConvBackend::kOneDnn ||
+         (backend == ConvBackend::kAuto && onednn_conv_pays_off(call.index)))) {
+      const std::optional<ConvOperands> operands = onednn_conv_operands(call, call.index);
+      done = operands && onednn_conv(*operands);
+    }
+    if (*dtype == DType::kFloat32 && !done) done = conv<float>(call, call.index, true);
     if (*dtype == DType::kFloat64) done = conv<double>(call, call.index, true);
   }
   if (done) {

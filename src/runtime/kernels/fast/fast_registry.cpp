@@ -9,6 +9,7 @@
 
 #include "fast_support.h"
 #include "gemm.h"
+#include "tapestry/runtime/kernel_path.h"
 
 // GCC's OpenMP runtime (oneDNN's threading runtime). Declared here rather than through <omp.h>
 // so no translation unit of ours is compiled as OpenMP code.
@@ -23,6 +24,8 @@ std::atomic<std::uint64_t> fallback_calls{0};
 std::atomic<std::uint64_t> fused_epilogues{0};
 std::atomic<std::uint64_t> onednn_gemms{0};
 std::atomic<std::uint64_t> post_op_gemms{0};
+std::atomic<std::uint64_t> onednn_convs{0};
+std::atomic<ConvBackend> current_conv_backend{ConvBackend::kAuto};
 thread_local std::uint64_t t_fallbacks = 0;  // this thread's, for exchange_thread_fallbacks
 
 }  // namespace
@@ -31,6 +34,7 @@ namespace fast {
 
 void count_fast() {
   fast_calls.fetch_add(1, std::memory_order_relaxed);
+  note_kernel_path(KernelPath::kVectorised);  // resolves below a library the call also noted
 }
 
 void count_epilogue() {
@@ -39,6 +43,12 @@ void count_epilogue() {
 
 void count_onednn_gemm() {
   onednn_gemms.fetch_add(1, std::memory_order_relaxed);
+  note_kernel_path(KernelPath::kOneDnn);
+}
+
+void count_onednn_conv() {
+  onednn_convs.fetch_add(1, std::memory_order_relaxed);
+  note_kernel_path(KernelPath::kOneDnn);
 }
 
 void count_post_op_gemm() {
@@ -48,6 +58,7 @@ void count_post_op_gemm() {
 void run_reference(const KernelCall& call) {
   fallback_calls.fetch_add(1, std::memory_order_relaxed);
   ++t_fallbacks;
+  note_kernel_path(KernelPath::kReference);
   ExecutableKernels::reference().lookup(call.kernel, call.operation)(call);
 }
 
@@ -104,7 +115,8 @@ const ExecutableKernels& fast_kernels() {
     fast::register_fast_moments(fast_only);
     fast::register_fast_pool(fast_only);
     fast::register_fast_fused(fast_only);
-    // Every reference name: the fast version where there is one, else the reference itself.
+    // Every reference name: the fast version where there is one, else the reference kernel
+    // as a counted fallback (so a kernel without a fast version shows in the metrics).
     ExecutableKernels r;
     const ExecutableKernels& reference = ExecutableKernels::reference();
     for (const std::string& name : reference.names()) {
@@ -112,7 +124,7 @@ const ExecutableKernels& fast_kernels() {
       if (fn != nullptr) {
         r.add(name, fn, fast_only.find_prepare(name));
       } else {
-        r.add(name, reference.find(name), reference.find_prepare(name));
+        r.add(name, &fast::run_reference, reference.find_prepare(name));
       }
     }
     fast::warm_up_gemm();
@@ -136,7 +148,8 @@ FastKernelCounts fast_kernel_counts() {
           .fallback_calls = fallback_calls.load(std::memory_order_relaxed),
           .fused_epilogues = fused_epilogues.load(std::memory_order_relaxed),
           .onednn_gemms = onednn_gemms.load(std::memory_order_relaxed),
-          .post_op_gemms = post_op_gemms.load(std::memory_order_relaxed)};
+          .post_op_gemms = post_op_gemms.load(std::memory_order_relaxed),
+          .onednn_convs = onednn_convs.load(std::memory_order_relaxed)};
 }
 
 std::uint64_t exchange_thread_fallbacks(std::uint64_t value) {
@@ -149,6 +162,15 @@ void reset_fast_kernel_counts() {
   fused_epilogues.store(0, std::memory_order_relaxed);
   onednn_gemms.store(0, std::memory_order_relaxed);
   post_op_gemms.store(0, std::memory_order_relaxed);
+  onednn_convs.store(0, std::memory_order_relaxed);
+}
+
+void set_conv_backend(ConvBackend backend) {
+  current_conv_backend.store(backend, std::memory_order_relaxed);
+}
+
+ConvBackend conv_backend() {
+  return current_conv_backend.load(std::memory_order_relaxed);
 }
 
 }  // namespace tapestry::runtime

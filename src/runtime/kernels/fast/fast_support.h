@@ -116,6 +116,8 @@ void for_each_run(const Nest<N>& nest, Fn&& fn) {
 /// Counts a fast-path call / a fused epilogue (relaxed atomics).
 void count_fast();
 void count_epilogue();
+/// Counts one convolution oneDNN's primitive ran (conv_onednn.cpp) and notes the onednn path.
+void count_onednn_conv();
 /// Counts a fallback and runs the reference kernel named `call.kernel` on `call`.
 void run_reference(const KernelCall& call);
 

@@ -1,4 +1,5 @@
-// The fast `fused` kernel: a GEMM with a fused epilogue when the chain allows it, else the
+// The fast `fused` kernel: a GEMM with a fused epilogue when the chain allows it, a conv2d ⇒
+// [add] ⇒ [relu] chain as one oneDNN convolution with post-ops (run_conv_epilogue), else the
 // stages one by one with the fast kernels (as kernels/fused.cpp does with the reference ones).
 //
 // The epilogue applies when
@@ -15,6 +16,7 @@
 #include <deque>
 
 #include "contraction.h"
+#include "conv_onednn.h"
 #include "kernels/reference_kernels.h"
 #include "tapestry/rewrite/fused.h"
 #include "tapestry/runtime/buffer.h"
@@ -138,6 +140,66 @@ bool run_epilogue(const KernelCall& call, const std::vector<FusedStage>& stages)
   return true;
 }
 
+// A conv2d ⇒ [add of a residual] ⇒ [relu] chain as one oneDNN convolution with post-ops
+// (conv_onednn.h): stage 0 conv2d over the fused index space itself, its x and w fused inputs;
+// then optionally `add` of the previous result and a fused input read at the same cells, then
+// optionally `relu`, last. False when the chain or the call does not fit, or oneDNN is not the
+// conv backend for it (conv.cpp's rule).
+bool run_conv_epilogue(const KernelCall& call, const std::vector<FusedStage>& stages) {
+  const FusedStage& producer = stages.front();
+  if ((producer.kernel != "conv2d" && producer.kernel != "op:conv2d") || stages.size() < 2 ||
+      stages.size() > 3 || producer.outputs.size() != 1 || producer.inputs.size() != 2 ||
+      producer.index_map != zspace::AffineMap::identity(call.index.rank()) ||
+      conv_backend() == ConvBackend::kIm2col ||
+      (conv_backend() == ConvBackend::kAuto && !onednn_conv_pays_off(call.index))) {
+    return false;
+  }
+  EpilogueChain<float> chain;
+  const InputPort* x =
+      fused_input(call, find_port(producer.inputs, "x"), producer.index_map, chain);
+  const InputPort* w =
+      fused_input(call, find_port(producer.inputs, "w"), producer.index_map, chain);
+  if (x == nullptr || w == nullptr) return false;
+  zspace::IndexProjection prev = producer.outputs[0].ipf;
+  const InputPort* residual = nullptr;
+  bool relu = false;
+  for (std::size_t i = 1; i < stages.size(); ++i) {
+    const FusedStage& s = stages[i];
+    if (!is_intermediate_of<float>(stages[i - 1].outputs.front()) || s.outputs.size() != 1) {
+      return false;
+    }
+    if ((s.kernel == "add" || s.kernel == "op:add") && i == 1 && s.inputs.size() == 2) {
+      // One operand is the conv's result, the other a fused input at the same cells.
+      const FusedPort& a = s.inputs[0];
+      const FusedPort& b = s.inputs[1];
+      const FusedPort& own = a.source.empty() ? a : b;
+      const FusedPort& other = a.source.empty() ? b : a;
+      if (!own.source.empty() || other.source.empty() || own.ipf.compose(s.index_map) != prev ||
+          other.ipf.compose(s.index_map) != prev) {
+        return false;
+      }
+      residual = fused_input(call, &other, s.index_map, chain);
+      if (residual == nullptr) return false;
+    } else if ((s.kernel == "relu" || s.kernel == "op:relu") && i + 1 == stages.size() &&
+               s.inputs.size() == 1 && s.inputs[0].source.empty() &&
+               s.inputs[0].ipf.compose(s.index_map) == prev) {
+      relu = true;
+    } else {
+      return false;
+    }
+    prev = s.outputs[0].ipf.compose(s.index_map);
+  }
+  const FusedPort& last = stages.back().outputs.front();
+  if (last.source.empty() || call.outputs.list(last.source).size() != 1) return false;
+  chain.ipfs.push_back(prev);
+  const OutputPort out{call.output(last.source).view, &chain.ipfs.back()};
+  std::optional<ConvOperands> operands = onednn_conv_operands(*x, *w, out, call.index);
+  if (!operands) return false;
+  operands->problem.relu = relu;
+  if (residual != nullptr) add_residual(*operands, *residual, call.index);
+  return onednn_conv(*operands);
+}
+
 void fused_kernel(const KernelCall& call) {
   if (call.params == nullptr) return run_reference(call);
   std::vector<FusedStage> parsed;
@@ -147,7 +209,9 @@ void fused_kernel(const KernelCall& call) {
   const std::optional<DType> dtype = uniform_dtype(call);
   bool done = false;
   if (!stages.empty() && dtype && !call.index.is_empty()) {
-    if (*dtype == DType::kFloat32) done = run_epilogue<float>(call, stages);
+    if (*dtype == DType::kFloat32) {
+      done = run_conv_epilogue(call, stages) || run_epilogue<float>(call, stages);
+    }
     if (*dtype == DType::kFloat64) done = run_epilogue<double>(call, stages);
   }
   if (done) {

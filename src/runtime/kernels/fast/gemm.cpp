@@ -13,6 +13,7 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "tapestry/runtime/kernel_path.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::runtime {
@@ -79,6 +80,7 @@ void gemm(const GemmArgs& g, const float* a, const float* b, float beta, float* 
     count_onednn_gemm();
     return;
   }
+  note_kernel_path(KernelPath::kOpenBlas);
   cblas_sgemm(CblasRowMajor, cblas_trans(g.trans_a), cblas_trans(g.trans_b), static_cast<int>(g.m),
               static_cast<int>(g.n), static_cast<int>(g.k), 1.0f, a, static_cast<int>(g.lda), b,
               static_cast<int>(g.ldb), beta, c, static_cast<int>(g.ldc));
@@ -192,6 +194,7 @@ bool gemm_with_post_ops(const GemmArgs& g, const float* a, const float* b, const
 }
 
 void gemm(const GemmArgs& g, const double* a, const double* b, double beta, double* c) {
+  note_kernel_path(KernelPath::kOpenBlas);
   cblas_dgemm(CblasRowMajor, cblas_trans(g.trans_a), cblas_trans(g.trans_b), static_cast<int>(g.m),
               static_cast<int>(g.n), static_cast<int>(g.k), 1.0, a, static_cast<int>(g.lda), b,
               static_cast<int>(g.ldb), beta, c, static_cast<int>(g.ldc));

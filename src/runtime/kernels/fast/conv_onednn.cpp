@@ -1,0 +1,273 @@
+// conv2d through oneDNN's convolution primitive (conv_onednn.h).
+#include "conv_onednn.h"
+
+#include <cstring>
+#include <string_view>
+#include <unordered_map>
+
+#include <fmt/format.h>
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "../scalar_ops.h"
+#include "fast_support.h"
+#include "tapestry/runtime/kernel_path.h"
+#include "tapestry/support/error.h"
+
+namespace tapestry::runtime::fast {
+
+namespace {
+
+using dnnl::memory;
+namespace scalar = kernels::scalar;
+
+// The conv2d metakernel's IPF rows over [n, o, oh, ow, c] (kernels/conv.yaml); x's spatial
+// rows carry the stride.
+bool has_rows(const zspace::AffineMap& map,
+              const std::array<std::array<std::int64_t, 5>, 4>& rows) {
+  if (map.in_rank() != 5 || map.out_rank() != 4) return false;
+  for (std::size_t k = 0; k < 4; ++k) {
+    for (std::size_t j = 0; j < 5; ++j) {
+      if (map.at(k, j) != rows[k][j]) return false;
+    }
+  }
+  return true;
+}
+
+std::array<std::int64_t, 4> view_strides(const auto& view) {
+  return {view.stride(0), view.stride(1), view.stride(2), view.stride(3)};
+}
+
+struct ProblemHash {
+  std::size_t operator()(const ConvProblem& p) const {
+    std::size_t h = 0;
+    auto mix = [&](std::int64_t v) { h = h * 1000003U ^ static_cast<std::size_t>(v); };
+    for (std::int64_t v : {p.n, p.c, p.ih, p.iw, p.o, p.kh, p.kw, p.oh, p.ow, p.stride}) mix(v);
+    for (const auto* s : {&p.x_strides, &p.w_strides, &p.r_strides, &p.residual_strides}) {
+      for (std::int64_t v : *s) mix(v);
+    }
+    return h * 4 + (p.residual ? 2U : 0U) + (p.relu ? 1U : 0U);
+  }
+};
+
+// One cached convolution. `blocked`: the primitive runs on oneDNN's chosen layouts, and the
+// reorders move src and the filters in and dst out through the scratch memories.
+struct ConvPrimitive {
+  dnnl::convolution_forward conv;
+  memory::desc x, w, r;  // the views' layouts
+  bool blocked = false;
+  dnnl::reorder x_in, w_in, r_out, residual_in;
+  memory x_blk, w_blk, r_blk;
+  memory::desc residual;       // the residual's layout (problem.residual)
+  bool loop_epilogue = false;  // residual (and relu) added by residual_epilogue() after the conv
+};
+
+// Per thread: oneDNN objects are not shared between the executor's threads.
+struct ConvCache {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::unordered_map<ConvProblem, std::optional<ConvPrimitive>, ProblemHash> primitives;
+};
+
+ConvCache& conv_cache() {
+  thread_local ConvCache cache;
+  return cache;
+}
+
+memory::desc strided_desc(const memory::dims& dims, const std::array<std::int64_t, 4>& strides) {
+  return {dims, memory::data_type::f32, memory::dims(strides.begin(), strides.end())};
+}
+
+bool is_reference_impl(const dnnl::convolution_forward::primitive_desc& pd) {
+  return std::string_view(pd.impl_info_str()).find("ref") != std::string_view::npos;
+}
+
+// Makes the primitive for `p` on the views' own layouts (`blocked` false) or on oneDNN's choice
+// with reorders; nullopt when oneDNN offers only a reference implementation (slower than im2col
+// + GEMM by orders of magnitude). Throws dnnl::error when it refuses the problem.
+std::optional<ConvPrimitive> make_primitive(const ConvCache& cache, const ConvProblem& p,
+                                            bool blocked) {
+  ConvPrimitive made;
+  made.x = strided_desc({p.n, p.c, p.ih, p.iw}, p.x_strides);
+  made.w = strided_desc({p.o, p.c, p.kh, p.kw}, p.w_strides);
+  made.r = strided_desc({p.n, p.o, p.oh, p.ow}, p.r_strides);
+  made.blocked = blocked;
+  const auto layout = [&](const memory::desc& d) {
+    return blocked ? memory::desc(d.dims(), memory::data_type::f32, memory::format_tag::any) : d;
+  };
+  const dnnl::convolution_forward::desc desc(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, layout(made.x),
+      layout(made.w), layout(made.r), {p.stride, p.stride}, {0, 0}, {0, 0});
+  // The plain GEMM convolution's `sum` post-op measured 5–8× slower than the whole conv: there
+  // the residual and the relu after it are one loop over dst instead.
+  made.loop_epilogue = !blocked && p.residual;
+  dnnl::primitive_attr attr;
+  dnnl::post_ops ops;
+  if (p.residual && !made.loop_epilogue) ops.append_sum(1.0F);
+  if (p.relu && !made.loop_epilogue) {
+    ops.append_eltwise(1.0F, dnnl::algorithm::eltwise_relu, 0.0F, 0.0F);  // oneDNN 2.x
+  }
+  attr.set_post_ops(ops);
+  const dnnl::convolution_forward::primitive_desc pd(desc, attr, cache.engine);
+  if (is_reference_impl(pd)) return std::nullopt;
+  made.conv = dnnl::convolution_forward(pd);
+  if (blocked) {
+    made.x_blk = memory(pd.src_desc(), cache.engine);
+    made.w_blk = memory(pd.weights_desc(), cache.engine);
+    made.r_blk = memory(pd.dst_desc(), cache.engine);
+    const auto reorder = [&](const memory::desc& from, const memory::desc& to) {
+      return dnnl::reorder(dnnl::reorder::primitive_desc(cache.engine, from, cache.engine, to));
+    };
+    made.x_in = reorder(made.x, pd.src_desc());
+    made.w_in = reorder(made.w, pd.weights_desc());
+    made.r_out = reorder(pd.dst_desc(), made.r);
+    if (p.residual) {
+      made.residual = strided_desc({p.n, p.o, p.oh, p.ow}, p.residual_strides);
+      made.residual_in = reorder(made.residual, pd.dst_desc());
+    }
+  }
+  return made;
+}
+
+// A 1×1 stride-1 layer first on the plain layouts (oneDNN's GEMM convolution reads NCHW with
+// no reorder; it wants dense images, so a shard's view may be refused), then blocked.
+std::optional<ConvPrimitive> make_primitive(const ConvCache& cache, const ConvProblem& p) {
+  if (p.kh == 1 && p.kw == 1 && p.stride == 1) {
+    try {
+      if (std::optional<ConvPrimitive> plain = make_primitive(cache, p, false)) return plain;
+    } catch (const dnnl::error&) {  // fall through to the blocked layouts
+    }
+  }
+  return make_primitive(cache, p, true);
+}
+
+std::optional<ConvPrimitive>& primitive(ConvCache& cache, const ConvProblem& p) {
+  auto found = cache.primitives.find(p);
+  if (found != cache.primitives.end()) return found->second;
+  std::optional<ConvPrimitive> made;
+  try {
+    made = make_primitive(cache, p);
+  } catch (const dnnl::error&) {
+    made.reset();  // refused: the caller runs im2col + GEMM
+  }
+  return cache.primitives.emplace(p, std::move(made)).first->second;
+}
+
+// dst = dst + residual, then relu when asked: the unfused add and relu kernels' operations, in
+// their order, one pass over dst (the inner loop vectorises at unit strides).
+void residual_epilogue(const ConvOperands& ops) {
+  const ConvProblem& p = ops.problem;
+  const auto& rs = p.r_strides;
+  const auto& ss = p.residual_strides;
+  for (std::int64_t a = 0; a < p.n; ++a) {
+    for (std::int64_t b = 0; b < p.o; ++b) {
+      for (std::int64_t y = 0; y < p.oh; ++y) {
+        const float* from = ops.residual + a * ss[0] + b * ss[1] + y * ss[2];
+        float* to = ops.r + a * rs[0] + b * rs[1] + y * rs[2];
+        if (rs[3] == 1 && ss[3] == 1) {
+          for (std::int64_t x = 0; x < p.ow; ++x) to[x] = scalar::Add{}(to[x], from[x]);
+          if (p.relu) {
+            for (std::int64_t x = 0; x < p.ow; ++x) to[x] = scalar::Relu{}(to[x]);
+          }
+          continue;
+        }
+        for (std::int64_t x = 0; x < p.ow; ++x) {
+          const float sum = scalar::Add{}(to[x * rs[3]], from[x * ss[3]]);
+          to[x * rs[3]] = p.relu ? scalar::Relu{}(sum) : sum;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<ConvOperands> onednn_conv_operands(const KernelCall& call, const Range& index) {
+  return onednn_conv_operands(call.input("x"), call.input("w"), call.output("result"), index);
+}
+
+std::optional<ConvOperands> onednn_conv_operands(const InputPort& x, const InputPort& w,
+                                                 const OutputPort& r, const Range& index) {
+  const Point& window = x.ipf->shape();
+  if (index.rank() != 5 || index.is_empty() || window.rank() != 4 || window != w.ipf->shape() ||
+      window[0] != 1 || window[1] != 1 || !has_unit_cells(*r.ipf)) {
+    return std::nullopt;
+  }
+  const std::int64_t s = x.ipf->map().at(2, 2);
+  if (s < 1 ||
+      !has_rows(x.ipf->map(),
+                {{{1, 0, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, s, 0, 0}, {0, 0, 0, s, 0}}}) ||
+      !has_rows(w.ipf->map(),
+                {{{0, 1, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}}}) ||
+      !has_rows(r.ipf->map(),
+                {{{1, 0, 0, 0, 0}, {0, 1, 0, 0, 0}, {0, 0, 1, 0, 0}, {0, 0, 0, 1, 0}}})) {
+    return std::nullopt;
+  }
+  ConvOperands ops;
+  ConvProblem& p = ops.problem;
+  p.n = index.extent(0);
+  p.o = index.extent(1);
+  p.oh = index.extent(2);
+  p.ow = index.extent(3);
+  p.c = index.extent(4);
+  p.kh = window[2];
+  p.kw = window[3];
+  p.stride = s;
+  p.ih = (p.oh - 1) * s + p.kh;
+  p.iw = (p.ow - 1) * s + p.kw;
+  p.x_strides = view_strides(x.view);
+  p.w_strides = view_strides(w.view);
+  p.r_strides = view_strides(r.view);
+  ops.x = strided<const float>(x, index).base;
+  ops.w = strided<const float>(w, index).base;
+  ops.r = strided<float>(r, index).base;
+  return ops;
+}
+
+void add_residual(ConvOperands& ops, const InputPort& port, const Range& index) {
+  ops.problem.residual = true;
+  ops.problem.residual_strides = view_strides(port.view);
+  ops.residual = strided<const float>(port, index).base;
+}
+
+bool onednn_conv_pays_off(const Range& index) {
+  constexpr std::int64_t kMinChannels = 16, kMinPixels = 64;
+  return index.rank() == 5 && index.extent(4) >= kMinChannels &&
+         index.extent(0) * index.extent(2) * index.extent(3) >= kMinPixels;
+}
+
+bool onednn_conv(const ConvOperands& ops) {
+  ConvCache& cache = conv_cache();
+  std::optional<ConvPrimitive>& p = primitive(cache, ops.problem);
+  if (!p) return false;
+  // oneDNN takes non-const handles; it only reads src and the filters.
+  memory x(p->x, cache.engine, const_cast<float*>(ops.x));
+  memory w(p->w, cache.engine, const_cast<float*>(ops.w));
+  memory r(p->r, cache.engine, ops.r);
+  try {
+    if (p->blocked) {
+      if (ops.problem.residual) {
+        memory residual(p->residual, cache.engine, const_cast<float*>(ops.residual));
+        p->residual_in.execute(cache.stream, residual, p->r_blk);
+      }
+      p->x_in.execute(cache.stream, x, p->x_blk);
+      p->w_in.execute(cache.stream, w, p->w_blk);
+      p->conv.execute(
+          cache.stream,
+          {{DNNL_ARG_SRC, p->x_blk}, {DNNL_ARG_WEIGHTS, p->w_blk}, {DNNL_ARG_DST, p->r_blk}});
+      p->r_out.execute(cache.stream, p->r_blk, r);
+    } else {
+      p->conv.execute(cache.stream, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, r}});
+    }
+    cache.stream.wait();
+    if (p->loop_epilogue) residual_epilogue(ops);
+  } catch (const dnnl::error& e) {
+    const ConvProblem& q = ops.problem;
+    throw Error(
+        fmt::format("oneDNN convolution failed: {} for n {} c {} {}×{} o {} {}×{} stride {}",
+                    e.what(), q.n, q.c, q.ih, q.iw, q.o, q.kh, q.kw, q.stride));
+  }
+  count_onednn_conv();
+  return true;
+}
+
+}  // namespace tapestry::runtime::fast

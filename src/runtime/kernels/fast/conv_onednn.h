@@ -1,0 +1,68 @@
+// Private: float32 conv2d through oneDNN's convolution primitive (the fast conv2d's first
+// choice; conv.cpp keeps im2col + GEMM for everything this refuses).
+//
+// The box of a conv2d call in the metakernel's own layout — index [n, o, oh, ow, c], x read at
+// [n, c, oh·stride : kh, ow·stride : kw], w at [o, c, *, *], the result at [n, o, oh, ow] —
+// is one convolution over sub-tensors of the views:
+//
+//   src  [N, C, (OH−1)·s + kh, (OW−1)·s + kw]   at x's element of the box's first point
+//   wei  [O, C, kh, kw]                         at w's
+//   dst  [N, O, OH, OW]                         at the result's
+//
+// each described to oneDNN with the views' own element strides, so a shard (a slice of n, o,
+// oh, ow and of the c reduction) reads and writes the tensors in place. A 1×1 stride-1 layer
+// runs on those plain descriptors (oneDNN's GEMM convolution reads NCHW directly); wider windows
+// let oneDNN pick its blocked layouts (its direct "brgconv" kernels) and pay a reorder of src,
+// the filters and dst — measured faster than the plain-layout kernels there, see
+// docs/performance.md. Primitives (and reorders and the blocked scratch) are made once per
+// distinct problem and thread and cached, like gemm_with_post_ops' matmuls; a problem oneDNN
+// refuses, or one it would only run with its reference implementation, is remembered as refused.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+
+#include "tapestry/runtime/kernel.h"
+
+namespace tapestry::runtime::fast {
+
+/// One convolution problem: sizes, the element strides of the sub-tensors and the fused
+/// epilogue (a fused conv2d ⇒ [add] ⇒ [relu] chain, fast fused.cpp): `residual` adds a tensor
+/// of dst's shape (oneDNN's `sum` post-op: dst is filled with it first), `relu` applies an
+/// eltwise post-op, both while the block is in registers.
+struct ConvProblem {
+  std::int64_t n = 0, c = 0, ih = 0, iw = 0, o = 0, kh = 0, kw = 0, oh = 0, ow = 0, stride = 1;
+  std::array<std::int64_t, 4> x_strides{}, w_strides{}, r_strides{}, residual_strides{};
+  bool residual = false, relu = false;
+
+  bool operator==(const ConvProblem&) const = default;
+};
+
+/// The problem and base pointers of a float32 conv2d call over `index` in the metakernel's
+/// layout, or nullopt (another layout: a split reduction's block dim, hand-built IPFs).
+struct ConvOperands {
+  ConvProblem problem;
+  const float* x = nullptr;
+  const float* w = nullptr;
+  float* r = nullptr;
+  const float* residual = nullptr;  // problem.residual: read at r's cells
+};
+std::optional<ConvOperands> onednn_conv_operands(const KernelCall& call, const Range& index);
+std::optional<ConvOperands> onednn_conv_operands(const InputPort& x, const InputPort& w,
+                                                 const OutputPort& r, const Range& index);
+
+/// Adds the residual `port` (an input whose IPF selects the result's cells) to `operands`.
+void add_residual(ConvOperands& operands, const InputPort& port, const Range& index);
+
+/// True when oneDNN's primitive was measured faster than im2col + GEMM for such a problem
+/// (bench/kernels_bench BM_Conv2d: from 16 input channels and 64 output pixels up; below, e.g.
+/// the convnet's 3-channel first layer or 4×4 tiles, its per-call cost loses).
+/// Decided on the call's index box [n, o, oh, ow, c] alone, before any operand is built.
+bool onednn_conv_pays_off(const Range& index);
+
+/// Runs the convolution; false (result untouched) when oneDNN refuses the problem. Counts one
+/// oneDNN convolution (FastKernelCounts::onednn_convs) and notes the onednn path when it runs.
+bool onednn_conv(const ConvOperands& operands);
+
+}  // namespace tapestry::runtime::fast
