@@ -22,32 +22,9 @@
 #
 #   bench/mlp_vs_baselines.sh [BUILD_DIR | --build DIR] [--threads 2] [--rounds 3] [--reps 3]
 set -euo pipefail
-
-root=$(cd "$(dirname "$0")/.." && pwd)
-build="$root/build/release"
-[[ -d "$build" ]] || build="$root/build/ci"
-threads=2
-rounds=3
-reps=3
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --build) build="$2"; shift 2 ;;
-    --threads) threads="$2"; shift 2 ;;
-    --rounds) rounds="$2"; shift 2 ;;
-    --reps) reps="$2"; shift 2 ;;
-    --sweep) shift ;;  # accepted for scripts/bench.sh; the batch sweep is gone
-    -*) echo "usage: $0 [BUILD_DIR | --build DIR] [--threads N] [--rounds N] [--reps N]" >&2; exit 2 ;;
-    *) build="$1"; shift ;;
-  esac
-done
-py=/usr/bin/python3
-tapestry="$build/src/cli/tapestry"
-for f in "$tapestry" "$build/bench/mlp_onednn" "$build/bench/mlp_openblas" "$build/bench/fma_peak"; do
-  [[ -x "$f" ]] || { echo "mlp_vs_baselines: $f is missing; build the benchmarks first (make bench)" >&2; exit 2; }
-done
-"$py" -c "import numpy" 2>/dev/null || { echo "mlp_vs_baselines: needs numpy for /usr/bin/python3 (python3-numpy)" >&2; exit 2; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/baselines_common.sh"
+baselines_init mlp_vs_baselines "$@"
+baselines_require "$tapestry" "$build/bench/mlp_onednn" "$build/bench/mlp_openblas" "$build/bench/fma_peak"
 
 "$py" - "$tmp/in" <<'PY'
 import numpy as np, os, sys
