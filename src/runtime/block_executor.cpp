@@ -4,16 +4,24 @@
 // roots; each finished task feeds the dependents whose countdown reaches zero.
 #include "tapestry/runtime/block_executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/parallel_for_each.h>
 #include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_scheduler_observer.h>
+#if defined(__linux__)
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #if defined(__SANITIZE_THREAD__)
 #include <sanitizer/tsan_interface.h>
 #endif
@@ -36,6 +44,15 @@ namespace detail {
 /// which shows on runs of a few milliseconds. TBB caps its workers at the hardware concurrency
 /// unless told otherwise; `allow` honours more threads (oversubscription is the caller's choice,
 /// and tests use it to shake out races) while the executor lives.
+///
+/// Workers off the caller's core (Linux): when a worker thread first joins the arena, the run
+/// that follows restricts it to the process's CPUs minus the one the calling thread is on. The
+/// kernel may wake an idle worker on its waker's core when it judges that core cache-hot; the
+/// caller then keeps that core busy with the run's first tasks and the worker waits, so runs of
+/// under a millisecond stayed on one thread in most processes (`tapestry run --repeat` of
+/// convnet's two-shard plan: every application on the caller's thread, 0.47–0.62 ms; with the
+/// workers kept off: both threads, 0.31–0.39 ms; docs/runtime.md). Set once per worker, not per
+/// run: moving a worker between cores every run costs it its caches.
 struct ThreadPool {
   explicit ThreadPool(int threads) {
     if (threads > tbb::this_task_arena::max_concurrency()) {
@@ -43,9 +60,67 @@ struct ThreadPool {
                     static_cast<std::size_t>(threads));
     }
     arena.emplace(threads);
+    if (threads > 1) {
+      arena->initialize();
+      observer.emplace(*this);
+    }
   }
+  ~ThreadPool() {
+    if (observer) observer->observe(false);
+  }
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  /// On the calling thread before a run: workers that joined since the last call are kept off
+  /// the caller's current core.
+  void place_new_workers() {
+#if defined(__linux__)
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (new_workers.empty()) return;
+    const int cpu = sched_getcpu();
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    if (cpu >= 0 && sched_getaffinity(0, sizeof allowed, &allowed) == 0) {
+      CPU_CLR(cpu, &allowed);
+      if (CPU_COUNT(&allowed) > 0) {  // one core: nothing to keep apart
+        for (const pid_t tid : new_workers) (void)sched_setaffinity(tid, sizeof allowed, &allowed);
+      }
+    }
+    placed.insert(placed.end(), new_workers.begin(), new_workers.end());
+    new_workers.clear();
+#endif
+  }
+
+  // Notes the worker threads that join the arena (their kernel thread ids).
+  struct WorkerObserver : tbb::task_scheduler_observer {
+    explicit WorkerObserver(ThreadPool& pool)
+        : tbb::task_scheduler_observer(*pool.arena), pool_(pool) {
+      observe(true);
+    }
+    void on_scheduler_entry(bool worker) override {
+#if defined(__linux__)
+      if (!worker) return;
+      const auto tid = static_cast<pid_t>(syscall(SYS_gettid));
+      const std::lock_guard<std::mutex> lock(pool_.mutex);
+      for (const std::vector<pid_t>* seen : {&pool_.placed, &pool_.new_workers}) {
+        if (std::find(seen->begin(), seen->end(), tid) != seen->end()) return;
+      }
+      pool_.new_workers.push_back(tid);
+#else
+      (void)worker;
+#endif
+    }
+    ThreadPool& pool_;
+  };
+
   std::optional<tbb::global_control> allow;
   std::optional<tbb::task_arena> arena;
+  std::mutex mutex;  // guards the two lists
+#if defined(__linux__)
+  std::vector<pid_t> placed;       // workers already kept off the caller's core
+  std::vector<pid_t> new_workers;  // joined since the last run began
+#endif
+  std::optional<WorkerObserver> observer;  // last: it reads the members above
 };
 
 }  // namespace detail
@@ -163,6 +238,7 @@ BufferMap BlockExecutor::execute(BufferMap inputs, RunMetrics* metrics,
   state.progress = progress;
   detail::bind_inputs(graph_, std::move(inputs), state);
   if (metrics != nullptr) state.records.resize(p.tasks.size());
+  threads_pool_->place_new_workers();
   state.start = Clock::now();
   run_tasks(state, *threads_pool_->arena);
   const double wall_s = std::chrono::duration<double>(Clock::now() - state.start).count();

@@ -6,7 +6,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
+#include <string>
 
 #include "kernel_cases.h"
 #include "kernel_graphs.h"
@@ -344,3 +349,54 @@ TEST(BlockExecutor, PoisonFillsIntegerBuffersWithTheirLowestValue) {
 
 }  // namespace
 }  // namespace tapestry::runtime
+
+#if defined(__linux__)
+namespace tapestry::runtime {
+namespace {
+
+// CPUs a thread of this process may run on ("Cpus_allowed_list" in /proc), counted.
+int allowed_cpus(const std::string& status_path) {
+  std::ifstream in(status_path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Cpus_allowed_list:", 0) != 0) continue;
+    int count = 0;
+    std::stringstream list(line.substr(line.find(':') + 1));
+    std::string part;
+    while (std::getline(list, part, ',')) {
+      const auto dash = part.find('-');
+      count += dash == std::string::npos
+                   ? 1
+                   : std::stoi(part.substr(dash + 1)) - std::stoi(part.substr(0, dash)) + 1;
+    }
+    return count;
+  }
+  return 0;
+}
+
+// The pool keeps the worker threads that joined its arena off the caller's core (the file
+// comment of block_executor.cpp says why): after a few runs some thread of the process may use
+// fewer CPUs than the process, and the caller's own mask is untouched.
+TEST(BlockExecutor, WorkersAreKeptOffTheCallersCore) {
+  const int cpus = allowed_cpus("/proc/self/status");
+  if (cpus < 2) GTEST_SKIP() << "one CPU: nothing to keep apart";
+  Chain c;
+  const BufferMap inputs = generate_inputs(c.b.graph, {.seed = 5});
+  const BlockExecutor exec(c.b.graph, {.threads = 2, .kernels = reference()});
+  // A worker is narrowed at the run after it first joins; joining may take a few runs.
+  int narrowed = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (narrowed == 0 && std::chrono::steady_clock::now() < deadline) {
+    (void)exec.run(inputs);
+    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+      const int n = allowed_cpus(task.path().string() + "/status");
+      narrowed += n > 0 && n < cpus ? 1 : 0;
+    }
+  }
+  EXPECT_GE(narrowed, 1);
+  EXPECT_EQ(allowed_cpus("/proc/thread-self/status"), cpus);
+}
+
+}  // namespace
+}  // namespace tapestry::runtime
+#endif

@@ -87,7 +87,9 @@ void run_fused_stages(const KernelCall& call, const std::vector<rewrite::FusedSt
       if (last) {
         sub.outputs.append(out.name, OutputPort{call.output(out.source).view, &out.ipf});
       } else {
-        block.emplace(intermediate_dtype(call, out), out.ipf.apply(sub.index));
+        // Uninitialized, as the executor's own intermediates: the stage writes every cell.
+        block.emplace(intermediate_dtype(call, out), out.ipf.apply(sub.index),
+                      Buffer::Uninitialized{});
         sub.outputs.append(out.name, OutputPort{block->view(), &out.ipf});
       }
     }
