@@ -15,8 +15,8 @@
 //    data. Rank 0 also holds every input whole when --verify needs them for the naive run.
 // 3. Setup errors on any rank (a bad file, a schedule that does not fit) are agreed on before
 //    anything runs; a run's errors stop every rank (mpi_executor.h). Either way rank 0 prints the
-//    first failing rank's error once — `tapestry run: error: rank 1 (rank:1): …` — every rank
-//    exits 2, and nothing is written.
+//    first failing rank's error once — `tapestry run: error: rank 1 (rank:1): …`, before any
+//    rank exits — every rank exits 2, and nothing is written.
 // 4. Rank 0 receives every output, prints the summary (one line per rank), runs --verify and
 //    writes --outputs, --metrics (every rank's, merged) and --trace (a process per rank), all or
 //    nothing, as the in-process run does.
@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <new>
 
@@ -182,14 +183,21 @@ std::unique_ptr<Setup> prepare(const RunOptions& options, const runtime::MpiSess
   return s;
 }
 
-// Step 3: rank 0 reports the failure as an Error (printed once, by main); the others exit 2
-// quietly.
+// Step 3 (collective): rank 0 prints the failure, as main prints an Error, and the others exit
+// 2 quietly — but only after rank 0 has printed. mpirun ends the whole job as soon as one rank
+// exits non-zero; were rank 0 to leave the printing to main (after MPI_Finalize, while unwinding),
+// another rank's exit could kill it first and the job would fail with exit 2 and no message (seen
+// under load: 4 runs in 30 with the cores busy).
 int fail(const runtime::MpiSession& mpi, const runtime::RankFailure& failure, const Setup* setup) {
-  if (mpi.rank() != 0) return kExitBadInput;
-  const std::string name = setup != nullptr && failure.rank < setup->schedule.rank_names.size()
-                               ? fmt::format(" ({})", setup->schedule.rank_names[failure.rank])
-                               : "";
-  throw Error(fmt::format("rank {}{}: {}", failure.rank, name, failure.message));
+  if (mpi.rank() == 0) {
+    const std::string name = setup != nullptr && failure.rank < setup->schedule.rank_names.size()
+                                 ? fmt::format(" ({})", setup->schedule.rank_names[failure.rank])
+                                 : "";
+    fmt::print(stderr, "tapestry run: error: rank {}{}: {}\n", failure.rank, name, failure.message);
+    std::fflush(stderr);
+  }
+  mpi.barrier();
+  return kExitBadInput;
 }
 
 }  // namespace

@@ -159,6 +159,10 @@ std::string MpiSession::broadcast(const std::string& text) const {
   return out;
 }
 
+void MpiSession::barrier() const {
+  check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+}
+
 // ---- the compiled program ----------------------------------------------------------------------
 
 namespace detail {

@@ -35,6 +35,9 @@ std::vector<std::string> MpiSession::gather(const std::string& /*text*/) const {
 std::string MpiSession::broadcast(const std::string& /*text*/) const {
   unavailable();
 }
+void MpiSession::barrier() const {
+  unavailable();
+}
 
 MpiExecutor::MpiExecutor(const MpiSession& session, const ir::Graph& graph,
                          const RankSchedule& /*schedule*/, MpiExecutorOptions /*options*/)

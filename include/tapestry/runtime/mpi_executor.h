@@ -88,6 +88,8 @@ class MpiSession {
   [[nodiscard]] std::vector<std::string> gather(const std::string& text) const;
   /// Collective: rank 0's `text` on every rank.
   [[nodiscard]] std::string broadcast(const std::string& text) const;
+  /// Collective: returns on every rank once every rank has called it (MPI_Barrier).
+  void barrier() const;
 
  private:
   std::uint32_t rank_ = 0;
