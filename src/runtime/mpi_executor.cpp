@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -396,6 +397,10 @@ class RankRun {
   std::atomic<std::size_t> done_{0};
   std::atomic<bool> injected_{false};
   std::mutex mutex_;  // guards outbox_ and error_
+  // A task that ends wakes the driver (it may have boxes to send or leave the rank idle).
+  std::mutex wake_mutex_;
+  std::condition_variable wake_;
+  bool task_ended_ = false;  // guarded by wake_mutex_
   std::vector<Outgoing> outbox_;
   std::optional<std::string> error_;
 
@@ -472,6 +477,11 @@ void RankRun::execute(std::uint32_t t) {
     fail(e.what());
   }
   running_.fetch_sub(1, std::memory_order_acq_rel);
+  {
+    const std::lock_guard lock(wake_mutex_);
+    task_ended_ = true;
+  }
+  wake_.notify_one();
 }
 
 void RankRun::post_receives() {
@@ -767,8 +777,23 @@ std::optional<std::string> RankRun::drive() {
     idle_since = now;
     // A short sleep, not a spin: on an oversubscribed host (more ranks and threads than cores)
     // a spinning poller steals the core from the very rank it waits for; a 16 MiB message
-    // measured 4–140 ms spinning with sched_yield, 8–19 ms sleeping 20 µs between polls.
-    if (!progressed) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    // measured 4–140 ms spinning with sched_yield, 8–19 ms sleeping 20 µs between polls. While
+    // this rank computes, the driver sleeps longer — until a task ends (it wakes the driver)
+    // or 500 µs pass: polling every 20 µs woke it 50,000 times a second on the core of the
+    // rank's own compute thread, and the MLP's GEMMs ran 1.45× slower for it (bench/mpi_bench.sh).
+    // A collective in flight while nothing computes here is polled without a pause: Open MPI's
+    // non-blocking collectives advance only inside MPI calls, a segment at a time, so a 16 MiB
+    // reduce polled every 20 µs took ~280 ms (2-rank Megatron MLP: 640 ms against 342 ms
+    // point to point).
+    std::size_t parts_in_flight = 0;
+    for (const PartRun& run : parts_) parts_in_flight += run.posted && !run.done ? 1 : 0;
+    if (!progressed && !(parts_in_flight > 0 && running == 0)) {
+      const auto pause =
+          running > 0 ? std::chrono::microseconds(500) : std::chrono::microseconds(20);
+      std::unique_lock lock(wake_mutex_);
+      wake_.wait_for(lock, pause, [&] { return task_ended_; });
+      task_ended_ = false;
+    }
   }
   metrics_.run.wall_s = std::chrono::duration<double>(Clock::now() - state_.start).count();
   std::optional<std::string> error;
