@@ -1,6 +1,7 @@
 // bench/search_bench: how fast the optimizer searches (not part of `make test`; `make bench`).
 //
 //   search_bench [--evals N] [--budget S] [--seed N] [--best-known MS] [--skip-deep]
+//                [--skip-block] [--layers L] [--genome-out FILE] [--price FILE]
 //
 // 1. Evaluations per second per core: `tapestry optimize` on examples/transformer_block.tap and
 //    h100x8 (objectives time and memory, seed 1, N plans, default 2000) on 1 thread and on 2.
@@ -11,6 +12,9 @@
 //    8 and 64 devices, fused; Megatron's MLP over 8) and --best-known (a makespan in ms, e.g.
 //    the best a longer run found). Also the cold evaluation of each hand-written plan (the
 //    Evaluator's memo cleared: the rewrites run) and the warm one.
+// --skip-block skips 1; --layers L builds an L-layer transformer instead of 24; --genome-out
+// writes the fastest genome found (the tied representatives' entries); --price FILE only prices
+// such a genome on the L-layer transformer.
 #include <fmt/core.h>
 
 #include <chrono>
