@@ -1,6 +1,7 @@
 // bench/search_bench: how fast the optimizer searches (not part of `make test`; `make bench`).
 //
 //   search_bench [--evals N] [--budget S] [--seed N] [--best-known MS] [--skip-deep]
+//                [--skip-block] [--layers L] [--genome-out FILE] [--price FILE]
 //
 // 1. Evaluations per second per core: `tapestry optimize` on examples/transformer_block.tap and
 //    h100x8 (objectives time and memory, seed 1, N plans, default 2000) on 1 thread and on 2.
@@ -11,6 +12,9 @@
 //    8 and 64 devices, fused; Megatron's MLP over 8) and --best-known (a makespan in ms, e.g.
 //    the best a longer run found). Also the cold evaluation of each hand-written plan (the
 //    Evaluator's memo cleared: the rewrites run) and the warm one.
+// --skip-block skips 1; --layers L builds an L-layer transformer instead of 24; --genome-out
+// writes the fastest genome found (the tied representatives' entries); --price FILE only prices
+// such a genome on the L-layer transformer.
 #include <fmt/core.h>
 
 #include <chrono>
@@ -120,11 +124,23 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-void deep_transformer(double budget_s, std::uint64_t seed, double best_known_ms) {
-  constexpr int kLayers = 24;
+void deep_transformer(double budget_s, std::uint64_t seed, double best_known_ms,
+                      const std::string& genome_out, int kLayers, const std::string& price) {
   const ir::Graph g = build("transformer24.tap", transformer_text(kLayers));
   const cost::Target target = *cost::preset_target("h100x64");
   cost::Evaluator ev(g, target);
+  if (!price.empty()) {
+    const search::PlanSpace space(g, target, true);
+    std::FILE* f = std::fopen(price.c_str(), "r");
+    std::string text;
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+    std::fclose(f);
+    const rewrite::Plan genome = rewrite::parse_plan(text, price);
+    const cost::CostVector c = ev.evaluate(space.expand(genome));
+    fmt::print("{}: {:.3f} ms on {} layers\n", price, c.makespan_s * 1e3, kLayers);
+    return;
+  }
   double known = best_known_ms > 0 ? best_known_ms * 1e-3 : 1e30;
   for (const auto& [name, plan] : std::vector<std::pair<std::string, rewrite::Plan>>{
            {"rows/8", rows_plan(kLayers, 8)},
@@ -164,12 +180,21 @@ void deep_transformer(double budget_s, std::uint64_t seed, double best_known_ms)
     }
   }
   fmt::print(
-      "24-layer transformer on h100x64 (tie-layers, {} decisions of {} operations): {} plans in "
+      "24-layer transformer on h100x64 (tie-layers, {} decisions of {} operations): {} plans "
+      "(and {} of the first 2 layers, best {:.3f} ms after {:.1f} s) in "
       "{:.1f} s ({:.1f}/s); best {:.3f} ms; best known {:.3f} ms; within 5% after {}\n",
       opt.space().representatives().size(), opt.space().operations().size(), r.progress.evaluations,
+      r.progress.prefix_evaluations, trajectory.empty() ? 0 : trajectory.front().second * 1e3,
+      trajectory.empty() ? 0 : trajectory.front().first,
       r.progress.seconds, r.progress.evaluations_per_s,
       r.archive.front().empty() ? 0 : r.archive.front()[0].score[0] * 1e3, known * 1e3,
       reached < 0 ? std::string("(not reached)") : fmt::format("{:.1f} s", reached));
+  if (!genome_out.empty() && !r.archive.front().empty()) {
+    std::FILE* f = std::fopen(genome_out.c_str(), "w");
+    if (f == nullptr) throw Error("cannot write " + genome_out);
+    fmt::print(f, "{}\n", r.archive.front()[0].genome.to_json().dump(2));
+    std::fclose(f);
+  }
 }
 
 }  // namespace
@@ -180,6 +205,9 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 1;
   double best_known_ms = 0;
   bool deep = true;
+  std::string genome_out;
+  std::string price;
+  int layers = 24;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--evals") == 0 && i + 1 < argc) evals = std::stoull(argv[++i]);
     if (std::strcmp(argv[i], "--budget") == 0 && i + 1 < argc) budget = std::stod(argv[++i]);
@@ -187,8 +215,12 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--best-known") == 0 && i + 1 < argc)
       best_known_ms = std::stod(argv[++i]);
     if (std::strcmp(argv[i], "--skip-deep") == 0) deep = false;
+    if (std::strcmp(argv[i], "--genome-out") == 0 && i + 1 < argc) genome_out = argv[++i];
+    if (std::strcmp(argv[i], "--skip-block") == 0) evals = 0;
+    if (std::strcmp(argv[i], "--layers") == 0 && i + 1 < argc) layers = std::stoi(argv[++i]);
+    if (std::strcmp(argv[i], "--price") == 0 && i + 1 < argc) price = argv[++i];
   }
-  evaluations_per_second(evals);
-  if (deep) deep_transformer(budget, seed, best_known_ms);
+  if (evals > 0) evaluations_per_second(evals);
+  if (deep) deep_transformer(budget, seed, best_known_ms, genome_out, layers, price);
   return 0;
 }

@@ -75,6 +75,10 @@ int run_optimize(const OptimizeCliOptions& options) {
       "priced {} plans in {:.1f} s ({:.0f}/s on this run; {} refused by the rewrites, {} over a "
       "constraint); stopped by {}\n",
       p.evaluations, p.seconds, p.evaluations_per_s, p.refused, p.infeasible, r.stopped_by);
+  if (p.prefix_evaluations > 0) {
+    fmt::print("(and first {} plans of the graph's first layers, whose front seeded the search)\n",
+               p.prefix_evaluations);
+  }
   if (r.archive.front().empty()) {
     fmt::print("no plan meets the constraints\n");
     return kExitFailed;

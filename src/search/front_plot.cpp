@@ -3,7 +3,9 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 namespace tapestry::search {
@@ -106,6 +108,61 @@ Range1 range_of(const std::vector<double>& values) {
   return {lo - pad, hi + pad};
 }
 
+// A label's box (x0, y0 top left; x1, y1 bottom right) in SVG units.
+struct Box {
+  double x0, y0, x1, y1;
+  [[nodiscard]] bool overlaps(const Box& o) const {
+    return x0 < o.x1 && o.x0 < x1 && y0 < o.y1 && o.y0 < y1;
+  }
+};
+
+struct Label {
+  Box box;
+  bool leader = false;  // drawn away from its point: a line joins them
+  double anchor_x = 0, anchor_y = 0;
+};
+
+// The box a name of 10 px text takes (DejaVu Sans: about 6.2 px a character, 12 px a line).
+constexpr double kCharW = 6.2;
+constexpr double kLineH = 12;
+
+// Where a point's name goes: the first of the spots around the point — right and up, then the
+// other seven directions, then the same further out (with a leader line) — whose box stays in
+// the panel and overlaps no box taken; when none is free, the one overlapping the fewest.
+Label place_label(double x, double y, std::string_view name, const Box& inside,
+                  const std::vector<Box>& taken) {
+  const double bw = kCharW * static_cast<double>(name.size()) + 2;
+  const double bh = kLineH;
+  // Directions: (dx, dy) of the box's near corner from the point, as multiples of the radius.
+  constexpr std::array<std::pair<double, double>, 8> kDirections = {
+      {{1, -1}, {1, 1}, {-1, -1}, {-1, 1}, {1, 0}, {-1, 0}, {0, -1}, {0, 1}}};
+  Label best{};
+  std::size_t best_overlaps = SIZE_MAX;
+  for (double r : {6.0, 16.0, 28.0, 42.0}) {
+    for (const auto& [dx, dy] : kDirections) {
+      // The box's corner nearest the point sits at (x + dx·r, y + dy·r); a box centred on an
+      // axis direction is centred on that axis.
+      const double cx = x + dx * r;
+      const double cy = y + dy * r;
+      const double bx0 = dx > 0 ? cx : dx < 0 ? cx - bw : cx - bw / 2;
+      const double by0 = dy > 0 ? cy : dy < 0 ? cy - bh : cy - bh / 2;
+      const Box box{bx0, by0, bx0 + bw, by0 + bh};
+      if (box.x0 < inside.x0 || box.x1 > inside.x1 || box.y0 < inside.y0 || box.y1 > inside.y1) {
+        continue;
+      }
+      std::size_t overlaps = 0;
+      for (const Box& t : taken) overlaps += box.overlaps(t) ? 1 : 0;
+      if (overlaps < best_overlaps) {
+        best_overlaps = overlaps;
+        best = {box, r > 6.0, std::clamp(x, box.x0, box.x1), std::clamp(y, box.y0, box.y1)};
+      }
+      if (overlaps == 0) return best;
+    }
+  }
+  if (best_overlaps == SIZE_MAX) best = {{x + 6, y - 6 - bh, x + 6 + bw, y - 6}, false, x, y};
+  return best;
+}
+
 void panel(std::string& svg, double x0, double y0, const std::vector<double>& xs,
            const std::vector<double>& ys, const std::string& x_title, const std::string& y_title,
            const std::vector<std::string>& names) {
@@ -154,11 +211,27 @@ void panel(std::string& svg, double x0, double y0, const std::vector<double>& xs
   }
   svg +=
       fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"#4a7ebb\" stroke-width=\"1.2\"/>\n", path);
+  // The points, then their names placed where they overlap no other name and no point.
+  std::vector<Box> taken;
   for (std::size_t i = 0; i < xs.size(); ++i) {
     svg += fmt::format(
-        "<circle cx=\"{0:.1f}\" cy=\"{1:.1f}\" r=\"4\" fill=\"#d9541e\"><title>{2}</title>"
-        "</circle>\n<text x=\"{3:.1f}\" y=\"{4:.1f}\" class=\"name\">{2}</text>\n",
-        px(xs[i]), py(ys[i]), escape(names[i]), px(xs[i]) + 6, py(ys[i]) - 5);
+        "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"#d9541e\"><title>{}</title>"
+        "</circle>\n",
+        px(xs[i]), py(ys[i]), escape(names[i]));
+    taken.push_back({px(xs[i]) - 4, py(ys[i]) - 4, px(xs[i]) + 4, py(ys[i]) + 4});
+  }
+  const Box inside{x0 + kLeft, y0 + kTop, x0 + kLeft + w, y0 + kTop + h};
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const Label at = place_label(px(xs[i]), py(ys[i]), names[i], inside, taken);
+    taken.push_back(at.box);
+    if (at.leader) {
+      svg += fmt::format(
+          "<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#999\" "
+          "stroke-width=\"0.7\" class=\"leader\"/>\n",
+          px(xs[i]), py(ys[i]), at.anchor_x, at.anchor_y);
+    }
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"name\">{}</text>\n", at.box.x0,
+                       at.box.y1 - 2, escape(names[i]));
   }
 }
 

@@ -16,6 +16,7 @@ using rewrite::Plan;
 // How often each mutation is drawn (out of the sum), in Mutation order. Align and resplit are
 // the workhorses; the others change fewer plans' costs.
 constexpr std::array<int, kMutationCount> kWeights = {6, 2, 2, 2, 2, 1, 6};
+constexpr double kResplitCarries = 0.3;
 
 std::uint64_t mix(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -76,6 +77,58 @@ bool set_split(const PlanSpace& space, OpPlan& op, const std::string& dim, std::
   return true;
 }
 
+bool can_split_reduction(const OperationInfo& info) {
+  return info.kernel != "linear" || info.decomposable;
+}
+
+// Carries the cut of `op`'s index dim `dim` (`count` ways) to every dim that follows it through
+// a tensor, downstream and upstream, and on from those: one logical axis (attention's heads,
+// the rows) cut alike wherever it reaches, everything else of each operation left as it was.
+// Stops at a dim it cannot cut (a linear's reduction, an extent below `count`, too many shards).
+void carry(const PlanSpace& space, Plan& genome, std::size_t op, std::size_t dim,
+           std::int64_t count) {
+  const auto& ops = space.operations();
+  std::set<std::pair<std::size_t, std::size_t>> done = {{space.representative(op), dim}};
+  std::vector<std::pair<std::size_t, std::size_t>> todo = {{op, dim}};
+  auto reach = [&](std::size_t to, std::size_t to_dim) {
+    const OperationInfo& info = ops[space.representative(to)];
+    if (!done.insert({space.representative(to), to_dim}).second) return;
+    const DimInfo& d = info.dims[to_dim];
+    if (count > d.extent || (d.reduction && !can_split_reduction(info))) return;
+    OpPlan& entry = genome.ops[info.name];
+    OpPlan next = entry;
+    if (count <= 1) {
+      next.split.erase(d.name);
+    } else {
+      next.split[d.name] = count;
+    }
+    next.mesh.erase(d.name);
+    if (shards(next) > shard_limit(space)) return;
+    entry = std::move(next);
+    todo.emplace_back(to, to_dim);
+  };
+  while (!todo.empty()) {
+    const auto [at, at_dim] = todo.back();
+    todo.pop_back();
+    for (std::size_t e : space.edges_from(at)) {
+      const Edge& edge = space.edges()[e];
+      const PortDims& out = ops[at].outputs[edge.output];
+      const PortDims& in = ops[edge.consumer].inputs[edge.input];
+      for (std::size_t t = 0; t < out.follows.size() && t < in.follows.size(); ++t) {
+        if (out.follows[t] == at_dim && in.follows[t]) reach(edge.consumer, *in.follows[t]);
+      }
+    }
+    for (std::size_t e : space.edges_into(at)) {
+      const Edge& edge = space.edges()[e];
+      const PortDims& out = ops[edge.producer].outputs[edge.output];
+      const PortDims& in = ops[at].inputs[edge.input];
+      for (std::size_t t = 0; t < out.follows.size() && t < in.follows.size(); ++t) {
+        if (in.follows[t] == at_dim && out.follows[t]) reach(edge.producer, *out.follows[t]);
+      }
+    }
+  }
+}
+
 bool resplit(const PlanSpace& space, Plan& genome, Rng& rng) {
   const auto op = pick_representative(space, rng, [](const OperationInfo& info) {
     return std::any_of(info.dims.begin(), info.dims.end(),
@@ -91,12 +144,16 @@ bool resplit(const PlanSpace& space, Plan& genome, Rng& rng) {
   OpPlan& entry = genome.ops[info.name];
   const bool split = entry.split.contains(dim.name);
   const std::int64_t count = split && rng.chance(0.25) ? 1 : draw_count(space, dim.extent, rng);
-  return set_split(space, entry, dim.name, count);
+  if (!set_split(space, entry, dim.name, count)) return false;
+  // Some of the time the new cut is carried along its axis (carry): a cut of attention's heads
+  // must reach a dozen operations at once to pay.
+  if (rng.chance(kResplitCarries)) {
+    const auto d = static_cast<std::size_t>(&dim - info.dims.data());
+    carry(space, genome, *op, d, count);
+  }
+  return true;
 }
 
-bool can_split_reduction(const OperationInfo& info) {
-  return info.kernel != "linear" || info.decomposable;
-}
 
 bool reduction(const PlanSpace& space, Plan& genome, Rng& rng) {
   const auto op = pick_representative(space, rng, [](const OperationInfo& info) {

@@ -56,6 +56,7 @@ double penalty(const cost::CostVector& cost, const Constraints& c, const cost::T
 constexpr std::size_t kPoolSize = 16;
 constexpr int kExhaustedAfter = 64;  // generations in a row with nothing new to price
 constexpr int kRetries = 8;          // mutations of one parent before a slot gives up
+constexpr int kPrefixRuns = 1;       // searches of the first layers (see prefix_front)
 
 }  // namespace
 
@@ -237,11 +238,55 @@ struct Optimizer::Impl {
                      [](const PoolEntry& a, const PoolEntry& b) { return a.penalty < b.penalty; });
   }
 
+  // The front of a search of the graph's first layers (OptimizeOptions::prefix_layers), at most
+  // 16 plans, best time first; empty when there is no prefix to search.
+  std::vector<rewrite::Plan> prefix_front() {
+    if (!options.tie_layers || options.prefix_layers <= 0 || options.prefix_share <= 0) return {};
+    std::optional<ir::Graph> prefix = layer_prefix(graph, space, options.prefix_layers);
+    if (!prefix) return {};
+    // kPrefixRuns independent searches of the prefix, each with its share of the budget (their
+    // fronts' plans offered fastest first, at most 16). One: two or three shorter ones were no
+    // better on the 24-layer transformer of bench/search_bench (docs/optimizer.md).
+    OptimizeOptions o = options;
+    o.prefix_layers = 0;
+    o.checkpoint.clear();
+    o.resume.clear();
+    o.on_progress = nullptr;
+    o.time_budget_s = options.time_budget_s * options.prefix_share / kPrefixRuns;
+    o.max_evaluations = static_cast<std::uint64_t>(static_cast<double>(options.max_evaluations) *
+                                                   options.prefix_share / kPrefixRuns);
+    if (o.time_budget_s <= 0 && o.max_evaluations == 0) return {};
+    std::vector<std::pair<double, rewrite::Plan>> found;
+    for (int run = 0; run < kPrefixRuns; ++run) {
+      o.seed = options.seed * kPrefixRuns + static_cast<std::uint64_t>(run);
+      Optimizer sub(*prefix, target, o);
+      const OptimizeResult r = sub.run();
+      progress.prefix_evaluations += r.progress.evaluations;
+      for (const ArchiveEntry& e : r.archive.front())
+        found.emplace_back(e.cost.makespan_s, e.genome);
+    }
+    std::stable_sort(found.begin(), found.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<rewrite::Plan> genomes;
+    for (auto& [time, genome] : found) {
+      if (genomes.size() == 16) break;
+      // The prefix's representatives are the whole graph's (the same first members), so its
+      // genomes read the same.
+      genomes.push_back(std::move(genome));
+    }
+    return genomes;
+  }
+
   void seed_archive() {
     std::vector<Candidate> batch;
     for (const SeedPlan& s : seeds) {
       seen.insert(fingerprint(s.genome));
       batch.push_back({s.genome, space.expand(s.genome), std::nullopt});
+    }
+    for (rewrite::Plan& genome : prefix_front()) {
+      if (!seen.insert(fingerprint(genome)).second) continue;
+      rewrite::Plan plan = space.expand(genome);
+      batch.push_back({std::move(genome), std::move(plan), std::nullopt});
     }
     price_all(batch);
     merge(batch);

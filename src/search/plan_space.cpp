@@ -6,8 +6,11 @@
 #include <cctype>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <tuple>
 
+#include "tapestry/ir/json_io.h"
+#include "tapestry/rewrite/plan.h"
 #include "tapestry/support/assert.h"
 
 namespace tapestry::search {
@@ -192,6 +195,69 @@ rewrite::Plan PlanSpace::expand(const rewrite::Plan& genome) const {
     }
   }
   return plan;
+}
+
+std::optional<ir::Graph> layer_prefix(const ir::Graph& graph, const PlanSpace& space, int layers) {
+  TAPESTRY_ASSERT(space.tie_layers() && layers > 0, "layer_prefix needs tied layers");
+  std::size_t depth = 0;
+  for (const auto& kind : space.kinds()) depth = std::max(depth, kind.size());
+  if (depth < 2 * static_cast<std::size_t>(layers)) return std::nullopt;
+  std::map<std::string, ir::OperationId> by_name;
+  for (ir::OperationId op : graph.operations()) {
+    by_name.emplace(rewrite::operation_name(graph, op), op);
+  }
+  const auto& ops = space.operations();
+  std::vector<bool> drop(ops.size(), false);
+  std::vector<std::size_t> member(ops.size(), 0);
+  for (const auto& kind : space.kinds()) {
+    for (std::size_t i = 0; i < kind.size(); ++i) member[kind[i]] = i;
+  }
+  std::set<std::string> dropped;  // node keys
+  std::set<ir::TensorId> kept_tensors;
+  for (std::size_t op = 0; op < ops.size(); ++op) {  // topological order
+    const std::size_t size = space.kinds()[ops[op].kind].size();
+    if (size % depth == 0 && member[op] / (size / depth) >= static_cast<std::size_t>(layers)) {
+      drop[op] = true;
+    }
+    for (std::size_t e : space.edges_into(op)) {
+      drop[op] = drop[op] || drop[space.edges()[e].producer];
+    }
+    const auto id = by_name.find(ops[op].name);
+    TAPESTRY_ASSERT(id != by_name.end(), "an operation the plan space names is in the graph");
+    if (drop[op]) {
+      dropped.emplace(graph.node(id->second).key());
+      for (ir::ApplicationId a : graph.applications_of(id->second)) {
+        dropped.emplace(graph.node(a).key());
+      }
+      continue;
+    }
+    for (const PortDims& p : ops[op].inputs) kept_tensors.insert(p.tensor);
+    for (const PortDims& p : ops[op].outputs) kept_tensors.insert(p.tensor);
+  }
+  // The tensors no kept operation touches go; those a kept one writes and only dropped ones
+  // read become outputs.
+  std::set<std::string> outputs;
+  for (ir::TensorId t : graph.tensors()) {
+    if (!kept_tensors.contains(t)) {
+      dropped.emplace(graph.node(t).key());
+      continue;
+    }
+    const auto consumers = graph.consumers(t);
+    const bool read = std::any_of(consumers.begin(), consumers.end(), [&](ir::OperationId c) {
+      return !dropped.contains(std::string(graph.node(c).key()));
+    });
+    if (!read) outputs.emplace(graph.node(t).key());
+  }
+  nlohmann::json doc = nlohmann::json::parse(ir::write_graph_json(graph));
+  nlohmann::json kept = nlohmann::json::array();
+  for (nlohmann::json& node : doc.at("nodes")) {
+    const std::string key = node.value("id", "");
+    if (dropped.contains(key)) continue;
+    if (outputs.contains(key)) node["body"]["graphOutput"] = true;
+    kept.push_back(std::move(node));
+  }
+  doc["nodes"] = std::move(kept);
+  return ir::read_graph_json_or_throw(doc.dump());
 }
 
 }  // namespace tapestry::search

@@ -2,9 +2,14 @@
 // brute-force cell count, and the objective and size parsers.
 #include "tapestry/search/archive.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <regex>
+#include <set>
+
+#include "tapestry/search/front_plot.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::search {
@@ -170,6 +175,59 @@ TEST(Objectives, Violation) {
             "peak memory 2.0 MiB on one device exceeds the cap 1.0 MiB");
   EXPECT_EQ(*violation(cv(1, 1, 3), {.max_memory_per_device = 0, .max_devices = 2}),
             "3 devices used, more than the limit 2");
+}
+
+// The names of an SVG's points: (x, y, text) of each <text class="name">, and its leader lines.
+struct Shown {
+  double x, y;
+  std::string text;
+};
+std::vector<Shown> names_in(const std::string& svg) {
+  std::vector<Shown> out;
+  const std::regex re(R"re(<text x="([0-9.]+)" y="([0-9.]+)" class="name">([^<]*)</text>)re");
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), re); it != std::sregex_iterator();
+       ++it) {
+    out.push_back({std::stod((*it)[1]), std::stod((*it)[2]), (*it)[3]});
+  }
+  return out;
+}
+
+TEST(FrontPlot, NamesOfCrowdedPointsDoNotOverlap) {
+  // A dozen plans within a hair of each other on both axes, and two far apart: the crowd's names
+  // must spread out (with leader lines), each drawn once.
+  ParetoArchive a({Objective::kTime, Objective::kMemory}, {});
+  for (int i = 0; i < 12; ++i) {
+    offer(a, fmt::format("c{}", i), cv(1.0 + 0.001 * i, 1000 - i));
+  }
+  offer(a, "far1", cv(2.0, 500));
+  offer(a, "far2", cv(0.5, 2000));
+  ASSERT_EQ(a.front().size(), 14u);
+  const std::string svg = front_svg(a, "crowd");
+  const std::vector<Shown> shown = names_in(svg);
+  ASSERT_EQ(shown.size(), 14u);
+  std::set<std::string> texts;
+  for (const Shown& n : shown) texts.insert(n.text);
+  EXPECT_EQ(texts.size(), 14u);  // p0 … p13, each once
+  // Boxes as front_plot sizes them (6.2 px a character, 12 px high; the baseline 2 px above the
+  // box's bottom).
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    for (std::size_t j = i + 1; j < shown.size(); ++j) {
+      const Shown& p = shown[i];
+      const Shown& q = shown[j];
+      const double pw = 6.2 * static_cast<double>(p.text.size()) + 2;
+      const double qw = 6.2 * static_cast<double>(q.text.size()) + 2;
+      const bool apart = p.x + pw <= q.x + 1e-6 || q.x + qw <= p.x + 1e-6 || p.y + 2 <= q.y - 10 ||
+                         q.y + 2 <= p.y - 10;
+      EXPECT_TRUE(apart) << p.text << " at " << p.x << "," << p.y << " and " << q.text << " at "
+                         << q.x << "," << q.y;
+    }
+  }
+  EXPECT_NE(svg.find("class=\"leader\""), std::string::npos);
+  // Two points far apart need no leader.
+  ParetoArchive b({Objective::kTime, Objective::kMemory}, {});
+  offer(b, "x", cv(1, 2000));
+  offer(b, "y", cv(2, 1000));
+  EXPECT_EQ(front_svg(b, "two").find("class=\"leader\""), std::string::npos);
 }
 
 }  // namespace

@@ -354,5 +354,30 @@ TEST(TieLayers, DecisionsStayFlatAsDepthGrows) {
   }
 }
 
+TEST(TieLayers, APrefixSearchSeedsADeepOne) {
+  std::string tap = "X: f32[256, 128]\n";
+  std::string prev = "X";
+  for (int l = 0; l < 8; ++l) {
+    tap += fmt::format(
+        "W{0}: f32[128, 128]\nb{0}: f32[128]\nL{0} = relu(linear({1}, W{0}, b{0}))\n", l, prev);
+    prev = fmt::format("L{}", l);
+  }
+  tap += fmt::format("output {}\n", prev);
+  const ir::Graph g = rewrite::testing::build(tap);
+  OptimizeOptions o = small(2, 100);
+  o.tie_layers = true;
+  const OptimizeResult with = Optimizer(g, h100x8(), o).run();
+  EXPECT_EQ(with.progress.prefix_evaluations, 25u);  // 100 × prefix_share
+  EXPECT_EQ(with.progress.evaluations, 100u);
+  // Deterministic like the rest.
+  EXPECT_EQ(front_text(with), front_text(Optimizer(g, h100x8(), o).run()));
+  o.prefix_layers = 0;
+  EXPECT_EQ(Optimizer(g, h100x8(), o).run().progress.prefix_evaluations, 0u);
+  // Untied, no prefix either.
+  o.prefix_layers = 2;
+  o.tie_layers = false;
+  EXPECT_EQ(Optimizer(g, h100x8(), o).run().progress.prefix_evaluations, 0u);
+}
+
 }  // namespace
 }  // namespace tapestry::search

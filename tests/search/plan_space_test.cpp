@@ -1,12 +1,16 @@
 // The plan space (roles, edges, tied layers), the seeds, and the mutations' invariants.
 #include "tapestry/search/plan_space.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
+
+#include <set>
 
 #include "cost/cost_testing.h"
 #include "search_testing.h"
 #include "tapestry/cost/evaluator.h"
+#include "tapestry/metakernel/apply.h"
 #include "tapestry/search/mutate.h"
 
 namespace tapestry::search {
@@ -99,6 +103,33 @@ TEST(PlanSpace, TiedLayersShareOneEntry) {
   EXPECT_EQ(PlanSpace(g, h100x8(), false).expand(genome), genome);
 }
 
+TEST(PlanSpace, StructurallyIdenticalLayersOfOtherNamesAreNotTied) {
+  // Enc0/Enc1 differ only in their digits: one kind. Dec0 is the same computation under another
+  // name: its own kind (tying goes by name pattern and structure, both).
+  const ir::Graph g = rewrite::testing::build(R"(
+X: f32[64, 32]
+W0: f32[32, 32]
+b0: f32[32]
+W1: f32[32, 32]
+b1: f32[32]
+W2: f32[32, 32]
+b2: f32[32]
+Enc0 = linear(X, W0, b0)
+Enc1 = linear(Enc0, W1, b1)
+Dec0 = linear(Enc1, W2, b2)
+output Dec0
+)");
+  const PlanSpace s(g, h100x8(), true);
+  EXPECT_EQ(s.kinds().size(), 2u);
+  EXPECT_EQ(op(s, "Enc0").kind, op(s, "Enc1").kind);
+  EXPECT_NE(op(s, "Enc0").kind, op(s, "Dec0").kind);
+  rewrite::Plan genome;
+  genome.ops["Enc0"].split["out"] = 4;
+  const rewrite::Plan plan = s.expand(genome);
+  EXPECT_EQ(plan.split_of("Enc1", "out"), 4);
+  EXPECT_EQ(plan.split_of("Dec0", "out"), 1);
+}
+
 TEST(PlanSpace, OperationsOfAnotherShapeAreNotTied) {
   const ir::Graph g = rewrite::testing::build(R"(
 X: f32[64, 32]
@@ -111,6 +142,62 @@ L1 = linear(L0, W1, b1)
 output L1
 )");
   EXPECT_EQ(PlanSpace(g, h100x8(), true).kinds().size(), 2u);
+}
+
+// Six identical layers between a stem and a head.
+std::string six_layers() {
+  std::string tap = "X: f32[64, 32]\n";
+  for (int l = 0; l < 6; ++l) tap += fmt::format("W{0}: f32[32, 32]\nb{0}: f32[32]\n", l);
+  tap += "Stem = sigmoid(X)\n";
+  std::string prev = "Stem";
+  for (int l = 0; l < 6; ++l) {
+    tap += fmt::format("L{0} = relu(linear({1}, W{0}, b{0}))\n", l, prev);
+    prev = fmt::format("L{}", l);
+  }
+  return tap + "Out = sigmoid(L5)\noutput Out\n";
+}
+
+TEST(LayerPrefix, KeepsTheFirstLayersUnderTheirNames) {
+  const ir::Graph g = rewrite::testing::build(six_layers());
+  const PlanSpace s(g, h100x8(), true);
+  const std::optional<ir::Graph> prefix = layer_prefix(g, s, 2);
+  ASSERT_TRUE(prefix.has_value());
+  const PlanSpace p(*prefix, h100x8(), true);
+  std::vector<std::string> names;
+  for (const OperationInfo& info : p.operations()) names.push_back(info.name);
+  // The stem and two layers; the head read a dropped layer and went with it.
+  EXPECT_EQ(names, (std::vector<std::string>{"Stem", "L0/linear", "L0", "L1/linear", "L1"}));
+  std::size_t inputs = 0;
+  std::size_t outputs = 0;
+  for (ir::TensorId t : prefix->tensors()) {
+    if (prefix->producers(t).empty()) ++inputs;
+    if (metakernel::is_graph_output(*prefix, t)) {
+      ++outputs;
+      EXPECT_EQ(prefix->tensor(t).label(), "L1");
+    }
+  }
+  EXPECT_EQ(inputs, 5u);  // X, W0, b0, W1, b1: the later layers' weights are gone
+  EXPECT_EQ(outputs, 1u);
+  // A genome of the whole graph's space applies to the prefix and prices there.
+  rewrite::Plan genome;
+  genome.ops["L0/linear"].split["out"] = 4;
+  genome.ops["L0"].split["d1"] = 4;
+  genome.fuse_auto = true;
+  const rewrite::Plan plan = p.expand(genome);
+  EXPECT_TRUE(rewrite::check_plan(plan, *prefix).empty());
+  EXPECT_EQ(plan.split_of("L1/linear", "out"), 4);
+  cost::Evaluator ev(*prefix, h100x8());
+  const cost::CostVector small = ev.evaluate(plan);
+  cost::Evaluator whole(g, h100x8());
+  EXPECT_LT(small.makespan_s, whole.evaluate(s.expand(genome)).makespan_s);
+}
+
+TEST(LayerPrefix, RefusesAGraphWithoutEnoughLayers) {
+  const ir::Graph g = rewrite::testing::build(kLayers);  // three layers
+  EXPECT_FALSE(layer_prefix(g, PlanSpace(g, h100x8(), true), 2).has_value());
+  EXPECT_TRUE(layer_prefix(g, PlanSpace(g, h100x8(), true), 1).has_value());
+  const ir::Graph mlp = rewrite::testing::build(kMlp);  // nothing repeated
+  EXPECT_FALSE(layer_prefix(mlp, PlanSpace(mlp, h100x8(), true), 1).has_value());
 }
 
 TEST(Seeds, TheObviousPlansOfTheMlp) {
@@ -205,6 +292,35 @@ TEST(Mutations, EachKindChangesSomethingAndMostPlansPrice) {
     EXPECT_GE(changed, 12) << mutation_name(static_cast<Mutation>(k));
     EXPECT_GE(priced * 2, changed) << mutation_name(static_cast<Mutation>(k));
   }
+}
+
+TEST(Mutations, AResplitSometimesCarriesItsCutAlongTheAxis) {
+  // transformer_block: a cut of the heads made on one attention operation reaches the others
+  // (and stops at the output projection's reduction, which a linear cannot split).
+  const ir::Graph g = example_graph("transformer_block.tap");
+  const PlanSpace s(g, h100x8(), false);
+  int carried = 0;
+  for (std::uint64_t i = 0; i < 400; ++i) {
+    Rng rng = Rng::for_slot(9, 0, i);
+    rewrite::Plan genome;
+    if (!mutate_once(s, Mutation::kResplit, genome, rng)) continue;
+    EXPECT_TRUE(rewrite::check_plan(genome, g).empty());
+    for (const auto& [name, op] : genome.ops) {
+      std::int64_t shards = 1;
+      for (const auto& [dim, count] : op.split) shards *= count;
+      EXPECT_LE(shards, 8 * 8) << name;
+    }
+    if (genome.ops.size() < 2) continue;
+    ++carried;
+    // Every operation the cut reached has it: one count everywhere.
+    std::set<std::int64_t> counts;
+    for (const auto& [name, op] : genome.ops) {
+      for (const auto& [dim, count] : op.split) counts.insert(count);
+    }
+    EXPECT_EQ(counts.size(), 1u);
+  }
+  EXPECT_GE(carried, 40);  // about 30% of the resplits
+  EXPECT_LE(carried, 200);
 }
 
 }  // namespace

@@ -53,11 +53,12 @@ namespace tapestry::search {
 
 struct Progress {
   std::uint64_t generation = 0;
-  std::uint64_t evaluations = 0;  // plans priced, in this search and the one it resumed
-  std::uint64_t refused = 0;      // of them, plans the rewrites or placement refused
-  std::uint64_t infeasible = 0;   // of them, plans over a constraint
-  double seconds = 0;             // of this run
-  double evaluations_per_s = 0;   // of this run
+  std::uint64_t evaluations = 0;         // plans priced, in this search and the one it resumed
+  std::uint64_t refused = 0;             // of them, plans the rewrites or placement refused
+  std::uint64_t infeasible = 0;          // of them, plans over a constraint
+  std::uint64_t prefix_evaluations = 0;  // plans of the layer prefix priced (not in evaluations)
+  double seconds = 0;                    // of this run
+  double evaluations_per_s = 0;          // of this run
   std::size_t front_size = 0;
   std::vector<double> best;  // the best value of each objective in the front (empty front: none)
   const ParetoArchive* archive = nullptr;  // the front so far (valid during the callback)
@@ -72,6 +73,11 @@ struct OptimizeOptions {
   double time_budget_s = 0;           // 0: none
   std::uint64_t max_evaluations = 0;  // 0: none (then a time budget is needed)
   bool tie_layers = false;
+  /// With tie_layers, on a graph of at least 4 layers: first search the graph's first
+  /// `prefix_layers` layers (layer_prefix; cheaper to price) with `prefix_share` of the budget,
+  /// and offer its front, priced on the whole graph, with the seeds. 0: no prefix search.
+  int prefix_layers = 2;
+  double prefix_share = 0.25;
   std::size_t batch = 64;  // candidates per generation (fixed: results do not depend on threads)
   bool use_seeds = true;   // price the seed plans first (tests turn it off to test the mutations)
   MutationSet mutations = kAllMutations;  // the kinds of mutation to use

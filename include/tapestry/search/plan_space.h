@@ -122,4 +122,13 @@ class PlanSpace {
 /// The name with every run of digits replaced by '#': the layer-independent part of a name.
 std::string name_pattern(std::string_view name);
 
+/// The first `layers` layers of a graph of repeated layers: the graph without the operations of
+/// later layers, the operations that read what those produce, and the tensors left with neither
+/// producer nor consumer. `space` must tie layers; the depth is its largest kind's size, and an
+/// operation's layer is its place among its kind's members (a kind of 2 × depth members: two a
+/// layer). A kind whose size the depth does not divide (a stem, a head) is kept while what it
+/// reads is. nullopt when the graph has fewer than 2 × `layers` layers. Names are kept, so a
+/// genome of the prefix's PlanSpace names the same representatives.
+std::optional<ir::Graph> layer_prefix(const ir::Graph& graph, const PlanSpace& space, int layers);
+
 }  // namespace tapestry::search
