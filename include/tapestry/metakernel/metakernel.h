@@ -31,8 +31,8 @@
 #include <nlohmann/json.hpp>
 
 #include "tapestry/ir/nodes.h"
-#include "tapestry/metakernel/kernel_body.h"
 #include "tapestry/metakernel/expr.h"
+#include "tapestry/metakernel/kernel_body.h"
 #include "tapestry/metakernel/pattern.h"
 #include "tapestry/metakernel/source.h"
 #include "tapestry/metakernel/tap_ast.h"
