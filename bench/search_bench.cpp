@@ -185,8 +185,8 @@ void deep_transformer(double budget_s, std::uint64_t seed, double best_known_ms,
       "{:.1f} s ({:.1f}/s); best {:.3f} ms; best known {:.3f} ms; within 5% after {}\n",
       opt.space().representatives().size(), opt.space().operations().size(), r.progress.evaluations,
       r.progress.prefix_evaluations, trajectory.empty() ? 0 : trajectory.front().second * 1e3,
-      trajectory.empty() ? 0 : trajectory.front().first,
-      r.progress.seconds, r.progress.evaluations_per_s,
+      trajectory.empty() ? 0 : trajectory.front().first, r.progress.seconds,
+      r.progress.evaluations_per_s,
       r.archive.front().empty() ? 0 : r.archive.front()[0].score[0] * 1e3, known * 1e3,
       reached < 0 ? std::string("(not reached)") : fmt::format("{:.1f} s", reached));
   if (!genome_out.empty() && !r.archive.front().empty()) {

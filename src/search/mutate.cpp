@@ -154,7 +154,6 @@ bool resplit(const PlanSpace& space, Plan& genome, Rng& rng) {
   return true;
 }
 
-
 bool reduction(const PlanSpace& space, Plan& genome, Rng& rng) {
   const auto op = pick_representative(space, rng, [](const OperationInfo& info) {
     return can_split_reduction(info) &&
