@@ -3,9 +3,10 @@
 //
 //   BM_Sgemm/<backend>/M/N/K     x·wᵀ (linear's layout) straight through dnnl_sgemm or
 //                                cblas_sgemm: the shape classes behind GemmBackend::kAuto
-//   BM_LinearRelu/<variant>      one 512×1024×1024 linear ⇒ relu shard: the fused kernel (GEMM
-//                                + bias/ReLU epilogue), the fast linear then the fast relu (two
-//                                passes), and a direct cblas_sgemm plus bias/ReLU loops
+//   BM_LinearRelu/<variant>/M/N/K  one linear ⇒ relu shard (512×1024×1024 and linear_relu.tap's
+//                                50×32×12): the fused kernel (GEMM + bias/ReLU epilogue), the
+//                                fast linear then the fast relu (two passes), and a direct
+//                                cblas_sgemm plus bias/ReLU loops
 //   BM_Elementwise/<kernel>/<set>  relu, add, gelu over 2^20 float32: fast vs reference (GB/s)
 //   BM_Conv2d/<variant>/n/c/ih/o/stride/tile  float32 3×3 conv2d, NCHW, over the whole operation
 //                                (tile 0) or one image's tile×tile output shard: the fast kernel
@@ -83,15 +84,14 @@ BENCHMARK_CAPTURE(BM_Sgemm, openblas, false)->Apply(gemm_shapes);
 
 // ---- linear ⇒ relu: fused epilogue vs two passes vs direct BLAS --------------------------------
 
-constexpr std::int64_t kM = 512, kN = 1024, kK = 1024;
-
-// The buffers and IPFs of one linear ⇒ relu over index [batch, out, in].
+// The buffers and IPFs of one M×N×K linear ⇒ relu over index [batch, out, in].
 struct LinearRelu {
-  Buffer x{DType::kFloat32, Range::of_shape({kM, kK})};
-  Buffer w{DType::kFloat32, Range::of_shape({kN, kK})};
-  Buffer bias{DType::kFloat32, Range::of_shape({kN})};
-  Buffer hidden{DType::kFloat32, Range::of_shape({kM, kN})};
-  Buffer y{DType::kFloat32, Range::of_shape({kM, kN})};
+  std::int64_t rows, outs, ins;
+  Buffer x{DType::kFloat32, Range::of_shape({rows, ins})};
+  Buffer w{DType::kFloat32, Range::of_shape({outs, ins})};
+  Buffer bias{DType::kFloat32, Range::of_shape({outs})};
+  Buffer hidden{DType::kFloat32, Range::of_shape({rows, outs})};
+  Buffer y{DType::kFloat32, Range::of_shape({rows, outs})};
   IndexProjection x_ipf = rows_ipf({{1, 0, 0}, {0, 0, 1}});
   IndexProjection w_ipf = rows_ipf({{0, 1, 0}, {0, 0, 1}});
   IndexProjection b_ipf = rows_ipf({{0, 1, 0}});
@@ -101,7 +101,8 @@ struct LinearRelu {
   std::vector<ir::Reduction> reductions{{"in", ir::Monoid::kSum}};
   nlohmann::json params = nlohmann::json::object(), fused;
 
-  LinearRelu() {
+  explicit LinearRelu(const benchmark::State& state)
+      : rows(state.range(0)), outs(state.range(1)), ins(state.range(2)) {
     fill_values(x);
     fill_values(w);
     fill_values(bias);
@@ -129,7 +130,7 @@ struct LinearRelu {
                          const std::string& b_name, Buffer& out) {
     KernelCall call{.kernel = "linear",
                     .operation = "bench",
-                    .index = Range::of_shape({kM, kN, kK}),
+                    .index = Range::of_shape({rows, outs, ins}),
                     .params = &params,
                     .index_names = names3,
                     .reductions = reductions};
@@ -143,7 +144,7 @@ struct LinearRelu {
   KernelCall relu_call() {
     KernelCall call{.kernel = "relu",
                     .operation = "bench",
-                    .index = Range::of_shape({kM, kN}),
+                    .index = Range::of_shape({rows, outs}),
                     .params = &params,
                     .index_names = names2};
     call.inputs.append("x", InputPort{std::as_const(hidden).view(), &id2});
@@ -152,26 +153,34 @@ struct LinearRelu {
   }
 };
 
-void set_flops(benchmark::State& state) {
-  state.counters["gflops"] = benchmark::Counter(2.0 * kM * kN * kK * state.iterations() / 1e9,
-                                                benchmark::Counter::kIsRate);
+// The MLP's shard (512×1024×1024) and the tiny examples/linear_relu.tap shard (50×32×12).
+void linear_relu_shapes(benchmark::internal::Benchmark* b) {
+  b->Args({512, 1024, 1024})->Args({50, 32, 12})->Unit(benchmark::kMicrosecond);
+}
+
+void set_flops(benchmark::State& state, const LinearRelu& f) {
+  state.counters["gflops"] = benchmark::Counter(
+      2.0 * f.rows * f.outs * f.ins * state.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
 
 void BM_LinearRelu_Fused(benchmark::State& state) {
   limit_library_threads_to_one();
-  LinearRelu f;
+  LinearRelu f(state);
   KernelCall call = f.linear_call("s0_x", "s0_w", "s0_b", f.y);
   call.kernel = "fused";
   call.params = &f.fused;
   const KernelFn fn = fast_kernels().find("fused");
+  // As the executors do: the stages parsed once per operation.
+  const std::shared_ptr<const void> prepared = fast_kernels().find_prepare("fused")(call);
+  call.prepared = prepared.get();
   for (auto _ : state) fn(call);
-  set_flops(state);
+  set_flops(state, f);
 }
-BENCHMARK(BM_LinearRelu_Fused)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LinearRelu_Fused)->Apply(linear_relu_shapes);
 
 void BM_LinearRelu_TwoPasses(benchmark::State& state) {
   limit_library_threads_to_one();
-  LinearRelu f;
+  LinearRelu f(state);
   const KernelCall lin = f.linear_call("x", "w", "bias", f.hidden);
   const KernelCall relu = f.relu_call();
   const KernelFn lin_fn = fast_kernels().find("linear"), relu_fn = fast_kernels().find("relu");
@@ -179,32 +188,32 @@ void BM_LinearRelu_TwoPasses(benchmark::State& state) {
     lin_fn(lin);
     relu_fn(relu);
   }
-  set_flops(state);
+  set_flops(state, f);
 }
-BENCHMARK(BM_LinearRelu_TwoPasses)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LinearRelu_TwoPasses)->Apply(linear_relu_shapes);
 
 void BM_LinearRelu_DirectOpenBlas(benchmark::State& state) {
   limit_library_threads_to_one();
-  LinearRelu f;
+  LinearRelu f(state);
   const float* x = f.x.values<float>().data();
   const float* w = f.w.values<float>().data();
   const float* b = f.bias.values<float>().data();
   float* y = f.y.values<float>().data();
   for (auto _ : state) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, kM, kN, kK, 1.0f, x, kK, w, kK, 0.0f, y,
-                kN);
-    for (std::int64_t r = 0; r < kM; ++r) {
-      float* row = y + r * kN;
-      for (std::int64_t j = 0; j < kN; ++j) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, f.rows, f.outs, f.ins, 1.0f, x, f.ins, w,
+                f.ins, 0.0f, y, f.outs);
+    for (std::int64_t r = 0; r < f.rows; ++r) {
+      float* row = y + r * f.outs;
+      for (std::int64_t j = 0; j < f.outs; ++j) {
         const float v = row[j] + b[j];
         row[j] = v < 0.0f ? 0.0f : v;
       }
     }
     benchmark::DoNotOptimize(y);
   }
-  set_flops(state);
+  set_flops(state, f);
 }
-BENCHMARK(BM_LinearRelu_DirectOpenBlas)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LinearRelu_DirectOpenBlas)->Apply(linear_relu_shapes);
 
 // ---- elementwise: fast vs reference ------------------------------------------------------------
 
@@ -236,11 +245,11 @@ BENCHMARK_CAPTURE(BM_Elementwise, gelu_reference, "gelu", false)->Unit(benchmark
 
 // ---- conv2d: im2col + GEMM vs a direct loop nest vs the reference -----------------------------
 
-// One float32 conv2d, kK×kK filters (3 unless a 7th argument says), x [n, c, ih, ih] (already
+// One float32 conv2d, ins×ins filters (3 unless a 7th argument says), x [n, c, ih, ih] (already
 // padded), index [n, o, oh, ow, c]; `box` is the whole index (tile 0) or image 0's top-left
 // tile×tile outputs, all o and c.
 struct Conv2d {
-  std::int64_t kK, n, c, ih, o, stride, oh;
+  std::int64_t ins, n, c, ih, o, stride, oh;
   Buffer x, w, r;
   IndexProjection x_ipf, w_ipf, r_ipf;
   Range box;
@@ -249,24 +258,24 @@ struct Conv2d {
   nlohmann::json params;
 
   explicit Conv2d(const benchmark::State& state)
-      : kK(state.range(6)),
+      : ins(state.range(6)),
         n(state.range(0)),
         c(state.range(1)),
         ih(state.range(2)),
         o(state.range(3)),
         stride(state.range(4)),
-        oh((ih - kK) / stride + 1),
+        oh((ih - ins) / stride + 1),
         x(DType::kFloat32, Range::of_shape({n, c, ih, ih})),
-        w(DType::kFloat32, Range::of_shape({o, c, kK, kK})),
+        w(DType::kFloat32, Range::of_shape({o, c, ins, ins})),
         r(DType::kFloat32, Range::of_shape({n, o, oh, oh})),
         x_ipf(AffineMap::from_rows(
                   {{1, 0, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, stride, 0, 0}, {0, 0, 0, stride, 0}},
                   Point::zeros(4)),
-              Point{1, 1, kK, kK}),
+              Point{1, 1, ins, ins}),
         w_ipf(AffineMap::from_rows(
                   {{0, 1, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}},
                   Point::zeros(4)),
-              Point{1, 1, kK, kK}),
+              Point{1, 1, ins, ins}),
         r_ipf(rows_ipf({{1, 0, 0, 0, 0}, {0, 1, 0, 0, 0}, {0, 0, 1, 0, 0}, {0, 0, 0, 1, 0}})),
         params{{"stride", stride}} {
     fill_values(x);
@@ -288,7 +297,7 @@ struct Conv2d {
     return k;
   }
 
-  // The direct alternative to im2col: per output row, accumulate kK·kK·c shifted input rows
+  // The direct alternative to im2col: per output row, accumulate ins·ins·c shifted input rows
   // scaled by one filter value each (the inner loop vectorises over ow at stride 1).
   void direct() {
     const float* xs = x.values<float>().data();
@@ -301,10 +310,10 @@ struct Conv2d {
         for (std::int64_t y = box.start()[2]; y < box.end()[2]; ++y) {
           std::fill(acc.begin(), acc.end(), 0.0f);
           for (std::int64_t ch = 0; ch < c; ++ch) {
-            for (std::int64_t i = 0; i < kK; ++i) {
+            for (std::int64_t i = 0; i < ins; ++i) {
               const float* row = xs + ((b * c + ch) * ih + y * stride + i) * ih + ow0 * stride;
-              for (std::int64_t j = 0; j < kK; ++j) {
-                const float v = ws[((f * c + ch) * kK + i) * kK + j];
+              for (std::int64_t j = 0; j < ins; ++j) {
+                const float v = ws[((f * c + ch) * ins + i) * ins + j];
                 float* __restrict a = acc.data();
                 for (std::int64_t t = 0; t < ow1 - ow0; ++t) a[t] += v * row[t * stride + j];
               }
@@ -316,7 +325,7 @@ struct Conv2d {
     }
   }
 
-  [[nodiscard]] double flops() const { return 2.0 * static_cast<double>(box.size()) * kK * kK; }
+  [[nodiscard]] double flops() const { return 2.0 * static_cast<double>(box.size()) * ins * ins; }
 };
 
 enum class ConvVariant { kFast, kIm2col, kDirect, kReference };

@@ -21,6 +21,7 @@
 #include "kernel_graphs.h"
 #include "run_helpers.h"
 #include "tapestry/rewrite/lower.h"
+#include "tapestry/runtime/block_executor.h"
 #include "tapestry/runtime/input_generation.h"
 
 namespace tapestry::runtime {
@@ -285,6 +286,39 @@ TEST(FastKernels, FusedMatmulBiasGeluEpilogue) {
                         R"({"fuse": [["matmul_1", "bias_add_2", "gelu_3"]], "ops": {"matmul_1": )"
                         R"({"split": {"m": 2, "n": 3}}}})",
                         1.2, false);  // float64, and gelu is not a post-op
+}
+
+// The epilogue is the unfused fast kernels' arithmetic in the same order, so a fused linear ⇒
+// bias_add ⇒ gelu equals the unfused run bitwise — on long outputs, whose epilogue runs in
+// groups of rows (300 × 40: three groups of ≤ 102 rows), with the stages parsed once per
+// operation (block executor, KernelCall::prepared) or per call (application executor).
+TEST(FastKernels, FusedEpilogueInRowGroupsIsBitwiseEqualToUnfused) {
+  GraphBuilder b;
+  Built lin = add_linear(b, b.tensor("X", "float32", Range::of_shape({300, 24})),
+                         b.tensor("W", "float32", Range::of_shape({40, 24})),
+                         b.tensor("b", "float32", Range::of_shape({40})));
+  Built bias = add_bias_add(b, lin.result, b.tensor("c", "float32", Range::of_shape({40})));
+  Built gelu = add_unary(b, "gelu", bias.result);
+  const std::string name = tensor_name(b.graph, gelu.result);
+  const rewrite::LowerResult unfused = rewrite::lower(b.graph, rewrite::Plan{});
+  const rewrite::LowerResult fused = rewrite::lower(
+      b.graph, rewrite::parse_plan(R"({"fuse": [["linear_1", "bias_add_2", "gelu_3"]], )"
+                                   R"("ops": {"linear_1": {"split": {"batch": 2}}}})"));
+  for (GemmBackend backend : {GemmBackend::kOneDnn, GemmBackend::kOpenBlas}) {
+    set_gemm_backend(backend);
+    const BufferMap want = BlockExecutor(unfused.graph, {.threads = 1})
+                               .run(generate_inputs(unfused.graph, {.seed = 8}));
+    reset_fast_kernel_counts();
+    const BufferMap prepared =
+        BlockExecutor(fused.graph, {.threads = 2}).run(generate_inputs(fused.graph, {.seed = 8}));
+    const BufferMap per_call = ApplicationExecutor(fused.graph, fast_kernels())
+                                   .run(generate_inputs(fused.graph, {.seed = 8}));
+    EXPECT_EQ(fast_kernel_counts().fused_epilogues, 4U);  // 2 shards × 2 executors
+    const Buffer& w = want.at(tensor_named(unfused.graph, name));
+    expect_close(prepared.at(tensor_named(fused.graph, name)), w, w, 0, true, "block executor");
+    expect_close(per_call.at(tensor_named(fused.graph, name)), w, w, 0, true, "per call");
+  }
+  set_gemm_backend(GemmBackend::kAuto);
 }
 
 // A chain the epilogue does not cover (relu ⇒ exp) runs stage by stage on the fast kernels.

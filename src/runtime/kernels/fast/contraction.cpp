@@ -175,17 +175,27 @@ std::optional<EpilogueStep<T>> bias_step(const ContractionPlan<T>& plan, const R
 
 namespace {
 
-// The epilogue on rows [r0, r1) of one C block: every step on a row before the next row.
+// The epilogue on rows [r0, r1) of one C block: every step on a group of rows before the next
+// group, a group as many rows as fill ~16 KiB (one row when rows are long or not contiguous), so
+// the group stays in L1 across the steps while short rows (a 32-wide linear) are not one call
+// per step per row. Each element sees the steps in order, so the values do not depend on it.
 template <typename T>
 void epilogue_rows(const ContractionPlan<T>& p, T* c, std::int64_t r0, std::int64_t r1,
                    const std::vector<EpilogueStep<T>>& steps) {
-  for (std::int64_t r = r0; r < r1; ++r) {
-    T* row = c + r * p.c_m;
+  constexpr std::int64_t kGroupElements = 16384 / static_cast<std::int64_t>(sizeof(T));
+  const bool dense = p.c_n == 1 && p.c_m == p.n;
+  const std::int64_t group =
+      dense ? std::max<std::int64_t>(1, kGroupElements / std::max<std::int64_t>(1, p.n)) : 1;
+  for (std::int64_t g0 = r0; g0 < r1; g0 += group) {
+    const std::int64_t g1 = std::min(r1, g0 + group);
     for (const EpilogueStep<T>& s : steps) {
       if (s.bias != nullptr) {
-        add_in_place(row, p.c_n, s.bias, s.step, p.n);
+        for (std::int64_t r = g0; r < g1; ++r)
+          add_in_place(c + r * p.c_m, p.c_n, s.bias, s.step, p.n);
+      } else if (dense) {
+        unary_in_place(s.op, c + g0 * p.c_m, 1, (g1 - g0) * p.n);
       } else {
-        unary_in_place(s.op, row, p.c_n, p.n);
+        for (std::int64_t r = g0; r < g1; ++r) unary_in_place(s.op, c + r * p.c_m, p.c_n, p.n);
       }
     }
   }
