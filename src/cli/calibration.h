@@ -9,6 +9,9 @@
 //   add           Y = add(A, B), 4096 × 8192 f32 (128 MiB per tensor)     bytes/s (read + written)
 //   relu          Y = relu(A), same size                                 bytes/s
 //   copy          Y = reshape(A) to one dim (a strided copy), same size   bytes/s
+//   add L2        Y = add(A, B) with A, B and Y in half of one core's L2   bytes/s; one thread's
+//                 per thread (its size from Linux sysfs; skipped when        rate is the device's
+//                 unknown), the inputs just written by the graph            cache bandwidth
 //   dispatch      Y = relu(A), A 1024 × 1024 cut into 128 × 128 blocks    seconds per application
 //                 of 8 × 8 (16,384 applications), one thread
 //   run           Y = relu(A) of 1 × 1, every thread: the run's wall time    seconds per run
@@ -68,7 +71,8 @@ struct Calibration {
   std::int64_t memory_bytes = 0;
   double seconds = 0;  // the time budget asked for
   double elapsed_s = 0;
-  std::vector<BenchmarkResult> benchmarks;  // matmul f32, matmul f64, add, relu, copy
+  std::vector<BenchmarkResult> benchmarks;  // matmul f32, matmul f64, add, relu, copy, add f32 L2
+  std::int64_t cache_bytes = 0;  // one core's L2 (sysfs), 0 when unknown: no cache benchmark
   std::int64_t dispatch_applications = 0;
   double dispatch_s = 0;           // per application, wall (kernel included), one thread
   double dispatch_overhead_s = 0;  // per application, beyond the kernel
@@ -80,6 +84,8 @@ struct Calibration {
   std::vector<KernelResult> kernels;
 
   [[nodiscard]] const BenchmarkResult& benchmark(std::string_view name) const;
+  /// The benchmark called `name`, or nullptr (the cache benchmark runs only where L2 is known).
+  [[nodiscard]] const BenchmarkResult* find_benchmark(std::string_view name) const;
 };
 
 /// Runs every benchmark within about `seconds` (plus set-up); `progress` hears each one's name.

@@ -408,8 +408,11 @@ double application_seconds(const Work& work, const DeviceType& device,
     }
     compute = work.flops / (peak->second * rates.efficiency);
   }
-  const double bytes = static_cast<double>(work.bytes_read + work.bytes_written);
-  const double memory = bytes / (device.memory_bandwidth_Bps * rates.bandwidth_efficiency);
+  const std::int64_t moved = work.bytes_read + work.bytes_written;
+  const double bandwidth = device.cache_bytes > 0 && moved <= device.cache_bytes
+                               ? device.cache_bandwidth_Bps
+                               : device.memory_bandwidth_Bps;
+  const double memory = static_cast<double>(moved) / (bandwidth * rates.bandwidth_efficiency);
   return device.launch_s + std::max(compute, memory);
 }
 

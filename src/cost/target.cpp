@@ -142,6 +142,10 @@ std::string describe_target(const Target& t) {
     out += fmt::format("  memory      {} at {}, {} of it achieved\n",
                        si(static_cast<double>(d.memory_bytes), "B"),
                        si(d.memory_bandwidth_Bps, "B/s"), d.bandwidth_efficiency);
+    if (d.cache_bytes > 0) {
+      out += fmt::format("  cache       {} at {}\n", si(static_cast<double>(d.cache_bytes), "B"),
+                         si(d.cache_bandwidth_Bps, "B/s"));
+    }
     out += fmt::format("  power       {} idle, {} busy\n", si(d.idle_w, "W"), si(d.busy_w, "W"));
     for (const auto& [kernel, r] : d.kernels) {
       std::vector<std::string> rates;

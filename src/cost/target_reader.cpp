@@ -187,8 +187,9 @@ class TargetReader {
                               const std::string& path) const {
     DeviceType d;
     d.name = identifier(name, path, "device type");
-    members(j, path, {"kind", "peak_flops", "memory_bandwidth_Bps", "memory_bytes"},
-            {"efficiency", "launch_s", "bandwidth_efficiency", "idle_w", "busy_w", "kernels"});
+    members(
+        j, path, {"kind", "peak_flops", "memory_bandwidth_Bps", "memory_bytes"},
+        {"efficiency", "launch_s", "bandwidth_efficiency", "idle_w", "busy_w", "kernels", "cache"});
     d.kind = identifier(string(j["kind"], path + "/kind"), path + "/kind", "kind");
     object(j["peak_flops"], path + "/peak_flops");
     for (const auto& [dtype_name, flops] : j["peak_flops"].items()) {
@@ -212,6 +213,12 @@ class TargetReader {
     if (j.contains("busy_w")) d.busy_w = non_negative(j["busy_w"], path + "/busy_w");
     if (d.idle_w > d.busy_w) {
       fail(path, fmt::format("idle_w ({}) must be <= busy_w ({})", d.idle_w, d.busy_w));
+    }
+    if (j.contains("cache")) {
+      const std::string at = path + "/cache";
+      members(j["cache"], at, {"bytes", "bandwidth_Bps"}, {});
+      d.cache_bytes = positive_integer(j["cache"]["bytes"], at + "/bytes", d.memory_bytes);
+      d.cache_bandwidth_Bps = positive(j["cache"]["bandwidth_Bps"], at + "/bandwidth_Bps");
     }
     if (j.contains("kernels")) {
       const std::string at = path + "/kernels";
@@ -380,6 +387,9 @@ nlohmann::json to_json(const Target& target) {
                      {"memory_bytes", d.memory_bytes},
                      {"idle_w", d.idle_w},
                      {"busy_w", d.busy_w}};
+    if (d.cache_bytes > 0) {
+      types[d.name]["cache"] = {{"bytes", d.cache_bytes}, {"bandwidth_Bps", d.cache_bandwidth_Bps}};
+    }
     if (!d.kernels.empty()) {
       nlohmann::json kernels = nlohmann::json::object();
       for (const auto& [kernel, r] : d.kernels) {

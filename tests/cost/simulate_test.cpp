@@ -44,6 +44,23 @@ TEST(Roofline, MemoryBoundComputeBoundAndTheLaunchFloor) {
   EXPECT_DOUBLE_EQ(transfer_seconds(1'000'000, Link{1e9, 5e-6, true}), 0.0);
 }
 
+// An application whose bytes fit in the device's cache streams at the cache's bandwidth (times
+// the same bandwidth efficiency); one byte more and it streams from memory.
+TEST(Roofline, ACacheServesWhatFitsInIt) {
+  DeviceType d = toy_target().device_types[0];  // 1 GB/s memory
+  const Work work{.flops = 250'000, .bytes_read = 1'000'000, .bytes_written = 1'000'000};
+  d.cache_bandwidth_Bps = 4e9;
+  d.cache_bytes = 2'000'000;
+  EXPECT_DOUBLE_EQ(application_seconds(work, d), 0.5e-3);
+  d.bandwidth_efficiency = 0.5;
+  EXPECT_DOUBLE_EQ(application_seconds(work, d), 1e-3);
+  d.cache_bytes = 1'999'999;
+  EXPECT_DOUBLE_EQ(application_seconds(work, d), 4e-3);
+  d.cache_bytes = 0;  // no cache
+  d.cache_bandwidth_Bps = 0;
+  EXPECT_DOUBLE_EQ(application_seconds(work, d), 4e-3);
+}
+
 // A device type's "kernels" entry replaces its efficiencies for that kernel only.
 TEST(Roofline, KernelRatesApplyToTheirKernelOnly) {
   Target t = toy_target(1, 1);

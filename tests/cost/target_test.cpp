@@ -267,7 +267,7 @@ const BadTarget kBadTargets[] = {
      "",
      "t.json: /device_types/big/tflops: unknown member (expected one of kind, peak_flops, "
      "memory_bandwidth_Bps, memory_bytes, efficiency, launch_s, bandwidth_efficiency, idle_w, "
-     "busy_w, kernels)"},
+     "busy_w, kernels, cache)"},
     {"missing name", R"([{"op": "remove", "path": "/name"}])", "",
      "t.json: /: missing member \"name\""},
     {"unknown device type in nodes", R"([{"op": "add", "path": "/nodes/devices/tpu", "value": 1}])",
@@ -365,6 +365,27 @@ const BadTarget kBadTargets[] = {
      R"([{"op": "add", "path": "/device_types/big/kernels", "value": {"gelu": {"speed": 2}}}])", "",
      "t.json: /device_types/big/kernels/gelu/speed: unknown member (expected one of efficiency, "
      "bandwidth_efficiency)"},
+    {"a cache without its bandwidth",
+     R"([{"op": "add", "path": "/device_types/big/cache", "value": {"bytes": 1024}}])", "",
+     "t.json: /device_types/big/cache: missing member \"bandwidth_Bps\""},
+    {"a cache of 0 bytes",
+     R"([{"op": "add", "path": "/device_types/big/cache",
+          "value": {"bytes": 0, "bandwidth_Bps": 1e12}}])",
+     "", "t.json: /device_types/big/cache/bytes: must be >= 1, got 0"},
+    {"a cache larger than the memory",
+     R"([{"op": "add", "path": "/device_types/big/cache",
+          "value": {"bytes": 1e15, "bandwidth_Bps": 1e12}}])",
+     "", "t.json: /device_types/big/cache/bytes: must be <= 32000000000, got 1e+15"},
+    {"a negative cache bandwidth",
+     R"([{"op": "add", "path": "/device_types/big/cache",
+          "value": {"bytes": 1024, "bandwidth_Bps": -1}}])",
+     "", "t.json: /device_types/big/cache/bandwidth_Bps: must be > 0, got -1"},
+    {"an unknown cache member",
+     R"([{"op": "add", "path": "/device_types/big/cache",
+          "value": {"bytes": 1024, "bandwidth_Bps": 1e12, "level": 2}}])",
+     "",
+     "t.json: /device_types/big/cache/level: unknown member (expected one of bytes, "
+     "bandwidth_Bps)"},
     {"a key with '/' is escaped in the pointer",
      R"([{"op": "add", "path": "/links/a~1b", "value": {}}])", "",
      "t.json: /links/a~1b: unknown member (expected one of intra_node, inter_node, host)"},
@@ -393,6 +414,23 @@ TEST(Target, KernelRatesOverrideTheDeviceTypesAndRoundTrip) {
   EXPECT_THAT(describe_target(t), ::testing::HasSubstr("  kernel      gelu: 0.01 of peak\n"));
   EXPECT_THAT(describe_target(t),
               ::testing::HasSubstr("  kernel      conv2d: 0.5 of peak, 0.5 of bandwidth\n"));
+}
+
+// A device type's cache: read, written back, described.
+TEST(Target, CacheIsReadAndRoundTrips) {
+  const std::string text =
+      json::parse(kTwoNodes)
+          .patch(json::parse(R"([{"op": "add", "path": "/device_types/big/cache",
+                                  "value": {"bytes": 1048576, "bandwidth_Bps": 5e10}}])"))
+          .dump();
+  const Target t = parse_target(text, "t.json");
+  EXPECT_EQ(t.device_types[0].cache_bytes, 1048576);
+  EXPECT_DOUBLE_EQ(t.device_types[0].cache_bandwidth_Bps, 5e10);
+  EXPECT_EQ(t.device_types[1].cache_bytes, 0);  // "small" declares none
+  EXPECT_EQ(parse_target(to_json(t).dump(), "again"), t);
+  EXPECT_EQ(parse_target(target_json_text(t), "again"), t);
+  EXPECT_THAT(describe_target(t), ::testing::HasSubstr("  cache       1.05 MB at 50 GB/s\n"));
+  EXPECT_FALSE(to_json(parse_target(kTwoNodes, "t.json"))["device_types"]["big"].contains("cache"));
 }
 
 TEST(Target, BadTargetsGetTheirExactError) {

@@ -4,6 +4,8 @@
 //   time = launch_s + max(flops / (peak_flops[dtype] · efficiency),
 //                         (bytes_read + bytes_written) / (memory_bandwidth_Bps ·
 //                         bandwidth_efficiency))
+// where a device type with a cache streams an application whose bytes fit in cache_bytes at
+// cache_bandwidth_Bps instead (target.h).
 // The efficiencies are the device type's, or its "kernels" entry for the operation's kernel
 // (target.h). A fused operation's compute efficiency is its stages' weighted by their parts of
 // the FLOPs, harmonically (the time of each stage's FLOPs at its own rate, summed), and its

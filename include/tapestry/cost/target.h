@@ -15,6 +15,7 @@
 //                "efficiency": 0.7, "launch_s": 5e-6,
 //                "memory_bandwidth_Bps": 3.35e12, "bandwidth_efficiency": 0.8,
 //                "memory_bytes": 80e9, "idle_w": 70, "busy_w": 700,
+//                "cache": {"bytes": 50e6, "bandwidth_Bps": 10e12},
 //                "kernels": {"softmax": {"bandwidth_efficiency": 0.4}}}
 //     },
 //     "nodes": {"count": 1, "devices": {"h100": 8}},
@@ -86,6 +87,12 @@ struct DeviceType {
   /// Memory bandwidth, bytes/s, > 0, and the fraction of it a memory-bound kernel achieves.
   double memory_bandwidth_Bps = 0.0;
   double bandwidth_efficiency = 1.0;
+  /// An optional cache (JSON "cache": {"bytes": …, "bandwidth_Bps": …}, both > 0; 0: none): an
+  /// application whose bytes read + written fit in cache_bytes streams at cache_bandwidth_Bps
+  /// instead of memory_bandwidth_Bps (times the same bandwidth_efficiency). On a CPU: a core's
+  /// L2, which holds what the previous application just wrote (calibrate measures both).
+  std::int64_t cache_bytes = 0;
+  double cache_bandwidth_Bps = 0.0;
   /// Memory capacity, bytes, > 0.
   std::int64_t memory_bytes = 0;
   /// Power drawn idle and busy, watts, 0 <= idle <= busy.
