@@ -21,6 +21,10 @@ std::string_view kernel_path_name(KernelPath path) {
       return "vectorised";
     case KernelPath::kBody:
       return "body";
+    case KernelPath::kPlugin:
+      return "plugin";
+    case KernelPath::kMpi:
+      return "mpi";
     case KernelPath::kReference:
       return "reference";
   }
@@ -29,8 +33,9 @@ std::string_view kernel_path_name(KernelPath path) {
 
 KernelPath KernelPathSet::resolve() const {
   // A fallback first (it is what a slow operation needs explained), then the libraries.
-  for (KernelPath p : {KernelPath::kReference, KernelPath::kOneDnn, KernelPath::kOpenBlas,
-                       KernelPath::kBody, KernelPath::kVectorised}) {
+  for (KernelPath p :
+       {KernelPath::kReference, KernelPath::kOneDnn, KernelPath::kOpenBlas, KernelPath::kBody,
+        KernelPath::kPlugin, KernelPath::kMpi, KernelPath::kVectorised}) {
     if (has(p)) return p;
   }
   return KernelPath::kReference;

@@ -13,6 +13,7 @@
 
 #include "tapestry/metakernel/loader.h"
 #include "tapestry/plugin.h"
+#include "tapestry/runtime/kernel_path.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::runtime {
@@ -111,6 +112,7 @@ KernelFn plugin_kernel(TapestryKernelFn fn, std::string library) {
       call.fail(
           fmt::format("{} (plugin {})", error[0] != '\0' ? error : "failed (no message)", path));
     }
+    note_kernel_path(KernelPath::kPlugin);
   };
 }
 

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "tapestry/runtime/kernel_path.h"
+
 namespace tapestry::runtime {
 
 namespace {
@@ -53,6 +55,65 @@ std::string collective_summary(const nlohmann::json& collectives) {
   return fmt::format("collectives: {}\n", fmt::join(parts, ", "));
 }
 
+// The ranks' kernel paths summed ({"onednn": 6, "vectorised": 4}, in KernelPath order), and
+// their fallbacks per operation ({"Y": 2}, operations that had any).
+nlohmann::json merged_paths(const std::vector<nlohmann::json>& ranks) {
+  KernelPathCounts counts{};
+  for (const nlohmann::json& r : ranks) {
+    const nlohmann::json paths = r.value("paths", nlohmann::json::object());
+    for (const auto& [name, n] : paths.items()) {
+      for (std::size_t i = 0; i < kKernelPathCount; ++i) {
+        if (kernel_path_name(static_cast<KernelPath>(i)) == name)
+          counts[i] += n.get<std::uint64_t>();
+      }
+    }
+  }
+  nlohmann::json out = nlohmann::json::object();
+  for (std::size_t i = 0; i < kKernelPathCount; ++i) {
+    if (counts[i] > 0) out[std::string(kernel_path_name(static_cast<KernelPath>(i)))] = counts[i];
+  }
+  return out;
+}
+
+nlohmann::json merged_fallbacks(const std::vector<nlohmann::json>& ranks) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const nlohmann::json& r : ranks) {
+    for (const nlohmann::json& op : r.value("operations", nlohmann::json::array())) {
+      const auto n = op.value("fallbacks", std::uint64_t{0});
+      if (n == 0) continue;
+      const auto name = op.at("operation").get<std::string>();
+      out[name] = out.value(name, std::uint64_t{0}) + n;
+    }
+  }
+  return out;
+}
+
+// "kernel paths: onednn 6, vectorised 4 applications; 0 fallbacks\n" — the single-process
+// summary's line (run_metrics.h), over every rank.
+std::string paths_line(const nlohmann::json& merged) {
+  std::vector<std::string> parts;
+  std::uint64_t applications = 0;
+  const nlohmann::json paths = merged.value("paths", nlohmann::json::object());
+  for (std::size_t i = 0; i < kKernelPathCount; ++i) {  // KernelPath order, not the JSON's
+    const std::string name(kernel_path_name(static_cast<KernelPath>(i)));
+    const auto n = paths.value(name, std::uint64_t{0});
+    if (n == 0) continue;
+    parts.push_back(fmt::format("{} {}", name, n));
+    applications += n;
+  }
+  std::vector<std::string> fell;
+  const nlohmann::json by_operation =
+      merged.value("fallbacks_by_operation", nlohmann::json::object());
+  for (const auto& [name, n] : by_operation.items()) {
+    const auto calls = n.get<std::uint64_t>();
+    fell.push_back(fmt::format("{} ({} call{})", name, calls, calls == 1 ? "" : "s"));
+  }
+  return fmt::format("kernel paths: {} application{}; {}\n", fmt::join(parts, ", "),
+                     applications == 1 ? "" : "s",
+                     fell.empty() ? std::string("0 fallbacks")
+                                  : fmt::format("fallbacks in {}", fmt::join(fell, ", ")));
+}
+
 }  // namespace
 
 nlohmann::json rank_metrics_json(const RankMetrics& m) {
@@ -84,6 +145,7 @@ nlohmann::json merge_rank_metrics(const std::vector<nlohmann::json>& ranks) {
   std::int64_t flops = 0;
   std::int64_t moved = 0;
   std::int64_t peak = 0;
+  std::uint64_t fallbacks = 0;
   nlohmann::json list = nlohmann::json::array();
   for (const nlohmann::json& r : ranks) {
     wall = std::max(wall, r.at("wall_s").get<double>());
@@ -92,6 +154,7 @@ nlohmann::json merge_rank_metrics(const std::vector<nlohmann::json>& ranks) {
     flops += r.at("flops").get<std::int64_t>();
     moved += r.at("bytes_sent").get<std::int64_t>();
     peak = std::max(peak, r.at("peak_memory_bytes").get<std::int64_t>());
+    fallbacks += r.value("fallbacks", std::uint64_t{0});
     nlohmann::json without = r;
     without.erase("trace");
     list.push_back(std::move(without));
@@ -106,6 +169,9 @@ nlohmann::json merge_rank_metrics(const std::vector<nlohmann::json>& ranks) {
       {"wait_s", wait},
       {"bytes_moved", moved},
       {"peak_memory_bytes", peak},
+      {"fallbacks", fallbacks},
+      {"fallbacks_by_operation", merged_fallbacks(ranks)},
+      {"paths", merged_paths(ranks)},
       {"collectives", ranks.empty() ? nlohmann::json::array()
                                     : ranks.front().value("collectives", nlohmann::json::array())},
       {"ranks", std::move(list)}};
@@ -133,6 +199,7 @@ std::string rank_summary_table(const nlohmann::json& merged) {
       "wall {}   {} ({:.1f} GFLOP/s)   {} ranks   {} moved between ranks\n", format_seconds(wall),
       format_flops(flops), merged.at("gflops").get<double>(), merged.at("ranks_count").get<int>(),
       format_bytes(merged.at("bytes_moved").get<std::int64_t>()));
+  out += paths_line(merged);
   out += collective_summary(merged.value("collectives", nlohmann::json::array()));
   out += fmt::format("{:<16} {:>5} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10}\n", "rank", "apps",
                      "threads", "busy", "waiting", "sent", "received", "peak mem");

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "tapestry/runtime/buffer.h"
+#include "tapestry/runtime/kernel_path.h"
 #include "tapestry/runtime/view.h"
 #include "tapestry/support/assert.h"
 #include "tapestry/support/error.h"
@@ -187,9 +188,9 @@ void add_gathers(const BlockProgram& p, const Lookup& lookup,
 }
 
 // The reduce a collective replaces, on its root: a no-op that reads nothing (the sum arrives
-// from MPI before it runs) and writes the result.
+// from MPI before it runs) and writes the result; its kernel path is `mpi`.
 void make_no_op(BlockTask& task) {
-  task.kernel = [](const KernelCall&) {};
+  task.kernel = [](const KernelCall&) { note_kernel_path(KernelPath::kMpi); };
   task.call.inputs = {};
   task.inputs.clear();
   task.touches = task.writes;

@@ -102,6 +102,16 @@ same_as_block "allreduce of two partials" 2 "$ar" --plan "$tmp/ar2.json" --metri
 grep -q "^collectives: 1 allreduce (Y/reduce)$" "$tmp/out" &&
   grep -q '"kind": "allreduce"' "$tmp/ar-m.json" && grep -q '"bitwise": true' "$tmp/ar-m.json"
 check "allreduce named in the summary and the metrics" $?
+# Kernel paths over every rank: the summary line and the merged --metrics (Y: 2 partial linears
+# and their reduce, Z: 2 linears, all float32).
+grep -qE "^kernel paths: (onednn|openblas) [0-9]+.* applications; 0 fallbacks$" "$tmp/out" &&
+  python3 -c "
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m['fallbacks'] == 0 and 'reference' not in m['paths'] and m['paths'].get('mpi') == 1, m['paths']
+assert sum(m['paths'].values()) == sum(r['applications'] for r in m['ranks']), m['paths']
+" "$tmp/ar-m.json"
+check "MPI runs report the kernel paths of every rank" $?
 same_as_block "reduce of two partials" 2 "$ar" --plan "$tmp/r2.json"
 grep -q "^collectives: 1 reduce (Y/reduce)$" "$tmp/out"
 check "reduce named in the summary" $?

@@ -77,6 +77,16 @@ succeeds "sharded reference run is bitwise" "^PASS   Y: bitwise" -- \
   "$tapestry" run "$graph" --plugin "$swish" --split Y.batch=2 --split Y.out=2 --kernels reference \
   --inputs "$tmp/in" --outputs "$tmp/sharded_ref" --verify --quiet
 cmp -s "$tmp/ref/Y.npy" "$tmp/sharded_ref/Y.npy"; check "sharded reference run equals unsharded bitwise" $?
+succeeds "a plugin kernel's path is plugin" "^Y +swish +1 .* plugin$" -- \
+  "$tapestry" run "$graph" --plugin "$swish" --inputs "$tmp/in" --metrics "$tmp/paths.json"
+python3 -c "
+import json, sys
+m = json.load(open(sys.argv[1]))
+op = {o['operation']: o for o in m['operations']}
+assert op['Y']['paths'] == {'plugin': 1} and op['Y']['fallbacks'] == 0, op['Y']
+assert m['paths'].get('plugin') == 1 and 'reference' not in m['paths'], m['paths']
+" "$tmp/paths.json" >"$tmp/out" 2>"$tmp/err"
+check "--metrics counts the plugin's application as plugin" $?
 succeeds "verify --plugin" "^PASS   Y" -- \
   "$tapestry" verify "$graph" --plugin "$swish" --inputs "$tmp/in" --outputs "$tmp/sharded"
 

@@ -13,6 +13,8 @@ TEST(KernelPath, Names) {
   EXPECT_EQ(kernel_path_name(KernelPath::kOpenBlas), "openblas");
   EXPECT_EQ(kernel_path_name(KernelPath::kVectorised), "vectorised");
   EXPECT_EQ(kernel_path_name(KernelPath::kBody), "body");
+  EXPECT_EQ(kernel_path_name(KernelPath::kPlugin), "plugin");
+  EXPECT_EQ(kernel_path_name(KernelPath::kMpi), "mpi");
   EXPECT_EQ(kernel_path_name(KernelPath::kReference), "reference");
 }
 
@@ -31,6 +33,9 @@ TEST(KernelPath, ResolvesAFallbackFirstThenTheLibraries) {
       {none.with(P::kOpenBlas).with(P::kVectorised), P::kOpenBlas},
       {none.with(P::kOneDnn).with(P::kOpenBlas), P::kOneDnn},
       {none.with(P::kBody).with(P::kVectorised), P::kBody},
+      {none.with(P::kPlugin).with(P::kVectorised), P::kPlugin},  // a fused chain with a plugin
+      {none.with(P::kBody).with(P::kPlugin), P::kBody},
+      {none.with(P::kPlugin).with(P::kReference), P::kReference},
       {none.with(P::kOneDnn).with(P::kReference), P::kReference},  // one stage fell back
   };
   for (const Case& c : cases) {

@@ -39,6 +39,35 @@ TEST(RankMetrics, MergeTakesTheSlowestWallAndSumsTheRest) {
   EXPECT_THAT(table, HasSubstr("1 rank:1"));
 }
 
+// Kernel paths and fallbacks add up over the ranks, and the summary says them as a single
+// process's does.
+TEST(RankMetrics, MergeSumsKernelPathsAndFallbacks) {
+  RankMetrics a = rank(0, 2.0, 10, 0);
+  a.run.operations.push_back({.operation = "Y", .kernel = "linear", .applications = 3});
+  a.run.operations.back().paths[static_cast<std::size_t>(KernelPath::kOneDnn)] = 3;
+  a.run.operations.push_back({.operation = "Z", .kernel = "relu", .applications = 2});
+  a.run.operations.back().paths[static_cast<std::size_t>(KernelPath::kVectorised)] = 2;
+  RankMetrics b = rank(1, 3.0, 20, 64);
+  b.run.operations.push_back({.operation = "Y", .kernel = "linear", .applications = 1});
+  b.run.operations.back().paths[static_cast<std::size_t>(KernelPath::kOneDnn)] = 1;
+  nlohmann::json merged = merge_rank_metrics({rank_metrics_json(a), rank_metrics_json(b)});
+  EXPECT_EQ(merged["paths"], nlohmann::json::parse(R"({"onednn": 4, "vectorised": 2})"));
+  EXPECT_EQ(merged["fallbacks"], 0);
+  EXPECT_THAT(rank_summary_table(merged),
+              HasSubstr("kernel paths: onednn 4, vectorised 2 applications; 0 fallbacks\n"));
+
+  b.run.operations.push_back({.operation = "Z", .kernel = "relu", .applications = 2});
+  b.run.operations.back().paths[static_cast<std::size_t>(KernelPath::kReference)] = 2;
+  b.run.operations.back().fallbacks = 2;
+  a.run.operations[1].fallbacks = 1;
+  merged = merge_rank_metrics({rank_metrics_json(a), rank_metrics_json(b)});
+  EXPECT_EQ(merged["fallbacks"], 3);
+  EXPECT_EQ(merged["fallbacks_by_operation"], nlohmann::json::parse(R"({"Z": 3})"));
+  EXPECT_THAT(rank_summary_table(merged),
+              HasSubstr("kernel paths: onednn 4, vectorised 2, reference 2 applications; "
+                        "fallbacks in Z (3 calls)\n"));
+}
+
 TEST(RankMetrics, TraceHasAProcessPerRankAndTheMessages) {
   const nlohmann::json trace = merge_rank_traces(
       {rank_metrics_json(rank(0, 2.0, 10, 0)), rank_metrics_json(rank(1, 3.0, 20, 64))});

@@ -11,6 +11,8 @@
 //   a float32 GEMM or convolution oneDNN ran             kOneDnn      then the libraries
 //   a GEMM OpenBLAS ran (f64; tiny f32 products)         kOpenBlas
 //   a kernel body evaluated by runs (body_kernels.h)     kBody
+//   a plugin's kernel function (plugin.h)                kPlugin
+//   the reduce an MPI collective computed (mpi_executor) kMpi
 //   any other fast path (hand-written loops)             kVectorised  last
 //   nothing (the reference set, a kernel without tags)   —            kReference
 //
@@ -31,11 +33,19 @@
 namespace tapestry::runtime {
 
 /// The implementations a kernel call can take (docs/runtime.md, "Metrics").
-enum class KernelPath : std::uint8_t { kOneDnn, kOpenBlas, kVectorised, kBody, kReference };
+enum class KernelPath : std::uint8_t {
+  kOneDnn,
+  kOpenBlas,
+  kVectorised,
+  kBody,
+  kPlugin,
+  kMpi,
+  kReference
+};
 
-inline constexpr std::size_t kKernelPathCount = 5;
+inline constexpr std::size_t kKernelPathCount = 7;
 
-/// "onednn", "openblas", "vectorised", "body", "reference".
+/// "onednn", "openblas", "vectorised", "body", "plugin", "mpi", "reference".
 [[nodiscard]] std::string_view kernel_path_name(KernelPath path);
 
 /// Applications per path, indexed by KernelPath.
@@ -52,7 +62,7 @@ class KernelPathSet {
   [[nodiscard]] bool has(KernelPath path) const { return (bits_ & bit(path)) != 0; }
   [[nodiscard]] bool is_empty() const { return bits_ == 0; }
   /// The application's path: kReference when it noted a fallback or nothing, else the first
-  /// noted of kOneDnn, kOpenBlas, kBody, kVectorised.
+  /// noted of kOneDnn, kOpenBlas, kBody, kPlugin, kMpi, kVectorised.
   [[nodiscard]] KernelPath resolve() const;
 
   bool operator==(const KernelPathSet&) const = default;

@@ -66,8 +66,9 @@ struct RankMetrics {
 
 /// The job's report from every rank's rank_metrics_json (in rank order): wall_s (the slowest
 /// rank), flops (Σ), gflops, bytes_moved (Σ sent), busy_s (Σ), wait_s (Σ), peak_memory_bytes
-/// (the largest rank's), collectives (rank 0's list: the job's), ranks (each rank's JSON without
-/// its trace).
+/// (the largest rank's), fallbacks (Σ), fallbacks_by_operation ({"Y": 2}: operations with any),
+/// paths (applications per kernel path, Σ: {"onednn": 6, "vectorised": 4}), collectives (rank
+/// 0's list: the job's), ranks (each rank's JSON without its trace).
 [[nodiscard]] nlohmann::json merge_rank_metrics(const std::vector<nlohmann::json>& ranks);
 
 /// One Chrome trace of every rank's: rank r is process r, named "rank r (NAME)".
