@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """transformer_torch: PyTorch baselines of bench/transformer_vs_baselines.sh — the layer of
-examples/transformer_block.tap (B = 4, S = 128, D = 512, 8 heads of 64, MLP 2048, no layer norm):
+examples/transformer_block.tap (B = 4, S = 128, D = 512, 8 heads of 64, MLP 2048, no layer norm;
+the defaults) and of examples/transformer_large.tap (--batch 4 --seq 512 --width 1024 --heads 16
+--mlp 4096):
 
     Q, K, V = linear(X, Wq, bq) …  → [B, H, S, Dh];  P = softmax(Q·Kᵀ · Scale);  Ctx = P·V
     R1 = X + linear(Ctx → [B·S, D], Wo, bo);  Y = R1 + linear(gelu(linear(R1, W1, b1)), W2, b2)
@@ -20,7 +22,14 @@ parser.add_argument("--threads", type=int, default=2)
 parser.add_argument("--reps", type=int, default=5)
 parser.add_argument("--inputs", required=True)
 parser.add_argument("--out")
+parser.add_argument("--batch", type=int, default=4)
+parser.add_argument("--seq", type=int, default=128)
+parser.add_argument("--width", type=int, default=512)
+parser.add_argument("--heads", type=int, default=8)
+parser.add_argument("--mlp", type=int, default=2048)
 args = parser.parse_args()
+if args.width % args.heads:
+    parser.error(f"--width {args.width} is not a multiple of --heads {args.heads}")
 try:
     import numpy as np
     import torch
@@ -32,15 +41,21 @@ except ImportError as e:
 torch.set_num_threads(args.threads)
 names = ["X", "Wq", "bq", "Wk", "bk", "Wv", "bv", "Wo", "bo", "W1", "b1", "W2", "b2", "Scale"]
 t = {n: torch.from_numpy(np.load(os.path.join(args.inputs, n + ".npy"))) for n in names}
+want = {"X": (args.batch * args.seq, args.width), "W1": (args.mlp, args.width)}
+for n, shape in want.items():
+    if tuple(t[n].shape) != shape:
+        raise SystemExit(f"transformer_torch: {n}.npy is {tuple(t[n].shape)}, the flags say {shape}")
 
 
 class Block(torch.nn.Module):
     def forward(self, x, wq, bq, wk, bk, wv, bv, wo, bo, w1, b1, w2, b2, scale):
+        b, s, h = args.batch, args.seq, args.heads
+
         def heads(v):
-            return v.reshape(4, 128, 8, 64).permute(0, 2, 1, 3)
+            return v.reshape(b, s, h, args.width // h).permute(0, 2, 1, 3)
         q, k, v = heads(F.linear(x, wq, bq)), heads(F.linear(x, wk, bk)), heads(F.linear(x, wv, bv))
         p = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * scale, dim=-1)
-        ctx = torch.matmul(p, v).permute(0, 2, 1, 3).reshape(512, 512)
+        ctx = torch.matmul(p, v).permute(0, 2, 1, 3).reshape(b * s, args.width)
         r1 = x + F.linear(ctx, wo, bo)
         return r1 + F.linear(F.gelu(F.linear(r1, w1, b1)), w2, b2)
 

@@ -6,10 +6,12 @@
 # the run options: metrics, trace, memory limit, threads, bad input; and a graph that contradicts
 # its kernels (validate, run, shard, --trust-ipfs).
 # Usage: examples_test.sh TAPESTRY ROOT [full]
-#   default: examples/linear_relu.tap and small stand-ins of mlp and convnet (same op names);
+#   default: examples/linear_relu.tap and small stand-ins of mlp, convnet and transformer_large
+#            (same op names);
 #   full:    the examples at their real sizes (slow: the naive reference run alone takes ~7 min
-#            for the MLP). There the `--kernels reference` rerun is skipped for the MLP, whose
-#            reference-kernel runs the default mode already checks on the small stand-in.
+#            for the MLP, ~3 min for transformer_large). There the `--kernels reference` rerun is
+#            skipped for those two, whose reference-kernel runs the default mode already checks
+#            on the small stand-ins.
 set -uo pipefail
 tapestry=$1
 root=$2
@@ -37,7 +39,7 @@ for plan in "$root"/examples/plans/*.json; do
     echo "FAIL $name: shard/validate"; cat "$tmp/err"; failures=$((failures + 1))
   elif ! "$tapestry" run "$graph" --plan "$plan" --verify --seed 3 --threads 2 >"$tmp/out" 2>&1; then
     echo "FAIL $name: run --verify"; cat "$tmp/out"; failures=$((failures + 1))
-  elif ! [[ $mode == full && $example == mlp ]] &&
+  elif ! [[ $mode == full && ($example == mlp || $example == transformer_large) ]] &&
        ! "$tapestry" run "$graph" --plan "$plan" --verify --seed 3 --kernels reference >"$tmp/ref" 2>&1; then
     echo "FAIL $name: run --verify --kernels reference"; cat "$tmp/ref"; failures=$((failures + 1))
   else

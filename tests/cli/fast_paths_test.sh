@@ -6,8 +6,9 @@
 # say "0 fallbacks". Then a forced fallback (an integer conv2d: the fast set runs the reference)
 # must be reported by name.
 # Usage: fast_paths_test.sh TAPESTRY ROOT [full]
-#   default: the examples at their real sizes except mlp and resnet_bottleneck, which run as the
-#            small stand-ins of tests/data/cli (same operation names, so the plans apply)
+#   default: the examples at their real sizes except mlp, resnet_bottleneck and
+#            transformer_large, which run as the small stand-ins of tests/data/cli (same operation
+#            names, so the plans apply)
 #   full:    every example at its real size
 set -uo pipefail
 tapestry=$1
@@ -31,7 +32,7 @@ for example in "$root"/examples/*.tap; do
   name=$(basename "$example" .tap)
   graph=$example
   if [[ $mode == small && -f "$root/tests/data/cli/${name}_small.tap" &&
-        ($name == mlp || $name == resnet_bottleneck) ]]; then
+        ($name == mlp || $name == resnet_bottleneck || $name == transformer_large) ]]; then
     graph="$root/tests/data/cli/${name}_small.tap"
   fi
   for plan in none "$root"/examples/plans/"$name"-*.json; do

@@ -8,6 +8,7 @@
 // truths are measured in units of denorm_min. A truth beyond the largest finite value must give
 // what rounding it gives (±∞ or ±max); a NaN truth must give NaN and nothing else may.
 // docs/runtime.md ("Accuracy of the elementwise kernels") quotes the bounds below.
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstdlib>
@@ -501,6 +502,59 @@ TEST(ExpFastUnderflow, BitwiseEqualToStdExp) {
   EXPECT_EQ(kernels::scalar::exp_fast_underflow(-inf), 0.0f);
   EXPECT_TRUE(std::isnan(kernels::scalar::exp_fast_underflow(std::nanf(""))));
   EXPECT_TRUE(std::isnan(kernels::scalar::exp_fast_underflow(std::nan(""))));
+}
+
+// gelu's f32 path rests on two branch-free f64 helpers; their own errors, measured against long
+// double, are what make the final rounding to f32 the only one that shows (≤ 0.51 ulp above).
+LD relative_error(double got, LD truth) {
+  return truth == 0 ? std::fabs(static_cast<LD>(got)) : std::fabs((got - truth) / truth);
+}
+
+TEST(BranchlessExp, RelativeErrorBelow8Ulps) {
+  LD worst = 0;
+  for (double a = -708.0; a <= 700.0; a += 0.0137) {
+    worst = std::max(worst, relative_error(kernels::scalar::exp_branchless(a), std::exp(LD{a})));
+  }
+  for (double a = -0.4; a <= 0.4; a += 1e-4) {  // |r| ≤ ln2/2 and the k = ±1 seams
+    worst = std::max(worst, relative_error(kernels::scalar::exp_branchless(a), std::exp(LD{a})));
+  }
+  EXPECT_LT(worst, 8 * 0x1p-53L);  // measured: 4.3
+  EXPECT_EQ(kernels::scalar::exp_branchless(0.0), 1.0);
+  // Below −708 the argument is taken as −708: the result stays normal (gelu_f32 relies on it
+  // only where its f32 result is −0 anyway).
+  EXPECT_EQ(kernels::scalar::exp_branchless(-1e6), kernels::scalar::exp_branchless(-708.0));
+  EXPECT_EQ(kernels::scalar::exp_branchless(-std::numeric_limits<double>::infinity()),
+            kernels::scalar::exp_branchless(-708.0));
+  EXPECT_GE(kernels::scalar::exp_branchless(-708.0), DBL_MIN);
+  EXPECT_TRUE(std::isnan(kernels::scalar::exp_branchless(std::nan(""))));
+}
+
+TEST(BranchlessErfc, RelativeErrorBelow1e12) {
+  LD worst = 0, at = 0;
+  for (double z = 0; z <= 26.5; z += 1.0 / 1024) {
+    const LD e = relative_error(kernels::scalar::erfc_branchless(z), std::erfc(LD{z}));
+    if (e > worst) worst = e, at = z;
+  }
+  EXPECT_LT(worst, 1e-12L) << "at z = " << static_cast<double>(at);
+  EXPECT_GT(worst, 1e-16L);  // a fit, not libm: were it exact, this test would measure nothing
+  EXPECT_EQ(kernels::scalar::erfc_branchless(std::numeric_limits<double>::infinity()), 0.0);
+  EXPECT_TRUE(std::isnan(kernels::scalar::erfc_branchless(std::nan(""))));
+  // One coefficient off by a part in 10^6 moves the result far past the bound.
+  EXPECT_GT(relative_error(kernels::scalar::erfc_branchless(3.0) * (1 + 1e-6), std::erfc(3.0L)),
+            1e-7L);
+}
+
+TEST(BranchlessGelu, SpecialValues) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto bits = [](float v) { return std::bit_cast<std::uint32_t>(v); };
+  EXPECT_EQ(bits(kernels::scalar::gelu_f32(-inf)), bits(-0.0f));
+  EXPECT_EQ(kernels::scalar::gelu_f32(inf), inf);
+  EXPECT_EQ(bits(kernels::scalar::gelu_f32(-0.0f)), bits(-0.0f));
+  EXPECT_EQ(bits(kernels::scalar::gelu_f32(0.0f)), bits(0.0f));
+  EXPECT_EQ(bits(kernels::scalar::gelu_f32(-15.0f)), bits(-0.0f));  // below x ≈ −14.1
+  EXPECT_LT(kernels::scalar::gelu_f32(-13.0f), 0.0f);               // still a subnormal there
+  EXPECT_EQ(kernels::scalar::gelu_f32(100.0f), 100.0f);
+  EXPECT_TRUE(std::isnan(kernels::scalar::gelu_f32(std::nanf(""))));
 }
 
 }  // namespace
