@@ -217,8 +217,13 @@ TEST(BlockExecutor, FallbacksToTheReferenceAreCountedPerOperation) {
   // The paths: every linear application ran the reference, every relu the vectorised loops.
   std::map<std::string, KernelPathCounts> paths;
   for (const OperationMetrics& op : m.operations) paths[op.kernel] = op.paths;
-  EXPECT_EQ(paths["linear"], (KernelPathCounts{0, 0, 0, 0, 3}));
-  EXPECT_EQ(paths["relu"], (KernelPathCounts{0, 0, 2, 0, 0}));
+  const auto count = [](KernelPath path, std::uint64_t n) {
+    KernelPathCounts c{};
+    c[static_cast<std::size_t>(path)] = n;
+    return c;
+  };
+  EXPECT_EQ(paths["linear"], count(KernelPath::kReference, 3));
+  EXPECT_EQ(paths["relu"], count(KernelPath::kVectorised, 2));
   for (const ApplicationMetrics& a : m.applications) {
     EXPECT_EQ(a.path, a.kernel == "linear" ? KernelPath::kReference : KernelPath::kVectorised);
   }
