@@ -5,6 +5,7 @@
 #include "tapestry/runtime/block_executor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -75,7 +76,10 @@ struct ThreadPool {
   /// the caller's current core.
   void place_new_workers() {
 #if defined(__linux__)
+    // Most runs find no new worker: an atomic check keeps them off the mutex.
+    if (!has_new_workers.load(std::memory_order_acquire)) return;
     const std::lock_guard<std::mutex> lock(mutex);
+    has_new_workers.store(false, std::memory_order_relaxed);
     if (new_workers.empty()) return;
     const int cpu = sched_getcpu();
     cpu_set_t allowed;
@@ -106,6 +110,7 @@ struct ThreadPool {
         if (std::find(seen->begin(), seen->end(), tid) != seen->end()) return;
       }
       pool_.new_workers.push_back(tid);
+      pool_.has_new_workers.store(true, std::memory_order_release);
 #else
       (void)worker;
 #endif
@@ -117,8 +122,9 @@ struct ThreadPool {
   std::optional<tbb::task_arena> arena;
   std::mutex mutex;  // guards the two lists
 #if defined(__linux__)
-  std::vector<pid_t> placed;       // workers already kept off the caller's core
-  std::vector<pid_t> new_workers;  // joined since the last run began
+  std::vector<pid_t> placed;                 // workers already kept off the caller's core
+  std::vector<pid_t> new_workers;            // joined since the last run began
+  std::atomic<bool> has_new_workers{false};  // new_workers may be non-empty
 #endif
   std::optional<WorkerObserver> observer;  // last: it reads the members above
 };
