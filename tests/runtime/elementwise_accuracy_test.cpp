@@ -8,6 +8,7 @@
 // truths are measured in units of denorm_min. A truth beyond the largest finite value must give
 // what rounding it gives (±∞ or ±max); a NaN truth must give NaN and nothing else may.
 // docs/runtime.md ("Accuracy of the elementwise kernels") quotes the bounds below.
+#include <algorithm>
 #include <bit>
 #include <cfloat>
 #include <cmath>
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -385,14 +387,18 @@ std::vector<LD> softmax_truth(const std::vector<LD>& x) {
   return e;
 }
 
-// Rows of several lengths and spreads (up to ±1e4, so that many results are tiny or subnormal),
-// rows with −∞ entries, one dominant entry, values near ±max, and the NaN rows (NaN, +∞, all −∞).
+// Rows of several lengths (1 to 1000: shorter than, equal to and just past the eight lanes of
+// the row sum, and long rows) and spreads (up to ±1e4, so that many results are tiny or
+// subnormal), rows with −∞ entries, one dominant entry, values near ±max, ±0, and the NaN rows
+// (NaN, +∞, all −∞), with the NaN or +∞ also last in a row of 17 (past the last full group of
+// eight).
 template <typename T>
 std::vector<std::vector<T>> softmax_rows() {
   using L = std::numeric_limits<T>;
+  const T inf = L::infinity();
   std::mt19937 rng(7);
   std::vector<std::vector<T>> rows;
-  for (int n : {1, 2, 7, 64, 300}) {
+  for (int n : {1, 2, 3, 7, 8, 9, 17, 64, 300, 1000}) {
     for (double scale : {1.0, 30.0, 1e3, 1e4}) {
       std::normal_distribution<double> normal(0, scale);
       for (int r = 0; r < 8; ++r) {
@@ -402,27 +408,35 @@ std::vector<std::vector<T>> softmax_rows() {
       }
     }
   }
-  rows.push_back({T{1}, -L::infinity(), T{2}, -L::infinity()});
+  rows.push_back({T{1}, -inf, T{2}, -inf});
   rows.push_back({T{100}, T{0}, T{-1}, T{-50}, T{-80}, T{-99.5}, T{-700}});
   rows.push_back({L::max(), L::lowest(), L::max() / 2, T{0}});
   rows.push_back({L::denorm_min(), -L::denorm_min(), T{0}, T{-0.0}});
+  rows.push_back({T{-0.0}, T{0}, T{-0.0}});
   rows.push_back({T{1}, L::quiet_NaN(), T{2}});
-  rows.push_back({T{1}, L::infinity(), T{2}});
-  rows.push_back({-L::infinity(), -L::infinity()});
+  rows.push_back({T{1}, inf, T{2}});
+  rows.push_back({-inf, -inf});
+  std::vector<T> tail(17, T{3});
+  tail[16] = L::quiet_NaN();
+  rows.push_back(tail);
+  tail[16] = inf;
+  rows.push_back(tail);
+  tail[16] = -inf;
+  rows.push_back(tail);
+  // 1000 entries, all −∞ but every 97th, which spread over [−120, 0]: most results are 0, the
+  // rest run down into the subnormals (f32 below e^−87).
+  std::vector<T> sparse(1000, -inf);
+  for (int j = 0; j < 1000; j += 97) sparse[j] = static_cast<T>(-120.0 * j / 1000);
+  rows.push_back(sparse);
   return rows;
 }
 
-// Runs every row (padded to a common length with −∞, which adds 0 to each sum) as one [rows, n]
-// softmax on the given kernel set.
+// Runs the rows of length n as one [rows, n] softmax on the given kernel set.
 template <typename T>
 std::vector<T> run_softmax(const std::vector<std::vector<T>>& rows, std::int64_t n,
                            const ExecutableKernels& kernels) {
   std::vector<T> flat;
-  for (const auto& row : rows) {
-    flat.insert(flat.end(), row.begin(), row.end());
-    flat.insert(flat.end(), n - static_cast<std::int64_t>(row.size()),
-                -std::numeric_limits<T>::infinity());
-  }
+  for (const auto& row : rows) flat.insert(flat.end(), row.begin(), row.end());
   GraphBuilder b;
   const Range range = Range::of_shape({static_cast<std::int64_t>(rows.size()), n});
   const Built op = add_softmax(b, b.tensor("X", dtype_name<T>(), range));
@@ -430,30 +444,33 @@ std::vector<T> run_softmax(const std::vector<std::vector<T>>& rows, std::int64_t
   return values_of<T>(NaiveExecutor(b.graph, kernels).run(std::move(in)), op.result);
 }
 
+// Every row against the long double truth, and reference vs fast bitwise, one graph per length.
 template <typename T>
 void expect_softmax_accurate(double bound) {
-  const std::vector<std::vector<T>> rows = softmax_rows<T>();
-  const std::int64_t n = 300;
-  const std::vector<T> ref = run_softmax(rows, n, ExecutableKernels::reference());
-  expect_bitwise(ref, run_softmax(rows, n, fast_kernels()), "softmax");
+  std::map<std::int64_t, std::vector<std::vector<T>>> by_length;
+  for (auto& row : softmax_rows<T>()) by_length[std::ssize(row)].push_back(std::move(row));
   LD worst = 0;
-  for (std::size_t r = 0; r < rows.size(); ++r) {
-    std::vector<LD> x(rows[r].begin(), rows[r].end());
-    x.resize(n, -std::numeric_limits<LD>::infinity());
-    const std::vector<LD> truth = softmax_truth(x);
-    for (std::int64_t j = 0; j < n; ++j) {
-      const LD e = ulp_error<T>(ref[r * n + j], truth[j]);
-      if (!(e <= worst)) worst = e;
-      if (!(e <= bound)) ADD_FAILURE() << "row " << r << " element " << j << ": " << ref[r * n + j];
+  std::size_t count = 0;
+  for (const auto& [n, rows] : by_length) {
+    const std::vector<T> ref = run_softmax(rows, n, ExecutableKernels::reference());
+    expect_bitwise(ref, run_softmax(rows, n, fast_kernels()), "softmax");
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      const std::vector<LD> truth = softmax_truth(std::vector<LD>(rows[r].begin(), rows[r].end()));
+      for (std::int64_t j = 0; j < n; ++j) {
+        const T got = ref[r * n + j];
+        const LD e = ulp_error<T>(got, truth[j]);
+        if (!(e <= worst)) worst = e;
+        if (!(e <= bound)) ADD_FAILURE() << "n " << n << " row " << r << " [" << j << "]: " << got;
+      }
     }
-    ASSERT_LE(worst, bound) << "softmax " << dtype_name<T>() << " row " << r;
+    count += rows.size();
   }
   std::cout << "[ accuracy ] softmax " << dtype_name<T>() << ": max " << static_cast<double>(worst)
-            << " ulp (" << rows.size() << " rows)\n";
+            << " ulp (" << count << " rows)\n";
 }
 
 TEST(ElementwiseAccuracy, SoftmaxWithinStatedUlps) {
-  expect_softmax_accurate<float>(1.5);
+  expect_softmax_accurate<float>(0.51);
   expect_softmax_accurate<double>(3);
 }
 
@@ -555,6 +572,94 @@ TEST(BranchlessGelu, SpecialValues) {
   EXPECT_LT(kernels::scalar::gelu_f32(-13.0f), 0.0f);               // still a subnormal there
   EXPECT_EQ(kernels::scalar::gelu_f32(100.0f), 100.0f);
   EXPECT_TRUE(std::isnan(kernels::scalar::gelu_f32(std::nanf(""))));
+}
+
+// softmax's f32 exponential: exp_branchless of degree 9 within 2^−36 relative over the terms that
+// can give a nonzero f32 result (d ∈ [−104, 0]) and the k seams; exactly +0 below −104 and at −∞
+// (not exp_branchless's floor e^−708); NaN stays NaN.
+TEST(SoftmaxExpF32, RelativeErrorBelow2ToMinus36AndZeroBelowTheF32Range) {
+  using kernels::scalar::softmax_exp_f32;
+  LD worst = 0;
+  for (double d = -104.0; d <= 0.0; d += 0.00173) {
+    worst = std::max(worst, relative_error(softmax_exp_f32(d), std::exp(LD{d})));
+  }
+  for (double d = -0.4; d <= 0.0; d += 1e-5) {
+    worst = std::max(worst, relative_error(softmax_exp_f32(d), std::exp(LD{d})));
+  }
+  EXPECT_LT(worst, 0x1p-36L);
+  std::cout << "[ accuracy ] exp_branchless<9>: max relative error 2^"
+            << std::log2(static_cast<double>(worst)) << "\n";
+  EXPECT_EQ(softmax_exp_f32(0.0), 1.0);
+  EXPECT_GT(softmax_exp_f32(-104.0), 0.0);
+  EXPECT_EQ(softmax_exp_f32(std::nextafter(-104.0, -200.0)), 0.0);
+  EXPECT_EQ(softmax_exp_f32(-800.0), 0.0);
+  EXPECT_EQ(softmax_exp_f32(-std::numeric_limits<double>::infinity()), 0.0);
+  EXPECT_TRUE(std::isnan(softmax_exp_f32(std::nan(""))));
+}
+
+// The row max is an integer max over the ordered bits: equal to the floating-point max on rows
+// without NaN (±0 giving +0), NaN for a NaN anywhere, at every length 1..40 and position.
+TEST(SoftmaxMax, EqualsTheFloatMaxAndPropagatesNaN) {
+  using kernels::scalar::softmax_max;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 100.0f);
+  for (std::int64_t n = 1; n <= 40; ++n) {
+    std::vector<float> x(n);
+    for (int trial = 0; trial < 20; ++trial) {
+      for (float& v : x) v = trial % 2 ? -std::fabs(normal(rng)) : normal(rng);
+      EXPECT_EQ(softmax_max(x.data(), 1, n), *std::max_element(x.begin(), x.end())) << n;
+    }
+    for (std::int64_t at = 0; at < n; ++at) {
+      std::vector<float> y(n, -std::numeric_limits<float>::infinity());
+      EXPECT_EQ(softmax_max(y.data(), 1, n), -std::numeric_limits<float>::infinity());
+      y[at] = -std::numeric_limits<float>::quiet_NaN();
+      EXPECT_TRUE(std::isnan(softmax_max(y.data(), 1, n))) << n << " " << at;
+    }
+  }
+  const std::vector<double> zeros{-0.0, 0.0, -0.0};
+  EXPECT_FALSE(std::signbit(softmax_max(zeros.data(), 1, 3)));
+  EXPECT_TRUE(std::signbit(softmax_max(zeros.data(), 2, 2)));  // −0, −0
+  const std::vector<double> negative{-3.0, -1.0, -2.0, -1e300, -DBL_TRUE_MIN};
+  EXPECT_EQ(softmax_max(negative.data(), 1, 5), -DBL_TRUE_MIN);
+  EXPECT_EQ(softmax_max(negative.data(), 1, 4), -1.0);
+}
+
+// The row function computes the same bits whatever the strides (the unit-stride copy of its loops
+// vectorises, the strided one does not) and wherever the row sits in memory (a vectoriser that
+// peeled elements to align the loads must not change the order of the sum).
+template <typename T>
+using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+
+template <typename T>
+void expect_row_independent_of_layout() {
+  std::mt19937 rng(17);
+  std::normal_distribution<double> normal(0, 20);
+  std::vector<double> scratch;
+  for (std::int64_t n : {1, 3, 8, 17, 1000}) {
+    std::vector<T> x(n);
+    for (T& v : x) v = static_cast<T>(normal(rng));
+    std::vector<T> want(n);
+    kernels::scalar::softmax_row(x.data(), 1, want.data(), 1, n, scratch);
+    std::vector<T> xs(3 * n), rs(2 * n);
+    for (std::int64_t j = 0; j < n; ++j) xs[3 * j] = x[j];
+    kernels::scalar::softmax_row(xs.data(), 3, rs.data(), 2, n, scratch);
+    for (std::int64_t j = 0; j < n; ++j) {
+      ASSERT_EQ(std::bit_cast<Bits<T>>(rs[2 * j]), std::bit_cast<Bits<T>>(want[j])) << n;
+    }
+    for (std::int64_t offset = 1; offset < 8; ++offset) {
+      std::vector<T> xo(n + offset), ro(n + offset);
+      std::copy(x.begin(), x.end(), xo.begin() + offset);
+      kernels::scalar::softmax_row(xo.data() + offset, 1, ro.data() + offset, 1, n, scratch);
+      for (std::int64_t j = 0; j < n; ++j) {
+        ASSERT_EQ(std::bit_cast<Bits<T>>(ro[offset + j]), std::bit_cast<Bits<T>>(want[j])) << n;
+      }
+    }
+  }
+}
+
+TEST(SoftmaxRow, SameBitsForAnyStrideAndAlignment) {
+  expect_row_independent_of_layout<float>();
+  expect_row_independent_of_layout<double>();
 }
 
 }  // namespace

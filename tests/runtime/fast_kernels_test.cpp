@@ -589,7 +589,8 @@ TEST(FastKernels, FusedConvEpiloguesMatchTheReference) {
   }
 }
 
-// softmax: rows of odd length at negative coordinates, f64, a window over two dims, sharded.
+// softmax: rows of odd length at negative coordinates (3 and 17: shorter than and past the row
+// sum's eight lanes), f64, long rows, a window over two dims, sharded.
 std::vector<std::pair<std::string, BuildFn>> softmax_cases() {
   return {
       {"softmax f64 rows of 37",
@@ -599,6 +600,18 @@ std::vector<std::pair<std::string, BuildFn>> softmax_cases() {
       {"softmax f32 one long row",
        [](GraphBuilder& b) {
          return add_softmax(b, b.tensor("X", "float32", Range({0, -1000}, {1, 333})));
+       }},
+      {"softmax f32 rows of 3",
+       [](GraphBuilder& b) {
+         return add_softmax(b, b.tensor("X", "float32", Range({-4, 2}, {9, 5})));
+       }},
+      {"softmax f32 rows of 17",
+       [](GraphBuilder& b) {
+         return add_softmax(b, b.tensor("X", "float32", Range({0, -17}, {11, 0})));
+       }},
+      {"softmax f32 rows of 1000",
+       [](GraphBuilder& b) {
+         return add_softmax(b, b.tensor("X", "float32", Range({3, 0}, {10, 1000})));
        }},
   };
 }

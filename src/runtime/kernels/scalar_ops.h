@@ -12,7 +12,7 @@
 //   tanh       f32: std::tanh in f64, rounded once; f64: std::tanh   f32 ≤ 0.51, f64 ≤ 2.5 ulp
 //   sigmoid    e = exp(−|x|);  (x < 0 ? e : 1) / (1 + e)             f32 ≤ 3,    f64 ≤ 3 ulp
 //   gelu       x/2 · erfc(−x/√2); f32 in f64, rounded once           f32 ≤ 0.51, f64 ≤ 4 ulp
-//   softmax    see softmax_row                                       f32 ≤ 1.5,  f64 ≤ 3 ulp
+//   softmax    see softmax_row                                       f32 ≤ 0.51, f64 ≤ 3 ulp
 //
 // Why these forms:
 //   * sigmoid as 1 / (1 + e^−x) overflows e^−x below x ≈ −88.7 (f32) and returns 0 where the
@@ -164,8 +164,11 @@ template <std::size_t B, std::size_t N>
 /// e^a for a ≥ −708 (a below −708 is taken as −708, so the result stays normal; NaN stays NaN;
 /// a ≤ 700 keeps 2^k finite), without branches so that loops over it vectorise (the runtime is
 /// built with -fno-trapping-math, so the ternaries become selects): a = k·ln2 + r with
-/// |r| ≤ ln2/2 (Cody–Waite: k·ln2_hi is exact), e^r by its Taylor polynomial of degree 12
-/// (truncation < 2^−52), 2^k written into the exponent bits. Relative error < 8·2^−53 (4.3 seen).
+/// |r| ≤ ln2/2 (Cody–Waite: k·ln2_hi is exact), e^r by its Taylor polynomial of degree kDegree,
+/// 2^k written into the exponent bits. Degree 12 (truncation < 2^−52): relative error < 8·2^−53
+/// (4.3 seen). Degree 9, for results rounded to f32 (softmax_exp_f32): truncation
+/// (ln2/2)^10/10! < 2^−37, relative error < 2^−36.
+template <std::size_t kDegree = 12>
 [[gnu::always_inline]] inline double exp_branchless(double a) {
   constexpr double kLog2e = 0x1.71547652b82fep+0;
   constexpr double kLn2Hi = 0x1.62e42fee00000p-1;  // 32 trailing zero bits: k·kLn2Hi is exact
@@ -188,7 +191,8 @@ template <std::size_t B, std::size_t N>
   const double shifted = a * kLog2e + kShifter;
   const double k = shifted - kShifter;
   const double r = (a - k * kLn2Hi) - k * kLn2Lo;
-  const double p = estrin<0, std::size(kTaylor)>(kTaylor, r);
+  static_assert(kDegree < std::size(kTaylor));
+  const double p = estrin<0, kDegree + 1>(kTaylor, r);
   // The low bits of `shifted` hold k (two's complement); k + 1023 ∈ [1, 2046] is 2^k's exponent.
   const std::uint64_t two_k = (std::bit_cast<std::uint64_t>(shifted) + 1023) << 52;
   return p * std::bit_cast<double>(two_k);
@@ -351,45 +355,138 @@ struct Maximum {
 
 // ---- softmax ----------------------------------------------------------------------------------
 
+/// The bits of x as a signed integer in the order of the values: for x, y not NaN, x < y ⇔
+/// ordered_bits(x) < ordered_bits(y), and −0 < +0. IEEE floats are sign-magnitude, so a negative
+/// x has its magnitude bits flipped: −1.0f = 0xbf800000 → −0x3f800001 (as int32), −0 → −1,
+/// +0 → 0. The map is its own inverse.
+template <std::floating_point T>
+[[gnu::always_inline]] inline auto ordered_bits(T x) {
+  using Int = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
+  const Int i = std::bit_cast<Int>(x);
+  return i ^ ((i >> (8 * sizeof(T) - 1)) & std::numeric_limits<Int>::max());
+}
+
+/// max_j x[j·sx] for n ≥ 1; a quiet NaN if any x_j is NaN; +0 when the largest are ±0. GCC does
+/// not vectorise a floating-point max reduction without -ffinite-math-only (with NaN and ±0 its
+/// result depends on the order), so the max is an integer one over ordered_bits: exact and
+/// independent of the order, so the vectoriser's lanes (4 for f32 with SSE2) cannot change it.
+template <std::floating_point T>
+[[gnu::always_inline]] inline T softmax_max(const T* x, std::int64_t sx, std::int64_t n) {
+  auto m = ordered_bits(x[0]);
+  decltype(m) nan = 0;
+  for (std::int64_t j = 0; j < n; ++j) {
+    const T v = x[j * sx];
+    const auto o = ordered_bits(v);
+    m = m < o ? o : m;
+    nan |= v != v;  // NOLINT(misc-redundant-expression): the NaN test that vectorises
+  }
+  const T largest =
+      std::bit_cast<T>(m ^ ((m >> (8 * sizeof(T) - 1)) & std::numeric_limits<decltype(m)>::max()));
+  return nan != 0 ? std::numeric_limits<T>::quiet_NaN() : largest;
+}
+
+/// The partial sums of a softmax row: e_j goes to lane j mod kSoftmaxLanes, and the lanes
+/// combine in the fixed tree ((0+1) + (2+3)) + ((4+5) + (6+7)). The order depends on n alone:
+/// not on the build (the runtime is compiled without -ffast-math and with -ffp-contract=off, so
+/// GCC keeps the written order whether it vectorises the lanes or not), nor on the thread count or
+/// the plan (a row is never split), nor on the kernel set (both call softmax_row). Eight f64 lanes
+/// are four SSE2 vectors (two AVX2 ones): independent add chains that hide the adder's latency.
+inline constexpr std::int64_t kSoftmaxLanes = 8;
+
+/// A sum and the exact error of the additions that formed it.
+struct CompensatedSum {
+  double sum = 0.0;
+  double err = 0.0;
+};
+
+/// Σ_j e_j for j < n in kSoftmaxLanes lanes. Plain f64 adds for f32 rows (terms in [0, 1], one of
+/// them 1: within n·2^−53 relative, 2^−29 at n = 2^24, far below an f32 ulp); for f64 rows every
+/// add carries its exact error (two_sum_error), and so does the tree, so the result is within
+/// ~2 f64 roundings of the exact sum for any n and any spread.
+template <bool kCompensated>
+[[gnu::always_inline]] inline double softmax_sum(const double* e, std::int64_t n) {
+  CompensatedSum lane[kSoftmaxLanes];
+  const auto add = [](CompensatedSum& a, double v) {
+    const double s = a.sum + v;
+    if constexpr (kCompensated) a.err += two_sum_error(a.sum, v, s);
+    a.sum = s;
+  };
+  std::int64_t j = 0;
+  for (; j + kSoftmaxLanes <= n; j += kSoftmaxLanes) {
+    for (std::int64_t l = 0; l < kSoftmaxLanes; ++l) add(lane[l], e[j + l]);
+  }
+  for (std::int64_t l = 0; j + l < n; ++l) add(lane[l], e[j + l]);
+  const auto combine = [](CompensatedSum a, CompensatedSum b) {
+    const double s = a.sum + b.sum;
+    if constexpr (!kCompensated) return CompensatedSum{s, 0.0};
+    return CompensatedSum{s, (a.err + b.err) + two_sum_error(a.sum, b.sum, s)};
+  };
+  const CompensatedSum total =
+      combine(combine(combine(lane[0], lane[1]), combine(lane[2], lane[3])),
+              combine(combine(lane[4], lane[5]), combine(lane[6], lane[7])));
+  return total.sum + total.err;
+}
+
+/// e^d for an f32 softmax term, d = x_j − m ≤ 0 in f64 (or NaN), without branches: exp_branchless
+/// of degree 9 (relative error < 2^−36), and exactly +0 below kExpZeroBelow<float> = −104, where
+/// the result e^d / Σ ≤ e^d < 2^−150 rounds to +0 in f32 anyway (and exp_branchless would give
+/// its floor e^−708 below −708). d = −∞ (an x_j of −∞) gives +0; NaN stays NaN.
+[[gnu::always_inline]] inline double softmax_exp_f32(double d) {
+  const double v = exp_branchless<9>(d);
+  return d < kExpZeroBelow<float> ? 0.0 : v;
+}
+
+/// softmax_row with the strides as arguments: called with literal unit strides its loops
+/// vectorise; the operations and their order are the same for any strides.
+template <std::floating_point T>
+[[gnu::always_inline]] inline void softmax_row_strided(const T* x, std::int64_t sx, T* r,
+                                                       std::int64_t sr, std::int64_t n, double* e) {
+  const T m = softmax_max(x, sx, n);
+  if constexpr (std::is_same_v<T, float>) {
+    const double md = m;
+    for (std::int64_t j = 0; j < n; ++j) e[j] = softmax_exp_f32(x[j * sx] - md);
+    const double inverse = 1.0 / softmax_sum<false>(e, n);
+    for (std::int64_t j = 0; j < n; ++j) r[j * sr] = static_cast<float>(e[j] * inverse);
+  } else {
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double d = x[j * sx] - m;
+      double v = exp_fast_underflow(d);
+      if (v != 0.0) v += v * two_sum_error(x[j * sx], -m, d);  // d finite or NaN here
+      e[j] = v;
+    }
+    const double sum = softmax_sum<true>(e, n);
+    for (std::int64_t j = 0; j < n; ++j) r[j * sr] = e[j] / sum;
+  }
+}
+
 /// One softmax row: r[j·sr] = e^(x_j − m) / Σ_k e^(x_k − m), m = max_j x_j, for j < n (n ≥ 1).
 /// `scratch` is working memory (resized here; reuse it across rows).
 ///
-/// Both dtypes carry e^(x_j − m) in f64 and round each result once. The difference d = x_j − m
-/// is not rounded away: f32 takes it exactly in f64 and evaluates e^d as e^df·(1 + (d − df)),
-/// df = d rounded to f32 (so the exponential is f32's expf, ~4× faster than f64's exp here);
-/// f64 carries it as d + err (two_sum_error) and takes e^d·(1 + err), and sums with Neumaier's
-/// compensation, so the error grows neither with n nor with the spread of x. (Rounding x_j − m
-/// costs up to |x_j − m|·2^−p relative: 60 f32 ulps on results near e^−80.) A NaN anywhere, a
-/// +∞, or a row of −∞ gives NaN in the whole row (the limit is undefined); a −∞ entry among
-/// finite ones gives 0.
+/// Both dtypes carry e^(x_j − m) in f64 and round each result once; the sum runs in
+/// kSoftmaxLanes lanes in a fixed order. The difference d = x_j − m is not rounded to T (that
+/// would cost |x_j − m|·2^−p relative: 60 f32 ulps on results near e^−80):
+///   * f32 takes d in f64 (exact unless the exponents of x_j and m differ by more than 29, and
+///     then within 2^−53 relative: ≤ 104·2^−53 in e^d where the result is not 0), e^d from
+///     softmax_exp_f32 and multiplies by 1/Σ (two f64 roundings, 2^−52, instead of one division:
+///     the f32 result has 29 bits to spare). Nothing branches, so all four loops vectorise. Each
+///     result is its f64 value (within 2^−36 + n·2^−53 relative of the truth) rounded once:
+///     ≤ 0.5 ulp + 2^−12 ulp + n·2^−29 ulp.
+///   * f64 carries d as d + err (two_sum_error) and takes e^d·(1 + err) from std::exp (through
+///     exp_fast_underflow: no errno path below −746, bitwise std::exp otherwise), whose
+///     ≤ 0.5-ulp result exp_branchless (≤ 4.3 ulp) does not match; the sum is compensated
+///     (softmax_sum<true>) and the results divided, so the error grows neither with n nor with
+///     the spread of x. Its max and sum loops are the same as f32's; its exponential is libm's.
+/// A NaN anywhere, a +∞, or a row of −∞ gives NaN in the whole row (the limit is undefined); a
+/// −∞ entry among finite ones gives 0.
 template <std::floating_point T>
 void softmax_row(const T* x, std::int64_t sx, T* r, std::int64_t sr, std::int64_t n,
                  std::vector<double>& scratch) {
-  T m = x[0];
-  for (std::int64_t j = 1; j < n; ++j) m = kernels::max(m, x[j * sx]);
   scratch.resize(static_cast<std::size_t>(n));
-  double* e = scratch.data();
-  double sum = 0.0, compensation = 0.0;
-  for (std::int64_t j = 0; j < n; ++j) {
-    const double xj = x[j * sx];
-    const double d = xj - m;
-    double v = 0.0;
-    if constexpr (std::is_same_v<T, float>) {
-      const float df = static_cast<float>(d);
-      v = exp_fast_underflow(df);
-      if (v != 0.0) v += v * (d - df);  // v = 0: d may be −∞ or below −FLT_MAX, and d − df ±∞
-      sum += v;
-    } else {
-      v = exp_fast_underflow(d);
-      if (v != 0.0) v += v * two_sum_error(xj, -static_cast<double>(m), d);  // d finite or NaN
-      const double s = sum + v;
-      compensation += std::fabs(sum) >= std::fabs(v) ? (sum - s) + v : (v - s) + sum;
-      sum = s;
-    }
-    e[j] = v;
+  if (sx == 1 && sr == 1) {
+    softmax_row_strided(x, 1, r, 1, n, scratch.data());
+  } else {
+    softmax_row_strided(x, sx, r, sr, n, scratch.data());
   }
-  sum += compensation;
-  for (std::int64_t j = 0; j < n; ++j) r[j * sr] = static_cast<T>(e[j] / sum);
 }
 
 // ---- moments ----------------------------------------------------------------------------------

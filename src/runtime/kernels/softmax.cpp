@@ -4,10 +4,13 @@
 // window covering the last dim (`*`); the index holds the other dims. For each index point, and
 // each row of its window along the last dim:
 //
-//   m = max_j x_j;   e_j = exp(x_j − m);   s = Σ_j e_j (ascending j);   result_j = e_j / s
+//   m = max_j x_j;   e_j = exp(x_j − m);   s = Σ_j e_j;   result_j = e_j / s
+//
+// (the sum in eight lanes combined in a fixed tree).
 //
 // Subtracting the maximum keeps exp from overflowing; it does not change the result. The row
-// itself is scalar_ops.h's softmax_row (f32 in f64, f64 compensated), shared with the fast kernel.
+// itself is scalar_ops.h's softmax_row (f32 in f64 with a branch-free exp, f64 compensated),
+// shared with the fast kernel.
 #include <vector>
 
 #include <fmt/format.h>

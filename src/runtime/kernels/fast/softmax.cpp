@@ -7,7 +7,7 @@
 // coefficients, then the window's other dims by the views' strides) and each row runs
 // scalar_ops.h's softmax_row, the reference kernel's own function, so the result is bitwise
 // equal to the reference kernel by construction; the gain is the per-row overhead (no Point per
-// index point) and, with unit strides known, the vectorised max and division loops. Other
+// index point; the row function itself vectorises for unit strides in both kernel sets). Other
 // dtypes, cells that differ between x and the result, and non-unit last-dim strides run the
 // reference kernel.
 #include <vector>
