@@ -428,6 +428,14 @@ std::vector<std::vector<T>> softmax_rows() {
   std::vector<T> sparse(1000, -inf);
   for (int j = 0; j < 1000; j += 97) sparse[j] = static_cast<T>(-120.0 * j / 1000);
   rows.push_back(sparse);
+  // f32 skips blocks of 32 terms that are all below e^−104: dead blocks, a live term last, one
+  // just above −104 and one just below, against a max of 2^−60 (x_j − m rounds in f64).
+  std::vector<T> blocks(70, T{-200});
+  blocks[0] = std::ldexp(T{1}, -60);
+  blocks[40] = std::nextafter(T{-104}, T{0});
+  blocks[50] = std::nextafter(T{-104}, T{-200});
+  blocks[69] = T{-103.5};
+  rows.push_back(blocks);
   return rows;
 }
 
@@ -660,6 +668,26 @@ void expect_row_independent_of_layout() {
 TEST(SoftmaxRow, SameBitsForAnyStrideAndAlignment) {
   expect_row_independent_of_layout<float>();
   expect_row_independent_of_layout<double>();
+}
+
+// The first live f32 term: every x below softmax_live_from(m) is dead (x − m < −104 in f64, so
+// softmax_exp_f32 gives +0) and every x from it on is live, for m anywhere in the f32 range.
+TEST(SoftmaxLiveFrom, SplitsDeadFromLiveTermsExactly) {
+  using kernels::scalar::softmax_live_from;
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto live = [](float x, float m) {
+    return kernels::scalar::softmax_exp_f32(static_cast<double>(x) - m) != 0.0;
+  };
+  for (float m : {0.0f, -0.0f, 1.0f, -1.0f, 0x1p-60f, -0x1p-60f, FLT_TRUE_MIN, 3.7e5f, -98.25f,
+                  1e30f, -1e30f, FLT_MAX, -FLT_MAX}) {
+    const float t = softmax_live_from(m);
+    EXPECT_TRUE(live(t, m)) << m;
+    EXPECT_FALSE(live(std::nextafter(t, -inf), m)) << m;
+    EXPECT_FALSE(live(-inf, m)) << m;
+  }
+  EXPECT_EQ(softmax_live_from(inf), inf);
+  EXPECT_EQ(softmax_live_from(-inf), -inf);
+  EXPECT_EQ(softmax_live_from(std::numeric_limits<float>::quiet_NaN()), -inf);
 }
 
 }  // namespace

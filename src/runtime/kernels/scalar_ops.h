@@ -38,6 +38,7 @@
 // reference kernel for that reason).
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <concepts>
@@ -436,6 +437,47 @@ template <bool kCompensated>
   return d < kExpZeroBelow<float> ? 0.0 : v;
 }
 
+/// The smallest f32 τ whose term is live, fl(τ − m) ≥ −104 in f64 (the rounding is monotone, so
+/// x_j < τ ⇔ softmax_exp_f32(x_j − m) = +0 by its own test): found from f32(m − 104) in an ulp or
+/// two. m = +∞ gives τ = +∞ (finite x_j − ∞ = −∞: dead); m NaN or −∞ gives −∞ (every d is NaN).
+inline float softmax_live_from(float m) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  if (!(m > -kInf)) return -kInf;
+  const auto live = [m](float t) {
+    return !(static_cast<double>(t) - static_cast<double>(m) < kExpZeroBelow<float>);
+  };
+  auto t = static_cast<float>(static_cast<double>(m) + kExpZeroBelow<float>);
+  // Both loops end: m is finite or +∞ here, so t = −∞ is dead (−∞ − m = −∞) and t = m is live
+  // (m − m = 0, +∞ − +∞ = NaN).
+  while (live(t)) t = std::nextafter(t, -kInf);
+  while (!live(t)) t = std::nextafter(t, kInf);
+  return t;
+}
+
+/// The f32 terms e_j = softmax_exp_f32(x_j − m) for j < n, by blocks of kSoftmaxBlock: a block
+/// whose every x_j < softmax_live_from(m) is written as zeros without evaluating the exponential
+/// — the same bits, since softmax_exp_f32 gives +0 there. Such blocks are common: rows of widely
+/// spread logits are nearly one-hot (transformer_large's generated scores span ~2,000: 99.5% of
+/// their terms are 0), masked entries are −∞. The test runs on the f32 values (a compare the
+/// loop vectorises); a NaN x_j counts as live.
+inline constexpr std::int64_t kSoftmaxBlock = 32;
+
+[[gnu::always_inline]] inline void softmax_exps_f32(const float* x, std::int64_t sx, float m,
+                                                    double* e, std::int64_t n) {
+  const double md = m;
+  const float live_from = softmax_live_from(m);
+  for (std::int64_t b = 0; b < n; b += kSoftmaxBlock) {
+    const std::int64_t end = std::min(n, b + kSoftmaxBlock);
+    std::int32_t live = 0;
+    for (std::int64_t j = b; j < end; ++j) live |= !(x[j * sx] < live_from);
+    if (live != 0) {
+      for (std::int64_t j = b; j < end; ++j) e[j] = softmax_exp_f32(x[j * sx] - md);
+    } else {
+      for (std::int64_t j = b; j < end; ++j) e[j] = 0.0;
+    }
+  }
+}
+
 /// softmax_row with the strides as arguments: called with literal unit strides its loops
 /// vectorise; the operations and their order are the same for any strides.
 template <std::floating_point T>
@@ -443,8 +485,7 @@ template <std::floating_point T>
                                                        std::int64_t sr, std::int64_t n, double* e) {
   const T m = softmax_max(x, sx, n);
   if constexpr (std::is_same_v<T, float>) {
-    const double md = m;
-    for (std::int64_t j = 0; j < n; ++j) e[j] = softmax_exp_f32(x[j * sx] - md);
+    softmax_exps_f32(x, sx, m, e, n);
     const double inverse = 1.0 / softmax_sum<false>(e, n);
     for (std::int64_t j = 0; j < n; ++j) r[j * sr] = static_cast<float>(e[j] * inverse);
   } else {
