@@ -137,9 +137,11 @@ void GraphReader::read_document() {
 }
 
 void GraphReader::read_nodes() {
-  // Nodes take 150 bytes of JSON at the least and 500-800 typically; sizing the key index for
-  // text/400 nodes up front spares the rehashes of a growing table.
-  graph_.key_index_.reserve(cur_.size() / 400);
+  // Room for the nodes at 400 bytes of text a node (see prepare_key_index): growing by doubling
+  // would copy the tables and fault their pages in twice. Untouched room costs no memory.
+  const std::size_t nodes = cur_.size() / 400;
+  graph_.nodes_.reserve(nodes);
+  graph_.key_chars_.reserve(nodes * 36);
   cur_.begin_array();
   std::size_t index = 0;
   constexpr std::size_t kReleaseStep = std::size_t{64} << 20;
@@ -228,7 +230,7 @@ void GraphReader::read_node_field(std::size_t index, int which, NodeFields& f) {
     case kId:
       key_buffer_.assign(cur_.read_string());
       f.key = &key_buffer_;
-      graph_.key_index_.prefetch(KeyIndex::hash(*f.key));  // inserted after the body is read
+      if (!graph_.is_next_serial_key(key_buffer_)) prepare_key_index(key_buffer_);
       break;
     case kType: {
       std::string_view type = cur_.read_string();
@@ -256,6 +258,18 @@ void GraphReader::read_node_field(std::size_t index, int which, NodeFields& f) {
         cur_.skip_value();
       }
   }
+}
+
+// The key will go to the key index (Graph::try_add_record) once the body is read: start loading
+// its slot now. Nodes take 150 bytes of JSON at the least and 500-800 typically; the first such
+// key sizes the index for the rest of the text at 400 bytes a node, sparing the rehashes of a
+// growing table. (Keys Tapestry generated count up and go to Graph::serial_runs_ instead.)
+void GraphReader::prepare_key_index(std::string_view key) {
+  if (!key_index_sized_) {
+    graph_.key_index_.reserve((cur_.size() - cur_.offset()) / 400);
+    key_index_sized_ = true;
+  }
+  graph_.key_index_.prefetch(KeyIndex::hash(key));
 }
 
 // The body or tags came before the node could be created: check the required fields, then
@@ -350,6 +364,12 @@ NodeId GraphReader::add_typed_node(NodeKind kind, std::string_view key) {
       return push_node(g, kind, key, g.operation_bodies_, g.operation_ids_,
                        bodies_.read_operation(), add);
     case NodeKind::kApplication:
+      if (g.application_bodies_.capacity() == 0) {  // the first: most of what follows is alike
+        const std::size_t rest = (cur_.size() - cur_.offset()) / 400 + 1;
+        g.application_bodies_.reserve(rest);
+        g.application_ids_.reserve(rest);
+        g.index_words_.reserve(g.index_words_.size() + rest * 6);  // a 3-D IPFIndex each
+      }
       return push_node(g, kind, key, g.application_bodies_, g.application_ids_,
                        bodies_.read_application(), add);
     case NodeKind::kNote:

@@ -46,6 +46,7 @@ class GraphReader {
   void create_node(std::size_t index, NodeFields& fields);
   NodeId add_typed_node(NodeKind kind, std::string_view key);
   void read_tags(NodeId node);
+  void prepare_key_index(std::string_view key);
   NodeId reference(std::string_view key);
   void resolve_references();
   void restore_rowless_ipf_ranks();
@@ -64,6 +65,7 @@ class GraphReader {
   std::vector<Issue> issues_;
   bool not_a_graph_ = false;
   std::string key_buffer_;  // the current node's id
+  bool key_index_sized_ = false;
 
   struct RecentRef {
     std::uint32_t hash = 0;

@@ -1,6 +1,7 @@
 // Reading and writing loom JSON: round trips, determinism, aliases, extensions, field order.
 #include "tapestry/ir/json_io.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -194,6 +195,52 @@ TEST(JsonIoTest, RowlessIpfsGetTheOperationIndexRankBack) {
   const ReadResult again = read_graph_json(write_graph_json(g));
   ASSERT_TRUE(again.graph.has_value());
   EXPECT_EQ(write_graph_json(*again.graph), write_graph_json(g));
+}
+
+// Keys of the generated shape counting up (as Tapestry writes them) skip the key index when read
+// (Graph::serial_runs_); lookups, duplicates, references and later generated keys must not see a
+// difference. Serials 1, 2, 3 count up, 9 leaves a gap, 5 goes below, 2 again is a duplicate,
+// and an application refers to them before (8) and after being defined.
+TEST(JsonIoTest, KeysCountingUpAreFoundLikeAnyOther) {
+  auto key = [](int n) { return fmt::format("00000000-0000-4000-8000-{:012x}", n); };
+  auto note = [&](int n) {
+    return fmt::format(R"({{"id": "{}", "type": "loom:Note", "body": {{"message": "m{}"}}}})",
+                       key(n), n);
+  };
+  auto tensor = [&](int n) {
+    return fmt::format(
+        R"({{"id": "{}", "type": "loom:Tensor", "body": {{"dtype": "int32", "range": {{"start": [0], "end": [2]}}}}}})",
+        key(n));
+  };
+  const std::string text = fmt::format(
+      R"({{"nodes": [{}, {}, {}, {}, {}, {}, {}, {}]}})", note(1), tensor(2), note(3), tensor(9),
+      note(5), note(2),
+      fmt::format(
+          R"({{"id": "x", "type": "loom:Operation", "body": {{"kernel": "k", "inputs": {{"a": [{{"tensorId": "{}", "range": {{"start": [0], "end": [2]}}}}]}}, "outputs": {{"b": [{{"tensorId": "{}", "range": {{"start": [0], "end": [2]}}}}]}}}}}})",
+          key(2), key(8)),
+      tensor(8));
+  ReadResult read = read_graph_json(text);
+  ASSERT_TRUE(read.graph.has_value());
+  ASSERT_EQ(read.issues.size(), 1u) << format_issues_text(read.issues);
+  EXPECT_EQ(read.issues[0].type, "duplicate-node-id");
+  EXPECT_EQ(read.issues[0].contexts.at(0).jsonpath, "$.nodes[5]");
+  Graph& g = *read.graph;
+  EXPECT_EQ(g.size(), 7u);
+  for (int n : {1, 2, 3, 5, 8, 9}) {
+    ASSERT_TRUE(g.find(key(n))) << n;
+    EXPECT_EQ(g.key(*g.find(key(n))), key(n));
+  }
+  EXPECT_EQ(g.find(key(4)), std::nullopt);
+  EXPECT_EQ(g.find(key(10)), std::nullopt);
+  const OperationView op = g.operation(g.operations().front());
+  EXPECT_EQ(op.body().inputs.list("a")[0].tensor, g.as_tensor(*g.find(key(2))));
+  EXPECT_EQ(op.body().outputs.list("b")[0].tensor, g.as_tensor(*g.find(key(8))));
+  EXPECT_TRUE(g.unresolved_references().empty());
+  // Generated keys take the free serials: 4, 6, 7, then above 9.
+  std::vector<std::string> generated;
+  for (int i = 0; i < 4; ++i) generated.emplace_back(g.key(g.add_note("generated")));
+  EXPECT_EQ(generated, (std::vector<std::string>{key(4), key(6), key(7), key(10)}));
+  EXPECT_EQ(write_graph_json(*read_graph_json(write_graph_json(g)).graph), write_graph_json(g));
 }
 
 }  // namespace
