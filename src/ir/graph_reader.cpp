@@ -187,8 +187,13 @@ void GraphReader::read_node(std::size_t index) {
   }
   cur_.begin_object();
   unsigned seen = 0;
-  while (auto key = cur_.next_key()) {
+  std::string_view expected = kNodeFields[kId];  // the usual order: id, type, (label), body, tags
+  while (auto key = cur_.next_key(expected)) {
     int which = node_field(*key);
+    expected = which == kId     ? kNodeFields[kType]
+               : which < kBody  ? kNodeFields[kBody]
+               : which == kBody ? kNodeFields[kTags]
+                                : std::string_view();
     std::size_t at = cur_.offset();
     if (which < 0) {
       issue("graph-structure", Severity::kWarning, "Unknown node field ignored",
@@ -233,10 +238,20 @@ void GraphReader::read_node_field(std::size_t index, int which, NodeFields& f) {
       if (!graph_.is_next_serial_key(key_buffer_)) prepare_key_index(key_buffer_);
       break;
     case kType: {
-      std::string_view type = cur_.read_string();
+      // Runs of nodes have the same type: the last known type read is recognised by its text.
+      std::string_view type = cur_.read_string(last_type_);
       f.has_type = true;
+      if (!last_type_.empty() && type.data() == last_type_.data()) {
+        f.kind = last_kind_;
+        break;
+      }
       f.kind = node_kind_from_type(type);
-      if (!f.kind) f.type = std::string(type);
+      if (!f.kind) {
+        f.type = std::string(type);
+      } else if (cur_.is_in_text(type)) {  // no escapes: the text says it the same way again
+        last_type_.assign(type);
+        last_kind_ = *f.kind;
+      }
       break;
     }
     case kLabel:
@@ -386,14 +401,17 @@ void GraphReader::read_tags(NodeId node) {
   BodyReader& bodies = bodies_;
   cur_.begin_object();
   std::string copied;
-  while (auto key = cur_.next_key()) {
+  // Runs of nodes have the same tags: the last known tag read is recognised by its text.
+  while (auto key = cur_.next_key(last_tag_)) {
     // A key without escapes is a view into the text and outlives the reads below; only an
-    // escaped key (decoded into the cursor's scratch buffer) needs a copy.
+    // escaped key (decoded into the cursor's scratch buffer) needs a copy. The memo of the last
+    // tag is not changed before the next key is read.
     std::string_view url = *key;
-    if (!cur_.is_in_text(url)) url = copied.assign(url);
+    const bool memo = !last_tag_.empty() && url.data() == last_tag_.data();
+    if (!memo && !cur_.is_in_text(url)) url = copied.assign(url);
     std::size_t at = cur_.offset();
     JsonCursor::Mark value = cur_.mark();
-    std::optional<TagKind> tag = tag_kind_from_type(url);
+    std::optional<TagKind> tag = memo ? last_tag_kind_ : tag_kind_from_type(url);
     bool typed = false;
     try {
       if (tag == TagKind::kIpfIndex) {
@@ -414,6 +432,10 @@ void GraphReader::read_tags(NodeId node) {
       }
     } catch (const SchemaMismatch&) {
       cur_.reset(value);
+    }
+    if (tag && !memo && cur_.is_in_text(url)) {
+      last_tag_.assign(url);
+      last_tag_kind_ = tag;
     }
     if (!typed) {
       const nlohmann::json& existing = NodeView(graph_, node).other_tags();

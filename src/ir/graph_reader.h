@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,6 +67,12 @@ class GraphReader {
   bool not_a_graph_ = false;
   std::string key_buffer_;  // the current node's id
   bool key_index_sized_ = false;
+  // The last known node type and tag read without escapes (see JsonCursor::read_string and
+  // next_key with an expected text): most nodes repeat the ones before.
+  std::string last_type_;
+  NodeKind last_kind_ = NodeKind::kOpaque;
+  std::string last_tag_;
+  std::optional<TagKind> last_tag_kind_;
 
   struct RecentRef {
     std::uint32_t hash = 0;
