@@ -34,6 +34,9 @@ NodeKind Graph::kind(NodeId node) const {
 
 namespace {
 
+// What every generated key has between its two serial parts (see add_generated_record).
+constexpr std::string_view kGeneratedKeyMiddle = "-0000-4000-8000-";
+
 // Lower-case hex digit values; -1 for every other byte.
 constexpr std::array<std::int8_t, 256> kHexDigit = [] {
   std::array<std::int8_t, 256> t{};
@@ -48,7 +51,7 @@ constexpr std::array<std::int8_t, 256> kHexDigit = [] {
 // The serial n of a key of the generated shape (see add_generated_record), else nullopt. Called
 // for every key added or looked up, so the digits are decoded without a branch per character.
 std::optional<std::uint64_t> generated_serial(std::string_view key) {
-  if (key.size() != 36 || key.substr(8, 16) != "-0000-4000-8000-") return std::nullopt;
+  if (key.size() != 36 || key.substr(8, 16) != kGeneratedKeyMiddle) return std::nullopt;
   std::uint64_t high = 0, low = 0;
   int bad = 0;  // the OR of all digit values: negative when one is not a digit
   auto hex = [&](std::size_t from, std::size_t count, std::uint64_t& value) {
@@ -90,9 +93,8 @@ bool Graph::is_above_every_serial(std::uint64_t serial) const {
          (serial_runs_.empty() || serial >= serial_runs_.back().serial + serial_runs_.back().count);
 }
 
-bool Graph::is_next_serial_key(std::string_view key) const {
-  const std::optional<std::uint64_t> serial = generated_serial(key);
-  return serial && is_above_every_serial(*serial);
+bool Graph::has_generated_shape(std::string_view key) {
+  return key.size() == 36 && key.substr(8, 16) == kGeneratedKeyMiddle;
 }
 
 std::optional<NodeId> Graph::find_serial(std::uint64_t serial) const {

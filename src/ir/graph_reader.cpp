@@ -235,7 +235,7 @@ void GraphReader::read_node_field(std::size_t index, int which, NodeFields& f) {
     case kId:
       key_buffer_.assign(cur_.read_string());
       f.key = &key_buffer_;
-      if (!graph_.is_next_serial_key(key_buffer_)) prepare_key_index(key_buffer_);
+      if (!Graph::has_generated_shape(key_buffer_)) prepare_key_index(key_buffer_);
       break;
     case kType: {
       // Runs of nodes have the same type: the last known type read is recognised by its text.
@@ -278,7 +278,8 @@ void GraphReader::read_node_field(std::size_t index, int which, NodeFields& f) {
 // The key will go to the key index (Graph::try_add_record) once the body is read: start loading
 // its slot now. Nodes take 150 bytes of JSON at the least and 500-800 typically; the first such
 // key sizes the index for the rest of the text at 400 bytes a node, sparing the rehashes of a
-// growing table. (Keys Tapestry generated count up and go to Graph::serial_runs_ instead.)
+// growing table. (Keys of the shape Tapestry generates usually count up and go to
+// Graph::serial_runs_ instead: they are not prefetched.)
 void GraphReader::prepare_key_index(std::string_view key) {
   if (!key_index_sized_) {
     graph_.key_index_.reserve((cur_.size() - cur_.offset()) / 400);

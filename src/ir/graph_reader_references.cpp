@@ -12,7 +12,11 @@ namespace tapestry::ir {
 NodeId GraphReader::reference(std::string_view key) {
   std::uint32_t h = KeyIndex::hash(key);
   RecentRef& recent = recent_refs_[h % recent_refs_.size()];
-  if (recent.hash == h && graph_.key(recent.id) == key) return recent.id;
+  if (recent.hash == h) {
+    const std::string_view known = graph_.key(recent.id);
+    if (known.size() == key.size() && JsonCursor::equal_bytes(known.data(), key.data(), key.size()))
+      return recent.id;
+  }
   if (std::optional<NodeId> found = graph_.find_hashed(key, h)) {
     recent = RecentRef{h, *found};
     return *found;

@@ -296,8 +296,8 @@ class Graph {
   std::optional<NodeId> find_hashed(std::string_view key, std::uint32_t hash) const;
   /// True when `serial` is above every serial of a key in the graph, given or generated.
   bool is_above_every_serial(std::uint64_t serial) const;
-  /// True when try_add_record would put `key` in serial_runs_ (not in the key index).
-  bool is_next_serial_key(std::string_view key) const;
+  /// True when `key` has the shape of a generated key, "xxxxxxxx-0000-4000-8000-xxxxxxxxxxxx".
+  static bool has_generated_shape(std::string_view key);
   /// Records that node `id` has the key of serial `serial`, above every serial in serial_runs_.
   void append_serial_run(std::uint64_t serial, NodeId id);
   /// The node whose generated key has serial `serial`, if it is in serial_runs_.
