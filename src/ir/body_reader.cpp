@@ -80,6 +80,7 @@ void BodyReader::add_extension(nlohmann::json& extensions, std::string_view key)
 }
 
 void BodyReader::read_ints(std::vector<std::int64_t>& out) {
+  if (cur_.read_compact_int_array(out)) return;
   out.clear();
   expect_kind(JsonKind::kArray, "point");
   cur_.begin_array();
@@ -97,7 +98,9 @@ void BodyReader::read_corners() {
   expect_kind(JsonKind::kObject, "range");
   cur_.begin_object();
   FieldSet fields(cur_);
-  while (auto key = cur_.next_key()) {
+  std::string_view expected = "start";  // the usual order: start, end
+  while (auto key = cur_.next_key(expected)) {
+    expected = "end";
     if (*key == "start") {
       fields.see(0, *key);
       read_ints(start_scratch_);
@@ -128,7 +131,9 @@ void BodyReader::read_selection_into(std::string_view name, SelectionMap& map) {
   cur_.begin_object();
   FieldSet fields(cur_);
   TensorId tensor;
-  while (auto key = cur_.next_key()) {
+  std::string_view expected = "tensorId";  // the usual order: tensorId, range
+  while (auto key = cur_.next_key(expected)) {
+    expected = "range";
     if (*key == "tensorId") {
       fields.see(0, *key);
       tensor = TensorId(references_(read_string_field("tensorId")));
@@ -176,7 +181,9 @@ ReadBody<TensorBody> BodyReader::read_tensor() {
   cur_.begin_object();
   FieldSet fields(cur_);
   ReadBody<TensorBody> out;
-  while (auto key = cur_.next_key()) {
+  std::string_view expected = "dtype";  // the usual order: dtype, range
+  while (auto key = cur_.next_key(expected)) {
+    expected = "range";
     if (*key == "dtype") {
       fields.see(0, *key);
       out.body.dtype = LoomDType::parse(read_string_field("dtype"));
@@ -246,13 +253,17 @@ ReadBody<ApplicationBody> BodyReader::read_application() {
   cur_.begin_object();
   FieldSet fields(cur_);
   ReadBody<ApplicationBody> out;
-  while (auto key = cur_.next_key()) {
+  std::string_view expected = "operationId";  // the usual order: operationId, inputs, outputs
+  while (auto key = cur_.next_key(expected)) {
+    expected = {};
     if (*key == "operationId") {
       fields.see(0, *key);
       out.body.operation = OperationId(references_(read_string_field("operationId")));
+      expected = "inputs";
     } else if (*key == "inputs") {
       fields.see(1, *key);
       read_selection_map(out.body.inputs);
+      expected = "outputs";
     } else if (*key == "outputs") {
       fields.see(2, *key);
       read_selection_map(out.body.outputs);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 
 #include "tapestry/support/assert.h"
 
@@ -33,21 +34,36 @@ NodeKind Graph::kind(NodeId node) const {
 
 namespace {
 
-// The serial n of a key of the generated shape (see add_generated_record), else nullopt.
-std::optional<std::uint64_t> generated_serial(std::string_view key) {
-  if (key.size() != 36 || key.substr(8, 16) != "-0000-4000-8000-") return std::nullopt;
-  std::uint64_t high = 0, low = 0;
-  auto hex = [](std::string_view digits, std::uint64_t& value) {
-    for (char c : digits) {
-      const int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-      if (v < 0) return false;
-      value = value << 4 | static_cast<std::uint64_t>(v);
-    }
-    return true;
-  };
-  if (!hex(key.substr(0, 8), high) || !hex(key.substr(24), low) || high > 0xffff) {
-    return std::nullopt;
+// What every generated key has between its two serial parts (see add_generated_record).
+constexpr std::string_view kGeneratedKeyMiddle = "-0000-4000-8000-";
+
+// Lower-case hex digit values; -1 for every other byte.
+constexpr std::array<std::int8_t, 256> kHexDigit = [] {
+  std::array<std::int8_t, 256> t{};
+  for (int c = 0; c < 256; ++c) {
+    t[c] = static_cast<std::int8_t>(c >= '0' && c <= '9'   ? c - '0'
+                                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                                           : -1);
   }
+  return t;
+}();
+
+// The serial n of a key of the generated shape (see add_generated_record), else nullopt. Called
+// for every key added or looked up, so the digits are decoded without a branch per character.
+std::optional<std::uint64_t> generated_serial(std::string_view key) {
+  if (key.size() != 36 || key.substr(8, 16) != kGeneratedKeyMiddle) return std::nullopt;
+  std::uint64_t high = 0, low = 0;
+  int bad = 0;  // the OR of all digit values: negative when one is not a digit
+  auto hex = [&](std::size_t from, std::size_t count, std::uint64_t& value) {
+    for (std::size_t i = from; i < from + count; ++i) {
+      const int v = kHexDigit[static_cast<unsigned char>(key[i])];
+      bad |= v;
+      value = value << 4 | static_cast<std::uint64_t>(v & 0xf);
+    }
+  };
+  hex(0, 8, high);
+  hex(24, 12, low);
+  if (bad < 0 || high > 0xffff) return std::nullopt;
   return high << 48 | low;
 }
 
@@ -60,6 +76,25 @@ std::optional<NodeId> Graph::find(std::string_view key) const {
   auto found = key_index_.find(key, [this](std::uint32_t i) { return this->key(NodeId(i)); });
   if (!found) return std::nullopt;
   return NodeId(*found);
+}
+
+std::optional<NodeId> Graph::find_hashed(std::string_view key, std::uint32_t hash) const {
+  if (auto serial = generated_serial(key)) {
+    if (auto node = find_serial(*serial)) return node;
+  }
+  auto found =
+      key_index_.find_hashed(key, hash, [this](std::uint32_t i) { return this->key(NodeId(i)); });
+  if (!found) return std::nullopt;
+  return NodeId(*found);
+}
+
+bool Graph::is_above_every_serial(std::uint64_t serial) const {
+  return serial > max_given_serial_ &&
+         (serial_runs_.empty() || serial >= serial_runs_.back().serial + serial_runs_.back().count);
+}
+
+bool Graph::has_generated_shape(std::string_view key) {
+  return key.size() == 36 && key.substr(8, 16) == kGeneratedKeyMiddle;
 }
 
 std::optional<NodeId> Graph::find_serial(std::uint64_t serial) const {
@@ -104,16 +139,20 @@ NodeId Graph::add_generated_record(NodeKind kind, std::uint32_t slot) {
       continue;
     }
     const NodeId id = append_record(kind, slot, text);
-    if (!serial_runs_.empty()) {
-      SerialRun& last = serial_runs_.back();
-      if (last.serial + last.count == n && last.node + last.count == id.index()) {
-        ++last.count;
-        return id;
-      }
-    }
-    serial_runs_.push_back(SerialRun{n, id.index(), 1});
+    append_serial_run(n, id);
     return id;
   }
+}
+
+void Graph::append_serial_run(std::uint64_t serial, NodeId id) {
+  if (!serial_runs_.empty()) {
+    SerialRun& last = serial_runs_.back();
+    if (last.serial + last.count == serial && last.node + last.count == id.index()) {
+      ++last.count;
+      return;
+    }
+  }
+  serial_runs_.push_back(SerialRun{serial, id.index(), 1});
 }
 
 NodeId Graph::append_record(NodeKind kind, std::uint32_t slot, std::string_view key) {
@@ -128,9 +167,18 @@ NodeId Graph::append_record(NodeKind kind, std::uint32_t slot, std::string_view 
   return NodeId(static_cast<std::uint32_t>(nodes_.size() - 1));
 }
 
+// A given key of the generated shape whose serial is above every serial seen so far (given or
+// generated) cannot be taken either: it joins serial_runs_ like a generated key, so a graph read
+// back from a file Tapestry wrote (serials counting up) needs no key index at all.
 NodeId Graph::try_add_record(NodeKind kind, std::uint32_t slot, std::string_view key) {
   const std::optional<std::uint64_t> serial = generated_serial(key);
   if (serial && find_serial(*serial)) return NodeId();  // taken by a generated key
+  if (serial && is_above_every_serial(*serial)) {
+    const NodeId id = append_record(kind, slot, key);
+    append_serial_run(*serial, id);
+    max_given_serial_ = *serial;
+    return id;
+  }
   const NodeId id = append_record(kind, slot, key);
   auto existing = key_index_.insert(this->key(id), id.index(),
                                     [this](std::uint32_t i) { return this->key(NodeId(i)); });

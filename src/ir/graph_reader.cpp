@@ -137,9 +137,11 @@ void GraphReader::read_document() {
 }
 
 void GraphReader::read_nodes() {
-  // Nodes take 150 bytes of JSON at the least and 500-800 typically; sizing the key index for
-  // text/400 nodes up front spares the rehashes of a growing table.
-  graph_.key_index_.reserve(cur_.size() / 400);
+  // Room for the nodes at 400 bytes of text a node (see prepare_key_index): growing by doubling
+  // would copy the tables and fault their pages in twice. Untouched room costs no memory.
+  const std::size_t nodes = cur_.size() / 400;
+  graph_.nodes_.reserve(nodes);
+  graph_.key_chars_.reserve(nodes * 36);
   cur_.begin_array();
   std::size_t index = 0;
   constexpr std::size_t kReleaseStep = std::size_t{64} << 20;
@@ -185,8 +187,13 @@ void GraphReader::read_node(std::size_t index) {
   }
   cur_.begin_object();
   unsigned seen = 0;
-  while (auto key = cur_.next_key()) {
+  std::string_view expected = kNodeFields[kId];  // the usual order: id, type, (label), body, tags
+  while (auto key = cur_.next_key(expected)) {
     int which = node_field(*key);
+    expected = which == kId     ? kNodeFields[kType]
+               : which < kBody  ? kNodeFields[kBody]
+               : which == kBody ? kNodeFields[kTags]
+                                : std::string_view();
     std::size_t at = cur_.offset();
     if (which < 0) {
       issue("graph-structure", Severity::kWarning, "Unknown node field ignored",
@@ -228,13 +235,23 @@ void GraphReader::read_node_field(std::size_t index, int which, NodeFields& f) {
     case kId:
       key_buffer_.assign(cur_.read_string());
       f.key = &key_buffer_;
-      graph_.key_index_.prefetch(KeyIndex::hash(*f.key));  // inserted after the body is read
+      if (!Graph::has_generated_shape(key_buffer_)) prepare_key_index(key_buffer_);
       break;
     case kType: {
-      std::string_view type = cur_.read_string();
+      // Runs of nodes have the same type: the last known type read is recognised by its text.
+      std::string_view type = cur_.read_string(last_type_);
       f.has_type = true;
+      if (!last_type_.empty() && type.data() == last_type_.data()) {
+        f.kind = last_kind_;
+        break;
+      }
       f.kind = node_kind_from_type(type);
-      if (!f.kind) f.type = std::string(type);
+      if (!f.kind) {
+        f.type = std::string(type);
+      } else if (cur_.is_in_text(type)) {  // no escapes: the text says it the same way again
+        last_type_.assign(type);
+        last_kind_ = *f.kind;
+      }
       break;
     }
     case kLabel:
@@ -256,6 +273,19 @@ void GraphReader::read_node_field(std::size_t index, int which, NodeFields& f) {
         cur_.skip_value();
       }
   }
+}
+
+// The key will go to the key index (Graph::try_add_record) once the body is read: start loading
+// its slot now. Nodes take 150 bytes of JSON at the least and 500-800 typically; the first such
+// key sizes the index for the rest of the text at 400 bytes a node, sparing the rehashes of a
+// growing table. (Keys of the shape Tapestry generates usually count up and go to
+// Graph::serial_runs_ instead: they are not prefetched.)
+void GraphReader::prepare_key_index(std::string_view key) {
+  if (!key_index_sized_) {
+    graph_.key_index_.reserve((cur_.size() - cur_.offset()) / 400);
+    key_index_sized_ = true;
+  }
+  graph_.key_index_.prefetch(KeyIndex::hash(key));
 }
 
 // The body or tags came before the node could be created: check the required fields, then
@@ -350,6 +380,12 @@ NodeId GraphReader::add_typed_node(NodeKind kind, std::string_view key) {
       return push_node(g, kind, key, g.operation_bodies_, g.operation_ids_,
                        bodies_.read_operation(), add);
     case NodeKind::kApplication:
+      if (g.application_bodies_.capacity() == 0) {  // the first: most of what follows is alike
+        const std::size_t rest = (cur_.size() - cur_.offset()) / 400 + 1;
+        g.application_bodies_.reserve(rest);
+        g.application_ids_.reserve(rest);
+        g.index_words_.reserve(g.index_words_.size() + rest * 6);  // a 3-D IPFIndex each
+      }
       return push_node(g, kind, key, g.application_bodies_, g.application_ids_,
                        bodies_.read_application(), add);
     case NodeKind::kNote:
@@ -366,14 +402,17 @@ void GraphReader::read_tags(NodeId node) {
   BodyReader& bodies = bodies_;
   cur_.begin_object();
   std::string copied;
-  while (auto key = cur_.next_key()) {
+  // Runs of nodes have the same tags: the last known tag read is recognised by its text.
+  while (auto key = cur_.next_key(last_tag_)) {
     // A key without escapes is a view into the text and outlives the reads below; only an
-    // escaped key (decoded into the cursor's scratch buffer) needs a copy.
+    // escaped key (decoded into the cursor's scratch buffer) needs a copy. The memo of the last
+    // tag is not changed before the next key is read.
     std::string_view url = *key;
-    if (!cur_.is_in_text(url)) url = copied.assign(url);
+    const bool memo = !last_tag_.empty() && url.data() == last_tag_.data();
+    if (!memo && !cur_.is_in_text(url)) url = copied.assign(url);
     std::size_t at = cur_.offset();
     JsonCursor::Mark value = cur_.mark();
-    std::optional<TagKind> tag = tag_kind_from_type(url);
+    std::optional<TagKind> tag = memo ? last_tag_kind_ : tag_kind_from_type(url);
     bool typed = false;
     try {
       if (tag == TagKind::kIpfIndex) {
@@ -394,6 +433,10 @@ void GraphReader::read_tags(NodeId node) {
       }
     } catch (const SchemaMismatch&) {
       cur_.reset(value);
+    }
+    if (tag && !memo && cur_.is_in_text(url)) {
+      last_tag_.assign(url);
+      last_tag_kind_ = tag;
     }
     if (!typed) {
       const nlohmann::json& existing = NodeView(graph_, node).other_tags();

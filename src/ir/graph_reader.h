@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,7 @@ class GraphReader {
   void create_node(std::size_t index, NodeFields& fields);
   NodeId add_typed_node(NodeKind kind, std::string_view key);
   void read_tags(NodeId node);
+  void prepare_key_index(std::string_view key);
   NodeId reference(std::string_view key);
   void resolve_references();
   void restore_rowless_ipf_ranks();
@@ -64,6 +66,13 @@ class GraphReader {
   std::vector<Issue> issues_;
   bool not_a_graph_ = false;
   std::string key_buffer_;  // the current node's id
+  bool key_index_sized_ = false;
+  // The last known node type and tag read without escapes (see JsonCursor::read_string and
+  // next_key with an expected text): most nodes repeat the ones before.
+  std::string last_type_;
+  NodeKind last_kind_ = NodeKind::kOpaque;
+  std::string last_tag_;
+  std::optional<TagKind> last_tag_kind_;
 
   struct RecentRef {
     std::uint32_t hash = 0;

@@ -12,14 +12,14 @@ namespace tapestry::ir {
 NodeId GraphReader::reference(std::string_view key) {
   std::uint32_t h = KeyIndex::hash(key);
   RecentRef& recent = recent_refs_[h % recent_refs_.size()];
-  if (recent.hash == h && graph_.key(recent.id) == key) return recent.id;
-  // Every key read is given, so all are in the key index (none in Graph::serial_runs_).
-  TAPESTRY_ASSERT(graph_.serial_runs_.empty(), "a graph being read has generated keys");
-  auto found = graph_.key_index_.find_hashed(
-      key, h, [this](std::uint32_t i) { return graph_.key(NodeId(i)); });
-  if (found) {
-    recent = RecentRef{h, NodeId(*found)};
-    return NodeId(*found);
+  if (recent.hash == h) {
+    const std::string_view known = graph_.key(recent.id);
+    if (known.size() == key.size() && JsonCursor::equal_bytes(known.data(), key.data(), key.size()))
+      return recent.id;
+  }
+  if (std::optional<NodeId> found = graph_.find_hashed(key, h)) {
+    recent = RecentRef{h, *found};
+    return *found;
   }
   auto key_of = [this](std::uint32_t i) {
     return std::string_view(pending_chars_).substr(pending_keys_[i].first, pending_keys_[i].second);

@@ -19,11 +19,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -68,6 +70,18 @@ class JsonCursor {
           return JsonKind::kArray;
         case '"':
           return JsonKind::kString;
+        case '-':
+        case '0':
+        case '1':
+        case '2':
+        case '3':
+        case '4':
+        case '5':
+        case '6':
+        case '7':
+        case '8':
+        case '9':
+          return JsonKind::kNumber;
         default:
           break;
       }
@@ -96,6 +110,22 @@ class JsonCursor {
     expect(':');
     return key;
   }
+  /// next_key(), with a fast path for the key the caller expects (the next field in the usual
+  /// order): when the text holds exactly `"expected":` there, it is consumed without being
+  /// decoded, and the view returned is `expected` itself. `expected` must need no escapes.
+  std::optional<std::string_view> next_key(std::string_view expected) {
+    if (expected.empty()) return next_key();
+    skip_whitespace();
+    const bool comma = need_comma_stack_[depth_];
+    const std::size_t at = pos_ + (comma ? 1 : 0);
+    if (is_quoted_at(at, expected) && at + expected.size() + 2 < text_.size() &&
+        text_[at + expected.size() + 2] == ':' && (!comma || text_[pos_] == ',')) {
+      pos_ = at + expected.size() + 3;
+      need_comma_stack_[depth_] = true;
+      return expected;
+    }
+    return next_key();
+  }
   /// Consumes '['.
   void begin_array() {
     expect('[');
@@ -119,7 +149,21 @@ class JsonCursor {
     if (pos_ >= text_.size() || text_[pos_] != '"') fail("expected a string");
     return read_string_at_quote();
   }
+  /// read_string(), with a fast path for the value the caller expects (e.g. the type of the node
+  /// before): when the text holds exactly `"expected"`, the view returned is `expected` itself.
+  std::string_view read_string(std::string_view expected) {
+    skip_whitespace();
+    if (!expected.empty() && is_quoted_at(pos_, expected)) {
+      pos_ += expected.size() + 2;
+      return expected;
+    }
+    return read_string();
+  }
   JsonNumber read_number();
+  /// Fast path for an array of integers of at most 18 digits written compactly (`[0,40,1600]`):
+  /// reads it into `out` (cleared first) and returns true; returns false, having consumed and
+  /// changed nothing but `out`, for anything else (the caller then reads it token by token).
+  bool read_compact_int_array(std::vector<std::int64_t>& out);
   bool read_bool();
   void read_null();
   /// Skips one value of any kind (checking its syntax).
@@ -149,6 +193,24 @@ class JsonCursor {
     pos_ = mark.offset;
     depth_ = mark.depth;
   }
+  /// memcmp(a, b, n) == 0 without a call, for the short keys and ids of loom JSON: words of 8
+  /// bytes (the last one overlapping), or two overlapping words of 4 or 1 bytes.
+  static bool equal_bytes(const char* a, const char* b, std::size_t n) {
+    auto same = [&](auto word, std::size_t at) {
+      decltype(word) x, y;
+      std::memcpy(&x, a + at, sizeof x);
+      std::memcpy(&y, b + at, sizeof y);
+      return x == y;
+    };
+    if (n >= 8) {
+      for (std::size_t i = 0; i + 8 < n; i += 8) {
+        if (!same(std::uint64_t{}, i)) return false;
+      }
+      return same(std::uint64_t{}, n - 8);
+    }
+    if (n >= 4) return same(std::uint32_t{}, 0) && same(std::uint32_t{}, n - 4);
+    return n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
+  }
   /// 1-based line and column of a byte offset.
   [[nodiscard]] std::pair<std::size_t, std::size_t> location(std::size_t offset) const;
 
@@ -161,6 +223,12 @@ class JsonCursor {
     }
   }
   [[noreturn]] void fail(const std::string& what) const;
+  // True when the text at `at` is `"s"` (the raw bytes: s must need no escapes).
+  [[nodiscard]] bool is_quoted_at(std::size_t at, std::string_view s) const {
+    const std::size_t n = s.size();
+    return at + n + 2 <= text_.size() && text_[at] == '"' && text_[at + 1 + n] == '"' &&
+           equal_bytes(text_.data() + at + 1, s.data(), n);
+  }
   void expect(char c) {
     skip_whitespace();
     if (pos_ < text_.size() && text_[pos_] == c) [[likely]] {

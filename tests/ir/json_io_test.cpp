@@ -1,6 +1,7 @@
 // Reading and writing loom JSON: round trips, determinism, aliases, extensions, field order.
 #include "tapestry/ir/json_io.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -194,6 +195,122 @@ TEST(JsonIoTest, RowlessIpfsGetTheOperationIndexRankBack) {
   const ReadResult again = read_graph_json(write_graph_json(g));
   ASSERT_TRUE(again.graph.has_value());
   EXPECT_EQ(write_graph_json(*again.graph), write_graph_json(g));
+}
+
+// Keys of the generated shape counting up (as Tapestry writes them) skip the key index when read
+// (Graph::serial_runs_); lookups, duplicates, references and later generated keys must not see a
+// difference. Serials 1, 2, 3 count up, 9 leaves a gap, 5 goes below, 2 again is a duplicate,
+// and an application refers to them before (8) and after being defined.
+TEST(JsonIoTest, KeysCountingUpAreFoundLikeAnyOther) {
+  auto key = [](int n) { return fmt::format("00000000-0000-4000-8000-{:012x}", n); };
+  auto note = [&](int n) {
+    return fmt::format(R"({{"id": "{}", "type": "loom:Note", "body": {{"message": "m{}"}}}})",
+                       key(n), n);
+  };
+  auto tensor = [&](int n) {
+    return fmt::format(
+        R"({{"id": "{}", "type": "loom:Tensor", "body": {{"dtype": "int32", "range": {{"start": [0], "end": [2]}}}}}})",
+        key(n));
+  };
+  const std::string text = fmt::format(
+      R"({{"nodes": [{}, {}, {}, {}, {}, {}, {}, {}]}})", note(1), tensor(2), note(3), tensor(9),
+      note(5), note(2),
+      fmt::format(
+          R"({{"id": "x", "type": "loom:Operation", "body": {{"kernel": "k", "inputs": {{"a": [{{"tensorId": "{}", "range": {{"start": [0], "end": [2]}}}}]}}, "outputs": {{"b": [{{"tensorId": "{}", "range": {{"start": [0], "end": [2]}}}}]}}}}}})",
+          key(2), key(8)),
+      tensor(8));
+  ReadResult read = read_graph_json(text);
+  ASSERT_TRUE(read.graph.has_value());
+  ASSERT_EQ(read.issues.size(), 1u) << format_issues_text(read.issues);
+  EXPECT_EQ(read.issues[0].type, "duplicate-node-id");
+  EXPECT_EQ(read.issues[0].contexts.at(0).jsonpath, "$.nodes[5]");
+  Graph& g = *read.graph;
+  EXPECT_EQ(g.size(), 7u);
+  for (int n : {1, 2, 3, 5, 8, 9}) {
+    ASSERT_TRUE(g.find(key(n))) << n;
+    EXPECT_EQ(g.key(*g.find(key(n))), key(n));
+  }
+  EXPECT_EQ(g.find(key(4)), std::nullopt);
+  EXPECT_EQ(g.find(key(10)), std::nullopt);
+  const OperationView op = g.operation(g.operations().front());
+  EXPECT_EQ(op.body().inputs.list("a")[0].tensor, g.as_tensor(*g.find(key(2))));
+  EXPECT_EQ(op.body().outputs.list("b")[0].tensor, g.as_tensor(*g.find(key(8))));
+  EXPECT_TRUE(g.unresolved_references().empty());
+  // Generated keys take the free serials: 4, 6, 7, then above 9.
+  std::vector<std::string> generated;
+  for (int i = 0; i < 4; ++i) generated.emplace_back(g.key(g.add_note("generated")));
+  EXPECT_EQ(generated, (std::vector<std::string>{key(4), key(6), key(7), key(10)}));
+  EXPECT_EQ(write_graph_json(*read_graph_json(write_graph_json(g)).graph), write_graph_json(g));
+}
+
+// The reader's fast paths (an expected key or type recognised by its text, compact integer
+// arrays) and its checked paths must read the same graph. Each variant spells the compact
+// original differently — spaces, escapes, another key order, numbers the fast path leaves to the
+// checked one — and must read back to the same text.
+TEST(JsonIoTest, FastAndCheckedPathsReadTheSameGraph) {
+  const std::string app =
+      R"({"id":"a1","type":"loom:Application","body":{"operationId":"o","inputs":{"x":[{"tensorId":"t","range":{"start":[0],"end":[2]}}]},"outputs":{"y":[{"tensorId":"u","range":{"start":[-0],"end":[123456789012345678]}}]}},"tags":{"loom:IPFIndex":{"start":[0],"end":[2]}}})";
+  const std::string head =
+      R"({"nodes":[{"id":"t","type":"loom:Tensor","body":{"dtype":"int32","range":{"start":[0],"end":[2]}}},)"
+      R"({"id":"u","type":"loom:Tensor","body":{"dtype":"int32","range":{"start":[0],"end":[123456789012345678]}}},)"
+      R"({"id":"o","type":"loom:Operation","body":{"kernel":"k"}},)";
+  auto doc = [&](const std::string& second) {
+    std::string a2 = app;
+    a2.replace(a2.find("a1"), 2, "a2");
+    return head + app + "," + (second.empty() ? a2 : second) + "]}";
+  };
+  const std::string canonical = write_graph_json(read_graph_json_or_throw(doc("")));
+  auto variant = [&](std::string from, std::string to) {
+    std::string second = app;
+    second.replace(second.find("a1"), 2, "a2");
+    const std::size_t at = second.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) second.replace(at, from.size(), to);
+    return doc(second);
+  };
+  const std::pair<const char*, const char*> variants[] = {
+      {R"("start":[0],"end":[2]}}]})", R"("start" : [ 0 ] ,"end":[2 ]}}]})"},
+      {R"({"start":[0],"end":[2]}}]})", R"({"st\u0061rt":[0],"\u0065nd":[2]}}]})"},
+      {R"({"start":[0],"end":[2]}}]})", R"({"end":[2],"start":[0]}}]})"},
+      {R"("tensorId":"t","range":{"start":[0],"end":[2]}})",
+       R"("range":{"start":[0],"end":[2]},"tensorId":"t"})"},
+      {R"("tensorId":"t","range":{"start":[0],"end":[2]}})",
+       R"("tensorId":"t","range":{"start":[0],"end":[2]},"_":0})"},
+      {R"("type":"loom:Application")", R"("type":"loom:\u0041pplication")"},
+      {R"("type":"loom:Application")",
+       R"("type":"http://tensortapestry.org/schemas/loom/2024-01/node_types.jsd#/nodes/Application")"},
+      {R"({"loom:IPFIndex")", R"({"loom:IPF\u0049ndex")"},
+      {R"("operationId":"o",)", R"("operationId" :"o" ,)"},
+      {"[123456789012345678]", "[000000000000000000123456789012345678]"},
+      {"[123456789012345678]", "[1234567890123456789]"},
+      {"[-0]", "[0e0]"},
+  };
+  for (const auto& [from, to] : variants) {
+    ReadResult read = read_graph_json(variant(from, to));
+    SCOPED_TRACE(to);
+    if (std::string_view(to).find("000000000000000000123") != std::string_view::npos) {
+      ASSERT_FALSE(read.graph.has_value());  // leading zeros are a syntax error
+      EXPECT_NE(read.issues.at(0).message.find("leading zeros"), std::string::npos);
+      continue;
+    }
+    ASSERT_TRUE(read.graph.has_value()) << format_issues_text(read.issues);
+    if (std::string_view(to).find("1234567890123456789") != std::string_view::npos ||
+        std::string_view(to).find("0e0") != std::string_view::npos) {
+      // 19 digits and an exponent are read by the checked path: a different value or an
+      // opaque body, but read, not misread as the value before.
+      EXPECT_NE(write_graph_json(*read.graph), canonical);
+      continue;
+    }
+    std::string expected = canonical;
+    if (std::string_view(to).find("\"_\"") != std::string_view::npos) {
+      // An unknown selection field: the body is kept verbatim (reported by validation).
+      EXPECT_EQ(read.graph->kind(*read.graph->find("a2")), NodeKind::kOpaque);
+      EXPECT_EQ(read.graph->kind(*read.graph->find("a1")), NodeKind::kApplication);
+      continue;
+    }
+    EXPECT_TRUE(read.issues.empty()) << format_issues_text(read.issues);
+    EXPECT_EQ(write_graph_json(*read.graph), expected);
+  }
 }
 
 }  // namespace

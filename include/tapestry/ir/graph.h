@@ -292,6 +292,14 @@ class Graph {
   NodeId add_generated_record(NodeKind kind, std::uint32_t slot);
   /// Appends a record and its key, indexing nothing.
   NodeId append_record(NodeKind kind, std::uint32_t slot, std::string_view key);
+  /// find() with the key's KeyIndex::hash already computed (the reader's lookups).
+  std::optional<NodeId> find_hashed(std::string_view key, std::uint32_t hash) const;
+  /// True when `serial` is above every serial of a key in the graph, given or generated.
+  bool is_above_every_serial(std::uint64_t serial) const;
+  /// True when `key` has the shape of a generated key, "xxxxxxxx-0000-4000-8000-xxxxxxxxxxxx".
+  static bool has_generated_shape(std::string_view key);
+  /// Records that node `id` has the key of serial `serial`, above every serial in serial_runs_.
+  void append_serial_run(std::uint64_t serial, NodeId id);
   /// The node whose generated key has serial `serial`, if it is in serial_runs_.
   std::optional<NodeId> find_serial(std::uint64_t serial) const;
   NodeExtra& extra(NodeId node);
@@ -307,8 +315,9 @@ class Graph {
   std::string graph_key_;
   std::vector<NodeRecord> nodes_;
   std::string key_chars_;
-  // Keys are found through key_index_, except generated keys above max_given_serial_ (see
-  // add_generated_record): consecutive serials on consecutive nodes, one SerialRun each.
+  // Keys are found through key_index_, except keys of the generated shape whose serial was above
+  // every serial seen when they were added (generated ones, see add_generated_record, and given
+  // ones, see try_add_record): consecutive serials on consecutive nodes, one SerialRun each.
   struct SerialRun {
     std::uint64_t serial;  // of the first node
     std::uint32_t node;    // the first node's index
@@ -316,8 +325,8 @@ class Graph {
   };
   KeyIndex key_index_;
   std::vector<SerialRun> serial_runs_;
-  std::uint64_t max_given_serial_ =
-      0;  // largest serial of a key of the generated shape in key_index_
+  // Largest serial of a given key of the generated shape (in key_index_ or serial_runs_).
+  std::uint64_t max_given_serial_ = 0;
   std::uint64_t next_key_serial_ = 1;
 
   std::vector<TensorBody> tensor_bodies_;

@@ -64,7 +64,7 @@ class ApplicationIpfAgreement final : public Constraint {
   // One side (inputs or outputs) of an operation, flattened for the fast path.
   struct OpSide {
     std::vector<SelectionMap::RawEntry> entries;
-    std::vector<const zspace::IndexProjection*> ipfs;
+    std::vector<FlatIpf> ipfs;
 
     void gather(const SelectionMap& sels, const IpfMap& sig) {
       entries.clear();
@@ -73,7 +73,7 @@ class ApplicationIpfAgreement final : public Constraint {
         entries.push_back(e);
         return true;
       });
-      for (const auto& e : sig.entries()) ipfs.push_back(&e.value);
+      for (const auto& e : sig.entries()) ipfs.emplace_back(e.value);
     }
 
     // Same ports and tensors as the operation, and every selection == IPF(box).
@@ -84,7 +84,7 @@ class ApplicationIpfAgreement final : public Constraint {
       sels.for_each_raw([&](const SelectionMap::RawEntry& e) {
         const SelectionMap::RawEntry& o = entries[i];
         ok = e.name_id == o.name_id && e.position == o.position && e.tensor == o.tensor &&
-             projects_to(*ipfs[i], box.start, box.end, e.start, e.end) == true;
+             ipfs[i].projects_to(box.start, box.end, e.start, e.end) == true;
         ++i;
         return ok;
       });
