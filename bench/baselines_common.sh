@@ -3,6 +3,7 @@
 #   source "$(dirname "$0")/baselines_common.sh"
 #   baselines_init NAME "$@"        # sets root build threads rounds reps py tapestry tmp
 #   baselines_require FILE...       # each an executable, else exit 2 naming it
+#   baselines_tapestry LOG GRAPH INPUTS PLAN METRICS [Y]   # one timed `tapestry run`
 #
 # Arguments: [BUILD_DIR | --build DIR] [--threads N] [--rounds N] [--reps N] (defaults: the
 # release build when present, else ci; 2 threads, 3 rounds, 3 repetitions). `tmp` is a fresh
@@ -41,4 +42,18 @@ baselines_require() {
   for f in "$@"; do
     [[ -x "$f" ]] || { echo "$baselines_name: $f is missing; build first (make bench)" >&2; exit 2; }
   done
+}
+
+# One `tapestry run` of GRAPH on the .npy files in INPUTS, under PLAN unless it is "", on $threads
+# threads: 2 untimed runs, then $reps timed ones; their metrics go to METRICS, the log to LOG, and
+# it prints their median wall time (metrics wall_s: execution alone). With Y, the output Y is
+# also written there (the first round's, compared with the other contenders').
+baselines_tapestry() {
+  local log=$1 graph=$2 inputs=$3 plan=$4 metrics=$5 y=${6:-} p=() o=()
+  [[ -n $plan ]] && p=(--plan "$plan")
+  [[ -n $y ]] && o=(--outputs "${y%.npy}-out")
+  "$tapestry" run "$graph" "${p[@]}" --inputs "$inputs" --threads "$threads" --warmup 2 \
+    --repeat "$reps" --quiet --metrics "$metrics" "${o[@]}" >"$log"
+  [[ -z $y ]] || cp "${y%.npy}-out/Y.npy" "$y"
+  "$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['wall_s'])" "$metrics"
 }

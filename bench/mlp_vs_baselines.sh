@@ -48,13 +48,10 @@ run() {
   [[ $2 -eq 1 ]] && out=(--out "$tmp/Y-$1.npy")
   case "$1" in
     tapestry)
-      local o=()
-      [[ $2 -eq 1 ]] && o=(--outputs "$tmp/tapestry-out")
-      "$tapestry" run "$root/examples/mlp.tap" --plan "$root/examples/plans/mlp-best.json" \
-        --inputs "$tmp/in" --threads "$threads" --warmup 2 --repeat "$reps" --quiet \
-        --metrics "$tmp/m.json" "${o[@]}" >"$log"
-      [[ $2 -eq 1 ]] && cp "$tmp/tapestry-out/Y.npy" "$tmp/Y-tapestry.npy"
-      "$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['wall_s'])" "$tmp/m.json" ;;
+      local y=""
+      [[ $2 -eq 1 ]] && y="$tmp/Y-tapestry.npy"
+      baselines_tapestry "$log" "$root/examples/mlp.tap" "$tmp/in" \
+        "$root/examples/plans/mlp-best.json" "$tmp/m.json" "$y" ;;
     onednn) "$build/bench/mlp_onednn" --threads "$threads" --reps "$reps" --inputs "$tmp/in" "${out[@]}" >"$log"; median_of "$log" ;;
     openblas) "$build/bench/mlp_openblas" --threads "$threads" --reps "$reps" --inputs "$tmp/in" "${out[@]}" >"$log"; median_of "$log" ;;
     openblas-avx512) OPENBLAS_CORETYPE=SKYLAKEX "$build/bench/mlp_openblas" --threads "$threads" --reps "$reps" --inputs "$tmp/in" "${out[@]}" >"$log"; median_of "$log" ;;

@@ -29,13 +29,11 @@ run() {
   local log="$tmp/$1.log"
   case "$1" in
     unsharded|batch)
-      local plan=() o=()
-      [[ $1 == batch ]] && plan=(--plan "$root/examples/plans/resnet_bottleneck-batch.json")
-      [[ $2 -eq 1 ]] && o=(--outputs "$tmp/out-$1")
-      "$tapestry" run "$root/examples/resnet_bottleneck.tap" "${plan[@]}" --inputs "$tmp/in" \
-        --threads "$threads" --warmup 2 --repeat "$reps" --quiet --metrics "$tmp/m.json" "${o[@]}" >"$log"
-      [[ $2 -eq 1 ]] && cp "$tmp/out-$1/Y.npy" "$tmp/Y-$1.npy"
-      "$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['wall_s'])" "$tmp/m.json" ;;
+      local plan="" y=""
+      [[ $1 == batch ]] && plan="$root/examples/plans/resnet_bottleneck-batch.json"
+      [[ $2 -eq 1 ]] && y="$tmp/Y-$1.npy"
+      baselines_tapestry "$log" "$root/examples/resnet_bottleneck.tap" "$tmp/in" "$plan" \
+        "$tmp/m.json" "$y" ;;
     onednn)
       local out=()
       [[ $2 -eq 1 ]] && out=(--out "$tmp/Y-$1.npy")

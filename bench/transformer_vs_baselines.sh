@@ -64,13 +64,11 @@ run() {
   local dir=$1 log="$1/$2.log"
   case "$2" in
     unsharded|plan)
-      local p=() o=()
-      [[ $2 == plan ]] && p=(--plan "$root/examples/plans/$plan.json")
-      [[ $3 -eq 1 ]] && o=(--outputs "$dir/out-$2")
-      "$tapestry" run "$root/examples/$tap.tap" "${p[@]}" --inputs "$dir/in" \
-        --threads "$threads" --warmup 2 --repeat "$reps" --quiet --metrics "$dir/m.json" "${o[@]}" >"$log"
-      [[ $3 -eq 1 ]] && cp "$dir/out-$2/Y.npy" "$dir/Y-$2.npy" && cp "$dir/m.json" "$dir/flops.json"
-      "$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['wall_s'])" "$dir/m.json" ;;
+      local p="" y=""
+      [[ $2 == plan ]] && p="$root/examples/plans/$plan.json"
+      [[ $3 -eq 1 ]] && y="$dir/Y-$2.npy"
+      baselines_tapestry "$log" "$root/examples/$tap.tap" "$dir/in" "$p" "$dir/m.json" "$y"
+      if [[ $3 -eq 1 ]]; then cp "$dir/m.json" "$dir/flops.json"; fi ;;
     torch-*)
       local out=()
       [[ $3 -eq 1 ]] && out=(--out "$dir/Y-$2.npy")
