@@ -234,7 +234,8 @@ if [[ -n $plugin ]]; then
   check "plugin kernel on 2 ranks: verify PASS" $?
 fi
 
-# Failures: exit 2, the error and its rank once, nothing written.
+# Failures: exit 2, the error and its rank once, nothing written — and no hang: the job ends in
+# 2–14 s here even with two CPU burners beside it, so 60 s leaves room for a loaded CI machine.
 for where in 1 0 "1:setup"; do
   rm -rf "$tmp/fail"
   start=$SECONDS
@@ -242,7 +243,7 @@ for where in 1 0 "1:setup"; do
     -- "${mpirun[@]}" -np 3 "$tapestry" run "$ex/mlp.tap" --plan "$plans/mlp-megatron.json" \
     --executor mpi --outputs "$tmp/fail" --metrics "$tmp/fail-m.json"
   [[ $(grep -c "error" "$tmp/err") -eq 1 && ! -e "$tmp/fail/Y.npy" && ! -e "$tmp/fail-m.json" &&
-     $((SECONDS - start)) -lt 30 ]]
+     $((SECONDS - start)) -lt 60 ]]
   check "failure on rank $where: printed once, no output, within seconds" $?
 done
 
