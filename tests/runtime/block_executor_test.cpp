@@ -132,6 +132,30 @@ TEST(BlockExecutor, IntermediatesAreFreedAndNotReturned) {
   EXPECT_GE(metrics.peak_memory_bytes, inputs_bytes + tensor);
 }
 
+// On one thread the measured peak is the estimate: X → P (unsplit) → B (2 shards) → Y (2 shards),
+// every tensor T bytes. In the program's order P is freed after B's second shard, before Y is
+// allocated: 3T at most. Depth-first (B1, Y1, B2, Y2 — TBB's feeder on one thread) Y would be
+// allocated while P is still live: 4T.
+TEST(BlockExecutor, OnOneThreadTheMeasuredPeakIsTheEstimate) {
+  GraphBuilder b;
+  const Built p = add_unary(b, "relu", b.tensor("X", "float32", Range::of_shape({64, 32})));
+  b.shard(p.op, {1, 1});
+  const Built bb = add_unary(b, "relu", p.result);
+  b.shard(bb.op, {2, 1});
+  const Built y = add_unary(b, "relu", bb.result);
+  b.shard(y.op, {2, 1});
+  const std::int64_t tensor = 4 * 64 * 32;
+  const BufferMap inputs = generate_inputs(b.graph, {.seed = 2});
+  const BlockExecutor one(b.graph, {.threads = 1, .kernels = &fast_kernels()});
+  EXPECT_EQ(one.estimated_peak_memory_bytes(), 3 * tensor);
+  for (int run = 0; run < 3; ++run) {
+    EXPECT_EQ(one.run_measured(inputs).metrics.peak_memory_bytes, 3 * tensor);
+  }
+  // Several threads may run Y's first shard before B's second: bounded by every tensor at once.
+  const BlockExecutor two(b.graph, {.threads = 2, .kernels = &fast_kernels()});
+  EXPECT_LE(two.run_measured(inputs).metrics.peak_memory_bytes, 4 * tensor);
+}
+
 // A borrowed input (the Python package's NumPy arrays) is read in place and handed back, still
 // borrowing, with the results; the run equals one on owned copies.
 TEST(BlockExecutor, BorrowedInputsAreReadInPlace) {
