@@ -125,6 +125,11 @@ def main():
     ap.add_argument("--examples", default=",".join(PLANS))
     ap.add_argument("--json", help="also write the rows as JSON here")
     args = ap.parse_args()
+    if args.repeat < 1 or args.rounds < 1 or args.min_time < 0:
+        ap.error("--repeat and --rounds must be >= 1, --min-time >= 0")
+    unknown = [e for e in args.examples.split(",") if e not in PLANS]
+    if unknown:
+        ap.error(f"unknown example(s) {', '.join(unknown)} (known: {', '.join(PLANS)})")
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -88,30 +88,21 @@ nlohmann::json merged_fallbacks(const std::vector<nlohmann::json>& ranks) {
   return out;
 }
 
-// "kernel paths: onednn 6, vectorised 4 applications; 0 fallbacks\n" — the single-process
-// summary's line (run_metrics.h), over every rank.
+// The summary's paths line (run_metrics.h) from the merged report's paths and fallbacks.
 std::string paths_line(const nlohmann::json& merged) {
-  std::vector<std::string> parts;
-  std::uint64_t applications = 0;
+  KernelPathCounts counts{};
   const nlohmann::json paths = merged.value("paths", nlohmann::json::object());
-  for (std::size_t i = 0; i < kKernelPathCount; ++i) {  // KernelPath order, not the JSON's
-    const std::string name(kernel_path_name(static_cast<KernelPath>(i)));
-    const auto n = paths.value(name, std::uint64_t{0});
-    if (n == 0) continue;
-    parts.push_back(fmt::format("{} {}", name, n));
-    applications += n;
+  for (std::size_t i = 0; i < kKernelPathCount; ++i) {
+    counts[i] =
+        paths.value(std::string(kernel_path_name(static_cast<KernelPath>(i))), std::uint64_t{0});
   }
-  std::vector<std::string> fell;
+  std::vector<std::pair<std::string, std::uint64_t>> fallbacks;
   const nlohmann::json by_operation =
       merged.value("fallbacks_by_operation", nlohmann::json::object());
   for (const auto& [name, n] : by_operation.items()) {
-    const auto calls = n.get<std::uint64_t>();
-    fell.push_back(fmt::format("{} ({} call{})", name, calls, calls == 1 ? "" : "s"));
+    fallbacks.emplace_back(name, n.get<std::uint64_t>());
   }
-  return fmt::format("kernel paths: {} application{}; {}\n", fmt::join(parts, ", "),
-                     applications == 1 ? "" : "s",
-                     fell.empty() ? std::string("0 fallbacks")
-                                  : fmt::format("fallbacks in {}", fmt::join(fell, ", ")));
+  return kernel_paths_line(counts, fallbacks);
 }
 
 }  // namespace

@@ -54,17 +54,13 @@ KernelPathCounts total_paths(const RunMetrics& m) {
   return total;
 }
 
-// "0 fallbacks", or "fallbacks in Y (2 calls), Z (1 call)".
-std::string fallbacks_text(const RunMetrics& m) {
-  std::vector<std::string> ops;
+// The operations with fallbacks, and how many calls fell back.
+std::vector<std::pair<std::string, std::uint64_t>> fallbacks_of(const RunMetrics& m) {
+  std::vector<std::pair<std::string, std::uint64_t>> out;
   for (const OperationMetrics& op : m.operations) {
-    if (op.fallbacks > 0) {
-      ops.push_back(
-          fmt::format("{} ({} call{})", op.operation, op.fallbacks, op.fallbacks == 1 ? "" : "s"));
-    }
+    if (op.fallbacks > 0) out.emplace_back(op.operation, op.fallbacks);
   }
-  if (ops.empty()) return "0 fallbacks";
-  return fmt::format("fallbacks in {}", fmt::join(ops, ", "));
+  return out;
 }
 
 }  // namespace
@@ -170,6 +166,20 @@ nlohmann::json chrome_trace(const RunMetrics& m) {
   return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
 }
 
+std::string kernel_paths_line(const KernelPathCounts& paths,
+                              const std::vector<std::pair<std::string, std::uint64_t>>& fallbacks) {
+  std::uint64_t applications = 0;
+  for (const std::uint64_t n : paths) applications += n;
+  std::vector<std::string> ops;
+  for (const auto& [operation, calls] : fallbacks) {
+    ops.push_back(fmt::format("{} ({} call{})", operation, calls, calls == 1 ? "" : "s"));
+  }
+  return fmt::format("kernel paths: {} application{}; {}\n",
+                     paths_text(paths, /*always_count=*/true), applications == 1 ? "" : "s",
+                     ops.empty() ? std::string("0 fallbacks")
+                                 : fmt::format("fallbacks in {}", fmt::join(ops, ", ")));
+}
+
 std::string summary_table(const RunMetrics& m, std::size_t max_rows) {
   std::string out = fmt::format(
       "wall {}   {} ({:.1f} GFLOP/s)   {} applications on {} thread{}\n"
@@ -179,9 +189,7 @@ std::string summary_table(const RunMetrics& m, std::size_t max_rows) {
       m.wall_s > 0 ? 100.0 * m.busy_s / (m.wall_s * m.threads) : 0.0, m.threads,
       m.threads == 1 ? "" : "s", format_seconds(m.critical_path_s),
       format_bytes(m.peak_memory_bytes), format_bytes(m.estimated_peak_memory_bytes));
-  out += fmt::format("kernel paths: {} application{}; {}\n",
-                     paths_text(total_paths(m), /*always_count=*/true),
-                     m.applications.size() == 1 ? "" : "s", fallbacks_text(m));
+  out += kernel_paths_line(total_paths(m), fallbacks_of(m));
   // The fallbacks column only when there are any: a run on the reference kernels, or one whose
   // every call took a fast path, keeps the table it always had.
   std::uint64_t fallbacks = 0;

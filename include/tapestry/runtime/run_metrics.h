@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -90,6 +91,13 @@ struct RunMetrics {
 ///   kernel paths: onednn 4, vectorised 6 applications; 0 fallbacks
 ///   kernel paths: openblas 2, reference 2 applications; fallbacks in Y (2 calls)
 [[nodiscard]] std::string summary_table(const RunMetrics& metrics, std::size_t max_rows = 12);
+
+/// The summary's paths line: "kernel paths: onednn 4, vectorised 2 applications; 0 fallbacks\n",
+/// or "…; fallbacks in Y (2 calls), Z (1 call)\n" naming each operation with fallbacks (in the
+/// order given). Also the MPI summary's, over every rank (rank_metrics.h).
+[[nodiscard]] std::string kernel_paths_line(
+    const KernelPathCounts& paths,
+    const std::vector<std::pair<std::string, std::uint64_t>>& fallbacks);
 
 /// "1.234 s", "12.3 ms", "45.6 µs".
 [[nodiscard]] std::string format_seconds(double seconds);
