@@ -201,6 +201,9 @@ void check_options(RunOptions& options) {
   if (options.optimize && (!options.plan.empty() || !options.splits.empty())) {
     throw Error("--optimize chooses the plan: give no --plan or --split with it");
   }
+  if (options.optimize && options.ignore_placement) {
+    throw Error("--ignore-placement applies to a given plan (--plan, --split), not to --optimize");
+  }
   if (!options.optimize && (options.time_budget_s > 0 || options.max_evals > 0 ||
                             !options.max_memory_per_device.empty())) {
     throw Error("--time-budget, --max-evals and --max-memory-per-device need --optimize");
@@ -228,12 +231,17 @@ rewrite::Plan optimized_plan(const ir::Graph& graph, const RunOptions& options,
     throw Error(fmt::format("--optimize: none of the {} plans priced on {} meets the constraints",
                             r.progress.evaluations, target.name));
   }
-  fmt::print(
-      "optimized for time on {}: {} plans priced in {:.1f} s; the fastest takes {} under "
-      "the model:\n  {}\n",
-      target.name, r.progress.evaluations, r.progress.seconds,
-      search::format_objective(search::Objective::kTime, best->cost.makespan_s),
-      best->plan.to_json().dump());
+  const std::string takes =
+      search::format_objective(search::Objective::kTime, best->cost.makespan_s);
+  fmt::print("optimized for time on {}: {} plans priced in {:.1f} s; ", target.name,
+             r.progress.evaluations, r.progress.seconds);
+  if (best->plan == rewrite::Plan{}) {
+    fmt::print("the fastest is the graph as written (no split, no fusion): {} under the model\n",
+               takes);
+  } else {
+    fmt::print("the fastest takes {} under the model, with the plan\n  {}\n", takes,
+               best->plan.to_json().dump());
+  }
   return best->plan;
 }
 
@@ -244,7 +252,7 @@ int run_run(RunOptions& options) {
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
   const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
   const rewrite::Plan plan = options.optimize ? optimized_plan(graph, options, signatures)
-                                              : load_plan(options.plan, options.splits);
+                                              : load_plan(options.plan, options.splits, options.ignore_placement);
   const std::vector<ir::TensorId> outputs = runtime::graph_outputs(graph);
   if (!options.outputs.empty()) check_output_files(graph, options.outputs, outputs);
   check_writable_file("--metrics", options.metrics);
@@ -342,6 +350,7 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
   cmd->add_flag("--quiet", options->quiet,
                 "no progress line, no per-run lines of --repeat, no refused-fusion lines");
   cmd->add_flag("--trust-ipfs", options->trust_ipfs, kTrustIpfsHelp);
+  cmd->add_flag("--ignore-placement", options->ignore_placement, kIgnorePlacementHelp);
   cmd->add_option("--repeat", options->repeat,
                   "run N times (block executor; for timing): report the median run")
       ->check(CLI::Range(1, 1000));

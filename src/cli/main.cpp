@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   try {
     return dispatch.run ? dispatch.run() : tapestry::cli::kExitBadInput;
   } catch (const tapestry::Error& e) {
-    fmt::print(stderr, "tapestry {}: error: {}\n", dispatch.name, e.what());
+    fmt::print(stderr, "{}\n", tapestry::cli::error_line(dispatch.name, e.what()));
     return tapestry::cli::kExitBadInput;
   } catch (const std::bad_alloc&) {
     // A last line of defence: sizes are checked before anything large is allocated

@@ -34,6 +34,7 @@ struct RunOptions {
   int repeat = 1;
   int warmup = 0;
   bool trust_ipfs = false;
+  bool ignore_placement = false;  // drop the plan's place and mesh (graph_input.h)
   // --optimize: search the plan (search/optimize.h) for the fastest on --target instead.
   bool optimize = false;
   double time_budget_s = 0;

@@ -103,8 +103,10 @@ void assign_devices(PlacedOperation& placed, std::span<const std::string> index_
     for (std::size_t k = 0; k < place.size(); ++k) {
       auto d = target.find_device(place[k]);
       if (!d) {
-        throw Error(fmt::format("{}/place/{}: target '{}' has no device '{}' (it has {})", path(),
-                                k, target.name, place[k], device_list(target)));
+        throw Error(fmt::format(
+            "{}/place/{}: operation '{}': target '{}' has no device '{}' (it has {}); "
+            "--ignore-placement places the plan's shards on this target by the default rule",
+            path(), k, placed.name, target.name, place[k], device_list(target)));
       }
       listed.push_back(static_cast<std::uint32_t>(*d));
     }
@@ -127,8 +129,10 @@ void assign_devices(PlacedOperation& placed, std::span<const std::string> index_
       if (a == axes.end()) {
         std::vector<std::string_view> names;
         for (const MeshAxis& m : axes) names.push_back(m.name);
-        throw Error(fmt::format("{}: target '{}' has no mesh axis '{}' (its mesh: {})", at(),
-                                target.name, axis, fmt::join(names, ", ")));
+        throw Error(fmt::format(
+            "{}: operation '{}': target '{}' has no mesh axis '{}' (its mesh: {}); "
+            "--ignore-placement places the plan's shards on this target by the default rule",
+            at(), placed.name, target.name, axis, fmt::join(names, ", ")));
       }
       auto d = std::find(index_names.begin(), index_names.end(), dim);
       if (d == index_names.end()) {

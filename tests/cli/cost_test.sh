@@ -87,12 +87,12 @@ check "the placed graph is a valid application graph too" $?
 cat >"$tmp/place.json" <<'JSON'
 {"ops": {"Y": {"split": {"d0": 2}, "place": ["gpu:0", "gpu:9"]}}}
 JSON
-expect "place on a device the target lacks" 2 "place.json: /ops/Y/place/1: target 'h100x8' has no device 'gpu:9' \(it has gpu:0 … gpu:7\)" -- \
+expect "place on a device the target lacks" 2 "place.json: /ops/Y/place/1: operation 'Y': target 'h100x8' has no device 'gpu:9' \(it has gpu:0 … gpu:7\); --ignore-placement" -- \
   "$tapestry" cost examples/linear_relu.tap --plan "$tmp/place.json" --target h100x8
 cat >"$tmp/mesh.json" <<'JSON'
 {"ops": {"Y": {"split": {"d0": 2}, "mesh": {"d0": "pp"}}}}
 JSON
-expect "mesh axis the target lacks" 2 "mesh.json: /ops/Y/mesh/d0: target 'h100x64' has no mesh axis 'pp'" -- \
+expect "mesh axis the target lacks" 2 "mesh.json: /ops/Y/mesh/d0: operation 'Y': target 'h100x64' has no mesh axis 'pp'" -- \
   "$tapestry" explain examples/linear_relu.tap --plan "$tmp/mesh.json" --target h100x64
 cat >"$tmp/both.json" <<'JSON'
 {"ops": {"Y": {"mesh": {"d0": "dp"}, "place": ["gpu:0"]}}}

@@ -59,7 +59,7 @@ import_and_run encoder17 linear1/MatMul.batch=2 norm1/LayerNormalization/varianc
 
 # Hand-built models with numpy references: Gemm attribute combinations, reductions with and
 # without keepdims, Softmax over a middle axis, Squeeze/Unsqueeze, GlobalAveragePool, Pow.
-for name in gemm reduce pool; do
+for name in gemm reduce pool reshape_allowzero; do
   d=$m/$name
   "$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err" &&
     "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err"
@@ -120,6 +120,7 @@ expect "Conv group" 2 "node 'grouped' \(Conv, node 0\): group=2 is not supported
 expect "shape overflow" 2 "node 'huge' \(Reshape, node 0\): shape arithmetic overflows: 4611686018427387904 × 101" -- "$tapestry" import "$b/reshape_overflow.onnx" -o "$tmp/x.tap"
 expect "unsupported op" 2 "node 'cosine' \(Cos, node 0\): operator Cos is not supported" -- "$tapestry" import "$b/unsupported_op.onnx" -o "$tmp/x.tap"
 expect "undefined input" 2 "node 'adder' \(Add, node 0\): input 'ghost' is not defined" -- "$tapestry" import "$b/undefined_input.onnx" -o "$tmp/x.tap"
+expect "an integer output computed at import" 2 "shape_output.onnx: output 'dims' \(from node 'shp' \(Shape, node 0\)\): 'dims' is an integer tensor \(int64\)" -- "$tapestry" import "$b/shape_output.onnx" -o "$tmp/x.tap"
 expect "missing file" 2 "cannot open the file" -- "$tapestry" import "$tmp/nope.onnx" -o "$tmp/x.tap"
 expect "bad graph extension" 2 "must end in .tap or .json" -- "$tapestry" import "$m/mlp/model.onnx" -o "$tmp/x.txt"
 [[ ! -e $tmp/x.tap ]]

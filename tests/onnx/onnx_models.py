@@ -108,6 +108,12 @@ shape = oh.make_tensor("shape", onnx.TensorProto.INT64, [3], [2**62, 101, 8])
 m = model([oh.make_node("Reshape", ["x", "shape"], ["y"], name="huge")])
 m.graph.initializer.append(shape)
 save("reshape_overflow", m)  # found by fuzz_onnx: the element count overflowed to a negative
+# Shape's integer result as a graph output (the ONNX backend's test_shape*): it must name the file,
+# the output and the node that computes it.
+g = oh.make_graph([oh.make_node("Shape", ["x"], ["dims"], name="shp")], "bad",
+                  [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3, 8, 8])],
+                  [oh.make_tensor_value_info("dims", onnx.TensorProto.INT64, [4])])
+save("shape_output", oh.make_model(g, opset_imports=[oh.make_opsetid("", 14)]))
 print("exported to", out)
 
 # ---- hand-built models with numpy references (attribute combinations PyTorch rarely exports) ----
@@ -169,4 +175,10 @@ reference_model("pool", [
     oh.make_node("Pow", ["g", "two"], ["p"], name="square"),
     oh.make_node("Sqrt", ["p"], ["y"], name="root"),
 ], x, np.sqrt(x.mean(axis=(2, 3), keepdims=True) ** 2), {"two": np.array(2.0, np.float32)})
+# Reshape with allowzero of a tensor with no cells ([0, 3, 4] → [3, 4, 0]; the ONNX backend's
+# test_reshape_allowzero_reordered): the error once showed an internal flattened shape.
+reference_model("reshape_allowzero", [
+    oh.make_node("Reshape", ["x", "shape"], ["y"], name="r", allowzero=1),
+], np.zeros((0, 3, 4), np.float32), np.zeros((3, 4, 0), np.float32),
+    {"shape": np.array([3, 4, 0], np.int64)})
 print("built the reference models")
