@@ -273,5 +273,65 @@ output V, U
   EXPECT_TRUE(cmp.all_bitwise_equal()) << cmp.summary();
 }
 
+// Issue 25: `slice` is elementwise on h but reads one row of it. Fused into h's producer, the
+// fused operation kept h's index space and wrote all 17 rows of the 1-row s: `run`, `cost`,
+// `shard` and `run --optimize` ended in "internal error: the lowered graph is invalid:
+// error[selection-range] … zr[0:2, 0:17, 0:8] is not inside s's range zr[0:2, 0:1, 0:8]", after
+// the cost model had priced the plan. fuse-elementwise now refuses a reader of a sub-box.
+constexpr std::string_view kSliceOfAdd = R"(
+x: f32[2, 17, 8]
+b: f32[8]
+h = add(x, b)
+s = slice(h, dim=1, start=0, end=1)
+y = reshape(s, shape=[2, 8])
+output y
+)";
+
+TEST(Fuse, RefusesAConsumerThatReadsASubBoxOfTheIntermediate) {
+  ir::Graph g = testing::build(kSliceOfAdd);
+  for (const char* plan : {R"({"fuse": "auto"})",
+                           R"({"ops": {"h": {"split": {"d1": 4}}}, "fuse": "auto"})"}) {
+    LowerResult r = lower(g, parse_plan(plan));
+    EXPECT_EQ(testing::count_kernel(r.graph, "fused"), 0u) << plan;
+    auto cmp = testing::run_both(g, r.graph);
+    EXPECT_TRUE(cmp.all_bitwise_equal()) << plan << cmp.summary();
+  }
+  // Asked for by name: refused with the reason.
+  LowerResult r = lower(g, parse_plan(R"({"fuse": [["h", "s"]]})"));
+  ASSERT_EQ(r.log.size(), 1u);
+  EXPECT_FALSE(r.log[0].applied);
+  EXPECT_EQ(r.log[0].detail,
+            "s reads only zr[0:2, 0:1, 0:8] of h (zr[0:2, 0:17, 0:8]): fused, it would run over "
+            "all of h's index");
+}
+
+// The rule is about the box read, not the kernel: a slice in the middle of a tensor that starts
+// at negative coordinates (pad's result) is refused, one that keeps every cell fuses (bitwise,
+// as every fusion).
+TEST(Fuse, AConsumerThatReadsTheWholeIntermediateFusesWhateverItsKernel) {
+  ir::Graph middle = testing::build(R"(
+x: f32[2, 3, 4]
+y = slice(pad(x, padding=1), dim=2, start=1, end=3)
+output y
+)");
+  LowerResult r = lower(middle, parse_plan(R"({"fuse": [["y/pad", "y"]]})"));
+  ASSERT_EQ(r.log.size(), 1u);
+  EXPECT_THAT(r.log[0].detail,
+              ::testing::HasSubstr("y reads only zr[0:2, -1:4, 0:2] of y/pad (zr[0:2, -1:4, -1:5])"));
+  EXPECT_TRUE(testing::run_both(middle, r.graph).all_bitwise_equal());
+
+  ir::Graph whole = testing::build(R"(
+x: f32[3, -5:5]
+y = slice(neg(x), dim=1, start=0, end=10)
+output y
+)");
+  r = lower(whole, parse_plan(R"({"ops": {"y/neg": {"split": {"d1": 2}}},
+                                 "fuse": [["y/neg", "y"]]})"));
+  EXPECT_EQ(testing::count_kernel(r.graph, "fused"), 1u);
+  EXPECT_EQ(r.graph.applications().size(), 2u);
+  auto cmp = testing::run_both(whole, r.graph);
+  EXPECT_TRUE(cmp.all_bitwise_equal()) << cmp.summary();
+}
+
 }  // namespace
 }  // namespace tapestry::rewrite
