@@ -47,7 +47,8 @@ struct Added {
 // existing tensor it writes (its IPF moves with the tensor's start).
 Added add_kernel(const RewriteState& state, ir::Graph& graph, std::string_view kernel,
                  std::vector<ir::TensorId> inputs, const std::string& name,
-                 ir::TensorId target = {}, const nlohmann::json& params = nlohmann::json::object()) {
+                 ir::TensorId target = {},
+                 const nlohmann::json& params = nlohmann::json::object()) {
   std::vector<metakernel::Argument> args;
   args.reserve(inputs.size());
   for (ir::TensorId t : inputs) args.push_back({name, metakernel::tensor_type(graph, t)});

@@ -309,8 +309,8 @@ output y
 
 TEST(Fuse, RefusesAConsumerThatReadsASubBoxOfTheIntermediate) {
   ir::Graph g = testing::build(kSliceOfAdd);
-  for (const char* plan : {R"({"fuse": "auto"})",
-                           R"({"ops": {"h": {"split": {"d1": 4}}}, "fuse": "auto"})"}) {
+  for (const char* plan :
+       {R"({"fuse": "auto"})", R"({"ops": {"h": {"split": {"d1": 4}}}, "fuse": "auto"})"}) {
     LowerResult r = lower(g, parse_plan(plan));
     EXPECT_EQ(testing::count_kernel(r.graph, "fused"), 0u) << plan;
     auto cmp = testing::run_both(g, r.graph);
@@ -336,8 +336,9 @@ output y
 )");
   LowerResult r = lower(middle, parse_plan(R"({"fuse": [["y/pad", "y"]]})"));
   ASSERT_EQ(r.log.size(), 1u);
-  EXPECT_THAT(r.log[0].detail,
-              ::testing::HasSubstr("y reads only zr[0:2, -1:4, 0:2] of y/pad (zr[0:2, -1:4, -1:5])"));
+  EXPECT_THAT(
+      r.log[0].detail,
+      ::testing::HasSubstr("y reads only zr[0:2, -1:4, 0:2] of y/pad (zr[0:2, -1:4, -1:5])"));
   EXPECT_TRUE(testing::run_both(middle, r.graph).all_bitwise_equal());
 
   ir::Graph whole = testing::build(R"(

@@ -422,8 +422,8 @@ inline Value gen_mean(TapProgram& p, const Value& x) {
   const std::int64_t dim = pick(-rank, rank - 1);
   Shape shape = x.shape;
   shape[static_cast<std::size_t>(dim < 0 ? dim + rank : dim)] = 1;
-  return p.assign(
-      fmt::format("{}({}, dim={})", chance(50) ? "mean" : "variance", x.name, dim), shape, {x});
+  return p.assign(fmt::format("{}({}, dim={})", chance(50) ? "mean" : "variance", x.name, dim),
+                  shape, {x});
 }
 
 // ---- the graph --------------------------------------------------------------------------------

@@ -43,8 +43,7 @@ namespace {
 constexpr int kMaxOperations = 8;
 
 std::string reproducer(const std::string& tap, const std::string& plan, const std::string& what) {
-  return fmt::format("reproducer:\n--- graph.tap\n{}--- plan.json\n{}\n--- {}\n", tap, plan,
-                     what);
+  return fmt::format("reproducer:\n--- graph.tap\n{}--- plan.json\n{}\n--- {}\n", tap, plan, what);
 }
 
 /// A random graph as its .tap text and the graph, shared with generators rapidcheck re-runs.
@@ -98,8 +97,8 @@ std::optional<std::string> why_plan_fails(const ir::Graph& g, const rewrite::Pla
   }
   try {
     if (reduction_split) {
-      const runtime::VerifyReport report = rewrite::testing::within_documented_bound(
-          g, rewrite::testing::run_lowered(g, r->graph));
+      const runtime::VerifyReport report =
+          rewrite::testing::within_documented_bound(g, rewrite::testing::run_lowered(g, r->graph));
       if (!report.pass()) return "results differ\n" + report.text();
     } else {
       const runtime::TensorsComparison cmp = rewrite::testing::run_both(g, r->graph);
@@ -123,9 +122,10 @@ RC_GTEST_PROP(OptimizeProperties, EveryFrontPlanLowersValidatesAndVerifies, ()) 
   options.batch = 16;
   options.max_evaluations = *rc::gen::inRange<std::uint64_t>(16, 160);
   const OptimizeResult result = [&] {
-    const rewrite::testing::PrintOnCrash on_crash(reproducer(
-        tap, "(none: optimize)", fmt::format("crash in optimize on {}, seed {}, {} evaluations",
-                                             target.name, options.seed, options.max_evaluations)));
+    const rewrite::testing::PrintOnCrash on_crash(
+        reproducer(tap, "(none: optimize)",
+                   fmt::format("crash in optimize on {}, seed {}, {} evaluations", target.name,
+                               options.seed, options.max_evaluations)));
     return Optimizer(g, target, options).run();
   }();
   RC_CLASSIFY(result.progress.refused > 0, "some plans refused");
@@ -156,8 +156,8 @@ RC_GTEST_PROP(OptimizeProperties, EveryPlanTheEvaluatorPricesLowers, ()) {
     mutate(space, genome, rng);
     plans.push_back(space.expand(genome));
   }
-  plans.push_back(rewrite::parse_plan(
-      *rc::gen::exec([g] { return rewrite::testing::random_plan(*g); })));
+  plans.push_back(
+      rewrite::parse_plan(*rc::gen::exec([g] { return rewrite::testing::random_plan(*g); })));
   cost::Evaluator evaluator(*g, target);
   for (const rewrite::Plan& plan : plans) {
     const std::string plan_text = plan.to_json().dump();
@@ -171,9 +171,9 @@ RC_GTEST_PROP(OptimizeProperties, EveryPlanTheEvaluatorPricesLowers, ()) {
     try {
       (void)rewrite::lower(*g, plan);
     } catch (const Error& e) {
-      RC_FAIL(reproducer(tap, plan_text,
-                         fmt::format("priced on {}, but lower refuses it: {}", target.name,
-                                     e.what())));
+      RC_FAIL(
+          reproducer(tap, plan_text,
+                     fmt::format("priced on {}, but lower refuses it: {}", target.name, e.what())));
     }
   }
 }

@@ -81,7 +81,8 @@ TEST(PlanSpace, ALinearOfAVectorIsDecomposableAndItsInSplitPrices) {
   const PlanSpace s(g, h100x8(), false);
   EXPECT_TRUE(op(s, "Y").decomposable);
   cost::Evaluator ev(g, h100x8());
-  EXPECT_NO_THROW((void)ev.evaluate(rewrite::parse_plan(R"({"ops": {"Y": {"split": {"in": 8}}}})")));
+  EXPECT_NO_THROW(
+      (void)ev.evaluate(rewrite::parse_plan(R"({"ops": {"Y": {"split": {"in": 8}}}})")));
 }
 
 TEST(PlanSpace, NamePattern) {
