@@ -182,6 +182,31 @@ output Y
   }
 }
 
+// matmul needs matrices; a vector operand arrives as a one-row (or one-column) matrix between
+// reshapes, as ONNX import writes numpy.matmul of a vector. Its k splits like any matmul's.
+TEST(Lower, AMatmulOfAVectorSplitsItsReduction) {
+  ir::Graph g = build(R"(
+v: f32[6]
+M: f32[6, 4]
+u: f32[4]
+R = reshape(matmul(reshape(v, shape=[1, 6]), M), shape=[4])
+C = reshape(matmul(M, reshape(u, shape=[4, 1])), shape=[6])
+output R, C
+)");
+  for (const char* plan :
+       {R"({"ops": {"R/matmul": {"split": {"k": 2}}, "C/matmul": {"split": {"k": 4}}}})",
+        R"({"ops": {"R/matmul": {"split": {"k": 4, "n": 2}},
+                    "C/matmul": {"split": {"k": 3, "m": 3}}}, "fuse": "auto"})"}) {
+    LowerResult r = lower(g, parse_plan(plan));
+    int splits = 0;
+    for (const RewriteEvent& e : r.log) splits += e.applied && e.pattern == "split-reduction";
+    EXPECT_EQ(splits, 2) << plan;
+    const runtime::VerifyReport report =
+        testing::within_documented_bound(g, testing::run_lowered(g, r.graph));
+    EXPECT_TRUE(report.pass()) << plan << "\n" << report.text();
+  }
+}
+
 }  // namespace
 }  // namespace tapestry::rewrite
 
