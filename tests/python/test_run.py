@@ -226,6 +226,31 @@ def test_transformer_block_matches_numpy_within_the_verify_bar():
         g.verify(inputs, broken)
 
 
+# Issue 25: under {"fuse": "auto"} fuse-elementwise fused `add` into the `slice` that reads one
+# row of its result, and Graph.run ended in "internal error: the lowered graph is invalid".
+def test_a_slice_of_an_elementwise_result_runs_under_fuse_auto(tmp_path):
+    (tmp_path / "slice.tap").write_text(
+        "x: f32[2, 17, 8]\nb: f32[8]\nh = add(x, b)\ns = slice(h, dim=1, start=0, end=1)\n"
+        "y = reshape(s, shape=[2, 8])\noutput y\n")
+    g = tapestry.load(tmp_path / "slice.tap")
+    inputs = random_inputs(g, seed=5)
+    for plan in ({"fuse": "auto"}, {"ops": {"h": {"split": {"d1": 4}}}, "fuse": "auto"}):
+        got = g.run(inputs, plan=plan, verify=True)
+        np.testing.assert_array_equal(got["y"], (inputs["x"] + inputs["b"])[:, 0, :])
+
+
+# Issue 25: a linear of a vector (no batch dim) could not have its `in` split.
+def test_a_linear_of_a_vector_splits_its_in_and_matches_numpy(tmp_path):
+    (tmp_path / "lin1.tap").write_text(
+        "X: f32[10]\nW: f32[3, 10]\nb: f32[3]\nY = linear(X, W, b)\noutput Y\n")
+    g = tapestry.load(tmp_path / "lin1.tap")
+    inputs = random_inputs(g, seed=6)
+    expected = inputs["W"].astype(np.float64) @ inputs["X"] + inputs["b"]
+    for split in ({"in": 2}, {"in": 4, "out": 3}):
+        got = g.run(inputs, plan={"ops": {"Y": {"split": split}}}, verify=True)
+        np.testing.assert_allclose(got["Y"], expected, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.slow
 def test_full_size_transformer_block_matches_numpy():
     g = tapestry.load(EXAMPLES / "transformer_block.tap")
