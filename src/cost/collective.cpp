@@ -499,7 +499,7 @@ bool CollectiveRecogniser::classify(const Placement& p, const WriterIndex& write
   if (senders >= 2 && receivers >= 2) {
     std::int64_t port = 0;
     for (const Participant& q : s.participants) port = std::max({port, q.sent, q.received});
-    return finish(CollectiveKind::kAllToAll, 0, 0, port);
+    return finish(CollectiveKind::kAllToAll, port, 0, port);
   }
   return false;
 }

@@ -302,6 +302,7 @@ TEST(Recognise, NearMissesOfAnAllGatherAreAllToAll) {
     const Collective& c = p.collectives[0];
     EXPECT_EQ(c.kind, CollectiveKind::kAllToAll);
     EXPECT_EQ(c.port_bytes, 3 * 16 * 16 * 4);  // each sends and receives three 16 × 16 blocks
+    EXPECT_EQ(c.bytes, c.port_bytes);
   }
 }
 

@@ -19,7 +19,9 @@
 //                   every transfer moves a whole written box ∩ U, and every
 //                   participant holds U afterwards: what it writes of U plus
 //                   what it receives is exactly U
-//   all-to-all      ≥ 2 senders, ≥ 2 receivers, none of the above                 —
+//   all-to-all      ≥ 2 senders, ≥ 2 receivers, none of the above                 the most one
+//                                                                                 participant
+//                                                                                 sends or receives
 //   point-to-point  anything else (one sender to one receiver, a gather onto one device, a
 //                   scatter): not a collective; simulate.h's transfer model prices it.
 //
