@@ -1,7 +1,7 @@
 // Collectives: recognition from a placement's transfers (collective.h).
 //
 // Per placement:
-// 1. The device → device transfers, grouped by tensor (a counting sort by node index).
+// 1. The device → device transfers, grouped by tensor (sorted by node index).
 // 2. Per tensor, its transfers split into connected components over devices (union-find): each
 //    component is one candidate — two data-parallel groups reduce-scatter independently.
 // 3. Each candidate of two or more transfers is classified by the table of collective.h, the
@@ -135,9 +135,8 @@ std::optional<zspace::Range> tiled(std::span<const zspace::Range> boxes) {
 }  // namespace
 
 struct CollectiveRecogniser::Scratch {
-  std::vector<std::uint32_t> tensor_begin;  // counting sort by node index: tensor t's candidates
-  std::vector<std::uint32_t> cursor;        // are by_tensor[tensor_begin[t], tensor_begin[t + 1])
-  std::vector<std::uint32_t> by_tensor;     // device → device transfers, grouped by tensor
+  // Device → device transfers as (tensor node index, transfer), sorted: grouped by tensor.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> by_tensor;
   std::vector<std::uint32_t> parent, uf_stamp;      // per device: union-find of one tensor
   std::vector<std::uint32_t> member_stamp, member;  // per device: its participant, if any
   std::uint32_t generation = 0;
@@ -163,22 +162,16 @@ void CollectiveRecogniser::recognise(Placement& p, const WriterIndex& writers,
                                      std::span<const std::int64_t> element_bytes) {
   Scratch& s = *s_;
   for (Transfer& t : p.transfers) t.collective = kNoCollective;
-  // 1. Device → device transfers by tensor.
+  // 1. Device → device transfers by tensor (a sort of few pairs, not a pass over every node).
   std::uint32_t devices = 0;
-  s.tensor_begin.assign(element_bytes.size() + 1, 0);
-  for (const Transfer& t : p.transfers) {
-    if (t.from == kHost || t.to == kHost) continue;
-    ++s.tensor_begin[t.tensor.index() + 1];
-    devices = std::max({devices, t.from + 1, t.to + 1});
-  }
-  for (std::size_t i = 1; i < s.tensor_begin.size(); ++i) s.tensor_begin[i] += s.tensor_begin[i - 1];
-  s.by_tensor.resize(s.tensor_begin.back());
-  s.cursor.assign(s.tensor_begin.begin(), s.tensor_begin.end() - 1);
+  s.by_tensor.clear();
   for (std::uint32_t k = 0; k < p.transfers.size(); ++k) {
     const Transfer& t = p.transfers[k];
     if (t.from == kHost || t.to == kHost) continue;
-    s.by_tensor[s.cursor[t.tensor.index()]++] = k;
+    s.by_tensor.emplace_back(t.tensor.index(), k);
+    devices = std::max({devices, t.from + 1, t.to + 1});
   }
+  std::sort(s.by_tensor.begin(), s.by_tensor.end());
   if (s.parent.size() < devices) {
     s.parent.resize(devices);
     s.uf_stamp.resize(devices, 0);
@@ -187,8 +180,9 @@ void CollectiveRecogniser::recognise(Placement& p, const WriterIndex& writers,
   }
   // 2–3. Components per tensor, each classified.
   std::size_t found = 0;
-  for (std::size_t tensor = 0; tensor + 1 < s.tensor_begin.size(); ++tensor) {
-    const std::uint32_t begin = s.tensor_begin[tensor], end = s.tensor_begin[tensor + 1];
+  for (std::size_t begin = 0, end = 0; begin < s.by_tensor.size(); begin = end) {
+    const std::uint32_t tensor = s.by_tensor[begin].first;
+    while (end < s.by_tensor.size() && s.by_tensor[end].first == tensor) ++end;
     if (end - begin < 2) continue;
     const std::uint32_t gen = ++s.generation;
     const auto join = [&](std::uint32_t d) {
@@ -198,14 +192,14 @@ void CollectiveRecogniser::recognise(Placement& p, const WriterIndex& writers,
       }
       return find_root(s.parent, d);
     };
-    for (std::uint32_t k = begin; k < end; ++k) {
-      const Transfer& t = p.transfers[s.by_tensor[k]];
+    for (std::size_t k = begin; k < end; ++k) {
+      const Transfer& t = p.transfers[s.by_tensor[k].second];
       const std::uint32_t a = join(t.from), b = join(t.to);
       if (a != b) s.parent[std::max(a, b)] = std::min(a, b);
     }
     s.components.clear();
-    for (std::uint32_t k = begin; k < end; ++k) {
-      const std::uint32_t t = s.by_tensor[k];
+    for (std::size_t k = begin; k < end; ++k) {
+      const std::uint32_t t = s.by_tensor[k].second;
       s.components.emplace_back(find_root(s.parent, p.transfers[t].from), t);
     }
     std::sort(s.components.begin(), s.components.end());
@@ -321,8 +315,10 @@ bool CollectiveRecogniser::classify(const Placement& p, const WriterIndex& write
       senders == 1 && receivers >= 2 && receivers + 1 == n && is_broadcast(p, bytes)) {
     return finish(CollectiveKind::kBroadcast, bytes, bytes, 0);
   }
+  // An all-gather's every participant receives: a pure sender cannot write all of U, since at
+  // least one other sender writes part of it.
   if (std::int64_t bytes = 0, chunk = 0;
-      senders >= 2 && is_all_gather(p, writers, element_bytes, bytes, chunk)) {
+      senders >= 2 && receivers == n && is_all_gather(p, writers, element_bytes, bytes, chunk)) {
     return finish(CollectiveKind::kAllGather, bytes, chunk, 0);
   }
   if (senders >= 2 && receivers >= 2) {
@@ -439,6 +435,13 @@ bool CollectiveRecogniser::is_reduce(const Placement& p, const WriterIndex& writ
 // the same boxes. `bytes`: what one receiver gets.
 bool CollectiveRecogniser::is_broadcast(const Placement& p, std::int64_t& bytes) {
   Scratch& s = *s_;
+  // The same boxes: first the same count and bytes (cheap), then the boxes themselves.
+  const Participant* one = nullptr;
+  for (const Participant& q : s.participants) {
+    if (q.receives == 0) continue;
+    if (one != nullptr && (q.receives != one->receives || q.received != one->received)) return false;
+    one = &q;
+  }
   bool first = true;
   for (const Participant& q : s.participants) {
     if (q.receives == 0) continue;

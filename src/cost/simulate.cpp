@@ -98,8 +98,8 @@ class Simulation {
     collective_pending_.assign(nc, 0);
     collective_seen_.assign(nc, kHost);
     collective_time_.resize(nc);
-    std::vector<std::uint32_t> counted(n, kNoCollective);  // per producer: the last collective
-    for (std::uint32_t c = 0; c < nc; ++c) {
+    std::vector<std::uint32_t> counted(nc > 0 ? n : 0, kNoCollective);  // per producer: the last
+    for (std::uint32_t c = 0; c < nc; ++c) {                            // collective counted
       prices_[c] = price_collective(p_.collectives[c], target);
       spans_[c] = spans_nodes(p_.collectives[c], target);
       for (std::uint32_t t : p_.collectives[c].transfers) {
@@ -457,7 +457,8 @@ CostVector Simulation::cost() const {
     d.device = target_.devices[dev].name;
     d.peak_memory_bytes = peak;
     d.idle_s = std::max(0.0, makespan - d.compute_s);
-    d.energy_j = type.idle_w * makespan + (type.busy_w - type.idle_w) * d.compute_s + link_j[dev];
+    d.energy_j = type.idle_w * makespan + (type.busy_w - type.idle_w) * d.compute_s +
+                 (link_j.empty() ? 0.0 : link_j[dev]);
     c.energy_j += d.energy_j;
     c.peak_memory_bytes = std::max(c.peak_memory_bytes, peak);
     if (peak > type.memory_bytes) c.fits = false;
@@ -468,16 +469,16 @@ CostVector Simulation::cost() const {
 }
 
 // Per device: the energy its ports draw — each port (a device's end of one link class) draws
-// power_w over the union of the intervals it sends or receives. Zero when no link declares power.
+// power_w over the union of the intervals it sends or receives. Empty when no link draws power.
 std::vector<double> Simulation::link_energy() const {
-  std::vector<double> joules(n_devices_, 0.0);
   const Link* links[3] = {&target_.intra_node,
                           target_.inter_node ? &*target_.inter_node : nullptr,
                           target_.host ? &*target_.host : nullptr};
   if (std::none_of(std::begin(links), std::end(links),
                    [](const Link* l) { return l != nullptr && l->power_w > 0; })) {
-    return joules;
+    return {};  // no link draws power: none to add
   }
+  std::vector<double> joules(n_devices_, 0.0);
   struct Busy {
     std::size_t port;  // device · 3 + class
     double start, end;
