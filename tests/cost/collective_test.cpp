@@ -8,7 +8,9 @@
 #include <rapidcheck/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <set>
 
 #include "cost/cost_testing.h"
 #include "tapestry/cost/placement.h"
@@ -615,6 +617,7 @@ RC_GTEST_PROP(CollectiveProperties, RecognitionIsStableUnderRepetition, ()) {
     const Target t = toy_target(2, *rc::gen::inRange<std::size_t>(1, 4), 1e-6);
     Placement p = place(r->graph, r->plan, t);
     const std::vector<Collective> fresh = p.collectives;
+    for (const Collective& c : fresh) RC_TAG(std::string(kind_name(c.kind)));
     std::vector<WrittenBox> written;
     for (ir::ApplicationId app : r->graph.applications()) {
       for (const auto& e : r->graph.application(app).outputs().entries()) {
@@ -634,6 +637,88 @@ RC_GTEST_PROP(CollectiveProperties, RecognitionIsStableUnderRepetition, ()) {
     RC_ASSERT(p.collectives == fresh);
     for (const Transfer& tr : p.transfers) {
       RC_ASSERT(tr.collective == kNoCollective || tr.collective < p.collectives.size());
+    }
+  }
+}
+
+// An independent oracle of what recognition claims, point by point on random programs and plans:
+// after an all-gather every participant holds every point of U exactly once (what it wrote or
+// received); after a reduce-scatter or reduce every receiver has, for each point it combines,
+// that point of every writer's block exactly once; a broadcast's receivers get the same points.
+RC_GTEST_PROP(CollectiveProperties, WhatRecognitionClaimsHoldsPointByPoint, ()) {
+  const std::optional<rewrite::LowerResult> r = testing::random_lowered(5);
+  const Target t = toy_target(2, *rc::gen::inRange<std::size_t>(1, 4), 1e-6);
+  const Placement p = place(r->graph, r->plan, t);
+  // What each application writes, by tensor.
+  std::map<std::uint32_t, std::vector<std::pair<std::uint32_t, zspace::Range>>> written;
+  for (std::uint32_t a = 0; a < p.applications.size(); ++a) {
+    for (const auto& e : r->graph.application(p.applications[a].id).outputs().entries()) {
+      written[e.value.tensor.index()].emplace_back(p.applications[a].device, e.value.range);
+    }
+  }
+  using Points = std::map<std::vector<std::int64_t>, int>;
+  const auto add = [](Points& points, const zspace::Range& box) {
+    for (const zspace::Point& q : box.points()) {
+      std::vector<std::int64_t> v(q.rank());
+      for (std::size_t d = 0; d < q.rank(); ++d) v[d] = q[d];
+      ++points[v];
+    }
+  };
+  for (const Collective& c : p.collectives) {
+    RC_TAG(std::string(kind_name(c.kind)));
+    const auto& writes = written[c.tensor.index()];
+    std::map<std::uint32_t, Points> held;  // per participant: points written or received
+    std::map<std::uint32_t, std::vector<zspace::Range>> received;
+    for (std::uint32_t tr : c.transfers) {
+      RC_ASSERT(p.transfers[tr].tensor == c.tensor);
+      RC_ASSERT(p.transfers[tr].collective != kNoCollective);
+      add(held[p.transfers[tr].to], p.transfers[tr].box);
+      received[p.transfers[tr].to].push_back(p.transfers[tr].box);
+    }
+    switch (c.kind) {
+      case CollectiveKind::kAllGather: {
+        std::vector<zspace::Range> moved;
+        for (std::uint32_t tr : c.transfers) moved.push_back(p.transfers[tr].box);
+        const zspace::Range u = zspace::Range::bounding(moved);
+        for (std::uint32_t d : c.devices) {
+          for (const auto& [device, box] : writes) {
+            if (device != d) continue;
+            if (auto part = box.intersect(u)) add(held[d], *part);
+          }
+          Points& points = held[d];
+          RC_ASSERT(static_cast<std::int64_t>(points.size()) == u.size());
+          for (const auto& [point, count] : points) RC_ASSERT(count == 1);
+        }
+        RC_ASSERT(c.bytes == u.size() * p.transfers[c.transfers[0]].bytes /
+                                 p.transfers[c.transfers[0]].box.size());
+        break;
+      }
+      case CollectiveKind::kReduceScatter:
+      case CollectiveKind::kReduce: {
+        // Every receiver gets, for each point of its slice, that point of every other writer's
+        // block: as many copies of each slice point as there are other writers.
+        for (const auto& [d, boxes] : received) {
+          Points slice;  // points of dims 1..
+          std::set<std::uint32_t> from;
+          for (std::uint32_t tr : c.transfers) {
+            if (p.transfers[tr].to != d) continue;
+            from.insert(p.transfers[tr].from);
+            add(slice, p.transfers[tr].box.slice(1, p.transfers[tr].box.rank()));
+          }
+          for (const auto& [point, count] : slice) {
+            RC_ASSERT(count == static_cast<int>(from.size()));
+          }
+        }
+        if (c.kind == CollectiveKind::kReduce) RC_ASSERT(received.size() == 1u);
+        break;
+      }
+      case CollectiveKind::kBroadcast: {
+        const Points& first = held.begin()->second;
+        for (const auto& [d, points] : held) RC_ASSERT(points == first);
+        break;
+      }
+      case CollectiveKind::kAllToAll:
+        break;
     }
   }
 }
