@@ -125,7 +125,8 @@ CollectivePrice price_collective(const Collective& c, const Target& target) {
   const Figures inter = multi ? figures_of(*target.inter_node) : intra;
   // The flat algorithms run at the slowest class's figures.
   const Figures& flat = inter.bandwidth < intra.bandwidth ? inter : intra;
-  const double steps = static_cast<double>(n - 1);
+  const auto ring_steps = static_cast<std::int64_t>(n - 1);
+  const auto steps = static_cast<double>(ring_steps);
   const auto bytes = static_cast<double>(c.bytes);
   const auto chunk = static_cast<double>(c.chunk_bytes);
 
@@ -136,15 +137,15 @@ CollectivePrice price_collective(const Collective& c, const Target& target) {
     case CollectiveKind::kReduceScatter: {
       if (!multi) {
         consider(price, any, CollectiveAlgorithm::kRing,
-                 steps * (intra.latency + chunk / intra.bandwidth), n - 1);
+                 steps * (intra.latency + chunk / intra.bandwidth), ring_steps);
         if (intra.nvls) {
-          consider(price, any, CollectiveAlgorithm::kNvls, steps * chunk / *intra.nvls + intra.latency,
-                   1);
+          consider(price, any, CollectiveAlgorithm::kNvls,
+                   steps * chunk / *intra.nvls + intra.latency, 1);
         }
         break;
       }
-      consider(price, any, CollectiveAlgorithm::kRing, steps * (flat.latency + chunk / flat.bandwidth),
-               n - 1);
+      consider(price, any, CollectiveAlgorithm::kRing,
+               steps * (flat.latency + chunk / flat.bandwidth), ring_steps);
       if (spread.per_node >= 2) {
         const auto g = static_cast<double>(spread.per_node);
         const auto m = static_cast<double>(spread.nodes);
@@ -157,8 +158,8 @@ CollectivePrice price_collective(const Collective& c, const Target& target) {
     }
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kReduce: {
-      consider(price, any, CollectiveAlgorithm::kChain, bytes / flat.bandwidth + steps * flat.latency,
-               n - 1);
+      consider(price, any, CollectiveAlgorithm::kChain,
+               bytes / flat.bandwidth + steps * flat.latency, ring_steps);
       const std::int64_t depth = ceil_log2(n);
       consider(price, any, CollectiveAlgorithm::kTree,
                static_cast<double>(depth) * (flat.latency + bytes / flat.bandwidth), depth);
@@ -166,7 +167,8 @@ CollectivePrice price_collective(const Collective& c, const Target& target) {
     }
     case CollectiveKind::kAllToAll:
       consider(price, any, CollectiveAlgorithm::kPairwise,
-               steps * flat.latency + static_cast<double>(c.port_bytes) / flat.bandwidth, n - 1);
+               steps * flat.latency + static_cast<double>(c.port_bytes) / flat.bandwidth,
+               ring_steps);
       break;
   }
   if (std::isinf(flat.bandwidth) && std::isinf(intra.bandwidth)) {
@@ -174,7 +176,8 @@ CollectivePrice price_collective(const Collective& c, const Target& target) {
   }
   if (c.kind == CollectiveKind::kReduceScatter) price.staging_bytes = c.chunk_bytes;
   if (c.kind == CollectiveKind::kReduce) {
-    price.staging_bytes = (c.bytes + static_cast<std::int64_t>(n) - 1) / static_cast<std::int64_t>(n);
+    price.staging_bytes =
+        (c.bytes + static_cast<std::int64_t>(n) - 1) / static_cast<std::int64_t>(n);
   }
   return price;
 }

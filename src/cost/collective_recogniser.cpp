@@ -100,8 +100,8 @@ namespace {
 // One device of a candidate group.
 struct Participant {
   std::uint32_t device = 0;
-  std::uint32_t sends = 0, receives = 0;  // transfers
-  std::int64_t sent = 0, received = 0;    // bytes
+  std::uint32_t sends = 0, receives = 0;   // transfers
+  std::int64_t sent = 0, received = 0;     // bytes
   std::uint32_t first_box = 0, boxes = 0;  // its written boxes: Scratch::owned[first, first + n)
 };
 
@@ -143,7 +143,7 @@ struct CollectiveRecogniser::Scratch {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> components;  // (root, transfer)
   std::vector<std::uint32_t> group;  // one component's transfers, ascending
   std::vector<Participant> participants;
-  std::vector<std::uint32_t> owned;  // written boxes (positions in WriterIndex::boxes)
+  std::vector<std::uint32_t> owned;   // written boxes (positions in WriterIndex::boxes)
   std::vector<zspace::Range> blocks;  // per participant: the block its boxes tile
   std::vector<std::pair<std::uint64_t, std::uint32_t>> by_pair;  // ((to, from), transfer)
   std::vector<zspace::Range> boxes, slices, other;
@@ -265,7 +265,8 @@ bool CollectiveRecogniser::classify(const Placement& p, const WriterIndex& write
     return &s.participants[s.member[device]];
   };
   for (std::uint32_t k = wbegin; k < wend; ++k) {
-    if (Participant* q = participant_of(p.applications[writers.boxes[writers.order[k]].application].device)) {
+    if (Participant* q =
+            participant_of(p.applications[writers.boxes[writers.order[k]].application].device)) {
       ++q->boxes;
     }
   }
@@ -339,7 +340,8 @@ bool CollectiveRecogniser::blocks_of(const WriterIndex& writers, bool receivers_
     const Participant& q = s.participants[i];
     if (q.boxes == 0 && receivers_may_not_write && q.sends == 0) continue;
     s.boxes.clear();
-    for (std::uint32_t k = 0; k < q.boxes; ++k) s.boxes.push_back(writers.boxes[s.owned[q.first_box + k]].box);
+    for (std::uint32_t k = 0; k < q.boxes; ++k)
+      s.boxes.push_back(writers.boxes[s.owned[q.first_box + k]].box);
     std::optional<zspace::Range> block = tiled(s.boxes);
     if (!block) return false;
     s.blocks[i] = *block;
@@ -439,7 +441,8 @@ bool CollectiveRecogniser::is_broadcast(const Placement& p, std::int64_t& bytes)
   const Participant* one = nullptr;
   for (const Participant& q : s.participants) {
     if (q.receives == 0) continue;
-    if (one != nullptr && (q.receives != one->receives || q.received != one->received)) return false;
+    if (one != nullptr && (q.receives != one->receives || q.received != one->received))
+      return false;
     one = &q;
   }
   bool first = true;
@@ -477,9 +480,9 @@ bool CollectiveRecogniser::is_all_gather(const Placement& p, const WriterIndex& 
   for (std::uint32_t t : s.group) {
     const Transfer& tr = p.transfers[t];
     // The box its producer writes (an application writes one box of a tensor).
-    const auto w = std::lower_bound(first, last, tr.producer, [&](std::uint32_t k, std::uint32_t a) {
-      return writers.boxes[k].application < a;
-    });
+    const auto w = std::lower_bound(
+        first, last, tr.producer,
+        [&](std::uint32_t k, std::uint32_t a) { return writers.boxes[k].application < a; });
     if (w == last || writers.boxes[*w].application != tr.producer) return false;
     const std::optional<zspace::Range> part = writers.boxes[*w].box.intersect(u);
     if (!part || *part != tr.box) return false;

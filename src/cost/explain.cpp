@@ -162,11 +162,12 @@ std::string to_text(const Explanation& e) {
       parts = fmt::format(" (reduce-scatter {}, all-gather {})", seconds_text(c.parts_s[0]),
                           seconds_text(c.parts_s[1]));
     }
-    out += fmt::format("  {}{} ({})  {} of {} → {}: {} over {} devices{} ({}), {} transfers, {}{}\n",
-                       c.collectives > 1 ? fmt::format("{} × ", c.collectives) : "", c.pattern,
-                       c.algorithm, c.tensor, c.producer, c.consumer, bytes_text(c.size_bytes),
-                       per, c.collectives > 1 ? " each" : "", device_span(c.devices), c.transfers,
-                       seconds_text(c.seconds), parts);
+    out +=
+        fmt::format("  {}{} ({})  {} of {} → {}: {} over {} devices{} ({}), {} transfers, {}{}\n",
+                    c.collectives > 1 ? fmt::format("{} × ", c.collectives) : "", c.pattern,
+                    c.algorithm, c.tensor, c.producer, c.consumer, bytes_text(c.size_bytes), per,
+                    c.collectives > 1 ? " each" : "", device_span(c.devices), c.transfers,
+                    seconds_text(c.seconds), parts);
   }
   const CostVector& c = e.cost;
   out += fmt::format(
@@ -174,8 +175,8 @@ std::string to_text(const Explanation& e) {
       "moved {}\n",
       seconds_text(c.makespan_s), bytes_text(c.peak_memory_bytes), c.fits ? "" : " — DOES NOT FIT",
       c.devices_used, c.devices_used == 1 ? "" : "s",
-      c.devices_held > c.devices_used ? fmt::format(" ({} held)", c.devices_held) : "",
-      c.energy_j, bytes_text(c.bytes_moved));
+      c.devices_held > c.devices_used ? fmt::format(" ({} held)", c.devices_held) : "", c.energy_j,
+      bytes_text(c.bytes_moved));
   out += fmt::format("  {:<8} {:>5} {:>11} {:>11} {:>11} {:>11} {:>10}\n", "device", "apps",
                      "compute", "comm", "idle", "peak mem", "energy J");
   for (const DeviceCost& d : c.per_device) {

@@ -111,8 +111,8 @@ std::vector<Communication> point_to_point(const ir::Graph& graph, const Placemen
 // before collectives of one shape are grouped into one line.
 struct CollectiveItem {
   Communication line;
-  std::uint32_t first = 0;    // its first transfer
-  std::size_t devices = 0;    // participants of one collective
+  std::uint32_t first = 0;                                // its first transfer
+  std::size_t devices = 0;                                // participants of one collective
   double parts_start[2] = {0, 0}, parts_end[2] = {0, 0};  // all-reduce: the two halves
 };
 
@@ -132,7 +132,8 @@ CollectiveItem item_of(const ir::Graph& graph, const Placement& p, const Target&
   line.transfers = static_cast<std::int64_t>(c.transfers.size());
   for (std::uint32_t t : c.transfers) {
     line.bytes += p.transfers[t].bytes;
-    for (auto [list, d] : {std::pair{&line.from, p.transfers[t].from}, std::pair{&line.to, p.transfers[t].to}}) {
+    for (auto [list, d] :
+         {std::pair{&line.from, p.transfers[t].from}, std::pair{&line.to, p.transfers[t].to}}) {
       const std::string& name = target.devices[d].name;
       if (std::find(list->begin(), list->end(), name) == list->end()) list->push_back(name);
     }
@@ -240,6 +241,7 @@ std::vector<Communication> communication_of(const ir::Graph& graph, const Placem
   std::stable_sort(all.begin(), all.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<Communication> out;
+  out.reserve(all.size());
   for (auto& [at, c] : all) out.push_back(std::move(c));
   return out;
 }

@@ -128,7 +128,8 @@ CriticalPath critical_path_of(const Placement& p, const Schedule& s, const Targe
         for (std::uint32_t t : app.incoming) consider(of_transfer(t));
         for (std::uint32_t q : app.local_producers) consider({Element::kApplication, q});
         for (std::uint32_t q = 0; q < p.applications.size(); ++q) {
-          if (q != e.index && s.devices[q] == s.devices[e.index]) consider({Element::kApplication, q});
+          if (q != e.index && s.devices[q] == s.devices[e.index])
+            consider({Element::kApplication, q});
         }
         break;
       }

@@ -24,7 +24,8 @@ inline std::int64_t element_bytes(const ir::Graph& graph, ir::TensorId t) {
 }
 
 /// The reduce operation that combines `tensor` when it holds the partials of a split reduction.
-inline std::optional<ir::OperationId> combining_reduce(const ir::Graph& graph, ir::TensorId tensor) {
+inline std::optional<ir::OperationId> combining_reduce(const ir::Graph& graph,
+                                                       ir::TensorId tensor) {
   const auto consumers = graph.consumers(tensor);
   if (consumers.size() != 1 || graph.operation(consumers[0]).kernel() != "reduce") {
     return std::nullopt;

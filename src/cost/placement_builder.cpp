@@ -219,8 +219,7 @@ const zspace::Range& PlacementBuilder::add_input(std::uint32_t tensor, const zsp
 }
 
 const zspace::Range& PlacementBuilder::add_output(std::uint32_t tensor, const zspace::Range& box) {
-  written_.boxes.push_back(
-      WrittenBox{tensor, static_cast<std::uint32_t>(n_applications_), box});
+  written_.boxes.push_back(WrittenBox{tensor, static_cast<std::uint32_t>(n_applications_), box});
   return written_.boxes.back().box;
 }
 

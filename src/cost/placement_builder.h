@@ -5,8 +5,9 @@
 //
 // The caller adds operations in topological order, each with its shards (device, work, the boxes
 // each reads and writes), then calls `connect()`, which derives local producers, transfers and
-// resident inputs, and recognises the collectives among the transfers (collective.h). The builder writes into a Placement it is given and reuses that Placement's
-// storage, so an Evaluator that places plan after plan into one Placement allocates little.
+// resident inputs, and recognises the collectives among the transfers (collective.h). The builder
+// writes into a Placement it is given and reuses that Placement's storage, so an Evaluator that
+// places plan after plan into one Placement allocates little.
 #pragma once
 
 #include <cstdint>

@@ -471,8 +471,7 @@ CostVector Simulation::cost() const {
 // Per device: the energy its ports draw — each port (a device's end of one link class) draws
 // power_w over the union of the intervals it sends or receives. Empty when no link draws power.
 std::vector<double> Simulation::link_energy() const {
-  const Link* links[3] = {&target_.intra_node,
-                          target_.inter_node ? &*target_.inter_node : nullptr,
+  const Link* links[3] = {&target_.intra_node, target_.inter_node ? &*target_.inter_node : nullptr,
                           target_.host ? &*target_.host : nullptr};
   if (std::none_of(std::begin(links), std::end(links),
                    [](const Link* l) { return l != nullptr && l->power_w > 0; })) {
@@ -482,7 +481,9 @@ std::vector<double> Simulation::link_energy() const {
   struct Busy {
     std::size_t port;  // device · 3 + class
     double start, end;
-    bool operator<(const Busy& o) const { return std::tie(port, start, end) < std::tie(o.port, o.start, o.end); }
+    bool operator<(const Busy& o) const {
+      return std::tie(port, start, end) < std::tie(o.port, o.start, o.end);
+    }
   };
   std::vector<Busy> busy;
   for (std::uint32_t t = 0; t < p_.transfers.size(); ++t) {
@@ -490,13 +491,14 @@ std::vector<double> Simulation::link_energy() const {
     if (tr.collective != kNoCollective) continue;
     const auto k = static_cast<std::size_t>(port_of(target_, tr.from, tr.to));
     const Schedule::Interval when = transfer_time_[t];
-    if (tr.from != kHost) busy.push_back({tr.from * 3 + k, when.start, when.end});
-    if (tr.to != kHost) busy.push_back({tr.to * 3 + k, when.start, when.end});
+    if (tr.from != kHost) busy.push_back({std::size_t{tr.from} * 3 + k, when.start, when.end});
+    if (tr.to != kHost) busy.push_back({std::size_t{tr.to} * 3 + k, when.start, when.end});
   }
   for (std::uint32_t c = 0; c < p_.collectives.size(); ++c) {
     for (std::uint32_t d : p_.collectives[c].devices) {
       for (std::size_t k = 0; k < (spans_[c] ? 2u : 1u); ++k) {
-        busy.push_back({d * 3 + k, collective_time_[c].start, collective_time_[c].end});
+        busy.push_back(
+            {std::size_t{d} * 3 + k, collective_time_[c].start, collective_time_[c].end});
       }
     }
   }

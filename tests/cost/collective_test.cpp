@@ -106,8 +106,8 @@ TEST(CollectivePrice, BroadcastAndReduceChainForLargeTreeForSmall) {
 
 TEST(CollectivePrice, PairwiseAllToAll) {
   const Target t = *preset_target("h100x8");
-  const CollectivePrice p = price_collective(
-      collective(CollectiveKind::kAllToAll, first_devices(4), 0, 0, 12 * kMiB), t);
+  const CollectivePrice p =
+      price_collective(collective(CollectiveKind::kAllToAll, first_devices(4), 0, 0, 12 * kMiB), t);
   EXPECT_EQ(p.algorithm, CollectiveAlgorithm::kPairwise);
   EXPECT_DOUBLE_EQ(p.seconds, 3 * kAlpha + 12.0 * kMiB / kB);
 }
@@ -115,7 +115,8 @@ TEST(CollectivePrice, PairwiseAllToAll) {
 TEST(CollectivePrice, NvlsWhereTheLinkClassDeclaresIt) {
   Target t = *preset_target("h100x8");
   t.intra_node.collective->nvls_bandwidth_Bps = 480e9;
-  const Collective ag = collective(CollectiveKind::kAllGather, first_devices(8), 64 * kMiB, 8 * kMiB);
+  const Collective ag =
+      collective(CollectiveKind::kAllGather, first_devices(8), 64 * kMiB, 8 * kMiB);
   const CollectivePrice p = price_collective(ag, t);
   EXPECT_EQ(p.algorithm, CollectiveAlgorithm::kNvls);
   EXPECT_DOUBLE_EQ(p.seconds, 7 * (8.0 * kMiB) / 480e9 + kAlpha);
@@ -135,8 +136,8 @@ TEST(CollectivePrice, HierarchicalAcrossNodes) {
   const CollectivePrice p = price_collective(rs, t);
   EXPECT_EQ(p.algorithm, CollectiveAlgorithm::kHierarchicalRing);
   EXPECT_DOUBLE_EQ(p.seconds, 7 * (kAlpha + 2.0 * chunk / kB) + 1 * (14e-6 + 1.0 * chunk / 46e9));
-  EXPECT_NEAR(p.seconds,
-              7 * (kAlpha + n_bytes / (8 * kB)) + 1 * (14e-6 + n_bytes / (16 * 46e9)), 1e-12);
+  EXPECT_NEAR(p.seconds, 7 * (kAlpha + n_bytes / (8 * kB)) + 1 * (14e-6 + n_bytes / (16 * 46e9)),
+              1e-12);
   EXPECT_EQ(p.steps, 8);
   EXPECT_TRUE(spans_nodes(rs, t));
   // An uneven spread (8 GPUs on node 0, one on node 1): the flat ring at the inter-node figures.
@@ -151,7 +152,8 @@ TEST(CollectivePrice, HierarchicalAcrossNodes) {
   EXPECT_DOUBLE_EQ(price_collective(spread, t).seconds, 3 * (14e-6 + 1.0 * kMiB / 46e9));
   // Broadcast, reduce and all-to-all across nodes: flat, at the slowest class.
   EXPECT_DOUBLE_EQ(
-      price_collective(collective(CollectiveKind::kReduce, first_devices(16), kMiB * 64, kMiB * 64), t)
+      price_collective(collective(CollectiveKind::kReduce, first_devices(16), kMiB * 64, kMiB * 64),
+                       t)
           .seconds,
       64.0 * kMiB / 46e9 + 15 * 14e-6);
 }
@@ -165,8 +167,8 @@ TEST(CollectivePrice, WithoutCollectiveFiguresTheLineRateAndLatency) {
 
 TEST(CollectivePrice, FreeOverSharedMemory) {
   const Target t = *preset_target("cpu-local");
-  const CollectivePrice p =
-      price_collective(collective(CollectiveKind::kAllGather, first_devices(2), 1 << 20, 1 << 19), t);
+  const CollectivePrice p = price_collective(
+      collective(CollectiveKind::kAllGather, first_devices(2), 1 << 20, 1 << 19), t);
   EXPECT_EQ(p.algorithm, CollectiveAlgorithm::kSharedMemory);
   EXPECT_EQ(p.seconds, 0.0);
 }
@@ -280,11 +282,14 @@ TEST(Recognise, AllGatherOfPartOfTheTensor) {
 TEST(Recognise, NearMissesOfAnAllGatherAreAllToAll) {
   {  // gpu:3 gets only half of gpu:0's rows: it does not end with the whole tensor.
     Hand h;
-    for (std::uint32_t d = 0; d < 4; ++d) h.writes(d, fmt::format("[{}:{}, 0:32]", 16 * d, 16 * d + 16));
+    for (std::uint32_t d = 0; d < 4; ++d)
+      h.writes(d, fmt::format("[{}:{}, 0:32]", 16 * d, 16 * d + 16));
     for (std::uint32_t r = 0; r < 4; ++r) {
       for (std::uint32_t w = 0; w < 4; ++w) {
         if (w == r) continue;
-        h.sends(w, r, r == 3 && w == 0 ? "[0:8, 0:32]" : fmt::format("[{}:{}, 0:32]", 16 * w, 16 * w + 16));
+        h.sends(
+            w, r,
+            r == 3 && w == 0 ? "[0:8, 0:32]" : fmt::format("[{}:{}, 0:32]", 16 * w, 16 * w + 16));
       }
     }
     const Placement& p = h.recognised();
@@ -293,10 +298,12 @@ TEST(Recognise, NearMissesOfAnAllGatherAreAllToAll) {
   }
   {  // Rows to columns: every device sends a different box to every other.
     Hand h;
-    for (std::uint32_t d = 0; d < 4; ++d) h.writes(d, fmt::format("[{}:{}, 0:64]", 16 * d, 16 * d + 16));
+    for (std::uint32_t d = 0; d < 4; ++d)
+      h.writes(d, fmt::format("[{}:{}, 0:64]", 16 * d, 16 * d + 16));
     for (std::uint32_t r = 0; r < 4; ++r) {
       for (std::uint32_t w = 0; w < 4; ++w) {
-        if (w != r) h.sends(w, r, fmt::format("[{}:{}, {}:{}]", 16 * w, 16 * w + 16, 16 * r, 16 * r + 16));
+        if (w != r)
+          h.sends(w, r, fmt::format("[{}:{}, {}:{}]", 16 * w, 16 * w + 16, 16 * r, 16 * r + 16));
       }
     }
     const Placement& p = h.recognised();
@@ -328,8 +335,10 @@ TEST(Recognise, NearMissesThatStayPointToPoint) {
   }
   {  // A gather of a tensor that is not partial onto one device.
     Hand h;
-    for (std::uint32_t d = 0; d < 4; ++d) h.writes(d, fmt::format("[{}:{}, 0:8]", 2 * d, 2 * d + 2));
-    for (std::uint32_t w = 1; w < 4; ++w) h.sends(w, 0, fmt::format("[{}:{}, 0:8]", 2 * w, 2 * w + 2));
+    for (std::uint32_t d = 0; d < 4; ++d)
+      h.writes(d, fmt::format("[{}:{}, 0:8]", 2 * d, 2 * d + 2));
+    for (std::uint32_t w = 1; w < 4; ++w)
+      h.sends(w, 0, fmt::format("[{}:{}, 0:8]", 2 * w, 2 * w + 2));
     EXPECT_TRUE(h.recognised().collectives.empty());
   }
   {  // One transfer.
@@ -416,7 +425,8 @@ TEST(Recognise, NearMissesOfAReduceScatter) {
     for (std::uint32_t r = 0; r < 4; ++r) {
       const std::uint32_t rows = r == 3 ? 2 : r;  // gpu:3 takes gpu:2's rows
       for (std::uint32_t w = 0; w < 4; ++w) {
-        if (w != r) h.sends(w, r, fmt::format("[{}:{}, {}:{}, 0:4]", w, w + 1, 2 * rows, 2 * rows + 2));
+        if (w != r)
+          h.sends(w, r, fmt::format("[{}:{}, {}:{}, 0:4]", w, w + 1, 2 * rows, 2 * rows + 2));
       }
     }
     const Placement& p = h.recognised();
@@ -509,7 +519,8 @@ TEST(RecogniseInPlacement, AFusedCombineStillMakesItsInputPartial) {
   const Target t = toy_target(1, 4);
   rewrite::LowerResult lowered;
   const Placement p = place_tap(tap, R"({"ops": {"P": {"split": {"batch": 4}},
-      "R": {"split": {"d0": 4}}, "Y": {"split": {"batch": 4}}}, "fuse": "auto"})", t, &lowered);
+      "R": {"split": {"d0": 4}}, "Y": {"split": {"batch": 4}}}, "fuse": "auto"})",
+                                t, &lowered);
   ASSERT_EQ(p.operations.size(), 2u);
   EXPECT_EQ(p.operations[1].kernel, "fused");
   ASSERT_EQ(p.collectives.size(), 1u);
@@ -571,7 +582,8 @@ Collective random_collective(std::size_t devices_available) {
   const auto kind = *rc::gen::element(CollectiveKind::kAllGather, CollectiveKind::kBroadcast,
                                       CollectiveKind::kReduceScatter, CollectiveKind::kReduce,
                                       CollectiveKind::kAllToAll);
-  const auto n = *rc::gen::inRange<std::uint32_t>(2, static_cast<std::uint32_t>(devices_available) + 1);
+  const auto n =
+      *rc::gen::inRange<std::uint32_t>(2, static_cast<std::uint32_t>(devices_available) + 1);
   const std::int64_t chunk = *rc::gen::inRange<std::int64_t>(1, std::int64_t{1} << 30);
   return collective(kind, first_devices(n), chunk * n, chunk, chunk * (n - 1));
 }

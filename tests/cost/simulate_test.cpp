@@ -281,7 +281,8 @@ TEST(SimulateCollectives, StartAfterTheLastProducerAndArriveTogether) {
   constexpr std::string_view tap =
       "X: f32[1000, 250]\nW: f32[4, 250]\nb: f32[4]\nA = relu(X)\nC = linear(A, W, b)\noutput C\n";
   const Placement p = place_tap(
-      tap, R"({"ops": {"A": {"split": {"d0": 5}, "place": ["gpu:0", "gpu:1", "gpu:2", "gpu:3", "gpu:0"]},
+      tap,
+      R"({"ops": {"A": {"split": {"d0": 5}, "place": ["gpu:0", "gpu:1", "gpu:2", "gpu:3", "gpu:0"]},
                 "C": {"split": {"out": 4}}}})",
       t);
   ASSERT_EQ(p.collectives.size(), 1u);
@@ -296,7 +297,8 @@ TEST(SimulateCollectives, StartAfterTheLastProducerAndArriveTogether) {
     EXPECT_EQ(s.transfers[tr].end, s.collectives[0].end);
   }
   for (std::uint32_t a = 0; a < p.applications.size(); ++a) {
-    if (!p.applications[a].incoming.empty()) EXPECT_GE(s.applications[a].start, s.collectives[0].end);
+    if (!p.applications[a].incoming.empty())
+      EXPECT_GE(s.applications[a].start, s.collectives[0].end);
   }
   // Each participant's ports were busy for the collective once, not once per transfer.
   for (const DeviceCost& d : c.per_device) {
@@ -310,7 +312,8 @@ TEST(SimulateCollectives, StartAfterTheLastProducerAndArriveTogether) {
 TEST(SimulateCollectives, HoldEveryParticipantsPortsInBothDirections) {
   const Target t = toy_target(1, 4);
   Placement p;
-  p.operations.push_back(PlacedOperation{ir::OperationId(ir::NodeId(0)), "op", "relu", {}, {}, {}, {}});
+  p.operations.push_back(
+      PlacedOperation{ir::OperationId(ir::NodeId(0)), "op", "relu", {}, {}, {}, {}});
   const auto app = [&](std::uint32_t device, std::int64_t bytes) {
     PlacedApplication a;
     a.device = device;
@@ -388,11 +391,13 @@ TEST(SimulateEnergy, HeldDevicesDrawIdlePower) {
   EXPECT_DOUBLE_EQ(one.idle_energy_j, 8 * 70 * one.makespan_s);
   // Two nodes of two: a plan on node 0 holds node 0 only; one shard on each node holds both.
   const Target t = toy_target(2, 2);
-  const CostVector node0 =
-      simulate(place_tap(kRelu, R"({"ops": {"Y": {"split": {"d0": 2}, "place": ["gpu:0", "gpu:1"]}}})", t), t);
+  const CostVector node0 = simulate(
+      place_tap(kRelu, R"({"ops": {"Y": {"split": {"d0": 2}, "place": ["gpu:0", "gpu:1"]}}})", t),
+      t);
   EXPECT_EQ(node0.devices_held, 2);
-  const CostVector both =
-      simulate(place_tap(kRelu, R"({"ops": {"Y": {"split": {"d0": 2}, "place": ["gpu:0", "gpu:2"]}}})", t), t);
+  const CostVector both = simulate(
+      place_tap(kRelu, R"({"ops": {"Y": {"split": {"d0": 2}, "place": ["gpu:0", "gpu:2"]}}})", t),
+      t);
   EXPECT_EQ(both.devices_held, 4);
   EXPECT_DOUBLE_EQ(both.idle_energy_j, 4 * 10 * both.makespan_s);
 }

@@ -395,8 +395,8 @@ const BadTarget kBadTargets[] = {
      R"([{"op": "add", "path": "/links/intra_node/collective", "value": {"step_latency_s": 1e-6}}])",
      "", "t.json: /links/intra_node/collective: missing member \"bandwidth_Bps\""},
     {"a collective bandwidth of 0",
-     R"([{"op": "add", "path": "/links/inter_node/collective", "value": {"bandwidth_Bps": 0}}])", "",
-     "t.json: /links/inter_node/collective/bandwidth_Bps: must be > 0, got 0"},
+     R"([{"op": "add", "path": "/links/inter_node/collective", "value": {"bandwidth_Bps": 0}}])",
+     "", "t.json: /links/inter_node/collective/bandwidth_Bps: must be > 0, got 0"},
     {"a negative step latency",
      R"([{"op": "add", "path": "/links/intra_node/collective",
           "value": {"bandwidth_Bps": 1e9, "step_latency_s": -1}}])",
@@ -414,9 +414,8 @@ const BadTarget kBadTargets[] = {
     {"collective figures not an object",
      R"([{"op": "add", "path": "/links/intra_node/collective", "value": 370e9}])", "",
      "t.json: /links/intra_node/collective: expected an object, got number"},
-    {"negative link power",
-     R"([{"op": "add", "path": "/links/inter_node/power_w", "value": -3}])", "",
-     "t.json: /links/inter_node/power_w: must be >= 0, got -3"},
+    {"negative link power", R"([{"op": "add", "path": "/links/inter_node/power_w", "value": -3}])",
+     "", "t.json: /links/inter_node/power_w: must be >= 0, got -3"},
     {"a key with '/' is escaped in the pointer",
      R"([{"op": "add", "path": "/links/a~1b", "value": {}}])", "",
      "t.json: /links/a~1b: unknown member (expected one of intra_node, inter_node, host)"},
@@ -454,14 +453,13 @@ TEST(Target, CollectiveFiguresAndLinkPowerAreReadAndRoundTrip) {
   EXPECT_EQ(plain.intra_node.power_w, 0.0);
   // Absent: collectives run at the line rate and latency.
   EXPECT_EQ(plain.intra_node.collective_rates(), (CollectiveRates{1e11, 1e-6, std::nullopt}));
-  const std::string text =
-      json::parse(kTwoNodes)
-          .patch(json::parse(R"([
+  const std::string text = json::parse(kTwoNodes)
+                               .patch(json::parse(R"([
             {"op": "add", "path": "/links/intra_node/collective",
              "value": {"bandwidth_Bps": 8e10, "step_latency_s": 3e-6, "nvls_bandwidth_Bps": 9e10}},
             {"op": "add", "path": "/links/inter_node/collective", "value": {"bandwidth_Bps": 9e9}},
             {"op": "add", "path": "/links/inter_node/power_w", "value": 20}])"))
-          .dump();
+                               .dump();
   const Target t = parse_target(text, "t.json");
   EXPECT_EQ(t.intra_node.collective_rates(), (CollectiveRates{8e10, 3e-6, 9e10}));
   EXPECT_EQ(t.inter_node->collective_rates(), (CollectiveRates{9e9, 0.0, std::nullopt}));

@@ -14,8 +14,9 @@
 //                   writer's block, and the S_r partition V
 //   reduce          T is partial; one receiver; every other writer sends it its   one block
 //                   whole block (same V, same extent); at least two senders
-//   broadcast       one sender, ≥ 2 receivers, each receiving the same boxes      bytes one receiver gets
-//   all-gather      ≥ 2 senders; with U the bounding box of the boxes moved,      bytes of U
+//   broadcast       one sender, ≥ 2 receivers, each receiving the same boxes      bytes one
+//   receiver gets all-gather      ≥ 2 senders; with U the bounding box of the boxes moved, bytes of
+//   U
 //                   every transfer moves a whole written box ∩ U, and every
 //                   participant holds U afterwards: what it writes of U plus
 //                   what it receives is exactly U
@@ -173,7 +174,8 @@ class CollectiveRecogniser {
   CollectiveRecogniser& operator=(CollectiveRecogniser&&) noexcept;
 
   void recognise(Placement& placement, const WriterIndex& writers,
-                 std::span<const std::uint8_t> partial, std::span<const std::int64_t> element_bytes);
+                 std::span<const std::uint8_t> partial,
+                 std::span<const std::int64_t> element_bytes);
 
  private:
   struct Scratch;

@@ -68,9 +68,9 @@ struct Communication {
   /// A collective's algorithm ("ring", "chain", "ring: reduce-scatter + all-gather", …); empty
   /// for point-to-point transfers.
   std::string algorithm;
-  std::string tensor;    // label
-  std::string producer;  // operation name ("host" for a load)
-  std::string consumer;  // operation name ("host" for a gather)
+  std::string tensor;            // label
+  std::string producer;          // operation name ("host" for a load)
+  std::string consumer;          // operation name ("host" for a gather)
   std::int64_t collectives = 0;  // how many collectives the line stands for; 0: point-to-point
   std::int64_t size_bytes = 0;   // a collective's size N (collective.h)
   std::int64_t transfers = 0;
@@ -90,7 +90,7 @@ struct CriticalPath {
   double communication_s = 0;
   double waiting_s = 0;  // the path waited on a busy port or device
   std::int64_t applications = 0;
-  std::int64_t transfers = 0;    // point-to-point
+  std::int64_t transfers = 0;  // point-to-point
   std::int64_t collectives = 0;
   std::string bound;  // "compute", "communication" or "waiting"
 };

@@ -79,8 +79,8 @@ struct DeviceCost {
   /// Time its ports are busy: the sum of its point-to-point transfers' durations (sent and
   /// received) and of the collectives it takes part in (each once). May overlap compute.
   double comm_s = 0;
-  double idle_s = 0;     // makespan − compute_s
-  double finish_s = 0;   // when its last application ends
+  double idle_s = 0;    // makespan − compute_s
+  double finish_s = 0;  // when its last application ends
   std::int64_t peak_memory_bytes = 0;
   std::int64_t bytes_sent = 0;
   std::int64_t bytes_received = 0;
