@@ -186,7 +186,9 @@ class Cost:
     makespan_s: float
     peak_memory_bytes: int
     devices_used: int
+    devices_held: int
     energy_j: float
+    idle_energy_j: float
     bytes_moved: int
     fits: bool
     per_device: list[DeviceCost]
