@@ -242,24 +242,28 @@ std::string OutputVerdict::line() const {
       worst = fmt::format("; worst cell {}: |Δ| {:.2e} where the bar is 0 (the value is exact)",
                           *worst_point, worst_diff);
     }
-    const std::string where =
-        first_unchecked ? fmt::format(", the first at {}", *first_unchecked) : "";
-    std::string lead;
-    if (failing_cells > 0)
-      lead = fmt::format("{} of {} cells outside their bar; ", failing_cells,
-                         cells);
-    if (verdict == Verdict::kUnchecked)
-      lead = fmt::format("{} of {} cells unchecked (bar not finite{}); the others: ",
-                         unchecked_cells, cells, where);
-    body = fmt::format("{}max |Δ| {:.2e} vs float64{}; bar per cell {:.2e}…{:.2e}{}", lead,
-                       max_abs_diff, naive.empty() ? "" : " (" + naive + ")", min_bar, max_bar,
-                       worst);
-    if (verdict == Verdict::kPass && unchecked_cells > 0) {
-      body += fmt::format(
-          "; WARNING: {} cells unchecked (bar not finite{}), allowed: a wrong value there passes",
-          unchecked_cells, where);
-    } else if (verdict == Verdict::kFail && unchecked_cells > 0) {
-      body += fmt::format("; {} cells unchecked (bar not finite{})", unchecked_cells, where);
+    // The checked cells' figures, and what is said of the unchecked ones (none checked: only
+    // the latter).
+    const std::string stats =
+        fmt::format("max |Δ| {:.2e} vs float64{}; bar per cell {:.2e}…{:.2e}{}", max_abs_diff,
+                    naive.empty() ? "" : " (" + naive + ")", min_bar, max_bar, worst);
+    const bool none_checked = unchecked_cells == cells;
+    const std::string unchecked_text =
+        unchecked_cells == 0
+            ? ""
+            : fmt::format("{} of {} cells unchecked (bar not finite{})", unchecked_cells, cells,
+                          first_unchecked ? fmt::format(", the first at {}", *first_unchecked)
+                                          : "");
+    if (verdict == Verdict::kUnchecked) {
+      body = unchecked_text + (none_checked ? "" : "; the others: " + stats);
+    } else if (verdict == Verdict::kPass && unchecked_cells > 0) {
+      body = (none_checked ? "" : stats + "; ") + "WARNING: " + unchecked_text +
+             ", allowed: a wrong value there passes";
+    } else {
+      body = (failing_cells > 0
+                  ? fmt::format("{} of {} cells outside their bar; ", failing_cells, cells)
+                  : "") +
+             stats + (unchecked_cells > 0 ? "; " + unchecked_text : "");
     }
     if (!unmodelled.empty())
       body += fmt::format("; worst-case bar (no error model for kernel '{}')", unmodelled);

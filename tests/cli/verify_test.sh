@@ -49,7 +49,7 @@ printf 'X: f32[2, 3]\nA: f32[2, 3]\nY = div(X, sub(A, A))\noutput Y\n' >"$tmp/un
 [[ $rc -eq 1 ]] && grep -q "^UNCHECKED Y: 6 of 6 cells unchecked (bar not finite, the first at (0, 0))" "$tmp/log"
 check "run --verify: unchecked cells are UNCHECKED, exit 1" $?
 "$tapestry" run "$tmp/unb.tap" --verify --allow-unchecked >"$tmp/log" 2>"$tmp/err"; rc=$?
-[[ $rc -eq 0 ]] && grep -q "^PASS   Y: .*WARNING: 6 cells unchecked" "$tmp/log"
+[[ $rc -eq 0 ]] && grep -q "^PASS   Y: .*WARNING: 6 of 6 cells unchecked" "$tmp/log"
 check "run --verify --allow-unchecked: PASS with a warning" $?
 "$tapestry" run "$tmp/unb.tap" --allow-unchecked >"$tmp/log" 2>"$tmp/err"; rc=$?
 [[ $rc -eq 2 ]] && grep -q "allow-unchecked needs --verify" "$tmp/err"; check "--allow-unchecked without --verify" $?
@@ -62,7 +62,7 @@ printf 'X: f32[2, 3]\nA: f32[2, 3]\noutput X, A\n' >"$tmp/unb_inputs.tap"
 [[ $rc -eq 1 ]] && grep -q '"verdict": "unchecked"' "$tmp/log" && grep -q '"unchecked_cells": 6' "$tmp/log"
 check "verify --format json: the verdict and the count" $?
 "$tapestry" verify "$tmp/unb.tap" --inputs "$tmp/unb_in" --outputs "$tmp/unb" --allow-unchecked >"$tmp/log" 2>"$tmp/err"; rc=$?
-[[ $rc -eq 0 ]] && grep -q "WARNING: 6 cells unchecked" "$tmp/log"; check "verify --allow-unchecked" $?
+[[ $rc -eq 0 ]] && grep -q "WARNING: 6 of 6 cells unchecked" "$tmp/log"; check "verify --allow-unchecked" $?
 
 # A causal mask (−inf above the diagonal, a graph input as ONNX import makes it): every cell is
 # checked, and one changed cell of the first token (which attends to itself alone) FAILs.

@@ -208,7 +208,7 @@ def test_unchecked_cells_are_not_a_pass():
     assert raised.value.report["verdict"] == "unchecked"
     assert raised.value.report["unchecked_cells"] == 6
     outputs = g.run(inputs, verify=True, allow_unchecked=True)
-    assert "WARNING: 6 cells unchecked" in g.last_run.verify_text
+    assert "WARNING: 6 of 6 cells unchecked" in g.last_run.verify_text
     assert g.last_run.verify["pass"] is True
     with pytest.raises(tapestry.VerificationError, match="UNCHECKED"):
         g.verify(inputs, outputs)
