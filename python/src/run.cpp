@@ -135,8 +135,8 @@ Outcome execute(PyGraph& g, const std::shared_ptr<const ir::Graph>& snapshot,
   }
   if (verify == VerifyChoice::kExact) {
     const runtime::BufferMap naive = runtime::NaiveExecutor(graph).run(inputs);
-    info->verify = runtime::verify_outputs(graph, out.results, runtime::VerifyMode::kExact,
-                                           &naive, &*oracle, unchecked);
+    info->verify = runtime::verify_outputs(graph, out.results, runtime::VerifyMode::kExact, &naive,
+                                           &*oracle, unchecked);
   } else if (verify == VerifyChoice::kBound) {
     const runtime::VerifyMode mode = reference && !run.reduction_split
                                          ? runtime::VerifyMode::kBitwise
@@ -268,8 +268,8 @@ void bind_run(py::module_& m, GraphClass& graph) {
       });
 
   graph.def("run", &run_graph, py::arg("inputs"), py::arg("plan") = py::none(),
-            py::arg("threads") = py::none(), py::arg("kernels") = "fast",
-            py::arg("verify") = false, py::arg("allow_unchecked") = false);
+            py::arg("threads") = py::none(), py::arg("kernels") = "fast", py::arg("verify") = false,
+            py::arg("allow_unchecked") = false);
   graph.def("verify", &verify_graph, py::arg("inputs"), py::arg("outputs"),
             py::arg("mode") = "bound", py::arg("allow_unchecked") = false);
   graph.def_property_readonly("last_run", [](const PyGraph& g) { return g.last_run; });

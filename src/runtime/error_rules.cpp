@@ -7,6 +7,7 @@
 #include <cfloat>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <numbers>
 
 #include "run_support.h"
@@ -346,9 +347,8 @@ Buffer OperationEval::bar_of(const Buffer& sigma, const Buffer& bound) const {
 
 // bilinear's kernel runs: the kernel on one buffer per input entry — `on_w(i)` for the w entry,
 // `on_x(i)` for the others (x, the bias; the bias zeroed when `zero_bias`).
-std::vector<Buffer> OperationEval::run_bilinear(const Ctx& c, int w, int bias,
-                                                const CellMap& on_x, const CellMap& on_w,
-                                                bool zero_bias) const {
+std::vector<Buffer> OperationEval::run_bilinear(const Ctx& c, int w, int bias, const CellMap& on_x,
+                                                const CellMap& on_w, bool zero_bias) const {
   std::vector<Buffer> in;
   in.reserve(c.in_value.size());
   for (std::size_t i = 0; i < c.in_value.size(); ++i) {
@@ -361,6 +361,7 @@ std::vector<Buffer> OperationEval::run_bilinear(const Ctx& c, int w, int bias,
       in.push_back(on_x(i));
   }
   std::vector<const Buffer*> p;
+  p.reserve(in.size());
   for (const Buffer& b : in) p.push_back(&b);
   return call(kernel_, p, DType::kFloat64);
 }
@@ -380,8 +381,8 @@ std::vector<Buffer> OperationEval::bilinear_hazards(const Ctx& c, int w, int bia
   const CellMap unknown = flag(c, [](double, double s, double d) { return !is_known(s, d); });
   const CellMap ones = flag(c, [](double, double, double) { return true; });
   const CellMap infinite = flag(c, [](double v, double, double) { return !std::isfinite(v); });
-  const CellMap loose = flag(
-      c, [l](double v, double s, double d) { return may_cross_zero(v, std::min(l * s, d)); });
+  const CellMap loose =
+      flag(c, [l](double v, double s, double d) { return may_cross_zero(v, std::min(l * s, d)); });
   std::vector<Buffer> hazard = run_bilinear(c, w, bias, unknown, ones, false);
   for (const auto& [on_x, on_w] :
        {std::pair{ones, unknown}, std::pair{infinite, loose}, std::pair{loose, infinite}}) {
@@ -448,7 +449,8 @@ void OperationEval::bilinear(Ctx& c) const {
     d2 = run(abs_value, bound, true);
   }
   if (exact_zeros) {
-    const CellMap nonzero = flag(c, [](double v, double s, double d) { return may_be_nonzero(v, s, d); });
+    const CellMap nonzero =
+        flag(c, [](double v, double s, double d) { return may_be_nonzero(v, s, d); });
     live = run(nonzero, nonzero, false);
   }
   if (std::any_of(c.result.values.begin(), c.result.values.end(),
@@ -468,7 +470,8 @@ void OperationEval::bilinear(Ctx& c) const {
         sv[i] = dv[i] = class_scale(hazard[o].values<double>()[i] == 0);
         continue;
       }
-      const Rounding r = rounding(live.empty() ? n : live[o].values<double>()[i], c.u, c.tiny, av[i]);
+      const Rounding r =
+          rounding(live.empty() ? n : live[o].values<double>()[i], c.u, c.tiny, av[i]);
       double var = r.proxy * r.proxy;
       double worst = r.bound;
       if (x_carries) {
@@ -521,6 +524,8 @@ void OperationEval::additive(Ctx& c, std::string_view twin) const {
         flag(c, [](double v, double s, double b) { return may_be_nonzero(v, s, b); });
     std::vector<Buffer> flags;
     std::vector<const Buffer*> flag_p;
+    flags.reserve(c.in_value.size());
+    flag_p.reserve(c.in_value.size());
     for (std::size_t i = 0; i < c.in_value.size(); ++i) flags.push_back(nonzero(i));
     for (const Buffer& b : flags) flag_p.push_back(&b);
     live = call(fn, flag_p, DType::kFloat64);
@@ -586,8 +591,9 @@ void OperationEval::product(Ctx& c) const {
     const std::span<double> sv = s[o].values<double>(), dv = d[o].values<double>();
     for (std::size_t i = 0; i < pv.size(); ++i) {
       if (!std::isfinite(value[i])) {
-        const bool certain = unknown[o].values<double>()[i] == 0 &&
-                             (infinite[o].values<double>()[i] == 0 || loose[o].values<double>()[i] == 0);
+        const bool certain =
+            unknown[o].values<double>()[i] == 0 &&
+            (infinite[o].values<double>()[i] == 0 || loose[o].values<double>()[i] == 0);
         sv[i] = dv[i] = class_scale(certain);
         continue;
       }
@@ -623,10 +629,12 @@ void OperationEval::selection(Ctx& c, bool negate) const {
                                     s = c.in_sigma[i]->values<double>(),
                                     d = c.in_bound[i]->values<double>();
       const std::span<double> o = b.values<double>();
-      for (std::size_t k = 0; k < o.size(); ++k) o[k] = flip ? -f(v[k], s[k], d[k]) : f(v[k], s[k], d[k]);
+      for (std::size_t k = 0; k < o.size(); ++k)
+        o[k] = flip ? -f(v[k], s[k], d[k]) : f(v[k], s[k], d[k]);
       in.push_back(std::move(b));
     }
     std::vector<const Buffer*> p;
+    p.reserve(in.size());
     for (const Buffer& b : in) p.push_back(&b);
     std::vector<Buffer> out = call(kernel_, p, DType::kFloat64);
     if (flip) {
@@ -639,8 +647,10 @@ void OperationEval::selection(Ctx& c, bool negate) const {
       run_on([](double, double s, double d) { return is_known(s, d) ? 0.0 : 1.0; }, true);
   const std::vector<Buffer> widest_s = run_on([](double, double s, double) { return s; }, true);
   const std::vector<Buffer> widest_d = run_on([](double, double, double d) { return d; }, true);
-  const std::vector<Buffer> hi_s = run_on([l](double v, double s, double) { return v + l * s; }, false);
-  const std::vector<Buffer> lo_s = run_on([l](double v, double s, double) { return v - l * s; }, false);
+  const std::vector<Buffer> hi_s =
+      run_on([l](double v, double s, double) { return v + l * s; }, false);
+  const std::vector<Buffer> lo_s =
+      run_on([l](double v, double s, double) { return v - l * s; }, false);
   const std::vector<Buffer> hi_d = run_on([](double v, double, double d) { return v + d; }, false);
   const std::vector<Buffer> lo_d = run_on([](double v, double, double d) { return v - d; }, false);
   for (std::size_t o = 0; o < c.result.values.size(); ++o) {
@@ -738,11 +748,12 @@ Scales unary_scales(std::string_view kernel, const Cell& x, double out, double u
 // div at one cell: q = a / b. A result that is ±inf or NaN (a is, or b is exactly 0) is certain
 // when both signs are (a non-finite or exact-zero operand is exact); one from a finite a and b
 // ≠ 0 overflowed, and is left unknown.
-Scales div_scales(const Cell& a, const Cell& b, double out, double u, double tiny,
-                  double lambda) {
+Scales div_scales(const Cell& a, const Cell& b, double out, double u, double tiny, double lambda) {
   if (!a.known() || !b.known()) return unknown_scales();
   if (!std::isfinite(out)) {
-    const auto exact_zero = [](const Cell& c) { return c.value == 0 && is_exact(c.sigma, c.bound); };
+    const auto exact_zero = [](const Cell& c) {
+      return c.value == 0 && is_exact(c.sigma, c.bound);
+    };
     const bool overflow = std::isfinite(a.value) && std::isfinite(b.value) && b.value != 0;
     const bool certain = (a.sign_certain(lambda) || exact_zero(a)) &&
                          (b.sign_certain(lambda) || exact_zero(b)) && !overflow;
@@ -794,9 +805,8 @@ void OperationEval::elementwise(Ctx& c) const {
   };
   for (const Point& p : index.points()) {
     const double out = *y.cell(p);
-    const Scales r = kernel == "div"
-                         ? div_scales(cell(0, p), cell(1, p), out, c.u, c.tiny, lambda_)
-                         : unary_scales(kernel, cell(0, p), out, c.u, c.tiny, lambda_);
+    const Scales r = kernel == "div" ? div_scales(cell(0, p), cell(1, p), out, c.u, c.tiny, lambda_)
+                                     : unary_scales(kernel, cell(0, p), out, c.u, c.tiny, lambda_);
     *sy.cell(p) = r.sigma;
     *dy.cell(p) = r.bound;
   }
@@ -849,7 +859,7 @@ void OperationEval::softmax(Ctx& c) const {
       return row[j * step];
     };
     // 1. The row's maximum, its argmax's bar, whether every cell is known.
-    double m = -INFINITY, e_max = 0;
+    double m = -std::numeric_limits<double>::infinity(), e_max = 0;
     bool known = true;
     for (std::int64_t j = 0; j < n; ++j) {
       const double xj = at(xr, j, step_x);

@@ -59,9 +59,8 @@ class OperationEval {
   [[nodiscard]] Buffer bar_of(const Buffer& sigma, const Buffer& bound) const;
   /// Input entry i as 1 where `pred` holds, else 0.
   [[nodiscard]] static CellMap flag(const Ctx& c, CellPredicate pred);
-  [[nodiscard]] std::vector<Buffer> run_bilinear(const Ctx& c, int w, int bias,
-                                                 const CellMap& on_x, const CellMap& on_w,
-                                                 bool zero_bias) const;
+  [[nodiscard]] std::vector<Buffer> run_bilinear(const Ctx& c, int w, int bias, const CellMap& on_x,
+                                                 const CellMap& on_w, bool zero_bias) const;
   [[nodiscard]] std::vector<Buffer> bilinear_hazards(const Ctx& c, int w, int bias) const;
   void bilinear(Ctx& c) const;
   void additive(Ctx& c, std::string_view twin) const;

@@ -251,9 +251,9 @@ std::string OutputVerdict::line() const {
     const std::string unchecked_text =
         unchecked_cells == 0
             ? ""
-            : fmt::format("{} of {} cells unchecked (bar not finite{})", unchecked_cells, cells,
-                          first_unchecked ? fmt::format(", the first at {}", *first_unchecked)
-                                          : "");
+            : fmt::format(
+                  "{} of {} cells unchecked (bar not finite{})", unchecked_cells, cells,
+                  first_unchecked ? fmt::format(", the first at {}", *first_unchecked) : "");
     if (verdict == Verdict::kUnchecked) {
       body = unchecked_text + (none_checked ? "" : "; the others: " + stats);
     } else if (verdict == Verdict::kPass && unchecked_cells > 0) {

@@ -697,7 +697,8 @@ TEST(SoftmaxLiveFrom, SplitsDeadFromLiveTermsExactly) {
 TEST(RowMoments, InfiniteRowsKeepTheirInfinity) {
   const double inf = std::numeric_limits<double>::infinity();
   for (const std::vector<double>& row : {std::vector<double>{1, -inf, 2}, {-inf, -inf}, {3, inf}}) {
-    const double want = std::accumulate(row.begin(), row.end(), 0.0) / static_cast<double>(row.size());
+    const double want =
+        std::accumulate(row.begin(), row.end(), 0.0) / static_cast<double>(row.size());
     const auto n = static_cast<std::int64_t>(row.size());
     EXPECT_EQ(kernels::scalar::row_mean(row.data(), 1, n), want);
     std::vector<float> f(row.begin(), row.end());

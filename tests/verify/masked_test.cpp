@@ -75,7 +75,8 @@ TEST(Masked, CausalAttentionChecksEveryCellAndCatchesCorruptions) {
       cell(g, plus, "Y", 0) += 100;  // token 0 attends to itself only
       EXPECT_EQ(judge(g, in, plus).verdict(), Verdict::kFail);
       BufferMap small = out;  // twice the cell's own bar
-      cell(g, small, "Y", 5) += static_cast<float>(2 * o.bar(runtime::find_tensor(g, "Y")).values<double>()[5]);
+      cell(g, small, "Y", 5) +=
+          static_cast<float>(2 * o.bar(runtime::find_tensor(g, "Y")).values<double>()[5]);
       EXPECT_EQ(judge(g, in, small).outputs.at(0).failing_cells, 1);
       BufferMap zeroed = out;
       for (std::size_t i = 0; i < 64; ++i) cell(g, zeroed, "Y", i) = 0;  // token 0 zeroed
@@ -87,15 +88,17 @@ TEST(Masked, CausalAttentionChecksEveryCellAndCatchesCorruptions) {
 // Masked terms contribute nothing: the bars of a row's live cells are those of the row without
 // its masked cells, whatever the mask value.
 TEST(Masked, LiveCellsOfAMaskedSoftmaxHaveTheBarsOfTheShortRow) {
-  const ir::Graph masked = build("A: f32[5, 8]\nS: f32[1]\nMask: f32[5, 8]\n"
-                                 "Y = softmax(add(mul(A, S), Mask))\noutput Y\n");
+  const ir::Graph masked = build(
+      "A: f32[5, 8]\nS: f32[1]\nMask: f32[5, 8]\n"
+      "Y = softmax(add(mul(A, S), Mask))\noutput Y\n");
   const ir::Graph live = build("A: f32[5, 3]\nS: f32[1]\nY = softmax(mul(A, S))\noutput Y\n");
   BufferMap in = runtime::generate_inputs(masked, {.seed = 4});
   cell(masked, in, "S", 0) = 3.7F;
   BufferMap live_in = runtime::generate_inputs(live, {.seed = 4});
   cell(live, live_in, "S", 0) = 3.7F;
   for (std::size_t r = 0; r < 5; ++r)
-    for (std::size_t j = 0; j < 3; ++j) cell(live, live_in, "A", r * 3 + j) = cell(masked, in, "A", r * 8 + j);
+    for (std::size_t j = 0; j < 3; ++j)
+      cell(live, live_in, "A", r * 3 + j) = cell(masked, in, "A", r * 8 + j);
   const runtime::Oracle lo = runtime::evaluate_oracle(live, live_in);
   const Buffer live_bars = lo.bar(runtime::find_tensor(live, "Y"));
   for (float v : {-kInf, -1e9F, -3e4F}) {
@@ -118,8 +121,9 @@ TEST(Masked, LiveCellsOfAMaskedSoftmaxHaveTheBarsOfTheShortRow) {
 // The max of a row ignores masked cells, however wide their own bars (−1e9 + x rounds by ~32):
 // the bar of a max is the width of the interval the computed max can lie in.
 TEST(Masked, AMaxIgnoresCellsThatCannotBeSelected) {
-  const ir::Graph g = build("Z: f32[4, 10]\nS: f32[1]\nMask: f32[4, 10]\n"
-                            "M = max(add(mul(Z, S), Mask), dim=1)\noutput M\n");
+  const ir::Graph g = build(
+      "Z: f32[4, 10]\nS: f32[1]\nMask: f32[4, 10]\n"
+      "M = max(add(mul(Z, S), Mask), dim=1)\noutput M\n");
   BufferMap in = runtime::generate_inputs(g, {.seed = 5});
   cell(g, in, "S", 0) = 1.5F;
   for (std::size_t i = 0; i < 40; ++i) cell(g, in, "Mask", i) = i % 10 < 4 ? 0.0F : -1e9F;
@@ -154,8 +158,9 @@ TEST(Masked, LogSumExpAndLargeLogitsAreCheckedEverywhere) {
 // Cells whose float64 value is ±inf or NaN are classes: the result must be the same infinity,
 // or NaN; a finite number, the other infinity or a NaN for an infinity FAILs.
 TEST(NonFinite, ExpectedInfinitiesAndNaNsMustMatchExactly) {
-  const ir::Graph g = build("X: f32[2, 4]\nM: f32[2, 4]\nN: f32[2, 4]\n"
-                            "Y = add(add(mul(X, X), M), N)\noutput Y\n");
+  const ir::Graph g = build(
+      "X: f32[2, 4]\nM: f32[2, 4]\nN: f32[2, 4]\n"
+      "Y = add(add(mul(X, X), M), N)\noutput Y\n");
   BufferMap in = runtime::generate_inputs(g, {.seed = 7});
   for (std::size_t i = 0; i < 8; ++i) {
     cell(g, in, "M", i) = i == 1 ? kInf : (i == 2 || i == 3 ? -kInf : 0.0F);
@@ -218,8 +223,9 @@ output A, B, C, D, E, F, G
 // the CLI; UncheckedCells::kAllow turns it into a PASS with a warning. x / (a − a): the
 // denominator is 0 with an error the oracle cannot rule out, so the class of ±inf is unknown.
 TEST(Unchecked, AnUnboundedCellIsNotAPass) {
-  const ir::Graph g = build("X: f32[2, 3]\nA: f32[2, 3]\nY = div(X, sub(A, A))\nZ = relu(X)\n"
-                            "output Y, Z\n");
+  const ir::Graph g = build(
+      "X: f32[2, 3]\nA: f32[2, 3]\nY = div(X, sub(A, A))\nZ = relu(X)\n"
+      "output Y, Z\n");
   const BufferMap in = runtime::generate_inputs(g, {.seed = 9});
   const BufferMap out = run_plan(g, plan("{}"), in);
   const runtime::VerifyReport r = judge(g, in, out);
@@ -228,8 +234,9 @@ TEST(Unchecked, AnUnboundedCellIsNotAPass) {
   EXPECT_EQ(r.unchecked_cells(), 6);
   EXPECT_EQ(r.outputs.at(0).verdict, Verdict::kUnchecked);
   EXPECT_EQ(r.outputs.at(1).verdict, Verdict::kPass);
-  EXPECT_TRUE(r.text().starts_with("UNCHECKED Y: 6 of 6 cells unchecked (bar not finite, the "
-                                   "first at (0, 0))"))
+  EXPECT_TRUE(
+      r.text().starts_with("UNCHECKED Y: 6 of 6 cells unchecked (bar not finite, the "
+                           "first at (0, 0))"))
       << r.text();
   EXPECT_EQ(r.to_json()["verdict"], "unchecked");
   EXPECT_EQ(r.to_json()["unchecked_cells"], 6);
@@ -251,8 +258,9 @@ TEST(Unchecked, AnUnboundedCellIsNotAPass) {
 // The class of an infinity is unknown where a factor may be 0 or an error is unbounded: then
 // the cell is unchecked, never silently passed.
 TEST(Unchecked, AnInfinityTimesAFactorThatMayBeZeroIsUnknown) {
-  const ir::Graph g = build("X: f32[1, 4]\nA: f32[1, 4]\nB: f32[1, 4]\n"
-                            "Y = mul(X, sub(A, B))\noutput Y\n");
+  const ir::Graph g = build(
+      "X: f32[1, 4]\nA: f32[1, 4]\nB: f32[1, 4]\n"
+      "Y = mul(X, sub(A, B))\noutput Y\n");
   BufferMap in = runtime::generate_inputs(g, {.seed = 10});
   for (std::size_t i = 0; i < 4; ++i) {
     cell(g, in, "X", i) = i == 0 ? -kInf : 1.0F;

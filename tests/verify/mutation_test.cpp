@@ -77,11 +77,11 @@ std::vector<Example> examples() {
   std::vector<Example> out;
   for (const char* name : {"linear_relu", "mlp", "convnet", "transformer_block"}) {
     const fs::path stand_in = small / (std::string(name) + "_small.tap");
-    out.push_back({name,
-                   !full_size() && fs::exists(stand_in) ? stand_in
-                                                        : ex / (std::string(name) + ".tap"),
-                   {},
-                   {}});
+    out.push_back(
+        {name,
+         !full_size() && fs::exists(stand_in) ? stand_in : ex / (std::string(name) + ".tap"),
+         {},
+         {}});
   }
   // The masked graphs (one size).
   const fs::path masked = fs::path(TAPESTRY_TEST_DATA) / "verify";
@@ -95,17 +95,17 @@ std::vector<Example> examples() {
       {"rows", R"({"ops": {"Y": {"split": {"batch": 2}}, "Y/linear": {"split": {"out": 2}}}})"}};
   out.push_back({"causal_attention(-inf)", masked / "causal_attention.tap", attention_plans,
                  mask(-INFINITY)});
-  out.push_back({"causal_attention(-1e9)", masked / "causal_attention.tap", attention_plans,
-                 mask(-1e9F)});
+  out.push_back(
+      {"causal_attention(-1e9)", masked / "causal_attention.tap", attention_plans, mask(-1e9F)});
   out.push_back({"padding_attention(-inf)", masked / "padding_attention.tap", attention_plans,
                  mask(-INFINITY)});
-  out.push_back({"log_sum_exp(-inf)", masked / "log_sum_exp.tap",
+  out.push_back({"log_sum_exp(-inf)",
+                 masked / "log_sum_exp.tap",
                  {{"rows", R"({"ops": {"M": {"split": {"pre": 2}}, "E": {"split": {"pre": 2}}}})"}},
                  mask(-INFINITY)});
-  out.push_back({"large_logits(x400)", masked / "large_logits.tap", row_plans,
-                 [](const ir::Graph& g, BufferMap& in) {
-                   verify_testing::fill_input(g, in, "Big", 400);
-                 }});
+  out.push_back(
+      {"large_logits(x400)", masked / "large_logits.tap", row_plans,
+       [](const ir::Graph& g, BufferMap& in) { verify_testing::fill_input(g, in, "Big", 400); }});
   return out;
 }
 
@@ -414,7 +414,8 @@ void mutate(const ir::Graph& g, const Reference& ref, const std::string& where,
       BufferMap wrong = good;
       Buffer& w = wrong.at(out);
       const std::span<float> cells = w.values<float>();
-      const std::size_t row = b.rank() == 0 ? 1 : cells.size() / static_cast<std::size_t>(b.range().extent(0));
+      const std::size_t row =
+          b.rank() == 0 ? 1 : cells.size() / static_cast<std::size_t>(b.range().extent(0));
       if (std::string_view(fault) == "one-cell") {
         cells[0] += 1;
       } else {
@@ -436,7 +437,8 @@ void mutate(const ir::Graph& g, const Reference& ref, const std::string& where,
   }
   if (has_mask && classify(tally, effect_of(oracle, runtime::evaluate_oracle(g, unmasked), g, g),
                            "dropped-mask @ " + where))
-    record(tally, "dropped-mask", where, fails(g, ref, verify_testing::run_plan(g, plan, unmasked)));
+    record(tally, "dropped-mask", where,
+           fails(g, ref, verify_testing::run_plan(g, plan, unmasked)));
   // Partial faults, where the plan made a `reduce`.
   bool has_reduce = false;
   for (ir::OperationId op : lowered.graph.operations())

@@ -73,8 +73,8 @@
 //   neg, transpose, permute,     σ and D move with the data (pad cells: 0)
 //     reshape, slice, pad
 //   exp, tanh, sigmoid, gelu,    s·σx ⊕ k  |  s·Dx + k;  s = max |f′| over [x − e, x + e],
-//     sqrt                       k = 8·u·|f(x)| (+ 4·u·|x| for gelu: ½x·(1 + erf) cancels at x < 0);
-//                                an exact ±inf input gives the exact limit (exp(−inf) = 0)
+//     sqrt                       k = 8·u·|f(x)| (+ 4·u·|x| for gelu: ½x·(1 + erf) cancels at
+//                                x < 0); an exact ±inf input gives the exact limit (exp(−inf) = 0)
 //   div                          σa/m ⊕ |a/b|·σb/m ⊕ u·|a/b|  |  (Da + |a/b|·Db)/m + u·|a/b|;
 //                                m = |b| − e_b (unbounded where m ≤ 0)
 //   softmax (row of n)           y_i·(Δx_i + Σ_j c_j) + u·y_i·(|x_i − max| + 3) + sum:
