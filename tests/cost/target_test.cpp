@@ -272,7 +272,7 @@ const BadTarget kBadTargets[] = {
      "",
      "t.json: /device_types/big/tflops: unknown member (expected one of kind, peak_flops, "
      "memory_bandwidth_Bps, memory_bytes, efficiency, launch_s, bandwidth_efficiency, idle_w, "
-     "busy_w, kernels, cache)"},
+     "busy_w, kernels, cache, gemm_efficiency)"},
     {"missing name", R"([{"op": "remove", "path": "/name"}])", "",
      "t.json: /: missing member \"name\""},
     {"unknown device type in nodes", R"([{"op": "add", "path": "/nodes/devices/tpu", "value": 1}])",
