@@ -167,8 +167,10 @@ std::string communication_words(const std::vector<Communication>& lines, std::si
   }
   std::vector<std::string> parts;
   for (const Group& g : groups) {
+    // Only a combine's collectives are the pairs' (all-reduce, reduce, reduce-scatter).
+    const bool combine = g.pattern.find("reduce") != std::string::npos;
     std::string part =
-        pairs > 0 && g.lines == pairs
+        combine && pairs > 0 && g.lines == pairs
             ? fmt::format("one {} of {} per {}", g.pattern, bytes_words(g.size), pair_word)
         : g.lines == 1 ? fmt::format("one {} of {}", g.pattern, bytes_words(g.size))
                        : fmt::format("{} {} of {}", g.lines, plural(g.pattern), bytes_words(g.size));
@@ -245,7 +247,15 @@ Strategy strategy_of(const ir::Graph& graph, const Placement& placement, const T
   } else {
     s.kind = "mixed";
     std::vector<std::pair<std::size_t, std::string>> counts;
-    for (const auto& [key, n] : classes) {
+    // By count, ties in the order the classes first appear (the placement's: topological).
+    std::vector<std::tuple<std::int64_t, std::int64_t>> order;
+    for (const Entry& e : contractions) {
+      if (std::find(order.begin(), order.end(), e.cut.key()) == order.end()) {
+        order.push_back(e.cut.key());
+      }
+    }
+    for (const auto& key : order) {
+      const std::size_t n = classes.at(key);
       std::set<std::string> on;
       for (const Entry& e : contractions) {
         if (e.cut.key() == key) on.insert(e.cut.device);
@@ -323,7 +333,9 @@ std::vector<Gain> gains_against_baselines(const ir::Graph& graph, const Target& 
     }
     return g;
   };
-  gains.push_back(priced("one device", rewrite::Plan{}));
+  rewrite::Plan unsharded;
+  unsharded.fuse_auto = true;  // as the standard plans: a fair baseline fuses what it can
+  gains.push_back(priced("one device", unsharded));
   const StandardPlan dp = standard_plan(graph, target, "data-parallel");
   if (dp.plan) {
     gains.push_back(priced(dp.summary, *dp.plan));

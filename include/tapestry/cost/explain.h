@@ -24,8 +24,10 @@
 // over groups — and the bytes moved point to point.
 //
 // Then, when the caller prices them (gains_against_baselines), the gain against one device (the
-// unsharded plan on the same target) and against plain data parallelism (the standard plan,
-// standard_plans.h): each the baseline's makespan over this plan's, > 1 when this plan is faster.
+// unsharded plan on the same target, every operation on its first device, `"fuse": "auto"` as the
+// standard plans) and against plain data parallelism (the standard plan, standard_plans.h): each
+// the baseline's makespan over this plan's, > 1 when this plan is faster:
+//   Gain      5.43× against one device (1.049 ms); 1.00× against data parallel ×8 (193.2 µs)
 //
 // Then three parts:
 // 1. Sharding, per operation: its grid (the split dims and their shard counts), the devices its
