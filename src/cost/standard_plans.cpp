@@ -342,8 +342,14 @@ StandardPlan tensor_parallel(const ir::Graph& graph, const GraphRoles& roles, co
     s.summary = fmt::format("2-D: data {} × tensor {} (mesh axes {} × {}), {}", dp, p,
                             axes->first.name, axes->second.name, pairs_text);
   } else {
-    s.summary = fmt::format("tensor parallel ×{} (Megatron{}), {}", p,
-                            rows_between ? " with sequence parallelism" : "", pairs_text);
+    const bool between = std::any_of(pairs.between.begin(), pairs.between.end(),
+                                     [](const auto& d) { return d.has_value(); });
+    s.summary = fmt::format("tensor parallel ×{} (Megatron{}), {}{}", p,
+                            rows_between && between ? " with sequence parallelism" : "",
+                            pairs_text,
+                            rows_between && !between
+                                ? ", nothing between layers to cut by rows (the megatron cuts)"
+                                : "");
   }
   return s;
 }
