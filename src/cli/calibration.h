@@ -29,8 +29,8 @@
 // time is more than twice the memory term (it is computing, e.g. an erf per element), else
 // `bandwidth_efficiency` — the fraction that makes the roofline give the measured time.
 //
-// The GEMM efficiency table (target.h) has one entry per size: [2n³, (2n³ / peak) / the median
-// time of one call], at most 1 (the peak is the whole machine's rate over 1024³ products), and
+// The GEMM efficiency table (target.h) has one entry per size: [2n³, (2n³ / peak) / the time of
+// one call in the run whose calls took least (others' processes only ever add time)], at most 1 (the peak is the whole machine's rate over 1024³ products), and
 // never below a smaller size's (a size measured slower than a smaller one is noise, or the
 // dispatch of the smaller calls overlapping: efficiency is taken not to fall as GEMMs grow).
 //
@@ -78,7 +78,7 @@ struct KernelResult {
 struct GemmResult {
   std::int64_t n = 0;      // an n×n·n×n product
   std::int64_t calls = 0;  // per thread per run (n×n blocks of rows)
-  double seconds = 0;      // median time of one call (every thread running its calls)
+  double seconds = 0;      // time of one call in the fastest run (every thread running its calls)
   double flops = 0;        // of one call: 2n³
   int runs = 0;
 };
