@@ -350,6 +350,27 @@ void copy_box(const Buffer& from, Buffer& to, const Range& box) {
   }
 }
 
+// A member's contribution to collective `c`, packed into `send` (dense over `box`, the source
+// slot's box the member contributes): the box as it is, except for a reduce-scatter, whose send
+// buffer is the box's slices j × S_i one after another in member order, as MPI_Reduce_scatter
+// hands segment i to member i.
+void pack_contribution(const detail::RankCollective& c, const Buffer& from, const Range& box,
+                       Buffer& send) {
+  if (c.kind != detail::CollectiveKind::kReduceScatter) {
+    copy_box(from, send, box);
+    return;
+  }
+  const auto element = static_cast<std::int64_t>(ir::dtype_size_bytes(send.dtype()));
+  std::int64_t offset = 0;
+  for (const Range& slice : c.result_boxes) {
+    const Range piece(box.start().slice(0, 1).concat(slice.start()),
+                      box.end().slice(0, 1).concat(slice.end()));
+    Buffer segment = Buffer::borrow(send.dtype(), piece, send.bytes() + offset * element);
+    copy_box(from, segment, piece);
+    offset += piece.size();
+  }
+}
+
 // Staging buffers of sends that may still be in flight when a failed run gives up on them: MPI
 // may read them until MPI_Finalize, so they are kept to the end of the process.
 std::mutex g_abandoned_mutex;
@@ -457,7 +478,7 @@ void RankRun::execute(std::uint32_t t) {
         Outgoing out{
             part, Buffer(rp_.local.slots[c.source_slot].dtype, box, Buffer::Uninitialized{}), true};
         // Counted by post_collective, which owns it from there.
-        copy_box(*state_.buffers[c.source_slot], out.staging, box);
+        pack_contribution(c, *state_.buffers[c.source_slot], box, out.staging);
         const std::lock_guard lock(mutex_);
         outbox_.push_back(std::move(out));
       }
@@ -598,6 +619,18 @@ void RankRun::post_collective(std::uint32_t i, Buffer send) {
       }
       break;
     }
+    case detail::CollectiveKind::kReduceScatter: {
+      const auto element = static_cast<std::int64_t>(ir::dtype_size_bytes(dtype));
+      for (const Range& slice : c.result_boxes) {  // in elements, each within one message's limit
+        (void)byte_count(slice.size() * element, "a reduce-scatter's slice");
+        run.counts.push_back(static_cast<int>(slice.size()));
+      }
+      run.receive = Buffer(dtype, c.result_boxes[part.member], Buffer::Uninitialized{});
+      check_mpi(MPI_Ireduce_scatter(run.send.bytes(), run.receive.bytes(), run.counts.data(),
+                                    mpi_type(dtype), MPI_SUM, comm, &run.request),
+                "MPI_Ireduce_scatter");
+      break;
+    }
     case detail::CollectiveKind::kAllgather: {
       const auto element = static_cast<std::int64_t>(ir::dtype_size_bytes(dtype));
       std::int64_t total = 0;
@@ -651,6 +684,10 @@ void RankRun::complete_collective(std::uint32_t i) {
                                          run.receive.bytes() + run.displacements[j]);
       arrive(receive, &from);
     }
+  } else if (c.kind == detail::CollectiveKind::kReduceScatter) {
+    state_.allocate(c.result_slot);  // this member's slice of the sum: its (no-op) reduce's result
+    copy_box(run.receive, *state_.buffers[c.result_slot], c.result_boxes[part.member]);
+    for (const detail::RankReceive& receive : part.arrivals) arrive(receive, nullptr);
   } else {
     if (c.root == rp_.rank) {  // the sum is the (no-op) reduce's result
       state_.allocate(c.result_slot);

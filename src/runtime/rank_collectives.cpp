@@ -58,22 +58,43 @@ std::optional<std::uint32_t> exact_message(const Inputs& in, std::uint32_t produ
   return std::nullopt;
 }
 
-// The reduce / allreduce pattern at task `r` (rank_collectives.h), if it is one.
-std::optional<RankCollective> reduce_at(const Inputs& in, std::uint32_t r) {
+// Whether task `r` is a sum `reduce` of float partials [blocks] × OUT into OUT, reading one box
+// (at least two blocks) and writing one.
+bool is_sum_reduce(const Inputs& in, std::uint32_t r) {
   const BlockTask& task = in.p.tasks[r];
   if (task.call.kernel != "reduce" || in.reads[r].size() != 1 || in.writes[r].size() != 1 ||
       task.call.monoid("op", ir::Monoid::kSum) != ir::Monoid::kSum) {
-    return std::nullopt;
+    return false;
   }
   const SlotBox& partials = in.reads[r][0];
   const SlotBox& result = in.writes[r][0];
   const DType dtype = in.p.slots[result.slot].dtype;
-  if (!is_reducible(dtype) || in.p.slots[partials.slot].dtype != dtype ||
-      partials.box.rank() != result.box.rank() + 1 ||
-      partials.box.slice(1, partials.box.rank()) != result.box || result.box.is_empty() ||
-      partials.box.extent(0) < 2) {
-    return std::nullopt;
+  return is_reducible(dtype) && in.p.slots[partials.slot].dtype == dtype &&
+         partials.box.rank() == result.box.rank() + 1 &&
+         partials.box.slice(1, partials.box.rank()) == result.box && !result.box.is_empty() &&
+         partials.box.extent(0) >= 2;
+}
+
+// Whether every message into task `r` is one of `replaced` (else r reads something the
+// collective does not give).
+bool fed_only_by(const Inputs& in, std::uint32_t r, const std::vector<std::uint32_t>& replaced) {
+  for (std::uint32_t m = 0; m < in.messages.size(); ++m) {
+    const auto& readers = in.consumers[m];
+    if (std::find(readers.begin(), readers.end(), r) != readers.end() &&
+        std::find(replaced.begin(), replaced.end(), m) == replaced.end()) {
+      return false;
+    }
   }
+  return true;
+}
+
+// The reduce / allreduce pattern at task `r` (rank_collectives.h), if it is one.
+std::optional<RankCollective> reduce_at(const Inputs& in, std::uint32_t r) {
+  if (!is_sum_reduce(in, r)) return std::nullopt;
+  const BlockTask& task = in.p.tasks[r];
+  const SlotBox& partials = in.reads[r][0];
+  const SlotBox& result = in.writes[r][0];
+  const DType dtype = in.p.slots[result.slot].dtype;
   RankCollective c{
       .kind = CollectiveKind::kReduce,
       .root = in.rank_of[r],
@@ -103,15 +124,7 @@ std::optional<RankCollective> reduce_at(const Inputs& in, std::uint32_t r) {
     if (!m) return std::nullopt;
     c.replaced.push_back(*m);
   }
-  if (!root_contributes) return std::nullopt;
-  // Every message into r is one of these (else r reads something the collective does not give).
-  for (std::uint32_t m = 0; m < in.messages.size(); ++m) {
-    const auto& readers = in.consumers[m];
-    if (std::find(readers.begin(), readers.end(), r) != readers.end() &&
-        std::find(c.replaced.begin(), c.replaced.end(), m) == c.replaced.end()) {
-      return std::nullopt;
-    }
-  }
+  if (!root_contributes || !fed_only_by(in, r, c.replaced)) return std::nullopt;
   // Allreduce: r sends its whole result to every other member.
   std::vector<std::uint32_t> results;
   for (std::uint32_t rank : c.members) {
@@ -137,6 +150,80 @@ std::optional<RankCollective> reduce_at(const Inputs& in, std::uint32_t r) {
     sorted.producers[i] = c.producers[order[i]];
   }
   return sorted;
+}
+
+// The reduce-scatter pattern among `reduces`, sum reduces of one partial slot (rank_collectives.h),
+// if it is one.
+std::optional<RankCollective> reduce_scatter_of(const Inputs& in,
+                                                std::vector<std::uint32_t> reduces) {
+  std::sort(reduces.begin(), reduces.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return in.rank_of[a] < in.rank_of[b]; });
+  const SlotBox& first = in.reads[reduces.front()][0];
+  const std::int64_t b0 = first.box.start()[0];
+  const std::int64_t b1 = first.box.end()[0];
+  if (b1 - b0 != static_cast<std::int64_t>(reduces.size())) return std::nullopt;
+  // The slices S_i: one per rank, pairwise disjoint, tiling their hull (so what a member sends,
+  // its block's slices in member order, is its block of the hull).
+  std::vector<Range> slices;
+  std::int64_t sliced = 0;
+  for (std::size_t i = 0; i < reduces.size(); ++i) {
+    const std::uint32_t r = reduces[i];
+    const SlotBox& partials = in.reads[r][0];
+    if (partials.box.start()[0] != b0 || partials.box.end()[0] != b1 ||
+        (i > 0 && in.rank_of[r] == in.rank_of[reduces[i - 1]])) {
+      return std::nullopt;
+    }
+    for (const Range& other : slices) {
+      if (other.overlaps(in.writes[r][0].box)) return std::nullopt;
+    }
+    slices.push_back(in.writes[r][0].box);
+    sliced += slices.back().size();
+  }
+  const Range hull = Range::bounding(slices);
+  if (hull.size() != sliced) return std::nullopt;
+  const std::uint32_t slot = first.slot;
+  const DType dtype = in.p.slots[slot].dtype;
+  const auto element = static_cast<std::int64_t>(ir::dtype_size_bytes(dtype));
+  RankCollective c{.kind = CollectiveKind::kReduceScatter,
+                   .source_slot = slot,
+                   .result_slot = in.writes[reduces.front()][0].slot,
+                   .bitwise = reduces.size() == 2,
+                   .bytes = sliced * element,
+                   .what = std::string(in.p.tasks[reduces.front()].call.operation)};
+  for (std::uint32_t r : reduces) {
+    if (in.writes[r][0].slot != c.result_slot) return std::nullopt;
+    c.members.push_back(in.rank_of[r]);
+    c.result_boxes.push_back(in.writes[r][0].box);
+    c.reduce_tasks.push_back(r);
+  }
+  c.root = c.members.front();
+  c.boxes.resize(reduces.size());
+  c.producers.resize(reduces.size());
+  std::vector<char> has_block(reduces.size(), 0);
+  for (std::int64_t j = b0; j < b1; ++j) {
+    const Range whole(Point{j}.concat(hull.start()), Point{j + 1}.concat(hull.end()));
+    const std::optional<std::uint32_t> writer = sole_writer(in, slot, whole);
+    if (!writer) return std::nullopt;
+    const auto at = std::find(c.members.begin(), c.members.end(), in.rank_of[*writer]);
+    if (at == c.members.end()) return std::nullopt;
+    const auto member = static_cast<std::size_t>(at - c.members.begin());
+    if (has_block[member] != 0) return std::nullopt;
+    has_block[member] = 1;
+    c.boxes[member] = whole;
+    c.producers[member] = *writer;
+    for (std::size_t i = 0; i < reduces.size(); ++i) {
+      if (i == member) continue;
+      const Range piece(Point{j}.concat(slices[i].start()), Point{j + 1}.concat(slices[i].end()));
+      const std::optional<std::uint32_t> m =
+          exact_message(in, *writer, c.members[i], slot, piece, reduces[i]);
+      if (!m) return std::nullopt;
+      c.replaced.push_back(*m);
+    }
+  }
+  for (std::uint32_t r : reduces) {
+    if (!fed_only_by(in, r, c.replaced)) return std::nullopt;
+  }
+  return c;
 }
 
 // The allgather pattern on `slot` (rank_collectives.h), if it is one.
@@ -188,6 +275,8 @@ std::string_view collective_kind_name(CollectiveKind kind) {
       return "reduce";
     case CollectiveKind::kAllreduce:
       return "allreduce";
+    case CollectiveKind::kReduceScatter:
+      return "reduce_scatter";
     case CollectiveKind::kAllgather:
       return "allgather";
   }
@@ -207,6 +296,16 @@ std::vector<RankCollective> find_collectives(
     for (std::uint32_t m : c.replaced) taken[m] = 1;
     out.push_back(std::move(c));
   };
+  // Reduce-scatters first: each of their reduces alone is also a reduce to its own rank.
+  std::map<std::uint32_t, std::vector<std::uint32_t>> reduces_of;  // partial slot → sum reduces
+  for (std::uint32_t t = 0; t < p.tasks.size(); ++t) {
+    if (is_sum_reduce(in, t)) reduces_of[reads[t][0].slot].push_back(t);
+  }
+  for (const auto& [slot, reduces] : reduces_of) {
+    if (reduces.size() < 2) continue;
+    std::optional<RankCollective> c = reduce_scatter_of(in, reduces);
+    if (c && (c->bitwise || use == CollectiveUse::kAll)) take(std::move(*c));
+  }
   for (std::uint32_t t = 0; t < p.tasks.size(); ++t) {
     std::optional<RankCollective> c = reduce_at(in, t);
     if (c && (c->bitwise || use == CollectiveUse::kAll)) take(std::move(*c));

@@ -13,6 +13,16 @@
 //                        holds the sum, so whatever it sends on still goes). When R also sends its
 //                        whole result OUT to every other member — each needs it whole — MPI_
 //                        Allreduce replaces those messages too.
+//   reduce-scatter       k ≥ 2 `reduce` applications R_0 … R_{k-1} (monoid sum, float32 or
+//                        float64) on k distinct ranks, all reading the same partial blocks
+//                        [0:k] (any k-block range) of one slot, each a slice S_i of OUT (R_i
+//                        writes S_i), the S_i pairwise disjoint; block j written by one
+//                        application on the rank of one R_i (each rank writes one block); every
+//                        slice j × S_i not on R_i's rank reaches it as one message carrying
+//                        exactly that box, read by R_i alone. MPI_Reduce_scatter replaces those
+//                        messages and the R_i's additions (each R_i runs as a no-op holding its
+//                        slice of the sum). A following all-gather of the R_i's results — the
+//                        two halves of a ring all-reduce — is found as one by the next pattern.
 //   allgather            a tensor written on k ≥ 2 ranks by one application each (one box
 //                        each), every one of whose messages goes from a writer to another writer
 //                        and carries the writer's whole box, and every writer receives every
@@ -43,9 +53,9 @@ namespace tapestry::runtime::detail {
 
 struct RankMessageInfo;
 
-enum class CollectiveKind : std::uint8_t { kReduce, kAllreduce, kAllgather };
+enum class CollectiveKind : std::uint8_t { kReduce, kAllreduce, kReduceScatter, kAllgather };
 
-/// "reduce", "allreduce", "allgather".
+/// "reduce", "allreduce", "reduce_scatter", "allgather".
 std::string_view collective_kind_name(CollectiveKind kind);
 
 /// A box of a slot, as a task reads or writes it.
@@ -56,18 +66,20 @@ struct SlotBox {
 
 struct RankCollective {
   CollectiveKind kind = CollectiveKind::kReduce;
-  std::vector<std::uint32_t> members;      // ranks, ascending
-  std::uint32_t root = 0;                  // reduce kinds: the rank of the reduce application
-  std::uint32_t source_slot = 0;           // what members contribute: the partials, or the tensor
-  std::vector<Range> boxes;                // per member: the box of source_slot it contributes
-  std::vector<std::uint32_t> producers;    // per member: the task (whole program) writing it
-  std::uint32_t result_slot = 0;           // reduce kinds: the reduce's output; allgather: source
-  Range result_box;                        // reduce kinds: the reduce's output box
-  std::uint32_t reduce_task = UINT32_MAX;  // reduce kinds: the reduce (whole program)
-  std::vector<std::uint32_t> replaced;     // the messages it replaces (RankProgram::messages)
-  bool bitwise = true;                     // same bits as the block executor (see the file comment)
-  std::int64_t bytes = 0;                  // one member's contribution
-  std::string what;                        // the reduce application's name, or the tensor's
+  std::vector<std::uint32_t> members;       // ranks, ascending
+  std::uint32_t root = 0;                   // reduce kinds: the rank of the reduce application
+  std::uint32_t source_slot = 0;            // what members contribute: the partials, or the tensor
+  std::vector<Range> boxes;                 // per member: the box of source_slot it contributes
+  std::vector<std::uint32_t> producers;     // per member: the task (whole program) writing it
+  std::uint32_t result_slot = 0;            // reduce kinds: the reduce's output; allgather: source
+  Range result_box;                         // reduce kinds: the reduce's output box
+  std::uint32_t reduce_task = UINT32_MAX;   // reduce kinds: the reduce (whole program)
+  std::vector<Range> result_boxes;          // reduce-scatter, per member: S_i, what it receives
+  std::vector<std::uint32_t> reduce_tasks;  // reduce-scatter, per member: R_i (whole program)
+  std::vector<std::uint32_t> replaced;      // the messages it replaces (RankProgram::messages)
+  bool bitwise = true;     // same bits as the block executor (see the file comment)
+  std::int64_t bytes = 0;  // one member's contribution (all its slices)
+  std::string what;        // the reduce application's name, or the tensor's
 };
 
 /// The collectives of a checked schedule (rank_program.cpp): `rank_of` per task, `reads` and

@@ -187,8 +187,9 @@ void add_gathers(const BlockProgram& p, const Lookup& lookup,
   }
 }
 
-// The reduce a collective replaces, on its root: a no-op that reads nothing (the sum arrives
-// from MPI before it runs) and writes the result; its kernel path is `mpi`.
+// The reduce a collective replaces, on its root (a reduce-scatter's, on every member): a no-op that
+// reads nothing (the sum arrives from MPI before it runs) and writes the result; its kernel path is
+// `mpi`.
 void make_no_op(BlockTask& task) {
   task.kernel = [](const KernelCall&) { note_kernel_path(KernelPath::kMpi); };
   task.call.inputs = {};
@@ -266,6 +267,9 @@ void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lo
     const RankCollective& coll = rp.collectives[c];
     for (std::uint32_t m : coll.replaced) replaced_by[m] = static_cast<int>(c);
     if (coll.reduce_task != UINT32_MAX && coll.root == rp.rank) no_op[coll.reduce_task] = 1;
+    for (std::size_t i = 0; i < coll.reduce_tasks.size(); ++i) {
+      if (coll.members[i] == rp.rank) no_op[coll.reduce_tasks[i]] = 1;
+    }
   }
   BlockProgram& l = rp.local;
   l.slots = p.slots;

@@ -122,6 +122,42 @@ succeeds "four partials, --collectives all" -- "${mpirun[@]}" -np 4 "$tapestry" 
   --plan "$tmp/ar4.json" --executor mpi --collectives all --verify
 grep -q "^collectives: 1 allreduce (Y/reduce, MPI's order)$" "$tmp/out" && grep -q "^PASS   Z" "$tmp/out"
 check "an allreduce in MPI's order passes --verify" $?
+# Reduce-scatter: the partials written out (P's blocks one per rank), Y's rows split the same
+# way, each rank summing its rows of every block. Z by rows reads its own rows of Y; Z by `out`
+# reads all of Y (then an allgather of Y too). Y's rows placed against rank order make the send
+# buffer a reordering of each block (MPI hands segment i to member i), which a straight copy of
+# the block gets wrong.
+for k in 2 4; do
+  cat >"$tmp/reduce_scatter$k.tap" <<TAP
+H: f32[$k, 64, 24]
+W: f32[$k, 24, 32]
+V: f32[16, 32]
+c: f32[16]
+P = matmul(H, W)
+Y = reduce(P)
+Z = linear(Y, V, c)
+output Z
+TAP
+done
+rs=$tmp/reduce_scatter2.tap
+echo '{"ops": {"P": {"split": {"batch": 2}}, "Y": {"split": {"d0": 2}}, "Z": {"split": {"batch": 2}}}}' >"$tmp/rs2.json"
+echo '{"ops": {"P": {"split": {"batch": 2}}, "Y": {"split": {"d0": 2}}, "Z": {"split": {"out": 2}}}}' >"$tmp/rsag2.json"
+echo '{"ops": {"P": {"split": {"batch": 2}}, "Y": {"split": {"d0": 2}, "place": ["rank:1", "rank:0"]}, "Z": {"split": {"out": 2}}}}' >"$tmp/rsx2.json"
+echo '{"ops": {"P": {"split": {"batch": 4}}, "Y": {"split": {"d0": 4}}, "Z": {"split": {"out": 4}}}}' >"$tmp/rsag4.json"
+same_as_block "reduce-scatter of two partials" 2 "$rs" --plan "$tmp/rs2.json" --metrics "$tmp/rs-m.json"
+grep -q "^collectives: 1 reduce_scatter (Y)$" "$tmp/out" &&
+  grep -q '"kind": "reduce_scatter"' "$tmp/rs-m.json"
+check "reduce_scatter named in the summary and the metrics" $?
+same_as_block "reduce-scatter and allgather" 2 "$rs" --plan "$tmp/rsag2.json"
+grep -q "^collectives: 1 reduce_scatter (Y), 1 allgather (Y)$" "$tmp/out"
+check "a reduce-scatter and an allgather make the all-reduce" $?
+same_as_block "reduce-scatter, slices against rank order" 2 "$rs" --plan "$tmp/rsx2.json"
+grep -q "^collectives: 1 reduce_scatter (Y), 1 allgather (Y)$" "$tmp/out"
+check "a reduce-scatter whose slices are not in rank order" $?
+succeeds "reduce-scatter of four partials, --collectives all" -- "${mpirun[@]}" -np 4 "$tapestry" run "$tmp/reduce_scatter4.tap" \
+  --plan "$tmp/rsag4.json" --executor mpi --collectives all --verify
+grep -q "^collectives: 1 reduce_scatter (Y, MPI's order), 1 allgather (Y)$" "$tmp/out" && grep -q "^PASS   Z" "$tmp/out"
+check "a reduce-scatter in MPI's order passes --verify" $?
 echo '{"ops": {"Y/linear": {"split": {"out": 2}}, "Y": {"split": {"d1": 2}}}, "fuse": [["Y/linear", "Y"]]}' >"$tmp/lr-out.json"
 echo '{"ops": {"H/linear": {"split": {"out": 2}}, "H": {"split": {"d1": 2}}, "Y": {"split": {"out": 2}}}, "fuse": [["H/linear", "H"]]}' >"$tmp/mlp-ag.json"
 if [[ $mode == full ]]; then  # MLP-sized: seconds each

@@ -50,7 +50,7 @@ RankSchedule brute_force(const ir::Graph& g, std::uint32_t ranks,
       for (const auto& out : g.application(p).outputs().entries()) {
         for (const auto& in : g.application(c).inputs().entries()) {
           if (out.value.tensor != in.value.tensor) continue;
-          if (auto box = out.value.range.intersect(in.value.range)) {
+          if (auto box = out.value.range.intersect(in.value.range); box && !box->is_empty()) {
             s.messages.push_back({.tensor = out.value.tensor,
                                   .box = *box,
                                   .from = s.rank_of[p],
@@ -165,19 +165,22 @@ TEST(RankProgram, RejectsSchedulesThatDoNotFit) {
   }
 }
 
-// P = relu(A) in k blocks along A's leading dim, Y = reduce(P) unsharded, Z = linear(Y, W, b)
-// in `z_parts` along `out`: every Z shard reads Y whole.
+// P = relu(A) in k blocks along A's leading dim, Y = reduce(P) in `y_parts` along its rows
+// (default: unsharded), Z = linear(Y, W, b) in `z_parts` along `out` (every Z shard reads Y
+// whole) or, with `z_by_rows`, along batch (each reads the rows of Y it needs).
 struct ReduceGraph {
   GraphBuilder b;
   std::vector<ir::ApplicationId> p_apps, y_apps, z_apps;
-  ReduceGraph(std::int64_t k, std::int64_t z_parts) {
+  ReduceGraph(std::int64_t k, std::int64_t z_parts, std::int64_t y_parts = 1,
+              bool z_by_rows = false) {
     const Built p = add_unary(b, "relu", b.tensor("A", "float32", Range::of_shape({k, 4, 6})));
     const Built y = add_reduce(b, p.result, ir::Monoid::kSum);
     const Built z = add_linear(b, y.result, b.tensor("W", "float32", Range::of_shape({6, 6})),
                                b.tensor("b", "float32", Range::of_shape({6})));
     b.shard(p.op, {k, 1, 1});
-    b.shard(y.op, {1, 1, 1});
-    b.shard(z.op, {1, z_parts, 1});
+    b.shard(y.op, {y_parts, 1, 1});
+    b.shard(z.op, z_by_rows ? std::vector<std::int64_t>{z_parts, 1, 1}
+                            : std::vector<std::int64_t>{1, z_parts, 1});
     for (ir::ApplicationId a : b.graph.applications()) {
       const ir::OperationId op = b.graph.application(a).operation();
       (op == p.op ? p_apps : op == y.op ? y_apps : z_apps).push_back(a);
@@ -245,6 +248,57 @@ TEST(RankCollectives, ThreePartialsOnlyWhenMpisOrderIsAllowed) {
 
 TEST(RankCollectives, TwoPartialsOnOneRankStayPointToPoint) {
   ReduceGraph g(4, 2);  // blocks 0, 2 on rank 0 and 1, 3 on rank 1
+  EXPECT_TRUE(g.compile(2, 0, CollectiveUse::kAll).collectives.empty());
+}
+
+// Y's rows split as P's blocks are: each rank sums its rows of every block — a reduce-scatter;
+// with Z by rows each rank reads only its own rows of Y, with Z by `out` every rank then
+// gathers all of Y (the reduce-scatter and an allgather: a ring all-reduce's two halves).
+TEST(RankCollectives, RowsOfTheSumWhereTheirPartialsAreAreAReduceScatter) {
+  for (bool z_by_rows : {true, false}) {
+    ReduceGraph g(2, 2, 2, z_by_rows);
+    const detail::RankProgram r1 = g.compile(2, 1, CollectiveUse::kExact);
+    ASSERT_EQ(r1.collectives.size(), z_by_rows ? 1u : 2u);
+    const detail::RankCollective& c = r1.collectives[0];
+    EXPECT_EQ(c.kind, detail::CollectiveKind::kReduceScatter);
+    EXPECT_EQ(c.members, (std::vector<std::uint32_t>{0, 1}));
+    EXPECT_TRUE(c.bitwise);  // two partials per row
+    EXPECT_EQ(c.boxes,
+              (std::vector<Range>{Range({0, 0, 0}, {1, 4, 6}), Range({1, 0, 0}, {2, 4, 6})}));
+    EXPECT_EQ(c.result_boxes, (std::vector<Range>{Range({0, 0}, {2, 6}), Range({2, 0}, {4, 6})}));
+    EXPECT_EQ(c.replaced.size(), 2u);  // rows 2..4 of block 0 to rank 1, rows 0..2 of block 1 to 0
+    EXPECT_EQ(c.bytes, 4 * 6 * 4);
+    // Rank 1's reduce is a no-op holding its rows of the sum, released by the collective.
+    const auto reduce = std::find(r1.whole_task.begin(), r1.whole_task.end(), c.reduce_tasks[1]);
+    ASSERT_NE(reduce, r1.whole_task.end());
+    EXPECT_EQ(r1.local.tasks[reduce - r1.whole_task.begin()].flops, 0);
+    ASSERT_GE(r1.parts.size(), 1u);
+    EXPECT_EQ(r1.parts[0].arrivals.size(), 1u);
+    if (!z_by_rows) {
+      EXPECT_EQ(r1.collectives[1].kind, detail::CollectiveKind::kAllgather);
+      EXPECT_EQ(r1.collectives[1].source_slot, c.result_slot);
+    }
+    EXPECT_TRUE(g.compile(2, 1, CollectiveUse::kNone).collectives.empty());
+  }
+}
+
+TEST(RankCollectives, AReduceScatterOfThreeOnlyWhenMpisOrderIsAllowed) {
+  ReduceGraph g(3, 3, 3, true);
+  const detail::RankProgram exact = g.compile(3, 0, CollectiveUse::kExact);
+  for (const detail::RankCollective& c : exact.collectives) {
+    EXPECT_NE(c.kind, detail::CollectiveKind::kReduceScatter);
+  }
+  const detail::RankProgram all = g.compile(3, 0, CollectiveUse::kAll);
+  ASSERT_EQ(all.collectives.size(), 1u);
+  EXPECT_EQ(all.collectives[0].kind, detail::CollectiveKind::kReduceScatter);
+  EXPECT_FALSE(all.collectives[0].bitwise);
+  EXPECT_EQ(all.collectives[0].members, (std::vector<std::uint32_t>{0, 1, 2}));
+}
+
+// Four blocks on two ranks (two each), Y's rows in two: each rank's reduce reads two blocks it
+// holds and two it receives — no collective shape; point-to-point.
+TEST(RankCollectives, TwoBlocksOnOneRankAreNoReduceScatter) {
+  ReduceGraph g(4, 2, 2, true);
   EXPECT_TRUE(g.compile(2, 0, CollectiveUse::kAll).collectives.empty());
 }
 
