@@ -106,9 +106,9 @@ Measured measure(const BenchGraph& bench, int threads, double budget_s,
   }
   std::sort(samples.begin(), samples.end(),
             [](const Sample& a, const Sample& b) { return a.window_s < b.window_s; });
-  const Sample least_busy = *std::min_element(
-      samples.begin(), samples.end(),
-      [](const Sample& a, const Sample& b) { return a.busy_s < b.busy_s; });
+  const Sample least_busy =
+      *std::min_element(samples.begin(), samples.end(),
+                        [](const Sample& a, const Sample& b) { return a.busy_s < b.busy_s; });
   return {samples[samples.size() / 2], least_busy, static_cast<int>(samples.size())};
 }
 
@@ -483,9 +483,9 @@ cost::Target calibrated_target(const Calibration& c) {
   nlohmann::json gemms = nlohmann::json::object();
   for (const GemmResult& g : c.gemms) {
     gemms[fmt::format("{0}x{0}x{0}", g.n)] = {{"calls_per_thread", g.calls},
-                                               {"seconds_per_call", g.seconds},
-                                               {"flops_per_call", g.flops},
-                                               {"runs", g.runs}};
+                                              {"seconds_per_call", g.seconds},
+                                              {"flops_per_call", g.flops},
+                                              {"runs", g.runs}};
   }
   target.calibration["gemm"] = std::move(gemms);
   // Round trip through the parser: what is written is what `--target` will read.

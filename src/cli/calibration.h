@@ -30,9 +30,10 @@
 // `bandwidth_efficiency` — the fraction that makes the roofline give the measured time.
 //
 // The GEMM efficiency table (target.h) has one entry per size: [2n³, (2n³ / peak) / the time of
-// one call in the run whose calls took least (others' processes only ever add time)], at most 1 (the peak is the whole machine's rate over 1024³ products), and
-// never below a smaller size's (a size measured slower than a smaller one is noise, or the
-// dispatch of the smaller calls overlapping: efficiency is taken not to fall as GEMMs grow).
+// one call in the run whose calls took least (others' processes only ever add time)], at most 1
+// (the peak is the whole machine's rate over 1024³ products), and never below a smaller size's (a
+// size measured slower than a smaller one is noise, or the dispatch of the smaller calls
+// overlapping: efficiency is taken not to fall as GEMMs grow).
 //
 // Only Y's applications are timed: from the first one's start to the last one's end. Its inputs
 // are made inside the graph (A = add(P, Q) of a column and a row, unsplit, so every shard of Y

@@ -39,8 +39,8 @@ std::string plan_text(const rewrite::Plan& plan) {
   std::string out = "{\n  \"ops\": {";
   bool first = true;
   for (const auto& [name, entry] : j["ops"].items()) {
-    out += fmt::format("{}\n    {}: {}", first ? "" : ",", nlohmann::json(name).dump(),
-                       entry.dump());
+    out +=
+        fmt::format("{}\n    {}: {}", first ? "" : ",", nlohmann::json(name).dump(), entry.dump());
     first = false;
   }
   out += first ? "}" : "\n  }";

@@ -49,8 +49,8 @@ PricedPlan price_plan(const PricingOptions& options) {
   }
   priced.cost = cost::simulate(priced.placement, priced.target, &priced.schedule);
   if (options.baselines) {
-    priced.gains = cost::gains_against_baselines(graph, priced.target, priced.cost.makespan_s,
-                                                 lower_options);
+    priced.gains =
+        cost::gains_against_baselines(graph, priced.target, priced.cost.makespan_s, lower_options);
   }
   return priced;
 }

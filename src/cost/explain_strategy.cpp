@@ -41,8 +41,8 @@ bool reads_partial(const ir::Graph& graph, const OperationRoles& op) {
                      [&](const PortRoles& port) { return is_partial(graph, port.tensor); });
 }
 
-Cut cut_of(const ir::Graph& graph, const GraphRoles& roles, const OperationRoles& op,
-           const PlacedOperation& placed, const Placement& p, const Target& target) {
+Cut cut_of(const ir::Graph& graph, const OperationRoles& op, const PlacedOperation& placed,
+           const Placement& p, const Target& target) {
   Cut c;
   for (std::size_t d = 0; d < placed.grid.size() && d < op.dims.size(); ++d) {
     if (placed.grid[d] <= 1) continue;
@@ -60,7 +60,6 @@ Cut cut_of(const ir::Graph& graph, const GraphRoles& roles, const OperationRoles
       c.column = true;
     }
   }
-  (void)roles;
   if (!placed.applications.empty()) {
     c.device = target.devices[p.applications[placed.applications.front()].device].name;
   }
@@ -125,7 +124,7 @@ std::string bytes_words(std::int64_t bytes) {
 // The collectives by kind and size, "per MLP" where there is one per pair; then the bytes moved
 // point to point.
 std::string communication_words(const std::vector<Communication>& lines, std::size_t pairs,
-                                 std::string_view pair_word) {
+                                std::string_view pair_word) {
   struct Group {
     std::string pattern;
     std::int64_t size = 0;
@@ -153,9 +152,8 @@ std::string communication_words(const std::vector<Communication>& lines, std::si
   }
   // A reduce-scatter and an all-gather of one size, one per pair each: the sequence-parallel form.
   const auto find = [&](std::string_view pattern, std::int64_t size) {
-    return std::find_if(groups.begin(), groups.end(), [&](const Group& x) {
-      return x.pattern == pattern && x.size == size;
-    });
+    return std::find_if(groups.begin(), groups.end(),
+                        [&](const Group& x) { return x.pattern == pattern && x.size == size; });
   };
   for (auto rs = groups.begin(); rs != groups.end(); ++rs) {
     if (rs->pattern != "reduce-scatter") continue;
@@ -172,8 +170,9 @@ std::string communication_words(const std::vector<Communication>& lines, std::si
     std::string part =
         combine && pairs > 0 && g.lines == pairs
             ? fmt::format("one {} of {} per {}", g.pattern, bytes_words(g.size), pair_word)
-        : g.lines == 1 ? fmt::format("one {} of {}", g.pattern, bytes_words(g.size))
-                       : fmt::format("{} {} of {}", g.lines, plural(g.pattern), bytes_words(g.size));
+        : g.lines == 1
+            ? fmt::format("one {} of {}", g.pattern, bytes_words(g.size))
+            : fmt::format("{} {} of {}", g.lines, plural(g.pattern), bytes_words(g.size));
     if (g.groups.size() == 1 && *g.groups.begin() > 1) {
       part += fmt::format(" in each of {} groups", *g.groups.begin());
     }
@@ -202,7 +201,7 @@ Strategy strategy_of(const ir::Graph& graph, const Placement& placement, const T
     if (!at || placed.applications.empty()) continue;
     const OperationRoles& op = roles.operations[*at];
     if (reads_partial(graph, op)) continue;
-    Entry e{&op, cut_of(graph, roles, op, placed, placement, target)};
+    Entry e{&op, cut_of(graph, op, placed, placement, target)};
     (op.contraction ? contractions : others).push_back(std::move(e));
   }
   if (contractions.empty()) std::swap(contractions, others);
@@ -304,7 +303,7 @@ Strategy strategy_of(const ir::Graph& graph, const Placement& placement, const T
       attention += is_attention(graph, roles, *e.op) ? 1 : 0;
     }
   }
-  const std::string pair_word = attention == 0        ? "MLP"
+  const std::string pair_word = attention == 0       ? "MLP"
                                 : attention == pairs ? "attention block"
                                                      : "attention block and MLP";
   if (std::string comm = communication_words(communication, pairs, pair_word); !comm.empty()) {
@@ -317,8 +316,7 @@ Strategy strategy_of(const ir::Graph& graph, const Placement& placement, const T
 }  // namespace detail
 
 std::vector<Gain> gains_against_baselines(const ir::Graph& graph, const Target& target,
-                                          double makespan_s,
-                                          const rewrite::LowerOptions& options) {
+                                          double makespan_s, const rewrite::LowerOptions& options) {
   Evaluator evaluator(graph, target, options);
   std::vector<Gain> gains;
   const auto priced = [&](std::string baseline, const rewrite::Plan& plan) {

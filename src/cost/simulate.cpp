@@ -563,9 +563,9 @@ double application_seconds(const Work& work, const DeviceType& device,
                               ir::dtype_name(work.dtype)));
     }
     if (work.gemm_flops > 0 && !device.gemm_efficiency.empty()) {
-      compute = work.gemm_flops / (peak->second * device.gemm_efficiency_at(work.gemm_flops)) +
-                std::max(0.0, work.flops - work.gemm_flops) /
-                    (peak->second * rates.other_efficiency);
+      compute =
+          work.gemm_flops / (peak->second * device.gemm_efficiency_at(work.gemm_flops)) +
+          std::max(0.0, work.flops - work.gemm_flops) / (peak->second * rates.other_efficiency);
     } else {
       compute = work.flops / (peak->second * rates.efficiency);
     }

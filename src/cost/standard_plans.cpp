@@ -45,17 +45,19 @@ StandardPlan data_parallel(const GraphRoles& roles, const Target& target) {
     }
   }
   if (g == 0) {
-    s.reason = "no operation has a batch-like dim (no graph input's leading dim reaches an "
-               "operation's result: graph_roles.h)";
+    s.reason =
+        "no operation has a batch-like dim (no graph input's leading dim reaches an "
+        "operation's result: graph_roles.h)";
     return s;
   }
   const auto devices = static_cast<std::int64_t>(target.devices.size());
   const std::int64_t p = largest_divisor(g, devices);
   if (p < 2) {
     s.reason = devices < 2 ? fmt::format("the target has one device")
-                           : fmt::format("no count from 2 to {} divides every batch-like dim "
-                                         "(their greatest common divisor is {})",
-                                         devices, g);
+                           : fmt::format(
+                                 "no count from 2 to {} divides every batch-like dim "
+                                 "(their greatest common divisor is {})",
+                                 devices, g);
     return s;
   }
   Plan plan;
@@ -157,8 +159,8 @@ Propagation propagate(const ir::Graph& graph, const GraphRoles& roles,
           r.row_end[i] = 1;
           for (std::size_t s : from) r.reaches[s] = 1;
         } else {
-          mark_bad(from, fmt::format("'{}' ({}) would split its reduction '{}'", op.name,
-                                     op.kernel, op.dims[*d]));
+          mark_bad(from, fmt::format("'{}' ({}) would split its reduction '{}'", op.name, op.kernel,
+                                     op.dims[*d]));
         }
         continue;
       }
@@ -345,8 +347,7 @@ StandardPlan tensor_parallel(const ir::Graph& graph, const GraphRoles& roles, co
     const bool between = std::any_of(pairs.between.begin(), pairs.between.end(),
                                      [](const auto& d) { return d.has_value(); });
     s.summary = fmt::format("tensor parallel ×{} (Megatron{}), {}{}", p,
-                            rows_between && between ? " with sequence parallelism" : "",
-                            pairs_text,
+                            rows_between && between ? " with sequence parallelism" : "", pairs_text,
                             rows_between && !between
                                 ? ", nothing between layers to cut by rows (the megatron cuts)"
                                 : "");
@@ -357,8 +358,7 @@ StandardPlan tensor_parallel(const ir::Graph& graph, const GraphRoles& roles, co
 }  // namespace
 
 const std::vector<std::string>& standard_plan_names() {
-  static const std::vector<std::string> kNames = {"data-parallel", "megatron", "megatron-rs",
-                                                  "2d"};
+  static const std::vector<std::string> kNames = {"data-parallel", "megatron", "megatron-rs", "2d"};
   return kNames;
 }
 

@@ -184,7 +184,8 @@ std::string describe_target(const Target& t) {
       for (const GemmEfficiency& e : d.gemm_efficiency) {
         points.push_back(fmt::format("{:.3g} at {}", e.efficiency, si(e.flops, "FLOP")));
       }
-      out += fmt::format("  gemm        efficiency by FLOPs per call: {}\n", fmt::join(points, ", "));
+      out +=
+          fmt::format("  gemm        efficiency by FLOPs per call: {}\n", fmt::join(points, ", "));
     }
     for (const auto& [kernel, r] : d.kernels) {
       std::vector<std::string> rates;

@@ -187,10 +187,9 @@ class TargetReader {
                               const std::string& path) const {
     DeviceType d;
     d.name = identifier(name, path, "device type");
-    members(
-        j, path, {"kind", "peak_flops", "memory_bandwidth_Bps", "memory_bytes"},
-        {"efficiency", "launch_s", "bandwidth_efficiency", "idle_w", "busy_w", "kernels", "cache",
-         "gemm_efficiency"});
+    members(j, path, {"kind", "peak_flops", "memory_bandwidth_Bps", "memory_bytes"},
+            {"efficiency", "launch_s", "bandwidth_efficiency", "idle_w", "busy_w", "kernels",
+             "cache", "gemm_efficiency"});
     d.kind = identifier(string(j["kind"], path + "/kind"), path + "/kind", "kind");
     object(j["peak_flops"], path + "/peak_flops");
     for (const auto& [dtype_name, flops] : j["peak_flops"].items()) {

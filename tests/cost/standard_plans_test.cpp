@@ -89,7 +89,9 @@ output Y
 )";
 
 // Four devices on one axis; the same four as a dp × tp mesh.
-Target four() { return testing::toy_target(1, 4); }
+Target four() {
+  return testing::toy_target(1, 4);
+}
 Target mesh_2x2() {
   Target t = testing::toy_target(1, 4);
   t.mesh = {{"dp", 2}, {"tp", 2}};
@@ -241,8 +243,7 @@ TEST(StandardPlans, ThoseThatDoNotApplySayWhy) {
                 .summary,
             "data parallel ×5");
   // A graph of weights alone has no batch-like dim.
-  const ir::Graph weights =
-      rewrite::testing::build("W: f32[8, 8]\nT = transpose(W)\noutput T\n");
+  const ir::Graph weights = rewrite::testing::build("W: f32[8, 8]\nT = transpose(W)\noutput T\n");
   EXPECT_FALSE(standard_plan(weights, four(), "data-parallel").plan);
   // 2d with a data axis that does not divide the sequences.
   Target wide = testing::toy_target(1, 8);
@@ -264,9 +265,13 @@ TEST(StandardPlans, ThoseThatDoNotApplySayWhy) {
       Error);
 }
 
-rewrite::Plan read_plan(const fs::path& path) { return rewrite::parse_plan(read_text(path)); }
+rewrite::Plan read_plan(const fs::path& path) {
+  return rewrite::parse_plan(read_text(path));
+}
 
-ir::Graph read_graph(const fs::path& path) { return rewrite::testing::build(read_text(path)); }
+ir::Graph read_graph(const fs::path& path) {
+  return rewrite::testing::build(read_text(path));
+}
 
 double priced(const ir::Graph& g, const rewrite::Plan& plan, const Target& target) {
   const rewrite::LowerResult r = rewrite::lower(g, plan);

@@ -84,8 +84,9 @@ TEST(Strategy, TheStandardPlansOnTheH100Presets) {
   // sequence-parallel form cuts the residual adds by rows.
   const ir::Graph block = example("transformer_block");
   const Strategy bt = explain_standard(block, "megatron", h100x8).e.strategy;
-  EXPECT_TRUE(starts_with(bt.summary, "tensor parallel ×8 (Megatron), one reduce of 1.0 MiB per "
-                                      "attention block and MLP"))
+  EXPECT_TRUE(starts_with(bt.summary,
+                          "tensor parallel ×8 (Megatron), one reduce of 1.0 MiB per "
+                          "attention block and MLP"))
       << bt.summary;
   const Strategy rs = explain_standard(block, "megatron-rs", h100x8).e.strategy;
   EXPECT_TRUE(starts_with(rs.summary, "tensor parallel ×8 (Megatron) with sequence parallelism, "))
@@ -96,11 +97,12 @@ TEST(Strategy, TheStandardPlansOnTheH100Presets) {
 
 // An attention block alone is one pair, and called so.
 TEST(Strategy, AnAttentionPairIsCalledOne) {
-  const ir::Graph g =
-      rewrite::testing::build(read_text(fs::path(TAPESTRY_TEST_DATA) / "search" / "attention_bf16.tap"));
+  const ir::Graph g = rewrite::testing::build(
+      read_text(fs::path(TAPESTRY_TEST_DATA) / "search" / "attention_bf16.tap"));
   const Strategy s = explain_standard(g, "megatron", *preset_target("h100x8")).e.strategy;
-  EXPECT_TRUE(starts_with(s.summary, "tensor parallel ×8 (Megatron), one reduce of 32.0 MiB per "
-                                     "attention block"))
+  EXPECT_TRUE(starts_with(s.summary,
+                          "tensor parallel ×8 (Megatron), one reduce of 32.0 MiB per "
+                          "attention block"))
       << s.summary;
 }
 
@@ -111,8 +113,7 @@ TEST(Strategy, UnshardedNamesItsDevice) {
   EXPECT_EQ(s.summary, "unsharded on gpu:0");
   EXPECT_EQ(s.kind, "unsharded");
   const Strategy there =
-      explain_plan(mlp,
-                   rewrite::parse_plan(R"({"ops": {"H/linear": {"place": ["gpu:3"]},
+      explain_plan(mlp, rewrite::parse_plan(R"({"ops": {"H/linear": {"place": ["gpu:3"]},
                                               "H": {"place": ["gpu:3"]}, "Y": {"place": ["gpu:3"]}}})"),
                    t)
           .e.strategy;
@@ -131,14 +132,14 @@ TEST(Strategy, AMixedPlanCountsItsContractions) {
   EXPECT_EQ(s.kind, "mixed");
   // Q, K, V by out, the two attention matmuls by heads, M by its reduction: 6 × 2; M/linear's
   // out × 4; Attn whole.
-  EXPECT_TRUE(starts_with(s.summary, "mixed: 6 contractions tensor parallel ×2, 1 unsharded on "
-                                     "gpu:0, 1 tensor parallel ×4, "))
+  EXPECT_TRUE(starts_with(s.summary,
+                          "mixed: 6 contractions tensor parallel ×2, 1 unsharded on "
+                          "gpu:0, 1 tensor parallel ×4, "))
       << s.summary;
   // The MLP's first linear data parallel, its second tensor parallel.
   const ir::Graph mlp = example("mlp");
   const Strategy m =
-      explain_plan(mlp,
-                   rewrite::parse_plan(R"({"ops": {"H/linear": {"split": {"batch": 4}},
+      explain_plan(mlp, rewrite::parse_plan(R"({"ops": {"H/linear": {"split": {"batch": 4}},
                                                   "Y": {"split": {"out": 2}}}})"),
                    testing::toy_target(1, 4))
           .e.strategy;
@@ -151,11 +152,11 @@ TEST(Strategy, AMixedPlanCountsItsContractions) {
 // not a redistribution.
 TEST(Strategy, AFusedCombineReadsAPendingSum) {
   const ir::Graph mlp = example("mlp");
-  const Explained x = explain_plan(mlp,
-                                   rewrite::parse_plan(R"({"ops": {"H/linear": {"split": {"out": 4}},
+  const Explained x =
+      explain_plan(mlp, rewrite::parse_plan(R"({"ops": {"H/linear": {"split": {"out": 4}},
                                        "H": {"split": {"d1": 4}}, "Y": {"split": {"in": 4}}},
                                        "fuse": "auto"})"),
-                                   testing::toy_target(1, 4));
+                   testing::toy_target(1, 4));
   bool fused_combine = false;
   for (const OperationSharding& op : x.e.operations) {
     if (op.name != "Y") continue;
@@ -202,8 +203,9 @@ TEST(Strategy, GainsAgainstOneDeviceAndDataParallel) {
   Explanation e = tp.e;
   e.gains = gains;
   const std::string text = to_text(e);
-  EXPECT_TRUE(starts_with(text, "Strategy  tensor parallel ×8 (Megatron), one reduce of 16.0 MiB "
-                                "per MLP\nGain      "))
+  EXPECT_TRUE(starts_with(text,
+                          "Strategy  tensor parallel ×8 (Megatron), one reduce of 16.0 MiB "
+                          "per MLP\nGain      "))
       << text;
   EXPECT_NE(text.find(fmt::format("{:.2f}× against one device (", gains[0].ratio)),
             std::string::npos)

@@ -137,11 +137,11 @@ struct Strategy {
 
 /// This plan against a baseline priced on the same target.
 struct Gain {
-  std::string baseline;      // "one device", "data parallel ×8"
-  double baseline_s = 0;     // its makespan; 0 when it was not priced
-  double ratio = 0;          // baseline_s / this plan's makespan: > 1 when this plan is faster
+  std::string baseline;   // "one device", "data parallel ×8"
+  double baseline_s = 0;  // its makespan; 0 when it was not priced
+  double ratio = 0;       // baseline_s / this plan's makespan: > 1 when this plan is faster
   bool baseline_fits = true;
-  std::string reason;        // why there is no baseline (data parallel does not apply: …)
+  std::string reason;  // why there is no baseline (data parallel does not apply: …)
 };
 
 struct Explanation {
