@@ -36,13 +36,16 @@ cost::Explanation explain_plan(const std::shared_ptr<PyGraph>& g, const py::obje
   const rewrite::Plan p = plan_from_python(plan);
   const TargetArg t = target_from_python(target);
   const py::gil_scoped_release release;
-  const rewrite::LowerResult lowered = rewrite::lower(
-      *snapshot, p,
-      {.driver = {}, .validate = true, .check_kernels = true, .signatures = &g->signatures()});
+  const rewrite::LowerOptions options{
+      .driver = {}, .validate = true, .check_kernels = true, .signatures = &g->signatures()};
+  const rewrite::LowerResult lowered = rewrite::lower(*snapshot, p, options);
   const cost::Placement placement = cost::place(lowered.graph, lowered.plan, t.target);
   cost::Schedule schedule;
   const cost::CostVector priced = cost::simulate(placement, t.target, &schedule);
-  return cost::explain(lowered.graph, placement, t.target, priced, schedule);
+  cost::Explanation e = cost::explain(lowered.graph, placement, t.target, priced, schedule);
+  // As `tapestry explain`: the gains against one device and against data parallelism.
+  e.gains = cost::gains_against_baselines(*snapshot, t.target, priced.makespan_s, options);
+  return e;
 }
 
 std::string cost_repr(const cost::CostVector& c) {
@@ -97,6 +100,13 @@ void bind_cost_classes(py::module_& m) {
       .def_property_readonly(
           "communication",
           [](const cost::Explanation& e) { return to_python(cost::to_json(e)["communication"]); })
+      .def_property_readonly(
+          "strategy",
+          [](const cost::Explanation& e) { return to_python(cost::to_json(e)["strategy"]); },
+          "The strategy in one line and its parts: summary, kind, data, tensor, megatron.")
+      .def_property_readonly(
+          "gains", [](const cost::Explanation& e) { return to_python(cost::to_json(e)["gains"]); },
+          "Against one device and against data parallelism: baseline, baseline_s, ratio.")
       .def_property_readonly(
           "critical_path",
           [](const cost::Explanation& e) { return to_python(cost::to_json(e)["critical_path"]); })

@@ -200,6 +200,13 @@ class Explanation:
     target: str
     cost: Cost
     @property
+    def strategy(self) -> dict[str, Any]:
+        """The strategy in one line: ``summary``, ``kind``, ``data``, ``tensor``, ``megatron``."""
+    @property
+    def gains(self) -> list[dict[str, Any]]:
+        """Against one device and against data parallelism: ``baseline``, ``baseline_s``,
+        ``ratio``, ``baseline_fits`` (or ``reason``)."""
+    @property
     def operations(self) -> list[dict[str, Any]]: ...
     @property
     def communication(self) -> list[dict[str, Any]]: ...

@@ -73,6 +73,7 @@ Sample sample_of(const runtime::RunMetrics& metrics) {
 
 struct Measured {
   Sample median;
+  Sample least_busy;  // the run whose applications of Y took the least time in all
   int runs = 0;
 };
 
@@ -105,7 +106,10 @@ Measured measure(const BenchGraph& bench, int threads, double budget_s,
   }
   std::sort(samples.begin(), samples.end(),
             [](const Sample& a, const Sample& b) { return a.window_s < b.window_s; });
-  return {samples[samples.size() / 2], static_cast<int>(samples.size())};
+  const Sample least_busy =
+      *std::min_element(samples.begin(), samples.end(),
+                        [](const Sample& a, const Sample& b) { return a.busy_s < b.busy_s; });
+  return {samples[samples.size() / 2], least_busy, static_cast<int>(samples.size())};
 }
 
 // `Y = matmul(A, B)` with one m×k·k×n product per thread.
@@ -196,8 +200,9 @@ Calibration calibrate(double seconds, const std::function<void(std::string_view)
   c.memory_bytes = runtime::physical_memory_bytes();
   c.seconds = seconds;
   const int t = c.threads;
-  // The budget in shares: 6 rates × 2 thread counts, dispatch, run (1/2), 7 kernels (1/2 each).
-  const double share = seconds / 17;
+  // The budget in shares: 6 rates × 2 thread counts, dispatch, run (1/2), 7 kernels (1/2 each),
+  // 6 GEMM sizes (1/2 each).
+  const double share = seconds / 20;
   const std::int64_t rows = std::max<std::int64_t>(4096 / t, 1) * t;  // ~4096, a multiple of t
   struct Spec {
     const char* name;
@@ -369,6 +374,19 @@ Calibration calibrate(double seconds, const std::function<void(std::string_view)
                          m.median.busy_s / static_cast<double>(m.median.applications), work.flops,
                          static_cast<double>(work.bytes_read + work.bytes_written), m.runs});
   }
+  // GEMMs of several sizes, every thread running its calls: time per call (kernel durations), in
+  // the run whose calls took least: another process taking the core only ever adds time, and a
+  // call of 1 µs is easily taken.
+  for (const std::int64_t n : {32, 64, 128, 256, 512, 1024}) {
+    if (progress) progress(fmt::format("gemm {}", n));
+    const std::int64_t calls = std::clamp<std::int64_t>((512 / n) * (512 / n) * (512 / n), 1, 64);
+    BenchGraph g = matmul_graph("f32", n, static_cast<int>(calls) * t);
+    if (calls * t > 1) g.split = {{"m", calls * t}};
+    const Measured m = measure(g, t, share / 2);
+    c.gemms.push_back({n, calls,
+                       m.least_busy.busy_s / static_cast<double>(m.least_busy.applications),
+                       2.0 * static_cast<double>(n * n * n), m.runs});
+  }
   c.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
   return c;
 }
@@ -413,6 +431,12 @@ cost::Target calibrated_target(const Calibration& c) {
       core.kernels[k.kernel].bandwidth_efficiency = memory / seconds;
     }
   }
+  double floor = 0;
+  for (const GemmResult& g : c.gemms) {
+    const double achieved = g.flops / g.seconds / core.peak_flops.at(ir::DType::kFloat32);
+    floor = std::max(floor, std::min(1.0, achieved));
+    core.gemm_efficiency.push_back({g.flops, floor});
+  }
   target.device_types.push_back(core);
   for (int i = 0; i < c.threads; ++i) {
     const auto index = static_cast<std::size_t>(i);
@@ -456,6 +480,14 @@ cost::Target calibrated_target(const Calibration& c) {
                          {"runs", k.runs}};
   }
   target.calibration["kernels"] = std::move(kernels);
+  nlohmann::json gemms = nlohmann::json::object();
+  for (const GemmResult& g : c.gemms) {
+    gemms[fmt::format("{0}x{0}x{0}", g.n)] = {{"calls_per_thread", g.calls},
+                                              {"seconds_per_call", g.seconds},
+                                              {"flops_per_call", g.flops},
+                                              {"runs", g.runs}};
+  }
+  target.calibration["gemm"] = std::move(gemms);
   // Round trip through the parser: what is written is what `--target` will read.
   return cost::parse_target(cost::to_json(target).dump(), "cpu-local (calibrated)");
 }
@@ -496,6 +528,13 @@ std::string calibration_table(const Calibration& c) {
     }
     out += fmt::format("{:<12} {:<28} {:>11.3f} ms per shard, {:.1f}× the roofline: {}\n", k.kernel,
                        k.shape, k.seconds * 1e3, k.seconds / model, rate);
+  }
+  for (std::size_t i = 0; i < c.gemms.size(); ++i) {
+    const GemmResult& g = c.gemms[i];
+    out += fmt::format("{:<12} {:<28} {:>11.3f} µs per call, {:>14}: efficiency {:.3g}\n",
+                       fmt::format("gemm {}", g.n),
+                       fmt::format("{0}×{0}×{0}, {1} per thread", g.n, g.calls), g.seconds * 1e6,
+                       si(g.flops / g.seconds, "FLOP/s"), core.gemm_efficiency[i].efficiency);
   }
   return out;
 }

@@ -20,10 +20,20 @@
 //                 1024·t × 2048 f32; Y = conv2d(A, K), A [8·t, 16, 34, 34],  the roofline of
 //                 K [32, 16, 3, 3]; every hardware thread, one shard each     the rates above
 //
+//   gemm          Y = matmul(A, B) of n×n·n×n calls, n = 32, 64, 128, 256,   seconds per call vs
+//                 512, 1024: A [n·c·t, n] cut into c·t row blocks, c calls   the peak: the
+//                 per thread (c = (512/n)³, at most 64; 1 from 512 up)       gemm_efficiency table
+//
 // A kernel more than 10% slower than the roofline of the measured rates (peak from matmul,
 // bandwidth from add/relu) gets its own rate in the target's "kernels": `efficiency` when its
 // time is more than twice the memory term (it is computing, e.g. an erf per element), else
 // `bandwidth_efficiency` — the fraction that makes the roofline give the measured time.
+//
+// The GEMM efficiency table (target.h) has one entry per size: [2n³, (2n³ / peak) / the time of
+// one call in the run whose calls took least (others' processes only ever add time)], at most 1
+// (the peak is the whole machine's rate over 1024³ products), and never below a smaller size's (a
+// size measured slower than a smaller one is noise, or the dispatch of the smaller calls
+// overlapping: efficiency is taken not to fall as GEMMs grow).
 //
 // Only Y's applications are timed: from the first one's start to the last one's end. Its inputs
 // are made inside the graph (A = add(P, Q) of a column and a row, unsplit, so every shard of Y
@@ -65,6 +75,15 @@ struct KernelResult {
   int runs = 0;
 };
 
+/// One GEMM size's measured time per call against the peak (matmul f32 on every thread).
+struct GemmResult {
+  std::int64_t n = 0;      // an n×n·n×n product
+  std::int64_t calls = 0;  // per thread per run (n×n blocks of rows)
+  double seconds = 0;      // time of one call in the fastest run (every thread running its calls)
+  double flops = 0;        // of one call: 2n³
+  int runs = 0;
+};
+
 struct Calibration {
   int threads = 1;  // hardware threads measured (= devices of the target)
   std::string cpu_model;
@@ -82,6 +101,7 @@ struct Calibration {
   double worker_start_s = 0;
   double worker_start_shard_s = 0;
   std::vector<KernelResult> kernels;
+  std::vector<GemmResult> gemms;  // by n, increasing
 
   [[nodiscard]] const BenchmarkResult& benchmark(std::string_view name) const;
   /// The benchmark called `name`, or nullptr (the cache benchmark runs only where L2 is known).

@@ -2,7 +2,9 @@
 //
 //   tapestry explain examples/mlp.tap --plan examples/plans/mlp-megatron.json --target h100x8
 //
-// Per operation, its grid and each tensor's Shard(k) / Replicate() / Partial(sum) along it; every
+// First the strategy in one line (data parallel ×8, tensor parallel ×8 (Megatron), 2-D, mixed, …)
+// and the gain against one device and against the data-parallel standard plan; then per
+// operation, its grid and each tensor's Shard(k) / Replicate() / Partial(sum) along it; every
 // group of transfers with its pattern (all-gather, reduce, redistribute, host load/gather), bytes
 // and devices; then the cost per device and the critical path (cost/explain.h). --format json for
 // tools. Exit 0; 2 on bad input.
@@ -26,8 +28,9 @@ struct ExplainOptions {
 int run_explain(const ExplainOptions& options) {
   const PricedPlan priced = price_plan(options.pricing);
   write_predicted_trace(options.pricing, priced);
-  const cost::Explanation e = cost::explain(priced.lowered.graph, priced.placement, priced.target,
-                                            priced.cost, priced.schedule);
+  cost::Explanation e = cost::explain(priced.lowered.graph, priced.placement, priced.target,
+                                      priced.cost, priced.schedule);
+  e.gains = priced.gains;
   if (options.format == "json") {
     fmt::print("{}\n", cost::to_json(e).dump(2));
   } else {
@@ -45,6 +48,7 @@ void register_explain(CLI::App& app, Dispatch& dispatch) {
       "Explain a plan on a target: sharding (DTensor terms), communication, cost (exit 0; 2 = "
       "bad input)");
   add_pricing_options(cmd, options->pricing);
+  options->pricing.baselines = true;
   cmd->add_option("--format", options->format, "text (default) or json")
       ->check(CLI::IsMember({"text", "json"}));
   cmd->callback([&dispatch, options] {

@@ -32,21 +32,26 @@ PricedPlan price_plan(const PricingOptions& options) {
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
   const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
   const rewrite::Plan plan = load_plan(options.plan, options.splits, options.ignore_placement);
-  PricedPlan priced{.lowered = rewrite::lower(graph, plan,
-                                              {.driver = {},
-                                               .validate = true,
-                                               .check_kernels = !options.trust_ipfs,
-                                               .signatures = &signatures}),
+  const rewrite::LowerOptions lower_options{.driver = {},
+                                            .validate = true,
+                                            .check_kernels = !options.trust_ipfs,
+                                            .signatures = &signatures};
+  PricedPlan priced{.lowered = rewrite::lower(graph, plan, lower_options),
                     .target = cost::resolve_target(options.target),
                     .placement = {},
                     .schedule = {},
-                    .cost = {}};
+                    .cost = {},
+                    .gains = {}};
   try {
     priced.placement = cost::place(priced.lowered.graph, priced.lowered.plan, priced.target);
   } catch (const Error& e) {
     throw e.with_context(options.plan.empty() ? "--split" : options.plan);
   }
   priced.cost = cost::simulate(priced.placement, priced.target, &priced.schedule);
+  if (options.baselines) {
+    priced.gains =
+        cost::gains_against_baselines(graph, priced.target, priced.cost.makespan_s, lower_options);
+  }
   return priced;
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernel_sources.h"
+#include "tapestry/cost/explain.h"
 #include "tapestry/cost/placement.h"
 #include "tapestry/cost/simulate.h"
 #include "tapestry/cost/target.h"
@@ -25,6 +26,8 @@ struct PricingOptions {
   bool trust_ipfs = false;
   bool ignore_placement = false;  // --ignore-placement
   std::string trace;  // --trace FILE: the predicted schedule as a Chrome trace
+  /// Also price the baselines explain compares with (one device, data parallel): PricedPlan::gains.
+  bool baselines = false;
 };
 
 struct PricedPlan {
@@ -33,6 +36,8 @@ struct PricedPlan {
   cost::Placement placement;
   cost::Schedule schedule;
   cost::CostVector cost;
+  /// With PricingOptions::baselines: this plan against one device and against data parallelism.
+  std::vector<cost::Gain> gains;
 };
 
 /// The options of `cost` and `explain`: GRAPH, --plan, --split, --target, --kernel-dir, --plugin,

@@ -74,24 +74,24 @@ bool fused_reduces(const ir::Graph& graph, ir::OperationId op, ir::TensorId tens
 
 }  // namespace
 
+bool is_partial(const ir::Graph& graph, ir::TensorId t) {
+  const auto consumers = graph.consumers(t);
+  if (consumers.empty()) return false;
+  for (ir::OperationId op : consumers) {
+    const std::string& kernel = graph.operation(op).kernel();
+    if (kernel == "reduce") {
+      // Its only input is x, whose dim 0 is the block (reduction) dim.
+      continue;
+    }
+    if (kernel == rewrite::kFusedKernel && fused_reduces(graph, op, t)) continue;
+    return false;
+  }
+  return true;
+}
+
 std::vector<std::uint8_t> partial_tensors(const ir::Graph& graph) {
   std::vector<std::uint8_t> partial(graph.size(), 0);
-  for (ir::TensorId t : graph.tensors()) {
-    const auto consumers = graph.consumers(t);
-    if (consumers.empty()) continue;
-    bool all = true;
-    for (ir::OperationId op : consumers) {
-      const std::string& kernel = graph.operation(op).kernel();
-      if (kernel == "reduce") {
-        // Its only input is x, whose dim 0 is the block (reduction) dim.
-        continue;
-      }
-      if (kernel == rewrite::kFusedKernel && fused_reduces(graph, op, t)) continue;
-      all = false;
-      break;
-    }
-    partial[t.index()] = all ? 1 : 0;
-  }
+  for (ir::TensorId t : graph.tensors()) partial[t.index()] = is_partial(graph, t) ? 1 : 0;
   return partial;
 }
 

@@ -432,8 +432,7 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
       work.dtype = op.rule.dtype;
       for (const WorkRule::Stage& stage : op.rule.stages) {
         if (stage.flops_per_point == 0) continue;
-        const std::int64_t points = stage.points(cell);
-        work.flops += stage.flops_per_point * static_cast<double>(points);
+        add_stage_flops(stage, stage.points(cell), work);
       }
       for (std::size_t k = 0; k < op.inputs.size(); ++k) {
         const zspace::Range& box =

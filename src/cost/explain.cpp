@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "explain_detail.h"
+#include "tapestry/rewrite/fused.h"
 #include "tapestry/support/assert.h"
 
 namespace tapestry::cost {
@@ -23,11 +24,8 @@ std::string placement_of(const ir::Graph& graph, const zspace::AffineMap& map, s
   for (std::size_t row = 0; row < map.out_rank(); ++row) {
     if (map.at(row, dim) == 0) continue;
     if (is_output && row == 0) {
-      if (auto reduce = combining_reduce(graph, tensor)) {
-        const nlohmann::json& params = graph.operation(*reduce).params();
-        const std::string monoid =
-            params.is_object() && params.contains("op") ? params["op"].get<std::string>() : "sum";
-        return fmt::format("Partial({})", monoid);
+      if (auto combine = combining_reduce(graph, tensor)) {
+        return fmt::format("Partial({})", detail::combine_monoid(graph, *combine));
       }
     }
     return fmt::format("Shard({})", row);
@@ -114,7 +112,31 @@ std::string seconds_text(double s) {
   return fmt::format("{:.3f} s", s);
 }
 
+std::string gain_text(const Gain& g) {
+  if (!g.reason.empty()) return fmt::format("{}: {}", g.baseline, g.reason);
+  return fmt::format("{:.2f}× against {} ({}{})", g.ratio, g.baseline, seconds_text(g.baseline_s),
+                     g.baseline_fits ? "" : ", does not fit");
+}
+
 }  // namespace
+
+namespace detail {
+
+std::string combine_monoid(const ir::Graph& graph, ir::OperationId op) {
+  const ir::OperationView view = graph.operation(op);
+  const auto monoid_of = [](const nlohmann::json& params) {
+    return params.is_object() && params.contains("op") ? params["op"].get<std::string>()
+                                                       : std::string("sum");
+  };
+  if (view.kernel() == rewrite::kFusedKernel) {
+    for (const rewrite::FusedStage& stage : rewrite::fused_stages(view.params())) {
+      if (stage.kernel == "reduce") return monoid_of(stage.params);
+    }
+  }
+  return monoid_of(view.params());
+}
+
+}  // namespace detail
 
 Explanation explain(const ir::Graph& graph, const Placement& placement, const Target& target,
                     const CostVector& cost, const Schedule& schedule) {
@@ -124,13 +146,20 @@ Explanation explain(const ir::Graph& graph, const Placement& placement, const Ta
     e.operations.push_back(sharding_of(graph, placement, target, op));
   }
   e.communication = detail::communication_of(graph, placement, target, schedule);
+  e.strategy = detail::strategy_of(graph, placement, target, e.communication);
   e.cost = cost;
   e.critical_path = detail::critical_path_of(placement, schedule, target);
   return e;
 }
 
 std::string to_text(const Explanation& e) {
-  std::string out = fmt::format("Sharding on {}\n", e.target);
+  std::string out = fmt::format("Strategy  {}\n", e.strategy.summary);
+  if (!e.gains.empty()) {
+    std::vector<std::string> gains;
+    for (const Gain& g : e.gains) gains.push_back(gain_text(g));
+    out += fmt::format("Gain      {}\n", fmt::join(gains, "; "));
+  }
+  out += fmt::format("\nSharding on {}\n", e.target);
   for (const OperationSharding& op : e.operations) {
     out += fmt::format(
         "  {} ({})  {}  on {}\n", op.name, op.kernel,
@@ -235,8 +264,26 @@ nlohmann::json to_json(const Explanation& e) {
     }
     comms.push_back(std::move(line));
   }
+  nlohmann::json gains = nlohmann::json::array();
+  for (const Gain& g : e.gains) {
+    if (!g.reason.empty()) {
+      gains.push_back({{"baseline", g.baseline}, {"reason", g.reason}});
+    } else {
+      gains.push_back({{"baseline", g.baseline},
+                       {"baseline_s", g.baseline_s},
+                       {"ratio", g.ratio},
+                       {"baseline_fits", g.baseline_fits}});
+    }
+  }
   const CriticalPath& p = e.critical_path;
   return {{"target", e.target},
+          {"strategy",
+           {{"summary", e.strategy.summary},
+            {"kind", e.strategy.kind},
+            {"data", e.strategy.data},
+            {"tensor", e.strategy.tensor},
+            {"megatron", e.strategy.megatron}}},
+          {"gains", std::move(gains)},
           {"operations", ops},
           {"communication", comms},
           {"cost", to_json(e.cost)},

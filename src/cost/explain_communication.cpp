@@ -68,8 +68,7 @@ std::vector<Communication> point_to_point(const ir::Graph& graph, const Placemen
       c.pattern = "host gather";
       continue;
     }
-    if (op_of(first_transfer.consumers.front()).kernel == "reduce" &&
-        combining_reduce(graph, first_transfer.tensor)) {
+    if (combining_reduce(graph, first_transfer.tensor)) {
       c.pattern = "reduce";
       continue;
     }

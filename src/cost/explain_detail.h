@@ -23,15 +23,23 @@ inline std::int64_t element_bytes(const ir::Graph& graph, ir::TensorId t) {
   return dtype ? static_cast<std::int64_t>(ir::dtype_size_bytes(*dtype)) : 0;
 }
 
-/// The reduce operation that combines `tensor` when it holds the partials of a split reduction.
+/// The operation that combines `tensor` when it holds the partials of a split reduction (it is
+/// partial, collective.h, and read by one operation): a `reduce`, or a fused operation whose
+/// stage reading it is one (the combine fused with the bias add that follows it).
 inline std::optional<ir::OperationId> combining_reduce(const ir::Graph& graph,
                                                        ir::TensorId tensor) {
   const auto consumers = graph.consumers(tensor);
-  if (consumers.size() != 1 || graph.operation(consumers[0]).kernel() != "reduce") {
-    return std::nullopt;
-  }
+  if (consumers.size() != 1 || !is_partial(graph, tensor)) return std::nullopt;
   return consumers[0];
 }
+
+/// The monoid name of the combine `op` (combining_reduce): its reduce's, or its reduce stage's
+/// "op" param; "sum" by default.
+std::string combine_monoid(const ir::Graph& graph, ir::OperationId op);
+
+/// The one-line strategy of a placement (explain.h), given its Communication section.
+Strategy strategy_of(const ir::Graph& graph, const Placement& placement, const Target& target,
+                     const std::vector<Communication>& communication);
 
 /// The Communication section: collectives (an all-reduce pair as one line, collectives of one
 /// shape over device groups as one line) and point-to-point groups, in the order of their first

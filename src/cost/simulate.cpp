@@ -523,7 +523,17 @@ std::vector<double> Simulation::link_energy() const {
 }  // namespace
 
 OperationRates operation_rates(const PlacedOperation& op, const DeviceType& device) {
-  OperationRates r{device.efficiency, device.bandwidth_efficiency_of(op.kernel)};
+  OperationRates r{device.efficiency, device.bandwidth_efficiency_of(op.kernel), device.efficiency};
+  if (!device.gemm_efficiency.empty()) {
+    // e_rest: the stages outside GEMMs, harmonically by their shares.
+    double inverse = 0, share = 0;
+    for (const KernelShare& k : op.kernels) {
+      if (is_gemm_kernel(k.kernel)) continue;
+      inverse += k.share / device.efficiency_of(k.kernel);
+      share += k.share;
+    }
+    if (share > 0) r.other_efficiency = share / inverse;
+  }
   if (op.kernels.empty() || device.kernels.empty()) return r;
   double inverse = 0;
   double bandwidth = 1.0;
@@ -539,7 +549,8 @@ OperationRates operation_rates(const PlacedOperation& op, const DeviceType& devi
 }
 
 double application_seconds(const Work& work, const DeviceType& device) {
-  return application_seconds(work, device, {device.efficiency, device.bandwidth_efficiency});
+  return application_seconds(work, device,
+                             {device.efficiency, device.bandwidth_efficiency, device.efficiency});
 }
 
 double application_seconds(const Work& work, const DeviceType& device,
@@ -551,7 +562,13 @@ double application_seconds(const Work& work, const DeviceType& device,
       throw Error(fmt::format("device type '{}' has no peak_flops for {}", device.name,
                               ir::dtype_name(work.dtype)));
     }
-    compute = work.flops / (peak->second * rates.efficiency);
+    if (work.gemm_flops > 0 && !device.gemm_efficiency.empty()) {
+      compute =
+          work.gemm_flops / (peak->second * device.gemm_efficiency_at(work.gemm_flops)) +
+          std::max(0.0, work.flops - work.gemm_flops) / (peak->second * rates.other_efficiency);
+    } else {
+      compute = work.flops / (peak->second * rates.efficiency);
+    }
   }
   const std::int64_t moved = work.bytes_read + work.bytes_written;
   const double bandwidth = device.cache_bytes > 0 && moved <= device.cache_bytes

@@ -4,8 +4,10 @@
 
 #include <fmt/core.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -19,6 +21,21 @@ double DeviceType::efficiency_of(std::string_view kernel) const {
   const auto found = kernels.find(kernel);
   return found != kernels.end() && found->second.efficiency ? *found->second.efficiency
                                                             : efficiency;
+}
+
+bool is_gemm_kernel(std::string_view kernel) {
+  return kernel == "matmul" || kernel == "linear" || kernel == "linear_nobias";
+}
+
+double DeviceType::gemm_efficiency_at(double flops) const {
+  TAPESTRY_ASSERT(!gemm_efficiency.empty(), "a GEMM efficiency table to read");
+  const auto above = std::find_if(gemm_efficiency.begin(), gemm_efficiency.end(),
+                                  [&](const GemmEfficiency& e) { return e.flops >= flops; });
+  if (above == gemm_efficiency.begin()) return above->efficiency;
+  if (above == gemm_efficiency.end()) return gemm_efficiency.back().efficiency;
+  const GemmEfficiency& below = *(above - 1);
+  const double t = std::log(flops / below.flops) / std::log(above->flops / below.flops);
+  return below.efficiency + t * (above->efficiency - below.efficiency);
 }
 
 double DeviceType::bandwidth_efficiency_of(std::string_view kernel) const {
@@ -162,6 +179,14 @@ std::string describe_target(const Target& t) {
                          si(d.cache_bandwidth_Bps, "B/s"));
     }
     out += fmt::format("  power       {} idle, {} busy\n", si(d.idle_w, "W"), si(d.busy_w, "W"));
+    if (!d.gemm_efficiency.empty()) {
+      std::vector<std::string> points;
+      for (const GemmEfficiency& e : d.gemm_efficiency) {
+        points.push_back(fmt::format("{:.3g} at {}", e.efficiency, si(e.flops, "FLOP")));
+      }
+      out +=
+          fmt::format("  gemm        efficiency by FLOPs per call: {}\n", fmt::join(points, ", "));
+    }
     for (const auto& [kernel, r] : d.kernels) {
       std::vector<std::string> rates;
       if (r.efficiency) rates.push_back(fmt::format("{:.3g} of peak", *r.efficiency));

@@ -187,9 +187,9 @@ class TargetReader {
                               const std::string& path) const {
     DeviceType d;
     d.name = identifier(name, path, "device type");
-    members(
-        j, path, {"kind", "peak_flops", "memory_bandwidth_Bps", "memory_bytes"},
-        {"efficiency", "launch_s", "bandwidth_efficiency", "idle_w", "busy_w", "kernels", "cache"});
+    members(j, path, {"kind", "peak_flops", "memory_bandwidth_Bps", "memory_bytes"},
+            {"efficiency", "launch_s", "bandwidth_efficiency", "idle_w", "busy_w", "kernels",
+             "cache", "gemm_efficiency"});
     d.kind = identifier(string(j["kind"], path + "/kind"), path + "/kind", "kind");
     object(j["peak_flops"], path + "/peak_flops");
     for (const auto& [dtype_name, flops] : j["peak_flops"].items()) {
@@ -241,7 +241,36 @@ class TargetReader {
         d.kernels.emplace(kernel, r);
       }
     }
+    if (j.contains("gemm_efficiency")) {
+      d.gemm_efficiency = read_gemm_efficiency(j["gemm_efficiency"], path + "/gemm_efficiency");
+      for (const auto& [kernel, rates] : d.kernels) {
+        if (is_gemm_kernel(kernel) && rates.efficiency) {
+          fail(child(path + "/kernels", kernel) + "/efficiency",
+               fmt::format("a device type with a gemm_efficiency table takes {}'s efficiency from "
+                           "it; give one or the other",
+                           kernel));
+        }
+      }
+    }
     return d;
+  }
+
+  // [[flops, efficiency], …]: at least one entry, FLOPs > 0 and strictly increasing.
+  std::vector<GemmEfficiency> read_gemm_efficiency(const Json& j, const std::string& path) const {
+    if (!j.is_array()) fail(path, fmt::format("expected an array, got {}", j.type_name()));
+    if (j.empty()) fail(path, "must not be empty");
+    std::vector<GemmEfficiency> table;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      const std::string at = fmt::format("{}/{}", path, i);
+      if (!j[i].is_array() || j[i].size() != 2) fail(at, "expected a pair [flops, efficiency]");
+      const GemmEfficiency e{positive(j[i][0], at + "/0"), fraction(j[i][1], at + "/1")};
+      if (!table.empty() && !(e.flops > table.back().flops)) {
+        fail(at + "/0", fmt::format("FLOPs must increase from entry to entry, got {} after {}",
+                                    j[i][0].dump(), table.back().flops));
+      }
+      table.push_back(e);
+    }
+    return table;
   }
 
   // Devices node by node; within a node, types in name order; each named <kind>:<i>, i counting
@@ -424,6 +453,11 @@ nlohmann::json to_json(const Target& target) {
         kernels[kernel] = std::move(k);
       }
       types[d.name]["kernels"] = std::move(kernels);
+    }
+    if (!d.gemm_efficiency.empty()) {
+      nlohmann::json table = nlohmann::json::array();
+      for (const GemmEfficiency& e : d.gemm_efficiency) table.push_back({e.flops, e.efficiency});
+      types[d.name]["gemm_efficiency"] = std::move(table);
     }
   }
   j["device_types"] = std::move(types);

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "tapestry/cost/target.h"
 #include "tapestry/cost/work_rule.h"
 #include "tapestry/rewrite/fused.h"
 #include "tapestry/support/error.h"
@@ -128,7 +129,14 @@ std::int64_t WorkRule::Stage::points(const zspace::Range& box) const {
 
 WorkRule::Stage fused_stage(std::string kernel, double flops, zspace::IndexProjection index_map) {
   std::vector<std::pair<int, std::int64_t>> projection = projection_of(index_map);
-  return {std::move(kernel), flops, std::move(index_map), std::move(projection)};
+  const bool gemm = is_gemm_kernel(kernel);
+  return {std::move(kernel), flops, gemm, std::move(index_map), std::move(projection)};
+}
+
+void add_stage_flops(const WorkRule::Stage& stage, std::int64_t points, Work& work) {
+  const double flops = stage.flops_per_point * static_cast<double>(points);
+  work.flops += flops;
+  if (stage.gemm) work.gemm_flops += flops;
 }
 
 WorkRule work_rule(const ir::Graph& graph, ir::OperationId op) {
@@ -157,7 +165,8 @@ WorkRule work_rule(const ir::Graph& graph, ir::OperationId op) {
         if (!list.empty()) flops *= elements_per_point(list[0], view.index_rank());
       }
     }
-    rule.stages.push_back({std::string(view.kernel()), flops, std::nullopt});
+    rule.stages.push_back(
+        {std::string(view.kernel()), flops, is_gemm_kernel(view.kernel()), std::nullopt, {}});
   }
   const auto& outputs = view.outputs().entries();
   rule.dtype = outputs.begin() == outputs.end() ? ir::DType::kFloat32
@@ -172,8 +181,7 @@ Work application_work(const ir::Graph& graph, ir::ApplicationId app, const WorkR
   work.dtype = rule.dtype;
   for (const WorkRule::Stage& stage : rule.stages) {
     if (!box || stage.flops_per_point == 0) continue;
-    const std::int64_t points = stage.points(*box);
-    work.flops += stage.flops_per_point * static_cast<double>(points);
+    add_stage_flops(stage, stage.points(*box), work);
   }
   work.bytes_read = selection_bytes(graph, view.inputs());
   work.bytes_written = selection_bytes(graph, view.outputs());

@@ -61,7 +61,8 @@ check "bad calibrate runs write nothing" $?
 # 3. A short calibration writes a target that parses back, one cpu device per hardware thread.
 timeout 120 "$tapestry" calibrate --seconds 0.5 -o "$tmp/cal.json" >"$tmp/out" 2>"$tmp/err"
 [[ $? -eq 0 ]] && grep -qE "^matmul f32 .* GFLOP/s" "$tmp/out" && grep -qE "^dispatch .* µs per application" "$tmp/out" &&
-  grep -qE "^wrote $tmp/cal.json: $(nproc) devices cpu:0" "$tmp/out"
+  grep -qE "^wrote $tmp/cal.json: $(nproc) devices cpu:0" "$tmp/out" &&
+  grep -qE "^gemm 32 +32×32×32, 64 per thread .* µs per call, .*: efficiency " "$tmp/out"
 check "calibrate --seconds 0.5 runs and prints its table" $?
 "$tapestry" targets "$tmp/cal.json" >"$tmp/out" 2>"$tmp/err"
 [[ $? -eq 0 ]] && grep -qE "^devices +$(nproc) on 1 node: cpu:0" "$tmp/out" && grep -qE "^intra +shared memory" "$tmp/out"
@@ -88,6 +89,13 @@ if "cache" in core:  # the L2's one-thread rate, when it beats memory
     assert core["cache"]["bandwidth_Bps"] > core["memory_bandwidth_Bps"], core
 assert abs(c["benchmarks"]["matmul f32"]["per_thread_all"] - core["peak_flops"]["float32"]) < 1e-6 * core["peak_flops"]["float32"]
 assert c["dispatch"]["applications"] == 16384
+# The GEMM efficiency table: one entry per measured size, 2n³ FLOPs, efficiency in (0, 1] and never
+# falling as GEMMs grow.
+g = core["gemm_efficiency"]
+assert [f for f, _ in g] == [2.0 * n**3 for n in (32, 64, 128, 256, 512, 1024)], g
+assert all(0 < e <= 1 for _, e in g) and all(a[1] <= b[1] for a, b in zip(g, g[1:])), g
+assert set(c["gemm"]) == {f"{n}x{n}x{n}" for n in (32, 64, 128, 256, 512, 1024)}, c["gemm"]
+assert all(c["gemm"][k]["seconds_per_call"] > 0 for k in c["gemm"])
 PY
 check "the calibrated constants are what was measured" $?
 

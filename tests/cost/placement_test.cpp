@@ -263,7 +263,7 @@ TEST(Work, StagePointsAgreeWithTheProjectedBox) {
       zspace::AffineMap::from_rows({{1, 1, 0}, {0, 2, 0}}, {0, 0}),   // not a projection
   };
   for (const zspace::AffineMap& m : maps) {
-    WorkRule::Stage stage{"relu", 1, zspace::IndexProjection(m), {}};
+    WorkRule::Stage stage{"relu", 1, false, zspace::IndexProjection(m), {}};
     const std::int64_t expected = stage.index_map->apply(box).size();
     EXPECT_EQ(stage.points(box), expected);  // the general path
     const WorkRule::Stage fast = fused_stage("relu", 1, zspace::IndexProjection(m));

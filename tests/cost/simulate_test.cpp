@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <cmath>
 #include <numeric>
 
 #include "cost/cost_testing.h"
@@ -94,6 +95,39 @@ TEST(Roofline, AFusedOperationWeighsItsStagesRates) {
   // Compute-bound now: 2.08 MFLOP at 100 GFLOP/s × 0.0254, not the 120 µs of its 120,400 bytes.
   EXPECT_NEAR(simulate(p, t).makespan_s, (linear + gelu) / (100e9 * efficiency), 1e-12);
   EXPECT_GT(simulate(p, t).makespan_s, 8e-4);
+}
+
+// With a GEMM efficiency table, a GEMM's FLOPs run at the table's efficiency for the FLOPs of
+// one call; a fused operation's other stages at their own; devices without a table as before.
+TEST(Roofline, AGemmTableSlowsSmallGemms) {
+  Target t = toy_target(1, 2);
+  DeviceType& d = t.device_types[0];
+  d.gemm_efficiency = {{1e6, 0.1}, {1e8, 0.9}};
+  d.memory_bandwidth_Bps = 1e15;  // compute-bound throughout
+  // linear 100 × 100 × 100: 2e6 FLOPs a call, efficiency 0.1 + 0.8 · log(2)/log(100).
+  constexpr std::string_view tap =
+      "X: f32[100, 100]\nW: f32[100, 100]\nb: f32[100]\nY = linear(X, W, b)\noutput Y\n";
+  const double e = 0.1 + 0.8 * std::log(2.0) / std::log(100.0);
+  const Placement whole = place_tap(tap, "{}", t);
+  EXPECT_NEAR(simulate(whole, t).makespan_s, 2e6 / (100e9 * e), 1e-15);
+  // Two shards of 1e6 FLOPs each, in parallel: each at 0.1, slower per FLOP than the whole.
+  const Placement halves = place_tap(tap, R"({"ops": {"Y": {"split": {"batch": 2}}}})", t);
+  EXPECT_NEAR(simulate(halves, t).makespan_s, 1e6 / (100e9 * 0.1), 1e-15);
+  EXPECT_GT(simulate(halves, t).makespan_s, simulate(whole, t).makespan_s);
+  // Fused with gelu at 0.001 of peak: the linear's FLOPs at the table's figure, gelu's at its own.
+  d.kernels["gelu"].efficiency = 0.001;
+  const Placement fused = place_tap(
+      "X: f32[100, 100]\nW: f32[100, 100]\nb: f32[100]\nY = gelu(linear(X, W, b))\noutput Y\n",
+      R"({"fuse": "auto"})", t);
+  ASSERT_EQ(fused.operations.size(), 1u);
+  EXPECT_NEAR(simulate(fused, t).makespan_s, 2e6 / (100e9 * e) + 8e4 / (100e9 * 0.001), 1e-12);
+  // An operation with no GEMM stage ignores the table.
+  const Placement relu = place_tap(kRelu, "{}", t);
+  EXPECT_DOUBLE_EQ(simulate(relu, t).makespan_s, 250'000 / 100e9);
+  // The work of an application counts its GEMM FLOPs.
+  const Work work = whole.applications[0].work;
+  EXPECT_DOUBLE_EQ(work.gemm_flops, 2e6);
+  EXPECT_DOUBLE_EQ(relu.applications[0].work.gemm_flops, 0);
 }
 
 // A target's run_overhead_s is added once to the makespan (and idle power is drawn during it).

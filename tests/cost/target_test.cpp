@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 #include <gmock/gmock.h>
+#include <cmath>
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -272,7 +274,7 @@ const BadTarget kBadTargets[] = {
      "",
      "t.json: /device_types/big/tflops: unknown member (expected one of kind, peak_flops, "
      "memory_bandwidth_Bps, memory_bytes, efficiency, launch_s, bandwidth_efficiency, idle_w, "
-     "busy_w, kernels, cache)"},
+     "busy_w, kernels, cache, gemm_efficiency)"},
     {"missing name", R"([{"op": "remove", "path": "/name"}])", "",
      "t.json: /: missing member \"name\""},
     {"unknown device type in nodes", R"([{"op": "add", "path": "/nodes/devices/tpu", "value": 1}])",
@@ -419,6 +421,32 @@ const BadTarget kBadTargets[] = {
     {"a key with '/' is escaped in the pointer",
      R"([{"op": "add", "path": "/links/a~1b", "value": {}}])", "",
      "t.json: /links/a~1b: unknown member (expected one of intra_node, inter_node, host)"},
+    {"gemm table not an array",
+     R"([{"op": "add", "path": "/device_types/big/gemm_efficiency", "value": {"1e9": 0.5}}])", "",
+     "t.json: /device_types/big/gemm_efficiency: expected an array, got object"},
+    {"empty gemm table",
+     R"([{"op": "add", "path": "/device_types/big/gemm_efficiency", "value": []}])", "",
+     "t.json: /device_types/big/gemm_efficiency: must not be empty"},
+    {"gemm entry not a pair",
+     R"([{"op": "add", "path": "/device_types/big/gemm_efficiency", "value": [[1e9, 0.5, 1]]}])",
+     "", "t.json: /device_types/big/gemm_efficiency/0: expected a pair [flops, efficiency]"},
+    {"gemm entry of zero FLOPs",
+     R"([{"op": "add", "path": "/device_types/big/gemm_efficiency", "value": [[0, 0.5]]}])", "",
+     "t.json: /device_types/big/gemm_efficiency/0/0: must be > 0, got 0"},
+    {"gemm efficiency above 1",
+     R"([{"op": "add", "path": "/device_types/big/gemm_efficiency", "value": [[1e9, 0.5], [1e10, 1.5]]}])",
+     "", "t.json: /device_types/big/gemm_efficiency/1/1: must be in (0, 1], got 1.5"},
+    {"gemm FLOPs not increasing",
+     R"([{"op": "add", "path": "/device_types/big/gemm_efficiency", "value": [[1e9, 0.5], [1e9, 0.6]]}])",
+     "",
+     "t.json: /device_types/big/gemm_efficiency/1/0: FLOPs must increase from entry to entry, got "
+     "1000000000.0 after 1000000000"},
+    {"gemm table and a GEMM kernel's efficiency",
+     R"([{"op": "add", "path": "/device_types/big/gemm_efficiency", "value": [[1e9, 0.5]]},
+         {"op": "add", "path": "/device_types/big/kernels", "value": {"matmul": {"efficiency": 0.4}}}])",
+     "",
+     "t.json: /device_types/big/kernels/matmul/efficiency: a device type with a gemm_efficiency "
+     "table takes matmul's efficiency from it; give one or the other"},
 };
 
 // Per-kernel rates: read, used by efficiency_of, written back, described.
@@ -492,6 +520,48 @@ TEST(Target, CacheIsReadAndRoundTrips) {
   EXPECT_EQ(parse_target(target_json_text(t), "again"), t);
   EXPECT_THAT(describe_target(t), ::testing::HasSubstr("  cache       1.05 MB at 50 GB/s\n"));
   EXPECT_FALSE(to_json(parse_target(kTwoNodes, "t.json"))["device_types"]["big"].contains("cache"));
+}
+
+// A GEMM efficiency table: read, interpolated in log FLOPs (clamped at its ends), written back,
+// described; the worked example of target.h.
+TEST(Target, GemmEfficiencyTableInterpolatesInLogFlops) {
+  const std::string text =
+      json::parse(kTwoNodes)
+          .patch(json::parse(R"([{"op": "add", "path": "/device_types/big/gemm_efficiency",
+                                  "value": [[2.1e9, 0.35], [1.7e10, 0.6], [1.4e11, 0.7]]}])"))
+          .dump();
+  const Target t = parse_target(text, "t.json");
+  const DeviceType& big = t.device_types[0];
+  ASSERT_EQ(big.gemm_efficiency.size(), 3u);
+  EXPECT_EQ(big.gemm_efficiency[1], (GemmEfficiency{1.7e10, 0.6}));
+  EXPECT_NEAR(big.gemm_efficiency_at(6e9), 0.4755, 5e-5);
+  EXPECT_DOUBLE_EQ(big.gemm_efficiency_at(6e9),
+                   0.35 + 0.25 * std::log(6e9 / 2.1e9) / std::log(1.7e10 / 2.1e9));
+  EXPECT_DOUBLE_EQ(big.gemm_efficiency_at(1.7e10), 0.6);  // at an entry: its value
+  EXPECT_DOUBLE_EQ(big.gemm_efficiency_at(1e3), 0.35);    // below the first: the first's
+  EXPECT_DOUBLE_EQ(big.gemm_efficiency_at(1e15), 0.7);    // above the last: the last's
+  // Geometric midpoints get the arithmetic mean of their neighbours' figures.
+  EXPECT_NEAR(big.gemm_efficiency_at(std::sqrt(1.7e10 * 1.4e11)), 0.65, 1e-12);
+  // Monotone between and beyond entries of a rising table, and within its range.
+  double last = 0;
+  for (double f = 1e8; f < 1e13; f *= 1.37) {
+    const double e = big.gemm_efficiency_at(f);
+    EXPECT_GE(e, last) << f;
+    EXPECT_GE(e, 0.35);
+    EXPECT_LE(e, 0.7);
+    last = e;
+  }
+  EXPECT_TRUE(t.device_types[1].gemm_efficiency.empty());  // "small" declares none
+  EXPECT_EQ(parse_target(to_json(t).dump(), "again"), t);
+  EXPECT_EQ(parse_target(target_json_text(t), "again"), t);
+  EXPECT_THAT(describe_target(t),
+              ::testing::HasSubstr("  gemm        efficiency by FLOPs per call: 0.35 at 2.1 GFLOP, "
+                                   "0.6 at 17 GFLOP, 0.7 at 140 GFLOP\n"));
+  EXPECT_FALSE(to_json(parse_target(kTwoNodes, "t.json"))["device_types"]["big"].contains(
+      "gemm_efficiency"));
+  EXPECT_TRUE(is_gemm_kernel("matmul"));
+  EXPECT_TRUE(is_gemm_kernel("linear_nobias"));
+  EXPECT_FALSE(is_gemm_kernel("conv2d"));
 }
 
 TEST(Target, BadTargetsGetTheirExactError) {

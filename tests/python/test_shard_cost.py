@@ -86,6 +86,9 @@ def test_explain_equals_tapestry_explain():
     assert {op["name"] for op in e.operations} >= {"Y"}
     assert e.critical_path["bound"] in ("compute", "communication", "waiting")
     assert e.to_dict()["cost"]["makespan_s"] == e.cost.makespan_s
+    assert e.strategy["kind"] == "tensor parallel" and e.strategy["megatron"] is True
+    assert [g["baseline"] for g in e.gains] == ["one device", "data parallel ×8"]
+    assert e.to_dict()["strategy"] == e.strategy
 
 
 def test_target_errors():

@@ -141,6 +141,8 @@ bool spans_nodes(const Collective& collective, const Target& target);
 /// By node index of `graph` (an operation or application graph): 1 for a partial tensor (above),
 /// 0 otherwise.
 std::vector<std::uint8_t> partial_tensors(const ir::Graph& graph);
+/// Whether `tensor` is partial (above): it has consumers and every one reduces it over dim 0.
+bool is_partial(const ir::Graph& graph, ir::TensorId tensor);
 
 /// One box of a tensor an application writes: what recognition knows of the writers.
 struct WrittenBox {

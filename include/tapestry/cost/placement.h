@@ -56,6 +56,9 @@ struct Work {
   std::int64_t bytes_read = 0;  // bytes of every input box
   std::int64_t bytes_written = 0;
   ir::DType dtype = ir::DType::kFloat32;  // the element type its arithmetic runs in
+  /// The part of `flops` in GEMM kernels (matmul, linear, linear_nobias, or such stages of a
+  /// fused operation): what a device type's GEMM efficiency table prices (target.h).
+  double gemm_flops = 0;
 };
 
 struct PlacedApplication {

@@ -10,7 +10,10 @@
 // (target.h). A fused operation's compute efficiency is its stages' weighted by their parts of
 // the FLOPs, harmonically (the time of each stage's FLOPs at its own rate, summed), and its
 // bandwidth efficiency the lowest of its stages' (its external boxes stream at the slowest stage's
-// pace).
+// pace). Shape-aware GEMMs: on a device type with a gemm_efficiency table (target.h) the GEMM
+// FLOPs of an application (Work::gemm_flops: a matmul's, a linear's, a fused GEMM stage's) run at
+// the table's efficiency for that many FLOPs per call, the rest at the other stages' efficiency:
+//   compute = gemm_flops / (peak · table(gemm_flops)) + (flops − gemm_flops) / (peak · e_rest)
 // The makespan adds the target's run_overhead_s (a fixed cost per run) to the schedule's end.
 // Transfer time: latency_s + bytes / bandwidth_Bps of the link class between the two devices (0
 // over shared memory). A collective's time: price_collective() (collective.h).
@@ -120,6 +123,8 @@ struct Schedule {
 struct OperationRates {
   double efficiency = 1.0;
   double bandwidth_efficiency = 1.0;
+  /// With a GEMM efficiency table: the efficiency of the FLOPs outside GEMM stages (e_rest).
+  double other_efficiency = 1.0;
 };
 OperationRates operation_rates(const PlacedOperation& op, const DeviceType& device);
 

@@ -16,7 +16,8 @@
 //                "memory_bandwidth_Bps": 3.35e12, "bandwidth_efficiency": 0.8,
 //                "memory_bytes": 80e9, "idle_w": 70, "busy_w": 700,
 //                "cache": {"bytes": 50e6, "bandwidth_Bps": 10e12},
-//                "kernels": {"softmax": {"bandwidth_efficiency": 0.4}}}
+//                "kernels": {"softmax": {"bandwidth_efficiency": 0.4}},
+//                "gemm_efficiency": [[2.1e9, 0.35], [1.7e10, 0.6], [1.4e11, 0.7]]}
 //     },
 //     "nodes": {"count": 1, "devices": {"h100": 8}},
 //     "links": {"intra_node": {"bandwidth_Bps": 450e9, "latency_s": 2e-6,
@@ -37,6 +38,15 @@
 // the kernels named there (a kernel whose achieved rate differs from the device's: on a CPU an
 // erf-based gelu or a direct conv2d; `tapestry calibrate` measures them). A fused operation takes
 // its stages' efficiencies, weighted by the FLOPs of each stage (simulate.h).
+// A device type's optional "gemm_efficiency" table makes a GEMM's efficiency depend on its size: a
+// small GEMM is slower per FLOP (on a GPU too few output tiles to fill every SM, on a CPU the
+// packing and loop set-up a call pays once). Its entries are [FLOPs of one call, efficiency], the
+// FLOPs strictly increasing; a GEMM of F FLOPs (matmul, linear, linear_nobias, or such a stage of
+// a fused operation: the stage's FLOPs in one application) runs at the efficiency interpolated
+// linearly in log F between the two entries around it, the first entry's below it and the last
+// one's above. It replaces `efficiency` for those kernels (a "kernels" entry giving one of them
+// an efficiency is then an error: the table says it). With the table above, a GEMM of 6e9 FLOPs
+// runs at 0.35 + (0.6 − 0.35) · ln(6e9 / 2.1e9) / ln(1.7e10 / 2.1e9) = 0.4755 of peak.
 // Links are per device and per direction: each device has one port of each link class
 // (`intra_node` to devices of its node, `inter_node` to other nodes, `host` to the host); a
 // transfer occupies the sender's and the receiver's port for latency + bytes / bandwidth. A link
@@ -76,6 +86,17 @@ struct KernelRates {
   friend bool operator==(const KernelRates&, const KernelRates&) = default;
 };
 
+/// One entry of a GEMM efficiency table (DeviceType::gemm_efficiency).
+struct GemmEfficiency {
+  double flops = 0;       // of one call, > 0
+  double efficiency = 1;  // of peak_flops, in (0, 1]
+
+  friend bool operator==(const GemmEfficiency&, const GemmEfficiency&) = default;
+};
+
+/// The kernels a GEMM efficiency table applies to: matmul, linear, linear_nobias.
+bool is_gemm_kernel(std::string_view kernel);
+
 /// One kind of device. All rates are sustained figures a kernel can reach, per device.
 struct DeviceType {
   std::string name;  // the key in "device_types"
@@ -103,9 +124,14 @@ struct DeviceType {
   double busy_w = 0.0;
   /// Per-kernel overrides, by kernel name ("gelu", "conv2d", …).
   std::map<std::string, KernelRates, std::less<>> kernels;
+  /// GEMM efficiency by the FLOPs of one call (above); empty: GEMMs run at efficiency_of().
+  std::vector<GemmEfficiency> gemm_efficiency;
 
   /// The efficiencies in effect for `kernel`.
   [[nodiscard]] double efficiency_of(std::string_view kernel) const;
+  /// The efficiency of a GEMM of `flops` FLOPs in one call: the table interpolated in log FLOPs,
+  /// clamped at its ends. Precondition: the table is not empty.
+  [[nodiscard]] double gemm_efficiency_at(double flops) const;
   [[nodiscard]] double bandwidth_efficiency_of(std::string_view kernel) const;
 
   friend bool operator==(const DeviceType&, const DeviceType&) = default;

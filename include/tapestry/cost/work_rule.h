@@ -17,6 +17,7 @@ struct WorkRule {
   struct Stage {
     std::string kernel;  // the operation's kernel, or the fused stage's
     double flops_per_point = 1;
+    bool gemm = false;  // a GEMM kernel (target.h, is_gemm_kernel): Work::gemm_flops counts it
     /// Fused stages: the map from the operation's index box to the stage's (nullopt: the box).
     std::optional<zspace::IndexProjection> index_map;
     /// When every row of index_map has at most one non-zero coefficient, ±1 (a projection or
@@ -30,6 +31,9 @@ struct WorkRule {
   std::vector<Stage> stages;  // one, or one per fused stage
   ir::DType dtype = ir::DType::kFloat32;
 };
+
+/// Adds a stage's FLOPs over `points` index points to `work` (flops, and gemm_flops for a GEMM).
+void add_stage_flops(const WorkRule::Stage& stage, std::int64_t points, Work& work);
 
 /// A fused stage of `flops` per point over `index_map` (its projection filled in when it is one).
 WorkRule::Stage fused_stage(std::string kernel, double flops, zspace::IndexProjection index_map);

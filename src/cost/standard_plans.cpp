@@ -1,0 +1,399 @@
+// Standard plans: data parallel, Megatron tensor parallel (with all-reduce or reduce-scatter), and
+// 2-D data × tensor on the target's mesh, read off the graph's structure (standard_plans.h).
+#include "tapestry/cost/standard_plans.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "tapestry/cost/graph_roles.h"
+#include "tapestry/cost/placement.h"
+#include "tapestry/support/error.h"
+
+namespace tapestry::cost {
+
+namespace {
+
+using rewrite::Plan;
+
+// The largest divisor of `g` (>= 1) not above `n`.
+std::int64_t largest_divisor(std::int64_t g, std::int64_t n) {
+  for (std::int64_t p = std::min(g, n); p > 1; --p) {
+    if (g % p == 0) return p;
+  }
+  return 1;
+}
+
+std::string count_text(std::size_t n, std::string_view one, std::string_view many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+// ---- data parallel -------------------------------------------------------------------------
+
+StandardPlan data_parallel(const GraphRoles& roles, const Target& target) {
+  StandardPlan s{.name = "data-parallel", .plan = std::nullopt, .summary = {}, .reason = {}};
+  std::int64_t g = 0;
+  std::vector<std::string> whole;
+  for (const OperationRoles& op : roles.operations) {
+    if (auto d = op.batch_dim()) {
+      g = std::gcd(g, op.extents[*d]);
+    } else {
+      whole.push_back(op.name);
+    }
+  }
+  if (g == 0) {
+    s.reason =
+        "no operation has a batch-like dim (no graph input's leading dim reaches an "
+        "operation's result: graph_roles.h)";
+    return s;
+  }
+  const auto devices = static_cast<std::int64_t>(target.devices.size());
+  const std::int64_t p = largest_divisor(g, devices);
+  if (p < 2) {
+    s.reason = devices < 2 ? fmt::format("the target has one device")
+                           : fmt::format(
+                                 "no count from 2 to {} divides every batch-like dim "
+                                 "(their greatest common divisor is {})",
+                                 devices, g);
+    return s;
+  }
+  Plan plan;
+  for (const OperationRoles& op : roles.operations) {
+    if (auto d = op.batch_dim()) plan.ops[op.name].split[op.dims[*d]] = p;
+  }
+  plan.fuse_auto = true;
+  s.plan = std::move(plan);
+  s.summary = fmt::format("data parallel ×{}", p);
+  if (!whole.empty()) {
+    s.summary += fmt::format(" ({} without a batch-like dim whole on {})",
+                             count_text(whole.size(), "operation", "operations"),
+                             target.devices.front().name);
+  }
+  return s;
+}
+
+// ---- tensor parallel: column → row pairs ----------------------------------------------------
+
+// What the pairs cut, per operation (positions in GraphRoles::operations).
+struct Pairs {
+  std::vector<std::optional<std::size_t>> cut;  // the index dim a pair cuts
+  std::vector<std::uint8_t> row_end;
+  std::vector<std::optional<std::size_t>> between;  // the dim cut between layers
+  std::int64_t gcd = 0;                             // of every pair-cut dim's extent
+  std::size_t columns = 0, rows = 0;
+  std::vector<std::string> dropped;  // column starts whose region was dropped, and why
+};
+
+// The `out` dim of a linear whose w is a weight: a column start candidate.
+std::optional<std::size_t> column_dim(const GraphRoles& roles, const OperationRoles& op) {
+  if (op.kernel != "linear") return std::nullopt;
+  for (const PortRoles& port : op.inputs) {
+    if (port.name == "w" && roles.is_weight(port.tensor) && !port.follows.empty() &&
+        port.follows[0] && !op.reductions[*port.follows[0]]) {
+      return port.follows[0];
+    }
+  }
+  return std::nullopt;
+}
+
+bool is_row_kernel(std::string_view kernel) {
+  return kernel == "linear" || kernel == "matmul" || kernel == "linear_nobias";
+}
+
+// One propagation of the cuts from the `active` column starts (step 2 of pairs_of).
+struct Propagation {
+  std::vector<std::optional<std::size_t>> cut;
+  std::vector<std::uint8_t> row_end;
+  std::vector<std::uint8_t> started;  // a column start this round
+  std::vector<std::uint8_t> bad;      // by start: its region cannot be cut
+  std::vector<std::uint8_t> reaches;  // by start: its region reaches a row end
+  std::vector<std::string> why;       // by start: why it is bad
+};
+
+Propagation propagate(const ir::Graph& graph, const GraphRoles& roles,
+                      const std::vector<std::uint8_t>& active) {
+  const std::size_t n = roles.operations.size();
+  Propagation r{.cut = std::vector<std::optional<std::size_t>>(n),
+                .row_end = std::vector<std::uint8_t>(n, 0),
+                .started = std::vector<std::uint8_t>(n, 0),
+                .bad = std::vector<std::uint8_t>(n, 0),
+                .reaches = std::vector<std::uint8_t>(n, 0),
+                .why = std::vector<std::string>(n)};
+  // By tensor node index: the cut tensor dim and the starts whose cut reaches it.
+  std::vector<std::optional<std::size_t>> tensor_cut(graph.size());
+  std::vector<std::set<std::size_t>> origins(graph.size());
+  const auto mark_bad = [&](const std::set<std::size_t>& from, const std::string& why) {
+    for (std::size_t s : from) {
+      if (r.bad[s] == 0) r.why[s] = why;
+      r.bad[s] = 1;
+    }
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    const OperationRoles& op = roles.operations[i];
+    std::set<std::size_t> from;
+    std::set<std::optional<std::size_t>> dims;
+    for (const PortRoles& port : op.inputs) {
+      const std::size_t t = port.tensor.index();
+      if (!tensor_cut[t]) continue;
+      from.insert(origins[t].begin(), origins[t].end());
+      dims.insert(*tensor_cut[t] < port.follows.size() ? port.follows[*tensor_cut[t]]
+                                                       : std::nullopt);
+    }
+    std::optional<std::size_t> d;
+    if (from.empty()) {
+      if (active[i] == 0) continue;
+      d = column_dim(roles, op);
+      from = {i};
+      r.started[i] = 1;
+    } else if (dims.size() != 1 || !*dims.begin()) {
+      mark_bad(from, fmt::format("'{}' would be cut along two dims, or along none", op.name));
+      continue;
+    } else {
+      d = *dims.begin();
+      if (op.reductions[*d]) {
+        if (*op.reductions[*d] == ir::Monoid::kSum && is_row_kernel(op.kernel)) {
+          r.cut[i] = d;
+          r.row_end[i] = 1;
+          for (std::size_t s : from) r.reaches[s] = 1;
+        } else {
+          mark_bad(from, fmt::format("'{}' ({}) would split its reduction '{}'", op.name, op.kernel,
+                                     op.dims[*d]));
+        }
+        continue;
+      }
+    }
+    r.cut[i] = d;
+    for (const PortRoles& port : op.outputs) {
+      for (std::size_t row = 0; row < port.follows.size(); ++row) {
+        if (port.follows[row] != d) continue;
+        tensor_cut[port.tensor.index()] = row;
+        origins[port.tensor.index()] = from;
+        break;
+      }
+    }
+  }
+  return r;
+}
+
+// The operations downstream of a row end outside every pair (step 3 of pairs_of).
+std::vector<std::uint8_t> downstream_of_rows(const ir::Graph& graph, const GraphRoles& roles,
+                                             const Propagation& r) {
+  const std::size_t n = roles.operations.size();
+  std::vector<std::uint8_t> below(n, 0);
+  std::vector<std::uint8_t> tensor_below(graph.size(), 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const OperationRoles& op = roles.operations[i];
+    bool reads = false;
+    for (const PortRoles& port : op.inputs) reads = reads || tensor_below[port.tensor.index()] != 0;
+    const bool in_pair = r.cut[i].has_value();
+    if (reads && !in_pair) below[i] = 1;
+    if (r.row_end[i] != 0 || below[i] != 0) {
+      for (const PortRoles& port : op.outputs) tensor_below[port.tensor.index()] = 1;
+    }
+  }
+  return below;
+}
+
+// The dim an operation between layers is cut along: the index dim its first output's last dim
+// (hidden) or dim 0 (rows) follows, if that is not a reduction; the other one when it is.
+std::optional<std::size_t> between_dim(const OperationRoles& op, bool rows) {
+  if (op.outputs.empty() || op.outputs[0].follows.empty()) return std::nullopt;
+  const auto& follows = op.outputs[0].follows;
+  for (const auto& d : rows ? std::vector{follows.front(), follows.back()}
+                            : std::vector{follows.back(), follows.front()}) {
+    if (d && !op.reductions[*d]) return d;
+  }
+  return std::nullopt;
+}
+
+// 1. Every linear whose w is a weight is a candidate column start. 2. Cuts propagate from the
+// active starts; a start whose region reaches no row end, or cannot be cut, is dropped, and the
+// propagation runs again until every region stands. 3. The operations between layers.
+Pairs pairs_of(const ir::Graph& graph, const GraphRoles& roles, bool rows_between) {
+  const std::size_t n = roles.operations.size();
+  std::vector<std::uint8_t> active(n, 0);
+  for (std::size_t i = 0; i < n; ++i) active[i] = column_dim(roles, roles.operations[i]) ? 1 : 0;
+  Pairs pairs;
+  Propagation r;
+  for (;;) {
+    r = propagate(graph, roles, active);
+    bool dropped = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (r.started[i] == 0) continue;
+      if (r.bad[i] == 0 && r.reaches[i] != 0) continue;
+      pairs.dropped.push_back(
+          fmt::format("{}: {}", roles.operations[i].name,
+                      r.bad[i] != 0 ? r.why[i] : "its cut reaches no row-parallel linear"));
+      active[i] = 0;
+      dropped = true;
+    }
+    if (!dropped) break;
+  }
+  pairs.cut = r.cut;
+  pairs.row_end = r.row_end;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!r.cut[i]) continue;
+    pairs.gcd = std::gcd(pairs.gcd, roles.operations[i].extents[*r.cut[i]]);
+    pairs.rows += r.row_end[i];
+    pairs.columns += r.started[i];
+  }
+  pairs.between.assign(n, std::nullopt);
+  const std::vector<std::uint8_t> below = downstream_of_rows(graph, roles, r);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (below[i] != 0) pairs.between[i] = between_dim(roles.operations[i], rows_between);
+  }
+  return pairs;
+}
+
+std::string no_pairs_reason(const Pairs& pairs) {
+  if (pairs.dropped.empty()) {
+    return "the graph has no column → row pair (no linear with a weight whose cut output reaches "
+           "another linear's reduction dim)";
+  }
+  return fmt::format("no column → row pair stands ({})", fmt::join(pairs.dropped, "; "));
+}
+
+// The mesh axes 2d uses: {data, tensor}.
+std::optional<std::pair<MeshAxis, MeshAxis>> data_tensor_axes(const Target& target,
+                                                              std::string& reason) {
+  const std::vector<MeshAxis> axes = target.mesh_axes();
+  const auto named = [&](std::string_view name) -> std::optional<MeshAxis> {
+    for (const MeshAxis& a : axes) {
+      if (a.name == name) return a;
+    }
+    return std::nullopt;
+  };
+  if (auto dp = named("dp"), tp = named("tp"); dp && tp) return std::pair{*dp, *tp};
+  if (axes.size() == 2) return std::pair{axes[0], axes[1]};
+  std::vector<std::string> shown;
+  for (const MeshAxis& a : axes) shown.push_back(fmt::format("{}={}", a.name, a.size));
+  reason = fmt::format(
+      "the target's mesh has {} ({}); 2d needs two axes, named dp and tp or in that order (a "
+      "target with \"mesh\": {{\"dp\": 2, \"tp\": 4}})",
+      count_text(axes.size(), "axis", "axes"), fmt::join(shown, " × "));
+  return std::nullopt;
+}
+
+// Megatron (both forms) and 2d: the pairs cut `p` ways, on the tensor axis for 2d, with the
+// batch-like dims on the data axis.
+StandardPlan tensor_parallel(const ir::Graph& graph, const GraphRoles& roles, const Target& target,
+                             std::string_view name) {
+  StandardPlan s{.name = std::string(name), .plan = std::nullopt, .summary = {}, .reason = {}};
+  const bool two_d = name == "2d";
+  const bool rows_between = name == "megatron-rs";
+  std::optional<std::pair<MeshAxis, MeshAxis>> axes;
+  if (two_d) {
+    axes = data_tensor_axes(target, s.reason);
+    if (!axes) return s;
+  }
+  const Pairs pairs = pairs_of(graph, roles, rows_between);
+  if (pairs.rows == 0) {
+    s.reason = no_pairs_reason(pairs);
+    return s;
+  }
+  const auto devices = static_cast<std::int64_t>(target.devices.size());
+  const std::int64_t limit = two_d ? axes->second.size : devices;
+  const std::int64_t p = two_d ? limit : largest_divisor(pairs.gcd, limit);
+  if (p < 2 || pairs.gcd % p != 0) {
+    s.reason = fmt::format(
+        "no tensor-parallel count {} divides every dim the pairs cut (their greatest common "
+        "divisor is {})",
+        two_d ? fmt::format("{} (the {} axis)", p, axes->second.name)
+              : fmt::format("from 2 to {}", limit),
+        pairs.gcd);
+    return s;
+  }
+  std::int64_t dp = 1;
+  if (two_d) {
+    dp = axes->first.size;
+    std::int64_t g = 0;
+    for (std::size_t i = 0; i < roles.operations.size(); ++i) {
+      const OperationRoles& op = roles.operations[i];
+      if (auto d = op.batch_dim(); d && d != pairs.cut[i]) g = std::gcd(g, op.extents[*d]);
+    }
+    if (g == 0 || g % dp != 0) {
+      s.reason = fmt::format("the data axis {}={} does not divide every batch-like dim ({})",
+                             axes->first.name, dp,
+                             g == 0 ? "the graph has none" : fmt::format("their gcd is {}", g));
+      return s;
+    }
+  }
+  Plan plan;
+  for (std::size_t i = 0; i < roles.operations.size(); ++i) {
+    const OperationRoles& op = roles.operations[i];
+    const std::optional<std::size_t> cut = pairs.cut[i] ? pairs.cut[i] : pairs.between[i];
+    if (cut && op.extents[*cut] >= p) {
+      rewrite::OpPlan& entry = plan.ops[op.name];
+      entry.split[op.dims[*cut]] = p;
+      if (two_d) entry.mesh[op.dims[*cut]] = axes->second.name;
+    }
+    if (!two_d) continue;
+    if (auto d = op.batch_dim(); d && d != cut) {
+      rewrite::OpPlan& entry = plan.ops[op.name];
+      entry.split[op.dims[*d]] = dp;
+      entry.mesh[op.dims[*d]] = axes->first.name;
+    }
+  }
+  plan.fuse_auto = true;
+  s.plan = std::move(plan);
+  const std::string pairs_text = count_text(pairs.rows, "column → row pair", "column → row pairs");
+  if (two_d) {
+    s.summary = fmt::format("2-D: data {} × tensor {} (mesh axes {} × {}), {}", dp, p,
+                            axes->first.name, axes->second.name, pairs_text);
+  } else {
+    const bool between = std::any_of(pairs.between.begin(), pairs.between.end(),
+                                     [](const auto& d) { return d.has_value(); });
+    s.summary = fmt::format("tensor parallel ×{} (Megatron{}), {}{}", p,
+                            rows_between && between ? " with sequence parallelism" : "", pairs_text,
+                            rows_between && !between
+                                ? ", nothing between layers to cut by rows (the megatron cuts)"
+                                : "");
+  }
+  return s;
+}
+
+}  // namespace
+
+const std::vector<std::string>& standard_plan_names() {
+  static const std::vector<std::string> kNames = {"data-parallel", "megatron", "megatron-rs", "2d"};
+  return kNames;
+}
+
+StandardPlan standard_plan(const ir::Graph& graph, const Target& target, std::string_view name) {
+  const std::vector<std::string>& names = standard_plan_names();
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    throw Error(fmt::format("unknown standard plan '{}' (expected one of {})", name,
+                            fmt::join(names, ", ")));
+  }
+  const GraphRoles roles = graph_roles(graph);
+  if (name == "data-parallel") return data_parallel(roles, target);
+  return tensor_parallel(graph, roles, target, name);
+}
+
+std::vector<StandardPlan> standard_plans(const ir::Graph& graph, const Target& target) {
+  const GraphRoles roles = graph_roles(graph);
+  std::vector<StandardPlan> plans = {data_parallel(roles, target)};
+  for (std::size_t i = 1; i < standard_plan_names().size(); ++i) {
+    plans.push_back(tensor_parallel(graph, roles, target, standard_plan_names()[i]));
+  }
+  return plans;
+}
+
+StandardPlan checked_standard_plan(const ir::Graph& graph, const Target& target,
+                                   std::string_view name, const rewrite::LowerOptions& options) {
+  StandardPlan s = standard_plan(graph, target, name);
+  if (!s.plan) return s;
+  try {
+    const rewrite::LowerResult lowered = rewrite::lower(graph, *s.plan, options);
+    (void)place(lowered.graph, lowered.plan, target);
+  } catch (const Error& e) {
+    s.reason = fmt::format("the rewrites or the placement refuse it: {}", e.what());
+    s.plan.reset();
+  }
+  return s;
+}
+
+}  // namespace tapestry::cost

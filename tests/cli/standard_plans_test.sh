@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# End-to-end: `tapestry plan GRAPH --standard NAME --target T` on every example and the search
+# test graphs. `--standard all` lists each standard plan or why it does not apply; each plan that
+# applies is valid JSON that `tapestry cost` prices exactly as it prices the same plan written by
+# hand; the small examples run it with --verify; a plan that does not apply exits 1 with its
+# reason; bad names and a missing --target exit 2. Usage: standard_plans_test.sh TAPESTRY ROOT
+set -uo pipefail
+tapestry=$1
+root=$2
+source "$(dirname "$0")/cli_testing.sh"
+cd "$root" || exit 1
+
+for graph in examples/*.tap tests/data/search/*.tap; do
+  name=$(basename "$graph" .tap)
+  for target in h100x8 h100x64; do
+    "$tapestry" plan "$graph" --standard all --target "$target" >"$tmp/all" 2>"$tmp/err"
+    [[ $? -eq 0 && $(wc -l <"$tmp/all") -eq 4 ]]
+    check "plan $name --standard all on $target" $?
+    for plan in data-parallel megatron megatron-rs 2d; do
+      if grep -qE "^$plan +does not apply: " "$tmp/all"; then
+        expect "$name $plan on $target does not apply" 1 "^tapestry plan: $plan does not apply to $graph on $target: " -- \
+          "$tapestry" plan "$graph" --standard "$plan" --target "$target"
+        continue
+      fi
+      "$tapestry" plan "$graph" --standard "$plan" --target "$target" >"$tmp/p.json" 2>"$tmp/err" &&
+        "$tapestry" cost "$graph" --plan "$tmp/p.json" --target "$target" --json >"$tmp/a.json" 2>>"$tmp/err"
+      check "$name $plan on $target prices" $?
+    done
+  done
+done
+
+# The standard Megatron plan is the expert tests' hand-written one: the same JSON, the same price.
+"$tapestry" plan tests/data/search/transformer_mlp_bf16.tap --standard megatron --target h100x8 >"$tmp/p.json" 2>"$tmp/err" &&
+  python3 -c "import json,sys; assert json.load(open(sys.argv[1])) == json.load(open(sys.argv[2]))" \
+    "$tmp/p.json" tests/data/search/transformer_mlp-megatron.json &&
+  "$tapestry" cost tests/data/search/transformer_mlp_bf16.tap --plan "$tmp/p.json" --target h100x8 --json >"$tmp/a.json" &&
+  "$tapestry" cost tests/data/search/transformer_mlp_bf16.tap --plan tests/data/search/transformer_mlp-megatron.json \
+    --target h100x8 --json >"$tmp/b.json" && cmp -s "$tmp/a.json" "$tmp/b.json"
+check "megatron is transformer_mlp-megatron.json, priced the same" $?
+
+# The small examples run their standard plans, results within --verify's bars.
+for graph in examples/linear_relu.tap examples/convnet.tap; do
+  "$tapestry" plan "$graph" --standard data-parallel --target h100x8 >"$tmp/p.json" 2>"$tmp/err" &&
+    "$tapestry" run "$graph" --plan "$tmp/p.json" --verify --quiet >"$tmp/out" 2>>"$tmp/err"
+  check "$(basename "$graph") data-parallel runs with --verify" $?
+done
+
+# The strategy line and the gains in explain.
+"$tapestry" plan examples/mlp.tap --standard data-parallel --target h100x8 >"$tmp/p.json" 2>"$tmp/err" &&
+  "$tapestry" explain examples/mlp.tap --plan "$tmp/p.json" --target h100x8 >"$tmp/out" 2>>"$tmp/err" &&
+  head -1 "$tmp/out" | grep -qx "Strategy  data parallel ×8" &&
+  sed -n 2p "$tmp/out" | grep -qE "^Gain      [0-9.]+× against one device \(.*\); 1\.00× against data parallel ×8 \("
+check "explain names data parallelism and its gains" $?
+"$tapestry" explain examples/mlp.tap --plan "$tmp/p.json" --target h100x8 --format json >"$tmp/out" 2>"$tmp/err" &&
+  python3 -c "
+import json, sys
+e = json.load(open(sys.argv[1]))
+assert e['strategy']['summary'] == 'data parallel ×8' and e['strategy']['data'] == 8, e['strategy']
+assert [g['baseline'] for g in e['gains']] == ['one device', 'data parallel ×8'], e['gains']
+assert e['gains'][1]['ratio'] == 1.0 and e['gains'][0]['ratio'] > 1, e['gains']" "$tmp/out"
+check "explain --format json carries the strategy and the gains" $?
+
+expect "unknown standard plan" 2 "unknown standard plan 'fsdp' \(expected one of data-parallel, megatron, megatron-rs, 2d\)" -- \
+  "$tapestry" plan examples/mlp.tap --standard fsdp --target h100x8
+expect "--standard without --target" 2 "--standard needs --target" -- \
+  "$tapestry" plan examples/mlp.tap --standard megatron
+expect "2d on a one-axis mesh" 1 "2d does not apply to examples/mlp.tap on h100x8: the target's mesh has 1 axis \(d=8\)" -- \
+  "$tapestry" plan examples/mlp.tap --standard 2d --target h100x8
+
+finish
