@@ -59,6 +59,35 @@ void print_front(const search::OptimizeResult& r, search::Objective best) {
   }
 }
 
+// The yardstick: each standard plan's value on `best`, then the front's best against the best
+// standard plan as a ratio.
+void print_standard(const search::OptimizeResult& r, search::Objective best) {
+  std::string line = "standard plans:";
+  for (const search::StandardResult& s : r.standard) {
+    if (!s.plan) {
+      line += fmt::format("\n  {:<14} does not apply: {}", s.name, s.reason);
+    } else if (!s.cost) {
+      line += fmt::format("\n  {:<14} {}", s.name, s.reason);
+    } else {
+      line += fmt::format("\n  {:<14} {:>12}   {}{}", s.name,
+                          search::format_objective(best, search::objective_value(*s.cost, best)),
+                          s.summary, s.feasible() ? "" : fmt::format(" ({})", s.reason));
+    }
+  }
+  fmt::print("{}\n", line);
+  const search::StandardResult* yardstick = search::best_standard(r.standard, best);
+  if (yardstick == nullptr) {
+    fmt::print("no standard plan meets the constraints\n");
+    return;
+  }
+  const double front = search::objective_value(r.archive.best(best)->cost, best);
+  const double standard = search::objective_value(*yardstick->cost, best);
+  fmt::print("best standard plan: {} {}; the front's best {} {}: ratio {} (standard / front)\n",
+             yardstick->name, search::format_objective(best, standard),
+             search::objective_name(best), search::format_objective(best, front),
+             front > 0 ? fmt::format("{:.2f}", standard / front) : std::string("—"));
+}
+
 int run_optimize(const OptimizeCliOptions& options) {
   const search::Objective best = search::parse_objectives(options.best).at(0);
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
@@ -86,6 +115,7 @@ int run_optimize(const OptimizeCliOptions& options) {
   fmt::print("front: {} plan{} on {}\n", r.archive.front().size(),
              r.archive.front().size() == 1 ? "" : "s", target.name);
   print_front(r, best);
+  print_standard(r, best);
   if (!options.output.empty()) {
     write_file_atomically(options.output,
                           search::front_json(r, options.graph, target.name).dump(1) + "\n");

@@ -14,6 +14,7 @@
 
 #include "checkpoint.h"
 #include "tapestry/cost/evaluator.h"
+#include "tapestry/cost/standard_plans.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/support/error.h"
 
@@ -277,6 +278,47 @@ struct Optimizer::Impl {
     return genomes;
   }
 
+  // The standard plans as seeds: their entries for the representatives (every operation when
+  // layers are not tied), as a genome; the ones that do not apply are left out.
+  void add_standard_seeds() {
+    for (const cost::StandardPlan& s : cost::standard_plans(graph, target)) {
+      if (!s.plan) continue;
+      rewrite::Plan genome = *s.plan;
+      std::erase_if(genome.ops, [&](const auto& entry) {
+        const std::optional<std::size_t> op = space.find(entry.first);
+        return op && space.representative(*op) != *op;
+      });
+      normalize(genome);
+      const bool seen_before = std::any_of(seeds.begin(), seeds.end(), [&](const SeedPlan& d) {
+        return d.genome == genome;
+      });
+      if (!seen_before) seeds.push_back({"standard:" + s.name, std::move(genome)});
+    }
+  }
+
+  // Every standard plan priced whole, under the search's constraints (OptimizeResult::standard).
+  std::vector<StandardResult> price_standard() {
+    std::vector<StandardResult> out;
+    for (cost::StandardPlan& s : cost::standard_plans(graph, target)) {
+      StandardResult r{.name = s.name, .summary = s.summary, .plan = std::move(s.plan),
+                       .reason = s.reason};
+      if (r.plan) {
+        try {
+          r.cost = evaluator().evaluate(*r.plan);
+          if (std::optional<std::string> why = violation(*r.cost, options.constraints)) {
+            r.reason = *why;
+          } else if (penalty(*r.cost, options.constraints, target) > 0) {
+            r.reason = "over the target's memory";
+          }
+        } catch (const Error& e) {
+          r.reason = fmt::format("the rewrites refuse it: {}", e.what());
+        }
+      }
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+
   void seed_archive() {
     std::vector<Candidate> batch;
     for (const SeedPlan& s : seeds) {
@@ -298,6 +340,7 @@ struct Optimizer::Impl {
     }
     const Clock::time_point start = Clock::now();
     seeds = seed_plans(space);
+    add_standard_seeds();
     // Without seeds the search starts from the unsharded plan alone (seeds[0]).
     if (!options.use_seeds) seeds.resize(std::min<std::size_t>(seeds.size(), 1));
     if (!options.resume.empty()) {
@@ -348,7 +391,7 @@ struct Optimizer::Impl {
     }
     if (!options.checkpoint.empty()) write_checkpoint(options.checkpoint, state());
     progress.archive = nullptr;
-    return {archive, progress, seeds, stopped_by};
+    return {archive, progress, seeds, stopped_by, price_standard()};
   }
 };
 
@@ -363,6 +406,19 @@ OptimizeResult Optimizer::run() {
 
 const PlanSpace& Optimizer::space() const {
   return impl_->space;
+}
+
+const StandardResult* best_standard(const std::vector<StandardResult>& standard,
+                                    Objective objective) {
+  const StandardResult* best = nullptr;
+  for (const StandardResult& s : standard) {
+    if (!s.feasible()) continue;
+    if (best == nullptr ||
+        objective_value(*s.cost, objective) < objective_value(*best->cost, objective)) {
+      best = &s;
+    }
+  }
+  return best;
 }
 
 nlohmann::json front_json(const OptimizeResult& result, const std::string& graph_name,
@@ -383,6 +439,16 @@ nlohmann::json front_json(const OptimizeResult& result, const std::string& graph
                      {"plan", e.plan.to_json()},
                      {"cost", cost::to_json(e.cost)}});
   }
+  nlohmann::json standard = nlohmann::json::array();
+  for (const StandardResult& s : result.standard) {
+    nlohmann::json entry = {{"name", s.name},
+                            {"summary", s.summary},
+                            {"feasible", s.feasible()},
+                            {"reason", s.reason}};
+    if (s.plan) entry["plan"] = s.plan->to_json();
+    if (s.cost) entry["cost"] = cost::to_json(*s.cost);
+    standard.push_back(std::move(entry));
+  }
   nlohmann::json constraints = nlohmann::json::object();
   if (archive.constraints().max_memory_per_device > 0) {
     constraints["max_memory_per_device"] = archive.constraints().max_memory_per_device;
@@ -399,7 +465,8 @@ nlohmann::json front_json(const OptimizeResult& result, const std::string& graph
           {"infeasible", result.progress.infeasible},
           {"seconds", result.progress.seconds},
           {"stopped_by", result.stopped_by},
-          {"front", front}};
+          {"front", front},
+          {"standard_plans", standard}};
 }
 
 std::uint64_t graph_fingerprint(const ir::Graph& graph) {

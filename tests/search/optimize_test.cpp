@@ -2,6 +2,7 @@
 // across thread counts, checkpoints and resume, constraints, refusals.
 #include "tapestry/search/optimize.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -10,11 +11,13 @@
 #include "cost/cost_testing.h"
 #include "search_testing.h"
 #include "tapestry/cost/evaluator.h"
+#include "tapestry/cost/standard_plans.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::search {
 namespace {
 
+using ::testing::HasSubstr;
 using testing::h100x8;
 using testing::test_graph;
 
@@ -212,6 +215,70 @@ TEST(ExpertPlans, MutationsAloneFindAPlanAsFastAsMegatronUnderTheCap) {
   const OptimizeResult r = opt.run();
   ASSERT_NE(r.archive.best(Objective::kTime), nullptr);
   EXPECT_LE(r.archive.best(Objective::kTime)->cost.makespan_s, megatron.makespan_s);
+}
+
+// --- the yardstick: standard plans -----------------------------------------------------------
+
+// Every standard plan is priced whole, as cost::Evaluator prices the same plan by hand; the
+// search starts from them, so with untied layers its best is never worse than the best of them.
+TEST(Yardstick, StandardPlansArePricedAsByHandAndTheFrontIsNeverWorse) {
+  const ir::Graph g = test_graph("transformer_mlp_bf16.tap");
+  for (std::int64_t cap : {std::int64_t{0}, kCap, std::int64_t{200} << 20}) {
+    SCOPED_TRACE(cap);
+    Optimizer opt(g, h100x8(),
+                  {.objectives = {Objective::kTime, Objective::kMemory},
+                   .constraints = {.max_memory_per_device = cap},
+                   .seed = 1,
+                   .max_evaluations = 200});
+    const OptimizeResult r = opt.run();
+    ASSERT_EQ(r.standard.size(), cost::standard_plan_names().size());
+    for (std::size_t i = 0; i < r.standard.size(); ++i) {
+      const StandardResult& s = r.standard[i];
+      EXPECT_EQ(s.name, cost::standard_plan_names()[i]);
+      if (!s.plan) {
+        EXPECT_FALSE(s.reason.empty());
+        continue;
+      }
+      ASSERT_TRUE(s.cost.has_value()) << s.name << ": " << s.reason;
+      cost::Evaluator ev(g, h100x8());
+      EXPECT_EQ(cost::to_json(*s.cost), cost::to_json(ev.evaluate(*s.plan))) << s.name;
+      // Feasible exactly when within the cap, with the cap named otherwise.
+      const bool fits = cap == 0 || s.cost->peak_memory_bytes <= cap;
+      EXPECT_EQ(s.feasible(), fits) << s.name << ": " << s.reason;
+      if (!fits) EXPECT_THAT(s.reason, HasSubstr("cap"));
+    }
+    const StandardResult* best = best_standard(r.standard, Objective::kTime);
+    for (const StandardResult& s : r.standard) {
+      if (s.feasible()) {
+        ASSERT_NE(best, nullptr);
+        EXPECT_LE(best->cost->makespan_s, s.cost->makespan_s);
+      }
+    }
+    if (best != nullptr) {
+      ASSERT_NE(r.archive.best(Objective::kTime), nullptr);
+      EXPECT_LE(r.archive.best(Objective::kTime)->cost.makespan_s, best->cost->makespan_s);
+    }
+    // The standard plans that apply are among the seeds (as genomes: every operation here).
+    for (const StandardResult& s : r.standard) {
+      if (!s.plan) continue;
+      const bool seeded = std::any_of(r.seeds.begin(), r.seeds.end(), [&](const SeedPlan& seed) {
+        rewrite::Plan plan = *s.plan;
+        normalize(plan);
+        return seed.genome == plan;
+      });
+      EXPECT_TRUE(seeded) << s.name;
+    }
+    const nlohmann::json json = front_json(r, "mlp", "h100x8");
+    ASSERT_EQ(json["standard_plans"].size(), r.standard.size());
+    EXPECT_EQ(json["standard_plans"][0]["name"], "data-parallel");
+    EXPECT_EQ(json["standard_plans"][0]["feasible"], r.standard[0].feasible());
+  }
+}
+
+TEST(Yardstick, NoStandardPlanFeasibleMeansNoYardstick) {
+  std::vector<StandardResult> none = {{.name = "data-parallel", .reason = "does not apply"}};
+  EXPECT_EQ(best_standard(none, Objective::kTime), nullptr);
+  EXPECT_EQ(best_standard({}, Objective::kTime), nullptr);
 }
 
 // --- determinism, constraints, checkpoints ---------------------------------------------------

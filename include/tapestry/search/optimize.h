@@ -2,7 +2,9 @@
 // model, kept in a Pareto archive, improved by mutations.
 //
 // The loop (docs/optimizer.md has the whole story):
-//   0. The seeds (mutate.h) are priced and offered to the archive.
+//   0. The seeds (mutate.h) and the standard plans (cost/standard_plans.h: data-parallel,
+//      megatron, megatron-rs, 2d, those that apply; with tied layers, their representatives'
+//      entries) are priced and offered to the archive.
 //   1. Each generation fills `batch` slots. Slot i of generation g draws from its own random
 //      stream, Rng::for_slot(seed, g, i): it picks a parent — a front member (half the time the
 //      best one on a random objective), or, while no plan is feasible, one of the plans closest
@@ -31,17 +33,25 @@
 //                                 .seed = 1, .max_evaluations = 5000});
 //   OptimizeResult r = opt.run();
 //   r.archive.best(Objective::kTime)->plan     // the fastest feasible plan found
+//   best_standard(r.standard, Objective::kTime)  // the yardstick: the fastest feasible standard
+//                                                // plan, priced under the same constraints
+//
+// The yardstick. After the search every standard plan is priced whole (not as a genome) with the
+// same evaluator and constraints, so the front's best can be stated as a ratio to the best plan
+// an engineer would write by hand.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "tapestry/cost/simulate.h"
 #include "tapestry/cost/target.h"
 #include "tapestry/ir/graph.h"
 #include "tapestry/rewrite/lower.h"
@@ -91,11 +101,28 @@ struct OptimizeOptions {
   rewrite::LowerOptions lower;
 };
 
+/// A standard plan (cost/standard_plans.h) priced as the search prices its plans: the yardstick
+/// the front is judged against (`optimize` prints the best one beside the front's best).
+struct StandardResult {
+  std::string name;                     // "data-parallel", "megatron", "megatron-rs", "2d"
+  std::string summary;                  // "tensor parallel ×8 (Megatron): 1 pair"
+  std::optional<rewrite::Plan> plan;    // nullopt: it does not apply (reason says why)
+  std::optional<cost::CostVector> cost;  // nullopt: it does not apply, or the rewrites refuse it
+  std::string reason;  // why it does not apply, why it was refused, or the constraint it breaks
+  [[nodiscard]] bool feasible() const { return cost.has_value() && reason.empty(); }
+};
+
+/// The feasible standard plan with the least `objective` (ties: the first); nullptr when none is.
+const StandardResult* best_standard(const std::vector<StandardResult>& standard,
+                                    Objective objective);
+
 struct OptimizeResult {
   ParetoArchive archive;
   Progress progress;
   std::vector<SeedPlan> seeds;
   std::string stopped_by;  // "max-evals", "time-budget", "exhausted", "caller"
+  /// Every standard plan, in standard_plan_names() order, priced under the same constraints.
+  std::vector<StandardResult> standard;
 };
 
 class Optimizer {
@@ -118,7 +145,8 @@ class Optimizer {
 };
 
 /// The front as JSON: {"graph", "target", "objectives", "constraints", "seed", "evaluations",
-/// "seconds", "stopped_by", "front": [{"name": "p0", "plan": {...}, "cost": {...}}, …]}, members
+/// "seconds", "stopped_by", "front": [{"name": "p0", "plan": {...}, "cost": {...}}, …],
+/// "standard_plans": [{"name", "summary", "plan", "cost", "feasible", "reason"}, …]}, members
 /// named p0, p1, … in front order (by score).
 nlohmann::json front_json(const OptimizeResult& result, const std::string& graph_name,
                           const std::string& target_name);
