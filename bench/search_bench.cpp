@@ -8,9 +8,10 @@
 // 2. A 24-layer transformer (generated here: 4096 tokens, width 1024 = 16 heads of 64, MLP 4096,
 //    bf16) on h100x64 with --tie-layers, for S seconds (default 60) on 2 threads, objective time,
 //    seed N (default 1): when the fastest plan found first comes within 5% of the best known plan
-//    — the best of the search's final plan, the hand-written ones priced here (data parallel over
-//    8 and 64 devices, fused; Megatron's MLP over 8) and --best-known (a makespan in ms, e.g.
-//    the best a longer run found). Also the cold evaluation of each hand-written plan (the
+//    — the best of the search's final plan, the standard plans priced here (cost/standard_plans.h:
+//    data-parallel, megatron, megatron-rs, 2d on the target's dp × tp mesh, those that apply) and
+//    --best-known (a makespan in ms, e.g. the best a longer run found) — and the best standard
+//    plan's time over the search's best. Also the cold evaluation of each standard plan (the
 //    Evaluator's memo cleared: the rewrites run) and the warm one.
 // --skip-block skips 1; --layers L builds an L-layer transformer instead of 24; --genome-out
 // writes the fastest genome found (the tied representatives' entries); --price FILE only prices
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "tapestry/cost/evaluator.h"
+#include "tapestry/cost/standard_plans.h"
 #include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/metakernel/tap_frontend.h"
 #include "tapestry/search/optimize.h"
@@ -64,33 +66,6 @@ std::string transformer_text(int layers) {
   }
   // clang-format on
   return t + fmt::format("output X{}\n", layers);
-}
-
-// Hand-written plans of the deep transformer: rows cut `n` ways everywhere rows are cut (fused),
-// and Megatron's MLP over 8.
-rewrite::Plan rows_plan(int layers, int n) {
-  rewrite::Plan p;
-  for (int l = 0; l < layers; ++l) {
-    for (const char* op : {"Q{}/linear", "K{}/linear", "V{}/linear", "A{}", "M{}/linear", "M{}"}) {
-      p.ops[fmt::format(fmt::runtime(op), l)].split["batch"] = n;
-    }
-    p.ops[fmt::format("R{}", l)].split["d0"] = n;
-    p.ops[fmt::format("X{}", l + 1)].split["d0"] = n;
-    p.ops[fmt::format("M{}/gelu", l)].split["d0"] = n;
-  }
-  p.fuse_auto = true;
-  return p;
-}
-
-rewrite::Plan megatron_mlp(int layers) {
-  rewrite::Plan p;
-  for (int l = 0; l < layers; ++l) {
-    p.ops[fmt::format("M{}/linear", l)].split["out"] = 8;
-    p.ops[fmt::format("M{}/gelu", l)].split["d1"] = 8;
-    p.ops[fmt::format("M{}", l)].split["in"] = 8;
-  }
-  p.fuse_auto = true;
-  return p;
 }
 
 void evaluations_per_second(std::uint64_t evals) {
@@ -142,22 +117,31 @@ void deep_transformer(double budget_s, std::uint64_t seed, double best_known_ms,
     return;
   }
   double known = best_known_ms > 0 ? best_known_ms * 1e-3 : 1e30;
-  for (const auto& [name, plan] : std::vector<std::pair<std::string, rewrite::Plan>>{
-           {"rows/8", rows_plan(kLayers, 8)},
-           {"rows/64", rows_plan(kLayers, 64)},
-           {"megatron-mlp/8", megatron_mlp(kLayers)}}) {
+  // The baselines: the standard plans (cost/standard_plans.h) that apply to this graph on this
+  // target — what an engineer writes first, each cutting every operation it can.
+  double best_standard = 1e30;
+  std::string best_standard_name = "none";
+  for (const cost::StandardPlan& s : cost::standard_plans(g, target)) {
+    if (!s.plan) {
+      fmt::print("standard {}: does not apply ({})\n", s.name, s.reason);
+      continue;
+    }
     ev.clear_memo();
     const auto start = std::chrono::steady_clock::now();
-    const cost::CostVector c = ev.evaluate(plan);
+    const cost::CostVector c = ev.evaluate(*s.plan);
     const double cold = seconds_since(start);
     const auto warm_start = std::chrono::steady_clock::now();
-    ev.evaluate(plan);
+    ev.evaluate(*s.plan);
     const double warm = seconds_since(warm_start);
     fmt::print(
-        "hand-written {}: {:.3f} ms, {:.1f} MiB; priced cold in {:.1f} ms, warm in {:.1f} ms\n",
-        name, c.makespan_s * 1e3, static_cast<double>(c.peak_memory_bytes) / (1 << 20), cold * 1e3,
-        warm * 1e3);
+        "standard {} ({}): {:.3f} ms, {:.1f} MiB; priced cold in {:.1f} ms, warm in {:.1f} ms\n",
+        s.name, s.summary, c.makespan_s * 1e3, static_cast<double>(c.peak_memory_bytes) / (1 << 20),
+        cold * 1e3, warm * 1e3);
     known = std::min(known, c.makespan_s);
+    if (c.makespan_s < best_standard) {
+      best_standard = c.makespan_s;
+      best_standard_name = s.name;
+    }
   }
   std::vector<std::pair<double, double>> trajectory;  // (seconds, best time)
   search::OptimizeOptions o{.objectives = {search::Objective::kTime},
@@ -189,6 +173,11 @@ void deep_transformer(double budget_s, std::uint64_t seed, double best_known_ms,
       r.progress.evaluations_per_s,
       r.archive.front().empty() ? 0 : r.archive.front()[0].score[0] * 1e3, known * 1e3,
       reached < 0 ? std::string("(not reached)") : fmt::format("{:.1f} s", reached));
+  if (!r.archive.front().empty() && best_standard < 1e30) {
+    fmt::print("best standard plan {} {:.3f} ms / the search's best {:.3f} ms = {:.2f}\n",
+               best_standard_name, best_standard * 1e3, r.archive.front()[0].score[0] * 1e3,
+               best_standard / r.archive.front()[0].score[0]);
+  }
   if (!genome_out.empty() && !r.archive.front().empty()) {
     std::FILE* f = std::fopen(genome_out.c_str(), "w");
     if (f == nullptr) throw Error("cannot write " + genome_out);

@@ -289,9 +289,8 @@ struct Optimizer::Impl {
         return op && space.representative(*op) != *op;
       });
       normalize(genome);
-      const bool seen_before = std::any_of(seeds.begin(), seeds.end(), [&](const SeedPlan& d) {
-        return d.genome == genome;
-      });
+      const bool seen_before = std::any_of(seeds.begin(), seeds.end(),
+                                           [&](const SeedPlan& d) { return d.genome == genome; });
       if (!seen_before) seeds.push_back({"standard:" + s.name, std::move(genome)});
     }
   }
@@ -300,8 +299,8 @@ struct Optimizer::Impl {
   std::vector<StandardResult> price_standard() {
     std::vector<StandardResult> out;
     for (cost::StandardPlan& s : cost::standard_plans(graph, target)) {
-      StandardResult r{.name = s.name, .summary = s.summary, .plan = std::move(s.plan),
-                       .reason = s.reason};
+      StandardResult r{
+          .name = s.name, .summary = s.summary, .plan = std::move(s.plan), .reason = s.reason};
       if (r.plan) {
         try {
           r.cost = evaluator().evaluate(*r.plan);
@@ -441,10 +440,8 @@ nlohmann::json front_json(const OptimizeResult& result, const std::string& graph
   }
   nlohmann::json standard = nlohmann::json::array();
   for (const StandardResult& s : result.standard) {
-    nlohmann::json entry = {{"name", s.name},
-                            {"summary", s.summary},
-                            {"feasible", s.feasible()},
-                            {"reason", s.reason}};
+    nlohmann::json entry = {
+        {"name", s.name}, {"summary", s.summary}, {"feasible", s.feasible()}, {"reason", s.reason}};
     if (s.plan) entry["plan"] = s.plan->to_json();
     if (s.cost) entry["cost"] = cost::to_json(*s.cost);
     standard.push_back(std::move(entry));

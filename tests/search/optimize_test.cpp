@@ -17,8 +17,8 @@
 namespace tapestry::search {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::h100x8;
+using ::testing::HasSubstr;
 using testing::test_graph;
 
 // --- exactness --------------------------------------------------------------------------------

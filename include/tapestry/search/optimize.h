@@ -104,9 +104,9 @@ struct OptimizeOptions {
 /// A standard plan (cost/standard_plans.h) priced as the search prices its plans: the yardstick
 /// the front is judged against (`optimize` prints the best one beside the front's best).
 struct StandardResult {
-  std::string name;                     // "data-parallel", "megatron", "megatron-rs", "2d"
-  std::string summary;                  // "tensor parallel ×8 (Megatron): 1 pair"
-  std::optional<rewrite::Plan> plan;    // nullopt: it does not apply (reason says why)
+  std::string name;                      // "data-parallel", "megatron", "megatron-rs", "2d"
+  std::string summary;                   // "tensor parallel ×8 (Megatron): 1 pair"
+  std::optional<rewrite::Plan> plan;     // nullopt: it does not apply (reason says why)
   std::optional<cost::CostVector> cost;  // nullopt: it does not apply, or the rewrites refuse it
   std::string reason;  // why it does not apply, why it was refused, or the constraint it breaks
   [[nodiscard]] bool feasible() const { return cost.has_value() && reason.empty(); }
