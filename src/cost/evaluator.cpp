@@ -4,7 +4,10 @@
 // 1. The plan's memo key: its names, substitutions, fusion groups, meshes, whether each entry
 //    places, reduction counts, and every other count as "1", "=v" (equal to a reduction count v)
 //    or "#k" (the k-th distinct other value). The same walk checks what check_plan checks of
-//    counts (1 <= count <= max(extent, 1)) and collects the values of the classes #k.
+//    counts (1 <= count <= max(extent, 1)) and collects the values of the classes #k. Entries
+//    naming an operation the graph lacks (derived entries, rewrite/plan.h) keep their counts
+//    exactly, as reduction counts do — which dims of a derived operation reduce is not known
+//    before the rewrites — and so does every other count equal to one of them.
 // 2. On a miss: check_plan, then the rewrites on the *symbolic* plan — class #k's counts become
 //    kSymbol + k, each place list becomes one marker naming its entry — and, per operation of the
 //    result (topological order), its index, IPFs, work rule and where its counts and place list
@@ -219,7 +222,13 @@ bool Evaluator::Impl::make_key(const rewrite::Plan& plan) {
   class_values.clear();
   for (const auto& [name, op] : plan.ops) {
     auto n = named.find(name);
-    if (n == named.end()) return false;
+    if (n == named.end()) {  // a derived entry: its counts are kept exactly
+      for (const auto& [dim, count] : op.split) {
+        if (count < 1) return false;
+        reduction_values.push_back(count);
+      }
+      continue;
+    }
     for (const auto& [dim, count] : op.split) {
       auto d = std::find(n->second.dims.begin(), n->second.dims.end(), dim);
       if (d == n->second.dims.end()) return false;
@@ -229,11 +238,18 @@ bool Evaluator::Impl::make_key(const rewrite::Plan& plan) {
     }
   }
   for (const auto& [name, op] : plan.ops) {
-    const Named& n = named.find(name)->second;
+    auto found = named.find(name);
     key += name;
-    key += '\x1f';
+    key += found == named.end() ? '\x1a' : '\x1f';
     for (const auto& [dim, count] : op.split) {
       key += dim;
+      if (found == named.end()) {  // a derived entry
+        key += 'r';
+        append_int(key, count);
+        key += '\x1f';
+        continue;
+      }
+      const Named& n = found->second;
       const auto at =
           static_cast<std::size_t>(std::find(n.dims.begin(), n.dims.end(), dim) - n.dims.begin());
       if (n.reduction[at]) {
@@ -276,16 +292,18 @@ bool Evaluator::Impl::make_key(const rewrite::Plan& plan) {
 rewrite::Plan Evaluator::Impl::symbolic(const rewrite::Plan& plan) const {
   rewrite::Plan out = plan;
   for (auto& [name, op] : out.ops) {
+    if (!op.place.empty()) op.place = {std::string(kPlaceMarker) + name};
+    auto found = named.find(name);
+    if (found == named.end()) continue;  // a derived entry: exact counts
+    const Named& n = found->second;
     for (auto& [dim, count] : op.split) {
       auto c = std::find(class_values.begin(), class_values.end(), count);
-      const Named& n = named.find(name)->second;
       const auto at =
           static_cast<std::size_t>(std::find(n.dims.begin(), n.dims.end(), dim) - n.dims.begin());
       if (!n.reduction[at] && count != 1 && c != class_values.end()) {
         count = kSymbol + (c - class_values.begin());
       }
     }
-    if (!op.place.empty()) op.place = {std::string(kPlaceMarker) + name};
   }
   return out;
 }
@@ -299,6 +317,7 @@ std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
   } catch (const Error&) {
     return r;  // not fast: the reference path reports it, or succeeds with real counts
   }
+  if (!state.problems.empty()) return r;  // a derived entry that does not fit: lower says so
   r->graph = std::move(state.graph);
   const ir::Graph& g = r->graph;
   const ir::TopologicalOrder topo = g.topological_order();
@@ -491,7 +510,7 @@ bool Evaluator::Impl::fast_place(const rewrite::Plan& plan) {
   if (!make_key(plan)) return false;
   auto found = memo.find(key);
   if (found == memo.end()) {
-    if (!rewrite::check_plan(plan, graph).empty()) return false;
+    if (!rewrite::check_plan_entries(plan, graph).empty()) return false;
     ++stats.rewrites_run;
     std::unique_ptr<Rewritten> rewritten = rewrite(plan);
     make_room(weight(*rewritten));

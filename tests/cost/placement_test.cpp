@@ -98,7 +98,7 @@ TEST(Placement, MeshFollowsASplitReductionOntoItsBlocks) {
       kLinearRelu, R"({"ops": {"Y/linear": {"split": {"in": 4}, "mesh": {"in": "tp"}}}})", t);
   std::set<std::uint32_t> used;
   for (const PlacedOperation& o : p.operations) {
-    if (o.kernel != "linear" && o.kernel != "matmul") continue;
+    if (o.kernel != "linear" && o.kernel != "linear_nobias") continue;
     for (std::uint32_t a : o.applications) used.insert(p.applications[a].device);
   }
   EXPECT_EQ(used, (std::set<std::uint32_t>{0, 1, 2, 3}));
@@ -188,7 +188,8 @@ TEST(PlacementDialect, AnnotatedGraphsValidateAndSurviveJson) {
   const ir::ValidationReport bare = ir::validate(r.graph, ir::Dialect::placement());
   EXPECT_EQ(ir::count_type(bare.issues, "application-placement"), r.graph.applications().size());
   EXPECT_TRUE(ir::validate(placed, ir::Dialect::application()).issues.empty());
-  // Drop the one transfer (the reduce's partial from gpu:1): exactly that read is reported.
+  // Drop the two transfers of the reduce-scatter (each reduce shard reads the other block's
+  // half of the partials): exactly those reads are reported.
   ir::Graph dropped = placed;
   for (ir::ApplicationId app : dropped.applications()) {
     nlohmann::json tag = dropped.node(app).other_tags()[std::string(ir::kPlacementTagUrl)];
@@ -198,11 +199,14 @@ TEST(PlacementDialect, AnnotatedGraphsValidateAndSurviveJson) {
     }
   }
   const ir::ValidationReport missing = ir::validate(dropped, ir::Dialect::placement());
-  ASSERT_EQ(missing.issues.size(), 1u);
+  ASSERT_EQ(missing.issues.size(), 2u);
   EXPECT_EQ(missing.issues[0].summary, "Cross-device read without a transfer");
   EXPECT_THAT(missing.issues[0].message,
-              ::testing::HasSubstr("reads zr[1:2, 0:4096, 0:1024] of tensor Y/matmul/partial, "
+              ::testing::HasSubstr("reads zr[1:2, 0:2048, 0:1024] of tensor Y/matmul/partial, "
                                    "written on gpu:1"));
+  EXPECT_THAT(missing.issues[1].message,
+              ::testing::HasSubstr("reads zr[0:1, 2048:4096, 0:1024] of tensor Y/matmul/partial, "
+                                   "written on gpu:0"));
   // A device the target lacks.
   const Target small = toy_target(1, 1);
   const std::vector<std::string> problems = check_devices(placed, small);

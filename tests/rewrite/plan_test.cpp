@@ -114,7 +114,8 @@ TEST(Plan, CheckAgainstAGraphReportsEveryProblem) {
   EXPECT_THAT(
       problems,
       ::testing::UnorderedElementsAre(
-          HasSubstr("/ops/Z: no operation named 'Z' (operations: Y/linear, Y)"),
+          HasSubstr("/ops/Z: no operation named 'Z' (operations: Y/linear, Y; the rewrites of "
+                    "this plan derive none)"),
           HasSubstr("/ops/Y~1linear/split/rows: operation 'Y/linear' has no index dimension 'rows' "
                     "(it has: batch, out, in)"),
           HasSubstr(
