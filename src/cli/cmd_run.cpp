@@ -25,7 +25,8 @@
 // --verify compares every output with the unsharded graph on the same inputs (runtime/verify.h):
 // bitwise with the naive run for reference kernels without a reduction split; else each cell
 // within its own bar of the float64 oracle (oracle.h). --verify=exact generates inputs in
-// {-1, 0, 1} and demands the exact value, with any kernels and plan. Exit 1 on FAIL.
+// {-1, 0, 1} and demands the exact value, with any kernels and plan. Exit 1 on FAIL, and on
+// UNCHECKED (cells whose error the oracle cannot bound) unless --allow-unchecked.
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
@@ -98,8 +99,9 @@ int verify_and_write(const ir::Graph& graph, const runtime::BufferMap& inputs,
             .run(inputs);
     if (mode == runtime::VerifyMode::kBound)
       oracle = runtime::evaluate_oracle(graph, inputs, {.kernels = oracle_kernels});
-    const runtime::VerifyReport report =
-        runtime::verify_outputs(graph, results, mode, &naive, oracle ? &*oracle : nullptr);
+    const runtime::VerifyReport report = runtime::verify_outputs(
+        graph, results, mode, &naive, oracle ? &*oracle : nullptr,
+        options.allow_unchecked ? runtime::UncheckedCells::kAllow : runtime::UncheckedCells::kFail);
     fmt::print("{}", report.text());
     pass = report.pass();
   }
@@ -197,6 +199,8 @@ void check_options(RunOptions& options) {
   if (!options.verify.empty() && options.verify != "bound" && options.verify != "exact") {
     throw Error(fmt::format("--verify={}: expected --verify or --verify=exact", options.verify));
   }
+  if (options.allow_unchecked && options.verify.empty())
+    throw Error("--allow-unchecked needs --verify");
   if (!options.memory_limit.empty()) (void)parse_byte_size(options.memory_limit);
   if (options.optimize && (!options.plan.empty() || !options.splits.empty())) {
     throw Error("--optimize chooses the plan: give no --plan or --split with it");
@@ -321,7 +325,10 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
                 "compare every output with the unsharded graph on the same inputs: each cell "
                 "within its own error bar of a float64 oracle (bitwise with --kernels reference "
                 "and no reduction split); --verify=exact: inputs in {-1,0,1}, results exactly "
-                "equal. Exit 1 on FAIL");
+                "equal. Exit 1 on FAIL or UNCHECKED (cells whose error the oracle cannot bound)");
+  cmd->add_flag("--allow-unchecked", options->allow_unchecked,
+                "with --verify: cells whose error the oracle cannot bound PASS with a warning "
+                "instead of UNCHECKED (exit 1). Unsafe: a wrong value in those cells passes");
   cmd->add_option("--kernels", options->kernels,
                   "fast (default: oneDNN/OpenBLAS, vectorised) or reference (plain loops): the "
                   "kernels to run")
@@ -370,7 +377,8 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--warmup", options->warmup,
                   "untimed runs before the timed ones (block executor; for timing)")
       ->check(CLI::Range(0, 1000));
-  cmd->footer(exit_codes_footer("--verify FAILs (outputs, metrics and trace are still written)"));
+  cmd->footer(exit_codes_footer(
+      "--verify FAILs or is UNCHECKED (outputs, metrics and trace are still written)"));
   cmd->callback([&dispatch, options] {
     dispatch.name = "run";
     dispatch.run = [options] { return run_run(*options); };

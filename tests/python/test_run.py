@@ -11,7 +11,7 @@ import pytest
 
 import models
 import tapestry
-from conftest import EXAMPLES, SMALL, random_inputs
+from conftest import EXAMPLES, ROOT, SMALL, random_inputs
 
 MLP_PLAN = {"ops": {"H/linear": {"split": {"out": 2}}, "Y": {"split": {"in": 2}}}}
 
@@ -195,6 +195,38 @@ def test_wrong_outputs_fail_verification(mlp_small):
     assert raised.value.outputs["Y"] is outputs["Y"]
     with pytest.raises(tapestry.InputError, match="'Y' is missing"):
         mlp_small.verify(inputs, {})
+
+
+def test_unchecked_cells_are_not_a_pass():
+    # x / (a - a): ±inf, but the oracle cannot rule out a tiny nonzero denominator, so those
+    # cells have no finite bar: the verdict is UNCHECKED, which raises like a FAIL.
+    g = tapestry.parse("X: f32[2, 3]\nA: f32[2, 3]\nY = div(X, sub(A, A))\noutput Y")
+    rng = np.random.default_rng(0)
+    inputs = {n: rng.uniform(-1, 1, (2, 3)).astype(np.float32) for n in ("X", "A")}
+    with pytest.raises(tapestry.VerificationError, match=r"UNCHECKED Y: 6 of 6 cells") as raised:
+        g.run(inputs, verify=True)
+    assert raised.value.report["verdict"] == "unchecked"
+    assert raised.value.report["unchecked_cells"] == 6
+    outputs = g.run(inputs, verify=True, allow_unchecked=True)
+    assert "WARNING: 6 of 6 cells unchecked" in g.last_run.verify_text
+    assert g.last_run.verify["pass"] is True
+    with pytest.raises(tapestry.VerificationError, match="UNCHECKED"):
+        g.verify(inputs, outputs)
+    report = g.verify(inputs, outputs, allow_unchecked=True)
+    assert report["verdict"] == "pass" and report["allow_unchecked"] is True
+    with pytest.raises(ValueError, match="allow_unchecked=True needs verify"):
+        g.run(inputs, allow_unchecked=True)
+
+
+def test_masked_attention_is_checked_in_every_cell():
+    g = tapestry.load(ROOT / "tests" / "data" / "verify" / "causal_attention.tap")
+    inputs = random_inputs(g)
+    inputs["Mask"] = np.triu(np.full((16, 16), -np.inf, np.float32), 1)
+    outputs = g.run(inputs, plan={"ops": {"P": {"split": {"batch1": 2}}}}, verify=True)
+    assert g.last_run.verify["unchecked_cells"] == 0
+    outputs["Y"][0, 0] += 100  # the first token attends to itself only
+    with pytest.raises(tapestry.VerificationError, match=r"FAIL   Y: 1 of 2048 cells"):
+        g.verify(inputs, outputs)
 
 
 # ---- NumPy cross-checks ------------------------------------------------------------------------
