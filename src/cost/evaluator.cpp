@@ -103,6 +103,10 @@ struct CutOperation {
   WorkRule rule;
   std::string place_from;  // the entry of the plan whose place list it has; empty: none
   std::map<std::string, std::string> mesh;
+  /// The operation whose shards it follows (a combine, rewrite::OpPlan::colocate), and that
+  /// operation's index dims; nullopt: none, or one that is not in the graph.
+  std::optional<rewrite::OpPlan::Colocation> colocate;
+  std::vector<std::string> colocate_index_names;
   std::int64_t first_application = 0;  // node index of its first Application (per evaluation)
 };
 
@@ -344,6 +348,8 @@ std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
                      .rule = work_rule(g, *op),
                      .place_from = {},
                      .mesh = {},
+                     .colocate = {},
+                     .colocate_index_names = {},
                      .first_application = 0};
     for (const std::string& dim : cut.index_names) {
       cut.counts.push_back(state.plan.split_of(cut.name, dim));
@@ -359,6 +365,13 @@ std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
         cut.place_from = place[0].substr(kPlaceMarker.size());
       }
       cut.mesh = entry->second.mesh;
+      if (const auto& colocate = entry->second.colocate) {
+        for (const CutOperation& with : r->ops) {
+          if (with.name != colocate->with) continue;
+          cut.colocate = colocate;
+          cut.colocate_index_names = with.index_names;
+        }
+      }
     }
     position[op->index()] = static_cast<std::uint32_t>(r->ops.size());
     r->ops.push_back(std::move(cut));
@@ -402,7 +415,7 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
   }
 
   detail::PlacementBuilder& builder = *r.builder;
-  builder.start(placement);
+  builder.start(placement, detail::replicated_outputs(plan, r.graph, target));
   for (std::size_t i = 0; i < r.ops.size(); ++i) {
     const CutOperation& op = r.ops[i];
     const std::size_t rank = op.index.rank();
@@ -431,8 +444,10 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
     }
     std::span<const std::string> place;
     if (!op.place_from.empty()) place = plan.ops.find(op.place_from)->second.place;
-    detail::assign_devices(builder.operation(), op.index_names, grid, place, &op.mesh, target,
-                           devices);
+    std::optional<detail::Colocated> colocated;
+    if (op.colocate) colocated = builder.colocated(*op.colocate, op.colocate_index_names);
+    detail::assign_devices(builder.operation(), op.index_names, grid, place, &op.mesh,
+                           colocated ? &*colocated : nullptr, target, devices);
     start_box_memo(op, parts);
     const bool pinned = !op.place_from.empty() || !op.mesh.empty();
     for (std::size_t s = 0; s < grid.shards; ++s) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tapestry/metakernel/apply.h"
 #include "tapestry/rewrite/dim_aliases.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/support/assert.h"
@@ -48,9 +49,11 @@ class PlanReader {
         read_ops(value, plan);
       } else if (key == "fuse") {
         read_fuse(value, plan);
+      } else if (key == "outputs") {
+        read_outputs(value, plan);
       } else {
         fail("/" + zspace::json_pointer_token(key),
-             "unknown member (expected \"ops\" or \"fuse\")");
+             "unknown member (expected \"ops\", \"fuse\" or \"outputs\")");
       }
     }
     return plan;
@@ -141,6 +144,28 @@ class PlanReader {
     }
   }
 
+  // "outputs": {"Y": {"replicate": "all" | "<mesh axis>"}}
+  void read_outputs(const json& outputs, Plan& plan) const {
+    expect_object(outputs, "/outputs");
+    for (const auto& [name, body] : outputs.items()) {
+      const std::string path = "/outputs/" + zspace::json_pointer_token(name);
+      expect_object(body, path);
+      OutputPlan out;
+      for (const auto& [key, value] : body.items()) {
+        if (key != "replicate") {
+          fail(path + "/" + zspace::json_pointer_token(key),
+               "unknown member (expected \"replicate\")");
+        }
+        out.replicate = read_string(value, path + "/replicate");
+        if (out.replicate.empty()) {
+          fail(path + "/replicate", "expected \"all\" or a mesh axis name, got \"\"");
+        }
+      }
+      if (out.replicate.empty()) fail(path, "expected {\"replicate\": \"all\" | AXIS}");
+      plan.outputs.emplace(name, std::move(out));
+    }
+  }
+
   void read_fuse(const json& fuse, Plan& plan) const {
     if (fuse.is_string()) {
       if (fuse.get<std::string>() != "auto") fail("/fuse", "expected \"auto\" or a list of groups");
@@ -188,6 +213,13 @@ json Plan::to_json() const {
     out["fuse"] = "auto";
   } else if (!fuse.empty()) {
     out["fuse"] = fuse;
+  }
+  if (!outputs.empty()) {
+    json outputs_json = json::object();
+    for (const auto& [name, output] : outputs) {
+      outputs_json[name] = {{"replicate", output.replicate}};
+    }
+    out["outputs"] = std::move(outputs_json);
   }
   return out;
 }
@@ -239,6 +271,18 @@ std::string operation_name(const ir::Graph& graph, ir::OperationId op) {
   return label.empty() ? std::string(graph.key(op)) : label;
 }
 
+std::optional<ir::TensorId> find_output(const ir::Graph& graph, std::string_view name) {
+  for (ir::TensorId t : metakernel::graph_outputs(graph)) {
+    if (output_name(graph, t) == name) return t;
+  }
+  return std::nullopt;
+}
+
+std::string output_name(const ir::Graph& graph, ir::TensorId tensor) {
+  const std::string& label = graph.tensor(tensor).label();
+  return label.empty() ? std::string(graph.key(tensor)) : label;
+}
+
 bool is_empty(const OpPlan& op) {
   return op.split.empty() && op.substitute.empty() && !is_placed(op);
 }
@@ -254,6 +298,9 @@ Plan without_placement(Plan plan) {
     op.colocate.reset();
   }
   std::erase_if(plan.ops, [](const auto& entry) { return is_empty(entry.second); });
+  std::erase_if(plan.outputs, [](const auto& entry) {
+    return entry.second.replicate != kReplicateAll;  // a mesh axis of the target it was made for
+  });
   return plan;
 }
 
@@ -406,6 +453,20 @@ std::vector<std::string> check_entries(const Plan& plan, const ir::Graph& graph,
     }
     if (fits && fitting != nullptr) fitting->fuse.push_back(plan.fuse[g]);
   }
+  if (!plan.outputs.empty()) {
+    std::vector<std::string> outputs;
+    for (ir::TensorId t : metakernel::graph_outputs(graph)) outputs.push_back(output_name(graph, t));
+    for (const auto& [name, output] : plan.outputs) {
+      if (find_output(graph, name)) {
+        if (fitting != nullptr) fitting->outputs.emplace(name, output);
+        continue;
+      }
+      problems.push_back(fmt::format("/outputs/{}: no graph output named '{}' (outputs: {})",
+                                     zspace::json_pointer_token(name), name,
+                                     outputs.empty() ? std::string("none")
+                                                     : fmt::format("{}", fmt::join(outputs, ", "))));
+    }
+  }
   return problems;
 }
 
@@ -439,6 +500,7 @@ Plan resolve_plan_names(const Plan& plan, const ir::Graph& graph) {
   };
   Plan out;
   out.fuse_auto = plan.fuse_auto;
+  out.outputs = plan.outputs;
   for (const auto& [name, op_plan] : plan.ops) {
     const auto op = find_operation(graph, name);
     out.ops.emplace(canonical(name), op ? resolve_entry(op_plan, graph, *op) : op_plan);

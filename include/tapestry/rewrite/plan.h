@@ -15,8 +15,10 @@
 //                    "place": ["cpu:0", "cpu:1"]}  // shards → devices, cycled in grid order
 //       "W":        {"split": {"batch": 2, "out": 4}, "mesh": {"batch": "dp", "out": "tp"}}
 //     },
-//     "fuse": [["H/linear", "H"]]                     // producer first; or "fuse": "auto"
-//   }
+//     "fuse": [["H/linear", "H"]],                    // producer first; or "fuse": "auto"
+//     "outputs": {"Y": {"replicate": "all"}}          // graph output Y whole on every device
+//   }                                                 // that writes part of it (or "tp": on
+//                                                     // each group along mesh axis tp)
 //
 // Uneven splits are allowed (10 into 4 gives 3, 3, 2, 2); a split larger than the dimension's
 // extent, an unknown operation or dimension, or a non-positive count is an error naming the
@@ -95,12 +97,28 @@ struct OpPlan {
 /// True when the entry says where its shards run (`place`, `mesh` or `colocate`).
 [[nodiscard]] bool is_placed(const OpPlan& op);
 
+/// Where a graph output ends up (`"outputs": {"Y": {"replicate": "all"}}`). Placement derives the
+/// transfers (cost/placement.h): an all-gather per group of devices.
+struct OutputPlan {
+  /// "all": every device that writes part of the output gets all of it. A mesh axis name ("tp"):
+  /// each such device gets what the devices differing from it only along that axis write —
+  /// DTensor's Replicate on that mesh dim. Empty: the output stays where it is written.
+  std::string replicate;
+
+  friend bool operator==(const OutputPlan&, const OutputPlan&) = default;
+};
+
+/// OutputPlan::replicate's value for every writer of an output.
+inline constexpr std::string_view kReplicateAll = "all";
+
 struct Plan {
   std::map<std::string, OpPlan> ops;
   /// Explicit fusion groups, each a chain of operation names, producer first.
   std::vector<std::vector<std::string>> fuse;
   /// `"fuse": "auto"`: fuse every chain that fuse-elementwise accepts.
   bool fuse_auto = false;
+  /// Graph outputs by tensor name (the label `output Y` names), where they end up.
+  std::map<std::string, OutputPlan> outputs;
 
   /// The split count of `dim` for `op` (1 when the plan does not split it).
   [[nodiscard]] std::int64_t split_of(std::string_view op, std::string_view dim) const;
@@ -109,7 +127,8 @@ struct Plan {
   friend bool operator==(const Plan&, const Plan&) = default;
 };
 
-/// `plan` with every operation's `place` and `mesh` removed (entries left empty are dropped): its
+/// `plan` with every operation's `place` and `mesh` removed (entries left empty are dropped), and
+/// every output replicated along a mesh axis (`"replicate": "all"` names no axis and stays): its
 /// shards then go where the default placement puts them on whichever target prices or runs it —
 /// `--ignore-placement`, for a plan written for one target (`"place": ["gpu:2"]` on h100x8) run
 /// on another (`launch -n 2`). Splits, substitutions and fusion are kept, so the shards are the
@@ -127,13 +146,19 @@ void add_split_shorthand(Plan& plan, std::string_view shorthand);
 std::optional<ir::OperationId> find_operation(const ir::Graph& graph, std::string_view name);
 /// The name plans use for an operation: its label, else its key.
 std::string operation_name(const ir::Graph& graph, ir::OperationId op);
+/// The graph output a plan's `outputs` entry names (by label, else key); nullopt when none.
+std::optional<ir::TensorId> find_output(const ir::Graph& graph, std::string_view name);
+/// The name plans use for a tensor: its label, else its key.
+std::string output_name(const ir::Graph& graph, ir::TensorId tensor);
 
 /// Checks a plan against a graph: every operation exists and is named by one entry only (by
 /// label, or by key when its label is its own), every dimension exists on it, every count is in
 /// [1, extent], every substitution is known and rewrites that operation's kernel, fusion groups
-/// name existing operations. An entry (or a fusion group member) naming an operation the graph
-/// lacks is checked against the operations the plan's rewrites derive, as above — the rewrites
-/// (lower.h, steps 2–4) then run once. Returns one message per problem, each with its JSON path
+/// name existing operations, every entry of `outputs` names a graph output ("/outputs/Q: no
+/// graph output named 'Q' (outputs: Y)"; its mesh axis is checked when the plan is placed,
+/// cost/placement.h). An entry (or a fusion group member) naming an operation the graph lacks is
+/// checked against the operations the plan's rewrites derive, as above — the rewrites (lower.h,
+/// steps 2–4) then run once. Returns one message per problem, each with its JSON path
 /// (empty: the plan fits the graph). What only the rewrites can tell — a reduction split they
 /// cannot do — `lower` reports before it makes any Application.
 std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph);
