@@ -14,7 +14,9 @@
 //    come from.
 // 3. Per evaluation: the counts of every operation (symbols resolved), the cuts checked as
 //    shard-grid checks them, then every grid cell's boxes handed to the PlacementBuilder with the
-//    Application id lower would have given it, then simulate().
+//    Application id lower would have given it (an operation the rewrites colocate — a combine —
+//    takes the devices of the operation it follows, as place() gives them; the plan's replicated
+//    outputs, which no rewrite reads, go to the builder as they are), then simulate().
 // Whatever the fast path cannot decide goes to the reference path (lower → place → simulate).
 #include "tapestry/cost/evaluator.h"
 
