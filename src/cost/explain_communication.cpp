@@ -32,7 +32,7 @@ std::vector<Communication> point_to_point(const ir::Graph& graph, const Placemen
     if (tr.collective != kNoCollective) continue;
     const std::string producer = tr.producer == kHost ? "host" : op_of(tr.producer).name;
     // A transfer no application reads delivers a replicated output (Transfer::replicates_output).
-    const std::string consumer = tr.to == kHost             ? "host"
+    const std::string consumer = tr.to == kHost         ? "host"
                                  : tr.consumers.empty() ? "output"
                                                         : op_of(tr.consumers.front()).name;
     auto [it, added] =

@@ -456,7 +456,8 @@ void PlacementBuilder::replicate_outputs() {
   const auto group_of = [&](std::uint32_t device, const std::optional<std::size_t>& axis) {
     if (!axis) return std::size_t{0};
     std::size_t stride = 1;  // of the axis in the row-major device index
-    for (std::size_t a = axes.size(); a-- > *axis + 1;) stride *= static_cast<std::size_t>(axes[a].size);
+    for (std::size_t a = axes.size(); a-- > *axis + 1;)
+      stride *= static_cast<std::size_t>(axes[a].size);
     const std::size_t along = (device / stride) % static_cast<std::size_t>(axes[*axis].size);
     return device - along * stride;
   };

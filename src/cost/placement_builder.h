@@ -62,7 +62,7 @@ struct ShardGrid {
 /// The operation a colocated one runs with (rewrite::OpPlan::colocate), already placed.
 struct Colocated {
   const rewrite::OpPlan::Colocation* colocation = nullptr;
-  const PlacedOperation* with = nullptr;         // its grid and applications, in grid order
+  const PlacedOperation* with = nullptr;  // its grid and applications, in grid order
   std::span<const std::string> with_index_names;
   std::span<const PlacedApplication> applications;  // what with->applications index
 };

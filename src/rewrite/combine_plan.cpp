@@ -102,9 +102,8 @@ OpPlan default_combine_plan(const RewriteState& state, const CombineSite& site,
     if (!pd) continue;
     const std::string& p_dim = site.old->index_names[*pd];
     from_p[c.index_names[d]] = p_dim;
-    const std::int64_t count = site.partial_plan->split.count(p_dim) != 0
-                                   ? site.partial_plan->split.at(p_dim)
-                                   : 1;
+    const std::int64_t count =
+        site.partial_plan->split.count(p_dim) != 0 ? site.partial_plan->split.at(p_dim) : 1;
     if (count != 1) plan.split[c.index_names[d]] = count;
   }
   // 2. Where R goes: the consumers of the last follower's output (R's when none follows).

@@ -9,8 +9,8 @@
 //   none (R is a graph output)           R's dims cut p ways more, shard j on    reduce-scatter
 //                                        block j's device
 //   some consumer is cut                 the same, along a dim of R a consumer   reduce-scatter
-//                                        cuts when it can                        (+ the consumers'
-//                                                                                all-gather: all-reduce)
+//                                        cuts when it can                        (+ the readers'
+//                                                                                all-gather)
 //   every consumer unsplit               no further cut; unsplit C on the        reduce
 //                                        consumer's device (its `place`)
 //
@@ -43,14 +43,14 @@ namespace tapestry::rewrite::detail {
 
 /// One combine of an even split, as its default plan needs it.
 struct CombineSite {
-  const OpSpec* old = nullptr;             // the operation before the split
-  std::string partial_op;                  // P's name (old's label)
-  std::string block;                       // P's block dim
-  std::int64_t blocks = 1;                 // p
-  const OpPlan* partial_plan = nullptr;    // P's plan, block included
+  const OpSpec* old = nullptr;                              // the operation before the split
+  std::string partial_op;                                   // P's name (old's label)
+  std::string block;                                        // P's block dim
+  std::int64_t blocks = 1;                                  // p
+  const OpPlan* partial_plan = nullptr;                     // P's plan, block included
   const zspace::IndexProjection* old_result_ipf = nullptr;  // how old wrote R
-  ir::OperationId combine;                 // C, already in the graph
-  ir::TensorId result;                     // R
+  ir::OperationId combine;                                  // C, already in the graph
+  ir::TensorId result;                                      // R
 };
 
 /// The operations following C (above): each the only reader of the previous one's output (R

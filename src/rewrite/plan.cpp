@@ -360,8 +360,9 @@ std::vector<std::string> check_entry(const OpPlan& op_plan, std::string_view nam
     }
     const std::int64_t extent = index ? index->extent(*d) : 0;
     if (count > std::max<std::int64_t>(extent, 1)) {
-      problems.push_back(fmt::format("{}/split/{}: cannot cut dimension '{}' of extent {} into {} shards",
-                                     path, zspace::json_pointer_token(dim), dim, extent, count));
+      problems.push_back(
+          fmt::format("{}/split/{}: cannot cut dimension '{}' of extent {} into {} shards", path,
+                      zspace::json_pointer_token(dim), dim, extent, count));
     }
   }
   for (const auto& [dim, axis] : op_plan.mesh) {
@@ -380,8 +381,9 @@ std::vector<std::string> check_entry(const OpPlan& op_plan, std::string_view nam
       problems.push_back(fmt::format("{}/substitute/{}: unknown substitution '{}' (known: {})",
                                      path, i, s, fmt::join(names, ", ")));
     } else if (view.kernel() != known_substitution->kernel) {
-      problems.push_back(fmt::format("{}/substitute/{}: {} rewrites a {}, but operation '{}' is a {}",
-                                     path, i, s, known_substitution->kernel, name, view.kernel()));
+      problems.push_back(
+          fmt::format("{}/substitute/{}: {} rewrites a {}, but operation '{}' is a {}", path, i, s,
+                      known_substitution->kernel, name, view.kernel()));
     }
   }
   return problems;
@@ -455,16 +457,17 @@ std::vector<std::string> check_entries(const Plan& plan, const ir::Graph& graph,
   }
   if (!plan.outputs.empty()) {
     std::vector<std::string> outputs;
-    for (ir::TensorId t : metakernel::graph_outputs(graph)) outputs.push_back(output_name(graph, t));
+    for (ir::TensorId t : metakernel::graph_outputs(graph))
+      outputs.push_back(output_name(graph, t));
     for (const auto& [name, output] : plan.outputs) {
       if (find_output(graph, name)) {
         if (fitting != nullptr) fitting->outputs.emplace(name, output);
         continue;
       }
-      problems.push_back(fmt::format("/outputs/{}: no graph output named '{}' (outputs: {})",
-                                     zspace::json_pointer_token(name), name,
-                                     outputs.empty() ? std::string("none")
-                                                     : fmt::format("{}", fmt::join(outputs, ", "))));
+      problems.push_back(fmt::format(
+          "/outputs/{}: no graph output named '{}' (outputs: {})", zspace::json_pointer_token(name),
+          name,
+          outputs.empty() ? std::string("none") : fmt::format("{}", fmt::join(outputs, ", "))));
     }
   }
   return problems;

@@ -544,10 +544,11 @@ constexpr std::string_view kTransformerMlp =
 // over the 8 GPUs holding the partials — a ring reduce-scatter of the 64 MiB partial.
 TEST(RecogniseInPlacement, TheMegatronCombineIsAReduceScatterByDefault) {
   const Target t = *preset_target("h100x8");
-  const Placement p = place_tap(kTransformerMlp,
-                                R"({"ops": {"H/linear": {"split": {"out": 8}}, "H": {"split": {"d1": 8}},
+  const Placement p =
+      place_tap(kTransformerMlp,
+                R"({"ops": {"H/linear": {"split": {"out": 8}}, "H": {"split": {"d1": 8}},
           "Y": {"split": {"in": 8}}}, "fuse": "auto"})",
-                                t);
+                t);
   ASSERT_EQ(p.collectives.size(), 1u);
   const Collective& c = p.collectives[0];
   EXPECT_EQ(c.kind, CollectiveKind::kReduceScatter);
@@ -562,10 +563,11 @@ TEST(RecogniseInPlacement, TheMegatronReduceOntoOneDevice) {
   // The split-reduction's combine named unsplit (on gpu:0): the other 7 partials are a reduce
   // (chain).
   const Target t = *preset_target("h100x8");
-  const Placement p = place_tap(kTransformerMlp,
-                                R"({"ops": {"H/linear": {"split": {"out": 8}}, "H": {"split": {"d1": 8}},
+  const Placement p =
+      place_tap(kTransformerMlp,
+                R"({"ops": {"H/linear": {"split": {"out": 8}}, "H": {"split": {"d1": 8}},
           "Y": {"split": {"in": 8}}, "Y/matmul/reduce": {}}, "fuse": "auto"})",
-                                t);
+                t);
   ASSERT_EQ(p.collectives.size(), 1u);
   const Collective& c = p.collectives[0];
   EXPECT_EQ(c.kind, CollectiveKind::kReduce);

@@ -179,7 +179,8 @@ TEST(Evaluator, MatchesTheReferenceOnCombinesAndReplicatedOutputs) {
   const std::vector<std::string> plans = {
       R"({"ops": {"Y": {"split": {"in": 4}}}})",
       R"({"ops": {"Y": {"split": {"in": 4, "batch": 2}}}, "fuse": "auto"})",
-      R"({"ops": {"Y": {"split": {"in": 4, "batch": 3}}}, "fuse": "auto"})",  // same key, other count
+      R"({"ops": {"Y": {"split": {"in": 4, "batch": 3}}}, "fuse": "auto"})",  // same key, other
+                                                                              // count
       R"({"ops": {"Y": {"split": {"in": 4}, "place": ["gpu:7", "gpu:5", "gpu:3", "gpu:1"]}}})",
       R"({"ops": {"Y": {"split": {"in": 4}, "place": ["gpu:2", "gpu:0", "gpu:6", "gpu:4"]}}})",
       R"({"ops": {"Y": {"split": {"in": 4}}, "Y/matmul/reduce": {"split": {"d1": 2}}}})",

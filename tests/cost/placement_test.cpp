@@ -114,10 +114,11 @@ TEST(Placement, BadPlacementsAreErrorsNamingThePlanPath) {
     }
     return "no error";
   };
-  EXPECT_EQ(error_of(R"({"ops": {"Y": {"split": {"d0": 2}, "place": ["gpu:0", "gpu:9"]}}})",
-                     toy_target(1, 8)),
-            "/ops/Y/place/1: operation 'Y': target 'toy' has no device 'gpu:9' (it has gpu:0 … gpu:7); "
-            "--ignore-placement places the plan's shards on this target by the default rule");
+  EXPECT_EQ(
+      error_of(R"({"ops": {"Y": {"split": {"d0": 2}, "place": ["gpu:0", "gpu:9"]}}})",
+               toy_target(1, 8)),
+      "/ops/Y/place/1: operation 'Y': target 'toy' has no device 'gpu:9' (it has gpu:0 … gpu:7); "
+      "--ignore-placement places the plan's shards on this target by the default rule");
   EXPECT_EQ(
       error_of(R"({"ops": {"Y": {"split": {"d0": 2}, "mesh": {"d0": "dp"}}}})", toy_target(1, 2)),
       "/ops/Y/mesh/d0: operation 'Y': target 'toy' has no mesh axis 'dp' (its mesh: d); "
@@ -180,7 +181,8 @@ TEST(Placement, TheDefaultCombineRunsWhereItsBlocksAre) {
 // gpu:0 … gpu:3).
 TEST(Placement, TheDefaultCombineFollowsAPlaceList) {
   const Placement p = place_tap(
-      kMlp, R"({"ops": {"Y": {"split": {"in": 4}, "place": ["gpu:7", "gpu:5", "gpu:3", "gpu:1"]}}})",
+      kMlp,
+      R"({"ops": {"Y": {"split": {"in": 4}, "place": ["gpu:7", "gpu:5", "gpu:3", "gpu:1"]}}})",
       toy_target(1, 8));
   EXPECT_EQ(devices_of(p, "Y/matmul"), (std::vector<std::uint32_t>{7, 5, 3, 1}));
   EXPECT_EQ(devices_of(p, "Y/matmul/reduce"), (std::vector<std::uint32_t>{7, 5, 3, 1}));
@@ -210,7 +212,8 @@ TEST(Placement, OnAMeshEveryCombineStaysInsideItsNode) {
       "H/linear": {"split": {"batch": 2, "out": 4}, "mesh": {"batch": "dp", "out": "tp"}},
       "H": {"split": {"d0": 2, "d1": 4}, "mesh": {"d0": "dp", "d1": "tp"}},
       "Y": {"split": {"batch": 2, "in": 4}, "mesh": {"batch": "dp", "in": "tp"}}},
-      "fuse": "auto"})", t);
+      "fuse": "auto"})",
+                                t);
   ASSERT_FALSE(p.transfers.empty());
   for (const Transfer& tr : p.transfers) {
     EXPECT_EQ(t.devices[tr.from].node, t.devices[tr.to].node)
@@ -272,13 +275,13 @@ TEST(Placement, ReplicateAlongAMeshAxisStaysInsideEachGroup) {
   std::map<std::uint32_t, std::int64_t> expected;
   for (std::uint32_t d = 0; d < 8; ++d) expected[d] = half;
   EXPECT_EQ(output_cells(p, r.graph, "Y"), expected);
-  EXPECT_EQ(kinds_of(p), (std::vector<CollectiveKind>{CollectiveKind::kAllGather,
-                                                      CollectiveKind::kAllGather}));
+  EXPECT_EQ(kinds_of(p),
+            (std::vector<CollectiveKind>{CollectiveKind::kAllGather, CollectiveKind::kAllGather}));
   for (const Transfer& tr : p.transfers) EXPECT_EQ(tr.from / 4, tr.to / 4);
   // Along dp: pairs across the nodes.
-  const Placement q = place_tap(
-      kLinearRelu, fmt::format(R"({{{}, "outputs": {{"Y": {{"replicate": "dp"}}}}}})", kOnTheMesh),
-      t);
+  const Placement q =
+      place_tap(kLinearRelu,
+                fmt::format(R"({{{}, "outputs": {{"Y": {{"replicate": "dp"}}}}}})", kOnTheMesh), t);
   EXPECT_EQ(q.transfers.size(), 8u);
   for (const Transfer& tr : q.transfers) EXPECT_EQ(tr.from % 4, tr.to % 4);
 }
@@ -289,9 +292,10 @@ TEST(Placement, AReplicatedOutputIsHeldToTheEnd) {
   constexpr std::string_view kRelu = "A: f32[1024, 1024]\nY = relu(A)\noutput Y\n";
   const CostVector split =
       simulate(place_tap(kRelu, R"({"ops": {"Y": {"split": {"d0": 2}}}})", t), t);
-  const CostVector replicated = simulate(
-      place_tap(kRelu, R"({"ops": {"Y": {"split": {"d0": 2}}},
-                           "outputs": {"Y": {"replicate": "all"}}})", t), t);
+  const CostVector replicated = simulate(place_tap(kRelu, R"({"ops": {"Y": {"split": {"d0": 2}}},
+                           "outputs": {"Y": {"replicate": "all"}}})",
+                                                   t),
+                                         t);
   // Each device ends with its own half and the other's.
   for (std::size_t d = 0; d < 2; ++d) {
     EXPECT_EQ(replicated.per_device[d].peak_memory_bytes - split.per_device[d].peak_memory_bytes,

@@ -95,8 +95,8 @@ TEST(CombineNames, NamingTheDecompositionsProductOverridesWhatItTakesFromTheLine
   const LowerResult r = lower_and_verify(
       g, R"({"ops": {"Y": {"split": {"in": 2}}, "Y/matmul": {"split": {"in": 4, "batch": 2}}}})");
   EXPECT_EQ(shards_of(r, "Y/matmul"), 8u);  // block 4 × batch 2
-  EXPECT_EQ(r.plan.ops.at("Y/matmul").split, (std::map<std::string, std::int64_t>{
-                                                 {"block", 4}, {"batch", 2}}));
+  EXPECT_EQ(r.plan.ops.at("Y/matmul").split,
+            (std::map<std::string, std::int64_t>{{"block", 4}, {"batch", 2}}));
 }
 
 // The user's entry for the combine carries over when the combine fuses with the bias_add.
@@ -151,8 +151,8 @@ TEST(CombineNames, ANameNoRewriteCreatesIsALocatedError) {
     const Plan plan = parse_plan(c.plan);
     EXPECT_THAT(check_plan(plan, g), ElementsAre(HasSubstr(c.expected))) << c.plan;
     EXPECT_THAT([&] { (void)lower(g, plan); },
-                ThrowsMessage<Error>(HasSubstr("the plan does not fit the graph:\n  " +
-                                               std::string(c.expected))))
+                ThrowsMessage<Error>(
+                    HasSubstr("the plan does not fit the graph:\n  " + std::string(c.expected))))
         << c.plan;
   }
 }
@@ -216,8 +216,8 @@ TEST(CombineDefault, AnUnsplitConsumerGetsAReduceOnItsDevice) {
   const LowerResult r = lower_and_verify(g, R"({"ops": {"C": {"split": {"k": 2}}}})");
   EXPECT_FALSE(r.plan.ops.contains("C/reduce"));  // unsplit, on device 0 where D runs
   EXPECT_EQ(shards_of(r, "C/reduce"), 1u);
-  const LowerResult placed = lower_and_verify(
-      g, R"({"ops": {"C": {"split": {"k": 2}}, "D": {"place": ["gpu:3"]}}})");
+  const LowerResult placed =
+      lower_and_verify(g, R"({"ops": {"C": {"split": {"k": 2}}, "D": {"place": ["gpu:3"]}}})");
   EXPECT_EQ(placed.plan.ops.at("C/reduce"), (OpPlan{.place = {"gpu:3"}}));
 }
 
@@ -278,11 +278,10 @@ TEST(CombineDefault, DataTimesTensorParallelOnAMesh) {
       "H": {"split": {"d0": 2, "d1": 2}, "mesh": {"d0": "dp", "d1": "tp"}},
       "Y": {"split": {"batch": 2, "in": 2}, "mesh": {"batch": "dp", "in": "tp"}}},
       "fuse": "auto"})");
-  EXPECT_EQ(r.plan.ops.at("Y/matmul"),
-            (OpPlan{.split = {{"block", 2}, {"batch", 2}},
-                    .mesh = {{"block", "tp"}, {"batch", "dp"}}}));
-  EXPECT_EQ(r.plan.ops.at("Y"), (OpPlan{.split = {{"d0", 2}, {"d1", 2}},
-                                        .mesh = {{"d0", "dp"}, {"d1", "tp"}}}));
+  EXPECT_EQ(r.plan.ops.at("Y/matmul"), (OpPlan{.split = {{"block", 2}, {"batch", 2}},
+                                               .mesh = {{"block", "tp"}, {"batch", "dp"}}}));
+  EXPECT_EQ(r.plan.ops.at("Y"),
+            (OpPlan{.split = {{"d0", 2}, {"d1", 2}}, .mesh = {{"d0", "dp"}, {"d1", "tp"}}}));
 }
 
 // ---- decompose-linear keeps mesh and place, and makes no transpose -----------------------------
@@ -312,8 +311,9 @@ TEST(DecomposeLinear, MeshEntriesFollowTheTensors) {
 }
 
 TEST(DecomposeLinear, AVectorXNeedsNoReshape) {
-  const ir::Graph g = testing::build("X: f32[6]\nW: f32[3, 6]\nb: f32[3]\nY = linear(X, W, b)\n"
-                                     "output Y\n");
+  const ir::Graph g = testing::build(
+      "X: f32[6]\nW: f32[3, 6]\nb: f32[3]\nY = linear(X, W, b)\n"
+      "output Y\n");
   const LowerResult r = lower_and_verify(g, R"({"ops": {"Y": {"split": {"in": 2}}}})");
   EXPECT_EQ(testing::count_kernel(r.graph, "reshape"), 0u);
   EXPECT_EQ(r.graph.operation(*find_operation(r.graph, "Y/matmul")).index_names(),

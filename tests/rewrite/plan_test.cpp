@@ -57,8 +57,8 @@ TEST(Plan, OutputsParseAndRoundTrip) {
 // "all" names no mesh axis and runs on any target; a mesh axis belongs to the target the plan
 // was written for.
 TEST(Plan, WithoutPlacementKeepsReplicateAllAndDropsAMeshAxis) {
-  const Plan plan = parse_plan(
-      R"({"outputs": {"Y": {"replicate": "all"}, "Z": {"replicate": "tp"}}})");
+  const Plan plan =
+      parse_plan(R"({"outputs": {"Y": {"replicate": "all"}, "Z": {"replicate": "tp"}}})");
   EXPECT_EQ(without_placement(plan), parse_plan(R"({"outputs": {"Y": {"replicate": "all"}}})"));
 }
 
