@@ -21,7 +21,7 @@ from ._core import Tensor
 
 __all__ = [
     "call",
-    "linear", "matmul", "bias_add",
+    "linear", "linear_nobias", "matmul", "bias_add",
     "relu", "gelu", "exp", "neg", "tanh", "sigmoid", "sqrt",
     "add", "sub", "mul", "div", "maximum",
     "sum", "max", "mean", "variance", "reduce", "softmax",
@@ -45,6 +45,11 @@ def _given(**params: object) -> dict[str, object]:
 def linear(x: Tensor, w: Tensor, bias: Tensor) -> Tensor:
     """Fully connected layer: ``x·wᵀ + bias`` (PyTorch layout: ``w`` is ``[out, in]``)."""
     return call("linear", x, w, bias)
+
+
+def linear_nobias(x: Tensor, w: Tensor) -> Tensor:
+    """Fully connected layer without a bias: ``x·wᵀ`` (PyTorch's ``F.linear(x, w)``)."""
+    return call("linear_nobias", x, w)
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:

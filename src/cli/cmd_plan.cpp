@@ -1,5 +1,5 @@
-// `tapestry plan GRAPH [--json] [--standard NAME --target T]`: what a plan for GRAPH can name,
-// and the standard plans.
+// `tapestry plan GRAPH [--json] [--plan P] [--split OP.DIM=N] [--standard NAME --target T]`:
+// what a plan for GRAPH can name, and the standard plans.
 //
 //   tapestry plan examples/mlp.tap            every operation: kernel, index dims, extents,
 //                                             reductions with their monoid, dim aliases
@@ -9,6 +9,8 @@
 //                                             exit 1 with the reason when it does not apply
 //   tapestry plan examples/mlp.tap --standard all --target h100x8
 //                                             every standard plan's summary, or why not
+//   tapestry plan examples/mlp.tap --plan P   also the operations P's rewrites derive (names a
+//                                             plan may use too), each with its origin and plan
 //
 // The graph is loaded and checked as `run` and `shard` load it (a .tap program or loom JSON).
 #include <fmt/core.h>
@@ -18,6 +20,7 @@
 #include "common_options.h"
 #include "graph_input.h"
 #include "tapestry/cost/standard_plans.h"
+#include "tapestry/rewrite/lower.h"
 #include "tapestry/rewrite/plan_skeleton.h"
 #include "tapestry/support/error.h"
 
@@ -31,6 +34,8 @@ struct PlanOptions {
   bool json = false;
   std::string standard;  // --standard NAME | all
   std::string target;
+  std::string plan;
+  std::vector<std::string> splits;
 };
 
 // A plan as JSON text, one operation a line (the skeleton's layout).
@@ -74,11 +79,36 @@ int run_standard(const PlanOptions& options, const ir::Graph& graph,
   return kExitOk;
 }
 
+// The operations the plan's rewrites derive (an Error when the plan does not fit the graph).
+std::vector<rewrite::OperationInfo> derived_by(const ir::Graph& graph, const rewrite::Plan& plan,
+                                               const metakernel::SignatureRegistry& signatures) {
+  const auto fail = [](const std::vector<std::string>& problems) {
+    return Error(fmt::format("the plan does not fit the graph:\n  {}", fmt::join(problems, "\n  ")));
+  };
+  if (std::vector<std::string> problems = rewrite::check_plan_entries(plan, graph);
+      !problems.empty()) {
+    throw fail(problems);
+  }
+  const rewrite::LowerOptions options{.signatures = &signatures};
+  std::vector<rewrite::RewriteEvent> log;
+  const rewrite::RewriteState state = rewrite::rewrite_operations(graph, plan, options, log);
+  if (!state.problems.empty()) throw fail(state.problems);
+  return rewrite::derived_operations(state.derived);
+}
+
 int run_plan(const PlanOptions& options) {
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
   const ir::Graph graph = load_graph(options.graph, signatures);
   if (!options.standard.empty()) return run_standard(options, graph, signatures);
-  const std::vector<rewrite::OperationInfo> ops = rewrite::plannable_operations(graph);
+  std::vector<rewrite::OperationInfo> ops = rewrite::plannable_operations(graph);
+  const bool planned = !options.plan.empty() || !options.splits.empty();
+  if (planned) {
+    for (rewrite::OperationInfo& d :
+         derived_by(graph, load_plan(options.plan, options.splits), signatures)) {
+      ops.push_back(std::move(d));
+    }
+  }
+  // The skeleton cuts nothing, so its rewrites derive nothing: --json lists the graph's own.
   fmt::print("{}",
              options.json ? rewrite::plan_skeleton_json(ops) : rewrite::format_operations(ops));
   return kExitOk;
@@ -91,9 +121,16 @@ void register_plan(CLI::App& app, Dispatch& dispatch) {
   CLI::App* cmd = app.add_subcommand(
       "plan", "List what a plan can name: operations, kernels, index dims; --json: a skeleton");
   cmd->add_option("graph", options->graph, "the graph: a .tap program or loom JSON")->required();
-  cmd->add_flag("--json", options->json,
-                "print a plan skeleton instead (every operation, every dim split 1; edit the "
-                "counts and pass it to --plan)");
+  CLI::Option* json = cmd->add_flag(
+      "--json", options->json,
+      "print a plan skeleton instead (every operation, every dim split 1; edit the counts and "
+      "pass it to --plan)");
+  cmd->add_option("--plan", options->plan,
+                     "also list the operations this plan's rewrites derive (Y/matmul, "
+                     "Y/matmul/reduce, …), which a plan may name too, with the plan each gets")
+      ->excludes(json);
+  cmd->add_option("--split", options->splits, "shorthand for one split: OP.DIM=N (repeatable)")
+      ->excludes(json);
   cmd->add_option("--standard", options->standard,
                   "print a standard plan as JSON: data-parallel, megatron, megatron-rs, 2d; or "
                   "all: each one's summary (exit 1 when NAME does not apply, with the reason)");

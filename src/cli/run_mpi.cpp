@@ -70,6 +70,9 @@ runtime::RankSchedule schedule_of(const cost::Placement& placement, const cost::
   for (const cost::PlacedApplication& a : placement.applications) schedule.rank_of[a.id] = a.device;
   for (const cost::Transfer& t : placement.transfers) {
     if (t.from == cost::kHost || t.to == cost::kHost) continue;
+    // A replicated output's share that nothing reads (Transfer::replicates_output): not sent —
+    // the executor gathers every output on rank 0, as without "outputs" (docs/distributed.md).
+    if (t.consumers.empty()) continue;
     runtime::RankMessage m{.tensor = t.tensor,
                            .box = t.box,
                            .from = t.from,

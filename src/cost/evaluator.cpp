@@ -4,14 +4,19 @@
 // 1. The plan's memo key: its names, substitutions, fusion groups, meshes, whether each entry
 //    places, reduction counts, and every other count as "1", "=v" (equal to a reduction count v)
 //    or "#k" (the k-th distinct other value). The same walk checks what check_plan checks of
-//    counts (1 <= count <= max(extent, 1)) and collects the values of the classes #k.
+//    counts (1 <= count <= max(extent, 1)) and collects the values of the classes #k. Entries
+//    naming an operation the graph lacks (derived entries, rewrite/plan.h) keep their counts
+//    exactly, as reduction counts do — which dims of a derived operation reduce is not known
+//    before the rewrites — and so does every other count equal to one of them.
 // 2. On a miss: check_plan, then the rewrites on the *symbolic* plan — class #k's counts become
 //    kSymbol + k, each place list becomes one marker naming its entry — and, per operation of the
 //    result (topological order), its index, IPFs, work rule and where its counts and place list
 //    come from.
 // 3. Per evaluation: the counts of every operation (symbols resolved), the cuts checked as
 //    shard-grid checks them, then every grid cell's boxes handed to the PlacementBuilder with the
-//    Application id lower would have given it, then simulate().
+//    Application id lower would have given it (an operation the rewrites colocate — a combine —
+//    takes the devices of the operation it follows, as place() gives them; the plan's replicated
+//    outputs, which no rewrite reads, go to the builder as they are), then simulate().
 // Whatever the fast path cannot decide goes to the reference path (lower → place → simulate).
 #include "tapestry/cost/evaluator.h"
 
@@ -100,6 +105,10 @@ struct CutOperation {
   WorkRule rule;
   std::string place_from;  // the entry of the plan whose place list it has; empty: none
   std::map<std::string, std::string> mesh;
+  /// The operation whose shards it follows (a combine, rewrite::OpPlan::colocate), and that
+  /// operation's index dims; nullopt: none, or one that is not in the graph.
+  std::optional<rewrite::OpPlan::Colocation> colocate;
+  std::vector<std::string> colocate_index_names;
   std::int64_t first_application = 0;  // node index of its first Application (per evaluation)
 };
 
@@ -219,7 +228,13 @@ bool Evaluator::Impl::make_key(const rewrite::Plan& plan) {
   class_values.clear();
   for (const auto& [name, op] : plan.ops) {
     auto n = named.find(name);
-    if (n == named.end()) return false;
+    if (n == named.end()) {  // a derived entry: its counts are kept exactly
+      for (const auto& [dim, count] : op.split) {
+        if (count < 1) return false;
+        reduction_values.push_back(count);
+      }
+      continue;
+    }
     for (const auto& [dim, count] : op.split) {
       auto d = std::find(n->second.dims.begin(), n->second.dims.end(), dim);
       if (d == n->second.dims.end()) return false;
@@ -229,11 +244,18 @@ bool Evaluator::Impl::make_key(const rewrite::Plan& plan) {
     }
   }
   for (const auto& [name, op] : plan.ops) {
-    const Named& n = named.find(name)->second;
+    auto found = named.find(name);
     key += name;
-    key += '\x1f';
+    key += found == named.end() ? '\x1a' : '\x1f';
     for (const auto& [dim, count] : op.split) {
       key += dim;
+      if (found == named.end()) {  // a derived entry
+        key += 'r';
+        append_int(key, count);
+        key += '\x1f';
+        continue;
+      }
+      const Named& n = found->second;
       const auto at =
           static_cast<std::size_t>(std::find(n.dims.begin(), n.dims.end(), dim) - n.dims.begin());
       if (n.reduction[at]) {
@@ -276,16 +298,18 @@ bool Evaluator::Impl::make_key(const rewrite::Plan& plan) {
 rewrite::Plan Evaluator::Impl::symbolic(const rewrite::Plan& plan) const {
   rewrite::Plan out = plan;
   for (auto& [name, op] : out.ops) {
+    if (!op.place.empty()) op.place = {std::string(kPlaceMarker) + name};
+    auto found = named.find(name);
+    if (found == named.end()) continue;  // a derived entry: exact counts
+    const Named& n = found->second;
     for (auto& [dim, count] : op.split) {
       auto c = std::find(class_values.begin(), class_values.end(), count);
-      const Named& n = named.find(name)->second;
       const auto at =
           static_cast<std::size_t>(std::find(n.dims.begin(), n.dims.end(), dim) - n.dims.begin());
       if (!n.reduction[at] && count != 1 && c != class_values.end()) {
         count = kSymbol + (c - class_values.begin());
       }
     }
-    if (!op.place.empty()) op.place = {std::string(kPlaceMarker) + name};
   }
   return out;
 }
@@ -299,6 +323,7 @@ std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
   } catch (const Error&) {
     return r;  // not fast: the reference path reports it, or succeeds with real counts
   }
+  if (!state.problems.empty()) return r;  // a derived entry that does not fit: lower says so
   r->graph = std::move(state.graph);
   const ir::Graph& g = r->graph;
   const ir::TopologicalOrder topo = g.topological_order();
@@ -325,6 +350,8 @@ std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
                      .rule = work_rule(g, *op),
                      .place_from = {},
                      .mesh = {},
+                     .colocate = {},
+                     .colocate_index_names = {},
                      .first_application = 0};
     for (const std::string& dim : cut.index_names) {
       cut.counts.push_back(state.plan.split_of(cut.name, dim));
@@ -340,6 +367,13 @@ std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
         cut.place_from = place[0].substr(kPlaceMarker.size());
       }
       cut.mesh = entry->second.mesh;
+      if (const auto& colocate = entry->second.colocate) {
+        for (const CutOperation& with : r->ops) {
+          if (with.name != colocate->with) continue;
+          cut.colocate = colocate;
+          cut.colocate_index_names = with.index_names;
+        }
+      }
     }
     position[op->index()] = static_cast<std::uint32_t>(r->ops.size());
     r->ops.push_back(std::move(cut));
@@ -383,7 +417,7 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
   }
 
   detail::PlacementBuilder& builder = *r.builder;
-  builder.start(placement);
+  builder.start(placement, detail::replicated_outputs(plan, r.graph, target));
   for (std::size_t i = 0; i < r.ops.size(); ++i) {
     const CutOperation& op = r.ops[i];
     const std::size_t rank = op.index.rank();
@@ -412,8 +446,10 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
     }
     std::span<const std::string> place;
     if (!op.place_from.empty()) place = plan.ops.find(op.place_from)->second.place;
-    detail::assign_devices(builder.operation(), op.index_names, grid, place, &op.mesh, target,
-                           devices);
+    std::optional<detail::Colocated> colocated;
+    if (op.colocate) colocated = builder.colocated(*op.colocate, op.colocate_index_names);
+    detail::assign_devices(builder.operation(), op.index_names, grid, place, &op.mesh,
+                           colocated ? &*colocated : nullptr, target, devices);
     start_box_memo(op, parts);
     const bool pinned = !op.place_from.empty() || !op.mesh.empty();
     for (std::size_t s = 0; s < grid.shards; ++s) {
@@ -490,7 +526,7 @@ bool Evaluator::Impl::fast_place(const rewrite::Plan& plan) {
   if (!make_key(plan)) return false;
   auto found = memo.find(key);
   if (found == memo.end()) {
-    if (!rewrite::check_plan(plan, graph).empty()) return false;
+    if (!rewrite::check_plan_entries(plan, graph).empty()) return false;
     ++stats.rewrites_run;
     std::unique_ptr<Rewritten> rewritten = rewrite(plan);
     make_room(weight(*rewritten));

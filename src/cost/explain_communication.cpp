@@ -31,7 +31,10 @@ std::vector<Communication> point_to_point(const ir::Graph& graph, const Placemen
     const Transfer& tr = p.transfers[t];
     if (tr.collective != kNoCollective) continue;
     const std::string producer = tr.producer == kHost ? "host" : op_of(tr.producer).name;
-    const std::string consumer = tr.to == kHost ? "host" : op_of(tr.consumers.front()).name;
+    // A transfer no application reads delivers a replicated output (Transfer::replicates_output).
+    const std::string consumer = tr.to == kHost         ? "host"
+                                 : tr.consumers.empty() ? "output"
+                                                        : op_of(tr.consumers.front()).name;
     auto [it, added] =
         group_of.emplace(std::tuple(producer, consumer, tr.tensor.index()), groups.size());
     if (added) {
@@ -125,7 +128,9 @@ CollectiveItem item_of(const ir::Graph& graph, const Placement& p, const Target&
   line.algorithm = std::string(algorithm_name(price_collective(c, target).algorithm));
   line.tensor = label_of(graph, c.tensor);
   line.producer = p.operations[p.applications[first.producer].operation].name;
-  line.consumer = p.operations[p.applications[first.consumers.front()].operation].name;
+  line.consumer = first.consumers.empty()  // a replicated output's
+                      ? "output"
+                      : p.operations[p.applications[first.consumers.front()].operation].name;
   line.collectives = 1;
   line.size_bytes = c.bytes;
   line.transfers = static_cast<std::int64_t>(c.transfers.size());

@@ -66,7 +66,9 @@ Placement place(const ir::Graph& graph, const rewrite::Plan& plan, const Target&
   const TensorFacts facts = TensorFacts::of(graph);
   Placement p;
   PlacementBuilder builder(facts, target);
-  builder.start(p);
+  const std::vector<detail::ReplicatedOutput> replicated =
+      detail::replicated_outputs(plan, graph, target);
+  builder.start(p, replicated);
   std::vector<std::uint32_t> devices;
   for (ir::NodeId node : topo.order) {
     auto op = graph.as_operation(node);
@@ -79,10 +81,18 @@ Placement place(const ir::Graph& graph, const rewrite::Plan& plan, const Target&
     const ShardGrid grid = grid_of(graph, apps, view.index_rank());
     auto entry = plan.ops.find(name);
     const rewrite::OpPlan* op_plan = entry == plan.ops.end() ? nullptr : &entry->second;
+    std::optional<detail::Colocated> colocated;
+    std::vector<std::string> with_index_names;
+    if (op_plan != nullptr && op_plan->colocate) {
+      if (const auto with = rewrite::find_operation(graph, op_plan->colocate->with)) {
+        with_index_names = graph.operation(*with).index_names();
+        colocated = builder.colocated(*op_plan->colocate, with_index_names);
+      }
+    }
     detail::assign_devices(
         builder.operation(), view.index_names(), grid,
         op_plan ? std::span<const std::string>(op_plan->place) : std::span<const std::string>(),
-        op_plan ? &op_plan->mesh : nullptr, target, devices);
+        op_plan ? &op_plan->mesh : nullptr, colocated ? &*colocated : nullptr, target, devices);
     const bool pinned = op_plan != nullptr && (!op_plan->place.empty() || !op_plan->mesh.empty());
     for (std::size_t i = 0; i < apps.size(); ++i) {
       const ir::ApplicationView app = graph.application(apps[i]);

@@ -90,10 +90,45 @@ std::size_t ShardGrid::linear(std::size_t i) const {
   return static_cast<std::size_t>(at);
 }
 
+namespace {
+
+// Shard i of `grid` runs where the corresponding shard of the operation it is colocated with
+// runs (rewrite::OpPlan::Colocation): along every mapped dim the same coordinate (mod that
+// operation's count there), coordinate 0 along its other dims.
+void colocate(PlacedOperation& placed, std::span<const std::string> index_names,
+              const ShardGrid& grid, const Colocated& c, std::vector<std::uint32_t>& devices) {
+  const PlacedOperation& with = *c.with;
+  const std::size_t with_rank = with.grid.size();
+  std::vector<std::pair<std::size_t, std::size_t>> mapped;  // (my dim, its dim)
+  for (const auto& [dim, with_dim] : c.colocation->dims) {
+    auto d = std::find(index_names.begin(), index_names.end(), dim);
+    auto w = std::find(c.with_index_names.begin(), c.with_index_names.end(), with_dim);
+    TAPESTRY_ASSERT(d != index_names.end() && w != c.with_index_names.end() &&
+                        c.with_index_names.size() == with_rank,
+                    "a colocation maps dims both operations have");
+    mapped.emplace_back(d - index_names.begin(), w - c.with_index_names.begin());
+    placed.mesh_axis[mapped.back().first] = with.mesh_axis[mapped.back().second];
+  }
+  for (std::size_t i = 0; i < grid.shards; ++i) {
+    std::size_t at = 0;
+    for (std::size_t w = 0; w < with_rank; ++w) {
+      std::int64_t k = 0;
+      for (const auto& [d, wd] : mapped) {
+        if (wd == w) k = grid.coordinates[i * grid.rank + d] % with.grid[w];
+      }
+      at = at * static_cast<std::size_t>(with.grid[w]) + static_cast<std::size_t>(k);
+    }
+    TAPESTRY_ASSERT(at < with.applications.size(), "a colocated shard's partner exists");
+    devices[i] = c.applications[with.applications[at]].device;
+  }
+}
+
+}  // namespace
+
 void assign_devices(PlacedOperation& placed, std::span<const std::string> index_names,
                     const ShardGrid& grid, std::span<const std::string> place,
-                    const std::map<std::string, std::string>* mesh, const Target& target,
-                    std::vector<std::uint32_t>& devices) {
+                    const std::map<std::string, std::string>* mesh, const Colocated* colocated,
+                    const Target& target, std::vector<std::uint32_t>& devices) {
   const std::size_t rank = grid.rank;
   placed.grid.assign(grid.counts.begin(), grid.counts.end());
   placed.mesh_axis.resize(rank);
@@ -155,9 +190,41 @@ void assign_devices(PlacedOperation& placed, std::span<const std::string> index_
     }
     return;
   }
+  if (colocated != nullptr) {
+    colocate(placed, index_names, grid, *colocated, devices);
+    return;
+  }
   for (std::size_t i = 0; i < grid.shards; ++i) {
     devices[i] = static_cast<std::uint32_t>(grid.linear(i) % target.devices.size());
   }
+}
+
+std::vector<ReplicatedOutput> replicated_outputs(const rewrite::Plan& plan, const ir::Graph& graph,
+                                                 const Target& target) {
+  std::vector<ReplicatedOutput> out;
+  if (plan.outputs.empty()) return out;
+  const std::vector<MeshAxis> axes = target.mesh_axes();
+  for (const auto& [name, output] : plan.outputs) {
+    const std::string path = "/outputs/" + zspace::json_pointer_token(name);
+    const std::optional<ir::TensorId> tensor = rewrite::find_output(graph, name);
+    if (!tensor) throw Error(fmt::format("{}: no graph output named '{}'", path, name));
+    ReplicatedOutput r{.tensor = tensor->index(), .axis = std::nullopt};
+    if (output.replicate != rewrite::kReplicateAll) {
+      auto a = std::find_if(axes.begin(), axes.end(),
+                            [&](const MeshAxis& m) { return m.name == output.replicate; });
+      if (a == axes.end()) {
+        std::vector<std::string_view> names;
+        for (const MeshAxis& m : axes) names.push_back(m.name);
+        throw Error(fmt::format(
+            "{}/replicate: target '{}' has no mesh axis '{}' (its mesh: {}; or \"all\"); "
+            "--ignore-placement drops it",
+            path, target.name, output.replicate, fmt::join(names, ", ")));
+      }
+      r.axis = static_cast<std::size_t>(a - axes.begin());
+    }
+    out.push_back(r);
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -195,8 +262,9 @@ PlacementBuilder::PlacementBuilder(const TensorFacts& facts, const Target& targe
   TAPESTRY_ASSERT(!target.devices.empty(), "a target has devices");
 }
 
-void PlacementBuilder::start(Placement& out) {
+void PlacementBuilder::start(Placement& out, std::span<const ReplicatedOutput> replicated) {
   out_ = &out;
+  replicated_.assign(replicated.begin(), replicated.end());
   n_operations_ = n_applications_ = n_transfers_ = 0;
   out.resident_input_bytes.assign(target_.devices.size(), 0);
   inputs_.clear();
@@ -215,6 +283,20 @@ void PlacementBuilder::add_operation(ir::OperationId id, std::string_view name,
   op.kernel.assign(kernel);
   op.applications.clear();
   op.kernels.clear();
+}
+
+std::optional<Colocated> PlacementBuilder::colocated(
+    const rewrite::OpPlan::Colocation& colocation,
+    std::span<const std::string> with_index_names) const {
+  for (std::size_t k = 0; k + 1 < n_operations_; ++k) {
+    const PlacedOperation& with = out_->operations[k];
+    if (with.name != colocation.with) continue;
+    return Colocated{.colocation = &colocation,
+                     .with = &with,
+                     .with_index_names = with_index_names,
+                     .applications = {out_->applications.data(), n_applications_}};
+  }
+  return std::nullopt;
 }
 
 const zspace::Range& PlacementBuilder::add_input(std::uint32_t tensor, const zspace::Range& box) {
@@ -279,6 +361,7 @@ void PlacementBuilder::add_transfer(std::uint32_t consumer, std::uint32_t produc
     tr.to = to;
     tr.producer = producer;
     tr.consumers.clear();
+    tr.replicates_output = false;
     transfer_set_.insert(hash, static_cast<std::uint32_t>(found));
   }
   const auto t = static_cast<std::uint32_t>(found);
@@ -358,6 +441,61 @@ void PlacementBuilder::gather_outputs() {
       tr.to = kHost;
       tr.producer = producer;
       tr.consumers.clear();
+      tr.replicates_output = false;
+    }
+  }
+}
+
+// Every writer of a replicated output gets, from the other writers of its group (all of them, or
+// those differing from it only along the mesh axis), every box they write: transfers read by no
+// application, which deliver what the run holds at its end (Transfer::replicates_output). An
+// all-gather per group once recognised (collective.h).
+void PlacementBuilder::replicate_outputs() {
+  if (replicated_.empty()) return;
+  const std::vector<MeshAxis> axes = target_.mesh_axes();
+  const auto group_of = [&](std::uint32_t device, const std::optional<std::size_t>& axis) {
+    if (!axis) return std::size_t{0};
+    std::size_t stride = 1;  // of the axis in the row-major device index
+    for (std::size_t a = axes.size(); a-- > *axis + 1;)
+      stride *= static_cast<std::size_t>(axes[a].size);
+    const std::size_t along = (device / stride) % static_cast<std::size_t>(axes[*axis].size);
+    return device - along * stride;
+  };
+  for (const ReplicatedOutput& r : replicated_) {
+    const std::uint32_t begin = written_.begin[r.tensor], end = written_.begin[r.tensor + 1];
+    std::vector<std::uint32_t> receivers;
+    for (std::uint32_t k = begin; k < end; ++k) {
+      receivers.push_back(out_->applications[written_.boxes[written_.order[k]].application].device);
+    }
+    std::sort(receivers.begin(), receivers.end());
+    receivers.erase(std::unique(receivers.begin(), receivers.end()), receivers.end());
+    for (std::uint32_t to : receivers) {
+      for (std::uint32_t k = begin; k < end; ++k) {
+        const WrittenBox& w = written_.boxes[written_.order[k]];
+        const std::uint32_t from = out_->applications[w.application].device;
+        if (from == to || group_of(from, r.axis) != group_of(to, r.axis) || w.box.is_empty())
+          continue;
+        // A consumer on `to` may already receive this very box: that transfer is then held.
+        const std::uint64_t hash = hash_of(w.application, to, r.tensor, w.box);
+        const std::int64_t found = transfer_set_.find(hash, [&](std::uint32_t t) {
+          const Transfer& tr = out_->transfers[t];
+          return tr.producer == w.application && tr.to == to && tr.tensor.index() == r.tensor &&
+                 tr.box == w.box;
+        });
+        if (found >= 0) {
+          out_->transfers[static_cast<std::size_t>(found)].replicates_output = true;
+          continue;
+        }
+        Transfer& tr = next_slot(out_->transfers, n_transfers_);
+        tr.tensor = ir::TensorId(ir::NodeId(r.tensor));
+        tr.box = w.box;
+        tr.bytes = w.box.size() * facts_.bytes_of(r.tensor);
+        tr.from = from;
+        tr.to = to;
+        tr.producer = w.application;
+        tr.consumers.clear();
+        tr.replicates_output = true;
+      }
     }
   }
 }
@@ -377,6 +515,7 @@ void PlacementBuilder::connect() {
     std::sort(local.begin(), local.end());
     local.erase(std::unique(local.begin(), local.end()), local.end());
   }
+  replicate_outputs();
   if (target_.outputs == Residence::kHost) gather_outputs();
   p.operations.erase(p.operations.begin() + static_cast<std::ptrdiff_t>(n_operations_),
                      p.operations.end());

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -58,13 +59,36 @@ struct ShardGrid {
   [[nodiscard]] std::size_t linear(std::size_t i) const;
 };
 
+/// The operation a colocated one runs with (rewrite::OpPlan::colocate), already placed.
+struct Colocated {
+  const rewrite::OpPlan::Colocation* colocation = nullptr;
+  const PlacedOperation* with = nullptr;  // its grid and applications, in grid order
+  std::span<const std::string> with_index_names;
+  std::span<const PlacedApplication> applications;  // what with->applications index
+};
+
 /// The device of every shard of `placed` (placement.h's rules: the plan's `place` list, else its
-/// `mesh`, else devices 0..n−1 cycled, all in grid order). Fills placed.grid and
-/// placed.mesh_axis; Error naming the plan path when a device or mesh axis does not exist.
+/// `mesh`, else — colocated — the device of the corresponding shard of the operation it runs
+/// with, else devices 0..n−1 cycled, all in grid order). Fills placed.grid and placed.mesh_axis
+/// (a colocated dim takes the axis of the dim it follows); Error naming the plan path when a
+/// device or mesh axis does not exist.
 void assign_devices(PlacedOperation& placed, std::span<const std::string> index_names,
                     const ShardGrid& grid, std::span<const std::string> place,
-                    const std::map<std::string, std::string>* mesh, const Target& target,
-                    std::vector<std::uint32_t>& devices);
+                    const std::map<std::string, std::string>* mesh, const Colocated* colocated,
+                    const Target& target, std::vector<std::uint32_t>& devices);
+
+/// A graph output the plan replicates (rewrite::Plan::outputs): its tensor (node index) and the
+/// mesh axis along which its writers share it (nullopt: all of them).
+struct ReplicatedOutput {
+  std::uint32_t tensor = 0;
+  std::optional<std::size_t> axis;
+};
+
+/// The plan's replicated outputs in `graph` (an output tensor keeps its name through the
+/// rewrites). Error naming the plan path for an output the graph lacks or an axis the target's
+/// mesh lacks.
+std::vector<ReplicatedOutput> replicated_outputs(const rewrite::Plan& plan, const ir::Graph& graph,
+                                                 const Target& target);
 
 /// An open-addressing hash set of positions into a vector the caller owns; the caller hashes
 /// its elements and says which are equal.
@@ -98,13 +122,19 @@ class PositionSet {
 class PlacementBuilder {
  public:
   PlacementBuilder(const TensorFacts& facts, const Target& target);
-  /// Starts a placement into `out`, which is emptied (its storage kept for reuse).
-  void start(Placement& out);
+  /// Starts a placement into `out`, which is emptied (its storage kept for reuse); `replicated`
+  /// are the outputs to share among their writers (connect() adds the transfers).
+  void start(Placement& out, std::span<const ReplicatedOutput> replicated = {});
 
   /// Starts the next operation (topological order); its applications follow.
   void add_operation(ir::OperationId id, std::string_view name, std::string_view kernel);
   /// The current operation's placed form (to fill its grid and mesh axes).
   PlacedOperation& operation() { return out_->operations[n_operations_ - 1]; }
+  /// What assign_devices needs to colocate the current operation with the one `colocation`
+  /// names, placed before it, whose index dims are `with_index_names`; nullopt when no operation
+  /// of that name was placed before it (the default placement then applies).
+  std::optional<Colocated> colocated(const rewrite::OpPlan::Colocation& colocation,
+                                     std::span<const std::string> with_index_names) const;
   /// A box the next application reads / writes (add them, then add_application).
   const zspace::Range& add_input(std::uint32_t tensor, const zspace::Range& box);
   const zspace::Range& add_output(std::uint32_t tensor, const zspace::Range& box);
@@ -122,6 +152,7 @@ class PlacementBuilder {
                     std::uint32_t tensor, const zspace::Range& box);
   void add_resident(std::uint32_t device, std::uint32_t tensor, const zspace::Range& box);
   void gather_outputs();
+  void replicate_outputs();
 
   const TensorFacts& facts_;
   const Target& target_;
@@ -151,6 +182,7 @@ class PlacementBuilder {
     zspace::Range box;
   };
   std::vector<Resident> resident_;
+  std::vector<ReplicatedOutput> replicated_;
 };
 
 }  // namespace tapestry::cost::detail

@@ -391,7 +391,9 @@ CostVector Simulation::cost() const {
       used[tr.to] = true;
       if (p2p) devices[tr.to].comm_s += seconds;
       if (p2p || prices_[tr.collective].staging_bytes == 0) {
-        const double freed = std::max(transfer_time_[t].end, transfer_last_read_[t]);
+        const double freed = tr.replicates_output
+                                 ? makespan
+                                 : std::max(transfer_time_[t].end, transfer_last_read_[t]);
         memory.push_back({tr.to, transfer_time_[t].start, tr.bytes});
         memory.push_back({tr.to, freed, -tr.bytes});
       }

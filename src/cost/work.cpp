@@ -28,6 +28,7 @@ struct Factor {
 constexpr std::array kFactors = {
     Factor{"matmul", 2},
     Factor{"linear", 2},
+    Factor{"linear_nobias", 2},
     Factor{"conv2d", 2, "w"},
     Factor{"add", 1},
     Factor{"sub", 1},

@@ -1,7 +1,6 @@
 #include "tapestry/rewrite/decompose_linear.h"
 
 #include <algorithm>
-#include <optional>
 
 #include <fmt/core.h>
 
@@ -40,6 +39,7 @@ const Port* port(const std::vector<Port>& ports, std::string_view name) {
 
 struct Added {
   metakernel::Signature sig;
+  ir::OperationId op;
   ir::TensorId output;
 };
 
@@ -47,13 +47,12 @@ struct Added {
 // existing tensor it writes (its IPF moves with the tensor's start).
 Added add_kernel(const RewriteState& state, ir::Graph& graph, std::string_view kernel,
                  std::vector<ir::TensorId> inputs, const std::string& name,
-                 ir::TensorId target = {},
-                 const nlohmann::json& params = nlohmann::json::object()) {
+                 ir::TensorId target = {}) {
   std::vector<metakernel::Argument> args;
   args.reserve(inputs.size());
   for (ir::TensorId t : inputs) args.push_back({name, metakernel::tensor_type(graph, t)});
-  metakernel::Signature sig =
-      metakernel::evaluate_signature(state.signatures->get(kernel), args, params);
+  metakernel::Signature sig = metakernel::evaluate_signature(state.signatures->get(kernel), args,
+                                                             nlohmann::json::object());
   metakernel::ApplyOptions options{.add_application = false};
   if (target.is_valid()) {
     const zspace::Range& range = graph.tensor(target).range();
@@ -63,23 +62,7 @@ Added add_kernel(const RewriteState& state, ir::Graph& graph, std::string_view k
     options.outputs = {target};
   }
   metakernel::AddedOperation added = metakernel::add_operation(graph, sig, inputs, name, options);
-  return {std::move(sig), added.outputs[0]};
-}
-
-// `reshape(t, shape)`, named `name`.
-Added add_reshape(const RewriteState& state, ir::Graph& graph, ir::TensorId t,
-                  std::vector<std::int64_t> shape, const std::string& name) {
-  return add_kernel(state, graph, "reshape", {t}, name, {}, {{"shape", std::move(shape)}});
-}
-
-// `ipf` with a constant row 0 (extent 1) on top: how the linear reads a vector x or writes a
-// vector result, seen as the one-row matrix [1, n] the matmul reads or writes, so that splits
-// carry over by tensor dim (transfer_splits).
-zspace::IndexProjection as_row(const zspace::IndexProjection& ipf) {
-  const std::vector<std::int64_t> zeros(ipf.index_rank(), 0);
-  return zspace::IndexProjection(zspace::AffineMap(ipf.index_rank(), zeros, zspace::Point{0}),
-                                 zspace::Point{1})
-      .stack(ipf);
+  return {std::move(sig), added.operation, added.outputs[0]};
 }
 
 }  // namespace
@@ -94,7 +77,7 @@ MatchResult DecomposeLinear::match(const RewriteState& state, ir::OperationId op
       spec.outputs.size() != 1) {
     return MatchResult::refuse("expected inputs x, w, bias and one output");
   }
-  for (std::string_view k : {"transpose", "matmul", "bias_add", "reshape"}) {
+  for (std::string_view k : {"linear_nobias", "bias_add"}) {
     if (state.signatures->find(k) == nullptr)
       return MatchResult::refuse(fmt::format("no `{}` kernel", k));
   }
@@ -113,81 +96,27 @@ std::string DecomposeLinear::apply(RewriteState& state, ir::OperationId op) cons
   const Port& bias = *port(old.inputs, "bias");
   const Port& result = old.outputs[0];
 
-  // A vector x ([in], no batch dim) is multiplied as the one-row matrix [1, in]; the product
-  // [1, out] is reshaped back to [out] before the bias is added.
-  const zspace::Range x_range = graph.tensor(x.tensor).range();
-  const zspace::Range result_range = graph.tensor(result.tensor).range();
-  const std::int64_t in = x_range.extent(x_range.rank() - 1);
-  const std::int64_t out = result_range.extent(result_range.rank() - 1);
-  const bool vector = x_range.rank() == 1;
-  const zspace::IndexProjection x_ipf = vector ? as_row(x.ipf) : x.ipf;
-  const zspace::IndexProjection result_ipf = vector ? as_row(result.ipf) : result.ipf;
-
   FreshNames names(graph, state.plan);
-  const std::string row_name = vector ? names.take(old.label + "/reshape") : std::string();
-  const std::string transpose_name = names.take(old.label + "/transpose");
-  const std::string matmul_name = names.take(old.label + "/matmul");
-  const std::string vector_name = vector ? names.take(old.label + "/reshape") : std::string();
-  std::optional<Added> row;
-  if (vector) {
-    state.derive(row_name, old.label);
-    row = add_reshape(state, graph, x.tensor, {1, in}, row_name);
-  }
-  state.derive(transpose_name, old.label);
-  state.derive(matmul_name, old.label);
-  Added transpose = add_kernel(state, graph, "transpose", {w.tensor}, transpose_name);
-  const ir::TensorId wt = transpose.output;
-  Added matmul =
-      add_kernel(state, graph, "matmul", {vector ? row->output : x.tensor, wt}, matmul_name);
-  const metakernel::Signature& mm = matmul.sig;
-  std::optional<Added> flat;
-  if (vector) {
-    state.derive(vector_name, old.label);
-    flat = add_reshape(state, graph, matmul.output, {out}, vector_name);
-  }
+  const std::string product_name = names.take(old.label + "/matmul");
+  const Added product = add_kernel(state, graph, "linear_nobias", {x.tensor, w.tensor}, product_name);
   const metakernel::Signature ba =
-      add_kernel(state, graph, "bias_add", {vector ? flat->output : matmul.output, bias.tensor},
-                 old.label, result.tensor)
+      add_kernel(state, graph, "bias_add", {product.output, bias.tensor}, old.label, result.tensor)
           .sig;
 
-  // The splits follow the tensors (see the header).
-  OpPlan mm_plan{.split = {}, .substitute = {}};
-  detail::transfer_splits(old, old_plan, x_ipf, mm.inputs[0].ipf, mm.dim_names(), mm_plan.split);
-  detail::transfer_splits(old, old_plan, result_ipf, mm.outputs[0].ipf, mm.dim_names(),
-                          mm_plan.split);
-  // The transpose of w is cut as the linear cut w, so each shard transposes only the block of w
-  // its matmul shards read (with `in` split, block k of Wᵀ is made where block k is multiplied).
-  OpPlan tr_plan{.split = {}, .substitute = {}};
-  detail::transfer_splits(old, old_plan, w.ipf, transpose.sig.inputs[0].ipf,
-                          transpose.sig.dim_names(), tr_plan.split);
-  OpPlan ba_plan{.split = {}, .substitute = old_plan.substitute};
+  // The product has the linear's index, dim names and IPFs: the linear's entry carries over
+  // whole. The bias_add's dims follow the result's: splits and mesh axes by tensor dim, and the
+  // place list as it is (its grid is the linear's without `in`, in the same order).
+  state.plan.ops.erase(old.label);
+  OpPlan product_plan = state.plan_of_new(product.op, old.label, kDecomposeLinear, old_plan);
+  OpPlan ba_plan{.split = {}, .substitute = old_plan.substitute, .place = old_plan.place};
   detail::transfer_splits(old, old_plan, result.ipf, ba.outputs[0].ipf, ba.dim_names(),
                           ba_plan.split);
-  // Placement follows the splits: both new operations run where the linear's shards would.
-  carry_placement(old_plan, transpose.sig.dim_names(), tr_plan);
-  carry_placement(old_plan, mm.dim_names(), mm_plan);
-  carry_placement(old_plan, ba.dim_names(), ba_plan);
-  state.plan.ops.erase(old.label);
-  if (!is_empty(tr_plan)) state.plan.ops[transpose_name] = tr_plan;
-  if (!is_empty(mm_plan)) state.plan.ops[matmul_name] = mm_plan;
+  detail::transfer_mesh(old, old_plan, result.ipf, ba.outputs[0].ipf, ba.dim_names(),
+                        ba_plan.mesh);
+  if (!is_empty(product_plan)) state.plan.ops[product_name] = product_plan;
   if (!is_empty(ba_plan)) state.plan.ops[old.label] = ba_plan;
-  if (!vector) {
-    return fmt::format("{} -> {} + {} + {} (bias_add)", old.label, transpose_name, matmul_name,
-                       old.label);
-  }
-  // The reshapes are cut as the tensors they write are: x's row along `in`, the product's
-  // vector along `out`.
-  OpPlan row_plan, vector_plan;
-  detail::transfer_splits(old, old_plan, x_ipf, row->sig.outputs[0].ipf, row->sig.dim_names(),
-                          row_plan.split);
-  detail::transfer_splits(old, old_plan, result.ipf, flat->sig.outputs[0].ipf,
-                          flat->sig.dim_names(), vector_plan.split);
-  carry_placement(old_plan, row->sig.dim_names(), row_plan);
-  carry_placement(old_plan, flat->sig.dim_names(), vector_plan);
-  if (!is_empty(row_plan)) state.plan.ops[row_name] = row_plan;
-  if (!is_empty(vector_plan)) state.plan.ops[vector_name] = vector_plan;
-  return fmt::format("{} -> {} + {} + {} + {} + {} (bias_add; x is a vector: matmul of [1, {}])",
-                     old.label, row_name, transpose_name, matmul_name, vector_name, old.label, in);
+  return fmt::format("{} -> {} (linear_nobias) + {} (bias_add)", old.label, product_name,
+                     old.label);
 }
 
 }  // namespace tapestry::rewrite

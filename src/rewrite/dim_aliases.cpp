@@ -36,14 +36,22 @@ bool is_identity(const zspace::IndexProjection& ipf) {
   return true;
 }
 
-// Whether `op` is elementwise in the sense above: no reductions, one output, identity IPF.
-bool is_elementwise(const ir::OperationView& view) {
+// Whether `op` takes aliases (above): elementwise — no reductions, one output, identity IPF — or
+// a `reduce`, whose output IPF is the identity on its dims d0, d1, … before `block`.
+bool takes_aliases(const ir::OperationView& view) {
   const ir::IpfSignature* sig = view.ipf_signature();
   if (sig == nullptr || sig->outputs.size() != 1) return false;
+  const zspace::IndexProjection& out = sig->outputs.entries().front().value;
+  if (view.kernel() == "reduce") {
+    for (std::size_t r = 0; r < out.tensor_rank(); ++r) {
+      if (unit_column(out, r) != r) return false;
+    }
+    return true;
+  }
   for (std::size_t d = 0; d < view.index_rank(); ++d) {
     if (view.reduction(d)) return false;
   }
-  return is_identity(sig->outputs.entries().front().value);
+  return is_identity(out);
 }
 
 // The IPF with which `producer` writes `tensor`, if it writes it through exactly one port.
@@ -67,7 +75,7 @@ const zspace::IndexProjection* output_ipf(const ir::Graph& graph, ir::OperationI
 std::map<std::string, std::string> index_dim_aliases(const ir::Graph& graph, ir::OperationId op) {
   const ir::OperationView view = graph.operation(op);
   std::map<std::string, std::string> aliases;
-  if (!is_elementwise(view)) return aliases;
+  if (!takes_aliases(view)) return aliases;
   const std::vector<std::string> own = view.index_names();
   std::set<std::string> dropped;
   const ir::IpfSignature& sig = *view.ipf_signature();

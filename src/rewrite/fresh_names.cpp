@@ -8,14 +8,7 @@ namespace tapestry::rewrite {
 // of the graph for each rewrite made the rewrite driver quadratic in the graph's size.
 bool FreshNames::is_taken(std::string_view name) const {
   if (handed_out_.is_taken(name)) return true;
-  if (plan_ != nullptr) {
-    if (plan_->ops.find(std::string(name)) != plan_->ops.end()) return true;
-    for (const auto& group : plan_->fuse) {
-      for (const std::string& member : group) {
-        if (member == name) return true;
-      }
-    }
-  }
+  if (plan_ != nullptr && plan_->ops.find(std::string(name)) != plan_->ops.end()) return true;
   if (auto node = graph_->find(name)) {  // an operation's key
     if (graph_->kind(*node) == ir::NodeKind::kOperation && !graph_->is_removed(*node)) return true;
   }

@@ -13,6 +13,7 @@
 #include "tapestry/rewrite/shard_grid.h"
 #include "tapestry/rewrite/split_reduction.h"
 #include "tapestry/support/error.h"
+#include "tapestry/zspace/json.h"
 
 namespace tapestry::rewrite {
 
@@ -27,10 +28,44 @@ std::span<const OperationPattern* const> default_patterns() {
 
 namespace {
 
-void check_plan_or_throw(const Plan& plan, const ir::Graph& graph) {
-  std::vector<std::string> problems = check_plan(plan, graph);
+void throw_if_any(const std::vector<std::string>& problems) {
   if (problems.empty()) return;
   throw Error(fmt::format("the plan does not fit the graph:\n  {}", fmt::join(problems, "\n  ")));
+}
+
+// After the rewrites: a derived entry no rewrite took, or a fusion group member naming an
+// operation neither the graph nor the rewrites have, names nothing (plan.h).
+void check_derived_names(RewriteState& state, const Plan& plan, const ir::Graph& graph) {
+  if (state.derived_entries.empty()) {
+    bool grouped = false;  // a fusion group member the graph lacks
+    for (const auto& group : plan.fuse) {
+      for (const std::string& name : group) grouped |= !find_operation(graph, name);
+    }
+    if (!grouped) return;
+  }
+  std::vector<std::string> known, derived;
+  for (ir::OperationId op : graph.operations()) known.push_back(operation_name(graph, op));
+  for (const DerivedOperation& d : state.derived) derived.push_back(d.name);
+  const auto missing = [&](const std::string& path, const std::string& name) {
+    return fmt::format("{}: no operation named '{}' (operations: {}; {})", path, name,
+                       fmt::join(known, ", "),
+                       derived.empty() ? std::string("the rewrites of this plan derive none")
+                                       : fmt::format("derived by the rewrites of this plan: {}",
+                                                     fmt::join(derived, ", ")));
+  };
+  for (const auto& [name, entry] : state.derived_entries) {
+    state.problems.push_back(missing("/ops/" + zspace::json_pointer_token(name), name));
+  }
+  for (std::size_t g = 0; g < plan.fuse.size(); ++g) {
+    for (std::size_t i = 0; i < plan.fuse[g].size(); ++i) {
+      const std::string& name = plan.fuse[g][i];
+      if (find_operation(graph, name) ||
+          std::find(derived.begin(), derived.end(), name) != derived.end()) {
+        continue;
+      }
+      state.problems.push_back(missing(fmt::format("/fuse/{}/{}", g, i), name));
+    }
+  }
 }
 
 // The shard counts the plan gives `op`, one per index dim.
@@ -119,16 +154,32 @@ ir::Dialect dialect_of(const ir::Graph& graph, const LowerOptions& options) {
 
 RewriteState rewrite_operations(const ir::Graph& graph, const Plan& plan,
                                 const LowerOptions& options, std::vector<RewriteEvent>& log) {
-  RewriteState state{
-      copy_graph(graph).graph, resolve_plan_names(plan, graph), options.signatures, {}};
+  RewriteState state{.graph = copy_graph(graph).graph,
+                     .plan = resolve_plan_names(plan, graph),
+                     .signatures = options.signatures,
+                     .origins = {},
+                     .derived_entries = {},
+                     .derived = {},
+                     .problems = {}};
+  for (auto it = state.plan.ops.begin(); it != state.plan.ops.end();) {
+    if (find_operation(graph, it->first)) {
+      ++it;
+    } else {  // a derived entry: the rewrite that adds an operation of its name takes it
+      state.derived_entries.emplace(it->first, std::move(it->second));
+      it = state.plan.ops.erase(it);
+    }
+  }
   log = run_patterns(state, default_patterns(), options.driver);
+  check_derived_names(state, plan, graph);
   return state;
 }
 
 LowerResult lower(const ir::Graph& graph, const Plan& plan, const LowerOptions& options) {
-  check_plan_or_throw(plan, graph);
+  // A plan entry with a problem: every problem at once, those of derived entries included.
+  if (!check_plan_entries(plan, graph).empty()) throw_if_any(check_plan(plan, graph));
   std::vector<RewriteEvent> log;
   RewriteState state = rewrite_operations(graph, plan, options, log);
+  throw_if_any(state.problems);
   if (!options.driver.disabled.contains(kShardGrid)) {
     check_cuts(state, log);
     shard_all(state, log);

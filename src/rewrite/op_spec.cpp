@@ -114,6 +114,19 @@ void transfer_splits(const OpSpec& old, const OpPlan& old_plan,
   }
 }
 
+void transfer_mesh(const OpSpec& old, const OpPlan& old_plan,
+                   const zspace::IndexProjection& old_ipf, const zspace::IndexProjection& new_ipf,
+                   const std::vector<std::string>& new_names,
+                   std::map<std::string, std::string>& out) {
+  for (std::size_t t = 0; t < old_ipf.tensor_rank() && t < new_ipf.tensor_rank(); ++t) {
+    auto d = followed_dim(old_ipf, t);
+    auto c = followed_dim(new_ipf, t);
+    if (!d || !c) continue;
+    auto axis = old_plan.mesh.find(old.index_names[*d]);
+    if (axis != old_plan.mesh.end()) out[new_names[*c]] = axis->second;
+  }
+}
+
 std::string fresh_name(const std::vector<std::string>& names, const std::string& base) {
   std::string name = base;
   for (int i = 1; std::find(names.begin(), names.end(), name) != names.end(); ++i) {

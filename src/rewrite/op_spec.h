@@ -57,6 +57,13 @@ void transfer_splits(const OpSpec& old, const OpPlan& old_plan,
                      const std::vector<std::string>& new_names,
                      std::map<std::string, std::int64_t>& out);
 
+/// transfer_splits for mesh axes: a mesh entry of the old dim that tensor dim t follows becomes
+/// one of the new dim that follows it. Adds to `out` (names from `new_names`).
+void transfer_mesh(const OpSpec& old, const OpPlan& old_plan,
+                   const zspace::IndexProjection& old_ipf, const zspace::IndexProjection& new_ipf,
+                   const std::vector<std::string>& new_names,
+                   std::map<std::string, std::string>& out);
+
 /// A fresh index dim name: `base`, else base1, base2, … not in `names`.
 std::string fresh_name(const std::vector<std::string>& names, const std::string& base);
 

@@ -4,8 +4,10 @@
 
 #include <limits>
 
+#include "tapestry/rewrite/dim_aliases.h"
 #include "tapestry/rewrite/graph_copy.h"
 #include "tapestry/support/error.h"
+#include "tapestry/zspace/json.h"
 
 namespace tapestry::rewrite {
 
@@ -28,6 +30,43 @@ void RewriteState::derive(const std::string& name, std::string_view from) {
   } else {
     origins[name] = std::move(root);
   }
+}
+
+OpPlan RewriteState::plan_of_new(ir::OperationId op, std::string_view from,
+                                 std::string_view pattern, OpPlan fallback) {
+  const std::string name = operation_name(graph, op);
+  derive(name, from);
+  const ir::OperationView view = graph.operation(op);
+  const std::optional<zspace::Range> index = view.ipf_index();
+  DerivedOperation d{.name = name,
+                     .kernel = view.kernel(),
+                     .origin = origin(name),
+                     .pattern = std::string(pattern),
+                     .dims = view.index_names(),
+                     .extents = {},
+                     .reductions = {},
+                     .aliases = index_dim_aliases(graph, op),
+                     .plan = {},
+                     .named = false};
+  for (std::size_t k = 0; k < d.dims.size(); ++k) {
+    d.extents.push_back(index ? index->extent(k) : 0);
+    d.reductions.push_back(view.reduction(k));
+  }
+  OpPlan chosen = std::move(fallback);
+  if (auto entry = derived_entries.find(name); entry != derived_entries.end()) {
+    d.named = true;
+    const std::string path = "/ops/" + zspace::json_pointer_token(name);
+    std::vector<std::string> found = check_entry(entry->second, name, path, graph, op);
+    if (found.empty()) {
+      chosen = resolve_entry(entry->second, graph, op);
+    } else {
+      for (std::string& p : found) problems.push_back(std::move(p));
+    }
+    derived_entries.erase(entry);
+  }
+  d.plan = chosen;
+  derived.push_back(std::move(d));
+  return chosen;
 }
 
 namespace {

@@ -8,7 +8,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "tapestry/metakernel/apply.h"
 #include "tapestry/rewrite/dim_aliases.h"
+#include "tapestry/rewrite/lower.h"
 #include "tapestry/support/assert.h"
 #include "tapestry/support/error.h"
 #include "tapestry/support/file.h"
@@ -47,9 +49,11 @@ class PlanReader {
         read_ops(value, plan);
       } else if (key == "fuse") {
         read_fuse(value, plan);
+      } else if (key == "outputs") {
+        read_outputs(value, plan);
       } else {
         fail("/" + zspace::json_pointer_token(key),
-             "unknown member (expected \"ops\" or \"fuse\")");
+             "unknown member (expected \"ops\", \"fuse\" or \"outputs\")");
       }
     }
     return plan;
@@ -140,6 +144,28 @@ class PlanReader {
     }
   }
 
+  // "outputs": {"Y": {"replicate": "all" | "<mesh axis>"}}
+  void read_outputs(const json& outputs, Plan& plan) const {
+    expect_object(outputs, "/outputs");
+    for (const auto& [name, body] : outputs.items()) {
+      const std::string path = "/outputs/" + zspace::json_pointer_token(name);
+      expect_object(body, path);
+      OutputPlan out;
+      for (const auto& [key, value] : body.items()) {
+        if (key != "replicate") {
+          fail(path + "/" + zspace::json_pointer_token(key),
+               "unknown member (expected \"replicate\")");
+        }
+        out.replicate = read_string(value, path + "/replicate");
+        if (out.replicate.empty()) {
+          fail(path + "/replicate", "expected \"all\" or a mesh axis name, got \"\"");
+        }
+      }
+      if (out.replicate.empty()) fail(path, "expected {\"replicate\": \"all\" | AXIS}");
+      plan.outputs.emplace(name, std::move(out));
+    }
+  }
+
   void read_fuse(const json& fuse, Plan& plan) const {
     if (fuse.is_string()) {
       if (fuse.get<std::string>() != "auto") fail("/fuse", "expected \"auto\" or a list of groups");
@@ -187,6 +213,13 @@ json Plan::to_json() const {
     out["fuse"] = "auto";
   } else if (!fuse.empty()) {
     out["fuse"] = fuse;
+  }
+  if (!outputs.empty()) {
+    json outputs_json = json::object();
+    for (const auto& [name, output] : outputs) {
+      outputs_json[name] = {{"replicate", output.replicate}};
+    }
+    out["outputs"] = std::move(outputs_json);
   }
   return out;
 }
@@ -238,24 +271,37 @@ std::string operation_name(const ir::Graph& graph, ir::OperationId op) {
   return label.empty() ? std::string(graph.key(op)) : label;
 }
 
+std::optional<ir::TensorId> find_output(const ir::Graph& graph, std::string_view name) {
+  for (ir::TensorId t : metakernel::graph_outputs(graph)) {
+    if (output_name(graph, t) == name) return t;
+  }
+  return std::nullopt;
+}
+
+std::string output_name(const ir::Graph& graph, ir::TensorId tensor) {
+  const std::string& label = graph.tensor(tensor).label();
+  return label.empty() ? std::string(graph.key(tensor)) : label;
+}
+
 bool is_empty(const OpPlan& op) {
-  return op.split.empty() && op.substitute.empty() && op.place.empty() && op.mesh.empty();
+  return op.split.empty() && op.substitute.empty() && !is_placed(op);
+}
+
+bool is_placed(const OpPlan& op) {
+  return !op.place.empty() || !op.mesh.empty() || op.colocate.has_value();
 }
 
 Plan without_placement(Plan plan) {
   for (auto& [name, op] : plan.ops) {
     op.place.clear();
     op.mesh.clear();
+    op.colocate.reset();
   }
   std::erase_if(plan.ops, [](const auto& entry) { return is_empty(entry.second); });
+  std::erase_if(plan.outputs, [](const auto& entry) {
+    return entry.second.replicate != kReplicateAll;  // a mesh axis of the target it was made for
+  });
   return plan;
-}
-
-void carry_placement(const OpPlan& from, std::span<const std::string> dims, OpPlan& to) {
-  to.place = from.place;
-  for (const auto& [dim, axis] : from.mesh) {
-    if (std::find(dims.begin(), dims.end(), dim) != dims.end()) to.mesh[dim] = axis;
-  }
 }
 
 namespace {
@@ -290,115 +336,177 @@ class DimNames {
 
 }  // namespace
 
-std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph) {
+std::vector<std::string> check_entry(const OpPlan& op_plan, std::string_view name,
+                                     const std::string& path, const ir::Graph& graph,
+                                     ir::OperationId op) {
   std::vector<std::string> problems;
-  std::vector<std::string> known;
-  for (ir::OperationId op : graph.operations()) known.push_back(operation_name(graph, op));
-  std::map<std::uint32_t, std::string> entry_of;  // operation index → the entry naming it
-  const auto unknown_op = [&](std::string_view name) {
-    std::size_t same = 0;
-    for (const std::string& k : known) same += k == name;
-    if (same > 1)
-      return fmt::format("operation name '{}' is ambiguous ({} operations carry that label)", name,
-                         same);
-    return fmt::format("no operation named '{}' (operations: {})", name, fmt::join(known, ", "));
-  };
-  for (const auto& [name, op_plan] : plan.ops) {
-    const std::string path = "/ops/" + zspace::json_pointer_token(name);
-    auto op = find_operation(graph, name);
-    if (!op) {
-      problems.push_back(fmt::format("{}: {}", path, unknown_op(name)));
+  const ir::OperationView view = graph.operation(op);
+  const std::optional<zspace::Range> index = view.ipf_index();
+  const DimNames dims(graph, op);
+  std::map<std::size_t, std::string> split_named;  // dim → the name the plan used
+  for (const auto& [dim, count] : op_plan.split) {
+    auto d = dims.find(dim);
+    if (!d) {
+      problems.push_back(fmt::format("{}/split/{}: operation '{}' has no index dimension '{}' {}",
+                                     path, zspace::json_pointer_token(dim), name, dim,
+                                     dims.listed()));
       continue;
     }
-    ir::OperationView view = graph.operation(*op);
+    if (auto [it, added] = split_named.emplace(*d, dim); !added) {
+      problems.push_back(fmt::format("{}/split/{}: names dimension '{}' of '{}' again (as '{}')",
+                                     path, zspace::json_pointer_token(dim), view.index_name(*d),
+                                     name, it->second));
+      continue;
+    }
+    const std::int64_t extent = index ? index->extent(*d) : 0;
+    if (count > std::max<std::int64_t>(extent, 1)) {
+      problems.push_back(
+          fmt::format("{}/split/{}: cannot cut dimension '{}' of extent {} into {} shards", path,
+                      zspace::json_pointer_token(dim), dim, extent, count));
+    }
+  }
+  for (const auto& [dim, axis] : op_plan.mesh) {
+    if (!dims.find(dim)) {
+      problems.push_back(fmt::format("{}/mesh/{}: operation '{}' has no index dimension '{}' {}",
+                                     path, zspace::json_pointer_token(dim), name, dim,
+                                     dims.listed()));
+    }
+  }
+  for (std::size_t i = 0; i < op_plan.substitute.size(); ++i) {
+    const std::string& s = op_plan.substitute[i];
+    const Substitution* known_substitution = find_substitution(s);
+    if (known_substitution == nullptr) {
+      std::vector<std::string_view> names;
+      for (const Substitution& k : kKnownSubstitutions) names.push_back(k.name);
+      problems.push_back(fmt::format("{}/substitute/{}: unknown substitution '{}' (known: {})",
+                                     path, i, s, fmt::join(names, ", ")));
+    } else if (view.kernel() != known_substitution->kernel) {
+      problems.push_back(
+          fmt::format("{}/substitute/{}: {} rewrites a {}, but operation '{}' is a {}", path, i, s,
+                      known_substitution->kernel, name, view.kernel()));
+    }
+  }
+  return problems;
+}
+
+OpPlan resolve_entry(const OpPlan& op_plan, const ir::Graph& graph, ir::OperationId op) {
+  const DimNames dims(graph, op);
+  OpPlan resolved = op_plan;  // dims by the operation's own names, aliases resolved
+  resolved.split.clear();
+  resolved.mesh.clear();
+  for (const auto& [dim, count] : op_plan.split) resolved.split[dims.own(dim)] = count;
+  for (const auto& [dim, axis] : op_plan.mesh) resolved.mesh[dims.own(dim)] = axis;
+  return resolved;
+}
+
+namespace {
+
+// check_plan_entries; `fitting`, when given, receives the plan without the entries and fusion
+// groups that have a problem (derived entries kept), on which the rewrites can still run.
+std::vector<std::string> check_entries(const Plan& plan, const ir::Graph& graph, Plan* fitting) {
+  std::vector<std::string> problems;
+  if (fitting != nullptr) *fitting = Plan{.ops = {}, .fuse = {}, .fuse_auto = plan.fuse_auto};
+  std::vector<std::string> known;
+  for (ir::OperationId op : graph.operations()) known.push_back(operation_name(graph, op));
+  const auto ambiguous = [&](std::string_view name) {
+    return std::count(known.begin(), known.end(), name) > 1;
+  };
+  std::map<std::uint32_t, std::string> entry_of;  // operation index → the entry naming it
+  for (const auto& [name, op_plan] : plan.ops) {
+    const std::string path = "/ops/" + zspace::json_pointer_token(name);
+    if (ambiguous(name)) {
+      problems.push_back(
+          fmt::format("{}: operation name '{}' is ambiguous ({} operations carry that label)", path,
+                      name, std::count(known.begin(), known.end(), name)));
+      continue;
+    }
+    auto op = find_operation(graph, name);
+    if (!op) {  // a derived entry: the rewrites check it
+      if (fitting != nullptr) fitting->ops.emplace(name, op_plan);
+      continue;
+    }
     const std::string canonical = operation_name(graph, *op);
-    if (canonical != name) {  // named by its key: the label must tell it apart
-      if (std::count(known.begin(), known.end(), canonical) > 1) {
-        problems.push_back(fmt::format(
-            "{}: operation '{}' shares its label '{}' with other operations, so a plan cannot "
-            "address it (give it a label of its own)",
-            path, name, canonical));
-        continue;
-      }
+    if (canonical != name && ambiguous(canonical)) {  // named by its key: the label must tell it
+      problems.push_back(fmt::format(
+          "{}: operation '{}' shares its label '{}' with other operations, so a plan cannot "
+          "address it (give it a label of its own)",
+          path, name, canonical));
+      continue;
     }
     if (auto [it, added] = entry_of.emplace(op->index(), name); !added) {
       problems.push_back(fmt::format("{}: names operation '{}' again (/ops/{} does too)", path,
                                      canonical, zspace::json_pointer_token(it->second)));
       continue;
     }
-    const std::optional<zspace::Range> index = view.ipf_index();
-    const DimNames dims(graph, *op);
-    std::map<std::size_t, std::string> split_named;  // dim → the name the plan used
-    for (const auto& [dim, count] : op_plan.split) {
-      auto d = dims.find(dim);
-      if (!d) {
-        problems.push_back(fmt::format("{}/split/{}: operation '{}' has no index dimension '{}' {}",
-                                       path, zspace::json_pointer_token(dim), name, dim,
-                                       dims.listed()));
-        continue;
-      }
-      if (auto [it, added] = split_named.emplace(*d, dim); !added) {
-        problems.push_back(fmt::format("{}/split/{}: names dimension '{}' of '{}' again (as '{}')",
-                                       path, zspace::json_pointer_token(dim), view.index_name(*d),
-                                       name, it->second));
-        continue;
-      }
-      const std::int64_t extent = index ? index->extent(*d) : 0;
-      if (count > std::max<std::int64_t>(extent, 1)) {
-        problems.push_back(
-            fmt::format("{}/split/{}: cannot cut dimension '{}' of extent {} into {} shards", path,
-                        zspace::json_pointer_token(dim), dim, extent, count));
-      }
-    }
-    for (const auto& [dim, axis] : op_plan.mesh) {
-      if (!dims.find(dim)) {
-        problems.push_back(fmt::format("{}/mesh/{}: operation '{}' has no index dimension '{}' {}",
-                                       path, zspace::json_pointer_token(dim), name, dim,
-                                       dims.listed()));
-      }
-    }
-    for (std::size_t i = 0; i < op_plan.substitute.size(); ++i) {
-      const std::string& s = op_plan.substitute[i];
-      const Substitution* known_substitution = find_substitution(s);
-      if (known_substitution == nullptr) {
-        std::vector<std::string_view> names;
-        for (const Substitution& k : kKnownSubstitutions) names.push_back(k.name);
-        problems.push_back(fmt::format("{}/substitute/{}: unknown substitution '{}' (known: {})",
-                                       path, i, s, fmt::join(names, ", ")));
-      } else if (view.kernel() != known_substitution->kernel) {
-        problems.push_back(
-            fmt::format("{}/substitute/{}: {} rewrites a {}, but operation '{}' is a {}", path, i,
-                        s, known_substitution->kernel, name, view.kernel()));
-      }
-    }
+    std::vector<std::string> found = check_entry(op_plan, name, path, graph, *op);
+    if (found.empty() && fitting != nullptr) fitting->ops.emplace(name, op_plan);
+    for (std::string& p : found) problems.push_back(std::move(p));
   }
   for (std::size_t g = 0; g < plan.fuse.size(); ++g) {
+    bool fits = true;
     for (std::size_t i = 0; i < plan.fuse[g].size(); ++i) {
-      if (!find_operation(graph, plan.fuse[g][i])) {
-        problems.push_back(fmt::format("/fuse/{}/{}: {}", g, i, unknown_op(plan.fuse[g][i])));
+      const std::string& name = plan.fuse[g][i];
+      if (ambiguous(name)) {
+        fits = false;
+        problems.push_back(fmt::format(
+            "/fuse/{}/{}: operation name '{}' is ambiguous ({} operations carry that label)", g, i,
+            name, std::count(known.begin(), known.end(), name)));
       }
     }
+    if (fits && fitting != nullptr) fitting->fuse.push_back(plan.fuse[g]);
   }
+  if (!plan.outputs.empty()) {
+    std::vector<std::string> outputs;
+    for (ir::TensorId t : metakernel::graph_outputs(graph))
+      outputs.push_back(output_name(graph, t));
+    for (const auto& [name, output] : plan.outputs) {
+      if (find_output(graph, name)) {
+        if (fitting != nullptr) fitting->outputs.emplace(name, output);
+        continue;
+      }
+      problems.push_back(fmt::format(
+          "/outputs/{}: no graph output named '{}' (outputs: {})", zspace::json_pointer_token(name),
+          name,
+          outputs.empty() ? std::string("none") : fmt::format("{}", fmt::join(outputs, ", "))));
+    }
+  }
+  return problems;
+}
+
+}  // namespace
+
+std::vector<std::string> check_plan_entries(const Plan& plan, const ir::Graph& graph) {
+  return check_entries(plan, graph, nullptr);
+}
+
+std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph) {
+  Plan fitting;
+  std::vector<std::string> problems = check_entries(plan, graph, &fitting);
+  bool derived = false;
+  for (const auto& [name, op_plan] : plan.ops) derived |= !find_operation(graph, name);
+  for (const auto& group : plan.fuse) {
+    for (const std::string& name : group) derived |= !find_operation(graph, name);
+  }
+  if (!derived) return problems;
+  // The rewrites of the entries that fit say which derived names exist and fit.
+  const LowerOptions options;
+  std::vector<RewriteEvent> log;
+  std::vector<std::string> found = rewrite_operations(graph, fitting, options, log).problems;
+  problems.insert(problems.end(), found.begin(), found.end());
   return problems;
 }
 
 Plan resolve_plan_names(const Plan& plan, const ir::Graph& graph) {
   const auto canonical = [&](const std::string& name) {
     auto op = find_operation(graph, name);
-    TAPESTRY_ASSERT(op.has_value(), "resolve_plan_names on a plan check_plan rejects");
-    return operation_name(graph, *op);
+    return op ? operation_name(graph, *op) : name;
   };
   Plan out;
   out.fuse_auto = plan.fuse_auto;
+  out.outputs = plan.outputs;
   for (const auto& [name, op_plan] : plan.ops) {
-    const ir::OperationId op = *find_operation(graph, name);
-    const DimNames dims(graph, op);
-    OpPlan resolved = op_plan;  // dims by the operation's own names, aliases resolved
-    resolved.split.clear();
-    resolved.mesh.clear();
-    for (const auto& [dim, count] : op_plan.split) resolved.split[dims.own(dim)] = count;
-    for (const auto& [dim, axis] : op_plan.mesh) resolved.mesh[dims.own(dim)] = axis;
-    out.ops.emplace(canonical(name), std::move(resolved));
+    const auto op = find_operation(graph, name);
+    out.ops.emplace(canonical(name), op ? resolve_entry(op_plan, graph, *op) : op_plan);
   }
   for (const auto& group : plan.fuse) {
     std::vector<std::string> names;

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 #include <fmt/format.h>
 
+#include "combine_plan.h"
 #include "op_spec.h"
 #include "spec_transforms.h"
 #include "tapestry/metakernel/apply.h"
@@ -48,8 +49,8 @@ zspace::IndexProjection block_row(std::size_t index_rank) {
 }
 
 // Adds `reduce(partial)` writing `target` (the original output), named `name`.
-metakernel::Signature add_reduce(RewriteState& state, ir::Graph& graph, ir::TensorId partial,
-                                 ir::TensorId target, ir::Monoid monoid, const std::string& name) {
+ir::OperationId add_reduce(RewriteState& state, ir::Graph& graph, ir::TensorId partial,
+                           ir::TensorId target, ir::Monoid monoid, const std::string& name) {
   const metakernel::Metakernel& reduce = state.signatures->get("reduce");
   metakernel::Argument arg{name, metakernel::tensor_type(graph, partial)};
   metakernel::Signature sig = metakernel::evaluate_signature(
@@ -60,9 +61,9 @@ metakernel::Signature add_reduce(RewriteState& state, ir::Graph& graph, ir::Tens
   TAPESTRY_ASSERT(result.type.range.shape() == target_range.shape(), "reduce result shape");
   result.ipf = result.ipf.translate(target_range.start() - result.type.range.start());
   result.type.range = target_range;
-  metakernel::add_operation(graph, sig, std::span(&partial, 1), name,
-                            {.add_application = false, .outputs = {target}});
-  return sig;
+  return metakernel::add_operation(graph, sig, std::span(&partial, 1), name,
+                                   {.add_application = false, .outputs = {target}})
+      .operation;
 }
 
 // The partial output of one block: the output's tensor and range with a label of its own.
@@ -97,19 +98,30 @@ std::string add_even_split(RewriteState& state, ir::Graph& graph, FreshNames& na
   }
   state.plan.ops[old.label] = plan;
 
+  // Each combine takes the plan's entry for it, else the default that follows its consumers
+  // (combine_plan.h); the elementwise operations that follow it take its plan.
   const ir::Monoid monoid = old.reduction(old.index_names[k])->monoid;
   std::vector<std::string> reduces;
   for (std::size_t j = 0; j < old.outputs.size(); ++j) {
     const std::string name =
         names.take(old.label + "/reduce" + (j == 0 ? "" : fmt::format(".{}", j)));
-    state.derive(name, old.label);
     reduces.push_back(name);
-    metakernel::Signature sig =
+    const ir::OperationId reduce =
         add_reduce(state, graph, partials[j], old.outputs[j].tensor, monoid, name);
-    OpPlan reduce_plan;
-    detail::transfer_splits(old, old_plan, old.outputs[j].ipf, sig.outputs[0].ipf, sig.dim_names(),
-                            reduce_plan.split);
-    if (!reduce_plan.split.empty()) state.plan.ops[name] = reduce_plan;
+    const std::vector<ir::OperationId> following =
+        detail::followers(state, old.outputs[j].tensor, state.origin(old.label));
+    const detail::CombineSite site{.old = &old,
+                                   .partial_op = old.label,
+                                   .block = block,
+                                   .blocks = p,
+                                   .partial_plan = &plan,
+                                   .old_result_ipf = &old.outputs[j].ipf,
+                                   .combine = reduce,
+                                   .result = old.outputs[j].tensor};
+    const OpPlan reduce_plan = state.plan_of_new(
+        reduce, old.label, kSplitReduction, detail::default_combine_plan(state, site, following));
+    if (!is_empty(reduce_plan)) state.plan.ops[name] = reduce_plan;
+    detail::mirror_plan(state, reduce, reduce_plan, following);
   }
   return fmt::format("{} blocks of {} in a `{}` dim, combined by {} ({})", p, q, block,
                      fmt::join(reduces, ", "), ir::monoid_name(monoid));
@@ -126,7 +138,6 @@ void combine_tree(RewriteState& state, ir::Graph& graph, FreshNames& names,
     for (std::size_t i = 0; i + 1 < parts.size(); i += 2) {
       const bool last = parts.size() == 2;
       const std::string name = names.take(fmt::format("{}/combine{}", old.label, serial++));
-      state.derive(name, old.label);
       metakernel::Argument args[] = {{name, metakernel::tensor_type(graph, parts[i])},
                                      {name, metakernel::tensor_type(graph, parts[i + 1])}};
       metakernel::Signature sig =
@@ -137,11 +148,14 @@ void combine_tree(RewriteState& state, ir::Graph& graph, FreshNames& names,
       result.type.range = range;
       const ir::TensorId pair[] = {parts[i], parts[i + 1]};
       ir::TensorId target = last ? output.tensor : add_partial(graph, output.tensor, range, name);
-      metakernel::add_operation(graph, sig, pair, name,
-                                {.add_application = false, .outputs = {target}});
+      const ir::OperationId combine =
+          metakernel::add_operation(graph, sig, pair, name,
+                                    {.add_application = false, .outputs = {target}})
+              .operation;
       OpPlan plan;
       detail::transfer_splits(old, old_plan, output.ipf, result.ipf, sig.dim_names(), plan.split);
-      if (!plan.split.empty()) state.plan.ops[name] = plan;
+      plan = state.plan_of_new(combine, old.label, kSplitReduction, std::move(plan));
+      if (!is_empty(plan)) state.plan.ops[name] = plan;
       next.push_back(target);
     }
     if (parts.size() % 2 == 1) next.push_back(parts.back());
@@ -160,7 +174,6 @@ std::string add_uneven_split(RewriteState& state, ir::Graph& graph, FreshNames& 
   for (std::size_t b = 0; b < blocks.size(); ++b) {
     OpSpec s = old;
     s.label = names.take(fmt::format("{}/block{}", old.label, b));
-    state.derive(s.label, old.label);
     block_names.push_back(s.label);
     s.index = blocks[b];
     for (std::size_t j = 0; j < s.outputs.size(); ++j) {
@@ -170,8 +183,9 @@ std::string add_uneven_split(RewriteState& state, ir::Graph& graph, FreshNames& 
           names.take(fmt::format("{}/partial{}", s.label, j == 0 ? "" : fmt::format(".{}", j))));
       parts[j].push_back(s.outputs[j].tensor);
     }
-    detail::add_op(graph, s);
-    state.plan.ops[s.label] = old_plan;
+    const OpPlan plan =
+        state.plan_of_new(detail::add_op(graph, s), old.label, kSplitReduction, old_plan);
+    if (!is_empty(plan)) state.plan.ops[s.label] = plan;
   }
   state.plan.ops.erase(old.label);
   const ir::Monoid monoid = old.reduction(old.index_names[k])->monoid;

@@ -285,7 +285,8 @@ MemoryEstimate estimate_program_memory(const ir::Graph& graph) {
 namespace {
 
 bool is_contraction(std::string_view kernel) {
-  return kernel == "linear" || kernel == "matmul" || kernel == "conv2d";
+  return kernel == "linear" || kernel == "linear_nobias" || kernel == "matmul" ||
+         kernel == "conv2d";
 }
 
 bool is_layout(std::string_view kernel) {

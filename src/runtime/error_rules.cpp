@@ -33,7 +33,8 @@ enum class Rule {
 // Which rule a kernel follows; `sum`, `max` and `reduce` depend on their monoid.
 Rule rule_of(std::string_view kernel, std::optional<ir::Monoid> monoid) {
   if (kernel.starts_with("op:")) kernel.remove_prefix(3);
-  if (kernel == "linear" || kernel == "matmul" || kernel == "conv2d" || kernel == "mul")
+  if (kernel == "linear" || kernel == "linear_nobias" || kernel == "matmul" || kernel == "conv2d" ||
+      kernel == "mul")
     return Rule::kBilinear;
   if (kernel == "add" || kernel == "sub" || kernel == "bias_add") return Rule::kAdditive;
   if (kernel == "sum" || kernel == "max" || kernel == "reduce") {

@@ -38,15 +38,44 @@ for graph in examples/*.tap; do
   done
 done
 
-# The Megatron MLP: the second linear's partial sums meet on gpu:0 — one reduce of
-# tokens × hidden float32 values (4096 × 1024 × 4 bytes), nothing else moves.
+# The Megatron MLP: the second linear's partial sums are reduce-scattered (nothing reads Y, so
+# the combine is cut by rows where the blocks are) — each GPU sends the other half of its
+# partial: tokens × hidden float32 values (4096 × 1024 × 4 bytes) in all, nothing else moves.
 "$tapestry" cost examples/mlp.tap --plan examples/plans/mlp-megatron.json --target h100x8 --json >"$tmp/cost.json" 2>"$tmp/err"
 [[ $(json_field "$tmp/cost.json" bytes_moved) == $((4096 * 1024 * 4)) ]]
 check "megatron moves 4096*1024*4 bytes" $?
 "$tapestry" explain examples/mlp.tap --plan examples/plans/mlp-megatron.json --target h100x8 >"$tmp/out" 2>"$tmp/err"
-grep -qE "^  reduce +Y/matmul/partial of Y/matmul → Y/matmul/reduce: 1 transfer, 16.0 MiB, gpu:1 → gpu:0" "$tmp/out" &&
+grep -qE "^  reduce-scatter \(ring\)  Y/matmul/partial of Y/matmul → Y/matmul/reduce: 16.0 MiB over 2 devices \(gpu:0, gpu:1\), 2 transfers" "$tmp/out" &&
   grep -qE "→ result Y/matmul +\[Partial\(sum\)\]" "$tmp/out" && grep -qE "← s0_x X +\[Replicate\(\)\]" "$tmp/out"
-check "megatron explained: Partial(sum), Replicate(), one reduce" $?
+check "megatron explained: Partial(sum), Replicate(), one reduce-scatter" $?
+# The combine named unsplit: the old reduce onto gpu:0.
+echo '{"ops": {"H/linear": {"split": {"out": 2}}, "H": {"split": {"d1": 2}}, "Y": {"split": {"in": 2}},
+  "Y/matmul/reduce": {}}, "fuse": [["H/linear", "H"]]}' >"$tmp/megatron-reduce.json"
+"$tapestry" explain examples/mlp.tap --plan "$tmp/megatron-reduce.json" --target h100x8 >"$tmp/out" 2>"$tmp/err"
+grep -qE "^  reduce +Y/matmul/partial of Y/matmul → Y/matmul/reduce: 1 transfer, 16.0 MiB, gpu:1 → gpu:0" "$tmp/out"
+check "megatron with the combine named unsplit: one reduce onto gpu:0" $?
+# The transformer MLP on 8 GPUs (issue 26): Megatron's combine reduce-scattered (860.3 µs and
+# 232 MiB on gpu:0 when the combine ran there alone); with Y replicated, the ring all-reduce.
+"$tapestry" explain tests/data/search/transformer_mlp_bf16.tap --target h100x8 \
+  --plan tests/data/search/transformer_mlp-megatron.json >"$tmp/out" 2>"$tmp/err" &&
+  grep -qE "^  reduce-scatter \(ring\)  Y/matmul/partial of Y/matmul → Y: 64.0 MiB over 8 devices \(gpu:0 … gpu:7\), 56 transfers, 182.5 µs$" "$tmp/out" &&
+  grep -qE "^  makespan 622.9 µs, peak memory 192.0 MiB" "$tmp/out"
+check "transformer MLP, Megatron: one reduce-scatter, 622.9 µs, 192 MiB" $?
+python3 -c "import json,sys; p=json.load(open(sys.argv[1])); p['outputs']={'Y': {'replicate': 'all'}}; print(json.dumps(p))" \
+  tests/data/search/transformer_mlp-megatron.json >"$tmp/megatron-ar.json"
+"$tapestry" explain tests/data/search/transformer_mlp_bf16.tap --target h100x8 --plan "$tmp/megatron-ar.json" >"$tmp/out" 2>"$tmp/err" &&
+  grep -qE "^  all-reduce \(ring: reduce-scatter \+ all-gather\)  Y/matmul/partial of Y/matmul → output: 64.0 MiB over 8 devices \(gpu:0 … gpu:7\), 112 transfers, .* \(reduce-scatter 182.5 µs, all-gather 182.5 µs\)$" "$tmp/out"
+check "transformer MLP, Megatron with Y replicated: one ring all-reduce" $?
+echo '{"ops": {"Y": {"split": {"in": 8}}}, "outputs": {"Y": {"replicate": "tp"}}}' >"$tmp/bad-axis.json"
+expect "replicate along a mesh axis the target lacks" 2 \
+  "bad-axis.json: /outputs/Y/replicate: target 'h100x8' has no mesh axis 'tp' \\(its mesh: d; or \"all\"\\)" -- \
+  "$tapestry" cost tests/data/search/transformer_mlp_bf16.tap --plan "$tmp/bad-axis.json" --target h100x8
+echo '{"outputs": {"Y": {"replicate": 8}}}' >"$tmp/bad-replicate.json"
+expect "replicate is not a string" 2 "bad-replicate.json: /outputs/Y/replicate: expected a string, got number" -- \
+  "$tapestry" cost tests/data/search/transformer_mlp_bf16.tap --plan "$tmp/bad-replicate.json" --target h100x8
+echo '{"outputs": {"H": {"replicate": "all"}}}' >"$tmp/not-output.json"
+expect "replicate a tensor that is not an output" 2 "/outputs/H: no graph output named 'H' \\(outputs: Y\\)" -- \
+  "$tapestry" cost tests/data/search/transformer_mlp_bf16.tap --plan "$tmp/not-output.json" --target h100x8
 "$tapestry" cost examples/mlp.tap --plan examples/plans/mlp-megatron.json --target h100x8 >"$tmp/out" 2>"$tmp/err"
 grep -qE "^  makespan .* 2 devices" "$tmp/out" && grep -qE "^  gpu:1 " "$tmp/out"
 check "cost table" $?
@@ -75,7 +104,7 @@ check "cost --json: 2 devices used, the node's 8 held" $?
 
 # render --target: every shard drawn in its device's colour, naming its device.
 "$tapestry" render examples/mlp.tap --plan examples/plans/mlp-megatron.json --target h100x8 -o "$tmp/placed.dot" >"$tmp/out" 2>"$tmp/err" &&
-  [[ $(grep -c "on gpu:0" "$tmp/placed.dot") -eq 5 && $(grep -c "on gpu:1" "$tmp/placed.dot") -eq 3 ]]
+  [[ $(grep -c "on gpu:0" "$tmp/placed.dot") -eq 4 && $(grep -c "on gpu:1" "$tmp/placed.dot") -eq 4 ]]
 check "render --target colours shards by device" $?
 expect "render --plan without --target" 2 "--plan and --split need --target" -- \
   "$tapestry" render examples/mlp.tap --plan examples/plans/mlp-megatron.json -o "$tmp/x.dot"
@@ -140,7 +169,7 @@ moves = [e for e in events if e["ph"] == "X" and e["cat"] == "transfer"]
 tracks = {e["args"]["name"] for e in events if e["name"] == "thread_name"}
 assert len(apps) == 8 and len(moves) >= 1, (len(apps), len(moves))
 assert {"gpu:0", "gpu:1"} <= tracks, tracks
-assert max(e["ts"] + e["dur"] for e in apps + moves) > 800, "834.6 µs makespan"
+assert max(e["ts"] + e["dur"] for e in apps + moves) > 790, "794.5 µs makespan"
 PY
 check "cost --trace writes the predicted schedule" $?
 "$tapestry" explain examples/linear_relu.tap --target cpu-local --trace "$tmp/explained.json" \

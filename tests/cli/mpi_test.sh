@@ -95,9 +95,13 @@ Y = matmul(X, W)
 Z = linear(Y, V, c)
 output Z
 TAP
-echo '{"ops": {"Y": {"split": {"k": 2}}, "Z": {"split": {"out": 2}}}}' >"$tmp/ar2.json"
-echo '{"ops": {"Y": {"split": {"k": 4}}, "Z": {"split": {"out": 4}}}}' >"$tmp/ar4.json"
-echo '{"ops": {"Y": {"split": {"k": 2}}}}' >"$tmp/r2.json"
+# The combine Y/reduce named unsplit ({}): one reduce on rank 0, whatever its default would be.
+echo '{"ops": {"Y": {"split": {"k": 2}}, "Y/reduce": {}, "Z": {"split": {"out": 2}}}}' >"$tmp/ar2.json"
+echo '{"ops": {"Y": {"split": {"k": 4}}, "Y/reduce": {}, "Z": {"split": {"out": 4}}}}' >"$tmp/ar4.json"
+echo '{"ops": {"Y": {"split": {"k": 2}}, "Y/reduce": {}}}' >"$tmp/r2.json"
+# Its default (docs/rewrites.md): Z's shards read Y whole, so Y/reduce is cut 2 ways, shard j on
+# block j's rank — each half summed where both ranks read it, two exact allreduces.
+echo '{"ops": {"Y": {"split": {"k": 2}}, "Z": {"split": {"out": 2}}}}' >"$tmp/ar2-default.json"
 same_as_block "allreduce of two partials" 2 "$ar" --plan "$tmp/ar2.json" --metrics "$tmp/ar-m.json"
 grep -q "^collectives: 1 allreduce (Y/reduce)$" "$tmp/out" &&
   grep -q '"kind": "allreduce"' "$tmp/ar-m.json" && grep -q '"bitwise": true' "$tmp/ar-m.json"
@@ -158,6 +162,9 @@ succeeds "reduce-scatter of four partials, --collectives all" -- "${mpirun[@]}" 
   --plan "$tmp/rsag4.json" --executor mpi --collectives all --verify
 grep -q "^collectives: 1 reduce_scatter (Y, MPI's order), 1 allgather (Y)$" "$tmp/out" && grep -q "^PASS   Z" "$tmp/out"
 check "a reduce-scatter in MPI's order passes --verify" $?
+same_as_block "the combine's default (reduce-scatter + gather)" 2 "$ar" --plan "$tmp/ar2-default.json"
+grep -q "^collectives: 1 reduce_scatter (Y/reduce), 1 allgather (Y/reduce)$" "$tmp/out"
+check "the default combine is a reduce-scatter, then an allgather where both ranks read all of Y" $?
 echo '{"ops": {"Y/linear": {"split": {"out": 2}}, "Y": {"split": {"d1": 2}}}, "fuse": [["Y/linear", "Y"]]}' >"$tmp/lr-out.json"
 echo '{"ops": {"H/linear": {"split": {"out": 2}}, "H": {"split": {"d1": 2}}, "Y": {"split": {"out": 2}}}, "fuse": [["H/linear", "H"]]}' >"$tmp/mlp-ag.json"
 if [[ $mode == full ]]; then  # MLP-sized: seconds each
@@ -166,8 +173,10 @@ if [[ $mode == full ]]; then  # MLP-sized: seconds each
     grep -q "^collectives: 1 allgather (H)$" "$tmp/out"
     check "allgather named in the summary on $ranks ranks" $?
     same_as_block "mlp-megatron" $ranks "$ex/mlp.tap" --plan "$plans/mlp-megatron.json"
-    grep -q "^collectives: 1 reduce (Y/matmul/reduce)$" "$tmp/out"
-    check "the Megatron MLP's partials summed by MPI_Reduce on $ranks ranks" $?
+    # The combine's default: Y is a graph output, so it is reduce-scattered, each half on the
+    # rank of its block — one MPI_Reduce per half (MPI_Reduce_scatter: issue 26's part C2b).
+    grep -q "^collectives: 2 reduce (Y/matmul/reduce; Y/matmul/reduce)$" "$tmp/out"
+    check "the Megatron MLP's partials reduce-scattered by MPI_Reduce on $ranks ranks" $?
     same_as_block "mlp-megatron, --collectives none" $ranks "$ex/mlp.tap" --plan "$plans/mlp-megatron.json" --collectives none
     grep -q "^collectives: none" "$tmp/out"
     check "--collectives none: point-to-point on $ranks ranks" $?

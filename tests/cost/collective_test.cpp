@@ -536,15 +536,38 @@ TEST(RecogniseInPlacement, PartialTensorsAreThoseEveryConsumerReduces) {
   }
 }
 
-TEST(RecogniseInPlacement, TheMegatronReduceOntoOneDevice) {
-  // The split-reduction's combine unsplit on gpu:0: the other 7 partials are a reduce (chain).
+constexpr std::string_view kTransformerMlp =
+    "X: bf16[8192, 4096]\nW1: bf16[16384, 4096]\nb1: bf16[16384]\nW2: bf16[4096, 16384]\n"
+    "b2: bf16[4096]\nH = gelu(linear(X, W1, b1))\nY = linear(H, W2, b2)\noutput Y\n";
+
+// Megatron's plan, the combine planned by default: nothing reads Y, so the combine is cut by rows
+// over the 8 GPUs holding the partials — a ring reduce-scatter of the 64 MiB partial.
+TEST(RecogniseInPlacement, TheMegatronCombineIsAReduceScatterByDefault) {
   const Target t = *preset_target("h100x8");
-  const Placement p = place_tap(
-      "X: bf16[8192, 4096]\nW1: bf16[16384, 4096]\nb1: bf16[16384]\nW2: bf16[4096, 16384]\n"
-      "b2: bf16[4096]\nH = gelu(linear(X, W1, b1))\nY = linear(H, W2, b2)\noutput Y\n",
-      R"({"ops": {"H/linear": {"split": {"out": 8}}, "H": {"split": {"d1": 8}},
+  const Placement p =
+      place_tap(kTransformerMlp,
+                R"({"ops": {"H/linear": {"split": {"out": 8}}, "H": {"split": {"d1": 8}},
           "Y": {"split": {"in": 8}}}, "fuse": "auto"})",
-      t);
+                t);
+  ASSERT_EQ(p.collectives.size(), 1u);
+  const Collective& c = p.collectives[0];
+  EXPECT_EQ(c.kind, CollectiveKind::kReduceScatter);
+  EXPECT_EQ(c.bytes, 64 * kMiB);
+  EXPECT_EQ(c.devices.size(), 8u);
+  const CollectivePrice price = price_collective(c, t);
+  EXPECT_EQ(price.algorithm, CollectiveAlgorithm::kRing);
+  EXPECT_DOUBLE_EQ(price.seconds, 7 * (kAlpha + 8.0 * kMiB / kB));
+}
+
+TEST(RecogniseInPlacement, TheMegatronReduceOntoOneDevice) {
+  // The split-reduction's combine named unsplit (on gpu:0): the other 7 partials are a reduce
+  // (chain).
+  const Target t = *preset_target("h100x8");
+  const Placement p =
+      place_tap(kTransformerMlp,
+                R"({"ops": {"H/linear": {"split": {"out": 8}}, "H": {"split": {"d1": 8}},
+          "Y": {"split": {"in": 8}}, "Y/matmul/reduce": {}}, "fuse": "auto"})",
+                t);
   ASSERT_EQ(p.collectives.size(), 1u);
   const Collective& c = p.collectives[0];
   EXPECT_EQ(c.kind, CollectiveKind::kReduce);

@@ -69,7 +69,7 @@ std::string difference(const Placement& a, const Placement& b) {
     const Transfer &x = a.transfers[i], &y = b.transfers[i];
     if (x.tensor != y.tensor || x.box != y.box || x.bytes != y.bytes || x.from != y.from ||
         x.to != y.to || x.producer != y.producer || x.consumers != y.consumers ||
-        x.collective != y.collective) {
+        x.collective != y.collective || x.replicates_output != y.replicates_output) {
       return fmt::format("transfer {}", i);
     }
   }
@@ -167,6 +167,53 @@ TEST(Evaluator, MatchesTheReferenceOnPlansWithCollectives) {
     EXPECT_EQ(ev.stats().reference, 0u) << target_name;
   }
   EXPECT_GE(collectives, 20);
+}
+
+// The combine of a split reduction planned by default (colocated with its blocks, whose counts
+// and place lists the rewrites see as symbols and markers), named by the plan, and outputs
+// replicated: the Evaluator places them exactly as place() does.
+TEST(Evaluator, MatchesTheReferenceOnCombinesAndReplicatedOutputs) {
+  const ir::Graph g = rewrite::testing::build(
+      "X: f32[512, 256]\nW1: f32[1024, 256]\nb1: f32[1024]\nW2: f32[256, 1024]\nb2: f32[256]\n"
+      "H = relu(linear(X, W1, b1))\nY = linear(H, W2, b2)\noutput Y\n");
+  const std::vector<std::string> plans = {
+      R"({"ops": {"Y": {"split": {"in": 4}}}})",
+      R"({"ops": {"Y": {"split": {"in": 4, "batch": 2}}}, "fuse": "auto"})",
+      R"({"ops": {"Y": {"split": {"in": 4, "batch": 3}}}, "fuse": "auto"})",  // same key, other
+                                                                              // count
+      R"({"ops": {"Y": {"split": {"in": 4}, "place": ["gpu:7", "gpu:5", "gpu:3", "gpu:1"]}}})",
+      R"({"ops": {"Y": {"split": {"in": 4}, "place": ["gpu:2", "gpu:0", "gpu:6", "gpu:4"]}}})",
+      R"({"ops": {"Y": {"split": {"in": 4}}, "Y/matmul/reduce": {"split": {"d1": 2}}}})",
+      R"({"ops": {"H/linear": {"split": {"out": 8}}, "H": {"split": {"d1": 8}},
+                  "Y": {"split": {"in": 8}}}, "fuse": "auto", "outputs": {"Y": {"replicate": "all"}}})",
+      R"({"ops": {"Y": {"split": {"in": 2, "batch": 4}}}, "outputs": {"Y": {"replicate": "all"}}})",
+  };
+  // On h100x64's dp × tp mesh: the combine on the blocks' axes, Y replicated along one axis.
+  const std::vector<std::string> mesh_plans = {
+      R"({"ops": {"Y": {"split": {"in": 8, "batch": 8}, "mesh": {"in": "tp", "batch": "dp"}}},
+          "outputs": {"Y": {"replicate": "tp"}}})",
+      R"({"ops": {"Y": {"split": {"in": 8, "batch": 4}, "mesh": {"in": "tp", "batch": "dp"}}},
+          "outputs": {"Y": {"replicate": "dp"}}, "fuse": "auto"})",
+  };
+  int replicated = 0;
+  for (const std::string target_name : {"h100x8", "h100x64"}) {
+    const Target target = *preset_target(target_name);
+    Evaluator ev(g, target);
+    std::vector<std::string> all = plans;
+    if (target_name == "h100x64") all.insert(all.end(), mesh_plans.begin(), mesh_plans.end());
+    for (int round = 0; round < 2; ++round) {
+      for (const std::string& text : all) {
+        const rewrite::Plan plan = rewrite::parse_plan(text);
+        const Placement expected = reference_placement(g, plan, target);
+        SCOPED_TRACE(fmt::format("{}: {}", target_name, text));
+        EXPECT_EQ(difference(ev.place(plan), expected), "");
+        EXPECT_TRUE(same_cost(ev.evaluate(plan), simulate(expected, target)));
+        for (const Transfer& t : expected.transfers) replicated += t.replicates_output ? 1 : 0;
+      }
+    }
+    EXPECT_EQ(ev.stats().reference, 0u) << target_name;
+  }
+  EXPECT_GE(replicated, 100);
 }
 
 // Plans that differ in non-reduction counts (keeping which are 1 and which are equal) and in

@@ -57,18 +57,35 @@ TEST(Explain, MegatronMlpInDTensorTerms) {
   EXPECT_EQ(placements(h, "s0_x"), "X Replicate()");
   EXPECT_EQ(placements(h, "s0_w"), "W1 Shard(0)");
   EXPECT_EQ(placements(h, "result"), "H Shard(1)");
-  // Splitting Y's reduction dim `in` decomposes the linear (so the bias is added once): Wᵀ is
-  // cut as W2 is, and the matmul's blocks are partial sums of Y/matmul.
-  const OperationSharding& t = op_named(e, "Y/transpose");
-  EXPECT_EQ(t.devices, (std::vector<std::string>{"gpu:0", "gpu:1"}));
-  EXPECT_EQ(placements(t, "x"), "W2 Shard(1)");
+  // Splitting Y's reduction dim `in` decomposes the linear (so the bias is added once): the
+  // bias-less product reads W2 as it is, cut along `in`, and its blocks are partial sums.
   const OperationSharding& y = op_named(e, "Y/matmul");
+  EXPECT_EQ(y.kernel, "linear_nobias");
   EXPECT_EQ(y.axes, (std::vector<std::string>{"block=2"}));
-  EXPECT_EQ(placements(y, "a"), "H Shard(1)");
-  EXPECT_EQ(placements(y, "b"), "Y/transpose Shard(0)");
+  EXPECT_EQ(y.devices, (std::vector<std::string>{"gpu:0", "gpu:1"}));
+  EXPECT_EQ(placements(y, "x"), "H Shard(1)");
+  EXPECT_EQ(placements(y, "w"), "W2 Shard(1)");
   EXPECT_EQ(placements(y, "result"), "Y/matmul Partial(sum)");
+  // The combine, by default (nothing reads Y): cut by rows where the blocks are, the bias_add
+  // with it — a reduce-scatter: each GPU sends the other the half of its partial it sums.
+  EXPECT_EQ(op_named(e, "Y/matmul/reduce").devices, (std::vector<std::string>{"gpu:0", "gpu:1"}));
+  EXPECT_EQ(op_named(e, "Y").axes, std::vector<std::string>{"batch=2"});
+  ASSERT_EQ(e.communication.size(), 1u);
+  const Communication& c = e.communication[0];
+  EXPECT_EQ(c.pattern, "reduce-scatter");
+  EXPECT_EQ(c.bytes, 4096 * 1024 * 4);
+  EXPECT_EQ(c.size_bytes, 4096 * 1024 * 4);
+  EXPECT_EQ(e.cost.bytes_moved, 4096 * 1024 * 4);
+}
+
+// The same with the combine named unsplit: one reduce, gpu:1's partial (tokens × hidden floats)
+// to gpu:0, where the combine runs.
+TEST(Explain, MegatronMlpWithTheCombineUnsplit) {
+  std::string plan(kMegatron);
+  plan.replace(plan.find(R"("Y": )"), 0, R"("Y/matmul/reduce": {}, )");
+  const Explanation e = explain_tap(kMlp, plan, toy_target(1, 8));
+  EXPECT_EQ(op_named(e, "Y/matmul/reduce").devices, (std::vector<std::string>{"gpu:0"}));
   EXPECT_EQ(op_named(e, "Y").axes, std::vector<std::string>{});
-  // One reduce: gpu:1's partial (tokens × hidden floats) to gpu:0, where the reduce runs.
   ASSERT_EQ(e.communication.size(), 1u);
   const Communication& c = e.communication[0];
   EXPECT_EQ(c.pattern, "reduce");

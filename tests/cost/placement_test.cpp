@@ -12,6 +12,7 @@
 
 #include "cost/cost_testing.h"
 #include "rewrite/random_plans.h"
+#include "tapestry/cost/simulate.h"
 #include "tapestry/cost/work.h"
 #include "tapestry/cost/work_rule.h"
 #include "tapestry/ir/dialect.h"
@@ -98,7 +99,7 @@ TEST(Placement, MeshFollowsASplitReductionOntoItsBlocks) {
       kLinearRelu, R"({"ops": {"Y/linear": {"split": {"in": 4}, "mesh": {"in": "tp"}}}})", t);
   std::set<std::uint32_t> used;
   for (const PlacedOperation& o : p.operations) {
-    if (o.kernel != "linear" && o.kernel != "matmul") continue;
+    if (o.kernel != "linear" && o.kernel != "linear_nobias") continue;
     for (std::uint32_t a : o.applications) used.insert(p.applications[a].device);
   }
   EXPECT_EQ(used, (std::set<std::uint32_t>{0, 1, 2, 3}));
@@ -113,14 +114,208 @@ TEST(Placement, BadPlacementsAreErrorsNamingThePlanPath) {
     }
     return "no error";
   };
-  EXPECT_EQ(error_of(R"({"ops": {"Y": {"split": {"d0": 2}, "place": ["gpu:0", "gpu:9"]}}})",
-                     toy_target(1, 8)),
-            "/ops/Y/place/1: operation 'Y': target 'toy' has no device 'gpu:9' (it has gpu:0 … gpu:7); "
-            "--ignore-placement places the plan's shards on this target by the default rule");
+  EXPECT_EQ(
+      error_of(R"({"ops": {"Y": {"split": {"d0": 2}, "place": ["gpu:0", "gpu:9"]}}})",
+               toy_target(1, 8)),
+      "/ops/Y/place/1: operation 'Y': target 'toy' has no device 'gpu:9' (it has gpu:0 … gpu:7); "
+      "--ignore-placement places the plan's shards on this target by the default rule");
   EXPECT_EQ(
       error_of(R"({"ops": {"Y": {"split": {"d0": 2}, "mesh": {"d0": "dp"}}}})", toy_target(1, 2)),
       "/ops/Y/mesh/d0: operation 'Y': target 'toy' has no mesh axis 'dp' (its mesh: d); "
       "--ignore-placement places the plan's shards on this target by the default rule");
+}
+
+// ---- the combine of a split reduction follows its blocks (rewrite::OpPlan::colocate) ---------
+
+// The partial tensor's bytes that cross devices, and whether every application of `op` has one
+// of the blocks it sums on its own device.
+struct CombineTraffic {
+  std::int64_t moved = 0;
+  bool every_shard_has_a_local_block = true;
+};
+
+CombineTraffic combine_traffic(const Placement& p, std::string_view combine) {
+  CombineTraffic out;
+  for (const Transfer& t : p.transfers) {
+    if (t.to != kHost && !t.consumers.empty() &&
+        p.operations[p.applications[t.consumers.front()].operation].name == combine) {
+      out.moved += t.bytes;
+    }
+  }
+  for (const PlacedOperation& o : p.operations) {
+    if (o.name != combine) continue;
+    for (std::uint32_t a : o.applications) {
+      bool local = false;
+      for (std::uint32_t producer : p.applications[a].local_producers) {
+        local = local || p.operations[p.applications[producer].operation].kernel != "reduce";
+      }
+      out.every_shard_has_a_local_block = out.every_shard_has_a_local_block && local;
+    }
+  }
+  return out;
+}
+
+std::vector<CollectiveKind> kinds_of(const Placement& p) {
+  std::vector<CollectiveKind> kinds;
+  for (const Collective& c : p.collectives) kinds.push_back(c.kind);
+  return kinds;
+}
+
+// Y's partial sums [4 blocks, 4096 × 1024] f32: a reduce-scatter moves 3/4 of the blocks' bytes
+// (each device keeps its own quarter of every sum's rows), a gather onto one device 3 whole blocks.
+constexpr std::int64_t kYBlock = std::int64_t{4096} * 1024 * 4;
+
+TEST(Placement, TheDefaultCombineRunsWhereItsBlocksAre) {
+  const Placement p = place_tap(kMlp, R"({"ops": {"Y": {"split": {"in": 4}}}})", toy_target(1, 8));
+  EXPECT_EQ(devices_of(p, "Y/matmul"), (std::vector<std::uint32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(devices_of(p, "Y/matmul/reduce"), (std::vector<std::uint32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(devices_of(p, "Y"), (std::vector<std::uint32_t>{0, 1, 2, 3}));  // the bias_add
+  const CombineTraffic traffic = combine_traffic(p, "Y/matmul/reduce");
+  EXPECT_EQ(traffic.moved, 3 * kYBlock);
+  EXPECT_TRUE(traffic.every_shard_has_a_local_block);
+  EXPECT_THAT(kinds_of(p), ::testing::Contains(CollectiveKind::kReduceScatter));
+}
+
+// A place list on the partial operation: the combine's shard j goes where block j went, whatever
+// the list's order — the rule the default placement could not give (it would put the shards on
+// gpu:0 … gpu:3).
+TEST(Placement, TheDefaultCombineFollowsAPlaceList) {
+  const Placement p = place_tap(
+      kMlp,
+      R"({"ops": {"Y": {"split": {"in": 4}, "place": ["gpu:7", "gpu:5", "gpu:3", "gpu:1"]}}})",
+      toy_target(1, 8));
+  EXPECT_EQ(devices_of(p, "Y/matmul"), (std::vector<std::uint32_t>{7, 5, 3, 1}));
+  EXPECT_EQ(devices_of(p, "Y/matmul/reduce"), (std::vector<std::uint32_t>{7, 5, 3, 1}));
+  EXPECT_EQ(combine_traffic(p, "Y/matmul/reduce").moved, 3 * kYBlock);
+}
+
+// Blocks × batch rows on 8 devices: the combine inherits the 2 row groups and cuts each 4 ways
+// more; every shard sums its rows' 4 blocks with one of them local.
+TEST(Placement, AnInheritedDimKeepsTheCombineInsideItsGroup) {
+  const Placement p =
+      place_tap(kMlp, R"({"ops": {"Y": {"split": {"in": 4, "batch": 2}}}})", toy_target(1, 8));
+  const std::vector<std::uint32_t> combine = devices_of(p, "Y/matmul/reduce");
+  EXPECT_EQ(std::set<std::uint32_t>(combine.begin(), combine.end()).size(), 8u);
+  const CombineTraffic traffic = combine_traffic(p, "Y/matmul/reduce");
+  EXPECT_EQ(traffic.moved, 3 * kYBlock);  // 2 groups × 3/4 of 4 half blocks
+  EXPECT_TRUE(traffic.every_shard_has_a_local_block);
+  EXPECT_EQ(kinds_of(p), (std::vector<CollectiveKind>{CollectiveKind::kReduceScatter,
+                                                      CollectiveKind::kReduceScatter}));
+}
+
+// dp 2 × tp 4 on two nodes of 4 (h100x64's layout in small): tensor parallel inside a node, the
+// combine's reduce-scatters never cross the slow link.
+TEST(Placement, OnAMeshEveryCombineStaysInsideItsNode) {
+  Target t = toy_target(2, 4);
+  t.mesh = {{"dp", 2}, {"tp", 4}};
+  const Placement p = place_tap(kMlp, R"({"ops": {
+      "H/linear": {"split": {"batch": 2, "out": 4}, "mesh": {"batch": "dp", "out": "tp"}},
+      "H": {"split": {"d0": 2, "d1": 4}, "mesh": {"d0": "dp", "d1": "tp"}},
+      "Y": {"split": {"batch": 2, "in": 4}, "mesh": {"batch": "dp", "in": "tp"}}},
+      "fuse": "auto"})",
+                                t);
+  ASSERT_FALSE(p.transfers.empty());
+  for (const Transfer& tr : p.transfers) {
+    EXPECT_EQ(t.devices[tr.from].node, t.devices[tr.to].node)
+        << fmt::format("{} → {}", tr.from, tr.to);
+  }
+  EXPECT_EQ(kinds_of(p), (std::vector<CollectiveKind>{CollectiveKind::kReduceScatter,
+                                                      CollectiveKind::kReduceScatter}));
+}
+
+// ---- replicated outputs ------------------------------------------------------------------------
+
+// Per device: the cells of `tensor` it ends the run with (written there, or received by a
+// transfer that replicates the output).
+std::map<std::uint32_t, std::int64_t> output_cells(const Placement& p, const ir::Graph& g,
+                                                   std::string_view tensor) {
+  std::map<std::uint32_t, std::int64_t> cells;
+  for (const PlacedApplication& a : p.applications) {
+    for (const auto& e : g.application(a.id).outputs().entries()) {
+      if (g.tensor(e.value.tensor).label() == tensor) cells[a.device] += e.value.range.size();
+    }
+  }
+  for (const Transfer& t : p.transfers) {
+    if (t.replicates_output) cells[t.to] += t.box.size();
+  }
+  return cells;
+}
+
+TEST(Placement, ReplicateAllGivesEveryWriterTheWholeOutput) {
+  rewrite::LowerResult r;
+  const Placement p = place_tap(
+      kMlp, R"({"ops": {"Y": {"split": {"in": 4}}}, "outputs": {"Y": {"replicate": "all"}}})",
+      toy_target(1, 8), &r);
+  const std::int64_t y = 4096 * 1024;
+  EXPECT_EQ(output_cells(p, r.graph, "Y"),
+            (std::map<std::uint32_t, std::int64_t>{{0, y}, {1, y}, {2, y}, {3, y}}));
+  // Reduce-scatter + all-gather: the ring all-reduce.
+  EXPECT_EQ(kinds_of(p), (std::vector<CollectiveKind>{CollectiveKind::kReduceScatter,
+                                                      CollectiveKind::kAllGather}));
+  for (const Transfer& t : p.transfers) {
+    EXPECT_EQ(t.replicates_output, t.consumers.empty());
+  }
+  // Without "outputs", no transfer of Y.
+  const Placement q = place_tap(kMlp, R"({"ops": {"Y": {"split": {"in": 4}}}})", toy_target(1, 8));
+  EXPECT_EQ(q.transfers.size() + 12, p.transfers.size());
+}
+
+// Replicate along tp on a dp 2 × tp 4 mesh: each device gets the rows its tp group writes — two
+// all-gathers of 4, nothing between the groups (DTensor's [Shard(0), Replicate()]).
+TEST(Placement, ReplicateAlongAMeshAxisStaysInsideEachGroup) {
+  Target t = toy_target(2, 4);
+  t.mesh = {{"dp", 2}, {"tp", 4}};
+  rewrite::LowerResult r;
+  constexpr std::string_view kOnTheMesh = R"("ops": {"Y/linear": {"split": {"batch": 2, "out": 4},
+      "mesh": {"batch": "dp", "out": "tp"}}}, "fuse": "auto")";
+  const Placement p = place_tap(
+      kLinearRelu, fmt::format(R"({{{}, "outputs": {{"Y": {{"replicate": "tp"}}}}}})", kOnTheMesh),
+      t, &r);
+  std::int64_t half = 2048 * 4096;
+  std::map<std::uint32_t, std::int64_t> expected;
+  for (std::uint32_t d = 0; d < 8; ++d) expected[d] = half;
+  EXPECT_EQ(output_cells(p, r.graph, "Y"), expected);
+  EXPECT_EQ(kinds_of(p),
+            (std::vector<CollectiveKind>{CollectiveKind::kAllGather, CollectiveKind::kAllGather}));
+  for (const Transfer& tr : p.transfers) EXPECT_EQ(tr.from / 4, tr.to / 4);
+  // Along dp: pairs across the nodes.
+  const Placement q =
+      place_tap(kLinearRelu,
+                fmt::format(R"({{{}, "outputs": {{"Y": {{"replicate": "dp"}}}}}})", kOnTheMesh), t);
+  EXPECT_EQ(q.transfers.size(), 8u);
+  for (const Transfer& tr : q.transfers) EXPECT_EQ(tr.from % 4, tr.to % 4);
+}
+
+// The receivers hold what they receive to the end of the run, as the writers do.
+TEST(Placement, AReplicatedOutputIsHeldToTheEnd) {
+  const Target t = toy_target(1, 2);
+  constexpr std::string_view kRelu = "A: f32[1024, 1024]\nY = relu(A)\noutput Y\n";
+  const CostVector split =
+      simulate(place_tap(kRelu, R"({"ops": {"Y": {"split": {"d0": 2}}}})", t), t);
+  const CostVector replicated = simulate(place_tap(kRelu, R"({"ops": {"Y": {"split": {"d0": 2}}},
+                           "outputs": {"Y": {"replicate": "all"}}})",
+                                                   t),
+                                         t);
+  // Each device ends with its own half and the other's.
+  for (std::size_t d = 0; d < 2; ++d) {
+    EXPECT_EQ(replicated.per_device[d].peak_memory_bytes - split.per_device[d].peak_memory_bytes,
+              std::int64_t{512} * 1024 * 4);
+  }
+  EXPECT_GT(replicated.makespan_s, split.makespan_s);
+}
+
+TEST(Placement, ABadReplicateIsAnErrorNamingThePlanPath) {
+  const auto error_of = [](std::string_view plan) -> std::string {
+    try {
+      place_tap(kLinearRelu, plan, toy_target(1, 4));
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(error_of(R"({"outputs": {"Y": {"replicate": "tp"}}})"),
+            "/outputs/Y/replicate: target 'toy' has no mesh axis 'tp' (its mesh: d; or \"all\"); "
+            "--ignore-placement drops it");
 }
 
 TEST(PlanMesh, ParsedCheckedAndExclusiveWithPlace) {
@@ -188,7 +383,8 @@ TEST(PlacementDialect, AnnotatedGraphsValidateAndSurviveJson) {
   const ir::ValidationReport bare = ir::validate(r.graph, ir::Dialect::placement());
   EXPECT_EQ(ir::count_type(bare.issues, "application-placement"), r.graph.applications().size());
   EXPECT_TRUE(ir::validate(placed, ir::Dialect::application()).issues.empty());
-  // Drop the one transfer (the reduce's partial from gpu:1): exactly that read is reported.
+  // Drop the two transfers of the reduce-scatter (each reduce shard reads the other block's
+  // half of the partials): exactly those reads are reported.
   ir::Graph dropped = placed;
   for (ir::ApplicationId app : dropped.applications()) {
     nlohmann::json tag = dropped.node(app).other_tags()[std::string(ir::kPlacementTagUrl)];
@@ -198,11 +394,14 @@ TEST(PlacementDialect, AnnotatedGraphsValidateAndSurviveJson) {
     }
   }
   const ir::ValidationReport missing = ir::validate(dropped, ir::Dialect::placement());
-  ASSERT_EQ(missing.issues.size(), 1u);
+  ASSERT_EQ(missing.issues.size(), 2u);
   EXPECT_EQ(missing.issues[0].summary, "Cross-device read without a transfer");
   EXPECT_THAT(missing.issues[0].message,
-              ::testing::HasSubstr("reads zr[1:2, 0:4096, 0:1024] of tensor Y/matmul/partial, "
+              ::testing::HasSubstr("reads zr[1:2, 0:2048, 0:1024] of tensor Y/matmul/partial, "
                                    "written on gpu:1"));
+  EXPECT_THAT(missing.issues[1].message,
+              ::testing::HasSubstr("reads zr[0:1, 2048:4096, 0:1024] of tensor Y/matmul/partial, "
+                                   "written on gpu:0"));
   // A device the target lacks.
   const Target small = toy_target(1, 1);
   const std::vector<std::string> problems = check_devices(placed, small);

@@ -42,6 +42,26 @@ TEST(Plan, JsonRoundTrip) {
   EXPECT_EQ(parse_plan(plan.to_json().dump()), plan);
 }
 
+TEST(Plan, OutputsParseAndRoundTrip) {
+  const Plan plan = parse_plan(
+      R"({"ops": {"Y": {"split": {"batch": 2}}}, "outputs": {"Y": {"replicate": "all"},
+                                                            "Z": {"replicate": "tp"}}})");
+  EXPECT_EQ(plan.outputs.at("Y").replicate, "all");
+  EXPECT_EQ(plan.outputs.at("Z").replicate, "tp");
+  EXPECT_EQ(plan.to_json()["outputs"],
+            nlohmann::json::parse(R"({"Y": {"replicate": "all"}, "Z": {"replicate": "tp"}})"));
+  EXPECT_EQ(parse_plan(plan.to_json().dump()), plan);
+  EXPECT_FALSE(parse_plan("{}").to_json().contains("outputs"));
+}
+
+// "all" names no mesh axis and runs on any target; a mesh axis belongs to the target the plan
+// was written for.
+TEST(Plan, WithoutPlacementKeepsReplicateAllAndDropsAMeshAxis) {
+  const Plan plan =
+      parse_plan(R"({"outputs": {"Y": {"replicate": "all"}, "Z": {"replicate": "tp"}}})");
+  EXPECT_EQ(without_placement(plan), parse_plan(R"({"outputs": {"Y": {"replicate": "all"}}})"));
+}
+
 TEST(Plan, WithoutPlacementKeepsTheShardsAndDropsWhereTheyRun) {
   const Plan plan = parse_plan(R"({"ops": {
       "Y": {"split": {"batch": 2}, "place": ["gpu:2", "gpu:3"]},
@@ -77,6 +97,18 @@ TEST(Plan, BadPlansNameTheSourceAndPath) {
       {"{\"ops\": {\"Y\": {\"place\": [\"cpu:0\", 3]}}}", "/ops/Y/place/1: expected a string"},
       {"{\"ops\": {\"Y\": {\"place\": [\"\"]}}}", "/ops/Y/place/0: a device name cannot be empty"},
       {"{\n  \"ops\": {,}\n}", "plan.json:2:11: invalid JSON"},
+      {R"({"outputs": ["Y"]})", "plan.json: /outputs: expected an object, got array"},
+      {R"({"outputs": {"Y": "all"}})", "plan.json: /outputs/Y: expected an object, got string"},
+      {R"({"outputs": {"Y": {"replicate": 8}}})",
+       "plan.json: /outputs/Y/replicate: expected a string, got number"},
+      {R"({"outputs": {"Y": {"replicate": ""}}})",
+       "plan.json: /outputs/Y/replicate: expected \"all\" or a mesh axis name, got \"\""},
+      {R"({"outputs": {"a/b": {"gather": "all"}}})",
+       "plan.json: /outputs/a~1b/gather: unknown member (expected \"replicate\")"},
+      {R"({"outputs": {"Y": {}}})",
+       "plan.json: /outputs/Y: expected {\"replicate\": \"all\" | AXIS}"},
+      {R"({"output": {}})",
+       "plan.json: /output: unknown member (expected \"ops\", \"fuse\" or \"outputs\")"},
       // nlohmann's out_of_range, not a parse_error: it escaped as "internal error" (fuzz_plan).
       {"{\"ops\": {\"Y\": {\"split\": {\"out\": 1e999}}}}",
        "plan.json:1:33: invalid JSON: number 1e999 is out of range"},
@@ -114,13 +146,32 @@ TEST(Plan, CheckAgainstAGraphReportsEveryProblem) {
   EXPECT_THAT(
       problems,
       ::testing::UnorderedElementsAre(
-          HasSubstr("/ops/Z: no operation named 'Z' (operations: Y/linear, Y)"),
+          HasSubstr("/ops/Z: no operation named 'Z' (operations: Y/linear, Y; the rewrites of "
+                    "this plan derive none)"),
           HasSubstr("/ops/Y~1linear/split/rows: operation 'Y/linear' has no index dimension 'rows' "
                     "(it has: batch, out, in)"),
           HasSubstr(
               "/ops/Y~1linear/split/out: cannot cut dimension 'out' of extent 32 into 33 shards"),
           HasSubstr("unknown substitution 'magic'"),
           HasSubstr("/fuse/0/1: no operation named 'Q'")));
+}
+
+// An `outputs` entry names a graph output: not an intermediate tensor, not an unknown one.
+TEST(Plan, CheckRejectsOutputsTheGraphLacks) {
+  ir::Graph g = testing::build(kLinearRelu);
+  EXPECT_THAT(check_plan(parse_plan(R"({"outputs": {"Y": {"replicate": "all"}}})"), g),
+              ::testing::IsEmpty());
+  EXPECT_THAT(
+      check_plan(parse_plan(R"({"outputs": {"Q": {"replicate": "all"}, "X": {"replicate": "all"},
+                                            "Y": {"replicate": "tp"}}})"),
+                 g),
+      ::testing::ElementsAre("/outputs/Q: no graph output named 'Q' (outputs: Y)",
+                             "/outputs/X: no graph output named 'X' (outputs: Y)"));
+  EXPECT_THAT([&] { (void)lower(g, parse_plan(R"({"outputs": {"Q": {"replicate": "all"}}})")); },
+              ThrowsMessage<Error>(HasSubstr("/outputs/Q: no graph output named 'Q'")));
+  // Kept by the rewrites for placement.
+  EXPECT_EQ(lower(g, parse_plan(R"({"outputs": {"Y": {"replicate": "all"}}})")).plan.outputs,
+            (std::map<std::string, OutputPlan>{{"Y", {.replicate = "all"}}}));
 }
 
 // nlohmann::json keeps the last of two equal keys; a plan must not lose a member that way.

@@ -9,7 +9,8 @@
 //                                        the operation does not map take coordinate 0;
 // and without either (the default) its shards, in grid order, go on devices 0, 1, … n−1 of the
 // target, cycled. An unsharded operation therefore runs on device 0, and a plan that shards
-// nothing moves no bytes.
+// nothing moves no bytes. The combine of a split reduction that the plan does not place follows
+// the partial blocks (rewrite::OpPlan::colocate): its shard j runs where block j was computed.
 //
 // What moves. For every input box an application reads, the parts written by applications on
 // another device (the intersection of the producer's output box and the consumer's input box,
@@ -17,7 +18,11 @@
 // gpu:1 reading the same rows of a tensor written on gpu:0 share one transfer. Graph inputs are
 // resident wherever they are read unless the target says `"inputs": "host"` (then each device
 // loads, once, each distinct box it reads); graph outputs stay where they are written unless
-// `"outputs": "host"` (then every written box is gathered to the host).
+// `"outputs": "host"` (then every written box is gathered to the host). A plan's
+// `"outputs": {"Y": {"replicate": "all" | AXIS}}` adds, for every device that writes part of Y,
+// the boxes the other writers of its group write (all of them, or those differing from it only
+// along mesh axis AXIS): transfers no application reads (Transfer::replicates_output), which the
+// receiver holds to the end of the run — an all-gather per group.
 //
 // Collectives. Groups of transfers of one tensor that form an all-gather, reduce-scatter,
 // reduce, broadcast or all-to-all are recognised (collective.h) and listed in
@@ -88,6 +93,9 @@ struct Transfer {
   std::vector<std::uint32_t> consumers;
   /// The collective it belongs to (a position in Placement::collectives), or kNoCollective.
   std::uint32_t collective = kNoCollective;
+  /// It delivers part of a replicated graph output (rewrite::Plan::outputs): no consumer, and
+  /// the receiver holds it to the end of the run.
+  bool replicates_output = false;
 };
 
 /// A kernel's part of an operation's FLOPs (a fused operation has one per stage).

@@ -1,28 +1,25 @@
-// `decompose-linear`: linear(x, w, bias) → bias_add(matmul(x, transpose(w)), bias).
+// `decompose-linear`: linear(x, w, bias) → bias_add(linear_nobias(x, w), bias).
 //
 // linear adds its bias inside the reduction over `in`, so splitting `in` directly would add the
-// bias once per block (split-reduction refuses it). Decomposed, the reduction lives in the matmul
-// alone and the bias is added once, after the partial sums are combined:
+// bias once per block (split-reduction refuses it). Decomposed, the reduction lives in the
+// bias-less product alone and the bias is added once, after the partial sums are combined:
 //
-//   Y = linear(X, W, b)          Y/transpose = transpose(W)           [out, in] → [in, out]
-//                         ==>    Y/matmul    = matmul(X, Y/transpose) index [batch, m, n, k]
-//                                Y           = bias_add(Y/matmul, b)  writes the same tensor Y
+//   Y = linear(X, W, b)   ==>    Y/matmul = linear_nobias(X, W)   index [batch…, out, in]
+//                                Y        = bias_add(Y/matmul, b) writes the same tensor Y
 //
-// A linear without batch dims (x: [in], a vector) is multiplied as the one-row matrix [1, in]:
+// `linear_nobias` (kernels/linear.yaml) is linear without its bias: the same index, the same dim
+// names and the same IPFs for x, w and the result, so W is read [out, in] as it is stored — no
+// transpose is made, and none is shipped between devices — and the plan carries over as it is:
+// Y/matmul takes Y's entry whole (splits, `mesh`, `place`; the substitution is done), and the
+// bias_add, whose dims follow the result's (batch… → batch…, out → n), takes the splits and mesh
+// axes of the dims it has and Y's `place` list (its grid is Y's without `in`, in the same order).
+// A plan entry for `Y/matmul` (a derived entry, plan.h) replaces what it would take from Y.
 //
-//   Y = linear(x, W, b)          Y/reshape   = reshape(x, shape=[1, in])
-//   x: [in]               ==>    Y/transpose = transpose(W)
-//                                Y/matmul    = matmul(Y/reshape, Y/transpose)   [1, out]
-//                                Y/reshape.2 = reshape(Y/matmul, shape=[out])
-//                                Y           = bias_add(Y/reshape.2, b)
-//
-// so its `in` splits like any other linear's (split-reduction then splits the matmul's k).
+// x may be a vector ([in], no batch dim): linear_nobias multiplies it as linear does, index
+// [out, in], so its `in` splits like any other linear's.
 //
 // Applied automatically when the plan splits linear's reduction dim, or on request
-// (`"substitute": ["decompose-linear"]`). The plan's splits follow the tensors: batch → m (via X),
-// in → k (via X), out → n (via Y), and batch/out → bias_add's dims (via Y); the transpose of w is
-// cut along out and in as the linear cut w (via W), so it runs next to the matmul shards; a
-// vector x's reshapes are cut along in and out (via X and Y).
+// (`"substitute": ["decompose-linear"]`).
 #pragma once
 
 #include "tapestry/rewrite/pattern.h"

@@ -10,6 +10,10 @@
 //   every dim k whose output IPF row is the unit vector e_k (cell 1) where the consumer's input
 //   IPF row is the unit vector e_i (cell 1): that name aliases the consumer's dim i.
 //
+// The combine of a split reduction (kernel `reduce`, dims d0, d1, …, block) answers to them too:
+// after `Y/matmul` (batch, out, in) is split on `in`, `Y/matmul/reduce`'s d0 is also `batch` and
+// d1 `out` (the partial's dims after `block`), so a plan may write {"split": {"batch": 8}}.
+//
 // An alias that would shadow one of the operation's own names, or that would name two different
 // dims (two producers disagreeing), is dropped: aliases never make a name ambiguous. Generic
 // names (`d0`, `d1`, … of another elementwise operation) are not taken: they say nothing.

@@ -5,7 +5,10 @@
 // would land on the wrong operation. Every rewrite (decompose-linear, split-reduction,
 // fuse-elementwise; shard-grid adds no named nodes) asks one table for its names, built from the
 // graph it writes into: the labels of every operation and tensor and the keys of every
-// operation (plans may name an operation by key), and the names in the plan. A name is `base` when
+// operation (plans may name an operation by key), and the operations the plan has entries for.
+// Not the plan's *derived* entries (RewriteState::derived_entries) nor its fusion groups: a name
+// there that the graph lacks is one the plan expects a rewrite to create, so the rewrite must
+// give exactly that name to the operation it adds (plan.h). A name is `base` when
 // it is free, else `base.2`, `base.3`, … — the `.n` rule of the .tap language (metakernel/naming.h)
 // — and is taken as soon as it is handed out, so the nodes of one rewrite never share a name
 // either:
@@ -32,7 +35,8 @@ namespace tapestry::rewrite {
 class FreshNames {
  public:
   /// The names `graph` uses: labels of operations and tensors, keys of operations; and the
-  /// names `plan` uses (so a stale entry can never be picked up by a new operation). Both are
+  /// operations `plan` has entries for (so a stale entry can never be picked up by a new
+  /// operation). Both are
   /// read when a name is asked for, not copied (a rewrite builds one per application, on a graph
   /// of thousands of operations): they must outlive this table, and names they gain meanwhile
   /// count as taken.

@@ -51,9 +51,11 @@ struct LowerResult {
 std::span<const OperationPattern* const> default_patterns();
 
 /// Steps 2–4 alone: the operation graph the rewrite patterns leave (no Application), the plan
-/// naming its operations, and the log. No check-plan, shard-grid or validation — for callers that
-/// check the plan and cut the operations themselves (cost::Evaluator, which memoises this part).
-/// Precondition: every name the plan uses resolves in `graph` (check_plan's names).
+/// naming its operations, and the log. No shard-grid or validation, and of check-plan only what
+/// the rewrites find — the plan's derived entries (plan.h) that do not fit or name nothing are
+/// in the state's `problems` — for callers that check the plan's other entries and cut the
+/// operations themselves (cost::Evaluator, which memoises this part; check_plan).
+/// Precondition: check_plan_entries(plan, graph) is empty.
 RewriteState rewrite_operations(const ir::Graph& graph, const Plan& plan,
                                 const LowerOptions& options, std::vector<RewriteEvent>& log);
 

@@ -32,20 +32,53 @@
 
 namespace tapestry::rewrite {
 
+/// An operation a rewrite added under a name of its own (not one replacing an operation under
+/// the replaced one's name): what `tapestry plan --plan` lists and a plan may name.
+struct DerivedOperation {
+  std::string name;
+  std::string kernel;
+  std::string origin;   // the operation of the plan it comes from
+  std::string pattern;  // the rewrite that added it
+  std::vector<std::string> dims;
+  std::vector<std::int64_t> extents;
+  std::vector<std::optional<ir::Monoid>> reductions;
+  std::map<std::string, std::string> aliases;  // dim_aliases.h, when it was added
+  OpPlan plan;           // the plan it got: the plan's entry for it, else the rewrite's default
+  bool named = false;    // the plan has an entry for it
+};
+
 struct RewriteState {
   ir::Graph graph;
+  /// The plan, naming the graph's operations (entries of operations the rewrites replace follow
+  /// them; see each rewrite).
   Plan plan;
-  /// Kernels that rewrites instantiate (reduce, matmul, bias_add, transpose): the built-ins
+  /// Kernels that rewrites instantiate (reduce, linear_nobias, bias_add, add): the built-ins
   /// unless the caller loaded more.
   const metakernel::SignatureRegistry* signatures = &metakernel::builtin_signatures();
   /// For each operation a rewrite added: the operation of the original graph it comes from, by
   /// the name the plan uses for it. Original operations are not listed.
   std::map<std::string, std::string, std::less<>> origins;
+  /// The plan's entries for operations the graph does not have yet, by name (plan.h, derived
+  /// entries): the rewrite that adds an operation of that name takes its entry (plan_of_new).
+  std::map<std::string, OpPlan, std::less<>> derived_entries;
+  /// Every operation added under a name of its own, in order.
+  std::vector<DerivedOperation> derived;
+  /// Problems of the plan only the rewrites can find: a derived entry that does not fit the
+  /// operation of its name, or (rewrite_operations adds these) that names an operation no
+  /// rewrite added. lower() reports them as check_plan's; the rewrites carry on meanwhile.
+  std::vector<std::string> problems;
 
   /// The original operation `name` comes from (`name` itself for an original operation).
   [[nodiscard]] std::string origin(std::string_view name) const;
   /// Records that operation `name`, added by a rewrite, comes from operation `from`.
   void derive(const std::string& name, std::string_view from);
+  /// The plan of operation `op`, just added by `pattern` under a name of its own (a FreshNames
+  /// name): the plan's derived entry of that name when there is one (checked against `op`, its
+  /// dims resolved; a problem is recorded in `problems` and `fallback` used), else `fallback`,
+  /// the rewrite's default. Records `op` in `derived` (and its origin, as derive() does, from
+  /// `from`).
+  OpPlan plan_of_new(ir::OperationId op, std::string_view from, std::string_view pattern,
+                     OpPlan fallback);
 };
 
 /// The outcome of a match: success, or the reason it does not apply. `requested` marks failures
@@ -68,8 +101,10 @@ struct MatchResult {
 /// * match(state, op) reads only `op`, the tensors it reads and writes, the operations that
 ///   read its outputs, and the plan entries and fusion groups named after these operations;
 /// * apply(state, op) changes plan entries and fusion groups only under the names of the
-///   operations it removes or adds, and never edits a node it does not remove (tensors and
-///   operations are immutable once added; a rewrite replaces them).
+///   operations it removes or adds and of the operations reading a tensor an added operation
+///   writes (split-reduction gives its combine's plan to the bias_add that reads it), and never
+///   edits a node it does not remove (tensors and operations are immutable once added; a
+///   rewrite replaces them).
 class OperationPattern {
  public:
   virtual ~OperationPattern() = default;

@@ -15,8 +15,10 @@
 //                    "place": ["cpu:0", "cpu:1"]}  // shards → devices, cycled in grid order
 //       "W":        {"split": {"batch": 2, "out": 4}, "mesh": {"batch": "dp", "out": "tp"}}
 //     },
-//     "fuse": [["H/linear", "H"]]                     // producer first; or "fuse": "auto"
-//   }
+//     "fuse": [["H/linear", "H"]],                    // producer first; or "fuse": "auto"
+//     "outputs": {"Y": {"replicate": "all"}}          // graph output Y whole on every device
+//   }                                                 // that writes part of it (or "tp": on
+//                                                     // each group along mesh axis tp)
 //
 // Uneven splits are allowed (10 into 4 gives 3, 3, 2, 2); a split larger than the dimension's
 // extent, an unknown operation or dimension, or a non-positive count is an error naming the
@@ -26,6 +28,15 @@
 // A key an object repeats anywhere in the plan is an error at its line and column (JSON parsers
 // keep the last one silently).
 //
+// Operations the rewrites derive are named like any other: decompose-linear of `Y` makes
+// `Y/matmul`, split-reduction of `Y/matmul` makes its combine `Y/matmul/reduce` (fresh_names.h).
+// An entry naming an operation the graph lacks is a *derived entry*: check_plan accepts it when
+// the rewrites of this plan create an operation of that name for this graph, and that operation
+// then takes the entry instead of the plan the rewrite would give it (the combine's default
+// follows its consumers, split_reduction.h); otherwise it is an error listing the names the
+// rewrites do create ("plan.json: /ops/Y~1matmul~1reduce.2: no operation 'Y/matmul/reduce.2': the
+// rewrites of this plan derive Y/matmul, Y/matmul/reduce").
+//
 // The CLI shorthand `--split OP.DIM=N` (e.g. `--split H/linear.out=2`) adds one split; the
 // operation name may itself contain dots ("H/linear.2.out=2" names op "H/linear.2").
 #pragma once
@@ -33,7 +44,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
-#include <span>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,16 +70,46 @@ struct OpPlan {
   /// coordinate i along a mapped dim goes to axis coordinate i mod the axis size
   /// (cost/placement.h). Exclusive with `place`.
   std::map<std::string, std::string> mesh;
+  /// Co-location with another operation's shards. Set by split-reduction for the combine it
+  /// plans by default (and for the elementwise operations that follow it), never read from a
+  /// plan file nor written by to_json: the rewrites' way of saying "shard j of the combine runs
+  /// where partial block j was computed" whatever placed that block — a `place` list, the
+  /// default placement, or the search's counts, which the rewrites may only see as symbols
+  /// (cost/evaluator.h). Exclusive with `place` and `mesh`.
+  struct Colocation {
+    /// The operation whose shards' devices this one takes (placed before it).
+    std::string with;
+    /// This operation's index dim → the dim of `with` at the same grid coordinate. Shard c runs
+    /// on the device of `with`'s shard c', c'[dims[d]] = c[d] (mod its count there) for every
+    /// mapped d, and coordinate 0 along `with`'s other dims.
+    std::map<std::string, std::string> dims;
+
+    friend bool operator==(const Colocation&, const Colocation&) = default;
+  };
+  std::optional<Colocation> colocate;
 
   friend bool operator==(const OpPlan&, const OpPlan&) = default;
 };
 
-/// True when the entry asks for nothing (no split, substitution, placement or mesh).
+/// True when the entry asks for nothing (no split, substitution, placement, mesh or colocation).
 [[nodiscard]] bool is_empty(const OpPlan& op);
 
-/// What a rewrite does with placement when it replaces an operation by another whose index dims
-/// are `dims`: `place` carries over as is, mesh entries carry over for the dims `dims` still has.
-void carry_placement(const OpPlan& from, std::span<const std::string> dims, OpPlan& to);
+/// True when the entry says where its shards run (`place`, `mesh` or `colocate`).
+[[nodiscard]] bool is_placed(const OpPlan& op);
+
+/// Where a graph output ends up (`"outputs": {"Y": {"replicate": "all"}}`). Placement derives the
+/// transfers (cost/placement.h): an all-gather per group of devices.
+struct OutputPlan {
+  /// "all": every device that writes part of the output gets all of it. A mesh axis name ("tp"):
+  /// each such device gets what the devices differing from it only along that axis write —
+  /// DTensor's Replicate on that mesh dim. Empty: the output stays where it is written.
+  std::string replicate;
+
+  friend bool operator==(const OutputPlan&, const OutputPlan&) = default;
+};
+
+/// OutputPlan::replicate's value for every writer of an output.
+inline constexpr std::string_view kReplicateAll = "all";
 
 struct Plan {
   std::map<std::string, OpPlan> ops;
@@ -76,6 +117,8 @@ struct Plan {
   std::vector<std::vector<std::string>> fuse;
   /// `"fuse": "auto"`: fuse every chain that fuse-elementwise accepts.
   bool fuse_auto = false;
+  /// Graph outputs by tensor name (the label `output Y` names), where they end up.
+  std::map<std::string, OutputPlan> outputs;
 
   /// The split count of `dim` for `op` (1 when the plan does not split it).
   [[nodiscard]] std::int64_t split_of(std::string_view op, std::string_view dim) const;
@@ -84,7 +127,8 @@ struct Plan {
   friend bool operator==(const Plan&, const Plan&) = default;
 };
 
-/// `plan` with every operation's `place` and `mesh` removed (entries left empty are dropped): its
+/// `plan` with every operation's `place` and `mesh` removed (entries left empty are dropped), and
+/// every output replicated along a mesh axis (`"replicate": "all"` names no axis and stays): its
 /// shards then go where the default placement puts them on whichever target prices or runs it —
 /// `--ignore-placement`, for a plan written for one target (`"place": ["gpu:2"]` on h100x8) run
 /// on another (`launch -n 2`). Splits, substitutions and fusion are kept, so the shards are the
@@ -102,17 +146,43 @@ void add_split_shorthand(Plan& plan, std::string_view shorthand);
 std::optional<ir::OperationId> find_operation(const ir::Graph& graph, std::string_view name);
 /// The name plans use for an operation: its label, else its key.
 std::string operation_name(const ir::Graph& graph, ir::OperationId op);
+/// The graph output a plan's `outputs` entry names (by label, else key); nullopt when none.
+std::optional<ir::TensorId> find_output(const ir::Graph& graph, std::string_view name);
+/// The name plans use for a tensor: its label, else its key.
+std::string output_name(const ir::Graph& graph, ir::TensorId tensor);
 
-/// Checks a plan against a graph before any rewrite: every operation exists and is named by one
-/// entry only (by label, or by key when its label is its own), every dimension exists on it,
-/// every count is in [1, extent], every substitution is known and rewrites that operation's
-/// kernel, fusion groups name existing operations. Returns one message per problem, each with
-/// its JSON path (empty: the plan fits the graph). What only the rewrites can tell — a
-/// reduction split they cannot do — `lower` reports before it makes any Application.
+/// Checks a plan against a graph: every operation exists and is named by one entry only (by
+/// label, or by key when its label is its own), every dimension exists on it, every count is in
+/// [1, extent], every substitution is known and rewrites that operation's kernel, fusion groups
+/// name existing operations, every entry of `outputs` names a graph output ("/outputs/Q: no
+/// graph output named 'Q' (outputs: Y)"; its mesh axis is checked when the plan is placed,
+/// cost/placement.h). An entry (or a fusion group member) naming an operation the graph lacks is
+/// checked against the operations the plan's rewrites derive, as above — the rewrites (lower.h,
+/// steps 2–4) then run once. Returns one message per problem, each with its JSON path
+/// (empty: the plan fits the graph). What only the rewrites can tell — a reduction split they
+/// cannot do — `lower` reports before it makes any Application.
 std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph);
 
+/// check_plan without the rewrites: entries and fusion group members naming an operation the
+/// graph lacks are not looked at (derived entries; the rewrites check them: RewriteState).
+std::vector<std::string> check_plan_entries(const Plan& plan, const ir::Graph& graph);
+
+/// Every problem of the entry `op_plan` for operation `op` of `graph`, named `name` in the plan
+/// at JSON path `path` (a dim it lacks, a count above its extent, a substitution that does not
+/// apply to its kernel, a mesh dim it lacks): check_plan's checks of one entry, which the
+/// rewrites also run on a derived entry when they create its operation.
+std::vector<std::string> check_entry(const OpPlan& op_plan, std::string_view name,
+                                     const std::string& path, const ir::Graph& graph,
+                                     ir::OperationId op);
+
+/// The entry with its dims named by the operation's own names (aliases resolved).
+/// Precondition: check_entry found no problem.
+OpPlan resolve_entry(const OpPlan& op_plan, const ir::Graph& graph, ir::OperationId op);
+
 /// The plan with every operation named the way rewrites look it up (operation_name: the label,
-/// else the key). Precondition: check_plan(plan, graph) is empty.
+/// else the key), dims by their own names. Entries and fusion group members naming an operation
+/// the graph lacks (derived entries) are kept as they are. Precondition: check_plan_entries(plan,
+/// graph) is empty.
 Plan resolve_plan_names(const Plan& plan, const ir::Graph& graph);
 
 }  // namespace tapestry::rewrite

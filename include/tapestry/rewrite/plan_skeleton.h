@@ -18,14 +18,25 @@
 // The skeleton is a valid plan that cuts nothing (every count 1): change a count to shard, add
 // "substitute", "fuse" or "place" (docs/rewrites.md). Operations are in graph order, dims in
 // index order.
+//
+// A plan may also name the operations its rewrites derive (plan.h): `tapestry plan GRAPH --plan
+// P` lists them after the graph's, each with the operation of the plan it comes from and the
+// plan it gets (the plan's entry, else the rewrite's default):
+//
+//   derived_operations(state.derived)   // after rewrite_operations(g, megatron_plan, …)
+//     // Y/matmul         linear_nobias  batch 64, out 32, in 48 (reduction: sum)   from Y …
+//     // Y/matmul/reduce  reduce         d0 64, d1 32, block 2 (reduction: sum); aliases: …
+//     //                                 plan: split d0 2; with Y/matmul's shards (d0 = block)
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "tapestry/ir/graph.h"
+#include "tapestry/rewrite/pattern.h"
 
 namespace tapestry::rewrite {
 
@@ -42,13 +53,25 @@ struct OperationInfo {
   std::string name;
   std::string kernel;
   std::vector<IndexDimInfo> dims;
+  /// For a derived operation: "from Y (split-reduction)", and its plan (describe(OpPlan)),
+  /// "(named)" appended when the plan has an entry for it. Empty for the graph's own.
+  std::string from;
+  std::string plan;
 };
 
 /// Every operation of `graph`, in graph order.
 std::vector<OperationInfo> plannable_operations(const ir::Graph& graph);
 
-/// A table, one line per operation: name, kernel, dims with extents, reductions and aliases.
+/// The derived operations a rewrite run recorded, in the order they were added.
+std::vector<OperationInfo> derived_operations(std::span<const DerivedOperation> derived);
+
+/// A table, one line per operation: name, kernel, dims with extents, reductions and aliases;
+/// for derived operations a second line with where they come from and their plan.
 std::string format_operations(const std::vector<OperationInfo>& ops);
+
+/// One line saying what an entry asks for: "split d0 8; mesh d0 on tp; place gpu:0, gpu:1;
+/// with Y/matmul's shards (d0 = block)"; "nothing" for an empty one.
+std::string describe(const OpPlan& plan);
 
 /// The plan skeleton above (JSON text, one line per operation, ending in a newline).
 std::string plan_skeleton_json(const std::vector<OperationInfo>& ops);

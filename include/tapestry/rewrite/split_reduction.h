@@ -24,7 +24,13 @@
 // refused) combines them into the original output. Both forms validate and stay affine.
 //
 // The plan follows: the operation keeps its name, loses the split of k and gains
-// {"block": p}; `Y/reduce` gets the splits of the dims that reach the output.
+// {"block": p} (and k's mesh axis moves to `block`). `Y/reduce` takes the plan's entry for it
+// when there is one (a derived entry, plan.h), else a default that follows its consumers —
+// reduce-scatter, all-reduce or reduce, its shard j where block j is (src/rewrite/combine_plan.h,
+// docs/rewrites.md "The combine's default"); the elementwise operations that follow it from the
+// same operation of the plan (decompose-linear's bias_add) take its plan. The uneven form's
+// blocks take the operation's entry, its combines the splits of the dims that reach the output;
+// a plan may name any of them.
 #pragma once
 
 #include "tapestry/rewrite/pattern.h"

@@ -1,4 +1,4 @@
-// Reference contraction kernels: linear (X·Wᵀ + b) and batched matmul.
+// Reference contraction kernels: linear (X·Wᵀ + b), linear_nobias (X·Wᵀ) and batched matmul.
 //
 // Both reduce over `in` (k). The metakernels may make the reduced dimension an index dim (unit
 // cells, one product per index point) or leave it inside the cells (an IPF window covering
@@ -126,6 +126,7 @@ void matmul_kernel(const KernelCall& call) {
 
 void register_linear_matmul_kernels(ExecutableKernels& registry) {
   registry.add("linear", &linear_kernel);
+  registry.add("linear_nobias", &linear_kernel);  // the same body: `bias` is optional there
   registry.add("matmul", &matmul_kernel);
 }
 

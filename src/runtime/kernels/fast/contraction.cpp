@@ -338,6 +338,7 @@ void matmul_kernel(const KernelCall& call) {
 
 void register_fast_contraction(ExecutableKernels& registry) {
   registry.add("linear", &linear_kernel);
+  registry.add("linear_nobias", &linear_kernel);  // linear's GEMM path, no bias to add
   registry.add("matmul", &matmul_kernel);
 }
 

@@ -90,7 +90,8 @@ bool add_stage(const FusedStage& s, zspace::IndexProjection& prev, GemmChain& ch
 std::optional<GemmChain> gemm_chain(const std::vector<FusedStage>& stages) {
   if (stages.size() < 2) return std::nullopt;
   const FusedStage& producer = stages.front();
-  const bool is_linear = producer.kernel == "linear" || producer.kernel == "op:linear";
+  const bool is_linear = producer.kernel == "linear" || producer.kernel == "op:linear" ||
+                         producer.kernel == "linear_nobias";
   const bool is_matmul = producer.kernel == "matmul" || producer.kernel == "op:matmul";
   const std::size_t rank = producer.index_map.in_rank();
   if ((!is_linear && !is_matmul) || producer.outputs.size() != 1 ||
