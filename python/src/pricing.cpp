@@ -73,7 +73,11 @@ void bind_cost_classes(py::module_& m) {
       .def_readonly("peak_memory_bytes", &cost::CostVector::peak_memory_bytes,
                     "The largest per-device peak.")
       .def_readonly("devices_used", &cost::CostVector::devices_used)
+      .def_readonly("devices_held", &cost::CostVector::devices_held,
+                    "Every device on a node the plan uses.")
       .def_readonly("energy_j", &cost::CostVector::energy_j)
+      .def_readonly("idle_energy_j", &cost::CostVector::idle_energy_j,
+                    "The idle power of every device held, over the makespan.")
       .def_readonly("bytes_moved", &cost::CostVector::bytes_moved)
       .def_readonly("fits", &cost::CostVector::fits, "Every device's peak fits its memory.")
       .def_readonly("per_device", &cost::CostVector::per_device)

@@ -10,6 +10,7 @@
 #include "tapestry/metakernel/tap_frontend.h"
 #include "tapestry/rewrite/kernel_agreement.h"
 #include "tapestry/rewrite/split_reduction.h"
+#include "tapestry/support/file.h"
 
 namespace tapestry::python {
 
@@ -52,7 +53,7 @@ Signatures load_signatures(const std::vector<std::string>& dirs) {
 
 ir::Graph load_graph_file(const std::string& path,
                           const metakernel::SignatureRegistry& signatures) {
-  if (!std::filesystem::exists(path)) throw Error(fmt::format("{}: no such file", path));
+  check_readable_file(path);  // "cannot read PATH: no such file", as the CLI says it
   ir::Graph graph;
   if (path.ends_with(".tap")) {
     graph = take_built(metakernel::build_tap_file(path, signatures));

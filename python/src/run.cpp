@@ -95,7 +95,8 @@ runtime::Buffer borrow_again(BoundArray& b) {
 // Step 2 (no GIL).
 Outcome execute(PyGraph& g, const std::shared_ptr<const ir::Graph>& snapshot,
                 const rewrite::Plan& plan, int threads, bool reference, VerifyChoice verify,
-                const std::vector<ir::TensorId>& wanted, std::vector<BoundArray>& bound) {
+                runtime::UncheckedCells unchecked, const std::vector<ir::TensorId>& wanted,
+                std::vector<BoundArray>& bound) {
   const ir::Graph& graph = *snapshot;
   CompiledRun& run = g.compiled_run(snapshot, plan, threads, reference);
   const ir::Graph& lowered = run.lowered.graph;
@@ -134,22 +135,29 @@ Outcome execute(PyGraph& g, const std::shared_ptr<const ir::Graph>& snapshot,
   }
   if (verify == VerifyChoice::kExact) {
     const runtime::BufferMap naive = runtime::NaiveExecutor(graph).run(inputs);
-    info->verify =
-        runtime::verify_outputs(graph, out.results, runtime::VerifyMode::kExact, &naive, &*oracle);
+    info->verify = runtime::verify_outputs(graph, out.results, runtime::VerifyMode::kExact, &naive,
+                                           &*oracle, unchecked);
   } else if (verify == VerifyChoice::kBound) {
     const runtime::VerifyMode mode = reference && !run.reduction_split
                                          ? runtime::VerifyMode::kBitwise
                                          : runtime::VerifyMode::kBound;
-    info->verify = runtime::verify_outputs(graph, inputs, out.results, {.mode = mode});
+    info->verify =
+        runtime::verify_outputs(graph, inputs, out.results, {.mode = mode, .unchecked = unchecked});
   }
   return out;
 }
 
+runtime::UncheckedCells unchecked_cells(bool allow_unchecked) {
+  return allow_unchecked ? runtime::UncheckedCells::kAllow : runtime::UncheckedCells::kFail;
+}
+
 py::dict run_graph(const std::shared_ptr<PyGraph>& g, const py::dict& inputs,
                    const py::object& plan, std::optional<int> threads, const std::string& kernels,
-                   const py::object& verify) {
+                   const py::object& verify, bool allow_unchecked) {
   const bool reference = parse_kernels(kernels);
   const VerifyChoice choice = parse_verify(verify);
+  if (allow_unchecked && choice == VerifyChoice::kNone)
+    throw py::value_error("allow_unchecked=True needs verify=True or verify=\"exact\"");
   if (threads && (*threads < 1 || *threads > 1024)) {
     throw py::value_error(
         fmt::format("threads={}: expected 1 to 1024, or None (all cores)", *threads));
@@ -163,7 +171,8 @@ py::dict run_graph(const std::shared_ptr<PyGraph>& g, const py::dict& inputs,
   {
     const py::gil_scoped_release release;
     const std::lock_guard lock(g->work_mutex());
-    out = execute(*g, snapshot, p, threads.value_or(0), reference, choice, wanted, bound);
+    out = execute(*g, snapshot, p, threads.value_or(0), reference, choice,
+                  unchecked_cells(allow_unchecked), wanted, bound);
   }
   g->last_run = out.info;
   py::dict outputs;
@@ -178,7 +187,8 @@ py::dict run_graph(const std::shared_ptr<PyGraph>& g, const py::dict& inputs,
 // Graph.verify: outputs computed anywhere (NumPy, PyTorch, another plan) judged as
 // `tapestry verify` judges them.
 py::object verify_graph(const std::shared_ptr<PyGraph>& g, const py::dict& inputs,
-                        const py::dict& outputs, const std::string& mode_name) {
+                        const py::dict& outputs, const std::string& mode_name,
+                        bool allow_unchecked) {
   runtime::VerifyMode mode = runtime::VerifyMode::kBound;
   if (mode_name == "bitwise") {
     mode = runtime::VerifyMode::kBitwise;
@@ -209,7 +219,8 @@ py::object verify_graph(const std::shared_ptr<PyGraph>& g, const py::dict& input
   runtime::VerifyReport report;
   {
     const py::gil_scoped_release release;
-    report = runtime::verify_outputs(graph, given, results, {.mode = mode});
+    report = runtime::verify_outputs(graph, given, results,
+                                     {.mode = mode, .unchecked = unchecked_cells(allow_unchecked)});
   }
   if (!report.pass()) throw VerificationFailed(report.text(), report.to_json(), outputs);
   return to_python(report.to_json());
@@ -257,10 +268,10 @@ void bind_run(py::module_& m, GraphClass& graph) {
       });
 
   graph.def("run", &run_graph, py::arg("inputs"), py::arg("plan") = py::none(),
-            py::arg("threads") = py::none(), py::arg("kernels") = "fast",
-            py::arg("verify") = false);
+            py::arg("threads") = py::none(), py::arg("kernels") = "fast", py::arg("verify") = false,
+            py::arg("allow_unchecked") = false);
   graph.def("verify", &verify_graph, py::arg("inputs"), py::arg("outputs"),
-            py::arg("mode") = "bound");
+            py::arg("mode") = "bound", py::arg("allow_unchecked") = false);
   graph.def_property_readonly("last_run", [](const PyGraph& g) { return g.last_run; });
 }
 

@@ -159,7 +159,7 @@ class RunInfo:
         """The verification report (verify=True), else None."""
     @property
     def verify_text(self) -> str:
-        """One PASS/FAIL line per output, as ``tapestry run --verify`` prints them."""
+        """One PASS/FAIL/UNCHECKED line per output, as ``tapestry run --verify`` prints them."""
     @property
     def metrics(self) -> dict[str, Any]:
         """Per operation and per application timings (``tapestry run --metrics``)."""
@@ -186,7 +186,9 @@ class Cost:
     makespan_s: float
     peak_memory_bytes: int
     devices_used: int
+    devices_held: int
     energy_j: float
+    idle_energy_j: float
     bytes_moved: int
     fits: bool
     per_device: list[DeviceCost]
@@ -260,6 +262,7 @@ class Graph:
         threads: int | None = None,
         kernels: Literal["fast", "reference"] = "fast",
         verify: bool | Literal["exact"] = False,
+        allow_unchecked: bool = False,
     ) -> dict[str, np.ndarray]:
         """Runs the graph under ``plan`` on the block executor (``tapestry run``).
 
@@ -268,8 +271,11 @@ class Graph:
         any work. The GIL is released while the engine runs. Returns every graph output as an
         array that owns its memory. ``verify=True`` checks each output against the unsharded
         graph (bitwise with reference kernels and no reduction split, else within each cell's
-        error bar of a float64 oracle) and raises VerificationError on a FAIL; ``"exact"``
-        needs inputs in {-1, 0, 1}. ``last_run`` tells what the run did."""
+        error bar of a float64 oracle) and raises VerificationError on a FAIL, and on an
+        UNCHECKED output (cells whose error the oracle cannot bound) unless
+        ``allow_unchecked=True`` — unsafe: a wrong value in those cells then passes, with a
+        warning in the report; ``"exact"`` needs inputs in {-1, 0, 1}. ``last_run`` tells what
+        the run did."""
     @property
     def last_run(self) -> RunInfo | None: ...
     def verify(
@@ -277,10 +283,12 @@ class Graph:
         inputs: Mapping[str, npt.ArrayLike],
         outputs: Mapping[str, npt.ArrayLike],
         mode: Literal["bound", "bitwise", "exact"] = "bound",
+        allow_unchecked: bool = False,
     ) -> dict[str, Any]:
         """Judges outputs computed anywhere (NumPy, PyTorch, another run) against the unsharded
         graph on ``inputs``, as ``tapestry verify`` does; returns the report on PASS, raises
-        VerificationError on FAIL."""
+        VerificationError on FAIL and on UNCHECKED (the report's ``verdict`` says which;
+        ``allow_unchecked=True`` accepts unchecked cells with a warning: unsafe)."""
     def cost(self, plan: Plan, target: Target) -> Cost:
         """What ``plan`` costs on ``target``, without running (``tapestry cost``)."""
     def explain(self, plan: Plan, target: Target) -> Explanation:

@@ -24,9 +24,12 @@ class InputError(Error, ValueError):
 
 
 class VerificationError(Error):
-    """``Graph.run(..., verify=True)`` and an output FAILed its check.
+    """``Graph.run(..., verify=True)`` or ``Graph.verify`` and an output FAILed its check, or
+    was UNCHECKED (cells whose error the oracle cannot bound; ``allow_unchecked=True`` accepts
+    them, unsafely).
 
-    ``report`` is the verification report (``{"pass", "lambda", "outputs": [per output]}``)
+    ``report`` is the verification report (``{"pass", "verdict", "unchecked_cells", "lambda",
+    "outputs": [per output]}``, ``verdict`` one of ``"pass"``, ``"fail"``, ``"unchecked"``)
     and ``outputs`` the outputs that were computed (they help find the fault)."""
 
     report: dict[str, Any]

@@ -25,7 +25,8 @@
 // --verify compares every output with the unsharded graph on the same inputs (runtime/verify.h):
 // bitwise with the naive run for reference kernels without a reduction split; else each cell
 // within its own bar of the float64 oracle (oracle.h). --verify=exact generates inputs in
-// {-1, 0, 1} and demands the exact value, with any kernels and plan. Exit 1 on FAIL.
+// {-1, 0, 1} and demands the exact value, with any kernels and plan. Exit 1 on FAIL, and on
+// UNCHECKED (cells whose error the oracle cannot bound) unless --allow-unchecked.
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
@@ -98,8 +99,9 @@ int verify_and_write(const ir::Graph& graph, const runtime::BufferMap& inputs,
             .run(inputs);
     if (mode == runtime::VerifyMode::kBound)
       oracle = runtime::evaluate_oracle(graph, inputs, {.kernels = oracle_kernels});
-    const runtime::VerifyReport report =
-        runtime::verify_outputs(graph, results, mode, &naive, oracle ? &*oracle : nullptr);
+    const runtime::VerifyReport report = runtime::verify_outputs(
+        graph, results, mode, &naive, oracle ? &*oracle : nullptr,
+        options.allow_unchecked ? runtime::UncheckedCells::kAllow : runtime::UncheckedCells::kFail);
     fmt::print("{}", report.text());
     pass = report.pass();
   }
@@ -197,9 +199,14 @@ void check_options(RunOptions& options) {
   if (!options.verify.empty() && options.verify != "bound" && options.verify != "exact") {
     throw Error(fmt::format("--verify={}: expected --verify or --verify=exact", options.verify));
   }
+  if (options.allow_unchecked && options.verify.empty())
+    throw Error("--allow-unchecked needs --verify");
   if (!options.memory_limit.empty()) (void)parse_byte_size(options.memory_limit);
   if (options.optimize && (!options.plan.empty() || !options.splits.empty())) {
     throw Error("--optimize chooses the plan: give no --plan or --split with it");
+  }
+  if (options.optimize && options.ignore_placement) {
+    throw Error("--ignore-placement applies to a given plan (--plan, --split), not to --optimize");
   }
   if (!options.optimize && (options.time_budget_s > 0 || options.max_evals > 0 ||
                             !options.max_memory_per_device.empty())) {
@@ -228,12 +235,17 @@ rewrite::Plan optimized_plan(const ir::Graph& graph, const RunOptions& options,
     throw Error(fmt::format("--optimize: none of the {} plans priced on {} meets the constraints",
                             r.progress.evaluations, target.name));
   }
-  fmt::print(
-      "optimized for time on {}: {} plans priced in {:.1f} s; the fastest takes {} under "
-      "the model:\n  {}\n",
-      target.name, r.progress.evaluations, r.progress.seconds,
-      search::format_objective(search::Objective::kTime, best->cost.makespan_s),
-      best->plan.to_json().dump());
+  const std::string takes =
+      search::format_objective(search::Objective::kTime, best->cost.makespan_s);
+  fmt::print("optimized for time on {}: {} plans priced in {:.1f} s; ", target.name,
+             r.progress.evaluations, r.progress.seconds);
+  if (best->plan == rewrite::Plan{}) {
+    fmt::print("the fastest is the graph as written (no split, no fusion): {} under the model\n",
+               takes);
+  } else {
+    fmt::print("the fastest takes {} under the model, with the plan\n  {}\n", takes,
+               best->plan.to_json().dump());
+  }
   return best->plan;
 }
 
@@ -244,7 +256,7 @@ int run_run(RunOptions& options) {
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
   const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
   const rewrite::Plan plan = options.optimize ? optimized_plan(graph, options, signatures)
-                                              : load_plan(options.plan, options.splits);
+                                              : load_plan(options.plan, options.splits, options.ignore_placement);
   const std::vector<ir::TensorId> outputs = runtime::graph_outputs(graph);
   if (!options.outputs.empty()) check_output_files(graph, options.outputs, outputs);
   check_writable_file("--metrics", options.metrics);
@@ -313,7 +325,10 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
                 "compare every output with the unsharded graph on the same inputs: each cell "
                 "within its own error bar of a float64 oracle (bitwise with --kernels reference "
                 "and no reduction split); --verify=exact: inputs in {-1,0,1}, results exactly "
-                "equal. Exit 1 on FAIL");
+                "equal. Exit 1 on FAIL or UNCHECKED (cells whose error the oracle cannot bound)");
+  cmd->add_flag("--allow-unchecked", options->allow_unchecked,
+                "with --verify: cells whose error the oracle cannot bound PASS with a warning "
+                "instead of UNCHECKED (exit 1). Unsafe: a wrong value in those cells passes");
   cmd->add_option("--kernels", options->kernels,
                   "fast (default: oneDNN/OpenBLAS, vectorised) or reference (plain loops): the "
                   "kernels to run")
@@ -342,6 +357,7 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
   cmd->add_flag("--quiet", options->quiet,
                 "no progress line, no per-run lines of --repeat, no refused-fusion lines");
   cmd->add_flag("--trust-ipfs", options->trust_ipfs, kTrustIpfsHelp);
+  cmd->add_flag("--ignore-placement", options->ignore_placement, kIgnorePlacementHelp);
   cmd->add_option("--repeat", options->repeat,
                   "run N times (block executor; for timing): report the median run")
       ->check(CLI::Range(1, 1000));
@@ -361,7 +377,8 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--warmup", options->warmup,
                   "untimed runs before the timed ones (block executor; for timing)")
       ->check(CLI::Range(0, 1000));
-  cmd->footer(exit_codes_footer("--verify FAILs (outputs, metrics and trace are still written)"));
+  cmd->footer(exit_codes_footer(
+      "--verify FAILs or is UNCHECKED (outputs, metrics and trace are still written)"));
   cmd->callback([&dispatch, options] {
     dispatch.name = "run";
     dispatch.run = [options] { return run_run(*options); };

@@ -9,7 +9,9 @@
 // verdict is the one `run --verify` gives (runtime/verify.h): each cell within its own bar of
 // the float64 oracle, `--bitwise` to demand bitwise equality with the naive run, `--exact` the
 // exact value (inputs in {-1, 0, 1}). `--plan` is checked against the graph (it must lower) and
-// named in the report; the bar does not depend on it. Exit 0 PASS, 1 FAIL, 2 unreadable input.
+// named in the report; the bar does not depend on it. Exit 0 PASS, 1 FAIL or UNCHECKED (cells
+// whose error the oracle cannot bound; `--allow-unchecked` makes that a PASS with a warning),
+// 2 unreadable input.
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
@@ -34,6 +36,7 @@ struct VerifyOptions {
   KernelSources kernel_sources;
   bool bitwise = false;
   bool exact = false;
+  bool allow_unchecked = false;
   std::string format = "text";
 };
 
@@ -61,7 +64,11 @@ int run_verify(const VerifyOptions& options) {
       load_executable_kernels(options.kernel_sources, signatures, runtime::KernelSet::kFast);
   const runtime::VerifyReport report = runtime::verify_outputs(
       graph, inputs, results,
-      {.mode = mode, .oracle = {.kernels = &fast}, .naive_kernels = &reference});
+      {.mode = mode,
+       .oracle = {.kernels = &fast},
+       .naive_kernels = &reference,
+       .unchecked = options.allow_unchecked ? runtime::UncheckedCells::kAllow
+                                            : runtime::UncheckedCells::kFail});
   if (options.format == "json") {
     fmt::print("{}\n", report.to_json().dump(1));
   } else {
@@ -85,10 +92,13 @@ void register_verify(CLI::App& app, Dispatch& dispatch) {
   cmd->add_flag("--bitwise", options->bitwise, "demand bitwise equality with the naive run");
   cmd->add_flag("--exact", options->exact,
                 "demand the exact value (inputs in {-1,0,1}, sums below 2^24)");
+  cmd->add_flag("--allow-unchecked", options->allow_unchecked,
+                "cells whose error the oracle cannot bound PASS with a warning instead of "
+                "UNCHECKED (exit 1). Unsafe: a wrong value in those cells passes");
   cmd->add_option("--format", options->format, "text (default) or json");
   cmd->footer(
-      exit_codes_footer("some output FAILs (0: every output PASSes; a missing output "
-                        "file is exit 2, named)"));
+      exit_codes_footer("some output FAILs or is UNCHECKED (0: every output PASSes; a missing "
+                        "output file is exit 2, named)"));
   cmd->callback([&dispatch, options] {
     dispatch.name = "verify";
     dispatch.run = [options] { return run_verify(*options); };

@@ -3,9 +3,39 @@
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
+#include <cctype>
+
 #include "tapestry/rewrite/fuse_elementwise.h"
 
 namespace tapestry::cli {
+
+namespace {
+
+// Whether `message` starts with "FILE:LINE[:COLUMN]: error: " (a located diagnostic).
+bool is_located_error(std::string_view message) {
+  const std::size_t marker = message.find(": error: ");
+  if (marker == std::string_view::npos) return false;
+  const std::string_view where = message.substr(0, marker);
+  if (where.find(' ') != std::string_view::npos) return false;
+  // FILE, then one or two ":<digits>" groups.
+  std::size_t end = where.size();
+  int groups = 0;
+  while (groups < 2) {
+    std::size_t digits = end;
+    while (digits > 0 && std::isdigit(static_cast<unsigned char>(where[digits - 1]))) --digits;
+    if (digits == end || digits == 0 || where[digits - 1] != ':') break;
+    end = digits - 1;
+    ++groups;
+  }
+  return groups > 0 && end > 0;
+}
+
+}  // namespace
+
+std::string error_line(std::string_view command, std::string_view message) {
+  if (is_located_error(message)) return fmt::format("tapestry {}: {}", command, message);
+  return fmt::format("tapestry {}: error: {}", command, message);
+}
 
 void add_kernel_source_options(CLI::App& cmd, KernelSources& sources, bool trap_kernels) {
   cmd.add_option("--kernel-dir", sources.dirs,

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernel_sources.h"
@@ -29,6 +30,11 @@ void add_kernel_source_options(CLI::App& cmd, KernelSources& sources, bool trap_
 /// `--help`'s footer: "Exit codes: 0 …, 1 …, 2 …". `failed` says what exit code 1 means for
 /// this command (empty: the command has no such outcome).
 std::string exit_codes_footer(const std::string& failed = "");
+
+/// The line main prints for an Error of `command`: "tapestry run: error: MESSAGE", or, when the
+/// message is a located diagnostic that says "error" itself ("g.tap:2:5: error: unknown kernel
+/// 'foo'"), "tapestry run: g.tap:2:5: error: unknown kernel 'foo'" — one "error" per line.
+std::string error_line(std::string_view command, std::string_view message);
 
 /// Prints one line per fusion the plan asked for and the rewrites refused (stderr), e.g.
 /// "refused  fuse-elementwise on Y/linear: …": without it a refused fusion is silent. `run` and

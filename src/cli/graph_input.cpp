@@ -7,11 +7,13 @@
 #include "tapestry/metakernel/tap_frontend.h"
 #include "tapestry/rewrite/kernel_agreement.h"
 #include "tapestry/support/error.h"
+#include "tapestry/support/file.h"
 
 namespace tapestry::cli {
 
 ir::ReadResult read_graph_input(const std::string& path,
                                 const metakernel::SignatureRegistry& signatures) {
+  check_readable_file(path);  // one message for a missing file, a directory, …
   if (!path.ends_with(".tap")) return ir::read_graph_file(path);
   metakernel::BuildResult built = metakernel::build_tap_file(path, signatures);
   if (!built.ok()) throw Error(metakernel::format_diagnostics(built.diagnostics));
@@ -22,6 +24,7 @@ ir::ReadResult read_graph_input(const std::string& path,
 
 ir::Graph load_graph(const std::string& path, const metakernel::SignatureRegistry& signatures,
                      bool trust_ipfs) {
+  check_readable_file(path);  // one message for a missing file, a directory, …
   ir::Graph graph;
   if (path.ends_with(".tap")) {
     metakernel::BuildResult built = metakernel::build_tap_file(path, signatures);
@@ -46,10 +49,11 @@ ir::Graph load_graph(const std::string& path, const metakernel::SignatureRegistr
   return graph;
 }
 
-rewrite::Plan load_plan(const std::string& plan_file, const std::vector<std::string>& splits) {
+rewrite::Plan load_plan(const std::string& plan_file, const std::vector<std::string>& splits,
+                        bool ignore_placement) {
   rewrite::Plan plan = plan_file.empty() ? rewrite::Plan{} : rewrite::read_plan_file(plan_file);
   for (const std::string& s : splits) rewrite::add_split_shorthand(plan, s);
-  return plan;
+  return ignore_placement ? rewrite::without_placement(std::move(plan)) : plan;
 }
 
 }  // namespace tapestry::cli

@@ -30,7 +30,14 @@ inline constexpr const char* kTrustIpfsHelp =
     "that contradicts its kernels then runs, and --verify cannot notice (its oracle reads the "
     "same IPFs)";
 
-/// The plan of `--plan FILE` (optional) plus every `--split OP.DIM=N`.
-rewrite::Plan load_plan(const std::string& plan_file, const std::vector<std::string>& splits);
+/// The plan of `--plan FILE` (optional) plus every `--split OP.DIM=N`; with `ignore_placement`
+/// (`--ignore-placement`) without its `place` and `mesh` entries (rewrite::without_placement).
+rewrite::Plan load_plan(const std::string& plan_file, const std::vector<std::string>& splits,
+                        bool ignore_placement = false);
+
+/// `--ignore-placement`'s help text (run, cost, explain).
+inline constexpr const char* kIgnorePlacementHelp =
+    "drop the plan's `place` and `mesh` entries: the same shards, placed by the default rule "
+    "on this target (for a plan written for another target)";
 
 }  // namespace tapestry::cli

@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.option_defaults()->always_capture_default();  // every --help shows the defaults
   app.footer(tapestry::cli::exit_codes_footer(
-      "the answer is \"no\": an invalid graph (validate, build), a FAIL (run --verify, verify)"));
+      "the answer is \"no\": an invalid graph (validate, build), a FAIL or UNCHECKED (run "
+      "--verify, verify)"));
   tapestry::cli::Dispatch dispatch;
   tapestry::cli::register_all(app, dispatch);
   std::vector<std::string> names;
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
   try {
     return dispatch.run ? dispatch.run() : tapestry::cli::kExitBadInput;
   } catch (const tapestry::Error& e) {
-    fmt::print(stderr, "tapestry {}: error: {}\n", dispatch.name, e.what());
+    fmt::print(stderr, "{}\n", tapestry::cli::error_line(dispatch.name, e.what()));
     return tapestry::cli::kExitBadInput;
   } catch (const std::bad_alloc&) {
     // A last line of defence: sizes are checked before anything large is allocated

@@ -21,6 +21,7 @@ void add_pricing_options(CLI::App* cmd, PricingOptions& options) {
   add_kernel_source_options(*cmd, options.kernel_sources);
   cmd->footer(exit_codes_footer());
   cmd->add_flag("--trust-ipfs", options.trust_ipfs, kTrustIpfsHelp);
+  cmd->add_flag("--ignore-placement", options.ignore_placement, kIgnorePlacementHelp);
   cmd->add_option("--trace", options.trace,
                   "write the predicted schedule as a Chrome trace-event FILE (the format of `run "
                   "--trace`: open both in Perfetto)");
@@ -30,7 +31,7 @@ PricedPlan price_plan(const PricingOptions& options) {
   check_writable_file("--trace", options.trace);
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
   const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
-  const rewrite::Plan plan = load_plan(options.plan, options.splits);
+  const rewrite::Plan plan = load_plan(options.plan, options.splits, options.ignore_placement);
   PricedPlan priced{.lowered = rewrite::lower(graph, plan,
                                               {.driver = {},
                                                .validate = true,

@@ -23,6 +23,7 @@ struct PricingOptions {
   std::string target;
   KernelSources kernel_sources;
   bool trust_ipfs = false;
+  bool ignore_placement = false;  // --ignore-placement
   std::string trace;  // --trace FILE: the predicted schedule as a Chrome trace
 };
 
@@ -35,7 +36,7 @@ struct PricedPlan {
 };
 
 /// The options of `cost` and `explain`: GRAPH, --plan, --split, --target, --kernel-dir, --plugin,
-/// --trust-ipfs.
+/// --trust-ipfs, --ignore-placement.
 void add_pricing_options(CLI::App* cmd, PricingOptions& options);
 
 /// Loads, lowers, places and simulates; an Error names the file (graph, plan or target) at fault.

@@ -22,6 +22,7 @@ struct RunOptions {
   std::string outputs;
   std::uint64_t seed = 0;
   std::string verify;            // "", "bound" (plain --verify) or "exact"
+  bool allow_unchecked = false;  // --allow-unchecked: unchecked cells PASS with a warning
   std::string kernels = "fast";  // the executable kernels: fast or reference
   std::string executor = "block";
   std::string target;                 // --executor mpi: device i of the target is rank i
@@ -34,6 +35,7 @@ struct RunOptions {
   int repeat = 1;
   int warmup = 0;
   bool trust_ipfs = false;
+  bool ignore_placement = false;  // drop the plan's place and mesh (graph_input.h)
   // --optimize: search the plan (search/optimize.h) for the fastest on --target instead.
   bool optimize = false;
   double time_budget_s = 0;
@@ -57,7 +59,7 @@ runtime::BufferMap outputs_of(const ir::Graph& graph, const ir::Graph& lowered,
 
 /// The end of a run: --verify (against the naive run of `graph` on `inputs`), then the files of
 /// --outputs, --metrics (`metrics_text`) and --trace (`trace_text`), all or nothing. Returns the
-/// exit code (1 on a verify FAIL). The naive run uses `naive_kernels`, the oracle
+/// exit code (1 on a verify FAIL or UNCHECKED). The naive run uses `naive_kernels`, the oracle
 /// `oracle_kernels` (null: the built-in reference and fast sets; sets with kernel bodies,
 /// runtime/body_kernels.h, for graphs that use user kernels).
 int verify_and_write(const ir::Graph& graph, const runtime::BufferMap& inputs,

@@ -7,6 +7,7 @@
 //    device become local producers; those on other devices become transfers of the intersection,
 //    one per (writer, destination device, box). Graph inputs are resident (or loaded from the
 //    host); graph outputs stay (or are gathered to the host).
+// 3. The collectives among the transfers (collective.h), from the same index of writers.
 // Deduplication uses open-addressing sets over the transfers and resident boxes themselves, so a
 // placement costs no allocation per transfer beyond its consumer list.
 #include "placement_builder.h"
@@ -71,6 +72,7 @@ TensorFacts TensorFacts::of(const ir::Graph& graph) {
     }
   }
   facts.outputs = metakernel::graph_outputs(graph);
+  facts.partial = partial_tensors(graph);
   return facts;
 }
 
@@ -103,8 +105,10 @@ void assign_devices(PlacedOperation& placed, std::span<const std::string> index_
     for (std::size_t k = 0; k < place.size(); ++k) {
       auto d = target.find_device(place[k]);
       if (!d) {
-        throw Error(fmt::format("{}/place/{}: target '{}' has no device '{}' (it has {})", path(),
-                                k, target.name, place[k], device_list(target)));
+        throw Error(fmt::format(
+            "{}/place/{}: operation '{}': target '{}' has no device '{}' (it has {}); "
+            "--ignore-placement places the plan's shards on this target by the default rule",
+            path(), k, placed.name, target.name, place[k], device_list(target)));
       }
       listed.push_back(static_cast<std::uint32_t>(*d));
     }
@@ -127,8 +131,10 @@ void assign_devices(PlacedOperation& placed, std::span<const std::string> index_
       if (a == axes.end()) {
         std::vector<std::string_view> names;
         for (const MeshAxis& m : axes) names.push_back(m.name);
-        throw Error(fmt::format("{}: target '{}' has no mesh axis '{}' (its mesh: {})", at(),
-                                target.name, axis, fmt::join(names, ", ")));
+        throw Error(fmt::format(
+            "{}: operation '{}': target '{}' has no mesh axis '{}' (its mesh: {}); "
+            "--ignore-placement places the plan's shards on this target by the default rule",
+            at(), placed.name, target.name, axis, fmt::join(names, ", ")));
       }
       auto d = std::find(index_names.begin(), index_names.end(), dim);
       if (d == index_names.end()) {
@@ -194,8 +200,7 @@ void PlacementBuilder::start(Placement& out) {
   n_operations_ = n_applications_ = n_transfers_ = 0;
   out.resident_input_bytes.assign(target_.devices.size(), 0);
   inputs_.clear();
-  outputs_.clear();
-  out_app_.clear();
+  written_.boxes.clear();
   in_begin_.assign(1, 0);
   transfer_set_.clear();
   resident_set_.clear();
@@ -218,9 +223,8 @@ const zspace::Range& PlacementBuilder::add_input(std::uint32_t tensor, const zsp
 }
 
 const zspace::Range& PlacementBuilder::add_output(std::uint32_t tensor, const zspace::Range& box) {
-  outputs_.emplace_back(tensor, box);
-  out_app_.push_back(static_cast<std::uint32_t>(n_applications_));
-  return outputs_.back().box;
+  written_.boxes.push_back(WrittenBox{tensor, static_cast<std::uint32_t>(n_applications_), box});
+  return written_.boxes.back().box;
 }
 
 void PlacementBuilder::add_application(ir::ApplicationId id, std::uint32_t device, const Work& work,
@@ -241,12 +245,15 @@ void PlacementBuilder::add_application(ir::ApplicationId id, std::uint32_t devic
 
 void PlacementBuilder::index_writers() {
   const std::size_t nodes = facts_.element_bytes.size();
-  writer_begin_.assign(nodes + 1, 0);
-  for (const ShardBox& out : outputs_) ++writer_begin_[out.tensor + 1];
-  for (std::size_t t = 0; t < nodes; ++t) writer_begin_[t + 1] += writer_begin_[t];
-  writers_.resize(outputs_.size());
-  cursor_.assign(writer_begin_.begin(), writer_begin_.end() - 1);
-  for (std::uint32_t k = 0; k < outputs_.size(); ++k) writers_[cursor_[outputs_[k].tensor]++] = k;
+  std::vector<std::uint32_t>& begin = written_.begin;
+  begin.assign(nodes + 1, 0);
+  for (const WrittenBox& out : written_.boxes) ++begin[out.tensor + 1];
+  for (std::size_t t = 0; t < nodes; ++t) begin[t + 1] += begin[t];
+  written_.order.resize(written_.boxes.size());
+  cursor_.assign(begin.begin(), begin.end() - 1);
+  for (std::uint32_t k = 0; k < written_.boxes.size(); ++k) {
+    written_.order[cursor_[written_.boxes[k].tensor]++] = k;
+  }
   indexed_.clear();
   indexed_.resize(nodes);
 }
@@ -296,8 +303,8 @@ void PlacementBuilder::add_resident(std::uint32_t device, std::uint32_t tensor,
 
 void PlacementBuilder::read(std::uint32_t a, const ShardBox& in) {
   if (in.box.is_empty()) return;
-  const std::uint32_t begin = writer_begin_[in.tensor];
-  const std::uint32_t end = writer_begin_[in.tensor + 1];
+  const std::uint32_t begin = written_.begin[in.tensor];
+  const std::uint32_t end = written_.begin[in.tensor + 1];
   const std::uint32_t device = out_->applications[a].device;
   if (begin == end) {  // a graph input
     if (target_.inputs == Residence::kHost) {
@@ -313,7 +320,7 @@ void PlacementBuilder::read(std::uint32_t a, const ShardBox& in) {
     if (!indexed) {
       indexed = std::make_unique<Indexed>();
       for (std::uint32_t k = begin; k < end; ++k)
-        indexed->boxes.push_back(outputs_[writers_[k]].box);
+        indexed->boxes.push_back(written_.boxes[written_.order[k]].box);
       indexed->index = std::make_unique<zspace::BoxIndex>(indexed->boxes);
     }
     indexed->index->append_overlapping(in.box, hits_);
@@ -321,17 +328,17 @@ void PlacementBuilder::read(std::uint32_t a, const ShardBox& in) {
     hits_.erase(std::unique(hits_.begin(), hits_.end()), hits_.end());
   } else {
     for (std::uint32_t h = 0; h < end - begin; ++h) {
-      if (outputs_[writers_[begin + h]].box.overlaps(in.box)) hits_.push_back(h);
+      if (written_.boxes[written_.order[begin + h]].box.overlaps(in.box)) hits_.push_back(h);
     }
   }
   for (std::uint32_t h : hits_) {
-    const std::uint32_t written = writers_[begin + h];
-    const std::uint32_t producer = out_app_[written];
+    const WrittenBox& written = written_.boxes[written_.order[begin + h]];
+    const std::uint32_t producer = written.application;
     const std::uint32_t from = out_->applications[producer].device;
     if (from == device) {
       out_->applications[a].local_producers.push_back(producer);
     } else {
-      add_transfer(a, producer, from, in.tensor, *in.box.intersect(outputs_[written].box));
+      add_transfer(a, producer, from, in.tensor, *in.box.intersect(written.box));
     }
   }
 }
@@ -339,9 +346,9 @@ void PlacementBuilder::read(std::uint32_t a, const ShardBox& in) {
 void PlacementBuilder::gather_outputs() {
   for (ir::TensorId tensor : facts_.outputs) {
     const std::uint32_t t = tensor.index();
-    for (std::uint32_t k = writer_begin_[t]; k < writer_begin_[t + 1]; ++k) {
-      const ShardBox& written = outputs_[writers_[k]];
-      const std::uint32_t producer = out_app_[writers_[k]];
+    for (std::uint32_t k = written_.begin[t]; k < written_.begin[t + 1]; ++k) {
+      const WrittenBox& written = written_.boxes[written_.order[k]];
+      const std::uint32_t producer = written.application;
       const std::int64_t bytes = written.box.size() * facts_.bytes_of(t);
       Transfer& tr = next_slot(out_->transfers, n_transfers_);
       tr.tensor = tensor;
@@ -360,8 +367,8 @@ void PlacementBuilder::connect() {
   index_writers();
   for (ir::TensorId tensor : facts_.outputs) {
     const std::uint32_t t = tensor.index();
-    for (std::uint32_t k = writer_begin_[t]; k < writer_begin_[t + 1]; ++k) {
-      p.applications[out_app_[writers_[k]]].writes_output = true;
+    for (std::uint32_t k = written_.begin[t]; k < written_.begin[t + 1]; ++k) {
+      p.applications[written_.boxes[written_.order[k]].application].writes_output = true;
     }
   }
   for (std::uint32_t a = 0; a < n_applications_; ++a) {
@@ -377,6 +384,7 @@ void PlacementBuilder::connect() {
                        p.applications.end());
   p.transfers.erase(p.transfers.begin() + static_cast<std::ptrdiff_t>(n_transfers_),
                     p.transfers.end());
+  collectives_.recognise(p, written_, facts_.partial, facts_.element_bytes);
 }
 
 }  // namespace tapestry::cost::detail

@@ -5,8 +5,9 @@
 //
 // The caller adds operations in topological order, each with its shards (device, work, the boxes
 // each reads and writes), then calls `connect()`, which derives local producers, transfers and
-// resident inputs. The builder writes into a Placement it is given and reuses that Placement's
-// storage, so an Evaluator that places plan after plan into one Placement allocates little.
+// resident inputs, and recognises the collectives among the transfers (collective.h). The builder
+// writes into a Placement it is given and reuses that Placement's storage, so an Evaluator that
+// places plan after plan into one Placement allocates little.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,7 @@ struct TensorFacts {
   const ir::Graph* graph = nullptr;         // for messages naming a tensor
   std::vector<std::int64_t> element_bytes;  // by node index; 0: not a tensor or an unknown dtype
   std::vector<ir::TensorId> outputs;        // metakernel::graph_outputs, in its order
+  std::vector<std::uint8_t> partial;        // by node index: partial_tensors (collective.h)
 
   static TensorFacts of(const ir::Graph& graph);
   /// Bytes per element of `tensor` (node index); Error when the cost model does not know its
@@ -109,7 +111,8 @@ class PlacementBuilder {
   /// Adds an application of the current operation, with the boxes added since the last one;
   /// `pinned`: the plan chose its device (PlacedApplication::pinned).
   void add_application(ir::ApplicationId id, std::uint32_t device, const Work& work, bool pinned);
-  /// Derives local producers, transfers and resident inputs; the Placement is then complete.
+  /// Derives local producers, transfers, resident inputs and collectives; the Placement is then
+  /// complete.
   void connect();
 
  private:
@@ -126,13 +129,14 @@ class PlacementBuilder {
   std::size_t n_operations_ = 0;
   std::size_t n_applications_ = 0;
   std::size_t n_transfers_ = 0;
-  // The boxes of application a: inputs_[in_begin_[a], in_begin_[a + 1]), outputs likewise.
-  std::vector<ShardBox> inputs_, outputs_;
+  // The boxes of application a: inputs_[in_begin_[a], in_begin_[a + 1]).
+  std::vector<ShardBox> inputs_;
   std::vector<std::uint32_t> in_begin_;
-  std::vector<std::uint32_t> out_app_;  // the application of each box of outputs_
-  // Writers by tensor (CSR over node indexes): tensor t's are [writer_begin_[t],
-  // writer_begin_[t + 1]) of writers_ (positions in outputs_), in application order.
-  std::vector<std::uint32_t> writer_begin_, writers_;
+  // Every box written (written_.boxes, in application order) and, once connect() indexes them,
+  // the writers by tensor: tensor t's are written_.boxes[written_.order[k]] for k in
+  // [written_.begin[t], written_.begin[t + 1]), in application order.
+  WriterIndex written_;
+  CollectiveRecogniser collectives_;
   struct Indexed {  // the boxes of a tensor with many writers, and their index
     std::vector<zspace::Range> boxes;
     std::unique_ptr<zspace::BoxIndex> index;

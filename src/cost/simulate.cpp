@@ -2,7 +2,9 @@
 //
 // Events, in time order (ties: the order they were created): an application finishing frees its
 // device, releases its local consumers and sends its outgoing transfers (each reserving the
-// sender's egress and the receiver's ingress port); a transfer arriving releases its consumers.
+// sender's egress and the receiver's ingress port) — or, for a transfer of a collective, counts
+// the collective's producers down and starts it after the last (reserving every participant's
+// ports); a transfer arriving releases its consumers.
 // A device that is free starts the released application that was released first (ties:
 // topological position). Memory is a sweep over allocation/free instants per device. On a
 // shared-memory node the devices after the node's first join at the target's worker_start_s (a
@@ -89,6 +91,23 @@ class Simulation {
     for (const Transfer& t : p_.transfers) {
       if (t.producer != kHost) ++outgoing_begin_[t.producer + 1];
     }
+    // Collectives: priced once; each waits for its distinct producers.
+    const std::size_t nc = p_.collectives.size();
+    prices_.resize(nc);
+    spans_.resize(nc);
+    collective_pending_.assign(nc, 0);
+    collective_seen_.assign(nc, kHost);
+    collective_time_.resize(nc);
+    std::vector<std::uint32_t> counted(nc > 0 ? n : 0, kNoCollective);  // per producer: the last
+    for (std::uint32_t c = 0; c < nc; ++c) {                            // collective counted
+      prices_[c] = price_collective(p_.collectives[c], target);
+      spans_[c] = spans_nodes(p_.collectives[c], target);
+      for (std::uint32_t t : p_.collectives[c].transfers) {
+        const std::uint32_t producer = p_.transfers[t].producer;
+        if (counted[producer] != c) ++collective_pending_[c];
+        counted[producer] = c;
+      }
+    }
     for (std::size_t a = 0; a < n; ++a) {
       local_begin_[a + 1] += local_begin_[a];
       outgoing_begin_[a + 1] += outgoing_begin_[a];
@@ -155,7 +174,8 @@ class Simulation {
   }
 
   CostVector cost() const;
-  Schedule schedule() const { return {app_time_, ran_on_, transfer_time_}; }
+  std::vector<double> link_energy() const;
+  Schedule schedule() const { return {app_time_, ran_on_, transfer_time_, collective_time_}; }
 
  private:
   static Port port_of(const Target& target, std::uint32_t from, std::uint32_t to) {
@@ -223,6 +243,29 @@ class Simulation {
     push(now + duration, EventKind::kFinish, a);
   }
 
+  // Starts collective c once its last producer has finished: when every participant's ports of
+  // the classes it uses are free, holding them all (both directions) until it ends; all its
+  // transfers arrive at its end.
+  void start_collective(std::uint32_t c, double now) {
+    const Collective& col = p_.collectives[c];
+    const int classes = spans_[c] ? 2 : 1;  // kIntra, then kInter
+    double start = now;
+    for (std::uint32_t d : col.devices) {
+      for (int k = 0; k < classes; ++k) start = std::max({start, egress_[k][d], ingress_[k][d]});
+    }
+    const double end = start + prices_[c].seconds;
+    for (std::uint32_t d : col.devices) {
+      for (int k = 0; k < classes; ++k) egress_[k][d] = ingress_[k][d] = end;
+    }
+    collective_time_[c] = {start, end};
+    for (std::uint32_t t : col.transfers) {
+      const Transfer& tr = p_.transfers[t];
+      transfer_time_[t] = {start, end};
+      last_read_[tr.producer] = std::max(last_read_[tr.producer], end);
+      push(end, EventKind::kArrive, t);
+    }
+  }
+
   void send(std::uint32_t t, double now) {
     const Transfer& tr = p_.transfers[t];
     const Port port = port_of(target_, tr.from, tr.to);
@@ -252,7 +295,14 @@ class Simulation {
       satisfy(local_consumers_[k], now);
     }
     for (std::uint32_t k = outgoing_begin_[a]; k < outgoing_begin_[a + 1]; ++k) {
-      send(outgoing_[k], now);
+      const std::uint32_t t = outgoing_[k];
+      const std::uint32_t c = p_.transfers[t].collective;
+      if (c == kNoCollective) {
+        send(t, now);
+      } else if (collective_seen_[c] != a) {  // once per producer and collective
+        collective_seen_[c] = a;
+        if (--collective_pending_[c] == 0) start_collective(c, now);
+      }
     }
     dispatch(device, now);
   }
@@ -291,6 +341,11 @@ class Simulation {
   std::vector<std::uint32_t> ran_on_;
   std::vector<double> egress_[3];
   std::vector<double> ingress_[3];
+  std::vector<CollectivePrice> prices_;            // per collective
+  std::vector<bool> spans_;                        // per collective: it spans nodes
+  std::vector<std::uint32_t> collective_pending_;  // per collective: producers not finished
+  std::vector<std::uint32_t> collective_seen_;     // per collective: the last producer counted
+  std::vector<Schedule::Interval> collective_time_;
   MinHeap<Event> events_;
   std::uint64_t sequence_ = 0;
 };
@@ -319,23 +374,48 @@ CostVector Simulation::cost() const {
     memory.push_back({ran_on, app_time_[a].start, app.work.bytes_written});
     memory.push_back({ran_on, freed, -app.work.bytes_written});
   }
+  // Transfers: bytes, port time and what receivers hold. A transfer of a collective adds no port
+  // time of its own (the collective's is counted once per participant below), and one of a
+  // reduce-scatter or reduce holds no memory of its own (its receiver's staging does).
   for (std::uint32_t t = 0; t < p_.transfers.size(); ++t) {
     const Transfer& tr = p_.transfers[t];
     const double seconds = transfer_time_[t].end - transfer_time_[t].start;
+    const bool p2p = tr.collective == kNoCollective;
     c.bytes_moved += tr.bytes;
     if (tr.from != kHost) {
       devices[tr.from].bytes_sent += tr.bytes;
-      devices[tr.from].comm_s += seconds;
+      if (p2p) devices[tr.from].comm_s += seconds;
     }
     if (tr.to != kHost) {
       devices[tr.to].bytes_received += tr.bytes;
-      devices[tr.to].comm_s += seconds;
-      const double freed = std::max(transfer_time_[t].end, transfer_last_read_[t]);
-      memory.push_back({tr.to, transfer_time_[t].start, tr.bytes});
-      memory.push_back({tr.to, freed, -tr.bytes});
       used[tr.to] = true;
+      if (p2p) devices[tr.to].comm_s += seconds;
+      if (p2p || prices_[tr.collective].staging_bytes == 0) {
+        const double freed = std::max(transfer_time_[t].end, transfer_last_read_[t]);
+        memory.push_back({tr.to, transfer_time_[t].start, tr.bytes});
+        memory.push_back({tr.to, freed, -tr.bytes});
+      }
     }
   }
+  for (std::uint32_t k = 0; k < p_.collectives.size(); ++k) {
+    const Collective& col = p_.collectives[k];
+    const Schedule::Interval when = collective_time_[k];
+    for (std::uint32_t d : col.devices) devices[d].comm_s += when.end - when.start;
+    if (prices_[k].staging_bytes == 0) continue;
+    // Each receiver holds one step's chunk until its last reader of the collective finishes.
+    for (std::uint32_t d : col.devices) {
+      double freed = -1;
+      for (std::uint32_t t : col.transfers) {
+        if (p_.transfers[t].to == d) {
+          freed = std::max({freed, when.end, transfer_last_read_[t]});
+        }
+      }
+      if (freed < 0) continue;  // a sender only
+      memory.push_back({d, when.start, prices_[k].staging_bytes});
+      memory.push_back({d, freed, -prices_[k].staging_bytes});
+    }
+  }
+  const std::vector<double> link_j = link_energy();
   // Bucketed by device (a counting pass), each device's events sorted by time, frees before
   // allocations at the same instant: per-device sorts are shorter than one sort of them all.
   std::vector<std::uint32_t> first(n_devices_ + 1, 0);
@@ -346,7 +426,21 @@ CostVector Simulation::cost() const {
     std::vector<std::uint32_t> at(first.begin(), first.end() - 1);
     for (const MemoryEvent& e : memory) by_device[at[e.device]++] = e;
   }
+  // A plan holds every device of every node on which it uses one.
+  std::vector<bool> node_held(target_.node_count, false);
   for (std::size_t dev = 0; dev < n_devices_; ++dev) {
+    if (used[dev]) node_held[target_.devices[dev].node] = true;
+  }
+  for (std::size_t dev = 0; dev < n_devices_; ++dev) {
+    const DeviceType& type = target_.type_of(dev);
+    if (node_held[target_.devices[dev].node]) {
+      ++c.devices_held;
+      c.idle_energy_j += type.idle_w * makespan;
+    }
+    if (!used[dev]) {
+      if (node_held[target_.devices[dev].node]) c.energy_j += type.idle_w * makespan;
+      continue;
+    }
     std::int64_t live = p_.resident_input_bytes[dev];
     std::int64_t peak = live;
     const auto begin = by_device.begin() + first[dev];
@@ -359,13 +453,12 @@ CostVector Simulation::cost() const {
       live += event->delta;
       peak = std::max(peak, live);
     }
-    if (!used[dev]) continue;
     DeviceCost& d = devices[dev];
     d.device = target_.devices[dev].name;
     d.peak_memory_bytes = peak;
     d.idle_s = std::max(0.0, makespan - d.compute_s);
-    const DeviceType& type = target_.type_of(dev);
-    d.energy_j = type.idle_w * makespan + (type.busy_w - type.idle_w) * d.compute_s;
+    d.energy_j = type.idle_w * makespan + (type.busy_w - type.idle_w) * d.compute_s +
+                 (link_j.empty() ? 0.0 : link_j[dev]);
     c.energy_j += d.energy_j;
     c.peak_memory_bytes = std::max(c.peak_memory_bytes, peak);
     if (peak > type.memory_bytes) c.fits = false;
@@ -373,6 +466,58 @@ CostVector Simulation::cost() const {
     c.per_device.push_back(std::move(d));
   }
   return c;
+}
+
+// Per device: the energy its ports draw — each port (a device's end of one link class) draws
+// power_w over the union of the intervals it sends or receives. Empty when no link draws power.
+std::vector<double> Simulation::link_energy() const {
+  const Link* links[3] = {&target_.intra_node, target_.inter_node ? &*target_.inter_node : nullptr,
+                          target_.host ? &*target_.host : nullptr};
+  if (std::none_of(std::begin(links), std::end(links),
+                   [](const Link* l) { return l != nullptr && l->power_w > 0; })) {
+    return {};  // no link draws power: none to add
+  }
+  std::vector<double> joules(n_devices_, 0.0);
+  struct Busy {
+    std::size_t port;  // device · 3 + class
+    double start, end;
+    bool operator<(const Busy& o) const {
+      return std::tie(port, start, end) < std::tie(o.port, o.start, o.end);
+    }
+  };
+  std::vector<Busy> busy;
+  for (std::uint32_t t = 0; t < p_.transfers.size(); ++t) {
+    const Transfer& tr = p_.transfers[t];
+    if (tr.collective != kNoCollective) continue;
+    const auto k = static_cast<std::size_t>(port_of(target_, tr.from, tr.to));
+    const Schedule::Interval when = transfer_time_[t];
+    if (tr.from != kHost) busy.push_back({std::size_t{tr.from} * 3 + k, when.start, when.end});
+    if (tr.to != kHost) busy.push_back({std::size_t{tr.to} * 3 + k, when.start, when.end});
+  }
+  for (std::uint32_t c = 0; c < p_.collectives.size(); ++c) {
+    for (std::uint32_t d : p_.collectives[c].devices) {
+      for (std::size_t k = 0; k < (spans_[c] ? 2u : 1u); ++k) {
+        busy.push_back(
+            {std::size_t{d} * 3 + k, collective_time_[c].start, collective_time_[c].end});
+      }
+    }
+  }
+  std::sort(busy.begin(), busy.end());
+  for (std::size_t i = 0; i < busy.size();) {
+    const std::size_t port = busy[i].port;
+    const Link* link = links[port % 3];
+    double covered = 0, start = busy[i].start, end = busy[i].end;
+    for (; i < busy.size() && busy[i].port == port; ++i) {
+      if (busy[i].start > end) {
+        covered += end - start;
+        start = busy[i].start;
+      }
+      end = std::max(end, busy[i].end);
+    }
+    covered += end - start;
+    joules[port / 3] += link->power_w * covered;
+  }
+  return joules;
 }
 
 }  // namespace
@@ -445,7 +590,9 @@ nlohmann::json to_json(const CostVector& cost) {
   return {{"makespan_s", cost.makespan_s},
           {"peak_memory_bytes", cost.peak_memory_bytes},
           {"devices_used", cost.devices_used},
+          {"devices_held", cost.devices_held},
           {"energy_j", cost.energy_j},
+          {"idle_energy_j", cost.idle_energy_j},
           {"bytes_moved", cost.bytes_moved},
           {"fits", cost.fits},
           {"per_device", devices}};

@@ -28,6 +28,11 @@ double DeviceType::bandwidth_efficiency_of(std::string_view kernel) const {
              : bandwidth_efficiency;
 }
 
+CollectiveRates Link::collective_rates() const {
+  if (collective) return *collective;
+  return CollectiveRates{bandwidth_Bps, latency_s, std::nullopt};
+}
+
 std::optional<std::size_t> Target::find_device(std::string_view name) const {
   for (const Device& device : devices) {
     if (device.name == name) return device.index;
@@ -114,10 +119,20 @@ std::string si(double value, std::string_view unit) {
 
 std::string describe_link(const Link& link) {
   if (link.shared_memory) {
-    return fmt::format("shared memory (transfers free; {} noted)", si(link.bandwidth_Bps, "B/s"));
+    return fmt::format("shared memory (transfers and collectives free; {} noted)",
+                       si(link.bandwidth_Bps, "B/s"));
   }
-  return fmt::format("{} per direction, latency {}", si(link.bandwidth_Bps, "B/s"),
-                     si(link.latency_s, "s"));
+  std::string out = fmt::format("{} per direction, latency {}", si(link.bandwidth_Bps, "B/s"),
+                                si(link.latency_s, "s"));
+  if (link.collective) {
+    out += fmt::format("; collectives {}, {} per step", si(link.collective->bandwidth_Bps, "B/s"),
+                       si(link.collective->step_latency_s, "s"));
+    if (link.collective->nvls_bandwidth_Bps) {
+      out += fmt::format(", NVLS {}", si(*link.collective->nvls_bandwidth_Bps, "B/s"));
+    }
+  }
+  if (link.power_w > 0) out += fmt::format("; {} per port while busy", si(link.power_w, "W"));
+  return out;
 }
 
 }  // namespace

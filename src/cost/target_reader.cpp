@@ -286,8 +286,21 @@ class TargetReader {
     }
   }
 
+  CollectiveRates read_collective(const Json& j, const std::string& path) const {
+    members(j, path, {"bandwidth_Bps"}, {"step_latency_s", "nvls_bandwidth_Bps"});
+    CollectiveRates rates;
+    rates.bandwidth_Bps = positive(j["bandwidth_Bps"], path + "/bandwidth_Bps");
+    if (j.contains("step_latency_s")) {
+      rates.step_latency_s = non_negative(j["step_latency_s"], path + "/step_latency_s");
+    }
+    if (j.contains("nvls_bandwidth_Bps")) {
+      rates.nvls_bandwidth_Bps = positive(j["nvls_bandwidth_Bps"], path + "/nvls_bandwidth_Bps");
+    }
+    return rates;
+  }
+
   Link read_link(const Json& j, const std::string& path) const {
-    members(j, path, {"bandwidth_Bps"}, {"latency_s", "shared_memory"});
+    members(j, path, {"bandwidth_Bps"}, {"latency_s", "shared_memory", "collective", "power_w"});
     Link link;
     link.bandwidth_Bps = positive(j["bandwidth_Bps"], path + "/bandwidth_Bps");
     if (j.contains("latency_s")) link.latency_s = non_negative(j["latency_s"], path + "/latency_s");
@@ -298,6 +311,10 @@ class TargetReader {
       }
       link.shared_memory = j["shared_memory"].get<bool>();
     }
+    if (j.contains("collective")) {
+      link.collective = read_collective(j["collective"], path + "/collective");
+    }
+    if (j.contains("power_w")) link.power_w = non_negative(j["power_w"], path + "/power_w");
     return link;
   }
 
@@ -359,6 +376,14 @@ class TargetReader {
 nlohmann::json link_json(const Link& link) {
   nlohmann::json j = {{"bandwidth_Bps", link.bandwidth_Bps}, {"latency_s", link.latency_s}};
   if (link.shared_memory) j["shared_memory"] = true;
+  if (link.collective) {
+    j["collective"] = {{"bandwidth_Bps", link.collective->bandwidth_Bps},
+                       {"step_latency_s", link.collective->step_latency_s}};
+    if (link.collective->nvls_bandwidth_Bps) {
+      j["collective"]["nvls_bandwidth_Bps"] = *link.collective->nvls_bandwidth_Bps;
+    }
+  }
+  if (link.power_w > 0) j["power_w"] = link.power_w;
   return j;
 }
 

@@ -133,6 +133,27 @@ std::vector<GroupPlan> plan_groups(const HookInput& in, const zspace::Point& in_
   return plans;
 }
 
+// A reshape of a tensor with no cells ([0, 3, 4] → [3, 4, 0]): any target of 0 elements is
+// allowed, grouped or not. The index is the output's (empty); the input is read whole (a
+// constant IPF over its empty range), so every box of either side is empty.
+Signature empty_reshape(const HookInput& in, const zspace::Point& out_shape) {
+  const TensorType& x = in.args[0].type;
+  Signature sig;
+  for (std::size_t d = 0; d < out_shape.rank(); ++d) {
+    sig.index_dims.push_back(IndexDim{fmt::format("d{}", d), out_shape[d], std::nullopt});
+  }
+  const std::size_t n = out_shape.rank();
+  const std::vector<std::vector<std::int64_t>> none(x.shape().rank(),
+                                                    std::vector<std::int64_t>(n, 0));
+  const TensorType out_type{output_dtype(in), zspace::Range::of_shape(out_shape)};
+  sig.inputs.push_back(Port{in.kernel.inputs[0].name, x,
+                            zspace::IndexProjection(
+                                zspace::AffineMap::from_rows(none, x.range.start(), n), x.shape())});
+  sig.outputs.push_back(Port{in.kernel.outputs.at(0).name, out_type,
+                             zspace::IndexProjection::identity(n).translate(out_type.range.start())});
+  return sig;
+}
+
 Signature reshape_hook(const HookInput& in) {
   const TensorType& x = in.args[0].type;
   const zspace::Point in_shape = x.shape();
@@ -141,6 +162,7 @@ Signature reshape_hook(const HookInput& in) {
     fail(in, "cannot reshape {} {} ({} elements) to {} ({} elements)", label(in), x.to_string(),
          in_shape.product(), shape_string(out_shape), out_shape.product());
   }
+  if (in_shape.product() == 0) return empty_reshape(in, out_shape);
   Signature sig;
   const std::vector<GroupPlan> plans = plan_groups(in, in_shape, out_shape, sig.index_dims);
   const std::size_t n = sig.index_dims.size();

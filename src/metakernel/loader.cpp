@@ -9,6 +9,7 @@
 
 #include "tapestry/metakernel/tap_parser.h"
 #include "yaml_reader.h"
+#include "tapestry/support/file.h"
 #include "yaml_support.h"
 
 namespace tapestry::metakernel {
@@ -291,11 +292,7 @@ std::vector<Metakernel> parse_kernels(const SourceFilePtr& file, const KernelFin
 
 std::vector<Metakernel> load_kernel_file(const std::filesystem::path& path,
                                          const KernelFinder& find) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("cannot read kernel file {}", path.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_kernels(std::make_shared<const SourceFile>(path.string(), text.str()), find);
+  return parse_kernels(std::make_shared<const SourceFile>(path.string(), read_file(path)), find);
 }
 
 }  // namespace tapestry::metakernel

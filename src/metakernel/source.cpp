@@ -52,6 +52,8 @@ std::string printable(std::string_view text) {
 }  // namespace
 
 std::string format_diagnostic(const Diagnostic& diagnostic) {
+  // Not about a place in a file (a file that cannot be read names itself): the message alone.
+  if (!diagnostic.file && !diagnostic.pos.is_known()) return diagnostic.message;
   std::string where = diagnostic.file ? diagnostic.file->name() : std::string("<input>");
   if (diagnostic.pos.is_known()) {
     where += fmt::format(":{}", diagnostic.pos.line);

@@ -10,6 +10,7 @@
 
 #include "tapestry/metakernel/builder.h"
 #include "tapestry/metakernel/tap_parser.h"
+#include "tapestry/support/file.h"
 
 namespace tapestry::metakernel {
 
@@ -164,11 +165,7 @@ ir::ValidationReport validate_built_graph(const ir::Graph& graph) {
 }
 
 SourceFilePtr read_source_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("cannot read {}", path.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return std::make_shared<const SourceFile>(path.string(), text.str());
+  return std::make_shared<const SourceFile>(path.string(), read_file(path));
 }
 
 BuildResult build_tap_file(const std::filesystem::path& path, const SignatureRegistry& signatures,

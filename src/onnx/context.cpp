@@ -86,9 +86,10 @@ Tensor ImportContext::constant_input(const std::string& base, const HostTensor& 
   const std::string name = fresh_name(base, "weight");
   if (value.is_int()) {
     throw Error(
-        fmt::format("integer tensor '{}' is read as data; only float tensors can be "
-                    "computed on",
-                    base));
+        fmt::format("'{}' is an integer tensor ({}) computed at import from shapes or "
+                    "constants; a Tapestry graph computes on float tensors only, so it cannot "
+                    "be read as data or be an output",
+                    base, ir::dtype_name(value.dtype)));
   }
   Tensor t = graph_.input(name, value.dtype, value.shape);
   known_.insert(t.id());

@@ -147,6 +147,18 @@ void name_new_tensors(ImportContext& ctx, const ::onnx::NodeProto& node, const N
   }
 }
 
+// "node 'NAME' (OP, node K)" for the node that writes `value`, as NodeContext::error names
+// nodes; "an initializer" when no node writes it.
+std::string describe_producer(const ::onnx::GraphProto& graph, const std::string& value) {
+  for (int k = 0; k < graph.node_size(); ++k) {
+    const ::onnx::NodeProto& node = graph.node(k);
+    for (const std::string& out : node.output()) {
+      if (out == value) return fmt::format("node '{}' ({}, node {})", node.name(), node.op_type(), k);
+    }
+  }
+  return "an initializer";
+}
+
 void convert_node(ImportContext& ctx, const ::onnx::NodeProto& node, std::size_t position,
                   const std::set<std::string>& graph_outputs, const GeluMatch* gelu) {
   NodeContext nc(ctx, node, position);
@@ -242,7 +254,13 @@ ImportResult import_model(const ::onnx::ModelProto& model, const std::string& so
   for (const auto& o : graph.output()) {
     if (!ctx.is_bound(o.name()))
       throw Error(fmt::format("{}: output '{}' is not produced by any node", source, o.name()));
-    Tensor t = ctx.as_tensor(o.name());
+    Tensor t;
+    try {
+      t = ctx.as_tensor(o.name());
+    } catch (const Error& e) {  // an integer value computed at import (Shape, …)
+      throw Error(fmt::format("{}: output '{}' (from {}): {}", source, o.name(),
+                              describe_producer(graph, o.name()), e.what()));
+    }
     ctx.graph().output(t);
     if (t.name() != o.name()) result.renames.push_back({"output", o.name(), t.name()});
     result.outputs.push_back(t.name());

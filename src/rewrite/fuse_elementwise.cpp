@@ -9,6 +9,7 @@
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/rewrite/fused.h"
 #include "tapestry/support/assert.h"
+#include "tapestry/zspace/format.h"
 
 namespace tapestry::rewrite {
 
@@ -41,6 +42,25 @@ bool is_identity_up_to_offset(const zspace::IndexProjection& ipf) {
          ipf.map().translate(-ipf.map().offset()) ==
              zspace::AffineMap::identity(ipf.index_rank()) &&
          ipf.shape() == zspace::Point::ones(ipf.tensor_rank());
+}
+
+// The fused operation has the producer's index space, and its consumer stage runs over M(S) for
+// each producer shard S. That is the consumer's own work only when M maps the producer's index
+// onto the consumer's, i.e. when the consumer reads exactly the box of T the producer writes. A
+// consumer that reads a sub-box (slice: `s = slice(h, dim=1, start=0, end=1)`) would otherwise
+// run over the producer's whole index and write outside its output (docs/rewrites.md, "The
+// legality rule"). Strided and windowed reads are not elementwise and never get here.
+std::optional<std::string> why_not_whole(const OpSpec& p, const OpSpec& c, ir::TensorId t,
+                                         const std::string& c_name, const std::string& t_name) {
+  const zspace::Range written = p.outputs[0].ipf.apply(p.index);
+  for (const Port& in : c.inputs) {
+    if (in.tensor != t) continue;
+    const zspace::Range read = in.ipf.apply(c.index);
+    if (read == written) return std::nullopt;
+    return fmt::format("{} reads only {} of {} ({}): fused, it would run over all of {}'s index",
+                       c_name, read, t_name, written, p.label);
+  }
+  return std::nullopt;
 }
 
 struct Candidate {
@@ -82,6 +102,7 @@ Candidate find_consumer(const RewriteState& state, ir::OperationId op, std::stri
   const OpSpec ps = detail::spec_of(g, op);
   if (!is_unit_selection(ps.outputs[0].ipf))
     return {{}, "the producer writes more than one cell per index point"};
+  if (auto why = why_not_whole(ps, cs, t, c_name, t_name)) return {{}, *why};
   return {c, ""};
 }
 

@@ -11,6 +11,7 @@
 #include "tapestry/rewrite/dim_aliases.h"
 #include "tapestry/support/assert.h"
 #include "tapestry/support/error.h"
+#include "tapestry/support/file.h"
 #include "tapestry/zspace/json.h"
 
 namespace tapestry::rewrite {
@@ -197,11 +198,7 @@ Plan parse_plan(std::string_view text, std::string_view source_name) {
 }
 
 Plan read_plan_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("{}: cannot open plan file", path.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_plan(text.str(), path.string());
+  return parse_plan(read_file(path), path.string());
 }
 
 void add_split_shorthand(Plan& plan, std::string_view shorthand) {
@@ -243,6 +240,15 @@ std::string operation_name(const ir::Graph& graph, ir::OperationId op) {
 
 bool is_empty(const OpPlan& op) {
   return op.split.empty() && op.substitute.empty() && op.place.empty() && op.mesh.empty();
+}
+
+Plan without_placement(Plan plan) {
+  for (auto& [name, op] : plan.ops) {
+    op.place.clear();
+    op.mesh.clear();
+  }
+  std::erase_if(plan.ops, [](const auto& entry) { return is_empty(entry.second); });
+  return plan;
 }
 
 void carry_placement(const OpPlan& from, std::span<const std::string> dims, OpPlan& to) {

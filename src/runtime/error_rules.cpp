@@ -7,6 +7,7 @@
 #include <cfloat>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <numbers>
 
 #include "run_support.h"
@@ -76,6 +77,59 @@ Buffer abs_of(const Buffer& b) {
 }
 Buffer square_of(const Buffer& b) {
   return map_values(b, [](double v) { return v * v; });
+}
+
+// ---- certain cells ------------------------------------------------------------------------
+// A cell is *exact* when σ = D = 0: a graph input (a mask's −inf included), exp(−inf), a masked
+// softmax weight. A cell whose float64 value is ±inf or NaN is a class, not a number: σ = D = 0
+// says every computation of it gives that same ±inf or NaN (oracle.h), ∞ that the class is not
+// known. The rules below derive both from the cells the output reads.
+
+bool is_exact(double sigma, double bound) {
+  return sigma == 0 && bound == 0;
+}
+// σ and D finite: the cell's error is bounded (false for NaN too).
+bool is_known(double sigma, double bound) {
+  return std::isfinite(sigma) && std::isfinite(bound);
+}
+// σ and D of a cell whose float64 value is ±inf or NaN.
+double class_scale(bool certain) {
+  return certain ? 0.0 : INFINITY;
+}
+// A finite cell whose computed value may have the other sign or be 0: its bar reaches 0. Times
+// an infinity, such a factor may give ±inf or NaN.
+bool may_cross_zero(double value, double bar) {
+  return std::isfinite(value) && bar > 0 && !(bar < std::abs(value));
+}
+
+// 1 where `pred(value, σ, D)` holds, else 0, cell by cell (same range): a buffer the operation's
+// own kernel can count or combine.
+Buffer indicator(const Buffer& value, const Buffer& sigma, const Buffer& bound,
+                 const std::function<bool(double, double, double)>& pred) {
+  Buffer out(DType::kFloat64, value.range(), Buffer::Uninitialized{});
+  const std::span<const double> v = value.values<double>(), s = sigma.values<double>(),
+                                d = bound.values<double>();
+  const std::span<double> o = out.values<double>();
+  for (std::size_t i = 0; i < o.size(); ++i) o[i] = pred(v[i], s[i], d[i]) ? 1.0 : 0.0;
+  return out;
+}
+
+// A cell that may be nonzero in a float computation: nonzero in float64, or not exact.
+bool may_be_nonzero(double value, double sigma, double bound) {
+  return value != 0 || !is_exact(sigma, bound);
+}
+
+bool has_exact_zero(const Buffer& value, const Buffer& sigma, const Buffer& bound) {
+  const std::span<const double> v = value.values<double>(), s = sigma.values<double>(),
+                                d = bound.values<double>();
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (!may_be_nonzero(v[i], s[i], d[i])) return true;
+  return false;
+}
+
+bool any_non_finite(const Buffer& b) {
+  const std::span<const double> v = b.values<double>();
+  return std::any_of(v.begin(), v.end(), [](double x) { return !std::isfinite(x); });
 }
 
 double max_of(const Buffer& b) {
@@ -291,11 +345,65 @@ Buffer OperationEval::bar_of(const Buffer& sigma, const Buffer& bound) const {
   return out;
 }
 
+// bilinear's kernel runs: the kernel on one buffer per input entry — `on_w(i)` for the w entry,
+// `on_x(i)` for the others (x, the bias; the bias zeroed when `zero_bias`).
+std::vector<Buffer> OperationEval::run_bilinear(const Ctx& c, int w, int bias, const CellMap& on_x,
+                                                const CellMap& on_w, bool zero_bias) const {
+  std::vector<Buffer> in;
+  in.reserve(c.in_value.size());
+  for (std::size_t i = 0; i < c.in_value.size(); ++i) {
+    const auto idx = static_cast<int>(i);
+    if (idx == w)
+      in.push_back(on_w(i));
+    else if (idx == bias && zero_bias)
+      in.emplace_back(DType::kFloat64, c.in_value[i]->range());
+    else
+      in.push_back(on_x(i));
+  }
+  std::vector<const Buffer*> p;
+  p.reserve(in.size());
+  for (const Buffer& b : in) p.push_back(&b);
+  return call(kernel_, p, DType::kFloat64);
+}
+
+// Input entry i as a 0/1 buffer: pred(value, σ, D) cell by cell.
+OperationEval::CellMap OperationEval::flag(const Ctx& c, CellPredicate pred) {
+  return [&c, pred = std::move(pred)](std::size_t i) {
+    return indicator(*c.in_value[i], *c.in_sigma[i], *c.in_bound[i], pred);
+  };
+}
+
+// Per output cell of a bilinear kernel whose value is ±inf or NaN: how many of its terms make
+// its class uncertain — one that reads a cell of unknown error, or that multiplies an infinity
+// by a factor whose bar reaches 0 (inf·0 is NaN). 0: every computation gives the same class.
+std::vector<Buffer> OperationEval::bilinear_hazards(const Ctx& c, int w, int bias) const {
+  const double l = lambda_;
+  const CellMap unknown = flag(c, [](double, double s, double d) { return !is_known(s, d); });
+  const CellMap ones = flag(c, [](double, double, double) { return true; });
+  const CellMap infinite = flag(c, [](double v, double, double) { return !std::isfinite(v); });
+  const CellMap loose =
+      flag(c, [l](double v, double s, double d) { return may_cross_zero(v, std::min(l * s, d)); });
+  std::vector<Buffer> hazard = run_bilinear(c, w, bias, unknown, ones, false);
+  for (const auto& [on_x, on_w] :
+       {std::pair{ones, unknown}, std::pair{infinite, loose}, std::pair{loose, infinite}}) {
+    const std::vector<Buffer> more = run_bilinear(c, w, bias, on_x, on_w, true);
+    for (std::size_t o = 0; o < hazard.size(); ++o) {
+      const std::span<double> h = hazard[o].values<double>();
+      const std::span<const double> m = more[o].values<double>();
+      for (std::size_t i = 0; i < h.size(); ++i) h[i] += m[i];
+    }
+  }
+  return hazard;
+}
+
 // linear, matmul, conv2d, mul: out = Σ_k x_k·w_k (+ bias), n = terms (+1 with a bias).
 //   A  = K(|x|, |w|, |bias|)                         Σ|terms| of each cell
 //   σ² = K(σx², w², σbias²) + K(x², σw², 0) + proxy(A)²
 //   D  = K(Dx, |w| + Dw, Dbias) + K(|x|, Dw, 0) + bound(A)
 // (D is exact to every order: |Σ(x+Δx)(w+Δw) − Σxw| ≤ Σ|Δx|(|w|+|Δw|) + |x||Δw|.)
+// A term with an exact zero factor (a masked attention weight, relu's certain 0) is 0 in every
+// computation and rounds nothing: n counts the others, K(live x, live w, live bias), when an
+// input holds exact zeros. A cell that is ±inf or NaN: bilinear_hazards.
 void OperationEval::bilinear(Ctx& c) const {
   const int x = c.entry("x") >= 0 ? c.entry("x") : c.entry("a");
   const int w = c.entry("w") >= 0 ? c.entry("w") : c.entry("b");
@@ -306,24 +414,8 @@ void OperationEval::bilinear(Ctx& c) const {
     const auto idx = static_cast<int>(i);
     if (idx != x && idx != w && idx != bias) return fallback(c);
   }
-  // The kernel run on one buffer per input: `on_w` for w, `on_other` for x and the bias (whose
-  // buffer is zeroed when `zero_bias`).
-  const auto run = [&](const std::function<Buffer(std::size_t)>& on_x,
-                       const std::function<Buffer(std::size_t)>& on_w, bool zero_bias) {
-    std::vector<Buffer> in;
-    in.reserve(n_in);
-    for (std::size_t i = 0; i < n_in; ++i) {
-      const auto idx = static_cast<int>(i);
-      if (idx == w)
-        in.push_back(on_w(i));
-      else if (idx == bias && zero_bias)
-        in.emplace_back(DType::kFloat64, c.in_value[i]->range());
-      else
-        in.push_back(on_x(i));
-    }
-    std::vector<const Buffer*> p;
-    for (const Buffer& b : in) p.push_back(&b);
-    return call(kernel_, p, DType::kFloat64);
+  const auto run = [&](const CellMap& on_x, const CellMap& on_w, bool zero_bias) {
+    return run_bilinear(c, w, bias, on_x, on_w, zero_bias);
   };
   const auto abs_value = [&](std::size_t i) { return abs_of(*c.in_value[i]); };
   const auto sq_value = [&](std::size_t i) { return square_of(*c.in_value[i]); };
@@ -336,14 +428,18 @@ void OperationEval::bilinear(Ctx& c) const {
     for (std::size_t k = 0; k < v.size(); ++k) v[k] += d[k];
     return b;
   };
+  // 1. Which inputs carry an error in, and whether any holds an exact zero.
   bool x_carries = false;  // x or the bias carry an error in
+  bool exact_zeros = false;
   for (std::size_t i = 0; i < n_in; ++i) {
     if (static_cast<int>(i) != w) x_carries |= !all_zero(*c.in_bound[i]);
+    exact_zeros |= has_exact_zero(*c.in_value[i], *c.in_sigma[i], *c.in_bound[i]);
   }
   const bool w_carries = !all_zero(*c.in_bound[static_cast<std::size_t>(w)]);
 
+  // 2. The kernel runs: magnitudes, propagated errors, live terms, hazards.
   const std::vector<Buffer> a = run(abs_value, abs_value, false);
-  std::vector<Buffer> p1, p2, d1, d2;
+  std::vector<Buffer> p1, p2, d1, d2, live, hazard;
   if (x_carries) {
     p1 = run(sq_sigma, sq_value, false);
     d1 = run(bound, abs_plus_bound, false);
@@ -352,14 +448,30 @@ void OperationEval::bilinear(Ctx& c) const {
     p2 = run(sq_value, sq_sigma, true);
     d2 = run(abs_value, bound, true);
   }
+  if (exact_zeros) {
+    const CellMap nonzero =
+        flag(c, [](double v, double s, double d) { return may_be_nonzero(v, s, d); });
+    live = run(nonzero, nonzero, false);
+  }
+  if (std::any_of(c.result.values.begin(), c.result.values.end(),
+                  [](const Buffer& v) { return any_non_finite(v); }))
+    hazard = bilinear_hazards(c, w, bias);
+
+  // 3. Each output cell.
   const double n = terms_ + (bias >= 0 ? 1 : 0);
   for (std::size_t o = 0; o < a.size(); ++o) {
     Buffer s(DType::kFloat64, a[o].range(), Buffer::Uninitialized{});
     Buffer d(DType::kFloat64, a[o].range(), Buffer::Uninitialized{});
     const std::span<const double> av = a[o].values<double>();
+    const std::span<const double> value = c.result.values[o].values<double>();
     const std::span<double> sv = s.values<double>(), dv = d.values<double>();
     for (std::size_t i = 0; i < sv.size(); ++i) {
-      const Rounding r = rounding(n, c.u, c.tiny, av[i]);
+      if (!std::isfinite(value[i])) {
+        sv[i] = dv[i] = class_scale(hazard[o].values<double>()[i] == 0);
+        continue;
+      }
+      const Rounding r =
+          rounding(live.empty() ? n : live[o].values<double>()[i], c.u, c.tiny, av[i]);
       double var = r.proxy * r.proxy;
       double worst = r.bound;
       if (x_carries) {
@@ -382,6 +494,10 @@ void OperationEval::bilinear(Ctx& c) const {
 // add, sub (as add), bias_add, and sum reductions: out = Σ terms, n = the additions: 1 for a
 // binary op, terms − 1 for a reduction.
 //   A = twin(|terms|);  σ² = twin(σ²) + proxy(A)²;  D = twin(D) + bound(A)
+// Terms that are exact zeros (σ = D = 0) add without rounding: where an input holds some, n is
+// twin(may be nonzero) − 1 per cell, so x + 0 of a mask's live cells is exact. A cell that is
+// ±inf or NaN (a term is: −inf + x of a causal mask) has no rounding error: its class is certain
+// when twin(σ²) and twin(D), the errors carried in, are finite.
 void OperationEval::additive(Ctx& c, std::string_view twin) const {
   const KernelFn fn = kernels_.lookup(twin, node_name(graph_, op_));
   std::vector<Buffer> abs_in, var_in;
@@ -397,12 +513,36 @@ void OperationEval::additive(Ctx& c, std::string_view twin) const {
   std::vector<Buffer> a = call(fn, abs_p, DType::kFloat64);
   std::vector<Buffer> p = call(fn, var_p, DType::kFloat64);
   std::vector<Buffer> d = call(fn, c.in_bound, DType::kFloat64);
+  // Terms that are exact zeros (a mask's 0s, masked e^(x − m)) add without rounding: n is then
+  // the number of terms that may be nonzero, less one, cell by cell.
+  std::vector<Buffer> live;
+  bool exact_zeros = false;
+  for (std::size_t i = 0; i < c.in_value.size(); ++i)
+    exact_zeros |= has_exact_zero(*c.in_value[i], *c.in_sigma[i], *c.in_bound[i]);
+  if (exact_zeros) {
+    const CellMap nonzero =
+        flag(c, [](double v, double s, double b) { return may_be_nonzero(v, s, b); });
+    std::vector<Buffer> flags;
+    std::vector<const Buffer*> flag_p;
+    flags.reserve(c.in_value.size());
+    flag_p.reserve(c.in_value.size());
+    for (std::size_t i = 0; i < c.in_value.size(); ++i) flags.push_back(nonzero(i));
+    for (const Buffer& b : flags) flag_p.push_back(&b);
+    live = call(fn, flag_p, DType::kFloat64);
+  }
   const double n = c.op.body().reductions.empty() ? 1 : std::max(terms_ - 1, 0.0);
   for (std::size_t o = 0; o < a.size(); ++o) {
     const std::span<const double> av = a[o].values<double>();
+    const std::span<const double> value = c.result.values[o].values<double>();
     const std::span<double> pv = p[o].values<double>(), dv = d[o].values<double>();
     for (std::size_t i = 0; i < pv.size(); ++i) {
-      const Rounding r = rounding(n, c.u, c.tiny, av[i]);
+      if (!std::isfinite(value[i])) {  // a term is ±inf (a mask): certain if no error is unknown
+        pv[i] = dv[i] = class_scale(is_known(pv[i], dv[i]));
+        continue;
+      }
+      const double additions =
+          live.empty() ? n : std::min(n, std::max(live[o].values<double>()[i] - 1, 0.0));
+      const Rounding r = rounding(additions, c.u, c.tiny, av[i]);
       pv[i] = std::sqrt(pv[i] + r.proxy * r.proxy);
       dv[i] += r.bound;
     }
@@ -428,11 +568,35 @@ void OperationEval::product(Ctx& c) const {
   };
   std::vector<Buffer> p = call(kernel_, {&abs_x}, DType::kFloat64);
   std::vector<Buffer> s = shifted(*c.in_sigma[0]), d = shifted(*c.in_bound[0]);
+  // Where the product is ±inf or NaN: the kernel run as a sum counts the factors of unknown
+  // error, the infinite ones, and those whose bar reaches 0 (inf·0 is NaN).
+  std::vector<Buffer> unknown, infinite, loose;
+  if (any_non_finite(c.result.values.front())) {
+    nlohmann::json as_sum = c.op.params();
+    as_sum["op"] = "sum";
+    const auto count = [&](const std::function<bool(double, double, double)>& pred) {
+      const Buffer flags = indicator(*c.in_value[0], *c.in_sigma[0], *c.in_bound[0], pred);
+      return call(kernel_, {&flags}, DType::kFloat64, &as_sum);
+    };
+    const double l = lambda_;
+    unknown = count([](double, double sg, double bd) { return !is_known(sg, bd); });
+    infinite = count([](double v, double, double) { return !std::isfinite(v); });
+    loose = count(
+        [l](double v, double sg, double bd) { return may_cross_zero(v, std::min(l * sg, bd)); });
+  }
   const double n = std::max(terms_ - 1, 0.0);
   for (std::size_t o = 0; o < p.size(); ++o) {
     const std::span<const double> pv = p[o].values<double>();
+    const std::span<const double> value = c.result.values[o].values<double>();
     const std::span<double> sv = s[o].values<double>(), dv = d[o].values<double>();
     for (std::size_t i = 0; i < pv.size(); ++i) {
+      if (!std::isfinite(value[i])) {
+        const bool certain =
+            unknown[o].values<double>()[i] == 0 &&
+            (infinite[o].values<double>()[i] == 0 || loose[o].values<double>()[i] == 0);
+        sv[i] = dv[i] = class_scale(certain);
+        continue;
+      }
       const Rounding r = rounding(n, c.u, c.tiny, pv[i]);
       sv[i] = std::hypot(sv[i] - pv[i], r.proxy);
       dv[i] = dv[i] - pv[i] + r.bound;
@@ -443,27 +607,74 @@ void OperationEval::product(Ctx& c) const {
   }
 }
 
-// max/min reductions, `reduce` max/min, `maximum`: exact selections, so the error of the result
-// is at most the largest error among the cells it selects from: the same kernel run on σ and on
-// D (on −σ, −D then negated for min, whose kernel would pick the smallest).
+// max/min reductions, `reduce` max/min, `maximum`, max_pool2d: exact selections of one cell.
+// Each kernel is monotone in every input, so with every input cell within e of its value the
+// computed result lies in [K(x − e), K(x + e)], as does the value M = K(x):
+//   D = max(K(x + D) − M, M − K(x − D));   σ = max(K(x + λσ) − M, M − K(x − λσ)) / λ
+// Only the cells that may be selected count: a masked score (−1e9, off by up to 60) never is,
+// however wide its own bar. Neither exceeds the largest D (σ) of the cells selected from (the
+// old rule, kept as a cap; its kernel runs on −σ, −D then negated for min), and 2^−52·|M| covers
+// the float64 rounding of x ± e. A cell of unknown error (σ or D not finite) makes the result
+// unknown; a result that is ±inf or NaN is otherwise certain.
 void OperationEval::selection(Ctx& c, bool negate) const {
-  const auto select = [&](const std::vector<const Buffer*>& scales) {
+  // The kernel on every input cell mapped by `f(value, σ, D)`; `widest` picks the largest of
+  // the cells also when the kernel is a min.
+  const auto run_on = [&](const std::function<double(double, double, double)>& f, bool widest) {
+    const bool flip = widest && negate;
     std::vector<Buffer> in;
+    in.reserve(c.in_value.size());
+    for (std::size_t i = 0; i < c.in_value.size(); ++i) {
+      Buffer b(DType::kFloat64, c.in_value[i]->range(), Buffer::Uninitialized{});
+      const std::span<const double> v = c.in_value[i]->values<double>(),
+                                    s = c.in_sigma[i]->values<double>(),
+                                    d = c.in_bound[i]->values<double>();
+      const std::span<double> o = b.values<double>();
+      for (std::size_t k = 0; k < o.size(); ++k)
+        o[k] = flip ? -f(v[k], s[k], d[k]) : f(v[k], s[k], d[k]);
+      in.push_back(std::move(b));
+    }
     std::vector<const Buffer*> p;
-    for (const Buffer* s : scales)
-      in.push_back(negate ? map_values(*s, [](double v) { return -v; }) : *s);
+    p.reserve(in.size());
     for (const Buffer& b : in) p.push_back(&b);
     std::vector<Buffer> out = call(kernel_, p, DType::kFloat64);
-    if (negate) {
+    if (flip) {
       for (Buffer& b : out) b = map_values(b, [](double v) { return -v; });
     }
     return out;
   };
-  std::vector<Buffer> sigmas = select(c.in_sigma), bounds = select(c.in_bound);
-  for (std::size_t o = 0; o < sigmas.size(); ++o) {
-    c.result.magnitudes.push_back(max_of(abs_of(c.result.values[o])));
-    c.result.sigmas.push_back(std::move(sigmas[o]));
-    c.result.bounds.push_back(std::move(bounds[o]));
+  const double l = lambda_;
+  const std::vector<Buffer> unknown =
+      run_on([](double, double s, double d) { return is_known(s, d) ? 0.0 : 1.0; }, true);
+  const std::vector<Buffer> widest_s = run_on([](double, double s, double) { return s; }, true);
+  const std::vector<Buffer> widest_d = run_on([](double, double, double d) { return d; }, true);
+  const std::vector<Buffer> hi_s =
+      run_on([l](double v, double s, double) { return v + l * s; }, false);
+  const std::vector<Buffer> lo_s =
+      run_on([l](double v, double s, double) { return v - l * s; }, false);
+  const std::vector<Buffer> hi_d = run_on([](double v, double, double d) { return v + d; }, false);
+  const std::vector<Buffer> lo_d = run_on([](double v, double, double d) { return v - d; }, false);
+  for (std::size_t o = 0; o < c.result.values.size(); ++o) {
+    const Buffer& value = c.result.values[o];
+    Buffer s(DType::kFloat64, value.range(), Buffer::Uninitialized{});
+    Buffer d(DType::kFloat64, value.range(), Buffer::Uninitialized{});
+    const std::span<const double> m = value.values<double>(), unk = unknown[o].values<double>(),
+                                  ws = widest_s[o].values<double>(),
+                                  wd = widest_d[o].values<double>(), hs = hi_s[o].values<double>(),
+                                  ls = lo_s[o].values<double>(), hd = hi_d[o].values<double>(),
+                                  ld = lo_d[o].values<double>();
+    const std::span<double> sv = s.values<double>(), dv = d.values<double>();
+    for (std::size_t i = 0; i < m.size(); ++i) {
+      if (unk[i] != 0 || !std::isfinite(m[i])) {
+        sv[i] = dv[i] = class_scale(unk[i] == 0);
+        continue;
+      }
+      const double slack = 0x1p-52 * std::abs(m[i]);
+      sv[i] = std::min(ws[i], std::max(hs[i] - m[i], m[i] - ls[i]) / l + slack);
+      dv[i] = std::min(wd[i], std::max(hd[i] - m[i], m[i] - ld[i]) + slack);
+    }
+    c.result.magnitudes.push_back(max_of(abs_of(value)));
+    c.result.sigmas.push_back(std::move(s));
+    c.result.bounds.push_back(std::move(d));
   }
 }
 
@@ -477,13 +688,96 @@ double kernel_error(std::string_view kernel, double x, double fx, double u) {
   return kernel == "gelu" ? ulps + 4 * u * std::abs(x) : ulps;
 }
 
+namespace {
+
+// One cell an elementwise rule reads: its float64 value and error scales.
+struct Cell {
+  double value = 0, sigma = 0, bound = 0;
+
+  [[nodiscard]] double bar(double lambda) const { return std::min(lambda * sigma, bound); }
+  [[nodiscard]] bool known() const { return is_known(sigma, bound); }
+  // Its sign is certain and it is not 0: exact and non-zero, or its bar short of 0.
+  [[nodiscard]] bool sign_certain(double lambda) const {
+    if (!known()) return false;
+    if (is_exact(sigma, bound)) return value != 0;
+    return std::isfinite(value) && bar(lambda) < std::abs(value);
+  }
+};
+
+struct Scales {
+  double sigma = 0, bound = 0;
+};
+
+Scales unknown_scales() {
+  return {INFINITY, INFINITY};
+}
+
+// Whether f(t) is ±inf or NaN, for the unary kernels that can make one from a finite t (exp
+// overflows, sqrt of a negative number); the others never do.
+std::optional<bool> non_finite_at(std::string_view kernel, double t) {
+  if (kernel == "exp") return !std::isfinite(std::exp(t));
+  if (kernel == "sqrt") return !std::isfinite(std::sqrt(t));
+  return std::nullopt;
+}
+
+// A unary kernel's σ and D at one cell (elementwise below). An input that is ±inf or NaN and
+// known is exact: every kernel gives its exact limit there (exp(−inf) = 0, tanh(+inf) = 1,
+// docs/runtime.md). A finite input whose float64 result is ±inf or NaN (exp(800)) is certain
+// where f has that class over all of [x − e, x + e].
+Scales unary_scales(std::string_view kernel, const Cell& x, double out, double u, double tiny,
+                    double lambda) {
+  if (!x.known()) return unknown_scales();
+  if (!std::isfinite(x.value)) return {};
+  const double e = x.bar(lambda);
+  if (!std::isfinite(out)) {
+    const std::optional<bool> lo = non_finite_at(kernel, x.value - e);
+    const std::optional<bool> hi = non_finite_at(kernel, x.value + e);
+    const double c = class_scale(lo.value_or(false) && hi.value_or(false));
+    return {c, c};
+  }
+  if (kernel == "relu") {
+    const bool may_pass = x.value > -e;
+    return may_pass ? Scales{x.sigma, x.bound} : Scales{};
+  }
+  if (kernel == "neg") return {x.sigma, x.bound};
+  const double slope = max_slope(kernel, x.value, e);
+  const double k = kernel_error(kernel, x.value, out, u) + tiny;
+  return {std::hypot(slope * x.sigma, k), slope * x.bound + k};
+}
+
+// div at one cell: q = a / b. A result that is ±inf or NaN (a is, or b is exactly 0) is certain
+// when both signs are (a non-finite or exact-zero operand is exact); one from a finite a and b
+// ≠ 0 overflowed, and is left unknown.
+Scales div_scales(const Cell& a, const Cell& b, double out, double u, double tiny, double lambda) {
+  if (!a.known() || !b.known()) return unknown_scales();
+  if (!std::isfinite(out)) {
+    const auto exact_zero = [](const Cell& c) {
+      return c.value == 0 && is_exact(c.sigma, c.bound);
+    };
+    const bool overflow = std::isfinite(a.value) && std::isfinite(b.value) && b.value != 0;
+    const bool certain = (a.sign_certain(lambda) || exact_zero(a)) &&
+                         (b.sign_certain(lambda) || exact_zero(b)) && !overflow;
+    const double c = class_scale(certain);
+    return {c, c};
+  }
+  const double margin = std::abs(b.value) - b.bar(lambda);
+  if (!(margin > 0)) return unknown_scales();  // the denominator may be 0
+  const double q = std::abs(out);
+  const double round = u * q + tiny;
+  return {std::hypot(a.sigma / margin, q * b.sigma / margin, round),
+          (a.bound + q * b.bound) / margin + round};
+}
+
+}  // namespace
+
 // Unary maps and div, cell by cell through the IPFs (broadcasting lives there). With e the bar
 // of x (min(λσx, Dx)) — the widest the input's error can be:
 //   relu     σx, Dx where x > −e (else the cell is 0 for sure)
 //   smooth   s = max |f′| over [x − e, x + e];  σ = s·σx ⊕ k;  D = s·Dx + k;  k = kernel_error
 //   div      m = |b| − e_b (unbounded when ≤ 0);  σ = σa/m ⊕ |a/b|·σb/m ⊕ u·|a/b|,
 //            D = (Da + |a/b|·Db)/m + u·|a/b|
-// (⊕ adds in quadrature; each formula adds tiny for a flushed subnormal.)
+// (⊕ adds in quadrature; each formula adds tiny for a flushed subnormal.) Infinite and NaN
+// inputs and results: unary_scales, div_scales.
 void OperationEval::elementwise(Ctx& c) const {
   std::string_view kernel = c.op.kernel();
   if (kernel.starts_with("op:")) kernel.remove_prefix(3);
@@ -506,52 +800,33 @@ void OperationEval::elementwise(Ctx& c) const {
     dv.emplace_back(InputPort{c.in_bound[i]->view(in_entries[i].value.range), &ipf});
   }
   if (v.empty()) return fallback(c);
-  const double l = lambda_;
+  const auto cell = [&](std::size_t i, const Point& p) {
+    return Cell{*v[i].cell(p), *sv[i].cell(p), *dv[i].cell(p)};
+  };
   for (const Point& p : index.points()) {
-    const double x = *v[0].cell(p);
-    const double sx = *sv[0].cell(p);
-    const double dx = *dv[0].cell(p);
-    const double ex = std::min(l * sx, dx);
     const double out = *y.cell(p);
-    double sigma = 0, bound = 0;
-    if (kernel == "relu") {
-      const bool may_pass = x > -ex;
-      sigma = may_pass ? sx : 0.0;
-      bound = may_pass ? dx : 0.0;
-    } else if (kernel == "neg") {
-      sigma = sx;
-      bound = dx;
-    } else if (kernel == "div") {
-      const double b = *v[1].cell(p);
-      const double sb = *sv[1].cell(p);
-      const double db = *dv[1].cell(p);
-      const double margin = std::abs(b) - std::min(l * sb, db);
-      if (!(margin > 0)) {
-        sigma = bound = INFINITY;  // the denominator may be 0: unchecked
-      } else {
-        const double q = std::abs(out);
-        const double round = c.u * q + c.tiny;
-        sigma = std::hypot(sx / margin, q * sb / margin, round);
-        bound = (dx + q * db) / margin + round;
-      }
-    } else {
-      const double slope = max_slope(kernel, x, ex);
-      const double k = kernel_error(kernel, x, out, c.u) + c.tiny;
-      sigma = std::hypot(slope * sx, k);
-      bound = slope * dx + k;
-    }
-    *sy.cell(p) = sigma;
-    *dy.cell(p) = bound;
+    const Scales r = kernel == "div" ? div_scales(cell(0, p), cell(1, p), out, c.u, c.tiny, lambda_)
+                                     : unary_scales(kernel, cell(0, p), out, c.u, c.tiny, lambda_);
+    *sy.cell(p) = r.sigma;
+    *dy.cell(p) = r.bound;
   }
   c.result.magnitudes.push_back(max_of(abs_of(c.result.values.front())));
   c.result.sigmas.push_back(std::move(s));
   c.result.bounds.push_back(std::move(d));
 }
 
-// softmax over the last dim of each row: y_i = e^(x_i − m) / Σ_j e^(x_j − m).
-//   propagated  |Δy_i| ≤ y_i·(|Δx_i| + Σ_j y_j·|Δx_j|) ≤ y_i·(Δx_i + max_row Δx), Δ = σ or D
-//   rounding    x_i − m: u·|x_i − m|·y_i; exp, the division: 3·u·y_i; the sum of n positive
-//               terms: √n·u·y_i (σ), (n − 1)·u·y_i (D)
+// softmax over the last dim of each row: y_i = e^(x_i − m) / Σ_j e^(x_j − m), m = max_j x_j.
+//   propagated  dy_i = y_i·(dx_i − Σ_j y_j·dx_j), so |Δy_i| ≤ y_i·(Δx_i + S), S = Σ_j c_j:
+//               c_j = y_j·Δx_j (first order), or for a term that is 0 in float64 (x_j = −inf, or
+//               e^(x_j − m) below the smallest double: a masked score) e^(x_j − m + Δx_j), the
+//               most it can be whatever its error — 0 for a mask of −inf or −1e9
+//   rounding    x_i − m: u·|x_i − m|·y_i; exp, the division: 3·u·y_i; the sum of the n terms
+//               that are not 0 in float64: √n·u·y_i (σ), (n − 1)·u·y_i (D)
+//   y_i = 0     σ = D = e^(x_i − m + e_i + e_k) + tiny (e the bars, k the row's argmax: the
+//               normaliser is ≥ e^(−e_k)); where that e^(…) is 0 in float64 the weight is 0 in
+//               every computation (both kernels flush e^d below d = −745 at the latest): exact
+//   ±inf, NaN   a row holding +inf or only −inf: certain when every cell of the row is known
+// Δ = σ or D (σ sums its first-order terms linearly, a safe bound of their quadrature).
 void OperationEval::softmax(Ctx& c) const {
   const ir::IpfSignature& signature = *c.op.ipf_signature();
   const Range index = *c.op.ipf_index();
@@ -571,8 +846,7 @@ void OperationEval::softmax(Ctx& c) const {
   const std::size_t last = x.rank() - 1;
   const std::int64_t n = x.window(last);
   const std::int64_t step_x = x.stride(last), step_y = y.stride(last);
-  const double proxy_sum = std::sqrt(static_cast<double>(n));
-  const double bound_sum = static_cast<double>(std::max<std::int64_t>(n - 1, 0));
+  const double l = lambda_;
   for (const Point& p : index.points()) {
     const double* xr = x.cell(p);
     const double* sr = sx.cell(p);
@@ -581,17 +855,50 @@ void OperationEval::softmax(Ctx& c) const {
     double* s_out = sy.cell(p);
     double* d_out = dy.cell(p);
     if (xr == nullptr) continue;
-    double m = -INFINITY, smax = 0, dmax = 0;
+    const auto at = [](const double* row, std::int64_t j, std::int64_t step) {
+      return row[j * step];
+    };
+    // 1. The row's maximum, its argmax's bar, whether every cell is known.
+    double m = -std::numeric_limits<double>::infinity(), e_max = 0;
+    bool known = true;
     for (std::int64_t j = 0; j < n; ++j) {
-      m = std::max(m, xr[j * step_x]);
-      smax = std::max(smax, sr[j * step_x]);
-      dmax = std::max(dmax, dr[j * step_x]);
+      const double xj = at(xr, j, step_x);
+      known = known && is_known(at(sr, j, step_x), at(dr, j, step_x));
+      if (xj > m || j == 0) {
+        m = std::max(m, xj);
+        e_max = std::min(l * at(sr, j, step_x), at(dr, j, step_x));
+      }
     }
+    // 2. S = Σ_j c_j for σ and for D, and the terms of the normaliser that are not 0.
+    double s_sum = 0, d_sum = 0, live = 0;
     for (std::int64_t j = 0; j < n; ++j) {
-      const double yi = yr[j * step_y];
-      const double own = c.u * yi * (std::abs(xr[j * step_x] - m) + 3) + c.tiny;
-      s_out[j * step_y] = std::hypot(yi * (sr[j * step_x] + smax), own + c.u * yi * proxy_sum);
-      d_out[j * step_y] = yi * (dr[j * step_x] + dmax) + own + c.u * yi * bound_sum;
+      const double yj = at(yr, j, step_y), xj = at(xr, j, step_x);
+      const double sj = at(sr, j, step_x), dj = at(dr, j, step_x);
+      if (yj != 0) {
+        s_sum += yj * sj;
+        d_sum += yj * dj;
+        ++live;
+      } else {
+        s_sum += std::exp(xj - m + std::min(l * sj, dj));
+        d_sum += std::exp(xj - m + dj);
+      }
+    }
+    // 3. Each output cell.
+    for (std::int64_t j = 0; j < n; ++j) {
+      const double yi = at(yr, j, step_y), xi = at(xr, j, step_x);
+      const double si = at(sr, j, step_x), di = at(dr, j, step_x);
+      double& so = s_out[j * step_y];
+      double& dout = d_out[j * step_y];
+      if (!std::isfinite(yi)) {
+        so = dout = class_scale(known);
+      } else if (yi == 0) {
+        const double most = std::exp(xi - m + std::min(l * si, di) + e_max);
+        so = dout = most == 0 ? 0.0 : most + c.tiny;  // e^(…) = 0: the kernels give 0 too
+      } else {
+        const double own = c.u * yi * (std::abs(xi - m) + 3) + c.tiny;
+        so = std::hypot(yi * (si + s_sum), own + c.u * yi * std::sqrt(live));
+        dout = yi * (di + d_sum) + own + c.u * yi * std::max(live - 1, 0.0);
+      }
     }
   }
   c.result.magnitudes.push_back(1);
@@ -603,6 +910,7 @@ void OperationEval::softmax(Ctx& c) const {
 // rounded once (n + 1 roundings counted, a safe over-estimate for f32). The kernel is linear,
 // so run on σ and on D it gives Σσ/n ≥ √(Σσ²)/n and ΣD/n; on |x| the magnitude A = Σ|x|/n.
 //   σ = K(σx) ⊕ √(n+1)·u·A;  D = K(Dx) + γ(n+1)·A
+// A cell that is ±inf or NaN is certain where K(σx) and K(Dx) are finite.
 void OperationEval::average(Ctx& c) const {
   const Buffer abs_x = abs_of(*c.in_value[0]);
   std::vector<Buffer> a = call(kernel_, {&abs_x}, DType::kFloat64);
@@ -610,8 +918,13 @@ void OperationEval::average(Ctx& c) const {
   std::vector<Buffer> d = call(kernel_, {c.in_bound[0]}, DType::kFloat64);
   for (std::size_t o = 0; o < a.size(); ++o) {
     const std::span<const double> av = a[o].values<double>();
+    const std::span<const double> value = c.result.values[o].values<double>();
     const std::span<double> sv = s[o].values<double>(), dv = d[o].values<double>();
     for (std::size_t i = 0; i < av.size(); ++i) {
+      if (!std::isfinite(value[i])) {  // an input is ±inf: certain if no error is unknown
+        sv[i] = dv[i] = class_scale(is_known(sv[i], dv[i]));
+        continue;
+      }
       const Rounding r = rounding(terms_ + 1, c.u, c.tiny, av[i]);
       sv[i] = std::hypot(sv[i], r.proxy);
       dv[i] += r.bound;
@@ -666,7 +979,9 @@ void OperationEval::variance(Ctx& c) const {
       m /= nd;
       abs_mean /= nd;
       double s2 = 0, dlin = 0, smax = 0, dmax = 0;
+      bool known = true;
       for (std::int64_t j = 0; j < n; ++j) {
+        known = known && is_known(sr[j * step], dr[j * step]);
         const double dev = std::abs(xr[j * step] - m);
         s2 += (dev * sr[j * step]) * (dev * sr[j * step]);
         dlin += dev * dr[j * step];
@@ -674,6 +989,10 @@ void OperationEval::variance(Ctx& c) const {
         dmax = std::max(dmax, dr[j * step]);
       }
       const double v = y.cell(p)[oy];
+      if (!std::isfinite(v)) {  // the row holds ±inf or NaN: certain if every cell is known
+        sy.cell(p)[oy] = dy.cell(p)[oy] = class_scale(known);
+        continue;
+      }
       const Rounding r = rounding(nd + 3, c.u, c.tiny, v);
       const Rounding rm = rounding(nd, c.u, 0, abs_mean);
       sy.cell(p)[oy] =
@@ -699,21 +1018,29 @@ void OperationEval::move(Ctx& c) const {
   }
 }
 
-// No error model (fused stages, user kernels, prod reductions): the worst case over the whole
-// operation, 4·u·K·max|inputs| + the largest bar of the inputs, as one bound for every output
-// cell; σ = D (a bound is a valid scale: λ·σ ≥ D, so the bar is D).
+// No error model (fused stages, user kernels): the worst case over the whole operation,
+// 4·u·K·max|inputs| + the largest bar of the inputs, as one bound for every output cell; σ = D
+// (a bound is a valid scale: λ·σ ≥ D, so the bar is D). Inputs that are ±inf or NaN and exact
+// (a mask) do not enter max|inputs|; an input cell of unknown error makes every cell unknown.
+// An output cell that is ±inf or NaN is certain when every input cell is known.
 void OperationEval::fallback(Ctx& c) const {
   double m = 0, e = 0;
   for (std::size_t i = 0; i < c.in_value.size(); ++i) {
-    m = std::max(m, max_of(abs_of(*c.in_value[i])));
-    e = std::max(e, max_of(bar_of(*c.in_sigma[i], *c.in_bound[i])));
+    for (double v : c.in_value[i]->values<double>())
+      if (std::isfinite(v)) m = std::max(m, std::abs(v));
+    const Buffer bars = bar_of(*c.in_sigma[i], *c.in_bound[i]);
+    for (double b : bars.values<double>()) e = std::isnan(b) ? INFINITY : std::max(e, b);
   }
   const double bound = e + 4 * c.u * terms_ * std::max(m, 1.0);
+  const double class_bound = class_scale(std::isfinite(e));
   std::string kernel(c.op.kernel());
   c.result.unmodelled = kernel;
   for (const Buffer& v : c.result.values) {
-    c.result.sigmas.push_back(map_values(v, [bound](double) { return bound; }));
-    c.result.bounds.push_back(map_values(v, [bound](double) { return bound; }));
+    const auto scale = [bound, class_bound](double x) {
+      return std::isfinite(x) ? bound : class_bound;
+    };
+    c.result.sigmas.push_back(map_values(v, scale));
+    c.result.bounds.push_back(map_values(v, scale));
     c.result.magnitudes.push_back(INFINITY);
   }
 }

@@ -7,6 +7,7 @@
 // (|x|, σ², x²), so every magnitude is the cell's own: Σ|x_k·w_k| for that output cell.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,8 +51,17 @@ class OperationEval {
   [[nodiscard]] std::vector<Buffer> call(KernelFn kernel, const std::vector<const Buffer*>& inputs,
                                          DType dtype, const nlohmann::json* params = nullptr) const;
 
+  /// A buffer made from input entry i (its value, σ, D).
+  using CellMap = std::function<Buffer(std::size_t)>;
+  using CellPredicate = std::function<bool(double value, double sigma, double bound)>;
+
   /// min(λ·sigma, bound) cell by cell.
   [[nodiscard]] Buffer bar_of(const Buffer& sigma, const Buffer& bound) const;
+  /// Input entry i as 1 where `pred` holds, else 0.
+  [[nodiscard]] static CellMap flag(const Ctx& c, CellPredicate pred);
+  [[nodiscard]] std::vector<Buffer> run_bilinear(const Ctx& c, int w, int bias, const CellMap& on_x,
+                                                 const CellMap& on_w, bool zero_bias) const;
+  [[nodiscard]] std::vector<Buffer> bilinear_hazards(const Ctx& c, int w, int bias) const;
   void bilinear(Ctx& c) const;
   void additive(Ctx& c, std::string_view twin) const;
   void product(Ctx& c) const;

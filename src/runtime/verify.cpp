@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "tapestry/runtime/naive_executor.h"
@@ -24,12 +26,30 @@ std::string_view mode_name(VerifyMode mode) {
   return "?";
 }
 
+// "pass", "fail", "unchecked": the verdict in JSON reports.
+std::string verdict_json(Verdict verdict) {
+  std::string name(verdict_name(verdict));
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return name;
+}
+
+// Two values that are ±inf or NaN: the same class (NaN, or the same infinity).
 bool same_kind(double a, double b) {
   if (std::isnan(a)) return std::isnan(b);
   return a == b;  // ±inf
 }
 
+std::string describe_kind(double v) {
+  return std::isnan(v) ? "NaN" : fmt::format("{}", v);
+}
+
 // Cell by cell: `result` (float T) against the oracle's value and bar, and the naive run.
+//   value ±inf or NaN   a class: the result (and the naive run) must be the same, where the
+//                       oracle is sure of it (bar 0); unchecked where it is not (bar ∞)
+//   naive ±inf or NaN   the float run overflowed a finite value: the result must match it
+//   bar not finite      unchecked
+//   else                |result − value| ≤ bar
 template <typename T>
 void judge_bound(std::span<const T> result, std::span<const double> value,
                  std::span<const double> bars, std::span<const T> naive, const Range& range,
@@ -37,16 +57,29 @@ void judge_bound(std::span<const T> result, std::span<const double> value,
   double worst_ratio = -1;
   std::int64_t worst = -1, naive_outside = -1;
   v.min_bar = INFINITY;
+  const auto unchecked = [&](std::size_t i) {
+    if (v.unchecked_cells++ == 0) v.first_unchecked = unravel(range, static_cast<std::int64_t>(i));
+  };
   for (std::size_t i = 0; i < result.size(); ++i) {
     const double r = result[i];
     const double n = naive.empty() ? value[i] : static_cast<double>(naive[i]);
+    if (!std::isfinite(value[i])) {
+      if (!std::isfinite(bars[i])) {
+        unchecked(i);
+      } else {
+        if (!same_kind(value[i], r)) ++v.failing_cells;
+        if (naive_outside < 0 && !same_kind(value[i], n))
+          naive_outside = static_cast<std::int64_t>(i);
+      }
+      continue;
+    }
     const double bar = bars[i] + std::abs(value[i]) * 0x1p-50;  // + the oracle's error
-    if (!std::isfinite(n)) {  // the naive run overflowed or met a NaN: match it in kind
+    if (!std::isfinite(n)) {  // the naive run overflowed a finite value: match it in kind
       if (!same_kind(n, r)) ++v.failing_cells;
       continue;
     }
     if (!std::isfinite(bar)) {
-      ++v.unchecked_cells;
+      unchecked(i);
       continue;
     }
     v.min_bar = std::min(v.min_bar, bar);
@@ -71,10 +104,18 @@ void judge_bound(std::span<const T> result, std::span<const double> value,
   }
   if (naive_outside >= 0) {
     const auto w = static_cast<std::size_t>(naive_outside);
-    v.problem = fmt::format(
-        "the naive run itself is {:.3e} from float64 at {}, outside its bar {:.3e}: the error "
-        "model does not hold for this graph",
-        std::abs(static_cast<double>(naive[w]) - value[w]), unravel(range, naive_outside), bars[w]);
+    const double n = naive[w];
+    const Point at = unravel(range, naive_outside);
+    v.problem =
+        std::isfinite(value[w])
+            ? fmt::format(
+                  "the naive run itself is {:.3e} from float64 at {}, outside its bar {:.3e}: "
+                  "the error model does not hold for this graph",
+                  std::abs(n - value[w]), at, bars[w])
+            : fmt::format(
+                  "the naive run itself is {} at {} where float64 is {}: the error model does not "
+                  "hold for this graph",
+                  describe_kind(n), at, describe_kind(value[w]));
   }
 }
 
@@ -83,8 +124,9 @@ template <typename T>
 void judge_exact(std::span<const T> result, std::span<const double> value, const Range& range,
                  OutputVerdict& v) {
   for (std::size_t i = 0; i < result.size(); ++i) {
-    const double diff = std::abs(static_cast<double>(result[i]) - value[i]);
-    if (static_cast<double>(result[i]) == value[i]) continue;
+    const double r = static_cast<double>(result[i]);
+    const double diff = std::isfinite(value[i]) ? std::abs(r - value[i]) : INFINITY;
+    if (r == value[i] || (!std::isfinite(value[i]) && same_kind(value[i], r))) continue;
     ++v.failing_cells;
     if (!(diff <= v.max_abs_diff)) {
       v.max_abs_diff = diff;
@@ -94,8 +136,15 @@ void judge_exact(std::span<const T> result, std::span<const double> value, const
   }
 }
 
+Verdict verdict_of(const OutputVerdict& v, UncheckedCells unchecked) {
+  if (!v.problem.empty() || v.failing_cells > 0) return Verdict::kFail;
+  if (v.unchecked_cells > 0 && unchecked == UncheckedCells::kFail) return Verdict::kUnchecked;
+  return Verdict::kPass;
+}
+
 OutputVerdict judge(const ir::Graph& graph, ir::TensorId t, const BufferMap& results,
-                    VerifyMode mode, const BufferMap* naive, const Oracle* oracle) {
+                    VerifyMode mode, const BufferMap* naive, const Oracle* oracle,
+                    UncheckedCells unchecked) {
   OutputVerdict v{.tensor = t, .name = tensor_name(graph, t), .mode = mode};
   auto found = results.find(t);
   if (found == results.end()) {
@@ -140,14 +189,26 @@ OutputVerdict judge(const ir::Graph& graph, ir::TensorId t, const BufferMap& res
       }
     });
   }
-  v.pass = v.problem.empty() && v.failing_cells == 0;
+  v.verdict = verdict_of(v, unchecked);
   return v;
 }
 
 }  // namespace
 
+std::string_view verdict_name(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kPass:
+      return "PASS";
+    case Verdict::kFail:
+      return "FAIL";
+    case Verdict::kUnchecked:
+      return "UNCHECKED";
+  }
+  return "?";
+}
+
 std::string OutputVerdict::line() const {
-  const std::string head = fmt::format("{:<6} {}: ", pass ? "PASS" : "FAIL", name);
+  const std::string head = fmt::format("{:<6} {}: ", verdict_name(verdict), name);
   if (!problem.empty() && cells == 0) return head + problem;
   std::string naive;
   if (vs_naive) {
@@ -181,13 +242,29 @@ std::string OutputVerdict::line() const {
       worst = fmt::format("; worst cell {}: |Δ| {:.2e} where the bar is 0 (the value is exact)",
                           *worst_point, worst_diff);
     }
-    body = fmt::format(
-        "{}max |Δ| {:.2e} vs float64{}; bar per cell {:.2e}…{:.2e}{}",
-        failing_cells > 0 ? fmt::format("{} of {} cells outside their bar; ", failing_cells, cells)
-                          : "",
-        max_abs_diff, naive.empty() ? "" : " (" + naive + ")", min_bar, max_bar, worst);
-    if (unchecked_cells > 0)
-      body += fmt::format("; {} cells unchecked (bar not finite)", unchecked_cells);
+    // The checked cells' figures, and what is said of the unchecked ones (none checked: only
+    // the latter).
+    const std::string stats =
+        fmt::format("max |Δ| {:.2e} vs float64{}; bar per cell {:.2e}…{:.2e}{}", max_abs_diff,
+                    naive.empty() ? "" : " (" + naive + ")", min_bar, max_bar, worst);
+    const bool none_checked = unchecked_cells == cells;
+    const std::string unchecked_text =
+        unchecked_cells == 0
+            ? ""
+            : fmt::format(
+                  "{} of {} cells unchecked (bar not finite{})", unchecked_cells, cells,
+                  first_unchecked ? fmt::format(", the first at {}", *first_unchecked) : "");
+    if (verdict == Verdict::kUnchecked) {
+      body = unchecked_text + (none_checked ? "" : "; the others: " + stats);
+    } else if (verdict == Verdict::kPass && unchecked_cells > 0) {
+      body = (none_checked ? "" : stats + "; ") + "WARNING: " + unchecked_text +
+             ", allowed: a wrong value there passes";
+    } else {
+      body = (failing_cells > 0
+                  ? fmt::format("{} of {} cells outside their bar; ", failing_cells, cells)
+                  : "") +
+             stats + (unchecked_cells > 0 ? "; " + unchecked_text : "");
+    }
     if (!unmodelled.empty())
       body += fmt::format("; worst-case bar (no error model for kernel '{}')", unmodelled);
   }
@@ -197,7 +274,8 @@ std::string OutputVerdict::line() const {
 
 nlohmann::json OutputVerdict::to_json() const {
   nlohmann::json j{{"name", name},
-                   {"pass", pass},
+                   {"pass", pass()},
+                   {"verdict", verdict_json(verdict)},
                    {"mode", mode_name(mode)},
                    {"cells", cells},
                    {"failing_cells", failing_cells},
@@ -205,6 +283,10 @@ nlohmann::json OutputVerdict::to_json() const {
                    {"max_abs_diff", max_abs_diff},
                    {"min_bar", min_bar},
                    {"max_bar", max_bar}};
+  if (first_unchecked) {
+    j["first_unchecked"] =
+        nlohmann::json(std::vector<std::int64_t>(first_unchecked->begin(), first_unchecked->end()));
+  }
   if (worst_point) {
     j["worst_point"] =
         nlohmann::json(std::vector<std::int64_t>(worst_point->begin(), worst_point->end()));
@@ -221,10 +303,22 @@ nlohmann::json OutputVerdict::to_json() const {
 }
 
 bool VerifyReport::pass() const {
+  return verdict() == Verdict::kPass;
+}
+
+Verdict VerifyReport::verdict() const {
+  Verdict worst = Verdict::kPass;
   for (const OutputVerdict& v : outputs) {
-    if (!v.pass) return false;
+    if (v.verdict == Verdict::kFail) return Verdict::kFail;
+    if (v.verdict == Verdict::kUnchecked) worst = Verdict::kUnchecked;
   }
-  return true;
+  return worst;
+}
+
+std::int64_t VerifyReport::unchecked_cells() const {
+  std::int64_t n = 0;
+  for (const OutputVerdict& v : outputs) n += v.unchecked_cells;
+  return n;
 }
 
 std::string VerifyReport::text() const {
@@ -236,15 +330,22 @@ std::string VerifyReport::text() const {
 nlohmann::json VerifyReport::to_json() const {
   nlohmann::json outs = nlohmann::json::array();
   for (const OutputVerdict& v : outputs) outs.push_back(v.to_json());
-  return {{"pass", pass()}, {"lambda", lambda}, {"outputs", std::move(outs)}};
+  return {{"pass", pass()},
+          {"verdict", verdict_json(verdict())},
+          {"unchecked_cells", unchecked_cells()},
+          {"allow_unchecked", unchecked == UncheckedCells::kAllow},
+          {"lambda", lambda},
+          {"outputs", std::move(outs)}};
 }
 
 VerifyReport verify_outputs(const ir::Graph& graph, const BufferMap& results, VerifyMode mode,
-                            const BufferMap* naive, const Oracle* oracle) {
+                            const BufferMap* naive, const Oracle* oracle,
+                            UncheckedCells unchecked) {
   VerifyReport report;
+  report.unchecked = unchecked;
   if (oracle != nullptr) report.lambda = oracle->lambda;
   for (ir::TensorId t : graph_outputs(graph))
-    report.outputs.push_back(judge(graph, t, results, mode, naive, oracle));
+    report.outputs.push_back(judge(graph, t, results, mode, naive, oracle, unchecked));
   return report;
 }
 
@@ -259,7 +360,8 @@ VerifyReport verify_outputs(const ir::Graph& graph, const BufferMap& inputs,
   if (options.mode == VerifyMode::kExact && !oracle->exact_reason.empty()) {
     throw Error(fmt::format("exact verification does not apply: {}", oracle->exact_reason));
   }
-  return verify_outputs(graph, results, options.mode, &naive, oracle ? &*oracle : nullptr);
+  return verify_outputs(graph, results, options.mode, &naive, oracle ? &*oracle : nullptr,
+                        options.unchecked);
 }
 
 }  // namespace tapestry::runtime

@@ -83,10 +83,8 @@ OperationInfo info_of(const ir::Graph& graph, ir::OperationId id) {
       if (d && !info.dims[*d].reduction && !info.weight_dim) info.weight_dim = d;
     }
   }
-  if (info.kernel == "linear") {
-    const ir::SelectionMap::List x = view.inputs().list("x");
-    info.decomposable = !x.empty() && graph.tensor(x[0].tensor).range().rank() >= 2;
-  }
+  // Every linear, a vector x included (decompose-linear reshapes it to one row).
+  info.decomposable = info.kernel == "linear" && !view.inputs().list("x").empty();
   return info;
 }
 

@@ -116,4 +116,34 @@ check "an edited skeleton runs and verifies" $?
 check "--split Y.batch=2 after Y = relu(linear(...))" $?
 expect "plan of a missing file" 2 "cannot|no such|not found" -- "$tapestry" plan "$tmp/missing.tap"
 expect "plan of a bad .tap" 2 "typo.tap:2:5" -- "$tapestry" plan "$tmp/typo.tap"
+
+# 10. Messages say "error" once, name the file and why it cannot be read.
+for cmd in run cost explain shard plan validate; do
+  args=(); [[ $cmd == cost || $cmd == explain ]] && args=(--target h100x8)
+  [[ $cmd == shard ]] && args=(-o "$tmp/never.json")
+  "$tapestry" $cmd "$tmp/nothere.tap" "${args[@]}" >"$tmp/out" 2>"$tmp/err"
+  [[ $? -eq 2 ]] && [[ "$(cat "$tmp/err")" == "tapestry $cmd: error: cannot read $tmp/nothere.tap: no such file" ]]
+  check "$cmd of a missing .tap: one line, one 'error', the file and the reason" $?
+done
+"$tapestry" run "$tmp/nothere.json" >"$tmp/out" 2>"$tmp/err"
+[[ $? -eq 2 ]] && [[ "$(cat "$tmp/err")" == "tapestry run: error: cannot read $tmp/nothere.json: no such file" ]]
+check "run of a missing loom JSON: the same line" $?
+"$tapestry" run "$tmp" >"$tmp/out" 2>"$tmp/err"
+[[ $? -eq 2 ]] && grep -qx "tapestry run: error: cannot read $tmp: it is a directory" "$tmp/err"
+check "run of a directory says so" $?
+"$tapestry" run "$lr" --plan "$tmp/nope.json" >"$tmp/out" 2>"$tmp/err"
+[[ $? -eq 2 ]] && grep -qx "tapestry run: error: cannot read $tmp/nope.json: no such file" "$tmp/err"
+check "a missing plan: the same words" $?
+"$tapestry" run "$tmp/typo.tap" >"$tmp/out" 2>"$tmp/err"
+[[ $? -eq 2 ]] && grep -qx "tapestry run: $tmp/typo.tap:2:5: error: unknown kernel 'rleu' (did you mean relu?)" "$tmp/err" &&
+  [[ $(grep -o error "$tmp/err" | wc -l) -eq 1 ]]
+check "a located error says 'error' once" $?
+# --optimize --quiet: the plan follows the line that announces it (or the line says there is none).
+"$tapestry" run "$lr" --optimize --quiet --max-evals 40 --target h100x8 >"$tmp/out" 2>"$tmp/err"
+[[ $? -eq 0 ]] && { { grep -q "the fastest takes .* under the model, with the plan$" "$tmp/out" &&
+  [[ $(grep -A1 "with the plan$" "$tmp/out" | tail -1) == "  {"* ]]; } ||
+  grep -q "the fastest is the graph as written (no split, no fusion): .* under the model$" "$tmp/out"; }
+check "run --optimize --quiet says which plan it runs" $?
+expect "--ignore-placement with --optimize" 2 "--ignore-placement applies to a given plan" -- \
+  "$tapestry" run "$lr" --optimize --ignore-placement
 finish

@@ -51,6 +51,28 @@ check "megatron explained: Partial(sum), Replicate(), one reduce" $?
 grep -qE "^  makespan .* 2 devices" "$tmp/out" && grep -qE "^  gpu:1 " "$tmp/out"
 check "cost table" $?
 
+# Collectives: the partial sums of a row-parallel product reduce-scattered into the combine, the
+# combine's output all-gathered by the next projection — one all-reduce of 64 MiB on 8 GPUs whose
+# halves each take the ring's 7 · (3.4 µs + 8 MiB / 370 GB/s) = 182.5 µs; with the combine unsplit,
+# a reduce and a broadcast (chains). A plan holds all 8 GPUs of the node.
+"$tapestry" explain tests/data/cost/megatron_partials_bf16.tap --target h100x8 \
+  --plan tests/data/cost/megatron_partials-allreduce.json >"$tmp/out" 2>"$tmp/err" &&
+  grep -qE "^  all-reduce \(ring: reduce-scatter \+ all-gather\)  P of P → O: 64.0 MiB over 8 devices \(gpu:0 … gpu:7\), 112 transfers, .* \(reduce-scatter 182.5 µs, all-gather 182.5 µs\)$" "$tmp/out"
+check "explain names the all-reduce with both halves' times" $?
+"$tapestry" explain tests/data/cost/megatron_partials_bf16.tap --target h100x8 \
+  --plan tests/data/cost/megatron_partials-reduce.json --format json >"$tmp/out" 2>"$tmp/err" &&
+  python3 - "$tmp/out" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["communication"]
+assert [(x["pattern"], x["algorithm"], x["size_bytes"], len(x["devices"])) for x in c] == \
+    [("reduce", "chain", 64 << 20, 8), ("broadcast", "chain", 64 << 20, 8)], c
+assert all(abs(x["seconds"] - ((64 << 20) / 370e9 + 7 * 3.4e-6)) < 1e-9 for x in c), c
+PY
+check "explain --format json: a reduce and a broadcast, each a chain" $?
+"$tapestry" cost examples/mlp.tap --plan examples/plans/mlp-megatron.json --target h100x8 --json >"$tmp/cost.json" 2>"$tmp/err"
+[[ $(json_field "$tmp/cost.json" devices_held) == 8 && $(json_field "$tmp/cost.json" devices_used) == 2 ]]
+check "cost --json: 2 devices used, the node's 8 held" $?
+
 # render --target: every shard drawn in its device's colour, naming its device.
 "$tapestry" render examples/mlp.tap --plan examples/plans/mlp-megatron.json --target h100x8 -o "$tmp/placed.dot" >"$tmp/out" 2>"$tmp/err" &&
   [[ $(grep -c "on gpu:0" "$tmp/placed.dot") -eq 5 && $(grep -c "on gpu:1" "$tmp/placed.dot") -eq 3 ]]
@@ -87,12 +109,12 @@ check "the placed graph is a valid application graph too" $?
 cat >"$tmp/place.json" <<'JSON'
 {"ops": {"Y": {"split": {"d0": 2}, "place": ["gpu:0", "gpu:9"]}}}
 JSON
-expect "place on a device the target lacks" 2 "place.json: /ops/Y/place/1: target 'h100x8' has no device 'gpu:9' \(it has gpu:0 … gpu:7\)" -- \
+expect "place on a device the target lacks" 2 "place.json: /ops/Y/place/1: operation 'Y': target 'h100x8' has no device 'gpu:9' \(it has gpu:0 … gpu:7\); --ignore-placement" -- \
   "$tapestry" cost examples/linear_relu.tap --plan "$tmp/place.json" --target h100x8
 cat >"$tmp/mesh.json" <<'JSON'
 {"ops": {"Y": {"split": {"d0": 2}, "mesh": {"d0": "pp"}}}}
 JSON
-expect "mesh axis the target lacks" 2 "mesh.json: /ops/Y/mesh/d0: target 'h100x64' has no mesh axis 'pp'" -- \
+expect "mesh axis the target lacks" 2 "mesh.json: /ops/Y/mesh/d0: operation 'Y': target 'h100x64' has no mesh axis 'pp'" -- \
   "$tapestry" explain examples/linear_relu.tap --plan "$tmp/mesh.json" --target h100x64
 cat >"$tmp/both.json" <<'JSON'
 {"ops": {"Y": {"mesh": {"d0": "dp"}, "place": ["gpu:0"]}}}

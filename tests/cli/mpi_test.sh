@@ -255,10 +255,15 @@ expect "--target without mpi or --optimize" 2 "--target needs --optimize" -- \
 echo '{"ops": {"Y/linear": {"place": ["rank:5"]}}}' >"$tmp/bad-place.json"
 # Every rank fails in setup; rank 0 prints the error before any rank exits (mpirun kills the job
 # at the first non-zero exit: printing after MPI_Finalize lost the message under load).
-expect "a device the target lacks" 2 "has no device 'rank:5' \(it has rank:0, rank:1\)" -- \
+expect "a device the target lacks" 2 "operation 'Y/linear': target '2 MPI ranks' has no device 'rank:5' \(it has rank:0, rank:1\); --ignore-placement" -- \
   "${mpirun[@]}" -np 2 "$tapestry" run "$ex/linear_relu.tap" --executor mpi --plan "$tmp/bad-place.json"
 [[ $(grep -c "error" "$tmp/err") -eq 1 ]]
 check "a device the target lacks: the error printed once" $?
+# The same plan with --ignore-placement: the same shards, placed by the default rule.
+"${mpirun[@]}" -np 2 "$tapestry" run "$ex/linear_relu.tap" --executor mpi --plan "$tmp/bad-place.json" \
+  --ignore-placement --verify --quiet >"$tmp/out" 2>"$tmp/err"
+[[ $? -eq 0 ]] && grep -q "^PASS   Y:" "$tmp/out"
+check "--ignore-placement runs a plan written for another target" $?
 
 # tapestry launch builds the mpirun line.
 "$tapestry" launch -n 4 --dry-run -- run g.tap --plan 'a b.json' >"$tmp/out" 2>"$tmp/err"

@@ -21,8 +21,13 @@ for preset in "$root"/targets/*.json; do
 done
 "$tapestry" targets h100x64 >"$tmp/out" 2>"$tmp/err"
 [[ $? -eq 0 ]] && grep -qE "^devices +64 on 8 nodes: gpu:0 … gpu:63" "$tmp/out" &&
-  grep -qE "^inter +50 GB/s per direction" "$tmp/out" && grep -qE "^mesh +dp=8 × tp=8" "$tmp/out"
-check "targets h100x64 describes it" $?
+  grep -qE "^inter +50 GB/s per direction" "$tmp/out" && grep -qE "^mesh +dp=8 × tp=8" "$tmp/out" &&
+  grep -qE "^intra +450 GB/s per direction, latency 2 µs; collectives 370 GB/s, 3.4 µs per step$" "$tmp/out" &&
+  grep -qE "^inter +50 GB/s per direction, latency 5 µs; collectives 46 GB/s, 14 µs per step$" "$tmp/out"
+check "targets h100x64 describes it, collective figures included" $?
+"$tapestry" targets cpu-local >"$tmp/out" 2>"$tmp/err"
+[[ $? -eq 0 ]] && grep -qE "^intra +shared memory \(transfers and collectives free" "$tmp/out"
+check "targets cpu-local: collectives free over shared memory" $?
 
 # 2. Bad targets and arguments: exit 2, the located error (run where a stray default
 #    ./cpu-local.json would show).
@@ -32,6 +37,12 @@ expect "duplicate key" 2 "dup.json:2:2: duplicate key \"name\"" -- "$tapestry" t
 sed 's/"memory_bandwidth_Bps": 3.35e12/"memory_bandwidth_Bps": -1/' "$root/targets/h100x8.json" >"$tmp/neg.json"
 expect "negative bandwidth" 2 "neg.json: /device_types/h100-sxm/memory_bandwidth_Bps: must be > 0, got -1" -- \
   "$tapestry" targets "$tmp/neg.json"
+sed 's/"step_latency_s": 3.4e-6/"step_latency_s": -1/' "$root/targets/h100x8.json" >"$tmp/alpha.json"
+expect "negative collective step latency" 2 "alpha.json: /links/intra_node/collective/step_latency_s: must be >= 0, got -1" -- \
+  "$tapestry" targets "$tmp/alpha.json"
+sed 's/"collective": {"bandwidth_Bps": 370e9,/"collective": {"bw": 370e9,/' "$root/targets/h100x8.json" >"$tmp/bw.json"
+expect "collective figures without a bandwidth" 2 "bw.json: /links/intra_node/collective: missing member \"bandwidth_Bps\"" -- \
+  "$tapestry" targets "$tmp/bw.json"
 sed 's/"count": 1,/"count": 2,/' "$root/targets/h100x8.json" >"$tmp/two.json"
 expect "two nodes without inter_node" 2 "two.json: /links: missing member \"inter_node\"" -- \
   "$tapestry" targets "$tmp/two.json"

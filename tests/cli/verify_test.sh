@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # End-to-end checks of verification and of the files `run` writes: `tapestry verify` on outputs
 # written by `run --outputs` (PASS, then FAIL once perturbed, exit 2 on a missing file),
-# `--verify=exact`, declared outputs (consumed ones and inputs are written and verified), and
-# output sets refused before any work (two outputs sharing a file, a directory in the way).
+# `--verify=exact`, UNCHECKED outputs and --allow-unchecked, a causal attention mask checked in
+# every cell, declared outputs (consumed ones and inputs are written and verified), and output
+# sets refused before any work (two outputs sharing a file, a directory in the way).
 # Usage: verify_test.sh TAPESTRY ROOT
 set -uo pipefail
 tapestry=$1
 root=$2
 source "$(dirname "$0")/cli_testing.sh"
 lr="$root/examples/linear_relu.tap"
+python=/usr/bin/python3  # Debian's, with numpy
 
 # Inputs and outputs of one run, then `tapestry verify` on them.
 "$tapestry" run "$lr" --split Y/linear.batch=2 --outputs "$tmp/in" --seed 4 >/dev/null 2>&1  # makes Y.npy
@@ -38,6 +40,44 @@ printf 'X: f32[4, 8]\nY = softmax(X)\noutput Y\n' >"$tmp/sm.tap"
 [[ $rc -eq 2 ]] && grep -q "operation 'Y' (softmax) is not exact" "$tmp/err"; check "--verify=exact refused for softmax" $?
 "$tapestry" run "$lr" --verify=maybe >"$tmp/log" 2>"$tmp/err"; rc=$?
 [[ $rc -eq 2 ]]; check "--verify=maybe is an error" $?
+
+# UNCHECKED: x / (a − a) is ±inf, but the oracle cannot rule out that a − a is a tiny nonzero
+# number, so those cells have no finite bar. Not a PASS: exit 1 from run --verify and verify;
+# --allow-unchecked makes it a PASS with a warning; JSON carries the verdict and the count.
+printf 'X: f32[2, 3]\nA: f32[2, 3]\nY = div(X, sub(A, A))\noutput Y\n' >"$tmp/unb.tap"
+"$tapestry" run "$tmp/unb.tap" --verify --outputs "$tmp/unb" >"$tmp/log" 2>"$tmp/err"; rc=$?
+[[ $rc -eq 1 ]] && grep -q "^UNCHECKED Y: 6 of 6 cells unchecked (bar not finite, the first at (0, 0))" "$tmp/log"
+check "run --verify: unchecked cells are UNCHECKED, exit 1" $?
+"$tapestry" run "$tmp/unb.tap" --verify --allow-unchecked >"$tmp/log" 2>"$tmp/err"; rc=$?
+[[ $rc -eq 0 ]] && grep -q "^PASS   Y: .*WARNING: 6 of 6 cells unchecked" "$tmp/log"
+check "run --verify --allow-unchecked: PASS with a warning" $?
+"$tapestry" run "$tmp/unb.tap" --allow-unchecked >"$tmp/log" 2>"$tmp/err"; rc=$?
+[[ $rc -eq 2 ]] && grep -q "allow-unchecked needs --verify" "$tmp/err"; check "--allow-unchecked without --verify" $?
+"$tapestry" run "$tmp/unb.tap" --outputs "$tmp/unb_in" --seed 0 >/dev/null 2>&1
+printf 'X: f32[2, 3]\nA: f32[2, 3]\noutput X, A\n' >"$tmp/unb_inputs.tap"
+"$tapestry" run "$tmp/unb_inputs.tap" --outputs "$tmp/unb_in" --seed 0 >/dev/null 2>&1
+"$tapestry" verify "$tmp/unb.tap" --inputs "$tmp/unb_in" --outputs "$tmp/unb" >"$tmp/log" 2>"$tmp/err"; rc=$?
+[[ $rc -eq 1 ]] && grep -q "^UNCHECKED Y: 6 of 6" "$tmp/log"; check "verify: UNCHECKED, exit 1" $?
+"$tapestry" verify "$tmp/unb.tap" --inputs "$tmp/unb_in" --outputs "$tmp/unb" --format json >"$tmp/log" 2>"$tmp/err"; rc=$?
+[[ $rc -eq 1 ]] && grep -q '"verdict": "unchecked"' "$tmp/log" && grep -q '"unchecked_cells": 6' "$tmp/log"
+check "verify --format json: the verdict and the count" $?
+"$tapestry" verify "$tmp/unb.tap" --inputs "$tmp/unb_in" --outputs "$tmp/unb" --allow-unchecked >"$tmp/log" 2>"$tmp/err"; rc=$?
+[[ $rc -eq 0 ]] && grep -q "WARNING: 6 of 6 cells unchecked" "$tmp/log"; check "verify --allow-unchecked" $?
+
+# A causal mask (−inf above the diagonal, a graph input as ONNX import makes it): every cell is
+# checked, and one changed cell of the first token (which attends to itself alone) FAILs.
+printf 'X: f32[32, 64]\nWq: f32[64, 64]\nbq: f32[64]\nWk: f32[64, 64]\nbk: f32[64]\nWv: f32[64, 64]\nbv: f32[64]\nWo: f32[64, 64]\nbo: f32[64]\nScale: f32[1]\noutput X, Wq, bq, Wk, bk, Wv, bv, Wo, bo, Scale\n' >"$tmp/causal_inputs.tap"
+"$tapestry" run "$tmp/causal_inputs.tap" --outputs "$tmp/causal_in" --seed 2 >/dev/null 2>&1
+"$python" -c "import numpy as np; np.save('$tmp/causal_in/Mask.npy', np.triu(np.full((16, 16), -np.inf, np.float32), 1))" 2>/dev/null
+if [[ -s "$tmp/causal_in/Mask.npy" ]]; then
+  "$tapestry" run "$root/tests/data/verify/causal_attention.tap" --inputs "$tmp/causal_in" --outputs "$tmp/causal" --split P.batch1=2 --verify >"$tmp/log" 2>"$tmp/err"; rc=$?
+  [[ $rc -eq 0 ]] && grep -q "^PASS   Y: " "$tmp/log" && ! grep -q unchecked "$tmp/log"
+  check "causal mask: run --verify checks every cell" $?
+  "$python" -c "import numpy as np; y = np.load('$tmp/causal/Y.npy'); y[0, 0] += 100; np.save('$tmp/causal/Y.npy', y)"
+  "$tapestry" verify "$root/tests/data/verify/causal_attention.tap" --inputs "$tmp/causal_in" --outputs "$tmp/causal" >"$tmp/log" 2>"$tmp/err"; rc=$?
+  [[ $rc -eq 1 ]] && grep -q "^FAIL   Y: 1 of 2048 cells outside their bar" "$tmp/log"
+  check "causal mask: +100 in the first token's cell FAILs" $?
+fi
 
 # Declared outputs: A is consumed by B, and still written and verified.
 printf 'X: f32[4, 3]\nA = relu(X)\nB = neg(A)\noutput A, B\n' >"$tmp/ab.tap"

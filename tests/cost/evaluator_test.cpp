@@ -68,10 +68,12 @@ std::string difference(const Placement& a, const Placement& b) {
   for (std::size_t i = 0; i < a.transfers.size(); ++i) {
     const Transfer &x = a.transfers[i], &y = b.transfers[i];
     if (x.tensor != y.tensor || x.box != y.box || x.bytes != y.bytes || x.from != y.from ||
-        x.to != y.to || x.producer != y.producer || x.consumers != y.consumers) {
+        x.to != y.to || x.producer != y.producer || x.consumers != y.consumers ||
+        x.collective != y.collective) {
       return fmt::format("transfer {}", i);
     }
   }
+  if (a.collectives != b.collectives) return "collectives";
   if (a.resident_input_bytes != b.resident_input_bytes) return "resident input bytes";
   return "";
 }
@@ -129,6 +131,42 @@ TEST(Evaluator, MatchesLowerPlaceSimulateOnEveryExamplePlan) {
     }
   }
   EXPECT_GE(checked, 80);
+}
+
+// Plans whose transfers form collectives of every kind the plans of these graphs reach: the
+// Evaluator recognises them exactly as place() does, and prices them the same.
+TEST(Evaluator, MatchesTheReferenceOnPlansWithCollectives) {
+  constexpr std::string_view partials =
+      "H: f32[8, 256, 64]\nW: f32[8, 64, 128]\nW3: f32[128, 128]\nb3: f32[128]\n"
+      "P = matmul(H, W)\nY = reduce(P)\nO = linear(Y, W3, b3)\noutput O\n";
+  const ir::Graph g = rewrite::testing::build(partials);
+  const std::vector<std::string> plans = {
+      // reduce-scatter + all-gather (an all-reduce)
+      R"({"ops": {"P": {"split": {"batch": 8}}, "Y": {"split": {"d0": 8}}, "O": {"split": {"out": 8}}}})",
+      // the same on 4 devices, the combine unsplit: a reduce onto gpu:0, then a broadcast
+      R"({"ops": {"P": {"split": {"batch": 4}}, "O": {"split": {"out": 4}}}})",
+      // two groups: P's blocks on gpu:0–3 and gpu:4–7 by m; Y cut by rows on both groups
+      R"({"ops": {"P": {"split": {"batch": 4, "m": 2}, "place": ["gpu:0", "gpu:4", "gpu:1",
+          "gpu:5", "gpu:2", "gpu:6", "gpu:3", "gpu:7"]}, "Y": {"split": {"d0": 8}}}})",
+      // rows to columns: an all-to-all
+      R"({"ops": {"Y": {"split": {"d0": 4}}, "O": {"split": {"batch": 2, "out": 2}}}})",
+  };
+  int collectives = 0;
+  for (const std::string target_name : {"h100x8", "h100x64", "a100x8", "cpu-local"}) {
+    const Target target = *preset_target(target_name);
+    Evaluator ev(g, target);
+    for (const std::string& text : plans) {
+      if (target_name == "cpu-local" && text.find("gpu:") != std::string::npos) continue;
+      const rewrite::Plan plan = rewrite::parse_plan(text);
+      const Placement expected = reference_placement(g, plan, target);
+      SCOPED_TRACE(fmt::format("{}: {}", target_name, text));
+      EXPECT_EQ(difference(ev.place(plan), expected), "");
+      EXPECT_TRUE(same_cost(ev.evaluate(plan), simulate(expected, target)));
+      collectives += static_cast<int>(expected.collectives.size());
+    }
+    EXPECT_EQ(ev.stats().reference, 0u) << target_name;
+  }
+  EXPECT_GE(collectives, 20);
 }
 
 // Plans that differ in non-reduction counts (keeping which are 1 and which are equal) and in

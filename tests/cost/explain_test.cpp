@@ -79,6 +79,7 @@ TEST(Explain, MegatronMlpInDTensorTerms) {
 }
 
 TEST(Explain, AllGatherIsRecognised) {
+  // (A collective: collective.h recognises it and the simulation prices it as a ring.)
   // A is split by rows over 4 devices; C = linear(A, W, b) split on out reads all of A on each
   // of the 4 devices: each receives the other three quarters of A.
   constexpr std::string_view tap =
@@ -113,6 +114,89 @@ TEST(Explain, RowsReadElsewhereAreARedistribution) {
   ASSERT_EQ(e.communication.size(), 1u);
   EXPECT_EQ(e.communication[0].pattern, "redistribute");
   EXPECT_EQ(e.communication[0].bytes, 32 * 64 * 4);
+}
+
+// A reduce-scatter into the combine, then an all-gather of the combine's output over the same 8
+// GPUs: one all-reduce line with both halves' times, and wall time from the first start to the
+// last end.
+TEST(Explain, AReduceScatterAndTheAllGatherOfItsCombineAreOneAllReduce) {
+  constexpr std::string_view tap =
+      "H: bf16[8, 8192, 2048]\nW: bf16[8, 2048, 4096]\nW3: bf16[4096, 4096]\nb3: bf16[4096]\n"
+      "P = matmul(H, W)\nY = reduce(P)\nO = linear(Y, W3, b3)\noutput O\n";
+  const Explanation e = explain_tap(
+      tap,
+      R"({"ops": {"P": {"split": {"batch": 8}}, "Y": {"split": {"d0": 8}}, "O": {"split": {"out": 8}}}})",
+      *preset_target("h100x8"));
+  ASSERT_EQ(e.communication.size(), 1u);
+  const Communication& c = e.communication[0];
+  EXPECT_EQ(c.pattern, "all-reduce");
+  EXPECT_EQ(c.algorithm, "ring: reduce-scatter + all-gather");
+  EXPECT_EQ(c.producer, "P");
+  EXPECT_EQ(c.consumer, "O");
+  EXPECT_EQ(c.collectives, 1);
+  EXPECT_EQ(c.size_bytes, 64 << 20);
+  EXPECT_EQ(c.transfers, 2 * 56);
+  EXPECT_EQ(c.bytes, 2 * 56 * (8 << 20));
+  EXPECT_EQ(c.devices.size(), 8u);
+  const double half = 7 * (3.4e-6 + (8 << 20) / 370e9);  // each ring: 182.5 µs
+  ASSERT_EQ(c.parts_s.size(), 2u);
+  EXPECT_DOUBLE_EQ(c.parts_s[0], half);
+  EXPECT_DOUBLE_EQ(c.parts_s[1], half);
+  // Wall time: the reduce-scatter's start to the all-gather's end, the combine between.
+  EXPECT_GT(c.seconds, 2 * half);
+  EXPECT_DOUBLE_EQ(c.seconds, c.end_s - c.start_s);
+  const std::string text = to_text(e);
+  EXPECT_NE(text.find("  all-reduce (ring: reduce-scatter + all-gather)  P of P → O: 64.0 MiB over "
+                      "8 devices (gpu:0 … gpu:7), 112 transfers, "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("(reduce-scatter 182.5 µs, all-gather 182.5 µs)"), std::string::npos) << text;
+  EXPECT_EQ(e.critical_path.collectives, 2);
+  EXPECT_NE(text.find("2 collectives + 0 transfers"), std::string::npos) << text;
+  const nlohmann::json j = to_json(e).at("communication").at(0);
+  EXPECT_EQ(j.at("algorithm"), "ring: reduce-scatter + all-gather");
+  EXPECT_EQ(j.at("size_bytes"), 64 << 20);
+  EXPECT_EQ(j.at("parts_s").size(), 2u);
+}
+
+// The same collective over two groups of devices (the data-parallel halves of a 2-D plan) is one
+// line, "2 × …".
+TEST(Explain, CollectivesOfOneShapeOverGroupsAreOneLine) {
+  constexpr std::string_view tap =
+      "X: f32[64, 32]\nW: f32[64, 32]\nb: f32[64]\nA = relu(X)\nC = linear(A, W, b)\noutput C\n";
+  const Explanation e = explain_tap(
+      tap, R"({"ops": {"A": {"split": {"d0": 4}}, "C": {"split": {"batch": 2, "out": 2}}}})",
+      toy_target(1, 4));
+  ASSERT_EQ(e.communication.size(), 1u);
+  const Communication& c = e.communication[0];
+  EXPECT_EQ(c.pattern, "all-gather");
+  EXPECT_EQ(c.collectives, 2);
+  EXPECT_EQ(c.size_bytes, 32 * 32 * 4);
+  EXPECT_EQ(c.transfers, 4);
+  EXPECT_NE(to_text(e).find("  2 × all-gather (ring)  A of A → C: 4.0 KiB over 2 devices each "
+                            "(gpu:0 … gpu:3), 4 transfers, "),
+            std::string::npos)
+      << to_text(e);
+}
+
+// Point-to-point transfers keep their wording; their time is wall time, not a sum: gpu:0 → gpu:2
+// and gpu:1 → gpu:3 move at once.
+TEST(Explain, PointToPointGroupsReportWallTime) {
+  constexpr std::string_view tap = "X: f32[1000, 250]\nA = relu(X)\nB = neg(A)\noutput B\n";
+  const Explanation e = explain_tap(
+      tap,
+      R"({"ops": {"A": {"split": {"d0": 2}}, "B": {"split": {"d0": 2}, "place": ["gpu:2", "gpu:3"]}}})",
+      toy_target(1, 4, 1e-6));
+  ASSERT_EQ(e.communication.size(), 1u);
+  const Communication& c = e.communication[0];
+  EXPECT_EQ(c.pattern, "redistribute");
+  EXPECT_EQ(c.collectives, 0);
+  EXPECT_EQ(c.transfers, 2);
+  EXPECT_DOUBLE_EQ(c.seconds, 1e-6 + 500'000 / 1e9);  // one transfer's time: they overlap
+  EXPECT_NE(to_text(e).find("redistribute  A of A → B: 2 transfers, 976.6 KiB, gpu:0,gpu:1 → "
+                            "gpu:2,gpu:3, 501.0 µs"),
+            std::string::npos)
+      << to_text(e);
 }
 
 TEST(Explain, UnshardedPlanHasNoCommunicationAndIsComputeBound) {

@@ -115,10 +115,12 @@ TEST(Placement, BadPlacementsAreErrorsNamingThePlanPath) {
   };
   EXPECT_EQ(error_of(R"({"ops": {"Y": {"split": {"d0": 2}, "place": ["gpu:0", "gpu:9"]}}})",
                      toy_target(1, 8)),
-            "/ops/Y/place/1: target 'toy' has no device 'gpu:9' (it has gpu:0 … gpu:7)");
+            "/ops/Y/place/1: operation 'Y': target 'toy' has no device 'gpu:9' (it has gpu:0 … gpu:7); "
+            "--ignore-placement places the plan's shards on this target by the default rule");
   EXPECT_EQ(
       error_of(R"({"ops": {"Y": {"split": {"d0": 2}, "mesh": {"d0": "dp"}}}})", toy_target(1, 2)),
-      "/ops/Y/mesh/d0: target 'toy' has no mesh axis 'dp' (its mesh: d)");
+      "/ops/Y/mesh/d0: operation 'Y': target 'toy' has no mesh axis 'dp' (its mesh: d); "
+      "--ignore-placement places the plan's shards on this target by the default rule");
 }
 
 TEST(PlanMesh, ParsedCheckedAndExclusiveWithPlace) {

@@ -116,8 +116,12 @@ TEST(Simulate, OneApplication) {
   EXPECT_EQ(c.bytes_moved, 0);
   // Resident X (1 MB) plus Y (1 MB) written.
   EXPECT_EQ(c.peak_memory_bytes, 2'000'000);
-  EXPECT_DOUBLE_EQ(c.energy_j, 10 * 2e-3 + 100 * 2e-3);
+  // gpu:0 idle and busy; gpu:1, on the node the plan holds, idle for the whole run.
+  EXPECT_DOUBLE_EQ(c.energy_j, 10 * 2e-3 + 100 * 2e-3 + 10 * 2e-3);
+  EXPECT_EQ(c.devices_held, 2);
+  EXPECT_DOUBLE_EQ(c.idle_energy_j, 2 * 10 * 2e-3);
   ASSERT_EQ(c.per_device.size(), 1u);
+  EXPECT_DOUBLE_EQ(c.per_device[0].energy_j, 10 * 2e-3 + 100 * 2e-3);
   EXPECT_EQ(c.per_device[0].device, "gpu:0");
   EXPECT_DOUBLE_EQ(c.per_device[0].idle_s, 0);
   EXPECT_TRUE(c.fits);
@@ -264,6 +268,176 @@ TEST(Simulate, JsonHasTheDocumentedKeys) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   EXPECT_EQ(j.at("per_device").at(0).at("device"), "gpu:0");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Collectives in the schedule (collective.h; simulate.h's rules).
+
+// A collective starts when its LAST producer finishes: A's 5 row blocks on gpu:0 (two of them,
+// 0.4 ms each), gpu:1, gpu:2, gpu:3; every C shard reads all of A — an all-gather whose largest
+// part is gpu:0's 400 KB: 3 · (1 µs + 0.4 ms) from 0.8 ms, and every transfer arrives at its end.
+TEST(SimulateCollectives, StartAfterTheLastProducerAndArriveTogether) {
+  const Target t = toy_target(1, 4, 1e-6);
+  constexpr std::string_view tap =
+      "X: f32[1000, 250]\nW: f32[4, 250]\nb: f32[4]\nA = relu(X)\nC = linear(A, W, b)\noutput C\n";
+  const Placement p = place_tap(
+      tap,
+      R"({"ops": {"A": {"split": {"d0": 5}, "place": ["gpu:0", "gpu:1", "gpu:2", "gpu:3", "gpu:0"]},
+                "C": {"split": {"out": 4}}}})",
+      t);
+  ASSERT_EQ(p.collectives.size(), 1u);
+  EXPECT_EQ(p.collectives[0].kind, CollectiveKind::kAllGather);
+  EXPECT_EQ(p.collectives[0].chunk_bytes, 400'000);
+  Schedule s;
+  const CostVector c = simulate(p, t, &s);
+  EXPECT_DOUBLE_EQ(s.collectives[0].start, 0.8e-3);
+  EXPECT_DOUBLE_EQ(s.collectives[0].end, 0.8e-3 + 3 * (1e-6 + 400'000 / 1e9));
+  for (std::uint32_t tr : p.collectives[0].transfers) {
+    EXPECT_EQ(s.transfers[tr].start, s.collectives[0].start);
+    EXPECT_EQ(s.transfers[tr].end, s.collectives[0].end);
+  }
+  for (std::uint32_t a = 0; a < p.applications.size(); ++a) {
+    if (!p.applications[a].incoming.empty())
+      EXPECT_GE(s.applications[a].start, s.collectives[0].end);
+  }
+  // Each participant's ports were busy for the collective once, not once per transfer.
+  for (const DeviceCost& d : c.per_device) {
+    EXPECT_DOUBLE_EQ(d.comm_s, s.collectives[0].end - s.collectives[0].start) << d.device;
+  }
+}
+
+// A collective holds both directions of every participant's port: gpu:1's broadcast to gpu:2
+// and gpu:3 (1 MB, a chain: 1 ms) waits for the 1 ms transfer gpu:0 → gpu:1, which holds
+// gpu:1's ingress, though the broadcast only sends from gpu:1.
+TEST(SimulateCollectives, HoldEveryParticipantsPortsInBothDirections) {
+  const Target t = toy_target(1, 4);
+  Placement p;
+  p.operations.push_back(
+      PlacedOperation{ir::OperationId(ir::NodeId(0)), "op", "relu", {}, {}, {}, {}});
+  const auto app = [&](std::uint32_t device, std::int64_t bytes) {
+    PlacedApplication a;
+    a.device = device;
+    a.work = Work{.flops = 0, .bytes_read = bytes / 2, .bytes_written = bytes / 2};
+    p.applications.push_back(a);
+    return static_cast<std::uint32_t>(p.applications.size() - 1);
+  };
+  const std::uint32_t a0 = app(0, 1'000'000), a1 = app(1, 1'000'000);  // 1 ms each
+  const std::uint32_t r1 = app(1, 2), r2 = app(2, 2), r3 = app(3, 2);
+  const auto transfer = [&](std::uint32_t producer, std::uint32_t consumer) {
+    Transfer tr;
+    tr.tensor = ir::TensorId(ir::NodeId(producer + 1));
+    tr.box = zspace::Range::of_shape(zspace::Point({250'000}));
+    tr.bytes = 1'000'000;
+    tr.from = p.applications[producer].device;
+    tr.to = p.applications[consumer].device;
+    tr.producer = producer;
+    tr.consumers = {consumer};
+    p.transfers.push_back(tr);
+    const auto k = static_cast<std::uint32_t>(p.transfers.size() - 1);
+    p.applications[consumer].incoming.push_back(k);
+    return k;
+  };
+  transfer(a0, r1);
+  const std::uint32_t b2 = transfer(a1, r2), b3 = transfer(a1, r3);
+  Collective broadcast;
+  broadcast.kind = CollectiveKind::kBroadcast;
+  broadcast.tensor = p.transfers[b2].tensor;
+  broadcast.devices = {1, 2, 3};
+  broadcast.transfers = {b2, b3};
+  broadcast.bytes = broadcast.chunk_bytes = 1'000'000;
+  p.collectives.push_back(broadcast);
+  p.transfers[b2].collective = p.transfers[b3].collective = 0;
+  p.resident_input_bytes.assign(4, 0);
+  Schedule s;
+  const CostVector c = simulate(p, t, &s);
+  EXPECT_DOUBLE_EQ(s.transfers[0].start, 1e-3);  // gpu:0 → gpu:1 holds gpu:1's ingress to 2 ms
+  EXPECT_DOUBLE_EQ(s.collectives[0].start, 2e-3);
+  EXPECT_DOUBLE_EQ(s.collectives[0].end, 3e-3);  // N/B, no latency
+  EXPECT_DOUBLE_EQ(s.applications[r2].start, 3e-3);
+  EXPECT_DOUBLE_EQ(c.makespan_s, 3e-3 + s.applications[r2].end - s.applications[r2].start);
+}
+
+// A reduce-scatter's receiver holds one slice of staging, not the n − 1 slices it receives:
+// P's 4 partial blocks (64 × 16 f32, 4 KB) on gpu:0…3, the combine cut in 4 row blocks.
+TEST(SimulateCollectives, AReduceScatterReceiverHoldsOneChunk) {
+  const Target t = toy_target(1, 4);
+  constexpr std::string_view tap =
+      "H: f32[4, 64, 32]\nW: f32[4, 32, 16]\nP = matmul(H, W)\nY = reduce(P)\noutput Y\n";
+  const Placement p =
+      place_tap(tap, R"({"ops": {"P": {"split": {"batch": 4}}, "Y": {"split": {"d0": 4}}}})", t);
+  ASSERT_EQ(p.collectives.size(), 1u);
+  ASSERT_EQ(p.collectives[0].kind, CollectiveKind::kReduceScatter);
+  const CostVector c = simulate(p, t);
+  // Resident H and W blocks (8 KB + 2 KB), its block of P (4 KB) until the combine has read its
+  // own slice, one slice of staging (16 × 16 × 4 = 1 KB) and its rows of Y (1 KB).
+  const std::int64_t expected = 8192 + 2048 + 4096 + 1024 + 1024;
+  for (const DeviceCost& d : c.per_device) EXPECT_EQ(d.peak_memory_bytes, expected) << d.device;
+  // Received as transfers, the three slices would be held at once: 2 KB more.
+  Placement unrecognised = p;
+  unrecognised.collectives.clear();
+  for (Transfer& tr : unrecognised.transfers) tr.collective = kNoCollective;
+  EXPECT_EQ(simulate(unrecognised, t).peak_memory_bytes, expected + 2048);
+}
+
+// Energy: a plan holds every device of every node it uses. One device busy on h100x8: the other
+// seven draw 70 W for the whole run too.
+TEST(SimulateEnergy, HeldDevicesDrawIdlePower) {
+  const Target h8 = *preset_target("h100x8");
+  const CostVector one = simulate(place_tap(kRelu, "{}", h8), h8);
+  EXPECT_EQ(one.devices_used, 1);
+  EXPECT_EQ(one.devices_held, 8);
+  const double compute = one.per_device[0].compute_s;
+  EXPECT_DOUBLE_EQ(one.energy_j, 8 * 70 * one.makespan_s + (700 - 70) * compute);
+  EXPECT_DOUBLE_EQ(one.idle_energy_j, 8 * 70 * one.makespan_s);
+  // Two nodes of two: a plan on node 0 holds node 0 only; one shard on each node holds both.
+  const Target t = toy_target(2, 2);
+  const CostVector node0 = simulate(
+      place_tap(kRelu, R"({"ops": {"Y": {"split": {"d0": 2}, "place": ["gpu:0", "gpu:1"]}}})", t),
+      t);
+  EXPECT_EQ(node0.devices_held, 2);
+  const CostVector both = simulate(
+      place_tap(kRelu, R"({"ops": {"Y": {"split": {"d0": 2}, "place": ["gpu:0", "gpu:2"]}}})", t),
+      t);
+  EXPECT_EQ(both.devices_held, 4);
+  EXPECT_DOUBLE_EQ(both.idle_energy_j, 4 * 10 * both.makespan_s);
+}
+
+// A link class's power_w is drawn by each port over the time it sends or receives: the 0.5 ms
+// transfer gpu:0 → gpu:1 of ACrossDeviceChainWaitsForItsTransfer charges both ends.
+TEST(SimulateEnergy, PortsDrawLinkPowerWhileBusy) {
+  Target t = toy_target(1, 2, 10e-6);
+  const Placement p = place_tap(kTwoRelus, R"({"ops": {"Y": {"split": {"d0": 2}}}})", t);
+  const CostVector without = simulate(p, t);
+  t.intra_node.power_w = 20;
+  const CostVector with = simulate(p, t);
+  const double busy = 10e-6 + 0.5e-3;
+  EXPECT_NEAR(with.energy_j - without.energy_j, 2 * 20 * busy, 1e-15);
+  EXPECT_NEAR(with.per_device[1].energy_j - without.per_device[1].energy_j, 20 * busy, 1e-15);
+}
+
+RC_GTEST_PROP(SimulateEnergyProperties, AddingADeviceNeverLowersIdleEnergy, ()) {
+  // A random plan on 2 nodes of 1–3 devices, then one more application (independent of the
+  // others) on any device: the devices held, and the idle power they draw, can only grow.
+  const std::optional<rewrite::LowerResult> r = testing::random_lowered(5);
+  Target t = toy_target(2, *rc::gen::inRange<std::size_t>(1, 4), 1e-6);
+  for (ir::DType d : ir::all_dtypes()) t.device_types[0].peak_flops[d] = 100e9;
+  Placement p = place(r->graph, r->plan, t);
+  const CostVector before = simulate(p, t);
+  PlacedApplication extra;
+  extra.operation = 0;
+  extra.device = *rc::gen::inRange<std::uint32_t>(0, static_cast<std::uint32_t>(t.devices.size()));
+  extra.work = Work{.flops = 1e3, .bytes_read = 0, .bytes_written = 0};
+  if (p.operations.empty()) p.operations.push_back(PlacedOperation{});
+  p.applications.push_back(extra);
+  const CostVector after = simulate(p, t);
+  RC_ASSERT(after.devices_held >= before.devices_held);
+  // Idle power (idle energy per second of the run; the makespan may move either way when the
+  // extra application reorders a device's queue) never drops.
+  RC_ASSERT(after.idle_energy_j / after.makespan_s >=
+            before.idle_energy_j / before.makespan_s * (1 - 1e-12));
+  // Idle energy is exactly every held device's idle power over the makespan.
+  RC_ASSERT(std::abs(after.idle_energy_j - 10.0 * static_cast<double>(after.devices_held) *
+                                               after.makespan_s) <= 1e-12 * after.idle_energy_j);
 }
 
 RC_GTEST_PROP(SimulateProperties, DeterministicAndBoundedByItsParts, ()) {

@@ -187,14 +187,19 @@ TEST(Target, PresetConstants) {
   EXPECT_EQ(h8.type_of(0).peak_flops.at(DType::kBFloat16), 989e12);
   EXPECT_EQ(h8.type_of(7).memory_bytes, 80'000'000'000);
   EXPECT_EQ(h8.link_between(0, 7).bandwidth_Bps, 450e9);
+  // Collective figures (docs/cost.md cites them): NCCL's ring busbw over NVLink 4, per step.
+  EXPECT_EQ(h8.intra_node.collective_rates(), (CollectiveRates{370e9, 3.4e-6, std::nullopt}));
   const Target h64 = *preset_target("h100x64");
   EXPECT_EQ(h64.devices.size(), 64u);
   EXPECT_EQ(h64.devices[63].name, "gpu:63");
   EXPECT_EQ(h64.devices[63].node, 7u);
   EXPECT_EQ(h64.link_between(0, 8).bandwidth_Bps, 50e9);
   EXPECT_EQ(h64.link_between(8, 15).bandwidth_Bps, 450e9);
+  EXPECT_EQ(h64.intra_node.collective_rates(), (CollectiveRates{370e9, 3.4e-6, std::nullopt}));
+  EXPECT_EQ(h64.inter_node->collective_rates(), (CollectiveRates{46e9, 14e-6, std::nullopt}));
   const Target a8 = *preset_target("a100x8");
   EXPECT_EQ(a8.type_of(0).peak_flops.at(DType::kBFloat16), 312e12);
+  EXPECT_EQ(a8.intra_node.collective_rates(), (CollectiveRates{230e9, 3.4e-6, std::nullopt}));
   const Target cpu = *preset_target("cpu-local");
   EXPECT_TRUE(cpu.intra_node.shared_memory);
   EXPECT_EQ(cpu.devices[0].name, "cpu:0");
@@ -386,6 +391,31 @@ const BadTarget kBadTargets[] = {
      "",
      "t.json: /device_types/big/cache/level: unknown member (expected one of bytes, "
      "bandwidth_Bps)"},
+    {"collective figures without a bandwidth",
+     R"([{"op": "add", "path": "/links/intra_node/collective", "value": {"step_latency_s": 1e-6}}])",
+     "", "t.json: /links/intra_node/collective: missing member \"bandwidth_Bps\""},
+    {"a collective bandwidth of 0",
+     R"([{"op": "add", "path": "/links/inter_node/collective", "value": {"bandwidth_Bps": 0}}])",
+     "", "t.json: /links/inter_node/collective/bandwidth_Bps: must be > 0, got 0"},
+    {"a negative step latency",
+     R"([{"op": "add", "path": "/links/intra_node/collective",
+          "value": {"bandwidth_Bps": 1e9, "step_latency_s": -1}}])",
+     "", "t.json: /links/intra_node/collective/step_latency_s: must be >= 0, got -1"},
+    {"a negative NVLS bandwidth",
+     R"([{"op": "add", "path": "/links/intra_node/collective",
+          "value": {"bandwidth_Bps": 1e9, "nvls_bandwidth_Bps": -5}}])",
+     "", "t.json: /links/intra_node/collective/nvls_bandwidth_Bps: must be > 0, got -5"},
+    {"an unknown collective member",
+     R"([{"op": "add", "path": "/links/intra_node/collective",
+          "value": {"bandwidth_Bps": 1e9, "algorithm": "ring"}}])",
+     "",
+     "t.json: /links/intra_node/collective/algorithm: unknown member (expected one of "
+     "bandwidth_Bps, step_latency_s, nvls_bandwidth_Bps)"},
+    {"collective figures not an object",
+     R"([{"op": "add", "path": "/links/intra_node/collective", "value": 370e9}])", "",
+     "t.json: /links/intra_node/collective: expected an object, got number"},
+    {"negative link power", R"([{"op": "add", "path": "/links/inter_node/power_w", "value": -3}])",
+     "", "t.json: /links/inter_node/power_w: must be >= 0, got -3"},
     {"a key with '/' is escaped in the pointer",
      R"([{"op": "add", "path": "/links/a~1b", "value": {}}])", "",
      "t.json: /links/a~1b: unknown member (expected one of intra_node, inter_node, host)"},
@@ -414,6 +444,37 @@ TEST(Target, KernelRatesOverrideTheDeviceTypesAndRoundTrip) {
   EXPECT_THAT(describe_target(t), ::testing::HasSubstr("  kernel      gelu: 0.01 of peak\n"));
   EXPECT_THAT(describe_target(t),
               ::testing::HasSubstr("  kernel      conv2d: 0.5 of peak, 0.5 of bandwidth\n"));
+}
+
+// A link's collective figures and port power: read, defaulted, written back, described.
+TEST(Target, CollectiveFiguresAndLinkPowerAreReadAndRoundTrip) {
+  const Target plain = parse_target(kTwoNodes, "t.json");
+  EXPECT_EQ(plain.intra_node.collective, std::nullopt);
+  EXPECT_EQ(plain.intra_node.power_w, 0.0);
+  // Absent: collectives run at the line rate and latency.
+  EXPECT_EQ(plain.intra_node.collective_rates(), (CollectiveRates{1e11, 1e-6, std::nullopt}));
+  const std::string text = json::parse(kTwoNodes)
+                               .patch(json::parse(R"([
+            {"op": "add", "path": "/links/intra_node/collective",
+             "value": {"bandwidth_Bps": 8e10, "step_latency_s": 3e-6, "nvls_bandwidth_Bps": 9e10}},
+            {"op": "add", "path": "/links/inter_node/collective", "value": {"bandwidth_Bps": 9e9}},
+            {"op": "add", "path": "/links/inter_node/power_w", "value": 20}])"))
+                               .dump();
+  const Target t = parse_target(text, "t.json");
+  EXPECT_EQ(t.intra_node.collective_rates(), (CollectiveRates{8e10, 3e-6, 9e10}));
+  EXPECT_EQ(t.inter_node->collective_rates(), (CollectiveRates{9e9, 0.0, std::nullopt}));
+  EXPECT_EQ(t.inter_node->power_w, 20.0);
+  EXPECT_EQ(parse_target(to_json(t).dump(), "again"), t);
+  EXPECT_EQ(parse_target(target_json_text(t), "again"), t);
+  EXPECT_FALSE(to_json(plain)["links"]["intra_node"].contains("collective"));
+  EXPECT_FALSE(to_json(plain)["links"]["intra_node"].contains("power_w"));
+  const std::string described = describe_target(t);
+  EXPECT_THAT(described, ::testing::HasSubstr(
+                             "intra     100 GB/s per direction, latency 1 µs; collectives 80 GB/s, "
+                             "3 µs per step, NVLS 90 GB/s\n"));
+  EXPECT_THAT(described, ::testing::HasSubstr("inter     10 GB/s per direction, latency 5 µs; "
+                                              "collectives 9 GB/s, 0 s per step; 20 W per port "
+                                              "while busy\n"));
 }
 
 // A device type's cache: read, written back, described.

@@ -2,7 +2,8 @@
 # End-to-end tests of `tapestry import` (docs/onnx.md): models exported from PyTorch in the test
 # itself (tests/onnx/onnx_models.py) — an MLP, a small CNN, a transformer encoder layer at opsets
 # 14 and 17 — are imported, run unsharded and under a sharding plan, and both results and
-# PyTorch's own output are checked with `tapestry verify` (the verify bar). Bad models each give
+# PyTorch's own output are checked with `tapestry verify` (the verify bar); GPT-style blocks with
+# a causal mask are checked in every cell, and corrupted outputs must FAIL. Bad models each give
 # one located error and exit 2. Skipped (exit 77, the reason printed) without torch/onnx.
 #
 #   onnx_import_test.sh TAPESTRY REPO_ROOT
@@ -57,9 +58,37 @@ import_and_run cnn conv1/Conv/conv2d.o=2 pool/MaxPool.n=2 y.batch=2
 import_and_run encoder14 linear1/MatMul.batch=2 self_attn/Softmax.batch0=2
 import_and_run encoder17 linear1/MatMul.batch=2 norm1/LayerNormalization/variance.pre0=2 self_attn/Softmax.batch0=2
 
+# GPT-style blocks with a causal mask (−inf, and −1e9 at opset 13): the mask becomes a weight
+# holding −inf (−1e9) above the diagonal. Every cell of y is checked — the masked terms add
+# nothing to the bars — and PyTorch's output with +100 in one cell, or with 62 of the 64 tokens
+# zeroed, FAILs (both PASSed when the masked rows were left unchecked).
+for name in gpt_causal14 gpt_causal13_1e9; do
+  d=$m/$name
+  "$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err"
+  check "$name: import" $?
+  "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" --format json >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [[ $rc -eq 0 ]] && grep -q '"verdict": "pass"' "$tmp/out" && grep -q '"unchecked_cells": 0' "$tmp/out"
+  check "$name: PyTorch's output passes verify with 0 unchecked cells" $?
+  "$tapestry" run "$d/g.tap" --inputs "$d/in" --outputs "$d/sharded" --split attn/Softmax.batch0=2 --split fc1/MatMul.batch=2 --verify --quiet >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [[ $rc -eq 0 ]] && grep -q "^PASS   y: " "$tmp/out" && ! grep -q "unchecked" "$tmp/out"
+  check "$name: sharded run --verify checks every cell" $?
+  for fault in "y[0, 0, 0] += 100" "y[:, :62, :] = 0"; do
+    mkdir -p "$tmp/$name-wrong"
+    "$python" -c "
+import numpy as np
+y = np.load('$d/torch/y.npy'); $fault; np.save('$tmp/$name-wrong/y.npy', y)"
+    "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$tmp/$name-wrong" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [[ $rc -eq 1 ]] && grep -q "^FAIL   y: " "$tmp/out"
+    check "$name: PyTorch's output with $fault FAILs verify" $?
+  done
+done
+
 # Hand-built models with numpy references: Gemm attribute combinations, reductions with and
 # without keepdims, Softmax over a middle axis, Squeeze/Unsqueeze, GlobalAveragePool, Pow.
-for name in gemm reduce pool; do
+for name in gemm reduce pool reshape_allowzero; do
   d=$m/$name
   "$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err" &&
     "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err"
@@ -120,6 +149,7 @@ expect "Conv group" 2 "node 'grouped' \(Conv, node 0\): group=2 is not supported
 expect "shape overflow" 2 "node 'huge' \(Reshape, node 0\): shape arithmetic overflows: 4611686018427387904 × 101" -- "$tapestry" import "$b/reshape_overflow.onnx" -o "$tmp/x.tap"
 expect "unsupported op" 2 "node 'cosine' \(Cos, node 0\): operator Cos is not supported" -- "$tapestry" import "$b/unsupported_op.onnx" -o "$tmp/x.tap"
 expect "undefined input" 2 "node 'adder' \(Add, node 0\): input 'ghost' is not defined" -- "$tapestry" import "$b/undefined_input.onnx" -o "$tmp/x.tap"
+expect "an integer output computed at import" 2 "shape_output.onnx: output 'dims' \(from node 'shp' \(Shape, node 0\)\): 'dims' is an integer tensor \(int64\)" -- "$tapestry" import "$b/shape_output.onnx" -o "$tmp/x.tap"
 expect "missing file" 2 "cannot open the file" -- "$tapestry" import "$tmp/nope.onnx" -o "$tmp/x.tap"
 expect "bad graph extension" 2 "must end in .tap or .json" -- "$tapestry" import "$m/mlp/model.onnx" -o "$tmp/x.txt"
 [[ ! -e $tmp/x.tap ]]

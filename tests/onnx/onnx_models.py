@@ -1,7 +1,8 @@
 """Models for tests/onnx/onnx_import_test.sh, exported from PyTorch with torch.onnx.export.
 
   onnx_models.py OUT    writes OUT/<model>/{model.onnx, in/x.npy, torch/y.npy} for the MLP, the
-                        small CNN and the transformer encoder layer (opset 14 and 17), a model
+                        small CNN, the transformer encoder layer (opset 14 and 17), a GPT-style
+                        block with a causal mask (−inf at opset 14, −1e9 at opset 13), a model
                         with a dynamic batch dim, and OUT/bad/*.onnx: models the importer must
                         refuse. Exit 77 (skip) with the reason when torch or onnx is missing.
 """
@@ -47,6 +48,27 @@ class Cnn(torch.nn.Module):
         return self.fc(torch.flatten(x, 1))
 
 
+class GptBlock(torch.nn.Module):
+    """A GPT-style block: pre-norm causal self-attention (nn.MultiheadAttention with a float
+    attn_mask of `masked` above the diagonal, 0 elsewhere) and a GELU MLP, both residual."""
+
+    def __init__(self, masked, d=64, heads=4, tokens=64):
+        super().__init__()
+        self.ln1 = torch.nn.LayerNorm(d)
+        self.attn = torch.nn.MultiheadAttention(d, heads, batch_first=True)
+        self.ln2 = torch.nn.LayerNorm(d)
+        self.fc1 = torch.nn.Linear(d, 4 * d)
+        self.fc2 = torch.nn.Linear(4 * d, d)
+        above = torch.triu(torch.ones(tokens, tokens, dtype=torch.bool), 1)
+        self.register_buffer("mask", torch.zeros(tokens, tokens).masked_fill(above, masked))
+
+    def forward(self, x):                          # [2, 64, 64]
+        h = self.ln1(x)
+        a, _ = self.attn(h, h, h, attn_mask=self.mask, need_weights=False)
+        x = x + a
+        return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.ln2(x))))
+
+
 def encoder():
     return torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.0,
                                             batch_first=True, activation="gelu")
@@ -71,6 +93,8 @@ export("cnn", Cnn(), torch.randn(4, 3, 16, 16))
 export("encoder14", encoder(), torch.randn(2, 8, 32), opset=14)
 export("encoder17", encoder(), torch.randn(2, 8, 32), opset=17)
 export("mlp_dynamic", Mlp(), torch.randn(8, 32), dynamic=True)
+export("gpt_causal14", GptBlock(float("-inf")), torch.randn(2, 64, 64), opset=14)
+export("gpt_causal13_1e9", GptBlock(-1e9), torch.randn(2, 64, 64), opset=13)
 
 # ---- models the importer must refuse ----------------------------------------------------------
 bad = os.path.join(out, "bad")
@@ -108,6 +132,12 @@ shape = oh.make_tensor("shape", onnx.TensorProto.INT64, [3], [2**62, 101, 8])
 m = model([oh.make_node("Reshape", ["x", "shape"], ["y"], name="huge")])
 m.graph.initializer.append(shape)
 save("reshape_overflow", m)  # found by fuzz_onnx: the element count overflowed to a negative
+# Shape's integer result as a graph output (the ONNX backend's test_shape*): it must name the file,
+# the output and the node that computes it.
+g = oh.make_graph([oh.make_node("Shape", ["x"], ["dims"], name="shp")], "bad",
+                  [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3, 8, 8])],
+                  [oh.make_tensor_value_info("dims", onnx.TensorProto.INT64, [4])])
+save("shape_output", oh.make_model(g, opset_imports=[oh.make_opsetid("", 14)]))
 print("exported to", out)
 
 # ---- hand-built models with numpy references (attribute combinations PyTorch rarely exports) ----
@@ -169,4 +199,10 @@ reference_model("pool", [
     oh.make_node("Pow", ["g", "two"], ["p"], name="square"),
     oh.make_node("Sqrt", ["p"], ["y"], name="root"),
 ], x, np.sqrt(x.mean(axis=(2, 3), keepdims=True) ** 2), {"two": np.array(2.0, np.float32)})
+# Reshape with allowzero of a tensor with no cells ([0, 3, 4] → [3, 4, 0]; the ONNX backend's
+# test_reshape_allowzero_reordered): the error once showed an internal flattened shape.
+reference_model("reshape_allowzero", [
+    oh.make_node("Reshape", ["x", "shape"], ["y"], name="r", allowzero=1),
+], np.zeros((0, 3, 4), np.float32), np.zeros((3, 4, 0), np.float32),
+    {"shape": np.array([3, 4, 0], np.int64)})
 print("built the reference models")

@@ -11,7 +11,7 @@ import pytest
 
 import models
 import tapestry
-from conftest import EXAMPLES, SMALL, random_inputs
+from conftest import EXAMPLES, ROOT, SMALL, random_inputs
 
 MLP_PLAN = {"ops": {"H/linear": {"split": {"out": 2}}, "Y": {"split": {"in": 2}}}}
 
@@ -197,6 +197,38 @@ def test_wrong_outputs_fail_verification(mlp_small):
         mlp_small.verify(inputs, {})
 
 
+def test_unchecked_cells_are_not_a_pass():
+    # x / (a - a): ±inf, but the oracle cannot rule out a tiny nonzero denominator, so those
+    # cells have no finite bar: the verdict is UNCHECKED, which raises like a FAIL.
+    g = tapestry.parse("X: f32[2, 3]\nA: f32[2, 3]\nY = div(X, sub(A, A))\noutput Y")
+    rng = np.random.default_rng(0)
+    inputs = {n: rng.uniform(-1, 1, (2, 3)).astype(np.float32) for n in ("X", "A")}
+    with pytest.raises(tapestry.VerificationError, match=r"UNCHECKED Y: 6 of 6 cells") as raised:
+        g.run(inputs, verify=True)
+    assert raised.value.report["verdict"] == "unchecked"
+    assert raised.value.report["unchecked_cells"] == 6
+    outputs = g.run(inputs, verify=True, allow_unchecked=True)
+    assert "WARNING: 6 of 6 cells unchecked" in g.last_run.verify_text
+    assert g.last_run.verify["pass"] is True
+    with pytest.raises(tapestry.VerificationError, match="UNCHECKED"):
+        g.verify(inputs, outputs)
+    report = g.verify(inputs, outputs, allow_unchecked=True)
+    assert report["verdict"] == "pass" and report["allow_unchecked"] is True
+    with pytest.raises(ValueError, match="allow_unchecked=True needs verify"):
+        g.run(inputs, allow_unchecked=True)
+
+
+def test_masked_attention_is_checked_in_every_cell():
+    g = tapestry.load(ROOT / "tests" / "data" / "verify" / "causal_attention.tap")
+    inputs = random_inputs(g)
+    inputs["Mask"] = np.triu(np.full((16, 16), -np.inf, np.float32), 1)
+    outputs = g.run(inputs, plan={"ops": {"P": {"split": {"batch1": 2}}}}, verify=True)
+    assert g.last_run.verify["unchecked_cells"] == 0
+    outputs["Y"][0, 0] += 100  # the first token attends to itself only
+    with pytest.raises(tapestry.VerificationError, match=r"FAIL   Y: 1 of 2048 cells"):
+        g.verify(inputs, outputs)
+
+
 # ---- NumPy cross-checks ------------------------------------------------------------------------
 def test_mlp_matches_numpy_within_the_verify_bar():
     g = models.mlp(256, 128, 512, 64)
@@ -224,6 +256,31 @@ def test_transformer_block_matches_numpy_within_the_verify_bar():
     broken["Y"][5] += 2 * report["outputs"][0]["max_bar"]
     with pytest.raises(tapestry.VerificationError, match=r"FAIL   Y: 64 of 2048 cells"):
         g.verify(inputs, broken)
+
+
+# Issue 25: under {"fuse": "auto"} fuse-elementwise fused `add` into the `slice` that reads one
+# row of its result, and Graph.run ended in "internal error: the lowered graph is invalid".
+def test_a_slice_of_an_elementwise_result_runs_under_fuse_auto(tmp_path):
+    (tmp_path / "slice.tap").write_text(
+        "x: f32[2, 17, 8]\nb: f32[8]\nh = add(x, b)\ns = slice(h, dim=1, start=0, end=1)\n"
+        "y = reshape(s, shape=[2, 8])\noutput y\n")
+    g = tapestry.load(tmp_path / "slice.tap")
+    inputs = random_inputs(g, seed=5)
+    for plan in ({"fuse": "auto"}, {"ops": {"h": {"split": {"d1": 4}}}, "fuse": "auto"}):
+        got = g.run(inputs, plan=plan, verify=True)
+        np.testing.assert_array_equal(got["y"], (inputs["x"] + inputs["b"])[:, 0, :])
+
+
+# Issue 25: a linear of a vector (no batch dim) could not have its `in` split.
+def test_a_linear_of_a_vector_splits_its_in_and_matches_numpy(tmp_path):
+    (tmp_path / "lin1.tap").write_text(
+        "X: f32[10]\nW: f32[3, 10]\nb: f32[3]\nY = linear(X, W, b)\noutput Y\n")
+    g = tapestry.load(tmp_path / "lin1.tap")
+    inputs = random_inputs(g, seed=6)
+    expected = inputs["W"].astype(np.float64) @ inputs["X"] + inputs["b"]
+    for split in ({"in": 2}, {"in": 4, "out": 3}):
+        got = g.run(inputs, plan={"ops": {"Y": {"split": split}}}, verify=True)
+        np.testing.assert_allclose(got["Y"], expected, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.slow

@@ -63,6 +63,8 @@ def test_cost_equals_tapestry_cost(plan, target):
     assert cost.to_dict() == expected
     assert cost.makespan_s == expected["makespan_s"]
     assert cost.devices_used == expected["devices_used"]
+    assert cost.devices_held == expected["devices_held"] >= cost.devices_used
+    assert cost.idle_energy_j == expected["idle_energy_j"]
     assert [d.device for d in cost.per_device] == [d["device"] for d in expected["per_device"]]
 
 

@@ -171,13 +171,6 @@ TEST(FreshNames, ErrorsNameTheOperationThePlanNamed) {
        "operation 'Y/reduce' (as 'Y' after the rewrites): cannot split reduction dim 'block' "
        "into 4: split-reduction refused: no elementwise kernel combines 'min' partials; split "
        "'block' evenly"},
-      // `in` of a linear without batch dims.
-      {"X: f32[6]\nW: f32[3, 6]\nb: f32[3]\nY = relu(linear(X, W, b))\noutput Y\n",
-       R"({"ops": {"Y/linear": {"split": {"in": 2}}}, "fuse": [["Y/linear", "Y"]]})",
-       "operation 'Y/linear' (as 'Y' after the rewrites): cannot split reduction dim 'in' into "
-       "2: decompose-linear refused: x has no batch dim (rank 1); matmul needs [batch, in]; "
-       "split-reduction refused: input 'bias' does not depend on reduction dim 'in', so every "
-       "block would count it; decompose the operation first"},
   };
   for (const Case& c : cases) {
     ir::Graph g = testing::build(c.tap);

@@ -42,6 +42,20 @@ TEST(Plan, JsonRoundTrip) {
   EXPECT_EQ(parse_plan(plan.to_json().dump()), plan);
 }
 
+TEST(Plan, WithoutPlacementKeepsTheShardsAndDropsWhereTheyRun) {
+  const Plan plan = parse_plan(R"({"ops": {
+      "Y": {"split": {"batch": 2}, "place": ["gpu:2", "gpu:3"]},
+      "Z": {"split": {"out": 4}, "mesh": {"out": "tp"}, "substitute": ["decompose-linear"]},
+      "P": {"place": ["gpu:5"]}},
+    "fuse": "auto"})");
+  const Plan expected = parse_plan(R"({"ops": {
+      "Y": {"split": {"batch": 2}},
+      "Z": {"split": {"out": 4}, "substitute": ["decompose-linear"]}},
+    "fuse": "auto"})");
+  EXPECT_EQ(without_placement(plan), expected);  // P asked for a device only: gone
+  EXPECT_EQ(without_placement(expected), expected);
+}
+
 struct BadPlan {
   std::string text;
   std::string expected;

@@ -12,7 +12,10 @@
 //              operand on either side), conv2d (stride 1–3, padding 0–2 → a `pad` op)
 //   reduce     sum / max over a random `dim`, reduce (op sum max min prod) over dim 0
 //   row-wise   softmax (float), bias_add
-//   layout     reshape (split one dim or merge two adjacent), transpose, permute, pad
+//   layout     reshape (split one dim or merge two adjacent), transpose, permute, pad, slice
+//              (a run of cells of one dim: a reader of a sub-box)
+//   windows    max_pool2d, avg_pool2d (float; window 1–3, stride 1–3), mean and variance
+//              (float) over a random dim
 //
 // Inputs get random shapes and start at random, often negative, coordinates. Two scales:
 //
@@ -383,6 +386,46 @@ inline Value gen_pad(TapProgram& p, const Value& x) {
   return p.assign(fmt::format("pad({}, padding={}{})", x.name, padding, value), shape, {x});
 }
 
+/// slice(x, dim, start, end): a non-empty run of cells of one dim (negative dims count from the
+/// end), often a single cell. Its reader of a sub-box is what fuse-elementwise must not fuse
+/// into its producer.
+inline Value gen_slice(TapProgram& p, const Value& x) {
+  const auto rank = static_cast<std::int64_t>(x.shape.size());
+  const std::int64_t dim = pick(-rank, rank - 1);
+  const auto d = static_cast<std::size_t>(dim < 0 ? dim + rank : dim);
+  const std::int64_t start = pick(0, x.shape[d] - 1);
+  const std::int64_t end = chance(40) ? start + 1 : pick(start + 1, x.shape[d]);
+  Shape shape = x.shape;
+  shape[d] = end - start;
+  return p.assign(fmt::format("slice({}, dim={}, start={}, end={})", x.name, dim, start, end),
+                  shape, {x});
+}
+
+/// max_pool2d / avg_pool2d (float) on x when it is NCHW, else on a fresh NCHW input: windows
+/// of 1–3 cells with stride 1–3, overlapping when the window is wider than the stride.
+inline Value gen_pool2d(TapProgram& p, const Value& x0) {
+  const bool own = x0.shape.size() != 4;
+  const Value x = own ? p.input(conv_input_shape(p)) : x0;
+  const std::int64_t kernel = pick(1, std::min<std::int64_t>({3, x.shape[2], x.shape[3]}));
+  const std::int64_t stride = chance(50) ? pick(2, 3) : 1;
+  const char* f = p.is_float() && chance(50) ? "avg_pool2d" : "max_pool2d";
+  const Shape shape = {x.shape[0], x.shape[1], (x.shape[2] - kernel) / stride + 1,
+                       (x.shape[3] - kernel) / stride + 1};
+  return p.assign(fmt::format("{}({}, kernel={}, stride={})", f, x.name, kernel, stride), shape,
+                  own ? std::vector<Value>{} : std::vector<Value>{x});
+}
+
+/// mean or variance over a random dim, kept with extent 1 (each index point reads the whole
+/// dim: a window `*`).
+inline Value gen_mean(TapProgram& p, const Value& x) {
+  const auto rank = static_cast<std::int64_t>(x.shape.size());
+  const std::int64_t dim = pick(-rank, rank - 1);
+  Shape shape = x.shape;
+  shape[static_cast<std::size_t>(dim < 0 ? dim + rank : dim)] = 1;
+  return p.assign(fmt::format("{}({}, dim={})", chance(50) ? "mean" : "variance", x.name, dim),
+                  shape, {x});
+}
+
 // ---- the graph --------------------------------------------------------------------------------
 
 struct OpFamily {
@@ -399,6 +442,7 @@ inline const std::vector<OpFamily>& op_families() {
       {2, false, 2, gen_matmul},    {0, false, 1, gen_conv2d},   {1, true, 1, gen_softmax},
       {1, false, 2, gen_reduction}, {1, false, 2, gen_bias_add}, {1, false, 1, gen_reshape},
       {2, false, 1, gen_transpose}, {1, false, 1, gen_permute},  {2, false, 1, gen_pad},
+      {1, false, 2, gen_slice},     {0, false, 1, gen_pool2d},   {1, true, 1, gen_mean},
   };
   return kFamilies;
 }

@@ -89,9 +89,6 @@ struct DocumentedRefusal {
 inline constexpr DocumentedRefusal kDocumentedRefusals[] = {
     // An uneven `min` split: there is no elementwise `minimum` kernel to combine the partials.
     {"split-reduction", "no elementwise kernel combines 'min' partials"},
-    // linear with x of rank 1 is not decomposed (matmul needs a batch dim), so its `in` cannot
-    // be split: every block would add the bias.
-    {"decompose-linear", "x has no batch dim"},
 };
 
 /// shard-grid refusals docs/rewrites.md documents (a substring of the error).

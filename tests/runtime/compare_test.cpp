@@ -44,6 +44,19 @@ TEST(CompareBuffers, SignedZeroAndNaN) {
   EXPECT_EQ(c.worst_point, Point{2});
 }
 
+// Bitwise comparison (the bitwise verify mode) treats infinities as values: only the same one
+// matches; a finite number or NaN where an infinity belongs is infinitely far.
+TEST(CompareBuffers, InfinitiesMatchOnlyTheSameInfinity) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Buffer a = Buffer::from_values<float>(Range::of_shape({4}), {inf, -inf, -inf, inf});
+  Buffer b = Buffer::from_values<float>(Range::of_shape({4}), {inf, inf, 3e38f, nan});
+  BufferComparison c = compare_buffers(a, b);
+  EXPECT_EQ(c.differing_cells, 3);
+  EXPECT_TRUE(std::isinf(c.max_abs_diff));
+  EXPECT_FALSE(c.within(1e30, 1));
+}
+
 TEST(CompareBuffers, Integers) {
   Buffer a = Buffer::from_values<std::int64_t>(Range::of_shape({2}), {5, -7});
   Buffer b = Buffer::from_values<std::int64_t>(Range::of_shape({2}), {5, -4});

@@ -17,6 +17,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -688,6 +689,25 @@ TEST(SoftmaxLiveFrom, SplitsDeadFromLiveTermsExactly) {
   EXPECT_EQ(softmax_live_from(inf), inf);
   EXPECT_EQ(softmax_live_from(-inf), -inf);
   EXPECT_EQ(softmax_live_from(std::numeric_limits<float>::quiet_NaN()), -inf);
+}
+
+// The compensated f64 sum of mean and variance must not turn an infinite sum into NaN: its
+// compensation is inf − inf there (found by the verifier's oracle, where mean([1, −inf]) came
+// out NaN in f64 but −inf in f32).
+TEST(RowMoments, InfiniteRowsKeepTheirInfinity) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const std::vector<double>& row : {std::vector<double>{1, -inf, 2}, {-inf, -inf}, {3, inf}}) {
+    const double want =
+        std::accumulate(row.begin(), row.end(), 0.0) / static_cast<double>(row.size());
+    const auto n = static_cast<std::int64_t>(row.size());
+    EXPECT_EQ(kernels::scalar::row_mean(row.data(), 1, n), want);
+    std::vector<float> f(row.begin(), row.end());
+    EXPECT_EQ(kernels::scalar::row_mean(f.data(), 1, n), want);
+  }
+  const std::vector<double> mixed{-inf, inf, 1};
+  EXPECT_TRUE(std::isnan(kernels::scalar::row_mean(mixed.data(), 1, 3)));
+  const std::vector<double> finite{1e300, -1e300, 3, 1};
+  EXPECT_EQ(kernels::scalar::row_mean(finite.data(), 1, 4), 1.0);  // still compensated
 }
 
 }  // namespace

@@ -165,7 +165,10 @@ cost::CostVector price(const ir::Graph& g, const char* plan) {
   return ev.evaluate(rewrite::parse_plan(plan));
 }
 
-constexpr std::int64_t kCap = 200 << 20;  // below the 256 MiB replicated bf16 weights need
+// Below the 256 MiB the replicated bf16 weights need. (It was 200 MiB until collectives held what
+// they deliver — an all-gather's whole output at its end, not streamed transfer by transfer: no
+// plan of this MLP fits in 200 MiB now; Megatron needs 232 MiB on the GPU holding the combine.)
+constexpr std::int64_t kCap = 240 << 20;
 
 TEST(ExpertPlans, MegatronMlpUnderAMemoryCap) {
   const ir::Graph g = test_graph("transformer_mlp_bf16.tap");

@@ -73,6 +73,18 @@ TEST(PlanSpace, RolesAndEdgesOfTheMlp) {
   EXPECT_EQ(s.kinds().size(), 3u);  // untied: each its own kind
 }
 
+// Issue 25: a linear of a vector ([in], no batch dim) was not decomposable, so the search never
+// split its `in` (decompose-linear refused it); it now is, and such splits price.
+TEST(PlanSpace, ALinearOfAVectorIsDecomposableAndItsInSplitPrices) {
+  const ir::Graph g = rewrite::testing::build(
+      "X: f32[64]\nW: f32[16, 64]\nb: f32[16]\nY = linear(X, W, b)\noutput Y\n");
+  const PlanSpace s(g, h100x8(), false);
+  EXPECT_TRUE(op(s, "Y").decomposable);
+  cost::Evaluator ev(g, h100x8());
+  EXPECT_NO_THROW(
+      (void)ev.evaluate(rewrite::parse_plan(R"({"ops": {"Y": {"split": {"in": 8}}}})")));
+}
+
 TEST(PlanSpace, NamePattern) {
   EXPECT_EQ(name_pattern("L17/Q/linear"), "L#/Q/linear");
   EXPECT_EQ(name_pattern("H/linear.2"), "H/linear.#");

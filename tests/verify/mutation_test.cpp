@@ -13,6 +13,15 @@
 //   partial-twice     … sees block 0 added into block 1 (counted twice)
 //   wrong-ipf-offset  the lowered graph's first operation reads its first input one cell further
 //                     along the last dim (the tensor grows by one cell of other data there)
+//   dropped-mask      the run gets every attention mask (inputs Mask…, Pad…) as zeros
+//   one-cell          the first cell of an output + 1 (in a causal block: the first token, whose
+//                     row of weights is all masked but one)
+//   zeroed-row        the first row (index 0 of dim 0) of an output set to 0: a lost token
+//
+// Beside the examples, the masked graphs of tests/data/verify (each with plans of its own):
+// causal attention with a −inf and with a −1e9 mask, attention over padded sequences (−inf),
+// log-sum-exp of causally masked logits (−inf) and softmax of large logits (×400), where most
+// terms of every row are exact zeros in float64.
 //
 // TAPESTRY_MUTATION_FULL=1 (the `slow` test) runs the examples at full size instead.
 #include <fmt/core.h>
@@ -21,6 +30,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -55,6 +65,10 @@ bool full_size() {
 struct Example {
   std::string name;
   fs::path tap;
+  /// Plans of its own (the examples': examples/plans/<name>-*.json).
+  std::vector<std::pair<std::string, std::string>> plans;
+  /// Sets the inputs a random draw does not make (masks, a logit scale).
+  std::function<void(const ir::Graph&, BufferMap&)> prepare;
 };
 
 std::vector<Example> examples() {
@@ -63,9 +77,35 @@ std::vector<Example> examples() {
   std::vector<Example> out;
   for (const char* name : {"linear_relu", "mlp", "convnet", "transformer_block"}) {
     const fs::path stand_in = small / (std::string(name) + "_small.tap");
-    out.push_back({name, !full_size() && fs::exists(stand_in) ? stand_in
-                                                              : ex / (std::string(name) + ".tap")});
+    out.push_back(
+        {name,
+         !full_size() && fs::exists(stand_in) ? stand_in : ex / (std::string(name) + ".tap"),
+         {},
+         {}});
   }
+  // The masked graphs (one size).
+  const fs::path masked = fs::path(TAPESTRY_TEST_DATA) / "verify";
+  const auto mask = [](float v) {
+    return [v](const ir::Graph& g, BufferMap& in) { verify_testing::fill_masks(g, in, v); };
+  };
+  const std::vector<std::pair<std::string, std::string>> attention_plans{
+      {"heads", R"({"ops": {"P": {"split": {"batch1": 2}}, "Y": {"split": {"batch": 2}}}})"},
+      {"rows-fused", R"({"ops": {"Y": {"split": {"batch": 4}}}, "fuse": "auto"})"}};
+  const std::vector<std::pair<std::string, std::string>> row_plans{
+      {"rows", R"({"ops": {"Y": {"split": {"batch": 2}}, "Y/linear": {"split": {"out": 2}}}})"}};
+  out.push_back({"causal_attention(-inf)", masked / "causal_attention.tap", attention_plans,
+                 mask(-INFINITY)});
+  out.push_back(
+      {"causal_attention(-1e9)", masked / "causal_attention.tap", attention_plans, mask(-1e9F)});
+  out.push_back({"padding_attention(-inf)", masked / "padding_attention.tap", attention_plans,
+                 mask(-INFINITY)});
+  out.push_back({"log_sum_exp(-inf)",
+                 masked / "log_sum_exp.tap",
+                 {{"rows", R"({"ops": {"M": {"split": {"pre": 2}}, "E": {"split": {"pre": 2}}}})"}},
+                 mask(-INFINITY)});
+  out.push_back(
+      {"large_logits(x400)", masked / "large_logits.tap", row_plans,
+       [](const ir::Graph& g, BufferMap& in) { verify_testing::fill_input(g, in, "Big", 400); }});
   return out;
 }
 
@@ -77,6 +117,7 @@ std::vector<std::pair<std::string, std::string>> plans_for(const Example& e, con
     const std::string file = entry.path().filename().string();
     if (file.starts_with(e.name + "-")) out.emplace_back(file, read_text(entry.path()));
   }
+  out.insert(out.end(), e.plans.begin(), e.plans.end());
   nlohmann::json split = {{"ops", nlohmann::json::object()}};
   for (ir::OperationId op : g.operations()) {
     const ir::OperationView v = g.operation(op);
@@ -270,6 +311,23 @@ Effect effect_of(const runtime::Oracle& good, const runtime::Oracle& faulty, con
   return e;
 }
 
+// An output fault's effect: `wrong` against the correct run `good`, cell by cell, measured in
+// the oracle's bars (the change itself is the fault; the exact output is the oracle's value).
+Effect output_effect(const runtime::Oracle& oracle, ir::TensorId t, const Buffer& good,
+                     const Buffer& wrong) {
+  const runtime::Buffer bars = oracle.bar(t);
+  const auto s = bars.values<double>();
+  const auto a = good.values<float>();
+  const auto b = wrong.values<float>();
+  Effect e = Effect::kEquivalent;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double d = std::abs(static_cast<double>(a[i]) - b[i]);
+    if (d > 2 * s[i]) return Effect::kDetectable;  // beyond any run within its bar
+    if (d > 0) e = Effect::kBelowBar;
+  }
+  return e;
+}
+
 // Files the fault under `effect`; true when it is detectable (and should be injected).
 bool classify(Tally& t, Effect effect, const std::string& what) {
   if (effect == Effect::kEquivalent) t.equivalent.push_back(what);
@@ -284,8 +342,9 @@ struct Reference {
   runtime::Oracle oracle;
 };
 
-Reference reference_of(const ir::Graph& g) {
+Reference reference_of(const ir::Graph& g, const Example& e) {
   BufferMap in = runtime::generate_inputs(g, {.seed = 11});
+  if (e.prepare) e.prepare(g, in);
   BufferMap naive = runtime::NaiveExecutor(g).run(in);
   runtime::Oracle oracle = runtime::evaluate_oracle(g, in);
   return {std::move(in), std::move(naive), std::move(oracle)};
@@ -339,7 +398,9 @@ void mutate(const ir::Graph& g, const Reference& ref, const std::string& where,
   for (ir::TensorId out : runtime::graph_outputs(g)) {
     const Buffer& b = good.at(out);
     const std::string name = runtime::tensor_name(g, out);
-    for (std::size_t dim : {std::size_t{0}, b.rank() - 1}) {
+    std::vector<std::size_t> dims{0};  // a rank-1 output has one dim to shift along
+    if (b.rank() > 1) dims.push_back(b.rank() - 1);
+    for (std::size_t dim : dims) {
       if (b.rank() == 0 || b.range().extent(dim) < 2) continue;
       BufferMap wrong = good;
       wrong.insert_or_assign(out, rolled(b, dim));
@@ -349,7 +410,35 @@ void mutate(const ir::Graph& g, const Reference& ref, const std::string& where,
     BufferMap swapped = good;
     if (swap_shards(lowered.graph, name, swapped.at(out)))
       record(tally, "swap-shards", where + " " + name, fails(g, ref, swapped));
+    for (const char* fault : {"one-cell", "zeroed-row"}) {
+      BufferMap wrong = good;
+      Buffer& w = wrong.at(out);
+      const std::span<float> cells = w.values<float>();
+      const std::size_t row =
+          b.rank() == 0 ? 1 : cells.size() / static_cast<std::size_t>(b.range().extent(0));
+      if (std::string_view(fault) == "one-cell") {
+        cells[0] += 1;
+      } else {
+        for (std::size_t i = 0; i < row; ++i) cells[i] = 0;
+      }
+      if (classify(tally, output_effect(oracle, out, good.at(out), w),
+                   std::string(fault) + " @ " + where + " " + name))
+        record(tally, fault, where + " " + name, fails(g, ref, wrong));
+    }
   }
+  // A mask the run ignores.
+  BufferMap unmasked = in;
+  bool has_mask = false;
+  for (auto& [t, buffer] : unmasked) {
+    const std::string name = runtime::tensor_name(g, t);
+    if (!name.starts_with("Mask") && !name.starts_with("Pad")) continue;
+    has_mask = true;
+    for (float& v : buffer.values<float>()) v = 0;
+  }
+  if (has_mask && classify(tally, effect_of(oracle, runtime::evaluate_oracle(g, unmasked), g, g),
+                           "dropped-mask @ " + where))
+    record(tally, "dropped-mask", where,
+           fails(g, ref, verify_testing::run_plan(g, plan, unmasked)));
   // Partial faults, where the plan made a `reduce`.
   bool has_reduce = false;
   for (ir::OperationId op : lowered.graph.operations())
@@ -394,7 +483,7 @@ TEST(Mutation, VerifyKillsEveryInjectedFaultWithoutFalseAlarms) {
   Tally tally;
   for (const Example& e : examples()) {
     const ir::Graph g = verify_testing::build(read_text(e.tap));
-    const Reference ref = reference_of(g);
+    const Reference ref = reference_of(g, e);
     for (const auto& [plan_name, plan_text] : plans_for(e, g)) {
       SCOPED_TRACE(e.name + " / " + plan_name);
       mutate(g, ref, e.name + " / " + plan_name, verify_testing::plan(plan_text), tally);
@@ -424,7 +513,7 @@ TEST(Mutation, VerifyKillsEveryInjectedFaultWithoutFalseAlarms) {
   // Every kind of fault was injected somewhere (the suite cannot silently test nothing).
   for (const char* fault :
        {"dropped-bias", "bias-twice", "shift-row", "shift-column", "swap-shards", "missing-partial",
-        "partial-twice", "wrong-ipf-offset"}) {
+        "partial-twice", "wrong-ipf-offset", "dropped-mask", "one-cell", "zeroed-row"}) {
     EXPECT_GT(tally.by_fault[fault].second, 0) << fault << " was never injected";
   }
 }

@@ -36,6 +36,34 @@ inline rewrite::Plan plan(std::string_view json) {
   return rewrite::parse_plan(json, "plan.json");
 }
 
+/// Fills the masks of the masked test graphs (tests/data/verify/*.tap) among `inputs`: an input
+/// named `Mask…` gets `masked` where its last index exceeds its second-to-last (a causal mask:
+/// row i keeps columns 0…i) and 0 elsewhere; one named `Pad…` gets `masked` at the last 4·b
+/// positions of its last dim in batch b (dim 0), 0 elsewhere (a padding mask). Other inputs keep
+/// their values.
+inline void fill_masks(const ir::Graph& graph, runtime::BufferMap& inputs, float masked) {
+  for (auto& [t, buffer] : inputs) {
+    const std::string name = runtime::tensor_name(graph, t);
+    const bool causal = name.starts_with("Mask");
+    if (!causal && !name.starts_with("Pad")) continue;
+    const runtime::Range& r = buffer.range();
+    const std::size_t last = r.rank() - 1;
+    const auto cells = buffer.view().typed<float>();
+    for (const runtime::Point& p : r.points()) {
+      const std::int64_t j = p[last] - r.start()[last];
+      const bool off = causal ? j > p[last - 1] - r.start()[last - 1]
+                              : j >= r.extent(last) - 4 * (p[0] - r.start()[0]);
+      cells[p] = off ? masked : 0.0F;
+    }
+  }
+}
+
+/// Sets every cell of input `name` to `v`.
+inline void fill_input(const ir::Graph& graph, runtime::BufferMap& inputs, std::string_view name,
+                       float v) {
+  for (float& x : inputs.at(runtime::find_tensor(graph, name)).values<float>()) x = v;
+}
+
 /// `graph` lowered under `plan` and run on the block executor (fast kernels, 2 threads) with
 /// `inputs`; the outputs keyed by `graph`'s tensors.
 inline runtime::BufferMap run_plan(

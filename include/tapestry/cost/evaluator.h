@@ -1,9 +1,12 @@
 // Evaluator: prices many plans of one graph on one target — the search's inner loop.
 //
 // `evaluate(plan)` returns exactly `simulate(place(lower(graph, plan), target), target)` (lowered
-// with `validate = false`, as a search lowers: it validates the plans it keeps), bit for bit, and
-// throws the same Error for a plan that does not fit. It is fast because it does not redo what
-// the plans of one graph share:
+// with `validate = false`), bit for bit, and throws the same Error for a plan that does not fit.
+// It does not validate what the rewrites build (a search 1.6–1.8× slower, docs/optimizer.md): a
+// plan it prices is one `lower` builds because every rewrite's match refuses what its apply
+// cannot build (docs/rewrites.md, "The legality rule") and depends only on what the memo key
+// below keeps; tests/search/optimize_properties_test.cpp checks that every plan it prices
+// lowers with validation. It is fast because it does not redo what the plans of one graph share:
 //
 // * The rewrites (decompose-linear, split-reduction, fuse-elementwise: lower.h steps 2–4) are
 //   memoised by the part of the plan they depend on: which operations the plan names, the

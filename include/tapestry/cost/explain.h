@@ -10,17 +10,19 @@
 //                    logical tensor, which a `reduce` combines (split-reduction's `block` dim).
 //    The grid axes are the operation's split dims; with a plan "mesh", each is also named by the
 //    mesh axis it lies on ("batch@dp").
-// 2. Communication: the transfers grouped by (producer operation, consumer operation, tensor),
-//    each group with its bytes, its devices and a name for its pattern:
+// 2. Communication: each collective the cost model recognised (collective.h) by its kind and
+//    algorithm, size N, devices and wall time — a reduce-scatter whose combine's output is then
+//    all-gathered over the same devices as one "all-reduce (ring: reduce-scatter + all-gather)"
+//    with both times, and collectives of one shape (the groups of a 2-D plan) as one line
+//    "8 × …". The other transfers, point to point, grouped by (producer operation, consumer
+//    operation, tensor), each group with its bytes, its devices, its wall time (first start to
+//    last end) and a name for its pattern:
 //      all-gather       every destination receives every other device's part of the tensor;
 //      all-to-all       every device sends to and receives from every other (a re-sharding:
 //                       rows to columns);
 //      reduce           partials of a split reduction sent to the devices that combine them;
 //      host load / host gather   inputs from or outputs to the host;
 //      redistribute     anything else (e.g. rows written on one device, read on another).
-//    Under the simulator's port rule (simulate.h: one transfer per port and direction), an
-//    all-gather of n bytes over p devices costs what the ring algorithm costs: each device sends
-//    and receives (p−1)/p · n.
 // 3. Cost: the CostVector, per device compute / communication / idle, and the critical path —
 //    the chain of applications and transfers that ends last, walked back from its end — split
 //    into compute, communication and waiting, which names the resource that bounds the makespan.
@@ -57,15 +59,29 @@ struct OperationSharding {
   std::vector<TensorSharding> tensors;
 };
 
+/// One line of the Communication section: a group of point-to-point transfers, or one or more
+/// collectives of one shape (an all-reduce: a reduce-scatter and an all-gather).
 struct Communication {
-  std::string pattern;   // "all-gather", "all-to-all", "reduce", "redistribute", "host load", …
-  std::string tensor;    // label
-  std::string producer;  // operation name ("host" for a load)
-  std::string consumer;  // operation name ("host" for a gather)
+  /// A collective's kind ("all-gather", "reduce-scatter", "all-reduce", …), or a point-to-point
+  /// group's pattern ("all-gather", "all-to-all", "reduce", "redistribute", "host load", …).
+  std::string pattern;
+  /// A collective's algorithm ("ring", "chain", "ring: reduce-scatter + all-gather", …); empty
+  /// for point-to-point transfers.
+  std::string algorithm;
+  std::string tensor;            // label
+  std::string producer;          // operation name ("host" for a load)
+  std::string consumer;          // operation name ("host" for a gather)
+  std::int64_t collectives = 0;  // how many collectives the line stands for; 0: point-to-point
+  std::int64_t size_bytes = 0;   // a collective's size N (collective.h)
   std::int64_t transfers = 0;
-  std::int64_t bytes = 0;
-  double seconds = 0;             // the sum of its transfers' durations
-  std::vector<std::string> from;  // distinct devices
+  std::int64_t bytes = 0;  // moved by its transfers
+  /// Wall time: from its first start to its last end (an all-reduce: the reduce-scatter's start
+  /// to the all-gather's end, the combine between them included).
+  double seconds = 0;
+  double start_s = 0, end_s = 0;
+  std::vector<double> parts_s;       // an all-reduce: the reduce-scatter's and all-gather's times
+  std::vector<std::string> devices;  // a collective's participants
+  std::vector<std::string> from;     // distinct devices
   std::vector<std::string> to;
 };
 
@@ -74,7 +90,8 @@ struct CriticalPath {
   double communication_s = 0;
   double waiting_s = 0;  // the path waited on a busy port or device
   std::int64_t applications = 0;
-  std::int64_t transfers = 0;
+  std::int64_t transfers = 0;  // point-to-point
+  std::int64_t collectives = 0;
   std::string bound;  // "compute", "communication" or "waiting"
 };
 

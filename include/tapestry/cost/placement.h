@@ -19,6 +19,11 @@
 // loads, once, each distinct box it reads); graph outputs stay where they are written unless
 // `"outputs": "host"` (then every written box is gathered to the host).
 //
+// Collectives. Groups of transfers of one tensor that form an all-gather, reduce-scatter,
+// reduce, broadcast or all-to-all are recognised (collective.h) and listed in
+// Placement::collectives; simulate() prices each as one operation of the target's collective
+// algorithm instead of as separate transfers.
+//
 // Worked example — `Y = relu(linear(X, W, b))`, X f32[4096, 1024], W f32[4096, 1024], on
 // h100x8 with {"ops": {"Y": {"split": {"batch": 2}}}} (Y/linear unsplit, on gpu:0):
 //   Y/linear       1 application on gpu:0, writes Y/linear's output Z[0:4096, 0:4096]
@@ -34,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "tapestry/cost/collective.h"
 #include "tapestry/cost/target.h"
 #include "tapestry/ir/graph.h"
 #include "tapestry/rewrite/plan.h"
@@ -77,6 +83,8 @@ struct Transfer {
   std::uint32_t producer = kHost;  // the application that writes the box (kHost: a graph input)
   /// The applications on `to` that read it (empty for a gather to the host).
   std::vector<std::uint32_t> consumers;
+  /// The collective it belongs to (a position in Placement::collectives), or kNoCollective.
+  std::uint32_t collective = kNoCollective;
 };
 
 /// A kernel's part of an operation's FLOPs (a fused operation has one per stage).
@@ -102,6 +110,8 @@ struct Placement {
   std::vector<PlacedOperation> operations;      // in graph order
   std::vector<PlacedApplication> applications;  // in a topological order (producers first)
   std::vector<Transfer> transfers;              // in the order consumers first need them
+  /// The collectives those transfers form (collective.h), in the order of their first transfers.
+  std::vector<Collective> collectives;
   /// Bytes of graph inputs each device holds (distinct boxes it reads), by device position; 0
   /// when inputs come from the host (they are then transfers).
   std::vector<std::int64_t> resident_input_bytes;

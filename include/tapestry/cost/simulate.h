@@ -13,7 +13,7 @@
 // pace).
 // The makespan adds the target's run_overhead_s (a fixed cost per run) to the schedule's end.
 // Transfer time: latency_s + bytes / bandwidth_Bps of the link class between the two devices (0
-// over shared memory).
+// over shared memory). A collective's time: price_collective() (collective.h).
 //
 // Scheduling (list scheduling, deterministic):
 // * A device runs one application at a time. An application is ready when its local producers
@@ -27,17 +27,32 @@
 //   occupies the sender's egress port and the receiver's ingress port of its link class for its
 //   whole duration: one transfer at a time per port and direction — the contention rule. Transfers
 //   are sent in the order their producers finish (ties: the order of Placement::transfers).
+// * A collective (collective.h: Placement::collectives) runs as one operation priced by
+//   price_collective(): it starts when every producer of its transfers has finished and every
+//   participant's ports of the link classes it uses (intra_node; both classes when it spans
+//   nodes) are free in both directions, holds all of them for its whole duration, and all its
+//   transfers arrive at its end (each transfer's interval is the collective's).
+// * Overlap rule: computation and communication use separate resources. A transfer or collective
+//   overlaps any computation that does not depend on it and never one that does (an application
+//   waits for every transfer it reads). The SMs NCCL's kernels occupy while a collective runs are
+//   not modelled: a GEMM overlapping a collective runs at full speed here.
 // * The makespan is the time the last application or transfer ends.
 //
 // Memory, per device, over the schedule: resident graph inputs for the whole run; an
 // application's output boxes from its start until its last local reader finishes and its last
 // outgoing transfer ends (graph outputs: to the end); a received box from its transfer's start
-// until its last reader on that device finishes. peak_memory_bytes is the largest sum at any
-// instant; `fits` says whether every device's peak fits its memory_bytes.
+// until its last reader on that device finishes — except for a reduce-scatter or reduce, whose
+// receiver holds one step's chunk (CollectivePrice::staging_bytes) from the collective's start
+// until its last reader finishes, the combine accumulating into its own output, not every partial
+// at once. peak_memory_bytes is the largest sum at any instant; `fits` says whether every
+// device's peak fits its memory_bytes.
 //
-// Energy: each device used draws idle_w for the whole makespan plus (busy_w − idle_w) while it
-// computes. Devices the plan leaves unused are free for other work and cost nothing; links' energy
-// is not modelled.
+// Energy: a plan holds every device of every node on which it uses at least one device (used:
+// it computes or receives). Each held device draws idle_w for the whole makespan; a used one also
+// draws (busy_w − idle_w) while it computes, and each of its ports (its end of one link class)
+// the link class's power_w over the time the port sends or receives (the union of its transfers'
+// and collectives' intervals). So a plan that leaves 7 GPUs of a node idle pays for them, and
+// adding a device never lowers the idle power drawn.
 //
 //   CostVector c = simulate(place(lowered.graph, lowered.plan, target), target);
 //   c.makespan_s;  c.peak_memory_bytes;  c.devices_used;  c.energy_j;  c.bytes_moved;
@@ -50,6 +65,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tapestry/cost/collective.h"
 #include "tapestry/cost/placement.h"
 #include "tapestry/cost/target.h"
 
@@ -60,20 +76,27 @@ struct DeviceCost {
   std::string device;  // "gpu:0"
   std::int64_t applications = 0;
   double compute_s = 0;  // time running applications
-  double comm_s = 0;     // time its ports are busy sending or receiving (may overlap compute)
-  double idle_s = 0;     // makespan − compute_s
-  double finish_s = 0;   // when its last application ends
+  /// Time its ports are busy: the sum of its point-to-point transfers' durations (sent and
+  /// received) and of the collectives it takes part in (each once). May overlap compute.
+  double comm_s = 0;
+  double idle_s = 0;    // makespan − compute_s
+  double finish_s = 0;  // when its last application ends
   std::int64_t peak_memory_bytes = 0;
   std::int64_t bytes_sent = 0;
   std::int64_t bytes_received = 0;
-  double energy_j = 0;
+  double energy_j = 0;  // idle, busy and its ports' power
 };
 
 struct CostVector {
   double makespan_s = 0;
   std::int64_t peak_memory_bytes = 0;  // the largest per-device peak
   std::int64_t devices_used = 0;
+  /// Every device on a node the plan uses (>= devices_used).
+  std::int64_t devices_held = 0;
+  /// The sum of per_device energy_j and the idle energy of the devices held but unused.
   double energy_j = 0;
+  /// The part of energy_j drawn idle: idle_w · makespan over every device held.
+  double idle_energy_j = 0;
   std::int64_t bytes_moved = 0;
   bool fits = true;  // every device's peak fits its memory
   std::vector<DeviceCost> per_device;
@@ -88,7 +111,9 @@ struct Schedule {
   std::vector<Interval> applications;  // parallel to Placement::applications
   std::vector<std::uint32_t> devices;  // where each application ran (its placed device, or
                                        // another core of a shared-memory node)
-  std::vector<Interval> transfers;     // parallel to Placement::transfers
+  std::vector<Interval> transfers;     // parallel to Placement::transfers (a collective's
+                                       // transfers share its interval)
+  std::vector<Interval> collectives;   // parallel to Placement::collectives
 };
 
 /// The efficiencies a device type achieves on one operation (see above).
@@ -109,8 +134,9 @@ double transfer_seconds(std::int64_t bytes, const Link& link);
 /// Simulates `placement` on `target` (the target it was placed on). Pure and deterministic.
 CostVector simulate(const Placement& placement, const Target& target, Schedule* schedule = nullptr);
 
-/// {"makespan_s", "peak_memory_bytes", "devices_used", "energy_j", "bytes_moved", "fits",
-///  "per_device": [{"device", "applications", "compute_s", …}, …]}.
+/// {"makespan_s", "peak_memory_bytes", "devices_used", "devices_held", "energy_j",
+///  "idle_energy_j", "bytes_moved", "fits", "per_device": [{"device", "applications",
+///  "compute_s", …}, …]}.
 nlohmann::json to_json(const CostVector& cost);
 
 }  // namespace tapestry::cost

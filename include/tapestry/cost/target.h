@@ -19,8 +19,9 @@
 //                "kernels": {"softmax": {"bandwidth_efficiency": 0.4}}}
 //     },
 //     "nodes": {"count": 1, "devices": {"h100": 8}},
-//     "links": {"intra_node": {"bandwidth_Bps": 450e9, "latency_s": 2e-6},
-//               "inter_node": {"bandwidth_Bps": 50e9, "latency_s": 5e-6},
+//     "links": {"intra_node": {"bandwidth_Bps": 450e9, "latency_s": 2e-6,
+//                              "collective": {"bandwidth_Bps": 370e9, "step_latency_s": 3.4e-6}},
+//               "inter_node": {"bandwidth_Bps": 50e9, "latency_s": 5e-6, "power_w": 20},
 //               "host":       {"bandwidth_Bps": 55e9, "latency_s": 1e-5}},
 //     "mesh": {"dp": 2, "tp": 4},
 //     "inputs": "resident", "outputs": "resident",
@@ -40,7 +41,9 @@
 // (`intra_node` to devices of its node, `inter_node` to other nodes, `host` to the host); a
 // transfer occupies the sender's and the receiver's port for latency + bytes / bandwidth. A link
 // class with `"shared_memory": true` (a CPU's cores) moves no bytes over a wire: its transfers
-// cost nothing but are still counted in `bytes_moved`.
+// cost nothing but are still counted in `bytes_moved`. A link's optional "collective" member gives
+// the effective bandwidth and per-step latency collectives reach over it (collective.h), its
+// optional "power_w" what one port draws while busy (simulate.h).
 //
 //   Target t = read_target_file("targets/h100x8.json");  // or *preset_target("h100x8")
 //   t.devices.size()                     // 8
@@ -108,12 +111,32 @@ struct DeviceType {
   friend bool operator==(const DeviceType&, const DeviceType&) = default;
 };
 
+/// What a link class achieves in a collective (JSON: a link's "collective" member): NCCL's
+/// effective ("bus") bandwidth of one ring step and its per-step latency, which differ from the
+/// line rate — protocol overhead takes ~20% of NVLink's (collective.h prices with them).
+struct CollectiveRates {
+  double bandwidth_Bps = 0.0;   // B, > 0, per device and direction
+  double step_latency_s = 0.0;  // α, >= 0
+  /// NVLink SHARP: the bandwidth of an all-gather or reduce-scatter run in the switch, > 0;
+  /// absent: the link class has none.
+  std::optional<double> nvls_bandwidth_Bps;
+
+  friend bool operator==(const CollectiveRates&, const CollectiveRates&) = default;
+};
+
 /// One direction of one port: a transfer of n bytes takes latency_s + n / bandwidth_Bps.
 struct Link {
   double bandwidth_Bps = 0.0;  // > 0
   double latency_s = 0.0;      // >= 0
   /// Devices share memory (a CPU's cores): transfers are free, though counted as bytes moved.
   bool shared_memory = false;
+  /// Collective figures; absent: collectives run at the line rate and latency above.
+  std::optional<CollectiveRates> collective;
+  /// Watts one port of this class draws while it sends or receives (simulate.h), >= 0.
+  double power_w = 0.0;
+
+  /// `collective`, or {bandwidth_Bps, latency_s} when it is absent.
+  [[nodiscard]] CollectiveRates collective_rates() const;
 
   friend bool operator==(const Link&, const Link&) = default;
 };

@@ -57,7 +57,8 @@ struct Diagnostic {
   std::string message;
 };
 
-/// `file:line:col: error: message`, then the source line and a caret under the column.
+/// `file:line:col: error: message`, then the source line and a caret under the column; a
+/// diagnostic with neither file nor position (a file that cannot be read) is its message alone.
 std::string format_diagnostic(const Diagnostic& diagnostic);
 
 /// All diagnostics, formatted and joined by newlines.

@@ -8,10 +8,21 @@
 //                         ==>    Y/matmul    = matmul(X, Y/transpose) index [batch, m, n, k]
 //                                Y           = bias_add(Y/matmul, b)  writes the same tensor Y
 //
+// A linear without batch dims (x: [in], a vector) is multiplied as the one-row matrix [1, in]:
+//
+//   Y = linear(x, W, b)          Y/reshape   = reshape(x, shape=[1, in])
+//   x: [in]               ==>    Y/transpose = transpose(W)
+//                                Y/matmul    = matmul(Y/reshape, Y/transpose)   [1, out]
+//                                Y/reshape.2 = reshape(Y/matmul, shape=[out])
+//                                Y           = bias_add(Y/reshape.2, b)
+//
+// so its `in` splits like any other linear's (split-reduction then splits the matmul's k).
+//
 // Applied automatically when the plan splits linear's reduction dim, or on request
 // (`"substitute": ["decompose-linear"]`). The plan's splits follow the tensors: batch → m (via X),
 // in → k (via X), out → n (via Y), and batch/out → bias_add's dims (via Y); the transpose of w is
-// cut along out and in as the linear cut w (via W), so it runs next to the matmul shards.
+// cut along out and in as the linear cut w (via W), so it runs next to the matmul shards; a
+// vector x's reshapes are cut along in and out (via X and Y).
 #pragma once
 
 #include "tapestry/rewrite/pattern.h"

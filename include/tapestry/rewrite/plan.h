@@ -84,6 +84,13 @@ struct Plan {
   friend bool operator==(const Plan&, const Plan&) = default;
 };
 
+/// `plan` with every operation's `place` and `mesh` removed (entries left empty are dropped): its
+/// shards then go where the default placement puts them on whichever target prices or runs it —
+/// `--ignore-placement`, for a plan written for one target (`"place": ["gpu:2"]` on h100x8) run
+/// on another (`launch -n 2`). Splits, substitutions and fusion are kept, so the shards are the
+/// same.
+Plan without_placement(Plan plan);
+
 /// Parses a plan. Syntax errors name `source:line:column`; shape errors `source: /json/path`.
 Plan parse_plan(std::string_view text, std::string_view source_name = "<plan>");
 /// Reads and parses a plan file (an Error names the file when it cannot be read).

@@ -14,6 +14,27 @@
 // A computed cell c passes when |c − value| ≤ bar = min(λ·sigma, D) (λ = OracleOptions::lambda,
 // default 8). Integer cells have no bar: they must be exact.
 //
+// ## Exact cells, infinities and NaN
+//
+// A cell with sigma = D = 0 is *exact*: every computation gives its value. Graph inputs are exact
+// — including ±inf and NaN: a mask's −inf is a certain value, not an infinite error. A cell whose
+// float64 value is ±inf or NaN is a class, not a number: sigma = D = 0 says every computation
+// gives that same infinity (or NaN), and the verifier demands exactly that; sigma = D = ∞ says
+// the class is not known. Every rule derives both from the cells it reads, and:
+//
+//   * terms that are exact zeros contribute nothing: no error, no rounding (x + 0 of a mask's
+//     live cells is exact; a product term with an exact-zero factor is not counted in n);
+//   * an infinity stays certain through sums, products, maxima, matmuls and the unary kernels
+//     unless it meets a cell of unknown error, or a factor whose bar reaches 0 (inf·0 is NaN);
+//   * softmax sums its inputs' errors weighted by y (Σ_j y_j·Δx_j, not the row's largest Δx),
+//     so a masked score (−inf, or −1e9 off by 60) adds nothing; a masked weight is an exact 0;
+//   * a max (min) bounds the interval the computed max can lie in, so cells that cannot be
+//     selected (a −1e9 score) do not widen it.
+//
+// The bar of every cell whose true value is finite is then finite — but for a denominator that
+// may be 0, a sqrt near 0, an input of unknown error: such cells are *unchecked*, and an output
+// with unchecked cells is UNCHECKED, not PASS (verify.h).
+//
 // ## How sigma and D are derived (docs/runtime.md, "How --verify decides")
 //
 // Rounding errors are modelled as Higham & Mary do ("A New Approach to Probabilistic Rounding
@@ -36,12 +57,14 @@
 //   ─────────────────────────── ───────────────────────────────────────────────────────────────
 //   linear, matmul, conv2d, mul  Σ σx²·w² + x²·σw² (+σbias²) + (√n·u·A)²  |  Σ Dx·(|w| + Dw) +
 //                                |x|·Dw (+Dbias) + γn·A;  A = Σ|x||w| (+|bias|), n its terms
+//                                that may be nonzero (no exact-zero factor)
 //   add, sub, bias_add, sum,     Σ σ² + (√n·u·A)²  |  Σ D + γn·A;  A = Σ|terms|, n additions
-//     reduce (sum)
+//     reduce (sum)               of terms that may be nonzero (x + exact 0 is exact)
 //   reduce (prod) of n factors   (K(|x| + σx) − P) ⊕ √(n−1)·u·P  |  K(|x| + Dx) − P + γ(n−1)·P;
 //                                P = Π|x| (K: the kernel; the first term bounds propagation)
-//   max, min, maximum, reduce    the largest σ  |  the largest D among the combined cells
-//     (max, min), max_pool2d     (max/min are exact)
+//   max, min, maximum, reduce    max(K(x + λσ) − M, M − K(x − λσ))/λ  |  max(K(x + D) − M,
+//     (max, min), max_pool2d     M − K(x − D)): the interval the computed max (min) lies in,
+//                                M = K(x); at most the largest σ (D) of the combined cells
 //   mean, avg_pool2d (n cells)   K(σ) ⊕ √(n+1)·u·A  |  K(D) + γ(n+1)·A;  A = Σ|x|/n, K the
 //                                kernel (linear: K(σ) = Σσ/n bounds √(Σσ²)/n)
 //   variance (row of n)          (2/n)·√Σ(d_j·σ_j)² + 4σmax² ⊕ √(n+3)·u·v  |  (2/n)·Σ|d_j|·D_j
@@ -50,22 +73,27 @@
 //   neg, transpose, permute,     σ and D move with the data (pad cells: 0)
 //     reshape, slice, pad
 //   exp, tanh, sigmoid, gelu,    s·σx ⊕ k  |  s·Dx + k;  s = max |f′| over [x − e, x + e],
-//     sqrt                       k = 8·u·|f(x)| (+ 4·u·|x| for gelu: ½x·(1 + erf) cancels at x < 0)
+//     sqrt                       k = 8·u·|f(x)| (+ 4·u·|x| for gelu: ½x·(1 + erf) cancels at
+//                                x < 0); an exact ±inf input gives the exact limit (exp(−inf) = 0)
 //   div                          σa/m ⊕ |a/b|·σb/m ⊕ u·|a/b|  |  (Da + |a/b|·Db)/m + u·|a/b|;
 //                                m = |b| − e_b (unbounded where m ≤ 0)
-//   softmax (row of n)           y_i·(Δx_i + max_row Δx) + u·y_i·(|x_i − max| + 3) + sum:
-//                                √n·u·y_i  |  (n − 1)·u·y_i
-//   anything else (fused, user   a worst-case bound D = σ: 4·u·K·max|inputs| + the largest bar
-//     kernels)                   of the inputs, reported as "no error model"
+//   softmax (row of n)           y_i·(Δx_i + Σ_j c_j) + u·y_i·(|x_i − max| + 3) + sum:
+//                                √n·u·y_i  |  (n − 1)·u·y_i;  c_j = y_j·Δx_j, or e^(x_j − max +
+//                                Δx_j) where y_j = 0 in float64 (masked); n the terms ≠ 0;
+//                                y_i = 0: e^(x_i − max + e_i + e_argmax), 0 (exact) where that
+//                                underflows
+//   anything else (fused, user   a worst-case bound D = σ: 4·u·K·max|finite inputs| + the
+//     kernels)                   largest bar of the inputs, reported as "no error model"
 //
 // where e = min(λσx, Dx) is the bar of the input x, ⊕ adds in quadrature, and Δ stands for σ or
 // D. Each rounding term also carries n·tiny (the dtype's smallest normal number) so that
 // flushing subnormals to zero stays within the bar. Every Σ|x||w|, Σ σ²·w² and Σ D·|w| is
 // computed by the operation's own kernel run on |x|, |w| (or σ², w², D) — so the magnitudes are
-// local to each cell, never a global maximum.
+// local to each cell, never a global maximum. A result that is ±inf or NaN gets σ = D = 0 where
+// its class is certain, ∞ where not (above).
 //
-// A cell whose bar is not finite (an infinite or NaN input, a denominator within λσ of 0) is
-// *unchecked*: the comparison counts it and says so rather than passing it silently.
+// A cell whose bar is not finite is *unchecked*: the comparison counts it, and the output's
+// verdict is UNCHECKED rather than a silent PASS.
 //
 // ## Exact mode
 //

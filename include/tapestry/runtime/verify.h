@@ -4,19 +4,27 @@
 // process or machine — is judged against the unsharded graph evaluated on the same inputs:
 //
 //   bound    (default) every float cell lies within its own bar of the float64 oracle:
-//            |result − value| ≤ λ·sigma (oracle.h derives sigma per cell from that cell's own
-//            computation). Integer cells must be exact. Cells where the naive float run is ±inf
-//            or NaN must match it in kind; cells whose bar is not finite are counted unchecked.
-//            The naive float run itself must lie within the same bars: if it does not, the
-//            error model is wrong for this graph and the check FAILs rather than pass blindly.
+//            |result − value| ≤ min(λ·sigma, D) (oracle.h derives both per cell from that
+//            cell's own computation). Integer cells must be exact. A cell whose float64 value is
+//            ±inf or NaN must be the same (NaN, or the infinity of the same sign); one where only
+//            the naive float run overflowed must match the naive run. The naive float run itself
+//            must lie within the same bars and classes: if it does not, the error model is wrong
+//            for this graph and the check FAILs rather than pass blindly.
 //   bitwise  every cell bitwise equal to the naive run (reference kernels, no reduction split:
 //            the same operations in the same order).
 //   exact    every cell equal to the oracle's value (inputs small integers, only sums and
 //            products below 2^24: every order gives the same value; see oracle.h). −0 == +0.
 //
+// Each output's verdict is PASS, FAIL (a cell outside its bar or of the wrong class, or the
+// self-check broke) or UNCHECKED: no cell fails, but some cell's bar is not finite (the oracle
+// could not bound its error, oracle.h), so a wrong value there would go unseen. UNCHECKED is not
+// a pass; UncheckedCells::kAllow (`--allow-unchecked`) turns it into a PASS with a warning —
+// unsafe, for graphs whose unbounded cells are known and accepted.
+//
 //   VerifyReport r = verify_outputs(graph, inputs, results, {.mode = VerifyMode::kBound});
 //   fmt::print("{}", r.text());      // PASS   Y: max |Δ| 6.1e-04 vs float64 …
 //   r.pass();
+//   r.verdict();                     // Verdict::kPass, kFail or kUnchecked
 //
 // `results` and `inputs` are keyed by the tensors of `graph` (the unsharded graph); a missing
 // output is reported as a FAIL naming it.
@@ -38,19 +46,31 @@ namespace tapestry::runtime {
 
 enum class VerifyMode { kBound, kBitwise, kExact };
 
+/// What cells whose bar is not finite (unchecked cells) make of an output's verdict.
+enum class UncheckedCells {
+  kFail,   ///< the verdict is UNCHECKED, which is not a pass (the default)
+  kAllow,  ///< PASS with a warning in the line (unsafe: a wrong value there passes)
+};
+
+enum class Verdict { kPass, kFail, kUnchecked };
+
+/// "PASS", "FAIL", "UNCHECKED".
+std::string_view verdict_name(Verdict verdict);
+
 struct VerifyOptions {
   VerifyMode mode = VerifyMode::kBound;
   OracleOptions oracle;
   /// The kernels of the naive run (null: ExecutableKernels::reference()); a set with kernel
   /// bodies (body_kernels.h) for graphs that use them.
   const ExecutableKernels* naive_kernels = nullptr;
+  UncheckedCells unchecked = UncheckedCells::kFail;
 };
 
 /// The verdict on one output.
 struct OutputVerdict {
   ir::TensorId tensor;
   std::string name;
-  bool pass = false;
+  Verdict verdict = Verdict::kFail;
   VerifyMode mode = VerifyMode::kBound;
   /// Set when the output could not be compared at all (missing, wrong dtype or shape), or when
   /// the naive run broke its own bar; then `pass` is false.
@@ -58,8 +78,10 @@ struct OutputVerdict {
   std::int64_t cells = 0;
   /// Cells outside their bar (bound), differing (bitwise, exact).
   std::int64_t failing_cells = 0;
-  /// Cells whose bar is not finite (an infinite input, a denominator that may be 0).
+  /// Cells whose bar is not finite (a denominator that may be 0, an input of unknown error),
+  /// and the first of them.
   std::int64_t unchecked_cells = 0;
+  std::optional<Point> first_unchecked;
   /// Largest |result − float64 value| over finite cells, and the smallest and largest bar.
   double max_abs_diff = 0;
   double min_bar = 0;
@@ -73,7 +95,8 @@ struct OutputVerdict {
   /// The kernel whose missing error model made this output's bar a worst case, if any.
   std::string unmodelled;
 
-  /// `PASS   Y: …` / `FAIL   Y: …`, one line.
+  [[nodiscard]] bool pass() const { return verdict == Verdict::kPass; }
+  /// `PASS   Y: …` / `FAIL   Y: …` / `UNCHECKED Y: 12 of 4096 cells unchecked …`, one line.
   [[nodiscard]] std::string line() const;
   [[nodiscard]] nlohmann::json to_json() const;
 };
@@ -81,8 +104,14 @@ struct OutputVerdict {
 struct VerifyReport {
   std::vector<OutputVerdict> outputs;
   double lambda = 8;
+  UncheckedCells unchecked = UncheckedCells::kFail;
 
+  /// Every output PASSes.
   [[nodiscard]] bool pass() const;
+  /// FAIL when an output FAILs, else UNCHECKED when one is, else PASS.
+  [[nodiscard]] Verdict verdict() const;
+  /// Unchecked cells over every output.
+  [[nodiscard]] std::int64_t unchecked_cells() const;
   /// One line per output.
   [[nodiscard]] std::string text() const;
   [[nodiscard]] nlohmann::json to_json() const;
@@ -97,6 +126,7 @@ VerifyReport verify_outputs(const ir::Graph& graph, const BufferMap& inputs,
 /// The same, with the naive run and the oracle given (tests, or a caller that computed them
 /// already); `naive` may be null (no naive comparison), `oracle` may be null in bitwise mode.
 VerifyReport verify_outputs(const ir::Graph& graph, const BufferMap& results, VerifyMode mode,
-                            const BufferMap* naive, const Oracle* oracle);
+                            const BufferMap* naive, const Oracle* oracle,
+                            UncheckedCells unchecked = UncheckedCells::kFail);
 
 }  // namespace tapestry::runtime

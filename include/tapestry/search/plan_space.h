@@ -59,7 +59,7 @@ struct OperationInfo {
   std::vector<DimInfo> dims;
   std::vector<PortDims> inputs;   // in (name, position) order
   std::vector<PortDims> outputs;  // ditto
-  bool decomposable = false;      // decompose-linear may rewrite it (a linear with batch dims)
+  bool decomposable = false;      // decompose-linear may rewrite it (a linear)
   std::optional<std::size_t> batch_dim;
   std::optional<std::size_t> weight_dim;
   std::size_t kind = 0;  // position in PlanSpace::kinds()

@@ -534,7 +534,8 @@ void softmax_row(const T* x, std::int64_t sx, T* r, std::int64_t sr, std::int64_
 
 /// Σ_j x[j·sx] for j < n in float64, ascending j; f64 with Neumaier's compensation, so the
 /// error does not grow with n (f32 values carry 29 spare bits in f64: n ≤ 2^29 sums stay within
-/// one f64 rounding of the exact sum per term's ulp, far below an f32 ulp).
+/// one f64 rounding of the exact sum per term's ulp, far below an f32 ulp). A sum that is ±inf
+/// or NaN is returned as it is: its compensation (inf − inf) would turn −inf into NaN.
 template <std::floating_point T>
 double row_sum(const T* x, std::int64_t sx, std::int64_t n) {
   double sum = 0.0, compensation = 0.0;
@@ -545,7 +546,7 @@ double row_sum(const T* x, std::int64_t sx, std::int64_t n) {
       compensation += std::fabs(sum) >= std::fabs(v) ? (sum - s) + v : (v - s) + sum;
     sum = s;
   }
-  return sum + compensation;
+  return std::isfinite(sum) ? sum + compensation : sum;
 }
 
 /// The mean of a row of n ≥ 1 values, in float64.
@@ -567,7 +568,7 @@ double row_variance(const T* x, std::int64_t sx, std::int64_t n) {
     compensation += (sum >= v) ? (sum - s) + v : (v - s) + sum;  // both terms ≥ 0
     sum = s;
   }
-  return (sum + compensation) / static_cast<double>(n);
+  return (std::isfinite(sum) ? sum + compensation : sum) / static_cast<double>(n);
 }
 
 }  // namespace tapestry::runtime::kernels::scalar

@@ -1,0 +1,182 @@
+// Properties of the optimizer on random graphs: a plan that prices is a plan that runs.
+//
+// The cost model prices a plan by running the rewrite patterns (cost::Evaluator) without
+// validating what they build; `lower` validates. Issue 25: fuse-elementwise fused a `slice` into
+// its producer and built an invalid graph, which the evaluator priced and the optimizer put on
+// its front as the fastest plan; `tapestry run` then ended in "internal error: the lowered graph
+// is invalid". Two properties, on the random graphs of the lowering properties (slices, windows,
+// reductions and layout ops included: rewrite/random_graphs.h) and the preset h100x8 target or a
+// small toy cluster:
+//
+// * EveryFrontPlanLowersValidatesAndVerifies: a short optimize run (threads 1, a random seed and
+//   budget, two or four objectives); every plan of its front lowers with validation (application
+//   dialect and operation-kernel-agreement) and runs on the application executor with the
+//   reference kernels, equal to the naive run — bitwise, or with a split reduction within the
+//   bars `tapestry run --verify` holds it to (runtime::verify_outputs, bound mode).
+// * EveryPlanTheEvaluatorPricesLowers: the genomes the search makes (the seeds, then chains of
+//   mutations, place and mesh included) and the lowering properties' random plans: whenever the
+//   evaluator prices one, `lower` with validation accepts it — else the two disagree, which is a
+//   rewrite's bug.
+//
+// search_test runs 100 cases of each (a few hundred front plans, a few seconds); ctest
+// search_optimize_properties_long (label slow) 3,000 (RC_PARAMS). A failure prints the shrunk
+// graph.tap and plan.json: `tapestry run graph.tap --plan plan.json --verify` replays it.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <fmt/core.h>
+
+#include "cost/cost_testing.h"
+#include "rewrite/random_graphs.h"
+#include "rewrite/random_plans.h"
+#include "rewrite/rewrite_testing.h"
+#include "search_testing.h"
+#include "tapestry/cost/evaluator.h"
+#include "tapestry/search/optimize.h"
+#include "tapestry/support/error.h"
+
+namespace tapestry::search {
+namespace {
+
+/// Statements per graph: small enough that a short search reaches a front of several plans.
+constexpr int kMaxOperations = 8;
+
+std::string reproducer(const std::string& tap, const std::string& plan, const std::string& what) {
+  return fmt::format("reproducer:\n--- graph.tap\n{}--- plan.json\n{}\n--- {}\n", tap, plan, what);
+}
+
+/// A random graph as its .tap text and the graph, shared with generators rapidcheck re-runs.
+struct RandomGraph {
+  std::string tap;
+  std::shared_ptr<const ir::Graph> graph;
+};
+
+/// Graphs of at least rapidcheck's size kMinSize (of 100): the first cases of a run would
+/// otherwise be single operations on single cells, whose fronts hold one plan.
+constexpr int kMinSize = 50;
+
+RandomGraph random_graph() {
+  const std::string tap = *rc::gen::withSize([](int size) {
+    return rc::gen::resize(std::max(size, kMinSize),
+                           rewrite::testing::gen_tap_program(kMaxOperations));
+  });
+  std::string messages;
+  std::optional<ir::Graph> built = rewrite::testing::try_build(tap, &messages);
+  if (!built) RC_FAIL("the generator made a program that does not build:\n" + tap + messages);
+  return {tap, std::make_shared<const ir::Graph>(std::move(*built))};
+}
+
+/// h100x8 half the time, else a toy target of 1–2 nodes × 1–4 devices without latency (where
+/// every cut pays: fronts of many plans). Every device prices every dtype of the random graphs
+/// (f32, f64, i32), so no graph is refused whole for its dtype.
+cost::Target random_target() {
+  cost::Target t = *rc::gen::arbitrary<bool>()
+                       ? testing::h100x8()
+                       : cost::testing::toy_target(*rc::gen::inRange<std::size_t>(1, 3),
+                                                   *rc::gen::inRange<std::size_t>(1, 5));
+  for (cost::DeviceType& type : t.device_types) {
+    const double f32 = type.peak_flops.at(ir::DType::kFloat32);
+    type.peak_flops.emplace(ir::DType::kFloat64, f32 / 2);
+    type.peak_flops.emplace(ir::DType::kInt32, f32);
+  }
+  return t;
+}
+
+/// Why `plan` fails to lower, run or verify on `g` (nullopt: it passes). `lower` validates.
+std::optional<std::string> why_plan_fails(const ir::Graph& g, const rewrite::Plan& plan) {
+  std::optional<rewrite::LowerResult> r;
+  try {
+    r = rewrite::lower(g, plan);
+  } catch (const Error& e) {
+    return std::string("lowering failed\n") + e.what();
+  }
+  bool reduction_split = false;
+  for (const rewrite::RewriteEvent& e : r->log) {
+    reduction_split |= e.applied && e.pattern == "split-reduction";
+  }
+  try {
+    if (reduction_split) {
+      const runtime::VerifyReport report =
+          rewrite::testing::within_documented_bound(g, rewrite::testing::run_lowered(g, r->graph));
+      if (!report.pass()) return "results differ\n" + report.text();
+    } else {
+      const runtime::TensorsComparison cmp = rewrite::testing::run_both(g, r->graph);
+      if (!cmp.all_bitwise_equal()) return "results differ\n" + cmp.summary();
+    }
+  } catch (const Error& e) {
+    return std::string("execution failed\n") + e.what();
+  }
+  return std::nullopt;
+}
+
+RC_GTEST_PROP(OptimizeProperties, EveryFrontPlanLowersValidatesAndVerifies, ()) {
+  const RandomGraph random = random_graph();
+  const std::string& tap = random.tap;
+  const ir::Graph& g = *random.graph;
+  const cost::Target target = random_target();
+  OptimizeOptions options;
+  if (*rc::gen::inRange(0, 4) == 0) options.objectives = {Objective::kTime, Objective::kMemory};
+  options.seed = *rc::gen::inRange<std::uint64_t>(0, 1000);
+  options.threads = 1;
+  options.batch = 16;
+  options.max_evaluations = *rc::gen::inRange<std::uint64_t>(16, 160);
+  const OptimizeResult result = [&] {
+    const rewrite::testing::PrintOnCrash on_crash(
+        reproducer(tap, "(none: optimize)",
+                   fmt::format("crash in optimize on {}, seed {}, {} evaluations", target.name,
+                               options.seed, options.max_evaluations)));
+    return Optimizer(g, target, options).run();
+  }();
+  RC_CLASSIFY(result.progress.refused > 0, "some plans refused");
+  RC_TAG(fmt::format("front of {}", std::min<std::size_t>(result.archive.front().size(), 5)) +
+         (result.archive.front().size() >= 5 ? "+" : ""));
+  for (const ArchiveEntry& e : result.archive.front()) {
+    const std::string plan_text = e.plan.to_json().dump();
+    const rewrite::testing::PrintOnCrash on_plan_crash(reproducer(tap, plan_text, "crash"));
+    if (auto why = why_plan_fails(g, e.plan)) {
+      RC_FAIL(reproducer(tap, plan_text,
+                         fmt::format("a plan on the front of {} (seed {}) does not run: {}",
+                                     target.name, options.seed, *why)));
+    }
+  }
+}
+
+RC_GTEST_PROP(OptimizeProperties, EveryPlanTheEvaluatorPricesLowers, ()) {
+  const RandomGraph random = random_graph();
+  const std::string& tap = random.tap;
+  const std::shared_ptr<const ir::Graph> g = random.graph;
+  const cost::Target target = random_target();
+  const PlanSpace space(*g, target, false);
+  std::vector<rewrite::Plan> plans;
+  for (const SeedPlan& seed : seed_plans(space)) plans.push_back(space.expand(seed.genome));
+  Rng rng(*rc::gen::arbitrary<std::uint64_t>());
+  rewrite::Plan genome = plans.empty() ? rewrite::Plan{} : plans[rng.below(plans.size())];
+  for (int i = 0; i < 12; ++i) {
+    mutate(space, genome, rng);
+    plans.push_back(space.expand(genome));
+  }
+  plans.push_back(
+      rewrite::parse_plan(*rc::gen::exec([g] { return rewrite::testing::random_plan(*g); })));
+  cost::Evaluator evaluator(*g, target);
+  for (const rewrite::Plan& plan : plans) {
+    const std::string plan_text = plan.to_json().dump();
+    const rewrite::testing::PrintOnCrash on_crash(reproducer(tap, plan_text, "crash"));
+    try {
+      (void)evaluator.evaluate(plan);
+    } catch (const Error&) {
+      RC_TAG("refused");
+      continue;  // refused before lowering's validation could disagree
+    }
+    try {
+      (void)rewrite::lower(*g, plan);
+    } catch (const Error& e) {
+      RC_FAIL(
+          reproducer(tap, plan_text,
+                     fmt::format("priced on {}, but lower refuses it: {}", target.name, e.what())));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tapestry::search
