@@ -47,10 +47,13 @@ test-sanitize:
 # ASan + UBSan on the runtime's unit tests (kernels, executors, plugins, the block executor's
 # threads) and the replay of every loader's fuzz seeds and findings: the part of
 # `make test-sanitize` that compiles in a fraction of its time; CI runs it (.ci/run).
-SANITIZE_QUICK_TARGETS := runtime_test runtime_metakernel_test runtime_fast_kernels_test \
-  runtime_block_executor_test fuzz_tap_replay fuzz_kernel_yaml_replay fuzz_loom_json_replay \
-  fuzz_plan_replay fuzz_target_replay fuzz_npy_replay fuzz_index_text_replay fuzz_ipf_json_replay
-SANITIZE_QUICK_TESTS := ^(runtime_test|runtime_metakernel_test|runtime_fast_kernels_test|runtime_block_executor_test|fuzz_replay)\.
+SANITIZE_QUICK_RUNTIME := runtime_test runtime_metakernel_test runtime_fast_kernels_test \
+  runtime_block_executor_test
+SANITIZE_QUICK_FUZZ := tap kernel_yaml loom_json plan target npy index_text ipf_json
+SANITIZE_QUICK_TARGETS := $(SANITIZE_QUICK_RUNTIME) $(SANITIZE_QUICK_FUZZ:%=fuzz_%_replay)
+empty :=
+bar := $(empty)|$(empty)
+SANITIZE_QUICK_TESTS := ^($(subst $(empty) $(empty),$(bar),$(SANITIZE_QUICK_RUNTIME)))\.|^fuzz_replay\.($(subst $(empty) $(empty),$(bar),$(SANITIZE_QUICK_FUZZ)))$$
 test-sanitize-quick: deps
 	@cmake --preset dev >/dev/null
 	@cmake --build build/dev -j $(JOBS) --target $(SANITIZE_QUICK_TARGETS)
