@@ -4,7 +4,7 @@ PRESET ?= ci
 BUILD  := build/$(PRESET)
 JOBS   ?= $(shell nproc)
 
-.PHONY: all deps configure build demo test test-slow test-sanitize test-tsan fuzz bench format lint clean
+.PHONY: all deps configure build demo test test-slow test-variants test-sanitize test-sanitize-quick test-tsan fuzz bench format lint clean
 
 all: build
 
@@ -27,9 +27,37 @@ test: build
 test-slow: build
 	@cd $(BUILD) && ctest -L slow --output-on-failure -j $(JOBS)
 
+# The numerics-sensitive tests (the runtime's kernel tests, fast kernels, block executor,
+# verifier, doc transcripts, the CLI's verify, fast-path and example checks, Python against the
+# CLI) again under two other choices of GEMM kernels: OpenBLAS's Haswell kernels with a 512 KiB L2
+# (what AMD EPYC machines may set) and oneDNN limited to AVX2 (this CPU has AVX-512). A test that
+# asserts the bits of one kernel choice fails here. `make test` keeps whatever the user's
+# environment sets; these runs set their own.
+NUMERICS_TESTS := ^(runtime_test|runtime_fast_kernels_test|runtime_block_executor_test|verify_test|docs_test)\.|^cli\.(verify|fast_paths|examples)$$|^python\.(test_examples|test_run)$$
+test-variants: build
+	@cd $(BUILD) && OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=512 \
+	  ctest -R '$(NUMERICS_TESTS)' -LE slow --output-on-failure -j $(JOBS)
+	@cd $(BUILD) && ONEDNN_MAX_CPU_ISA=AVX2 \
+	  ctest -R '$(NUMERICS_TESTS)' -LE slow --output-on-failure -j $(JOBS)
+
 # The whole default suite under ASan + UBSan.
 test-sanitize:
 	@$(MAKE) --no-print-directory test PRESET=dev
+
+# ASan + UBSan on the runtime's unit tests (kernels, executors, plugins, the block executor's
+# threads) and the replay of every loader's fuzz seeds and findings: the part of
+# `make test-sanitize` that compiles in a fraction of its time; CI runs it (.ci/run).
+SANITIZE_QUICK_RUNTIME := runtime_test runtime_metakernel_test runtime_fast_kernels_test \
+  runtime_block_executor_test
+SANITIZE_QUICK_FUZZ := tap kernel_yaml loom_json plan target npy index_text ipf_json
+SANITIZE_QUICK_TARGETS := $(SANITIZE_QUICK_RUNTIME) $(SANITIZE_QUICK_FUZZ:%=fuzz_%_replay)
+empty :=
+bar := $(empty)|$(empty)
+SANITIZE_QUICK_TESTS := ^($(subst $(empty) $(empty),$(bar),$(SANITIZE_QUICK_RUNTIME)))\.|^fuzz_replay\.($(subst $(empty) $(empty),$(bar),$(SANITIZE_QUICK_FUZZ)))$$
+test-sanitize-quick: deps
+	@cmake --preset dev >/dev/null
+	@cmake --build build/dev -j $(JOBS) --target $(SANITIZE_QUICK_TARGETS)
+	@cd build/dev && ctest -R '$(SANITIZE_QUICK_TESTS)' -LE slow --output-on-failure -j $(JOBS)
 
 # The block executor's tests (ctest label `executor`; they run the fast kernels on several
 # threads too) under ThreadSanitizer.

@@ -276,21 +276,25 @@ void for_each_row(const TapestryKernelCall& call, Fn&& fn) {
   for_each_point(rows, fn);
 }
 
-/// Runs `body`; an exception becomes the kernel's error (its what()) and the result 1.
+/// Copies `message` into the kernel's error buffer, truncated to `error_size` bytes with its NUL.
+inline void set_error(char* error, size_t error_size, const char* message) noexcept {
+  if (error == nullptr || error_size == 0) return;
+  std::strncpy(error, message, error_size - 1);
+  error[error_size - 1] = '\0';
+}
+
+/// Runs `body`; an exception becomes the kernel's error (its what()) and the result 1. The
+/// message is copied inside the handler: what() points into the exception object (a
+/// std::runtime_error's own string), which is destroyed when the handler ends.
 template <typename Body>
 int guard(char* error, size_t error_size, Body&& body) noexcept {
-  const char* message = nullptr;
   try {
     body();
     return 0;
   } catch (const std::exception& e) {
-    message = e.what();
+    set_error(error, error_size, e.what());
   } catch (...) {
-    message = "unknown exception";
-  }
-  if (error_size > 0) {
-    std::strncpy(error, message, error_size - 1);
-    error[error_size - 1] = '\0';
+    set_error(error, error_size, "unknown exception");
   }
   return 1;
 }

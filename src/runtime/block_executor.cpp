@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -39,6 +40,46 @@ namespace tapestry::runtime {
 using detail::Clock;
 using detail::RunState;
 
+namespace {
+
+// Debian's libtbb.so is not built with ThreadSanitizer, so TSan cannot see the happens-before
+// edges TBB creates when it hands a task (and the body object it captures) to another thread or
+// waits for one. Under TSan the executor declares the edges its correctness rests on, and no
+// others: the run's setup before every task (one release by the caller, an acquire at the start
+// of each task), each producer before its dependents (the acquire/release countdowns, which TSan
+// does see), every task before the caller's use of the results, and the thread pool's observer
+// (ThreadPool::WorkerObserver) made before its callbacks and its callbacks over before it is
+// destroyed. Elsewhere these are no-ops. The run's edges use the addresses of two globals: a task
+// cannot read anything the caller made — not even a captured pointer — before its acquire.
+char g_tsan_setup = 0;
+char g_tsan_done = 0;
+#if defined(__SANITIZE_THREAD__)
+void tsan_release(void* address) {
+  __tsan_release(address);
+}
+void tsan_acquire(void* address) {
+  __tsan_acquire(address);
+}
+#else
+void tsan_release(void* /*address*/) {}
+void tsan_acquire(void* /*address*/) {}
+#endif
+
+// Releases `address` (by default g_tsan_done, when a task ends) on leaving the scope, normally
+// or by an exception.
+class TsanReleaseOnExit {
+ public:
+  explicit TsanReleaseOnExit(void* address = &g_tsan_done) : address_(address) {}
+  TsanReleaseOnExit(const TsanReleaseOnExit&) = delete;
+  TsanReleaseOnExit& operator=(const TsanReleaseOnExit&) = delete;
+  ~TsanReleaseOnExit() { tsan_release(address_); }
+
+ private:
+  void* address_;
+};
+
+}  // namespace
+
 namespace detail {
 
 /// The executor's TBB arena, made once: a run on a fresh arena pays for its workers joining it,
@@ -66,8 +107,21 @@ struct ThreadPool {
       observer.emplace(*this);
     }
   }
+  /// Waits (up to kLeaveWait) until the workers have left the arena, then stops observing.
+  /// observe(false) alone frees TBB's record of the observer (an observer_proxy) only if no
+  /// worker still holds it: each worker in the arena keeps a reference to the last observer it
+  /// notified until it leaves, which it does a few milliseconds after the last run. A process
+  /// that ended before then — the CLI right after its run, a test binary — left the record
+  /// allocated, and since the workers' own state lives in TBB's scalable allocator, which
+  /// LeakSanitizer cannot scan, every such process reported a 40-byte leak.
   ~ThreadPool() {
-    if (observer) observer->observe(false);
+    if (!observer) return;
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      (void)left.wait_for(lock, kLeaveWait, [this] { return inside == 0; });
+    }
+    observer->observe(false);
+    tsan_acquire(&*observer);  // every callback ended before observe(false) returned
   }
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -95,32 +149,50 @@ struct ThreadPool {
 #endif
   }
 
-  // Notes the worker threads that join the arena (their kernel thread ids).
+  // Counts the worker threads in the arena and notes those that join it (their kernel thread
+  // ids). TBB calls it under its own locks, in libtbb.so, which ThreadSanitizer does not see:
+  // the tsan_release/tsan_acquire pairs on the observer declare the edges those locks make —
+  // its construction before every callback, every callback before observe(false) returns.
   struct WorkerObserver : tbb::task_scheduler_observer {
     explicit WorkerObserver(ThreadPool& pool)
         : tbb::task_scheduler_observer(*pool.arena), pool_(pool) {
+      tsan_release(this);
       observe(true);
     }
     void on_scheduler_entry(bool worker) override {
-#if defined(__linux__)
+      tsan_acquire(this);
+      const TsanReleaseOnExit done(this);
       if (!worker) return;
-      const auto tid = static_cast<pid_t>(syscall(SYS_gettid));
       const std::lock_guard<std::mutex> lock(pool_.mutex);
+      ++pool_.inside;
+#if defined(__linux__)
+      const auto tid = static_cast<pid_t>(syscall(SYS_gettid));
       for (const std::vector<pid_t>* seen : {&pool_.placed, &pool_.new_workers}) {
         if (std::find(seen->begin(), seen->end(), tid) != seen->end()) return;
       }
       pool_.new_workers.push_back(tid);
       pool_.has_new_workers.store(true, std::memory_order_release);
-#else
-      (void)worker;
 #endif
+    }
+    void on_scheduler_exit(bool worker) override {
+      tsan_acquire(this);
+      const TsanReleaseOnExit done(this);
+      if (!worker) return;
+      const std::lock_guard<std::mutex> lock(pool_.mutex);
+      if (--pool_.inside == 0) pool_.left.notify_all();
     }
     ThreadPool& pool_;
   };
 
+  // How long the destructor waits for the workers to leave the arena (they leave within a few
+  // milliseconds of the last run; the bound only keeps a stuck worker from hanging the caller).
+  static constexpr std::chrono::seconds kLeaveWait{2};
+
   std::optional<tbb::global_control> allow;
   std::optional<tbb::task_arena> arena;
-  std::mutex mutex;  // guards the two lists
+  std::mutex mutex;              // guards `inside` and the two lists
+  std::condition_variable left;  // `inside` reached 0
+  int inside = 0;                // workers in the arena
 #if defined(__linux__)
   std::vector<pid_t> placed;                 // workers already kept off the caller's core
   std::vector<pid_t> new_workers;            // joined since the last run began
@@ -130,40 +202,6 @@ struct ThreadPool {
 };
 
 }  // namespace detail
-
-namespace {
-
-// Debian's libtbb.so is not built with ThreadSanitizer, so TSan cannot see the happens-before
-// edges TBB creates when it hands a task (and the body object it captures) to another thread or
-// waits for one. Under TSan the executor declares the edges its correctness rests on, and no
-// others: the run's setup before every task (one release by the caller, an acquire at the start
-// of each task), each producer before its dependents (the acquire/release countdowns, which TSan
-// does see), and every task before the caller's use of the results. Elsewhere these are no-ops.
-// The edges use the addresses of two globals: a task cannot read anything the caller made — not
-// even a captured pointer — before its acquire.
-char g_tsan_setup = 0;
-char g_tsan_done = 0;
-#if defined(__SANITIZE_THREAD__)
-void tsan_release(void* address) {
-  __tsan_release(address);
-}
-void tsan_acquire(void* address) {
-  __tsan_acquire(address);
-}
-#else
-void tsan_release(void* /*address*/) {}
-void tsan_acquire(void* /*address*/) {}
-#endif
-
-// Releases g_tsan_done when a task ends, normally or by an exception.
-struct TsanReleaseOnExit {
-  TsanReleaseOnExit() = default;
-  TsanReleaseOnExit(const TsanReleaseOnExit&) = delete;
-  TsanReleaseOnExit& operator=(const TsanReleaseOnExit&) = delete;
-  ~TsanReleaseOnExit() { tsan_release(&g_tsan_done); }
-};
-
-}  // namespace
 
 BlockExecutor::BlockExecutor(const ir::Graph& graph, BlockExecutorOptions options)
     : graph_(graph),

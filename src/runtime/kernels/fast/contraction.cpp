@@ -2,6 +2,7 @@
 #include "contraction.h"
 
 #include <algorithm>
+#include <span>
 #include <type_traits>
 
 namespace tapestry::runtime::fast {
@@ -175,19 +176,20 @@ std::optional<EpilogueStep<T>> bias_step(const ContractionPlan<T>& plan, const R
 
 namespace {
 
-// The epilogue on rows [r0, r1) of one C block: every step on a group of rows before the next
-// group, a group as many rows as fill ~16 KiB (one row when rows are long or not contiguous), so
-// the group stays in L1 across the steps while short rows (a 32-wide linear) are not one call
-// per step per row. Each element sees the steps in order, so the values do not depend on it.
+// The epilogue steps on rows [0, m) of one C block: every step on a group of rows before the
+// next group, a group as many rows as fill ~16 KiB (one row when rows are long or not
+// contiguous), so the group stays in L1 across the steps while short rows (a 32-wide linear) are
+// not one call per step per row. Each element sees the steps in order, so the values do not
+// depend on the grouping.
 template <typename T>
-void epilogue_rows(const ContractionPlan<T>& p, T* c, std::int64_t r0, std::int64_t r1,
-                   const std::vector<EpilogueStep<T>>& steps) {
+void epilogue_rows(const ContractionPlan<T>& p, T* c, std::span<const EpilogueStep<T>> steps) {
+  if (steps.empty()) return;
   constexpr std::int64_t kGroupElements = 16384 / static_cast<std::int64_t>(sizeof(T));
   const bool dense = p.c_n == 1 && p.c_m == p.n;
   const std::int64_t group =
       dense ? std::max<std::int64_t>(1, kGroupElements / std::max<std::int64_t>(1, p.n)) : 1;
-  for (std::int64_t g0 = r0; g0 < r1; g0 += group) {
-    const std::int64_t g1 = std::min(r1, g0 + group);
+  for (std::int64_t g0 = 0; g0 < p.m; g0 += group) {
+    const std::int64_t g1 = std::min(p.m, g0 + group);
     for (const EpilogueStep<T>& s : steps) {
       if (s.bias != nullptr) {
         for (std::int64_t r = g0; r < g1; ++r)
@@ -201,57 +203,55 @@ void epilogue_rows(const ContractionPlan<T>& p, T* c, std::int64_t r0, std::int6
   }
 }
 
-// The epilogue as oneDNN post-ops when it is one they compute exactly as the epilogue would:
-// a contiguous bias along n, then optionally ReLU (float; C in its row-major orientation).
-// False: run the GEMM and the epilogue pass instead.
+// How many leading epilogue steps oneDNN's matmul primitive can apply as post-ops, computing
+// them exactly as the epilogue would: a contiguous bias along n, then a ReLU (float; C in its
+// row-major orientation). 0: none. The steps after them run as the epilogue pass. Taking a
+// prefix, not all-or-nothing, keeps a fused linear ⇒ X the unfused linear's own call (its bias
+// inside the primitive) for every X but relu.
 template <typename T>
-bool contract_with_post_ops(const ContractionPlan<T>& p, const T* a, const T* b, T* c,
-                            const std::vector<EpilogueStep<T>>& steps) {
+std::size_t post_op_prefix(const ContractionPlan<T>& p, const std::vector<EpilogueStep<T>>& steps) {
   if constexpr (!std::is_same_v<T, float>) {
-    return false;
+    return 0;
   } else {
-    if (steps.empty() || steps.size() > 2 || p.k == 0 || p.swapped || p.c_n != 1) return false;
-    const float* bias = nullptr;
-    std::size_t next = 0;
+    if (steps.empty() || p.k == 0 || p.swapped || p.c_n != 1) return 0;
+    std::size_t taken = 0;
     if (steps[0].bias != nullptr) {
-      if (steps[0].step != 1 && p.n != 1) return false;
-      bias = steps[0].bias;
-      next = 1;
+      if (steps[0].step != 1 && p.n != 1) return 0;
+      taken = 1;
     }
-    bool relu = false;
-    if (next < steps.size()) {
-      if (steps[next].bias != nullptr || steps[next].op != UnaryOp::kRelu) return false;
-      relu = true;
-      ++next;
+    if (taken < steps.size() && steps[taken].bias == nullptr && steps[taken].op == UnaryOp::kRelu) {
+      ++taken;
     }
-    if (next != steps.size()) return false;
-    return gemm_with_post_ops(p.args, a, b, bias, relu, c);
+    return taken;
   }
 }
 
-// One batch point: C = A·B (rows in blocks when an epilogue follows), then the epilogue.
+// One batch point: C = A·B in one GEMM call (the same call whatever follows, so a fused chain
+// calls the GEMM on the same blocks as its unfused producer), with the post-op prefix of the
+// epilogue inside oneDNN's matmul primitive when it applies, then the rest of the epilogue.
 template <typename T>
 void contract_point(const ContractionPlan<T>& p, const T* a, const T* b, T* c,
                     const std::vector<EpilogueStep<T>>& steps) {
-  if (contract_with_post_ops(p, a, b, c, steps)) return;
-  if (p.k == 0) {
-    for (std::int64_t r = 0; r < p.m; ++r) {
-      for (std::int64_t j = 0; j < p.n; ++j) c[r * p.c_m + j * p.c_n] = T{0};
+  std::size_t done = post_op_prefix(p, steps);
+  if constexpr (std::is_same_v<T, float>) {
+    if (done > 0) {
+      const bool has_bias = steps[0].bias != nullptr;
+      const bool relu = done == (has_bias ? 2U : 1U);
+      if (!gemm_with_post_ops(p.args, a, b, has_bias ? steps[0].bias : nullptr, relu, c)) done = 0;
     }
-  } else if (p.swapped) {
-    gemm(p.args, b, a, T{0}, c);
-  } else {
-    const std::int64_t block = steps.empty() || kEpilogueRows == 0 ? p.m : kEpilogueRows;
-    for (std::int64_t r0 = 0; r0 < p.m; r0 += block) {
-      const std::int64_t r1 = std::min(p.m, r0 + block);
-      GemmArgs rows = p.args;
-      rows.m = r1 - r0;
-      gemm(rows, a + r0 * p.a_m, b, T{0}, c + r0 * p.c_m);
-      if (block != p.m) epilogue_rows(p, c, r0, r1, steps);
-    }
-    if (block != p.m) return;
   }
-  epilogue_rows(p, c, 0, p.m, steps);
+  if (done == 0) {
+    if (p.k == 0) {
+      for (std::int64_t r = 0; r < p.m; ++r) {
+        for (std::int64_t j = 0; j < p.n; ++j) c[r * p.c_m + j * p.c_n] = T{0};
+      }
+    } else if (p.swapped) {
+      gemm(p.args, b, a, T{0}, c);
+    } else {
+      gemm(p.args, a, b, T{0}, c);
+    }
+  }
+  epilogue_rows(p, c, std::span<const EpilogueStep<T>>(steps).subspan(done));
 }
 
 }  // namespace

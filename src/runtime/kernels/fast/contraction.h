@@ -19,7 +19,12 @@
 // non-unit strides, two reductions) has no plan and the caller uses the reference kernel.
 //
 // The epilogue: after the GEMM of a batch point, bias terms (a vector along n) and unary ops are
-// applied, in order, row by row while each block of rows is in cache.
+// applied, in order, row by row while each block of rows is in cache; a leading bias [and ReLU]
+// inside oneDNN's matmul primitive where it computes them as the epilogue would (float). Every
+// batch point is one GEMM call whatever the epilogue, so a fused chain (fused.cpp) makes the
+// same GEMM calls on the same blocks as its unfused producer. (GEMMs over blocks of 64 rows, to
+// run the epilogue while each is in L1/L2, were slower: a 512×1024×1024 linear ⇒ relu dropped
+// from ~200 to ~140 GFLOP/s in bench/kernels_bench, every call re-packing all of W.)
 #pragma once
 
 #include <optional>
@@ -65,13 +70,8 @@ template <typename T>
 std::optional<EpilogueStep<T>> bias_step(const ContractionPlan<T>& plan, const Range& index,
                                          const InputPort& port);
 
-/// Runs the plan: GEMMs, then the epilogue steps in order on each block of output rows.
+/// Runs the plan: one GEMM per batch point, then the epilogue steps in order on its rows.
 template <typename T>
 void run_contraction(const ContractionPlan<T>& plan, const std::vector<EpilogueStep<T>>& steps);
-
-/// Rows per GEMM call when an epilogue follows (0: the whole batch point in one call). Measured
-/// on a 512×1024×1024 linear ⇒ relu (bench/kernels_bench): blocks of 64 rows drop it from ~200 to
-/// ~140 GFLOP/s, because every GEMM call re-packs all of W; so one call, then the epilogue.
-inline constexpr std::int64_t kEpilogueRows = 0;
 
 }  // namespace tapestry::runtime::fast

@@ -12,7 +12,12 @@
 // Then stage 0's GEMM writes straight into the final output view (its IPF, composed back to the
 // fused index space, is the last stage's result IPF), and the biases and unary ops run in order
 // on each output row while it is hot: no intermediate block at all. The values are those of the
-// unfused fast kernels: the same GEMM, then the same elementwise functions in the same order.
+// unfused fast kernels on the same shards, whatever GEMM kernel the CPU selects: the producer's
+// own GEMM call on the same block (linear's bias inside oneDNN's matmul primitive where the
+// unfused linear has it there), then the same elementwise functions in the same order. Except
+// where the primitive takes in more of the chain than the producer alone (contraction.h: a ReLU
+// right after the producer, or bias_add's bias after a matmul): another oneDNN kernel may then
+// run, and the values are within the dot-product bound of the unfused ones, not bitwise.
 #include <deque>
 
 #include "contraction.h"
