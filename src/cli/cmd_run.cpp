@@ -93,10 +93,13 @@ int verify_and_write(const ir::Graph& graph, const runtime::BufferMap& inputs,
         exact ? runtime::VerifyMode::kExact
               : (options.reference_kernels && !reduction_split ? runtime::VerifyMode::kBitwise
                                                                : runtime::VerifyMode::kBound);
+    // The naive run: the reference kernels where bits are compared, else the fast ones (a
+    // float run of the unsharded graph, checked against the bars like the result: verify.h).
+    const runtime::ExecutableKernels* kernels =
+        mode == runtime::VerifyMode::kBitwise ? naive_kernels : oracle_kernels;
     const runtime::BufferMap naive =
-        runtime::NaiveExecutor(
-            graph, naive_kernels ? *naive_kernels : runtime::ExecutableKernels::reference())
-            .run(inputs);
+        runtime::NaiveExecutor(graph, kernels ? *kernels : runtime::ExecutableKernels::reference())
+            .run_outputs(inputs);
     if (mode == runtime::VerifyMode::kBound)
       oracle = runtime::evaluate_oracle(graph, inputs, {.kernels = oracle_kernels});
     const runtime::VerifyReport report = runtime::verify_outputs(

@@ -6,9 +6,13 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <limits>
+#include <map>
 #include <numbers>
+#include <optional>
+#include <utility>
 
 #include "run_support.h"
 #include "tapestry/runtime/kernel.h"
@@ -64,7 +68,8 @@ bool is_exact_kernel(std::string_view kernel, Rule rule) {
          rule != Rule::kAverage && rule != Rule::kVariance;
 }
 
-Buffer map_values(const Buffer& in, const std::function<double(double)>& f) {
+template <typename F>
+Buffer map_values(const Buffer& in, F f) {
   Buffer out(DType::kFloat64, in.range(), Buffer::Uninitialized{});
   const std::span<const double> from = in.values<double>();
   const std::span<double> to = out.values<double>();
@@ -138,10 +143,6 @@ double max_of(const Buffer& b) {
   return m;
 }
 
-bool all_zero(const Buffer& b) {
-  const std::span<const double> v = b.values<double>();
-  return std::all_of(v.begin(), v.end(), [](double x) { return x == 0; });
-}
 
 // The two scales of n roundings of relative size ≤ u on terms of magnitude A (Σ|terms|):
 //   proxy  √n·u·A      Higham & Mary: the roundings are independent, mean zero and bounded,
@@ -192,6 +193,27 @@ double max_slope(std::string_view kernel, double x, double w) {
 
 }  // namespace
 
+SharedZeros::SharedZeros(std::int64_t cells)
+    : data_(static_cast<double*>(std::calloc(static_cast<std::size_t>(std::max<std::int64_t>(cells, 1)),
+                                             sizeof(double)))),
+      cells_(cells) {
+  if (data_ == nullptr) throw std::bad_alloc();
+}
+
+SharedZeros::~SharedZeros() {
+  std::free(data_);  // NOLINT(cppcoreguidelines-no-malloc): calloc's zero pages are the point
+}
+
+Buffer SharedZeros::view(const Range& range) const {
+  TAPESTRY_ASSERT(range.size() <= cells_, "a SharedZeros view larger than the region");
+  return Buffer::borrow(DType::kFloat64, range, reinterpret_cast<std::byte*>(data_));
+}
+
+bool SharedZeros::holds(const Buffer& b) const {
+  return b.is_borrowed() && b.dtype() == DType::kFloat64 &&
+         b.bytes() == reinterpret_cast<const std::byte*>(data_);
+}
+
 // Everything one rule works on.
 struct OperationEval::Ctx {
   const BufferMap& value;
@@ -204,6 +226,17 @@ struct OperationEval::Ctx {
   double u = 0;                                    // unit roundoff of the computation's dtype
   double tiny = 0;                                 // its smallest normal number
   RuleResult result;
+  // Buffers made from the inputs while the rule runs (CellMap), by kind and entry.
+  std::map<std::pair<std::string, std::size_t>, Buffer> made;
+  std::size_t flags = 0;  // flag() CellMaps made so far (each its own kind)
+
+  // The buffer `make()` gives for (kind, entry i), made once.
+  template <typename F>
+  const Buffer& memo(const std::string& kind, std::size_t i, F make) {
+    auto it = made.find({kind, i});
+    if (it == made.end()) it = made.emplace(std::pair{kind, i}, make()).first;
+    return it->second;
+  }
 
   // The input entry named `name` (position 0), or -1.
   [[nodiscard]] int entry(std::string_view name) const {
@@ -215,12 +248,14 @@ struct OperationEval::Ctx {
 };
 
 OperationEval::OperationEval(const ir::Graph& graph, ir::OperationId op,
-                             const ExecutableKernels& kernels, double lambda)
+                             const ExecutableKernels& kernels, double lambda,
+                             const SharedZeros* zeros)
     : graph_(graph),
       op_(op),
       kernels_(kernels),
       kernel_(kernels.lookup(graph.operation(op).kernel(), node_name(graph, op))),
-      lambda_(lambda) {
+      lambda_(lambda),
+      zeros_(zeros) {
   const ir::OperationView view = graph.operation(op);
   const Range index = *view.ipf_index();
   double window = 1;
@@ -349,34 +384,45 @@ Buffer OperationEval::bar_of(const Buffer& sigma, const Buffer& bound) const {
 // `on_x(i)` for the others (x, the bias; the bias zeroed when `zero_bias`).
 std::vector<Buffer> OperationEval::run_bilinear(const Ctx& c, int w, int bias, const CellMap& on_x,
                                                 const CellMap& on_w, bool zero_bias) const {
-  std::vector<Buffer> in;
-  in.reserve(c.in_value.size());
+  std::optional<Buffer> zero;  // the zeroed bias
+  std::vector<const Buffer*> p;
+  p.reserve(c.in_value.size());
   for (std::size_t i = 0; i < c.in_value.size(); ++i) {
     const auto idx = static_cast<int>(i);
-    if (idx == w)
-      in.push_back(on_w(i));
-    else if (idx == bias && zero_bias)
-      in.emplace_back(DType::kFloat64, c.in_value[i]->range());
-    else
-      in.push_back(on_x(i));
+    if (idx == w) {
+      p.push_back(&on_w(i));
+    } else if (idx == bias && zero_bias) {
+      const Range& range = c.in_value[i]->range();
+      zero = zeros_ != nullptr && range.size() <= zeros_->cells() ? zeros_->view(range)
+                                                                  : Buffer(DType::kFloat64, range);
+      p.push_back(&*zero);
+    } else {
+      p.push_back(&on_x(i));
+    }
   }
-  std::vector<const Buffer*> p;
-  p.reserve(in.size());
-  for (const Buffer& b : in) p.push_back(&b);
   return call(kernel_, p, DType::kFloat64);
 }
 
-// Input entry i as a 0/1 buffer: pred(value, σ, D) cell by cell.
-OperationEval::CellMap OperationEval::flag(const Ctx& c, CellPredicate pred) {
-  return [&c, pred = std::move(pred)](std::size_t i) {
-    return indicator(*c.in_value[i], *c.in_sigma[i], *c.in_bound[i], pred);
+// Input entry i as a 0/1 buffer: pred(value, σ, D) cell by cell (made once per predicate: each
+// CellMap made by flag is its own kind).
+OperationEval::CellMap OperationEval::flag(Ctx& c, CellPredicate pred) {
+  const std::string kind = fmt::format("flag{}", c.flags++);
+  return [&c, kind, pred = std::move(pred)](std::size_t i) -> const Buffer& {
+    return c.memo(kind, i,
+                  [&] { return indicator(*c.in_value[i], *c.in_sigma[i], *c.in_bound[i], pred); });
   };
+}
+
+bool OperationEval::all_zero(const Buffer& b) const {
+  if (zeros_ != nullptr && zeros_->holds(b)) return true;
+  const std::span<const double> v = b.values<double>();
+  return std::all_of(v.begin(), v.end(), [](double x) { return x == 0; });
 }
 
 // Per output cell of a bilinear kernel whose value is ±inf or NaN: how many of its terms make
 // its class uncertain — one that reads a cell of unknown error, or that multiplies an infinity
 // by a factor whose bar reaches 0 (inf·0 is NaN). 0: every computation gives the same class.
-std::vector<Buffer> OperationEval::bilinear_hazards(const Ctx& c, int w, int bias) const {
+std::vector<Buffer> OperationEval::bilinear_hazards(Ctx& c, int w, int bias) const {
   const double l = lambda_;
   const CellMap unknown = flag(c, [](double, double s, double d) { return !is_known(s, d); });
   const CellMap ones = flag(c, [](double, double, double) { return true; });
@@ -417,16 +463,28 @@ void OperationEval::bilinear(Ctx& c) const {
   const auto run = [&](const CellMap& on_x, const CellMap& on_w, bool zero_bias) {
     return run_bilinear(c, w, bias, on_x, on_w, zero_bias);
   };
-  const auto abs_value = [&](std::size_t i) { return abs_of(*c.in_value[i]); };
-  const auto sq_value = [&](std::size_t i) { return square_of(*c.in_value[i]); };
-  const auto sq_sigma = [&](std::size_t i) { return square_of(*c.in_sigma[i]); };
-  const auto bound = [&](std::size_t i) { return *c.in_bound[i]; };
-  const auto abs_plus_bound = [&](std::size_t i) {
-    Buffer b = abs_of(*c.in_value[i]);
-    const std::span<const double> d = c.in_bound[i]->values<double>();
-    const std::span<double> v = b.values<double>();
-    for (std::size_t k = 0; k < v.size(); ++k) v[k] += d[k];
-    return b;
+  // The inputs' transforms, each made once (|w| serves a, d1 and d2): σ² of an exact input is
+  // its σ (0² = 0), |x| + D of one whose D is 0 is |x| — the same numbers, not made again.
+  const CellMap abs_value = [&](std::size_t i) -> const Buffer& {
+    return c.memo("abs", i, [&] { return abs_of(*c.in_value[i]); });
+  };
+  const CellMap sq_value = [&](std::size_t i) -> const Buffer& {
+    return c.memo("sq", i, [&] { return square_of(*c.in_value[i]); });
+  };
+  const CellMap sq_sigma = [&](std::size_t i) -> const Buffer& {
+    if (zeros_ != nullptr && zeros_->holds(*c.in_sigma[i])) return *c.in_sigma[i];
+    return c.memo("sq_sigma", i, [&] { return square_of(*c.in_sigma[i]); });
+  };
+  const CellMap bound = [&](std::size_t i) -> const Buffer& { return *c.in_bound[i]; };
+  const CellMap abs_plus_bound = [&](std::size_t i) -> const Buffer& {
+    if (zeros_ != nullptr && zeros_->holds(*c.in_bound[i])) return abs_value(i);
+    return c.memo("abs_plus_bound", i, [&] {
+      Buffer b = abs_of(*c.in_value[i]);
+      const std::span<const double> d = c.in_bound[i]->values<double>();
+      const std::span<double> v = b.values<double>();
+      for (std::size_t k = 0; k < v.size(); ++k) v[k] += d[k];
+      return b;
+    });
   };
   // 1. Which inputs carry an error in, and whether any holds an exact zero.
   bool x_carries = false;  // x or the bias carry an error in
@@ -522,12 +580,9 @@ void OperationEval::additive(Ctx& c, std::string_view twin) const {
   if (exact_zeros) {
     const CellMap nonzero =
         flag(c, [](double v, double s, double b) { return may_be_nonzero(v, s, b); });
-    std::vector<Buffer> flags;
     std::vector<const Buffer*> flag_p;
-    flags.reserve(c.in_value.size());
     flag_p.reserve(c.in_value.size());
-    for (std::size_t i = 0; i < c.in_value.size(); ++i) flags.push_back(nonzero(i));
-    for (const Buffer& b : flags) flag_p.push_back(&b);
+    for (std::size_t i = 0; i < c.in_value.size(); ++i) flag_p.push_back(&nonzero(i));
     live = call(fn, flag_p, DType::kFloat64);
   }
   const double n = c.op.body().reductions.empty() ? 1 : std::max(terms_ - 1, 0.0);
