@@ -7,6 +7,11 @@
 // (|x|, σ², x²), so every magnitude is the cell's own: Σ|x_k·w_k| for that output cell.
 #pragma once
 
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/partitioner.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -17,6 +22,27 @@
 #include "tapestry/runtime/tensor_map.h"
 
 namespace tapestry::runtime::detail {
+
+/// Cells per chunk of for_cells (float64: 128 KiB of each buffer a loop reads).
+inline constexpr std::size_t kCellChunk = std::size_t{1} << 14;
+
+/// Runs f(begin, end) over [0, n) in chunks of about `grain` items, on the threads of the
+/// current oneTBB arena when there are several chunks. Every loop handed to it computes each
+/// item from that item's inputs alone and writes that item's outputs only (no running sums), so
+/// the result is the same bitwise on any number of threads and in any chunking — the oracle's
+/// numbers do not depend on the machine (tests/runtime/oracle_test: one thread vs four).
+template <typename F>
+void for_cells(std::size_t n, const F& f, std::size_t grain = kCellChunk) {
+  grain = std::max<std::size_t>(grain, 1);
+  if (n <= grain) {
+    if (n > 0) f(std::size_t{0}, n);
+    return;
+  }
+  tbb::parallel_for(
+      tbb::blocked_range<std::size_t>(0, n, grain),
+      [&f](const tbb::blocked_range<std::size_t>& r) { f(r.begin(), r.end()); },
+      tbb::simple_partitioner());
+}
 
 /// One region of zeros that is never written: the exact inputs' σ and D borrow views of it
 /// (float64). Untouched pages of a calloc'd region read as the kernel's zero page, so an input's

@@ -31,7 +31,9 @@ Buffer promote(const Buffer& in) {
   Buffer out(DType::kFloat64, in.range(), Buffer::Uninitialized{});
   const std::span<const float> from = in.values<float>();
   const std::span<double> to = out.values<double>();
-  for (std::size_t i = 0; i < from.size(); ++i) to[i] = from[i];
+  detail::for_cells(from.size(), [&](std::size_t lo, std::size_t hi) {
+    for (std::size_t i = lo; i < hi; ++i) to[i] = from[i];
+  });
   return out;
 }
 
@@ -112,7 +114,9 @@ Buffer Oracle::bar(ir::TensorId t) const {
   Buffer out(DType::kFloat64, s.range(), Buffer::Uninitialized{});
   const std::span<const double> sv = s.values<double>(), dv = d.values<double>();
   const std::span<double> o = out.values<double>();
-  for (std::size_t i = 0; i < o.size(); ++i) o[i] = std::min(lambda * sv[i], dv[i]);
+  detail::for_cells(o.size(), [&](std::size_t lo, std::size_t hi) {
+    for (std::size_t i = lo; i < hi; ++i) o[i] = std::min(lambda * sv[i], dv[i]);
+  });
   return out;
 }
 

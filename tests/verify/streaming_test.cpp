@@ -1,6 +1,9 @@
 // The streaming oracle and naive run (oracle.h, naive_executor.h): the same numbers as when
-// every tensor is kept, on every example and the masked graphs, and memory that is released.
+// every tensor is kept, on every example and the masked graphs, and memory that is released; and
+// the same numbers on one thread as on four.
 #include <gtest/gtest.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
 
 #include <cmath>
 #include <cstring>
@@ -81,6 +84,62 @@ TEST(StreamingOracle, EqualsTheKeepAllOracleOnEveryExample) {
       // check_run_memory's estimate bounds it (its temporaries included there).
       EXPECT_GE(runtime::oracle_bytes(g), streamed.peak_bytes);
     }
+  }
+}
+
+// The outputs' value, σ, D, magnitudes and exact verdict of two oracles, bitwise.
+void expect_same_oracle(const ir::Graph& g, const runtime::Oracle& a, const runtime::Oracle& b) {
+  for (ir::TensorId t : runtime::graph_outputs(g)) {
+    SCOPED_TRACE(runtime::tensor_name(g, t));
+    EXPECT_TRUE(bitwise_equal(a.value.at(t), b.value.at(t)));
+    if (!a.sigma.contains(t)) continue;
+    EXPECT_TRUE(bitwise_equal(a.sigma.at(t), b.sigma.at(t)));
+    EXPECT_TRUE(bitwise_equal(a.bound.at(t), b.bound.at(t)));
+  }
+  EXPECT_EQ(a.magnitude, b.magnitude);
+  EXPECT_EQ(a.exact_reason, b.exact_reason);
+}
+
+// The rules' loops run in parallel over chunks of cells (error_rules.h, for_cells): on one
+// thread and on four the oracle gives the same numbers, bitwise — on every example and masked
+// graph, and on a graph whose tensors span many chunks (16,384 cells each) for every rule:
+// bilinear (linear, conv2d), additive (add, sum), selection (max, max_pool2d), elementwise
+// (relu, neg, exp, div), softmax, average (mean, avg_pool2d), move (transpose). Fails if a
+// loop's cells depend on another chunk's (a running sum split across threads).
+TEST(StreamingOracle, IsTheSameOnOneThreadAndOnFour) {
+  std::vector<ir::Graph> graphs;
+  for (const fs::path& file : graph_files()) graphs.push_back(load(file));
+  graphs.push_back(build(R"(
+X: f32[256, 512]
+W: f32[512, 512]
+b: f32[512]
+I: f32[2, 8, 64, 64]
+K: f32[8, 8, 3, 3]
+H = linear(X, W, b)
+P = softmax(H)
+E = exp(neg(relu(H)))
+Q = div(P, add(E, E))
+S = sum(Q, dim=1)
+M = mean(H, dim=1)
+Mx = max(H, dim=1)
+T = transpose(H)
+C = conv2d(I, K, padding=1)
+Pm = max_pool2d(C, kernel=2, stride=2)
+Pa = avg_pool2d(relu(C), kernel=2, stride=2)
+output Q, S, M, Mx, T, Pm, Pa
+)"));
+  for (const ir::Graph& g : graphs) {
+    BufferMap in = runtime::generate_inputs(g, {.seed = 5});
+    verify_testing::fill_masks(g, in, -INFINITY);
+    runtime::Oracle serial;
+    {
+      const tbb::global_control one(tbb::global_control::max_allowed_parallelism, 1);
+      serial = runtime::evaluate_oracle(g, in);
+    }
+    const tbb::global_control up_to_four(tbb::global_control::max_allowed_parallelism, 4);
+    tbb::task_arena four(4);
+    const runtime::Oracle parallel = four.execute([&] { return runtime::evaluate_oracle(g, in); });
+    expect_same_oracle(g, serial, parallel);
   }
 }
 
