@@ -111,9 +111,13 @@ Buffer square_of(const Buffer& b) {
 bool is_exact(double sigma, double bound) {
   return sigma == 0 && bound == 0;
 }
-// σ and D finite: the cell's error is bounded (false for NaN too).
+// σ finite: the cell's error is bounded — its bar min(λσ, D) is finite (false for NaN). D = ∞
+// alone is a worst case that overflowed (D squares through a variance's 4·Dmax² and through
+// q·kᵀ's Dq·Dk: ViT-B/16's LayerNorms reach 1e308 by the third layer); the bar is then λσ,
+// exactly as for a D of 1e300, which no rule distinguishes from ∞ (docs/runtime.md, "What
+// verifying costs": ViT-B/16).
 bool is_known(double sigma, double bound) {
-  return std::isfinite(sigma) && std::isfinite(bound);
+  return std::isfinite(sigma) && !std::isnan(bound);
 }
 // σ and D of a cell whose float64 value is ±inf or NaN.
 double class_scale(bool certain) {
@@ -391,6 +395,14 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
     case Rule::kFallback:
       fallback(c);
       break;
+  }
+  // A D of ∞ times an exact 0 (a weight, a slope, a deviation) is NaN: it is ∞ — no worst case.
+  for (Buffer& d : c.result.bounds) {
+    const std::span<double> dv = d.values<double>();
+    for_cells(dv.size(), [&](std::size_t lo, std::size_t hi) {
+      for (std::size_t i = lo; i < hi; ++i)
+        if (std::isnan(dv[i])) dv[i] = INFINITY;
+    });
   }
   return std::move(c.result);
 }
