@@ -538,21 +538,30 @@ void OperationEval::bilinear(Ctx& c) const {
   }
   const bool w_carries = !all_zero(*c.in_bound[static_cast<std::size_t>(w)]);
 
-  // 2. The kernel runs: magnitudes, propagated errors, live terms, hazards.
+  // 2. The kernel runs: magnitudes, propagated errors, live terms, hazards. Each transform is
+  //    freed after the last run that reads it (the flags' runs come last, on their own).
+  const auto forget = [&c](std::initializer_list<std::string_view> kinds) {
+    std::erase_if(c.made, [&](const auto& m) {
+      return std::find(kinds.begin(), kinds.end(), m.first.first) != kinds.end();
+    });
+  };
   std::vector<Buffer> a = run(abs_value, abs_value, false);
   std::vector<Buffer> p1, p2, d1, d2, live, hazard;
   if (x_carries) {
     p1 = run(sq_sigma, sq_value, false);
     d1 = run(bound, abs_plus_bound, false);
+    forget({"abs_plus_bound"});
   }
   if (w_carries) {
     p2 = run(sq_value, sq_sigma, true);
     d2 = run(abs_value, bound, true);
   }
+  forget({"abs", "sq", "sq_sigma"});
   if (exact_zeros) {
     const CellMap nonzero =
         flag(c, [](double v, double s, double d) { return may_be_nonzero(v, s, d); });
     live = run(nonzero, nonzero, false);
+    c.made.clear();
   }
   if (std::any_of(c.result.values.begin(), c.result.values.end(),
                   [](const Buffer& v) { return any_non_finite(v); }))
@@ -737,8 +746,8 @@ void OperationEval::product(Ctx& c) const {
 // Only the cells that may be selected count: a masked score (−1e9, off by up to 60) never is,
 // however wide its own bar. Neither exceeds the largest D (σ) of the cells selected from (the
 // old rule, kept as a cap; its kernel runs on −σ, −D then negated for min), and 2^−52·|M| covers
-// the float64 rounding of x ± e. A cell of unknown error (σ or D not finite) makes the result
-// unknown; a result that is ±inf or NaN is otherwise certain.
+// the float64 rounding of x ± e. A cell of unknown error (σ not finite: is_known) makes the
+// result unknown; a result that is ±inf or NaN is otherwise certain.
 void OperationEval::selection(Ctx& c, bool negate) const {
   // The kernel on every input cell mapped by `f(value, σ, D)`; `widest` picks the largest of
   // the cells also when the kernel is a min.
