@@ -171,7 +171,6 @@ double max_of(const Buffer& b) {
       [](double x, double y) { return std::max(x, y); }, tbb::simple_partitioner());
 }
 
-
 // The two scales of n roundings of relative size ≤ u on terms of magnitude A (Σ|terms|):
 //   proxy  √n·u·A      Higham & Mary: the roundings are independent, mean zero and bounded,
 //                      so their sum is within λ·√n·u·A with probability ≥ 1 − 2·exp(−λ²/2)
@@ -222,8 +221,8 @@ double max_slope(std::string_view kernel, double x, double w) {
 }  // namespace
 
 SharedZeros::SharedZeros(std::int64_t cells)
-    : data_(static_cast<double*>(std::calloc(static_cast<std::size_t>(std::max<std::int64_t>(cells, 1)),
-                                             sizeof(double)))),
+    : data_(static_cast<double*>(
+          std::calloc(static_cast<std::size_t>(std::max<std::int64_t>(cells, 1)), sizeof(double)))),
       cells_(cells) {
   if (data_ == nullptr) throw std::bad_alloc();
 }
@@ -626,17 +625,16 @@ void OperationEval::additive(Ctx& c, std::string_view twin) const {
   const KernelFn fn = kernels_.lookup(twin, node_name(graph_, op_));
   // The kernel on |x|, on σ² (an exact input's σ is its own square: a view of zeros) and on D;
   // each input transform is freed once its kernel has run.
-  const auto run_on = [&](const std::function<const Buffer*(std::size_t, std::optional<Buffer>&)>&
-                              transform) {
-    std::vector<std::optional<Buffer>> made(c.in_value.size());
-    std::vector<const Buffer*> in;
-    in.reserve(made.size());
-    for (std::size_t i = 0; i < made.size(); ++i) in.push_back(transform(i, made[i]));
-    return call(fn, in, DType::kFloat64);
-  };
-  std::vector<Buffer> a = run_on([&](std::size_t i, std::optional<Buffer>& b) {
-    return &b.emplace(abs_of(*c.in_value[i]));
-  });
+  const auto run_on =
+      [&](const std::function<const Buffer*(std::size_t, std::optional<Buffer>&)>& transform) {
+        std::vector<std::optional<Buffer>> made(c.in_value.size());
+        std::vector<const Buffer*> in;
+        in.reserve(made.size());
+        for (std::size_t i = 0; i < made.size(); ++i) in.push_back(transform(i, made[i]));
+        return call(fn, in, DType::kFloat64);
+      };
+  std::vector<Buffer> a = run_on(
+      [&](std::size_t i, std::optional<Buffer>& b) { return &b.emplace(abs_of(*c.in_value[i])); });
   std::vector<Buffer> p = run_on([&](std::size_t i, std::optional<Buffer>& b) -> const Buffer* {
     if (zeros_ != nullptr && zeros_->holds(*c.in_sigma[i])) return c.in_sigma[i];
     return &b.emplace(square_of(*c.in_sigma[i]));
@@ -942,9 +940,9 @@ void OperationEval::elementwise(Ctx& c) const {
   // stepped (Operand::step); rows in parallel (for_cells: each point writes its own cell).
   const std::size_t rank = index.rank();
   const std::int64_t n = rank == 0 ? 1 : index.extent(rank - 1);
-  const Range rows = rank == 0 ? index
-                               : index.with_dim(rank - 1, index.start()[rank - 1],
-                                                index.start()[rank - 1] + 1);
+  const Range rows =
+      rank == 0 ? index
+                : index.with_dim(rank - 1, index.start()[rank - 1], index.start()[rank - 1] + 1);
   const auto step = [&](const auto& operand) { return rank == 0 ? 0 : operand.step(rank - 1); };
   const std::size_t row_count =
       n == 0 || index.is_empty() ? 0 : static_cast<std::size_t>(rows.size());

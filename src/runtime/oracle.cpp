@@ -64,7 +64,8 @@ double largest_magnitude(const Buffer& b) {
 }
 
 // Why `inputs` (the graph inputs' buffers) are not all small integers (empty: they are).
-std::string non_integer_input(const ir::Graph& graph, const std::map<ir::TensorId, Buffer>& inputs) {
+std::string non_integer_input(const ir::Graph& graph,
+                              const std::map<ir::TensorId, Buffer>& inputs) {
   for (ir::TensorId t : graph_inputs(graph)) {
     const double limit = exact_integer_limit(tensor_dtype(graph, t));
     std::string why;
@@ -100,7 +101,8 @@ class LiveBytes {
 
  private:
   static std::int64_t bytes(const Buffer& b) {  // a borrowed view (shared zeros) holds none
-    return b.is_borrowed() ? 0 : b.size() * static_cast<std::int64_t>(ir::dtype_size_bytes(b.dtype()));
+    return b.is_borrowed() ? 0
+                           : b.size() * static_cast<std::int64_t>(ir::dtype_size_bytes(b.dtype()));
   }
   Oracle& oracle_;
   std::int64_t now_ = 0;
@@ -138,7 +140,8 @@ Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
     }
     const Buffer& b = found->second;
     Buffer view = bind_buffer(
-        graph, t, Buffer::borrow(b.dtype(), b.range(), const_cast<std::byte*>(b.bytes())));  // NOLINT
+        graph, t,
+        Buffer::borrow(b.dtype(), b.range(), const_cast<std::byte*>(b.bytes())));  // NOLINT
     if (ir::is_float(tensor_dtype(graph, t))) oracle.magnitude[t] = largest_magnitude(view);
     given.emplace(t, std::move(view));
   }

@@ -190,7 +190,8 @@ TEST(NaiveRunOutputs, AreTheOutputsOfTheFullRun) {
   const runtime::NaiveExecutor naive(g);
   EXPECT_THROW((void)naive.run_outputs({}), Error);
   BufferMap extra = runtime::generate_inputs(g, {.seed = 1});
-  extra.emplace(runtime::find_tensor(g, "Y"), Buffer(ir::DType::kFloat32, runtime::Range::of_shape({4})));
+  extra.emplace(runtime::find_tensor(g, "Y"),
+                Buffer(ir::DType::kFloat32, runtime::Range::of_shape({4})));
   EXPECT_THROW((void)naive.run_outputs(extra), Error);
 }
 

@@ -13,9 +13,9 @@
 namespace tapestry {
 namespace {
 
+using ir::DType;
 using runtime::Buffer;
 using runtime::BufferMap;
-using ir::DType;
 
 // One operation's rule on the graph's generated inputs (float64), every float input carrying
 // σ = 1e-6 and D = `bound`.
@@ -56,8 +56,8 @@ TEST(UnboundedD, IsTheBarOfAHugeFiniteD) {
     SCOPED_TRACE(op);
     const bool linear = std::string_view(op).starts_with("Y = linear");
     const std::string bias = linear ? "b: f32[4]\n" : "";
-    const ir::Graph g = verify_testing::build("X: f32[4, 16]\nW: f32[4, 16]\n" + bias + op +
-                                              "\noutput Y\n");
+    const ir::Graph g =
+        verify_testing::build("X: f32[4, 16]\nW: f32[4, 16]\n" + bias + op + "\noutput Y\n");
     const runtime::detail::RuleResult inf = rule_with_bound(g, INFINITY);
     const runtime::detail::RuleResult huge = rule_with_bound(g, 1e300);
     ASSERT_EQ(inf.sigmas.size(), 1U);
