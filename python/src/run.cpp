@@ -15,6 +15,7 @@
 #include "json.h"
 #include "plans.h"
 #include "py_graph.h"
+#include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/naive_executor.h"
 #include "tapestry/runtime/oracle.h"
 #include "tapestry/runtime/run_metrics.h"
@@ -134,7 +135,10 @@ Outcome execute(PyGraph& g, const std::shared_ptr<const ir::Graph>& snapshot,
     if (found != measured.buffers.end()) out.results.emplace(t, std::move(found->second));
   }
   if (verify == VerifyChoice::kExact) {
-    const runtime::BufferMap naive = runtime::NaiveExecutor(graph).run(inputs);
+    // Exact mode: every kernel set gives the same integers, so the naive run is the fast one,
+    // streamed, as `tapestry run --verify=exact` runs it.
+    const runtime::BufferMap naive =
+        runtime::NaiveExecutor(graph, runtime::fast_kernels()).run_outputs(inputs);
     info->verify = runtime::verify_outputs(graph, out.results, runtime::VerifyMode::kExact, &naive,
                                            &*oracle, unchecked);
   } else if (verify == VerifyChoice::kBound) {

@@ -93,10 +93,16 @@ int verify_and_write(const ir::Graph& graph, const runtime::BufferMap& inputs,
         exact ? runtime::VerifyMode::kExact
               : (options.reference_kernels && !reduction_split ? runtime::VerifyMode::kBitwise
                                                                : runtime::VerifyMode::kBound);
+    // The naive run: the reference kernels where bits are compared, else the fast ones (a
+    // float run of the unsharded graph, checked against the bars like the result: verify.h).
+    const runtime::ExecutableKernels* kernels =
+        mode == runtime::VerifyMode::kBitwise ? naive_kernels : oracle_kernels;
     const runtime::BufferMap naive =
-        runtime::NaiveExecutor(
-            graph, naive_kernels ? *naive_kernels : runtime::ExecutableKernels::reference())
-            .run(inputs);
+        runtime::NaiveExecutor(graph, kernels ? *kernels : runtime::ExecutableKernels::reference())
+            .run_outputs(inputs);
+    // The float blocks the runs freed serve no float64 buffer of the oracle (buffer.h's cache
+    // hands a block to a buffer of its size only): give them back before it starts.
+    runtime::release_buffer_cache();
     if (mode == runtime::VerifyMode::kBound)
       oracle = runtime::evaluate_oracle(graph, inputs, {.kernels = oracle_kernels});
     const runtime::VerifyReport report = runtime::verify_outputs(
@@ -300,6 +306,7 @@ int run_run(RunOptions& options) {
              options.executor, options.reference_kernels ? "reference" : "fast");
   if (run.metrics) fmt::print("{}", runtime::summary_table(*run.metrics));
   const runtime::BufferMap results = outputs_of(graph, lowered.graph, run.buffers);
+  run.buffers.clear();  // the outputs are copied: the run's buffers are not held while verifying
 
   return verify_and_write(graph, inputs, results, std::move(oracle), reduction_split, options,
                           run.metrics ? runtime::metrics_json(*run.metrics).dump(1) + "\n" : "",

@@ -66,7 +66,7 @@ int run_verify(const VerifyOptions& options) {
       graph, inputs, results,
       {.mode = mode,
        .oracle = {.kernels = &fast},
-       .naive_kernels = &reference,
+       .naive_kernels = mode == runtime::VerifyMode::kBitwise ? &reference : &fast,
        .unchecked = options.allow_unchecked ? runtime::UncheckedCells::kAllow
                                             : runtime::UncheckedCells::kFail});
   if (options.format == "json") {

@@ -4,13 +4,21 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <limits>
+#include <map>
 #include <numbers>
+#include <optional>
+#include <utility>
+
+#include <oneapi/tbb/parallel_reduce.h>
 
 #include "run_support.h"
+#include "tapestry/runtime/compare.h"
 #include "tapestry/runtime/kernel.h"
 
 namespace tapestry::runtime::detail {
@@ -65,12 +73,27 @@ bool is_exact_kernel(std::string_view kernel, Rule rule) {
          rule != Rule::kAverage && rule != Rule::kVariance;
 }
 
-Buffer map_values(const Buffer& in, const std::function<double(double)>& f) {
+template <typename F>
+Buffer map_values(const Buffer& in, F f) {
   Buffer out(DType::kFloat64, in.range(), Buffer::Uninitialized{});
   const std::span<const double> from = in.values<double>();
   const std::span<double> to = out.values<double>();
-  for (std::size_t i = 0; i < from.size(); ++i) to[i] = f(from[i]);
+  for_cells(from.size(), [&](std::size_t lo, std::size_t hi) {
+    for (std::size_t i = lo; i < hi; ++i) to[i] = f(from[i]);
+  });
   return out;
+}
+
+// Whether pred holds for some cell (chunks in parallel; a bool is the same in any order).
+template <typename F>
+bool any_cell(std::size_t n, F pred) {
+  return tbb::parallel_reduce(
+      tbb::blocked_range<std::size_t>(0, n, kCellChunk), false,
+      [&](const tbb::blocked_range<std::size_t>& r, bool found) {
+        for (std::size_t i = r.begin(); i < r.end() && !found; ++i) found = pred(i);
+        return found;
+      },
+      [](bool a, bool b) { return a || b; }, tbb::simple_partitioner());
 }
 
 Buffer abs_of(const Buffer& b) {
@@ -89,9 +112,13 @@ Buffer square_of(const Buffer& b) {
 bool is_exact(double sigma, double bound) {
   return sigma == 0 && bound == 0;
 }
-// σ and D finite: the cell's error is bounded (false for NaN too).
+// σ finite: the cell's error is bounded — its bar min(λσ, D) is finite (false for NaN). D = ∞
+// alone is a worst case that overflowed (D squares through a variance's 4·Dmax² and through
+// q·kᵀ's Dq·Dk: ViT-B/16's LayerNorms reach 1e308 by the third layer); the bar is then λσ,
+// exactly as for a D of 1e300, which no rule distinguishes from ∞ (docs/runtime.md, "What
+// verifying costs": ViT-B/16).
 bool is_known(double sigma, double bound) {
-  return std::isfinite(sigma) && std::isfinite(bound);
+  return std::isfinite(sigma) && !std::isnan(bound);
 }
 // σ and D of a cell whose float64 value is ±inf or NaN.
 double class_scale(bool certain) {
@@ -111,7 +138,9 @@ Buffer indicator(const Buffer& value, const Buffer& sigma, const Buffer& bound,
   const std::span<const double> v = value.values<double>(), s = sigma.values<double>(),
                                 d = bound.values<double>();
   const std::span<double> o = out.values<double>();
-  for (std::size_t i = 0; i < o.size(); ++i) o[i] = pred(v[i], s[i], d[i]) ? 1.0 : 0.0;
+  for_cells(o.size(), [&](std::size_t lo, std::size_t hi) {
+    for (std::size_t i = lo; i < hi; ++i) o[i] = pred(v[i], s[i], d[i]) ? 1.0 : 0.0;
+  });
   return out;
 }
 
@@ -123,25 +152,24 @@ bool may_be_nonzero(double value, double sigma, double bound) {
 bool has_exact_zero(const Buffer& value, const Buffer& sigma, const Buffer& bound) {
   const std::span<const double> v = value.values<double>(), s = sigma.values<double>(),
                                 d = bound.values<double>();
-  for (std::size_t i = 0; i < v.size(); ++i)
-    if (!may_be_nonzero(v[i], s[i], d[i])) return true;
-  return false;
+  return any_cell(v.size(), [&](std::size_t i) { return !may_be_nonzero(v[i], s[i], d[i]); });
 }
 
 bool any_non_finite(const Buffer& b) {
   const std::span<const double> v = b.values<double>();
-  return std::any_of(v.begin(), v.end(), [](double x) { return !std::isfinite(x); });
+  return any_cell(v.size(), [&](std::size_t i) { return !std::isfinite(v[i]); });
 }
 
+// The largest cell, at least 0 (NaN is skipped): the same in any order, so chunks in parallel.
 double max_of(const Buffer& b) {
-  double m = 0;
-  for (double v : b.values<double>()) m = std::max(m, v);  // NaN is skipped
-  return m;
-}
-
-bool all_zero(const Buffer& b) {
   const std::span<const double> v = b.values<double>();
-  return std::all_of(v.begin(), v.end(), [](double x) { return x == 0; });
+  return tbb::parallel_reduce(
+      tbb::blocked_range<std::size_t>(0, v.size(), kCellChunk), 0.0,
+      [&](const tbb::blocked_range<std::size_t>& r, double m) {
+        for (std::size_t i = r.begin(); i < r.end(); ++i) m = std::max(m, v[i]);
+        return m;
+      },
+      [](double x, double y) { return std::max(x, y); }, tbb::simple_partitioner());
 }
 
 // The two scales of n roundings of relative size ≤ u on terms of magnitude A (Σ|terms|):
@@ -193,6 +221,27 @@ double max_slope(std::string_view kernel, double x, double w) {
 
 }  // namespace
 
+SharedZeros::SharedZeros(std::int64_t cells)
+    : data_(static_cast<double*>(
+          std::calloc(static_cast<std::size_t>(std::max<std::int64_t>(cells, 1)), sizeof(double)))),
+      cells_(cells) {
+  if (data_ == nullptr) throw std::bad_alloc();
+}
+
+SharedZeros::~SharedZeros() {
+  std::free(data_);  // NOLINT(cppcoreguidelines-no-malloc): calloc's zero pages are the point
+}
+
+Buffer SharedZeros::view(const Range& range) const {
+  TAPESTRY_ASSERT(range.size() <= cells_, "a SharedZeros view larger than the region");
+  return Buffer::borrow(DType::kFloat64, range, reinterpret_cast<std::byte*>(data_));
+}
+
+bool SharedZeros::holds(const Buffer& b) const {
+  return b.is_borrowed() && b.dtype() == DType::kFloat64 &&
+         b.bytes() == reinterpret_cast<const std::byte*>(data_);
+}
+
 // Everything one rule works on.
 struct OperationEval::Ctx {
   const BufferMap& value;
@@ -205,6 +254,17 @@ struct OperationEval::Ctx {
   double u = 0;                                    // unit roundoff of the computation's dtype
   double tiny = 0;                                 // its smallest normal number
   RuleResult result;
+  // Buffers made from the inputs while the rule runs (CellMap), by kind and entry.
+  std::map<std::pair<std::string, std::size_t>, Buffer> made;
+  std::size_t flags = 0;  // flag() CellMaps made so far (each its own kind)
+
+  // The buffer `make()` gives for (kind, entry i), made once.
+  template <typename F>
+  const Buffer& memo(const std::string& kind, std::size_t i, F make) {
+    auto it = made.find({kind, i});
+    if (it == made.end()) it = made.emplace(std::pair{kind, i}, make()).first;
+    return it->second;
+  }
 
   // The input entry named `name` (position 0), or -1.
   [[nodiscard]] int entry(std::string_view name) const {
@@ -216,12 +276,14 @@ struct OperationEval::Ctx {
 };
 
 OperationEval::OperationEval(const ir::Graph& graph, ir::OperationId op,
-                             const ExecutableKernels& kernels, double lambda)
+                             const ExecutableKernels& kernels, double lambda,
+                             const SharedZeros* zeros)
     : graph_(graph),
       op_(op),
       kernels_(kernels),
       kernel_(kernels.lookup(graph.operation(op).kernel(), node_name(graph, op))),
-      lambda_(lambda) {
+      lambda_(lambda),
+      zeros_(zeros) {
   const ir::OperationView view = graph.operation(op);
   const Range index = *view.ipf_index();
   double window = 1;
@@ -334,6 +396,14 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
       fallback(c);
       break;
   }
+  // A D of ∞ times an exact 0 (a weight, a slope, a deviation) is NaN: it is ∞ — no worst case.
+  for (Buffer& d : c.result.bounds) {
+    const std::span<double> dv = d.values<double>();
+    for_cells(dv.size(), [&](std::size_t lo, std::size_t hi) {
+      for (std::size_t i = lo; i < hi; ++i)
+        if (std::isnan(dv[i])) dv[i] = INFINITY;
+    });
+  }
   return std::move(c.result);
 }
 
@@ -342,7 +412,10 @@ Buffer OperationEval::bar_of(const Buffer& sigma, const Buffer& bound) const {
   Buffer out(DType::kFloat64, sigma.range(), Buffer::Uninitialized{});
   const std::span<const double> s = sigma.values<double>(), d = bound.values<double>();
   const std::span<double> o = out.values<double>();
-  for (std::size_t i = 0; i < o.size(); ++i) o[i] = std::min(lambda_ * s[i], d[i]);
+  const double l = lambda_;
+  for_cells(o.size(), [&](std::size_t lo, std::size_t hi) {
+    for (std::size_t i = lo; i < hi; ++i) o[i] = std::min(l * s[i], d[i]);
+  });
   return out;
 }
 
@@ -350,34 +423,45 @@ Buffer OperationEval::bar_of(const Buffer& sigma, const Buffer& bound) const {
 // `on_x(i)` for the others (x, the bias; the bias zeroed when `zero_bias`).
 std::vector<Buffer> OperationEval::run_bilinear(const Ctx& c, int w, int bias, const CellMap& on_x,
                                                 const CellMap& on_w, bool zero_bias) const {
-  std::vector<Buffer> in;
-  in.reserve(c.in_value.size());
+  std::optional<Buffer> zero;  // the zeroed bias
+  std::vector<const Buffer*> p;
+  p.reserve(c.in_value.size());
   for (std::size_t i = 0; i < c.in_value.size(); ++i) {
     const auto idx = static_cast<int>(i);
-    if (idx == w)
-      in.push_back(on_w(i));
-    else if (idx == bias && zero_bias)
-      in.emplace_back(DType::kFloat64, c.in_value[i]->range());
-    else
-      in.push_back(on_x(i));
+    if (idx == w) {
+      p.push_back(&on_w(i));
+    } else if (idx == bias && zero_bias) {
+      const Range& range = c.in_value[i]->range();
+      zero = zeros_ != nullptr && range.size() <= zeros_->cells() ? zeros_->view(range)
+                                                                  : Buffer(DType::kFloat64, range);
+      p.push_back(&*zero);
+    } else {
+      p.push_back(&on_x(i));
+    }
   }
-  std::vector<const Buffer*> p;
-  p.reserve(in.size());
-  for (const Buffer& b : in) p.push_back(&b);
   return call(kernel_, p, DType::kFloat64);
 }
 
-// Input entry i as a 0/1 buffer: pred(value, σ, D) cell by cell.
-OperationEval::CellMap OperationEval::flag(const Ctx& c, CellPredicate pred) {
-  return [&c, pred = std::move(pred)](std::size_t i) {
-    return indicator(*c.in_value[i], *c.in_sigma[i], *c.in_bound[i], pred);
+// Input entry i as a 0/1 buffer: pred(value, σ, D) cell by cell (made once per predicate: each
+// CellMap made by flag is its own kind).
+OperationEval::CellMap OperationEval::flag(Ctx& c, CellPredicate pred) {
+  const std::string kind = fmt::format("flag{}", c.flags++);
+  return [&c, kind, pred = std::move(pred)](std::size_t i) -> const Buffer& {
+    return c.memo(kind, i,
+                  [&] { return indicator(*c.in_value[i], *c.in_sigma[i], *c.in_bound[i], pred); });
   };
+}
+
+bool OperationEval::all_zero(const Buffer& b) const {
+  if (zeros_ != nullptr && zeros_->holds(b)) return true;
+  const std::span<const double> v = b.values<double>();
+  return !any_cell(v.size(), [&](std::size_t i) { return v[i] != 0; });
 }
 
 // Per output cell of a bilinear kernel whose value is ±inf or NaN: how many of its terms make
 // its class uncertain — one that reads a cell of unknown error, or that multiplies an infinity
 // by a factor whose bar reaches 0 (inf·0 is NaN). 0: every computation gives the same class.
-std::vector<Buffer> OperationEval::bilinear_hazards(const Ctx& c, int w, int bias) const {
+std::vector<Buffer> OperationEval::bilinear_hazards(Ctx& c, int w, int bias) const {
   const double l = lambda_;
   const CellMap unknown = flag(c, [](double, double s, double d) { return !is_known(s, d); });
   const CellMap ones = flag(c, [](double, double, double) { return true; });
@@ -391,7 +475,9 @@ std::vector<Buffer> OperationEval::bilinear_hazards(const Ctx& c, int w, int bia
     for (std::size_t o = 0; o < hazard.size(); ++o) {
       const std::span<double> h = hazard[o].values<double>();
       const std::span<const double> m = more[o].values<double>();
-      for (std::size_t i = 0; i < h.size(); ++i) h[i] += m[i];
+      for_cells(h.size(), [&](std::size_t lo, std::size_t hi) {
+        for (std::size_t i = lo; i < hi; ++i) h[i] += m[i];
+      });
     }
   }
   return hazard;
@@ -418,16 +504,30 @@ void OperationEval::bilinear(Ctx& c) const {
   const auto run = [&](const CellMap& on_x, const CellMap& on_w, bool zero_bias) {
     return run_bilinear(c, w, bias, on_x, on_w, zero_bias);
   };
-  const auto abs_value = [&](std::size_t i) { return abs_of(*c.in_value[i]); };
-  const auto sq_value = [&](std::size_t i) { return square_of(*c.in_value[i]); };
-  const auto sq_sigma = [&](std::size_t i) { return square_of(*c.in_sigma[i]); };
-  const auto bound = [&](std::size_t i) { return *c.in_bound[i]; };
-  const auto abs_plus_bound = [&](std::size_t i) {
-    Buffer b = abs_of(*c.in_value[i]);
-    const std::span<const double> d = c.in_bound[i]->values<double>();
-    const std::span<double> v = b.values<double>();
-    for (std::size_t k = 0; k < v.size(); ++k) v[k] += d[k];
-    return b;
+  // The inputs' transforms, each made once (|w| serves a, d1 and d2): σ² of an exact input is
+  // its σ (0² = 0), |x| + D of one whose D is 0 is |x| — the same numbers, not made again.
+  const CellMap abs_value = [&](std::size_t i) -> const Buffer& {
+    return c.memo("abs", i, [&] { return abs_of(*c.in_value[i]); });
+  };
+  const CellMap sq_value = [&](std::size_t i) -> const Buffer& {
+    return c.memo("sq", i, [&] { return square_of(*c.in_value[i]); });
+  };
+  const CellMap sq_sigma = [&](std::size_t i) -> const Buffer& {
+    if (zeros_ != nullptr && zeros_->holds(*c.in_sigma[i])) return *c.in_sigma[i];
+    return c.memo("sq_sigma", i, [&] { return square_of(*c.in_sigma[i]); });
+  };
+  const CellMap bound = [&](std::size_t i) -> const Buffer& { return *c.in_bound[i]; };
+  const CellMap abs_plus_bound = [&](std::size_t i) -> const Buffer& {
+    if (zeros_ != nullptr && zeros_->holds(*c.in_bound[i])) return abs_value(i);
+    return c.memo("abs_plus_bound", i, [&] {
+      Buffer b = abs_of(*c.in_value[i]);
+      const std::span<const double> d = c.in_bound[i]->values<double>();
+      const std::span<double> v = b.values<double>();
+      for_cells(v.size(), [&](std::size_t lo, std::size_t hi) {
+        for (std::size_t k = lo; k < hi; ++k) v[k] += d[k];
+      });
+      return b;
+    });
   };
   // 1. Which inputs carry an error in, and whether any holds an exact zero.
   bool x_carries = false;  // x or the bias carry an error in
@@ -438,55 +538,78 @@ void OperationEval::bilinear(Ctx& c) const {
   }
   const bool w_carries = !all_zero(*c.in_bound[static_cast<std::size_t>(w)]);
 
-  // 2. The kernel runs: magnitudes, propagated errors, live terms, hazards.
-  const std::vector<Buffer> a = run(abs_value, abs_value, false);
+  // 2. The kernel runs: magnitudes, propagated errors, live terms, hazards. Each transform is
+  //    freed after the last run that reads it (the flags' runs come last, on their own).
+  const auto forget = [&c](std::initializer_list<std::string_view> kinds) {
+    std::erase_if(c.made, [&](const auto& m) {
+      return std::find(kinds.begin(), kinds.end(), m.first.first) != kinds.end();
+    });
+  };
+  std::vector<Buffer> a = run(abs_value, abs_value, false);
   std::vector<Buffer> p1, p2, d1, d2, live, hazard;
   if (x_carries) {
     p1 = run(sq_sigma, sq_value, false);
     d1 = run(bound, abs_plus_bound, false);
+    forget({"abs_plus_bound"});
   }
   if (w_carries) {
     p2 = run(sq_value, sq_sigma, true);
     d2 = run(abs_value, bound, true);
   }
+  forget({"abs", "sq", "sq_sigma"});
   if (exact_zeros) {
     const CellMap nonzero =
         flag(c, [](double v, double s, double d) { return may_be_nonzero(v, s, d); });
     live = run(nonzero, nonzero, false);
+    c.made.clear();
   }
   if (std::any_of(c.result.values.begin(), c.result.values.end(),
                   [](const Buffer& v) { return any_non_finite(v); }))
     hazard = bilinear_hazards(c, w, bias);
 
-  // 3. Each output cell.
+  // 3. Each output cell. σ is written over A and D over the first D term (each cell reads its
+  //    own A and D term before writing them): no buffer more.
   const double n = terms_ + (bias >= 0 ? 1 : 0);
+  const auto cells = [](const std::vector<Buffer>& b, std::size_t o) {
+    return b.empty() ? nullptr : b[o].values<double>().data();
+  };
   for (std::size_t o = 0; o < a.size(); ++o) {
-    Buffer s(DType::kFloat64, a[o].range(), Buffer::Uninitialized{});
-    Buffer d(DType::kFloat64, a[o].range(), Buffer::Uninitialized{});
-    const std::span<const double> av = a[o].values<double>();
-    const std::span<const double> value = c.result.values[o].values<double>();
-    const std::span<double> sv = s.values<double>(), dv = d.values<double>();
-    for (std::size_t i = 0; i < sv.size(); ++i) {
-      if (!std::isfinite(value[i])) {
-        sv[i] = dv[i] = class_scale(hazard[o].values<double>()[i] == 0);
-        continue;
-      }
-      const Rounding r =
-          rounding(live.empty() ? n : live[o].values<double>()[i], c.u, c.tiny, av[i]);
-      double var = r.proxy * r.proxy;
-      double worst = r.bound;
-      if (x_carries) {
-        var += p1[o].values<double>()[i];
-        worst += d1[o].values<double>()[i];
-      }
-      if (w_carries) {
-        var += p2[o].values<double>()[i];
-        worst += d2[o].values<double>()[i];
-      }
-      sv[i] = std::sqrt(var);
-      dv[i] = worst;
-    }
     c.result.magnitudes.push_back(max_of(a[o]));
+    const double* const av = cells(a, o);
+    const double* const p1v = cells(p1, o);
+    const double* const d1v = cells(d1, o);
+    const double* const p2v = cells(p2, o);
+    const double* const d2v = cells(d2, o);
+    const double* const lv = cells(live, o);
+    const double* const hv = cells(hazard, o);
+    const std::span<const double> value = c.result.values[o].values<double>();
+    Buffer s = std::move(a[o]);
+    Buffer d = x_carries   ? std::move(d1[o])
+               : w_carries ? std::move(d2[o])
+                           : Buffer(DType::kFloat64, s.range(), Buffer::Uninitialized{});
+    double* const sv = s.values<double>().data();
+    double* const dv = d.values<double>().data();
+    for_cells(value.size(), [&](std::size_t lo, std::size_t hi) {
+      for (std::size_t i = lo; i < hi; ++i) {
+        if (!std::isfinite(value[i])) {
+          sv[i] = dv[i] = class_scale(hv[i] == 0);
+          continue;
+        }
+        const Rounding r = rounding(lv == nullptr ? n : lv[i], c.u, c.tiny, av[i]);
+        double var = r.proxy * r.proxy;
+        double worst = r.bound;
+        if (x_carries) {
+          var += p1v[i];
+          worst += d1v[i];
+        }
+        if (w_carries) {
+          var += p2v[i];
+          worst += d2v[i];
+        }
+        sv[i] = std::sqrt(var);
+        dv[i] = worst;
+      }
+    });
     c.result.sigmas.push_back(std::move(s));
     c.result.bounds.push_back(std::move(d));
   }
@@ -501,18 +624,22 @@ void OperationEval::bilinear(Ctx& c) const {
 // when twin(σ²) and twin(D), the errors carried in, are finite.
 void OperationEval::additive(Ctx& c, std::string_view twin) const {
   const KernelFn fn = kernels_.lookup(twin, node_name(graph_, op_));
-  std::vector<Buffer> abs_in, var_in;
-  std::vector<const Buffer*> abs_p, var_p;
-  for (std::size_t i = 0; i < c.in_value.size(); ++i) {
-    abs_in.push_back(abs_of(*c.in_value[i]));
-    var_in.push_back(square_of(*c.in_sigma[i]));
-  }
-  for (std::size_t i = 0; i < abs_in.size(); ++i) {
-    abs_p.push_back(&abs_in[i]);
-    var_p.push_back(&var_in[i]);
-  }
-  std::vector<Buffer> a = call(fn, abs_p, DType::kFloat64);
-  std::vector<Buffer> p = call(fn, var_p, DType::kFloat64);
+  // The kernel on |x|, on σ² (an exact input's σ is its own square: a view of zeros) and on D;
+  // each input transform is freed once its kernel has run.
+  const auto run_on =
+      [&](const std::function<const Buffer*(std::size_t, std::optional<Buffer>&)>& transform) {
+        std::vector<std::optional<Buffer>> made(c.in_value.size());
+        std::vector<const Buffer*> in;
+        in.reserve(made.size());
+        for (std::size_t i = 0; i < made.size(); ++i) in.push_back(transform(i, made[i]));
+        return call(fn, in, DType::kFloat64);
+      };
+  std::vector<Buffer> a = run_on(
+      [&](std::size_t i, std::optional<Buffer>& b) { return &b.emplace(abs_of(*c.in_value[i])); });
+  std::vector<Buffer> p = run_on([&](std::size_t i, std::optional<Buffer>& b) -> const Buffer* {
+    if (zeros_ != nullptr && zeros_->holds(*c.in_sigma[i])) return c.in_sigma[i];
+    return &b.emplace(square_of(*c.in_sigma[i]));
+  });
   std::vector<Buffer> d = call(fn, c.in_bound, DType::kFloat64);
   // Terms that are exact zeros (a mask's 0s, masked e^(x − m)) add without rounding: n is then
   // the number of terms that may be nonzero, less one, cell by cell.
@@ -523,12 +650,9 @@ void OperationEval::additive(Ctx& c, std::string_view twin) const {
   if (exact_zeros) {
     const CellMap nonzero =
         flag(c, [](double v, double s, double b) { return may_be_nonzero(v, s, b); });
-    std::vector<Buffer> flags;
     std::vector<const Buffer*> flag_p;
-    flags.reserve(c.in_value.size());
     flag_p.reserve(c.in_value.size());
-    for (std::size_t i = 0; i < c.in_value.size(); ++i) flags.push_back(nonzero(i));
-    for (const Buffer& b : flags) flag_p.push_back(&b);
+    for (std::size_t i = 0; i < c.in_value.size(); ++i) flag_p.push_back(&nonzero(i));
     live = call(fn, flag_p, DType::kFloat64);
   }
   const double n = c.op.body().reductions.empty() ? 1 : std::max(terms_ - 1, 0.0);
@@ -536,17 +660,19 @@ void OperationEval::additive(Ctx& c, std::string_view twin) const {
     const std::span<const double> av = a[o].values<double>();
     const std::span<const double> value = c.result.values[o].values<double>();
     const std::span<double> pv = p[o].values<double>(), dv = d[o].values<double>();
-    for (std::size_t i = 0; i < pv.size(); ++i) {
-      if (!std::isfinite(value[i])) {  // a term is ±inf (a mask): certain if no error is unknown
-        pv[i] = dv[i] = class_scale(is_known(pv[i], dv[i]));
-        continue;
+    for_cells(pv.size(), [&](std::size_t lo, std::size_t hi) {
+      for (std::size_t i = lo; i < hi; ++i) {
+        if (!std::isfinite(value[i])) {  // a term is ±inf (a mask): certain if no error unknown
+          pv[i] = dv[i] = class_scale(is_known(pv[i], dv[i]));
+          continue;
+        }
+        const double additions =
+            live.empty() ? n : std::min(n, std::max(live[o].values<double>()[i] - 1, 0.0));
+        const Rounding r = rounding(additions, c.u, c.tiny, av[i]);
+        pv[i] = std::sqrt(pv[i] + r.proxy * r.proxy);
+        dv[i] += r.bound;
       }
-      const double additions =
-          live.empty() ? n : std::min(n, std::max(live[o].values<double>()[i] - 1, 0.0));
-      const Rounding r = rounding(additions, c.u, c.tiny, av[i]);
-      pv[i] = std::sqrt(pv[i] + r.proxy * r.proxy);
-      dv[i] += r.bound;
-    }
+    });
     c.result.magnitudes.push_back(max_of(a[o]));
     c.result.sigmas.push_back(std::move(p[o]));
     c.result.bounds.push_back(std::move(d[o]));
@@ -564,7 +690,9 @@ void OperationEval::product(Ctx& c) const {
     Buffer b = abs_x;
     const std::span<const double> d = delta.values<double>();
     const std::span<double> v = b.values<double>();
-    for (std::size_t k = 0; k < v.size(); ++k) v[k] += d[k];
+    for_cells(v.size(), [&](std::size_t lo, std::size_t hi) {
+      for (std::size_t k = lo; k < hi; ++k) v[k] += d[k];
+    });
     return call(kernel_, {&b}, DType::kFloat64);
   };
   std::vector<Buffer> p = call(kernel_, {&abs_x}, DType::kFloat64);
@@ -590,18 +718,20 @@ void OperationEval::product(Ctx& c) const {
     const std::span<const double> pv = p[o].values<double>();
     const std::span<const double> value = c.result.values[o].values<double>();
     const std::span<double> sv = s[o].values<double>(), dv = d[o].values<double>();
-    for (std::size_t i = 0; i < pv.size(); ++i) {
-      if (!std::isfinite(value[i])) {
-        const bool certain =
-            unknown[o].values<double>()[i] == 0 &&
-            (infinite[o].values<double>()[i] == 0 || loose[o].values<double>()[i] == 0);
-        sv[i] = dv[i] = class_scale(certain);
-        continue;
+    for_cells(pv.size(), [&](std::size_t lo, std::size_t hi) {
+      for (std::size_t i = lo; i < hi; ++i) {
+        if (!std::isfinite(value[i])) {
+          const bool certain =
+              unknown[o].values<double>()[i] == 0 &&
+              (infinite[o].values<double>()[i] == 0 || loose[o].values<double>()[i] == 0);
+          sv[i] = dv[i] = class_scale(certain);
+          continue;
+        }
+        const Rounding r = rounding(n, c.u, c.tiny, pv[i]);
+        sv[i] = std::hypot(sv[i] - pv[i], r.proxy);
+        dv[i] = dv[i] - pv[i] + r.bound;
       }
-      const Rounding r = rounding(n, c.u, c.tiny, pv[i]);
-      sv[i] = std::hypot(sv[i] - pv[i], r.proxy);
-      dv[i] = dv[i] - pv[i] + r.bound;
-    }
+    });
     c.result.magnitudes.push_back(max_of(p[o]));
     c.result.sigmas.push_back(std::move(s[o]));
     c.result.bounds.push_back(std::move(d[o]));
@@ -615,8 +745,8 @@ void OperationEval::product(Ctx& c) const {
 // Only the cells that may be selected count: a masked score (−1e9, off by up to 60) never is,
 // however wide its own bar. Neither exceeds the largest D (σ) of the cells selected from (the
 // old rule, kept as a cap; its kernel runs on −σ, −D then negated for min), and 2^−52·|M| covers
-// the float64 rounding of x ± e. A cell of unknown error (σ or D not finite) makes the result
-// unknown; a result that is ±inf or NaN is otherwise certain.
+// the float64 rounding of x ± e. A cell of unknown error (σ not finite: is_known) makes the
+// result unknown; a result that is ±inf or NaN is otherwise certain.
 void OperationEval::selection(Ctx& c, bool negate) const {
   // The kernel on every input cell mapped by `f(value, σ, D)`; `widest` picks the largest of
   // the cells also when the kernel is a min.
@@ -630,8 +760,10 @@ void OperationEval::selection(Ctx& c, bool negate) const {
                                     s = c.in_sigma[i]->values<double>(),
                                     d = c.in_bound[i]->values<double>();
       const std::span<double> o = b.values<double>();
-      for (std::size_t k = 0; k < o.size(); ++k)
-        o[k] = flip ? -f(v[k], s[k], d[k]) : f(v[k], s[k], d[k]);
+      for_cells(o.size(), [&](std::size_t lo, std::size_t hi) {
+        for (std::size_t k = lo; k < hi; ++k)
+          o[k] = flip ? -f(v[k], s[k], d[k]) : f(v[k], s[k], d[k]);
+      });
       in.push_back(std::move(b));
     }
     std::vector<const Buffer*> p;
@@ -664,15 +796,17 @@ void OperationEval::selection(Ctx& c, bool negate) const {
                                   ls = lo_s[o].values<double>(), hd = hi_d[o].values<double>(),
                                   ld = lo_d[o].values<double>();
     const std::span<double> sv = s.values<double>(), dv = d.values<double>();
-    for (std::size_t i = 0; i < m.size(); ++i) {
-      if (unk[i] != 0 || !std::isfinite(m[i])) {
-        sv[i] = dv[i] = class_scale(unk[i] == 0);
-        continue;
+    for_cells(m.size(), [&](std::size_t lo, std::size_t hi) {
+      for (std::size_t i = lo; i < hi; ++i) {
+        if (unk[i] != 0 || !std::isfinite(m[i])) {
+          sv[i] = dv[i] = class_scale(unk[i] == 0);
+          continue;
+        }
+        const double slack = 0x1p-52 * std::abs(m[i]);
+        sv[i] = std::min(ws[i], std::max(hs[i] - m[i], m[i] - ls[i]) / l + slack);
+        dv[i] = std::min(wd[i], std::max(hd[i] - m[i], m[i] - ld[i]) + slack);
       }
-      const double slack = 0x1p-52 * std::abs(m[i]);
-      sv[i] = std::min(ws[i], std::max(hs[i] - m[i], m[i] - ls[i]) / l + slack);
-      dv[i] = std::min(wd[i], std::max(hd[i] - m[i], m[i] - ld[i]) + slack);
-    }
+    });
     c.result.magnitudes.push_back(max_of(abs_of(value)));
     c.result.sigmas.push_back(std::move(s));
     c.result.bounds.push_back(std::move(d));
@@ -801,16 +935,51 @@ void OperationEval::elementwise(Ctx& c) const {
     dv.emplace_back(InputPort{c.in_bound[i]->view(in_entries[i].value.range), &ipf});
   }
   if (v.empty()) return fallback(c);
-  const auto cell = [&](std::size_t i, const Point& p) {
-    return Cell{*v[i].cell(p), *sv[i].cell(p), *dv[i].cell(p)};
-  };
-  for (const Point& p : index.points()) {
-    const double out = *y.cell(p);
-    const Scales r = kernel == "div" ? div_scales(cell(0, p), cell(1, p), out, c.u, c.tiny, lambda_)
-                                     : unary_scales(kernel, cell(0, p), out, c.u, c.tiny, lambda_);
-    *sy.cell(p) = r.sigma;
-    *dy.cell(p) = r.bound;
-  }
+  const bool div = kernel == "div";
+  if (div && v.size() < 2) return fallback(c);
+  // Row by row along the index's last dim: each operand's cell is located once per row, then
+  // stepped (Operand::step); rows in parallel (for_cells: each point writes its own cell).
+  const std::size_t rank = index.rank();
+  const std::int64_t n = rank == 0 ? 1 : index.extent(rank - 1);
+  const Range rows =
+      rank == 0 ? index
+                : index.with_dim(rank - 1, index.start()[rank - 1], index.start()[rank - 1] + 1);
+  const auto step = [&](const auto& operand) { return rank == 0 ? 0 : operand.step(rank - 1); };
+  const std::size_t row_count =
+      n == 0 || index.is_empty() ? 0 : static_cast<std::size_t>(rows.size());
+  for_cells(
+      row_count,
+      [&](std::size_t lo, std::size_t hi) {
+        const std::size_t k = div ? 2 : 1;
+        for (std::size_t r = lo; r < hi; ++r) {
+          const Point p = unravel(rows, static_cast<std::int64_t>(r));
+          const double* yp = y.cell(p);
+          double* sp = sy.cell(p);
+          double* dp = dy.cell(p);
+          std::array<const double*, 2> vp{}, sgp{}, dbp{};
+          std::array<std::int64_t, 2> vs{}, ss{}, ds{};
+          for (std::size_t i = 0; i < k; ++i) {
+            vp[i] = v[i].cell(p);
+            sgp[i] = sv[i].cell(p);
+            dbp[i] = dv[i].cell(p);
+            vs[i] = step(v[i]);
+            ss[i] = step(sv[i]);
+            ds[i] = step(dv[i]);
+          }
+          const std::int64_t step_y = step(y), step_s = step(sy), step_d = step(dy);
+          for (std::int64_t j = 0; j < n; ++j) {
+            const auto cell = [&](std::size_t i) {
+              return Cell{vp[i][j * vs[i]], sgp[i][j * ss[i]], dbp[i][j * ds[i]]};
+            };
+            const double out = yp[j * step_y];
+            const Scales sc = div ? div_scales(cell(0), cell(1), out, c.u, c.tiny, lambda_)
+                                  : unary_scales(kernel, cell(0), out, c.u, c.tiny, lambda_);
+            sp[j * step_s] = sc.sigma;
+            dp[j * step_d] = sc.bound;
+          }
+        }
+      },
+      kCellChunk / static_cast<std::size_t>(std::max<std::int64_t>(n, 1)));
   c.result.magnitudes.push_back(max_of(abs_of(c.result.values.front())));
   c.result.sigmas.push_back(std::move(s));
   c.result.bounds.push_back(std::move(d));
@@ -848,60 +1017,66 @@ void OperationEval::softmax(Ctx& c) const {
   const std::int64_t n = x.window(last);
   const std::int64_t step_x = x.stride(last), step_y = y.stride(last);
   const double l = lambda_;
-  for (const Point& p : index.points()) {
-    const double* xr = x.cell(p);
-    const double* sr = sx.cell(p);
-    const double* dr = dx.cell(p);
-    const double* yr = y.cell(p);
-    double* s_out = sy.cell(p);
-    double* d_out = dy.cell(p);
-    if (xr == nullptr) continue;
-    const auto at = [](const double* row, std::int64_t j, std::int64_t step) {
-      return row[j * step];
-    };
-    // 1. The row's maximum, its argmax's bar, whether every cell is known.
-    double m = -std::numeric_limits<double>::infinity(), e_max = 0;
-    bool known = true;
-    for (std::int64_t j = 0; j < n; ++j) {
-      const double xj = at(xr, j, step_x);
-      known = known && is_known(at(sr, j, step_x), at(dr, j, step_x));
-      if (xj > m || j == 0) {
-        m = std::max(m, xj);
-        e_max = std::min(l * at(sr, j, step_x), at(dr, j, step_x));
-      }
-    }
-    // 2. S = Σ_j c_j for σ and for D, and the terms of the normaliser that are not 0.
-    double s_sum = 0, d_sum = 0, live = 0;
-    for (std::int64_t j = 0; j < n; ++j) {
-      const double yj = at(yr, j, step_y), xj = at(xr, j, step_x);
-      const double sj = at(sr, j, step_x), dj = at(dr, j, step_x);
-      if (yj != 0) {
-        s_sum += yj * sj;
-        d_sum += yj * dj;
-        ++live;
-      } else {
-        s_sum += std::exp(xj - m + std::min(l * sj, dj));
-        d_sum += std::exp(xj - m + dj);
-      }
-    }
-    // 3. Each output cell.
-    for (std::int64_t j = 0; j < n; ++j) {
-      const double yi = at(yr, j, step_y), xi = at(xr, j, step_x);
-      const double si = at(sr, j, step_x), di = at(dr, j, step_x);
-      double& so = s_out[j * step_y];
-      double& dout = d_out[j * step_y];
-      if (!std::isfinite(yi)) {
-        so = dout = class_scale(known);
-      } else if (yi == 0) {
-        const double most = std::exp(xi - m + std::min(l * si, di) + e_max);
-        so = dout = most == 0 ? 0.0 : most + c.tiny;  // e^(…) = 0: the kernels give 0 too
-      } else {
-        const double own = c.u * yi * (std::abs(xi - m) + 3) + c.tiny;
-        so = std::hypot(yi * (si + s_sum), own + c.u * yi * std::sqrt(live));
-        dout = yi * (di + d_sum) + own + c.u * yi * std::max(live - 1, 0.0);
-      }
-    }
-  }
+  for_cells(
+      static_cast<std::size_t>(index.size()),
+      [&](std::size_t lo, std::size_t hi) {
+        for (std::size_t q = lo; q < hi; ++q) {
+          const Point p = unravel(index, static_cast<std::int64_t>(q));
+          const double* xr = x.cell(p);
+          const double* sr = sx.cell(p);
+          const double* dr = dx.cell(p);
+          const double* yr = y.cell(p);
+          double* s_out = sy.cell(p);
+          double* d_out = dy.cell(p);
+          if (xr == nullptr) continue;
+          const auto at = [](const double* row, std::int64_t j, std::int64_t step) {
+            return row[j * step];
+          };
+          // 1. The row's maximum, its argmax's bar, whether every cell is known.
+          double m = -std::numeric_limits<double>::infinity(), e_max = 0;
+          bool known = true;
+          for (std::int64_t j = 0; j < n; ++j) {
+            const double xj = at(xr, j, step_x);
+            known = known && is_known(at(sr, j, step_x), at(dr, j, step_x));
+            if (xj > m || j == 0) {
+              m = std::max(m, xj);
+              e_max = std::min(l * at(sr, j, step_x), at(dr, j, step_x));
+            }
+          }
+          // 2. S = Σ_j c_j for σ and for D, and the terms of the normaliser that are not 0.
+          double s_sum = 0, d_sum = 0, live = 0;
+          for (std::int64_t j = 0; j < n; ++j) {
+            const double yj = at(yr, j, step_y), xj = at(xr, j, step_x);
+            const double sj = at(sr, j, step_x), dj = at(dr, j, step_x);
+            if (yj != 0) {
+              s_sum += yj * sj;
+              d_sum += yj * dj;
+              ++live;
+            } else {
+              s_sum += std::exp(xj - m + std::min(l * sj, dj));
+              d_sum += std::exp(xj - m + dj);
+            }
+          }
+          // 3. Each output cell.
+          for (std::int64_t j = 0; j < n; ++j) {
+            const double yi = at(yr, j, step_y), xi = at(xr, j, step_x);
+            const double si = at(sr, j, step_x), di = at(dr, j, step_x);
+            double& so = s_out[j * step_y];
+            double& dout = d_out[j * step_y];
+            if (!std::isfinite(yi)) {
+              so = dout = class_scale(known);
+            } else if (yi == 0) {
+              const double most = std::exp(xi - m + std::min(l * si, di) + e_max);
+              so = dout = most == 0 ? 0.0 : most + c.tiny;  // e^(…) = 0: the kernels give 0 too
+            } else {
+              const double own = c.u * yi * (std::abs(xi - m) + 3) + c.tiny;
+              so = std::hypot(yi * (si + s_sum), own + c.u * yi * std::sqrt(live));
+              dout = yi * (di + d_sum) + own + c.u * yi * std::max(live - 1, 0.0);
+            }
+          }
+        }
+      },
+      kCellChunk / static_cast<std::size_t>(std::max<std::int64_t>(n, 1)));
   c.result.magnitudes.push_back(1);
   c.result.sigmas.push_back(std::move(s));
   c.result.bounds.push_back(std::move(d));
@@ -921,15 +1096,18 @@ void OperationEval::average(Ctx& c) const {
     const std::span<const double> av = a[o].values<double>();
     const std::span<const double> value = c.result.values[o].values<double>();
     const std::span<double> sv = s[o].values<double>(), dv = d[o].values<double>();
-    for (std::size_t i = 0; i < av.size(); ++i) {
-      if (!std::isfinite(value[i])) {  // an input is ±inf: certain if no error is unknown
-        sv[i] = dv[i] = class_scale(is_known(sv[i], dv[i]));
-        continue;
+    const double n = terms_ + 1;
+    for_cells(av.size(), [&](std::size_t lo, std::size_t hi) {
+      for (std::size_t i = lo; i < hi; ++i) {
+        if (!std::isfinite(value[i])) {  // an input is ±inf: certain if no error is unknown
+          sv[i] = dv[i] = class_scale(is_known(sv[i], dv[i]));
+          continue;
+        }
+        const Rounding r = rounding(n, c.u, c.tiny, av[i]);
+        sv[i] = std::hypot(sv[i], r.proxy);
+        dv[i] += r.bound;
       }
-      const Rounding r = rounding(terms_ + 1, c.u, c.tiny, av[i]);
-      sv[i] = std::hypot(sv[i], r.proxy);
-      dv[i] += r.bound;
-    }
+    });
     c.result.magnitudes.push_back(max_of(a[o]));
     c.result.sigmas.push_back(std::move(s[o]));
     c.result.bounds.push_back(std::move(d[o]));
@@ -961,46 +1139,52 @@ void OperationEval::variance(Ctx& c) const {
   const std::int64_t n = x.window(axis);
   const double nd = static_cast<double>(n);
   const Range row_starts = Range::of_shape(y.window());
-  for (const Point& p : index.points()) {
-    for (const Point& w : row_starts.points()) {
-      std::int64_t ox = 0, oy = 0;
-      for (std::size_t k = 0; k < w.rank(); ++k) {
-        ox += w[k] * x.stride(k);
-        oy += w[k] * y.stride(k);
-      }
-      const double* xr = x.cell(p) + ox;
-      const double* sr = sx.cell(p) + ox;
-      const double* dr = dx.cell(p) + ox;
-      const std::int64_t step = x.stride(axis);
-      double m = 0, abs_mean = 0;
-      for (std::int64_t j = 0; j < n; ++j) {
-        m += xr[j * step];
-        abs_mean += std::abs(xr[j * step]);
-      }
-      m /= nd;
-      abs_mean /= nd;
-      double s2 = 0, dlin = 0, smax = 0, dmax = 0;
-      bool known = true;
-      for (std::int64_t j = 0; j < n; ++j) {
-        known = known && is_known(sr[j * step], dr[j * step]);
-        const double dev = std::abs(xr[j * step] - m);
-        s2 += (dev * sr[j * step]) * (dev * sr[j * step]);
-        dlin += dev * dr[j * step];
-        smax = std::max(smax, sr[j * step]);
-        dmax = std::max(dmax, dr[j * step]);
-      }
-      const double v = y.cell(p)[oy];
-      if (!std::isfinite(v)) {  // the row holds ±inf or NaN: certain if every cell is known
-        sy.cell(p)[oy] = dy.cell(p)[oy] = class_scale(known);
-        continue;
-      }
-      const Rounding r = rounding(nd + 3, c.u, c.tiny, v);
-      const Rounding rm = rounding(nd, c.u, 0, abs_mean);
-      sy.cell(p)[oy] =
-          std::hypot(2 / nd * std::sqrt(s2) + 4 * smax * smax, r.proxy) + rm.bound * rm.bound;
-      dy.cell(p)[oy] = 2 / nd * dlin + 4 * dmax * dmax + r.bound + rm.bound * rm.bound;
-    }
-  }
+  for_cells(
+      static_cast<std::size_t>(index.size()),
+      [&](std::size_t lo, std::size_t hi) {
+        for (std::size_t q = lo; q < hi; ++q) {
+          const Point p = unravel(index, static_cast<std::int64_t>(q));
+          for (const Point& w : row_starts.points()) {
+            std::int64_t ox = 0, oy = 0;
+            for (std::size_t k = 0; k < w.rank(); ++k) {
+              ox += w[k] * x.stride(k);
+              oy += w[k] * y.stride(k);
+            }
+            const double* xr = x.cell(p) + ox;
+            const double* sr = sx.cell(p) + ox;
+            const double* dr = dx.cell(p) + ox;
+            const std::int64_t step = x.stride(axis);
+            double m = 0, abs_mean = 0;
+            for (std::int64_t j = 0; j < n; ++j) {
+              m += xr[j * step];
+              abs_mean += std::abs(xr[j * step]);
+            }
+            m /= nd;
+            abs_mean /= nd;
+            double s2 = 0, dlin = 0, smax = 0, dmax = 0;
+            bool known = true;
+            for (std::int64_t j = 0; j < n; ++j) {
+              known = known && is_known(sr[j * step], dr[j * step]);
+              const double dev = std::abs(xr[j * step] - m);
+              s2 += (dev * sr[j * step]) * (dev * sr[j * step]);
+              dlin += dev * dr[j * step];
+              smax = std::max(smax, sr[j * step]);
+              dmax = std::max(dmax, dr[j * step]);
+            }
+            const double v = y.cell(p)[oy];
+            if (!std::isfinite(v)) {  // the row holds ±inf or NaN: certain if every cell is known
+              sy.cell(p)[oy] = dy.cell(p)[oy] = class_scale(known);
+              continue;
+            }
+            const Rounding r = rounding(nd + 3, c.u, c.tiny, v);
+            const Rounding rm = rounding(nd, c.u, 0, abs_mean);
+            sy.cell(p)[oy] =
+                std::hypot(2 / nd * std::sqrt(s2) + 4 * smax * smax, r.proxy) + rm.bound * rm.bound;
+            dy.cell(p)[oy] = 2 / nd * dlin + 4 * dmax * dmax + r.bound + rm.bound * rm.bound;
+          }
+        }
+      },
+      kCellChunk / static_cast<std::size_t>(std::max<std::int64_t>(n * row_starts.size(), 1)));
   c.result.magnitudes.push_back(max_of(abs_of(c.result.values.front())));
   c.result.sigmas.push_back(std::move(s));
   c.result.bounds.push_back(std::move(d));

@@ -7,6 +7,12 @@
 // (|x|, σ², x²), so every magnitude is the cell's own: Σ|x_k·w_k| for that output cell.
 #pragma once
 
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/partitioner.h>
+
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -16,6 +22,50 @@
 #include "tapestry/runtime/tensor_map.h"
 
 namespace tapestry::runtime::detail {
+
+/// Cells per chunk of for_cells (float64: 128 KiB of each buffer a loop reads).
+inline constexpr std::size_t kCellChunk = std::size_t{1} << 14;
+
+/// Runs f(begin, end) over [0, n) in chunks of about `grain` items, on the threads of the
+/// current oneTBB arena when there are several chunks. Every loop handed to it computes each
+/// item from that item's inputs alone and writes that item's outputs only (no running sums), so
+/// the result is the same bitwise on any number of threads and in any chunking — the oracle's
+/// numbers do not depend on the machine (tests/runtime/oracle_test: one thread vs four).
+template <typename F>
+void for_cells(std::size_t n, const F& f, std::size_t grain = kCellChunk) {
+  grain = std::max<std::size_t>(grain, 1);
+  if (n <= grain) {
+    if (n > 0) f(std::size_t{0}, n);
+    return;
+  }
+  tbb::parallel_for(
+      tbb::blocked_range<std::size_t>(0, n, grain),
+      [&f](const tbb::blocked_range<std::size_t>& r) { f(r.begin(), r.end()); },
+      tbb::simple_partitioner());
+}
+
+/// One region of zeros that is never written: the exact inputs' σ and D borrow views of it
+/// (float64). Untouched pages of a calloc'd region read as the kernel's zero page, so an input's
+/// σ and D cost no memory and no zeroing, and a rule can tell such a buffer from others without
+/// scanning it.
+class SharedZeros {
+ public:
+  /// Room for `cells` float64 zeros (the largest view asked for must fit).
+  explicit SharedZeros(std::int64_t cells);
+  ~SharedZeros();
+  SharedZeros(const SharedZeros&) = delete;
+  SharedZeros& operator=(const SharedZeros&) = delete;
+
+  /// A float64 buffer of zeros over `range` (range.size() ≤ cells), borrowing the region.
+  [[nodiscard]] Buffer view(const Range& range) const;
+  /// True when `b` is such a view.
+  [[nodiscard]] bool holds(const Buffer& b) const;
+  [[nodiscard]] std::int64_t cells() const { return cells_; }
+
+ private:
+  double* data_;
+  std::int64_t cells_;
+};
 
 /// What one operation contributes to the oracle.
 struct RuleResult {
@@ -36,8 +86,10 @@ struct RuleResult {
 
 class OperationEval {
  public:
+  /// `zeros`, when given, is the region the exact inputs' σ and D borrow: buffers in it are known
+  /// to be 0 without a scan, and a zeroed operand is a view of it.
   OperationEval(const ir::Graph& graph, ir::OperationId op, const ExecutableKernels& kernels,
-                double lambda);
+                double lambda, const SharedZeros* zeros = nullptr);
 
   /// Evaluates the operation on `value` (every tensor it reads) and derives its outputs' sigma
   /// and bound from `sigma` and `bound` (every float tensor it reads).
@@ -51,17 +103,20 @@ class OperationEval {
   [[nodiscard]] std::vector<Buffer> call(KernelFn kernel, const std::vector<const Buffer*>& inputs,
                                          DType dtype, const nlohmann::json* params = nullptr) const;
 
-  /// A buffer made from input entry i (its value, σ, D).
-  using CellMap = std::function<Buffer(std::size_t)>;
+  /// A buffer made from input entry i (its value, σ, D), or the entry's own; made buffers are
+  /// kept in the Ctx (each made once per operation) while the rule runs.
+  using CellMap = std::function<const Buffer&(std::size_t)>;
   using CellPredicate = std::function<bool(double value, double sigma, double bound)>;
 
   /// min(λ·sigma, bound) cell by cell.
   [[nodiscard]] Buffer bar_of(const Buffer& sigma, const Buffer& bound) const;
   /// Input entry i as 1 where `pred` holds, else 0.
-  [[nodiscard]] static CellMap flag(const Ctx& c, CellPredicate pred);
+  [[nodiscard]] static CellMap flag(Ctx& c, CellPredicate pred);
+  /// Buffer b is all zeros (a SharedZeros view, or scanned).
+  [[nodiscard]] bool all_zero(const Buffer& b) const;
   [[nodiscard]] std::vector<Buffer> run_bilinear(const Ctx& c, int w, int bias, const CellMap& on_x,
                                                  const CellMap& on_w, bool zero_bias) const;
-  [[nodiscard]] std::vector<Buffer> bilinear_hazards(const Ctx& c, int w, int bias) const;
+  [[nodiscard]] std::vector<Buffer> bilinear_hazards(Ctx& c, int w, int bias) const;
   void bilinear(Ctx& c) const;
   void additive(Ctx& c, std::string_view twin) const;
   void product(Ctx& c) const;
@@ -78,6 +133,7 @@ class OperationEval {
   const ExecutableKernels& kernels_;
   KernelFn kernel_;
   double lambda_;
+  const SharedZeros* zeros_;
   /// Terms combined into one output cell: Π reduction extents × the largest input window.
   double terms_ = 1;
 };

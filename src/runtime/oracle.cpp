@@ -2,15 +2,20 @@
 // docs/runtime.md).
 //
 // 1. Order and checks come from NaiveExecutor (cycles, tags, known kernels).
-// 2. Every operation runs once on float64 values (integer tensors stay integer).
+// 2. Every operation runs once on float64 values (integer tensors stay integer); an input is
+//    promoted to float64 when an operation first reads it.
 // 3. Its error rule (error_rules.h) derives the outputs' sigma, bound and magnitude, running the
 //    operation's own kernel on |x|, σ² … where the rule is a sum of products.
-// 4. Exact mode is decided last, from the kernels seen and the magnitudes.
+// 4. Every tensor no later operation reads is freed (the outputs are kept): the oracle holds
+//    the tensors live at once, not the graph.
+// 5. Exact mode is decided last, from the kernels seen and the magnitudes.
 #include "tapestry/runtime/oracle.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "error_rules.h"
 #include "run_support.h"
@@ -26,7 +31,9 @@ Buffer promote(const Buffer& in) {
   Buffer out(DType::kFloat64, in.range(), Buffer::Uninitialized{});
   const std::span<const float> from = in.values<float>();
   const std::span<double> to = out.values<double>();
-  for (std::size_t i = 0; i < from.size(); ++i) to[i] = from[i];
+  detail::for_cells(from.size(), [&](std::size_t lo, std::size_t hi) {
+    for (std::size_t i = lo; i < hi; ++i) to[i] = from[i];
+  });
   return out;
 }
 
@@ -35,20 +42,71 @@ double exact_integer_limit(DType dtype) {
   return dtype == DType::kFloat32 ? 0x1p24 : 0x1p53;
 }
 
-// Why `inputs` are not all small integers (empty: they are).
-std::string non_integer_input(const ir::Graph& graph, const BufferMap& value) {
+// Each cell of a float buffer as a double, in order: f(v) until f returns true.
+template <typename F>
+void for_each_double(const Buffer& b, F f) {
+  if (b.dtype() == DType::kFloat32) {
+    for (float v : b.values<float>())
+      if (f(static_cast<double>(v))) return;
+  } else if (b.dtype() == DType::kFloat64) {
+    for (double v : b.values<double>())
+      if (f(v)) return;
+  }
+}
+
+double largest_magnitude(const Buffer& b) {
+  double m = 0;
+  for_each_double(b, [&m](double v) {
+    m = std::max(m, std::abs(v));
+    return false;
+  });
+  return m;
+}
+
+// Why `inputs` (the graph inputs' buffers) are not all small integers (empty: they are).
+std::string non_integer_input(const ir::Graph& graph,
+                              const std::map<ir::TensorId, Buffer>& inputs) {
   for (ir::TensorId t : graph_inputs(graph)) {
-    const Buffer& b = value.at(t);
-    if (b.dtype() != DType::kFloat64) continue;
     const double limit = exact_integer_limit(tensor_dtype(graph, t));
-    for (double v : b.values<double>()) {
-      if (v != std::nearbyint(v) || std::abs(v) >= limit) {
-        return fmt::format("input '{}' holds {}, not a small integer", tensor_name(graph, t), v);
-      }
-    }
+    std::string why;
+    for_each_double(inputs.at(t), [&](double v) {
+      if (v == std::nearbyint(v) && std::abs(v) < limit) return false;
+      why = fmt::format("input '{}' holds {}, not a small integer", tensor_name(graph, t), v);
+      return true;
+    });
+    if (!why.empty()) return why;
   }
   return {};
 }
+
+// The bytes of the oracle's value, sigma and bound buffers, and the most they held at once.
+class LiveBytes {
+ public:
+  explicit LiveBytes(Oracle& oracle) : oracle_(oracle) {}
+
+  void insert(BufferMap& map, ir::TensorId t, Buffer b) {
+    now_ += bytes(b);
+    if (auto old = map.find(t); old != map.end()) now_ -= bytes(old->second);
+    map.insert_or_assign(t, std::move(b));
+    oracle_.peak_bytes = std::max(oracle_.peak_bytes, now_);
+  }
+  void erase(ir::TensorId t) {
+    for (BufferMap* map : {&oracle_.value, &oracle_.sigma, &oracle_.bound}) {
+      auto it = map->find(t);
+      if (it == map->end()) continue;
+      now_ -= bytes(it->second);
+      map->erase(it);
+    }
+  }
+
+ private:
+  static std::int64_t bytes(const Buffer& b) {  // a borrowed view (shared zeros) holds none
+    return b.is_borrowed() ? 0
+                           : b.size() * static_cast<std::int64_t>(ir::dtype_size_bytes(b.dtype()));
+  }
+  Oracle& oracle_;
+  std::int64_t now_ = 0;
+};
 
 }  // namespace
 
@@ -58,7 +116,9 @@ Buffer Oracle::bar(ir::TensorId t) const {
   Buffer out(DType::kFloat64, s.range(), Buffer::Uninitialized{});
   const std::span<const double> sv = s.values<double>(), dv = d.values<double>();
   const std::span<double> o = out.values<double>();
-  for (std::size_t i = 0; i < o.size(); ++i) o[i] = std::min(lambda * sv[i], dv[i]);
+  detail::for_cells(o.size(), [&](std::size_t lo, std::size_t hi) {
+    for (std::size_t i = lo; i < hi; ++i) o[i] = std::min(lambda * sv[i], dv[i]);
+  });
   return out;
 }
 
@@ -68,43 +128,77 @@ Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
   const NaiveExecutor naive(graph, kernels);  // checks the graph, fixes the order
   Oracle oracle;
   oracle.lambda = options.lambda;
+  LiveBytes live(oracle);
+
+  // 1. Every input is given and fits its tensor; its magnitude. Each is promoted to float64
+  //    (with σ = D = 0: exact) only when an operation first reads it.
+  std::map<ir::TensorId, Buffer> given;  // borrowed views of the caller's buffers
   for (ir::TensorId t : graph_inputs(graph)) {
-    auto given = inputs.find(t);
-    if (given == inputs.end()) {
+    auto found = inputs.find(t);
+    if (found == inputs.end()) {
       throw Error(fmt::format("no buffer for input tensor '{}'", tensor_name(graph, t)));
     }
-    Buffer v = promote(bind_buffer(graph, t, given->second));
-    if (ir::is_float(tensor_dtype(graph, t))) {
-      oracle.sigma.emplace(t, Buffer(DType::kFloat64, v.range()));  // inputs are exact
-      oracle.bound.emplace(t, Buffer(DType::kFloat64, v.range()));
-      double m = 0;
-      for (double x : v.values<double>()) m = std::max(m, std::abs(x));
-      oracle.magnitude[t] = m;
-    }
-    oracle.value.emplace(t, std::move(v));
+    const Buffer& b = found->second;
+    Buffer view = bind_buffer(
+        graph, t,
+        Buffer::borrow(b.dtype(), b.range(), const_cast<std::byte*>(b.bytes())));  // NOLINT
+    if (ir::is_float(tensor_dtype(graph, t))) oracle.magnitude[t] = largest_magnitude(view);
+    given.emplace(t, std::move(view));
   }
+  std::int64_t largest = 0;
+  for (const auto& [t, b] : given) largest = std::max(largest, b.size());
+  const detail::SharedZeros zeros(largest);  // the inputs' σ and D: exact
+  const auto enter = [&](ir::TensorId t) {
+    auto g = given.find(t);
+    if (g == given.end() || oracle.value.contains(t)) return;
+    Buffer v = promote(g->second);
+    if (ir::is_float(tensor_dtype(graph, t))) {
+      live.insert(oracle.sigma, t, zeros.view(v.range()));
+      live.insert(oracle.bound, t, zeros.view(v.range()));
+    }
+    live.insert(oracle.value, t, std::move(v));
+  };
 
+  // 2. Each operation in order: its value and error rule; then every tensor no later operation
+  //    reads is freed (graph outputs are kept), unless every tensor is to be kept.
+  const std::vector<std::vector<ir::TensorId>> release =
+      detail::releases_after(graph, naive.order());
   std::string not_exact;
-  for (ir::OperationId op : naive.order()) {
-    const detail::OperationEval eval(graph, op, kernels, options.lambda);
-    const detail::RuleResult r = eval.run(oracle.value, oracle.sigma, oracle.bound);
+  for (std::size_t k = 0; k < naive.order().size(); ++k) {
+    const ir::OperationId op = naive.order()[k];
+    for (const auto& e : graph.operation(op).inputs().entries()) enter(e.value.tensor);
+    const detail::OperationEval eval(graph, op, kernels, options.lambda, &zeros);
+    detail::RuleResult r = eval.run(oracle.value, oracle.sigma, oracle.bound);
     if (!r.exact && not_exact.empty()) {
       not_exact = fmt::format("operation '{}' ({}) is not exact", detail::node_name(graph, op),
                               graph.operation(op).kernel());
     }
     for (std::size_t i = 0; i < r.outputs.size(); ++i) {
       const ir::TensorId t = r.outputs[i];
-      oracle.value.insert_or_assign(t, std::move(r.values[i]));
+      live.insert(oracle.value, t, std::move(r.values[i]));
       if (!r.sigmas.empty()) {
-        oracle.sigma.insert_or_assign(t, std::move(r.sigmas[i]));
-        oracle.bound.insert_or_assign(t, std::move(r.bounds[i]));
+        live.insert(oracle.sigma, t, std::move(r.sigmas[i]));
+        live.insert(oracle.bound, t, std::move(r.bounds[i]));
         oracle.magnitude[t] = r.magnitudes[i];
       }
       if (!r.unmodelled.empty()) oracle.unmodelled[t] = r.unmodelled;
     }
+    if (!options.keep_all) {
+      for (ir::TensorId t : release[k]) live.erase(t);
+    }
+  }
+  // Outputs that are inputs, and with keep_all every input.
+  for (const auto& [t, b] : given) {
+    if (options.keep_all) enter(t);
+  }
+  for (ir::TensorId t : graph_outputs(graph)) enter(t);
+  for (BufferMap* map : {&oracle.sigma, &oracle.bound}) {  // kept past `zeros`: owned zeros
+    for (auto& [t, b] : *map)
+      if (zeros.holds(b)) b = Buffer(DType::kFloat64, b.range());
   }
 
-  oracle.exact_reason = not_exact.empty() ? non_integer_input(graph, oracle.value) : not_exact;
+  // 3. Exact mode: exact kernels only, small-integer inputs, partial sums below 2^24.
+  oracle.exact_reason = not_exact.empty() ? non_integer_input(graph, given) : not_exact;
   if (oracle.exact_reason.empty()) {
     for (const auto& [t, m] : oracle.magnitude) {
       const double limit = exact_integer_limit(tensor_dtype(graph, t));

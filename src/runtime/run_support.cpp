@@ -2,6 +2,7 @@
 #include "run_support.h"
 
 #include <limits>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -86,6 +87,20 @@ BufferMap prepare_buffers(const ir::Graph& graph, BufferMap inputs) {
                             inputs.begin()->first.index()));
   }
   return buffers;
+}
+
+std::vector<std::vector<ir::TensorId>> releases_after(const ir::Graph& graph,
+                                                      const std::vector<ir::OperationId>& order) {
+  std::map<ir::TensorId, std::size_t> last;  // the last operation reading or writing a tensor
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const ir::OperationView op = graph.operation(order[i]);
+    for (const auto& e : op.inputs().entries()) last[e.value.tensor] = i;
+    for (const auto& e : op.outputs().entries()) last[e.value.tensor] = i;
+  }
+  for (ir::TensorId t : graph_outputs(graph)) last.erase(t);
+  std::vector<std::vector<ir::TensorId>> release(order.size());
+  for (const auto& [t, i] : last) release[i].push_back(t);
+  return release;
 }
 
 const zspace::IndexProjection& checked_ipf(const ir::SelectionMap::Entry& entry,

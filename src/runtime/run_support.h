@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tapestry/ir/graph.h"
 #include "tapestry/runtime/kernel.h"
@@ -36,6 +37,15 @@ void check_operations_have_applications(const ir::Graph& graph);
 /// The buffers of a run: `inputs` bound to the graph inputs (every one must be given, nothing
 /// else may be), plus a poisoned buffer for every other tensor.
 BufferMap prepare_buffers(const ir::Graph& graph, BufferMap inputs);
+
+/// When a run in `order` (every operation once, unsharded) may free each tensor: after operation
+/// order[i], the tensors in result[i], which no later operation reads. Graph outputs are never
+/// listed (they are kept); a tensor nobody reads is listed after its producer.
+///
+///   x → A → h → B → y      result = {{}, {h}}   (x, an input: {{x}, {h}})
+/// Inputs are listed too: a caller that owns promoted copies of them frees those.
+std::vector<std::vector<ir::TensorId>> releases_after(const ir::Graph& graph,
+                                                      const std::vector<ir::OperationId>& order);
 
 /// What one kernel call works on: the index box and the selections of `node` (the operation
 /// itself or one of its applications).

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 
+#include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/naive_executor.h"
 #include "tapestry/zspace/format.h"
 
@@ -351,10 +352,12 @@ VerifyReport verify_outputs(const ir::Graph& graph, const BufferMap& results, Ve
 
 VerifyReport verify_outputs(const ir::Graph& graph, const BufferMap& inputs,
                             const BufferMap& results, const VerifyOptions& options) {
-  const BufferMap naive =
-      NaiveExecutor(graph,
-                    options.naive_kernels ? *options.naive_kernels : ExecutableKernels::reference())
-          .run(inputs);
+  const ExecutableKernels& naive_kernels =
+      options.naive_kernels != nullptr     ? *options.naive_kernels
+      : options.mode == VerifyMode::kBitwise ? ExecutableKernels::reference()
+      : options.oracle.kernels != nullptr    ? *options.oracle.kernels
+                                             : fast_kernels();
+  const BufferMap naive = NaiveExecutor(graph, naive_kernels).run_outputs(inputs);
   std::optional<Oracle> oracle;
   if (options.mode != VerifyMode::kBitwise) oracle = evaluate_oracle(graph, inputs, options.oracle);
   if (options.mode == VerifyMode::kExact && !oracle->exact_reason.empty()) {

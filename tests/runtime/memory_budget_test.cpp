@@ -99,18 +99,27 @@ TEST(MemoryBudget, SumsSaturateInsteadOfOverflowing) {
 
 // A chain of 10 links over tensors of 1/8 of the physical memory: the block executor (X + two
 // live links, plus the caller's inputs: 4/8) fits; every tensor at once (the application
-// executor: 12/8) or the naive run of --verify does not. Nothing is allocated to find out.
+// executor: 12/8) does not. --verify's streaming naive run holds two links (the inputs, the
+// run's buffers and the results: 6/8 in all), which fits; its oracle does not. Nothing is
+// allocated to find out.
 TEST(MemoryBudget, TheRunCountsTheExecutorAndVerify) {
   const std::int64_t eighth = physical_memory_bytes() / 8;
   ASSERT_GT(eighth, 0);
-  UnaryChain chain(eighth / 4, 10);
+  const std::int64_t cells = eighth / 4;
+  UnaryChain chain(cells, 10);
   EXPECT_NO_THROW(check_run_memory(chain.b.graph, chain.b.graph, {}));
   EXPECT_THAT(
       error_of([&] { check_run_memory(chain.b.graph, chain.b.graph, {.block_executor = false}); }),
       HasSubstr("every tensor of the graph"));
-  EXPECT_THAT(error_of([&] { check_run_memory(chain.b.graph, chain.b.graph, {.verify = true}); }),
-              HasSubstr("--verify's naive run holds every tensor of the graph"));
-  EXPECT_EQ(oracle_bytes(chain.b.graph), 11 * 16 * (eighth / 4));
+  EXPECT_NO_THROW(check_run_memory(chain.b.graph, chain.b.graph, {.verify = true}));
+  EXPECT_THAT(error_of([&] {
+                check_run_memory(chain.b.graph, chain.b.graph, {.verify = true, .oracle = true});
+              }),
+              HasSubstr("the float64 oracle"));
+  EXPECT_EQ(naive_run_bytes(chain.b.graph), 2 * 4 * cells);
+  // The oracle's peak: two links' value, σ and D (24 bytes a cell each) and a relu's
+  // temporaries (4 float64 buffers of its input's size and 10 of its output's).
+  EXPECT_EQ(oracle_bytes(chain.b.graph), (2 * 24 + 8 * (4 + 10)) * cells);
   // The limit bounds the plan's peak alone.
   EXPECT_THAT(
       error_of([&] { check_run_memory(chain.b.graph, chain.b.graph, {.limit_bytes = eighth}); }),
@@ -118,8 +127,8 @@ TEST(MemoryBudget, TheRunCountsTheExecutorAndVerify) {
 }
 
 // One relu over tensors of 1/10 of the physical memory: the run and a bitwise --verify (its
-// naive run) fit; the float64 oracle (a value and a sigma per cell: 4× a float32 tensor) of a
-// --verify within bounds does not.
+// naive run) fit; the float64 oracle (X's float64 value, Y's value, σ and D, the rule's
+// temporaries: 8 + 24 + 112 bytes a cell) of a --verify within bounds does not.
 TEST(MemoryBudget, TheOracleOfVerifyIsCounted) {
   const std::int64_t tenth = physical_memory_bytes() / 10;
   UnaryChain relu(tenth / 4, 1);

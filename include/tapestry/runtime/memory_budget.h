@@ -50,9 +50,18 @@ struct MemoryEstimate {
 /// …, more than this machine's … of physical memory (…)".
 void check_memory_budget(const MemoryEstimate& estimate, std::int64_t limit_bytes);
 
-/// Bytes of the float64 oracle of `graph` (oracle.h): a float64 value and sigma per cell of
-/// every float tensor, integer tensors as they are; saturating.
+/// Bytes the streaming float64 oracle of `graph` (oracle.h) holds at its peak, an upper bound
+/// of Oracle::peak_bytes plus its rules' temporaries: over the operations in order, the live
+/// tensors (an input's float64 value from its first reader to its last; a computed float
+/// tensor's value, σ and D from its producer to its last reader; integer tensors as they are)
+/// plus the operation's temporaries (bilinear rules: 10 float64 buffers the size of each input
+/// and 14 the size of each output; the others 4 and 10). The kernels' own scratch (a
+/// convolution's im2col, BLAS packing) is not counted. Saturating.
 [[nodiscard]] std::int64_t oracle_bytes(const ir::Graph& graph);
+
+/// Bytes the naive run of --verify (NaiveExecutor::run_outputs) holds at its peak besides the
+/// caller's inputs: the tensors live at once in the same order. Saturating.
+[[nodiscard]] std::int64_t naive_run_bytes(const ir::Graph& graph);
 
 /// What a `tapestry run` holds besides the executor: see check_run_memory.
 struct RunMemoryOptions {
@@ -66,9 +75,8 @@ struct RunMemoryOptions {
 /// `graph`) fits: the plan's peak within `limit_bytes`, and the whole run within physical
 /// memory. The run holds the caller's copy of the inputs and the executor's peak (block: the
 /// estimate; application: every tensor of `lowered`); `verify` then holds the caller's inputs,
-/// the run's buffers (its inputs and outputs), a copy of the outputs and every tensor of
-/// `graph` (the naive run); `oracle` adds oracle_bytes(graph) to both (it may be made before
-/// the run). The larger of the two must fit. Error as check_memory_budget, naming the part
+/// the run's buffers (its inputs and outputs), a copy of the outputs and naive_run_bytes(graph)
+/// (the naive run); `oracle` adds oracle_bytes(graph) to both (it may be made before the run). The larger of the two must fit. Error as check_memory_budget, naming the part
 /// that dominates.
 void check_run_memory(const ir::Graph& graph, const ir::Graph& lowered,
                       const RunMemoryOptions& options);

@@ -10,6 +10,12 @@
 //   Graph g = …;                                  // Y = relu(linear(X, W, b))
 //   NaiveExecutor naive(g);                       // Error: cycle, unknown kernel, missing tags
 //   BufferMap out = naive.run(generate_inputs(g, {.seed = 7}));
+//
+// `run` returns every tensor of the graph; `run_outputs` returns the graph outputs only and holds
+// no more than it must on the way: the inputs are read where they are (not copied), each other
+// tensor is allocated when its producer runs and freed after its last reader — the same kernel
+// calls in the same order, so the same bits. `--verify` uses it: its peak is the inputs plus
+// the tensors live at once, not the whole graph.
 #pragma once
 
 #include <vector>
@@ -27,6 +33,10 @@ class NaiveExecutor final : public Executor {
                          const ExecutableKernels& kernels = ExecutableKernels::reference());
 
   [[nodiscard]] BufferMap run(BufferMap inputs) const override;
+
+  /// The graph outputs of the same run, bitwise equal to run(inputs)'s; `inputs` (every graph
+  /// input, nothing else) are only read, intermediates freed after their last reader.
+  [[nodiscard]] BufferMap run_outputs(const BufferMap& inputs) const;
 
   /// The operations in the order `run` executes them.
   [[nodiscard]] const std::vector<ir::OperationId>& order() const { return order_; }

@@ -104,11 +104,12 @@
 // partial sum is bounded by the Σ|terms| the oracle computes anyway), and then results must
 // equal the oracle's value exactly, with the fast kernels and split reductions alike.
 //
-//   Oracle o = evaluate_oracle(graph, inputs);             // every tensor's value, sigma, D
+//   Oracle o = evaluate_oracle(graph, inputs);             // the outputs' value, sigma, D
 //   const Buffer& y = o.value.at(find_tensor(graph, "Y"));  // float64
 //   o.exact_reason                                         // empty: exact mode applies
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -124,15 +125,24 @@ struct OracleOptions {
   /// The kernels the oracle runs in float64. The fast set (OpenBLAS dgemm) makes the oracle of
   /// a 70-GFLOP graph take seconds; the reference set is the slow definition of meaning.
   const ExecutableKernels* kernels = nullptr;  // null: the fast kernels
+  /// Keep every tensor's value, sigma and bound. By default the oracle streams: an input is
+  /// promoted when an operation first reads it, and every tensor is freed after its last reader,
+  /// so `value`, `sigma` and `bound` hold the graph outputs only (the same numbers either way).
+  bool keep_all = false;
 };
 
 struct Oracle {
-  /// Every tensor's value: float tensors promoted to float64, integer tensors as they are.
+  /// Every output's value (every tensor's with OracleOptions::keep_all): float tensors promoted
+  /// to float64, integer tensors as they are.
   BufferMap value;
-  /// Every float tensor's sigma and deterministic bound D (float64, same range); integer
-  /// tensors have none (exact).
+  /// The same tensors' sigma and deterministic bound D when they are float (float64, same
+  /// range); integer tensors have none (exact).
   BufferMap sigma;
   BufferMap bound;
+  /// The most bytes `value`, `sigma` and `bound` held at once during the evaluation (the rules'
+  /// temporaries not included): a few live tensors when streaming, the whole graph ×3 with
+  /// keep_all.
+  std::int64_t peak_bytes = 0;
   /// The largest Σ|terms| any cell of the tensor was summed from (|value| for data movement):
   /// a bound on every partial sum of any order, so exact mode holds while it is < 2^24.
   std::map<ir::TensorId, double> magnitude;

@@ -9,7 +9,9 @@
 //            ±inf or NaN must be the same (NaN, or the infinity of the same sign); one where only
 //            the naive float run overflowed must match the naive run. The naive float run itself
 //            must lie within the same bars and classes: if it does not, the error model is wrong
-//            for this graph and the check FAILs rather than pass blindly.
+//            for this graph and the check FAILs rather than pass blindly. Here the naive run is
+//            the unsharded graph with the oracle's kernels (the fast set by default): any float
+//            run of it must lie within the bars, and this one costs about the plan's own run.
 //   bitwise  every cell bitwise equal to the naive run (reference kernels, no reduction split:
 //            the same operations in the same order).
 //   exact    every cell equal to the oracle's value (inputs small integers, only sums and
@@ -60,8 +62,11 @@ std::string_view verdict_name(Verdict verdict);
 struct VerifyOptions {
   VerifyMode mode = VerifyMode::kBound;
   OracleOptions oracle;
-  /// The kernels of the naive run (null: ExecutableKernels::reference()); a set with kernel
-  /// bodies (body_kernels.h) for graphs that use them.
+  /// The kernels of the naive run; a set with kernel bodies (body_kernels.h) for graphs that
+  /// use them. Null: ExecutableKernels::reference() in bitwise mode (bits are compared), else the
+  /// oracle's kernels (fast by default): there the naive run is a float run of the unsharded
+  /// graph that must lie within the bars, and the reference kernels' plain loops would cost
+  /// more than the run verified (docs/runtime.md, "What verifying costs").
   const ExecutableKernels* naive_kernels = nullptr;
   UncheckedCells unchecked = UncheckedCells::kFail;
 };
@@ -118,8 +123,9 @@ struct VerifyReport {
 };
 
 /// Judges `results` (buffers of `graph`'s outputs, graph_outputs(graph)) against the naive
-/// evaluation of `graph` on `inputs` under `options.mode`. Runs the naive executor (reference
-/// kernels) and, for the bound and exact modes, the oracle. Error when `graph` cannot be run.
+/// evaluation of `graph` on `inputs` under `options.mode`. Runs the naive executor (its outputs
+/// only: NaiveExecutor::run_outputs; kernels: VerifyOptions::naive_kernels) and, for the bound
+/// and exact modes, the streaming oracle. Error when `graph` cannot be run.
 VerifyReport verify_outputs(const ir::Graph& graph, const BufferMap& inputs,
                             const BufferMap& results, const VerifyOptions& options = {});
 
