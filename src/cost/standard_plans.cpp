@@ -11,6 +11,7 @@
 
 #include "tapestry/cost/graph_roles.h"
 #include "tapestry/cost/placement.h"
+#include "tapestry/metakernel/apply.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::cost {
@@ -335,6 +336,21 @@ StandardPlan tensor_parallel(const ir::Graph& graph, const GraphRoles& roles, co
       rewrite::OpPlan& entry = plan.ops[op.name];
       entry.split[op.dims[*d]] = dp;
       entry.mesh[op.dims[*d]] = axes->first.name;
+    }
+  }
+  // megatron and 2d leave every graph output whole on each device of its tensor group, as
+  // Megatron-LM's all-reduce does: replicated (an all-gather after the combine's reduce-scatter:
+  // together the all-reduce); megatron-rs leaves them cut by rows (sequence parallelism).
+  if (!rows_between) {
+    std::set<std::uint32_t> graph_outputs;
+    for (ir::TensorId t : metakernel::graph_outputs(graph)) graph_outputs.insert(t.index());
+    for (const OperationRoles& op : roles.operations) {
+      if (!plan.ops.contains(op.name)) continue;
+      for (const PortRoles& port : op.outputs) {
+        if (!graph_outputs.contains(port.tensor.index())) continue;
+        plan.outputs[rewrite::output_name(graph, port.tensor)].replicate =
+            two_d ? axes->second.name : std::string(rewrite::kReplicateAll);
+      }
     }
   }
   plan.fuse_auto = true;

@@ -65,9 +65,10 @@ TEST(Strategy, TheStandardPlansOnTheH100Presets) {
   EXPECT_EQ(explain_standard(mlp, "data-parallel", h100x64).e.strategy.summary,
             "data parallel ×64");
 
-  // One combine per pair: the reduce of the 4096 × 1024 f32 partial sums.
+  // One combine per pair: the 4096 × 1024 f32 partial sums reduce-scattered, the output
+  // all-gathered (replicated): NCCL's all-reduce.
   const Strategy tp = explain_standard(mlp, "megatron", h100x8).e.strategy;
-  EXPECT_EQ(tp.summary, "tensor parallel ×8 (Megatron), one reduce of 16.0 MiB per MLP");
+  EXPECT_EQ(tp.summary, "tensor parallel ×8 (Megatron), one all-reduce of 16.0 MiB per MLP");
   EXPECT_EQ(tp.kind, "tensor parallel");
   EXPECT_EQ(tp.tensor, 8);
   EXPECT_TRUE(tp.megatron);
@@ -85,12 +86,16 @@ TEST(Strategy, TheStandardPlansOnTheH100Presets) {
   const ir::Graph block = example("transformer_block");
   const Strategy bt = explain_standard(block, "megatron", h100x8).e.strategy;
   EXPECT_TRUE(starts_with(bt.summary,
-                          "tensor parallel ×8 (Megatron), one reduce of 1.0 MiB per "
+                          "tensor parallel ×8 (Megatron), one all-reduce of 1.0 MiB per "
                           "attention block and MLP"))
       << bt.summary;
+  // The sequence-parallel form: the attention block's reduce-scatter and the MLP's all-gather
+  // of the residual read as one all-reduce (the same devices, nothing but elementwise work
+  // between them); the MLP's output stays reduce-scattered.
   const Strategy rs = explain_standard(block, "megatron-rs", h100x8).e.strategy;
-  EXPECT_TRUE(starts_with(rs.summary, "tensor parallel ×8 (Megatron) with sequence parallelism, "))
-      << rs.summary;
+  EXPECT_EQ(rs.summary,
+            "tensor parallel ×8 (Megatron), one all-reduce of 1.0 MiB, one reduce-scatter of "
+            "1.0 MiB");
   EXPECT_EQ(explain_standard(block, "data-parallel", h100x8).e.strategy.summary,
             "data parallel ×4");
 }
@@ -101,7 +106,7 @@ TEST(Strategy, AnAttentionPairIsCalledOne) {
       read_text(fs::path(TAPESTRY_TEST_DATA) / "search" / "attention_bf16.tap"));
   const Strategy s = explain_standard(g, "megatron", *preset_target("h100x8")).e.strategy;
   EXPECT_TRUE(starts_with(s.summary,
-                          "tensor parallel ×8 (Megatron), one reduce of 32.0 MiB per "
+                          "tensor parallel ×8 (Megatron), one all-reduce of 32.0 MiB per "
                           "attention block"))
       << s.summary;
 }
@@ -148,8 +153,8 @@ TEST(Strategy, AMixedPlanCountsItsContractions) {
 }
 
 // Issue 26 item 7: with "fuse": "auto" the combine of Y's split reduction is fused with the bias
-// add. Its input is still a pending sum (Partial(sum)), and the transfers into it are a reduce,
-// not a redistribution.
+// add. Its input is still a pending sum (Partial(sum)), and the transfers into it are a
+// reduce-scatter (the combine's default: nothing reads Y), not a redistribution.
 TEST(Strategy, AFusedCombineReadsAPendingSum) {
   const ir::Graph mlp = example("mlp");
   const Explained x =
@@ -173,9 +178,10 @@ TEST(Strategy, AFusedCombineReadsAPendingSum) {
   EXPECT_TRUE(partial);
   ASSERT_FALSE(x.e.communication.empty());
   for (const Communication& c : x.e.communication) {
-    if (c.consumer == "Y") EXPECT_EQ(c.pattern, "reduce");
+    if (c.consumer == "Y") EXPECT_EQ(c.pattern, "reduce-scatter");
   }
-  EXPECT_EQ(x.e.strategy.summary, "tensor parallel ×4 (Megatron), one reduce of 16.0 MiB per MLP");
+  EXPECT_EQ(x.e.strategy.summary,
+            "tensor parallel ×4 (Megatron), one reduce-scatter of 16.0 MiB per MLP");
 }
 
 // The gains: each baseline's makespan over the plan's, the baselines priced as plans of their own.
@@ -204,7 +210,7 @@ TEST(Strategy, GainsAgainstOneDeviceAndDataParallel) {
   e.gains = gains;
   const std::string text = to_text(e);
   EXPECT_TRUE(starts_with(text,
-                          "Strategy  tensor parallel ×8 (Megatron), one reduce of 16.0 MiB "
+                          "Strategy  tensor parallel ×8 (Megatron), one all-reduce of 16.0 MiB "
                           "per MLP\nGain      "))
       << text;
   EXPECT_NE(text.find(fmt::format("{:.2f}× against one device (", gains[0].ratio)),
