@@ -14,7 +14,9 @@ The closed form reads the target's constants (`tapestry targets T --json`) and n
 Tapestry's; every case prints the terms it adds. Its rules:
 
 * a kernel takes `launch + max(FLOPs / (peak · efficiency), bytes / (HBM bandwidth · bandwidth
-  efficiency))`, bytes = what it reads and writes once; a batched matmul is one kernel; an
+  efficiency))`, bytes = what it reads and writes once, a GEMM's efficiency read from the device
+  type's `gemm_efficiency` table by FLOPs per call (interpolated in log FLOPs, as docs/cost.md
+  states) where it has one; a batched matmul is one kernel; an
   elementwise op fused into a GEMM's epilogue adds nothing; a reshape is a view and costs nothing;
 * NCCL's ring (n participants, N bytes, α the link class's collective step latency, B its
   collective bandwidth): reduce-scatter and all-gather (n − 1)(α + N/n/B), all-reduce twice that;
@@ -27,6 +29,7 @@ Needs only the Python standard library. Output: a table (--markdown: the one doc
 """
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -86,7 +89,9 @@ class ClosedForm:
 
     def __init__(self, target):
         (dtype,) = target["device_types"].values()
-        self.peak = dtype["peak_flops"]["bfloat16"] * dtype["efficiency"]
+        self.peak_flops = dtype["peak_flops"]["bfloat16"]
+        self.efficiency = dtype["efficiency"]
+        self.table = dtype.get("gemm_efficiency", [])  # [[FLOPs per call, efficiency], …]
         self.hbm = dtype["memory_bandwidth_Bps"] * dtype["bandwidth_efficiency"]
         self.launch = dtype["launch_s"]
         self.per_node = sum(target["nodes"]["devices"].values())
@@ -98,13 +103,29 @@ class ClosedForm:
     def _add(self, what, seconds):
         self.terms.append((what, seconds))
 
+    def gemm_efficiency(self, flops):
+        """The device type's efficiency for a GEMM call of `flops`: its table, interpolated in
+        log FLOPs and clamped at the ends, or the flat efficiency without one."""
+        t = self.table
+        if not t:
+            return self.efficiency
+        if flops <= t[0][0]:
+            return t[0][1]
+        if flops >= t[-1][0]:
+            return t[-1][1]
+        for (f0, e0), (f1, e1) in zip(t, t[1:]):
+            if flops <= f1:
+                return e0 + math.log(flops / f0) / math.log(f1 / f0) * (e1 - e0)
+
     def gemm(self, what, m, n, k, count=1, launches=1):
         """count GEMMs [m, k] x [k, n] -> [m, n] in `launches` kernels (a batched matmul is one)."""
         flops = 2 * m * n * k * count
         moved = (m * k + k * n + m * n) * BF16 * count
+        per_call = flops / launches
+        rate = self.peak_flops * self.gemm_efficiency(per_call)
         self._add(f"{what}: {count}x GEMM {m}x{n}x{k}" + (f" in {launches} kernels" if launches > 1
                                                           else ""),
-                  launches * self.launch + max(flops / self.peak, moved / self.hbm))
+                  launches * self.launch + max(flops / rate, moved / self.hbm))
 
     def stream(self, what, elements, reads, writes=1):
         """An elementwise or reduction kernel over `elements` outputs reading `reads` inputs."""
