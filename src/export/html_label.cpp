@@ -3,33 +3,21 @@
 
 #include <fmt/format.h>
 
+#include "tapestry/support/text.h"
+
 namespace tapestry::exporter::html {
 
 std::string escape(std::string_view text) {
+  // XML escaping, with a line break as Graphviz's <BR/>.
   std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\n':
-        out += "<BR/>";
-        break;
-      default:
-        out += c;
-    }
+  for (std::size_t start = 0;;) {
+    const std::size_t end = text.find('\n', start);
+    out +=
+        support::xml_escape(text.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) return out;
+    out += "<BR/>";
+    start = end + 1;
   }
-  return out;
 }
 
 std::string bold(std::string_view text) {

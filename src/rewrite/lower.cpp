@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "tapestry/ir/dialect.h"
 #include "tapestry/rewrite/decompose_linear.h"
@@ -47,11 +48,11 @@ void check_derived_names(RewriteState& state, const Plan& plan, const ir::Graph&
   for (ir::OperationId op : graph.operations()) known.push_back(operation_name(graph, op));
   for (const DerivedOperation& d : state.derived) derived.push_back(d.name);
   const auto missing = [&](const std::string& path, const std::string& name) {
-    return fmt::format("{}: no operation named '{}' (operations: {}; {})", path, name,
-                       fmt::join(known, ", "),
-                       derived.empty() ? std::string("the rewrites of this plan derive none")
-                                       : fmt::format("derived by the rewrites of this plan: {}",
-                                                     fmt::join(derived, ", ")));
+    return fmt::format(
+        "{}: no operation named '{}' (operations: {}; {})", path, name, fmt::join(known, ", "),
+        derived.empty()
+            ? std::string("the rewrites of this plan derive none")
+            : fmt::format("derived by the rewrites of this plan: {}", fmt::join(derived, ", ")));
   };
   for (const auto& [name, entry] : state.derived_entries) {
     state.problems.push_back(missing("/ops/" + zspace::json_pointer_token(name), name));
@@ -194,8 +195,10 @@ LowerResult lower(const ir::Graph& graph, const Plan& plan, const LowerOptions& 
         throw Error(fmt::format("the graph to lower is invalid:\n{}",
                                 ir::format_issues_text(input.issues)));
       }
-      throw Error(fmt::format("internal error: the lowered graph is invalid:\n{}",
-                              ir::format_issues_text(report.issues)));
+      // A valid input lowered into an invalid graph is a rewrite's bug: the internal channel
+      // (not tapestry::Error), so the CLI says "internal error" and exits 3.
+      throw std::logic_error(
+          fmt::format("the lowered graph is invalid:\n{}", ir::format_issues_text(report.issues)));
     }
   }
   return LowerResult{std::move(state.graph), std::move(state.plan), std::move(log)};

@@ -4,23 +4,12 @@
 #include <fmt/format.h>
 
 #include "tapestry/support/error.h"
+#include "tapestry/support/text.h"
 #include "tapestry/zspace/format.h"
 
 namespace tapestry::runtime {
 
 namespace {
-
-constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ull;
-constexpr std::uint64_t kFnvPrime = 0x100000001b3ull;
-
-std::uint64_t fnv1a(std::string_view text) {
-  std::uint64_t h = kFnvOffset;
-  for (char c : text) {
-    h ^= static_cast<unsigned char>(c);
-    h *= kFnvPrime;
-  }
-  return h;
-}
 
 // A float on the grid k / 2^20, k in [-2^20, 2^20): exactly representable in float32.
 template <typename T>
@@ -46,7 +35,7 @@ std::uint64_t SplitMix64::next() {
 
 std::uint64_t stream_seed(std::uint64_t seed, std::string_view name) {
   SplitMix64 mixed_seed(seed);
-  return SplitMix64(mixed_seed.next() ^ fnv1a(name)).next();
+  return SplitMix64(mixed_seed.next() ^ support::fnv1a(name)).next();
 }
 
 namespace {

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "tapestry/support/text.h"
+
 namespace tapestry::search {
 
 namespace {
@@ -21,26 +23,7 @@ constexpr double kBottom = 50;
 constexpr double kTitleH = 36;
 
 std::string escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  return support::xml_escape(text);
 }
 
 // An axis: the objective's values shown in a readable unit.

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "tapestry/support/assert.h"
+#include "tapestry/support/text.h"
 
 namespace tapestry::search {
 
@@ -558,12 +559,7 @@ std::vector<SeedPlan> seed_plans(const PlanSpace& space) {
 
 std::uint64_t fingerprint(const rewrite::Plan& plan) {
   const std::string text = plan.to_json().dump();
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
+  return support::fnv1a(text);
 }
 
 }  // namespace tapestry::search

@@ -17,6 +17,7 @@
 #include "tapestry/cost/standard_plans.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/support/error.h"
+#include "tapestry/support/text.h"
 
 namespace tapestry::search {
 
@@ -468,12 +469,7 @@ nlohmann::json front_json(const OptimizeResult& result, const std::string& graph
 
 std::uint64_t graph_fingerprint(const ir::Graph& graph) {
   const std::string text = ir::write_graph_json(graph);
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
+  return support::fnv1a(text);
 }
 
 }  // namespace tapestry::search
