@@ -218,8 +218,8 @@ bool NodeContext::output_used(int k) const {
   return k < node_.output_size() && !node_.output(k).empty() && import_.is_used(node_.output(k));
 }
 
-LocatedError NodeContext::error(const std::string& message) const {
-  return LocatedError(fmt::format("{}: node '{}' ({}, node {}): {}", import_.source(),
+NodeError NodeContext::error(const std::string& message) const {
+  return NodeError(fmt::format("{}: node '{}' ({}, node {}): {}", import_.source(),
                                   node_display_name(node_), node_.op_type(), position_, message));
 }
 

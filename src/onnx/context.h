@@ -25,9 +25,10 @@ namespace tapestry::onnx {
 
 using metakernel::Tensor;
 
-/// An Error already located at a node (NodeContext::error); the driver passes it on as it is and
+/// An Error already located at an ONNX node (NodeContext::error; not metakernel::LocatedError,
+/// which carries a source position); the driver passes it on as it is and
 /// locates every other Error at the node being converted.
-class LocatedError : public Error {
+class NodeError : public Error {
  public:
   using Error::Error;
 };
@@ -124,7 +125,7 @@ class NodeContext {
   [[nodiscard]] bool output_used(int k) const;
 
   /// An Error located at this node: `<source>: node 'NAME' (OP, node N): <message>`.
-  [[nodiscard]] LocatedError error(const std::string& message) const;
+  [[nodiscard]] NodeError error(const std::string& message) const;
 
  private:
   const ::onnx::AttributeProto* attr(std::string_view name,

@@ -183,7 +183,7 @@ void convert_node(ImportContext& ctx, const ::onnx::NodeProto& node, std::size_t
       }
     }
     name_new_tensors(ctx, node, nc, graph_outputs);
-  } catch (const LocatedError&) {
+  } catch (const NodeError&) {
     throw;
   } catch (const Error& e) {
     throw nc.error(e.what());
