@@ -7,6 +7,7 @@
 #include "plans.h"
 #include "py_graph.h"
 #include "tapestry/export/graphviz.h"
+#include "tapestry/ir/display_name.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/rewrite/plan.h"
@@ -42,7 +43,7 @@ py::dict selections(const ir::Graph& graph, const ir::SelectionMap& map) {
 
 std::string node_name(const ir::Graph& graph, ir::NodeId id) {
   const ir::NodeView node = graph.node(id);
-  return node.label().empty() ? std::string(node.key()) : node.label();
+  return ir::display_name(node);
 }
 
 void bind_range(py::module_& m) {

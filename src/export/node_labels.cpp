@@ -78,7 +78,7 @@ OpColors op_colors(std::size_t i) {
   return kPalette[i % kPalette.size()];
 }
 
-std::string display_name(const ir::NodeView& node) {
+std::string label_or_short_key(const ir::NodeView& node) {
   if (!node.label().empty()) return node.label();
   return std::string(node.key().substr(0, 8));
 }
@@ -94,7 +94,7 @@ std::string named_box(const ir::OperationView& op, const zspace::Range& box) {
 }
 
 std::string tensor_label(const ir::TensorView& t) {
-  std::string rows = html::row(html::cell(html::bold(display_name(t))));
+  std::string rows = html::row(html::cell(html::bold(label_or_short_key(t))));
   rows +=
       html::row(html::cell(html::escape(fmt::format("{} {}", t.dtype(), shape_text(t.range())))));
   rows += html::row(html::cell(html::font(range_text(t.range()), "#505050", 10)));
@@ -102,7 +102,7 @@ std::string tensor_label(const ir::TensorView& t) {
 }
 
 std::string operation_label(const ir::OperationView& op, const OpColors& colors, bool show_ipfs) {
-  std::string name = display_name(op);
+  std::string name = label_or_short_key(op);
   if (name != op.kernel()) name += " : " + op.kernel();
   const std::optional<zspace::Range> index = op.ipf_index();
   const ir::IpfSignature* sig = op.ipf_signature();
@@ -137,7 +137,7 @@ std::string operation_label(const ir::OperationView& op, const OpColors& colors,
 std::string shard_label(const ir::ApplicationView& app, const ir::OperationView& op,
                         std::size_t number, const OpColors& colors, std::string_view device) {
   std::string rows =
-      html::row(html::cell(html::bold(fmt::format("{} #{}", display_name(op), number))));
+      html::row(html::cell(html::bold(fmt::format("{} #{}", label_or_short_key(op), number))));
   if (!device.empty()) {
     rows += html::row(
         html::cell(html::font(html::escape(fmt::format("on {}", device)), "#000000", 10)));
@@ -152,7 +152,7 @@ std::string shard_label(const ir::ApplicationView& app, const ir::OperationView&
 }
 
 std::string other_label(const ir::NodeView& node) {
-  std::string text = display_name(node);
+  std::string text = label_or_short_key(node);
   if (node.kind() == ir::NodeKind::kNote) {
     text += "\n" + node.graph().note(ir::NoteId(node.id())).message();
   } else {

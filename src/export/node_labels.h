@@ -20,7 +20,7 @@ OpColors op_colors(std::size_t i);
 std::string port_id(bool input, std::string_view name, std::uint32_t position);
 
 /// Name shown for a node: its label, else the first 8 characters of its key.
-std::string display_name(const ir::NodeView& node);
+std::string label_or_short_key(const ir::NodeView& node);
 
 /// Tensor: name, dtype and shape, range.
 std::string tensor_label(const ir::TensorView& tensor);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "tapestry/ir/display_name.h"
 #include "tapestry/support/assert.h"
 #include "tapestry/support/error.h"
 
@@ -14,8 +15,7 @@ TensorType tensor_type(const ir::Graph& graph, ir::TensorId tensor) {
   const std::optional<DType> dtype = view.dtype().known();
   if (!dtype || !ir::is_tap_dtype(*dtype)) {
     throw Error(fmt::format("tensor {} has dtype {}, which no kernel takes ({})",
-                            view.label().empty() ? std::string(view.key()) : view.label(),
-                            view.dtype(), tap_dtype_names(" ")));
+                            ir::display_name(view), view.dtype(), tap_dtype_names(" ")));
   }
   return TensorType{*dtype, view.range()};
 }

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "spec_transforms.h"
+#include "tapestry/ir/display_name.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/metakernel/signature.h"
 #include "tapestry/rewrite/fused.h"
@@ -57,7 +58,7 @@ struct Use {
 
 std::string tensor_label(const ir::Graph& graph, ir::TensorId t) {
   const ir::TensorView v = graph.tensor(t);
-  return v.label().empty() ? std::string(v.key()) : v.label();
+  return ir::display_name(v);
 }
 
 template <typename Ports, typename NameOf>

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tapestry/ir/display_name.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/rewrite/dim_aliases.h"
 #include "tapestry/rewrite/lower.h"
@@ -267,8 +268,7 @@ std::optional<ir::OperationId> find_operation(const ir::Graph& graph, std::strin
 }
 
 std::string operation_name(const ir::Graph& graph, ir::OperationId op) {
-  const std::string& label = graph.operation(op).label();
-  return label.empty() ? std::string(graph.key(op)) : label;
+  return ir::display_name(graph, op);
 }
 
 std::optional<ir::TensorId> find_output(const ir::Graph& graph, std::string_view name) {
@@ -279,8 +279,7 @@ std::optional<ir::TensorId> find_output(const ir::Graph& graph, std::string_view
 }
 
 std::string output_name(const ir::Graph& graph, ir::TensorId tensor) {
-  const std::string& label = graph.tensor(tensor).label();
-  return label.empty() ? std::string(graph.key(tensor)) : label;
+  return ir::display_name(graph, tensor);
 }
 
 bool is_empty(const OpPlan& op) {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "run_support.h"
+#include "tapestry/ir/display_name.h"
 #include "tapestry/rewrite/fused.h"
 #include "tapestry/runtime/application_schedule.h"
 #include "tapestry/runtime/run_metrics.h"
@@ -95,9 +96,7 @@ BlockTask make_task(const ir::Graph& graph, ir::ApplicationId app_id,
                  .name = node_name(graph, app_id),
                  .kernel = kernels.lookup(op.kernel(), node_name(graph, op_id)),
                  .call = {.kernel = op.kernel(),
-                          .operation = graph.node(op_id).label().empty()
-                                           ? graph.key(op_id)
-                                           : std::string_view(graph.node(op_id).label()),
+                          .operation = ir::display_name_view(graph.node(op_id)),
                           .index = *app.ipf_index(),
                           .params = &op.params(),
                           .index_names = op.body().index_names,

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "tapestry/ir/display_name.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/zspace/format.h"
 
@@ -17,8 +18,7 @@ std::vector<ir::TensorId> graph_inputs(const ir::Graph& graph) {
 }
 
 std::string tensor_name(const ir::Graph& graph, ir::TensorId tensor) {
-  const std::string& label = graph.tensor(tensor).label();
-  return label.empty() ? std::string(graph.key(tensor)) : label;
+  return ir::display_name(graph, tensor);
 }
 
 ir::TensorId find_tensor(const ir::Graph& graph, std::string_view name) {

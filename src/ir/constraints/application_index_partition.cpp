@@ -12,6 +12,7 @@
 
 #include "tapestry/ir/box_cover.h"
 #include "tapestry/ir/constraints.h"
+#include "tapestry/ir/display_name.h"
 #include "tapestry/zspace/format.h"
 #include "tapestry/zspace/json.h"
 
@@ -22,7 +23,7 @@ namespace {
 constexpr std::string_view kRequires[] = {"node-reference", "tag-schema"};
 
 std::string display(const NodeView& v) {
-  return v.label().empty() ? std::string(v.key()) : v.label();
+  return display_name(v);
 }
 
 class ApplicationIndexPartition final : public Constraint {

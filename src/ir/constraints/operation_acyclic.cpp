@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "tapestry/ir/constraints.h"
+#include "tapestry/ir/display_name.h"
 
 namespace tapestry::ir::constraints {
 
@@ -28,12 +29,12 @@ class OperationAcyclic final : public Constraint {
     nlohmann::json ids = nlohmann::json::array();
     for (NodeId n : order.cycle) {
       NodeView v = ctx.graph.node(n);
-      path += v.label().empty() ? std::string(v.key()) : v.label();
+      path += display_name(v);
       path += " → ";
       ids.push_back(v.key());
     }
     NodeView first = ctx.graph.node(order.cycle.front());
-    path += first.label().empty() ? std::string(first.key()) : first.label();
+    path += display_name(first);
     Issue issue = make_issue("The operation graph has a cycle", path);
     issue.params = {{"cycle", ids}};
     for (NodeId n : order.cycle) issue.contexts.push_back(ctx.node_context(n));

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "tapestry/ir/constraints.h"
+#include "tapestry/ir/display_name.h"
 
 namespace tapestry::ir::constraints {
 
@@ -26,7 +27,7 @@ class OperationIpfPresent final : public Constraint {
       bool index = v.has_ipf_index();
       bool signature = v.ipf_signature() != nullptr;
       if (index && signature) continue;
-      std::string name = v.label().empty() ? std::string(v.key()) : v.label();
+      std::string name = display_name(v);
       Issue issue =
           !index && !signature
               ? make_issue(

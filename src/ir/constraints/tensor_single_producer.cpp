@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "tapestry/ir/constraints.h"
+#include "tapestry/ir/display_name.h"
 
 namespace tapestry::ir::constraints {
 
@@ -13,7 +14,7 @@ namespace {
 constexpr std::string_view kRequires[] = {"node-reference"};
 
 std::string display(const NodeView& v) {
-  return v.label().empty() ? std::string(v.key()) : v.label();
+  return display_name(v);
 }
 
 class TensorSingleProducer final : public Constraint {
