@@ -31,23 +31,6 @@ std::optional<std::size_t> followed(const zspace::IndexProjection& ipf, std::siz
   return best;
 }
 
-std::vector<PortRoles> ports_of(const ir::SelectionMap& selections, const ir::IpfMap& ipfs) {
-  std::vector<PortRoles> ports;
-  const auto& ipf = ipfs.entries();
-  std::size_t i = 0;
-  for (const auto& s : selections.entries()) {
-    PortRoles port{.name = std::string(s.name), .tensor = s.value.tensor, .follows = {}};
-    if (i < ipf.size()) {
-      for (std::size_t row = 0; row < ipf[i].value.tensor_rank(); ++row) {
-        port.follows.push_back(followed(ipf[i].value, row));
-      }
-    }
-    ports.push_back(std::move(port));
-    ++i;
-  }
-  return ports;
-}
-
 bool fused_contraction(const ir::OperationView& view) {
   for (const rewrite::FusedStage& stage : rewrite::fused_stages(view.params())) {
     if (is_contraction_kernel(stage.kernel)) return true;
@@ -69,8 +52,8 @@ OperationRoles roles_of(const ir::Graph& graph, ir::OperationId id) {
   }
   op.batch.assign(op.dims.size(), false);
   if (const ir::IpfSignature* sig = view.ipf_signature()) {
-    op.inputs = ports_of(view.inputs(), sig->inputs);
-    op.outputs = ports_of(view.outputs(), sig->outputs);
+    op.inputs = port_roles(view.inputs(), sig->inputs);
+    op.outputs = port_roles(view.outputs(), sig->outputs);
   }
   op.contraction = is_contraction_kernel(op.kernel) ||
                    (op.kernel == rewrite::kFusedKernel && fused_contraction(view));
@@ -89,6 +72,23 @@ bool leads_to_output(const OperationRoles& op, const PortRoles& port) {
 }
 
 }  // namespace
+
+std::vector<PortRoles> port_roles(const ir::SelectionMap& selections, const ir::IpfMap& ipfs) {
+  std::vector<PortRoles> ports;
+  const auto& ipf = ipfs.entries();
+  std::size_t i = 0;
+  for (const auto& s : selections.entries()) {
+    PortRoles port{.name = std::string(s.name), .tensor = s.value.tensor, .follows = {}};
+    if (i < ipf.size()) {
+      for (std::size_t row = 0; row < ipf[i].value.tensor_rank(); ++row) {
+        port.follows.push_back(followed(ipf[i].value, row));
+      }
+    }
+    ports.push_back(std::move(port));
+    ++i;
+  }
+  return ports;
+}
 
 bool is_contraction_kernel(std::string_view kernel) {
   return std::find(kContractions.begin(), kContractions.end(), kernel) != kContractions.end();

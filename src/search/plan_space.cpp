@@ -9,6 +9,7 @@
 #include <set>
 #include <tuple>
 
+#include "tapestry/cost/graph_roles.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/rewrite/plan.h"
 #include "tapestry/support/assert.h"
@@ -17,33 +18,11 @@ namespace tapestry::search {
 
 namespace {
 
-// The index dim tensor dim `row` of `ipf` follows: the largest positive coefficient's column.
-std::optional<std::size_t> followed(const zspace::IndexProjection& ipf, std::size_t row) {
-  std::optional<std::size_t> best;
-  std::int64_t coefficient = 0;
-  for (std::size_t c = 0; c < ipf.index_rank(); ++c) {
-    const std::int64_t a = ipf.map().at(row, c);
-    if (a > coefficient) {
-      coefficient = a;
-      best = c;
-    }
-  }
-  return best;
-}
-
+// The ports with the index dim each tensor dim follows, as the standard plans read them.
 std::vector<PortDims> ports_of(const ir::SelectionMap& selections, const ir::IpfMap& ipfs) {
   std::vector<PortDims> ports;
-  const auto& ipf = ipfs.entries();
-  std::size_t i = 0;
-  for (const auto& s : selections.entries()) {
-    PortDims port{.tensor = s.value.tensor, .follows = {}};
-    if (i < ipf.size()) {
-      for (std::size_t row = 0; row < ipf[i].value.tensor_rank(); ++row) {
-        port.follows.push_back(followed(ipf[i].value, row));
-      }
-    }
-    ports.push_back(std::move(port));
-    ++i;
+  for (cost::PortRoles& port : cost::port_roles(selections, ipfs)) {
+    ports.push_back({.tensor = port.tensor, .follows = std::move(port.follows)});
   }
   return ports;
 }

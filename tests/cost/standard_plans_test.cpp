@@ -9,11 +9,10 @@
 
 #include <gtest/gtest.h>
 
-#include "tapestry/metakernel/apply.h"
-
 #include "cost/cost_testing.h"
 #include "tapestry/cost/evaluator.h"
 #include "tapestry/cost/simulate.h"
+#include "tapestry/metakernel/apply.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::cost {

@@ -53,6 +53,12 @@ struct PortRoles {
   std::vector<std::optional<std::size_t>> follows;
 };
 
+/// The ports of a selection map with, for each tensor dim, the index dim it follows through its
+/// IPF (`ipfs`, in port order): the one with the largest positive coefficient in the dim's row
+/// (the only one for most kernels; for a reshape's merged dim h·64 + d, h), none when no
+/// coefficient is positive. The search's plan space reads the same (search/plan_space.h).
+std::vector<PortRoles> port_roles(const ir::SelectionMap& selections, const ir::IpfMap& ipfs);
+
 struct OperationRoles {
   ir::OperationId id;
   std::string name;  // as plans name it (rewrite::operation_name)
