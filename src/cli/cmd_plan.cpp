@@ -83,7 +83,8 @@ int run_standard(const PlanOptions& options, const ir::Graph& graph,
 std::vector<rewrite::OperationInfo> derived_by(const ir::Graph& graph, const rewrite::Plan& plan,
                                                const metakernel::SignatureRegistry& signatures) {
   const auto fail = [](const std::vector<std::string>& problems) {
-    return Error(fmt::format("the plan does not fit the graph:\n  {}", fmt::join(problems, "\n  ")));
+    return Error(
+        fmt::format("the plan does not fit the graph:\n  {}", fmt::join(problems, "\n  ")));
   };
   if (std::vector<std::string> problems = rewrite::check_plan_entries(plan, graph);
       !problems.empty()) {
@@ -126,8 +127,8 @@ void register_plan(CLI::App& app, Dispatch& dispatch) {
       "print a plan skeleton instead (every operation, every dim split 1; edit the counts and "
       "pass it to --plan)");
   cmd->add_option("--plan", options->plan,
-                     "also list the operations this plan's rewrites derive (Y/matmul, "
-                     "Y/matmul/reduce, …), which a plan may name too, with the plan each gets")
+                  "also list the operations this plan's rewrites derive (Y/matmul, "
+                  "Y/matmul/reduce, …), which a plan may name too, with the plan each gets")
       ->excludes(json);
   cmd->add_option("--split", options->splits, "shorthand for one split: OP.DIM=N (repeatable)")
       ->excludes(json);

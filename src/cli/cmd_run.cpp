@@ -261,8 +261,9 @@ int run_run(RunOptions& options) {
   const bool exact = options.verify == "exact";
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
   const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
-  const rewrite::Plan plan = options.optimize ? optimized_plan(graph, options, signatures)
-                                              : load_plan(options.plan, options.splits, options.ignore_placement);
+  const rewrite::Plan plan =
+      options.optimize ? optimized_plan(graph, options, signatures)
+                       : load_plan(options.plan, options.splits, options.ignore_placement);
   const std::vector<ir::TensorId> outputs = runtime::graph_outputs(graph);
   if (!options.outputs.empty()) check_output_files(graph, options.outputs, outputs);
   check_writable_file("--metrics", options.metrics);

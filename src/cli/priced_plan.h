@@ -25,7 +25,7 @@ struct PricingOptions {
   KernelSources kernel_sources;
   bool trust_ipfs = false;
   bool ignore_placement = false;  // --ignore-placement
-  std::string trace;  // --trace FILE: the predicted schedule as a Chrome trace
+  std::string trace;              // --trace FILE: the predicted schedule as a Chrome trace
   /// Also price the baselines explain compares with (one device, data parallel): PricedPlan::gains.
   bool baselines = false;
 };

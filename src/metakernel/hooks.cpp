@@ -146,11 +146,12 @@ Signature empty_reshape(const HookInput& in, const zspace::Point& out_shape) {
   const std::vector<std::vector<std::int64_t>> none(x.shape().rank(),
                                                     std::vector<std::int64_t>(n, 0));
   const TensorType out_type{output_dtype(in), zspace::Range::of_shape(out_shape)};
-  sig.inputs.push_back(Port{in.kernel.inputs[0].name, x,
-                            zspace::IndexProjection(
-                                zspace::AffineMap::from_rows(none, x.range.start(), n), x.shape())});
-  sig.outputs.push_back(Port{in.kernel.outputs.at(0).name, out_type,
-                             zspace::IndexProjection::identity(n).translate(out_type.range.start())});
+  sig.inputs.push_back(Port{
+      in.kernel.inputs[0].name, x,
+      zspace::IndexProjection(zspace::AffineMap::from_rows(none, x.range.start(), n), x.shape())});
+  sig.outputs.push_back(
+      Port{in.kernel.outputs.at(0).name, out_type,
+           zspace::IndexProjection::identity(n).translate(out_type.range.start())});
   return sig;
 }
 

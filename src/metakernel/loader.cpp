@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "tapestry/metakernel/tap_parser.h"
-#include "yaml_reader.h"
 #include "tapestry/support/file.h"
+#include "yaml_reader.h"
 #include "yaml_support.h"
 
 namespace tapestry::metakernel {

@@ -220,7 +220,7 @@ bool NodeContext::output_used(int k) const {
 
 NodeError NodeContext::error(const std::string& message) const {
   return NodeError(fmt::format("{}: node '{}' ({}, node {}): {}", import_.source(),
-                                  node_display_name(node_), node_.op_type(), position_, message));
+                               node_display_name(node_), node_.op_type(), position_, message));
 }
 
 }  // namespace tapestry::onnx

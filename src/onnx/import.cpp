@@ -153,7 +153,8 @@ std::string describe_producer(const ::onnx::GraphProto& graph, const std::string
   for (int k = 0; k < graph.node_size(); ++k) {
     const ::onnx::NodeProto& node = graph.node(k);
     for (const std::string& out : node.output()) {
-      if (out == value) return fmt::format("node '{}' ({}, node {})", node.name(), node.op_type(), k);
+      if (out == value)
+        return fmt::format("node '{}' ({}, node {})", node.name(), node.op_type(), k);
     }
   }
   return "an initializer";

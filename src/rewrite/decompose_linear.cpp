@@ -51,8 +51,8 @@ Added add_kernel(const RewriteState& state, ir::Graph& graph, std::string_view k
   std::vector<metakernel::Argument> args;
   args.reserve(inputs.size());
   for (ir::TensorId t : inputs) args.push_back({name, metakernel::tensor_type(graph, t)});
-  metakernel::Signature sig = metakernel::evaluate_signature(state.signatures->get(kernel), args,
-                                                             nlohmann::json::object());
+  metakernel::Signature sig =
+      metakernel::evaluate_signature(state.signatures->get(kernel), args, nlohmann::json::object());
   metakernel::ApplyOptions options{.add_application = false};
   if (target.is_valid()) {
     const zspace::Range& range = graph.tensor(target).range();
@@ -98,7 +98,8 @@ std::string DecomposeLinear::apply(RewriteState& state, ir::OperationId op) cons
 
   FreshNames names(graph, state.plan);
   const std::string product_name = names.take(old.label + "/matmul");
-  const Added product = add_kernel(state, graph, "linear_nobias", {x.tensor, w.tensor}, product_name);
+  const Added product =
+      add_kernel(state, graph, "linear_nobias", {x.tensor, w.tensor}, product_name);
   const metakernel::Signature ba =
       add_kernel(state, graph, "bias_add", {product.output, bias.tensor}, old.label, result.tensor)
           .sig;
@@ -111,8 +112,7 @@ std::string DecomposeLinear::apply(RewriteState& state, ir::OperationId op) cons
   OpPlan ba_plan{.split = {}, .substitute = old_plan.substitute, .place = old_plan.place};
   detail::transfer_splits(old, old_plan, result.ipf, ba.outputs[0].ipf, ba.dim_names(),
                           ba_plan.split);
-  detail::transfer_mesh(old, old_plan, result.ipf, ba.outputs[0].ipf, ba.dim_names(),
-                        ba_plan.mesh);
+  detail::transfer_mesh(old, old_plan, result.ipf, ba.outputs[0].ipf, ba.dim_names(), ba_plan.mesh);
   if (!is_empty(product_plan)) state.plan.ops[product_name] = product_plan;
   if (!is_empty(ba_plan)) state.plan.ops[old.label] = ba_plan;
   return fmt::format("{} -> {} (linear_nobias) + {} (bias_add)", old.label, product_name,

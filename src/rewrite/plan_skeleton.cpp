@@ -41,10 +41,8 @@ std::vector<OperationInfo> derived_operations(std::span<const DerivedOperation> 
                        .from = fmt::format("from {} ({})", d.origin, d.pattern),
                        .plan = describe(d.plan) + (d.named ? " (the plan's entry)" : "")};
     for (std::size_t k = 0; k < d.dims.size(); ++k) {
-      IndexDimInfo dim{.name = d.dims[k],
-                       .extent = d.extents[k],
-                       .reduction = d.reductions[k],
-                       .aliases = {}};
+      IndexDimInfo dim{
+          .name = d.dims[k], .extent = d.extents[k], .reduction = d.reductions[k], .aliases = {}};
       for (const auto& [alias, own] : d.aliases) {
         if (own == dim.name) dim.aliases.push_back(alias);
       }
@@ -71,10 +69,9 @@ std::string describe(const OpPlan& plan) {
   if (plan.colocate) {
     std::vector<std::string> dims;
     for (const auto& [dim, with] : plan.colocate->dims) dims.push_back(dim + " = " + with);
-    parts.push_back(dims.empty()
-                        ? fmt::format("with {}'s first shard", plan.colocate->with)
-                        : fmt::format("with {}'s shards ({})", plan.colocate->with,
-                                      fmt::join(dims, ", ")));
+    parts.push_back(dims.empty() ? fmt::format("with {}'s first shard", plan.colocate->with)
+                                 : fmt::format("with {}'s shards ({})", plan.colocate->with,
+                                               fmt::join(dims, ", ")));
   }
   if (!plan.substitute.empty())
     parts.push_back(fmt::format("substitute {}", fmt::join(plan.substitute, ", ")));

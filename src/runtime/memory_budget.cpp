@@ -132,7 +132,8 @@ StreamPeaks stream_peaks(const ir::Graph& graph) {
     for (const auto& e : op.inputs().entries()) {
       const ir::TensorId t = e.value.tensor;
       in_cells = add_saturating(in_cells, cells(t));
-      if (inputs.contains(t) && entered.insert(t).second) oracle = add_saturating(oracle, oracle_of(t));
+      if (inputs.contains(t) && entered.insert(t).second)
+        oracle = add_saturating(oracle, oracle_of(t));
     }
     for (const auto& e : op.outputs().entries()) {
       const ir::TensorId t = e.value.tensor;
@@ -147,10 +148,10 @@ StreamPeaks stream_peaks(const ir::Graph& graph) {
     const bool bilinear = kernel == "linear" || kernel == "matmul" || kernel == "conv2d" ||
                           kernel == "mul" || kernel == "op:linear" || kernel == "op:matmul" ||
                           kernel == "op:conv2d" || kernel == "op:mul";
-    const std::int64_t temporaries = mul_saturating(
-        add_saturating(mul_saturating(in_cells, bilinear ? 10 : 4),
-                       mul_saturating(out_cells, bilinear ? 14 : 10)),
-        sizeof(double));
+    const std::int64_t temporaries =
+        mul_saturating(add_saturating(mul_saturating(in_cells, bilinear ? 10 : 4),
+                                      mul_saturating(out_cells, bilinear ? 14 : 10)),
+                       sizeof(double));
     peak.naive = std::max(peak.naive, naive);
     peak.oracle = std::max(peak.oracle, add_saturating(oracle, temporaries));
     for (ir::TensorId t : release[i]) {

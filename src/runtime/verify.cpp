@@ -353,7 +353,7 @@ VerifyReport verify_outputs(const ir::Graph& graph, const BufferMap& results, Ve
 VerifyReport verify_outputs(const ir::Graph& graph, const BufferMap& inputs,
                             const BufferMap& results, const VerifyOptions& options) {
   const ExecutableKernels& naive_kernels =
-      options.naive_kernels != nullptr     ? *options.naive_kernels
+      options.naive_kernels != nullptr       ? *options.naive_kernels
       : options.mode == VerifyMode::kBitwise ? ExecutableKernels::reference()
       : options.oracle.kernels != nullptr    ? *options.oracle.kernels
                                              : fast_kernels();

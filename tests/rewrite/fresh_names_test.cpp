@@ -187,11 +187,12 @@ TEST(FreshNames, ExplainNamesTheOriginOfAGeneratedOperation) {
   LowerResult r = lower(g, parse_plan(R"({"ops": {"V1": {"split": {"in": 2}}}})"));
   std::vector<std::string> lines;
   for (const RewriteEvent& e : r.log) lines.push_back(e.to_string());
-  EXPECT_THAT(lines, ElementsAre(HasSubstr("decompose-linear on V1:"),
-                                 HasSubstr("split-reduction on V1/matmul.2 (from V1 in the plan)"),
-                                 HasSubstr("shard-grid on V1: 2 shards"),
-                                 HasSubstr("shard-grid on V1/matmul.2 (from V1 in the plan)"),
-                                 HasSubstr("shard-grid on V1/matmul.2/reduce (from V1 in the plan)")));
+  EXPECT_THAT(lines,
+              ElementsAre(HasSubstr("decompose-linear on V1:"),
+                          HasSubstr("split-reduction on V1/matmul.2 (from V1 in the plan)"),
+                          HasSubstr("shard-grid on V1: 2 shards"),
+                          HasSubstr("shard-grid on V1/matmul.2 (from V1 in the plan)"),
+                          HasSubstr("shard-grid on V1/matmul.2/reduce (from V1 in the plan)")));
 }
 
 }  // namespace

@@ -43,8 +43,8 @@ struct DerivedOperation {
   std::vector<std::int64_t> extents;
   std::vector<std::optional<ir::Monoid>> reductions;
   std::map<std::string, std::string> aliases;  // dim_aliases.h, when it was added
-  OpPlan plan;           // the plan it got: the plan's entry for it, else the rewrite's default
-  bool named = false;    // the plan has an entry for it
+  OpPlan plan;         // the plan it got: the plan's entry for it, else the rewrite's default
+  bool named = false;  // the plan has an entry for it
 };
 
 struct RewriteState {

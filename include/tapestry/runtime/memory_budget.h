@@ -76,8 +76,8 @@ struct RunMemoryOptions {
 /// memory. The run holds the caller's copy of the inputs and the executor's peak (block: the
 /// estimate; application: every tensor of `lowered`); `verify` then holds the caller's inputs,
 /// the run's buffers (its inputs and outputs), a copy of the outputs and naive_run_bytes(graph)
-/// (the naive run); `oracle` adds oracle_bytes(graph) to both (it may be made before the run). The larger of the two must fit. Error as check_memory_budget, naming the part
-/// that dominates.
+/// (the naive run); `oracle` adds oracle_bytes(graph) to both (it may be made before the run). The
+/// larger of the two must fit. Error as check_memory_budget, naming the part that dominates.
 void check_run_memory(const ir::Graph& graph, const ir::Graph& lowered,
                       const RunMemoryOptions& options);
 
