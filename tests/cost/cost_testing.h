@@ -15,8 +15,15 @@
 #include "tapestry/cost/placement.h"
 #include "tapestry/cost/target.h"
 #include "tapestry/rewrite/lower.h"
+#include "tapestry/support/file.h"
 
 namespace tapestry::cost::testing {
+
+/// examples/NAME.tap, built.
+inline ir::Graph example(std::string_view name) {
+  return rewrite::testing::build(
+      tapestry::read_file(std::string(TAPESTRY_EXAMPLES) + "/" + std::string(name) + ".tap"));
+}
 
 /// `nodes` nodes of `per_node` identical devices "gpu:i": 100 GFLOP/s f32 at efficiency 1, 1 GB/s
 /// memory, no launch floor, 1 GiB each, 10 W idle and 110 W busy; links of 1 GB/s inside a node

@@ -2,29 +2,16 @@
 // is known by construction (the examples' layers), and the faults a looser rule would let in.
 #include "tapestry/cost/graph_roles.h"
 
-#include <fstream>
-#include <sstream>
-
 #include <gtest/gtest.h>
 
 #include "cost/cost_testing.h"
+#include "tapestry/support/file.h"
 
 namespace tapestry::cost {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-ir::Graph example(std::string_view name) {
-  return rewrite::testing::build(
-      read_text(fs::path(TAPESTRY_EXAMPLES) / (std::string(name) + ".tap")));
-}
+using testing::example;
 
 ir::TensorId tensor(const ir::Graph& g, std::string_view label) {
   for (ir::TensorId t : g.tensors()) {

@@ -4,9 +4,6 @@
 // exists, priced the same; one that does not apply says why.
 #include "tapestry/cost/standard_plans.h"
 
-#include <fstream>
-#include <sstream>
-
 #include <gtest/gtest.h>
 
 #include "cost/cost_testing.h"
@@ -14,18 +11,12 @@
 #include "tapestry/cost/simulate.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/support/error.h"
+#include "tapestry/support/file.h"
 
 namespace tapestry::cost {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Small copies of the examples (the same layers and dims, extents a CPU runs in milliseconds).
 constexpr std::string_view kMlp = R"(
@@ -267,11 +258,11 @@ TEST(StandardPlans, ThoseThatDoNotApplySayWhy) {
 }
 
 rewrite::Plan read_plan(const fs::path& path) {
-  return rewrite::parse_plan(read_text(path));
+  return rewrite::parse_plan(read_file(path));
 }
 
 ir::Graph read_graph(const fs::path& path) {
-  return rewrite::testing::build(read_text(path));
+  return rewrite::testing::build(read_file(path));
 }
 
 double priced(const ir::Graph& g, const rewrite::Plan& plan, const Target& target) {

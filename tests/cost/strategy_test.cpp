@@ -1,31 +1,19 @@
 // explain()'s strategy line and gains (explain.h): the standard plans on the H100 presets, an
 // unsharded plan, a mixed one; the pending sums of a fused combine; the gains against one device
 // and against data parallelism, in text and JSON.
-#include <fstream>
-#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "cost/cost_testing.h"
 #include "tapestry/cost/explain.h"
 #include "tapestry/cost/standard_plans.h"
+#include "tapestry/support/file.h"
 
 namespace tapestry::cost {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-ir::Graph example(std::string_view name) {
-  return rewrite::testing::build(
-      read_text(fs::path(TAPESTRY_EXAMPLES) / (std::string(name) + ".tap")));
-}
+using testing::example;
 
 struct Explained {
   Explanation e;
@@ -103,7 +91,7 @@ TEST(Strategy, TheStandardPlansOnTheH100Presets) {
 // An attention block alone is one pair, and called so.
 TEST(Strategy, AnAttentionPairIsCalledOne) {
   const ir::Graph g = rewrite::testing::build(
-      read_text(fs::path(TAPESTRY_TEST_DATA) / "search" / "attention_bf16.tap"));
+      read_file(fs::path(TAPESTRY_TEST_DATA) / "search" / "attention_bf16.tap"));
   const Strategy s = explain_standard(g, "megatron", *preset_target("h100x8")).e.strategy;
   EXPECT_TRUE(starts_with(s.summary,
                           "tensor parallel ×8 (Megatron), one all-reduce of 32.0 MiB per "
@@ -130,7 +118,7 @@ TEST(Strategy, AMixedPlanCountsItsContractions) {
   const ir::Graph block = example("transformer_block");
   const Strategy s =
       explain_plan(block,
-                   rewrite::parse_plan(read_text(fs::path(TAPESTRY_EXAMPLES) / "plans" /
+                   rewrite::parse_plan(read_file(fs::path(TAPESTRY_EXAMPLES) / "plans" /
                                                  "transformer_block-heads.json")),
                    *preset_target("h100x8"))
           .e.strategy;
