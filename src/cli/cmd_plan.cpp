@@ -79,17 +79,14 @@ int run_standard(const PlanOptions& options, const ir::Graph& graph,
   return kExitOk;
 }
 
-// The operations the plan's rewrites derive (an Error when the plan does not fit the graph).
+// The operations the plan's rewrites derive (the plan was checked against the graph when loaded:
+// load_plan).
 std::vector<rewrite::OperationInfo> derived_by(const ir::Graph& graph, const rewrite::Plan& plan,
                                                const metakernel::SignatureRegistry& signatures) {
   const auto fail = [](const std::vector<std::string>& problems) {
     return Error(
         fmt::format("the plan does not fit the graph:\n  {}", fmt::join(problems, "\n  ")));
   };
-  if (std::vector<std::string> problems = rewrite::check_plan_entries(plan, graph);
-      !problems.empty()) {
-    throw fail(problems);
-  }
   const rewrite::LowerOptions options{.signatures = &signatures};
   std::vector<rewrite::RewriteEvent> log;
   const rewrite::RewriteState state = rewrite::rewrite_operations(graph, plan, options, log);
@@ -105,7 +102,7 @@ int run_plan(const PlanOptions& options) {
   const bool planned = !options.plan.empty() || !options.splits.empty();
   if (planned) {
     for (rewrite::OperationInfo& d :
-         derived_by(graph, load_plan(options.plan, options.splits), signatures)) {
+         derived_by(graph, load_plan(graph, options.plan, options.splits), signatures)) {
       ops.push_back(std::move(d));
     }
   }

@@ -263,7 +263,7 @@ int run_run(RunOptions& options) {
   const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
   const rewrite::Plan plan =
       options.optimize ? optimized_plan(graph, options, signatures)
-                       : load_plan(options.plan, options.splits, options.ignore_placement);
+                       : load_plan(graph, options.plan, options.splits, options.ignore_placement);
   const std::vector<ir::TensorId> outputs = runtime::graph_outputs(graph);
   if (!options.outputs.empty()) check_output_files(graph, options.outputs, outputs);
   check_writable_file("--metrics", options.metrics);

@@ -36,7 +36,7 @@ struct ShardOptions {
 int run_shard(const ShardOptions& options) {
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
   const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
-  const rewrite::Plan plan = load_plan(options.plan, options.splits);
+  const rewrite::Plan plan = load_plan(graph, options.plan, options.splits);
   rewrite::LowerResult lowered = rewrite::lower(graph, plan,
                                                 {.driver = {},
                                                  .validate = true,

@@ -47,7 +47,7 @@ int run_verify(const VerifyOptions& options) {
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
   const ir::Graph graph = load_graph(options.graph, signatures);
   if (!options.plan.empty()) {
-    const rewrite::Plan plan = load_plan(options.plan, {});
+    const rewrite::Plan plan = load_plan(graph, options.plan, {});
     (void)rewrite::lower(graph, plan, {.driver = {}, .validate = true, .signatures = &signatures});
   }
   const runtime::BufferMap inputs =

@@ -1,6 +1,7 @@
 #include "graph_input.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "tapestry/ir/dialect.h"
 #include "tapestry/ir/json_io.h"
@@ -49,10 +50,20 @@ ir::Graph load_graph(const std::string& path, const metakernel::SignatureRegistr
   return graph;
 }
 
-rewrite::Plan load_plan(const std::string& plan_file, const std::vector<std::string>& splits,
-                        bool ignore_placement) {
+rewrite::Plan load_plan(const ir::Graph& graph, const std::string& plan_file,
+                        const std::vector<std::string>& splits, bool ignore_placement) {
   rewrite::Plan plan = plan_file.empty() ? rewrite::Plan{} : rewrite::read_plan_file(plan_file);
   for (const std::string& s : splits) rewrite::add_split_shorthand(plan, s);
+  // Checked here, where the file is known, so the problems are located in it (lower checks again
+  // for callers that build plans in code); entries naming derived operations run the rewrites.
+  if (const std::vector<std::string> problems = rewrite::check_plan(plan, graph);
+      !problems.empty()) {
+    const std::string source = plan_file.empty() ? std::string("--split")
+                               : splits.empty()  ? plan_file
+                                                 : plan_file + " with --split";
+    throw Error(fmt::format("{}: the plan does not fit the graph:\n  {}", source,
+                            fmt::join(problems, "\n  ")));
+  }
   return ignore_placement ? rewrite::without_placement(std::move(plan)) : plan;
 }
 

@@ -30,10 +30,12 @@ inline constexpr const char* kTrustIpfsHelp =
     "that contradicts its kernels then runs, and --verify cannot notice (its oracle reads the "
     "same IPFs)";
 
-/// The plan of `--plan FILE` (optional) plus every `--split OP.DIM=N`; with `ignore_placement`
-/// (`--ignore-placement`) without its `place` and `mesh` entries (rewrite::without_placement).
-rewrite::Plan load_plan(const std::string& plan_file, const std::vector<std::string>& splits,
-                        bool ignore_placement = false);
+/// The plan of `--plan FILE` (optional) plus every `--split OP.DIM=N`, checked against `graph`
+/// (rewrite::check_plan: an Error "FILE: the plan does not fit the graph:" with every problem and
+/// its JSON path); with `ignore_placement` (`--ignore-placement`) without its `place` and `mesh`
+/// entries (rewrite::without_placement).
+rewrite::Plan load_plan(const ir::Graph& graph, const std::string& plan_file,
+                        const std::vector<std::string>& splits, bool ignore_placement = false);
 
 /// `--ignore-placement`'s help text (run, cost, explain).
 inline constexpr const char* kIgnorePlacementHelp =

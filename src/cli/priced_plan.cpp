@@ -31,7 +31,8 @@ PricedPlan price_plan(const PricingOptions& options) {
   check_writable_file("--trace", options.trace);
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
   const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
-  const rewrite::Plan plan = load_plan(options.plan, options.splits, options.ignore_placement);
+  const rewrite::Plan plan =
+      load_plan(graph, options.plan, options.splits, options.ignore_placement);
   const rewrite::LowerOptions lower_options{.driver = {},
                                             .validate = true,
                                             .check_kernels = !options.trust_ipfs,

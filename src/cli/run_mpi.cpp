@@ -115,7 +115,8 @@ std::unique_ptr<Setup> prepare(const RunOptions& options, const runtime::MpiSess
   const bool rank0 = mpi.rank() == 0;
   s->signatures = load_signatures(options.kernel_sources);
   s->graph = load_graph(options.graph, s->signatures, options.trust_ipfs);
-  const rewrite::Plan plan = load_plan(options.plan, options.splits, options.ignore_placement);
+  const rewrite::Plan plan =
+      load_plan(s->graph, options.plan, options.splits, options.ignore_placement);
   if (rank0) {
     if (!options.outputs.empty())
       check_output_files(s->graph, options.outputs, runtime::graph_outputs(s->graph));

@@ -70,6 +70,10 @@ echo '{"ops": {"Y": {"split": {"in": 8}}}, "outputs": {"Y": {"replicate": "tp"}}
 expect "replicate along a mesh axis the target lacks" 2 \
   "bad-axis.json: /outputs/Y/replicate: target 'h100x8' has no mesh axis 'tp' \\(its mesh: d; or \"all\"\\)" -- \
   "$tapestry" cost tests/data/search/transformer_mlp_bf16.tap --plan "$tmp/bad-axis.json" --target h100x8
+echo '{"ops": {"Y/matmul/reduce": {"split": {"d0": 8}}}}' >"$tmp/underived.json"
+expect "a derived operation the plan's rewrites do not make, located in the plan file" 2 \
+  "underived.json: the plan does not fit the graph:" -- \
+  "$tapestry" cost tests/data/search/transformer_mlp_bf16.tap --plan "$tmp/underived.json" --target h100x8
 echo '{"outputs": {"Y": {"replicate": 8}}}' >"$tmp/bad-replicate.json"
 expect "replicate is not a string" 2 "bad-replicate.json: /outputs/Y/replicate: expected a string, got number" -- \
   "$tapestry" cost tests/data/search/transformer_mlp_bf16.tap --plan "$tmp/bad-replicate.json" --target h100x8
