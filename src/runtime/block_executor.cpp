@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -48,9 +47,9 @@ namespace {
 // others: the run's setup before every task (one release by the caller, an acquire at the start
 // of each task), each producer before its dependents (the acquire/release countdowns, which TSan
 // does see), every task before the caller's use of the results, and the thread pool's observer
-// (ThreadPool::WorkerObserver) made before its callbacks and its callbacks over before it is
-// destroyed. Elsewhere these are no-ops. The run's edges use the addresses of two globals: a task
-// cannot read anything the caller made — not even a captured pointer — before its acquire.
+// (ThreadPool::WorkerObserver) made before its callbacks. Elsewhere these are no-ops. The run's
+// edges use the addresses of two globals: a task cannot read anything the caller made — not even a
+// captured pointer — before its acquire.
 char g_tsan_setup = 0;
 char g_tsan_done = 0;
 #if defined(__SANITIZE_THREAD__)
@@ -82,10 +81,15 @@ class TsanReleaseOnExit {
 
 namespace detail {
 
-/// The executor's TBB arena, made once: a run on a fresh arena pays for its workers joining it,
-/// which shows on runs of a few milliseconds. TBB caps its workers at the hardware concurrency
-/// unless told otherwise; `allow` honours more threads (oversubscription is the caller's choice,
-/// and tests use it to shake out races) while the executor lives.
+/// A TBB arena of `threads` threads, one per thread count for the whole process (shared_pool):
+/// a run on a fresh arena pays for its workers joining it, which shows on runs of a few
+/// milliseconds, and oneTBB 2021.8 (Debian 12) loses workers when arenas come and go: after ten
+/// 2-thread arenas were made, run briefly and destroyed, a new arena's tasks all ran on the
+/// calling thread, although two 30 ms tasks were waiting (a process that makes an executor per
+/// run — Python's Graph.run, a test binary — ran serially from then on). An arena destroyed 20 ms
+/// after its workers left did not show it; one kept for the process's life cannot. TBB caps its
+/// workers at the hardware concurrency unless told otherwise; `allow` honours more threads
+/// (oversubscription is the caller's choice, and tests use it to shake out races).
 ///
 /// Workers off the caller's core (Linux): when a worker thread first joins the arena, the run
 /// that follows restricts it to the process's CPUs minus the one the calling thread is on. The
@@ -95,6 +99,10 @@ namespace detail {
 /// convnet's two-shard plan: every application on the caller's thread, 0.47–0.62 ms; with the
 /// workers kept off: both threads, 0.31–0.39 ms; docs/runtime.md). Set once per worker, not per
 /// run: moving a worker between cores every run costs it its caches.
+///
+/// Never destroyed (shared_pool keeps it): so its observer stays registered, and TBB's record of
+/// it (an observer_proxy, which a worker in the arena references from TBB's own allocator, where
+/// LeakSanitizer cannot look) stays reachable from the observer.
 struct ThreadPool {
   explicit ThreadPool(int threads) {
     if (threads > tbb::this_task_arena::max_concurrency()) {
@@ -106,22 +114,6 @@ struct ThreadPool {
       arena->initialize();
       observer.emplace(*this);
     }
-  }
-  /// Waits (up to kLeaveWait) until the workers have left the arena, then stops observing.
-  /// observe(false) alone frees TBB's record of the observer (an observer_proxy) only if no
-  /// worker still holds it: each worker in the arena keeps a reference to the last observer it
-  /// notified until it leaves, which it does a few milliseconds after the last run. A process
-  /// that ended before then — the CLI right after its run, a test binary — left the record
-  /// allocated, and since the workers' own state lives in TBB's scalable allocator, which
-  /// LeakSanitizer cannot scan, every such process reported a 40-byte leak.
-  ~ThreadPool() {
-    if (!observer) return;
-    {
-      std::unique_lock<std::mutex> lock(mutex);
-      (void)left.wait_for(lock, kLeaveWait, [this] { return inside == 0; });
-    }
-    observer->observe(false);
-    tsan_acquire(&*observer);  // every callback ended before observe(false) returned
   }
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -149,10 +141,10 @@ struct ThreadPool {
 #endif
   }
 
-  // Counts the worker threads in the arena and notes those that join it (their kernel thread
-  // ids). TBB calls it under its own locks, in libtbb.so, which ThreadSanitizer does not see:
-  // the tsan_release/tsan_acquire pairs on the observer declare the edges those locks make —
-  // its construction before every callback, every callback before observe(false) returns.
+  // Notes the worker threads that join the arena (their kernel thread ids). TBB calls it under
+  // its own locks, in libtbb.so, which ThreadSanitizer does not see: the tsan_release/
+  // tsan_acquire pair on the observer declares the edge those locks make — its construction
+  // before every callback.
   struct WorkerObserver : tbb::task_scheduler_observer {
     explicit WorkerObserver(ThreadPool& pool)
         : tbb::task_scheduler_observer(*pool.arena), pool_(pool) {
@@ -161,11 +153,9 @@ struct ThreadPool {
     }
     void on_scheduler_entry(bool worker) override {
       tsan_acquire(this);
-      const TsanReleaseOnExit done(this);
       if (!worker) return;
-      const std::lock_guard<std::mutex> lock(pool_.mutex);
-      ++pool_.inside;
 #if defined(__linux__)
+      const std::lock_guard<std::mutex> lock(pool_.mutex);
       const auto tid = static_cast<pid_t>(syscall(SYS_gettid));
       for (const std::vector<pid_t>* seen : {&pool_.placed, &pool_.new_workers}) {
         if (std::find(seen->begin(), seen->end(), tid) != seen->end()) return;
@@ -174,25 +164,12 @@ struct ThreadPool {
       pool_.has_new_workers.store(true, std::memory_order_release);
 #endif
     }
-    void on_scheduler_exit(bool worker) override {
-      tsan_acquire(this);
-      const TsanReleaseOnExit done(this);
-      if (!worker) return;
-      const std::lock_guard<std::mutex> lock(pool_.mutex);
-      if (--pool_.inside == 0) pool_.left.notify_all();
-    }
     ThreadPool& pool_;
   };
 
-  // How long the destructor waits for the workers to leave the arena (they leave within a few
-  // milliseconds of the last run; the bound only keeps a stuck worker from hanging the caller).
-  static constexpr std::chrono::seconds kLeaveWait{2};
-
   std::optional<tbb::global_control> allow;
   std::optional<tbb::task_arena> arena;
-  std::mutex mutex;              // guards `inside` and the two lists
-  std::condition_variable left;  // `inside` reached 0
-  int inside = 0;                // workers in the arena
+  std::mutex mutex;  // guards the two lists
 #if defined(__linux__)
   std::vector<pid_t> placed;                 // workers already kept off the caller's core
   std::vector<pid_t> new_workers;            // joined since the last run began
@@ -200,6 +177,17 @@ struct ThreadPool {
 #endif
   std::optional<WorkerObserver> observer;  // last: it reads the members above
 };
+
+// The process's pool of `threads` threads, made on first use (ThreadPool says why it is shared
+// and never destroyed: the map is reachable from a static, so LeakSanitizer does not count it).
+ThreadPool& shared_pool(int threads) {
+  static std::mutex mutex;
+  static auto* const pools = new std::map<int, std::unique_ptr<ThreadPool>>;
+  const std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<ThreadPool>& pool = (*pools)[threads];
+  if (!pool) pool = std::make_unique<ThreadPool>(threads);
+  return *pool;
+}
 
 }  // namespace detail
 
@@ -210,7 +198,7 @@ BlockExecutor::BlockExecutor(const ir::Graph& graph, BlockExecutorOptions option
                    : static_cast<int>(std::max(1U, std::thread::hardware_concurrency()))),
       poison_(options.poison),
       pool_(std::make_unique<detail::BufferPool>()),
-      threads_pool_(std::make_unique<detail::ThreadPool>(threads_)) {
+      threads_pool_(&detail::shared_pool(threads_)) {
   const ExecutableKernels& kernels = options.kernels != nullptr ? *options.kernels : fast_kernels();
   program_ =
       std::make_unique<const detail::BlockProgram>(detail::compile_block_program(graph, kernels));

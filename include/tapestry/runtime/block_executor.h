@@ -102,7 +102,7 @@ class BlockExecutor final : public Executor {
   bool poison_ = false;
   std::unique_ptr<const detail::BlockProgram> program_;
   std::unique_ptr<detail::BufferPool> pool_;
-  std::unique_ptr<detail::ThreadPool> threads_pool_;  // the TBB arena, kept between runs
+  detail::ThreadPool* threads_pool_;  // the process's TBB arena of threads_ threads (shared)
 };
 
 }  // namespace tapestry::runtime
