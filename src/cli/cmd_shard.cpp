@@ -5,7 +5,7 @@
 //   tapestry shard examples/mlp.tap --plan P --target h100x8 -o placed.json   (placement dialect)
 //
 // The result validates in the application dialect. --explain prints every applied rewrite and
-// every refusal of something the plan asked for (to stderr).
+// every refusal of something the plan asked for (to stderr); --time-passes each pass's time.
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
@@ -28,10 +28,22 @@ struct ShardOptions {
   std::string output;
   KernelSources kernel_sources;
   bool explain = false;
+  bool time_passes = false;
   bool quiet = false;
   bool trust_ipfs = false;
   std::string target;
 };
+
+// --time-passes: each pass of lower's pipeline, its time and its work, on stderr.
+void print_pass_times(const std::vector<rewrite::PassTime>& passes) {
+  fmt::print(stderr, "{:<18} {:>10}  {}\n", "pass", "time", "work");
+  double total = 0;
+  for (const rewrite::PassTime& p : passes) {
+    fmt::print(stderr, "{:<18} {:>7.3f} ms  {}\n", p.pass, p.seconds * 1e3, p.work);
+    total += p.seconds;
+  }
+  fmt::print(stderr, "{:<18} {:>7.3f} ms\n", "total", total * 1e3);
+}
 
 int run_shard(const ShardOptions& options) {
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
@@ -49,6 +61,7 @@ int run_shard(const ShardOptions& options) {
   } else if (!options.quiet) {
     print_refused_fusions(lowered.log);
   }
+  if (options.time_passes) print_pass_times(lowered.passes);
   if (!options.target.empty()) {  // place it: every application gets its Placement tag
     const cost::Target target = cost::resolve_target(options.target);
     cost::Placement placement;
@@ -80,6 +93,9 @@ void register_shard(CLI::App& app, Dispatch& dispatch) {
                   "where to write the application graph (default: stdout)");
   add_kernel_source_options(*cmd, options->kernel_sources);
   cmd->add_flag("--explain", options->explain, "print the rewrites applied and refused (stderr)");
+  cmd->add_flag("--time-passes", options->time_passes,
+                "print each pass of the lowering with its time and work (rewrites applied, "
+                "operations cut) on stderr");
   cmd->add_flag("--quiet", options->quiet,
                 "do not print the fusions the plan asked for and the rewrites refused (printed "
                 "by default, one line each on stderr)");

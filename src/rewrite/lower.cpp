@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 #include "tapestry/ir/dialect.h"
@@ -151,6 +152,18 @@ ir::Dialect dialect_of(const ir::Graph& graph, const LowerOptions& options) {
   return options.check_kernels ? with_kernel_agreement(base, *options.signatures) : base;
 }
 
+// Runs `step`, adding its time to a new entry `name` of `passes`; returns the entry.
+template <typename Step>
+PassTime& timed(std::vector<PassTime>& passes, std::string_view name, Step&& step) {
+  const auto start = std::chrono::steady_clock::now();
+  std::forward<Step>(step)();
+  passes.push_back(
+      {.pass = std::string(name),
+       .seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+       .work = 0});
+  return passes.back();
+}
+
 }  // namespace
 
 RewriteState rewrite_operations(const ir::Graph& graph, const Plan& plan,
@@ -176,18 +189,34 @@ RewriteState rewrite_operations(const ir::Graph& graph, const Plan& plan,
 }
 
 LowerResult lower(const ir::Graph& graph, const Plan& plan, const LowerOptions& options) {
+  std::vector<PassTime> passes;
   // A plan entry with a problem: every problem at once, those of derived entries included.
-  if (!check_plan_entries(plan, graph).empty()) throw_if_any(check_plan(plan, graph));
+  timed(passes, "check-plan", [&] {
+    if (!check_plan_entries(plan, graph).empty()) throw_if_any(check_plan(plan, graph));
+  });
+  LowerOptions rewriting = options;
+  rewriting.driver.times = &passes;
+  const ir::Dialect operation_dialect = dialect_of(graph, options);
+  // (Only from a valid input: a fault it already had is the validate step's to report.)
+  if (kVerifyEachRewrite && rewriting.driver.verify_each == nullptr &&
+      graph.applications().empty() && ir::validate(graph, operation_dialect).is_valid()) {
+    rewriting.driver.verify_each = &operation_dialect;
+  }
   std::vector<RewriteEvent> log;
-  RewriteState state = rewrite_operations(graph, plan, options, log);
+  RewriteState state = rewrite_operations(graph, plan, rewriting, log);
   throw_if_any(state.problems);
   if (!options.driver.disabled.contains(kShardGrid)) {
-    check_cuts(state, log);
-    shard_all(state, log);
+    const std::size_t before = log.size();
+    PassTime& time = timed(passes, kShardGrid, [&] {
+      check_cuts(state, log);
+      shard_all(state, log);
+    });
+    time.work = static_cast<std::int64_t>(log.size() - before);
   }
   if (options.validate) {
-    ir::ValidationReport report = ir::validate(state.graph, dialect_of(state.graph, options));
-    if (!report.is_valid()) {
+    timed(passes, "validate", [&] {
+      ir::ValidationReport report = ir::validate(state.graph, dialect_of(state.graph, options));
+      if (report.is_valid()) return;
       // A fault the input already had (a caller that skipped validating it) is bad input, not a
       // rewrite's bug: say so, with the input's issues.
       ir::ValidationReport input = ir::validate(graph, dialect_of(graph, options));
@@ -199,9 +228,10 @@ LowerResult lower(const ir::Graph& graph, const Plan& plan, const LowerOptions& 
       // (not tapestry::Error), so the CLI says "internal error" and exits 3.
       throw std::logic_error(
           fmt::format("the lowered graph is invalid:\n{}", ir::format_issues_text(report.issues)));
-    }
+    });
   }
-  return LowerResult{std::move(state.graph), std::move(state.plan), std::move(log)};
+  return LowerResult{std::move(state.graph), std::move(state.plan), std::move(log),
+                     std::move(passes)};
 }
 
 }  // namespace tapestry::rewrite

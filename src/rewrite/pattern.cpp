@@ -2,8 +2,11 @@
 
 #include <fmt/core.h>
 
+#include <chrono>
 #include <limits>
+#include <stdexcept>
 
+#include "tapestry/ir/issue.h"
 #include "tapestry/rewrite/dim_aliases.h"
 #include "tapestry/rewrite/graph_copy.h"
 #include "tapestry/support/error.h"
@@ -88,7 +91,15 @@ class Driver {
  public:
   Driver(RewriteState& state, std::span<const OperationPattern* const> patterns,
          const DriverOptions& options)
-      : state_(state), patterns_(patterns), options_(options), missed_(patterns.size()) {}
+      : state_(state),
+        patterns_(patterns),
+        options_(options),
+        missed_(patterns.size()),
+        times_(patterns.size()) {
+    for (std::size_t p = 0; p < patterns.size(); ++p) {
+      times_[p].pass = std::string(patterns[p]->name());
+    }
+  }
 
   std::vector<RewriteEvent> run() {
     int applied = 0;
@@ -104,6 +115,11 @@ class Driver {
     }
     // Removed nodes leave; the last rewrite's nodes stay last, as that rewrite added them.
     if (applied > 0) state_.graph = copy_graph(state_.graph, {}, last_start).graph;
+    if (options_.times != nullptr) {
+      for (const PassTime& t : times_) {
+        if (!options_.disabled.contains(t.pass)) options_.times->push_back(t);
+      }
+    }
     return std::move(log_);
   }
 
@@ -116,6 +132,7 @@ class Driver {
       if (options_.disabled.contains(pattern->name())) continue;
       std::vector<char>& missed = missed_[p];
       missed.resize(state_.graph.size(), 0);
+      const Timer timer(times_[p]);
       for (ir::OperationId op : state_.graph.operations()) {
         if (missed[op.index()] && options_.reuse_matches) continue;
         MatchResult result = pattern->match(state_, op);
@@ -129,6 +146,8 @@ class Driver {
           log_.push_back(
               {std::string(pattern->name()), target, std::move(origin), true, std::move(summary)});
           forget_around(before, size);
+          ++times_[p].work;
+          verify(log_.back());
           return true;
         }
         missed[op.index()] = 1;
@@ -139,6 +158,31 @@ class Driver {
       }
     }
     return false;
+  }
+
+  // Adds the time from its construction to its destruction to a pass's.
+  class Timer {
+   public:
+    explicit Timer(PassTime& time) : time_(time) {}
+    Timer(const Timer&) = delete;
+    Timer& operator=(const Timer&) = delete;
+    ~Timer() {
+      time_.seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    }
+
+   private:
+    PassTime& time_;
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  };
+
+  // DriverOptions::verify_each: the graph after `rewrite` is valid, or that rewrite has a bug.
+  void verify(const RewriteEvent& rewrite) const {
+    if (options_.verify_each == nullptr) return;
+    const ir::ValidationReport report = ir::validate(state_.graph, *options_.verify_each);
+    if (report.is_valid()) return;
+    throw std::logic_error(fmt::format("{} on {} left the graph invalid:\n{}", rewrite.pattern,
+                                       rewrite.target, ir::format_issues_text(report.issues)));
   }
 
   // After a rewrite that removed some of `before` and added the nodes from id `size` on: the
@@ -191,6 +235,7 @@ class Driver {
   std::span<const OperationPattern* const> patterns_;
   const DriverOptions& options_;
   std::vector<std::vector<char>> missed_;  // per pattern, by node index: did not match
+  std::vector<PassTime> times_;            // per pattern
   std::vector<RewriteEvent> log_;
   std::set<std::pair<std::string, std::string>> refused_;
 };

@@ -37,6 +37,28 @@ TEST(Lower, EmptyPlanGivesOneApplicationPerOperation) {
   EXPECT_TRUE(run_both(g, r.graph).all_bitwise_equal());
 }
 
+// Every pass of the pipeline is timed, in order, with its work: the rewrites each pattern
+// applied (as the log lists them) and the operations shard-grid cut.
+TEST(Lower, TimesEveryPassInPipelineOrder) {
+  ir::Graph g = build(kLinearRelu);
+  LowerResult r = lower(g, parse_plan(R"({"ops": {"Y/linear": {"split": {"batch": 2, "in": 2}}},
+                                          "fuse": "auto"})"));
+  std::vector<std::string> names;
+  for (const PassTime& p : r.passes) {
+    names.push_back(p.pass);
+    EXPECT_GE(p.seconds, 0.0) << p.pass;
+    std::int64_t applied = 0;
+    for (const RewriteEvent& e : r.log) applied += e.applied && e.pattern == p.pass ? 1 : 0;
+    if (p.pass != "check-plan" && p.pass != "validate") {
+      EXPECT_EQ(p.work, applied) << p.pass;
+    }
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"check-plan", "decompose-linear", "split-reduction",
+                                             "fuse-elementwise", "shard-grid", "validate"}));
+  EXPECT_GT(r.passes[1].work, 0);  // the split of `in` needed decompose-linear
+  EXPECT_GT(r.passes[4].work, 0);
+}
+
 TEST(Lower, ShardOnBatchIsBitwiseEqual) {
   ir::Graph g = build(kLinearRelu);
   LowerResult r = lower(g, parse_plan(R"({"ops": {"Y/linear": {"split": {"batch": 2}},

@@ -1,10 +1,15 @@
 // The rewrite driver (pattern.h): it re-matches an operation a pattern did not match once a
-// rewrite changes what is next to it, and it leaves no removed node in the graph.
+// rewrite changes what is next to it, it leaves no removed node in the graph, it times every
+// pattern, and with verify_each it names the rewrite that broke the graph.
 #include "tapestry/rewrite/pattern.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "rewrite/rewrite_testing.h"
+#include "tapestry/rewrite/kernel_agreement.h"
 
 namespace tapestry::rewrite {
 namespace {
@@ -64,6 +69,21 @@ class ReluToNeg final : public OperationPattern {
   }
 };
 
+// Turns every `relu` into a `matmul` with the relu's selections: a rewrite with a bug (the
+// kernel derives other projections than the operation has).
+class BreakRelu final : public OperationPattern {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "test-break"; }
+  [[nodiscard]] MatchResult match(const RewriteState& state, ir::OperationId op) const override {
+    return state.graph.operation(op).kernel() == "relu" ? MatchResult::success()
+                                                        : MatchResult::skip("not a relu");
+  }
+  std::string apply(RewriteState& state, ir::OperationId op) const override {
+    replace_kernel(state, op, "matmul");
+    return "relu -> matmul";
+  }
+};
+
 std::vector<std::string> log_lines(const std::vector<RewriteEvent>& log) {
   std::vector<std::string> lines;
   for (const RewriteEvent& e : log) lines.push_back(e.to_string());
@@ -97,6 +117,56 @@ TEST(RewriteDriver, RematchesAnOperationWhoseReaderWasReplaced) {
     EXPECT_EQ(g.operation(g.operations()[1]).kernel(), "abs");
     for (std::uint32_t i = 0; i < 3; ++i) EXPECT_TRUE(g.as_tensor(ir::NodeId(i))) << i;
   }
+}
+
+// With verify_each the driver validates after every rewrite and names the one that broke the
+// graph; without it, the same run finishes (lower would find the fault only at the end).
+TEST(RewriteDriver, VerifyEachNamesTheRewriteThatBrokeTheGraph) {
+  const ReluToNeg negate;
+  const BreakRelu breaks;
+  const OperationPattern* const patterns[] = {&negate, &breaks};
+  const ir::Dialect dialect =
+      with_kernel_agreement(ir::Dialect::operation(), metakernel::builtin_signatures());
+  const std::string program = "X: f32[4]\nA = exp(X)\nB = relu(A)\noutput B\n";
+  DriverOptions options;
+  options.disabled = {"test-negate"};
+  {
+    RewriteState state{copy_graph(testing::build(program)).graph, {}};
+    EXPECT_EQ(run_patterns(state, patterns, options).size(), 1u);  // unseen until the end
+  }
+  options.verify_each = &dialect;
+  RewriteState state{copy_graph(testing::build(program)).graph, {}};
+  try {
+    (void)run_patterns(state, patterns, options);
+    FAIL() << "no error";
+  } catch (const std::logic_error& e) {
+    EXPECT_THAT(e.what(), ::testing::StartsWith("test-break on B left the graph invalid:\n"));
+  }
+  // A correct rewrite passes the same check.
+  options.disabled = {"test-break"};
+  RewriteState fine{copy_graph(testing::build(program)).graph, {}};
+  EXPECT_EQ(run_patterns(fine, patterns, options).size(), 1u);
+}
+
+// Every pattern's time and rewrite count, in pattern order.
+TEST(RewriteDriver, TimesEachPatternAndCountsItsRewrites) {
+  const MarkExpBeforeNeg mark;
+  const ReluToNeg negate;
+  const OperationPattern* const patterns[] = {&mark, &negate};
+  RewriteState state{
+      copy_graph(testing::build("X: f32[4]\nA = exp(X)\nB = relu(A)\nC = relu(B)\noutput C\n"))
+          .graph,
+      {}};
+  std::vector<PassTime> times;
+  DriverOptions options;
+  options.times = &times;
+  (void)run_patterns(state, patterns, options);
+  ASSERT_EQ(times.size(), 2u);
+  EXPECT_EQ(times[0].pass, "test-mark");
+  EXPECT_EQ(times[0].work, 1);  // A, once test-negate made its reader a neg
+  EXPECT_EQ(times[1].pass, "test-negate");
+  EXPECT_EQ(times[1].work, 2);
+  for (const PassTime& t : times) EXPECT_GE(t.seconds, 0.0);
 }
 
 }  // namespace

@@ -14,7 +14,10 @@
 //                         it); then every operation's index cut into its grid of Applications
 //
 // Steps 2–4 are rewrite patterns run by the driver (pattern.h) to a fixed point; every applied
-// rewrite and every refusal of something the plan asked for is in the log (`--explain`).
+// rewrite and every refusal of something the plan asked for is in the log (`--explain`). Every
+// pass is timed (LowerResult::passes, `tapestry shard --time-passes`); in debug builds the graph
+// is also validated after every rewrite (kVerifyEachRewrite), so a rewrite that breaks it is
+// named at once rather than found at the end.
 //
 //   Plan plan = parse_plan(R"({"ops": {"Y": {"split": {"batch": 2}}}})");
 //   LowerResult r = lower(graph, plan);
@@ -45,6 +48,8 @@ struct LowerResult {
   ir::Graph graph;                // the application graph
   Plan plan;                      // the plan as the rewrites left it (names of final operations)
   std::vector<RewriteEvent> log;  // applied rewrites and refusals
+  /// Each pass's time, in pipeline order: check-plan, every pattern, shard-grid, validate.
+  std::vector<PassTime> passes;
 };
 
 /// The rewrite patterns of steps 2–4, in order.

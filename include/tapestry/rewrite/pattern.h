@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tapestry/ir/dialect.h"
 #include "tapestry/ir/graph.h"
 #include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/rewrite/plan.h"
@@ -126,6 +127,23 @@ struct RewriteEvent {
   [[nodiscard]] std::string to_string() const;
 };
 
+/// Time one pass of lowering took (lower.h's pipeline): a pattern's matches and rewrites
+/// together, or one of lower's own steps. `tapestry shard --time-passes` prints them.
+struct PassTime {
+  std::string pass;       // "check-plan", a pattern's name, "shard-grid", "validate"
+  double seconds = 0;     // wall time, summed over the pass's work
+  std::int64_t work = 0;  // rewrites applied (a pattern), operations cut (shard-grid)
+};
+
+/// Whether lower verifies the graph after every rewrite (DriverOptions::verify_each): in debug
+/// builds (no NDEBUG), as the sanitizer suite builds; off in release, where the result is
+/// validated once at the end.
+#if defined(NDEBUG)
+inline constexpr bool kVerifyEachRewrite = false;
+#else
+inline constexpr bool kVerifyEachRewrite = true;
+#endif
+
 struct DriverOptions {
   /// Upper bound on applied rewrites: a guard against patterns that undo each other.
   int max_rewrites = 100000;
@@ -135,6 +153,14 @@ struct DriverOptions {
   /// surroundings (see run_patterns). Off: every pass re-matches every operation — the plain
   /// definition, slower by a factor of the graph's size, kept to test the two against each other.
   bool reuse_matches = true;
+  /// When set, every pattern's time (matches and rewrites) and rewrite count are added to it,
+  /// one entry per pattern, in pattern order.
+  std::vector<PassTime>* times = nullptr;
+  /// When set, the graph is validated in this dialect after every rewrite, and a rewrite that
+  /// leaves it invalid is an internal error (std::logic_error) naming the rewrite and the
+  /// operation — where the bug is, not at the end of the pipeline. lower() sets it in debug
+  /// builds (kVerifyEachRewrite).
+  const ir::Dialect* verify_each = nullptr;
 };
 
 /// Runs `patterns` in order: the first pattern that matches any operation (in graph order) is
