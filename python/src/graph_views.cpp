@@ -7,7 +7,6 @@
 #include "plans.h"
 #include "py_graph.h"
 #include "tapestry/export/graphviz.h"
-#include "tapestry/ir/display_name.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/rewrite/plan.h"
@@ -39,11 +38,6 @@ py::dict selections(const ir::Graph& graph, const ir::SelectionMap& map) {
     out[name].cast<py::list>().append(py::make_tuple(tensor, entry.value.range));
   }
   return out;
-}
-
-std::string node_name(const ir::Graph& graph, ir::NodeId id) {
-  const ir::NodeView node = graph.node(id);
-  return ir::display_name(node);
 }
 
 void bind_range(py::module_& m) {
@@ -104,7 +98,7 @@ void bind_tensor(py::module_& m) {
 void bind_operation(py::module_& m) {
   py::class_<OperationRef>(m, "Operation", "An operation: a kernel over an index space.")
       .def_property_readonly("name",
-                             [](const OperationRef& o) { return node_name(*o.ref.graph, o.id); })
+                             [](const OperationRef& o) { return o.ref.graph->display_name(o.id); })
       .def_property_readonly(
           "kernel", [](const OperationRef& o) { return o.ref.graph->operation(o.id).kernel(); })
       .def_property_readonly(
@@ -146,7 +140,7 @@ void bind_operation(py::module_& m) {
         const ir::OperationView v = o.ref.graph->operation(o.id);
         const std::optional<zspace::Range> index = v.ipf_index();
         return fmt::format("Operation('{}', {}, index {}, {} applications)",
-                           node_name(*o.ref.graph, o.id), v.kernel(),
+                           o.ref.graph->display_name(o.id), v.kernel(),
                            index ? fmt::format("{}", *index) : "none",
                            o.ref.graph->applications_of(o.id).size());
       });
@@ -156,13 +150,13 @@ void bind_application(py::module_& m) {
   py::class_<ApplicationRef>(m, "Application",
                              "One shard of an operation: its index sub-box and the tensor "
                              "boxes it reads and writes.")
-      .def_property_readonly("name",
-                             [](const ApplicationRef& a) { return node_name(*a.ref.graph, a.id); })
-      .def_property_readonly("operation",
-                             [](const ApplicationRef& a) {
-                               return node_name(*a.ref.graph,
-                                                a.ref.graph->application(a.id).operation());
-                             })
+      .def_property_readonly(
+          "name", [](const ApplicationRef& a) { return a.ref.graph->display_name(a.id); })
+      .def_property_readonly(
+          "operation",
+          [](const ApplicationRef& a) {
+            return a.ref.graph->display_name(a.ref.graph->application(a.id).operation());
+          })
       .def_property_readonly(
           "index",
           [](const ApplicationRef& a) { return a.ref.graph->application(a.id).ipf_index(); })
@@ -179,7 +173,7 @@ void bind_application(py::module_& m) {
                              })
       .def("__repr__", [](const ApplicationRef& a) {
         const std::optional<zspace::Range> index = a.ref.graph->application(a.id).ipf_index();
-        return fmt::format("Application('{}', index {})", node_name(*a.ref.graph, a.id),
+        return fmt::format("Application('{}', index {})", a.ref.graph->display_name(a.id),
                            index ? fmt::format("{}", *index) : "none");
       });
 }

@@ -1,7 +1,6 @@
 // Constraint helpers: issue construction and located contexts.
 #include "tapestry/ir/constraint.h"
 
-#include "tapestry/ir/display_name.h"
 #include "tapestry/ir/json_io.h"
 
 namespace tapestry::ir {
@@ -18,7 +17,7 @@ IssueContext CheckContext::node_context(NodeId node, std::string_view path_suffi
   NodeView view = graph.node(node);
   IssueContext ctx;
   ctx.name = std::string(kind_name(view.kind()));
-  ctx.message = display_name(view);
+  ctx.message = view.display_name();
   ctx.jsonpath = node_json_path(view.key());
   ctx.jsonpath += path_suffix;
   if (with_data) ctx.data = node_to_json(graph, node);

@@ -78,6 +78,50 @@ std::optional<NodeId> Graph::find(std::string_view key) const {
   return NodeId(*found);
 }
 
+Graph::Named Graph::find_named(NodeKind kind, std::string_view name) const {
+  Named found;
+  const auto look = [&](const auto& ids) {
+    for (const NodeId id : ids) {
+      if (node(id).label() != name) continue;
+      ++found.labelled;
+      found.node = id;
+    }
+  };
+  switch (kind) {
+    case NodeKind::kTensor:
+      look(tensors());
+      break;
+    case NodeKind::kOperation:
+      look(operations());
+      break;
+    case NodeKind::kApplication:
+      look(applications());
+      break;
+    case NodeKind::kNote:
+      look(notes());
+      break;
+    case NodeKind::kOpaque:
+      for (std::uint32_t i = 0; i < size(); ++i) {
+        const NodeId id(i);
+        if (this->kind(id) == kind && !is_removed(id) && node(id).label() == name) {
+          ++found.labelled;
+          found.node = id;
+        }
+      }
+      break;
+  }
+  if (found.labelled > 1) found.node.reset();
+  if (found.labelled == 0) {
+    const std::optional<NodeId> keyed = find(name);
+    if (keyed && this->kind(*keyed) == kind && !is_removed(*keyed)) found.node = keyed;
+  }
+  return found;
+}
+
+std::string Graph::display_name(NodeId node) const {
+  return std::string(this->node(node).display_name());
+}
+
 std::optional<NodeId> Graph::find_hashed(std::string_view key, std::uint32_t hash) const {
   if (auto serial = generated_serial(key)) {
     if (auto node = find_serial(*serial)) return node;

@@ -24,6 +24,11 @@ const std::string& NodeView::label() const {
   return extra ? extra->label : kEmptyString;
 }
 
+std::string_view NodeView::display_name() const {
+  const std::string& l = label();
+  return l.empty() ? key() : std::string_view(l);
+}
+
 std::string_view NodeView::type() const {
   NodeKind k = kind();
   if (k == NodeKind::kOpaque) return graph_->opaque(id_).type;

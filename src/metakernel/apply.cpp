@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include "tapestry/ir/display_name.h"
 #include "tapestry/support/assert.h"
 #include "tapestry/support/error.h"
 
@@ -15,7 +14,7 @@ TensorType tensor_type(const ir::Graph& graph, ir::TensorId tensor) {
   const std::optional<DType> dtype = view.dtype().known();
   if (!dtype || !ir::is_tap_dtype(*dtype)) {
     throw Error(fmt::format("tensor {} has dtype {}, which no kernel takes ({})",
-                            ir::display_name(view), view.dtype(), tap_dtype_names(" ")));
+                            view.display_name(), view.dtype(), tap_dtype_names(" ")));
   }
   return TensorType{*dtype, view.range()};
 }

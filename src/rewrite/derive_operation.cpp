@@ -7,7 +7,6 @@
 #include <optional>
 
 #include "spec_transforms.h"
-#include "tapestry/ir/display_name.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/metakernel/signature.h"
 #include "tapestry/rewrite/fused.h"
@@ -55,11 +54,6 @@ struct Use {
   // The recorded index names (d0, d1, … when the operation names none).
   std::vector<std::string> index_names;
 };
-
-std::string tensor_label(const ir::Graph& graph, ir::TensorId t) {
-  const ir::TensorView v = graph.tensor(t);
-  return ir::display_name(v);
-}
 
 template <typename Ports, typename NameOf>
 std::string port_list(const Ports& ports, NameOf name_of) {
@@ -257,8 +251,7 @@ class Deriver {
         view.index_names()};
     for (const auto& e : view.inputs().entries()) {
       const ir::TensorId t = e.value.tensor;
-      use.inputs.push_back(
-          {e.name, t, metakernel::tensor_type(graph_, t), tensor_label(graph_, t)});
+      use.inputs.push_back({e.name, t, metakernel::tensor_type(graph_, t), graph_.display_name(t)});
     }
     for (const auto& e : view.outputs().entries()) {
       const ir::TensorId t = e.value.tensor;

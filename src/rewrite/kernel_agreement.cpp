@@ -21,7 +21,6 @@
 
 #include "derive_operation.h"
 #include "spec_transforms.h"
-#include "tapestry/ir/display_name.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/rewrite/fused.h"
 #include "tapestry/rewrite/plan.h"
@@ -177,7 +176,7 @@ void compare_output_types(OperationReport& r, const DerivedOperation& d) {
     const json derived_type = {{"dtype", want_dtype}, {"shape", zspace::to_json(want.shape())}};
     r.differs("Operation output type differs from its kernel's",
               fmt::format("outputs.{}", d.spec.outputs[j].name),
-              fmt::format("tensor {} is {} {}; {} derives {} {}", ir::display_name(t), t.dtype(),
+              fmt::format("tensor {} is {} {}; {} derives {} {}", t.display_name(), t.dtype(),
                           metakernel::shape_string(t.range().shape()), d.spec.kernel, want_dtype,
                           metakernel::shape_string(want.shape())),
               graph_type, derived_type, ".body.outputs");

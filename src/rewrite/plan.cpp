@@ -8,7 +8,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "tapestry/ir/display_name.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/rewrite/dim_aliases.h"
 #include "tapestry/rewrite/lower.h"
@@ -255,20 +254,14 @@ void add_split_shorthand(Plan& plan, std::string_view shorthand) {
 }
 
 std::optional<ir::OperationId> find_operation(const ir::Graph& graph, std::string_view name) {
-  std::optional<ir::OperationId> found;
-  for (ir::OperationId op : graph.operations()) {
-    if (graph.operation(op).label() == name) {
-      if (found) return std::nullopt;  // ambiguous label: check_plan reports it
-      found = op;
-    }
-  }
-  if (found) return found;
-  if (auto node = graph.find(name)) return graph.as_operation(*node);
-  return std::nullopt;
+  // An ambiguous label finds nothing: check_plan reports it.
+  const std::optional<ir::NodeId> node = graph.find_named(ir::NodeKind::kOperation, name).node;
+  if (!node) return std::nullopt;
+  return ir::OperationId(*node);
 }
 
 std::string operation_name(const ir::Graph& graph, ir::OperationId op) {
-  return ir::display_name(graph, op);
+  return graph.display_name(op);
 }
 
 std::optional<ir::TensorId> find_output(const ir::Graph& graph, std::string_view name) {
@@ -279,7 +272,7 @@ std::optional<ir::TensorId> find_output(const ir::Graph& graph, std::string_view
 }
 
 std::string output_name(const ir::Graph& graph, ir::TensorId tensor) {
-  return ir::display_name(graph, tensor);
+  return graph.display_name(tensor);
 }
 
 bool is_empty(const OpPlan& op) {

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include "run_support.h"
-#include "tapestry/ir/display_name.h"
 #include "tapestry/rewrite/fused.h"
 #include "tapestry/runtime/application_schedule.h"
 #include "tapestry/runtime/run_metrics.h"
@@ -96,7 +95,7 @@ BlockTask make_task(const ir::Graph& graph, ir::ApplicationId app_id,
                  .name = node_name(graph, app_id),
                  .kernel = kernels.lookup(op.kernel(), node_name(graph, op_id)),
                  .call = {.kernel = op.kernel(),
-                          .operation = ir::display_name_view(graph.node(op_id)),
+                          .operation = graph.node(op_id).display_name(),
                           .index = *app.ipf_index(),
                           .params = &op.params(),
                           .index_names = op.body().index_names,

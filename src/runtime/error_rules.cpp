@@ -18,7 +18,6 @@
 #include <oneapi/tbb/parallel_reduce.h>
 
 #include "run_support.h"
-#include "tapestry/ir/display_name.h"
 #include "tapestry/runtime/compare.h"
 #include "tapestry/runtime/kernel.h"
 
@@ -311,7 +310,7 @@ std::vector<Buffer> OperationEval::call(KernelFn kernel, const std::vector<const
   for (const auto& e : op.outputs().entries())
     outputs.emplace_back(dtype, graph_.tensor(e.value.tensor).range());
   KernelCall kc{.kernel = op.kernel(),
-                .operation = ir::display_name_view(graph_.node(op_)),
+                .operation = graph_.node(op_).display_name(),
                 .index = index,
                 .params = params != nullptr ? params : &op.params(),
                 .index_names = op.body().index_names,

@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include "tapestry/ir/display_name.h"
 #include "tapestry/zspace/format.h"
 
 namespace tapestry::runtime::detail {
@@ -152,7 +151,7 @@ void run_kernel(KernelFn kernel, const ir::Graph& graph, const Work& work, Buffe
   const ir::OperationView op = graph.operation(work.operation);
   const ir::IpfSignature& signature = *op.ipf_signature();
   KernelCall call{.kernel = op.kernel(),
-                  .operation = ir::display_name_view(graph.node(work.operation)),
+                  .operation = graph.node(work.operation).display_name(),
                   .index = *work.index,
                   .params = &op.params(),
                   .index_names = op.body().index_names,

@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include "tapestry/ir/display_name.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/zspace/format.h"
 
@@ -18,21 +17,15 @@ std::vector<ir::TensorId> graph_inputs(const ir::Graph& graph) {
 }
 
 std::string tensor_name(const ir::Graph& graph, ir::TensorId tensor) {
-  return ir::display_name(graph, tensor);
+  return graph.display_name(tensor);
 }
 
 ir::TensorId find_tensor(const ir::Graph& graph, std::string_view name) {
-  std::vector<ir::TensorId> labelled;
-  for (ir::TensorId t : graph.tensors()) {
-    if (graph.tensor(t).label() == name) labelled.push_back(t);
-  }
-  if (labelled.size() == 1) return labelled.front();
-  if (labelled.size() > 1) {
+  const ir::Graph::Named found = graph.find_named(ir::NodeKind::kTensor, name);
+  if (found.node) return ir::TensorId(*found.node);
+  if (found.labelled > 1) {
     throw Error(
-        fmt::format("{} tensors are labelled '{}'; name one by its key", labelled.size(), name));
-  }
-  if (std::optional<ir::NodeId> node = graph.find(name)) {
-    if (std::optional<ir::TensorId> t = graph.as_tensor(*node)) return *t;
+        fmt::format("{} tensors are labelled '{}'; name one by its key", found.labelled, name));
   }
   throw Error(fmt::format("no tensor is labelled or keyed '{}'", name));
 }

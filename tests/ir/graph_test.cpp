@@ -33,6 +33,38 @@ TEST(GraphTest, BuildsTensorsAndOperationsWithTypedViews) {
   EXPECT_EQ(g.node(op).type(), kOperationTypeUrl);
 }
 
+// The name users see is the label, else the key; find_named finds a node of one kind by it, and
+// a label two nodes of that kind share finds none (the count says why).
+TEST(GraphTest, DisplayNamesAndFindingByThem) {
+  Graph g;
+  const auto range = zr("zr[0:4]");
+  const TensorId x = g.add_tensor({.dtype = DType::kFloat32, .range = range}, {.label = "Y"});
+  const TensorId y = g.add_tensor({.dtype = DType::kFloat32, .range = range}, {.label = "Y"});
+  const TensorId bare = g.add_tensor({.dtype = DType::kFloat32, .range = range});
+  OperationBody body{.kernel = "relu"};
+  body.inputs.append("x", {x, range});
+  body.outputs.append("result", {y, range});
+  const OperationId op = g.add_operation(std::move(body), {.label = "Y"});
+
+  EXPECT_EQ(g.display_name(op), "Y");
+  EXPECT_EQ(g.node(bare).display_name(), g.key(bare));
+  EXPECT_EQ(g.display_name(bare), std::string(g.key(bare)));
+
+  const Graph::Named named_op = g.find_named(NodeKind::kOperation, "Y");
+  EXPECT_EQ(named_op.node, NodeId(op));  // the tensors labelled Y are of another kind
+  EXPECT_EQ(named_op.labelled, 1u);
+  const Graph::Named twice = g.find_named(NodeKind::kTensor, "Y");
+  EXPECT_EQ(twice.node, std::nullopt);
+  EXPECT_EQ(twice.labelled, 2u);
+  EXPECT_EQ(g.find_named(NodeKind::kTensor, g.key(bare)).node, NodeId(bare));     // by key
+  EXPECT_EQ(g.find_named(NodeKind::kOperation, g.key(bare)).node, std::nullopt);  // wrong kind
+  EXPECT_EQ(g.find_named(NodeKind::kTensor, "Z").node, std::nullopt);
+  const NodeId removed[] = {op};
+  g.remove(removed);
+  EXPECT_EQ(g.find_named(NodeKind::kOperation, "Y").node, std::nullopt);
+  EXPECT_EQ(g.find_named(NodeKind::kOperation, g.key(op)).node, std::nullopt);
+}
+
 TEST(GraphTest, CheckedNarrowingOfIds) {
   auto a = testing::add_graph();
   NodeId any = a.op;

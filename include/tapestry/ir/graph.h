@@ -73,6 +73,10 @@ class NodeView {
   [[nodiscard]] std::string_view key() const;
   /// Empty when the node has no label.
   [[nodiscard]] const std::string& label() const;
+  /// The name users see: the label, else the key (`Y/linear`, `H`, or a loom id). Messages,
+  /// plans, reports and renderings name nodes this one way. A view into the graph (valid while
+  /// it lives and the node is not relabelled); Graph::display_name copies.
+  [[nodiscard]] std::string_view display_name() const;
   /// The type URL as it is written (full URL; the original string for opaque nodes).
   [[nodiscard]] std::string_view type() const;
   /// Body fields not defined by the node type's schema (an object), or null. Kept so that
@@ -218,6 +222,18 @@ class Graph {
   // ---- lookup ------------------------------------------------------------------------------
   /// The node whose key (loom "id") is `key`.
   [[nodiscard]] std::optional<NodeId> find(std::string_view key) const;
+  /// A node of `kind` by the name users give it (display_name): the one labelled `name`, else
+  /// the one keyed `name`. `labelled` counts the nodes of `kind` labelled `name`; when it is
+  /// above 1 the name is ambiguous and `node` is empty (name one by its key).
+  ///
+  ///   graph.find_named(NodeKind::kTensor, "H").node    // the tensor labelled H
+  struct Named {
+    std::optional<NodeId> node;
+    std::size_t labelled = 0;
+  };
+  [[nodiscard]] Named find_named(NodeKind kind, std::string_view name) const;
+  /// NodeView::display_name of `node`, copied.
+  [[nodiscard]] std::string display_name(NodeId node) const;
   [[nodiscard]] std::string_view key(NodeId node) const;
   [[nodiscard]] NodeKind kind(NodeId node) const;
   [[nodiscard]] bool contains(NodeId node) const { return node.index() < nodes_.size(); }

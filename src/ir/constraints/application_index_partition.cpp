@@ -12,7 +12,6 @@
 
 #include "tapestry/ir/box_cover.h"
 #include "tapestry/ir/constraints.h"
-#include "tapestry/ir/display_name.h"
 #include "tapestry/zspace/format.h"
 #include "tapestry/zspace/json.h"
 
@@ -21,10 +20,6 @@ namespace tapestry::ir::constraints {
 namespace {
 
 constexpr std::string_view kRequires[] = {"node-reference", "tag-schema"};
-
-std::string display(const NodeView& v) {
-  return display_name(v);
-}
 
 class ApplicationIndexPartition final : public Constraint {
  public:
@@ -43,7 +38,7 @@ class ApplicationIndexPartition final : public Constraint {
       if (!index) {
         if (!apps.empty()) {
           report(ctx, op, "Operation with applications has no IPFIndex",
-                 fmt::format("{} has {} applications but no index to partition", display(v),
+                 fmt::format("{} has {} applications but no index to partition", v.display_name(),
                              apps.size()),
                  out);
         }
@@ -51,7 +46,7 @@ class ApplicationIndexPartition final : public Constraint {
       }
       if (apps.empty()) {
         report(ctx, op, "Operation has no applications",
-               fmt::format("nothing computes {} (index {})", display(v), *index), out);
+               fmt::format("nothing computes {} (index {})", v.display_name(), *index), out);
         continue;
       }
       if (collect_boxes(ctx, v, *index, boxes, out)) check_cover(ctx, v, *index, boxes, out);
@@ -78,9 +73,10 @@ class ApplicationIndexPartition final : public Constraint {
         problem = "has no IPFIndex";
       } else if (box->rank() != index.rank()) {
         problem = fmt::format("has an index {} of rank {}, but {}'s index {} has rank {}", *box,
-                              box->rank(), display(op), index, index.rank());
+                              box->rank(), op.display_name(), index, index.rank());
       } else if (!index.contains(*box)) {
-        problem = fmt::format("has an index {} outside {}'s index {}", *box, display(op), index);
+        problem =
+            fmt::format("has an index {} outside {}'s index {}", *box, op.display_name(), index);
       }
       if (problem.empty()) {
         boxes.push_back(*box);
@@ -117,9 +113,9 @@ class ApplicationIndexPartition final : public Constraint {
     if (!defect) return;
     std::string message =
         defect->count == 0 ? fmt::format("index point {} of {} is not covered by any application",
-                                         defect->point, display(op))
+                                         defect->point, op.display_name())
                            : fmt::format("index point {} of {} is covered by {} applications",
-                                         defect->point, display(op), defect->count);
+                                         defect->point, op.display_name(), defect->count);
     Issue issue =
         make_issue("Application index boxes do not partition the operation index", message);
     issue.params = {{"point", zspace::to_json(defect->point)},

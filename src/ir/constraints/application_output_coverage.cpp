@@ -9,7 +9,6 @@
 
 #include "tapestry/ir/box_cover.h"
 #include "tapestry/ir/constraints.h"
-#include "tapestry/ir/display_name.h"
 #include "tapestry/ir/names.h"
 #include "tapestry/zspace/format.h"
 #include "tapestry/zspace/json.h"
@@ -68,7 +67,7 @@ class ApplicationOutputCoverage final : public Constraint {
     if (!defect) return;
     std::string where = fmt::format("outputs.{}[{}]", name, position);
     TensorView tensor = ctx.graph.tensor(whole.tensor);
-    std::string tensor_name = display_name(tensor);
+    std::string tensor_name(tensor.display_name());
     std::string message =
         !defect->inside
             ? fmt::format("cell {} outside {} {} (tensor {}) is written by {} application{}",

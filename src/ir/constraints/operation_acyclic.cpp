@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "tapestry/ir/constraints.h"
-#include "tapestry/ir/display_name.h"
 
 namespace tapestry::ir::constraints {
 
@@ -29,12 +28,12 @@ class OperationAcyclic final : public Constraint {
     nlohmann::json ids = nlohmann::json::array();
     for (NodeId n : order.cycle) {
       NodeView v = ctx.graph.node(n);
-      path += display_name(v);
+      path += v.display_name();
       path += " → ";
       ids.push_back(v.key());
     }
     NodeView first = ctx.graph.node(order.cycle.front());
-    path += display_name(first);
+    path += first.display_name();
     Issue issue = make_issue("The operation graph has a cycle", path);
     issue.params = {{"cycle", ids}};
     for (NodeId n : order.cycle) issue.contexts.push_back(ctx.node_context(n));

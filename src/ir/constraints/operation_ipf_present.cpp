@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include "tapestry/ir/constraints.h"
-#include "tapestry/ir/display_name.h"
 
 namespace tapestry::ir::constraints {
 
@@ -27,7 +26,7 @@ class OperationIpfPresent final : public Constraint {
       bool index = v.has_ipf_index();
       bool signature = v.ipf_signature() != nullptr;
       if (index && signature) continue;
-      std::string name = display_name(v);
+      std::string name(v.display_name());
       Issue issue =
           !index && !signature
               ? make_issue(

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "tapestry/ir/constraints.h"
-#include "tapestry/ir/display_name.h"
 #include "tapestry/zspace/format.h"
 #include "tapestry/zspace/json.h"
 
@@ -62,7 +61,7 @@ class SelectionRange final : public Constraint {
       bool rank_ok = sel.range.rank() == whole.rank();
       if (rank_ok && whole.contains(sel.range)) continue;
       std::string where = fmt::format("{}.{}[{}].range", side, e.name, e.position);
-      std::string name = display_name(tensor);
+      std::string name(tensor.display_name());
       Issue issue = rank_ok
                         ? make_issue("Selection outside its tensor's range",
                                      fmt::format("{} {} is not inside {}'s range {}", where,

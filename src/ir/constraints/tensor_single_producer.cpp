@@ -5,17 +5,12 @@
 #include <fmt/format.h>
 
 #include "tapestry/ir/constraints.h"
-#include "tapestry/ir/display_name.h"
 
 namespace tapestry::ir::constraints {
 
 namespace {
 
 constexpr std::string_view kRequires[] = {"node-reference"};
-
-std::string display(const NodeView& v) {
-  return display_name(v);
-}
 
 class TensorSingleProducer final : public Constraint {
  public:
@@ -33,12 +28,12 @@ class TensorSingleProducer final : public Constraint {
       nlohmann::json ids = nlohmann::json::array();
       for (std::size_t i = 0; i < producers.size(); ++i) {
         names += i == 0 ? "" : (i + 1 == producers.size() ? " and " : ", ");
-        names += display(ctx.graph.node(producers[i]));
+        names += ctx.graph.node(producers[i]).display_name();
         ids.push_back(ctx.graph.key(producers[i]));
       }
       Issue issue =
           make_issue("A tensor has more than one producer",
-                     fmt::format("{} is written by {}", display(ctx.graph.node(t)), names));
+                     fmt::format("{} is written by {}", ctx.graph.node(t).display_name(), names));
       issue.params = {{"tensor", ctx.graph.key(t)}, {"producers", ids}};
       issue.contexts.push_back(ctx.node_context(t));
       for (OperationId op : producers)
