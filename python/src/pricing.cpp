@@ -13,6 +13,8 @@
 #include "tapestry/cost/explain.h"
 #include "tapestry/cost/placement.h"
 #include "tapestry/cost/simulate.h"
+#include "tapestry/workflow/calibration.h"
+#include "tapestry/workflow/price.h"
 
 namespace tapestry::python {
 
@@ -33,18 +35,19 @@ cost::CostVector price(const std::shared_ptr<PyGraph>& g, const py::object& plan
 cost::Explanation explain_plan(const std::shared_ptr<PyGraph>& g, const py::object& plan,
                                const py::object& target) {
   const std::shared_ptr<const ir::Graph> snapshot = g->validated();
-  const rewrite::Plan p = plan_from_python(plan);
+  const rewrite::Plan plan_value = plan_from_python(plan);
   const TargetArg t = target_from_python(target);
   const py::gil_scoped_release release;
-  const rewrite::LowerOptions options{
-      .driver = {}, .validate = true, .check_kernels = true, .signatures = &g->signatures()};
-  const rewrite::LowerResult lowered = rewrite::lower(*snapshot, p, options);
-  const cost::Placement placement = cost::place(lowered.graph, lowered.plan, t.target);
-  cost::Schedule schedule;
-  const cost::CostVector priced = cost::simulate(placement, t.target, &schedule);
-  cost::Explanation e = cost::explain(lowered.graph, placement, t.target, priced, schedule);
-  // As `tapestry explain`: the gains against one device and against data parallelism.
-  e.gains = cost::gains_against_baselines(*snapshot, t.target, priced.makespan_s, options);
+  // As `tapestry explain`: with the gains against one device and against data parallelism.
+  const workflow::Priced p = workflow::price(*snapshot, plan_value, t.target,
+                                             {.lower = {.driver = {},
+                                                        .validate = true,
+                                                        .check_kernels = true,
+                                                        .signatures = &g->signatures()},
+                                              .baselines = true,
+                                              .plan_source = {}});
+  cost::Explanation e = cost::explain(p.lowered.graph, p.placement, p.target, p.cost, p.schedule);
+  e.gains = p.gains;
   return e;
 }
 
@@ -121,11 +124,33 @@ void bind_cost_classes(py::module_& m) {
       });
 }
 
+// tapestry.calibrate: `tapestry calibrate` without the file — the target as a dict.
+py::dict calibrate(double seconds, const py::object& progress) {
+  if (!workflow::valid_calibration_budget(seconds)) {
+    throw py::value_error(fmt::format("seconds={}: expected a time in (0, 3600]", seconds));
+  }
+  std::function<void(std::string_view)> heard;
+  if (!progress.is_none()) {
+    heard = [&progress](std::string_view name) {
+      const py::gil_scoped_acquire gil;
+      progress(std::string(name));
+    };
+  }
+  cost::Target target;
+  {
+    const py::gil_scoped_release release;
+    target = workflow::calibrated_target(workflow::calibrate(seconds, heard));
+  }
+  return to_python(cost::to_json(target));
+}
+
 }  // namespace
 
 void bind_pricing(py::module_& m, GraphClass& graph) {
   bind_cost_classes(m);
   m.def("targets", &cost::preset_target_names, "The preset target names (`tapestry targets`).");
+  m.def("calibrate", &calibrate, py::arg("seconds") = 10.0, py::arg("progress") = py::none(),
+        "Measures this machine as `tapestry calibrate` does; the target as a dict.");
   graph.def("cost", &price, py::arg("plan"), py::arg("target"));
   graph.def("explain", &explain_plan, py::arg("plan"), py::arg("target"));
 }

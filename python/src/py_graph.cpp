@@ -9,8 +9,8 @@
 #include "tapestry/ir/json_io.h"
 #include "tapestry/metakernel/tap_frontend.h"
 #include "tapestry/rewrite/kernel_agreement.h"
-#include "tapestry/rewrite/split_reduction.h"
 #include "tapestry/support/file.h"
+#include "tapestry/workflow/run.h"
 
 namespace tapestry::python {
 
@@ -159,11 +159,7 @@ CompiledRun& PyGraph::compiled_run(const std::shared_ptr<const ir::Graph>& snaps
   run->plan_key = plan_key;
   run->threads = threads;
   run->reference_kernels = reference_kernels;
-  run->lowered = rewrite::lower(
-      *snapshot, plan,
-      {.driver = {}, .validate = true, .check_kernels = true, .signatures = signatures_.get()});
-  for (const rewrite::RewriteEvent& e : run->lowered.log)
-    run->reduction_split |= e.applied && e.pattern == rewrite::kSplitReduction;
+  run->lowered = workflow::lower_for_run(*snapshot, plan, {.signatures = signatures_.get()});
   run->executor = std::make_unique<runtime::BlockExecutor>(
       run->lowered.graph,
       runtime::BlockExecutorOptions{

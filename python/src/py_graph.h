@@ -63,8 +63,7 @@ struct CompiledRun {
   std::string plan_key;                     // the plan's JSON
   int threads = 0;
   bool reference_kernels = false;
-  rewrite::LowerResult lowered;
-  bool reduction_split = false;
+  rewrite::LowerResult lowered;  // its reduction_split chooses the verify mode
   std::unique_ptr<runtime::BlockExecutor> executor;
 };
 

@@ -3,7 +3,7 @@
 // 1. With the GIL: the graph snapshot, the plan, and every input checked and bound (names,
 //    dtypes, shapes) — all input errors before any work.
 // 2. Without the GIL, holding the graph's work mutex: lower and compile (or reuse the kept
-//    program), run, and verify when asked — as `tapestry run` does, on the same engine.
+//    program), run, and verify when asked — the steps of `tapestry run` (workflow/run.h).
 // 3. With the GIL: the outputs become arrays that own the executor's buffers; a FAIL raises
 //    VerificationError carrying the report and the outputs.
 #include <fmt/format.h>
@@ -15,12 +15,11 @@
 #include "json.h"
 #include "plans.h"
 #include "py_graph.h"
-#include "tapestry/runtime/fast_kernels.h"
-#include "tapestry/runtime/naive_executor.h"
 #include "tapestry/runtime/oracle.h"
 #include "tapestry/runtime/run_metrics.h"
 #include "tapestry/runtime/tensor_map.h"
 #include "tapestry/runtime/verify.h"
+#include "tapestry/workflow/run.h"
 
 namespace tapestry::python {
 
@@ -28,14 +27,12 @@ namespace py = pybind11;
 
 namespace {
 
-enum class VerifyChoice { kNone, kBound, kExact };
-
-VerifyChoice parse_verify(const py::object& verify) {
+workflow::VerifyCheck parse_verify(const py::object& verify) {
   if (py::isinstance<py::bool_>(verify)) {
-    return verify.cast<bool>() ? VerifyChoice::kBound : VerifyChoice::kNone;
+    return verify.cast<bool>() ? workflow::VerifyCheck::kBound : workflow::VerifyCheck::kNone;
   }
   if (py::isinstance<py::str>(verify) && verify.cast<std::string>() == "exact") {
-    return VerifyChoice::kExact;
+    return workflow::VerifyCheck::kExact;
   }
   throw py::value_error(fmt::format("verify={}: expected False, True or \"exact\"",
                                     py::repr(verify).cast<std::string>()));
@@ -95,58 +92,42 @@ runtime::Buffer borrow_again(BoundArray& b) {
 
 // Step 2 (no GIL).
 Outcome execute(PyGraph& g, const std::shared_ptr<const ir::Graph>& snapshot,
-                const rewrite::Plan& plan, int threads, bool reference, VerifyChoice verify,
+                const rewrite::Plan& plan, int threads, const workflow::RunChoices& choices,
                 runtime::UncheckedCells unchecked, const std::vector<ir::TensorId>& wanted,
                 std::vector<BoundArray>& bound) {
   const ir::Graph& graph = *snapshot;
-  CompiledRun& run = g.compiled_run(snapshot, plan, threads, reference);
-  const ir::Graph& lowered = run.lowered.graph;
-  runtime::BufferMap inputs;  // by the graph's tensors, for verification
-  runtime::BufferMap lowered_inputs;
+  CompiledRun& run = g.compiled_run(snapshot, plan, threads, choices.reference_kernels);
+  runtime::BufferMap inputs;      // by the graph's tensors, for verification
+  runtime::BufferMap run_inputs;  // the same arrays again, borrowed by the run
   for (std::size_t i = 0; i < wanted.size(); ++i) {
     inputs.emplace(wanted[i], borrow_again(bound[i]));
-    lowered_inputs.emplace(runtime::find_tensor(lowered, runtime::tensor_name(graph, wanted[i])),
-                           borrow_again(bound[i]));
+    run_inputs.emplace(wanted[i], borrow_again(bound[i]));
   }
   std::optional<runtime::Oracle> oracle;
-  if (verify == VerifyChoice::kExact) {  // refused before the run, as `tapestry run` does
-    oracle = runtime::evaluate_oracle(graph, inputs);
-    if (!oracle->exact_reason.empty())
-      throw Error(fmt::format("verify=\"exact\" does not apply: {}", oracle->exact_reason));
-  }
+  if (choices.verify == workflow::VerifyCheck::kExact)  // refused before the run, as `tapestry run`
+    oracle = workflow::exact_oracle(graph, inputs, nullptr, "verify=\"exact\"");
 
-  runtime::BlockExecutor::Measured measured = run.executor->run_measured(std::move(lowered_inputs));
+  runtime::BlockExecutor::Measured measured =
+      run.executor->run_measured(workflow::lowered_inputs(run.lowered, std::move(run_inputs)));
   auto info = std::make_shared<RunInfo>();
   info->metrics = std::move(measured.metrics);
-  info->reference_kernels = reference;
-  info->operations = lowered.operations().size();
+  info->reference_kernels = choices.reference_kernels;
+  info->operations = run.lowered.graph.operations().size();
   for (std::size_t i = 0; i < wanted.size(); ++i) {
-    const std::string name = runtime::tensor_name(graph, wanted[i]);
-    auto used = measured.buffers.find(runtime::find_tensor(lowered, name));
+    auto used = measured.buffers.find(run.lowered.lowered(wanted[i]));
     const bool in_place = !bound[i].copied && used != measured.buffers.end() &&
                           used->second.is_borrowed() &&
                           used->second.bytes() == bound[i].buffer.bytes();
-    (in_place ? info->inputs_in_place : info->inputs_copied).push_back(name);
+    (in_place ? info->inputs_in_place : info->inputs_copied)
+        .push_back(runtime::tensor_name(graph, wanted[i]));
   }
-  Outcome out{.results = {}, .info = info};
-  for (ir::TensorId t : runtime::graph_outputs(graph)) {
-    auto found =
-        measured.buffers.find(runtime::find_tensor(lowered, runtime::tensor_name(graph, t)));
-    if (found != measured.buffers.end()) out.results.emplace(t, std::move(found->second));
-  }
-  if (verify == VerifyChoice::kExact) {
-    // Exact mode: every kernel set gives the same integers, so the naive run is the fast one,
-    // streamed, as `tapestry run --verify=exact` runs it.
-    const runtime::BufferMap naive =
-        runtime::NaiveExecutor(graph, runtime::fast_kernels()).run_outputs(inputs);
-    info->verify = runtime::verify_outputs(graph, out.results, runtime::VerifyMode::kExact, &naive,
-                                           &*oracle, unchecked);
-  } else if (verify == VerifyChoice::kBound) {
-    const runtime::VerifyMode mode = reference && !run.reduction_split
-                                         ? runtime::VerifyMode::kBitwise
-                                         : runtime::VerifyMode::kBound;
-    info->verify =
-        runtime::verify_outputs(graph, inputs, out.results, {.mode = mode, .unchecked = unchecked});
+  Outcome out{.results = workflow::graph_results(graph, run.lowered, std::move(measured.buffers)),
+              .info = info};
+  if (choices.verify != workflow::VerifyCheck::kNone) {
+    info->verify = workflow::verify_run(
+        graph, inputs, out.results,
+        {.mode = workflow::verify_mode(choices, run.lowered), .unchecked = unchecked},
+        std::move(oracle));
   }
   return out;
 }
@@ -158,9 +139,9 @@ runtime::UncheckedCells unchecked_cells(bool allow_unchecked) {
 py::dict run_graph(const std::shared_ptr<PyGraph>& g, const py::dict& inputs,
                    const py::object& plan, std::optional<int> threads, const std::string& kernels,
                    const py::object& verify, bool allow_unchecked) {
-  const bool reference = parse_kernels(kernels);
-  const VerifyChoice choice = parse_verify(verify);
-  if (allow_unchecked && choice == VerifyChoice::kNone)
+  const workflow::RunChoices choices{.verify = parse_verify(verify),
+                                     .reference_kernels = parse_kernels(kernels)};
+  if (allow_unchecked && choices.verify == workflow::VerifyCheck::kNone)
     throw py::value_error("allow_unchecked=True needs verify=True or verify=\"exact\"");
   if (threads && (*threads < 1 || *threads > 1024)) {
     throw py::value_error(
@@ -175,8 +156,8 @@ py::dict run_graph(const std::shared_ptr<PyGraph>& g, const py::dict& inputs,
   {
     const py::gil_scoped_release release;
     const std::lock_guard lock(g->work_mutex());
-    out = execute(*g, snapshot, p, threads.value_or(0), reference, choice,
-                  unchecked_cells(allow_unchecked), wanted, bound);
+    out = execute(*g, snapshot, p, threads.value_or(0), choices, unchecked_cells(allow_unchecked),
+                  wanted, bound);
   }
   g->last_run = out.info;
   py::dict outputs;

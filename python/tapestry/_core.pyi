@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Literal, Mapping, Sequence, Union, overload
+from typing import Any, Callable, Literal, Mapping, Sequence, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -333,3 +333,8 @@ def describe_kernel(name: str) -> str:
 
 def targets() -> list[str]:
     """The preset target names (``tapestry targets``)."""
+
+def calibrate(seconds: float = 10.0, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Measures this machine as ``tapestry calibrate`` does (about ``seconds`` of measuring, plus
+    set-up) and returns the target as a dict, for ``target=``; ``progress`` hears each benchmark's
+    name."""

@@ -4,17 +4,16 @@
 //   tapestry calibrate                       # writes ./cpu-local.json, ~10 s of measuring
 //   tapestry calibrate -o targets/cpu-local.json --seconds 20
 //
-// What is measured and how each target member follows from it: calibration.h, docs/cost.md.
+// What is measured and how each target member follows from it: workflow/calibration.h,
+// docs/cost.md.
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
-#include <cmath>
-
-#include "calibration.h"
 #include "command.h"
 #include "common_options.h"
 #include "tapestry/support/error.h"
 #include "tapestry/support/file.h"
+#include "tapestry/workflow/calibration.h"
 #include "tensor_files.h"
 
 namespace tapestry::cli {
@@ -27,14 +26,14 @@ struct CalibrateOptions {
 };
 
 int run_calibrate(const CalibrateOptions& options) {
-  if (!std::isfinite(options.seconds) || options.seconds <= 0 || options.seconds > 3600) {
+  if (!workflow::valid_calibration_budget(options.seconds)) {
     throw Error(fmt::format("--seconds {}: expected a time in (0, 3600]", options.seconds));
   }
   check_writable_file("-o", options.output);
-  const Calibration calibration = calibrate(
+  const workflow::Calibration calibration = workflow::calibrate(
       options.seconds, [](std::string_view name) { fmt::print(stderr, "measuring {}\n", name); });
-  const cost::Target target = calibrated_target(calibration);
-  fmt::print("{}", calibration_table(calibration));
+  const cost::Target target = workflow::calibrated_target(calibration);
+  fmt::print("{}", workflow::calibration_table(calibration));
   write_file_atomically(options.output, cost::target_json_text(target));
   const cost::DeviceType& core = target.device_types.front();
   fmt::print(

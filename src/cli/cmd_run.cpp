@@ -27,12 +27,17 @@
 // within its own bar of the float64 oracle (oracle.h). --verify=exact generates inputs in
 // {-1, 0, 1} and demands the exact value, with any kernels and plan. Exit 1 on FAIL, and on
 // UNCHECKED (cells whose error the oracle cannot bound) unless --allow-unchecked.
+//
+// The steps (lower, verify mode, memory check, inputs onto the lowered graph, outputs back,
+// verify) are workflow/run.h's, shared with the MPI run and Python's Graph.run; this file parses,
+// reads and writes files, and prints.
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <utility>
 
 #include "command.h"
 #include "common_options.h"
@@ -41,17 +46,15 @@
 #include "progress.h"
 #include "run_common.h"
 #include "tapestry/rewrite/lower.h"
-#include "tapestry/rewrite/split_reduction.h"
 #include "tapestry/runtime/application_executor.h"
 #include "tapestry/runtime/block_executor.h"
 #include "tapestry/runtime/input_generation.h"
-#include "tapestry/runtime/memory_budget.h"
-#include "tapestry/runtime/naive_executor.h"
 #include "tapestry/runtime/npy.h"
 #include "tapestry/runtime/tensor_map.h"
 #include "tapestry/runtime/verify.h"
 #include "tapestry/search/objectives.h"
 #include "tapestry/support/error.h"
+#include "tapestry/workflow/run.h"
 #include "tensor_files.h"
 
 namespace tapestry::cli {
@@ -62,52 +65,29 @@ std::int64_t parse_byte_size(const std::string& text) {
   return search::parse_byte_size(text, "--memory-limit");
 }
 
-runtime::BufferMap rekey(const ir::Graph& from, const ir::Graph& to,
-                         const runtime::BufferMap& buffers) {
-  runtime::BufferMap out;
-  for (const auto& [t, buffer] : buffers)
-    out.emplace(runtime::find_tensor(to, runtime::tensor_name(from, t)), buffer);
-  return out;
+workflow::VerifyCheck verify_check(const RunOptions& options) {
+  if (options.verify.empty()) return workflow::VerifyCheck::kNone;
+  return options.verify == "exact" ? workflow::VerifyCheck::kExact : workflow::VerifyCheck::kBound;
 }
 
-runtime::BufferMap outputs_of(const ir::Graph& graph, const ir::Graph& lowered,
-                              const runtime::BufferMap& buffers) {
-  runtime::BufferMap out;
-  for (ir::TensorId t : runtime::graph_outputs(graph)) {
-    auto found = buffers.find(runtime::find_tensor(lowered, runtime::tensor_name(graph, t)));
-    if (found != buffers.end()) out.emplace(t, found->second);
-  }
-  return out;
-}
-
-int verify_and_write(const ir::Graph& graph, const runtime::BufferMap& inputs,
-                     const runtime::BufferMap& results, std::optional<runtime::Oracle> oracle,
-                     bool reduction_split, const RunOptions& options,
+int verify_and_write(const ir::Graph& graph, const rewrite::LowerResult& lowered,
+                     const runtime::BufferMap& inputs, const runtime::BufferMap& results,
+                     std::optional<runtime::Oracle> oracle, const RunOptions& options,
                      const std::string& metrics_text, const std::string& trace_text,
-                     const runtime::ExecutableKernels* naive_kernels,
-                     const runtime::ExecutableKernels* oracle_kernels) {
-  const bool exact = options.verify == "exact";
+                     const runtime::ExecutableKernels* reference,
+                     const runtime::ExecutableKernels* fast) {
+  const workflow::RunChoices choices{.verify = verify_check(options),
+                                     .reference_kernels = options.reference_kernels};
   bool pass = true;
-  if (!options.verify.empty()) {
-    const runtime::VerifyMode mode =
-        exact ? runtime::VerifyMode::kExact
-              : (options.reference_kernels && !reduction_split ? runtime::VerifyMode::kBitwise
-                                                               : runtime::VerifyMode::kBound);
-    // The naive run: the reference kernels where bits are compared, else the fast ones (a
-    // float run of the unsharded graph, checked against the bars like the result: verify.h).
-    const runtime::ExecutableKernels* kernels =
-        mode == runtime::VerifyMode::kBitwise ? naive_kernels : oracle_kernels;
-    const runtime::BufferMap naive =
-        runtime::NaiveExecutor(graph, kernels ? *kernels : runtime::ExecutableKernels::reference())
-            .run_outputs(inputs);
-    // The float blocks the runs freed serve no float64 buffer of the oracle (buffer.h's cache
-    // hands a block to a buffer of its size only): give them back before it starts.
-    runtime::release_buffer_cache();
-    if (mode == runtime::VerifyMode::kBound)
-      oracle = runtime::evaluate_oracle(graph, inputs, {.kernels = oracle_kernels});
-    const runtime::VerifyReport report = runtime::verify_outputs(
-        graph, results, mode, &naive, oracle ? &*oracle : nullptr,
-        options.allow_unchecked ? runtime::UncheckedCells::kAllow : runtime::UncheckedCells::kFail);
+  if (choices.verify != workflow::VerifyCheck::kNone) {
+    const runtime::VerifyReport report =
+        workflow::verify_run(graph, inputs, results,
+                             {.mode = workflow::verify_mode(choices, lowered),
+                              .unchecked = options.allow_unchecked ? runtime::UncheckedCells::kAllow
+                                                                   : runtime::UncheckedCells::kFail,
+                              .reference = reference,
+                              .fast = fast},
+                             std::move(oracle));
     fmt::print("{}", report.text());
     pass = report.pass();
   }
@@ -268,22 +248,15 @@ int run_run(RunOptions& options) {
   if (!options.outputs.empty()) check_output_files(graph, options.outputs, outputs);
   check_writable_file("--metrics", options.metrics);
   check_writable_file("--trace", options.trace);
-  rewrite::LowerResult lowered = rewrite::lower(graph, plan,
-                                                {.driver = {},
-                                                 .validate = true,
-                                                 .check_kernels = !options.trust_ipfs,
-                                                 .signatures = &signatures});
+  const rewrite::LowerResult lowered = workflow::lower_for_run(
+      graph, plan, {.signatures = &signatures, .check_kernels = !options.trust_ipfs});
   if (!options.quiet) print_refused_fusions(lowered.log);
-  bool reduction_split = false;
-  for (const rewrite::RewriteEvent& e : lowered.log)
-    reduction_split |= e.applied && e.pattern == rewrite::kSplitReduction;
-  runtime::check_run_memory(  // before any input is read or generated
-      graph, lowered.graph,
+  const workflow::RunChoices choices{.verify = verify_check(options),
+                                     .reference_kernels = options.reference_kernels};
+  workflow::check_memory(  // before any input is read or generated
+      graph, lowered, choices,
       {.limit_bytes = options.memory_limit.empty() ? 0 : parse_byte_size(options.memory_limit),
-       .block_executor = options.executor == "block",
-       .verify = !options.verify.empty(),
-       .oracle =
-           exact || (!options.verify.empty() && !(options.reference_kernels && !reduction_split))});
+       .block_executor = options.executor == "block"});
   const runtime::BufferMap inputs =  // all input errors before any work
       options.inputs.empty()
           ? runtime::generate_inputs(graph, {.seed = options.seed, .exact = exact})
@@ -294,22 +267,20 @@ int run_run(RunOptions& options) {
   const runtime::ExecutableKernels fast =
       load_executable_kernels(options.kernel_sources, signatures, runtime::KernelSet::kFast);
   std::optional<runtime::Oracle> oracle;
-  if (exact) {  // refused before the run when the graph or the inputs cannot be exact
-    oracle = runtime::evaluate_oracle(graph, inputs, {.kernels = &fast});
-    if (!oracle->exact_reason.empty())
-      throw Error(fmt::format("--verify=exact does not apply: {}", oracle->exact_reason));
-  }
+  if (exact)  // refused before the run when the graph or the inputs cannot be exact
+    oracle = workflow::exact_oracle(graph, inputs, &fast, "--verify=exact");
 
-  Executed run = execute(lowered.graph, rekey(graph, lowered.graph, inputs),
+  Executed run = execute(lowered.graph, workflow::lowered_inputs(lowered, inputs),
                          options.reference_kernels ? reference : fast, options);
   fmt::print("ran {} applications of {} operations ({} executor, {} kernels)\n",
              lowered.graph.applications().size(), lowered.graph.operations().size(),
              options.executor, options.reference_kernels ? "reference" : "fast");
   if (run.metrics) fmt::print("{}", runtime::summary_table(*run.metrics));
-  const runtime::BufferMap results = outputs_of(graph, lowered.graph, run.buffers);
-  run.buffers.clear();  // the outputs are copied: the run's buffers are not held while verifying
+  // The outputs are taken: the run's other buffers are not held while verifying.
+  const runtime::BufferMap results =
+      workflow::graph_results(graph, lowered, std::exchange(run.buffers, {}));
 
-  return verify_and_write(graph, inputs, results, std::move(oracle), reduction_split, options,
+  return verify_and_write(graph, lowered, inputs, results, std::move(oracle), options,
                           run.metrics ? runtime::metrics_json(*run.metrics).dump(1) + "\n" : "",
                           run.metrics ? runtime::chrome_trace(*run.metrics).dump() + "\n" : "",
                           &reference, &fast);

@@ -33,27 +33,17 @@ PricedPlan price_plan(const PricingOptions& options) {
   const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
   const rewrite::Plan plan =
       load_plan(graph, options.plan, options.splits, options.ignore_placement);
-  const rewrite::LowerOptions lower_options{.driver = {},
-                                            .validate = true,
-                                            .check_kernels = !options.trust_ipfs,
-                                            .signatures = &signatures};
-  PricedPlan priced{.lowered = rewrite::lower(graph, plan, lower_options),
-                    .target = cost::resolve_target(options.target),
-                    .placement = {},
-                    .schedule = {},
-                    .cost = {},
-                    .gains = {}};
-  try {
-    priced.placement = cost::place(priced.lowered.graph, priced.lowered.plan, priced.target);
-  } catch (const Error& e) {
-    throw e.with_context(options.plan.empty() ? "--split" : options.plan);
-  }
-  priced.cost = cost::simulate(priced.placement, priced.target, &priced.schedule);
-  if (options.baselines) {
-    priced.gains =
-        cost::gains_against_baselines(graph, priced.target, priced.cost.makespan_s, lower_options);
-  }
-  return priced;
+  const workflow::PriceOptions price_options{
+      .lower = {.driver = {},
+                .validate = true,
+                .check_kernels = !options.trust_ipfs,
+                .signatures = &signatures},
+      .baselines = options.baselines,
+      .plan_source = options.plan.empty() ? "--split" : options.plan};
+  // The plan's errors before the target's, as a reader of the command line meets them.
+  rewrite::LowerResult lowered = rewrite::lower(graph, plan, price_options.lower);
+  return workflow::price_lowered(graph, std::move(lowered), cost::resolve_target(options.target),
+                                 price_options);
 }
 
 void write_predicted_trace(const PricingOptions& options, const PricedPlan& priced) {

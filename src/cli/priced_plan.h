@@ -10,6 +10,7 @@
 #include "tapestry/cost/simulate.h"
 #include "tapestry/cost/target.h"
 #include "tapestry/rewrite/lower.h"
+#include "tapestry/workflow/price.h"
 
 namespace CLI {
 class App;
@@ -30,21 +31,14 @@ struct PricingOptions {
   bool baselines = false;
 };
 
-struct PricedPlan {
-  rewrite::LowerResult lowered;
-  cost::Target target;
-  cost::Placement placement;
-  cost::Schedule schedule;
-  cost::CostVector cost;
-  /// With PricingOptions::baselines: this plan against one device and against data parallelism.
-  std::vector<cost::Gain> gains;
-};
+using PricedPlan = workflow::Priced;
 
 /// The options of `cost` and `explain`: GRAPH, --plan, --split, --target, --kernel-dir, --plugin,
 /// --trust-ipfs, --ignore-placement.
 void add_pricing_options(CLI::App* cmd, PricingOptions& options);
 
-/// Loads, lowers, places and simulates; an Error names the file (graph, plan or target) at fault.
+/// Loads the graph, plan and target, then workflow::price; an Error names the file (graph, plan or
+/// target) at fault.
 PricedPlan price_plan(const PricingOptions& options);
 
 /// Writes --trace (cost::chrome_trace of the predicted schedule), all or nothing, and names the

@@ -11,6 +11,7 @@
 #include "tapestry/ir/graph.h"
 #include "tapestry/runtime/oracle.h"
 #include "tapestry/runtime/tensor_map.h"
+#include "tapestry/workflow/run.h"
 
 namespace tapestry::cli {
 
@@ -49,25 +50,21 @@ struct RunOptions {
 /// "2G", "512M", "1.5GiB", "100000" → bytes; Error naming --memory-limit otherwise.
 std::int64_t parse_byte_size(const std::string& text);
 
-/// The buffers of `from`'s tensors re-keyed onto the same-named tensors of `to`.
-runtime::BufferMap rekey(const ir::Graph& from, const ir::Graph& to,
-                         const runtime::BufferMap& buffers);
+/// What --verify asks for (workflow/run.h).
+workflow::VerifyCheck verify_check(const RunOptions& options);
 
-/// The lowered run's buffers of `graph`'s outputs, keyed by `graph`'s tensors.
-runtime::BufferMap outputs_of(const ir::Graph& graph, const ir::Graph& lowered,
-                              const runtime::BufferMap& buffers);
-
-/// The end of a run: --verify (against the naive run of `graph` on `inputs`), then the files of
-/// --outputs, --metrics (`metrics_text`) and --trace (`trace_text`), all or nothing. Returns the
-/// exit code (1 on a verify FAIL or UNCHECKED). The naive run uses `naive_kernels`, the oracle
-/// `oracle_kernels` (null: the built-in reference and fast sets; sets with kernel bodies,
-/// runtime/body_kernels.h, for graphs that use user kernels).
-int verify_and_write(const ir::Graph& graph, const runtime::BufferMap& inputs,
-                     const runtime::BufferMap& results, std::optional<runtime::Oracle> oracle,
-                     bool reduction_split, const RunOptions& options,
+/// The end of a run: --verify (workflow::verify_run: the naive run of `graph` on `inputs`, in
+/// the mode workflow::verify_mode chooses for `lowered`), then the files of --outputs,
+/// --metrics (`metrics_text`) and --trace (`trace_text`), all or nothing. Returns the exit code
+/// (1 on a verify FAIL or UNCHECKED). `reference` and `fast`: the kernel sets of the naive run and
+/// the oracle (null: the built-in ones; sets with kernel bodies, runtime/body_kernels.h, for
+/// graphs that use user kernels).
+int verify_and_write(const ir::Graph& graph, const rewrite::LowerResult& lowered,
+                     const runtime::BufferMap& inputs, const runtime::BufferMap& results,
+                     std::optional<runtime::Oracle> oracle, const RunOptions& options,
                      const std::string& metrics_text, const std::string& trace_text,
-                     const runtime::ExecutableKernels* naive_kernels = nullptr,
-                     const runtime::ExecutableKernels* oracle_kernels = nullptr);
+                     const runtime::ExecutableKernels* reference = nullptr,
+                     const runtime::ExecutableKernels* fast = nullptr);
 
 /// `tapestry run --executor mpi` (run_mpi.cpp); `options` already checked and split.
 int run_mpi(const RunOptions& options);

@@ -4,10 +4,10 @@
 //   mpirun -np 2 tapestry run examples/mlp.tap --plan examples/plans/mlp-megatron.json --executor
 //   mpi tapestry launch -np 4 -- run examples/mlp.tap --plan … --executor mpi --target h100x8 …
 //
-// 1. Every rank loads, lowers and places the same graph under the same plan (all deterministic,
-//    so every rank computes the same schedule; nothing about the plan is sent). Without
-//    --target the devices are rank:0 … rank:N-1 (the cpu-local preset's device type, renamed);
-//    with one, its device count must equal the number of ranks.
+// 1. Every rank loads, lowers and places the same graph under the same plan (workflow/mpi.h;
+//    all deterministic, so every rank computes the same schedule; nothing about the plan is
+//    sent). Without --target the devices are rank:0 … rank:N-1 (the cpu-local preset's device
+//    type, renamed); with one, its device count must equal the number of ranks.
 // 2. Inputs: each rank generates (--seed) or reads (--inputs DIR) only the boxes of the inputs
 //    its own applications read — from the .npy files directly (one read per contiguous run, from
 //    a file system every rank sees), or generated box by box from (seed, name) with the stream
@@ -31,58 +31,20 @@
 #include "command.h"
 #include "graph_input.h"
 #include "run_common.h"
-#include "tapestry/cost/placement.h"
-#include "tapestry/cost/target.h"
 #include "tapestry/rewrite/lower.h"
-#include "tapestry/rewrite/split_reduction.h"
 #include "tapestry/runtime/input_generation.h"
 #include "tapestry/runtime/memory_budget.h"
 #include "tapestry/runtime/mpi_executor.h"
 #include "tapestry/runtime/rank_metrics.h"
+#include "tapestry/support/assert.h"
 #include "tapestry/support/error.h"
+#include "tapestry/workflow/mpi.h"
+#include "tapestry/workflow/run.h"
 #include "tensor_files.h"
 
 namespace tapestry::cli {
 
 namespace {
-
-// N devices rank:0 … rank:N-1 of the cpu-local preset's device type.
-cost::Target rank_target(std::uint32_t ranks) {
-  cost::Target target = *cost::preset_target("cpu-local");
-  target.name = fmt::format("{} MPI ranks", ranks);
-  target.about = "the ranks of an MPI job, each priced as one cpu-local hardware thread";
-  target.device_types.resize(1);
-  target.device_types[0].name = "rank";
-  target.device_types[0].kind = "rank";
-  target.devices.clear();
-  for (std::uint32_t i = 0; i < ranks; ++i) {
-    target.devices.push_back({.name = fmt::format("rank:{}", i), .type = 0, .node = 0, .index = i});
-  }
-  target.mesh.clear();
-  return target;
-}
-
-// The placement's transfers between devices as messages between ranks; loads from and gathers
-// to the host are not messages (inputs: step 2 above; outputs: the executor gathers them).
-runtime::RankSchedule schedule_of(const cost::Placement& placement, const cost::Target& target) {
-  runtime::RankSchedule schedule;
-  for (const cost::Device& d : target.devices) schedule.rank_names.push_back(d.name);
-  for (const cost::PlacedApplication& a : placement.applications) schedule.rank_of[a.id] = a.device;
-  for (const cost::Transfer& t : placement.transfers) {
-    if (t.from == cost::kHost || t.to == cost::kHost) continue;
-    // A replicated output's share that nothing reads (Transfer::replicates_output): not sent —
-    // the executor gathers every output on rank 0, as without "outputs" (docs/distributed.md).
-    if (t.consumers.empty()) continue;
-    runtime::RankMessage m{.tensor = t.tensor,
-                           .box = t.box,
-                           .from = t.from,
-                           .to = t.to,
-                           .producer = placement.applications[t.producer].id};
-    for (std::uint32_t c : t.consumers) m.consumers.push_back(placement.applications[c].id);
-    schedule.messages.push_back(std::move(m));
-  }
-  return schedule;
-}
 
 runtime::CollectiveUse collective_use(const std::string& text) {
   if (text == "exact") return runtime::CollectiveUse::kExact;
@@ -96,9 +58,7 @@ struct Setup {
   metakernel::SignatureRegistry signatures;
   ir::Graph graph;
   rewrite::LowerResult lowered;
-  bool reduction_split = false;
-  cost::Target target;
-  runtime::RankSchedule schedule;
+  workflow::MpiPlan mpi;  // the target (device i is rank i) and the schedule
   // The kernel sets, as the in-process run builds them (kernel_sources.h: built-ins, plugins,
   // kernel-file bodies); the executor points at one of them.
   runtime::ExecutableKernels reference;
@@ -123,36 +83,17 @@ std::unique_ptr<Setup> prepare(const RunOptions& options, const runtime::MpiSess
     check_writable_file("--metrics", options.metrics);
     check_writable_file("--trace", options.trace);
   }
-  s->lowered = rewrite::lower(s->graph, plan,
-                              {.driver = {},
-                               .validate = true,
-                               .check_kernels = !options.trust_ipfs,
-                               .signatures = &s->signatures});
-  for (const rewrite::RewriteEvent& e : s->lowered.log)
-    s->reduction_split |= e.applied && e.pattern == rewrite::kSplitReduction;
-  s->target =
-      options.target.empty() ? rank_target(mpi.size()) : cost::resolve_target(options.target);
-  if (s->target.devices.size() != mpi.size()) {
-    throw Error(
-        fmt::format("--target {} has {} devices, so the job needs {} ranks; it has {} "
-                    "(mpirun -np {})",
-                    options.target, s->target.devices.size(), s->target.devices.size(), mpi.size(),
-                    s->target.devices.size()));
-  }
-  cost::Placement placement;
-  try {
-    placement = cost::place(s->lowered.graph, s->lowered.plan, s->target);
-  } catch (const Error& e) {
-    throw e.with_context(options.plan.empty() ? "--split" : options.plan);
-  }
-  s->schedule = schedule_of(placement, s->target);
+  s->lowered = workflow::lower_for_run(
+      s->graph, plan, {.signatures = &s->signatures, .check_kernels = !options.trust_ipfs});
+  s->mpi = workflow::prepare_mpi(s->lowered, options.target, mpi.size(),
+                                 options.plan.empty() ? "--split" : options.plan);
   s->reference = load_executable_kernels(options.kernel_sources, s->signatures,
                                          runtime::KernelSet::kReference);
   s->fast =
       load_executable_kernels(options.kernel_sources, s->signatures, runtime::KernelSet::kFast);
   const runtime::ExecutableKernels& kernels = options.reference_kernels ? s->reference : s->fast;
   s->executor = std::make_unique<runtime::MpiExecutor>(
-      mpi, s->lowered.graph, s->schedule,
+      mpi, s->lowered.graph, s->mpi.schedule,
       runtime::MpiExecutorOptions{.threads = options.threads > 0 ? options.threads : 1,
                                   .kernels = &kernels,
                                   .memory_limit_bytes = options.memory_limit.empty()
@@ -169,13 +110,13 @@ std::unique_ptr<Setup> prepare(const RunOptions& options, const runtime::MpiSess
                     : read_tensor_files(s->graph, options.inputs, all, "input");
   }
   if (exact && rank0) {
-    s->oracle = runtime::evaluate_oracle(s->graph, s->inputs, {.kernels = &s->fast});
-    if (!s->oracle->exact_reason.empty())
-      throw Error(fmt::format("--verify=exact does not apply: {}", s->oracle->exact_reason));
+    s->oracle = workflow::exact_oracle(s->graph, s->inputs, &s->fast, "--verify=exact");
   }
   for (const runtime::NeededInput& need : s->executor->inputs_needed()) {
-    const std::string name = runtime::tensor_name(s->lowered.graph, need.tensor);
-    const ir::TensorId mine = runtime::find_tensor(s->graph, name);
+    const std::optional<ir::TensorId> original = s->lowered.original(need.tensor);
+    TAPESTRY_ASSERT(original.has_value(), "the MPI executor needs an input of the graph");
+    const ir::TensorId mine = *original;
+    const std::string name = runtime::tensor_name(s->graph, mine);
     s->run_inputs.emplace(need.tensor,
                           options.inputs.empty()
                               ? runtime::generate_box(runtime::tensor_dtype(s->graph, mine),
@@ -194,9 +135,10 @@ std::unique_ptr<Setup> prepare(const RunOptions& options, const runtime::MpiSess
 // under load: 4 runs in 30 with the cores busy).
 int fail(const runtime::MpiSession& mpi, const runtime::RankFailure& failure, const Setup* setup) {
   if (mpi.rank() == 0) {
-    const std::string name = setup != nullptr && failure.rank < setup->schedule.rank_names.size()
-                                 ? fmt::format(" ({})", setup->schedule.rank_names[failure.rank])
-                                 : "";
+    const std::string name =
+        setup != nullptr && failure.rank < setup->mpi.schedule.rank_names.size()
+            ? fmt::format(" ({})", setup->mpi.schedule.rank_names[failure.rank])
+            : "";
     fmt::print(stderr, "tapestry run: error: rank {}{}: {}\n", failure.rank, name, failure.message);
     std::fflush(stderr);
   }
@@ -246,9 +188,10 @@ int run_mpi(const RunOptions& options) {
       mpi.size(), std::max(1, options.threads), options.threads > 1 ? "s" : "",
       options.reference_kernels ? "reference" : "fast");
   fmt::print("{}", runtime::rank_summary_table(merged));
-  const runtime::BufferMap results = outputs_of(setup->graph, setup->lowered.graph, run.outputs);
-  return verify_and_write(setup->graph, setup->inputs, results, std::move(setup->oracle),
-                          setup->reduction_split, options, merged.dump(1) + "\n",
+  const runtime::BufferMap results =
+      workflow::graph_results(setup->graph, setup->lowered, std::move(run.outputs));
+  return verify_and_write(setup->graph, setup->lowered, setup->inputs, results,
+                          std::move(setup->oracle), options, merged.dump(1) + "\n",
                           runtime::merge_rank_traces(ranks).dump() + "\n", &setup->reference,
                           &setup->fast);
 }

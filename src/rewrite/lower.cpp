@@ -14,6 +14,7 @@
 #include "tapestry/rewrite/kernel_agreement.h"
 #include "tapestry/rewrite/shard_grid.h"
 #include "tapestry/rewrite/split_reduction.h"
+#include "tapestry/support/assert.h"
 #include "tapestry/support/error.h"
 #include "tapestry/zspace/json.h"
 
@@ -164,7 +165,40 @@ PassTime& timed(std::vector<PassTime>& passes, std::string_view name, Step&& ste
   return passes.back();
 }
 
+// Every tensor of `input` that `lowered` keeps: the tensor of the same key (copy_graph keeps
+// keys; a rewrite keeps a tensor's node or removes it, and a removed node's key stays taken until
+// the driver's last copy, after which only Applications are added) and, to be sure, label.
+std::unordered_map<ir::TensorId, ir::TensorId> kept_tensors(const ir::Graph& input,
+                                                            const ir::Graph& lowered) {
+  std::unordered_map<ir::TensorId, ir::TensorId> kept;
+  for (ir::TensorId t : input.tensors()) {
+    const std::optional<ir::NodeId> node = lowered.find(input.key(t));
+    if (!node) continue;
+    const std::optional<ir::TensorId> same = lowered.as_tensor(*node);
+    if (same && lowered.tensor(*same).label() == input.tensor(t).label()) kept.emplace(t, *same);
+  }
+  return kept;
+}
+
+bool applied(const std::vector<RewriteEvent>& log, std::string_view pattern) {
+  return std::any_of(log.begin(), log.end(),
+                     [&](const RewriteEvent& e) { return e.applied && e.pattern == pattern; });
+}
+
 }  // namespace
+
+ir::TensorId LowerResult::lowered(ir::TensorId t) const {
+  const auto found = tensors.find(t);
+  TAPESTRY_ASSERT(found != tensors.end(), "a tensor of the input graph that lowering removed");
+  return found->second;
+}
+
+std::optional<ir::TensorId> LowerResult::original(ir::TensorId t) const {
+  for (const auto& [from, to] : tensors) {
+    if (to == t) return from;
+  }
+  return std::nullopt;
+}
 
 RewriteState rewrite_operations(const ir::Graph& graph, const Plan& plan,
                                 const LowerOptions& options, std::vector<RewriteEvent>& log) {
@@ -230,8 +264,14 @@ LowerResult lower(const ir::Graph& graph, const Plan& plan, const LowerOptions& 
           fmt::format("the lowered graph is invalid:\n{}", ir::format_issues_text(report.issues)));
     });
   }
-  return LowerResult{std::move(state.graph), std::move(state.plan), std::move(log),
-                     std::move(passes)};
+  std::unordered_map<ir::TensorId, ir::TensorId> tensors = kept_tensors(graph, state.graph);
+  const bool reduction_split = applied(log, kSplitReduction);
+  return LowerResult{.graph = std::move(state.graph),
+                     .plan = std::move(state.plan),
+                     .log = std::move(log),
+                     .tensors = std::move(tensors),
+                     .reduction_split = reduction_split,
+                     .passes = std::move(passes)};
 }
 
 }  // namespace tapestry::rewrite

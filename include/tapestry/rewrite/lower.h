@@ -22,8 +22,12 @@
 //   Plan plan = parse_plan(R"({"ops": {"Y": {"split": {"batch": 2}}}})");
 //   LowerResult r = lower(graph, plan);
 //   r.graph.applications().size()   // 2 for linear_relu's Y, 1 for every other operation
+//   r.lowered(x)                     // graph's tensor x as a tensor of r.graph
+//   r.reduction_split                // false: no reduction dim was split
 #pragma once
 
+#include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "tapestry/ir/graph.h"
@@ -48,6 +52,18 @@ struct LowerResult {
   ir::Graph graph;                // the application graph
   Plan plan;                      // the plan as the rewrites left it (names of final operations)
   std::vector<RewriteEvent> log;  // applied rewrites and refusals
+  /// Every tensor of the input graph that `graph` keeps → its id in `graph`. The rewrites keep a
+  /// tensor's node (and key) or remove it — fusion removes the tensors inside a group — so the
+  /// graph's inputs and outputs are always here.
+  std::unordered_map<ir::TensorId, ir::TensorId> tensors;
+  /// split-reduction applied: a reduction's partial results are added in another order than the
+  /// unsharded graph adds them, so the result need not be bitwise the naive run's (verify.h).
+  bool reduction_split = false;
+
+  /// Input tensor `t` in `graph`; asserts that it is kept (`tensors`).
+  [[nodiscard]] ir::TensorId lowered(ir::TensorId t) const;
+  /// The input graph's tensor that `graph`'s tensor `t` is, if it is one of them.
+  [[nodiscard]] std::optional<ir::TensorId> original(ir::TensorId t) const;
   /// Each pass's time, in pipeline order: check-plan, every pattern, shard-grid, validate.
   std::vector<PassTime> passes;
 };

@@ -1,4 +1,4 @@
-#include "calibration.h"
+#include "tapestry/workflow/calibration.h"
 
 #include <fmt/chrono.h>
 #include <fmt/core.h>
@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <fstream>
 #include <map>
@@ -23,7 +24,7 @@
 #include "tapestry/support/error.h"
 #include "tapestry/version.h"
 
-namespace tapestry::cli {
+namespace tapestry::workflow {
 
 namespace {
 
@@ -77,17 +78,23 @@ struct Measured {
   int runs = 0;
 };
 
+// A calibration graph (.tap text) built and lowered with `split` (when not empty) on `op`.
+rewrite::LowerResult lowered_bench(const std::string& tap, const char* op,
+                                   const std::map<std::string, std::int64_t>& split) {
+  auto file = std::make_shared<metakernel::SourceFile>("calibrate.tap", tap);
+  metakernel::BuildResult built = metakernel::build_tap(file, metakernel::builtin_signatures());
+  if (!built.ok()) throw Error(metakernel::format_diagnostics(built.diagnostics));
+  rewrite::Plan plan;
+  if (!split.empty()) plan.ops[op].split = split;
+  return rewrite::lower(*built.graph, plan);
+}
+
 // Builds, lowers and runs `bench` on `threads` threads: one untimed run, then runs until
 // `budget_s` is spent (at least 3, at most 1000); the run of median window counts. `work`, when
 // given, receives the cost model's work of Y's first application.
 Measured measure(const BenchGraph& bench, int threads, double budget_s,
                  cost::Work* work = nullptr) {
-  auto file = std::make_shared<metakernel::SourceFile>("calibrate.tap", bench.tap);
-  metakernel::BuildResult built = metakernel::build_tap(file, metakernel::builtin_signatures());
-  if (!built.ok()) throw Error(metakernel::format_diagnostics(built.diagnostics));
-  rewrite::Plan plan;
-  if (!bench.split.empty()) plan.ops["Y"].split = bench.split;
-  const rewrite::LowerResult lowered = rewrite::lower(*built.graph, plan);
+  const rewrite::LowerResult lowered = lowered_bench(bench.tap, "Y", bench.split);
   if (work != nullptr) {
     for (ir::OperationId op : lowered.graph.operations()) {
       if (rewrite::operation_name(lowered.graph, op) != "Y") continue;
@@ -192,17 +199,18 @@ const BenchmarkResult& Calibration::benchmark(std::string_view name) const {
   return *found;
 }
 
-Calibration calibrate(double seconds, const std::function<void(std::string_view)>& progress) {
-  const Clock::time_point start = Clock::now();
-  Calibration c;
-  c.threads = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
-  c.cpu_model = cpu_model();
-  c.memory_bytes = runtime::physical_memory_bytes();
-  c.seconds = seconds;
-  const int t = c.threads;
-  // The budget in shares: 6 rates × 2 thread counts, dispatch, run (1/2), 7 kernels (1/2 each),
-  // 6 GEMM sizes (1/2 each).
-  const double share = seconds / 20;
+namespace {
+
+using Progress = std::function<void(std::string_view)>;
+
+void report(const Progress& progress, std::string_view name) {
+  if (progress) progress(name);
+}
+
+// The rates: matmul f32 and f64, add, relu, copy and (where L2 is known) add in cache, each on
+// one thread and on all `t`, `share` seconds each.
+std::vector<BenchmarkResult> measure_rates(int t, std::int64_t cache_bytes, double share,
+                                           const Progress& progress) {
   const std::int64_t rows = std::max<std::int64_t>(4096 / t, 1) * t;  // ~4096, a multiple of t
   struct Spec {
     const char* name;
@@ -226,15 +234,15 @@ Calibration calibrate(double seconds, const std::function<void(std::string_view)
   };
   // The same add with A, B and Y together in half of one core's L2 per thread, just written by
   // the operations before it: what an elementwise operation on a producer's fresh output gets.
-  c.cache_bytes = l2_cache_bytes();
-  if (c.cache_bytes > 0) {
-    const std::int64_t per_thread = std::max<std::int64_t>(1, c.cache_bytes / 2 / (3 * 8192 * 4));
+  if (cache_bytes > 0) {
+    const std::int64_t per_thread = std::max<std::int64_t>(1, cache_bytes / 2 / (3 * 8192 * 4));
     specs.push_back(
         {"add f32 L2", fmt::format("{}×8192 per thread", per_thread), "B/s",
          [per_thread](int n) { return streaming_graph("add(A, B)", per_thread * n, n); }});
   }
+  std::vector<BenchmarkResult> results;
   for (const Spec& spec : specs) {
-    if (progress) progress(spec.name);
+    report(progress, spec.name);
     BenchmarkResult r{spec.name, spec.shape, spec.unit};
     const bool flops = std::string_view(spec.unit) == "FLOP/s";
     const auto rate = [&](const Sample& s) {
@@ -246,9 +254,14 @@ Calibration calibrate(double seconds, const std::function<void(std::string_view)
     r.all_threads = rate(all.median);
     r.runs_one = one.runs;
     r.runs_all = all.runs;
-    c.benchmarks.push_back(std::move(r));
+    results.push_back(std::move(r));
   }
-  if (progress) progress("dispatch");
+  return results;
+}
+
+// The cost of dispatching an application: 16,384 relu of 8×8 on one thread.
+void measure_dispatch(Calibration& c, double share, const Progress& progress) {
+  report(progress, "dispatch");
   const BenchGraph tiny{
       "P: f32[1024, 1]\nQ: f32[1, 1024]\nA = add(P, Q)\nY = relu(A)\nS = sum(Y)\noutput S\n",
       {{"d0", 128}, {"d1", 128}}};
@@ -257,80 +270,77 @@ Calibration calibrate(double seconds, const std::function<void(std::string_view)
   const auto n = static_cast<double>(d.median.applications);
   c.dispatch_s = d.median.window_s / n;
   c.dispatch_overhead_s = std::max(0.0, d.median.window_s - d.median.busy_s) / n;
+}
 
-  // The fixed cost of a run: the wall time of a run of one tiny application beyond the kernel.
-  if (progress) progress("run");
-  {
-    auto file = std::make_shared<metakernel::SourceFile>("calibrate.tap",
-                                                         "P: f32[1, 1]\nY = relu(P)\noutput Y\n");
-    metakernel::BuildResult built = metakernel::build_tap(file, metakernel::builtin_signatures());
-    if (!built.ok()) throw Error(metakernel::format_diagnostics(built.diagnostics));
-    const rewrite::LowerResult lowered = rewrite::lower(*built.graph, rewrite::Plan{});
+// The fixed cost of a run: the wall time of a run of one tiny application beyond the kernel,
+// on `t` threads (median of at least 20 runs within `budget_s`).
+double measure_run_overhead(int t, double budget_s, const Progress& progress) {
+  report(progress, "run");
+  const rewrite::LowerResult lowered =
+      lowered_bench("P: f32[1, 1]\nY = relu(P)\noutput Y\n", "Y", {});
+  const runtime::BufferMap inputs = runtime::generate_inputs(lowered.graph, {.seed = 1});
+  const runtime::BlockExecutor executor(lowered.graph, {.threads = t});
+  (void)executor.run(inputs);
+  std::vector<double> overheads;
+  const Clock::time_point begin = Clock::now();
+  while (overheads.size() < 20 ||
+         (overheads.size() < 2000 &&
+          std::chrono::duration<double>(Clock::now() - begin).count() < budget_s)) {
+    const runtime::RunMetrics m = executor.run_measured(inputs).metrics;
+    overheads.push_back(std::max(0.0, m.wall_s - m.busy_s));
+  }
+  std::sort(overheads.begin(), overheads.end());
+  return overheads[overheads.size() / 2];
+}
+
+// When the pool's other threads join a run (cost::Target::worker_start_s): one unsplit relu
+// X, then t independent relu shards of Y = relu(X), run back to back as `run --repeat` runs
+// them; per run, from X's end (Y's shards ready) to the first start of a Y shard on another
+// thread than X's, or to the run's end when no other thread took part. Parallel work that
+// appears after a run has started is the common case (a pad before a sharded conv, a split
+// after an unsplit layer). Shards of ~0.03 to 2 ms (the cache keeps them short): the first
+// length at which most runs see a join gives the median join. Nothing with one thread.
+void measure_worker_start(Calibration& c, const Progress& progress) {
+  const int t = c.threads;
+  if (t <= 1) return;
+  report(progress, "workers");
+  for (const std::int64_t rows : {28, 112, 448, 1792}) {  // 64 KiB of relu traffic per row
+    const rewrite::LowerResult lowered = lowered_bench(
+        fmt::format("A: f32[{}, 8192]\nX = relu(A)\nY = relu(X)\noutput Y\n", rows * t), "Y",
+        {{"d0", t}});
     const runtime::BufferMap inputs = runtime::generate_inputs(lowered.graph, {.seed = 1});
     const runtime::BlockExecutor executor(lowered.graph, {.threads = t});
     (void)executor.run(inputs);
-    std::vector<double> overheads;
-    const Clock::time_point begin = Clock::now();
-    while (overheads.size() < 20 ||
-           (overheads.size() < 2000 &&
-            std::chrono::duration<double>(Clock::now() - begin).count() < share / 2)) {
+    std::vector<double> joins;
+    std::vector<double> shards;
+    int joined = 0;
+    for (int run = 0; run < 25; ++run) {
       const runtime::RunMetrics m = executor.run_measured(inputs).metrics;
-      overheads.push_back(std::max(0.0, m.wall_s - m.busy_s));
-    }
-    std::sort(overheads.begin(), overheads.end());
-    c.run_overhead_s = overheads[overheads.size() / 2];
-  }
-
-  // When the pool's other threads join a run (cost::Target::worker_start_s): one unsplit relu
-  // X, then t independent relu shards of Y = relu(X), run back to back as `run --repeat` runs
-  // them; per run, from X's end (Y's shards ready) to the first start of a Y shard on another
-  // thread than X's, or to the run's end when no other thread took part. Parallel work that
-  // appears after a run has started is the common case (a pad before a sharded conv, a split
-  // after an unsplit layer). Shards of ~0.03 to 2 ms (the cache keeps them short): the first
-  // length at which most runs see a join gives the median join.
-  if (t > 1) {
-    if (progress) progress("workers");
-    for (const std::int64_t rows : {28, 112, 448, 1792}) {  // 64 KiB of relu traffic per row
-      auto file = std::make_shared<metakernel::SourceFile>(
-          "calibrate.tap",
-          fmt::format("A: f32[{}, 8192]\nX = relu(A)\nY = relu(X)\noutput Y\n", rows * t));
-      metakernel::BuildResult built = metakernel::build_tap(file, metakernel::builtin_signatures());
-      if (!built.ok()) throw Error(metakernel::format_diagnostics(built.diagnostics));
-      rewrite::Plan plan;
-      plan.ops["Y"].split = {{"d0", t}};
-      const rewrite::LowerResult lowered = rewrite::lower(*built.graph, plan);
-      const runtime::BufferMap inputs = runtime::generate_inputs(lowered.graph, {.seed = 1});
-      const runtime::BlockExecutor executor(lowered.graph, {.threads = t});
-      (void)executor.run(inputs);
-      std::vector<double> joins;
-      std::vector<double> shards;
-      int joined = 0;
-      for (int run = 0; run < 25; ++run) {
-        const runtime::RunMetrics m = executor.run_measured(inputs).metrics;
-        const runtime::ApplicationMetrics* x = nullptr;
-        for (const runtime::ApplicationMetrics& a : m.applications) {
-          if (a.operation == "X") x = &a;
-        }
-        TAPESTRY_ASSERT(x != nullptr, "the calibration graph has X");
-        const double ready = x->start_s + x->duration_s;
-        double first_other = m.wall_s;
-        for (const runtime::ApplicationMetrics& a : m.applications) {
-          if (a.operation != "Y") continue;
-          shards.push_back(a.duration_s);
-          if (a.thread != x->thread) first_other = std::min(first_other, a.start_s);
-        }
-        joined += first_other < m.wall_s ? 1 : 0;
-        joins.push_back(std::max(0.0, first_other - ready));
+      const runtime::ApplicationMetrics* x = nullptr;
+      for (const runtime::ApplicationMetrics& a : m.applications) {
+        if (a.operation == "X") x = &a;
       }
-      std::sort(joins.begin(), joins.end());
-      std::sort(shards.begin(), shards.end());
-      c.worker_start_s = joins[joins.size() / 2];
-      c.worker_start_shard_s = shards[shards.size() / 2];
-      if (2 * joined > static_cast<int>(joins.size())) break;
+      TAPESTRY_ASSERT(x != nullptr, "the calibration graph has X");
+      const double ready = x->start_s + x->duration_s;
+      double first_other = m.wall_s;
+      for (const runtime::ApplicationMetrics& a : m.applications) {
+        if (a.operation != "Y") continue;
+        shards.push_back(a.duration_s);
+        if (a.thread != x->thread) first_other = std::min(first_other, a.start_s);
+      }
+      joined += first_other < m.wall_s ? 1 : 0;
+      joins.push_back(std::max(0.0, first_other - ready));
     }
+    std::sort(joins.begin(), joins.end());
+    std::sort(shards.begin(), shards.end());
+    c.worker_start_s = joins[joins.size() / 2];
+    c.worker_start_shard_s = shards[shards.size() / 2];
+    if (2 * joined > static_cast<int>(joins.size())) break;
   }
+}
 
-  // Kernels whose rate may differ from the roofline of the rates above: one shard per thread.
+// Kernels whose rate may differ from the roofline of the rates above: one shard per thread.
+std::vector<KernelResult> measure_kernels(int t, double share, const Progress& progress) {
   const std::int64_t r = 1024;
   const std::string rows_shape = fmt::format("{}×2048 per thread", r);
   const auto unary = [&](std::string_view kernel, const char* dim) {
@@ -366,27 +376,59 @@ Calibration calibrate(double seconds, const std::function<void(std::string_view)
                     8 * t),
         t > 1 ? std::map<std::string, std::int64_t>{{"n", t}}
               : std::map<std::string, std::int64_t>{}}});
+  std::vector<KernelResult> results;
   for (const KernelSpec& k : kernel_specs) {
-    if (progress) progress(k.kernel);
+    report(progress, k.kernel);
     cost::Work work;
     const Measured m = measure(k.graph, t, share / 2, &work);
-    c.kernels.push_back({k.kernel, k.shape,
-                         m.median.busy_s / static_cast<double>(m.median.applications), work.flops,
-                         static_cast<double>(work.bytes_read + work.bytes_written), m.runs});
+    results.push_back({k.kernel, k.shape,
+                       m.median.busy_s / static_cast<double>(m.median.applications), work.flops,
+                       static_cast<double>(work.bytes_read + work.bytes_written), m.runs});
   }
-  // GEMMs of several sizes, every thread running its calls: time per call (kernel durations), in
-  // the run whose calls took least: another process taking the core only ever adds time, and a
-  // call of 1 µs is easily taken.
+  return results;
+}
+
+// GEMMs of several sizes, every thread running its calls: time per call (kernel durations), in
+// the run whose calls took least: another process taking the core only ever adds time, and a
+// call of 1 µs is easily taken.
+std::vector<GemmResult> measure_gemms(int t, double share, const Progress& progress) {
+  std::vector<GemmResult> results;
   for (const std::int64_t n : {32, 64, 128, 256, 512, 1024}) {
-    if (progress) progress(fmt::format("gemm {}", n));
+    report(progress, fmt::format("gemm {}", n));
     const std::int64_t calls = std::clamp<std::int64_t>((512 / n) * (512 / n) * (512 / n), 1, 64);
     BenchGraph g = matmul_graph("f32", n, static_cast<int>(calls) * t);
     if (calls * t > 1) g.split = {{"m", calls * t}};
     const Measured m = measure(g, t, share / 2);
-    c.gemms.push_back({n, calls,
+    results.push_back({n, calls,
                        m.least_busy.busy_s / static_cast<double>(m.least_busy.applications),
                        2.0 * static_cast<double>(n * n * n), m.runs});
   }
+  return results;
+}
+
+}  // namespace
+
+bool valid_calibration_budget(double seconds) {
+  return std::isfinite(seconds) && seconds > 0 && seconds <= 3600;
+}
+
+Calibration calibrate(double seconds, const std::function<void(std::string_view)>& progress) {
+  const Clock::time_point start = Clock::now();
+  Calibration c;
+  c.threads = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  c.cpu_model = cpu_model();
+  c.memory_bytes = runtime::physical_memory_bytes();
+  c.seconds = seconds;
+  c.cache_bytes = l2_cache_bytes();
+  // The budget in shares: 6 rates × 2 thread counts, dispatch, run (1/2), 7 kernels (1/2 each),
+  // 6 GEMM sizes (1/2 each).
+  const double share = seconds / 20;
+  c.benchmarks = measure_rates(c.threads, c.cache_bytes, share, progress);
+  measure_dispatch(c, share, progress);
+  c.run_overhead_s = measure_run_overhead(c.threads, share / 2, progress);
+  measure_worker_start(c, progress);
+  c.kernels = measure_kernels(c.threads, share, progress);
+  c.gemms = measure_gemms(c.threads, share, progress);
   c.elapsed_s = std::chrono::duration<double>(Clock::now() - start).count();
   return c;
 }
@@ -539,4 +581,4 @@ std::string calibration_table(const Calibration& c) {
   return out;
 }
 
-}  // namespace tapestry::cli
+}  // namespace tapestry::workflow

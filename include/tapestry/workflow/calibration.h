@@ -52,7 +52,7 @@
 
 #include "tapestry/cost/target.h"
 
-namespace tapestry::cli {
+namespace tapestry::workflow {
 
 /// One benchmark: its rate on one thread and on all of them.
 struct BenchmarkResult {
@@ -108,7 +108,17 @@ struct Calibration {
   [[nodiscard]] const BenchmarkResult* find_benchmark(std::string_view name) const;
 };
 
+/// A measuring budget calibrate accepts: finite, in (0, 3600] seconds.
+bool valid_calibration_budget(double seconds);
+
 /// Runs every benchmark within about `seconds` (plus set-up); `progress` hears each one's name.
+/// The steps, in order (each one a function of calibration.cpp): the rates (matmul, add, relu,
+/// copy, add in L2) on one and on every thread, dispatch, run overhead, when the workers join,
+/// the kernels against the roofline, the GEMM sizes.
+///
+///   const Calibration c = calibrate(10, [](std::string_view name) { fmt::print("{}\n", name); });
+///   const cost::Target t = calibrated_target(c);   // what `tapestry calibrate` writes
+///   fmt::print("{}", calibration_table(c));        // what it prints
 Calibration calibrate(double seconds, const std::function<void(std::string_view)>& progress);
 
 /// The target `tapestry calibrate` writes (docs/cost.md lists how each member is derived).
@@ -117,4 +127,4 @@ cost::Target calibrated_target(const Calibration& calibration);
 /// The table `tapestry calibrate` prints.
 std::string calibration_table(const Calibration& calibration);
 
-}  // namespace tapestry::cli
+}  // namespace tapestry::workflow
