@@ -59,13 +59,13 @@ struct LowerResult {
   /// split-reduction applied: a reduction's partial results are added in another order than the
   /// unsharded graph adds them, so the result need not be bitwise the naive run's (verify.h).
   bool reduction_split = false;
+  /// Each pass's time, in pipeline order: check-plan, every pattern, shard-grid, validate.
+  std::vector<PassTime> passes;
 
   /// Input tensor `t` in `graph`; asserts that it is kept (`tensors`).
   [[nodiscard]] ir::TensorId lowered(ir::TensorId t) const;
   /// The input graph's tensor that `graph`'s tensor `t` is, if it is one of them.
   [[nodiscard]] std::optional<ir::TensorId> original(ir::TensorId t) const;
-  /// Each pass's time, in pipeline order: check-plan, every pattern, shard-grid, validate.
-  std::vector<PassTime> passes;
 };
 
 /// The rewrite patterns of steps 2–4, in order.
