@@ -161,7 +161,9 @@ struct Evaluator::Impl {
   // Scratch, reused.
   std::vector<std::int64_t> counts;
   std::vector<std::int64_t> shards;  // per operation, in graph.operations() order
+  std::vector<std::int64_t> odometer;
   std::vector<std::uint32_t> devices;
+  zspace::Grid cut;  // the current operation's cells
   detail::ShardGrid grid;
   // The boxes of the current operation's ports, memoised by the grid coordinates of the dims each
   // IPF reads (a box depends on nothing else): port k's are box_memo[memo_at[k] + …].
@@ -294,14 +296,18 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
     const std::span<const std::int64_t> parts(counts.data() + first_count[i], rank);
     builder.add_operation(op.id, op.name, op.kernel);
     // The cells of zspace::Grid(index, parts), row-major (as shard-grid cuts them).
-    const zspace::Grid cut(op.index, parts);
+    cut.assign(op.index, parts);
     grid.rank = rank;
     grid.shards = cut.size();
     grid.counts.assign(parts.begin(), parts.end());
     grid.coordinates.resize(grid.shards * rank);
+    odometer.assign(rank, 0);  // cut.coordinate(s) for s = 0, 1, …, without dividing
     for (std::size_t s = 0; s < grid.shards; ++s) {
-      const zspace::Point at = cut.coordinate(s);
-      std::copy(at.coords().begin(), at.coords().end(), grid.coordinates.begin() + s * rank);
+      std::copy(odometer.begin(), odometer.end(), grid.coordinates.begin() + s * rank);
+      for (std::size_t d = rank; d-- > 0;) {
+        if (++odometer[d] < parts[d]) break;
+        odometer[d] = 0;
+      }
     }
     std::span<const std::string> place;
     if (!op.place_from.empty()) place = plan.ops.find(op.place_from)->second.place;

@@ -11,6 +11,10 @@
 namespace tapestry::zspace {
 
 Grid::Grid(const Range& box, std::span<const std::int64_t> counts) {
+  assign(box, counts);
+}
+
+void Grid::assign(const Range& box, std::span<const std::int64_t> counts) {
   if (counts.size() != box.rank()) {
     throw Error(fmt::format("grid: {} counts for a box of rank {}", counts.size(), box.rank()));
   }
@@ -25,6 +29,8 @@ Grid::Grid(const Range& box, std::span<const std::int64_t> counts) {
     }
     cells = checked_mul(cells, p);  // the number of cells must fit in int64
   }
+  cuts_.clear();
+  offsets_.assign(1, 0);
   for (std::size_t d = 0; d < box.rank(); ++d) {
     // cut(k) = lo + k·(n / p) + min(k, n % p) <= lo + n: no overflow past the box's end.
     const std::int64_t lo = box.start()[d], p = counts[d], q = box.extent(d) / p,

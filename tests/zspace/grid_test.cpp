@@ -69,6 +69,17 @@ TEST(Grid, RankZeroHasOneCell) {
   EXPECT_EQ(Grid().cell(0), Range{});
 }
 
+TEST(Grid, AssignIsConstructionReusingStorage) {
+  Grid g(zr("[0:10]"), Counts{4});
+  g.assign(zr("[0:4, 0:3]"), Counts{2, 2});
+  EXPECT_EQ(g.rank(), 2u);
+  EXPECT_EQ(g.cells(), Grid(zr("[0:4, 0:3]"), Counts{2, 2}).cells());
+  EXPECT_THAT([&] { g.assign(zr("[0:3]"), Counts{4}); }, Fails());
+  EXPECT_EQ(g.size(), 4u);  // a refused assign leaves the grid as it was
+  g.assign(Range{}, Counts{});
+  EXPECT_THAT(g.cells(), ElementsAre(Range{}));
+}
+
 TEST(Grid, CountsAreChecked) {
   EXPECT_THAT([] { (void)Grid(zr("[0:4, 0:3]"), Counts{2}); },
               FailsWith({"1 counts for a box of rank 2"}));

@@ -40,6 +40,8 @@ class Grid {
   Grid() = default;
   /// `box` cut into counts[d] pieces along each dimension d (see above).
   Grid(const Range& box, std::span<const std::int64_t> counts);
+  /// *this = Grid(box, counts), reusing the storage (a caller that cuts many boxes in a loop).
+  void assign(const Range& box, std::span<const std::int64_t> counts);
 
   [[nodiscard]] std::size_t rank() const { return offsets_.size() - 1; }
   /// Pieces along dimension d.
