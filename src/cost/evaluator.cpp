@@ -1,44 +1,37 @@
 // Evaluator: memoised rewrites, then shard-grid + placement + simulation without Applications
 // (evaluator.h).
 //
-// 1. The plan's memo key: its names, substitutions, fusion groups, meshes, whether each entry
-//    places, reduction counts, and every other count as "1", "=v" (equal to a reduction count v)
-//    or "#k" (the k-th distinct other value). The same walk checks what check_plan checks of
-//    counts (1 <= count <= max(extent, 1)) and collects the values of the classes #k. Entries
-//    naming an operation the graph lacks (derived entries, rewrite/plan.h) keep their counts
-//    exactly, as reduction counts do — which dims of a derived operation reduce is not known
-//    before the rewrites — and so does every other count equal to one of them.
-// 2. On a miss: check_plan, then the rewrites on the *symbolic* plan — class #k's counts become
-//    kSymbol + k, each place list becomes one marker naming its entry — and, per operation of the
-//    result (topological order), its index, IPFs, work rule and where its counts and place list
-//    come from.
+// 1. The plan's memo key (rewrite::SymbolicPlans, rewrite/symbolic.h): what the patterns may
+//    read of a plan — pattern.h's obligation. The same walk checks what check_plan checks of
+//    counts (1 <= count <= max(extent, 1)) and collects the values of the count classes.
+// 2. On a miss: check_plan, then the rewrites on the *symbolic* plan (each class of counts a
+//    symbol, each place list a marker naming its entry) and, per operation of the result
+//    (topological order), its index, IPFs, work rule and where its counts and place list come
+//    from.
 // 3. Per evaluation: the counts of every operation (symbols resolved), the cuts checked as
-//    shard-grid checks them, then every grid cell's boxes handed to the PlacementBuilder with the
-//    Application id lower would have given it (an operation the rewrites colocate — a combine —
-//    takes the devices of the operation it follows, as place() gives them; the plan's replicated
-//    outputs, which no rewrite reads, go to the builder as they are), then simulate().
+//    shard-grid checks them, then every cell of the operation's zspace::Grid — the boxes
+//    shard-grid gives Applications — handed to the PlacementBuilder with the Application id lower
+//    would have given it (rewrite::first_application_ids); an operation the rewrites colocate —
+//    a combine — takes the devices of the operation it follows, as place() gives them; the
+//    plan's replicated outputs, which no rewrite reads, go to the builder as they are. Then
+//    simulate().
 // Whatever the fast path cannot decide goes to the reference path (lower → place → simulate).
 #include "tapestry/cost/evaluator.h"
 
 #include <algorithm>
-#include <charconv>
 #include <limits>
 #include <unordered_map>
 
 #include "placement_builder.h"
 #include "tapestry/cost/work_rule.h"
 #include "tapestry/rewrite/shard_grid.h"
+#include "tapestry/rewrite/symbolic.h"
 #include "tapestry/support/error.h"
+#include "tapestry/zspace/grid.h"
 
 namespace tapestry::cost {
 
 namespace {
-
-// Symbolic counts: kSymbol + k stands for the k-th class of equal non-reduction counts. Far above
-// any extent, so no symbol equals a real count; the rewrites only compare such counts.
-constexpr std::int64_t kSymbol = std::int64_t{1} << 40;
-// A place list in the symbolic plan: this marker, then the name of the plan entry it comes from.
-constexpr std::string_view kPlaceMarker = "\x01place:";
 
 struct Port {
   std::uint32_t tensor = 0;  // node index
@@ -128,13 +121,6 @@ std::size_t weight(const Rewritten& r) {
   return std::max<std::size_t>(r.graph.operations().size(), 1);
 }
 
-// What a plan may name, per name: the operation's index dims, extents and reduction flags.
-struct Named {
-  std::vector<std::string> dims;
-  std::vector<std::int64_t> extents;
-  std::vector<bool> reduction;
-};
-
 // The ports of selections and their IPFs, entry by entry; false when they are not parallel.
 bool ports_of(const ir::SelectionMap& selections, const ir::IpfMap& ipfs,
               std::vector<Port>& ports) {
@@ -159,19 +145,13 @@ bool ports_of(const ir::SelectionMap& selections, const ir::IpfMap& ipfs,
   return true;
 }
 
-void append_int(std::string& out, std::int64_t v) {
-  char buffer[24];
-  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v);
-  out.append(buffer, end);
-}
-
 }  // namespace
 
 struct Evaluator::Impl {
   ir::Graph graph;
   Target target;
   rewrite::LowerOptions options;
-  std::unordered_map<std::string, Named> named;  // by every name find_operation resolves
+  rewrite::SymbolicPlans symbols;  // the key and symbolic plan of a plan (rewrite/symbolic.h)
   std::unordered_map<std::string, std::unique_ptr<Rewritten>> memo;
   std::size_t memo_bound;           // Evaluator::kMemoOperations unless the caller chose
   std::size_t memo_operations = 0;  // the sum of weight() over the memo
@@ -179,10 +159,11 @@ struct Evaluator::Impl {
   EvaluatorStats stats;
   Placement placement;
   // Scratch, reused.
-  std::string key;
-  std::vector<std::int64_t> reduction_values, class_values, counts;
-  std::vector<std::int64_t> cuts, cell_at, cell_start, cell_end;
+  std::vector<std::int64_t> counts;
+  std::vector<std::int64_t> shards;  // per operation, in graph.operations() order
+  std::vector<std::int64_t> odometer;
   std::vector<std::uint32_t> devices;
+  zspace::Grid cut;  // the current operation's cells
   detail::ShardGrid grid;
   // The boxes of the current operation's ports, memoised by the grid coordinates of the dims each
   // IPF reads (a box depends on nothing else): port k's are box_memo[memo_at[k] + …].
@@ -191,26 +172,10 @@ struct Evaluator::Impl {
   std::vector<std::size_t> memo_at;
 
   Impl(const ir::Graph& g, const Target& t, const rewrite::LowerOptions& o, std::size_t bound)
-      : graph(g), target(t), options(o), memo_bound(bound) {
+      : graph(g), target(t), options(o), symbols(graph), memo_bound(bound) {
     options.validate = false;
-    for (ir::OperationId op : graph.operations()) {
-      const ir::OperationView view = graph.operation(op);
-      for (const std::string& name : {view.label(), std::string(view.key())}) {
-        if (name.empty() || rewrite::find_operation(graph, name) != op) continue;
-        Named n;
-        n.dims = view.index_names();
-        const std::optional<zspace::Range> index = view.ipf_index();
-        for (std::size_t d = 0; d < n.dims.size(); ++d) {
-          n.extents.push_back(index ? index->extent(d) : 0);
-          n.reduction.push_back(view.reduction(d).has_value());
-        }
-        named.emplace(name, std::move(n));
-      }
-    }
   }
 
-  bool make_key(const rewrite::Plan& plan);
-  rewrite::Plan symbolic(const rewrite::Plan& plan) const;
   std::unique_ptr<Rewritten> rewrite(const rewrite::Plan& plan);
   bool cut_and_place(const rewrite::Plan& plan, Rewritten& r);
   void start_box_memo(const CutOperation& op, std::span<const std::int64_t> parts);
@@ -221,105 +186,12 @@ struct Evaluator::Impl {
   void reference_place(const rewrite::Plan& plan);
 };
 
-// Step 1. False when the plan names something the graph lacks or a count is out of range.
-bool Evaluator::Impl::make_key(const rewrite::Plan& plan) {
-  key.clear();
-  reduction_values.clear();
-  class_values.clear();
-  for (const auto& [name, op] : plan.ops) {
-    auto n = named.find(name);
-    if (n == named.end()) {  // a derived entry: its counts are kept exactly
-      for (const auto& [dim, count] : op.split) {
-        if (count < 1) return false;
-        reduction_values.push_back(count);
-      }
-      continue;
-    }
-    for (const auto& [dim, count] : op.split) {
-      auto d = std::find(n->second.dims.begin(), n->second.dims.end(), dim);
-      if (d == n->second.dims.end()) return false;
-      const auto at = static_cast<std::size_t>(d - n->second.dims.begin());
-      if (count < 1 || count > std::max<std::int64_t>(n->second.extents[at], 1)) return false;
-      if (n->second.reduction[at]) reduction_values.push_back(count);
-    }
-  }
-  for (const auto& [name, op] : plan.ops) {
-    auto found = named.find(name);
-    key += name;
-    key += found == named.end() ? '\x1a' : '\x1f';
-    for (const auto& [dim, count] : op.split) {
-      key += dim;
-      if (found == named.end()) {  // a derived entry
-        key += 'r';
-        append_int(key, count);
-        key += '\x1f';
-        continue;
-      }
-      const Named& n = found->second;
-      const auto at =
-          static_cast<std::size_t>(std::find(n.dims.begin(), n.dims.end(), dim) - n.dims.begin());
-      if (n.reduction[at]) {
-        key += 'r';
-        append_int(key, count);
-      } else if (count == 1) {
-        key += '1';
-      } else if (std::find(reduction_values.begin(), reduction_values.end(), count) !=
-                 reduction_values.end()) {
-        key += '=';
-        append_int(key, count);
-      } else {
-        auto c = std::find(class_values.begin(), class_values.end(), count);
-        if (c == class_values.end()) c = class_values.insert(c, count);
-        key += '#';
-        append_int(key, c - class_values.begin());
-      }
-      key += '\x1f';
-    }
-    for (const std::string& s : op.substitute) (key += s) += '\x1e';
-    key += op.place.empty() ? '-' : 'P';
-    for (const auto& [dim, axis] : op.mesh) {
-      key += dim;
-      key += '\x1e';
-      key += axis;
-      key += '\x1e';
-    }
-    key += '\x1d';
-  }
-  key += '\x1c';
-  for (const auto& group : plan.fuse) {
-    for (const std::string& name : group) (key += name) += '\x1e';
-    key += '\x1d';
-  }
-  key += plan.fuse_auto ? 'A' : '-';
-  return true;
-}
-
-// Step 2: the plan the rewrites run on (precondition: make_key(plan) succeeded).
-rewrite::Plan Evaluator::Impl::symbolic(const rewrite::Plan& plan) const {
-  rewrite::Plan out = plan;
-  for (auto& [name, op] : out.ops) {
-    if (!op.place.empty()) op.place = {std::string(kPlaceMarker) + name};
-    auto found = named.find(name);
-    if (found == named.end()) continue;  // a derived entry: exact counts
-    const Named& n = found->second;
-    for (auto& [dim, count] : op.split) {
-      auto c = std::find(class_values.begin(), class_values.end(), count);
-      const auto at =
-          static_cast<std::size_t>(std::find(n.dims.begin(), n.dims.end(), dim) - n.dims.begin());
-      if (!n.reduction[at] && count != 1 && c != class_values.end()) {
-        count = kSymbol + (c - class_values.begin());
-      }
-    }
-  }
-  return out;
-}
-
 std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
   auto r = std::make_unique<Rewritten>();
   std::vector<rewrite::RewriteEvent> log;
   rewrite::RewriteState state;
   try {
-    state = rewrite::rewrite_operations(graph, symbolic(plan), options, log);
+    state = rewrite::rewrite_operations(graph, symbols.symbolic(plan), options, log);
   } catch (const Error&) {
     return r;  // not fast: the reference path reports it, or succeeds with real counts
   }
@@ -363,8 +235,9 @@ std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
     if (auto entry = state.plan.ops.find(cut.name); entry != state.plan.ops.end()) {
       const std::vector<std::string>& place = entry->second.place;
       if (!place.empty()) {
-        if (place.size() != 1 || !place[0].starts_with(kPlaceMarker)) return r;
-        cut.place_from = place[0].substr(kPlaceMarker.size());
+        const std::optional<std::string_view> from = rewrite::place_source(place);
+        if (!from) return r;
+        cut.place_from = std::string(*from);
       }
       cut.mesh = entry->second.mesh;
       if (const auto& colocate = entry->second.colocate) {
@@ -392,29 +265,28 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
   for (const CutOperation& op : r.ops) {
     const std::size_t first = counts.size();
     for (std::int64_t c : op.counts) {
-      if (c >= kSymbol) {
-        const auto k = static_cast<std::size_t>(c - kSymbol);
-        if (k >= class_values.size()) return false;
-        c = class_values[k];
-      }
-      counts.push_back(c);
+      const std::optional<std::int64_t> value = symbols.concrete(c);
+      if (!value) return false;
+      counts.push_back(*value);
     }
     const std::span<const std::int64_t> parts(counts.data() + first, op.counts.size());
     if (rewrite::match_shard_counts(r.graph, op.id, parts)) return false;
   }
-  // Application ids: lower adds each operation's grid in graph order, after every other node.
+  // Application ids, as lower numbers them (rewrite::first_application_ids).
   std::vector<std::size_t> first_count(r.ops.size(), 0);
   for (std::size_t i = 0, at = 0; i < r.ops.size(); ++i) {
     first_count[i] = at;
     at += r.ops[i].counts.size();
   }
-  std::int64_t next = static_cast<std::int64_t>(r.graph.size());
+  shards.clear();
   for (std::uint32_t i : r.id_order) {
-    r.ops[i].first_application = next;
-    std::int64_t shards = 1;
-    for (std::size_t d = 0; d < r.ops[i].counts.size(); ++d) shards *= counts[first_count[i] + d];
-    next += shards;
+    std::int64_t n = 1;
+    for (std::size_t d = 0; d < r.ops[i].counts.size(); ++d) n *= counts[first_count[i] + d];
+    shards.push_back(n);
   }
+  const std::vector<std::int64_t> first = rewrite::first_application_ids(r.graph, shards);
+  for (std::size_t k = 0; k < r.id_order.size(); ++k)
+    r.ops[r.id_order[k]].first_application = first[k];
 
   detail::PlacementBuilder& builder = *r.builder;
   builder.start(placement, detail::replicated_outputs(plan, r.graph, target));
@@ -423,25 +295,18 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
     const std::size_t rank = op.index.rank();
     const std::span<const std::int64_t> parts(counts.data() + first_count[i], rank);
     builder.add_operation(op.id, op.name, op.kernel);
-    // The cells of Range::split_grid(parts), row-major (as shard-grid cuts them).
-    cuts.clear();
+    // The cells of zspace::Grid(index, parts), row-major (as shard-grid cuts them).
+    cut.assign(op.index, parts);
     grid.rank = rank;
-    grid.shards = 1;
+    grid.shards = cut.size();
     grid.counts.assign(parts.begin(), parts.end());
-    for (std::size_t d = 0; d < rank; ++d) {
-      const std::int64_t n = op.index.extent(d), p = parts[d];
-      std::int64_t at = op.index.start()[d];
-      cuts.push_back(at);
-      for (std::int64_t k = 0; k < p; ++k) cuts.push_back(at += n / p + (k < n % p ? 1 : 0));
-      grid.shards *= static_cast<std::size_t>(p);
-    }
     grid.coordinates.resize(grid.shards * rank);
-    cell_at.assign(rank, 0);
+    odometer.assign(rank, 0);  // cut.coordinate(s) for s = 0, 1, …, without dividing
     for (std::size_t s = 0; s < grid.shards; ++s) {
-      std::copy(cell_at.begin(), cell_at.end(), grid.coordinates.begin() + s * rank);
+      std::copy(odometer.begin(), odometer.end(), grid.coordinates.begin() + s * rank);
       for (std::size_t d = rank; d-- > 0;) {
-        if (++cell_at[d] < parts[d]) break;
-        cell_at[d] = 0;
+        if (++odometer[d] < parts[d]) break;
+        odometer[d] = 0;
       }
     }
     std::span<const std::string> place;
@@ -453,16 +318,7 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
     start_box_memo(op, parts);
     const bool pinned = !op.place_from.empty() || !op.mesh.empty();
     for (std::size_t s = 0; s < grid.shards; ++s) {
-      cell_start.resize(rank);
-      cell_end.resize(rank);
-      std::size_t offset = 0;  // of this dim's cut points in `cuts`
-      for (std::size_t d = 0; d < rank; ++d) {
-        const auto k = static_cast<std::size_t>(grid.coordinates[s * rank + d]);
-        cell_start[d] = cuts[offset + k];
-        cell_end[d] = cuts[offset + k + 1];
-        offset += static_cast<std::size_t>(parts[d]) + 1;
-      }
-      const zspace::Range cell{zspace::Point(cell_start), zspace::Point(cell_end)};
+      const zspace::Range cell = cut.cell_at(std::span(grid.coordinates).subspan(s * rank, rank));
       if (s == 0) kernel_shares(op.rule, cell, builder.operation().kernels);
       Work work;
       work.dtype = op.rule.dtype;
@@ -523,15 +379,15 @@ const zspace::Range& Evaluator::Impl::port_box(const Port& port, std::size_t k, 
 
 bool Evaluator::Impl::fast_place(const rewrite::Plan& plan) {
   if (options.driver.disabled.contains(rewrite::kShardGrid)) return false;
-  if (!make_key(plan)) return false;
-  auto found = memo.find(key);
+  if (!symbols.abstract(plan)) return false;
+  auto found = memo.find(symbols.key());
   if (found == memo.end()) {
     if (!rewrite::check_plan_entries(plan, graph).empty()) return false;
     ++stats.rewrites_run;
     std::unique_ptr<Rewritten> rewritten = rewrite(plan);
     make_room(weight(*rewritten));
     memo_operations += weight(*rewritten);
-    found = memo.emplace(key, std::move(rewritten)).first;
+    found = memo.emplace(symbols.key(), std::move(rewritten)).first;
   }
   Rewritten& r = *found->second;
   r.used = ++clock;

@@ -172,7 +172,7 @@ void candidate_forms(const DerivedOperation& d, const zspace::Range& recorded, s
       continue;
     }
     DerivedOperation c = d;
-    c.spec = split_even(d.spec, k, p);
+    c.spec = split_exact(d.spec, k, p);
     for (TensorType& t : c.output_types) {
       t.range = zspace::Range::of_shape(zspace::Point{p}).product(t.range);
     }

@@ -7,7 +7,7 @@
 //   kernel            the signature itself: index [0, sizes), IPFs, output types
 //   block split       split-reduction's even form: a leading `block` index dim per even split,
 //                     the split reduction dim cut to K/p — the signature put through
-//                     split_even (spec_transforms.h); the outputs are partials [p] × …
+//                     split_exact (spec_transforms.h); the outputs are partials [p] × …
 //   partial           split-reduction's uneven form: a reduction dim restricted to a sub-range
 //                     of the signature's; IPFs unchanged, the outputs hold partial results
 //   fused             kernel "fused": every stage derived in turn (an intermediate takes the

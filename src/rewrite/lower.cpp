@@ -16,6 +16,7 @@
 #include "tapestry/rewrite/split_reduction.h"
 #include "tapestry/support/assert.h"
 #include "tapestry/support/error.h"
+#include "tapestry/zspace/grid.h"
 #include "tapestry/zspace/json.h"
 
 namespace tapestry::rewrite {
@@ -132,12 +133,25 @@ void check_cuts(const RewriteState& state, const std::vector<RewriteEvent>& log)
   throw Error(fmt::format("the plan cannot be carried out:\n  {}", fmt::join(problems, "\n  ")));
 }
 
-// Step 5b: every operation gets the grid of Applications its plan asks for.
+// Step 5b: every operation gets the grid of Applications its plan asks for, numbered as
+// first_application_ids says (the numbering cost::Evaluator prices by).
 void shard_all(RewriteState& state, std::vector<RewriteEvent>& log) {
-  for (ir::OperationId op : state.graph.operations()) {
-    const std::string name = operation_name(state.graph, op);
-    const std::vector<std::int64_t> parts = parts_of(state, op);
-    const std::size_t shards = apply_shard_grid(state.graph, op, parts).size();
+  const std::vector<ir::OperationId> ops(state.graph.operations().begin(),
+                                         state.graph.operations().end());
+  std::vector<std::vector<std::int64_t>> parts;
+  std::vector<std::int64_t> counts;
+  for (ir::OperationId op : ops) {
+    parts.push_back(parts_of(state, op));
+    const zspace::Grid grid(*state.graph.operation(op).ipf_index(), parts.back());
+    counts.push_back(static_cast<std::int64_t>(grid.size()));
+  }
+  const std::vector<std::int64_t> first = first_application_ids(state.graph, counts);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const std::string name = operation_name(state.graph, ops[i]);
+    const std::vector<ir::ApplicationId> added = apply_shard_grid(state.graph, ops[i], parts[i]);
+    TAPESTRY_ASSERT(static_cast<std::int64_t>(added.front().index()) == first[i],
+                    "shard-grid numbered Applications other than first_application_ids");
+    const std::size_t shards = added.size();
     if (shards > 1) {
       log.push_back({std::string(kShardGrid), name, state.origin(name), true,
                      fmt::format("{} shards", shards)});

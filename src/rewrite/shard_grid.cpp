@@ -8,6 +8,7 @@
 #include "op_spec.h"
 #include "tapestry/support/assert.h"
 #include "tapestry/zspace/format.h"
+#include "tapestry/zspace/grid.h"
 
 namespace tapestry::rewrite {
 
@@ -23,44 +24,6 @@ void project_into(ir::SelectionMap& selections, const ir::IpfMap& ipfs, const zs
         std::copy(box.end().coords().begin(), box.end().coords().end(), end.begin());
       });
 }
-
-// The cells of Range::split_grid(parts) — row-major, each dim cut as Range::split_even cuts it
-// (the first extent % parts pieces one longer) — computed one at a time instead of held in a
-// vector (a million 128-byte Ranges).
-class CellGrid {
- public:
-  CellGrid(const zspace::Range& index, std::span<const std::int64_t> parts) {
-    for (std::size_t d = 0; d < index.rank(); ++d) {
-      const std::int64_t n = index.extent(d);
-      const std::int64_t p = std::max<std::int64_t>(parts[d], 1);
-      std::vector<std::int64_t> at{index.start()[d]};
-      for (std::int64_t k = 0; k < p; ++k) at.push_back(at.back() + n / p + (k < n % p ? 1 : 0));
-      size_ *= static_cast<std::size_t>(p);
-      cuts_.push_back(std::move(at));
-    }
-    start_.resize(index.rank());
-    end_.resize(index.rank());
-  }
-  [[nodiscard]] std::size_t size() const { return size_; }
-  /// Cell `i` (0 <= i < size()).
-  const zspace::Range& cell(std::size_t i) {
-    for (std::size_t d = cuts_.size(); d-- > 0;) {
-      const std::size_t pieces = cuts_[d].size() - 1;
-      const std::size_t k = i % pieces;
-      i /= pieces;
-      start_[d] = cuts_[d][k];
-      end_[d] = cuts_[d][k + 1];
-    }
-    cell_ = zspace::Range(zspace::Point(start_), zspace::Point(end_));
-    return cell_;
-  }
-
- private:
-  std::vector<std::vector<std::int64_t>> cuts_;
-  std::size_t size_ = 1;
-  std::vector<std::int64_t> start_, end_;  // scratch for cell()
-  zspace::Range cell_;
-};
 
 // An output row that linearises several index dims (reshape merging dims: result[2·d0 + d1])
 // writes a box — a contiguous run — per grid cell only when, from the largest coefficient to
@@ -138,7 +101,8 @@ std::vector<ir::ApplicationId> apply_shard_grid(ir::Graph& graph, ir::OperationI
   // Copy what the loop needs: adding applications invalidates references into the graph.
   const zspace::Range index = *graph.operation(op).ipf_index();
   const ir::IpfSignature signature = *graph.operation(op).ipf_signature();
-  CellGrid grid(index, parts);
+  // Cells one at a time (zspace::Grid), not split_grid's vector: a million 128-byte Ranges.
+  const zspace::Grid grid(index, parts);
   graph.reserve_applications(op, grid.size());
 
   // Every shard's selection maps have the operation's names, positions and tensors; only the
@@ -150,7 +114,7 @@ std::vector<ir::ApplicationId> apply_shard_grid(ir::Graph& graph, ir::OperationI
   std::vector<ir::ApplicationId> added;
   added.reserve(grid.size());
   for (std::size_t i = 0; i < grid.size(); ++i) {
-    const zspace::Range& cell = grid.cell(i);
+    const zspace::Range cell = grid.cell(i);
     project_into(body.inputs, signature.inputs, cell);
     project_into(body.outputs, signature.outputs, cell);
     ir::ApplicationId app = graph.add_application(body);
@@ -158,6 +122,20 @@ std::vector<ir::ApplicationId> apply_shard_grid(ir::Graph& graph, ir::OperationI
     added.push_back(app);
   }
   return added;
+}
+
+std::vector<std::int64_t> first_application_ids(const ir::Graph& graph,
+                                                std::span<const std::int64_t> shards) {
+  TAPESTRY_ASSERT(shards.size() == graph.operations().size(),
+                  "first_application_ids: one shard count per operation");
+  std::vector<std::int64_t> first;
+  first.reserve(shards.size());
+  std::int64_t next = static_cast<std::int64_t>(graph.size());
+  for (std::int64_t n : shards) {
+    first.push_back(next);
+    next += n;
+  }
+  return first;
 }
 
 }  // namespace tapestry::rewrite

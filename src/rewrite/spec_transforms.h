@@ -21,8 +21,9 @@ namespace tapestry::rewrite::detail {
 /// fresh variant) of extent p, dim k keeps q, input IPFs are composed with
 /// (block, i…) ↦ i with i_k += q·block, and every output IPF gains the block row on top. The
 /// output ports keep `old`'s tensors: the caller points them at the partial tensors, of range
-/// [0:p] × the output's range. Precondition: p divides extent(k).
-OpSpec split_even(const OpSpec& old, std::size_t k, std::int64_t p);
+/// [0:p] × the output's range. Precondition: p divides extent(k) — exactly, unlike the
+/// near-even cut of zspace::Grid and Range::split_even (the uneven form cuts by those).
+OpSpec split_exact(const OpSpec& old, std::size_t k, std::int64_t p);
 
 /// The elementwise kernel split-reduction's uneven form combines two partials of `monoid` with
 /// (add, maximum, mul); nullopt for min, which has none.

@@ -79,7 +79,7 @@ std::string add_even_split(RewriteState& state, ir::Graph& graph, FreshNames& na
                            const OpSpec& old, std::size_t k, std::int64_t p,
                            const OpPlan& old_plan) {
   const std::int64_t q = old.index.extent(k) / p;
-  OpSpec s = detail::split_even(old, k, p);
+  OpSpec s = detail::split_exact(old, k, p);
   std::vector<ir::TensorId> partials;
   for (std::size_t j = 0; j < s.outputs.size(); ++j) {
     const ir::TensorId out = old.outputs[j].tensor;
@@ -212,8 +212,8 @@ std::optional<std::string_view> detail::combine_kernel(ir::Monoid monoid) {
   return std::nullopt;
 }
 
-OpSpec detail::split_even(const OpSpec& old, std::size_t k, std::int64_t p) {
-  TAPESTRY_ASSERT(p > 0 && old.index.extent(k) % p == 0, "split_even: p must divide the extent");
+OpSpec detail::split_exact(const OpSpec& old, std::size_t k, std::int64_t p) {
+  TAPESTRY_ASSERT(p > 0 && old.index.extent(k) % p == 0, "split_exact: p must divide the extent");
   const std::int64_t q = old.index.extent(k) / p;
   const zspace::AffineMap inner = block_map(old.index.rank(), k, q);
   OpSpec s = old;

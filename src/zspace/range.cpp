@@ -7,6 +7,7 @@
 #include "tapestry/support/assert.h"
 #include "tapestry/support/error.h"
 #include "tapestry/zspace/checked.h"
+#include "tapestry/zspace/grid.h"
 
 namespace tapestry::zspace {
 
@@ -142,28 +143,13 @@ std::vector<Range> Range::split_by_sizes(std::size_t dim,
 
 std::vector<Range> Range::split_even(std::size_t dim, std::int64_t parts) const {
   check_dim("split_even", dim, rank());
-  const std::int64_t n = extent(dim);
-  if (parts < 1 || parts > std::max<std::int64_t>(n, 1)) {
-    throw Error(fmt::format("split_even: cannot cut extent {} of dimension {} into {} parts", n,
-                            dim, parts));
-  }
-  std::vector<std::int64_t> sizes(static_cast<std::size_t>(parts), n / parts);
-  for (std::int64_t i = 0; i < n % parts; ++i) ++sizes[static_cast<std::size_t>(i)];
-  return split_by_sizes(dim, sizes);
+  std::vector<std::int64_t> counts(rank(), 1);
+  counts[dim] = parts;
+  return Grid(*this, counts).cells();
 }
 
 std::vector<Range> Range::split_grid(std::span<const std::int64_t> parts) const {
-  check_same_rank("split_grid", rank(), parts.size());
-  std::vector<Range> cells{*this};
-  for (std::size_t d = 0; d < rank(); ++d) {
-    std::vector<Range> next;
-    next.reserve(cells.size() * static_cast<std::size_t>(std::max<std::int64_t>(parts[d], 1)));
-    for (const Range& cell : cells) {
-      for (Range& piece : cell.split_even(d, parts[d])) next.push_back(std::move(piece));
-    }
-    cells = std::move(next);
-  }
-  return cells;
+  return Grid(*this, parts).cells();
 }
 
 Range Range::permute(std::span<const std::size_t> perm) const {

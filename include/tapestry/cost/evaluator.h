@@ -15,8 +15,8 @@
 //   another (fuse-elementwise refuses consumers whose splits disagree with their producer's). So
 //   `{"Y": {"split": {"batch": 2}}}` and `{"Y": {"split": {"batch": 4}}}` share one rewritten
 //   graph, and so do plans that differ only in `place` lists. On a miss the rewrites run once on
-//   the plan with those counts replaced by symbols, and the rewritten plan says where every
-//   split and place list of the result comes from. The memo holds rewritten graphs of at most
+//   the plan with those counts as symbols (rewrite/symbolic.h, pattern.h), and the rewritten plan
+//   says where each split and place list comes from. The memo holds rewritten graphs of at most
 //   `memo_operations` operations in all (the least recently used go first): a search meets
 //   thousands of rewrite structures, and each of a deep model's takes megabytes.
 // * Shard-grid, placement and simulation run for every plan, but from the rewritten operations

@@ -106,6 +106,23 @@ struct MatchResult {
 ///   writes (split-reduction gives its combine's plan to the bias_add that reads it), and never
 ///   edits a node it does not remove (tensors and operations are immutable once added; a
 ///   rewrite replaces them).
+///
+/// A pattern is also *blind to counts and devices*, which lets the cost model rewrite once for
+/// every plan of a class (cost::Evaluator, by symbolic.h): match and apply may read
+/// * of a count of a dim that is not a reduction: only whether it is 1 and whether it equals
+///   another count of the plan (`cs != 1 && cs != ps`) — never its size, its order against
+///   another count or the extent, nor arithmetic on it. They may copy it into the plan entry of
+///   an operation they add. Under cost::Evaluator such a count is a symbol (2^40 + k) that
+///   stands for every value of its class;
+/// * of a reduction dim's count, and of any count of a derived entry (plan.h) or equal to one
+///   of these: anything (they are exact under cost::Evaluator, and in its memo key);
+/// * of a place list: only whether it is empty; they may copy it (it is one marker naming its
+///   entry under cost::Evaluator), never read its devices;
+/// * names, substitutions, fusion groups, meshes, colocations and the graph: anything.
+/// A pattern that reads more is priced wrong without a word — the search prices plans by the
+/// first plan of their class. tests/rewrite/symbolic_test.cpp checks every pattern of
+/// default_patterns() (rewriting symbolically then substituting the counts and place lists back
+/// must give what rewriting the concrete plan gives): a new pattern goes in that test.
 class OperationPattern {
  public:
   virtual ~OperationPattern() = default;

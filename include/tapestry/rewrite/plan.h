@@ -75,7 +75,7 @@ struct OpPlan {
   /// plan file nor written by to_json: the rewrites' way of saying "shard j of the combine runs
   /// where partial block j was computed" whatever placed that block — a `place` list, the
   /// default placement, or the search's counts, which the rewrites may only see as symbols
-  /// (cost/evaluator.h). Exclusive with `place` and `mesh`.
+  /// (rewrite/symbolic.h). Exclusive with `place` and `mesh`.
   struct Colocation {
     /// The operation whose shards' devices this one takes (placed before it).
     std::string with;

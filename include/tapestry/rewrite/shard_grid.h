@@ -12,7 +12,8 @@
 //   zr[0:50, 0:32] cell zr[50:100, 0:32]  reads X zr[10:60, 20:32],  W zr[0:32, 0:12], b zr[0:32];
 //   writes Y zr[50:100, 0:32]
 //
-// Parts need not divide the extents: 10 cut into 4 gives 3, 3, 2, 2 (Range::split_grid).
+// Parts need not divide the extents: 10 cut into 4 gives 3, 3, 2, 2 (zspace::Grid, grid.h: the
+// one cutting rule, which cost::Evaluator prices by as well).
 #pragma once
 
 #include <cstdint>
@@ -40,8 +41,22 @@ std::optional<std::string> match_shard_grid(const ir::Graph& graph, ir::Operatio
 /// plans checks each time.
 std::optional<std::string> match_shard_counts(const ir::Graph& graph, ir::OperationId op,
                                               std::span<const std::int64_t> parts);
-/// Adds one Application per grid cell (row-major order). Precondition: match_shard_grid holds.
+/// Adds one Application per cell of zspace::Grid(index, parts), cell i as the i-th (row-major
+/// order), with consecutive ids from graph.size(). Precondition: match_shard_grid holds.
 std::vector<ir::ApplicationId> apply_shard_grid(ir::Graph& graph, ir::OperationId op,
                                                 std::span<const std::int64_t> parts);
+
+/// The numbering of Applications lower gives (lower.h, step 5): it cuts every operation of
+/// `graph`, in graph.operations() order, into shards[i] Applications (i: the operation's position
+/// in graph.operations()), so operation i's cell s gets node id first[i] + s, where `first` is
+/// what this returns — graph.size(), then each operation's after the previous one's shards:
+///
+///   graph of 5 nodes, operations A, B (that order), shards {2, 3}  →  first == {5, 7}
+///   (A's Applications are nodes 5, 6; B's 7, 8, 9)
+///
+/// lower checks every Application it adds against it; cost::Evaluator numbers by it the
+/// Applications it prices without making them.
+std::vector<std::int64_t> first_application_ids(const ir::Graph& graph,
+                                                std::span<const std::int64_t> shards);
 
 }  // namespace tapestry::rewrite

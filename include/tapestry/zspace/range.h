@@ -82,9 +82,9 @@ class Range {
   [[nodiscard]] std::vector<Range> split_by_sizes(std::size_t dim,
                                                   std::span<const std::int64_t> sizes) const;
   /// Cuts dimension `dim` into `parts` near-equal pieces (sizes differ by at most one; the larger
-  /// ones first). parts must be in [1, extent] (or exactly 1 for an empty extent).
+  /// ones first: zspace::Grid, grid.h). parts in [1, extent] (exactly 1 for an empty extent).
   [[nodiscard]] std::vector<Range> split_even(std::size_t dim, std::int64_t parts) const;
-  /// Cuts every dimension into near-equal parts: a row-major grid of prod(parts) cells.
+  /// Every dimension cut into near-equal parts: Grid(*this, parts).cells(), row-major (grid.h).
   [[nodiscard]] std::vector<Range> split_grid(std::span<const std::int64_t> parts) const;
 
   /// Reorders dimensions: result dim i is this dim perm[i].
