@@ -18,6 +18,7 @@
 #include <oneapi/tbb/parallel_reduce.h>
 
 #include "run_support.h"
+
 #include "tapestry/ir/display_name.h"
 #include "tapestry/runtime/compare.h"
 #include "tapestry/runtime/kernel.h"
@@ -220,6 +221,41 @@ double max_slope(std::string_view kernel, double x, double w) {
   return 1.05 * m;
 }
 
+// ---- float32 sums of nonnegative terms ---------------------------------------------------
+// bilinear's magnitudes, σ² and D terms and live-term counts are sums of nonnegative products.
+// Run as a float32 GEMM on operands rounded up (x̃ ≥ x, w̃ ≥ w, each the float64 number the
+// float64 run would read, rounded up), any summation order gives Ŝ ≥ (1 − γ24(n))·Σx̃w̃ ≥
+// (1 − γ24(n))·Σxw while nothing underflows or overflows (Higham §3.1, nonnegative terms), and
+// the float64 GEMM gives at most (1 + γ53(n))·Σxw; so Ŝ·(1 + γ53(n))/(1 − γ24(n)), rounded up,
+// is ≥ the float64 number: the bars only grow, by ~n·2^−24 relative. Sums of integers that stay
+// below 2^24 (counts of live terms, exact mode's small integers) are exact in both: no factor.
+
+// The smallest float ≥ d (d ≥ 0; +inf above FLT_MAX, NaN stays NaN).
+float round_up(double d) {
+  const auto f = static_cast<float>(d);
+  return static_cast<double>(f) < d ? std::nextafter(f, INFINITY) : f;
+}
+
+// A float32 buffer ≥ a float64 one cell by cell, and the range of its cells.
+struct Single {
+  Buffer buffer;
+  float lo = INFINITY;   // the smallest nonzero cell (∞: all zero)
+  float hi = 0;          // the largest
+  bool fits = true;      // every cell 0 or a finite normal float (no NaN, ∞, subnormal)
+  bool integers = true;  // every cell an integer
+};
+
+// Whether float32 sums may stand in for float64 ones: a user who set oneDNN's default
+// floating-point math mode to a lower precision (bf16, tf32 …) gets float64 throughout.
+bool strict_float32() {
+  static const bool strict = [] {
+    const char* mode = std::getenv("ONEDNN_DEFAULT_FPMATH_MODE");
+    return mode == nullptr || std::string_view(mode) == "STRICT" ||
+           std::string_view(mode) == "strict" || std::string_view(mode).empty();
+  }();
+  return strict;
+}
+
 }  // namespace
 
 SharedZeros::SharedZeros(std::int64_t cells)
@@ -233,14 +269,15 @@ SharedZeros::~SharedZeros() {
   std::free(data_);  // NOLINT(cppcoreguidelines-no-malloc): calloc's zero pages are the point
 }
 
-Buffer SharedZeros::view(const Range& range) const {
+Buffer SharedZeros::view(const Range& range, DType dtype) const {
   TAPESTRY_ASSERT(range.size() <= cells_, "a SharedZeros view larger than the region");
-  return Buffer::borrow(DType::kFloat64, range, reinterpret_cast<std::byte*>(data_));
+  TAPESTRY_ASSERT(dtype == DType::kFloat64 || dtype == DType::kFloat32,
+                  "a SharedZeros view is float64 or float32");
+  return Buffer::borrow(dtype, range, reinterpret_cast<std::byte*>(data_));
 }
 
 bool SharedZeros::holds(const Buffer& b) const {
-  return b.is_borrowed() && b.dtype() == DType::kFloat64 &&
-         b.bytes() == reinterpret_cast<const std::byte*>(data_);
+  return b.is_borrowed() && b.bytes() == reinterpret_cast<const std::byte*>(data_);
 }
 
 // Everything one rule works on.
@@ -257,6 +294,8 @@ struct OperationEval::Ctx {
   RuleResult result;
   // Buffers made from the inputs while the rule runs (CellMap), by kind and entry.
   std::map<std::pair<std::string, std::size_t>, Buffer> made;
+  // The float32 transforms of run_single, by kind and entry (rounded up).
+  std::map<std::pair<std::string, std::size_t>, Single> singles;
   std::size_t flags = 0;  // flag() CellMaps made so far (each its own kind)
 
   // The buffer `make()` gives for (kind, entry i), made once.
@@ -278,13 +317,14 @@ struct OperationEval::Ctx {
 
 OperationEval::OperationEval(const ir::Graph& graph, ir::OperationId op,
                              const ExecutableKernels& kernels, double lambda,
-                             const SharedZeros* zeros)
+                             const SharedZeros* zeros, bool single_sums)
     : graph_(graph),
       op_(op),
       kernels_(kernels),
       kernel_(kernels.lookup(graph.operation(op).kernel(), node_name(graph, op))),
       lambda_(lambda),
-      zeros_(zeros) {
+      zeros_(zeros),
+      single_sums_(single_sums && strict_float32()) {
   const ir::OperationView view = graph.operation(op);
   const Range index = *view.ipf_index();
   double window = 1;
@@ -482,6 +522,123 @@ std::vector<Buffer> OperationEval::bilinear_hazards(Ctx& c, int w, int bias) con
   return hazard;
 }
 
+// The float32 form of `t` on input entry i, made once per operation: each cell rounded up, its
+// range and whether all are integers. A σ or D that is a view of the shared zeros stays one.
+namespace {
+const Single& single_of(const CellTransform& t, std::size_t i,
+                        std::map<std::pair<std::string, std::size_t>, Single>& singles,
+                        const Buffer& value, const Buffer& sigma, const Buffer& bound,
+                        const SharedZeros* zeros) {
+  const std::pair<std::string, std::size_t> key{std::string(t.kind), i};
+  if (auto it = singles.find(key); it != singles.end()) return it->second;
+  if (zeros != nullptr &&
+      ((t.of_sigma && zeros->holds(sigma)) || (t.of_bound && zeros->holds(bound)))) {
+    return singles.emplace(key, Single{.buffer = zeros->view(value.range(), DType::kFloat32)})
+        .first->second;
+  }
+  Single out{.buffer = Buffer(DType::kFloat32, value.range(), Buffer::Uninitialized{})};
+  const std::span<const double> v = value.values<double>(), sg = sigma.values<double>(),
+                                d = bound.values<double>();
+  const std::span<float> o = out.buffer.values<float>();
+  struct Extent {
+    float lo = INFINITY, hi = 0;
+    bool fits = true, integers = true;
+  };
+  const Extent all = tbb::parallel_reduce(
+      tbb::blocked_range<std::size_t>(0, o.size(), kCellChunk), Extent{},
+      [&](const tbb::blocked_range<std::size_t>& r, Extent e) {
+        for (std::size_t k = r.begin(); k < r.end(); ++k) {
+          const float f = round_up(t.f(v[k], sg[k], d[k]));
+          o[k] = f;
+          if (f == 0) continue;
+          e.fits = e.fits && f >= FLT_MIN && f <= FLT_MAX;  // false for NaN
+          e.integers = e.integers && f == std::nearbyint(f);
+          e.lo = std::min(e.lo, f);
+          e.hi = std::max(e.hi, f);
+        }
+        return e;
+      },
+      [](Extent a, const Extent& b) {
+        return Extent{std::min(a.lo, b.lo), std::max(a.hi, b.hi), a.fits && b.fits,
+                      a.integers && b.integers};
+      },
+      tbb::simple_partitioner());
+  out.lo = all.lo;
+  out.hi = all.hi;
+  out.fits = all.fits;
+  out.integers = all.integers;
+  return singles.emplace(key, std::move(out)).first->second;
+}
+}  // namespace
+
+std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int bias,
+                                                             const CellTransform& tx,
+                                                             const CellTransform& tw,
+                                                             bool zero_bias, bool count) const {
+  if (!single_sums_) return std::nullopt;
+  std::string_view kernel = c.op.kernel();
+  if (kernel.starts_with("op:")) kernel.remove_prefix(3);
+  // GEMMs only: conv2d's float32 convolution may transform its operands (Winograd), which the
+  // bound of a plain sum of products does not cover.
+  if (kernel != "linear" && kernel != "linear_nobias" && kernel != "matmul") return std::nullopt;
+  const double n = terms_ + 2;  // the products, the bias, one to spare
+  if (n >= 0x1p22) return std::nullopt;
+  std::optional<Buffer> zero;  // the zeroed bias
+  std::vector<const Buffer*> p;
+  p.reserve(c.in_value.size());
+  const Single* xs = nullptr;
+  const Single* ws = nullptr;
+  float bias_hi = 0;
+  bool integers = true;
+  for (std::size_t i = 0; i < c.in_value.size(); ++i) {
+    const auto idx = static_cast<int>(i);
+    if (idx == bias && zero_bias) {
+      zero = zeros_ != nullptr && c.in_value[i]->range().size() <= zeros_->cells()
+                 ? zeros_->view(c.in_value[i]->range(), DType::kFloat32)
+                 : Buffer(DType::kFloat32, c.in_value[i]->range());
+      p.push_back(&*zero);
+      continue;
+    }
+    const CellTransform& t = idx == w ? tw : tx;
+    const Single& one =
+        single_of(t, i, c.singles, *c.in_value[i], *c.in_sigma[i], *c.in_bound[i], zeros_);
+    if (!one.fits) return std::nullopt;
+    integers = integers && one.integers;
+    if (idx == w) {
+      ws = &one;
+    } else if (idx == bias) {
+      bias_hi = one.hi;
+    } else {
+      xs = &one;
+    }
+    p.push_back(&one.buffer);
+  }
+  if (xs == nullptr || ws == nullptr) return std::nullopt;
+  // No product underflows (each nonzero one ≥ 2^−125, normal), no sum overflows (≤ 2^124).
+  const double lo = static_cast<double>(xs->lo) * ws->lo;  // ∞ when either is all zero
+  const double hi = static_cast<double>(xs->hi) * ws->hi * terms_ + bias_hi;
+  if (lo < 0x1p-125 || hi > 0x1p124) return std::nullopt;
+  // Integers summing below 2^24 are exact in float32 as in float64 (counts, exact mode).
+  const bool exact = integers && hi < 0x1p24;
+  TAPESTRY_ASSERT(!count || exact, "a count of live terms that float32 does not hold exactly");
+  const double g24 = n * 0x1p-24 / (1 - n * 0x1p-24);
+  const double g53 = n * 0x1p-53 / (1 - n * 0x1p-53);
+  const double factor = exact ? 1.0 : (1 + g53) / (1 - g24) * (1 + 0x1p-49);
+  std::vector<Buffer> sums = call(kernel_, p, DType::kFloat32);
+  std::vector<Buffer> out;
+  out.reserve(sums.size());
+  for (const Buffer& sum : sums) {
+    Buffer o(DType::kFloat64, sum.range(), Buffer::Uninitialized{});
+    const std::span<const float> from = sum.values<float>();
+    const std::span<double> to = o.values<double>();
+    for_cells(to.size(), [&](std::size_t lo_i, std::size_t hi_i) {
+      for (std::size_t k = lo_i; k < hi_i; ++k) to[k] = static_cast<double>(from[k]) * factor;
+    });
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
 // linear, matmul, conv2d, mul: out = Σ_k x_k·w_k (+ bias), n = terms (+1 with a bias).
 //   A  = K(|x|, |w|, |bias|)                         Σ|terms| of each cell
 //   σ² = K(σx², w², σbias²) + K(x², σw², 0) + proxy(A)²
@@ -540,27 +697,54 @@ void OperationEval::bilinear(Ctx& c) const {
   // 2. The kernel runs: magnitudes, propagated errors, live terms, hazards. Each transform is
   //    freed after the last run that reads it (the flags' runs come last, on their own).
   const auto forget = [&c](std::initializer_list<std::string_view> kinds) {
-    std::erase_if(c.made, [&](const auto& m) {
+    const auto listed = [&](const auto& m) {
       return std::find(kinds.begin(), kinds.end(), m.first.first) != kinds.end();
-    });
+    };
+    std::erase_if(c.made, listed);
+    std::erase_if(c.singles, listed);
   };
-  std::vector<Buffer> a = run(abs_value, abs_value, false);
+  // Each sum of nonnegative products as float32 GEMMs rounded up where they apply (run_single),
+  // else in float64; the same transforms either way.
+  static constexpr CellTransform kAbs{"abs", [](double v, double, double) { return std::abs(v); }};
+  static constexpr CellTransform kSq{"sq", [](double v, double, double) { return v * v; }};
+  static constexpr CellTransform kSqSigma{"sq_sigma",
+                                          [](double, double s, double) { return s * s; }, true};
+  static constexpr CellTransform kBound{"bound", [](double, double, double d) { return d; }, false,
+                                        true};
+  static constexpr CellTransform kAbsPlusBound{
+      "abs_plus_bound", [](double v, double, double d) { return std::abs(v) + d; }};
+  static constexpr CellTransform kLive{
+      "live", [](double v, double s, double d) { return may_be_nonzero(v, s, d) ? 1.0 : 0.0; }};
+  const auto sums = [&](const CellTransform& tx, const CellTransform& tw, const CellMap& on_x,
+                        const CellMap& on_w, bool zero_bias) {
+    if (auto s = run_single(c, w, bias, tx, tw, zero_bias, false)) return std::move(*s);
+    return run(on_x, on_w, zero_bias);
+  };
+  std::vector<Buffer> a = sums(kAbs, kAbs, abs_value, abs_value, false);
   std::vector<Buffer> p1, p2, d1, d2, live, hazard;
   if (x_carries) {
-    p1 = run(sq_sigma, sq_value, false);
-    d1 = run(bound, abs_plus_bound, false);
-    forget({"abs_plus_bound"});
+    p1 = sums(kSqSigma, kSq, sq_sigma, sq_value, false);
+    if (!w_carries) forget({"sq", "sq_sigma"});  // p2 does not run
+    const bool w_exact =
+        zeros_ != nullptr && zeros_->holds(*c.in_bound[static_cast<std::size_t>(w)]);
+    d1 = sums(kBound, w_exact ? kAbs : kAbsPlusBound, bound, abs_plus_bound, false);
+    forget({"abs_plus_bound", "bound"});
   }
   if (w_carries) {
-    p2 = run(sq_value, sq_sigma, true);
-    d2 = run(abs_value, bound, true);
+    p2 = sums(kSq, kSqSigma, sq_value, sq_sigma, true);
+    d2 = sums(kAbs, kBound, abs_value, bound, true);
   }
-  forget({"abs", "sq", "sq_sigma"});
+  forget({"abs", "sq", "sq_sigma", "bound"});
   if (exact_zeros) {
-    const CellMap nonzero =
-        flag(c, [](double v, double s, double d) { return may_be_nonzero(v, s, d); });
-    live = run(nonzero, nonzero, false);
+    if (auto counted = run_single(c, w, bias, kLive, kLive, false, true)) {
+      live = std::move(*counted);
+    } else {
+      const CellMap nonzero =
+          flag(c, [](double v, double s, double d) { return may_be_nonzero(v, s, d); });
+      live = run(nonzero, nonzero, false);
+    }
     c.made.clear();
+    c.singles.clear();
   }
   if (std::any_of(c.result.values.begin(), c.result.values.end(),
                   [](const Buffer& v) { return any_non_finite(v); }))

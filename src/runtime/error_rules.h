@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tapestry/ir/graph.h"
@@ -56,8 +58,9 @@ class SharedZeros {
   SharedZeros(const SharedZeros&) = delete;
   SharedZeros& operator=(const SharedZeros&) = delete;
 
-  /// A float64 buffer of zeros over `range` (range.size() ≤ cells), borrowing the region.
-  [[nodiscard]] Buffer view(const Range& range) const;
+  /// A buffer of zeros over `range` (range.size() ≤ cells), borrowing the region: float64, or
+  /// float32 (the float32 sums of OperationEval::bilinear).
+  [[nodiscard]] Buffer view(const Range& range, DType dtype = DType::kFloat64) const;
   /// True when `b` is such a view.
   [[nodiscard]] bool holds(const Buffer& b) const;
   [[nodiscard]] std::int64_t cells() const { return cells_; }
@@ -84,12 +87,22 @@ struct RuleResult {
   std::string unmodelled;
 };
 
+/// One cell transform of an input entry (value, σ, D) ↦ a nonnegative number (|x|, σ², D …),
+/// named for the buffers it makes.
+struct CellTransform {
+  std::string_view kind;
+  double (*f)(double value, double sigma, double bound);
+  bool of_sigma = false, of_bound = false;  // the cell's σ or D alone (a zero view stays one)
+};
+
 class OperationEval {
  public:
   /// `zeros`, when given, is the region the exact inputs' σ and D borrow: buffers in it are known
-  /// to be 0 without a scan, and a zeroed operand is a view of it.
+  /// to be 0 without a scan, and a zeroed operand is a view of it. `single_sums`: linear's and
+  /// matmul's sums of nonnegative terms run as float32 GEMMs rounded up where their operands
+  /// allow (OracleOptions::single_precision_sums).
   OperationEval(const ir::Graph& graph, ir::OperationId op, const ExecutableKernels& kernels,
-                double lambda, const SharedZeros* zeros = nullptr);
+                double lambda, const SharedZeros* zeros = nullptr, bool single_sums = false);
 
   /// Evaluates the operation on `value` (every tensor it reads) and derives its outputs' sigma
   /// and bound from `sigma` and `bound` (every float tensor it reads).
@@ -116,6 +129,14 @@ class OperationEval {
   [[nodiscard]] bool all_zero(const Buffer& b) const;
   [[nodiscard]] std::vector<Buffer> run_bilinear(const Ctx& c, int w, int bias, const CellMap& on_x,
                                                  const CellMap& on_w, bool zero_bias) const;
+  /// bilinear's kernel run on nonnegative transforms (`tx` of x and the bias, `tw` of w) as a
+  /// float32 GEMM on the transforms rounded up, its results scaled up so that each is ≥ what
+  /// the float64 run gives; empty when the kernel or the operands' range does not allow it
+  /// (then the float64 run). `count`: the transforms are 0/1 flags and the sums counts (exact).
+  [[nodiscard]] std::optional<std::vector<Buffer>> run_single(Ctx& c, int w, int bias,
+                                                              const CellTransform& tx,
+                                                              const CellTransform& tw,
+                                                              bool zero_bias, bool count) const;
   [[nodiscard]] std::vector<Buffer> bilinear_hazards(Ctx& c, int w, int bias) const;
   void bilinear(Ctx& c) const;
   void additive(Ctx& c, std::string_view twin) const;
@@ -134,6 +155,7 @@ class OperationEval {
   KernelFn kernel_;
   double lambda_;
   const SharedZeros* zeros_;
+  bool single_sums_;
   /// Terms combined into one output cell: Π reduction extents × the largest input window.
   double terms_ = 1;
 };

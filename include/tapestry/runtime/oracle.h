@@ -129,6 +129,13 @@ struct OracleOptions {
   /// promoted when an operation first reads it, and every tensor is freed after its last reader,
   /// so `value`, `sigma` and `bound` hold the graph outputs only (the same numbers either way).
   bool keep_all = false;
+  /// linear's and matmul's error terms that are sums of nonnegative products — Σ|x||w|, the
+  /// propagated σ² and D, the count of live terms — as float32 GEMMs on operands rounded up,
+  /// each result scaled by (1 + γ53(n)) / (1 − γ24(n)), n the terms + 2: never below the float64
+  /// GEMM's number, ~n·2^−24 above it (counts are exact below 2^24). Operands outside float32's
+  /// safe range (a product under 2^−125, a sum over 2^125, ∞, NaN) or n ≥ 2^22 take float64.
+  /// False: every term in float64 (tests compare the two).
+  bool single_precision_sums = true;
 };
 
 struct Oracle {
