@@ -174,6 +174,18 @@ double max_of(const Buffer& b) {
       [](double x, double y) { return std::max(x, y); }, tbb::simple_partitioner());
 }
 
+// The largest |cell|, at least 0 (NaN is skipped): max_of(abs_of(b)) without the copy.
+double max_abs_of(const Buffer& b) {
+  const std::span<const double> v = b.values<double>();
+  return tbb::parallel_reduce(
+      tbb::blocked_range<std::size_t>(0, v.size(), kCellChunk), 0.0,
+      [&](const tbb::blocked_range<std::size_t>& r, double m) {
+        for (std::size_t i = r.begin(); i < r.end(); ++i) m = std::max(m, std::abs(v[i]));
+        return m;
+      },
+      [](double x, double y) { return std::max(x, y); }, tbb::simple_partitioner());
+}
+
 // The two scales of n roundings of relative size ≤ u on terms of magnitude A (Σ|terms|):
 //   proxy  √n·u·A      Higham & Mary: the roundings are independent, mean zero and bounded,
 //                      so their sum is within λ·√n·u·A with probability ≥ 1 − 2·exp(−λ²/2)
@@ -285,6 +297,7 @@ struct OperationEval::Ctx {
   const BufferMap& value;
   const BufferMap& sigma;
   const ir::OperationView op;
+  const SpareBuffers& spare;
   std::vector<const Buffer*> in_value;             // per input entry
   std::vector<const Buffer*> in_sigma;             // per input entry (float inputs)
   std::vector<const Buffer*> in_bound;             // per input entry (float inputs)
@@ -371,9 +384,9 @@ std::vector<Buffer> OperationEval::call(KernelFn kernel, const std::vector<const
 }
 
 RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
-                              const BufferMap& bound) const {
+                              const BufferMap& bound, const SpareBuffers& spare) const {
   const ir::OperationView op = graph_.operation(op_);
-  Ctx c{.value = value, .sigma = sigma, .op = op};
+  Ctx c{.value = value, .sigma = sigma, .op = op, .spare = spare};
   DType dtype = DType::kFloat64;
   for (const auto& e : op.inputs().entries()) {
     c.ins.push_back(e);
@@ -990,7 +1003,7 @@ void OperationEval::selection(Ctx& c, bool negate) const {
         dv[i] = std::min(wd[i], std::max(hd[i] - m[i], m[i] - ld[i]) + slack);
       }
     });
-    c.result.magnitudes.push_back(max_of(abs_of(value)));
+    c.result.magnitudes.push_back(max_abs_of(value));
     c.result.sigmas.push_back(std::move(s));
     c.result.bounds.push_back(std::move(d));
   }
@@ -1104,8 +1117,37 @@ void OperationEval::elementwise(Ctx& c) const {
   const auto& in_entries = c.ins;
   const auto& out_entry = c.outs.front();
   const zspace::IndexProjection& out_ipf = checked_ipf(out_entry, signature.outputs, index);
-  Buffer s(DType::kFloat64, graph_.tensor(out_entry.value.tensor).range());
-  Buffer d(DType::kFloat64, graph_.tensor(out_entry.value.tensor).range());
+  // σ and D written over the first input's, where this operation reads it for the last time,
+  // reads no other cell of it (same cells, same IPF, no second entry of it) and they are its own
+  // float64 buffers: each cell reads its input cell before writing it. Else fresh buffers.
+  const Range& out_range = graph_.tensor(out_entry.value.tensor).range();
+  Buffer* spare_sigma = nullptr;
+  Buffer* spare_bound = nullptr;
+  if (!in_entries.empty()) {
+    const ir::TensorId t0 = in_entries[0].value.tensor;
+    auto it = c.spare.find(t0);
+    const auto owned = [&](const Buffer* b) {
+      return b != nullptr && !b->is_borrowed() && b->dtype() == DType::kFloat64 &&
+             b->range() == out_range;
+    };
+    const bool read_once = std::none_of(in_entries.begin() + 1, in_entries.end(),
+                                        [&](const auto& e) { return e.value.tensor == t0; });
+    if (it != c.spare.end() && read_once && owned(it->second.first) && owned(it->second.second) &&
+        it->second.first == c.in_sigma[0] && it->second.second == c.in_bound[0] &&
+        graph_.tensor(t0).range() == out_range &&
+        in_entries[0].value.range == out_entry.value.range &&
+        checked_ipf(in_entries[0], signature.inputs, index) == out_ipf) {
+      spare_sigma = it->second.first;
+      spare_bound = it->second.second;
+    }
+  }
+  Buffer fresh_s, fresh_d;
+  if (spare_sigma == nullptr) {
+    fresh_s = Buffer(DType::kFloat64, out_range);
+    fresh_d = Buffer(DType::kFloat64, out_range);
+  }
+  Buffer& s = spare_sigma != nullptr ? *spare_sigma : fresh_s;
+  Buffer& d = spare_bound != nullptr ? *spare_bound : fresh_d;
   const Operand<const double> y(
       InputPort{c.result.values.front().view(out_entry.value.range), &out_ipf});
   const Operand<double> sy(OutputPort{s.view(out_entry.value.range), &out_ipf});
@@ -1163,9 +1205,10 @@ void OperationEval::elementwise(Ctx& c) const {
         }
       },
       kCellChunk / static_cast<std::size_t>(std::max<std::int64_t>(n, 1)));
-  c.result.magnitudes.push_back(max_of(abs_of(c.result.values.front())));
+  c.result.magnitudes.push_back(max_abs_of(c.result.values.front()));
   c.result.sigmas.push_back(std::move(s));
   c.result.bounds.push_back(std::move(d));
+  if (spare_sigma != nullptr) c.result.taken.push_back(in_entries[0].value.tensor);
 }
 
 // softmax over the last dim of each row: y_i = e^(x_i − m) / Σ_j e^(x_j − m), m = max_j x_j.
@@ -1368,7 +1411,7 @@ void OperationEval::variance(Ctx& c) const {
         }
       },
       kCellChunk / static_cast<std::size_t>(std::max<std::int64_t>(n * row_starts.size(), 1)));
-  c.result.magnitudes.push_back(max_of(abs_of(c.result.values.front())));
+  c.result.magnitudes.push_back(max_abs_of(c.result.values.front()));
   c.result.sigmas.push_back(std::move(s));
   c.result.bounds.push_back(std::move(d));
 }
@@ -1380,7 +1423,7 @@ void OperationEval::move(Ctx& c) const {
   std::vector<Buffer> sigmas = call(kernel_, c.in_sigma, DType::kFloat64, &params);
   std::vector<Buffer> bounds = call(kernel_, c.in_bound, DType::kFloat64, &params);
   for (std::size_t o = 0; o < sigmas.size(); ++o) {
-    c.result.magnitudes.push_back(max_of(abs_of(c.result.values[o])));
+    c.result.magnitudes.push_back(max_abs_of(c.result.values[o]));
     c.result.sigmas.push_back(std::move(sigmas[o]));
     c.result.bounds.push_back(std::move(bounds[o]));
   }

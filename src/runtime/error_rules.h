@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -70,6 +71,11 @@ class SharedZeros {
   std::int64_t cells_;
 };
 
+/// The σ and D buffers of tensors an operation reads for the last time (the caller frees them
+/// after it), by tensor: a rule may write its outputs' σ and D over them instead of filling
+/// fresh buffers, moving them into its result (RuleResult::taken).
+using SpareBuffers = std::map<ir::TensorId, std::pair<Buffer*, Buffer*>>;
+
 /// What one operation contributes to the oracle.
 struct RuleResult {
   /// The operation's output tensors, in selection order, and their float64 values.
@@ -85,6 +91,8 @@ struct RuleResult {
   bool exact = true;
   /// The kernel, when it has no error model and the worst-case fallback was used.
   std::string unmodelled;
+  /// Tensors whose spare σ and D (run's `spare`) became an output's: moved from.
+  std::vector<ir::TensorId> taken;
 };
 
 /// One cell transform of an input entry (value, σ, D) ↦ a nonnegative number (|x|, σ², D …),
@@ -105,9 +113,10 @@ class OperationEval {
                 double lambda, const SharedZeros* zeros = nullptr, bool single_sums = false);
 
   /// Evaluates the operation on `value` (every tensor it reads) and derives its outputs' sigma
-  /// and bound from `sigma` and `bound` (every float tensor it reads).
+  /// and bound from `sigma` and `bound` (every float tensor it reads), writing them over
+  /// `spare` buffers where the rule can (elementwise: an output with its first input's cells).
   [[nodiscard]] RuleResult run(const BufferMap& value, const BufferMap& sigma,
-                               const BufferMap& bound) const;
+                               const BufferMap& bound, const SpareBuffers& spare = {}) const;
 
  private:
   struct Ctx;

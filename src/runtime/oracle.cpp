@@ -90,6 +90,12 @@ class LiveBytes {
     map.insert_or_assign(t, std::move(b));
     oracle_.peak_bytes = std::max(oracle_.peak_bytes, now_);
   }
+  // t's σ and D became an output's (RuleResult::taken): gone from the maps, `bytes` with them.
+  void taken(ir::TensorId t, std::int64_t bytes) {
+    oracle_.sigma.erase(t);
+    oracle_.bound.erase(t);
+    now_ -= bytes;
+  }
   void erase(ir::TensorId t) {
     for (BufferMap* map : {&oracle_.value, &oracle_.sigma, &oracle_.bound}) {
       auto it = map->find(t);
@@ -98,12 +104,12 @@ class LiveBytes {
       map->erase(it);
     }
   }
-
- private:
   static std::int64_t bytes(const Buffer& b) {  // a borrowed view (shared zeros) holds none
     return b.is_borrowed() ? 0
                            : b.size() * static_cast<std::int64_t>(ir::dtype_size_bytes(b.dtype()));
   }
+
+ private:
   Oracle& oracle_;
   std::int64_t now_ = 0;
 };
@@ -169,7 +175,18 @@ Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
     for (const auto& e : graph.operation(op).inputs().entries()) enter(e.value.tensor);
     const detail::OperationEval eval(graph, op, kernels, options.lambda, &zeros,
                                      options.single_precision_sums);
-    detail::RuleResult r = eval.run(oracle.value, oracle.sigma, oracle.bound);
+    // The σ and D of tensors freed after this operation: its outputs' may be written over them.
+    detail::SpareBuffers spare;
+    std::map<ir::TensorId, std::int64_t> spare_bytes;
+    for (ir::TensorId t : options.keep_all ? std::vector<ir::TensorId>{} : release[k]) {
+      auto s = oracle.sigma.find(t);
+      auto b = oracle.bound.find(t);
+      if (s == oracle.sigma.end() || b == oracle.bound.end()) continue;
+      spare.emplace(t, std::pair{&s->second, &b->second});
+      spare_bytes[t] = LiveBytes::bytes(s->second) + LiveBytes::bytes(b->second);
+    }
+    detail::RuleResult r = eval.run(oracle.value, oracle.sigma, oracle.bound, spare);
+    for (ir::TensorId t : r.taken) live.taken(t, spare_bytes.at(t));
     if (!r.exact && not_exact.empty()) {
       not_exact = fmt::format("operation '{}' ({}) is not exact", detail::node_name(graph, op),
                               graph.operation(op).kernel());

@@ -176,7 +176,9 @@ TEST(SingleSums, OutsideFloat32sRangeAreTheFloat64Ones) {
                               std::to_string(c.k) + "]\nY = linear_nobias(X, W)\noutput Y\n");
     const Rule r = both_ways(g, c.cell);
     const std::int64_t differ = expect_rule_above(r, static_cast<double>(c.k) + 2);
-    if (c.float64) EXPECT_EQ(differ, 0);
+    if (c.float64) {
+      EXPECT_EQ(differ, 0);
+    }
   }
 }
 

@@ -57,7 +57,9 @@
 //   ─────────────────────────── ───────────────────────────────────────────────────────────────
 //   linear, matmul, conv2d, mul  Σ σx²·w² + x²·σw² (+σbias²) + (√n·u·A)²  |  Σ Dx·(|w| + Dw) +
 //                                |x|·Dw (+Dbias) + γn·A;  A = Σ|x||w| (+|bias|), n its terms
-//                                that may be nonzero (no exact-zero factor)
+//                                that may be nonzero (no exact-zero factor); for linear and
+//                                matmul, A, the Σ terms and n by float32 GEMMs rounded up
+//                                (OracleOptions::single_precision_sums): never below these
 //   add, sub, bias_add, sum,     Σ σ² + (√n·u·A)²  |  Σ D + γn·A;  A = Σ|terms|, n additions
 //     reduce (sum)               of terms that may be nonzero (x + exact 0 is exact)
 //   reduce (prod) of n factors   (K(|x| + σx) − P) ⊕ √(n−1)·u·P  |  K(|x| + Dx) − P + γ(n−1)·P;
