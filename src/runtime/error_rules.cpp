@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstdlib>
@@ -242,10 +243,13 @@ double max_slope(std::string_view kernel, double x, double w) {
 // is ≥ the float64 number: the bars only grow, by ~n·2^−24 relative. Sums of integers that stay
 // below 2^24 (counts of live terms, exact mode's small integers) are exact in both: no factor.
 
-// The smallest float ≥ d (d ≥ 0; +inf above FLT_MAX, NaN stays NaN).
+// The smallest float ≥ d (d ≥ 0; +inf above FLT_MAX, NaN stays NaN). Below d, f is a finite
+// float ≥ 0 (d > f ≥ 0 and d ≤ FLT_MAX rounds to at most FLT_MAX), so the next float up is the
+// next bit pattern.
 float round_up(double d) {
   const auto f = static_cast<float>(d);
-  return static_cast<double>(f) < d ? std::nextafter(f, INFINITY) : f;
+  return static_cast<double>(f) < d ? std::bit_cast<float>(std::bit_cast<std::uint32_t>(f) + 1U)
+                                    : f;
 }
 
 // A float32 buffer ≥ a float64 one cell by cell, and the range of its cells.
@@ -638,6 +642,7 @@ std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int 
   const double g53 = n * 0x1p-53 / (1 - n * 0x1p-53);
   const double factor = exact ? 1.0 : (1 + g53) / (1 - g24) * (1 + 0x1p-49);
   std::vector<Buffer> sums = call(kernel_, p, DType::kFloat32);
+  if (count) return sums;  // exact: kept in float32
   std::vector<Buffer> out;
   out.reserve(sums.size());
   for (const Buffer& sum : sums) {
@@ -776,7 +781,12 @@ void OperationEval::bilinear(Ctx& c) const {
     const double* const d1v = cells(d1, o);
     const double* const p2v = cells(p2, o);
     const double* const d2v = cells(d2, o);
-    const double* const lv = cells(live, o);
+    // The live-term counts: float32 from run_single, float64 from the float64 run.
+    const double* const lv =
+        live.empty() || live[o].dtype() != DType::kFloat64 ? nullptr : cells(live, o);
+    const float* const lv32 = live.empty() || live[o].dtype() != DType::kFloat32
+                                  ? nullptr
+                                  : live[o].values<float>().data();
     const double* const hv = cells(hazard, o);
     const std::span<const double> value = c.result.values[o].values<double>();
     Buffer s = std::move(a[o]);
@@ -791,7 +801,8 @@ void OperationEval::bilinear(Ctx& c) const {
           sv[i] = dv[i] = class_scale(hv[i] == 0);
           continue;
         }
-        const Rounding r = rounding(lv == nullptr ? n : lv[i], c.u, c.tiny, av[i]);
+        const double terms = lv32 != nullptr ? lv32[i] : (lv != nullptr ? lv[i] : n);
+        const Rounding r = rounding(terms, c.u, c.tiny, av[i]);
         double var = r.proxy * r.proxy;
         double worst = r.bound;
         if (x_carries) {
