@@ -334,14 +334,14 @@ struct OperationEval::Ctx {
 
 OperationEval::OperationEval(const ir::Graph& graph, ir::OperationId op,
                              const ExecutableKernels& kernels, double lambda,
-                             const SharedZeros* zeros, bool single_sums)
+                             const SharedZeros* zeros, SingleSums single_sums)
     : graph_(graph),
       op_(op),
       kernels_(kernels),
       kernel_(kernels.lookup(graph.operation(op).kernel(), node_name(graph, op))),
       lambda_(lambda),
       zeros_(zeros),
-      single_sums_(single_sums && strict_float32()) {
+      single_sums_(strict_float32() ? single_sums : SingleSums::kNever) {
   const ir::OperationView view = graph.operation(op);
   const Range index = *view.ipf_index();
   double window = 1;
@@ -557,33 +557,60 @@ const Single& single_of(const CellTransform& t, std::size_t i,
   const std::span<const double> v = value.values<double>(), sg = sigma.values<double>(),
                                 d = bound.values<double>();
   const std::span<float> o = out.buffer.values<float>();
+  // One branch-free pass (it vectorises): each cell rounded up, the smallest nonzero and the
+  // largest cell, and whether any is ∞ or NaN.
   struct Extent {
     float lo = INFINITY, hi = 0;
-    bool fits = true, integers = true;
+    bool bad = false;
   };
-  const Extent all = tbb::parallel_reduce(
-      tbb::blocked_range<std::size_t>(0, o.size(), kCellChunk), Extent{},
-      [&](const tbb::blocked_range<std::size_t>& r, Extent e) {
-        for (std::size_t k = r.begin(); k < r.end(); ++k) {
-          const float f = round_up(t.f(v[k], sg[k], d[k]));
-          o[k] = f;
-          if (f == 0) continue;
-          e.fits = e.fits && f >= FLT_MIN && f <= FLT_MAX;  // false for NaN
-          e.integers = e.integers && f == std::nearbyint(f);
-          e.lo = std::min(e.lo, f);
-          e.hi = std::max(e.hi, f);
-        }
-        return e;
-      },
-      [](Extent a, const Extent& b) {
-        return Extent{std::min(a.lo, b.lo), std::max(a.hi, b.hi), a.fits && b.fits,
-                      a.integers && b.integers};
-      },
-      tbb::simple_partitioner());
+  const auto fill = [&](auto f) {
+    return tbb::parallel_reduce(
+        tbb::blocked_range<std::size_t>(0, o.size(), kCellChunk), Extent{},
+        [&](const tbb::blocked_range<std::size_t>& r, Extent e) {
+          float lo = e.lo, hi = e.hi;
+          bool bad = e.bad;
+          for (std::size_t k = r.begin(); k < r.end(); ++k) {
+            const float x = round_up(f(v[k], sg[k], d[k]));
+            o[k] = x;
+            lo = std::min(lo, x == 0 ? INFINITY : x);
+            hi = std::max(hi, x);
+            bad |= !(x <= FLT_MAX);
+          }
+          return Extent{lo, hi, bad};
+        },
+        [](Extent a, const Extent& b) {
+          return Extent{std::min(a.lo, b.lo), std::max(a.hi, b.hi), a.bad || b.bad};
+        },
+        tbb::simple_partitioner());
+  };
+  using Of = CellTransform::Of;
+  Extent all;
+  switch (t.of) {
+    case Of::kAbs:
+      all = fill([](double x, double, double) { return std::abs(x); });
+      break;
+    case Of::kSquare:
+      all = fill([](double x, double, double) { return x * x; });
+      break;
+    case Of::kSigmaSquared:
+      all = fill([](double, double s, double) { return s * s; });
+      break;
+    case Of::kBound:
+      all = fill([](double, double, double b) { return b; });
+      break;
+    case Of::kAbsPlusBound:
+      all = fill([](double x, double, double b) { return std::abs(x) + b; });
+      break;
+    case Of::kNonzero:
+      all = fill([](double x, double s, double b) { return may_be_nonzero(x, s, b) ? 1.0 : 0.0; });
+      break;
+  }
   out.lo = all.lo;
   out.hi = all.hi;
-  out.fits = all.fits;
-  out.integers = all.integers;
+  out.fits = !all.bad && all.lo >= FLT_MIN;  // no ∞, NaN or subnormal (lo is ∞ if all zero)
+  // Integers matter only for sums that can stay below 2^24 (exact): scanned only then.
+  out.integers = out.fits && all.hi < 0x1p24F &&
+                 !any_cell(o.size(), [&](std::size_t k) { return o[k] != std::trunc(o[k]); });
   return singles.emplace(key, std::move(out)).first->second;
 }
 }  // namespace
@@ -592,7 +619,7 @@ std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int 
                                                              const CellTransform& tx,
                                                              const CellTransform& tw,
                                                              bool zero_bias, bool count) const {
-  if (!single_sums_) return std::nullopt;
+  if (single_sums_ == SingleSums::kNever) return std::nullopt;
   std::string_view kernel = c.op.kernel();
   if (kernel.starts_with("op:")) kernel.remove_prefix(3);
   // GEMMs only: conv2d's float32 convolution may transform its operands (Winograd), which the
@@ -600,6 +627,14 @@ std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int 
   if (kernel != "linear" && kernel != "linear_nobias" && kernel != "matmul") return std::nullopt;
   const double n = terms_ + 2;  // the products, the bias, one to spare
   if (n >= 0x1p22) return std::nullopt;
+  // Where the GEMM is cheap next to a pass over its operands (few rows against a large weight:
+  // ViT-B/16's 17 tokens), rounding the operands costs more than float32 saves.
+  double operand_cells = 0;
+  for (const Buffer* b : c.in_value) operand_cells += static_cast<double>(b->size());
+  double output_cells = 0;
+  for (const Buffer& b : c.result.values) output_cells += static_cast<double>(b.size());
+  if (single_sums_ == SingleSums::kWherePays && output_cells * terms_ < 64 * operand_cells)
+    return std::nullopt;
   std::optional<Buffer> zero;  // the zeroed bias
   std::vector<const Buffer*> p;
   p.reserve(c.in_value.size());
@@ -723,16 +758,13 @@ void OperationEval::bilinear(Ctx& c) const {
   };
   // Each sum of nonnegative products as float32 GEMMs rounded up where they apply (run_single),
   // else in float64; the same transforms either way.
-  static constexpr CellTransform kAbs{"abs", [](double v, double, double) { return std::abs(v); }};
-  static constexpr CellTransform kSq{"sq", [](double v, double, double) { return v * v; }};
-  static constexpr CellTransform kSqSigma{"sq_sigma",
-                                          [](double, double s, double) { return s * s; }, true};
-  static constexpr CellTransform kBound{"bound", [](double, double, double d) { return d; }, false,
-                                        true};
-  static constexpr CellTransform kAbsPlusBound{
-      "abs_plus_bound", [](double v, double, double d) { return std::abs(v) + d; }};
-  static constexpr CellTransform kLive{
-      "live", [](double v, double s, double d) { return may_be_nonzero(v, s, d) ? 1.0 : 0.0; }};
+  using Of = CellTransform::Of;
+  static constexpr CellTransform kAbs{"abs", Of::kAbs};
+  static constexpr CellTransform kSq{"sq", Of::kSquare};
+  static constexpr CellTransform kSqSigma{"sq_sigma", Of::kSigmaSquared, true};
+  static constexpr CellTransform kBound{"bound", Of::kBound, false, true};
+  static constexpr CellTransform kAbsPlusBound{"abs_plus_bound", Of::kAbsPlusBound};
+  static constexpr CellTransform kLive{"live", Of::kNonzero};
   const auto sums = [&](const CellTransform& tx, const CellTransform& tw, const CellMap& on_x,
                         const CellMap& on_w, bool zero_bias) {
     if (auto s = run_single(c, w, bias, tx, tw, zero_bias, false)) return std::move(*s);

@@ -95,22 +95,29 @@ struct RuleResult {
   std::vector<ir::TensorId> taken;
 };
 
+/// Where OperationEval runs linear's and matmul's sums of nonnegative products in float32
+/// (OracleOptions::single_precision_sums): never, where the GEMM outweighs a pass over its
+/// operands (≥ 64 multiply-adds per operand cell: the oracle's choice), or wherever the
+/// operands' range allows (tests).
+enum class SingleSums { kNever, kWherePays, kAlways };
+
 /// One cell transform of an input entry (value, σ, D) ↦ a nonnegative number (|x|, σ², D …),
 /// named for the buffers it makes.
 struct CellTransform {
+  enum class Of { kAbs, kSquare, kSigmaSquared, kBound, kAbsPlusBound, kNonzero };
   std::string_view kind;
-  double (*f)(double value, double sigma, double bound);
+  Of of;  // |x|, x², σ², D, |x| + D, 1 where the cell may be nonzero (else 0)
   bool of_sigma = false, of_bound = false;  // the cell's σ or D alone (a zero view stays one)
 };
 
 class OperationEval {
  public:
   /// `zeros`, when given, is the region the exact inputs' σ and D borrow: buffers in it are known
-  /// to be 0 without a scan, and a zeroed operand is a view of it. `single_sums`: linear's and
-  /// matmul's sums of nonnegative terms run as float32 GEMMs rounded up where their operands
-  /// allow (OracleOptions::single_precision_sums).
+  /// to be 0 without a scan, and a zeroed operand is a view of it. `single_sums`: where linear's
+  /// and matmul's sums of nonnegative terms run as float32 GEMMs rounded up (SingleSums).
   OperationEval(const ir::Graph& graph, ir::OperationId op, const ExecutableKernels& kernels,
-                double lambda, const SharedZeros* zeros = nullptr, bool single_sums = false);
+                double lambda, const SharedZeros* zeros = nullptr,
+                SingleSums single_sums = SingleSums::kNever);
 
   /// Evaluates the operation on `value` (every tensor it reads) and derives its outputs' sigma
   /// and bound from `sigma` and `bound` (every float tensor it reads), writing them over
@@ -164,7 +171,7 @@ class OperationEval {
   KernelFn kernel_;
   double lambda_;
   const SharedZeros* zeros_;
-  bool single_sums_;
+  SingleSums single_sums_;
   /// Terms combined into one output cell: Π reduction extents × the largest input window.
   double terms_ = 1;
 };

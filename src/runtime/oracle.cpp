@@ -174,7 +174,8 @@ Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
     const ir::OperationId op = naive.order()[k];
     for (const auto& e : graph.operation(op).inputs().entries()) enter(e.value.tensor);
     const detail::OperationEval eval(graph, op, kernels, options.lambda, &zeros,
-                                     options.single_precision_sums);
+                                     options.single_precision_sums ? detail::SingleSums::kWherePays
+                                                                   : detail::SingleSums::kNever);
     // The σ and D of tensors freed after this operation: its outputs' may be written over them.
     detail::SpareBuffers spare;
     std::map<ir::TensorId, std::int64_t> spare_bytes;

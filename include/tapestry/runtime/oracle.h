@@ -135,8 +135,9 @@ struct OracleOptions {
   /// propagated σ² and D, the count of live terms — as float32 GEMMs on operands rounded up,
   /// each result scaled by (1 + γ53(n)) / (1 − γ24(n)), n the terms + 2: never below the float64
   /// GEMM's number, ~n·2^−24 above it (counts are exact below 2^24). Operands outside float32's
-  /// safe range (a product under 2^−125, a sum over 2^125, ∞, NaN) or n ≥ 2^22 take float64.
-  /// False: every term in float64 (tests compare the two).
+  /// safe range (a product under 2^−125, a sum over 2^124, ∞, NaN) or n ≥ 2^22 take float64,
+  /// and so do GEMMs of under 64 multiply-adds per operand cell (rounding the operands would
+  /// cost more than float32 saves). False: every term in float64 (tests compare the two).
   bool single_precision_sums = true;
 };
 
