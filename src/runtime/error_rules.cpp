@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstdlib>
@@ -172,6 +173,18 @@ double max_of(const Buffer& b) {
       [](double x, double y) { return std::max(x, y); }, tbb::simple_partitioner());
 }
 
+// The largest |cell|, at least 0 (NaN is skipped): max_of(abs_of(b)) without the copy.
+double max_abs_of(const Buffer& b) {
+  const std::span<const double> v = b.values<double>();
+  return tbb::parallel_reduce(
+      tbb::blocked_range<std::size_t>(0, v.size(), kCellChunk), 0.0,
+      [&](const tbb::blocked_range<std::size_t>& r, double m) {
+        for (std::size_t i = r.begin(); i < r.end(); ++i) m = std::max(m, std::abs(v[i]));
+        return m;
+      },
+      [](double x, double y) { return std::max(x, y); }, tbb::simple_partitioner());
+}
+
 // The two scales of n roundings of relative size ≤ u on terms of magnitude A (Σ|terms|):
 //   proxy  √n·u·A      Higham & Mary: the roundings are independent, mean zero and bounded,
 //                      so their sum is within λ·√n·u·A with probability ≥ 1 − 2·exp(−λ²/2)
@@ -219,6 +232,44 @@ double max_slope(std::string_view kernel, double x, double w) {
   return 1.05 * m;
 }
 
+// ---- float32 sums of nonnegative terms ---------------------------------------------------
+// bilinear's magnitudes, σ² and D terms and live-term counts are sums of nonnegative products.
+// Run as a float32 GEMM on operands rounded up (x̃ ≥ x, w̃ ≥ w, each the float64 number the
+// float64 run would read, rounded up), any summation order gives Ŝ ≥ (1 − γ24(n))·Σx̃w̃ ≥
+// (1 − γ24(n))·Σxw while nothing underflows or overflows (Higham §3.1, nonnegative terms), and
+// the float64 GEMM gives at most (1 + γ53(n))·Σxw; so Ŝ·(1 + γ53(n))/(1 − γ24(n)), rounded up,
+// is ≥ the float64 number: the bars only grow, by ~n·2^−24 relative. Sums of integers that stay
+// below 2^24 (counts of live terms, exact mode's small integers) are exact in both: no factor.
+
+// The smallest float ≥ d (d ≥ 0; +inf above FLT_MAX, NaN stays NaN). Below d, f is a finite
+// float ≥ 0 (d > f ≥ 0 and d ≤ FLT_MAX rounds to at most FLT_MAX), so the next float up is the
+// next bit pattern.
+float round_up(double d) {
+  const auto f = static_cast<float>(d);
+  return static_cast<double>(f) < d ? std::bit_cast<float>(std::bit_cast<std::uint32_t>(f) + 1U)
+                                    : f;
+}
+
+// A float32 buffer ≥ a float64 one cell by cell, and the range of its cells.
+struct Single {
+  Buffer buffer;
+  float lo = INFINITY;   // the smallest nonzero cell (∞: all zero)
+  float hi = 0;          // the largest
+  bool fits = true;      // every cell 0 or a finite normal float (no NaN, ∞, subnormal)
+  bool integers = true;  // every cell an integer
+};
+
+// Whether float32 sums may stand in for float64 ones: a user who set oneDNN's default
+// floating-point math mode to a lower precision (bf16, tf32 …) gets float64 throughout.
+bool strict_float32() {
+  static const bool strict = [] {
+    const char* mode = std::getenv("ONEDNN_DEFAULT_FPMATH_MODE");
+    return mode == nullptr || std::string_view(mode) == "STRICT" ||
+           std::string_view(mode) == "strict" || std::string_view(mode).empty();
+  }();
+  return strict;
+}
+
 }  // namespace
 
 SharedZeros::SharedZeros(std::int64_t cells)
@@ -232,14 +283,15 @@ SharedZeros::~SharedZeros() {
   std::free(data_);  // NOLINT(cppcoreguidelines-no-malloc): calloc's zero pages are the point
 }
 
-Buffer SharedZeros::view(const Range& range) const {
+Buffer SharedZeros::view(const Range& range, DType dtype) const {
   TAPESTRY_ASSERT(range.size() <= cells_, "a SharedZeros view larger than the region");
-  return Buffer::borrow(DType::kFloat64, range, reinterpret_cast<std::byte*>(data_));
+  TAPESTRY_ASSERT(dtype == DType::kFloat64 || dtype == DType::kFloat32,
+                  "a SharedZeros view is float64 or float32");
+  return Buffer::borrow(dtype, range, reinterpret_cast<std::byte*>(data_));
 }
 
 bool SharedZeros::holds(const Buffer& b) const {
-  return b.is_borrowed() && b.dtype() == DType::kFloat64 &&
-         b.bytes() == reinterpret_cast<const std::byte*>(data_);
+  return b.is_borrowed() && b.bytes() == reinterpret_cast<const std::byte*>(data_);
 }
 
 // Everything one rule works on.
@@ -247,6 +299,7 @@ struct OperationEval::Ctx {
   const BufferMap& value;
   const BufferMap& sigma;
   const ir::OperationView op;
+  const SpareBuffers& spare;
   std::vector<const Buffer*> in_value;             // per input entry
   std::vector<const Buffer*> in_sigma;             // per input entry (float inputs)
   std::vector<const Buffer*> in_bound;             // per input entry (float inputs)
@@ -256,6 +309,8 @@ struct OperationEval::Ctx {
   RuleResult result;
   // Buffers made from the inputs while the rule runs (CellMap), by kind and entry.
   std::map<std::pair<std::string, std::size_t>, Buffer> made;
+  // The float32 transforms of run_single, by kind and entry (rounded up).
+  std::map<std::pair<std::string, std::size_t>, Single> singles;
   std::size_t flags = 0;  // flag() CellMaps made so far (each its own kind)
 
   // The buffer `make()` gives for (kind, entry i), made once.
@@ -277,13 +332,14 @@ struct OperationEval::Ctx {
 
 OperationEval::OperationEval(const ir::Graph& graph, ir::OperationId op,
                              const ExecutableKernels& kernels, double lambda,
-                             const SharedZeros* zeros)
+                             const SharedZeros* zeros, SingleSums single_sums)
     : graph_(graph),
       op_(op),
       kernels_(kernels),
       kernel_(kernels.lookup(graph.operation(op).kernel(), node_name(graph, op))),
       lambda_(lambda),
-      zeros_(zeros) {
+      zeros_(zeros),
+      single_sums_(strict_float32() ? single_sums : SingleSums::kNever) {
   const ir::OperationView view = graph.operation(op);
   const Range index = *view.ipf_index();
   double window = 1;
@@ -330,9 +386,9 @@ std::vector<Buffer> OperationEval::call(KernelFn kernel, const std::vector<const
 }
 
 RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
-                              const BufferMap& bound) const {
+                              const BufferMap& bound, const SpareBuffers& spare) const {
   const ir::OperationView op = graph_.operation(op_);
-  Ctx c{.value = value, .sigma = sigma, .op = op};
+  Ctx c{.value = value, .sigma = sigma, .op = op, .spare = spare};
   DType dtype = DType::kFloat64;
   for (const auto& e : op.inputs().entries()) {
     c.ins.push_back(e);
@@ -481,6 +537,159 @@ std::vector<Buffer> OperationEval::bilinear_hazards(Ctx& c, int w, int bias) con
   return hazard;
 }
 
+// The float32 form of `t` on input entry i, made once per operation: each cell rounded up, its
+// range and whether all are integers. A σ or D that is a view of the shared zeros stays one.
+namespace {
+const Single& single_of(const CellTransform& t, std::size_t i,
+                        std::map<std::pair<std::string, std::size_t>, Single>& singles,
+                        const Buffer& value, const Buffer& sigma, const Buffer& bound,
+                        const SharedZeros* zeros) {
+  const std::pair<std::string, std::size_t> key{std::string(t.kind), i};
+  if (auto it = singles.find(key); it != singles.end()) return it->second;
+  if (zeros != nullptr &&
+      ((t.of_sigma && zeros->holds(sigma)) || (t.of_bound && zeros->holds(bound)))) {
+    return singles.emplace(key, Single{.buffer = zeros->view(value.range(), DType::kFloat32)})
+        .first->second;
+  }
+  Single out{.buffer = Buffer(DType::kFloat32, value.range(), Buffer::Uninitialized{})};
+  const std::span<const double> v = value.values<double>(), sg = sigma.values<double>(),
+                                d = bound.values<double>();
+  const std::span<float> o = out.buffer.values<float>();
+  // One branch-free pass (it vectorises): each cell rounded up, the smallest nonzero and the
+  // largest cell, and whether any is ∞ or NaN.
+  struct Extent {
+    float lo = INFINITY, hi = 0;
+    bool bad = false;
+  };
+  const auto fill = [&](auto f) {
+    return tbb::parallel_reduce(
+        tbb::blocked_range<std::size_t>(0, o.size(), kCellChunk), Extent{},
+        [&](const tbb::blocked_range<std::size_t>& r, Extent e) {
+          float lo = e.lo, hi = e.hi;
+          bool bad = e.bad;
+          for (std::size_t k = r.begin(); k < r.end(); ++k) {
+            const float x = round_up(f(v[k], sg[k], d[k]));
+            o[k] = x;
+            lo = std::min(lo, x == 0 ? INFINITY : x);
+            hi = std::max(hi, x);
+            bad |= !(x <= FLT_MAX);
+          }
+          return Extent{lo, hi, bad};
+        },
+        [](Extent a, const Extent& b) {
+          return Extent{std::min(a.lo, b.lo), std::max(a.hi, b.hi), a.bad || b.bad};
+        },
+        tbb::simple_partitioner());
+  };
+  using Of = CellTransform::Of;
+  Extent all;
+  switch (t.of) {
+    case Of::kAbs:
+      all = fill([](double x, double, double) { return std::abs(x); });
+      break;
+    case Of::kSquare:
+      all = fill([](double x, double, double) { return x * x; });
+      break;
+    case Of::kSigmaSquared:
+      all = fill([](double, double s, double) { return s * s; });
+      break;
+    case Of::kBound:
+      all = fill([](double, double, double b) { return b; });
+      break;
+    case Of::kAbsPlusBound:
+      all = fill([](double x, double, double b) { return std::abs(x) + b; });
+      break;
+    case Of::kNonzero:
+      all = fill([](double x, double s, double b) { return may_be_nonzero(x, s, b) ? 1.0 : 0.0; });
+      break;
+  }
+  out.lo = all.lo;
+  out.hi = all.hi;
+  out.fits = !all.bad && all.lo >= FLT_MIN;  // no ∞, NaN or subnormal (lo is ∞ if all zero)
+  // Integers matter only for sums that can stay below 2^24 (exact): scanned only then.
+  out.integers = out.fits && all.hi < 0x1p24F &&
+                 !any_cell(o.size(), [&](std::size_t k) { return o[k] != std::trunc(o[k]); });
+  return singles.emplace(key, std::move(out)).first->second;
+}
+}  // namespace
+
+std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int bias,
+                                                             const CellTransform& tx,
+                                                             const CellTransform& tw,
+                                                             bool zero_bias, bool count) const {
+  if (single_sums_ == SingleSums::kNever) return std::nullopt;
+  std::string_view kernel = c.op.kernel();
+  if (kernel.starts_with("op:")) kernel.remove_prefix(3);
+  // GEMMs only: conv2d's float32 convolution may transform its operands (Winograd), which the
+  // bound of a plain sum of products does not cover.
+  if (kernel != "linear" && kernel != "linear_nobias" && kernel != "matmul") return std::nullopt;
+  const double n = terms_ + 2;  // the products, the bias, one to spare
+  if (n >= 0x1p22) return std::nullopt;
+  // Where the GEMM is cheap next to a pass over its operands (few rows against a large weight:
+  // ViT-B/16's 17 tokens), rounding the operands costs more than float32 saves.
+  double operand_cells = 0;
+  for (const Buffer* b : c.in_value) operand_cells += static_cast<double>(b->size());
+  double output_cells = 0;
+  for (const Buffer& b : c.result.values) output_cells += static_cast<double>(b.size());
+  if (single_sums_ == SingleSums::kWherePays && output_cells * terms_ < 64 * operand_cells)
+    return std::nullopt;
+  std::optional<Buffer> zero;  // the zeroed bias
+  std::vector<const Buffer*> p;
+  p.reserve(c.in_value.size());
+  const Single* xs = nullptr;
+  const Single* ws = nullptr;
+  float bias_hi = 0;
+  bool integers = true;
+  for (std::size_t i = 0; i < c.in_value.size(); ++i) {
+    const auto idx = static_cast<int>(i);
+    if (idx == bias && zero_bias) {
+      zero = zeros_ != nullptr && c.in_value[i]->range().size() <= zeros_->cells()
+                 ? zeros_->view(c.in_value[i]->range(), DType::kFloat32)
+                 : Buffer(DType::kFloat32, c.in_value[i]->range());
+      p.push_back(&*zero);
+      continue;
+    }
+    const CellTransform& t = idx == w ? tw : tx;
+    const Single& one =
+        single_of(t, i, c.singles, *c.in_value[i], *c.in_sigma[i], *c.in_bound[i], zeros_);
+    if (!one.fits) return std::nullopt;
+    integers = integers && one.integers;
+    if (idx == w) {
+      ws = &one;
+    } else if (idx == bias) {
+      bias_hi = one.hi;
+    } else {
+      xs = &one;
+    }
+    p.push_back(&one.buffer);
+  }
+  if (xs == nullptr || ws == nullptr) return std::nullopt;
+  // No product underflows (each nonzero one ≥ 2^−125, normal), no sum overflows (≤ 2^124).
+  const double lo = static_cast<double>(xs->lo) * ws->lo;  // ∞ when either is all zero
+  const double hi = static_cast<double>(xs->hi) * ws->hi * terms_ + bias_hi;
+  if (lo < 0x1p-125 || hi > 0x1p124) return std::nullopt;
+  // Integers summing below 2^24 are exact in float32 as in float64 (counts, exact mode).
+  const bool exact = integers && hi < 0x1p24;
+  TAPESTRY_ASSERT(!count || exact, "a count of live terms that float32 does not hold exactly");
+  const double g24 = n * 0x1p-24 / (1 - n * 0x1p-24);
+  const double g53 = n * 0x1p-53 / (1 - n * 0x1p-53);
+  const double factor = exact ? 1.0 : (1 + g53) / (1 - g24) * (1 + 0x1p-49);
+  std::vector<Buffer> sums = call(kernel_, p, DType::kFloat32);
+  if (count) return sums;  // exact: kept in float32
+  std::vector<Buffer> out;
+  out.reserve(sums.size());
+  for (const Buffer& sum : sums) {
+    Buffer o(DType::kFloat64, sum.range(), Buffer::Uninitialized{});
+    const std::span<const float> from = sum.values<float>();
+    const std::span<double> to = o.values<double>();
+    for_cells(to.size(), [&](std::size_t lo_i, std::size_t hi_i) {
+      for (std::size_t k = lo_i; k < hi_i; ++k) to[k] = static_cast<double>(from[k]) * factor;
+    });
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
 // linear, matmul, conv2d, mul: out = Σ_k x_k·w_k (+ bias), n = terms (+1 with a bias).
 //   A  = K(|x|, |w|, |bias|)                         Σ|terms| of each cell
 //   σ² = K(σx², w², σbias²) + K(x², σw², 0) + proxy(A)²
@@ -539,27 +748,51 @@ void OperationEval::bilinear(Ctx& c) const {
   // 2. The kernel runs: magnitudes, propagated errors, live terms, hazards. Each transform is
   //    freed after the last run that reads it (the flags' runs come last, on their own).
   const auto forget = [&c](std::initializer_list<std::string_view> kinds) {
-    std::erase_if(c.made, [&](const auto& m) {
+    const auto listed = [&](const auto& m) {
       return std::find(kinds.begin(), kinds.end(), m.first.first) != kinds.end();
-    });
+    };
+    std::erase_if(c.made, listed);
+    std::erase_if(c.singles, listed);
   };
-  std::vector<Buffer> a = run(abs_value, abs_value, false);
+  // Each sum of nonnegative products as float32 GEMMs rounded up where they apply (run_single),
+  // else in float64; the same transforms either way.
+  using Of = CellTransform::Of;
+  static constexpr CellTransform kAbs{"abs", Of::kAbs};
+  static constexpr CellTransform kSq{"sq", Of::kSquare};
+  static constexpr CellTransform kSqSigma{"sq_sigma", Of::kSigmaSquared, true};
+  static constexpr CellTransform kBound{"bound", Of::kBound, false, true};
+  static constexpr CellTransform kAbsPlusBound{"abs_plus_bound", Of::kAbsPlusBound};
+  static constexpr CellTransform kLive{"live", Of::kNonzero};
+  const auto sums = [&](const CellTransform& tx, const CellTransform& tw, const CellMap& on_x,
+                        const CellMap& on_w, bool zero_bias) {
+    if (auto s = run_single(c, w, bias, tx, tw, zero_bias, false)) return std::move(*s);
+    return run(on_x, on_w, zero_bias);
+  };
+  std::vector<Buffer> a = sums(kAbs, kAbs, abs_value, abs_value, false);
   std::vector<Buffer> p1, p2, d1, d2, live, hazard;
   if (x_carries) {
-    p1 = run(sq_sigma, sq_value, false);
-    d1 = run(bound, abs_plus_bound, false);
-    forget({"abs_plus_bound"});
+    p1 = sums(kSqSigma, kSq, sq_sigma, sq_value, false);
+    if (!w_carries) forget({"sq", "sq_sigma"});  // p2 does not run
+    const bool w_exact =
+        zeros_ != nullptr && zeros_->holds(*c.in_bound[static_cast<std::size_t>(w)]);
+    d1 = sums(kBound, w_exact ? kAbs : kAbsPlusBound, bound, abs_plus_bound, false);
+    forget({"abs_plus_bound", "bound"});
   }
   if (w_carries) {
-    p2 = run(sq_value, sq_sigma, true);
-    d2 = run(abs_value, bound, true);
+    p2 = sums(kSq, kSqSigma, sq_value, sq_sigma, true);
+    d2 = sums(kAbs, kBound, abs_value, bound, true);
   }
-  forget({"abs", "sq", "sq_sigma"});
+  forget({"abs", "sq", "sq_sigma", "bound"});
   if (exact_zeros) {
-    const CellMap nonzero =
-        flag(c, [](double v, double s, double d) { return may_be_nonzero(v, s, d); });
-    live = run(nonzero, nonzero, false);
+    if (auto counted = run_single(c, w, bias, kLive, kLive, false, true)) {
+      live = std::move(*counted);
+    } else {
+      const CellMap nonzero =
+          flag(c, [](double v, double s, double d) { return may_be_nonzero(v, s, d); });
+      live = run(nonzero, nonzero, false);
+    }
     c.made.clear();
+    c.singles.clear();
   }
   if (std::any_of(c.result.values.begin(), c.result.values.end(),
                   [](const Buffer& v) { return any_non_finite(v); }))
@@ -578,7 +811,12 @@ void OperationEval::bilinear(Ctx& c) const {
     const double* const d1v = cells(d1, o);
     const double* const p2v = cells(p2, o);
     const double* const d2v = cells(d2, o);
-    const double* const lv = cells(live, o);
+    // The live-term counts: float32 from run_single, float64 from the float64 run.
+    const double* const lv =
+        live.empty() || live[o].dtype() != DType::kFloat64 ? nullptr : cells(live, o);
+    const float* const lv32 = live.empty() || live[o].dtype() != DType::kFloat32
+                                  ? nullptr
+                                  : live[o].values<float>().data();
     const double* const hv = cells(hazard, o);
     const std::span<const double> value = c.result.values[o].values<double>();
     Buffer s = std::move(a[o]);
@@ -593,7 +831,8 @@ void OperationEval::bilinear(Ctx& c) const {
           sv[i] = dv[i] = class_scale(hv[i] == 0);
           continue;
         }
-        const Rounding r = rounding(lv == nullptr ? n : lv[i], c.u, c.tiny, av[i]);
+        const double terms = lv32 != nullptr ? lv32[i] : (lv != nullptr ? lv[i] : n);
+        const Rounding r = rounding(terms, c.u, c.tiny, av[i]);
         double var = r.proxy * r.proxy;
         double worst = r.bound;
         if (x_carries) {
@@ -805,7 +1044,7 @@ void OperationEval::selection(Ctx& c, bool negate) const {
         dv[i] = std::min(wd[i], std::max(hd[i] - m[i], m[i] - ld[i]) + slack);
       }
     });
-    c.result.magnitudes.push_back(max_of(abs_of(value)));
+    c.result.magnitudes.push_back(max_abs_of(value));
     c.result.sigmas.push_back(std::move(s));
     c.result.bounds.push_back(std::move(d));
   }
@@ -919,8 +1158,37 @@ void OperationEval::elementwise(Ctx& c) const {
   const auto& in_entries = c.ins;
   const auto& out_entry = c.outs.front();
   const zspace::IndexProjection& out_ipf = checked_ipf(out_entry, signature.outputs, index);
-  Buffer s(DType::kFloat64, graph_.tensor(out_entry.value.tensor).range());
-  Buffer d(DType::kFloat64, graph_.tensor(out_entry.value.tensor).range());
+  // σ and D written over the first input's, where this operation reads it for the last time,
+  // reads no other cell of it (same cells, same IPF, no second entry of it) and they are its own
+  // float64 buffers: each cell reads its input cell before writing it. Else fresh buffers.
+  const Range& out_range = graph_.tensor(out_entry.value.tensor).range();
+  Buffer* spare_sigma = nullptr;
+  Buffer* spare_bound = nullptr;
+  if (!in_entries.empty()) {
+    const ir::TensorId t0 = in_entries[0].value.tensor;
+    auto it = c.spare.find(t0);
+    const auto owned = [&](const Buffer* b) {
+      return b != nullptr && !b->is_borrowed() && b->dtype() == DType::kFloat64 &&
+             b->range() == out_range;
+    };
+    const bool read_once = std::none_of(in_entries.begin() + 1, in_entries.end(),
+                                        [&](const auto& e) { return e.value.tensor == t0; });
+    if (it != c.spare.end() && read_once && owned(it->second.first) && owned(it->second.second) &&
+        it->second.first == c.in_sigma[0] && it->second.second == c.in_bound[0] &&
+        graph_.tensor(t0).range() == out_range &&
+        in_entries[0].value.range == out_entry.value.range &&
+        checked_ipf(in_entries[0], signature.inputs, index) == out_ipf) {
+      spare_sigma = it->second.first;
+      spare_bound = it->second.second;
+    }
+  }
+  Buffer fresh_s, fresh_d;
+  if (spare_sigma == nullptr) {
+    fresh_s = Buffer(DType::kFloat64, out_range);
+    fresh_d = Buffer(DType::kFloat64, out_range);
+  }
+  Buffer& s = spare_sigma != nullptr ? *spare_sigma : fresh_s;
+  Buffer& d = spare_bound != nullptr ? *spare_bound : fresh_d;
   const Operand<const double> y(
       InputPort{c.result.values.front().view(out_entry.value.range), &out_ipf});
   const Operand<double> sy(OutputPort{s.view(out_entry.value.range), &out_ipf});
@@ -978,9 +1246,10 @@ void OperationEval::elementwise(Ctx& c) const {
         }
       },
       kCellChunk / static_cast<std::size_t>(std::max<std::int64_t>(n, 1)));
-  c.result.magnitudes.push_back(max_of(abs_of(c.result.values.front())));
+  c.result.magnitudes.push_back(max_abs_of(c.result.values.front()));
   c.result.sigmas.push_back(std::move(s));
   c.result.bounds.push_back(std::move(d));
+  if (spare_sigma != nullptr) c.result.taken.push_back(in_entries[0].value.tensor);
 }
 
 // softmax over the last dim of each row: y_i = e^(x_i − m) / Σ_j e^(x_j − m), m = max_j x_j.
@@ -1183,7 +1452,7 @@ void OperationEval::variance(Ctx& c) const {
         }
       },
       kCellChunk / static_cast<std::size_t>(std::max<std::int64_t>(n * row_starts.size(), 1)));
-  c.result.magnitudes.push_back(max_of(abs_of(c.result.values.front())));
+  c.result.magnitudes.push_back(max_abs_of(c.result.values.front()));
   c.result.sigmas.push_back(std::move(s));
   c.result.bounds.push_back(std::move(d));
 }
@@ -1195,7 +1464,7 @@ void OperationEval::move(Ctx& c) const {
   std::vector<Buffer> sigmas = call(kernel_, c.in_sigma, DType::kFloat64, &params);
   std::vector<Buffer> bounds = call(kernel_, c.in_bound, DType::kFloat64, &params);
   for (std::size_t o = 0; o < sigmas.size(); ++o) {
-    c.result.magnitudes.push_back(max_of(abs_of(c.result.values[o])));
+    c.result.magnitudes.push_back(max_abs_of(c.result.values[o]));
     c.result.sigmas.push_back(std::move(sigmas[o]));
     c.result.bounds.push_back(std::move(bounds[o]));
   }

@@ -14,7 +14,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tapestry/ir/graph.h"
@@ -56,8 +59,9 @@ class SharedZeros {
   SharedZeros(const SharedZeros&) = delete;
   SharedZeros& operator=(const SharedZeros&) = delete;
 
-  /// A float64 buffer of zeros over `range` (range.size() ≤ cells), borrowing the region.
-  [[nodiscard]] Buffer view(const Range& range) const;
+  /// A buffer of zeros over `range` (range.size() ≤ cells), borrowing the region: float64, or
+  /// float32 (the float32 sums of OperationEval::bilinear).
+  [[nodiscard]] Buffer view(const Range& range, DType dtype = DType::kFloat64) const;
   /// True when `b` is such a view.
   [[nodiscard]] bool holds(const Buffer& b) const;
   [[nodiscard]] std::int64_t cells() const { return cells_; }
@@ -66,6 +70,11 @@ class SharedZeros {
   double* data_;
   std::int64_t cells_;
 };
+
+/// The σ and D buffers of tensors an operation reads for the last time (the caller frees them
+/// after it), by tensor: a rule may write its outputs' σ and D over them instead of filling
+/// fresh buffers, moving them into its result (RuleResult::taken).
+using SpareBuffers = std::map<ir::TensorId, std::pair<Buffer*, Buffer*>>;
 
 /// What one operation contributes to the oracle.
 struct RuleResult {
@@ -82,19 +91,39 @@ struct RuleResult {
   bool exact = true;
   /// The kernel, when it has no error model and the worst-case fallback was used.
   std::string unmodelled;
+  /// Tensors whose spare σ and D (run's `spare`) became an output's: moved from.
+  std::vector<ir::TensorId> taken;
+};
+
+/// Where OperationEval runs linear's and matmul's sums of nonnegative products in float32
+/// (OracleOptions::single_precision_sums): never, where the GEMM outweighs a pass over its
+/// operands (≥ 64 multiply-adds per operand cell: the oracle's choice), or wherever the
+/// operands' range allows (tests).
+enum class SingleSums { kNever, kWherePays, kAlways };
+
+/// One cell transform of an input entry (value, σ, D) ↦ a nonnegative number (|x|, σ², D …),
+/// named for the buffers it makes.
+struct CellTransform {
+  enum class Of { kAbs, kSquare, kSigmaSquared, kBound, kAbsPlusBound, kNonzero };
+  std::string_view kind;
+  Of of;  // |x|, x², σ², D, |x| + D, 1 where the cell may be nonzero (else 0)
+  bool of_sigma = false, of_bound = false;  // the cell's σ or D alone (a zero view stays one)
 };
 
 class OperationEval {
  public:
   /// `zeros`, when given, is the region the exact inputs' σ and D borrow: buffers in it are known
-  /// to be 0 without a scan, and a zeroed operand is a view of it.
+  /// to be 0 without a scan, and a zeroed operand is a view of it. `single_sums`: where linear's
+  /// and matmul's sums of nonnegative terms run as float32 GEMMs rounded up (SingleSums).
   OperationEval(const ir::Graph& graph, ir::OperationId op, const ExecutableKernels& kernels,
-                double lambda, const SharedZeros* zeros = nullptr);
+                double lambda, const SharedZeros* zeros = nullptr,
+                SingleSums single_sums = SingleSums::kNever);
 
   /// Evaluates the operation on `value` (every tensor it reads) and derives its outputs' sigma
-  /// and bound from `sigma` and `bound` (every float tensor it reads).
+  /// and bound from `sigma` and `bound` (every float tensor it reads), writing them over
+  /// `spare` buffers where the rule can (elementwise: an output with its first input's cells).
   [[nodiscard]] RuleResult run(const BufferMap& value, const BufferMap& sigma,
-                               const BufferMap& bound) const;
+                               const BufferMap& bound, const SpareBuffers& spare = {}) const;
 
  private:
   struct Ctx;
@@ -116,6 +145,14 @@ class OperationEval {
   [[nodiscard]] bool all_zero(const Buffer& b) const;
   [[nodiscard]] std::vector<Buffer> run_bilinear(const Ctx& c, int w, int bias, const CellMap& on_x,
                                                  const CellMap& on_w, bool zero_bias) const;
+  /// bilinear's kernel run on nonnegative transforms (`tx` of x and the bias, `tw` of w) as a
+  /// float32 GEMM on the transforms rounded up, its results scaled up so that each is ≥ what
+  /// the float64 run gives; empty when the kernel or the operands' range does not allow it
+  /// (then the float64 run). `count`: the transforms are 0/1 flags and the sums counts (exact).
+  [[nodiscard]] std::optional<std::vector<Buffer>> run_single(Ctx& c, int w, int bias,
+                                                              const CellTransform& tx,
+                                                              const CellTransform& tw,
+                                                              bool zero_bias, bool count) const;
   [[nodiscard]] std::vector<Buffer> bilinear_hazards(Ctx& c, int w, int bias) const;
   void bilinear(Ctx& c) const;
   void additive(Ctx& c, std::string_view twin) const;
@@ -134,6 +171,7 @@ class OperationEval {
   KernelFn kernel_;
   double lambda_;
   const SharedZeros* zeros_;
+  SingleSums single_sums_;
   /// Terms combined into one output cell: Π reduction extents × the largest input window.
   double terms_ = 1;
 };
