@@ -7,6 +7,7 @@
 #include "tapestry/ir/json_io.h"
 #include "tapestry/metakernel/tap_frontend.h"
 #include "tapestry/rewrite/kernel_agreement.h"
+#include "tapestry/rewrite/kernel_facts_check.h"
 #include "tapestry/support/error.h"
 #include "tapestry/support/file.h"
 
@@ -46,6 +47,10 @@ ir::Graph load_graph(const std::string& path, const metakernel::SignatureRegistr
   if (!report.is_valid()) {
     throw Error(
         fmt::format("{}: the graph is invalid:\n{}", path, ir::format_issues_text(report.issues)));
+  }
+  // Kernels without facts are priced and verified by stated defaults: said, never silent.
+  for (const ir::Issue& issue : rewrite::missing_kernel_facts(graph)) {
+    fmt::print(stderr, "{}: {}", path, ir::format_issue_text(issue));
   }
   return graph;
 }

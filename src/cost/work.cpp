@@ -1,7 +1,6 @@
 // Work of an application: FLOPs from its kernel and index box, bytes from its boxes (work.h).
 #include "tapestry/cost/work.h"
 
-#include <array>
 #include <optional>
 #include <utility>
 
@@ -9,6 +8,7 @@
 
 #include "tapestry/cost/target.h"
 #include "tapestry/cost/work_rule.h"
+#include "tapestry/metakernel/kernel_facts.h"
 #include "tapestry/rewrite/fused.h"
 #include "tapestry/support/error.h"
 #include "tapestry/zspace/range.h"
@@ -17,52 +17,10 @@ namespace tapestry::cost {
 
 namespace {
 
-struct Factor {
-  std::string_view kernel;
-  double flops;
-  // A port whose box for one index point holds several elements, each costing `flops`: conv2d's
-  // window (w: kh × kw per point), softmax's row (result: the whole softmax axis per point).
-  std::string_view per_point_port = {};
-};
-
-constexpr std::array kFactors = {
-    Factor{"matmul", 2},
-    Factor{"linear", 2},
-    Factor{"linear_nobias", 2},
-    Factor{"conv2d", 2, "w"},
-    Factor{"add", 1},
-    Factor{"sub", 1},
-    Factor{"mul", 1},
-    Factor{"div", 1},
-    Factor{"maximum", 1},
-    Factor{"relu", 1},
-    Factor{"neg", 1},
-    Factor{"bias_add", 1},
-    Factor{"sum", 1},
-    Factor{"max", 1},
-    Factor{"reduce", 1},
-    Factor{"exp", 4},
-    Factor{"tanh", 4},
-    Factor{"sigmoid", 4},
-    Factor{"gelu", 8},
-    Factor{"softmax", 5, "result"},
-    Factor{"sqrt", 4},
-    Factor{"mean", 1, "x"},
-    Factor{"variance", 4, "x"},
-    Factor{"max_pool2d", 1, "x"},
-    Factor{"avg_pool2d", 1, "x"},
-    Factor{"slice", 0},
-    Factor{"transpose", 0},
-    Factor{"permute", 0},
-    Factor{"reshape", 0},
-    Factor{"pad", 0},
-};
-
+// The port whose box for one index point holds several elements, each costing the kernel's
+// `flops`: conv2d's window (w: kh × kw per point), softmax's row (result: the softmax axis).
 std::string_view per_point_port(std::string_view kernel) {
-  for (const Factor& f : kFactors) {
-    if (f.kernel == kernel) return f.per_point_port;
-  }
-  return {};
+  return metakernel::kernel_facts(kernel).per_point;
 }
 
 // The elements of `ipf`'s box for one index point (the unit box at the origin).
@@ -92,10 +50,7 @@ std::int64_t selection_bytes(const ir::Graph& graph, const ir::SelectionMap& map
 }  // namespace
 
 double flops_per_point(std::string_view kernel) {
-  for (const Factor& f : kFactors) {
-    if (f.kernel == kernel) return f.flops;
-  }
-  return 1;
+  return metakernel::kernel_facts(kernel).flops;
 }
 
 namespace {

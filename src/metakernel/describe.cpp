@@ -105,6 +105,19 @@ void describe_index(const Metakernel& k, std::string& out) {
   for (const OutputSpec& o : k.outputs) ipf_line(o.name);
 }
 
+// "contraction, 2 FLOPs per index point × w's window, error rule bilinear, exact on integers".
+std::string describe_facts(const Metakernel& k) {
+  if (!k.facts)
+    return "none declared: priced at 1 FLOP per index point, verified by the fallback rule";
+  const KernelFacts& f = *k.facts;
+  std::string out = fmt::format("{}, {} FLOP{} per index point", kernel_class_name(f.kind), f.flops,
+                                f.flops == 1 ? "" : "s");
+  if (!f.per_point.empty()) out += fmt::format(" × {}'s window", f.per_point);
+  out += fmt::format(", error rule {}", error_rule_name(f.error_rule));
+  if (f.exact) out += ", exact on integers";
+  return out;
+}
+
 }  // namespace
 
 std::string describe_kernels(const SignatureRegistry& registry) {
@@ -128,6 +141,7 @@ std::string describe_kernel(const Metakernel& k) {
   for (const SugarSpec& s : k.sugar)
     out += fmt::format("  sugar    when {}: {}\n", s.when.to_string(), s.text);
   if (k.body) out += fmt::format("  body     {}\n", k.body_text);
+  out += fmt::format("  facts    {}\n", describe_facts(k));
   if (k.file) out += fmt::format("  defined in {}\n", k.file->name());
   return out;
 }

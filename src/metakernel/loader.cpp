@@ -21,7 +21,7 @@ namespace {
 constexpr std::string_view kKeys[] = {"kernel", "extends", "aliases", "summary",     "doc",
                                       "types",  "inputs",  "params",  "group_ranks", "broadcast",
                                       "let",    "checks",  "outputs", "index",       "reductions",
-                                      "ipfs",   "sugar",   "hook",    "body"};
+                                      "ipfs",   "sugar",   "hook",    "body",        "facts"};
 
 void check_keys(const YAML::Node& doc) {
   for (const auto& kv : doc) {
@@ -65,6 +65,7 @@ Metakernel KernelReader::read(const YAML::Node& doc, const std::vector<Metakerne
   if (const YAML::Node& n = doc["sugar"]) k.sugar = sugar(n);
   if (const YAML::Node& n = doc["hook"]) k.hook = identifier(n, "hook");
   if (const YAML::Node& n = doc["body"]) read_body(n, k);
+  if (const YAML::Node& n = doc["facts"]) read_facts(n, k);  // last: it names the ports
   return k;
 }
 

@@ -2,6 +2,7 @@
 // group_ranks, let, checks, reductions, ipfs and sugar.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
@@ -210,6 +211,81 @@ std::vector<SugarSpec> KernelReader::sugar(const YAML::Node& node) {
     one(node);
   }
   return out;
+}
+
+// `facts:` (kernel_facts.h): class, flops, per_point, error_rule, exact. A kernel that extends
+// one with facts starts from the parent's and overrides the keys it gives; otherwise class,
+// flops and error_rule are required.
+void KernelReader::read_facts(const YAML::Node& node, Metakernel& k) {
+  expect_map(node, "facts");
+  const bool inherited = k.facts.has_value();
+  KernelFacts facts = inherited ? *k.facts : KernelFacts{};
+  for (const auto& kv : node) {
+    const std::string key = scalar(kv.first, "a facts key");
+    const YAML::Node& value = kv.second;
+    if (key == "class") {
+      const std::string text = scalar(value, "class");
+      const std::optional<KernelClass> kind = parse_kernel_class(text);
+      if (!kind) {
+        fail_at(value, fmt::format("unknown kernel class '{}' (elementwise, contraction, "
+                                   "reduction, window, normalization, layout)",
+                                   text));
+      }
+      facts.kind = *kind;
+    } else if (key == "flops") {
+      const std::string text = scalar(value, "flops");
+      char* end = nullptr;
+      const double flops = std::strtod(text.c_str(), &end);
+      if (text.empty() || end != text.c_str() + text.size() || !(flops >= 0) || flops > 1e6) {
+        fail_at(value, fmt::format("flops must be a number of FLOPs per index point (0 or more), "
+                                   "got '{}'",
+                                   text));
+      }
+      facts.flops = flops;
+    } else if (key == "per_point") {
+      facts.per_point = identifier(value, "per_point (an input or output)");
+    } else if (key == "error_rule") {
+      const std::string text = scalar(value, "error_rule");
+      const std::optional<ErrorRule> rule = parse_error_rule(text);
+      if (!rule) {
+        fail_at(value, fmt::format("unknown error rule '{}' (bilinear, additive, product, "
+                                   "selection, elementwise, softmax, average, variance, move, "
+                                   "monoid)",
+                                   text));
+      }
+      facts.error_rule = *rule;
+    } else if (key == "exact") {
+      const std::string text = scalar(value, "exact");
+      if (text != "true" && text != "false")
+        fail_at(value, fmt::format("exact must be true or false, got '{}'", text));
+      facts.exact = text == "true";
+    } else {
+      fail_at(
+          kv.first,
+          fmt::format("unknown facts key '{}' (class, flops, per_point, error_rule, exact)", key));
+    }
+  }
+  if (!inherited) {
+    for (const char* required : {"class", "flops", "error_rule"}) {
+      if (!node[required]) {
+        fail_at(node, fmt::format("facts of {} need '{}' (class, flops and error_rule are "
+                                  "required unless the kernel extends one with facts)",
+                                  k.name, required));
+      }
+    }
+  }
+  if (!facts.per_point.empty()) {
+    const bool is_port = k.find_input(facts.per_point) != nullptr ||
+                         std::any_of(k.outputs.begin(), k.outputs.end(), [&](const OutputSpec& o) {
+                           return o.name == facts.per_point;
+                         });
+    if (!is_port) {
+      const YAML::Node& at = node["per_point"] ? node["per_point"] : node;
+      fail_at(at, fmt::format("per_point '{}' is not an input or output of {}", facts.per_point,
+                              k.name));
+    }
+  }
+  k.facts = std::move(facts);
 }
 
 }  // namespace tapestry::metakernel::detail

@@ -1,5 +1,7 @@
 #include "tapestry/metakernel/signature_registry.h"
 
+#include "tapestry/metakernel/kernel_facts.h"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -51,6 +53,7 @@ void SignatureRegistry::add(Metakernel kernel) {
                             where(*existing)));
   }
   const std::string name = kernel.name;
+  if (kernel.facts) detail::publish_kernel_facts(name, *kernel.facts);
   for (const std::string& alias : kernel.aliases) aliases_.emplace(alias, name);
   kernels_.emplace(name, std::make_unique<Metakernel>(std::move(kernel)));
 }

@@ -47,6 +47,7 @@ class KernelReader {
   std::vector<ReductionSpec> reductions(const YAML::Node& node);
   std::map<std::string, List> ipfs(const YAML::Node& node);
   std::vector<SugarSpec> sugar(const YAML::Node& node);
+  void read_facts(const YAML::Node& node, Metakernel& k);
 
   SourceFilePtr file_;
   KernelFinder find_;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "run_support.h"
+#include "tapestry/metakernel/kernel_facts.h"
 #include "tapestry/rewrite/fused.h"
 #include "tapestry/runtime/application_schedule.h"
 #include "tapestry/runtime/run_metrics.h"
@@ -282,32 +283,26 @@ MemoryEstimate estimate_program_memory(const ir::Graph& graph) {
 
 namespace {
 
-bool is_contraction(std::string_view kernel) {
-  return kernel == "linear" || kernel == "linear_nobias" || kernel == "matmul" ||
-         kernel == "conv2d";
+// The cells one index point touches through an IPF: the product of its shape.
+std::int64_t cells_per_point(const zspace::IndexProjection& ipf) {
+  std::int64_t cells = 1;
+  for (std::int64_t s : ipf.shape()) cells *= s;
+  return cells;
 }
 
-bool is_layout(std::string_view kernel) {
-  return kernel == "transpose" || kernel == "permute" || kernel == "reshape" || kernel == "pad";
-}
-
-std::int64_t stage_flops(std::string_view kernel, const Range& index,
-                         std::span<const zspace::IndexProjection* const> input_ipfs,
-                         std::span<const Range> output_boxes) {
-  if (kernel.substr(0, 3) == "op:") kernel.remove_prefix(3);
-  if (is_layout(kernel)) return 0;
-  if (is_contraction(kernel)) {
-    std::int64_t window = 1;
-    for (const zspace::IndexProjection* ipf : input_ipfs) {
-      std::int64_t cells = 1;
-      for (std::int64_t s : ipf->shape()) cells *= s;
-      window = std::max(window, cells);
+// The cost model's count (cost/work.h), from the kernel's facts: flops per index point, times the
+// cells of the `per_point` port's window (found by `window`: the port's IPF, or null).
+template <typename FindPort>
+std::int64_t stage_flops(std::string_view kernel, const Range& index, FindPort window) {
+  const metakernel::KernelFacts& facts = metakernel::kernel_facts(kernel);
+  if (facts.flops == 0) return 0;
+  double per_point = facts.flops;
+  if (!facts.per_point.empty()) {
+    if (const zspace::IndexProjection* ipf = window(facts.per_point)) {
+      per_point *= static_cast<double>(cells_per_point(*ipf));
     }
-    return 2 * index.size() * window;
   }
-  std::int64_t elements = 0;
-  for (const Range& box : output_boxes) elements += box.size();
-  return elements;
+  return static_cast<std::int64_t>(per_point * static_cast<double>(index.size()));
 }
 
 }  // namespace
@@ -319,19 +314,28 @@ std::int64_t estimate_flops(const KernelCall& call) {
     std::int64_t total = 0;
     for (const rewrite::FusedStage& stage : rewrite::fused_stages(*call.params)) {
       const Range index = zspace::IndexProjection(stage.index_map).apply(call.index);
-      std::vector<const zspace::IndexProjection*> ipfs;
-      for (const rewrite::FusedPort& in : stage.inputs) ipfs.push_back(&in.ipf);
-      std::vector<Range> boxes;
-      for (const rewrite::FusedPort& out : stage.outputs) boxes.push_back(out.ipf.apply(index));
-      total += stage_flops(stage.kernel, index, ipfs, boxes);
+      total += stage_flops(stage.kernel, index,
+                           [&](std::string_view port) -> const zspace::IndexProjection* {
+                             for (const auto* ports : {&stage.inputs, &stage.outputs}) {
+                               for (const rewrite::FusedPort& p : *ports) {
+                                 if (p.name == port) return &p.ipf;
+                               }
+                             }
+                             return nullptr;
+                           });
     }
     return total;
   }
-  std::vector<const zspace::IndexProjection*> ipfs;
-  for (const auto& e : call.inputs.entries()) ipfs.push_back(e.value.ipf);
-  std::vector<Range> boxes;
-  for (const auto& e : call.outputs.entries()) boxes.push_back(e.value.view.box());
-  return stage_flops(kernel, call.index, ipfs, boxes);
+  return stage_flops(kernel, call.index,
+                     [&](std::string_view port) -> const zspace::IndexProjection* {
+                       for (const auto& e : call.inputs.entries()) {
+                         if (e.name == port) return e.value.ipf;
+                       }
+                       for (const auto& e : call.outputs.entries()) {
+                         if (e.name == port) return e.value.ipf;
+                       }
+                       return nullptr;
+                     });
 }
 
 }  // namespace tapestry::runtime::detail

@@ -19,6 +19,7 @@
 #include <oneapi/tbb/parallel_reduce.h>
 
 #include "run_support.h"
+#include "tapestry/metakernel/kernel_facts.h"
 #include "tapestry/runtime/compare.h"
 #include "tapestry/runtime/kernel.h"
 
@@ -39,39 +40,46 @@ enum class Rule {
   kFallback
 };
 
-// Which rule a kernel follows; `sum`, `max` and `reduce` depend on their monoid.
+// Which rule a kernel follows: its facts' error_rule (metakernel/kernel_facts.h); `monoid`
+// (sum, max, reduce) depends on the operation's monoid; a kernel without facts: kFallback.
 Rule rule_of(std::string_view kernel, std::optional<ir::Monoid> monoid) {
-  if (kernel.starts_with("op:")) kernel.remove_prefix(3);
-  if (kernel == "linear" || kernel == "linear_nobias" || kernel == "matmul" || kernel == "conv2d" ||
-      kernel == "mul")
-    return Rule::kBilinear;
-  if (kernel == "add" || kernel == "sub" || kernel == "bias_add") return Rule::kAdditive;
-  if (kernel == "sum" || kernel == "max" || kernel == "reduce") {
-    if (!monoid) return Rule::kFallback;
-    if (*monoid == ir::Monoid::kSum) return Rule::kAdditive;
-    if (*monoid == ir::Monoid::kProd) return Rule::kProduct;
-    return Rule::kSelection;
+  using metakernel::ErrorRule;
+  switch (metakernel::kernel_facts(kernel).error_rule) {
+    case ErrorRule::kBilinear:
+      return Rule::kBilinear;
+    case ErrorRule::kAdditive:
+      return Rule::kAdditive;
+    case ErrorRule::kProduct:
+      return Rule::kProduct;
+    case ErrorRule::kSelection:
+      return Rule::kSelection;
+    case ErrorRule::kElementwise:
+      return Rule::kElementwise;
+    case ErrorRule::kSoftmax:
+      return Rule::kSoftmax;
+    case ErrorRule::kAverage:
+      return Rule::kAverage;
+    case ErrorRule::kVariance:
+      return Rule::kVariance;
+    case ErrorRule::kMove:
+      return Rule::kMove;
+    case ErrorRule::kMonoid:
+      if (!monoid) return Rule::kFallback;
+      if (*monoid == ir::Monoid::kSum) return Rule::kAdditive;
+      if (*monoid == ir::Monoid::kProd) return Rule::kProduct;
+      return Rule::kSelection;
+    case ErrorRule::kFallback:
+      return Rule::kFallback;
   }
-  if (kernel == "maximum" || kernel == "max_pool2d") return Rule::kSelection;
-  if (kernel == "relu" || kernel == "neg" || kernel == "exp" || kernel == "tanh" ||
-      kernel == "sigmoid" || kernel == "gelu" || kernel == "sqrt" || kernel == "div")
-    return Rule::kElementwise;
-  if (kernel == "softmax") return Rule::kSoftmax;
-  if (kernel == "mean" || kernel == "avg_pool2d") return Rule::kAverage;
-  if (kernel == "variance") return Rule::kVariance;
-  if (kernel == "transpose" || kernel == "permute" || kernel == "reshape" || kernel == "pad" ||
-      kernel == "slice")
-    return Rule::kMove;
   return Rule::kFallback;
 }
 
-// Kernels that give exact results on small integers (every value they form is a sum, product,
-// selection or copy of integers).
+// Whether the kernel gives exact results on small integers (every value it forms is a sum,
+// product, selection or copy of integers): its facts' `exact`, never for a product of many terms
+// or an unknown kernel.
 bool is_exact_kernel(std::string_view kernel, Rule rule) {
-  if (kernel.starts_with("op:")) kernel.remove_prefix(3);
-  if (rule == Rule::kElementwise) return kernel == "relu" || kernel == "neg";
-  return rule != Rule::kSoftmax && rule != Rule::kProduct && rule != Rule::kFallback &&
-         rule != Rule::kAverage && rule != Rule::kVariance;
+  return metakernel::kernel_facts(kernel).exact && rule != Rule::kProduct &&
+         rule != Rule::kFallback;
 }
 
 template <typename F>

@@ -102,6 +102,14 @@ succeeds "validate --plugin" "." -- "$tapestry" validate "$graph" --plugin "$swi
 succeeds "print --plugin" "swish" -- "$tapestry" print "$graph" --plugin "$swish"
 succeeds "optimize --plugin" "best" -- "$tapestry" optimize "$graph" --plugin "$swish" --target cpu-local \
   --max-evals 20 --quiet
+# swish's YAML declares no facts: priced by the stated default, and said once on stderr.
+for cmd in "cost --target cpu-local --split Y.batch=2" "run --verify --quiet"; do
+  # shellcheck disable=SC2086  # ${cmd%% *} is the command, ${cmd#* } its flags
+  "$tapestry" ${cmd%% *} "$graph" --plugin "$swish" ${cmd#* } >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [[ $rc -eq 0 && $(grep -c "swish.tap: warning\[kernel-facts-missing\]: Kernel swish declares no facts" "$tmp/err") -eq 1 ]]
+  check "a kernel without facts is a warning, once ($cmd, rc=$rc)" $?
+done
 TAPESTRY_PLUGINS=":$swish:" "$tapestry" run "$graph" --verify --quiet >"$tmp/out" 2>"$tmp/err"
 [[ $? -eq 0 ]] && grep -q "^PASS   Y" "$tmp/out"; check "\$TAPESTRY_PLUGINS loads the plugin" $?
 TAPESTRY_PLUGINS="$swish" "$tapestry" kernels swish --plugin "$swish" >"$tmp/out" 2>"$tmp/err"

@@ -119,7 +119,7 @@ INSTANTIATE_TEST_SUITE_P(
                   "summary, doc, "
                   "types, inputs, params, group_ranks, broadcast, let, checks, outputs, index, "
                   "reductions, ipfs, "
-                  "sugar, hook, body)"},
+                  "sugar, hook, body, facts)"},
         // Bodies (kernel_body.h): checked against the kernel's inputs and numeric params.
         BadKernel{"body_syntax", std::string(kScale) + "body: \"x * (factor\"\n",
                   "k.yaml:13:7: error: body: column 12: expected ')' to close the parenthesis"},
@@ -220,9 +220,65 @@ INSTANTIATE_TEST_SUITE_P(
                   "k.yaml:13:11: error: scale: let d redefines a pattern dimension"},
         BadKernel{"not_a_mapping", "- a\n- b\n",
                   "k.yaml:1:1: error: a kernel document must be a mapping, found a list"},
+        // Facts (kernel_facts.h): every key checked, located at its value.
+        BadKernel{"facts_unknown_key",
+                  std::string(kScale) +
+                      "facts: {class: elementwise, flops: 1, error_rule: elementwise, flop: 2}\n",
+                  "k.yaml:13:64: error: unknown facts key 'flop' (class, flops, per_point, "
+                  "error_rule, exact)"},
+        BadKernel{
+            "facts_class",
+            std::string(kScale) + "facts: {class: pointwise, flops: 1, error_rule: elementwise}\n",
+            "k.yaml:13:16: error: unknown kernel class 'pointwise' (elementwise, "
+            "contraction, reduction, window, normalization, layout)"},
+        BadKernel{
+            "facts_flops",
+            std::string(kScale) + "facts: {class: elementwise, flops: -1, error_rule: move}\n",
+            "k.yaml:13:36: error: flops must be a number of FLOPs per index point (0 or "
+            "more), got '-1'"},
+        BadKernel{
+            "facts_rule",
+            std::string(kScale) + "facts: {class: elementwise, flops: 1, error_rule: fallback}\n",
+            "k.yaml:13:51: error: unknown error rule 'fallback' (bilinear, additive, "
+            "product, selection, elementwise, softmax, average, variance, move, monoid)"},
+        BadKernel{"facts_exact",
+                  std::string(kScale) + "facts: {class: elementwise, flops: 1, error_rule: move, "
+                                        "exact: yes}\n",
+                  "k.yaml:13:64: error: exact must be true or false, got 'yes'"},
+        BadKernel{"facts_required", std::string(kScale) + "facts: {class: elementwise, flops: 1}\n",
+                  "k.yaml:13:8: error: facts of scale need 'error_rule' (class, flops and "
+                  "error_rule are required unless the kernel extends one with facts)"},
+        BadKernel{"facts_port",
+                  std::string(kScale) +
+                      "facts: {class: window, flops: 1, per_point: w, error_rule: "
+                      "average}\n",
+                  "k.yaml:13:45: error: per_point 'w' is not an input or output of scale"},
         BadKernel{"no_outputs", "kernel: k\ninputs: {}\n",
                   "k.yaml:1:9: error: k: a kernel needs at least one output"}),
     [](const ::testing::TestParamInfo<BadKernel>& info) { return std::string(info.param.name); });
+
+// `facts:` reads into KernelFacts; a kernel that extends one inherits them and overrides keys.
+TEST(Loader, FactsAreReadAndInherited) {
+  std::vector<Metakernel> ks = parse(std::string(kScale) +
+                                     "facts: {class: window, flops: 3, per_point: x, error_rule: "
+                                     "average}\n---\nkernel: scale2\nextends: scale\n"
+                                     "facts: {flops: 0.5, exact: true}\n---\nkernel: scale3\n"
+                                     "extends: scale2\n");
+  ASSERT_EQ(ks.size(), 3u);
+  ASSERT_TRUE(ks[0].facts);
+  EXPECT_EQ(ks[0].facts->kind, KernelClass::kWindow);
+  EXPECT_EQ(ks[0].facts->flops, 3);
+  EXPECT_EQ(ks[0].facts->per_point, "x");
+  EXPECT_EQ(ks[0].facts->error_rule, ErrorRule::kAverage);
+  EXPECT_FALSE(ks[0].facts->exact);
+  EXPECT_TRUE(ks[0].facts->declared);
+  KernelFacts child = *ks[0].facts;
+  child.flops = 0.5;
+  child.exact = true;
+  EXPECT_EQ(ks[1].facts, child);
+  EXPECT_EQ(ks[2].facts, child);
+  EXPECT_FALSE(parse(kScale)[0].facts);  // none declared: an unknown kernel
+}
 
 // The kernel files' dtype sets, from the dtype table: every .tap dtype, its floats, its integers.
 TEST(Loader, DTypeSetsComeFromTheTable) {

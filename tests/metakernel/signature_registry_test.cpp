@@ -91,6 +91,8 @@ TEST(Describe, ListsKernelsAndShowsOneWithItsIpfs) {
       conv,
       HasSubstr("sugar    when padding != 0: conv2d(pad(x, padding=padding), w, stride=stride)"));
   EXPECT_THAT(conv, HasSubstr("index    [$n, $o, $oh, $ow, $c]   reductions: c (sum)"));
+  EXPECT_THAT(conv, HasSubstr("facts    contraction, 2 FLOPs per index point × w's window, error "
+                              "rule bilinear, exact on integers"));
   EXPECT_THAT(describe_kernel(signatures().get("reshape")),
               HasSubstr("computed by the C++ hook 'reshape'"));
   Signature sig = eval("linear", {"f32[-40:60, 20:32]", "f32[32, 12]", "f32[32]"});

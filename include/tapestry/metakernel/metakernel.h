@@ -33,6 +33,7 @@
 #include "tapestry/ir/nodes.h"
 #include "tapestry/metakernel/expr.h"
 #include "tapestry/metakernel/kernel_body.h"
+#include "tapestry/metakernel/kernel_facts.h"
 #include "tapestry/metakernel/pattern.h"
 #include "tapestry/metakernel/source.h"
 #include "tapestry/metakernel/tap_ast.h"
@@ -151,6 +152,9 @@ struct Metakernel {
   /// runtime runs kernels that have one (runtime/body_kernels.h).
   std::optional<BodyExpr> body;
   std::string body_text;  // as written
+  /// What cost, run metrics and the verifier know of the kernel (`facts:`, kernel_facts.h);
+  /// none: an unknown kernel, priced and verified by kUnknownKernelFacts.
+  std::optional<KernelFacts> facts;
 
   [[nodiscard]] const ParamSpec* find_param(std::string_view name) const;
   [[nodiscard]] const InputSpec* find_input(std::string_view name) const;

@@ -13,10 +13,11 @@
 //   write_json_file("t.json", chrome_trace(metrics));      // `--trace`: opens in Perfetto
 //   fmt::print("{}", summary_table(metrics));
 //
-// FLOP model (documented in docs/runtime.md): a multiply-add counts 2 — contraction kernels
-// (linear, matmul, conv2d) do 2·|index|·|window| where |window| is the largest input cell
-// (kh·kw for conv2d, 1 otherwise); every other kernel counts one per output element; layout
-// kernels (transpose, reshape, pad, …) count 0. A fused operation sums its stages.
+// FLOP model (documented in docs/runtime.md): the cost model's (cost/work.h), from each kernel's
+// facts (metakernel/kernel_facts.h): `flops` per index point times the cells of the `per_point`
+// port's window — a multiply-add counts 2 (linear, matmul; conv2d 2·kh·kw), gelu 8, exp 4,
+// layout kernels (transpose, reshape, pad, slice, …) 0, a kernel without facts 1 per point. A
+// fused operation sums its stages.
 #pragma once
 
 #include <cstdint>
