@@ -6,7 +6,6 @@
 #include <set>
 #include <string>
 
-#include "tapestry/ir/display_name.h"
 #include "tapestry/metakernel/kernel_facts.h"
 #include "tapestry/rewrite/fused.h"
 
@@ -41,7 +40,7 @@ std::vector<ir::Issue> missing_kernel_facts(const ir::Graph& graph) {
     }
     if (metakernel::find_kernel_facts(kernel) != nullptr) return;
     if (!reported.emplace(kernel).second) return;
-    out.push_back(missing(kernel, ir::display_name(graph, op)));
+    out.push_back(missing(kernel, graph.display_name(op)));
   };
   for (const ir::OperationId op : graph.operations()) {
     const ir::OperationView view = graph.operation(op);

@@ -15,15 +15,14 @@ ApplicationExecutor::ApplicationExecutor(const ir::Graph& graph, const Executabl
   for (ir::ApplicationId app : schedule_.applications) {
     const ir::ApplicationView view = graph.application(app);
     if (!view.has_ipf_index()) {
-      throw Error(
-          fmt::format("application '{}' has no IPFIndex tag", detail::node_name(graph, app)));
+      throw Error(fmt::format("application '{}' has no IPFIndex tag", graph.display_name(app)));
     }
     if (!graph.contains(view.operation()) || !graph.as_operation(view.operation())) {
-      throw Error(fmt::format("application '{}' names no operation of the graph",
-                              detail::node_name(graph, app)));
+      throw Error(
+          fmt::format("application '{}' names no operation of the graph", graph.display_name(app)));
     }
     const ir::OperationId op = view.operation();
-    kernels_.push_back(kernels.lookup(graph.operation(op).kernel(), detail::node_name(graph, op)));
+    kernels_.push_back(kernels.lookup(graph.operation(op).kernel(), graph.display_name(op)));
   }
 }
 

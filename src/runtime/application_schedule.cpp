@@ -50,8 +50,8 @@ WritesByTensor collect_writes(const ir::Graph& graph, const ApplicationSchedule&
       const auto [a, b] = *clash;
       throw Error(
           fmt::format("applications '{}' and '{}' both write cells of tensor '{}' ({} and {})",
-                      detail::node_name(graph, s.applications[list.application[a]]),
-                      detail::node_name(graph, s.applications[list.application[b]]),
+                      graph.display_name(s.applications[list.application[a]]),
+                      graph.display_name(s.applications[list.application[b]]),
                       tensor_name(graph, tensor), list.box[a], list.box[b]));
     }
   }
@@ -78,7 +78,7 @@ std::vector<std::uint32_t> reads_from(const ir::Graph& graph, ir::ApplicationId 
                               const std::vector<std::uint32_t>& waiting) {
   std::vector<std::string> names;
   for (std::uint32_t i = 0; i < s.applications.size(); ++i) {
-    if (waiting[i] > 0) names.push_back(detail::node_name(graph, s.applications[i]));
+    if (waiting[i] > 0) names.push_back(graph.display_name(s.applications[i]));
   }
   throw Error(
       fmt::format("applications depend on each other in a cycle: {}", fmt::join(names, ", ")));

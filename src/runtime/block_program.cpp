@@ -83,18 +83,18 @@ BlockTask make_task(const ir::Graph& graph, ir::ApplicationId app_id,
                     const SlotOf& slot_of) {
   const ir::ApplicationView app = graph.application(app_id);
   if (!app.has_ipf_index()) {
-    throw Error(fmt::format("application '{}' has no IPFIndex tag", node_name(graph, app_id)));
+    throw Error(fmt::format("application '{}' has no IPFIndex tag", graph.display_name(app_id)));
   }
   if (!graph.contains(app.operation()) || !graph.as_operation(app.operation())) {
-    throw Error(
-        fmt::format("application '{}' names no operation of the graph", node_name(graph, app_id)));
+    throw Error(fmt::format("application '{}' names no operation of the graph",
+                            graph.display_name(app_id)));
   }
   const ir::OperationId op_id = app.operation();
   const ir::OperationView op = graph.operation(op_id);
   BlockTask task{.application = app_id,
                  .operation = op_id,
-                 .name = node_name(graph, app_id),
-                 .kernel = kernels.lookup(op.kernel(), node_name(graph, op_id)),
+                 .name = graph.display_name(app_id),
+                 .kernel = kernels.lookup(op.kernel(), graph.display_name(op_id)),
                  .call = {.kernel = op.kernel(),
                           .operation = graph.node(op_id).display_name(),
                           .index = *app.ipf_index(),
@@ -108,7 +108,7 @@ BlockTask make_task(const ir::Graph& graph, ir::ApplicationId app_id,
     add_ports(graph, task.call.index, app.outputs(), signature.outputs, slots, slot_of,
               task.call.outputs, task.outputs);
   } catch (const Error& e) {
-    throw e.with_context(fmt::format("application '{}'", node_name(graph, app_id)));
+    throw e.with_context(fmt::format("application '{}'", graph.display_name(app_id)));
   }
   for (const PortAddress& out : task.outputs) task.writes.push_back(out.slot);
   unique_sorted(task.writes);

@@ -27,59 +27,26 @@ namespace tapestry::runtime::detail {
 
 namespace {
 
-enum class Rule {
-  kBilinear,
-  kAdditive,
-  kProduct,
-  kSelection,
-  kElementwise,
-  kSoftmax,
-  kAverage,
-  kVariance,
-  kMove,
-  kFallback
-};
+using metakernel::ErrorRule;
 
-// Which rule a kernel follows: its facts' error_rule (metakernel/kernel_facts.h); `monoid`
-// (sum, max, reduce) depends on the operation's monoid; a kernel without facts: kFallback.
-Rule rule_of(std::string_view kernel, std::optional<ir::Monoid> monoid) {
-  using metakernel::ErrorRule;
-  switch (metakernel::kernel_facts(kernel).error_rule) {
-    case ErrorRule::kBilinear:
-      return Rule::kBilinear;
-    case ErrorRule::kAdditive:
-      return Rule::kAdditive;
-    case ErrorRule::kProduct:
-      return Rule::kProduct;
-    case ErrorRule::kSelection:
-      return Rule::kSelection;
-    case ErrorRule::kElementwise:
-      return Rule::kElementwise;
-    case ErrorRule::kSoftmax:
-      return Rule::kSoftmax;
-    case ErrorRule::kAverage:
-      return Rule::kAverage;
-    case ErrorRule::kVariance:
-      return Rule::kVariance;
-    case ErrorRule::kMove:
-      return Rule::kMove;
-    case ErrorRule::kMonoid:
-      if (!monoid) return Rule::kFallback;
-      if (*monoid == ir::Monoid::kSum) return Rule::kAdditive;
-      if (*monoid == ir::Monoid::kProd) return Rule::kProduct;
-      return Rule::kSelection;
-    case ErrorRule::kFallback:
-      return Rule::kFallback;
-  }
-  return Rule::kFallback;
+// The rule an operation follows: its kernel's facts' error_rule (metakernel/kernel_facts.h),
+// `monoid` resolved by the operation's reduction monoid (sum, max, reduce: sum → additive,
+// prod → product, max/min → selection; none → fallback); a kernel without facts: kFallback.
+ErrorRule rule_of(std::string_view kernel, std::optional<ir::Monoid> monoid) {
+  const ErrorRule rule = metakernel::kernel_facts(kernel).error_rule;
+  if (rule != ErrorRule::kMonoid) return rule;
+  if (!monoid) return ErrorRule::kFallback;
+  if (*monoid == ir::Monoid::kSum) return ErrorRule::kAdditive;
+  if (*monoid == ir::Monoid::kProd) return ErrorRule::kProduct;
+  return ErrorRule::kSelection;
 }
 
 // Whether the kernel gives exact results on small integers (every value it forms is a sum,
 // product, selection or copy of integers): its facts' `exact`, never for a product of many terms
 // or an unknown kernel.
-bool is_exact_kernel(std::string_view kernel, Rule rule) {
-  return metakernel::kernel_facts(kernel).exact && rule != Rule::kProduct &&
-         rule != Rule::kFallback;
+bool is_exact_kernel(std::string_view kernel, ErrorRule rule) {
+  return metakernel::kernel_facts(kernel).exact && rule != ErrorRule::kProduct &&
+         rule != ErrorRule::kFallback;
 }
 
 template <typename F>
@@ -344,7 +311,7 @@ OperationEval::OperationEval(const ir::Graph& graph, ir::OperationId op,
     : graph_(graph),
       op_(op),
       kernels_(kernels),
-      kernel_(kernels.lookup(graph.operation(op).kernel(), node_name(graph, op))),
+      kernel_(kernels.lookup(graph.operation(op).kernel(), graph.display_name(op))),
       lambda_(lambda),
       zeros_(zeros),
       single_sums_(strict_float32() ? single_sums : SingleSums::kNever) {
@@ -418,43 +385,44 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
 
   std::optional<ir::Monoid> monoid;
   if (!op.body().reductions.empty()) monoid = op.body().reductions.front().monoid;
-  const Rule rule = rule_of(op.kernel(), monoid);
+  const ErrorRule rule = rule_of(op.kernel(), monoid);
   c.result.exact = is_exact_kernel(op.kernel(), rule);
   if (!floats) return std::move(c.result);  // integers: exact, no sigma
   for (std::size_t i = 0; i < c.in_sigma.size(); ++i) {
     if (c.in_sigma[i] == nullptr || c.in_bound[i] == nullptr)
       throw Error(
-          fmt::format("operation '{}' mixes integer and float tensors", node_name(graph_, op_)));
+          fmt::format("operation '{}' mixes integer and float tensors", graph_.display_name(op_)));
   }
   switch (rule) {
-    case Rule::kBilinear:
+    case ErrorRule::kBilinear:
       bilinear(c);
       break;
-    case Rule::kAdditive:
+    case ErrorRule::kAdditive:
       additive(c, op.kernel() == "sub" ? "add" : op.kernel());
       break;
-    case Rule::kProduct:
+    case ErrorRule::kProduct:
       product(c);
       break;
-    case Rule::kSelection:
+    case ErrorRule::kSelection:
       selection(c, monoid == ir::Monoid::kMin);
       break;
-    case Rule::kElementwise:
+    case ErrorRule::kElementwise:
       elementwise(c);
       break;
-    case Rule::kSoftmax:
+    case ErrorRule::kSoftmax:
       softmax(c);
       break;
-    case Rule::kAverage:
+    case ErrorRule::kAverage:
       average(c);
       break;
-    case Rule::kVariance:
+    case ErrorRule::kVariance:
       variance(c);
       break;
-    case Rule::kMove:
+    case ErrorRule::kMove:
       move(c);
       break;
-    case Rule::kFallback:
+    case ErrorRule::kMonoid:  // resolved by rule_of
+    case ErrorRule::kFallback:
       fallback(c);
       break;
   }
@@ -868,7 +836,7 @@ void OperationEval::bilinear(Ctx& c) const {
 // ±inf or NaN (a term is: −inf + x of a causal mask) has no rounding error: its class is certain
 // when twin(σ²) and twin(D), the errors carried in, are finite.
 void OperationEval::additive(Ctx& c, std::string_view twin) const {
-  const KernelFn fn = kernels_.lookup(twin, node_name(graph_, op_));
+  const KernelFn fn = kernels_.lookup(twin, graph_.display_name(op_));
   // The kernel on |x|, on σ² (an exact input's σ is its own square: a view of zeros) and on D;
   // each input transform is freed once its kernel has run.
   const auto run_on =

@@ -15,7 +15,7 @@ NaiveExecutor::NaiveExecutor(const ir::Graph& graph, const ExecutableKernels& ke
   const ir::TopologicalOrder topo = graph.topological_order();
   if (!topo.cycle.empty()) {
     std::vector<std::string> names;
-    for (ir::NodeId node : topo.cycle) names.push_back(detail::node_name(graph, node));
+    for (ir::NodeId node : topo.cycle) names.push_back(graph.display_name(node));
     throw Error(fmt::format("the graph has a cycle: {}", fmt::join(names, " -> ")));
   }
   for (ir::NodeId node : topo.order) {
@@ -23,8 +23,7 @@ NaiveExecutor::NaiveExecutor(const ir::Graph& graph, const ExecutableKernels& ke
     if (!op) continue;
     detail::check_operation_tags(graph, *op);
     order_.push_back(*op);
-    kernels_.push_back(
-        kernels.lookup(graph.operation(*op).kernel(), detail::node_name(graph, *op)));
+    kernels_.push_back(kernels.lookup(graph.operation(*op).kernel(), graph.display_name(*op)));
   }
 }
 
@@ -63,7 +62,7 @@ BufferMap NaiveExecutor::run_outputs(const BufferMap& inputs) const {
     }
     throw Error(fmt::format("tensor '{}' is computed by operation '{}'; it cannot be an input",
                             tensor_name(graph_, t),
-                            detail::node_name(graph_, graph_.producers(t).front())));
+                            graph_.display_name(graph_.producers(t).front())));
   }
   // 2. Each operation: its outputs allocated (poisoned, as `run` does), the kernel, and every
   //    tensor no later operation reads freed.

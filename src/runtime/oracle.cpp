@@ -189,7 +189,7 @@ Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
     detail::RuleResult r = eval.run(oracle.value, oracle.sigma, oracle.bound, spare);
     for (ir::TensorId t : r.taken) live.taken(t, spare_bytes.at(t));
     if (!r.exact && not_exact.empty()) {
-      not_exact = fmt::format("operation '{}' ({}) is not exact", detail::node_name(graph, op),
+      not_exact = fmt::format("operation '{}' ({}) is not exact", graph.display_name(op),
                               graph.operation(op).kernel());
     }
     for (std::size_t i = 0; i < r.outputs.size(); ++i) {

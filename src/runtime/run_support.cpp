@@ -10,18 +10,14 @@
 
 namespace tapestry::runtime::detail {
 
-std::string node_name(const ir::Graph& graph, ir::NodeId node) {
-  const std::string& label = graph.node(node).label();
-  return label.empty() ? std::string(graph.key(node)) : label;
-}
-
 std::string describe_application(const ir::Graph& graph, ir::ApplicationId app) {
   const ir::ApplicationView view = graph.application(app);
   if (!view.label().empty()) return fmt::format("application '{}'", view.label());
   const std::optional<zspace::Range> index = view.ipf_index();
   if (!view.operation().is_valid() || !index)
     return fmt::format("application '{}'", graph.key(app));
-  return fmt::format("the application of '{}' over {}", node_name(graph, view.operation()), *index);
+  return fmt::format("the application of '{}' over {}", graph.display_name(view.operation()),
+                     *index);
 }
 
 void check_tensor_dtypes(const ir::Graph& graph) {
@@ -34,7 +30,7 @@ void check_operation_tags(const ir::Graph& graph, ir::OperationId op) {
     throw Error(
         fmt::format("operation '{}' has no {} tag; the runtime needs IPFIndex and "
                     "IPFSignature on every operation",
-                    node_name(graph, op), !view.has_ipf_index() ? "IPFIndex" : "IPFSignature"));
+                    graph.display_name(op), !view.has_ipf_index() ? "IPFIndex" : "IPFSignature"));
   }
 }
 
@@ -55,7 +51,7 @@ void check_operations_have_applications(const ir::Graph& graph) {
       throw Error(
           fmt::format("operation '{}' has no applications; the application executor "
                       "runs applications only",
-                      node_name(graph, op)));
+                      graph.display_name(op)));
     }
   }
 }
@@ -71,7 +67,7 @@ BufferMap prepare_buffers(const ir::Graph& graph, BufferMap inputs) {
     if (!is_input && given != inputs.end()) {
       throw Error(fmt::format("tensor '{}' is computed by operation '{}'; it cannot be an input",
                               tensor_name(graph, tensor),
-                              node_name(graph, graph.producers(tensor).front())));
+                              graph.display_name(graph.producers(tensor).front())));
     }
     if (is_input) {
       buffers.emplace(tensor, bind_buffer(graph, tensor, std::move(given->second)));
@@ -161,7 +157,7 @@ void run_kernel(KernelFn kernel, const ir::Graph& graph, const Work& work, Buffe
     add_ports(graph, work, *work.outputs, signature.outputs, buffers, call.outputs);
   } catch (const Error& e) {
     const char* kind = work.node == ir::NodeId(work.operation) ? "operation" : "application";
-    throw e.with_context(fmt::format("{} '{}'", kind, node_name(graph, work.node)));
+    throw e.with_context(fmt::format("{} '{}'", kind, graph.display_name(work.node)));
   }
   kernel(call);
 }

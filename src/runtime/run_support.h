@@ -12,9 +12,6 @@
 
 namespace tapestry::runtime::detail {
 
-/// The node's label, else its key.
-std::string node_name(const ir::Graph& graph, ir::NodeId node);
-
 /// An application as a message names it: "application 'LABEL'" when it has a label, else by its
 /// operation and index box, "the application of 'H/linear' over zr[0:2048, 0:4096, 0:1024]"
 /// (applications made by `lower` have no label; their keys are meaningless UUIDs).
