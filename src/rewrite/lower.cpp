@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 
 #include "tapestry/ir/dialect.h"
@@ -244,11 +245,15 @@ LowerResult lower(const ir::Graph& graph, const Plan& plan, const LowerOptions& 
   });
   LowerOptions rewriting = options;
   rewriting.driver.times = &passes;
-  const ir::Dialect operation_dialect = dialect_of(graph, options);
-  // (Only from a valid input: a fault it already had is the validate step's to report.)
+  // Debug builds only (a release build makes no dialect here), and only from a valid input: a
+  // fault the input already had is the validate step's to report.
+  std::optional<ir::Dialect> operation_dialect;
   if (kVerifyEachRewrite && rewriting.driver.verify_each == nullptr &&
-      graph.applications().empty() && ir::validate(graph, operation_dialect).is_valid()) {
-    rewriting.driver.verify_each = &operation_dialect;
+      graph.applications().empty()) {
+    operation_dialect = dialect_of(graph, options);
+    if (ir::validate(graph, *operation_dialect).is_valid()) {
+      rewriting.driver.verify_each = &*operation_dialect;
+    }
   }
   std::vector<RewriteEvent> log;
   RewriteState state = rewrite_operations(graph, plan, rewriting, log);
