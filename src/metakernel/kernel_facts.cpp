@@ -24,7 +24,7 @@ constexpr std::array<std::pair<std::string_view, KernelClass>, 6> kClasses = {{
 
 // `fallback` is not accepted from YAML under that name (parse_error_rule skips it): a kernel
 // declares it as `worst_case` — the same worst-case bar, for a kernel (the training kernels of
-// kernels/training.yaml) that no finer rule bounds; error_rule_name says `fallback` for both.
+// kernels/training.yaml) that no finer rule bounds — and error_rule_name calls it that.
 constexpr std::array<std::pair<std::string_view, ErrorRule>, 12> kRules = {{
     {"bilinear", ErrorRule::kBilinear},
     {"additive", ErrorRule::kAdditive},
@@ -36,8 +36,8 @@ constexpr std::array<std::pair<std::string_view, ErrorRule>, 12> kRules = {{
     {"variance", ErrorRule::kVariance},
     {"move", ErrorRule::kMove},
     {"monoid", ErrorRule::kMonoid},
-    {"fallback", ErrorRule::kFallback},
     {"worst_case", ErrorRule::kFallback},
+    {"fallback", ErrorRule::kFallback},
 }};
 
 // Facts of kernels added to any registry, by name; stable addresses.
