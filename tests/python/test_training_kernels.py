@@ -74,7 +74,13 @@ CONV_CASES = [  # n, c, o, ih, iw, kh, kw, stride
     (1, 16, 16, 10, 10, 3, 3, 1),  # big enough for oneDNN's kernels
     (4, 17, 18, 9, 11, 3, 3, 2),
     (2, 3, 2, 5, 5, 5, 5, 3),  # the filter covers the image
+    (2, 16, 16, 10, 11, 3, 3, 2),  # a row no window reads: oneDNN's negative right padding
 ]
+
+
+def paths(g: tapestry.Graph) -> dict[str, dict[str, int]]:
+    """The kernel paths of the last run, per operation."""
+    return {op["operation"]: op["paths"] for op in g.last_run.metrics["operations"]}
 
 
 @pytest.mark.parametrize("case", CONV_CASES)
@@ -89,6 +95,14 @@ def test_conv2d_grad_input_is_torchs(case):
     plans = [{"n": min(n, 2)}, {"c": 2}, {"n": min(n, 2), "c": 2}]
     for got in run_all(g, {"X": x, "W": w, "D": d}, plans):
         close(got, want)
+    g.run({"X": x, "W": w, "D": d}, kernels="fast")
+    assert paths(g)["R"] == {"onednn": 1}  # oneDNN's backward-data primitive
+    g64 = tap({"X": x.astype(np.float64), "W": w.astype(np.float64), "D": d.astype(np.float64)},
+              f"R = conv2d_grad_input(X, W, D, stride={s})")
+    got = g64.run({"X": x.astype(np.float64), "W": w.astype(np.float64),
+                   "D": d.astype(np.float64)}, kernels="fast", verify=True)["R"]
+    assert paths(g64)["R"] == {"vectorised": 1}  # float64: the loops
+    close(got, want, rtol=1e-12)
 
 
 @pytest.mark.parametrize("case", CONV_CASES)
@@ -104,6 +118,18 @@ def test_conv2d_grad_weight_is_torchs(case):
     plans = [{"o": 2}, {"n": min(n, 2)}, {"o": 2, "n": min(n, 2)}, {"c": 2, "i": min(kh, 2)}]
     for got in run_all(g, {"X": x, "D": d}, plans):
         close(got, want)
+    g.run({"X": x, "D": d}, kernels="fast")
+    assert paths(g)["R"] == {"onednn": 1}  # oneDNN's backward-weights primitive
+    g.run({"X": x, "D": d}, kernels="fast", plan={"ops": {"R": {"split": {"n": min(n, 2)}}}})
+    ops = [o for o in g.last_run.metrics["operations"] if o["kernel"] == "conv2d_grad_weight"]
+    assert sum(o["applications"] for o in ops) == min(n, 2)  # a block of the batch sum each…
+    assert all(o["paths"] == {"onednn": o["applications"]} for o in ops)  # …through oneDNN
+    g64 = tap({"X": x.astype(np.float64), "D": d.astype(np.float64)},
+              f"R = conv2d_grad_weight(X, D, kh={kh}, kw={kw}, stride={s})")
+    got = g64.run({"X": x.astype(np.float64), "D": d.astype(np.float64)}, kernels="fast",
+                  verify=True)["R"]
+    assert paths(g64)["R"] == {"vectorised": 1}  # float64: the loops
+    close(got, want, rtol=1e-12)
 
 
 def test_conv2d_gradients_take_the_range_of_a_padded_input():
