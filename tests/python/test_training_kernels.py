@@ -365,3 +365,14 @@ def test_the_cli_runs_and_verifies_a_sharded_training_step(tmp_path):
     plan.write_text('{"ops": {"DW": {"split": {"n": 2, "o": 2}}, "W1": {"split": {"d0": 3}}}}')
     done = run_cli("run", graph, "--plan", plan, "--verify", "--threads", "2")
     assert "PASS   W1" in done.stdout and "DW/reduce" in done.stdout
+
+
+def test_ops_return_every_output_of_an_update():
+    from tapestry import ops
+    g = tapestry.Graph()
+    p, gr = g.input("P", "f32", [3, 4]), g.input("G", "f32", [3, 4])
+    param, m, v = ops.adam(p, gr, p, p, g.input("Step", "i32", []), lr=0.1, decoupled=True)
+    g.assign("U", param)
+    assert [t.name for t in (param, m, v)] == ["U.result", "U.m_next", "U.v_next"]
+    new, velocity = ops.sgd_momentum(p, gr, p, lr=0.1, momentum=0.9)
+    assert velocity.name == "sgd_momentum.velocity_next" and velocity.shape == (3, 4)
