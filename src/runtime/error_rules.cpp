@@ -388,6 +388,8 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
   const ErrorRule rule = rule_of(op.kernel(), monoid);
   c.result.exact = is_exact_kernel(op.kernel(), rule);
   if (!floats) return std::move(c.result);  // integers: exact, no sigma
+  std::vector<Buffer> exact_integers;       // σ = D = 0 of integer inputs, for the worst-case rule
+  if (rule == ErrorRule::kFallback) exact_integers = exact_integer_inputs(c);
   for (std::size_t i = 0; i < c.in_sigma.size(); ++i) {
     if (c.in_sigma[i] == nullptr || c.in_bound[i] == nullptr)
       throw Error(
@@ -666,6 +668,25 @@ std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int 
   return out;
 }
 
+// The input entries bilinear multiplies: x and w, or a and b; a gradient kernel's cotangent
+// d_result and the forward input it pairs with — conv2d_grad_weight(x, d_result): x and
+// d_result; conv2d_grad_input(x, w, d_result): d_result and w, its x giving only the result's
+// shape and range (`shape_only`: run_bilinear hands it x's transforms, which the kernel never
+// reads). -1 where absent.
+OperationEval::BilinearFactors OperationEval::bilinear_factors(const Ctx& c) {
+  BilinearFactors f{.x = c.entry("x") >= 0 ? c.entry("x") : c.entry("a"),
+                    .w = c.entry("w") >= 0 ? c.entry("w") : c.entry("b")};
+  if (const int d = c.entry("d_result"); d >= 0) {
+    if (f.w >= 0) {
+      f.shape_only = f.x;
+      f.x = d;
+    } else {
+      f.w = d;
+    }
+  }
+  return f;
+}
+
 // linear, matmul, conv2d, mul: out = Σ_k x_k·w_k (+ bias), n = terms (+1 with a bias).
 //   A  = K(|x|, |w|, |bias|)                         Σ|terms| of each cell
 //   σ² = K(σx², w², σbias²) + K(x², σw², 0) + proxy(A)²
@@ -675,14 +696,14 @@ std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int 
 // computation and rounds nothing: n counts the others, K(live x, live w, live bias), when an
 // input holds exact zeros. A cell that is ±inf or NaN: bilinear_hazards.
 void OperationEval::bilinear(Ctx& c) const {
-  const int x = c.entry("x") >= 0 ? c.entry("x") : c.entry("a");
-  const int w = c.entry("w") >= 0 ? c.entry("w") : c.entry("b");
+  const BilinearFactors factors = bilinear_factors(c);
+  const int x = factors.x, w = factors.w;
   const int bias = c.entry("bias");
   if (x < 0 || w < 0) return fallback(c);
   const std::size_t n_in = c.in_value.size();
   for (std::size_t i = 0; i < n_in; ++i) {
     const auto idx = static_cast<int>(i);
-    if (idx != x && idx != w && idx != bias) return fallback(c);
+    if (idx != x && idx != w && idx != bias && idx != factors.shape_only) return fallback(c);
   }
   const auto run = [&](const CellMap& on_x, const CellMap& on_w, bool zero_bias) {
     return run_bilinear(c, w, bias, on_x, on_w, zero_bias);
@@ -1446,6 +1467,20 @@ void OperationEval::move(Ctx& c) const {
   }
 }
 
+// The integer inputs of a float operation under the worst-case rule — cross_entropy's class
+// labels, adam's step count (kernels/training.yaml) — are exact: σ = D = 0, zero buffers that
+// the returned vector owns and c's σ and D entries point at (fallback reads no integer values).
+std::vector<Buffer> OperationEval::exact_integer_inputs(Ctx& c) {
+  std::vector<Buffer> zeros;
+  zeros.reserve(c.in_value.size());
+  for (std::size_t i = 0; i < c.in_value.size(); ++i) {
+    if (ir::is_float(c.in_value[i]->dtype()) || c.in_sigma[i] != nullptr) continue;
+    zeros.emplace_back(DType::kFloat64, c.in_value[i]->range());
+    c.in_sigma[i] = c.in_bound[i] = &zeros.back();
+  }
+  return zeros;
+}
+
 // No error model (fused stages, user kernels): the worst case over the whole operation,
 // 4·u·K·max|inputs| + the largest bar of the inputs, as one bound for every output cell; σ = D
 // (a bound is a valid scale: λ·σ ≥ D, so the bar is D). Inputs that are ±inf or NaN and exact
@@ -1454,6 +1489,7 @@ void OperationEval::move(Ctx& c) const {
 void OperationEval::fallback(Ctx& c) const {
   double m = 0, e = 0;
   for (std::size_t i = 0; i < c.in_value.size(); ++i) {
+    if (!ir::is_float(c.in_value[i]->dtype())) continue;  // exact_integer_inputs: σ = D = 0
     for (double v : c.in_value[i]->values<double>())
       if (std::isfinite(v)) m = std::max(m, std::abs(v));
     const Buffer bars = bar_of(*c.in_sigma[i], *c.in_bound[i]);

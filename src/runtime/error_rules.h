@@ -164,6 +164,11 @@ class OperationEval {
   void variance(Ctx& c) const;
   void move(Ctx& c) const;
   void fallback(Ctx& c) const;
+  static std::vector<Buffer> exact_integer_inputs(Ctx& c);
+  struct BilinearFactors {
+    int x = -1, w = -1, shape_only = -1;
+  };
+  static BilinearFactors bilinear_factors(const Ctx& c);
 
   const ir::Graph& graph_;
   ir::OperationId op_;

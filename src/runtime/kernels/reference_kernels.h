@@ -25,6 +25,9 @@ void register_pool_kernels(ExecutableKernels& registry);
 void register_conv_kernels(ExecutableKernels& registry);
 /// transpose, permute, reshape, slice (copies through the IPFs) and pad.
 void register_layout_kernels(ExecutableKernels& registry);
+/// The training kernels of kernels/training.yaml: softmax, conv2d, max and pooling gradients,
+/// mse and cross_entropy and their gradients, sgd, sgd_momentum, adam.
+void register_training_kernels(ExecutableKernels& registry);
 /// The `fused` kernel (kernels/fused.cpp): runs a fused operation's stages with these kernels.
 void register_fused_kernel(ExecutableKernels& registry);
 
