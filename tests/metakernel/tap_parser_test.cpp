@@ -128,15 +128,6 @@ TEST(TapParser, DeepNestingIsAnErrorNotACrash) {
   EXPECT_EQ(r.diagnostics[0].message, "lists are nested too deeply");
 }
 
-TEST(Diagnostics, CaretLinesUpUnderTabs) {
-  auto file = std::make_shared<const SourceFile>("f.tap", "a\n\tY = relu(Q)\n");
-  EXPECT_EQ(format_diagnostic({file, {2, 11}, "unknown variable 'Q'"}),
-            "f.tap:2:11: error: unknown variable 'Q'\n  \tY = relu(Q)\n  \t         ^");
-  EXPECT_EQ(format_diagnostic({nullptr, {}, "no place"}), "no place");  // e.g. an unreadable file
-  EXPECT_THROW(throw_diagnostics({{file, {1, 1}, "x"}}), Error);
-  EXPECT_NO_THROW(throw_diagnostics({}));
-}
-
 TEST(Naming, NestedNamesAreNumberedPerKernel) {
   const std::vector<std::string> kernels{"relu", "linear", "relu", "relu", "add"};
   EXPECT_EQ(nested_names("Z", kernels),
