@@ -112,7 +112,7 @@ TEST(TapParser, SyntaxErrors) {
        }) {
     tap::ParseResult r = parse(c.text);
     ASSERT_EQ(r.diagnostics.size(), 1u) << c.text;
-    EXPECT_EQ(r.diagnostics[0].pos, c.pos) << c.text;
+    EXPECT_EQ(r.diagnostics[0].where.pos, c.pos) << c.text;
     EXPECT_EQ(r.diagnostics[0].message, c.message) << c.text;
   }
 }
