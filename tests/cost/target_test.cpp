@@ -583,9 +583,11 @@ TEST(Target, ReadErrorsCarryTheirLocation) {
   EXPECT_EQ(d.where.file, "t.json");
   EXPECT_EQ(d.where.pointer, "/");
   EXPECT_EQ(d.message, "missing member \"device_types\"");
-  d = support::testing::thrown_diagnostic(
-      [] { (void)parse_target(R"({"name": "", "device_types": {}})", "t.json"); });
+  json unnamed = json::parse(kTwoNodes);
+  unnamed["name"] = "";
+  d = support::testing::thrown_diagnostic([&] { (void)parse_target(unnamed.dump(), "t.json"); });
   EXPECT_EQ(d.where.pointer, "/name");
+  EXPECT_EQ(d.message, "must not be empty");
   d = support::testing::thrown_diagnostic(
       [] { (void)parse_target("{\"name\": \"x\",\n \"name\": \"y\"}", "t.json"); });
   EXPECT_EQ(d.where.file, "t.json");
