@@ -30,7 +30,7 @@ void check_valid(const ir::Graph& graph, const metakernel::SignatureRegistry& si
 }
 
 ir::Graph take_built(metakernel::BuildResult built) {
-  if (!built.ok()) throw GraphError(metakernel::format_diagnostics(built.diagnostics));
+  if (!built.ok()) throw GraphError(support::format_diagnostics(built.diagnostics));
   return std::move(*built.graph);
 }
 

@@ -16,6 +16,7 @@
 #include "graph_input.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/metakernel/tap_frontend.h"
+#include "tapestry/support/diagnostic.h"
 
 namespace tapestry::cli {
 
@@ -33,7 +34,7 @@ int run_build(const BuildOptions& options) {
   metakernel::BuildResult built = metakernel::build_tap_file(
       options.file, signatures, {.add_application = !options.operation_only});
   if (!built.ok()) {
-    fmt::print(stderr, "{}\n", metakernel::format_diagnostics(built.diagnostics));
+    fmt::print(stderr, "{}\n", support::format_diagnostics(built.diagnostics));
     return kExitBadInput;
   }
   const ir::ValidationReport report = metakernel::validate_built_graph(*built.graph);

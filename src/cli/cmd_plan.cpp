@@ -22,6 +22,7 @@
 #include "tapestry/cost/standard_plans.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/rewrite/plan_skeleton.h"
+#include "tapestry/support/diagnostic.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::cli {
@@ -83,14 +84,11 @@ int run_standard(const PlanOptions& options, const ir::Graph& graph,
 // load_plan).
 std::vector<rewrite::OperationInfo> derived_by(const ir::Graph& graph, const rewrite::Plan& plan,
                                                const metakernel::SignatureRegistry& signatures) {
-  const auto fail = [](const std::vector<std::string>& problems) {
-    return Error(
-        fmt::format("the plan does not fit the graph:\n  {}", fmt::join(problems, "\n  ")));
-  };
   const rewrite::LowerOptions options{.signatures = &signatures};
   std::vector<rewrite::RewriteEvent> log;
   const rewrite::RewriteState state = rewrite::rewrite_operations(graph, plan, options, log);
-  if (!state.problems.empty()) throw fail(state.problems);
+  if (!state.problems.empty())
+    throw support::DiagnosticError("the plan does not fit the graph", state.problems);
   return rewrite::derived_operations(state.derived);
 }
 

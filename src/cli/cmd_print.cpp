@@ -14,6 +14,7 @@
 #include "tapestry/ir/json_io.h"
 #include "tapestry/metakernel/printer.h"
 #include "tapestry/metakernel/tap_frontend.h"
+#include "tapestry/support/diagnostic.h"
 
 namespace tapestry::cli {
 
@@ -29,7 +30,7 @@ int run_print(const PrintOptions& options) {
   if (options.file.ends_with(".tap")) {
     metakernel::BuildResult built = metakernel::build_tap_file(options.file, signatures);
     if (!built.ok()) {
-      fmt::print(stderr, "{}\n", metakernel::format_diagnostics(built.diagnostics));
+      fmt::print(stderr, "{}\n", support::format_diagnostics(built.diagnostics));
       return kExitBadInput;
     }
     fmt::print("{}", metakernel::print_tap(*built.graph, signatures));

@@ -8,6 +8,7 @@
 #include "tapestry/metakernel/tap_frontend.h"
 #include "tapestry/rewrite/kernel_agreement.h"
 #include "tapestry/rewrite/kernel_facts_check.h"
+#include "tapestry/support/diagnostic.h"
 #include "tapestry/support/error.h"
 #include "tapestry/support/file.h"
 
@@ -18,7 +19,7 @@ ir::ReadResult read_graph_input(const std::string& path,
   check_readable_file(path);  // one message for a missing file, a directory, …
   if (!path.ends_with(".tap")) return ir::read_graph_file(path);
   metakernel::BuildResult built = metakernel::build_tap_file(path, signatures);
-  if (!built.ok()) throw Error(metakernel::format_diagnostics(built.diagnostics));
+  if (!built.ok()) throw support::DiagnosticError(built.diagnostics);
   ir::ReadResult read;
   read.graph = std::move(*built.graph);
   return read;
@@ -30,7 +31,7 @@ ir::Graph load_graph(const std::string& path, const metakernel::SignatureRegistr
   ir::Graph graph;
   if (path.ends_with(".tap")) {
     metakernel::BuildResult built = metakernel::build_tap_file(path, signatures);
-    if (!built.ok()) throw Error(metakernel::format_diagnostics(built.diagnostics));
+    if (!built.ok()) throw support::DiagnosticError(built.diagnostics);
     graph = std::move(*built.graph);
   } else {
     ir::ReadResult read = ir::read_graph_file(path);
@@ -61,13 +62,14 @@ rewrite::Plan load_plan(const ir::Graph& graph, const std::string& plan_file,
   for (const std::string& s : splits) rewrite::add_split_shorthand(plan, s);
   // Checked here, where the file is known, so the problems are located in it (lower checks again
   // for callers that build plans in code); entries naming derived operations run the rewrites.
-  if (const std::vector<std::string> problems = rewrite::check_plan(plan, graph);
+  if (std::vector<support::Diagnostic> problems = rewrite::check_plan(plan, graph);
       !problems.empty()) {
     const std::string source = plan_file.empty() ? std::string("--split")
                                : splits.empty()  ? plan_file
                                                  : plan_file + " with --split";
-    throw Error(fmt::format("{}: the plan does not fit the graph:\n  {}", source,
-                            fmt::join(problems, "\n  ")));
+    for (support::Diagnostic& p : problems) p.where.file = source;
+    throw support::DiagnosticError(source + ": the plan does not fit the graph",
+                                   std::move(problems));
   }
   return ignore_placement ? rewrite::without_placement(std::move(plan)) : plan;
 }

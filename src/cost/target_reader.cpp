@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tapestry/cost/target.h"
+#include "tapestry/support/diagnostic.h"
 #include "tapestry/support/error.h"
 #include "tapestry/zspace/json.h"
 
@@ -85,8 +86,9 @@ class TargetReader {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& path, const std::string& message) const {
-    throw Error(fmt::format("{}: {}: {}", source_, path.empty() ? "/" : path, message));
+  [[noreturn]] void fail(const std::string& path, std::string message) const {
+    throw support::DiagnosticError(
+        support::Diagnostic::at_pointer(path, std::move(message), std::string(source_)));
   }
 
   // `j` is an object holding every member of `required`, and otherwise only `optional` ones.

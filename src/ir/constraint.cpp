@@ -18,6 +18,7 @@ IssueContext CheckContext::node_context(NodeId node, std::string_view path_suffi
   IssueContext ctx;
   ctx.name = std::string(kind_name(view.kind()));
   ctx.message = view.display_name();
+  ctx.where.node = ctx.message;
   ctx.jsonpath = node_json_path(view.key());
   ctx.jsonpath += path_suffix;
   if (with_data) ctx.data = node_to_json(graph, node);

@@ -32,15 +32,12 @@ ReadResult GraphReader::read() {
   try {
     read_document();
   } catch (const JsonSyntaxError& e) {
-    auto [line, column] = cur_.location(e.offset());
+    const support::Location where = location(e.offset());
     Issue syntax{.type = "json-syntax",
                  .summary = "The input is not valid JSON",
-                 .message = fmt::format("{}:{}:{}: {}", source_, line, column, e.what())};
-    syntax.params = {{"line", line}, {"column", column}};
-    syntax.contexts.push_back(
-        IssueContext{.name = "File",
-                     .message = source_,
-                     .jsonpath = fmt::format("line {}, column {}", line, column)});
+                 .message = fmt::format("{}: {}", support::format_location(where), e.what())};
+    syntax.params = {{"line", where.pos.line}, {"column", where.pos.column}};
+    syntax.contexts.push_back(IssueContext{.name = "File", .message = source_, .where = where});
     result.issues.push_back(std::move(syntax));
     return result;
   }
@@ -76,9 +73,8 @@ void GraphReader::restore_rowless_ipf_ranks() {
   }
 }
 
-std::string GraphReader::location_text(std::size_t offset) const {
-  auto [line, column] = cur_.location(offset);
-  return fmt::format("{}:{}:{}", source_, line, column);
+support::Location GraphReader::location(std::size_t offset) const {
+  return support::Location{.file = source_, .pos = cur_.location(offset)};
 }
 
 void GraphReader::issue(std::string type, Severity severity, std::string summary,
@@ -87,8 +83,11 @@ void GraphReader::issue(std::string type, Severity severity, std::string summary
           .severity = severity,
           .summary = std::move(summary),
           .message = std::move(message)};
-  i.contexts.push_back(IssueContext{
-      .name = "Node", .message = location_text(offset), .jsonpath = std::move(jsonpath)});
+  const support::Location where = location(offset);
+  i.contexts.push_back(IssueContext{.name = "Node",
+                                    .message = support::format_location(where),
+                                    .jsonpath = std::move(jsonpath),
+                                    .where = where});
   issues_.push_back(std::move(i));
 }
 

@@ -55,7 +55,8 @@ class GraphReader {
 
   void issue(std::string type, Severity severity, std::string summary, std::string message,
              std::string jsonpath, std::size_t offset);
-  [[nodiscard]] std::string location_text(std::size_t offset) const;
+  /// The file and the line and column of byte `offset`.
+  [[nodiscard]] support::Location location(std::size_t offset) const;
 
   JsonCursor cur_;
   std::string source_;

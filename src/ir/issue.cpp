@@ -4,15 +4,43 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "json_emitter.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::ir {
 
-std::string_view severity_name(Severity severity) {
-  return severity == Severity::kError ? "error" : "warning";
+namespace {
+
+// "line 3, column 7": how the schema's `jsonpath` names a file position.
+constexpr std::string_view kLinePrefix = "line ";
+constexpr std::string_view kColumnInfix = ", column ";
+
+// The schema's `jsonpath` of a context: loom's JSONPath, else the file position it was found at.
+std::string schema_path(const IssueContext& c) {
+  if (!c.jsonpath.empty() || !c.where.pos.is_known()) return c.jsonpath;
+  return fmt::format("{}{}{}{}", kLinePrefix, c.where.pos.line, kColumnInfix, c.where.pos.column);
 }
+
+// schema_path's inverse for a position: "line 3, column 7" → {3, 7}; unknown for anything else.
+support::SourcePos position_of(std::string_view path) {
+  support::SourcePos pos;
+  if (!path.starts_with(kLinePrefix)) return pos;
+  const auto comma = path.find(kColumnInfix);
+  if (comma == std::string_view::npos) return pos;
+  const auto number = [](std::string_view text) {
+    int value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    return ec == std::errc() && end == text.data() + text.size() && value > 0 ? value : 0;
+  };
+  const int line = number(path.substr(kLinePrefix.size(), comma - kLinePrefix.size()));
+  const int column = number(path.substr(comma + kColumnInfix.size()));
+  if (line > 0 && column > 0) pos = {line, column};
+  return pos;
+}
+
+}  // namespace
 
 bool has_errors(std::span<const Issue> issues) {
   return std::any_of(issues.begin(), issues.end(), [](const Issue& i) { return i.is_error(); });
@@ -34,7 +62,7 @@ nlohmann::json to_json(const Issue& issue) {
   for (const IssueContext& c : issue.contexts) {
     nlohmann::json cj = {{"name", c.name}};
     if (!c.message.empty()) cj["message"] = c.message;
-    if (!c.jsonpath.empty()) cj["jsonpath"] = c.jsonpath;
+    if (const std::string path = schema_path(c); !path.empty()) cj["jsonpath"] = path;
     if (!c.data.is_null()) cj["data"] = c.data;
     contexts.push_back(std::move(cj));
   }
@@ -107,6 +135,10 @@ Issue issue_from_json(const nlohmann::json& j) {
                        .message = string_member(c, "message", false),
                        .jsonpath = string_member(c, "jsonpath", false)};
       if (c.contains("data")) ctx.data = c["data"];
+      if (const support::SourcePos pos = position_of(ctx.jsonpath); pos.is_known()) {
+        ctx.where.pos = pos;  // a file position, typed again
+        ctx.jsonpath.clear();
+      }
       issue.contexts.push_back(std::move(ctx));
     }
   }
@@ -141,9 +173,9 @@ void emit_issue(JsonEmitter& e, const Issue& issue) {
       e.key("message");
       e.string(c.message);
     }
-    if (!c.jsonpath.empty()) {
+    if (const std::string path = schema_path(c); !path.empty()) {
       e.key("jsonpath");
-      e.string(c.jsonpath);
+      e.string(path);
     }
     if (!c.data.is_null()) {
       e.key("data");
@@ -192,11 +224,24 @@ std::string format_issue_text(const Issue& issue) {
   for (const IssueContext& c : issue.contexts) {
     out += fmt::format("  - {}{}{}\n", c.name, c.message.empty() ? "" : ": ",
                        indent_continuation(c.message, 4));
-    if (!c.jsonpath.empty()) out += fmt::format("    jsonpath: {}\n", c.jsonpath);
+    if (const std::string path = schema_path(c); !path.empty())
+      out += fmt::format("    jsonpath: {}\n", path);
     if (!c.data.is_null())
       out += fmt::format("    data: {}\n", indent_continuation(pretty(c.data), 4));
   }
   return out;
+}
+
+support::Diagnostic to_diagnostic(const Issue& issue) {
+  support::Diagnostic d{.severity = issue.severity,
+                        .code = issue.type,
+                        .message = issue.message.empty() ? issue.summary : issue.message};
+  for (const IssueContext& c : issue.contexts) {
+    if (c.where.empty()) continue;
+    d.where = c.where;
+    break;
+  }
+  return d;
 }
 
 std::string format_issues_text(std::span<const Issue> issues) {

@@ -473,16 +473,8 @@ void JsonCursor::expect_end() {
   if (pos_ != text_.size()) fail("unexpected text after the JSON value");
 }
 
-std::pair<std::size_t, std::size_t> JsonCursor::location(std::size_t offset) const {
-  std::size_t line = 1;
-  std::size_t line_start = 0;
-  for (std::size_t i = 0; i < offset && i < text_.size(); ++i) {
-    if (text_[i] == '\n') {
-      ++line;
-      line_start = i + 1;
-    }
-  }
-  return {line, offset - line_start + 1};
+support::SourcePos JsonCursor::location(std::size_t offset) const {
+  return support::source_position(text_, offset);
 }
 
 }  // namespace tapestry::ir

@@ -29,6 +29,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tapestry/support/diagnostic.h"
+
 namespace tapestry::ir {
 
 /// Malformed JSON at byte `offset`.
@@ -212,7 +214,7 @@ class JsonCursor {
     return n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
   }
   /// 1-based line and column of a byte offset.
-  [[nodiscard]] std::pair<std::size_t, std::size_t> location(std::size_t offset) const;
+  [[nodiscard]] support::SourcePos location(std::size_t offset) const;
 
  private:
   void skip_whitespace() {

@@ -283,10 +283,10 @@ std::vector<Metakernel> parse_kernels(const SourceFilePtr& file, const KernelFin
       check_kernel(kernels.back());
     }
   } catch (const YAML::Exception& e) {
-    throw Error(
-        format_diagnostic(Diagnostic{file, SourcePos{e.mark.line + 1, e.mark.column + 1}, e.msg}));
+    throw support::DiagnosticError(
+        support::Diagnostic::at_source(file, SourcePos{e.mark.line + 1, e.mark.column + 1}, e.msg));
   } catch (const LocatedError& e) {
-    throw Error(format_diagnostic(Diagnostic{file, e.pos(), e.what()}));
+    throw support::DiagnosticError(support::Diagnostic::at_source(file, e.pos(), e.what()));
   }
   return kernels;
 }

@@ -297,8 +297,8 @@ class Printer {
         build_tap(std::make_shared<const SourceFile>("printed.tap", text), signatures_);
     std::set<ir::OperationId> wrong;
     if (!built.ok()) {
-      for (const Diagnostic& d : built.diagnostics) {
-        if (auto it = statement_line_.find(d.pos.line); it != statement_line_.end())
+      for (const support::Diagnostic& d : built.diagnostics) {
+        if (auto it = statement_line_.find(d.where.pos.line); it != statement_line_.end())
           wrong.insert(it->second);
       }
       if (wrong.empty()) {  // not attributable to one statement: print every call verbatim

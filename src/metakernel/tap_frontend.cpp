@@ -43,7 +43,7 @@ class Frontend {
 
  private:
   void report(SourcePos pos, std::string message) {
-    diagnostics_.push_back(Diagnostic{program_.file, pos, std::move(message)});
+    diagnostics_.push_back(support::Diagnostic::at_source(program_.file, pos, std::move(message)));
   }
 
   void define(const std::string& name, SourcePos pos) {
@@ -142,7 +142,7 @@ class Frontend {
   std::map<std::string, Tensor> variables_;
   std::map<std::string, SourcePos> defined_at_;
   std::set<std::string> poisoned_;
-  std::vector<Diagnostic> diagnostics_;
+  std::vector<support::Diagnostic> diagnostics_;
 };
 
 }  // namespace
@@ -174,7 +174,7 @@ BuildResult build_tap_file(const std::filesystem::path& path, const SignatureReg
   try {
     file = read_source_file(path);
   } catch (const Error& e) {
-    return BuildResult{std::nullopt, {Diagnostic{nullptr, {}, e.what()}}};
+    return BuildResult{std::nullopt, {support::Diagnostic{.message = e.what()}}};
   }
   return build_tap(file, signatures, options);
 }

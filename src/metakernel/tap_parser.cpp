@@ -30,7 +30,7 @@ class Parser {
           expect(TokenKind::kEnd, "after the statement");
         }
       } catch (const LocatedError& e) {
-        result.diagnostics.push_back(Diagnostic{file, e.pos(), e.what()});
+        result.diagnostics.push_back(support::Diagnostic::at_source(file, e.pos(), e.what()));
         skip_to_next_line();
       }
     }

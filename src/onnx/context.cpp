@@ -218,9 +218,17 @@ bool NodeContext::output_used(int k) const {
   return k < node_.output_size() && !node_.output(k).empty() && import_.is_used(node_.output(k));
 }
 
+NodeError node_error(const std::string& source, const ::onnx::NodeProto& node, std::size_t position,
+                     std::string message) {
+  support::Diagnostic d{.message = std::move(message)};
+  d.where = {.file = source,
+             .node = node_display_name(node),
+             .node_note = fmt::format("{}, node {}", node.op_type(), position)};
+  return NodeError(std::move(d));
+}
+
 NodeError NodeContext::error(const std::string& message) const {
-  return NodeError(fmt::format("{}: node '{}' ({}, node {}): {}", import_.source(),
-                               node_display_name(node_), node_.op_type(), position_, message));
+  return node_error(import_.source(), node_, position_, message);
 }
 
 }  // namespace tapestry::onnx

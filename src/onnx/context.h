@@ -20,18 +20,23 @@
 #include "host_tensor.h"
 #include "tapestry/metakernel/builder.h"
 #include "tapestry/onnx/import.h"
+#include "tapestry/support/diagnostic.h"
 
 namespace tapestry::onnx {
 
 using metakernel::Tensor;
 
-/// An Error already located at an ONNX node (NodeContext::error; not metakernel::LocatedError,
-/// which carries a source position); the driver passes it on as it is and
-/// locates every other Error at the node being converted.
-class NodeError : public Error {
+/// An Error already located at an ONNX node (NodeContext::error: the model file, the node's
+/// name, its operator and position); the driver passes it on as it is and locates every other
+/// Error at the node being converted.
+class NodeError : public support::DiagnosticError {
  public:
-  using Error::Error;
+  using DiagnosticError::DiagnosticError;
 };
+
+/// "model.onnx: node 'pool' (MaxPool, node 0): message".
+NodeError node_error(const std::string& source, const ::onnx::NodeProto& node, std::size_t position,
+                     std::string message);
 
 /// A tensor of the model: in the graph, or known at import time.
 using Value = std::variant<Tensor, HostTensor>;

@@ -81,8 +81,8 @@ std::vector<std::size_t> topological_order(const ::onnx::GraphProto& graph,
     for (const std::string& o : graph.node(i).output()) {
       if (o.empty()) continue;
       if (producer.contains(o) || known.contains(o)) {
-        throw Error(fmt::format("{}: node '{}' ({}, node {}): tensor '{}' is defined twice", source,
-                                node_display_name(graph.node(i)), graph.node(i).op_type(), i, o));
+        throw node_error(source, graph.node(i), static_cast<std::size_t>(i),
+                         fmt::format("tensor '{}' is defined twice", o));
       }
       producer[o] = static_cast<std::size_t>(i);
     }
@@ -96,10 +96,10 @@ std::vector<std::size_t> topological_order(const ::onnx::GraphProto& graph,
       if (in.empty() || known.contains(in)) continue;
       auto it = producer.find(in);
       if (it == producer.end()) {
-        throw Error(
-            fmt::format("{}: node '{}' ({}, node {}): input '{}' is not defined (no node, "
-                        "input or initializer produces it)",
-                        source, node_display_name(node), node.op_type(), i, in));
+        throw node_error(source, node, i,
+                         fmt::format("input '{}' is not defined (no node, input or initializer "
+                                     "produces it)",
+                                     in));
       }
       ++pending[i];
       readers[it->second].push_back(i);

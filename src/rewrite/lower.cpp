@@ -16,6 +16,7 @@
 #include "tapestry/rewrite/shard_grid.h"
 #include "tapestry/rewrite/split_reduction.h"
 #include "tapestry/support/assert.h"
+#include "tapestry/support/diagnostic.h"
 #include "tapestry/support/error.h"
 #include "tapestry/zspace/grid.h"
 #include "tapestry/zspace/json.h"
@@ -33,9 +34,9 @@ std::span<const OperationPattern* const> default_patterns() {
 
 namespace {
 
-void throw_if_any(const std::vector<std::string>& problems) {
+void throw_if_any(std::vector<support::Diagnostic> problems) {
   if (problems.empty()) return;
-  throw Error(fmt::format("the plan does not fit the graph:\n  {}", fmt::join(problems, "\n  ")));
+  throw support::DiagnosticError("the plan does not fit the graph", std::move(problems));
 }
 
 // After the rewrites: a derived entry no rewrite took, or a fusion group member naming an
@@ -51,12 +52,13 @@ void check_derived_names(RewriteState& state, const Plan& plan, const ir::Graph&
   std::vector<std::string> known, derived;
   for (ir::OperationId op : graph.operations()) known.push_back(operation_name(graph, op));
   for (const DerivedOperation& d : state.derived) derived.push_back(d.name);
-  const auto missing = [&](const std::string& path, const std::string& name) {
-    return fmt::format(
-        "{}: no operation named '{}' (operations: {}; {})", path, name, fmt::join(known, ", "),
-        derived.empty()
-            ? std::string("the rewrites of this plan derive none")
-            : fmt::format("derived by the rewrites of this plan: {}", fmt::join(derived, ", ")));
+  const auto missing = [&](std::string path, const std::string& name) {
+    return support::Diagnostic::at_pointer(
+        std::move(path),
+        fmt::format("no operation named '{}' (operations: {}; {})", name, fmt::join(known, ", "),
+                    derived.empty() ? std::string("the rewrites of this plan derive none")
+                                    : fmt::format("derived by the rewrites of this plan: {}",
+                                                  fmt::join(derived, ", "))));
   };
   for (const auto& [name, entry] : state.derived_entries) {
     state.problems.push_back(missing("/ops/" + zspace::json_pointer_token(name), name));

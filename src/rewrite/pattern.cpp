@@ -59,11 +59,11 @@ OpPlan RewriteState::plan_of_new(ir::OperationId op, std::string_view from,
   if (auto entry = derived_entries.find(name); entry != derived_entries.end()) {
     d.named = true;
     const std::string path = "/ops/" + zspace::json_pointer_token(name);
-    std::vector<std::string> found = check_entry(entry->second, name, path, graph, op);
+    std::vector<support::Diagnostic> found = check_entry(entry->second, name, path, graph, op);
     if (found.empty()) {
       chosen = resolve_entry(entry->second, graph, op);
     } else {
-      for (std::string& p : found) problems.push_back(std::move(p));
+      for (support::Diagnostic& p : found) problems.push_back(std::move(p));
     }
     derived_entries.erase(entry);
   }

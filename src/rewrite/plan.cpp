@@ -12,6 +12,7 @@
 #include "tapestry/rewrite/dim_aliases.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/support/assert.h"
+#include "tapestry/support/diagnostic.h"
 #include "tapestry/support/error.h"
 #include "tapestry/support/file.h"
 #include "tapestry/zspace/json.h"
@@ -60,8 +61,9 @@ class PlanReader {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& path, const std::string& message) const {
-    throw Error(fmt::format("{}: {}: {}", source_, path.empty() ? "/" : path, message));
+  [[noreturn]] void fail(const std::string& path, std::string message) const {
+    throw support::DiagnosticError(
+        support::Diagnostic::at_pointer(path, std::move(message), std::string(source_)));
   }
   void expect_object(const json& j, const std::string& path) const {
     if (!j.is_object()) fail(path, fmt::format("expected an object, got {}", j.type_name()));
@@ -328,10 +330,13 @@ class DimNames {
 
 }  // namespace
 
-std::vector<std::string> check_entry(const OpPlan& op_plan, std::string_view name,
-                                     const std::string& path, const ir::Graph& graph,
-                                     ir::OperationId op) {
-  std::vector<std::string> problems;
+std::vector<support::Diagnostic> check_entry(const OpPlan& op_plan, std::string_view name,
+                                             const std::string& path, const ir::Graph& graph,
+                                             ir::OperationId op) {
+  std::vector<support::Diagnostic> problems;
+  const auto problem = [&](std::string pointer, std::string message) {
+    problems.push_back(support::Diagnostic::at_pointer(std::move(pointer), std::move(message)));
+  };
   const ir::OperationView view = graph.operation(op);
   const std::optional<zspace::Range> index = view.ipf_index();
   const DimNames dims(graph, op);
@@ -339,29 +344,29 @@ std::vector<std::string> check_entry(const OpPlan& op_plan, std::string_view nam
   for (const auto& [dim, count] : op_plan.split) {
     auto d = dims.find(dim);
     if (!d) {
-      problems.push_back(fmt::format("{}/split/{}: operation '{}' has no index dimension '{}' {}",
-                                     path, zspace::json_pointer_token(dim), name, dim,
-                                     dims.listed()));
+      problem(
+          path + "/split/" + zspace::json_pointer_token(dim),
+          fmt::format("operation '{}' has no index dimension '{}' {}", name, dim, dims.listed()));
       continue;
     }
     if (auto [it, added] = split_named.emplace(*d, dim); !added) {
-      problems.push_back(fmt::format("{}/split/{}: names dimension '{}' of '{}' again (as '{}')",
-                                     path, zspace::json_pointer_token(dim), view.index_name(*d),
-                                     name, it->second));
+      problem(path + "/split/" + zspace::json_pointer_token(dim),
+              fmt::format("names dimension '{}' of '{}' again (as '{}')", view.index_name(*d), name,
+                          it->second));
       continue;
     }
     const std::int64_t extent = index ? index->extent(*d) : 0;
     if (count > std::max<std::int64_t>(extent, 1)) {
-      problems.push_back(
-          fmt::format("{}/split/{}: cannot cut dimension '{}' of extent {} into {} shards", path,
-                      zspace::json_pointer_token(dim), dim, extent, count));
+      problem(
+          path + "/split/" + zspace::json_pointer_token(dim),
+          fmt::format("cannot cut dimension '{}' of extent {} into {} shards", dim, extent, count));
     }
   }
   for (const auto& [dim, axis] : op_plan.mesh) {
     if (!dims.find(dim)) {
-      problems.push_back(fmt::format("{}/mesh/{}: operation '{}' has no index dimension '{}' {}",
-                                     path, zspace::json_pointer_token(dim), name, dim,
-                                     dims.listed()));
+      problem(
+          path + "/mesh/" + zspace::json_pointer_token(dim),
+          fmt::format("operation '{}' has no index dimension '{}' {}", name, dim, dims.listed()));
     }
   }
   for (std::size_t i = 0; i < op_plan.substitute.size(); ++i) {
@@ -370,12 +375,12 @@ std::vector<std::string> check_entry(const OpPlan& op_plan, std::string_view nam
     if (known_substitution == nullptr) {
       std::vector<std::string_view> names;
       for (const Substitution& k : kKnownSubstitutions) names.push_back(k.name);
-      problems.push_back(fmt::format("{}/substitute/{}: unknown substitution '{}' (known: {})",
-                                     path, i, s, fmt::join(names, ", ")));
+      problem(fmt::format("{}/substitute/{}", path, i),
+              fmt::format("unknown substitution '{}' (known: {})", s, fmt::join(names, ", ")));
     } else if (view.kernel() != known_substitution->kernel) {
-      problems.push_back(
-          fmt::format("{}/substitute/{}: {} rewrites a {}, but operation '{}' is a {}", path, i, s,
-                      known_substitution->kernel, name, view.kernel()));
+      problem(fmt::format("{}/substitute/{}", path, i),
+              fmt::format("{} rewrites a {}, but operation '{}' is a {}", s,
+                          known_substitution->kernel, name, view.kernel()));
     }
   }
   return problems;
@@ -395,8 +400,12 @@ namespace {
 
 // check_plan_entries; `fitting`, when given, receives the plan without the entries and fusion
 // groups that have a problem (derived entries kept), on which the rewrites can still run.
-std::vector<std::string> check_entries(const Plan& plan, const ir::Graph& graph, Plan* fitting) {
-  std::vector<std::string> problems;
+std::vector<support::Diagnostic> check_entries(const Plan& plan, const ir::Graph& graph,
+                                               Plan* fitting) {
+  std::vector<support::Diagnostic> problems;
+  const auto problem = [&](std::string pointer, std::string message) {
+    problems.push_back(support::Diagnostic::at_pointer(std::move(pointer), std::move(message)));
+  };
   if (fitting != nullptr) *fitting = Plan{.ops = {}, .fuse = {}, .fuse_auto = plan.fuse_auto};
   std::vector<std::string> known;
   for (ir::OperationId op : graph.operations()) known.push_back(operation_name(graph, op));
@@ -407,9 +416,8 @@ std::vector<std::string> check_entries(const Plan& plan, const ir::Graph& graph,
   for (const auto& [name, op_plan] : plan.ops) {
     const std::string path = "/ops/" + zspace::json_pointer_token(name);
     if (ambiguous(name)) {
-      problems.push_back(
-          fmt::format("{}: operation name '{}' is ambiguous ({} operations carry that label)", path,
-                      name, std::count(known.begin(), known.end(), name)));
+      problem(path, fmt::format("operation name '{}' is ambiguous ({} operations carry that label)",
+                                name, std::count(known.begin(), known.end(), name)));
       continue;
     }
     auto op = find_operation(graph, name);
@@ -419,20 +427,19 @@ std::vector<std::string> check_entries(const Plan& plan, const ir::Graph& graph,
     }
     const std::string canonical = operation_name(graph, *op);
     if (canonical != name && ambiguous(canonical)) {  // named by its key: the label must tell it
-      problems.push_back(fmt::format(
-          "{}: operation '{}' shares its label '{}' with other operations, so a plan cannot "
-          "address it (give it a label of its own)",
-          path, name, canonical));
+      problem(path, fmt::format("operation '{}' shares its label '{}' with other operations, so a "
+                                "plan cannot address it (give it a label of its own)",
+                                name, canonical));
       continue;
     }
     if (auto [it, added] = entry_of.emplace(op->index(), name); !added) {
-      problems.push_back(fmt::format("{}: names operation '{}' again (/ops/{} does too)", path,
-                                     canonical, zspace::json_pointer_token(it->second)));
+      problem(path, fmt::format("names operation '{}' again (/ops/{} does too)", canonical,
+                                zspace::json_pointer_token(it->second)));
       continue;
     }
-    std::vector<std::string> found = check_entry(op_plan, name, path, graph, *op);
+    std::vector<support::Diagnostic> found = check_entry(op_plan, name, path, graph, *op);
     if (found.empty() && fitting != nullptr) fitting->ops.emplace(name, op_plan);
-    for (std::string& p : found) problems.push_back(std::move(p));
+    for (support::Diagnostic& p : found) problems.push_back(std::move(p));
   }
   for (std::size_t g = 0; g < plan.fuse.size(); ++g) {
     bool fits = true;
@@ -440,9 +447,9 @@ std::vector<std::string> check_entries(const Plan& plan, const ir::Graph& graph,
       const std::string& name = plan.fuse[g][i];
       if (ambiguous(name)) {
         fits = false;
-        problems.push_back(fmt::format(
-            "/fuse/{}/{}: operation name '{}' is ambiguous ({} operations carry that label)", g, i,
-            name, std::count(known.begin(), known.end(), name)));
+        problem(fmt::format("/fuse/{}/{}", g, i),
+                fmt::format("operation name '{}' is ambiguous ({} operations carry that label)",
+                            name, std::count(known.begin(), known.end(), name)));
       }
     }
     if (fits && fitting != nullptr) fitting->fuse.push_back(plan.fuse[g]);
@@ -456,10 +463,10 @@ std::vector<std::string> check_entries(const Plan& plan, const ir::Graph& graph,
         if (fitting != nullptr) fitting->outputs.emplace(name, output);
         continue;
       }
-      problems.push_back(fmt::format(
-          "/outputs/{}: no graph output named '{}' (outputs: {})", zspace::json_pointer_token(name),
-          name,
-          outputs.empty() ? std::string("none") : fmt::format("{}", fmt::join(outputs, ", "))));
+      problem("/outputs/" + zspace::json_pointer_token(name),
+              fmt::format("no graph output named '{}' (outputs: {})", name,
+                          outputs.empty() ? std::string("none")
+                                          : fmt::format("{}", fmt::join(outputs, ", "))));
     }
   }
   return problems;
@@ -467,13 +474,13 @@ std::vector<std::string> check_entries(const Plan& plan, const ir::Graph& graph,
 
 }  // namespace
 
-std::vector<std::string> check_plan_entries(const Plan& plan, const ir::Graph& graph) {
+std::vector<support::Diagnostic> check_plan_entries(const Plan& plan, const ir::Graph& graph) {
   return check_entries(plan, graph, nullptr);
 }
 
-std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph) {
+std::vector<support::Diagnostic> check_plan(const Plan& plan, const ir::Graph& graph) {
   Plan fitting;
-  std::vector<std::string> problems = check_entries(plan, graph, &fitting);
+  std::vector<support::Diagnostic> problems = check_entries(plan, graph, &fitting);
   bool derived = false;
   for (const auto& [name, op_plan] : plan.ops) derived |= !find_operation(graph, name);
   for (const auto& group : plan.fuse) {
@@ -483,7 +490,8 @@ std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph) {
   // The rewrites of the entries that fit say which derived names exist and fit.
   const LowerOptions options;
   std::vector<RewriteEvent> log;
-  std::vector<std::string> found = rewrite_operations(graph, fitting, options, log).problems;
+  std::vector<support::Diagnostic> found =
+      rewrite_operations(graph, fitting, options, log).problems;
   problems.insert(problems.end(), found.begin(), found.end());
   return problems;
 }

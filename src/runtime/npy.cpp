@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "npy_header.h"
+#include "tapestry/support/diagnostic.h"
 #include "tapestry/support/file.h"
 #include "tapestry/zspace/checked.h"
 #include "tapestry/zspace/format.h"
@@ -210,7 +211,10 @@ Buffer read_npy_file(const std::filesystem::path& path, const Point* expected_sh
                      const Range* box = nullptr) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; regular files ignore the flag.
   const FileDescriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
-  if (file.fd < 0) throw Error(fmt::format("{}: cannot open for reading", path.string()));
+  if (file.fd < 0) {
+    throw support::DiagnosticError(
+        support::Diagnostic::in_file(path.string(), "cannot open for reading"));
+  }
   try {
     struct ::stat info {};
     if (::fstat(file.fd, &info) != 0) throw Error(fmt::format("stat: {}", std::strerror(errno)));
@@ -226,7 +230,7 @@ Buffer read_npy_file(const std::filesystem::path& path, const Point* expected_sh
     read_exactly(file.fd, buffer.bytes(), layout.data_bytes, layout.data_at);
     return buffer;
   } catch (const Error& e) {
-    throw e.with_context(path.string());
+    throw support::DiagnosticError(support::Diagnostic::in_file(path.string(), e.what()));
   }
 }
 
@@ -241,7 +245,8 @@ Buffer parse_npy(std::string_view bytes, std::string_view source_name) {
   try {
     return parse_npy_or_throw(bytes, nullptr);
   } catch (const Error& e) {
-    throw e.with_context(std::string(source_name));
+    throw support::DiagnosticError(
+        support::Diagnostic::in_file(std::string(source_name), e.what()));
   }
 }
 

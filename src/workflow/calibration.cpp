@@ -21,6 +21,7 @@
 #include "tapestry/runtime/input_generation.h"
 #include "tapestry/runtime/memory_budget.h"
 #include "tapestry/support/assert.h"
+#include "tapestry/support/diagnostic.h"
 #include "tapestry/support/error.h"
 #include "tapestry/version.h"
 
@@ -83,7 +84,7 @@ rewrite::LowerResult lowered_bench(const std::string& tap, const char* op,
                                    const std::map<std::string, std::int64_t>& split) {
   auto file = std::make_shared<metakernel::SourceFile>("calibrate.tap", tap);
   metakernel::BuildResult built = metakernel::build_tap(file, metakernel::builtin_signatures());
-  if (!built.ok()) throw Error(metakernel::format_diagnostics(built.diagnostics));
+  if (!built.ok()) throw support::DiagnosticError(built.diagnostics);
   rewrite::Plan plan;
   if (!split.empty()) plan.ops[op].split = split;
   return rewrite::lower(*built.graph, plan);

@@ -8,28 +8,23 @@
 #include <utility>
 #include <vector>
 
+#include "tapestry/support/diagnostic.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::zspace {
 
 using nlohmann::json;
 
-// 1-based line and column of byte `offset` in `text`.
-std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t offset) {
-  std::size_t line = 1;
-  std::size_t column = 1;
-  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return {line, column};
-}
-
 namespace {
+
+// Error `source:line:column: message` at byte `offset` of `text`.
+[[noreturn]] void fail_at(std::string_view text, std::size_t offset, std::string_view source_name,
+                          std::string message) {
+  support::Diagnostic d{.message = std::move(message)};
+  d.where.file = std::string(source_name);
+  d.where.pos = support::source_position(text, offset);
+  throw support::DiagnosticError(std::move(d));
+}
 
 // Where `number` first occurs in `text` (0 when it does not): the position of the number
 // nlohmann's overflow error (out_of_range.406, which carries no byte offset) quotes.
@@ -206,21 +201,20 @@ void reject_duplicate_keys(std::string_view text, std::string_view source_name) 
   if (finder.duplicate_end == nullptr) return;
   const std::size_t at =
       opening_quote(text, static_cast<std::size_t>(finder.duplicate_end - text.data()));
-  auto [line, column] = line_column(text, at);
-  throw Error(fmt::format("{}:{}:{}: duplicate key \"{}\" (a JSON object names each member once)",
-                          source_name, line, column, finder.duplicate));
+  fail_at(
+      text, at, source_name,
+      fmt::format("duplicate key \"{}\" (a JSON object names each member once)", finder.duplicate));
 }
 
 json parse_json_text(std::string_view text, std::string_view source_name) {
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {
-    const auto [line, column] = line_column(text, e.byte == 0 ? 0 : e.byte - 1);
     const std::string what = e.what();
     // nlohmann's message: "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
     const auto colon = what.find(": ", what.find("column"));
-    throw Error(fmt::format("{}:{}:{}: invalid JSON: {}", source_name, line, column,
-                            colon == std::string::npos ? what : what.substr(colon + 2)));
+    fail_at(text, e.byte == 0 ? 0 : e.byte - 1, source_name,
+            "invalid JSON: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
   } catch (const json::out_of_range& e) {
     // "[json.exception.out_of_range.406] number overflow parsing '1e999'": the only error the
     // parser raises besides parse_error; the number may be long, so it is cut short.
@@ -229,10 +223,9 @@ json parse_json_text(std::string_view text, std::string_view source_name) {
     const auto close = what.rfind('\'');
     const std::string number =
         open != std::string::npos && close > open ? what.substr(open + 1, close - open - 1) : "";
-    const auto [line, column] = line_column(text, find_number(text, number));
     const std::string shown = number.size() > 40 ? number.substr(0, 37) + "..." : number;
-    throw Error(fmt::format("{}:{}:{}: invalid JSON: number {} is out of range", source_name, line,
-                            column, shown));
+    fail_at(text, find_number(text, number), source_name,
+            fmt::format("invalid JSON: number {} is out of range", shown));
   }
 }
 

@@ -341,9 +341,10 @@ TEST(PlanMesh, ParsedCheckedAndExclusiveWithPlace) {
   const auto problems =
       rewrite::check_plan(rewrite::parse_plan(R"({"ops": {"Y": {"mesh": {"in": "dp"}}}})"), g);
   ASSERT_EQ(problems.size(), 1u);
-  EXPECT_EQ(problems[0],
-            "/ops/Y/mesh/in: operation 'Y' has no index dimension 'in' (it has: "
-            "d0, d1; aliases: batch = d0, out = d1)");
+  EXPECT_EQ(problems[0].where.pointer, "/ops/Y/mesh/in");
+  EXPECT_EQ(problems[0].message,
+            "operation 'Y' has no index dimension 'in' (it has: d0, d1; aliases: batch = d0, out = "
+            "d1)");
   // An alias names the dim (rewrite/dim_aliases.h): `batch` is Y's d0.
   EXPECT_TRUE(
       rewrite::check_plan(rewrite::parse_plan(R"({"ops": {"Y": {"mesh": {"batch": "dp"}}}})"), g)

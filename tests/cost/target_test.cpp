@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "support/diagnostic_testing.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::cost {
@@ -573,6 +574,24 @@ TEST(Target, BadTargetsGetTheirExactError) {
                 ::testing::ThrowsMessage<Error>(::testing::StrEq(std::string(bad.error))))
         << bad.what;
   }
+}
+
+// The reader's errors carry their place as data: file + JSON pointer, or file + line and column.
+TEST(Target, ReadErrorsCarryTheirLocation) {
+  support::Diagnostic d =
+      support::testing::thrown_diagnostic([] { (void)parse_target(R"({"name": "x"})", "t.json"); });
+  EXPECT_EQ(d.where.file, "t.json");
+  EXPECT_EQ(d.where.pointer, "/");
+  EXPECT_EQ(d.message, "missing member \"device_types\"");
+  json unnamed = json::parse(kTwoNodes);
+  unnamed["name"] = "";
+  d = support::testing::thrown_diagnostic([&] { (void)parse_target(unnamed.dump(), "t.json"); });
+  EXPECT_EQ(d.where.pointer, "/name");
+  EXPECT_EQ(d.message, "must not be empty");
+  d = support::testing::thrown_diagnostic(
+      [] { (void)parse_target("{\"name\": \"x\",\n \"name\": \"y\"}", "t.json"); });
+  EXPECT_EQ(d.where.file, "t.json");
+  EXPECT_EQ(d.where.pos, (support::SourcePos{2, 2}));
 }
 
 TEST(Target, ReadTargetFileNamesTheFile) {

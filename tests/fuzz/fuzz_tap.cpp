@@ -43,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         "fuzz.tap", std::string(fuzz::as_text(data, size)));
     metakernel::BuildResult first = metakernel::build_tap(file, signatures);
     if (!first.ok()) {
-      (void)metakernel::format_diagnostics(first.diagnostics);  // quotes lines, draws carets
+      (void)support::format_diagnostics(first.diagnostics);  // quotes lines, draws carets
       return 0;
     }
     if (only_calls(*file)) FUZZ_CHECK(metakernel::validate_built_graph(*first.graph).is_valid());

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "ir_testing.h"
+#include "tapestry/ir/json_io.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::ir {
@@ -70,6 +71,33 @@ TEST(IssueTest, JsonTextKeepsTheDocumentedFieldOrder) {
   EXPECT_LT(text.find("\"summary\""), text.find("\"contexts\""));
   EXPECT_NE(text.find("\"point\": [5, 0]"), std::string::npos) << text;
   EXPECT_EQ(nlohmann::json::parse(text), issues_to_json(one));
+}
+
+// A reader's file position is typed (IssueContext::where) and written as loom's text, which
+// reads back as the position; the issue is also one located Diagnostic.
+TEST(IssueTest, AReadersPositionIsTypedAndWrittenAsLoomsText) {
+  const ReadResult r = read_graph_json("{\n  \"nodes\": [\n    {,}\n  ]\n}", "g.json");
+  ASSERT_EQ(r.issues.size(), 1u);
+  const Issue& syntax = r.issues[0];
+  ASSERT_EQ(syntax.type, "json-syntax");
+  const IssueContext& file = syntax.contexts.at(0);
+  EXPECT_EQ(file.where.file, "g.json");
+  EXPECT_EQ(file.where.pos, (support::SourcePos{3, 6}));
+  EXPECT_EQ(to_json(syntax)["contexts"][0]["jsonpath"], "line 3, column 6");
+  EXPECT_EQ(issue_from_json(to_json(syntax)).contexts[0].where.pos, file.where.pos);
+  const support::Diagnostic d = to_diagnostic(syntax);
+  EXPECT_EQ(d.code, "json-syntax");
+  EXPECT_EQ(d.severity, support::Severity::kError);
+  EXPECT_EQ(d.where, file.where);
+}
+
+TEST(IssueTest, AConstraintsContextNamesItsNode) {
+  Issue i = sample();
+  i.contexts[0].where.node = "add";
+  const support::Diagnostic d = to_diagnostic(i);
+  EXPECT_EQ(support::format_diagnostic(d),
+            "node 'add': index point (5, 0) of add is covered by 2 applications");
+  EXPECT_EQ(to_json(i), to_json(sample()));  // the schema has no field for it
 }
 
 TEST(IssueTest, MalformedIssueJsonIsAnError) {

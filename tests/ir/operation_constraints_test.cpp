@@ -44,6 +44,7 @@ TEST(BodySchemaConstraint, ListsEveryProblemWithItsPath) {
   ASSERT_EQ(issues.size(), 2u);
   EXPECT_EQ(issues[0].contexts[0].jsonpath, "$.nodes[?(@.id=='t')].body.dtype");
   EXPECT_EQ(issues[1].contexts[0].jsonpath, "$.nodes[?(@.id=='t')].body.range.start[1]");
+  EXPECT_EQ(issues[0].contexts[0].where.node, "t");  // the node, typed (issue.h)
 }
 
 TEST(TagSchemaConstraint, FiresOnAMalformedKnownTag) {

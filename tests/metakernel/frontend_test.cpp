@@ -226,9 +226,9 @@ output Y
 TEST(Frontend, SyntaxErrorsAreCollectedLineByLine) {
   BuildResult r = build("X: f32[4]\nY = relu(X,)\nZ = = 3\nW: f32[2, x]\n");
   ASSERT_EQ(r.diagnostics.size(), 3u) << format_diagnostics(r.diagnostics);
-  EXPECT_EQ(r.diagnostics[0].pos.line, 2);
-  EXPECT_EQ(r.diagnostics[1].pos, (SourcePos{3, 5}));
-  EXPECT_EQ(r.diagnostics[2].pos, (SourcePos{4, 11}));
+  EXPECT_EQ(r.diagnostics[0].where.pos.line, 2);
+  EXPECT_EQ(r.diagnostics[1].where.pos, (SourcePos{3, 5}));
+  EXPECT_EQ(r.diagnostics[2].where.pos, (SourcePos{4, 11}));
 }
 
 std::filesystem::path examples_dir() {

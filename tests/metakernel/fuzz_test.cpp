@@ -72,7 +72,7 @@ rc::Gen<std::string> mutated(const std::vector<std::string>& corpus) {
 
 void build_never_crashes(const std::string& text) {
   BuildResult r = build_tap(std::make_shared<const SourceFile>("fuzz.tap", text), signatures());
-  for (const Diagnostic& d : r.diagnostics) (void)format_diagnostic(d);
+  for (const support::Diagnostic& d : r.diagnostics) (void)support::format_diagnostic(d);
   if (r.ok()) (void)validate_built_graph(*r.graph);
 }
 

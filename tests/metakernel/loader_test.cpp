@@ -2,6 +2,7 @@
 // line and column (each case puts the expected diagnostic next to the bad kernel text).
 #include <gmock/gmock.h>
 
+#include "support/diagnostic_testing.h"
 #include "tapestry/metakernel/kernel_body.h"
 #include "tapestry/metakernel/loader.h"
 #include "test_util.h"
@@ -306,6 +307,13 @@ TEST(Loader, ErrorsQuoteTheLineWithACaret) {
             "k.yaml:4:22: error: expected ',' or ']' after a list entry, found '$'\n"
             "    x: {shape: \"[$d... $e]\", dtype: T}\n"
             "                       ^");
+  // The same error as data: the file, line and column, and the text it quotes.
+  const support::Diagnostic d = support::testing::thrown_diagnostic(
+      [] { (void)parse(replace(kScale, "x: {shape: \"[$d...]\"", "x: {shape: \"[$d... $e]\"")); });
+  EXPECT_EQ(d.where.file, "k.yaml");
+  EXPECT_EQ(d.where.pos, (SourcePos{4, 22}));
+  ASSERT_NE(d.source, nullptr);
+  EXPECT_EQ(d.source->name(), "k.yaml");
 }
 
 TEST(Loader, EvaluationCatchesNonAffineIpfs) {

@@ -149,7 +149,8 @@ TEST(CombineNames, ANameNoRewriteCreatesIsALocatedError) {
   };
   for (const Case& c : cases) {
     const Plan plan = parse_plan(c.plan);
-    EXPECT_THAT(check_plan(plan, g), ElementsAre(HasSubstr(c.expected))) << c.plan;
+    EXPECT_THAT(testing::formatted(check_plan(plan, g)), ElementsAre(HasSubstr(c.expected)))
+        << c.plan;
     EXPECT_THAT([&] { (void)lower(g, plan); },
                 ThrowsMessage<Error>(
                     HasSubstr("the plan does not fit the graph:\n  " + std::string(c.expected))))
@@ -162,7 +163,7 @@ TEST(CombineNames, EveryProblemIsReportedAtOnce) {
   const ir::Graph g = testing::build(kMatmul);
   const Plan plan = parse_plan(R"({"ops": {"C": {"split": {"k": 2, "q": 2}},
                                            "C/nothing": {"split": {"d0": 2}}}})");
-  EXPECT_THAT(check_plan(plan, g),
+  EXPECT_THAT(testing::formatted(check_plan(plan, g)),
               ElementsAre(HasSubstr("/ops/C/split/q: operation 'C' has no index dimension 'q'"),
                           HasSubstr("/ops/C~1nothing: no operation named 'C/nothing'")));
 }

@@ -46,7 +46,7 @@ std::vector<ir::Issue> kernel_issues(
 
 ir::Graph build_file(const fs::path& tap) {
   metakernel::BuildResult built = metakernel::build_tap_file(tap, metakernel::builtin_signatures());
-  EXPECT_TRUE(built.ok()) << metakernel::format_diagnostics(built.diagnostics);
+  EXPECT_TRUE(built.ok()) << support::format_diagnostics(built.diagnostics);
   return built.ok() ? std::move(*built.graph) : ir::Graph();
 }
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "rewrite/rewrite_testing.h"
+#include "support/diagnostic_testing.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/support/error.h"
 
@@ -120,6 +121,40 @@ TEST(Plan, BadPlansNameTheSourceAndPath) {
   }
 }
 
+// The reader's errors carry their place as data: file + JSON pointer for a shape error, file +
+// line and column for a syntax error or a repeated key.
+TEST(Plan, ReadErrorsCarryTheirLocation) {
+  using support::testing::thrown_diagnostic;
+  support::Diagnostic d = thrown_diagnostic(
+      [] { (void)parse_plan(R"({"ops": {"Y": {"split": {"batch": 0}}}})", "plan.json"); });
+  EXPECT_EQ(d.where.file, "plan.json");
+  EXPECT_EQ(d.where.pointer, "/ops/Y/split/batch");
+  EXPECT_EQ(d.message, "the shard count must be an integer >= 1, got 0");
+  d = thrown_diagnostic([] { (void)parse_plan("[]", "plan.json"); });
+  EXPECT_EQ(d.where.pointer, "/");
+  d = thrown_diagnostic([] { (void)parse_plan("{\n  \"ops\": {,}\n}", "plan.json"); });
+  EXPECT_EQ(d.where.file, "plan.json");
+  EXPECT_EQ(d.where.pos, (support::SourcePos{2, 11}));
+  d = thrown_diagnostic([] { (void)parse_plan("{\"ops\": {},\n \"ops\": {}}", "plan.json"); });
+  EXPECT_EQ(d.where.pos, (support::SourcePos{2, 2}));
+  EXPECT_EQ(d.message, "duplicate key \"ops\" (a JSON object names each member once)");
+}
+
+// check_plan's problems are located by their JSON pointer; lower throws them all as one Error.
+TEST(Plan, CheckProblemsAreLocatedByTheirPointer) {
+  ir::Graph g = testing::build(kLinearRelu);
+  const Plan plan = parse_plan(R"({"ops": {"Y": {"split": {"d9": 2}}},
+                                   "outputs": {"Q": {"replicate": "all"}}})");
+  const std::vector<support::Diagnostic> problems = check_plan(plan, g);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0].where.pointer, "/ops/Y/split/d9");
+  EXPECT_THAT(problems[0].message, HasSubstr("operation 'Y' has no index dimension 'd9'"));
+  EXPECT_EQ(problems[1].where.pointer, "/outputs/Q");
+  EXPECT_EQ(problems[1].message, "no graph output named 'Q' (outputs: Y)");
+  EXPECT_TRUE(problems[1].where.file.empty());  // the caller that knows the file names it
+  EXPECT_EQ(support::testing::thrown_diagnostics([&] { (void)lower(g, plan); }), problems);
+}
+
 TEST(Plan, SplitShorthand) {
   Plan plan;
   add_split_shorthand(plan, "H/linear.out=2");
@@ -139,10 +174,10 @@ TEST(Plan, CheckAgainstAGraphReportsEveryProblem) {
       check_plan(parse_plan(R"({"ops": {"Y/linear": {"split": {"batch": 2, "in": 3}}}})"), g),
       ::testing::IsEmpty());
   std::vector<std::string> problems =
-      check_plan(parse_plan(R"({"ops": {"Z": {"split": {"batch": 2}},
+      testing::formatted(check_plan(parse_plan(R"({"ops": {"Z": {"split": {"batch": 2}},
                               "Y/linear": {"split": {"rows": 2, "out": 33}, "substitute": ["magic"]}},
                      "fuse": [["Y/linear", "Q"]]})"),
-                 g);
+                                    g));
   EXPECT_THAT(
       problems,
       ::testing::UnorderedElementsAre(
@@ -161,12 +196,12 @@ TEST(Plan, CheckRejectsOutputsTheGraphLacks) {
   ir::Graph g = testing::build(kLinearRelu);
   EXPECT_THAT(check_plan(parse_plan(R"({"outputs": {"Y": {"replicate": "all"}}})"), g),
               ::testing::IsEmpty());
-  EXPECT_THAT(
-      check_plan(parse_plan(R"({"outputs": {"Q": {"replicate": "all"}, "X": {"replicate": "all"},
+  EXPECT_THAT(testing::formatted(check_plan(
+                  parse_plan(R"({"outputs": {"Q": {"replicate": "all"}, "X": {"replicate": "all"},
                                             "Y": {"replicate": "tp"}}})"),
-                 g),
-      ::testing::ElementsAre("/outputs/Q: no graph output named 'Q' (outputs: Y)",
-                             "/outputs/X: no graph output named 'X' (outputs: Y)"));
+                  g)),
+              ::testing::ElementsAre("/outputs/Q: no graph output named 'Q' (outputs: Y)",
+                                     "/outputs/X: no graph output named 'X' (outputs: Y)"));
   EXPECT_THAT([&] { (void)lower(g, parse_plan(R"({"outputs": {"Q": {"replicate": "all"}}})")); },
               ThrowsMessage<Error>(HasSubstr("/outputs/Q: no graph output named 'Q'")));
   // Kept by the rewrites for placement.
@@ -202,7 +237,8 @@ TEST(Plan, DuplicateKeysAreAnErrorWithTheirLocation) {
 
 TEST(Plan, CheckRejectsASubstitutionOfAnotherKernel) {
   ir::Graph g = testing::build(kLinearRelu);
-  EXPECT_THAT(check_plan(parse_plan(R"({"ops": {"Y": {"substitute": ["decompose-linear"]}}})"), g),
+  EXPECT_THAT(testing::formatted(check_plan(
+                  parse_plan(R"({"ops": {"Y": {"substitute": ["decompose-linear"]}}})"), g)),
               ::testing::ElementsAre(HasSubstr("/ops/Y/substitute/0: decompose-linear rewrites a "
                                                "linear, but operation 'Y' is a relu")));
   EXPECT_THAT(
@@ -223,7 +259,7 @@ TEST(Plan, AnOperationNamedByKeyIsTheSameOperation) {
 
   const Plan twice = parse_plan(R"({"ops": {"Y/linear": {"split": {"out": 2}}, ")" + key +
                                 R"(": {"split": {"batch": 4}}}})");
-  EXPECT_THAT(check_plan(twice, g),
+  EXPECT_THAT(testing::formatted(check_plan(twice, g)),
               ::testing::ElementsAre(HasSubstr("names operation 'Y/linear' again")));
 }
 

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tapestry/ir/graph.h"
 #include "tapestry/metakernel/signature_registry.h"
@@ -25,8 +26,16 @@
 #include "tapestry/runtime/naive_executor.h"
 #include "tapestry/runtime/tensor_map.h"
 #include "tapestry/runtime/verify.h"
+#include "tapestry/support/diagnostic.h"
 
 namespace tapestry::rewrite::testing {
+
+/// Each diagnostic as it prints (check_plan's problems, for matching on their text).
+inline std::vector<std::string> formatted(const std::vector<support::Diagnostic>& diagnostics) {
+  std::vector<std::string> out;
+  for (const support::Diagnostic& d : diagnostics) out.push_back(support::format_diagnostic(d));
+  return out;
+}
 
 /// Builds a .tap program; nullopt (and the diagnostics in `messages`) when it does not build.
 inline std::optional<ir::Graph> try_build(std::string_view tap, std::string* messages = nullptr) {

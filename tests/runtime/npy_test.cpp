@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "npy_header.h"
+#include "support/diagnostic_testing.h"
 #include "tapestry/runtime/compare.h"
 
 namespace tapestry::runtime {
@@ -249,6 +250,17 @@ TEST(Npy, MissingFileNamesIt) {
     EXPECT_STREQ(e.what(), "/nonexistent/dir/a.npy: cannot open for reading");
   }
   EXPECT_THROW(write_npy("/nonexistent/dir/a.npy", Buffer()), Error);
+}
+
+// The reader's errors name the file as data (support/diagnostic.h), not only as text.
+TEST(Npy, ErrorsCarryTheFileAsTheirLocation) {
+  support::Diagnostic d = support::testing::thrown_diagnostic(
+      [] { (void)parse_npy("PK\x03\x04 not npy at all", "x.npy"); });
+  EXPECT_EQ(d.where.file, "x.npy");
+  EXPECT_EQ(d.message, "not a .npy file (bad magic string)");
+  d = support::testing::thrown_diagnostic([] { (void)read_npy("/nonexistent/dir/a.npy"); });
+  EXPECT_EQ(d.where.file, "/nonexistent/dir/a.npy");
+  EXPECT_EQ(d.message, "cannot open for reading");
 }
 
 TEST(NpyHeader, ParsesPythonLiterals) {

@@ -264,7 +264,7 @@ void check_invariants(const PlanSpace& s, const rewrite::Plan& genome, const ir:
     RC_ASSERT(shards <= 8 * s.device_count());
     for (const auto& [dim, axis] : op.mesh) RC_ASSERT(op.split.contains(dim));
   }
-  const std::vector<std::string> problems = rewrite::check_plan(s.expand(genome), g);
+  const std::vector<support::Diagnostic> problems = rewrite::check_plan(s.expand(genome), g);
   RC_ASSERT(problems.empty());
 }
 

@@ -17,8 +17,7 @@ inline ir::Graph build(const std::string& tap, const std::string& name = "test.t
   auto file = std::make_shared<metakernel::SourceFile>(name, tap);
   metakernel::BuildResult r = metakernel::build_tap(file, metakernel::builtin_signatures());
   if (!r.ok()) {
-    ADD_FAILURE() << "cannot build " << name << ":\n"
-                  << metakernel::format_diagnostics(r.diagnostics);
+    ADD_FAILURE() << "cannot build " << name << ":\n" << support::format_diagnostics(r.diagnostics);
     return ir::Graph();
   }
   return std::move(*r.graph);

@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 
+#include "support/diagnostic_testing.h"
 #include "tapestry/zspace/json.h"
 #include "zspace/zspace_testing.h"
 
@@ -160,6 +161,18 @@ TEST(Json, ParseJsonTextLocatesEveryFailure) {
   EXPECT_THAT([&] { (void)parse_json_text("[" + long_number + "]", "p"); },
               FailsWith({"p:1:2: invalid JSON: number " + long_number.substr(0, 37) +
                          "... is out of range"}));
+}
+
+// Both errors carry the file, line and column as data (support/diagnostic.h).
+TEST(Json, ErrorsCarryTheirPositionAsData) {
+  support::Diagnostic d = support::testing::thrown_diagnostic(
+      [] { reject_duplicate_keys("{\"a\": 1,\n \"a\": 2}", "t.json"); });
+  EXPECT_EQ(d.where.file, "t.json");
+  EXPECT_EQ(d.where.pos, (support::SourcePos{2, 2}));
+  d = support::testing::thrown_diagnostic([] { (void)parse_json_text("[1e999]", "--ipf"); });
+  EXPECT_EQ(d.where.file, "--ipf");
+  EXPECT_EQ(d.where.pos, (support::SourcePos{1, 2}));
+  EXPECT_EQ(d.message, "invalid JSON: number 1e999 is out of range");
 }
 
 TEST(Json, RejectDuplicateKeysLocatesTheSecondOccurrence) {

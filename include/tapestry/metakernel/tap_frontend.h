@@ -30,7 +30,7 @@ namespace tapestry::metakernel {
 
 struct BuildResult {
   std::optional<ir::Graph> graph;
-  std::vector<Diagnostic> diagnostics;
+  std::vector<support::Diagnostic> diagnostics;
 
   [[nodiscard]] bool ok() const { return diagnostics.empty() && graph.has_value(); }
 };

@@ -27,7 +27,7 @@ namespace tapestry::metakernel::tap {
 
 struct ParseResult {
   Program program;
-  std::vector<Diagnostic> diagnostics;
+  std::vector<support::Diagnostic> diagnostics;
 
   [[nodiscard]] bool ok() const { return diagnostics.empty(); }
 };

@@ -30,6 +30,7 @@
 #include "tapestry/ir/graph.h"
 #include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/rewrite/plan.h"
+#include "tapestry/support/diagnostic.h"
 
 namespace tapestry::rewrite {
 
@@ -67,7 +68,7 @@ struct RewriteState {
   /// Problems of the plan only the rewrites can find: a derived entry that does not fit the
   /// operation of its name, or (rewrite_operations adds these) that names an operation no
   /// rewrite added. lower() reports them as check_plan's; the rewrites carry on meanwhile.
-  std::vector<std::string> problems;
+  std::vector<support::Diagnostic> problems;
 
   /// The original operation `name` comes from (`name` itself for an original operation).
   [[nodiscard]] std::string origin(std::string_view name) const;

@@ -52,6 +52,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tapestry/ir/graph.h"
+#include "tapestry/support/diagnostic.h"
 
 namespace tapestry::rewrite {
 
@@ -158,22 +159,23 @@ std::string output_name(const ir::Graph& graph, ir::TensorId tensor);
 /// graph output named 'Q' (outputs: Y)"; its mesh axis is checked when the plan is placed,
 /// cost/placement.h). An entry (or a fusion group member) naming an operation the graph lacks is
 /// checked against the operations the plan's rewrites derive, as above — the rewrites (lower.h,
-/// steps 2–4) then run once. Returns one message per problem, each with its JSON path
-/// (empty: the plan fits the graph). What only the rewrites can tell — a reduction split they
-/// cannot do — `lower` reports before it makes any Application.
-std::vector<std::string> check_plan(const Plan& plan, const ir::Graph& graph);
+/// steps 2–4) then run once. Returns one diagnostic per problem, located by its JSON pointer
+/// (`where.pointer`; the caller that knows the plan file names it) — empty: the plan fits the
+/// graph. What only the rewrites can tell — a reduction split they cannot do — `lower` reports
+/// before it makes any Application.
+std::vector<support::Diagnostic> check_plan(const Plan& plan, const ir::Graph& graph);
 
 /// check_plan without the rewrites: entries and fusion group members naming an operation the
 /// graph lacks are not looked at (derived entries; the rewrites check them: RewriteState).
-std::vector<std::string> check_plan_entries(const Plan& plan, const ir::Graph& graph);
+std::vector<support::Diagnostic> check_plan_entries(const Plan& plan, const ir::Graph& graph);
 
 /// Every problem of the entry `op_plan` for operation `op` of `graph`, named `name` in the plan
 /// at JSON path `path` (a dim it lacks, a count above its extent, a substitution that does not
 /// apply to its kernel, a mesh dim it lacks): check_plan's checks of one entry, which the
 /// rewrites also run on a derived entry when they create its operation.
-std::vector<std::string> check_entry(const OpPlan& op_plan, std::string_view name,
-                                     const std::string& path, const ir::Graph& graph,
-                                     ir::OperationId op);
+std::vector<support::Diagnostic> check_entry(const OpPlan& op_plan, std::string_view name,
+                                             const std::string& path, const ir::Graph& graph,
+                                             ir::OperationId op);
 
 /// The entry with its dims named by the operation's own names (aliases resolved).
 /// Precondition: check_entry found no problem.

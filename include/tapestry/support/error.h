@@ -3,8 +3,8 @@
 // `tapestry::Error` is thrown by value constructors and parsers when input from outside the
 // program (a file, a CLI argument, a JSON body) breaks a rule, and is caught at the API/CLI
 // boundary, where it becomes a message and a non-zero exit code. Its message is complete and
-// names what was wrong ("range start (1, 1) must be <= end (0, 1)"); callers that know more
-// context (a file name, a node id, a JSON path) wrap it with `Error::with_context`.
+// names what was wrong ("range start (1, 1) must be <= end (0, 1)"); a reader that locates it
+// (file and line:column, JSON pointer, node) throws support::DiagnosticError (diagnostic.h).
 //
 // Internal invariants use TAPESTRY_ASSERT (support/assert.h) instead; "a rewrite does not apply"
 // is a result with a reason, never an Error.

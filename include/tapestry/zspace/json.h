@@ -11,7 +11,8 @@
 // additionalProperties: false). Numbers must be integers within int64.
 //
 // `parse_json_text` turns JSON text from outside (a CLI argument, a plan file) into a value;
-// every way text can fail to be JSON is an Error naming the source, line and column:
+// every way text can fail to be JSON is a support::DiagnosticError (an Error whose Diagnostic
+// carries the source, line and column; support/diagnostic.h):
 //
 //   parse_json_text("{\n  \"ops\": {,}\n}", "plan.json")
 //     Error "plan.json:2:11: invalid JSON: syntax error while parsing object key - ..."
@@ -49,9 +50,6 @@ void reject_duplicate_keys(std::string_view text, std::string_view source_name);
 /// `key` as one reference token of a JSON Pointer (RFC 6901: "~" → "~0", "/" → "~1"), for the
 /// paths located errors name: "/ops/" + json_pointer_token("H/linear") == "/ops/H~1linear".
 std::string json_pointer_token(std::string_view key);
-
-/// The 1-based line and column of byte `offset` in `text` (for located errors).
-std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t offset);
 
 nlohmann::json to_json(const Point& point);
 nlohmann::json to_json(const Range& range);

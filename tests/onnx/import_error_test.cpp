@@ -1,0 +1,62 @@
+// The importer's errors name the model file and the node as a structured Location
+// (support/diagnostic.h), not only as text.
+#include <onnx/onnx_pb.h>
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "support/diagnostic_testing.h"
+#include "tapestry/onnx/import.h"
+
+namespace tapestry::onnx {
+namespace {
+
+// A model of one node `op` named `name`, reading float[2, 3] X and writing Y.
+std::string one_node_model(const std::string& op, const std::string& name,
+                           const std::string& input = "X") {
+  ::onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  ::onnx::GraphProto& graph = *model.mutable_graph();
+  graph.set_name("g");
+  const auto value = [](::onnx::ValueInfoProto& v, const std::string& n) {
+    v.set_name(n);
+    auto& tensor = *v.mutable_type()->mutable_tensor_type();
+    tensor.set_elem_type(::onnx::TensorProto::FLOAT);
+    tensor.mutable_shape()->add_dim()->set_dim_value(2);
+    tensor.mutable_shape()->add_dim()->set_dim_value(3);
+  };
+  value(*graph.add_input(), "X");
+  value(*graph.add_output(), "Y");
+  ::onnx::NodeProto& node = *graph.add_node();
+  node.set_op_type(op);
+  node.set_name(name);
+  node.add_input(input);
+  node.add_output("Y");
+  return model.SerializeAsString();
+}
+
+TEST(ImportErrors, AnUnsupportedOperatorIsLocatedAtItsNode) {
+  const std::string bytes = one_node_model("Cos", "cosine");
+  const support::Diagnostic d = support::testing::thrown_diagnostic(
+      [&] { (void)import_onnx_bytes(bytes, "m.onnx", ImportOptions{}); });
+  EXPECT_EQ(d.where.file, "m.onnx");
+  EXPECT_EQ(d.where.node, "cosine");
+  EXPECT_EQ(d.where.node_note, "Cos, node 0");
+  EXPECT_EQ(support::format_diagnostic(d),
+            "m.onnx: node 'cosine' (Cos, node 0): operator Cos is not supported "
+            "(`tapestry import --list-ops` lists those that are)");
+}
+
+TEST(ImportErrors, AnUndefinedInputIsLocatedAtTheNodeThatReadsIt) {
+  const std::string bytes = one_node_model("Relu", "r", "ghost");
+  const support::Diagnostic d = support::testing::thrown_diagnostic(
+      [&] { (void)import_onnx_bytes(bytes, "m.onnx", ImportOptions{}); });
+  EXPECT_EQ(d.where.file, "m.onnx");
+  EXPECT_EQ(d.where.node, "r");
+  EXPECT_EQ(d.message, "input 'ghost' is not defined (no node, input or initializer produces it)");
+}
+
+}  // namespace
+}  // namespace tapestry::onnx
