@@ -19,6 +19,9 @@ ir::ReadResult read_graph_input(const std::string& path,
   if (!path.ends_with(".tap")) return ir::read_graph_file(path);
   metakernel::BuildResult built = metakernel::build_tap_file(path, signatures);
   if (!built.ok()) throw Error(metakernel::format_diagnostics(built.diagnostics));
+  for (const metakernel::Diagnostic& w : built.warnings) {
+    fmt::print(stderr, "{}\n", metakernel::format_warning(w));
+  }
   ir::ReadResult read;
   read.graph = std::move(*built.graph);
   return read;
@@ -31,6 +34,9 @@ ir::Graph load_graph(const std::string& path, const metakernel::SignatureRegistr
   if (path.ends_with(".tap")) {
     metakernel::BuildResult built = metakernel::build_tap_file(path, signatures);
     if (!built.ok()) throw Error(metakernel::format_diagnostics(built.diagnostics));
+    for (const metakernel::Diagnostic& w : built.warnings) {
+      fmt::print(stderr, "{}\n", metakernel::format_warning(w));
+    }
     graph = std::move(*built.graph);
   } else {
     ir::ReadResult read = ir::read_graph_file(path);

@@ -51,7 +51,9 @@ std::string printable(std::string_view text) {
 
 }  // namespace
 
-std::string format_diagnostic(const Diagnostic& diagnostic) {
+namespace {
+
+std::string format_located(const Diagnostic& diagnostic, std::string_view severity) {
   // Not about a place in a file (a file that cannot be read names itself): the message alone.
   if (!diagnostic.file && !diagnostic.pos.is_known()) return diagnostic.message;
   std::string where = diagnostic.file ? diagnostic.file->name() : std::string("<input>");
@@ -59,13 +61,23 @@ std::string format_diagnostic(const Diagnostic& diagnostic) {
     where += fmt::format(":{}", diagnostic.pos.line);
     if (diagnostic.pos.column > 0) where += fmt::format(":{}", diagnostic.pos.column);
   }
-  std::string out = fmt::format("{}: error: {}", where, diagnostic.message);
+  std::string out = fmt::format("{}: {}: {}", where, severity, diagnostic.message);
   if (!diagnostic.file || !diagnostic.pos.is_known()) return out;
   const std::string_view line = diagnostic.file->line(diagnostic.pos.line);
   if (line.empty() && diagnostic.pos.column <= 1) return out;
   out += "\n  " + printable(line);
   if (diagnostic.pos.column > 0) out += "\n  " + caret_line(line, diagnostic.pos.column);
   return out;
+}
+
+}  // namespace
+
+std::string format_diagnostic(const Diagnostic& diagnostic) {
+  return format_located(diagnostic, "error");
+}
+
+std::string format_warning(const Diagnostic& diagnostic) {
+  return format_located(diagnostic, "warning");
 }
 
 std::string format_diagnostics(const std::vector<Diagnostic>& diagnostics) {

@@ -666,7 +666,8 @@ std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int 
   return out;
 }
 
-// linear, matmul, conv2d, mul: out = Σ_k x_k·w_k (+ bias), n = terms (+1 with a bias).
+// linear, matmul, conv2d, mul, linear_grad_w: out = Σ_k x_k·w_k (+ bias), n = terms (+1 with a
+// bias).
 //   A  = K(|x|, |w|, |bias|)                         Σ|terms| of each cell
 //   σ² = K(σx², w², σbias²) + K(x², σw², 0) + proxy(A)²
 //   D  = K(Dx, |w| + Dw, Dbias) + K(|x|, Dw, 0) + bound(A)
@@ -676,7 +677,8 @@ std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int 
 // input holds exact zeros. A cell that is ±inf or NaN: bilinear_hazards.
 void OperationEval::bilinear(Ctx& c) const {
   const int x = c.entry("x") >= 0 ? c.entry("x") : c.entry("a");
-  const int w = c.entry("w") >= 0 ? c.entry("w") : c.entry("b");
+  // The second factor: w (linear, conv2d), b (matmul, mul), g (linear_grad_w: the cotangent).
+  const int w = c.entry("w") >= 0 ? c.entry("w") : c.entry("b") >= 0 ? c.entry("b") : c.entry("g");
   const int bias = c.entry("bias");
   if (x < 0 || w < 0) return fallback(c);
   const std::size_t n_in = c.in_value.size();

@@ -61,6 +61,9 @@ struct Diagnostic {
 /// diagnostic with neither file nor position (a file that cannot be read) is its message alone.
 std::string format_diagnostic(const Diagnostic& diagnostic);
 
+/// The same with `warning:` for a problem that did not stop the work.
+std::string format_warning(const Diagnostic& diagnostic);
+
 /// All diagnostics, formatted and joined by newlines.
 std::string format_diagnostics(const std::vector<Diagnostic>& diagnostics);
 

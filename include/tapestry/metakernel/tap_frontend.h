@@ -31,6 +31,9 @@ namespace tapestry::metakernel {
 struct BuildResult {
   std::optional<ir::Graph> graph;
   std::vector<Diagnostic> diagnostics;
+  /// Problems that do not stop the build (a grad input the loss does not read); the graph is
+  /// built. Callers print them as warnings (format_warning).
+  std::vector<Diagnostic> warnings;
 
   [[nodiscard]] bool ok() const { return diagnostics.empty() && graph.has_value(); }
 };
