@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/metakernel/autodiff.h"
 #include "tapestry/metakernel/builder.h"
@@ -122,7 +124,8 @@ L = sum(sum(Y))
 dW, db = grad(L, W, b)
 output L, dW, db
 )";
-  BuildResult built = build_tap(std::make_shared<const SourceFile>("g.tap", text));
+  BuildResult built =
+      build_tap(std::make_shared<const SourceFile>("g.tap", text), builtin_signatures());
   ASSERT_TRUE(built.ok()) << format_diagnostics(built.diagnostics);
   EXPECT_TRUE(built.warnings.empty());
   const std::string printed = print_tap(*built.graph, builtin_signatures());
@@ -130,7 +133,8 @@ output L, dW, db
   EXPECT_THAT(printed, HasSubstr("db = sum_to(dW/broadcast.2, shape=[3])"));
 
   auto diagnostics = [](const std::string& source) {
-    BuildResult r = build_tap(std::make_shared<const SourceFile>("g.tap", source));
+    BuildResult r =
+        build_tap(std::make_shared<const SourceFile>("g.tap", source), builtin_signatures());
     return format_diagnostics(r.diagnostics);
   };
   const std::string head = "X: f32[8, 4]\nW: f32[3, 4]\nL = sum(sum(X))\n";
@@ -141,7 +145,8 @@ output L, dW, db
   EXPECT_THAT(diagnostics(head + "A = relu(grad(L, W))\n"),
               HasSubstr("g.tap:4:10: error: grad(...) is a statement of its own"));
   BuildResult unused =
-      build_tap(std::make_shared<const SourceFile>("g.tap", head + "dW = grad(L, W)\n"));
+      build_tap(std::make_shared<const SourceFile>("g.tap", head + "dW = grad(L, W)\n"),
+                builtin_signatures());
   ASSERT_TRUE(unused.ok());
   ASSERT_EQ(unused.warnings.size(), 1u);
   EXPECT_EQ(format_warning(unused.warnings[0]),
@@ -154,7 +159,8 @@ TEST(Autodiff, GradOfAnIrGraph) {
   const char* text =
       "X: f32[8, 4]\nW: f32[3, 4]\nY = relu(linear_nobias(X, W))\n"
       "L = sum(sum(Y))\noutput Y\n";
-  BuildResult built = build_tap(std::make_shared<const SourceFile>("g.tap", text));
+  BuildResult built =
+      build_tap(std::make_shared<const SourceFile>("g.tap", text), builtin_signatures());
   ASSERT_TRUE(built.ok());
   const GradResult r = grad(*built.graph, GradRequest{"L", {"W"}, std::nullopt, {"gW"}});
   std::vector<std::string> outputs;
@@ -174,7 +180,7 @@ TEST(Autodiff, AVjpCallingAnUnknownKernelIsALoadError) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() /
                                     ("tapestry_vjp_unknown_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "k.yaml") << R"(kernel: twice
+  std::ofstream(dir / "k.yaml") << R"yaml(kernel: twice
 types: {T: float}
 inputs:
   x: {shape: "[$d...]", dtype: T}
@@ -184,7 +190,7 @@ index: "[$d...]"
 ipfs: {x: "[$d...]", result: "[$d...]"}
 vjp:
   x: "mul_scalr(d_result, factor=2.0)"
-)";
+)yaml";
   SignatureRegistry r = SignatureRegistry::with_builtins();
   const std::string message = error_of([&] { r.load_directory(dir); });
   EXPECT_THAT(message, HasSubstr("k.yaml:10:7: error: vjp: unknown kernel 'mul_scalr' (did you "

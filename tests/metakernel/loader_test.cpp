@@ -132,10 +132,11 @@ INSTANTIATE_TEST_SUITE_P(
                   "result d_result)"},
         BadKernel{"vjp_bad_derived",
                   std::string(kScale) + "vjp:\n  x: \"reshape(d_result, shape=x.size)\"\n",
-                  "k.yaml:14:34: error: vjp: 'x.size' is not a value a gradient can use "
+                  "k.yaml:14:31: error: vjp: 'x.size' is not a value a gradient can use "
                   "(<port>.shape, <port>.shape.<axis param>, <ints param>.inverse)"},
         BadKernel{"vjp_syntax", std::string(kScale) + "vjp:\n  x: \"neg(d_result\"\n",
-                  "k.yaml:14:19: error: expected ')'"},
+                  "k.yaml:14:19: error: expected ')' to close the arguments of neg, found the end "
+                  "of the file"},
         // Bodies (kernel_body.h): checked against the kernel's inputs and numeric params.
         BadKernel{"body_syntax", std::string(kScale) + "body: \"x * (factor\"\n",
                   "k.yaml:13:7: error: body: column 12: expected ')' to close the parenthesis"},

@@ -203,6 +203,7 @@ std::string check_case(const Case& c, const mk::SignatureRegistry& signatures, s
   std::vector<std::string> grad_names;
   for (const mk::Tensor& d : grads) grad_names.push_back(d.name());
   const std::string loss_name = loss.name();
+  const Shape y_shape = to_shape(y.type().shape());
   const ir::Graph graph = g.take();
 
   std::map<std::string, Buffer> values;
@@ -224,7 +225,7 @@ std::string check_case(const Case& c, const mk::SignatureRegistry& signatures, s
       for (std::size_t i = 0; i < bv.size(); ++i) bv[i] = 0.2 * static_cast<double>(i) + 0.15;
     }
   }
-  values["R"] = random_buffer(to_shape(y.type().shape()), Draw::kUniform, rng);
+  values["R"] = random_buffer(y_shape, Draw::kUniform, rng);
 
   const NaiveExecutor naive(graph);
   auto run = [&](const std::map<std::string, Buffer>& in) {
