@@ -1,7 +1,8 @@
 // Fast kernels of kernels/autodiff.yaml: the pointwise derivatives as vectorisable loops over the
 // shared formulas (scalar_ops.h, so both sets agree bitwise), broadcast and expand as strided
-// copies, linear_grad_w as one GEMM (gᵀ·x) when the batch is one dim. The others — and every
-// call outside these shapes — run the reference kernel (a counted fallback, fast_registry.cpp).
+// copies, sum_to as strided runs in the reference's order, linear_grad_w as one GEMM (gᵀ·x) when
+// the batch is one dim. The others — and every call outside these shapes — run the reference
+// kernel (a counted fallback, fast_registry.cpp).
 #include <algorithm>
 
 #include "../scalar_ops.h"
@@ -73,6 +74,36 @@ void repeat_kernel(const KernelCall& call) {
   count_fast();
 }
 
+// sum_to: the result's cells zeroed, then every index point adds its x cell in row-major order
+// of the points (the reference kernel's order, so the sums agree bitwise); the result's stride
+// along a reduced dim is 0, so a run along it accumulates into one cell.
+void sum_to_kernel(const KernelCall& call) {
+  const InputPort* x = unit_port(call.inputs, "x");
+  const OutputPort* r = unit_port(call.outputs, "result");
+  const std::optional<DType> dtype = uniform_dtype(call);
+  if (x == nullptr || r == nullptr || !dtype || call.index.is_empty() || !ir::is_float(*dtype) ||
+      !is_executable(*dtype)) {
+    return run_reference(call);
+  }
+  visit_dtype(*dtype, [&]<typename T>() {
+    if constexpr (kernels::kIsFloat<T>) {
+      const Strided<const T> xs = strided<const T>(*x, call.index);
+      const Strided<T> rs = strided<T>(*r, call.index);
+      const Nest<2> nest = make_nest<2>(call.index, {&xs.coef, &rs.coef});
+      for_each_run(nest, [&](const auto& at, std::int64_t n, const auto& step) {
+        T* to = rs.base + at[1];
+        for (std::int64_t i = 0; i < n; ++i) to[i * step[1]] = T{0};
+      });
+      for_each_run(nest, [&](const auto& at, std::int64_t n, const auto& step) {
+        const T* from = xs.base + at[0];
+        T* to = rs.base + at[1];
+        for (std::int64_t i = 0; i < n; ++i) to[i * step[1]] += from[i * step[0]];
+      });
+    }
+  });
+  count_fast();
+}
+
 // linear_grad_w with one batch dim: C[out × in] = gᵀ·x, g stored [batch × out] (trans_a), x
 // [batch × in], both with unit inner strides.
 void linear_grad_w_kernel(const KernelCall& call) {
@@ -117,6 +148,7 @@ void register_fast_autodiff(ExecutableKernels& registry) {
   registry.add("broadcast", &repeat_kernel);
   registry.add("expand", &repeat_kernel);
   registry.add("linear_grad_w", &linear_grad_w_kernel);
+  registry.add("sum_to", &sum_to_kernel);
 }
 
 }  // namespace tapestry::runtime::fast
