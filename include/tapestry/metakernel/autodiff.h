@@ -19,25 +19,28 @@
 // builder (so every backward operation is an ordinary kernel call, checked by its metakernel),
 // sums the cotangents of a tensor read several times with `add`, and returns one gradient per
 // `wrt` tensor — an ordinary operation graph that prints, plans, prices, shards and runs like any
-// other. Worked example, L = sum(relu(linear(X, W, b))) (examples/mlp.tap's first layer):
+// other. Worked example, L = sum(sum(relu(linear(X, W, b)))) with X [64, 16], W [32, 16]
+// (tests/metakernel/autodiff_test.cpp, TheHeadersWorkedExample):
 //
-//   forward         X W b ─ H/linear = linear(X, W, b) ─ H = relu(H/linear) ─ L = sum(H)
-//   grad(L, W, b)   dL    = ones_like(L)                           seed: dL/dL = 1, rank 0
-//                   dH    = broadcast(dL, dim=0, size=64)          sum's VJP
-//                   dH/l  = relu_grad(H/linear, dH)                relu's VJP (x = H/linear)
-//                   dW    = linear_grad_w(X, dH/l)                 linear's VJP, port w
-//                   db    = sum_to(dH/l, shape=[32])               linear's VJP, port bias
+//   forward         H/linear = linear(X, W, b)   H = relu(H/linear)   L/sum = sum(H)
+//                   L = sum(L/sum)
+//   grad(L, W, b)   dW/ones_like   = ones_like(L)                        the seed dL/dL = 1
+//                   dW/broadcast   = broadcast(dW/ones_like, dim=0, size=64)   L's VJP
+//                   dW/broadcast.2 = broadcast(dW/broadcast, dim=1, size=32)   L/sum's VJP
+//                   dW/relu_grad   = relu_grad(H/linear, dW/broadcast.2)       H's VJP
+//                   dW             = linear_grad_w(X, dW/relu_grad)            H/linear's, port w
+//                   db             = sum_to(dW/relu_grad, shape=[32])          port bias
 //
-// after which the graph has operations H/linear, H, L (the forward pass, unchanged) and the
-// backward ones, named `dW/<kernel>[.n]` and `dW`, `db/<kernel>` and `db` by the naming rules of
-// builder.h (Graph::assign): `dW/ones_like`, `dW/broadcast`, `dW/relu_grad`, `dW`, `db`. X gets
+// The backward operations are named by the naming rules of builder.h (Graph::assign): the first
+// gradient assigned claims every unassigned operation that feeds it (`dW/<kernel>[.n]`). X gets
 // no gradient (it was not asked for), so linear's `x` expression is never applied.
 //
 // Rules: only float tensors carry cotangents (an integer tensor is a constant); a `wrt` tensor the
 // loss does not depend on gets `zeros_like` and a warning (issue grad-unused-input), never nothing;
-// a kernel on the path without a VJP (or with `none` for a port that needs one) is an Error naming
-// the operation and the kernel; the loss must be rank 0 unless a seed cotangent of its shape is
-// given (then the result is the VJP of that seed: grad(Y, W, seed=S) = Sᵀ · ∂Y/∂W).
+// a kernel on the path without a VJP is an Error naming the operation and the kernel (`none` for a
+// port: no cotangent flows there — a constant, as ones_like's input); the loss must be rank 0
+// unless a seed cotangent of its shape is given (then the result is the VJP of that seed:
+// grad(Y, W, seed=S) = Sᵀ · ∂Y/∂W).
 #pragma once
 
 #include <optional>
