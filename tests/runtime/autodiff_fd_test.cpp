@@ -23,6 +23,7 @@
 #include "tapestry/metakernel/autodiff.h"
 #include "tapestry/metakernel/builder.h"
 #include "tapestry/metakernel/signature_registry.h"
+#include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/naive_executor.h"
 #include "tapestry/runtime/tensor_map.h"
 
@@ -351,6 +352,60 @@ TEST(AutodiffFiniteDifferences, MutatedVjpsAreCaught) {
     }
     EXPECT_TRUE(caught) << "the mutated VJP of " << m.kernel << " passed the check";
     fs::remove_all(dir);
+  }
+}
+
+// The fast kernels of kernels/autodiff.yaml against the reference ones, float32: bitwise where
+// they evaluate the same formulas in the same order, within float32 rounding for the GEMM.
+TEST(AutodiffFastKernels, AgreeWithTheReference) {
+  struct One {
+    std::string kernel;
+    std::vector<Shape> shapes;
+    nlohmann::json params;
+    bool bitwise;
+  };
+  const std::vector<One> cases = {
+      {"sum_to", {{6, 5, 7}}, {{"shape", {5, 1}}}, true},
+      {"sum_to", {{9, 33}}, {{"shape", {33}}}, true},
+      {"relu_grad", {{4, 33}, {4, 33}}, {}, true},
+      {"gelu_grad", {{4, 33}, {4, 33}}, {}, true},
+      {"tanh_grad", {{4, 33}, {4, 33}}, {}, true},
+      {"sigmoid_grad", {{4, 33}, {4, 33}}, {}, true},
+      {"sqrt_grad", {{4, 33}, {4, 33}}, {}, true},
+      {"broadcast", {{4, 5}}, {{"dim", 1}, {"size", 3}}, true},
+      {"expand", {{4, 1, 5}}, {{"dim", 1}, {"size", 3}}, true},
+      {"linear_grad_w", {{40, 12}, {40, 9}}, {}, false},
+  };
+  std::mt19937_64 rng(11);
+  for (const One& c : cases) {
+    SCOPED_TRACE(c.kernel);
+    mk::Graph g;
+    std::vector<mk::Tensor> in;
+    std::map<std::string, Buffer> values;
+    for (std::size_t i = 0; i < c.shapes.size(); ++i) {
+      const std::string name = fmt::format("I{}", i);
+      in.push_back(g.input(name, ir::DType::kFloat32, c.shapes[i]));
+      std::uniform_real_distribution<float> u(c.kernel == "sqrt_grad" ? 0.5F : -2.0F, 2.0F);
+      std::vector<float> v(static_cast<std::size_t>(numel(c.shapes[i])));
+      for (float& x : v) x = u(rng);
+      values[name] =
+          Buffer::from_values<float>(zspace::Range::of_shape(zspace::Point(c.shapes[i])), v);
+    }
+    g.output(g.assign("R", g.call(c.kernel, in, c.params)));
+    const ir::Graph graph = g.take();
+    const ir::TensorId r = *graph.as_tensor(*graph.find_named(ir::NodeKind::kTensor, "R").node);
+    const Buffer ref = NaiveExecutor(graph).run(bind_by_name(graph, values)).at(r);
+    const Buffer fast = NaiveExecutor(graph, fast_kernels()).run(bind_by_name(graph, values)).at(r);
+    const auto a = ref.values<float>();
+    const auto b = fast.values<float>();
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (c.bitwise) {
+        EXPECT_EQ(a[i], b[i]) << i;
+      } else {
+        EXPECT_NEAR(a[i], b[i], 1e-5 * 40) << i;
+      }
+    }
   }
 }
 
