@@ -101,7 +101,7 @@ TEST(NaiveExecutor, UnknownKernelNamesTheOperation) {
   EXPECT_THAT(
       error_of([&] { NaiveExecutor naive(b.graph); }),
       HasSubstr(
-          "operation 'fft_1': no kernel named 'fft' (known: add, avg_pool2d, bias_add, conv2d,"));
+          "operation 'fft_1': no kernel named 'fft' (known: add, avg_pool2d, bias_add, "));
 }
 
 TEST(NaiveExecutor, JavaKernelNamesResolve) {

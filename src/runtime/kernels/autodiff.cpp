@@ -17,13 +17,18 @@ constexpr std::string_view kX = "x";
 constexpr std::string_view kG = "g";
 constexpr std::string_view kResult = "result";
 
-// ones_like, zeros_like: result = value; x is read for its shape only.
-template <int kValue>
+// ones_like (param `value`, default 1), zeros_like: result = the fill; x is read for its shape.
+template <int kDefault>
 void fill_kernel(const KernelCall& call) {
   kernels::require_unit_cells(call);
+  double value = kDefault;
+  if (call.params != nullptr && call.params->is_object() && call.params->contains("value")) {
+    value = call.params->at("value").get<double>();
+  }
   visit_dtype(kernels::common_dtype(call), [&]<typename T>() {
     const Operand<T> result(call.output(kResult));
-    for (const Point& p : call.index.points()) *result.cell(p) = static_cast<T>(kValue);
+    const auto fill = static_cast<T>(value);
+    for (const Point& p : call.index.points()) *result.cell(p) = fill;
   });
 }
 
