@@ -100,8 +100,7 @@ TEST(NaiveExecutor, UnknownKernelNamesTheOperation) {
   add_unary(b, "fft", x);
   EXPECT_THAT(
       error_of([&] { NaiveExecutor naive(b.graph); }),
-      HasSubstr(
-          "operation 'fft_1': no kernel named 'fft' (known: add, avg_pool2d, bias_add, "));
+      HasSubstr("operation 'fft_1': no kernel named 'fft' (known: add, avg_pool2d, bias_add, "));
 }
 
 TEST(NaiveExecutor, JavaKernelNamesResolve) {
