@@ -10,6 +10,9 @@
 #            inputs and plan (one process each; medians of --rounds), i.e. the naive run, the
 #            float64 oracle and the comparison
 #   ratio    verify / run
+#   run_cpu  CPU seconds (user + sys) of the whole `tapestry run` process (input generation,
+#            start-up and the run); ver_cpu: what --verify adds to them — steadier than the wall
+#            times on a shared machine, for comparing two builds
 #   run MiB  peak RSS of `tapestry run` (GNU time %M), verify MiB: of `run --verify`, and ratio
 #
 # Inputs: generated (--seed 0) for the examples; the exported weights and a seeded x for the two
@@ -60,39 +63,44 @@ else
   echo "verify_overhead: ResNet-18 and ViT-B/16 skipped: $(echo "$out" | tail -1)"
 fi
 
-# One process: wall seconds and peak RSS KiB on stdout ("WALL KIB RC").
+# One process: wall seconds, peak RSS KiB and CPU seconds (user + sys) on stdout
+# ("WALL KIB CPU RC").
 measure() {
   local rc=0
-  /usr/bin/time -f "%e %M" -o "$tmp/time" "$tapestry" "$@" >"$tmp/log" 2>&1 || rc=$?
-  echo "$(cat "$tmp/time" | tail -1) $rc"
+  /usr/bin/time -f "%e %M %U %S" -o "$tmp/time" "$tapestry" "$@" >"$tmp/log" 2>&1 || rc=$?
+  echo "$(tail -1 "$tmp/time" | awk '{ print $1, $2, $3 + $4 }') $rc"
 }
 
 echo "tapestry run vs run --verify, $threads threads, $rounds rounds (load $(cut -d' ' -f1 /proc/loadavg), $(nproc) cores)"
-printf '%-34s %9s %9s %7s %8s %8s %6s  %s\n' model run_s verify_s ratio run_MiB ver_MiB ratio verdict
+printf '%-34s %9s %9s %7s %8s %8s %8s %8s %6s  %s\n' model run_s verify_s ratio run_cpu ver_cpu \
+  run_MiB ver_MiB ratio verdict
 for c in "${cases[@]}"; do
   IFS='|' read -r name graph plan inputs <<<"$c"
   [[ -z $only || $name == *"$only"* ]] || continue
   args=(run "$graph" --threads "$threads" --quiet)
   [[ -n $plan ]] && args+=(--plan "$plan")
   [[ -n $inputs ]] && args+=(--inputs "$inputs")
-  exec_s=() plain_s=() plain_k=() ver_s=() ver_k=() verdict=""
+  exec_s=() plain_s=() plain_k=() plain_c=() ver_s=() ver_k=() ver_c=() verdict=""
   for r in $(seq 1 "$rounds"); do
-    read -r w k rc < <(measure "${args[@]}" --warmup 1 --repeat 3 --metrics "$tmp/m.json")
+    read -r w k cpu rc < <(measure "${args[@]}" --warmup 1 --repeat 3 --metrics "$tmp/m.json")
     [[ $rc -eq 0 ]] || { echo "$name: run failed"; cat "$tmp/log"; exit 1; }
     exec_s+=("$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['wall_s'])" "$tmp/m.json")")
-    read -r w k rc < <(measure "${args[@]}")
-    plain_s+=("$w") plain_k+=("$k")
-    read -r w k rc < <(measure "${args[@]}" --verify)
-    ver_s+=("$w") ver_k+=("$k")
+    read -r w k cpu rc < <(measure "${args[@]}")
+    plain_s+=("$w") plain_k+=("$k") plain_c+=("$cpu")
+    read -r w k cpu rc < <(measure "${args[@]}" --verify)
+    ver_s+=("$w") ver_k+=("$k") ver_c+=("$cpu")
     verdict=$(grep -Eo '^(PASS|FAIL|UNCHECKED)' "$tmp/log" | sort | uniq -c | tr -s ' ' | tr '\n' ' ')
   done
-  "$py" - "$name" "$verdict" "${exec_s[*]}" "${plain_s[*]}" "${ver_s[*]}" "${plain_k[*]}" "${ver_k[*]}" <<'PY'
+  "$py" - "$name" "$verdict" "${exec_s[*]}" "${plain_s[*]}" "${ver_s[*]}" "${plain_k[*]}" \
+    "${ver_k[*]}" "${plain_c[*]}" "${ver_c[*]}" <<'PY'
 import statistics as st, sys
 name, verdict = sys.argv[1], sys.argv[2]
-run, plain, ver, pk, vk = ([float(x) for x in a.split()] for a in sys.argv[3:8])
+run, plain, ver, pk, vk, pc, vc = ([float(x) for x in a.split()] for a in sys.argv[3:10])
 r, added = st.median(run), max(st.median(ver) - st.median(plain), 0.0)
 pm, vm = st.median(pk) / 1024, st.median(vk) / 1024
-print(f"{name:<34} {r:9.4f} {added:9.3f} {added / r:6.1f}x {pm:8.0f} {vm:8.0f} {vm / pm:5.2f}x  {verdict}")
+rc, vcpu = st.median(pc), max(st.median(vc) - st.median(pc), 0.0)
+print(f"{name:<34} {r:9.4f} {added:9.3f} {added / r:6.1f}x {rc:8.2f} {vcpu:8.2f} {pm:8.0f} "
+      f"{vm:8.0f} {vm / pm:5.2f}x  {verdict}")
 PY
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -31,6 +31,9 @@ __all__ = [
     "ones_like", "zeros_like", "sum_to", "broadcast", "expand", "unslice", "mul_scalar",
     "relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad", "sqrt_grad",
     "maximum_grad_a", "maximum_grad_b", "linear_grad_w",
+    "softmax_grad", "conv2d_grad_input", "conv2d_grad_weight", "max_grad",
+    "max_pool2d_grad", "avg_pool2d_grad", "mse", "mse_grad", "cross_entropy",
+    "cross_entropy_grad", "sgd", "sgd_momentum", "adam",
 ]  # fmt: skip
 
 
@@ -280,3 +283,87 @@ def maximum_grad_b(a: Tensor, b: Tensor, g: Tensor) -> Tensor:
 def linear_grad_w(x: Tensor, g: Tensor) -> Tensor:
     """linear's weight gradient: ``result[o, i] = Σ_b g[b…, o] · x[b…, i]``."""
     return call("linear_grad_w", x, g)
+# ---- training (kernels/training.yaml; docs/metakernels.md, "Training kernels") ----------------
+# A gradient takes the forward operation's inputs and ``d_result``, the cotangent of its result,
+# and returns the cotangent of one input.
+def softmax_grad(y: Tensor, d_result: Tensor) -> Tensor:
+    """softmax's input gradient from its result ``y``: ``y ⊙ (d_result − Σ_row d_result ⊙ y)``."""
+    return call("softmax_grad", y, d_result)
+
+
+def conv2d_grad_input(x: Tensor, w: Tensor, d_result: Tensor, stride: int | None = None) -> Tensor:
+    """``conv2d(x, w, stride)``'s gradient with respect to ``x`` (whose shape and range it takes)."""
+    return call("conv2d_grad_input", x, w, d_result, **_given(stride=stride))
+
+
+def conv2d_grad_weight(x: Tensor, d_result: Tensor, kh: int, kw: int,
+                       stride: int | None = None) -> Tensor:
+    """``conv2d(x, w, stride)``'s gradient with respect to its ``kh``×``kw`` filters ``w``."""
+    return call("conv2d_grad_weight", x, d_result, kh=kh, kw=kw, **_given(stride=stride))
+
+
+def max_grad(x: Tensor, y: Tensor, d_result: Tensor, dim: int) -> Tensor:
+    """``y = max(x, dim)``'s gradient: ``d_result`` at the first maximal cell of each row."""
+    return call("max_grad", x, y, d_result, dim=dim)
+
+
+def max_pool2d_grad(x: Tensor, d_result: Tensor, kernel: int, stride: int) -> Tensor:
+    """max_pool2d's input gradient: each window's cotangent to its first maximal cell."""
+    return call("max_pool2d_grad", x, d_result, kernel=kernel, stride=stride)
+
+
+def avg_pool2d_grad(x: Tensor, d_result: Tensor, kernel: int, stride: int) -> Tensor:
+    """avg_pool2d's input gradient: each window's cotangent / kernel² to every cell of it."""
+    return call("avg_pool2d_grad", x, d_result, kernel=kernel, stride=stride)
+
+
+def mse(pred: Tensor, target: Tensor) -> Tensor:
+    """Mean squared error of two ``[n, f]`` tensors, a rank-0 tensor."""
+    return call("mse", pred, target)
+
+
+def mse_grad(pred: Tensor, target: Tensor, d_result: Tensor) -> Tensor:
+    """mse's gradient with respect to ``pred`` (``d_result`` rank 0)."""
+    return call("mse_grad", pred, target, d_result)
+
+
+def cross_entropy(logits: Tensor, labels: Tensor) -> Tensor:
+    """Mean cross entropy of ``logits [n, c]`` and integer class ``labels [n]``, rank 0."""
+    return call("cross_entropy", logits, labels)
+
+
+def cross_entropy_grad(logits: Tensor, labels: Tensor, d_result: Tensor) -> Tensor:
+    """cross_entropy's gradient with respect to the logits (``d_result`` rank 0)."""
+    return call("cross_entropy_grad", logits, labels, d_result)
+
+
+def sgd(param: Tensor, grad: Tensor, lr: float, weight_decay: float | None = None) -> Tensor:
+    """One SGD step (torch.optim.SGD without momentum): the new parameter."""
+    return call("sgd", param, grad, lr=lr, **_given(weight_decay=weight_decay))
+
+
+def _outputs(first: Tensor, *ports: str) -> tuple[Tensor, ...]:
+    """``first`` (a multi-output operation's ``result``) and its other outputs ``<op>.<port>``."""
+    graph = first.graph
+    base = first.name.removesuffix(".result")
+    return (first, *(graph[f"{base}.{port}"] for port in ports))
+
+
+def sgd_momentum(param: Tensor, grad: Tensor, velocity: Tensor, lr: float, momentum: float,
+                 weight_decay: float | None = None) -> tuple[Tensor, Tensor]:
+    """One step of torch.optim.SGD(momentum=…): the new parameter and the new velocity."""
+    first = call("sgd_momentum", param, grad, velocity, lr=lr, momentum=momentum,
+                 **_given(weight_decay=weight_decay))
+    return _outputs(first, "velocity_next")  # type: ignore[return-value]
+
+
+def adam(param: Tensor, grad: Tensor, m: Tensor, v: Tensor, step: Tensor,
+         lr: float | None = None, beta1: float | None = None, beta2: float | None = None,
+         eps: float | None = None, weight_decay: float | None = None,
+         decoupled: bool | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    """One Adam step (AdamW with ``decoupled=True``); ``step`` is a rank-0 integer tensor holding
+    this update's number (from 1). Returns the new parameter, m and v."""
+    first = call("adam", param, grad, m, v, step,
+                 **_given(lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=weight_decay,
+                          decoupled=decoupled))
+    return _outputs(first, "m_next", "v_next")  # type: ignore[return-value]

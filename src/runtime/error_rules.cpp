@@ -388,6 +388,8 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
   const ErrorRule rule = rule_of(op.kernel(), monoid);
   c.result.exact = is_exact_kernel(op.kernel(), rule);
   if (!floats) return std::move(c.result);  // integers: exact, no sigma
+  std::vector<Buffer> exact_integers;       // σ = D = 0 of integer inputs, for the worst-case rule
+  if (rule == ErrorRule::kFallback) exact_integers = exact_integer_inputs(c);
   for (std::size_t i = 0; i < c.in_sigma.size(); ++i) {
     if (c.in_sigma[i] == nullptr || c.in_bound[i] == nullptr)
       throw Error(
@@ -596,9 +598,13 @@ std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int 
   if (single_sums_ == SingleSums::kNever) return std::nullopt;
   std::string_view kernel = c.op.kernel();
   if (kernel.starts_with("op:")) kernel.remove_prefix(3);
-  // GEMMs only: conv2d's float32 convolution may transform its operands (Winograd), which the
-  // bound of a plain sum of products does not cover.
-  if (kernel != "linear" && kernel != "linear_nobias" && kernel != "matmul") return std::nullopt;
+  // Sums of products whose float32 kernels form each cell as a plain sum of the same products,
+  // in some order, with or without fused multiply-adds (the bound above holds for every such
+  // order): the GEMM libraries, and for conv2d oneDNN's direct convolution
+  // (algorithm::convolution_direct: no Winograd or FFT transform of the operands), im2col +
+  // GEMM, or the reference loops.
+  if (kernel != "linear" && kernel != "linear_nobias" && kernel != "matmul" && kernel != "conv2d")
+    return std::nullopt;
   const double n = terms_ + 2;  // the products, the bias, one to spare
   if (n >= 0x1p22) return std::nullopt;
   // Where the GEMM is cheap next to a pass over its operands (few rows against a large weight:
@@ -666,8 +672,103 @@ std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int 
   return out;
 }
 
-// linear, matmul, conv2d, mul, linear_grad_w: out = Σ_k x_k·w_k (+ bias), n = terms (+1 with a
-// bias).
+// The input entries bilinear multiplies: x and w, or a and b; a gradient kernel's cotangent
+// d_result and the forward input it pairs with — conv2d_grad_weight(x, d_result): x and
+// d_result; conv2d_grad_input(x, w, d_result): d_result and w, its x giving only the result's
+// shape and range (`shape_only`: run_bilinear hands it x's transforms, which the kernel never
+// reads). -1 where absent.
+OperationEval::BilinearFactors OperationEval::bilinear_factors(const Ctx& c) {
+  BilinearFactors f{.x = c.entry("x") >= 0 ? c.entry("x") : c.entry("a"),
+                    .w = c.entry("w") >= 0   ? c.entry("w")
+                         : c.entry("b") >= 0 ? c.entry("b")
+                                             : c.entry("g")};  // linear_grad_w(x, g)
+  if (const int d = c.entry("d_result"); d >= 0) {
+    if (f.w >= 0) {
+      f.shape_only = f.x;
+      f.x = d;
+    } else {
+      f.w = d;
+    }
+  }
+  return f;
+}
+
+// linear's live-term counts when x or w holds no exact zero: every term of the other is live, so
+// result[r, o] counts the live cells of row r of x (w has none) or of row o of w (x has none),
+// plus 1 where bias[o] may be nonzero — a pass over one operand instead of a GEMM. Float32:
+// counts below 2^24 are exact. Empty where the layout is not linear's whole tensors.
+std::optional<std::vector<Buffer>> OperationEval::row_counts(const Ctx& c, int x, int w, int bias,
+                                                             bool x_zeros, bool w_zeros) const {
+  std::string_view kernel = c.op.kernel();
+  if (kernel.starts_with("op:")) kernel.remove_prefix(3);
+  if ((kernel != "linear" && kernel != "linear_nobias") || (x_zeros && w_zeros) ||
+      c.outs.size() != 1)
+    return std::nullopt;
+  for (std::size_t i = 0; i < c.ins.size(); ++i) {
+    if (c.ins[i].value.range != c.in_value[i]->range()) return std::nullopt;  // a sub-box
+  }
+  const auto xi = static_cast<std::size_t>(x), wi = static_cast<std::size_t>(w);
+  const Point xs = c.in_value[xi]->range().shape(), ws = c.in_value[wi]->range().shape();
+  const Range& out_range = c.result.values.front().range();
+  const Point os = out_range.shape();
+  if (xs.rank() < 1 || ws.rank() != 2 || os.rank() != xs.rank() || xs[xs.rank() - 1] != ws[1] ||
+      os[os.rank() - 1] != ws[0] || c.outs.front().value.range != out_range ||
+      ws[1] + 1 >= (std::int64_t{1} << 24))
+    return std::nullopt;
+  for (std::size_t d = 0; d + 1 < xs.rank(); ++d) {
+    if (xs[d] != os[d]) return std::nullopt;
+  }
+  const auto in = static_cast<std::size_t>(ws[1]);
+  const auto outs = static_cast<std::size_t>(ws[0]);
+  const std::size_t rows = in == 0 ? 0 : c.in_value[xi]->values<double>().size() / in;
+  // The live cells of each row of the operand with exact zeros (x's rows, or w's).
+  const std::size_t counted = x_zeros ? xi : wi;
+  const std::size_t lines = x_zeros ? rows : outs;
+  const std::span<const double> v = c.in_value[counted]->values<double>(),
+                                sg = c.in_sigma[counted]->values<double>(),
+                                d = c.in_bound[counted]->values<double>();
+  std::vector<float> per_line(lines);
+  for_cells(
+      lines,
+      [&](std::size_t lo, std::size_t hi) {
+        for (std::size_t r = lo; r < hi; ++r) {
+          std::size_t n = 0;
+          for (std::size_t k = r * in; k < (r + 1) * in; ++k)
+            n += may_be_nonzero(v[k], sg[k], d[k]) ? 1 : 0;
+          per_line[r] = static_cast<float>(n);
+        }
+      },
+      std::max<std::size_t>(1, kCellChunk / std::max<std::size_t>(in, 1)));
+  std::vector<float> bias_live(outs, 0.0F);
+  if (bias >= 0) {
+    const auto bi = static_cast<std::size_t>(bias);
+    const std::span<const double> bv = c.in_value[bi]->values<double>(),
+                                  bs = c.in_sigma[bi]->values<double>(),
+                                  bd = c.in_bound[bi]->values<double>();
+    for (std::size_t o = 0; o < outs; ++o)
+      bias_live[o] = may_be_nonzero(bv[o], bs[o], bd[o]) ? 1.0F : 0.0F;
+  }
+  Buffer count(DType::kFloat32, out_range, Buffer::Uninitialized{});
+  const std::span<float> cv = count.values<float>();
+  for_cells(
+      rows,
+      [&](std::size_t lo, std::size_t hi) {
+        for (std::size_t r = lo; r < hi; ++r) {
+          float* const row = cv.data() + r * outs;
+          if (x_zeros) {
+            for (std::size_t o = 0; o < outs; ++o) row[o] = per_line[r] + bias_live[o];
+          } else {
+            for (std::size_t o = 0; o < outs; ++o) row[o] = per_line[o] + bias_live[o];
+          }
+        }
+      },
+      std::max<std::size_t>(1, kCellChunk / std::max<std::size_t>(outs, 1)));
+  std::vector<Buffer> result;
+  result.push_back(std::move(count));
+  return result;
+}
+
+// linear, matmul, conv2d, mul: out = Σ_k x_k·w_k (+ bias), n = terms (+1 with a bias).
 //   A  = K(|x|, |w|, |bias|)                         Σ|terms| of each cell
 //   σ² = K(σx², w², σbias²) + K(x², σw², 0) + proxy(A)²
 //   D  = K(Dx, |w| + Dw, Dbias) + K(|x|, Dw, 0) + bound(A)
@@ -676,15 +777,14 @@ std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int 
 // computation and rounds nothing: n counts the others, K(live x, live w, live bias), when an
 // input holds exact zeros. A cell that is ±inf or NaN: bilinear_hazards.
 void OperationEval::bilinear(Ctx& c) const {
-  const int x = c.entry("x") >= 0 ? c.entry("x") : c.entry("a");
-  // The second factor: w (linear, conv2d), b (matmul, mul), g (linear_grad_w: the cotangent).
-  const int w = c.entry("w") >= 0 ? c.entry("w") : c.entry("b") >= 0 ? c.entry("b") : c.entry("g");
+  const BilinearFactors factors = bilinear_factors(c);
+  const int x = factors.x, w = factors.w;
   const int bias = c.entry("bias");
   if (x < 0 || w < 0) return fallback(c);
   const std::size_t n_in = c.in_value.size();
   for (std::size_t i = 0; i < n_in; ++i) {
     const auto idx = static_cast<int>(i);
-    if (idx != x && idx != w && idx != bias) return fallback(c);
+    if (idx != x && idx != w && idx != bias && idx != factors.shape_only) return fallback(c);
   }
   const auto run = [&](const CellMap& on_x, const CellMap& on_w, bool zero_bias) {
     return run_bilinear(c, w, bias, on_x, on_w, zero_bias);
@@ -714,13 +814,14 @@ void OperationEval::bilinear(Ctx& c) const {
       return b;
     });
   };
-  // 1. Which inputs carry an error in, and whether any holds an exact zero.
+  // 1. Which inputs carry an error in, and which hold an exact zero.
   bool x_carries = false;  // x or the bias carry an error in
-  bool exact_zeros = false;
+  std::vector<bool> zeros_in(n_in);
   for (std::size_t i = 0; i < n_in; ++i) {
     if (static_cast<int>(i) != w) x_carries |= !all_zero(*c.in_bound[i]);
-    exact_zeros |= has_exact_zero(*c.in_value[i], *c.in_sigma[i], *c.in_bound[i]);
+    zeros_in[i] = has_exact_zero(*c.in_value[i], *c.in_sigma[i], *c.in_bound[i]);
   }
+  const bool exact_zeros = std::find(zeros_in.begin(), zeros_in.end(), true) != zeros_in.end();
   const bool w_carries = !all_zero(*c.in_bound[static_cast<std::size_t>(w)]);
 
   // 2. The kernel runs: magnitudes, propagated errors, live terms, hazards. Each transform is
@@ -762,8 +863,11 @@ void OperationEval::bilinear(Ctx& c) const {
   }
   forget({"abs", "sq", "sq_sigma", "bound"});
   if (exact_zeros) {
-    if (auto counted = run_single(c, w, bias, kLive, kLive, false, true)) {
+    if (auto counted = row_counts(c, x, w, bias, zeros_in[static_cast<std::size_t>(x)],
+                                  zeros_in[static_cast<std::size_t>(w)])) {
       live = std::move(*counted);
+    } else if (auto single = run_single(c, w, bias, kLive, kLive, false, true)) {
+      live = std::move(*single);
     } else {
       const CellMap nonzero =
           flag(c, [](double v, double s, double d) { return may_be_nonzero(v, s, d); });
@@ -1448,6 +1552,20 @@ void OperationEval::move(Ctx& c) const {
   }
 }
 
+// The integer inputs of a float operation under the worst-case rule — cross_entropy's class
+// labels, adam's step count (kernels/training.yaml) — are exact: σ = D = 0, zero buffers that
+// the returned vector owns and c's σ and D entries point at (fallback reads no integer values).
+std::vector<Buffer> OperationEval::exact_integer_inputs(Ctx& c) {
+  std::vector<Buffer> zeros;
+  zeros.reserve(c.in_value.size());
+  for (std::size_t i = 0; i < c.in_value.size(); ++i) {
+    if (ir::is_float(c.in_value[i]->dtype()) || c.in_sigma[i] != nullptr) continue;
+    zeros.emplace_back(DType::kFloat64, c.in_value[i]->range());
+    c.in_sigma[i] = c.in_bound[i] = &zeros.back();
+  }
+  return zeros;
+}
+
 // No error model (fused stages, user kernels): the worst case over the whole operation,
 // 4·u·K·max|inputs| + the largest bar of the inputs, as one bound for every output cell; σ = D
 // (a bound is a valid scale: λ·σ ≥ D, so the bar is D). Inputs that are ±inf or NaN and exact
@@ -1456,6 +1574,7 @@ void OperationEval::move(Ctx& c) const {
 void OperationEval::fallback(Ctx& c) const {
   double m = 0, e = 0;
   for (std::size_t i = 0; i < c.in_value.size(); ++i) {
+    if (!ir::is_float(c.in_value[i]->dtype())) continue;  // exact_integer_inputs: σ = D = 0
     for (double v : c.in_value[i]->values<double>())
       if (std::isfinite(v)) m = std::max(m, std::abs(v));
     const Buffer bars = bar_of(*c.in_sigma[i], *c.in_bound[i]);

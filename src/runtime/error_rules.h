@@ -95,8 +95,8 @@ struct RuleResult {
   std::vector<ir::TensorId> taken;
 };
 
-/// Where OperationEval runs linear's and matmul's sums of nonnegative products in float32
-/// (OracleOptions::single_precision_sums): never, where the GEMM outweighs a pass over its
+/// Where OperationEval runs linear's, matmul's and conv2d's sums of nonnegative products in float32
+/// (OracleOptions::single_precision_sums): never, where the kernel outweighs a pass over its
 /// operands (≥ 64 multiply-adds per operand cell: the oracle's choice), or wherever the
 /// operands' range allows (tests).
 enum class SingleSums { kNever, kWherePays, kAlways };
@@ -153,6 +153,10 @@ class OperationEval {
                                                               const CellTransform& tx,
                                                               const CellTransform& tw,
                                                               bool zero_bias, bool count) const;
+  /// linear's live-term counts (float32, exact) as row counts of the one operand that holds
+  /// exact zeros, when the other holds none: no GEMM. Empty when that does not apply.
+  [[nodiscard]] std::optional<std::vector<Buffer>> row_counts(const Ctx& c, int x, int w, int bias,
+                                                              bool x_zeros, bool w_zeros) const;
   [[nodiscard]] std::vector<Buffer> bilinear_hazards(Ctx& c, int w, int bias) const;
   void bilinear(Ctx& c) const;
   void additive(Ctx& c, std::string_view twin) const;
@@ -164,6 +168,11 @@ class OperationEval {
   void variance(Ctx& c) const;
   void move(Ctx& c) const;
   void fallback(Ctx& c) const;
+  static std::vector<Buffer> exact_integer_inputs(Ctx& c);
+  struct BilinearFactors {
+    int x = -1, w = -1, shape_only = -1;
+  };
+  static BilinearFactors bilinear_factors(const Ctx& c);
 
   const ir::Graph& graph_;
   ir::OperationId op_;

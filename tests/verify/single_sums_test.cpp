@@ -1,11 +1,12 @@
 // The oracle's float32 sums (OracleOptions::single_precision_sums; error_rules.cpp, run_single):
-// linear's and matmul's Σ|x||w|, propagated σ² and D and live-term counts as float32 GEMMs on
-// operands rounded up, scaled by (1 + γ53(n)) / (1 − γ24(n)). The bars they give are never
+// linear's, matmul's and conv2d's Σ|x||w|, propagated σ² and D and live-term counts as float32
+// GEMMs on operands rounded up, scaled by (1 + γ53(n)) / (1 − γ24(n)). The bars they give are never
 // below the float64 ones — on inputs built to break a careless float32 sum: cancelling values,
 // ~2^21 terms, magnitudes from 1e-15 to 1e15, exact zeros (relu's, a mask's), σ² that would
 // underflow float32, x² that would overflow it, a D of ∞ — and at most ~n·2^−24 above them.
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -179,6 +180,97 @@ TEST(SingleSums, OutsideFloat32sRangeAreTheFloat64Ones) {
     const std::int64_t differ = expect_rule_above(r, static_cast<double>(c.k) + 2);
     if (c.float64) {
       EXPECT_EQ(differ, 0);
+    }
+  }
+}
+
+// conv2d's sums in float32: oneDNN's direct convolution (16 input channels, 8×8 output pixels:
+// where the fast kernel takes it) and im2col + GEMM (stride 2, 4 channels), on cancelling values
+// with errors carried in on both operands and exact zeros in x (relu's: a live count runs).
+// The float32 kernels sum the same products in other orders: the bars stay above.
+TEST(SingleSums, OfConvolutionsAreNeverBelowTheFloat64Ones) {
+  for (const char* source : {"X: f32[2, 16, 10, 10]\nW: f32[8, 16, 3, 3]\nY = conv2d(X, W)\n",
+                             "X: f32[1, 4, 11, 11]\nW: f32[6, 4, 3, 3]\n"
+                             "Y = conv2d(X, W, stride=2)\n"}) {
+    SCOPED_TRACE(source);
+    const ir::Graph g = verify_testing::build(std::string(source) + "output Y\n");
+    runtime::reset_fast_kernel_counts();
+    const Rule r = both_ways(g, [](const std::string& t, std::int64_t i) -> Cell {
+      if (t == "X" && i % 7 == 0) return {0, 0, 0};
+      const double sign = i % 2 == 0 ? 1 : -1;
+      const double v = sign * 1e3 + noise(t, i);
+      return {v, 1e-4 * std::abs(noise(t, i + 3)), 4e-4 * std::abs(noise(t, i + 5))};
+    });
+    EXPECT_GT(expect_rule_above(r, 16 * 9 + 2), 0) << "the float32 path never ran";
+    const bool direct = std::string_view(source).find("stride") == std::string_view::npos;
+    EXPECT_EQ(runtime::fast_kernel_counts().onednn_convs > 0, direct);
+  }
+}
+
+// linear's live-term counts as row counts (error_rules.cpp, row_counts) where one operand holds
+// no exact zero: x with relu's zeros against a dense w, a dense x against w with pruned
+// weights, a bias with zeros, batch dims. Exact inputs carry no error in, so σ is the rounding
+// term alone, √n·u·A + n·tiny, n the live terms of the cell — counted here by hand — and
+// D = γn·A + n·tiny: each cell's n, read back from σ, must be its own count (n ± 1 moves σ by
+// ≥ 0.2% at n ≤ 200).
+TEST(SingleSums, LiveTermCountsAreEachCellsOwn) {
+  struct Case {
+    const char* source;
+    std::function<bool(const std::string&, std::int64_t)> zero;  // cell k of tensor t is 0
+  };
+  const std::vector<Case> cases = {
+      {"X: f32[3, 5, 40]\nW: f32[7, 40]\nb: f32[7]\nY = linear(X, W, b)\n",
+       [](const std::string& t, std::int64_t k) {
+         return (t == "X" && k % 3 == 0) || (t == "X" && k / 40 == 4) || (t == "b" && k % 2 == 0);
+       }},
+      {"X: f32[6, 40]\nW: f32[9, 40]\nY = linear_nobias(X, W)\n",
+       [](const std::string& t, std::int64_t k) {
+         return t == "W" && (k % 5 == 1 || k / 40 == 2);
+       }},
+      {"X: f32[6, 40]\nW: f32[9, 40]\nb: f32[9]\nY = linear(X, W, b)\n",
+       [](const std::string& t, std::int64_t k) { return t == "b" && k % 4 == 0; }},
+      {"X: f32[6, 40]\nW: f32[9, 40]\nb: f32[9]\nY = linear(X, W, b)\n",  // both: a GEMM
+       [](const std::string& t, std::int64_t k) {
+         return (t == "W" && k % 5 == 1) || (t == "X" && k % 7 == 2);
+       }},
+  };
+  for (const Case& tc : cases) {
+    SCOPED_TRACE(tc.source);
+    const ir::Graph g = verify_testing::build(std::string(tc.source) + "output Y\n");
+    const auto value = [&](const std::string& t, std::int64_t k) {
+      return tc.zero(t, k) ? 0.0 : 0.5 + std::abs(noise(t, k));
+    };
+    const Rule r = both_ways(g, [&](const std::string& t, std::int64_t k) -> Cell {
+      return {value(t, k), 0, 0};
+    });
+    const bool bias = std::string_view(tc.source).find("b:") != std::string_view::npos;
+    const std::int64_t in = 40, outs = bias ? (std::string_view(tc.source).find("[7]") !=
+                                                       std::string_view::npos
+                                                   ? 7
+                                                   : 9)
+                                            : 9;
+    for (const runtime::detail::RuleResult* rule : {&r.single, &r.full}) {
+      const std::span<const double> s = rule->sigmas[0].values<double>();
+      const std::span<const double> d = rule->bounds[0].values<double>();
+      for (std::size_t cell = 0; cell < s.size(); ++cell) {
+        const auto row = static_cast<std::int64_t>(cell) / outs;
+        const auto o = static_cast<std::int64_t>(cell) % outs;
+        double n = 0, a = 0;
+        for (std::int64_t k = 0; k < in; ++k) {
+          const double x = value("X", row * in + k), w = value("W", o * in + k);
+          n += x != 0 && w != 0 ? 1 : 0;
+          a += x * w;
+        }
+        if (bias) {
+          n += value("b", o) != 0 ? 1 : 0;
+          a += value("b", o);
+        }
+        const double u = 0x1p-24, tiny = FLT_MIN;
+        const double sigma = std::sqrt(n) * u * a + n * tiny;
+        const double bound = n * u / (1 - n * u) * a + n * tiny;
+        ASSERT_NEAR(s[cell], sigma, sigma * 1e-5) << "cell " << cell << ", n = " << n;
+        ASSERT_NEAR(d[cell], bound, bound * 1e-5) << "cell " << cell << ", n = " << n;
+      }
     }
   }
 }

@@ -60,4 +60,45 @@ struct Conv2dOptions {
 Tensor pad(Tensor x, std::int64_t padding, double value = 0.0);
 Tensor conv2d(Tensor x, Tensor w, Conv2dOptions options = {});
 
+// Training (kernels/training.yaml): gradients (`d_result` is the cotangent of the forward
+// result; each returns the cotangent of one forward input), losses, optimizer updates.
+Tensor softmax_grad(Tensor y, Tensor d_result);
+/// conv2d(x, w, stride)'s gradient with respect to x (x gives the shape and range only).
+Tensor conv2d_grad_input(Tensor x, Tensor w, Tensor d_result, std::int64_t stride = 1);
+/// conv2d(x, w, stride)'s gradient with respect to its kh × kw filters.
+Tensor conv2d_grad_weight(Tensor x, Tensor d_result, std::int64_t kh, std::int64_t kw,
+                          std::int64_t stride = 1);
+/// y = max(x, dim)'s gradient with respect to x: d_result at the first maximal cell.
+Tensor max_grad(Tensor x, Tensor y, Tensor d_result, std::int64_t dim);
+Tensor max_pool2d_grad(Tensor x, Tensor d_result, std::int64_t kernel, std::int64_t stride);
+Tensor avg_pool2d_grad(Tensor x, Tensor d_result, std::int64_t kernel, std::int64_t stride);
+/// Rank-0 means over [n, f] / [n, c] tensors; labels are i32 or i64 classes.
+Tensor mse(Tensor pred, Tensor target);
+Tensor mse_grad(Tensor pred, Tensor target, Tensor d_result);
+Tensor cross_entropy(Tensor logits, Tensor labels);
+Tensor cross_entropy_grad(Tensor logits, Tensor labels, Tensor d_result);
+
+struct SgdOptions {
+  double lr = 0.01;
+  double momentum = 0;  // sgd_momentum only
+  double weight_decay = 0;
+};
+/// The updated parameter (kernel `sgd`).
+Tensor sgd(Tensor param, Tensor grad, SgdOptions options);
+struct SgdMomentumResult {
+  Tensor param, velocity;
+};
+/// The updated parameter and momentum buffer (kernel `sgd_momentum`).
+SgdMomentumResult sgd_momentum(Tensor param, Tensor grad, Tensor velocity, SgdOptions options);
+
+struct AdamOptions {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+  bool decoupled = false;  // AdamW
+};
+struct AdamResult {
+  Tensor param, m, v;
+};
+/// One Adam (AdamW) step; `step` is a rank-0 i32/i64 tensor holding this update's number (1 …).
+AdamResult adam(Tensor param, Tensor grad, Tensor m, Tensor v, Tensor step, AdamOptions options);
+
 }  // namespace tapestry::metakernel

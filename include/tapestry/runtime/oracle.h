@@ -57,8 +57,8 @@
 //   ─────────────────────────── ───────────────────────────────────────────────────────────────
 //   linear, matmul, conv2d, mul  Σ σx²·w² + x²·σw² (+σbias²) + (√n·u·A)²  |  Σ Dx·(|w| + Dw) +
 //                                |x|·Dw (+Dbias) + γn·A;  A = Σ|x||w| (+|bias|), n its terms
-//                                that may be nonzero (no exact-zero factor); for linear and
-//                                matmul, A, the Σ terms and n by float32 GEMMs rounded up
+//                                that may be nonzero (no exact-zero factor); for linear,
+//                                matmul and conv2d, A, the Σ terms and n in float32 rounded up
 //                                (OracleOptions::single_precision_sums): never below these
 //   add, sub, bias_add, sum,     Σ σ² + (√n·u·A)²  |  Σ D + γn·A;  A = Σ|terms|, n additions
 //     reduce (sum)               of terms that may be nonzero (x + exact 0 is exact)
@@ -131,12 +131,13 @@ struct OracleOptions {
   /// promoted when an operation first reads it, and every tensor is freed after its last reader,
   /// so `value`, `sigma` and `bound` hold the graph outputs only (the same numbers either way).
   bool keep_all = false;
-  /// linear's and matmul's error terms that are sums of nonnegative products — Σ|x||w|, the
-  /// propagated σ² and D, the count of live terms — as float32 GEMMs on operands rounded up,
+  /// linear's, matmul's and conv2d's error terms that are sums of nonnegative products —
+  /// Σ|x||w|, the propagated σ² and D, the count of live terms — as float32 GEMMs (conv2d: its
+  /// float32 kernel, a direct convolution or im2col + GEMM: plain sums) on operands rounded up,
   /// each result scaled by (1 + γ53(n)) / (1 − γ24(n)), n the terms + 2: never below the float64
   /// GEMM's number, ~n·2^−24 above it (counts are exact below 2^24). Operands outside float32's
   /// safe range (a product under 2^−125, a sum over 2^124, ∞, NaN) or n ≥ 2^22 take float64,
-  /// and so do GEMMs of under 64 multiply-adds per operand cell (rounding the operands would
+  /// and so do kernels of under 64 multiply-adds per operand cell (rounding the operands would
   /// cost more than float32 saves). False: every term in float64 (tests compare the two).
   bool single_precision_sums = true;
 };

@@ -29,6 +29,9 @@ void register_layout_kernels(ExecutableKernels& registry);
 /// unslice mul_scalar, relu_grad gelu_grad tanh_grad sigmoid_grad sqrt_grad, maximum_grad_a/_b,
 /// linear_grad_w.
 void register_autodiff_kernels(ExecutableKernels& registry);
+/// The training kernels of kernels/training.yaml: softmax, conv2d, max and pooling gradients,
+/// mse and cross_entropy and their gradients, sgd, sgd_momentum, adam.
+void register_training_kernels(ExecutableKernels& registry);
 /// The `fused` kernel (kernels/fused.cpp): runs a fused operation's stages with these kernels.
 void register_fused_kernel(ExecutableKernels& registry);
 

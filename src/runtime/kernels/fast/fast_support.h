@@ -135,5 +135,6 @@ void register_fast_moments(ExecutableKernels& registry);
 void register_fast_pool(ExecutableKernels& registry);
 void register_fast_fused(ExecutableKernels& registry);
 void register_fast_autodiff(ExecutableKernels& registry);
+void register_fast_training(ExecutableKernels& registry);
 
 }  // namespace tapestry::runtime::fast
