@@ -174,6 +174,36 @@ void bind_graph(py::module_& m, GraphClass& graph) {
              g->output(t);
              return tensor_ref(g, t);
            })
+      .def(
+          "grad",
+          [](const GraphPtr& g, const TensorRef& loss, const std::vector<TensorRef>& wrt,
+             const std::optional<TensorRef>& seed,
+             const std::optional<std::vector<std::string>>& names) {
+            std::vector<TensorRef> all{loss};
+            all.insert(all.end(), wrt.begin(), wrt.end());
+            if (seed) all.push_back(*seed);
+            const std::vector<metakernel::Tensor> h = call_inputs("grad", all);
+            if (loss.builder != g) throw GraphError("grad: the loss is not from this graph");
+            metakernel::GradOptions options;
+            if (seed) options.seed = h.back();
+            if (names) options.names = *names;
+            std::vector<ir::Issue> issues;
+            options.issues = &issues;
+            const std::vector<metakernel::Tensor> grads =
+                g->grad(h.front(),
+                        std::vector<metakernel::Tensor>(
+                            h.begin() + 1, h.begin() + 1 + static_cast<std::ptrdiff_t>(wrt.size())),
+                        options);
+            for (const ir::Issue& issue : issues) {
+              PyErr_WarnEx(PyExc_UserWarning,
+                           fmt::format("{}: {}", issue.summary, issue.message).c_str(), 1);
+            }
+            std::vector<TensorRef> out;
+            for (const metakernel::Tensor& t : grads) out.push_back(tensor_ref(g, t));
+            return out;
+          },
+          py::arg("loss"), py::arg("wrt"), py::arg("seed") = py::none(),
+          py::arg("names") = py::none())
       .def("__getitem__",
            [](const GraphPtr& g, const std::string& name) {
              const ir::TensorId id =

@@ -113,6 +113,15 @@ metakernel::Tensor PyGraph::assign(const std::string& name, metakernel::Tensor v
   return t;
 }
 
+std::vector<metakernel::Tensor> PyGraph::grad(metakernel::Tensor loss,
+                                              const std::vector<metakernel::Tensor>& wrt,
+                                              const metakernel::GradOptions& options) {
+  std::vector<metakernel::Tensor> grads =
+      rethrow_as<GraphError>([&] { return handle_builder().grad(loss, wrt, options); });
+  changed();
+  return grads;
+}
+
 void PyGraph::output(metakernel::Tensor value) {
   rethrow_as<GraphError>([&] { handle_builder().output(value); });
   changed();

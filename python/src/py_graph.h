@@ -25,6 +25,7 @@
 #include "tapestry/cost/evaluator.h"
 #include "tapestry/cost/target.h"
 #include "tapestry/ir/graph.h"
+#include "tapestry/metakernel/autodiff.h"
 #include "tapestry/metakernel/builder.h"
 #include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/rewrite/lower.h"
@@ -82,6 +83,10 @@ class PyGraph {
                           const nlohmann::json& params);
   metakernel::Tensor assign(const std::string& name, metakernel::Tensor value);
   void output(metakernel::Tensor value);
+  /// Reverse-mode gradients (metakernel/autodiff.h); warnings go to `issues`.
+  std::vector<metakernel::Tensor> grad(metakernel::Tensor loss,
+                                       const std::vector<metakernel::Tensor>& wrt,
+                                       const metakernel::GradOptions& options);
   /// The builder handle of tensor `id` (found by its label); nullopt for a loaded graph.
   std::optional<metakernel::Tensor> handle(ir::TensorId id);
 

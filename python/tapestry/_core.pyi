@@ -237,6 +237,17 @@ class Graph:
     def output(self, name: str, value: Tensor) -> Tensor: ...
     def output(self, *args: Any) -> Tensor:
         """Marks a graph output, naming it first when a name is given."""
+    def grad(
+        self,
+        loss: Tensor,
+        wrt: Sequence[Tensor],
+        seed: Tensor | None = None,
+        names: Sequence[str] | None = None,
+    ) -> list[Tensor]:
+        """Reverse-mode gradients of ``loss`` (rank 0, or with ``seed`` of its shape) with respect
+        to ``wrt``, added to this graph as ordinary operations and labelled ``d<name>`` (or
+        ``names``); docs/training.md. A ``wrt`` tensor the loss does not read gets zeros and a
+        UserWarning."""
     def __getitem__(self, name: str) -> Tensor: ...
     def __setitem__(self, name: str, value: Tensor) -> None:
         """``g["H"] = t`` is ``g.assign("H", t)``."""

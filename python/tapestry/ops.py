@@ -27,6 +27,10 @@ __all__ = [
     "sum", "max", "mean", "variance", "reduce", "softmax",
     "transpose", "permute", "reshape", "slice",
     "pad", "conv2d", "max_pool2d", "avg_pool2d",
+    # what gradients use (kernels/autodiff.yaml, docs/training.md)
+    "ones_like", "zeros_like", "sum_to", "broadcast", "expand", "unslice", "mul_scalar",
+    "relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad", "sqrt_grad",
+    "maximum_grad_a", "maximum_grad_b", "linear_grad_w",
     "softmax_grad", "conv2d_grad_input", "conv2d_grad_weight", "max_grad",
     "max_pool2d_grad", "avg_pool2d_grad", "mse", "mse_grad", "cross_entropy",
     "cross_entropy_grad", "sgd", "sgd_momentum", "adam",
@@ -205,6 +209,80 @@ def avg_pool2d(x: Tensor, kernel: int, stride: int) -> Tensor:
     return call("avg_pool2d", x, kernel=kernel, stride=stride)
 
 
+# ---- what gradients use (kernels/autodiff.yaml; Graph.grad builds them) ---------------------
+def ones_like(x: Tensor) -> Tensor:
+    """1 everywhere, in ``x``'s shape and dtype."""
+    return call("ones_like", x)
+
+
+def zeros_like(x: Tensor) -> Tensor:
+    """0 everywhere, in ``x``'s shape and dtype."""
+    return call("zeros_like", x)
+
+
+def sum_to(x: Tensor, shape: Sequence[int]) -> Tensor:
+    """``x`` summed down to ``shape`` over the dims broadcasting stretched."""
+    return call("sum_to", x, shape=list(shape))
+
+
+def broadcast(x: Tensor, dim: int, size: int) -> Tensor:
+    """``x`` repeated ``size`` times along a new dim at position ``dim`` (sum's adjoint)."""
+    return call("broadcast", x, dim=dim, size=size)
+
+
+def expand(x: Tensor, dim: int, size: int) -> Tensor:
+    """``x``'s extent-1 dim ``dim`` repeated ``size`` times."""
+    return call("expand", x, dim=dim, size=size)
+
+
+def unslice(x: Tensor, dim: int, start: int, size: int) -> Tensor:
+    """``x`` placed at ``start`` of a dim of extent ``size``, zeros elsewhere (slice's adjoint)."""
+    return call("unslice", x, dim=dim, start=start, size=size)
+
+
+def mul_scalar(x: Tensor, factor: float | None = None, divisor: int | None = None) -> Tensor:
+    """``x · factor / divisor``, elementwise."""
+    return call("mul_scalar", x, **_given(factor=factor, divisor=divisor))
+
+
+def relu_grad(x: Tensor, g: Tensor) -> Tensor:
+    """``g`` where ``x > 0``, else 0."""
+    return call("relu_grad", x, g)
+
+
+def gelu_grad(x: Tensor, g: Tensor) -> Tensor:
+    """``g · (Φ(x) + x·φ(x))``: exact GELU's derivative times ``g``."""
+    return call("gelu_grad", x, g)
+
+
+def tanh_grad(y: Tensor, g: Tensor) -> Tensor:
+    """``g · (1 − y²)`` from tanh's result ``y``."""
+    return call("tanh_grad", y, g)
+
+
+def sigmoid_grad(y: Tensor, g: Tensor) -> Tensor:
+    """``g · y · (1 − y)`` from sigmoid's result ``y``."""
+    return call("sigmoid_grad", y, g)
+
+
+def sqrt_grad(y: Tensor, g: Tensor) -> Tensor:
+    """``g / (2·y)`` from sqrt's result ``y``."""
+    return call("sqrt_grad", y, g)
+
+
+def maximum_grad_a(a: Tensor, b: Tensor, g: Tensor) -> Tensor:
+    """``g`` where ``a ≥ b`` (maximum took a), else 0."""
+    return call("maximum_grad_a", a, b, g)
+
+
+def maximum_grad_b(a: Tensor, b: Tensor, g: Tensor) -> Tensor:
+    """``g`` where ``b > a``, else 0."""
+    return call("maximum_grad_b", a, b, g)
+
+
+def linear_grad_w(x: Tensor, g: Tensor) -> Tensor:
+    """linear's weight gradient: ``result[o, i] = Σ_b g[b…, o] · x[b…, i]``."""
+    return call("linear_grad_w", x, g)
 # ---- training (kernels/training.yaml; docs/metakernels.md, "Training kernels") ----------------
 # A gradient takes the forward operation's inputs and ``d_result``, the cotangent of its result,
 # and returns the cotangent of one input.

@@ -34,6 +34,7 @@ void register_validate(CLI::App& app, Dispatch& dispatch);
 void register_render(CLI::App& app, Dispatch& dispatch);
 void register_kernels(CLI::App& app, Dispatch& dispatch);
 void register_build(CLI::App& app, Dispatch& dispatch);
+void register_grad(CLI::App& app, Dispatch& dispatch);
 void register_print(CLI::App& app, Dispatch& dispatch);
 void register_shard(CLI::App& app, Dispatch& dispatch);
 void register_run(CLI::App& app, Dispatch& dispatch);

@@ -20,6 +20,9 @@ ir::ReadResult read_graph_input(const std::string& path,
   if (!path.ends_with(".tap")) return ir::read_graph_file(path);
   metakernel::BuildResult built = metakernel::build_tap_file(path, signatures);
   if (!built.ok()) throw support::DiagnosticError(built.diagnostics);
+  for (const support::Diagnostic& w : built.warnings) {
+    fmt::print(stderr, "{}\n", support::format_diagnostic(w));
+  }
   ir::ReadResult read;
   read.graph = std::move(*built.graph);
   return read;
@@ -32,6 +35,9 @@ ir::Graph load_graph(const std::string& path, const metakernel::SignatureRegistr
   if (path.ends_with(".tap")) {
     metakernel::BuildResult built = metakernel::build_tap_file(path, signatures);
     if (!built.ok()) throw support::DiagnosticError(built.diagnostics);
+    for (const support::Diagnostic& w : built.warnings) {
+      fmt::print(stderr, "{}\n", support::format_diagnostic(w));
+    }
     graph = std::move(*built.graph);
   } else {
     ir::ReadResult read = ir::read_graph_file(path);

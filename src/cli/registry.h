@@ -15,6 +15,7 @@ inline void register_all(CLI::App& app, Dispatch& dispatch) {
   register_render(app, dispatch);
   register_kernels(app, dispatch);
   register_build(app, dispatch);
+  register_grad(app, dispatch);
   register_print(app, dispatch);
   register_plan(app, dispatch);
   register_shard(app, dispatch);

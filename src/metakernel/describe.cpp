@@ -142,6 +142,11 @@ std::string describe_kernel(const Metakernel& k) {
     out += fmt::format("  sugar    when {}: {}\n", s.when.to_string(), s.text);
   if (k.body) out += fmt::format("  body     {}\n", k.body_text);
   out += fmt::format("  facts    {}\n", describe_facts(k));
+  if (k.vjp) {
+    for (const VjpSpec& v : *k.vjp) out += fmt::format("  vjp      {}: {}\n", v.port, v.text);
+  } else {
+    out += "  vjp      none (grad through it is an error; docs/training.md)\n";
+  }
   if (k.file) out += fmt::format("  defined in {}\n", k.file->name());
   return out;
 }

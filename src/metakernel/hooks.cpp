@@ -1,4 +1,4 @@
-// The C++ hooks (see hooks.h for why each exists): reshape and permute.
+// The C++ hooks (see hooks.h for why each exists): reshape, permute and sum_to.
 #include "tapestry/metakernel/hooks.h"
 
 #include <fmt/format.h>
@@ -211,12 +211,55 @@ Signature permute_hook(const HookInput& in) {
   return sig;
 }
 
+// sum_to(x, shape): x summed over the dims numpy broadcasting stretched from `shape` (right-
+// aligned: x's leading dims beyond shape's rank, and dims where shape has 1 and x more). The
+// index is x's dims, d0 …; those become sum reductions, and the result's IPF has a zero row for
+// each dim of extent 1 that a reduction feeds.
+Signature sum_to_hook(const HookInput& in) {
+  const TensorType& x = in.args[0].type;
+  const std::vector<std::int64_t> target = ints_param(in, "shape");
+  const std::size_t n = x.rank();
+  if (target.size() > n) {
+    fail(in, "shape {} has more dims than {} {}", shape_string(zspace::Point(target)), label(in),
+         x.to_string());
+  }
+  const std::size_t lead = n - target.size();
+  Signature sig;
+  std::vector<std::vector<std::int64_t>> x_rows(n, std::vector<std::int64_t>(n, 0));
+  std::vector<std::vector<std::int64_t>> out_rows(target.size(), std::vector<std::int64_t>(n, 0));
+  for (std::size_t i = 0; i < n; ++i) {
+    x_rows[i][i] = 1;
+    const std::int64_t extent = x.shape()[i];
+    bool reduced = i < lead;
+    if (!reduced) {
+      const std::int64_t want = target[i - lead];
+      if (want == extent) {
+        out_rows[i - lead][i] = 1;
+      } else if (want == 1) {
+        reduced = true;
+      } else {
+        fail(in, "{} {} does not broadcast from shape {} (dim {}: {} vs {})", label(in),
+             x.to_string(), shape_string(zspace::Point(target)), i, extent, want);
+      }
+    }
+    sig.index_dims.push_back(IndexDim{fmt::format("d{}", i), extent,
+                                      reduced ? std::optional(Monoid::kSum) : std::nullopt});
+  }
+  const TensorType out_type{output_dtype(in), zspace::Range::of_shape(zspace::Point(target))};
+  sig.inputs.push_back(
+      Port{in.kernel.inputs[0].name, x, selection_ipf(n, x_rows, x.range.start())});
+  sig.outputs.push_back(Port{in.kernel.outputs.at(0).name, out_type,
+                             selection_ipf(n, out_rows, zspace::Point::zeros(target.size()))});
+  return sig;
+}
+
 struct NamedHook {
   std::string_view name;
   Hook hook;
 };
 
-constexpr NamedHook kHooks[] = {{"reshape", &reshape_hook}, {"permute", &permute_hook}};
+constexpr NamedHook kHooks[] = {
+    {"reshape", &reshape_hook}, {"permute", &permute_hook}, {"sum_to", &sum_to_hook}};
 
 }  // namespace
 

@@ -18,10 +18,10 @@ namespace detail {
 
 namespace {
 
-constexpr std::string_view kKeys[] = {"kernel", "extends", "aliases", "summary",     "doc",
-                                      "types",  "inputs",  "params",  "group_ranks", "broadcast",
-                                      "let",    "checks",  "outputs", "index",       "reductions",
-                                      "ipfs",   "sugar",   "hook",    "body",        "facts"};
+constexpr std::string_view kKeys[] = {
+    "kernel",     "extends",     "aliases",   "summary", "doc",    "types",   "inputs",
+    "params",     "group_ranks", "broadcast", "let",     "checks", "outputs", "index",
+    "reductions", "ipfs",        "sugar",     "hook",    "body",   "facts",   "vjp"};
 
 void check_keys(const YAML::Node& doc) {
   for (const auto& kv : doc) {
@@ -65,7 +65,9 @@ Metakernel KernelReader::read(const YAML::Node& doc, const std::vector<Metakerne
   if (const YAML::Node& n = doc["sugar"]) k.sugar = sugar(n);
   if (const YAML::Node& n = doc["hook"]) k.hook = identifier(n, "hook");
   if (const YAML::Node& n = doc["body"]) read_body(n, k);
-  if (const YAML::Node& n = doc["facts"]) read_facts(n, k);  // last: it names the ports
+  if (const YAML::Node& n = doc["facts"]) read_facts(n, k);  // it names the ports
+  k.vjp.reset();  // not inherited: a child of another kernel is another function
+  if (const YAML::Node& n = doc["vjp"]) read_vjp(n, k);  // names ports and params
   return k;
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "tapestry/metakernel/autodiff.h"
 #include "tapestry/metakernel/loader.h"
 #include "tapestry/support/error.h"
 
@@ -35,13 +36,27 @@ void SignatureRegistry::load_directory(const fs::path& dir) {
     if (entry.is_regular_file() && (ext == ".yaml" || ext == ".yml")) files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
-  for (const fs::path& file : files) load_file(file);
+  std::vector<const Metakernel*> loaded;
+  for (const fs::path& file : files) {
+    for (const Metakernel* k : load_file_unchecked(file)) loaded.push_back(k);
+  }
+  check_vjp_kernels(loaded, *this);  // after all: a VJP may call a kernel of a later file
 }
 
 void SignatureRegistry::load_file(const fs::path& path) {
+  check_vjp_kernels(load_file_unchecked(path), *this);
+}
+
+std::vector<const Metakernel*> SignatureRegistry::load_file_unchecked(const fs::path& path) {
   std::vector<Metakernel> kernels =
       load_kernel_file(path, [this](std::string_view name) { return find(name); });
-  for (Metakernel& k : kernels) add(std::move(k));
+  std::vector<const Metakernel*> added;
+  for (Metakernel& k : kernels) {
+    const std::string name = k.name;
+    add(std::move(k));
+    added.push_back(find(name));
+  }
+  return added;
 }
 
 void SignatureRegistry::add(Metakernel kernel) {

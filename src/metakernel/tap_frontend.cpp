@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "tapestry/metakernel/autodiff.h"
 #include "tapestry/metakernel/builder.h"
 #include "tapestry/metakernel/tap_parser.h"
 #include "tapestry/support/file.h"
@@ -37,6 +38,7 @@ class Frontend {
     }
     BuildResult result;
     result.diagnostics = std::move(diagnostics_);
+    result.warnings = std::move(warnings_);
     if (result.diagnostics.empty()) result.graph = graph_.take();
     return result;
   }
@@ -77,6 +79,11 @@ class Frontend {
   // The name is poisoned only once its statement has failed, not while its value is evaluated:
   // `A = add(X, A)` uses A before it exists, "unknown variable 'A'", not a silent poison.
   void statement(const tap::Assign& assign) {
+    if (assign.value.is_call() && assign.value.call->callee == "grad")
+      return grad_statement(assign);
+    if (!assign.more_names.empty()) {
+      throw LocatedError(assign.more_names.front().pos, "only grad(...) assigns several variables");
+    }
     define(assign.name, assign.pos);
     try {
       if (!assign.value.is_call()) {
@@ -88,6 +95,59 @@ class Frontend {
       variables_[assign.name] = at(assign.pos, [&] { return graph_.assign(assign.name, value); });
     } catch (...) {
       poisoned_.insert(assign.name);
+      throw;
+    }
+  }
+
+  // `dW, db = grad(L, W, b)` or `dW = grad(Y, W, seed=S)`: one variable per tensor after the
+  // loss, each the gradient's name (autodiff.h).
+  void grad_statement(const tap::Assign& assign) {
+    std::vector<tap::OutputName> targets{tap::OutputName{assign.name, assign.pos}};
+    targets.insert(targets.end(), assign.more_names.begin(), assign.more_names.end());
+    for (const tap::OutputName& t : targets) define(t.name, t.pos);
+    try {
+      const tap::Call& call = *assign.value.call;
+      if (call.args.size() < 2) {
+        throw LocatedError(call.pos,
+                           "grad takes the loss and at least one tensor: "
+                           "grad(L, W1, b1)");
+      }
+      if (call.args.size() - 1 != targets.size()) {
+        throw LocatedError(assign.pos,
+                           fmt::format("grad of {} tensors assigns {} variables; give one per "
+                                       "tensor",
+                                       call.args.size() - 1, targets.size()));
+      }
+      const Tensor loss = evaluate(call.args.front());
+      std::vector<Tensor> wrt;
+      for (std::size_t i = 1; i < call.args.size(); ++i) wrt.push_back(evaluate(call.args[i]));
+      GradOptions options;
+      for (const tap::Keyword& k : call.keywords) {
+        if (k.name != "seed" || !k.value.is_identifier) {
+          throw LocatedError(k.pos, fmt::format("grad: unknown parameter {} (grad takes "
+                                                "seed=VARIABLE, the loss's cotangent)",
+                                                k.name));
+        }
+        options.seed =
+            evaluate(tap::TensorExpr{k.value.value.get<std::string>(), nullptr, k.value.pos});
+      }
+      for (const tap::OutputName& t : targets) options.names.push_back(t.name);
+      std::vector<ir::Issue> issues;
+      options.issues = &issues;
+      std::vector<Tensor> grads;
+      at(call.pos, [&] {
+        grads = graph_.grad(loss, wrt, options);
+        return Tensor();
+      });
+      for (std::size_t i = 0; i < targets.size(); ++i) variables_[targets[i].name] = grads[i];
+      for (const ir::Issue& issue : issues) {
+        support::Diagnostic warning = support::Diagnostic::at_source(
+            program_.file, call.pos, fmt::format("{}: {}", issue.summary, issue.message));
+        warning.severity = support::Severity::kWarning;
+        warnings_.push_back(std::move(warning));
+      }
+    } catch (...) {
+      for (const tap::OutputName& t : targets) poisoned_.insert(t.name);
       throw;
     }
   }
@@ -114,6 +174,9 @@ class Frontend {
       return it->second;
     }
     const tap::Call& call = *expr.call;
+    if (call.callee == "grad") {
+      throw LocatedError(call.pos, "grad(...) is a statement of its own: dW, db = grad(L, W, b)");
+    }
     std::vector<Tensor> args;
     for (const tap::TensorExpr& arg : call.args) args.push_back(evaluate(arg));
     nlohmann::json params = nlohmann::json::object();
@@ -143,6 +206,7 @@ class Frontend {
   std::map<std::string, SourcePos> defined_at_;
   std::set<std::string> poisoned_;
   std::vector<support::Diagnostic> diagnostics_;
+  std::vector<support::Diagnostic> warnings_;
 };
 
 }  // namespace

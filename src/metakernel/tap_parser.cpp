@@ -100,7 +100,17 @@ class Parser {
     }
     const Token& name = this->name("at the start of a statement");
     if (accept(TokenKind::kColon)) return declaration(name);
-    if (accept(TokenKind::kEquals)) return Assign{name.text, tensor_expr(0), name.pos};
+    if (accept(TokenKind::kEquals)) return Assign{name.text, tensor_expr(0), name.pos, {}};
+    if (peek().kind == TokenKind::kComma) {  // `dW, db = grad(L, W, b)`: several targets
+      Assign assign{name.text, {}, name.pos, {}};
+      while (accept(TokenKind::kComma)) {
+        const Token& more = this->name("(another variable to assign)");
+        assign.more_names.push_back(OutputName{more.text, more.pos});
+      }
+      expect(TokenKind::kEquals, "after the variables to assign");
+      assign.value = tensor_expr(0);
+      return assign;
+    }
     const Token& next = peek();
     if (next.kind == TokenKind::kError) throw LocatedError(next.pos, next.text);
     throw LocatedError(next.pos, fmt::format("expected ':' (a declaration) or '=' (an assignment) "

@@ -48,6 +48,8 @@ class KernelReader {
   std::map<std::string, List> ipfs(const YAML::Node& node);
   std::vector<SugarSpec> sugar(const YAML::Node& node);
   void read_facts(const YAML::Node& node, Metakernel& k);
+  // loader_vjp.cpp
+  void read_vjp(const YAML::Node& node, Metakernel& k);
 
   SourceFilePtr file_;
   KernelFinder find_;

@@ -120,7 +120,24 @@ INSTANTIATE_TEST_SUITE_P(
                   "summary, doc, "
                   "types, inputs, params, group_ranks, broadcast, let, checks, outputs, index, "
                   "reductions, ipfs, "
-                  "sugar, hook, body, facts)"},
+                  "sugar, hook, body, facts, vjp)"},
+        // VJPs (autodiff.h): ports, names and derived values checked at their column.
+        BadKernel{"vjp_unknown_port", std::string(kScale) + "vjp:\n  y: \"d_result\"\n",
+                  "k.yaml:14:3: error: vjp: 'y' is not an input of scale (inputs: x)"},
+        BadKernel{"vjp_missing_port", std::string(kScale) + "vjp: {}\n",
+                  "k.yaml:13:6: error: vjp: the gradient of input x is missing (write `x: none` "
+                  "for an input without one)"},
+        BadKernel{"vjp_unknown_tensor",
+                  std::string(kScale) + "vjp:\n  x: \"mul_scalar(d_out, factor=factor)\"\n",
+                  "k.yaml:14:18: error: vjp: 'd_out' is not a tensor of scale (a gradient uses x "
+                  "result d_result)"},
+        BadKernel{"vjp_bad_derived",
+                  std::string(kScale) + "vjp:\n  x: \"reshape(d_result, shape=x.size)\"\n",
+                  "k.yaml:14:31: error: vjp: 'x.size' is not a value a gradient can use "
+                  "(<port>.shape, <port>.shape.<axis param>, <ints param>.inverse)"},
+        BadKernel{"vjp_syntax", std::string(kScale) + "vjp:\n  x: \"neg(d_result\"\n",
+                  "k.yaml:14:19: error: expected ')' to close the arguments of neg, found the end "
+                  "of the file"},
         // Bodies (kernel_body.h): checked against the kernel's inputs and numeric params.
         BadKernel{"body_syntax", std::string(kScale) + "body: \"x * (factor\"\n",
                   "k.yaml:13:7: error: body: column 12: expected ')' to close the parenthesis"},
@@ -185,8 +202,9 @@ INSTANTIATE_TEST_SUITE_P(
                   "k.yaml:13:14: error: scale: reduction d: 'mean' is neither a monoid (sum, max, "
                   "min, prod) nor a "
                   "monoid parameter"},
-        BadKernel{"unknown_hook", std::string(kScale) + "hook: flip\n",
-                  "k.yaml:1:9: error: scale: unknown hook 'flip' (hooks: reshape, permute)"},
+        BadKernel{
+            "unknown_hook", std::string(kScale) + "hook: flip\n",
+            "k.yaml:1:9: error: scale: unknown hook 'flip' (hooks: reshape, permute, sum_to)"},
         BadKernel{"hook_with_index", std::string(kScale) + "hook: reshape\n",
                   "k.yaml:1:9: error: scale: a hook kernel gets its index, reductions and IPFs "
                   "from the hook; "

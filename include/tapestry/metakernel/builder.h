@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tapestry/ir/graph.h"
+#include "tapestry/ir/issue.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/metakernel/naming.h"
 #include "tapestry/metakernel/signature_registry.h"
@@ -40,6 +42,7 @@
 namespace tapestry::metakernel {
 
 class Graph;
+class Tensor;
 
 /// A tensor of a builder Graph.
 class Tensor {
@@ -64,6 +67,9 @@ class Tensor {
   Graph* graph_ = nullptr;
   ir::TensorId id_;
 };
+
+/// Options of Graph::grad (autodiff.h).
+struct GradOptions;
 
 class Graph {
  public:
@@ -107,6 +113,12 @@ class Graph {
   /// Marks `value` as a graph output.
   void output(Tensor value);
 
+  /// Reverse-mode gradients of `loss` (rank 0, or with a seed) with respect to `wrt`, added to
+  /// this graph as ordinary operations (metakernel/autodiff.h has the rules and an example).
+  /// The gradients are labelled `d<name>` unless `options` names them.
+  std::vector<Tensor> grad(Tensor loss, std::span<const Tensor> wrt, const GradOptions& options);
+  std::vector<Tensor> grad(Tensor loss, std::span<const Tensor> wrt);
+
   /// The tensor labelled `name` (an input or an operation's result), if any.
   [[nodiscard]] std::optional<Tensor> find(std::string_view name);
 
@@ -140,6 +152,15 @@ class Graph {
   NameTable names_;
   std::vector<Pending> pending_;  // operations not yet assigned, in creation order
   int sugar_depth_ = 0;
+};
+
+struct GradOptions {
+  /// The loss's cotangent, a tensor of its shape (required when the loss is not rank 0).
+  std::optional<Tensor> seed;
+  /// Labels for the gradients, one per wrt (default `d<name>`).
+  std::vector<std::string> names;
+  /// Warnings (grad-unused-input) go here when set; otherwise they are dropped.
+  std::vector<ir::Issue>* issues = nullptr;
 };
 
 }  // namespace tapestry::metakernel

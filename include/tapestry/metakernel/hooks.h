@@ -11,6 +11,8 @@
 //             parameter; a template names dims statically, so it cannot reorder a variadic
 //             group by a runtime list. (`transpose`, which swaps the last two dims, is a plain
 //             template.)
+//   sum_to    which dims of the input are reductions depends on the `shape` parameter (the dims
+//             numpy broadcasting stretched); a template fixes its reductions statically.
 #pragma once
 
 #include <map>

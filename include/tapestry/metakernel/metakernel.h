@@ -127,6 +127,19 @@ struct SugarSpec {
   std::string text;
 };
 
+/// One entry of a kernel's `vjp:` section (autodiff.h): the gradient of input `port`, an
+/// expression in .tap call syntax over the operation's ports, the cotangents `d_<output>` and,
+/// as keyword values, its params — or `none`, a port without a gradient.
+///   vjp:
+///     x: "linear_nobias(d_result, transpose(w))"
+///     bias: "sum_to(d_result, shape=bias.shape)"
+struct VjpSpec {
+  std::string port;
+  std::optional<tap::TensorExpr> expr;  // none: the port has no gradient
+  std::string text;                     // as written
+  SourcePos pos;                        // of the expression
+};
+
 struct Metakernel {
   std::string name;
   std::vector<std::string> aliases;  // other names a call may use (resolved by input count)
@@ -155,6 +168,10 @@ struct Metakernel {
   /// What cost, run metrics and the verifier know of the kernel (`facts:`, kernel_facts.h);
   /// none: an unknown kernel, priced and verified by kUnknownKernelFacts.
   std::optional<KernelFacts> facts;
+  /// The vector-Jacobian product (`vjp:`), one entry per input in input order; none: the kernel
+  /// has no VJP, and `grad` through it is an error. Not inherited through `extends:` (a child is
+  /// another function: sub extends add, exp extends relu).
+  std::optional<std::vector<VjpSpec>> vjp;
 
   [[nodiscard]] const ParamSpec* find_param(std::string_view name) const;
   [[nodiscard]] const InputSpec* find_input(std::string_view name) const;

@@ -38,9 +38,10 @@ class SignatureRegistry {
   /// A registry with every kernel file of `dir`.
   static SignatureRegistry from_directory(const std::filesystem::path& dir);
 
-  /// Loads every *.yaml / *.yml file of `dir` (not recursive), in name order.
+  /// Loads every *.yaml / *.yml file of `dir` (not recursive), in name order; then checks that
+  /// the kernels their VJPs call are known (autodiff.h, check_vjp_kernels).
   void load_directory(const std::filesystem::path& dir);
-  /// Loads one kernel file.
+  /// Loads one kernel file (and checks its VJPs' kernels likewise).
   void load_file(const std::filesystem::path& path);
   /// Adds one kernel; Error when the name (or an alias) is taken.
   void add(Metakernel kernel);
@@ -58,6 +59,8 @@ class SignatureRegistry {
   [[nodiscard]] std::size_t size() const { return kernels_.size(); }
 
  private:
+  std::vector<const Metakernel*> load_file_unchecked(const std::filesystem::path& path);
+
   // Stable addresses: `find` results stay valid while kernels are added.
   std::map<std::string, std::unique_ptr<Metakernel>, std::less<>> kernels_;
   std::multimap<std::string, std::string, std::less<>> aliases_;  // alias -> kernel name

@@ -2,6 +2,7 @@
 //
 //   X: f32[-40:60, 20:32]            Decl    (a graph input: name, dtype, range)
 //   Y = relu(linear(X, W, b))        Assign  (a variable bound to a tensor expression)
+//   dW, db = grad(L, W, b)           Assign with several variables (gradients; autodiff.h)
 //   Z = conv2d(x, w, stride=2)       Call with a keyword parameter
 //   output Y, Z                      Output
 //   operation {"label": …, "body": …}  OperationStmt (an operation given verbatim, as loom JSON)
@@ -67,15 +68,17 @@ struct Decl {
   ir::LoomDType dtype;
 };
 
+struct OutputName {
+  std::string name;
+  SourcePos pos;
+};
+
 struct Assign {
   std::string name;
   TensorExpr value;
   SourcePos pos;
-};
-
-struct OutputName {
-  std::string name;
-  SourcePos pos;
+  /// Further variables (`dW, db = grad(L, W, b)`): only `grad` assigns several.
+  std::vector<OutputName> more_names;
 };
 
 struct Output {

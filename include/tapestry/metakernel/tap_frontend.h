@@ -31,6 +31,9 @@ namespace tapestry::metakernel {
 struct BuildResult {
   std::optional<ir::Graph> graph;
   std::vector<support::Diagnostic> diagnostics;
+  /// Problems that do not stop the build (a grad input the loss does not read; severity
+  /// warning); the graph is built. Callers print them (support::format_diagnostic).
+  std::vector<support::Diagnostic> warnings;
 
   [[nodiscard]] bool ok() const { return diagnostics.empty() && graph.has_value(); }
 };

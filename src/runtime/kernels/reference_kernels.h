@@ -25,6 +25,10 @@ void register_pool_kernels(ExecutableKernels& registry);
 void register_conv_kernels(ExecutableKernels& registry);
 /// transpose, permute, reshape, slice (copies through the IPFs) and pad.
 void register_layout_kernels(ExecutableKernels& registry);
+/// What the VJPs need (kernels/autodiff.yaml): ones_like zeros_like sum_to broadcast expand
+/// unslice mul_scalar, relu_grad gelu_grad tanh_grad sigmoid_grad sqrt_grad, maximum_grad_a/_b,
+/// linear_grad_w.
+void register_autodiff_kernels(ExecutableKernels& registry);
 /// The training kernels of kernels/training.yaml: softmax, conv2d, max and pooling gradients,
 /// mse and cross_entropy and their gradients, sgd, sgd_momentum, adam.
 void register_training_kernels(ExecutableKernels& registry);

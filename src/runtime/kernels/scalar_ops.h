@@ -354,6 +354,58 @@ struct Maximum {
   }
 };
 
+// ---- autodiff: the derivatives of the unary kernels (kernels/autodiff.yaml) -------------------
+// Each takes what the forward operation had (its input x or its result y) and the cotangent g
+// of its result, and returns the cotangent of x. The float-only ones compute in their dtype.
+
+/// g where x > 0, else 0 (relu's derivative at 0 is taken as 0, as PyTorch does).
+struct ReluGrad {
+  static constexpr bool kFloatOnly = false;
+  template <Element T>
+  T operator()(T x, T g) const {
+    return x > T{0} ? g : T{0};
+  }
+};
+
+/// g · (Φ(x) + x·φ(x)): exact GELU's derivative, Φ(x) = erfc(−x/√2)/2, φ the normal density.
+struct GeluGrad {
+  static constexpr bool kFloatOnly = true;
+  template <std::floating_point T>
+  T operator()(T x, T g) const {
+    const double w = x;
+    const double cdf = 0.5 * std::erfc(-w * kInvSqrt2);
+    const double pdf = kInvSqrt2Pi * std::exp(-0.5 * w * w);
+    return static_cast<T>(static_cast<double>(g) * (cdf + w * pdf));
+  }
+};
+
+/// g · (1 − y²), y = tanh(x).
+struct TanhGrad {
+  static constexpr bool kFloatOnly = true;
+  template <std::floating_point T>
+  T operator()(T y, T g) const {
+    return g * (T{1} - y * y);
+  }
+};
+
+/// g · y · (1 − y), y = sigmoid(x).
+struct SigmoidGrad {
+  static constexpr bool kFloatOnly = true;
+  template <std::floating_point T>
+  T operator()(T y, T g) const {
+    return g * (y * (T{1} - y));
+  }
+};
+
+/// g / (2·y), y = √x.
+struct SqrtGrad {
+  static constexpr bool kFloatOnly = true;
+  template <std::floating_point T>
+  T operator()(T y, T g) const {
+    return g / (T{2} * y);
+  }
+};
+
 // ---- softmax ----------------------------------------------------------------------------------
 
 /// The bits of x as a signed integer in the order of the values: for x, y not NaN, x < y ⇔

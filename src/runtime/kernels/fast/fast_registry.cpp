@@ -115,6 +115,7 @@ const ExecutableKernels& fast_kernels() {
     fast::register_fast_moments(fast_only);
     fast::register_fast_pool(fast_only);
     fast::register_fast_fused(fast_only);
+    fast::register_fast_autodiff(fast_only);
     fast::register_fast_training(fast_only);
     // Every reference name: the fast version where there is one, else the reference kernel
     // as a counted fallback (so a kernel without a fast version shows in the metrics).

@@ -134,6 +134,7 @@ void register_fast_softmax(ExecutableKernels& registry);
 void register_fast_moments(ExecutableKernels& registry);
 void register_fast_pool(ExecutableKernels& registry);
 void register_fast_fused(ExecutableKernels& registry);
+void register_fast_autodiff(ExecutableKernels& registry);
 void register_fast_training(ExecutableKernels& registry);
 
 }  // namespace tapestry::runtime::fast
