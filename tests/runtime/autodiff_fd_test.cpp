@@ -145,9 +145,12 @@ class Cases {
       const std::int64_t start = pick(0, x[dim] - 1), end = pick(start + 1, x[dim]);
       c.inputs = {{"X", x}};
       c.params = {{"dim", dim}, {"start", start}, {"end", end}};
-    } else if (k == "sum" || k == "mean") {
+    } else if (k == "softmax") {
+      c.inputs = {{"X", shape(static_cast<std::size_t>(pick(1, 3)))}};
+    } else if (k == "sum" || k == "mean" || k == "max") {
       Shape x = shape(static_cast<std::size_t>(pick(1, 3)));
       c.inputs = {{"X", x}};
+      c.no_ties = k == "max";
       c.params = {{"dim", pick(-static_cast<std::int64_t>(x.size()), x.size() - 1)}};
     } else if (k == "broadcast") {
       Shape x = shape(static_cast<std::size_t>(pick(0, 2)));
@@ -209,7 +212,11 @@ std::string check_case(const Case& c, const mk::SignatureRegistry& signatures, s
 
   std::map<std::string, Buffer> values;
   for (const InputCase& in : c.inputs) values[in.name] = random_buffer(in.shape, in.draw, rng);
-  if (c.no_ties) {  // b = a + offset, |offset| ≥ 0.1, where the shapes agree cell by cell
+  if (c.no_ties && values.contains("X")) {  // max: distinct cells 0.2 apart, shuffled
+    auto xv = values["X"].values<double>();
+    for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = 0.2 * static_cast<double>(i) - 0.5;
+    std::shuffle(xv.begin(), xv.end(), rng);
+  } else if (c.no_ties) {  // b = a + offset, |offset| ≥ 0.1, where the shapes agree cell by cell
     Buffer& a = values["A"];
     Buffer& b = values["B"];
     std::uniform_real_distribution<double> mag(0.1, 0.5);
