@@ -89,8 +89,8 @@ void check_calls(const Metakernel& k, const tap::TensorExpr& e,
   try {
     signatures.resolve(e.call->callee, e.call->args.size());
   } catch (const Error& error) {
-    throw support::DiagnosticError(support::Diagnostic::at_source(
-        k.file, e.call->pos, fmt::format("vjp: {}", error.what())));
+    throw support::DiagnosticError(
+        support::Diagnostic::at_source(k.file, e.call->pos, fmt::format("vjp: {}", error.what())));
   }
   for (const tap::TensorExpr& arg : e.call->args) check_calls(k, arg, signatures);
 }

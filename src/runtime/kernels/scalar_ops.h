@@ -623,4 +623,17 @@ double row_variance(const T* x, std::int64_t sx, std::int64_t n) {
   return (std::isfinite(sum) ? sum + compensation : sum) / static_cast<double>(n);
 }
 
+// log Σ_k exp(x_k) of one row of n cells `stride` apart, in float64 with the row maximum
+// subtracted first (cross_entropy and its gradient, both kernel sets); ±inf or NaN when the
+// maximum is.
+template <typename T>
+double log_sum_exp(const T* x, std::int64_t stride, std::int64_t n) {
+  double m = -INFINITY;
+  for (std::int64_t k = 0; k < n; ++k) m = std::max(m, static_cast<double>(x[k * stride]));
+  if (!std::isfinite(m)) return m;
+  double sum = 0;
+  for (std::int64_t k = 0; k < n; ++k) sum += std::exp(static_cast<double>(x[k * stride]) - m);
+  return m + std::log(sum);
+}
+
 }  // namespace tapestry::runtime::kernels::scalar

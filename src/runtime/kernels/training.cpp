@@ -21,6 +21,7 @@
 
 #include "kernel_support.h"
 #include "reference_kernels.h"
+#include "scalar_ops.h"
 #include "tapestry/zspace/format.h"
 
 namespace tapestry::runtime {
@@ -303,17 +304,6 @@ std::int64_t label_of(const KernelCall& call, const L* labels, std::int64_t stri
   return l;
 }
 
-// log Σ_k exp(x_k) of one row, the row maximum subtracted first.
-template <typename T>
-double log_sum_exp(const T* x, std::int64_t stride, std::int64_t n) {
-  double m = -INFINITY;
-  for (std::int64_t k = 0; k < n; ++k) m = std::max(m, static_cast<double>(x[k * stride]));
-  if (!std::isfinite(m)) return m;
-  double sum = 0;
-  for (std::int64_t k = 0; k < n; ++k) sum += std::exp(static_cast<double>(x[k * stride]) - m);
-  return m + std::log(sum);
-}
-
 template <typename T, typename L, bool kGrad>
 void cross_entropy(const KernelCall& call) {
   const Operand<const T> logits(call.input("logits"));
@@ -330,7 +320,7 @@ void cross_entropy(const KernelCall& call) {
       T* rs = r.cell(p);
       for (std::int64_t i = 0; i < rows; ++i) {
         const std::int64_t l = label_of(call, ls, labels.stride(0), i, classes);
-        const double lse = log_sum_exp(x + i * s0, s1, classes);
+        const double lse = kernels::scalar::log_sum_exp(x + i * s0, s1, classes);
         for (std::int64_t k = 0; k < classes; ++k) {
           const double prob = std::exp(static_cast<double>(x[i * s0 + k * s1]) - lse);
           rs[i * r.stride(0) + k * r.stride(1)] =
@@ -341,7 +331,8 @@ void cross_entropy(const KernelCall& call) {
       double sum = 0;
       for (std::int64_t i = 0; i < rows; ++i) {
         const std::int64_t l = label_of(call, ls, labels.stride(0), i, classes);
-        sum += log_sum_exp(x + i * s0, s1, classes) - static_cast<double>(x[i * s0 + l * s1]);
+        sum += kernels::scalar::log_sum_exp(x + i * s0, s1, classes) -
+               static_cast<double>(x[i * s0 + l * s1]);
       }
       *r.cell(p) = static_cast<T>(sum / static_cast<double>(rows));
     }

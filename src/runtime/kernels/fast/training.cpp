@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "../scalar_ops.h"
 #include "conv_grad.h"
 #include "fast_support.h"
 
@@ -238,16 +239,6 @@ void mse(const KernelCall& call, bool grad) {
   *rs = static_cast<T>(sum / count);
 }
 
-template <typename T>
-double log_sum_exp(const T* x, std::int64_t stride, std::int64_t n) {
-  double m = -INFINITY;
-  for (std::int64_t k = 0; k < n; ++k) m = std::max(m, static_cast<double>(x[k * stride]));
-  if (!std::isfinite(m)) return m;
-  double sum = 0;
-  for (std::int64_t k = 0; k < n; ++k) sum += std::exp(static_cast<double>(x[k * stride]) - m);
-  return m + std::log(sum);
-}
-
 template <typename T, typename L>
 bool cross_entropy(const KernelCall& call, bool grad) {
   const InputPort& logits = call.input("logits");
@@ -270,7 +261,7 @@ bool cross_entropy(const KernelCall& call, bool grad) {
     const std::int64_t r0 = r.view.stride(0), r1 = r.view.stride(1);
     for (std::int64_t i = 0; i < rows; ++i) {
       const auto l = static_cast<std::int64_t>(ls[i * sl]);
-      const double lse = log_sum_exp(x + i * s0, s1, classes);
+      const double lse = kernels::scalar::log_sum_exp(x + i * s0, s1, classes);
       for (std::int64_t k = 0; k < classes; ++k) {
         const double prob = std::exp(static_cast<double>(x[i * s0 + k * s1]) - lse);
         rs[i * r0 + k * r1] = static_cast<T>((prob - (k == l ? 1.0 : 0.0)) * scale);
@@ -281,7 +272,8 @@ bool cross_entropy(const KernelCall& call, bool grad) {
   double sum = 0;
   for (std::int64_t i = 0; i < rows; ++i) {
     const auto l = static_cast<std::int64_t>(ls[i * sl]);
-    sum += log_sum_exp(x + i * s0, s1, classes) - static_cast<double>(x[i * s0 + l * s1]);
+    sum += kernels::scalar::log_sum_exp(x + i * s0, s1, classes) -
+           static_cast<double>(x[i * s0 + l * s1]);
   }
   *rs = static_cast<T>(sum / static_cast<double>(rows));
   return true;
