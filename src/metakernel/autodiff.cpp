@@ -92,6 +92,12 @@ std::vector<Tensor> Graph::grad(Tensor loss, std::span<const Tensor> wrt,
     throw Error(fmt::format("grad: the loss {} is {}; gradients are of float tensors", loss.name(),
                             loss.type().to_string()));
   }
+  for (std::size_t i = 0; i < wrt.size(); ++i) {
+    if (std::find(wrt.begin(), wrt.begin() + static_cast<std::ptrdiff_t>(i), wrt[i]) !=
+        wrt.begin() + static_cast<std::ptrdiff_t>(i)) {
+      throw Error(fmt::format("grad: {} is asked for twice", wrt[i].name()));
+    }
+  }
   for (const Tensor& w : wrt) {
     if (!is_float_tensor(w)) {
       throw Error(fmt::format("grad: {} is {}; only float tensors have gradients", w.name(),

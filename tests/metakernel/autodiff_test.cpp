@@ -93,6 +93,10 @@ TEST(Autodiff, RefusesWhatItCannotDifferentiate) {
   EXPECT_EQ(error_of([&] { g.grad(l, std::vector<Tensor>{x}); }),
             "grad: operation V (kernel variance) has no VJP, and the loss L depends on it through "
             "the tensors asked for (docs/training.md lists the kernels with one)");
+  EXPECT_EQ(error_of([&] {
+              g.grad(l, std::vector<Tensor>{x, s, x});
+            }),
+            "grad: X is asked for twice");
   EXPECT_THAT(error_of([&] { g.grad(y, std::vector<Tensor>{x}); }),
               HasSubstr("grad: the loss Y is f32[4], not a scalar"));
   EXPECT_EQ(error_of([&] { g.grad(l, std::vector<Tensor>{i}); }),
