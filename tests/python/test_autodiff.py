@@ -109,3 +109,40 @@ def test_grad_errors_are_graph_errors():
         g.grad(g.assign("L", ops.sum(ops.sum(V))), [X])
     with pytest.raises(tapestry.GraphError, match="not a scalar"):
         g.grad(Y, [X])
+
+
+@pytest.mark.parametrize("loss", ["cross_entropy", "mse"])
+def test_loss_gradients_equal_pytorch_in_float64(loss):
+    """The losses' vjp: sections (cross_entropy_grad, mse_grad) through a linear layer: the
+    gradients of the weights, the bias and the input against autograd's, and (mse) of the
+    target too. Fails when a loss's vjp is dropped or its scale (1/n) is wrong."""
+    n, d, c = 9, 7, 4
+    rng = np.random.default_rng(11)
+    x = {"X": rng.uniform(-2, 2, (n, d)), "W": rng.uniform(-1, 1, (c, d)),
+         "b": rng.uniform(-1, 1, (c,))}
+    g = tapestry.Graph()
+    X, W, b = (g.input(k, "f64", list(v.shape)) for k, v in x.items())
+    if loss == "cross_entropy":
+        x["Y"] = rng.integers(0, c, n).astype(np.int64)
+        target = g.input("Y", "i64", [n])
+    else:
+        x["Y"] = rng.uniform(-1, 1, (n, c))
+        target = g.input("Y", "f64", [n, c])
+    g["Z"] = ops.linear(X, W, b)
+    g["L"] = getattr(ops, loss)(g["Z"], target)
+    wrt = [W, b, X] + ([target] if loss == "mse" else [])
+    grads = g.grad(g["L"], wrt)
+    g.output(g["L"])
+    for d in grads:
+        g.output(d)
+    got = g.run(x, kernels="reference")
+
+    t = {k: torch.tensor(v, requires_grad=(k != "Y" or loss == "mse")) for k, v in x.items()}
+    z = torch.nn.functional.linear(t["X"], t["W"], t["b"])
+    want = (torch.nn.functional.cross_entropy(z, t["Y"]) if loss == "cross_entropy"
+            else torch.nn.functional.mse_loss(z, t["Y"]))
+    want.backward()
+    np.testing.assert_allclose(got["L"], want.detach().numpy(), rtol=1e-12)
+    for k in ("W", "b", "X") + (("Y",) if loss == "mse" else ()):
+        np.testing.assert_allclose(got["d" + k], t[k].grad.numpy(), rtol=1e-12, atol=1e-14,
+                                   err_msg=k)
