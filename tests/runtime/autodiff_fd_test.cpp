@@ -41,6 +41,8 @@ struct InputCase {
   std::string name;
   Shape shape;
   Draw draw = Draw::kUniform;
+  /// Nonzero: integer class labels (i64) in 0..classes-1, not differentiated.
+  std::int64_t classes = 0;
 };
 
 struct Case {
@@ -152,6 +154,12 @@ class Cases {
       c.inputs = {{"X", x}};
       c.no_ties = k == "max";
       c.params = {{"dim", pick(-static_cast<std::int64_t>(x.size()), x.size() - 1)}};
+    } else if (k == "mse") {
+      const Shape x = {pick(1, 4), pick(1, 4)};
+      c.inputs = {{"P", x}, {"T", x}};
+    } else if (k == "cross_entropy") {
+      const std::int64_t n = pick(1, 4), classes = pick(1, 4);
+      c.inputs = {{"Z", {n, classes}, Draw::kUniform}, {"Y", {n}, Draw::kUniform, classes}};
     } else if (k == "broadcast") {
       Shape x = shape(static_cast<std::size_t>(pick(0, 2)));
       c.inputs = {{"X", x}};
@@ -189,9 +197,15 @@ Buffer random_buffer(const Shape& shape, Draw draw, std::mt19937_64& rng) {
 std::string check_case(const Case& c, const mk::SignatureRegistry& signatures, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   mk::Graph g(signatures);
-  std::vector<mk::Tensor> inputs;
+  std::vector<mk::Tensor> inputs, wrt;
+  std::vector<const InputCase*> wrt_cases;
   for (const InputCase& in : c.inputs) {
-    inputs.push_back(g.input(in.name, ir::DType::kFloat64, in.shape));
+    inputs.push_back(
+        g.input(in.name, in.classes ? ir::DType::kInt64 : ir::DType::kFloat64, in.shape));
+    if (in.classes == 0) {
+      wrt.push_back(inputs.back());
+      wrt_cases.push_back(&in);
+    }
   }
   const mk::Tensor y = g.call(c.kernel, inputs, c.params);
   const mk::Tensor r = g.input("R", ir::DType::kFloat64, to_shape(y.type().shape()));
@@ -201,7 +215,7 @@ std::string check_case(const Case& c, const mk::SignatureRegistry& signatures, s
   std::vector<ir::Issue> issues;
   mk::GradOptions options;
   options.issues = &issues;
-  const std::vector<mk::Tensor> grads = g.grad(loss, inputs, options);
+  const std::vector<mk::Tensor> grads = g.grad(loss, wrt, options);
   g.output(loss);
   for (const mk::Tensor& d : grads) g.output(d);
   std::vector<std::string> grad_names;
@@ -211,7 +225,18 @@ std::string check_case(const Case& c, const mk::SignatureRegistry& signatures, s
   const ir::Graph graph = g.take();
 
   std::map<std::string, Buffer> values;
-  for (const InputCase& in : c.inputs) values[in.name] = random_buffer(in.shape, in.draw, rng);
+  for (const InputCase& in : c.inputs) {
+    if (in.classes == 0) {
+      values[in.name] = random_buffer(in.shape, in.draw, rng);
+      continue;
+    }
+    std::vector<std::int64_t> labels(static_cast<std::size_t>(numel(in.shape)));
+    for (std::int64_t& l : labels) {
+      l = std::uniform_int_distribution<std::int64_t>(0, in.classes - 1)(rng);
+    }
+    values[in.name] =
+        Buffer::from_values<std::int64_t>(zspace::Range::of_shape(zspace::Point(in.shape)), labels);
+  }
   if (c.no_ties && values.contains("X")) {  // max: distinct cells 0.2 apart, shuffled
     auto xv = values["X"].values<double>();
     for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = 0.2 * static_cast<double>(i) - 0.5;
@@ -246,10 +271,10 @@ std::string check_case(const Case& c, const mk::SignatureRegistry& signatures, s
   const double l0 = base.at(find(loss_name)).values<double>()[0];
 
   std::string failures;
-  for (std::size_t i = 0; i < c.inputs.size(); ++i) {
-    const std::string& name = c.inputs[i].name;
+  for (std::size_t i = 0; i < wrt_cases.size(); ++i) {
+    const std::string& name = wrt_cases[i]->name;
     const auto analytic = base.at(find(grad_names[i])).values<double>();
-    const auto n = static_cast<std::size_t>(numel(c.inputs[i].shape));
+    const auto n = static_cast<std::size_t>(numel(wrt_cases[i]->shape));
     if (analytic.size() != n)
       return fmt::format("d{}: {} cells, expected {}", name, analytic.size(), n);
     for (std::size_t j = 0; j < n; ++j) {
