@@ -20,6 +20,8 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   # the ONNX import tests export their models from PyTorch (skipped, with the reason, without)
   python3-onnx python3-torch
+  # the training example (examples/digits): sklearn.datasets.load_digits, no download
+  python3-sklearn
   # the Python package (`import tapestry`): built against Debian's /usr/bin/python3
   python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pytest
 )
