@@ -108,6 +108,13 @@ std::optional<std::size_t> OperationRoles::batch_dim() const {
   return std::nullopt;
 }
 
+std::optional<std::size_t> OperationRoles::batch_reduction_dim() const {
+  for (std::size_t d = 0; d < dims.size(); ++d) {
+    if (batch[d] && reductions[d]) return d;
+  }
+  return std::nullopt;
+}
+
 std::optional<std::size_t> GraphRoles::find(std::string_view name) const {
   for (std::size_t i = 0; i < operations.size(); ++i) {
     if (operations[i].name == name) return i;
@@ -147,10 +154,32 @@ GraphRoles graph_roles(const ir::Graph& graph) {
       roles.operations.push_back(roles_of(graph, *op));
     }
   }
-  // 1. Activations: graph inputs whose dim 0 some reader carries to its result's dim 0.
+  // 1. Activations: graph inputs whose dim 0 readers carry, result dim 0 to result dim 0, into
+  //    a contraction's result dim 0 (X through relu into linear's x). A training step's
+  //    parameters are not: their updates (sgd, adam: elementwise) carry dim 0 too, but into no
+  //    contraction. A graph without such a path (no contraction) takes every input some reader
+  //    carries.
+  std::vector<std::uint8_t> carries(graph.size(), 0);  // by node index: dim 0 reaches one
+  for (auto op = roles.operations.rbegin(); op != roles.operations.rend(); ++op) {
+    const bool onward =
+        op->contraction || (!op->outputs.empty() && carries[op->outputs[0].tensor.index()] != 0);
+    if (!onward) continue;
+    for (const PortRoles& port : op->inputs) {
+      if (leads_to_output(*op, port)) carries[port.tensor.index()] = 1;
+    }
+  }
+  const auto is_input = [&](const PortRoles& port) { return graph.producers(port.tensor).empty(); };
+  bool through_contraction = false;
   for (const OperationRoles& op : roles.operations) {
     for (const PortRoles& port : op.inputs) {
-      if (graph.producers(port.tensor).empty() && leads_to_output(op, port)) {
+      through_contraction =
+          through_contraction || (is_input(port) && carries[port.tensor.index()] != 0);
+    }
+  }
+  for (const OperationRoles& op : roles.operations) {
+    for (const PortRoles& port : op.inputs) {
+      if (is_input(port) && leads_to_output(op, port) &&
+          (!through_contraction || carries[port.tensor.index()] != 0)) {
         roles.activation_[port.tensor.index()] = 1;
         roles.depends_on_activation_[port.tensor.index()] = 1;
       }

@@ -34,12 +34,27 @@ std::string count_text(std::size_t n, std::string_view one, std::string_view man
 
 // ---- data parallel -------------------------------------------------------------------------
 
-StandardPlan data_parallel(const GraphRoles& roles, const Target& target) {
+// The first index dim of `op` that is not a reduction and that `p` divides: where a training
+// step's update (sgd, adam after the combined gradient) is cut, one slice per device.
+std::optional<std::size_t> slice_dim(const OperationRoles& op, std::int64_t p) {
+  for (std::size_t d = 0; d < op.dims.size(); ++d) {
+    if (!op.reductions[d] && op.extents[d] % p == 0) return d;
+  }
+  return std::nullopt;
+}
+
+StandardPlan data_parallel(const ir::Graph& graph, const GraphRoles& roles, const Target& target) {
   StandardPlan s{.name = "data-parallel", .plan = std::nullopt, .summary = {}, .reason = {}};
+  // The dim each operation cuts: its batch-like dim, else (a training step's weight gradients
+  // and loss) the batch-like reduction it sums the samples over.
+  const auto cut = [](const OperationRoles& op) {
+    const std::optional<std::size_t> d = op.batch_dim();
+    return d ? d : op.batch_reduction_dim();
+  };
   std::int64_t g = 0;
   std::vector<std::string> whole;
   for (const OperationRoles& op : roles.operations) {
-    if (auto d = op.batch_dim()) {
+    if (auto d = cut(op)) {
       g = std::gcd(g, op.extents[*d]);
     } else {
       whole.push_back(op.name);
@@ -63,11 +78,40 @@ StandardPlan data_parallel(const GraphRoles& roles, const Target& target) {
   }
   Plan plan;
   for (const OperationRoles& op : roles.operations) {
-    if (auto d = op.batch_dim()) plan.ops[op.name].split[op.dims[*d]] = p;
+    if (auto d = cut(op)) plan.ops[op.name].split[op.dims[*d]] = p;
   }
+  // A training step: the operations past the batch that read it (the updates of the weights,
+  // after their gradients' combine) are cut p ways along their first dim — each device updates
+  // a slice, as ZeRO's optimizer step does — and the graph outputs they write are replicated on
+  // every device, so the gradients' reduce-scatter and the new weights' all-gather together are
+  // data parallelism's all-reduce, and every replica ends the step with the whole new weights.
+  std::set<std::uint32_t> graph_outputs;
+  for (ir::TensorId t : metakernel::graph_outputs(graph)) graph_outputs.insert(t.index());
+  std::size_t sliced = 0;
+  std::erase_if(whole, [&](const std::string& name) {
+    const OperationRoles& op = roles.operations[*roles.find(name)];
+    const bool past_batch = std::any_of(op.inputs.begin(), op.inputs.end(), [&](const auto& in) {
+      return !roles.is_weight(in.tensor);
+    });
+    const std::optional<std::size_t> d = slice_dim(op, p);
+    if (!past_batch || !d) return false;
+    plan.ops[op.name].split[op.dims[*d]] = p;
+    for (const PortRoles& port : op.outputs) {
+      if (graph_outputs.contains(port.tensor.index())) {
+        plan.outputs[rewrite::output_name(graph, port.tensor)].replicate =
+            std::string(rewrite::kReplicateAll);
+      }
+    }
+    ++sliced;
+    return true;
+  });
   plan.fuse_auto = true;
   s.plan = std::move(plan);
   s.summary = fmt::format("data parallel ×{}", p);
+  if (sliced > 0) {
+    s.summary += fmt::format(", {} past the batch sliced ×{} (ZeRO-style; outputs replicated)",
+                             count_text(sliced, "operation", "operations"), p);
+  }
   if (!whole.empty()) {
     s.summary += fmt::format(" ({} without a batch-like dim whole on {})",
                              count_text(whole.size(), "operation", "operations"),
@@ -385,13 +429,13 @@ StandardPlan standard_plan(const ir::Graph& graph, const Target& target, std::st
                             fmt::join(names, ", ")));
   }
   const GraphRoles roles = graph_roles(graph);
-  if (name == "data-parallel") return data_parallel(roles, target);
+  if (name == "data-parallel") return data_parallel(graph, roles, target);
   return tensor_parallel(graph, roles, target, name);
 }
 
 std::vector<StandardPlan> standard_plans(const ir::Graph& graph, const Target& target) {
   const GraphRoles roles = graph_roles(graph);
-  std::vector<StandardPlan> plans = {data_parallel(roles, target)};
+  std::vector<StandardPlan> plans = {data_parallel(graph, roles, target)};
   for (std::size_t i = 1; i < standard_plan_names().size(); ++i) {
     plans.push_back(tensor_parallel(graph, roles, target, standard_plan_names()[i]));
   }

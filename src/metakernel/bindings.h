@@ -77,6 +77,9 @@ std::string describe_dim(std::size_t rank, std::size_t dim, std::int64_t size);
 void resolve_params(Bindings& b, const nlohmann::json& given);
 /// Step 2: binds dtypes and pattern dims of every input; unifies broadcast groups.
 void bind_inputs(Bindings& b);
+/// Step 2b: the int params whose default is an expression over the input sizes and that were
+/// not given (ParamSpec::default_expr), evaluated on the bound sizes and checked.
+void resolve_size_defaults(Bindings& b);
 /// Step 3 (template kernels): lets, checks, outputs, index and IPFs.
 Signature evaluate_template(Bindings& b);
 /// The index space of a template kernel: its dims and, per index-list entry ($name or group),

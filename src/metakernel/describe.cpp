@@ -37,8 +37,9 @@ void describe_params(const Metakernel& k, std::string& out) {
     if (p.type == ParamType::kAxis) type += " of " + p.axis_of;
     if (!p.choices.empty()) type += fmt::format(" in {{{}}}", fmt::join(p.choices, ", "));
     if (p.min) type += fmt::format(" >= {}", *p.min);
-    const std::string dflt =
-        p.default_value ? ", default " + default_text(*p.default_value) : ", required";
+    const std::string dflt = p.default_value  ? ", default " + default_text(*p.default_value)
+                             : p.default_expr ? ", default " + p.default_expr->to_string()
+                                              : ", required";
     out += fmt::format("    {:<8} {}{}{}{}\n", p.name, type, dflt, p.sugar ? " [sugar]" : "",
                        p.doc.empty() ? "" : "  — " + p.doc);
   }

@@ -5,6 +5,7 @@
 //   10. a self-check that every IPF stays inside its tensor (catches kernel-file mistakes).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "bindings.h"
@@ -219,6 +220,7 @@ Signature evaluate_signature(const Metakernel& kernel, std::span<const Argument>
   detail::resolve_params(b, params);
   detail::reject_active_sugar(b);
   detail::bind_inputs(b);
+  detail::resolve_size_defaults(b);
   Signature sig;
   if (!kernel.hook.empty()) {
     const Hook* hook = find_hook(kernel.hook);
@@ -239,6 +241,12 @@ nlohmann::json resolve_parameters(const Metakernel& kernel, std::span<const Argu
   detail::Bindings b(kernel, args);
   detail::check_arg_count(b);
   detail::resolve_params(b, params);
+  const bool sized = std::any_of(kernel.params.begin(), kernel.params.end(),
+                                 [](const ParamSpec& p) { return p.default_expr.has_value(); });
+  if (sized) {
+    detail::bind_inputs(b);
+    detail::resolve_size_defaults(b);
+  }
   return b.params;
 }
 

@@ -21,6 +21,9 @@ class Checker {
     check_params();
     for (const InputSpec& in : k_.inputs) check_input(in);
     check_group_ranks();
+    for (const ParamSpec& p : k_.params) {
+      if (p.default_expr) check_expr(*p.default_expr, "a parameter's default");
+    }
     for (const LetSpec& let : k_.lets) check_let(let);
     for (const CheckSpec& c : k_.checks) check_expr(c.condition, "a check");
     for (const OutputSpec& out : k_.outputs) check_output(out);

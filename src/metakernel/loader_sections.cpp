@@ -79,7 +79,15 @@ ParamSpec KernelReader::param(const YAML::Node& key, const YAML::Node& value) {
                   "unknown parameter key '{}' (type, default, choices, min, of, sugar, doc)", k));
     }
   }
-  if (const YAML::Node& d = value["default"]) spec.default_value = param_value(d, spec);
+  if (const YAML::Node& d = value["default"]) {
+    // An int parameter's default may be an expression over the input sizes ("$n * $f").
+    const std::string text = d.IsScalar() ? d.Scalar() : "";
+    if (spec.type == ParamType::kInt && text.find('$') != std::string::npos) {
+      spec.default_expr = expr(d, fmt::format("the default of {}", spec.name));
+    } else {
+      spec.default_value = param_value(d, spec);
+    }
+  }
   return spec;
 }
 

@@ -50,6 +50,10 @@ std::string Metakernel::call_form() const {
   for (std::size_t i = 0; i < inputs.size(); ++i) out += (i > 0 ? ", " : "") + inputs[i].name;
   for (const ParamSpec& p : params) {
     out += (out.back() == '(' ? "" : ", ") + p.name + "=";
+    if (p.default_expr) {
+      out += p.default_expr->to_string();
+      continue;
+    }
     if (!p.default_value) {
       out += param_type_name(p.type);
       continue;

@@ -94,9 +94,18 @@ void resolve_params(Bindings& b, const nlohmann::json& given) {
       b.params[spec.name] = check_value(b, spec, given.at(spec.name));
     } else if (spec.default_value) {
       b.params[spec.name] = check_value(b, spec, *spec.default_value);
+    } else if (spec.default_expr) {
+      continue;  // from the input sizes, once they are bound (resolve_size_defaults)
     } else {
       b.fail("missing parameter '{}' ({})", spec.name, param_type_name(spec.type));
     }
+  }
+}
+
+void resolve_size_defaults(Bindings& b) {
+  for (const ParamSpec& spec : b.kernel.params) {
+    if (!spec.default_expr || b.params.contains(spec.name)) continue;
+    b.params[spec.name] = check_value(b, spec, spec.default_expr->evaluate(b.scalar_env()));
   }
 }
 

@@ -258,13 +258,46 @@ class Printer {
     }
     const Metakernel* k = signatures_.find(view.kernel());
     if (view.params().is_object()) {
+      const nlohmann::json sized = size_defaults(op, k);
       for (const auto& [name, value] : view.params().items()) {
         const ParamSpec* spec = k ? k->find_param(name) : nullptr;
         if (spec && spec->default_value && *spec->default_value == value) continue;
+        if (sized.contains(name) && sized.at(name) == value) continue;
         args.push_back(fmt::format("{}={}", tap::name_to_string(name), literal(value)));
       }
     }
     return fmt::format("{}({})", tap::name_to_string(view.kernel()), fmt::join(args, ", "));
+  }
+
+  // The values the params with a size default (ParamSpec::default_expr) take on this
+  // operation's inputs: a param equal to its one is left out of the call, as a default is, so
+  // the printed program stays right when its shapes are edited. Empty when the kernel has none
+  // or the inputs do not bind.
+  nlohmann::json size_defaults(ir::OperationId op, const Metakernel* k) const {
+    nlohmann::json out = nlohmann::json::object();
+    if (!k || std::none_of(k->params.begin(), k->params.end(),
+                           [](const ParamSpec& p) { return p.default_expr.has_value(); })) {
+      return out;
+    }
+    std::vector<Argument> args;
+    for (ir::TensorId t : ordered_inputs(op)) {
+      const ir::TensorView view = g_.tensor(t);
+      const std::optional<DType> dtype = view.dtype().known();
+      if (!dtype) return out;
+      args.push_back(Argument{tensor_name(t), TensorType{*dtype, view.range()}});
+    }
+    nlohmann::json given = g_.operation(op).params();
+    for (const ParamSpec& p : k->params) {
+      if (p.default_expr) given.erase(p.name);
+    }
+    try {
+      const nlohmann::json resolved = resolve_parameters(*k, args, given);
+      for (const ParamSpec& p : k->params) {
+        if (p.default_expr && resolved.contains(p.name)) out[p.name] = resolved.at(p.name);
+      }
+    } catch (const Error&) {  // the inputs do not bind: print every param
+    }
+    return out;
   }
 
   std::string verbatim_text(ir::OperationId op) const {

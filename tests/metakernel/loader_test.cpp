@@ -278,6 +278,39 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<BadKernel>& info) { return std::string(info.param.name); });
 
 // `facts:` reads into KernelFacts; a kernel that extends one inherits them and overrides keys.
+// An int param's default may be an expression over the input sizes, evaluated once they are
+// bound; a given value wins; the expression's names are checked when the file loads.
+TEST(Loader, AnIntDefaultMayBeASizeExpression) {
+  const std::string kernel = R"(kernel: mean_all
+types: {T: float}
+inputs:
+  x: {shape: "[$n, $f]", dtype: T}
+params:
+  count: {type: int, min: 1, default: "$n * $f"}
+outputs:
+  result: {shape: "[]", dtype: T}
+index: "[$n]"
+reductions: {n: sum}
+ipfs:
+  x: "[$n, *]"
+  result: "[]"
+)";
+  std::vector<Metakernel> ks = parse(kernel);
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0].call_form(), "mean_all(x, count=$n * $f)");
+  const std::vector<Argument> x = {{"X", tt("f32[4, 3]")}};
+  EXPECT_EQ(evaluate_signature(ks[0], x, {}).params, (nlohmann::json{{"count", 12}}));
+  EXPECT_EQ(evaluate_signature(ks[0], x, {{"count", 5}}).params, (nlohmann::json{{"count", 5}}));
+  EXPECT_EQ(resolve_parameters(ks[0], x, {}), (nlohmann::json{{"count", 12}}));
+  const std::vector<Argument> empty = {{"X", tt("f32[0, 3]")}};
+  EXPECT_THAT([&] { (void)evaluate_signature(ks[0], empty, {}); },
+              ::testing::ThrowsMessage<Error>(HasSubstr("count")));
+
+  std::string bad = kernel;
+  bad.replace(bad.find("$n * $f"), 7, "$n * $q");
+  EXPECT_THAT(parse_error(bad), HasSubstr("unknown dimension $q in a parameter's default"));
+}
+
 TEST(Loader, FactsAreReadAndInherited) {
   std::vector<Metakernel> ks = parse(std::string(kScale) +
                                      "facts: {class: window, flops: 3, per_point: x, error_rule: "

@@ -48,6 +48,25 @@ P = conv2d(pad(reshape(A, shape=[1, 1, 2, 3]), padding=1), reshape(A, shape=[1, 
 )");
 }
 
+// A size default (mse's count = n·f) is left out while it equals its expression's value on the
+// operation's inputs — the printed program then recomputes it when a shape is edited — and
+// printed when it was given otherwise.
+TEST(Printer, SizeDefaultsPrintOnlyWhenTheyDiffer) {
+  const ir::Graph g = build_text(R"(P: f32[4, 3]
+T: f32[4, 3]
+L = mse(P, T)
+M = mse(P, T, count=6)
+)");
+  EXPECT_EQ(print_tap(g, signatures()), R"(P: f32[4, 3]
+T: f32[4, 3]
+L = mse(P, T)
+M = mse(P, T, count=6)
+)");
+  for (ir::OperationId op : g.operations()) {  // both record their count
+    EXPECT_TRUE(g.operation(op).params().contains("count"));
+  }
+}
+
 TEST(Printer, NamesThatDoNotFollowTheRulesPrintFlat) {
   ir::Graph g = build_text("X: f32[4]\nY = relu(neg(X))\n");
   for (ir::OperationId op : g.operations()) {

@@ -8,12 +8,15 @@
 // index dim cuts the tensor dim into contiguous blocks. A row with no positive coefficient (a
 // broadcast operand's dim) follows nothing.
 //
-// Activations and weights. A graph input is an *activation* when some operation reads its dim 0
-// through an index dim that is not a reduction and that dim 0 of the operation's first output
-// follows too — the input's leading dim flows to the result's leading dim (linear's x: batch →
-// result dim 0). Every other graph input is a *weight* (linear's w and bias: their dim 0 follows
-// `out`, result dim 1; a broadcast scale follows nothing). A tensor is *weight-derived* when it
-// depends on no activation (transpose(W)).
+// Activations and weights. An operation *carries* an input's dim 0 when it reads it through an
+// index dim that is not a reduction and that dim 0 of its first output follows too (linear's x:
+// batch → result dim 0; relu's x). A graph input is an *activation* when readers carry its dim 0,
+// one after the other, into a contraction's result dim 0 (X through relu into linear's x); in a
+// graph where no input reaches a contraction so, every input some operation carries. Every
+// other graph input is a *weight* (linear's w and bias: their dim 0 follows `out`, result dim 1;
+// a broadcast scale follows nothing; a training step's parameters and optimizer moments, whose
+// updates carry dim 0 into no contraction). A tensor is *weight-derived* when it depends on no
+// activation (transpose(W)).
 //
 // Batch-like dims, in topological order:
 //   * dim 0 of every activation is batch-like;
@@ -74,6 +77,10 @@ struct OperationRoles {
   [[nodiscard]] std::optional<std::size_t> dim(std::string_view name) const;
   /// The first batch-like index dim that is not a reduction.
   [[nodiscard]] std::optional<std::size_t> batch_dim() const;
+  /// The first batch-like index dim that is a reduction: the sample sum of a weight gradient
+  /// (linear_grad_w's batch, sum_to's) or of a loss — cut, it is a Partial(sum) over the
+  /// batch split, combined by an all-reduce.
+  [[nodiscard]] std::optional<std::size_t> batch_reduction_dim() const;
 };
 
 class GraphRoles {

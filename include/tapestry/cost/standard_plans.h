@@ -5,9 +5,15 @@
 //
 //   name           what it cuts                                                  communication
 //   data-parallel  every operation along its batch-like dim (the first batch-    none between
-//                  like index dim that is not a reduction) into p shards, p the  operations;
-//                  largest divisor of every such dim's extent not above the      weights are
-//                  device count; operations without one stay whole on device 0   resident
+//                  like index dim that is not a reduction; else, in a training   operations;
+//                  step, the batch-like reduction of a weight gradient or loss)  weights are
+//                  into p shards, p the largest divisor of every such dim's      resident; a
+//                  extent not above the device count; the operations past the    training step's
+//                  batch that read it (a step's weight updates) p ways along     weight gradients:
+//                  their first dim, their graph outputs replicated (ZeRO's       one all-reduce
+//                  sharded update); the rest whole on device 0                   each (reduce-
+//                                                                                scatter, update,
+//                                                                                all-gather)
 //   megatron       tensor parallelism (Megatron-LM, Shoeybi et al. 2019): the    one all-reduce
 //                  column → row pairs below cut p ways; the operations between   per pair
 //                  layers along their last (hidden) dim; graph outputs

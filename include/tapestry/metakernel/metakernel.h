@@ -58,9 +58,13 @@ struct ParamSpec {
   std::string name;
   ParamType type = ParamType::kInt;
   std::optional<nlohmann::json> default_value;  // none: the parameter is required
-  std::vector<std::string> choices;             // kStr: allowed values (empty: any)
-  std::optional<std::int64_t> min;              // kInt / kInts: smallest allowed value
-  std::string axis_of;                          // kAxis: the input whose rank bounds it
+  /// kInt only: a default computed from the inputs' sizes once they are bound (`"$n * $f"`:
+  /// a loss's element count, which every shard of a split loss must divide by). The value is
+  /// recorded on the operation, so shards and printed graphs keep the whole tensor's count.
+  std::optional<Expr> default_expr;
+  std::vector<std::string> choices;  // kStr: allowed values (empty: any)
+  std::optional<std::int64_t> min;   // kInt / kInts: smallest allowed value
+  std::string axis_of;               // kAxis: the input whose rank bounds it
   bool sugar = false;  // consumed by a `sugar` expansion, never recorded on an operation
   std::string doc;
   SourcePos pos;

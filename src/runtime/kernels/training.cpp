@@ -263,18 +263,29 @@ void for_each_pair(const Operand<const T>& a, const Operand<const T>& b, const P
   }
 }
 
+// The losses' divisor: the `count` param the operation records (the whole tensor's element
+// count or batch, whatever block this call computes).
+double loss_count(const KernelCall& call) {
+  const std::int64_t count = call.param_int("count", 0);
+  if (count < 1) call.fail(fmt::format("count is {}: a loss divides by at least 1", count));
+  return static_cast<double>(count);
+}
+
 template <typename T>
 void mse(const KernelCall& call) {
   const Operand<const T> pred(call.input("pred")), target(call.input("target"));
   const Operand<T> r(call.output("result"));
-  for (const Point& p : call.index.points()) {
-    double sum = 0;
-    for_each_pair(pred, target, p, [&](std::int64_t, std::int64_t, T a, T b) {
-      const double d = static_cast<double>(a) - static_cast<double>(b);
-      sum += d * d;
-    });
-    *r.cell(p) = static_cast<T>(sum / static_cast<double>(pred.window(0) * pred.window(1)));
-  }
+  const double count = loss_count(call);
+  double sum = 0;
+  kernels::for_each_output_cell(
+      call.index, call.reduced_dims(), [&](const Point&) { sum = 0; },
+      [&](const Point& p) {
+        for_each_pair(pred, target, p, [&](std::int64_t, std::int64_t, T a, T b) {
+          const double d = static_cast<double>(a) - static_cast<double>(b);
+          sum += d * d;
+        });
+      },
+      [&](const Point& q) { *r.cell(q) = static_cast<T>(sum / count); });
 }
 
 template <typename T>
@@ -282,10 +293,10 @@ void mse_grad(const KernelCall& call) {
   const Operand<const T> pred(call.input("pred")), target(call.input("target"));
   const Operand<const T> dy(call.input("d_result"));
   const Operand<T> r(call.output("result"));
+  const double count = loss_count(call);
   for (const Point& p : call.index.points()) {
     T* rs = r.cell(p);
-    const double scale =
-        2 * static_cast<double>(*dy.cell(p)) / static_cast<double>(pred.window(0) * pred.window(1));
+    const double scale = 2 * static_cast<double>(*dy.cell(p)) / count;
     for_each_pair(pred, target, p, [&](std::int64_t i, std::int64_t j, T a, T b) {
       rs[i * r.stride(0) + j * r.stride(1)] =
           static_cast<T>((static_cast<double>(a) - static_cast<double>(b)) * scale);
@@ -311,12 +322,29 @@ void cross_entropy(const KernelCall& call) {
   const Operand<T> r(call.output("result"));
   const std::int64_t rows = logits.window(0), classes = logits.window(1);
   const std::int64_t s0 = logits.stride(0), s1 = logits.stride(1);
+  const double count = loss_count(call);
+  if constexpr (!kGrad) {  // a sum over the rows of every index point, then / count
+    double sum = 0;
+    kernels::for_each_output_cell(
+        call.index, call.reduced_dims(), [&](const Point&) { sum = 0; },
+        [&](const Point& p) {
+          const T* x = logits.cell(p);
+          const L* ls = labels.cell(p);
+          for (std::int64_t i = 0; i < rows; ++i) {
+            const std::int64_t l = label_of(call, ls, labels.stride(0), i, classes);
+            sum += kernels::scalar::log_sum_exp(x + i * s0, s1, classes) -
+                   static_cast<double>(x[i * s0 + l * s1]);
+          }
+        },
+        [&](const Point& q) { *r.cell(q) = static_cast<T>(sum / count); });
+    return;
+  }
   for (const Point& p : call.index.points()) {
     const T* x = logits.cell(p);
     const L* ls = labels.cell(p);
-    if constexpr (kGrad) {
+    {
       const Operand<const T> dy(call.input("d_result"));
-      const double scale = static_cast<double>(*dy.cell(p)) / static_cast<double>(rows);
+      const double scale = static_cast<double>(*dy.cell(p)) / count;
       T* rs = r.cell(p);
       for (std::int64_t i = 0; i < rows; ++i) {
         const std::int64_t l = label_of(call, ls, labels.stride(0), i, classes);
@@ -327,14 +355,6 @@ void cross_entropy(const KernelCall& call) {
               static_cast<T>((prob - (k == l ? 1.0 : 0.0)) * scale);
         }
       }
-    } else {
-      double sum = 0;
-      for (std::int64_t i = 0; i < rows; ++i) {
-        const std::int64_t l = label_of(call, ls, labels.stride(0), i, classes);
-        sum += kernels::scalar::log_sum_exp(x + i * s0, s1, classes) -
-               static_cast<double>(x[i * s0 + l * s1]);
-      }
-      *r.cell(p) = static_cast<T>(sum / static_cast<double>(rows));
     }
   }
 }

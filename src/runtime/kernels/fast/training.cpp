@@ -202,23 +202,45 @@ bool pool_grad_layout(const KernelCall& call) {
          has_unit_cells(*call.input("d_result").ipf);
 }
 
-// ---- losses: whole [n, f] tensors at the one index point -------------------------------------
+// ---- losses: rows of [n, f] tensors, one row per index point --------------------------------
+// The block's rows: the index's last dim (n); any dims before it (a split reduction's block dim)
+// must have extent 1. Returns 0 when they do not (the reference kernel runs) or the index is
+// empty.
+std::int64_t loss_rows(const KernelCall& call) {
+  const Range& index = call.index;
+  if (index.rank() == 0 || index.is_empty()) return 0;
+  for (std::size_t d = 0; d + 1 < index.rank(); ++d) {
+    if (index.extent(d) != 1) return 0;
+  }
+  return index.extent(index.rank() - 1);
+}
+
+// The divisor the operation records; 0 when it is missing (the reference kernel reports it).
+double loss_count(const KernelCall& call) {
+  return static_cast<double>(std::max<std::int64_t>(call.param_int("count", 0), 0));
+}
+
 template <typename T>
-void mse(const KernelCall& call, bool grad) {
+bool mse(const KernelCall& call, bool grad) {
   const InputPort& p = call.input("pred");
   const InputPort& t = call.input("target");
   const OutputPort& r = call.output("result");
-  const T* ps = strided<const T>(p, call.index).base;
-  const T* ts = strided<const T>(t, call.index).base;
-  T* rs = strided<T>(r, call.index).base;
-  const std::int64_t rows = p.ipf->shape()[0], cols = p.ipf->shape()[1];
-  const std::int64_t p0 = p.view.stride(0), p1 = p.view.stride(1);
-  const std::int64_t t0 = t.view.stride(0), t1 = t.view.stride(1);
-  const auto count = static_cast<double>(rows * cols);
+  const std::int64_t rows = loss_rows(call);
+  const double count = loss_count(call);
+  if (rows == 0 || count == 0) return false;
+  const std::size_t n = call.index.rank() - 1;
+  const Strided<const T> sp = strided<const T>(p, call.index), st = strided<const T>(t, call.index);
+  const T* ps = sp.base;
+  const T* ts = st.base;
+  const Strided<T> sr = strided<T>(r, call.index);
+  T* rs = sr.base;
+  const std::int64_t cols = p.ipf->shape()[1];
+  const std::int64_t p0 = sp.coef[n], p1 = p.view.stride(1);
+  const std::int64_t t0 = st.coef[n], t1 = t.view.stride(1);
   if (grad) {
     const double scale =
         2 * static_cast<double>(*strided<const T>(call.input("d_result"), call.index).base) / count;
-    const std::int64_t r0 = r.view.stride(0), r1 = r.view.stride(1);
+    const std::int64_t r0 = sr.coef[n], r1 = r.view.stride(1);
     for (std::int64_t i = 0; i < rows; ++i) {
       for (std::int64_t j = 0; j < cols; ++j) {
         rs[i * r0 + j * r1] = static_cast<T>(
@@ -226,7 +248,7 @@ void mse(const KernelCall& call, bool grad) {
             scale);
       }
     }
-    return;
+    return true;
   }
   double sum = 0;
   for (std::int64_t i = 0; i < rows; ++i) {
@@ -237,6 +259,7 @@ void mse(const KernelCall& call, bool grad) {
     }
   }
   *rs = static_cast<T>(sum / count);
+  return true;
 }
 
 template <typename T, typename L>
@@ -244,21 +267,27 @@ bool cross_entropy(const KernelCall& call, bool grad) {
   const InputPort& logits = call.input("logits");
   const InputPort& labels = call.input("labels");
   const OutputPort& r = call.output("result");
-  const T* x = strided<const T>(logits, call.index).base;
-  const L* ls = strided<const L>(labels, call.index).base;
-  T* rs = strided<T>(r, call.index).base;
-  const std::int64_t rows = logits.ipf->shape()[0], classes = logits.ipf->shape()[1];
-  const std::int64_t s0 = logits.view.stride(0), s1 = logits.view.stride(1);
-  const std::int64_t sl = labels.view.stride(0);
+  const std::int64_t rows = loss_rows(call);
+  const double count = loss_count(call);
+  if (rows == 0 || count == 0) return false;
+  const std::size_t n = call.index.rank() - 1;
+  const Strided<const T> sx = strided<const T>(logits, call.index);
+  const Strided<const L> sls = strided<const L>(labels, call.index);
+  const Strided<T> sr = strided<T>(r, call.index);
+  const T* x = sx.base;
+  const L* ls = sls.base;
+  T* rs = sr.base;
+  const std::int64_t classes = logits.ipf->shape()[1];
+  const std::int64_t s0 = sx.coef[n], s1 = logits.view.stride(1);
+  const std::int64_t sl = sls.coef[n];
   for (std::int64_t i = 0; i < rows; ++i) {
     const auto l = static_cast<std::int64_t>(ls[i * sl]);
     if (l < 0 || l >= classes) return false;  // the reference kernel reports it
   }
   if (grad) {
     const double scale =
-        static_cast<double>(*strided<const T>(call.input("d_result"), call.index).base) /
-        static_cast<double>(rows);
-    const std::int64_t r0 = r.view.stride(0), r1 = r.view.stride(1);
+        static_cast<double>(*strided<const T>(call.input("d_result"), call.index).base) / count;
+    const std::int64_t r0 = sr.coef[n], r1 = r.view.stride(1);
     for (std::int64_t i = 0; i < rows; ++i) {
       const auto l = static_cast<std::int64_t>(ls[i * sl]);
       const double lse = kernels::scalar::log_sum_exp(x + i * s0, s1, classes);
@@ -275,7 +304,7 @@ bool cross_entropy(const KernelCall& call, bool grad) {
     sum += kernels::scalar::log_sum_exp(x + i * s0, s1, classes) -
            static_cast<double>(x[i * s0 + l * s1]);
   }
-  *rs = static_cast<T>(sum / static_cast<double>(rows));
+  *rs = static_cast<T>(sum / count);
   return true;
 }
 
@@ -413,11 +442,13 @@ void register_fast_training(ExecutableKernels& registry) {
   });
   registry.add("mse", [](const KernelCall& c) {
     run_float(
-        c, [] { return true; }, [&]<typename T>() { mse<T>(c, false); });
+        c, [&] { return loss_rows(c) > 0 && loss_count(c) > 0; },
+        [&]<typename T>() { (void)mse<T>(c, false); });
   });
   registry.add("mse_grad", [](const KernelCall& c) {
     run_float(
-        c, [] { return true; }, [&]<typename T>() { mse<T>(c, true); });
+        c, [&] { return loss_rows(c) > 0 && loss_count(c) > 0; },
+        [&]<typename T>() { (void)mse<T>(c, true); });
   });
   registry.add("cross_entropy", &cross_entropy_kernel<false>);
   registry.add("cross_entropy_grad", &cross_entropy_kernel<true>);
