@@ -22,11 +22,11 @@ const Port* unit_port(const ir::NamedLists<Port>& ports, std::string_view name) 
   return &list[0];
 }
 
-// result = Op(x or y, g) over runs of the innermost loop.
+// result = Op(x or y, g), g the cotangent d_result, over runs of the innermost loop.
 template <typename Op>
 void pointwise_grad_kernel(const KernelCall& call) {
   const InputPort* x = unit_port(call.inputs, call.find_input("y") != nullptr ? "y" : "x");
-  const InputPort* g = unit_port(call.inputs, "g");
+  const InputPort* g = unit_port(call.inputs, "d_result");
   const OutputPort* r = unit_port(call.outputs, "result");
   const std::optional<DType> dtype = uniform_dtype(call);
   if (x == nullptr || g == nullptr || r == nullptr || !dtype || call.index.is_empty() ||
@@ -134,7 +134,7 @@ void sum_to_kernel(const KernelCall& call) {
 // and any other dims of extent 1 (a split reduction's block dim in each of its applications).
 void linear_grad_w_kernel(const KernelCall& call) {
   const InputPort* x = unit_port(call.inputs, "x");
-  const InputPort* g = unit_port(call.inputs, "g");
+  const InputPort* g = unit_port(call.inputs, "d_result");
   const OutputPort* r = unit_port(call.outputs, "result");
   const std::optional<DType> dtype = uniform_dtype(call);
   if (x == nullptr || g == nullptr || r == nullptr || !dtype || call.index.is_empty() ||
