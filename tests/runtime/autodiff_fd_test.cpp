@@ -437,7 +437,8 @@ TEST(AutodiffFiniteDifferences, MutatedVjpsAreCaught) {
 }
 
 // The fast kernels of kernels/autodiff.yaml against the reference ones, float32: bitwise where
-// they evaluate the same formulas in the same order, within float32 rounding for the GEMM.
+// they evaluate the same formulas in the same order, within float32 rounding for the GEMM; the
+// fast bodies of unslice, unpad, mul_scalar and maximum's masks run without a fallback.
 TEST(AutodiffFastKernels, AgreeWithTheReference) {
   struct One {
     std::string kernel;
@@ -456,7 +457,17 @@ TEST(AutodiffFastKernels, AgreeWithTheReference) {
       {"broadcast", {{4, 5}}, {{"dim", 1}, {"size", 3}}, true},
       {"expand", {{4, 1, 5}}, {{"dim", 1}, {"size", 3}}, true},
       {"linear_grad_w", {{40, 12}, {40, 9}}, {}, false},
+      {"mul_scalar", {{4, 33}}, {{"factor", 1.5}, {"divisor", 7}}, true},
+      {"maximum_grad_a", {{4, 33}, {33}, {4, 33}}, {}, true},
+      {"maximum_grad_b", {{4, 1, 5}, {3, 5}, {4, 3, 5}}, {}, true},
+      {"unslice", {{4, 3, 5}}, {{"dim", 1}, {"start", 2}, {"size", 7}}, true},
+      {"unslice", {{6, 5}}, {{"dim", 1}, {"start", 0}, {"size", 5}}, true},
+      {"unpad", {{2, 3, 7, 9}}, {{"padding", 2}}, true},
   };
+  // The kernels whose fast body must run (not fall back to the reference) on these shapes.
+  const std::set<std::string> no_fallback = {"mul_scalar", "maximum_grad_a", "maximum_grad_b",
+                                             "unslice",    "unpad",          "relu_grad",
+                                             "broadcast",  "linear_grad_w"};
   std::mt19937_64 rng(11);
   for (const One& c : cases) {
     SCOPED_TRACE(c.kernel);
@@ -476,7 +487,12 @@ TEST(AutodiffFastKernels, AgreeWithTheReference) {
     const ir::Graph graph = g.take();
     const ir::TensorId r = *graph.as_tensor(*graph.find_named(ir::NodeKind::kTensor, "R").node);
     const Buffer ref = NaiveExecutor(graph).run(bind_by_name(graph, values)).at(r);
+    reset_fast_kernel_counts();
     const Buffer fast = NaiveExecutor(graph, fast_kernels()).run(bind_by_name(graph, values)).at(r);
+    if (no_fallback.contains(c.kernel)) {
+      EXPECT_EQ(fast_kernel_counts().fallback_calls, 0u) << "the fast body fell back";
+      EXPECT_GE(fast_kernel_counts().fast_calls, 1u);
+    }
     const auto a = ref.values<float>();
     const auto b = fast.values<float>();
     ASSERT_EQ(a.size(), b.size());
