@@ -28,10 +28,12 @@ __all__ = [
     "transpose", "permute", "reshape", "slice",
     "pad", "conv2d", "max_pool2d", "avg_pool2d",
     # what gradients use (kernels/autodiff.yaml, docs/training.md)
-    "ones_like", "zeros_like", "sum_to", "broadcast", "expand", "unslice", "mul_scalar",
+    "ones_like", "zeros_like", "sum_to", "broadcast", "expand", "unslice", "unpad",
+    "mul_scalar",
     "relu_grad", "gelu_grad", "tanh_grad", "sigmoid_grad", "sqrt_grad",
     "maximum_grad_a", "maximum_grad_b", "linear_grad_w",
     "softmax_grad", "conv2d_grad_input", "conv2d_grad_weight", "max_grad",
+    "reduce_grad",
     "max_pool2d_grad", "avg_pool2d_grad", "mse", "mse_grad", "cross_entropy",
     "cross_entropy_grad", "sgd", "sgd_momentum", "adam",
 ]  # fmt: skip
@@ -240,49 +242,54 @@ def unslice(x: Tensor, dim: int, start: int, size: int) -> Tensor:
     return call("unslice", x, dim=dim, start=start, size=size)
 
 
+def unpad(x: Tensor, padding: int) -> Tensor:
+    """``x`` without ``padding`` cells on each side of its last two dims (pad's adjoint)."""
+    return call("unpad", x, padding=padding)
+
+
 def mul_scalar(x: Tensor, factor: float | None = None, divisor: int | None = None) -> Tensor:
     """``x · factor / divisor``, elementwise."""
     return call("mul_scalar", x, **_given(factor=factor, divisor=divisor))
 
 
-def relu_grad(x: Tensor, g: Tensor) -> Tensor:
-    """``g`` where ``x > 0``, else 0."""
-    return call("relu_grad", x, g)
+def relu_grad(x: Tensor, d_result: Tensor) -> Tensor:
+    """``d_result`` where ``x > 0``, else 0."""
+    return call("relu_grad", x, d_result)
 
 
-def gelu_grad(x: Tensor, g: Tensor) -> Tensor:
-    """``g · (Φ(x) + x·φ(x))``: exact GELU's derivative times ``g``."""
-    return call("gelu_grad", x, g)
+def gelu_grad(x: Tensor, d_result: Tensor) -> Tensor:
+    """``d_result · (Φ(x) + x·φ(x))``: exact GELU's derivative times ``d_result``."""
+    return call("gelu_grad", x, d_result)
 
 
-def tanh_grad(y: Tensor, g: Tensor) -> Tensor:
-    """``g · (1 − y²)`` from tanh's result ``y``."""
-    return call("tanh_grad", y, g)
+def tanh_grad(y: Tensor, d_result: Tensor) -> Tensor:
+    """``d_result · (1 − y²)`` from tanh's result ``y``."""
+    return call("tanh_grad", y, d_result)
 
 
-def sigmoid_grad(y: Tensor, g: Tensor) -> Tensor:
-    """``g · y · (1 − y)`` from sigmoid's result ``y``."""
-    return call("sigmoid_grad", y, g)
+def sigmoid_grad(y: Tensor, d_result: Tensor) -> Tensor:
+    """``d_result · y · (1 − y)`` from sigmoid's result ``y``."""
+    return call("sigmoid_grad", y, d_result)
 
 
-def sqrt_grad(y: Tensor, g: Tensor) -> Tensor:
-    """``g / (2·y)`` from sqrt's result ``y``."""
-    return call("sqrt_grad", y, g)
+def sqrt_grad(y: Tensor, d_result: Tensor) -> Tensor:
+    """``d_result / (2·y)`` from sqrt's result ``y``."""
+    return call("sqrt_grad", y, d_result)
 
 
-def maximum_grad_a(a: Tensor, b: Tensor, g: Tensor) -> Tensor:
-    """``g`` where ``a ≥ b`` (maximum took a), else 0."""
-    return call("maximum_grad_a", a, b, g)
+def maximum_grad_a(a: Tensor, b: Tensor, d_result: Tensor) -> Tensor:
+    """``d_result`` where ``a ≥ b`` (maximum took a), else 0."""
+    return call("maximum_grad_a", a, b, d_result)
 
 
-def maximum_grad_b(a: Tensor, b: Tensor, g: Tensor) -> Tensor:
-    """``g`` where ``b > a``, else 0."""
-    return call("maximum_grad_b", a, b, g)
+def maximum_grad_b(a: Tensor, b: Tensor, d_result: Tensor) -> Tensor:
+    """``d_result`` where ``b > a``, else 0."""
+    return call("maximum_grad_b", a, b, d_result)
 
 
-def linear_grad_w(x: Tensor, g: Tensor) -> Tensor:
-    """linear's weight gradient: ``result[o, i] = Σ_b g[b…, o] · x[b…, i]``."""
-    return call("linear_grad_w", x, g)
+def linear_grad_w(x: Tensor, d_result: Tensor) -> Tensor:
+    """linear's weight gradient: ``result[o, i] = Σ_b d_result[b…, o] · x[b…, i]``."""
+    return call("linear_grad_w", x, d_result)
 # ---- training (kernels/training.yaml; docs/metakernels.md, "Training kernels") ----------------
 # A gradient takes the forward operation's inputs and ``d_result``, the cotangent of its result,
 # and returns the cotangent of one input.
@@ -305,6 +312,12 @@ def conv2d_grad_weight(x: Tensor, d_result: Tensor, kh: int, kw: int,
 def max_grad(x: Tensor, y: Tensor, d_result: Tensor, dim: int) -> Tensor:
     """``y = max(x, dim)``'s gradient: ``d_result`` at the first maximal cell of each row."""
     return call("max_grad", x, y, d_result, dim=dim)
+
+
+def reduce_grad(x: Tensor, y: Tensor, d_result: Tensor, op: str | None = None) -> Tensor:
+    """``y = reduce(x, op)``'s gradient over x's blocks (sum: to each; max, min: the first
+    extremal one; prod: times the others' product)."""
+    return call("reduce_grad", x, y, d_result, **_given(op=op))
 
 
 def max_pool2d_grad(x: Tensor, d_result: Tensor, kernel: int, stride: int) -> Tensor:

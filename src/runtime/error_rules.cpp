@@ -679,9 +679,7 @@ std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int 
 // reads). -1 where absent.
 OperationEval::BilinearFactors OperationEval::bilinear_factors(const Ctx& c) {
   BilinearFactors f{.x = c.entry("x") >= 0 ? c.entry("x") : c.entry("a"),
-                    .w = c.entry("w") >= 0   ? c.entry("w")
-                         : c.entry("b") >= 0 ? c.entry("b")
-                                             : c.entry("g")};  // linear_grad_w(x, g)
+                    .w = c.entry("w") >= 0 ? c.entry("w") : c.entry("b")};
   if (const int d = c.entry("d_result"); d >= 0) {
     if (f.w >= 0) {
       f.shape_only = f.x;

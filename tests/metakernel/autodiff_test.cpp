@@ -88,11 +88,13 @@ TEST(Autodiff, RefusesWhatItCannotDifferentiate) {
   const Tensor i = g.input("I", DType::kInt32, {4});
   const Tensor s = g.input("S", DType::kFloat32, {4});
   const Tensor y = g.assign("Y", g.call("max", {x}, {{"dim", 1}}));
-  const Tensor v = g.assign("V", g.call("variance", {x}, {{"dim", 0}}));
+  // softmax_grad has no VJP (a second derivative).
+  const Tensor v = g.assign("V", g.call("softmax_grad", {g.call("softmax", {x}), x}));
   const Tensor l = g.assign("L", g.call("sum", {g.call("sum", {v})}));
-  EXPECT_EQ(error_of([&] { g.grad(l, std::vector<Tensor>{x}); }),
-            "grad: operation V (kernel variance) has no VJP, and the loss L depends on it through "
-            "the tensors asked for (docs/training.md lists the kernels with one)");
+  EXPECT_EQ(
+      error_of([&] { g.grad(l, std::vector<Tensor>{x}); }),
+      "grad: operation V (kernel softmax_grad) has no VJP, and the loss L depends on it through "
+      "the tensors asked for (docs/training.md lists the kernels with one)");
   EXPECT_EQ(error_of([&] {
               g.grad(l, std::vector<Tensor>{x, s, x});
             }),
@@ -160,6 +162,31 @@ output L, dW, db
 }
 
 // grad on an ir::Graph replays it (names kept) and marks loss and gradients as outputs.
+// conv2d's padding= is a pad operation: dX is the interior (unpad) of the padded input's
+// gradient, the transposed convolution; dW reads the padded input. The pool's gradient comes
+// first.
+TEST(Autodiff, ConvolutionWithPaddingAndPoolingGradients) {
+  const char* text = R"(X: f32[2, 3, 8, 8]
+W: f32[4, 3, 3, 3]
+Y = conv2d(X, W, stride=2, padding=1)
+P = max_pool2d(Y, kernel=2, stride=2)
+L = sum(sum(sum(sum(P))))
+dX, dW = grad(L, X, W)
+output L, dX, dW
+)";
+  BuildResult built =
+      build_tap(std::make_shared<const SourceFile>("g.tap", text), builtin_signatures());
+  ASSERT_TRUE(built.ok()) << format_diagnostics(built.diagnostics);
+  const std::string printed = print_tap(*built.graph, builtin_signatures());
+  EXPECT_THAT(printed, HasSubstr("Y/pad = pad(X, padding=1)\nY = conv2d(Y/pad, W, stride=2)\n"));
+  EXPECT_THAT(printed, HasSubstr("dX/max_pool2d_grad = max_pool2d_grad(Y, dX/broadcast.4, "
+                                 "kernel=2, stride=2)\n"));
+  EXPECT_THAT(printed, HasSubstr("dW = conv2d_grad_weight(Y/pad, dX/max_pool2d_grad, kh=3, kw=3, "
+                                 "stride=2)\n"));
+  EXPECT_THAT(printed, HasSubstr("dX = unpad(conv2d_grad_input(Y/pad, W, dX/max_pool2d_grad, "
+                                 "stride=2), padding=1)\n"));
+}
+
 TEST(Autodiff, GradOfAnIrGraph) {
   const char* text =
       "X: f32[8, 4]\nW: f32[3, 4]\nY = relu(linear_nobias(X, W))\n"
@@ -206,10 +233,13 @@ vjp:
 TEST(Autodiff, TheBuiltInsWithAndWithoutAVjp) {
   const VjpCoverage c = vjp_coverage(builtin_signatures());
   for (const char* k : {"add", "linear", "matmul", "relu", "gelu", "sum", "mean", "max", "softmax",
-                        "slice", "permute", "reshape"}) {
+                        "slice", "permute", "reshape", "reduce", "pad", "unpad", "variance",
+                        "conv2d", "max_pool2d", "avg_pool2d"}) {
     EXPECT_THAT(c.with_vjp, ::testing::Contains(k));
   }
-  for (const char* k : {"reduce", "pad", "variance"}) {  // (conv2d, pools: issue 28's other half)
+  // The optimizer updates and the gradient kernels themselves (second derivatives).
+  for (const char* k : {"sgd", "adam", "sum_to", "relu_grad", "conv2d_grad_input",
+                        "conv2d_grad_weight", "max_pool2d_grad", "reduce_grad", "softmax_grad"}) {
     EXPECT_THAT(c.without_vjp, ::testing::Contains(k));
   }
 }

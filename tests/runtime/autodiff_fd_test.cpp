@@ -2,8 +2,9 @@
 // float64 central finite differences. For every kernel with a VJP, on random small shapes and
 // params: Y = kernel(inputs), L = Σ Y·R with a fixed random R, the gradients from grad() run by the
 // naive executor (reference kernels, float64), each cell compared with (L(x + h) − L(x − h)) / 2h.
-// Inputs are drawn away from the kernels' kinks (relu at 0, maximum's ties, sqrt and div near 0),
-// so the difference quotient is of a smooth function. A wrong VJP fails: MutatedVjpsAreCaught
+// Inputs are drawn away from the kernels' kinks (relu at 0, maximum's ties, sqrt and div near 0,
+// distinct cells for max, max pooling and reduce's max/min), so the difference quotient is of a
+// smooth function. A wrong VJP fails: MutatedVjpsAreCaught
 // copies kernels/ with one expression changed and expects the check to report it.
 #include <gtest/gtest.h>
 
@@ -87,7 +88,8 @@ class Cases {
 
   std::vector<Case> for_kernel(const std::string& k) {
     std::vector<Case> out;
-    for (int trial = 0; trial < 3; ++trial) out.push_back(one(k));
+    const int trials = k == "reduce" ? 4 : 3;  // reduce: one case per monoid
+    for (int trial = 0; trial < trials; ++trial) out.push_back(one(k));
     return out;
   }
 
@@ -164,6 +166,40 @@ class Cases {
       Shape x = shape(static_cast<std::size_t>(pick(0, 2)));
       c.inputs = {{"X", x}};
       c.params = {{"dim", pick(0, static_cast<std::int64_t>(x.size()))}, {"size", pick(1, 4)}};
+    } else if (k == "conv2d") {  // stride and padding (pad + conv2d: pad's VJP too)
+      const std::int64_t kh = pick(1, 3), kw = pick(1, 3), padding = pick(0, 2);
+      const std::int64_t ih = std::max<std::int64_t>(kh - 2 * padding, 1) + pick(0, 3);
+      const std::int64_t iw = std::max<std::int64_t>(kw - 2 * padding, 1) + pick(0, 3);
+      const std::int64_t cin = pick(1, 3);
+      c.inputs = {{"X", {pick(1, 2), cin, ih, iw}}, {"W", {pick(1, 3), cin, kh, kw}}};
+      c.params = {{"stride", pick(1, 3)}, {"padding", padding}};
+    } else if (k == "pad" || k == "unpad") {
+      const std::int64_t padding = pick(0, 2);
+      Shape x = shape(static_cast<std::size_t>(pick(2, 4)));
+      if (k == "unpad") {
+        x[x.size() - 2] += 2 * padding;
+        x[x.size() - 1] += 2 * padding;
+      }
+      c.inputs = {{"X", x}};
+      c.params = {{"padding", padding}};
+      if (k == "pad") c.params["value"] = 0.75;  // a constant border: no gradient reaches it
+    } else if (k == "max_pool2d" || k == "avg_pool2d") {
+      const std::int64_t kernel = pick(1, 3);
+      c.inputs = {{"X", {pick(1, 2), pick(1, 2), kernel + pick(0, 3), kernel + pick(0, 3)}}};
+      c.params = {{"kernel", kernel}, {"stride", pick(1, 3)}};
+      c.no_ties = k == "max_pool2d";
+    } else if (k == "variance") {
+      Shape x = shape(static_cast<std::size_t>(pick(1, 3)));
+      c.inputs = {{"X", x}};
+      c.params = {{"dim", pick(-static_cast<std::int64_t>(x.size()), x.size() - 1)}};
+    } else if (k == "reduce") {  // the blocks of a split reduction, combined by each monoid
+      const std::vector<std::string> ops = {"sum", "max", "min", "prod"};
+      const std::string op = ops[reduce_cases_++ % ops.size()];
+      Shape x = shape(static_cast<std::size_t>(pick(1, 3)));
+      x[0] = pick(2, 4);  // at least two blocks: with one, every monoid's gradient is d_result
+      c.inputs = {{"X", x}};
+      c.params = {{"op", op}};
+      c.no_ties = op == "max" || op == "min";
     } else {
       ADD_FAILURE() << "autodiff_fd_test has no case for kernel " << k
                     << " (it has a VJP: add a case)";
@@ -172,6 +208,7 @@ class Cases {
   }
 
   std::mt19937_64 rng_;
+  std::size_t reduce_cases_ = 0;
 };
 
 Buffer random_buffer(const Shape& shape, Draw draw, std::mt19937_64& rng) {
@@ -342,8 +379,10 @@ TEST(AutodiffFiniteDifferences, ATensorReadSeveralTimesGetsTheSumOfItsCotangents
 // The check is not vacuous: kernels/ copied with one VJP expression wrong, the check of that
 // kernel reports mismatches. Mutations: tanh's gradient taken as sigmoid's (right shape, wrong
 // derivative); mul's b gradient read from b instead of a; linear's w gradient transposed input
-// (x read where the cotangent goes); sum's broadcast along the wrong dim is a shape error caught
-// by grad itself, so it is left out.
+// (x read where the cotangent goes); conv2d's input and filter gradients scaled (the padded
+// cases also run pad's VJP); max pooling's gradient spread as average pooling's; variance
+// without its factor 2; reduce's gradient taken as sum's for every monoid. sum's broadcast along
+// the wrong dim is a shape error caught by grad itself, so it is left out.
 TEST(AutodiffFiniteDifferences, MutatedVjpsAreCaught) {
   struct Mutation {
     std::string kernel, file, from, to;
@@ -355,6 +394,16 @@ TEST(AutodiffFiniteDifferences, MutatedVjpsAreCaught) {
       {"linear", "linear.yaml", "w: \"linear_grad_w(x, d_result)\"",
        "w: \"mul_scalar(linear_grad_w(x, d_result), factor=1.001)\""},
       {"gelu", "elementwise_unary.yaml", "gelu_grad(x, d_result)", "relu_grad(x, d_result)"},
+      {"conv2d", "conv.yaml", "conv2d_grad_input(x, w, d_result, stride=stride)",
+       "mul_scalar(conv2d_grad_input(x, w, d_result, stride=stride), factor=1.001)"},
+      {"conv2d", "conv.yaml",
+       "conv2d_grad_weight(x, d_result, kh=w.shape.2, kw=w.shape.3, stride=stride)",
+       "mul_scalar(conv2d_grad_weight(x, d_result, kh=w.shape.2, kw=w.shape.3, stride=stride), "
+       "factor=0.999)"},
+      {"max_pool2d", "pool.yaml", "x: \"max_pool2d_grad(", "x: \"avg_pool2d_grad("},
+      {"variance", "reductions.yaml", "factor=2.0, divisor=x.shape.dim", "divisor=x.shape.dim"},
+      {"reduce", "reductions.yaml", "reduce_grad(x, result, d_result, op=op)",
+       "broadcast(d_result, dim=0, size=x.shape.0)"},
   };
   for (const Mutation& m : mutations) {
     SCOPED_TRACE(m.kernel);
@@ -388,7 +437,8 @@ TEST(AutodiffFiniteDifferences, MutatedVjpsAreCaught) {
 }
 
 // The fast kernels of kernels/autodiff.yaml against the reference ones, float32: bitwise where
-// they evaluate the same formulas in the same order, within float32 rounding for the GEMM.
+// they evaluate the same formulas in the same order, within float32 rounding for the GEMM; the
+// fast bodies of unslice, unpad, mul_scalar and maximum's masks run without a fallback.
 TEST(AutodiffFastKernels, AgreeWithTheReference) {
   struct One {
     std::string kernel;
@@ -407,7 +457,17 @@ TEST(AutodiffFastKernels, AgreeWithTheReference) {
       {"broadcast", {{4, 5}}, {{"dim", 1}, {"size", 3}}, true},
       {"expand", {{4, 1, 5}}, {{"dim", 1}, {"size", 3}}, true},
       {"linear_grad_w", {{40, 12}, {40, 9}}, {}, false},
+      {"mul_scalar", {{4, 33}}, {{"factor", 1.5}, {"divisor", 7}}, true},
+      {"maximum_grad_a", {{4, 33}, {33}, {4, 33}}, {}, true},
+      {"maximum_grad_b", {{4, 1, 5}, {3, 5}, {4, 3, 5}}, {}, true},
+      {"unslice", {{4, 3, 5}}, {{"dim", 1}, {"start", 2}, {"size", 7}}, true},
+      {"unslice", {{6, 5}}, {{"dim", 1}, {"start", 0}, {"size", 5}}, true},
+      {"unpad", {{2, 3, 7, 9}}, {{"padding", 2}}, true},
   };
+  // The kernels whose fast body must run (not fall back to the reference) on these shapes.
+  const std::set<std::string> no_fallback = {"mul_scalar", "maximum_grad_a", "maximum_grad_b",
+                                             "unslice",    "unpad",          "relu_grad",
+                                             "broadcast",  "linear_grad_w"};
   std::mt19937_64 rng(11);
   for (const One& c : cases) {
     SCOPED_TRACE(c.kernel);
@@ -427,7 +487,12 @@ TEST(AutodiffFastKernels, AgreeWithTheReference) {
     const ir::Graph graph = g.take();
     const ir::TensorId r = *graph.as_tensor(*graph.find_named(ir::NodeKind::kTensor, "R").node);
     const Buffer ref = NaiveExecutor(graph).run(bind_by_name(graph, values)).at(r);
+    reset_fast_kernel_counts();
     const Buffer fast = NaiveExecutor(graph, fast_kernels()).run(bind_by_name(graph, values)).at(r);
+    if (no_fallback.contains(c.kernel)) {
+      EXPECT_EQ(fast_kernel_counts().fallback_calls, 0u) << "the fast body fell back";
+      EXPECT_GE(fast_kernel_counts().fast_calls, 1u);
+    }
     const auto a = ref.values<float>();
     const auto b = fast.values<float>();
     ASSERT_EQ(a.size(), b.size());

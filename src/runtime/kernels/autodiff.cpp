@@ -14,7 +14,7 @@ using kernels::kIsFloat;
 namespace scalar = kernels::scalar;
 
 constexpr std::string_view kX = "x";
-constexpr std::string_view kG = "g";
+constexpr std::string_view kDResult = "d_result";
 constexpr std::string_view kResult = "result";
 
 // ones_like (param `value`, default 1), zeros_like: result = the fill; x is read for its shape.
@@ -32,7 +32,8 @@ void fill_kernel(const KernelCall& call) {
   });
 }
 
-// broadcast, expand: result[p] = x[IPF_x(p)] (the IPF repeats x along the new dim).
+// broadcast, expand, unpad: result[p] = x[IPF_x(p)] (the IPF repeats x along the new dim, or
+// shifts it by the padding).
 void repeat_kernel(const KernelCall& call) {
   kernels::require_unit_cells(call);
   visit_dtype(kernels::common_dtype(call), [&]<typename T>() {
@@ -92,7 +93,7 @@ void scale_kernel(const KernelCall& call) {
   });
 }
 
-// relu_grad … sqrt_grad: result = Op(x or y, g).
+// relu_grad … sqrt_grad: result = Op(x or y, g), g the cotangent d_result.
 template <typename Op>
 void pointwise_grad_kernel(const KernelCall& call) {
   kernels::require_unit_cells(call);
@@ -102,7 +103,7 @@ void pointwise_grad_kernel(const KernelCall& call) {
   visit_dtype(dtype, [&]<typename T>() {
     if constexpr (!Op::kFloatOnly || kIsFloat<T>) {
       const Operand<const T> x(call.input(forward));
-      const Operand<const T> g(call.input(kG));
+      const Operand<const T> g(call.input(kDResult));
       const Operand<T> result(call.output(kResult));
       const Op op;
       for (const Point& p : call.index.points()) *result.cell(p) = op(*x.cell(p), *g.cell(p));
@@ -110,14 +111,14 @@ void pointwise_grad_kernel(const KernelCall& call) {
   });
 }
 
-// maximum_grad_a / _b: g where maximum(a, b) took a (a ≥ b, or a is NaN) / b (the rest).
+// maximum_grad_a / _b: g (d_result) where maximum(a, b) took a (a ≥ b, or a is NaN) / b (the rest).
 template <bool kForA>
 void maximum_grad_kernel(const KernelCall& call) {
   kernels::require_unit_cells(call);
   visit_dtype(kernels::common_dtype(call), [&]<typename T>() {
     const Operand<const T> a(call.input("a"));
     const Operand<const T> b(call.input("b"));
-    const Operand<const T> g(call.input(kG));
+    const Operand<const T> g(call.input(kDResult));
     const Operand<T> result(call.output(kResult));
     const scalar::Maximum max;
     for (const Point& p : call.index.points()) {
@@ -130,13 +131,14 @@ void maximum_grad_kernel(const KernelCall& call) {
   });
 }
 
-// linear_grad_w: result[o, i] = Σ_b g[b, o] · x[b, i], the batch points (the reductions) in
-// ascending order per cell — the order of the index points, as linear's sum over `in`.
+// linear_grad_w: result[o, i] = Σ_b g[b, o] · x[b, i] (g: d_result), the batch points (the
+// reductions) in ascending order per cell — the order of the index points, as linear's sum over
+// `in`.
 void linear_grad_w_kernel(const KernelCall& call) {
   kernels::require_unit_cells(call);
   visit_dtype(kernels::common_dtype(call), [&]<typename T>() {
     const Operand<const T> x(call.input(kX));
-    const Operand<const T> g(call.input(kG));
+    const Operand<const T> g(call.input(kDResult));
     const Operand<T> result(call.output(kResult));
     for (const Point& p : call.index.points()) *result.cell(p) = T{0};
     for (const Point& p : call.index.points()) {
@@ -155,6 +157,7 @@ void register_autodiff_kernels(ExecutableKernels& registry) {
   registry.add("broadcast", &repeat_kernel);
   registry.add("expand", &repeat_kernel);
   registry.add("unslice", &unslice_kernel);
+  registry.add("unpad", &repeat_kernel);
   registry.add("mul_scalar", &scale_kernel);
   registry.add("relu_grad", &pointwise_grad_kernel<scalar::ReluGrad>);
   registry.add("gelu_grad", &pointwise_grad_kernel<scalar::GeluGrad>);

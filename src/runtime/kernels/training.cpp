@@ -4,6 +4,8 @@
 //   conv2d_grad_input   result[n, c, s·y + i, s·x + j] += w[o, c, i, j] · dy[n, o, y, x]
 //   conv2d_grad_weight  result[o, c, i, j] = Σ_n,y,x x[n, c, s·y + i, s·x + j] · dy[n, o, y, x]
 //   max_grad            dy to the first cell of each reduced row equal to max's result y
+//   reduce_grad         reduce's: dy to every block (sum), the first extremal one (max, min), or
+//                       times the product of the others (prod); one column of blocks per point
 //   max/avg_pool2d_grad each window's dy to its first maximal cell / spread over it
 //   mse, cross_entropy  rank-0 means over whole tensors; mse_grad, cross_entropy_grad
 //   sgd, sgd_momentum, adam   elementwise updates
@@ -199,6 +201,46 @@ void max_grad(const KernelCall& call) {
       const bool hit = !found && same_value(xs[k * x.stride(dim)], m);
       found = found || hit;
       rs[k * r.stride(dim)] = hit ? d : T{0};
+    }
+  }
+}
+
+// ---- reduce_grad ------------------------------------------------------------------------------
+template <typename T>
+void reduce_grad(const KernelCall& call) {
+  const Operand<const T> x(call.input("x")), y(call.input("y")), dy(call.input("d_result"));
+  const Operand<T> r(call.output("result"));
+  const ir::Monoid monoid = call.monoid("op", ir::Monoid::kSum);
+  const std::int64_t n = x.window(0);
+  const std::int64_t xs = x.stride(0), rs = r.stride(0);
+  for (const Point& p : call.index.points()) {
+    const T* xp = x.cell(p);
+    T* rp = r.cell(p);
+    const T d = *dy.cell(p);
+    switch (monoid) {
+      case ir::Monoid::kSum:
+        for (std::int64_t b = 0; b < n; ++b) rp[b * rs] = d;
+        break;
+      case ir::Monoid::kMax:
+      case ir::Monoid::kMin: {
+        const T m = *y.cell(p);
+        bool found = false;
+        for (std::int64_t b = 0; b < n; ++b) {
+          const bool hit = !found && same_value(xp[b * xs], m);
+          found = found || hit;
+          rp[b * rs] = hit ? d : T{0};
+        }
+        break;
+      }
+      case ir::Monoid::kProd:
+        for (std::int64_t b = 0; b < n; ++b) {
+          T others{1};
+          for (std::int64_t o = 0; o < n; ++o) {
+            if (o != b) others *= xp[o * xs];
+          }
+          rp[b * rs] = d * others;
+        }
+        break;
     }
   }
 }
@@ -463,6 +505,9 @@ void register_training_kernels(ExecutableKernels& registry) {
   });
   registry.add("max_grad", [](const KernelCall& c) {
     visit_dtype(kernels::common_dtype(c), [&]<typename T>() { max_grad<T>(c); });
+  });
+  registry.add("reduce_grad", [](const KernelCall& c) {
+    visit_float(c, [&]<typename T>() { reduce_grad<T>(c); });
   });
   registry.add("max_pool2d_grad", [](const KernelCall& c) {
     visit_float(c, [&]<typename T>() { pool_grad<T, false>(c); });

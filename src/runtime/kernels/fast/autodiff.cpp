@@ -1,8 +1,9 @@
-// Fast kernels of kernels/autodiff.yaml: the pointwise derivatives as vectorisable loops over the
-// shared formulas (scalar_ops.h, so both sets agree bitwise), broadcast and expand as strided
-// copies, sum_to and the fills as strided runs (sum_to in the reference's order), linear_grad_w as
-// one GEMM (gᵀ·x) when the batch is one dim. The others (unslice, mul_scalar, maximum_grad_*) —
-// and every call outside these shapes — run the reference kernel (a counted fallback).
+// Fast kernels of kernels/autodiff.yaml: the pointwise derivatives and maximum's masks as
+// vectorisable loops over the shared formulas (scalar_ops.h, so both sets agree bitwise),
+// mul_scalar as a strided scale, broadcast, expand and unpad as strided copies, unslice as strided
+// copies along its dim with zeros around, sum_to and the fills as strided runs (sum_to in the
+// reference's order), linear_grad_w as one GEMM (gᵀ·x) when the batch is one dim. Every call
+// outside these shapes runs the reference kernel (a counted fallback).
 #include <algorithm>
 
 #include "../scalar_ops.h"
@@ -22,11 +23,11 @@ const Port* unit_port(const ir::NamedLists<Port>& ports, std::string_view name) 
   return &list[0];
 }
 
-// result = Op(x or y, g) over runs of the innermost loop.
+// result = Op(x or y, g), g the cotangent d_result, over runs of the innermost loop.
 template <typename Op>
 void pointwise_grad_kernel(const KernelCall& call) {
   const InputPort* x = unit_port(call.inputs, call.find_input("y") != nullptr ? "y" : "x");
-  const InputPort* g = unit_port(call.inputs, "g");
+  const InputPort* g = unit_port(call.inputs, "d_result");
   const OutputPort* r = unit_port(call.outputs, "result");
   const std::optional<DType> dtype = uniform_dtype(call);
   if (x == nullptr || g == nullptr || r == nullptr || !dtype || call.index.is_empty() ||
@@ -53,7 +54,8 @@ void pointwise_grad_kernel(const KernelCall& call) {
   count_fast();
 }
 
-// broadcast, expand: result[p] = x[IPF_x(p)], x's stride 0 along the repeated dim.
+// broadcast, expand, unpad: result[p] = x[IPF_x(p)], x's stride 0 along the repeated dim (or
+// shifted by the padding).
 void repeat_kernel(const KernelCall& call) {
   const InputPort* x = unit_port(call.inputs, "x");
   const OutputPort* r = unit_port(call.outputs, "result");
@@ -72,6 +74,121 @@ void repeat_kernel(const KernelCall& call) {
                  });
   });
   count_fast();
+}
+
+// maximum_grad_a / _b: g (d_result) where maximum(a, b) took a (a ≥ b, or a is NaN) / b, the
+// reference's test; broadcasting is a zero coefficient.
+template <bool kForA>
+void maximum_grad_kernel(const KernelCall& call) {
+  const InputPort* a = unit_port(call.inputs, "a");
+  const InputPort* b = unit_port(call.inputs, "b");
+  const InputPort* g = unit_port(call.inputs, "d_result");
+  const OutputPort* r = unit_port(call.outputs, "result");
+  const std::optional<DType> dtype = uniform_dtype(call);
+  if (a == nullptr || b == nullptr || g == nullptr || r == nullptr || !dtype ||
+      call.index.is_empty() || !is_executable(*dtype)) {
+    return run_reference(call);
+  }
+  visit_dtype(*dtype, [&]<typename T>() {
+    const Strided<const T> as = strided<const T>(*a, call.index);
+    const Strided<const T> bs = strided<const T>(*b, call.index);
+    const Strided<const T> gs = strided<const T>(*g, call.index);
+    const Strided<T> rs = strided<T>(*r, call.index);
+    const scalar::Maximum max;
+    for_each_run(make_nest<4>(call.index, {&as.coef, &bs.coef, &gs.coef, &rs.coef}),
+                 [&](const auto& at, std::int64_t n, const auto& step) {
+                   const T* ap = as.base + at[0];
+                   const T* bp = bs.base + at[1];
+                   const T* gp = gs.base + at[2];
+                   T* rp = rs.base + at[3];
+                   for (std::int64_t i = 0; i < n; ++i) {
+                     const T av = ap[i * step[0]];
+                     const T m = max(av, bp[i * step[1]]);
+                     // NOLINTNEXTLINE(misc-redundant-expression): m != m is the NaN test
+                     const bool took_a = m == av || (m != m && av != av);
+                     rp[i * step[3]] = took_a == kForA ? gp[i * step[2]] : T{0};
+                   }
+                 });
+  });
+  count_fast();
+}
+
+// mul_scalar: x · (factor / divisor), the quotient formed in float64 and rounded once (as the
+// reference, so both agree bitwise).
+void scale_kernel(const KernelCall& call) {
+  const InputPort* x = unit_port(call.inputs, "x");
+  const OutputPort* r = unit_port(call.outputs, "result");
+  const std::optional<DType> dtype = uniform_dtype(call);
+  if (x == nullptr || r == nullptr || !dtype || call.index.is_empty() || !ir::is_float(*dtype) ||
+      !is_executable(*dtype)) {
+    return run_reference(call);
+  }
+  double factor = 1.0;
+  if (call.params != nullptr && call.params->contains("factor")) {
+    factor = call.params->at("factor").get<double>();
+  }
+  factor /= static_cast<double>(call.param_int("divisor", 1));
+  visit_dtype(*dtype, [&]<typename T>() {
+    if constexpr (kernels::kIsFloat<T>) {
+      const Strided<const T> xs = strided<const T>(*x, call.index);
+      const Strided<T> rs = strided<T>(*r, call.index);
+      const auto f = static_cast<T>(factor);
+      for_each_run(make_nest<2>(call.index, {&xs.coef, &rs.coef}),
+                   [&](const auto& at, std::int64_t n, const auto& step) {
+                     const T* from = xs.base + at[0];
+                     T* to = rs.base + at[1];
+                     for (std::int64_t i = 0; i < n; ++i) to[i * step[1]] = from[i * step[0]] * f;
+                   });
+    }
+  });
+  count_fast();
+}
+
+// unslice: x's IPF selects its whole dim `dim` (window `*`, coefficient 0 along it), so the loops
+// run over the other dims and, per run cell, along `dim`: the result's cell i reads x's window
+// at i − start, or is 0 outside it.
+void unslice_kernel(const KernelCall& call) {
+  const auto xs_list = call.inputs.list("x");
+  const OutputPort* r = unit_port(call.outputs, "result");
+  const std::optional<DType> dtype = uniform_dtype(call);
+  const std::int64_t dim_param = call.param_int("dim", 0);
+  if (xs_list.size() != 1 || r == nullptr || !dtype || call.index.is_empty() ||
+      !is_executable(*dtype) || dim_param < 0 ||
+      static_cast<std::size_t>(dim_param) >= call.index.rank()) {
+    return run_reference(call);
+  }
+  const InputPort& x = xs_list[0];
+  const auto dim = static_cast<std::size_t>(dim_param);
+  const zspace::Point& window = x.ipf->shape();
+  if (window.rank() != call.index.rank()) return run_reference(call);
+  for (std::size_t k = 0; k < window.rank(); ++k) {
+    if (k != dim && window[k] != 1) return run_reference(call);
+  }
+  const std::int64_t m = window[dim];
+  const std::int64_t start = call.param_int("start", 0);
+  const std::int64_t lo = call.index.start()[dim];
+  const std::int64_t count = call.index.extent(dim);
+  std::vector<bool> skip(call.index.rank(), false);
+  skip[dim] = true;
+  visit_dtype(*dtype, [&]<typename T>() {
+    const Strided<const T> xs = strided<const T>(x, call.index);
+    const Strided<T> rs = strided<T>(*r, call.index);
+    if (xs.coef[dim] != 0) return run_reference(call);
+    const std::int64_t x_step = x.view.stride(dim);
+    const std::int64_t r_step = rs.coef[dim];
+    for_each_run(make_nest<2>(call.index, {&xs.coef, &rs.coef}, skip),
+                 [&](const auto& at, std::int64_t n, const auto& step) {
+                   for (std::int64_t k = 0; k < n; ++k) {
+                     const T* from = xs.base + at[0] + k * step[0];
+                     T* to = rs.base + at[1] + k * step[1];
+                     for (std::int64_t i = 0; i < count; ++i) {
+                       const std::int64_t in = lo + i - start;
+                       to[i * r_step] = in >= 0 && in < m ? from[in * x_step] : T{0};
+                     }
+                   }
+                 });
+    count_fast();
+  });
 }
 
 // ones_like (param value, default 1), zeros_like: the result's cells filled by strided runs.
@@ -134,7 +251,7 @@ void sum_to_kernel(const KernelCall& call) {
 // and any other dims of extent 1 (a split reduction's block dim in each of its applications).
 void linear_grad_w_kernel(const KernelCall& call) {
   const InputPort* x = unit_port(call.inputs, "x");
-  const InputPort* g = unit_port(call.inputs, "g");
+  const InputPort* g = unit_port(call.inputs, "d_result");
   const OutputPort* r = unit_port(call.outputs, "result");
   const std::optional<DType> dtype = uniform_dtype(call);
   if (x == nullptr || g == nullptr || r == nullptr || !dtype || call.index.is_empty() ||
@@ -192,6 +309,11 @@ void register_fast_autodiff(ExecutableKernels& registry) {
   registry.add("sqrt_grad", &pointwise_grad_kernel<scalar::SqrtGrad>);
   registry.add("broadcast", &repeat_kernel);
   registry.add("expand", &repeat_kernel);
+  registry.add("unpad", &repeat_kernel);
+  registry.add("unslice", &unslice_kernel);
+  registry.add("mul_scalar", &scale_kernel);
+  registry.add("maximum_grad_a", &maximum_grad_kernel<true>);
+  registry.add("maximum_grad_b", &maximum_grad_kernel<false>);
   registry.add("linear_grad_w", &linear_grad_w_kernel);
   registry.add("sum_to", &sum_to_kernel);
   registry.add("ones_like", &fill_kernel<1>);
