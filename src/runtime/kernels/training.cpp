@@ -346,12 +346,14 @@ void mse_grad(const KernelCall& call) {
   }
 }
 
-// The class of row `row`, checked against [0, classes).
+// The class of row `i` of the labels index point `p` selects, checked against [0, classes); an
+// error names the row of the whole labels tensor.
 template <typename L>
-std::int64_t label_of(const KernelCall& call, const L* labels, std::int64_t stride,
-                      std::int64_t row, std::int64_t classes) {
-  const auto l = static_cast<std::int64_t>(labels[row * stride]);
+std::int64_t label_of(const KernelCall& call, const Operand<const L>& labels, const Point& p,
+                      std::int64_t i, std::int64_t classes) {
+  const auto l = static_cast<std::int64_t>(labels.cell(p)[i * labels.stride(0)]);
   if (l < 0 || l >= classes) {
+    const std::int64_t row = call.input("labels").ipf->apply(p).start()[0] + i;
     call.fail(fmt::format("label {} of row {} is not a class in 0..{}", l, row, classes - 1));
   }
   return l;
@@ -371,9 +373,8 @@ void cross_entropy(const KernelCall& call) {
         call.index, call.reduced_dims(), [&](const Point&) { sum = 0; },
         [&](const Point& p) {
           const T* x = logits.cell(p);
-          const L* ls = labels.cell(p);
           for (std::int64_t i = 0; i < rows; ++i) {
-            const std::int64_t l = label_of(call, ls, labels.stride(0), i, classes);
+            const std::int64_t l = label_of(call, labels, p, i, classes);
             sum += kernels::scalar::log_sum_exp(x + i * s0, s1, classes) -
                    static_cast<double>(x[i * s0 + l * s1]);
           }
@@ -383,13 +384,12 @@ void cross_entropy(const KernelCall& call) {
   }
   for (const Point& p : call.index.points()) {
     const T* x = logits.cell(p);
-    const L* ls = labels.cell(p);
     {
       const Operand<const T> dy(call.input("d_result"));
       const double scale = static_cast<double>(*dy.cell(p)) / count;
       T* rs = r.cell(p);
       for (std::int64_t i = 0; i < rows; ++i) {
-        const std::int64_t l = label_of(call, ls, labels.stride(0), i, classes);
+        const std::int64_t l = label_of(call, labels, p, i, classes);
         const double lse = kernels::scalar::log_sum_exp(x + i * s0, s1, classes);
         for (std::int64_t k = 0; k < classes; ++k) {
           const double prob = std::exp(static_cast<double>(x[i * s0 + k * s1]) - lse);
