@@ -136,13 +136,20 @@ class Printer {
   std::string tensor_name(ir::TensorId t) const { return tap::name_to_string(names_.at(t)); }
 
   // ---- 2. calls and nesting --------------------------------------------------------------------
-  // A call gives one operation with a known kernel and one result named like the operation.
+  // A call gives one operation with a known kernel and one result named like the operation, or
+  // with several outputs, each named `<operation>.<port>` (`S = adam(…)`: S.result, S.m_next, …).
   bool may_print_as_call(ir::OperationId op) const {
     const ir::OperationView view = g_.operation(op);
-    if (view.label().empty() || !signatures_.find(view.kernel()) || view.outputs().size() != 1)
+    if (view.label().empty() || !signatures_.find(view.kernel()) || view.outputs().size() == 0)
       return false;
-    const ir::TensorId out = (*view.outputs().entries().begin()).value.tensor;
-    return g_.producers(out).size() == 1 && names_.at(out) == view.label();
+    const bool several = view.outputs().size() > 1;
+    for (const auto& e : view.outputs().entries()) {
+      const std::string want = several ? view.label() + "." + e.name : view.label();
+      if (e.position != 0 || g_.producers(e.value.tensor).size() != 1 ||
+          names_.at(e.value.tensor) != want)
+        return false;
+    }
+    return true;
   }
 
   bool is_call(ir::OperationId op) const { return !verbatim_.count(op); }
@@ -151,6 +158,7 @@ class Printer {
   std::optional<ir::OperationId> nest_target(ir::OperationId op) const {
     if (!is_call(op)) return std::nullopt;
     const ir::OperationView view = g_.operation(op);
+    if (view.outputs().size() != 1) return std::nullopt;  // its other outputs need the variable
     const ir::TensorId t = (*view.outputs().entries().begin()).value.tensor;
     const auto consumers = g_.consumers(t);
     if (consumers.size() != 1 || is_graph_output(g_, t) || !is_call(consumers[0]))
