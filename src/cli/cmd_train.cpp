@@ -298,12 +298,13 @@ std::unique_ptr<Setup> prepare(const TrainOptions& options, const runtime::MpiSe
   auto [state, cursor] = workflow::read_state_dir(graph, roles, options.state);
   s.state = std::move(state);
   s.start = cursor ? cursor->step : 0;
-  if (cursor && (cursor->seed != options.seed || cursor->shuffle == options.in_order)) {
-    throw Error(fmt::format(
-        "{}/train.json: this state was trained with {}; resume with the same batches (give "
-        "{})",
-        options.state, cursor->shuffle ? fmt::format("--seed {}", cursor->seed) : "--in-order",
-        cursor->shuffle ? fmt::format("--seed {}", cursor->seed) : "--in-order"));
+  if (cursor && (cursor->shuffle == options.in_order ||
+                 (cursor->shuffle && cursor->seed != options.seed))) {
+    const std::string given =
+        cursor->shuffle ? fmt::format("--seed {}", cursor->seed) : std::string("--in-order");
+    throw Error(fmt::format("{}/train.json: this state was trained with {}; resume with {} (the "
+                            "same batches)",
+                            options.state, given, given));
   }
   if (writer && !options.metrics.empty()) {
     s.metrics = std::make_unique<std::ofstream>(options.metrics, std::ios::trunc);
@@ -436,7 +437,7 @@ void register_train(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--log-every", options->log_every,
                   "when stdout is not a terminal: a loss line every N steps (default 1)");
   cmd->add_flag("--quiet", options->quiet, "no loss lines, no summary");
-  cmd->footer(exit_codes_footer("(not used)"));
+  cmd->footer(exit_codes_footer());
   cmd->callback([&dispatch, options] {
     dispatch.name = "train";
     dispatch.run = [options] { return run_train(*options); };

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <numeric>
 #include <set>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -299,7 +300,8 @@ TrainResult run_training(const ir::Graph& graph, const TrainRoles& roles, const 
   TrainResult result;
   for (std::int64_t i = 0; i < loop.steps; ++i) {
     const std::int64_t global = loop.start_step + i;  // 0-based
-    runtime::BufferMap inputs = state;                // the executor takes its inputs
+    // The state moves into the step's inputs (no copy): each entry comes back from its update.
+    runtime::BufferMap inputs = std::exchange(state, {});
     if (order) {
       const std::vector<std::int64_t> rows = order->rows(global);
       for (ir::TensorId t : roles.data) {
