@@ -3,7 +3,8 @@
 //      none or repeats one);
 //   2. choose the operations that print as calls (their kernel is known and names their result
 //      after them) and, among those, which print nested inside their consumer (see printer.h);
-//   3. print declarations, statements in topological order, then `output` lines;
+//   3. print declarations, statements in topological order, then the `output` line and the
+//      `update` line (training state);
 //   4. build the text and compare with the graph: an operation that does not come back equal
 //      prints verbatim from then on; repeat until the text round-trips (at most once per
 //      operation).
@@ -163,6 +164,9 @@ class Printer {
     const auto consumers = g_.consumers(t);
     if (consumers.size() != 1 || is_graph_output(g_, t) || !is_call(consumers[0]))
       return std::nullopt;
+    for (const ir::StateUpdate& u : g_.updates()) {
+      if (u.next == t) return std::nullopt;  // `update W <- t` names it
+    }
     std::size_t uses = 0;
     for (const auto& e : g_.operation(consumers[0]).inputs().entries()) uses += e.value.tensor == t;
     if (uses != 1) return std::nullopt;
@@ -253,6 +257,11 @@ class Printer {
       if (is_graph_output(g_, t)) outputs.push_back(tensor_name(t));
     }
     if (!outputs.empty()) emit(fmt::format("output {}\n", fmt::join(outputs, ", ")));
+    std::vector<std::string> updates;
+    for (const ir::StateUpdate& u : g_.updates()) {
+      updates.push_back(fmt::format("{} <- {}", tensor_name(u.state), tensor_name(u.next)));
+    }
+    if (!updates.empty()) emit(fmt::format("update {}\n", fmt::join(updates, ", ")));
     return out;
   }
 

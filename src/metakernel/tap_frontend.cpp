@@ -164,6 +164,26 @@ class Frontend {
     }
   }
 
+  void statement(const tap::Update& update) {
+    for (const tap::UpdatePair& pair : update.pairs) {
+      if (poisoned_.count(pair.state.name) || poisoned_.count(pair.next.name)) continue;
+      std::optional<Tensor> tensors[2];
+      for (int i = 0; i < 2; ++i) {
+        const tap::OutputName& name = i == 0 ? pair.state : pair.next;
+        // A variable, or a tensor by its label (another output of an operation: S.m_next).
+        const auto it = variables_.find(name.name);
+        tensors[i] = it != variables_.end() ? std::optional(it->second) : graph_.find(name.name);
+        if (!tensors[i]) report(name.pos, fmt::format("update {}: no such tensor", name.name));
+      }
+      if (!tensors[0] || !tensors[1]) continue;
+      try {
+        graph_.update(*tensors[0], *tensors[1]);
+      } catch (const Error& e) {
+        report(pair.state.pos, e.what());
+      }
+    }
+  }
+
   // A variable, or `S.<port>`: another output of the operation assigned to S (`S =
   // adam(…)` is S.result; S.m_next and S.v_next are its other outputs).
   std::optional<Tensor> variable(const std::string& name) {
