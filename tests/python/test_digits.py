@@ -10,16 +10,23 @@ structure at small sizes) trained 30 steps with Adam, and a small convnet on the
 unpadded conv2d + relu layers, a linear head) 40 steps with SGD, their losses PyTorch's (the
 convnet is skipped while conv2d has no vjp: section).
 
+The loop itself, `tapestry train` (carrying the state the step graphs declare with `update`), is
+checked the same way: Graph.train in order equals PyTorch's losses and the per-step driver's
+bitwise, `tapestry launch -n 2 -- train … --executor mpi` under both plans equals PyTorch's for
+100 steps, and a shuffled run reaches ≥ 95%.
+
 The comparison must be able to fail: a step with another learning rate, momentum or beta2, or
 the batches one step out of order, is more than 1e-4 away within the 100 steps.
 
-The default run takes the MPI runs for 3 steps (each step is one `tapestry launch`); the slow run
-takes all 100 steps of every optimizer under both plans on 2 ranks.
+On MPI the default run trains with `tapestry launch -n 2 -- train` (one launch, 100 steps); the
+slow run also drives the per-step driver on 2 ranks (one `tapestry launch` a step: 100 steps of
+every optimizer under both plans, ~13 minutes).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +35,7 @@ import numpy as np
 import pytest
 
 import tapestry
-from conftest import EXAMPLES, PLANS
+from conftest import EXAMPLES, PLANS, run_cli
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("sklearn")
@@ -153,6 +160,7 @@ def mpi_case(data, optimizer: str, plan: str, count: int):
     assert_losses_equal(got, want)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("optimizer,plan", [("sgd", "data-parallel"), ("adam", "tensor-parallel")])
 def test_losses_equal_pytorchs_on_two_mpi_ranks(data, optimizer, plan):
     mpi_case(data, optimizer, plan, 3)
@@ -363,3 +371,62 @@ def test_a_convnet_trains_on_the_digits_like_pytorch(data, plan):
             f"{n}_v": out[f"{n}n.velocity_next"] for n in CONV_PARAMS}
     assert_losses_equal(np.array(got), np.array(want))
     assert got[-1] < 0.5 * got[0]  # it learns
+
+
+# ---- the training loop: tapestry train, Graph.train -------------------------------------------
+def test_the_step_graphs_declare_their_state():
+    for optimizer in ("sgd", "adam"):
+        g = tapestry.load(str(DIGITS / f"train_{optimizer}.tap"))
+        assert {t.name for t in g.outputs} >= {"L", *steps.updates(optimizer).values()}
+
+
+@pytest.mark.parametrize("plan", PLAN_FILES)
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_the_training_loop_equals_pytorch(data, optimizer, plan):
+    # tapestry.train in order: the per-step driver's batches, so PyTorch's losses, and the
+    # driver's own losses bitwise (the same compiled step, fed the same state).
+    g = tapestry.load(str(DIGITS / f"train_{optimizer}.tap"))
+    losses, state = tapestry.train(g, STEPS, data / "data", data / optimizer,
+                                   plan=plan_arg(plan), threads=2, shuffle=False)
+    want, want_params = torch_run(data, optimizer, STEPS)
+    assert_losses_equal(np.asarray(losses, np.float64), want)
+    by_hand, _ = steps.train(data, optimizer, STEPS,
+                             steps.Stepper(optimizer, plan=plan_arg(plan), threads=2))
+    assert np.array_equal(np.asarray(losses, np.float64), by_hand)
+    for name in steps.PARAMS:
+        np.testing.assert_allclose(state[name], want_params[name], atol=1e-5, err_msg=name)
+
+
+def cli_train_losses(data: Path, optimizer: str, count: int, plan: str, out: Path,
+                     ranks: int = 0) -> np.ndarray:
+    command = ["train", str(DIGITS / f"train_{optimizer}.tap"), "--steps", str(count),
+               "--data", str(data / "data"), "--state", str(data / optimizer),
+               "--state-out", str(out / "state"), "--in-order", "--quiet",
+               "--metrics", str(out / "metrics.jsonl")]
+    if plan_arg(plan):
+        command += ["--plan", plan_arg(plan)]
+    if ranks:
+        command = ["launch", "-n", str(ranks), "--", *command, "--executor", "mpi"]
+    run_cli(*command)
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    return np.array([json.loads(line)["loss"] for line in lines], np.float64)
+
+
+@pytest.mark.parametrize("plan", ["data-parallel", "tensor-parallel"])
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_tapestry_train_on_two_mpi_ranks_equals_pytorch(data, tmp_path, optimizer, plan):
+    got = cli_train_losses(data, optimizer, STEPS, plan, tmp_path, ranks=2)
+    want, want_params = torch_run(data, optimizer, STEPS)
+    assert_losses_equal(got, want)
+    for name in steps.PARAMS:
+        np.testing.assert_allclose(np.load(tmp_path / "state" / f"{name}.npy"), want_params[name],
+                                   atol=1e-5, err_msg=name)
+
+
+def test_a_shuffled_tapestry_train_reaches_95_percent_held_out(data):
+    g = tapestry.load(str(DIGITS / "train_adam.tap"))
+    losses, state = tapestry.train(g, 300, data / "data", data / "adam", seed=5, threads=2)
+    in_order, _ = torch_run(data, "adam", 300)
+    assert relative_gap(np.asarray(losses, np.float64), in_order).max() > RTOL  # other batches
+    fraction, correct, total = evaluate.accuracy(data / "test", state)
+    assert fraction >= 0.95, f"{correct} of {total}"
