@@ -14,6 +14,8 @@ using GraphClass = pybind11::class_<PyGraph, std::shared_ptr<PyGraph>>;
 void bind_graph(pybind11::module_& m, GraphClass& graph);
 /// Graph.run and RunInfo.
 void bind_run(pybind11::module_& m, GraphClass& graph);
+/// Graph.train (the training loop, workflow/train.h).
+void bind_train(pybind11::module_& m, GraphClass& graph);
 /// Graph.cost, Graph.explain, Cost, Explanation, `targets`.
 void bind_pricing(pybind11::module_& m, GraphClass& graph);
 /// `_optimize` (Graph.optimize is tapestry/front.py's wrapper around it).

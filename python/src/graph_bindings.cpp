@@ -175,6 +175,16 @@ void bind_graph(py::module_& m, GraphClass& graph) {
              return tensor_ref(g, t);
            })
       .def(
+          "update",
+          [](const GraphPtr& g, const TensorRef& state, const TensorRef& next) {
+            const std::vector<metakernel::Tensor> h = call_inputs("update", {state, next});
+            if (state.builder != g || next.builder != g) {
+              throw GraphError("update: the tensors are not from this graph");
+            }
+            g->update(h[0], h[1]);
+          },
+          py::arg("state"), py::arg("next"))
+      .def(
           "grad",
           [](const GraphPtr& g, const TensorRef& loss, const std::vector<TensorRef>& wrt,
              const std::optional<TensorRef>& seed,

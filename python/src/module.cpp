@@ -17,6 +17,7 @@ PYBIND11_MODULE(_core, m) {
   GraphClass graph(m, "Graph", "A tensor block-operation graph: built, loaded or parsed.");
   bind_graph(m, graph);
   bind_run(m, graph);
+  bind_train(m, graph);
   bind_pricing(m, graph);
   bind_optimize(m);
 }

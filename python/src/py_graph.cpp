@@ -122,6 +122,14 @@ std::vector<metakernel::Tensor> PyGraph::grad(metakernel::Tensor loss,
   return grads;
 }
 
+void PyGraph::update(metakernel::Tensor state, metakernel::Tensor next) {
+  rethrow_as<GraphError>([&] {
+    handle_builder().update(state, next);
+    handle_builder().output(next);  // the step's results must hold it
+  });
+  changed();
+}
+
 void PyGraph::output(metakernel::Tensor value) {
   rethrow_as<GraphError>([&] { handle_builder().output(value); });
   changed();

@@ -83,6 +83,8 @@ class PyGraph {
                           const nlohmann::json& params);
   metakernel::Tensor assign(const std::string& name, metakernel::Tensor value);
   void output(metakernel::Tensor value);
+  /// Training state (ir/state_update.h): `next` updates input `state`; `next` becomes an output.
+  void update(metakernel::Tensor state, metakernel::Tensor next);
   /// Reverse-mode gradients (metakernel/autodiff.h); warnings go to `issues`.
   std::vector<metakernel::Tensor> grad(metakernel::Tensor loss,
                                        const std::vector<metakernel::Tensor>& wrt,

@@ -60,6 +60,43 @@ def _graph_call(self: Graph, kernel: str, /, *inputs: Tensor, **params: object) 
 
 Graph.call = _graph_call
 
+
+def _arrays(arrays, what: str) -> dict:
+    """A dict of arrays as given, or DIR/<name>.npy of every .npy file of a directory."""
+    import os
+
+    if isinstance(arrays, (str, os.PathLike)):
+        import numpy as np
+
+        folder = os.fspath(arrays)
+        if not os.path.isdir(folder):
+            raise InputError(f"{what}: {folder} is not a directory")
+        return {
+            name[: -len(".npy")]: np.load(os.path.join(folder, name))
+            for name in sorted(os.listdir(folder))
+            if name.endswith(".npy")
+        }
+    return dict(arrays)
+
+
+def train(graph: Graph, steps: int, data, state, **options):
+    """``graph.train(steps, data, state, **options)`` where ``data`` and ``state`` may also be
+    directories of ``<name>.npy`` files (``tapestry train --data DIR --state DIR``; a state
+    directory's ``train.json`` sets ``start_step`` and ``seed`` unless they are given).
+    Returns the per-step losses and the final state (arrays)."""
+    import json
+    import os
+
+    if isinstance(state, (str, os.PathLike)):
+        cursor = os.path.join(os.fspath(state), "train.json")
+        if os.path.exists(cursor):
+            with open(cursor) as f:
+                done = json.load(f)
+            options.setdefault("start_step", done["step"])
+            options.setdefault("seed", done["seed"])
+            options.setdefault("shuffle", done["shuffle"])
+    return graph.train(steps, _arrays(data, "data"), _arrays(state, "state"), **options)
+
 __all__ = [
     "Application",
     "Cost",
@@ -84,6 +121,7 @@ __all__ = [
     "ops",
     "parse",
     "targets",
+    "train",
 ]
 
 

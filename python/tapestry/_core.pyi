@@ -237,6 +237,9 @@ class Graph:
     def output(self, name: str, value: Tensor) -> Tensor: ...
     def output(self, *args: Any) -> Tensor:
         """Marks a graph output, naming it first when a name is given."""
+    def update(self, state: Tensor, next: Tensor) -> None:
+        """Declares training state: after a step, ``next``'s value becomes input ``state``'s
+        (``update W <- Wn`` in .tap); ``next`` becomes a graph output."""
     def grad(
         self,
         loss: Tensor,
@@ -273,6 +276,29 @@ class Graph:
     def _repr_svg_(self) -> str: ...
     def shard(self, plan: Plan) -> ShardedGraph:
         """The graph lowered under ``plan`` (``tapestry shard``)."""
+    def train(
+        self,
+        steps: int,
+        data: Mapping[str, npt.ArrayLike],
+        state: Mapping[str, npt.ArrayLike],
+        plan: Plan = None,
+        threads: int | None = None,
+        kernels: Literal["fast", "reference"] = "fast",
+        seed: int = 0,
+        shuffle: bool = True,
+        loss: str | None = None,
+        step_input: str | None = None,
+        updates: Mapping[str, str] | None = None,
+        start_step: int = 0,
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """Runs the training step ``steps`` times (``tapestry train``), carrying the state.
+
+        ``data`` holds an array of N rows per data input (an input that is neither updated
+        state nor the step input); each step reads a batch of the input's dim 0, the rows
+        shuffled per epoch by ``seed`` (in order when ``shuffle=False``). ``state`` holds the
+        initial value of every state input. ``start_step`` steps are taken as done (a resumed
+        run: the batches and the step input continue from there). The plan is lowered and its
+        executor built once. Returns the per-step losses (float64) and the final state."""
     def run(
         self,
         inputs: Mapping[str, npt.ArrayLike],

@@ -38,6 +38,7 @@ void register_grad(CLI::App& app, Dispatch& dispatch);
 void register_print(CLI::App& app, Dispatch& dispatch);
 void register_shard(CLI::App& app, Dispatch& dispatch);
 void register_run(CLI::App& app, Dispatch& dispatch);
+void register_train(CLI::App& app, Dispatch& dispatch);
 void register_verify(CLI::App& app, Dispatch& dispatch);
 void register_targets(CLI::App& app, Dispatch& dispatch);
 void register_calibrate(CLI::App& app, Dispatch& dispatch);

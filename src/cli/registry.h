@@ -20,6 +20,7 @@ inline void register_all(CLI::App& app, Dispatch& dispatch) {
   register_plan(app, dispatch);
   register_shard(app, dispatch);
   register_run(app, dispatch);
+  register_train(app, dispatch);
   register_verify(app, dispatch);
   register_targets(app, dispatch);
   register_calibrate(app, dispatch);

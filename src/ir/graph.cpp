@@ -386,6 +386,19 @@ void Graph::remove(std::span<const NodeId> nodes) {
   }
 }
 
+// ---- state updates ---------------------------------------------------------------------------
+
+void Graph::add_update(StateUpdate update) {
+  TAPESTRY_ASSERT(as_tensor(update.state) && as_tensor(update.next),
+                  "a state update names a tensor of this graph");
+  updates_.push_back(update);
+}
+
+void Graph::set_updates(std::vector<StateUpdate> updates) {
+  updates_.clear();
+  for (const StateUpdate& u : updates) add_update(u);
+}
+
 // ---- tags and labels -------------------------------------------------------------------------
 
 void Graph::set_label(NodeId node, std::string label) {

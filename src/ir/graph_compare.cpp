@@ -42,6 +42,11 @@ std::vector<std::string> operation_graph_lines(const Graph& graph) {
   std::vector<std::string> lines;
   for (TensorId t : graph.tensors()) lines.push_back(operation_graph_line(graph, t));
   for (OperationId op : graph.operations()) lines.push_back(operation_graph_line(graph, op));
+  for (const StateUpdate& u : graph.updates()) {
+    lines.push_back(nlohmann::json{
+        {"update", {"label:" + graph.node(u.state).label(), "label:" + graph.node(u.next).label()}}}
+                        .dump());
+  }
   std::sort(lines.begin(), lines.end());
   return lines;
 }

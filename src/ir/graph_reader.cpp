@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "body_reader.h"
+#include "tapestry/ir/state_update.h"
 
 namespace tapestry::ir {
 
@@ -41,13 +42,14 @@ ReadResult GraphReader::read() {
     result.issues.push_back(std::move(syntax));
     return result;
   }
-  result.issues = std::move(issues_);
   if (!not_a_graph_) {
     resolve_references();
     graph_.rebuild_relations();
     restore_rowless_ipf_ranks();
+    resolve_updates();
     result.graph = std::move(graph_);
   }
+  result.issues = std::move(issues_);
   return result;
 }
 
@@ -118,6 +120,8 @@ void GraphReader::read_document() {
         return;
       }
       read_nodes();
+    } else if (*key == "updates") {
+      read_updates();
     } else if (*key == "id") {
       if (cur_.peek() == JsonKind::kString) {
         graph_.set_graph_key(std::string(cur_.read_string()));
@@ -133,6 +137,64 @@ void GraphReader::read_document() {
   }
   cur_.expect_end();
   if (!saw_nodes) not_a_graph("the object has no \"nodes\" array");
+}
+
+// Step 1, the "updates" object: names kept until the nodes are read (step 5).
+void GraphReader::read_updates() {
+  const std::size_t at = cur_.offset();
+  if (cur_.peek() != JsonKind::kObject) {
+    issue("state-update", Severity::kError, "The updates are not an object",
+          "\"updates\" maps a state input's name to the name of the tensor that updates it: "
+          "{\"W1\": \"W1n\"}",
+          "$.updates", at);
+    cur_.skip_value();
+    return;
+  }
+  cur_.begin_object();
+  while (auto key = cur_.next_key()) {
+    std::string state(*key);
+    const std::size_t value_at = cur_.offset();
+    if (cur_.peek() != JsonKind::kString) {
+      issue("state-update", Severity::kError, "An update is not a tensor name",
+            fmt::format("the update of {} must be a string, the name of a tensor", state),
+            fmt::format("$.updates.{}", state), value_at);
+      cur_.skip_value();
+      continue;
+    }
+    named_updates_.push_back({std::move(state), std::string(cur_.read_string()), value_at});
+  }
+}
+
+// Step 5.
+void GraphReader::resolve_updates() {
+  for (const NamedUpdate& u : named_updates_) {
+    const std::string path = fmt::format("$.updates.{}", u.state);
+    std::optional<TensorId> ids[2];
+    bool ok = true;
+    for (int i = 0; i < 2; ++i) {
+      const std::string& name = i == 0 ? u.state : u.next;
+      const Graph::Named named = graph_.find_named(NodeKind::kTensor, name);
+      if (named.node) {
+        ids[i] = graph_.as_tensor(*named.node);
+        continue;
+      }
+      ok = false;
+      issue("state-update", Severity::kError, "An update names an unknown tensor",
+            named.labelled > 1
+                ? fmt::format("update {} <- {}: {} names {} tensors (name one by its id)", u.state,
+                              u.next, name, named.labelled)
+                : fmt::format("update {} <- {}: no tensor is named {}", u.state, u.next, name),
+            path, u.offset);
+    }
+    if (!ok) continue;
+    if (std::optional<std::string> problem =
+            update_problem(graph_, *ids[0], *ids[1], graph_.updates())) {
+      issue("state-update", Severity::kError, "An update does not fit the graph",
+            std::move(*problem), path, u.offset);
+      continue;
+    }
+    graph_.add_update({*ids[0], *ids[1]});
+  }
 }
 
 void GraphReader::read_nodes() {

@@ -10,6 +10,8 @@
 //      other gets a provisional "pending" id (high bit set) fixed up in step 4.
 //   4. After the last node: resolve pending ids, check the kind of every reference, record the
 //      unresolved ones, and build the graph's relation indexes.
+//   5. The graph-level "updates" ({"W1": "W1n"}, state_update.h): names resolved to tensors by
+//      display name, each pair checked by update_problem; a problem is an error at $.updates.W1.
 #pragma once
 
 #include <array>
@@ -51,6 +53,8 @@ class GraphReader {
   NodeId reference(std::string_view key);
   void resolve_references();
   void restore_rowless_ipf_ranks();
+  void read_updates();
+  void resolve_updates();
   void not_a_graph(std::string message);
 
   void issue(std::string type, Severity severity, std::string summary, std::string message,
@@ -67,6 +71,13 @@ class GraphReader {
   std::vector<Issue> issues_;
   bool not_a_graph_ = false;
   std::string key_buffer_;  // the current node's id
+  // The graph-level "updates" object ({state name: next name}), resolved after the nodes.
+  struct NamedUpdate {
+    std::string state;
+    std::string next;
+    std::size_t offset = 0;  // of the value
+  };
+  std::vector<NamedUpdate> named_updates_;
   bool key_index_sized_ = false;
   // The last known node type and tag read without escapes (see JsonCursor::read_string and
   // next_key with an expected text): most nodes repeat the ones before.

@@ -36,6 +36,15 @@ class GraphWriter {
     e_.begin_array();
     for (std::uint32_t i = 0; i < g_.size(); ++i) write_node(NodeId(i));
     e_.end_array();
+    if (!g_.updates().empty()) {
+      e_.key("updates");
+      e_.begin_object();
+      for (const StateUpdate& u : g_.updates()) {
+        e_.key(g_.display_name(u.state));
+        e_.string(g_.display_name(u.next));
+      }
+      e_.end_object();
+    }
     e_.end_object();
   }
 

@@ -284,6 +284,11 @@ GradResult grad(const ir::Graph& graph, const GradRequest& request,
   }
   builder.output(loss);
   for (const Tensor& g : grads) builder.output(g);
+  for (const ir::StateUpdate& u : graph.updates()) {
+    if (tensors.count(u.state) && tensors.count(u.next)) {
+      builder.update(tensors.at(u.state), tensors.at(u.next));
+    }
+  }
   result.graph = builder.take();
   return result;
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "tapestry/ir/state_update.h"
 #include "tapestry/metakernel/signature.h"
 #include "tapestry/support/error.h"
 #include "verbatim_operation.h"
@@ -240,7 +241,24 @@ std::optional<Tensor> Graph::find(std::string_view name) {
   return std::nullopt;
 }
 
+void Graph::update(Tensor state, Tensor next) {
+  check_same_graph("update", {state, next});
+  if (std::optional<std::string> problem =
+          ir::update_problem(graph_, state.id(), next.id(), graph_.updates())) {
+    throw Error(std::move(*problem));
+  }
+  graph_.add_update({state.id(), next.id()});
+}
+
 ir::Graph Graph::take() {
+  // An update's next value is a result: marked an output unless it is one already (keeping
+  // the implicit outputs of a graph that declares none).
+  for (const ir::StateUpdate& u : graph_.updates()) {
+    const std::vector<ir::TensorId> outputs = graph_outputs(graph_);
+    if (std::find(outputs.begin(), outputs.end(), u.next) != outputs.end()) continue;
+    for (ir::TensorId t : outputs) mark_graph_output(graph_, t);
+    mark_graph_output(graph_, u.next);
+  }
   ir::Graph out = std::move(graph_);
   graph_ = ir::Graph();
   names_ = NameTable();

@@ -3,7 +3,8 @@
 //      none or repeats one);
 //   2. choose the operations that print as calls (their kernel is known and names their result
 //      after them) and, among those, which print nested inside their consumer (see printer.h);
-//   3. print declarations, statements in topological order, then `output` lines;
+//   3. print declarations, statements in topological order, then the `output` line and the
+//      `update` line (training state);
 //   4. build the text and compare with the graph: an operation that does not come back equal
 //      prints verbatim from then on; repeat until the text round-trips (at most once per
 //      operation).
@@ -136,13 +137,20 @@ class Printer {
   std::string tensor_name(ir::TensorId t) const { return tap::name_to_string(names_.at(t)); }
 
   // ---- 2. calls and nesting --------------------------------------------------------------------
-  // A call gives one operation with a known kernel and one result named like the operation.
+  // A call gives one operation with a known kernel and one result named like the operation, or
+  // with several outputs, each named `<operation>.<port>` (`S = adam(…)`: S.result, S.m_next, …).
   bool may_print_as_call(ir::OperationId op) const {
     const ir::OperationView view = g_.operation(op);
-    if (view.label().empty() || !signatures_.find(view.kernel()) || view.outputs().size() != 1)
+    if (view.label().empty() || !signatures_.find(view.kernel()) || view.outputs().size() == 0)
       return false;
-    const ir::TensorId out = (*view.outputs().entries().begin()).value.tensor;
-    return g_.producers(out).size() == 1 && names_.at(out) == view.label();
+    const bool several = view.outputs().size() > 1;
+    for (const auto& e : view.outputs().entries()) {
+      const std::string want = several ? view.label() + "." + e.name : view.label();
+      if (e.position != 0 || g_.producers(e.value.tensor).size() != 1 ||
+          names_.at(e.value.tensor) != want)
+        return false;
+    }
+    return true;
   }
 
   bool is_call(ir::OperationId op) const { return !verbatim_.count(op); }
@@ -151,10 +159,14 @@ class Printer {
   std::optional<ir::OperationId> nest_target(ir::OperationId op) const {
     if (!is_call(op)) return std::nullopt;
     const ir::OperationView view = g_.operation(op);
+    if (view.outputs().size() != 1) return std::nullopt;  // its other outputs need the variable
     const ir::TensorId t = (*view.outputs().entries().begin()).value.tensor;
     const auto consumers = g_.consumers(t);
     if (consumers.size() != 1 || is_graph_output(g_, t) || !is_call(consumers[0]))
       return std::nullopt;
+    for (const ir::StateUpdate& u : g_.updates()) {
+      if (u.next == t) return std::nullopt;  // `update W <- t` names it
+    }
     std::size_t uses = 0;
     for (const auto& e : g_.operation(consumers[0]).inputs().entries()) uses += e.value.tensor == t;
     if (uses != 1) return std::nullopt;
@@ -245,6 +257,11 @@ class Printer {
       if (is_graph_output(g_, t)) outputs.push_back(tensor_name(t));
     }
     if (!outputs.empty()) emit(fmt::format("output {}\n", fmt::join(outputs, ", ")));
+    std::vector<std::string> updates;
+    for (const ir::StateUpdate& u : g_.updates()) {
+      updates.push_back(fmt::format("{} <- {}", tensor_name(u.state), tensor_name(u.next)));
+    }
+    if (!updates.empty()) emit(fmt::format("update {}\n", fmt::join(updates, ", ")));
     return out;
   }
 

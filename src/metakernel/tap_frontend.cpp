@@ -155,23 +155,50 @@ class Frontend {
   void statement(const tap::Output& output) {
     for (const tap::OutputName& name : output.names) {
       if (poisoned_.count(name.name)) continue;
-      const auto it = variables_.find(name.name);
-      if (it == variables_.end()) {
+      const std::optional<Tensor> value = variable(name.name);
+      if (!value) {
         report(name.pos, fmt::format("output {}: no such variable", name.name));
         continue;
       }
-      graph_.output(it->second);
+      graph_.output(*value);
     }
+  }
+
+  void statement(const tap::Update& update) {
+    for (const tap::UpdatePair& pair : update.pairs) {
+      if (poisoned_.count(pair.state.name) || poisoned_.count(pair.next.name)) continue;
+      std::optional<Tensor> tensors[2];
+      for (int i = 0; i < 2; ++i) {
+        const tap::OutputName& name = i == 0 ? pair.state : pair.next;
+        // A variable, or a tensor by its label (another output of an operation: S.m_next).
+        const auto it = variables_.find(name.name);
+        tensors[i] = it != variables_.end() ? std::optional(it->second) : graph_.find(name.name);
+        if (!tensors[i]) report(name.pos, fmt::format("update {}: no such tensor", name.name));
+      }
+      if (!tensors[0] || !tensors[1]) continue;
+      try {
+        graph_.update(*tensors[0], *tensors[1]);
+      } catch (const Error& e) {
+        report(pair.state.pos, e.what());
+      }
+    }
+  }
+
+  // A variable, or `S.<port>`: another output of the operation assigned to S (`S =
+  // adam(…)` is S.result; S.m_next and S.v_next are its other outputs).
+  std::optional<Tensor> variable(const std::string& name) {
+    if (const auto it = variables_.find(name); it != variables_.end()) return it->second;
+    const std::size_t dot = name.rfind('.');
+    if (dot == std::string::npos || !variables_.count(name.substr(0, dot))) return std::nullopt;
+    return graph_.find(name);
   }
 
   Tensor evaluate(const tap::TensorExpr& expr) {
     if (!expr.is_call()) {
       if (poisoned_.count(expr.name)) throw Poisoned{};
-      const auto it = variables_.find(expr.name);
-      if (it == variables_.end()) {
-        throw LocatedError(expr.pos, fmt::format("unknown variable '{}'", expr.name));
-      }
-      return it->second;
+      const std::optional<Tensor> value = variable(expr.name);
+      if (!value) throw LocatedError(expr.pos, fmt::format("unknown variable '{}'", expr.name));
+      return *value;
     }
     const tap::Call& call = *expr.call;
     if (call.callee == "grad") {

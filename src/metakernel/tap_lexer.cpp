@@ -70,6 +70,11 @@ class Lexer {
     if (is_digit(c)) return number(start);
     if (c == '"') return string(start);
     if (c == '{') return json_object(start);
+    if (c == '<' && peek(1) == '-') {
+      advance();
+      advance();
+      return {TokenKind::kArrow, "<-", start};
+    }
     static constexpr std::pair<char, TokenKind> kPunct[] = {
         {':', TokenKind::kColon},  {'=', TokenKind::kEquals},   {'(', TokenKind::kLParen},
         {')', TokenKind::kRParen}, {'[', TokenKind::kLBracket}, {']', TokenKind::kRBracket},
@@ -205,6 +210,8 @@ std::string describe(TokenKind kind) {
       return "','";
     case TokenKind::kMinus:
       return "'-'";
+    case TokenKind::kArrow:
+      return "'<-'";
     case TokenKind::kSemicolon:
       return "';'";
     case TokenKind::kNewline:

@@ -92,6 +92,11 @@ class Parser {
       ++i_;
       return output(first.pos);
     }
+    if (first.kind == TokenKind::kIdent && first.text == "update" && at_name(1) &&
+        peek(2).kind == TokenKind::kArrow) {
+      ++i_;
+      return update(first.pos);
+    }
     if (first.kind == TokenKind::kIdent && first.text == "operation" &&
         peek(1).kind == TokenKind::kJson) {
       const Token& json = peek(1);
@@ -123,6 +128,17 @@ class Parser {
     do {
       const Token& name = this->name("(a variable to output)");
       out.names.push_back(OutputName{name.text, name.pos});
+    } while (accept(TokenKind::kComma));
+    return out;
+  }
+
+  Update update(SourcePos pos) {
+    Update out{{}, pos};
+    do {
+      const Token& state = this->name("(a state input to update)");
+      expect(TokenKind::kArrow, "between the state and its next value (update W <- Wn)");
+      const Token& next = this->name("(the tensor that updates it)");
+      out.pairs.push_back(UpdatePair{{state.text, state.pos}, {next.text, next.pos}});
     } while (accept(TokenKind::kComma));
     return out;
   }

@@ -92,6 +92,11 @@ GraphCopy copy_graph(const ir::Graph& source, std::span<const ir::NodeId> drop, 
   for (ir::NodeId id : ids) {
     if (id.index() >= tail && kept(id)) copy_node(source, id, copy);
   }
+  for (const ir::StateUpdate& u : source.updates()) {  // those whose two tensors are kept
+    if (copy.has(u.state) && copy.has(u.next)) {
+      copy.graph.add_update({copy.tensor(u.state), copy.tensor(u.next)});
+    }
+  }
   return copy;
 }
 

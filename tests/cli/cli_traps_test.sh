@@ -71,7 +71,7 @@ grep -qx "created directory $tmp/o/p/r" "$tmp/out"
 check "--outputs with existing parents names one directory" $?
 
 # 7. Every --help states exit codes, and defaults are shown.
-for cmd in project validate render kernels build print plan shard run verify targets calibrate cost explain import; do
+for cmd in project validate render kernels build print plan shard run train verify targets calibrate cost explain import; do
   "$tapestry" $cmd --help >"$tmp/out" 2>"$tmp/err"
   [[ $? -eq 0 ]] && grep -q "^Exit codes: 0 " "$tmp/out"
   check "$cmd --help states the exit codes" $?

@@ -6,6 +6,7 @@
 
 #include "tapestry/ir/dialect.h"
 #include "tapestry/metakernel/apply.h"
+#include "tapestry/metakernel/printer.h"
 #include "tapestry/metakernel/tap_frontend.h"
 #include "test_util.h"
 
@@ -172,6 +173,15 @@ INSTANTIATE_TEST_SUITE_P(
             "t.tap:2:5: error: Y = X assigns no operation: use X directly\n  Y = X\n      ^"},
         InvalidCase{"unknown_output", "X: f32[4]\noutput Z\n",
                     "t.tap:2:8: error: output Z: no such variable\n  output Z\n         ^"},
+        // S.<port> names another output of the operation assigned to S, and nothing else.
+        InvalidCase{"unknown_port",
+                    "P: f32[4]\nG: f32[4]\nV: f32[4]\nS = sgd_momentum(P, G, V, lr=0.1, "
+                    "momentum=0.9)\noutput S.velocity\n",
+                    "t.tap:5:8: error: output S.velocity: no such variable\n  output "
+                    "S.velocity\n         ^"},
+        InvalidCase{"port_of_an_input", "X: f32[4]\nY = relu(X.result)\n",
+                    "t.tap:2:10: error: unknown variable 'X.result'\n  Y = relu(X.result)\n"
+                    "           ^"},
         InvalidCase{"bad_param", "X: f32[4, 4]\nY = sum(X, dim=5)\n",
                     "t.tap:2:5: error: sum: parameter dim=5 is out of range for X of rank 2 "
                     "(valid: -2 to 1)\n"
@@ -193,6 +203,19 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"empty_dtype", "X: \"\"[4]\n",
                     "t.tap:1:4: error: a dtype cannot be empty\n  X: \"\"[4]\n     ^"}),
     [](const ::testing::TestParamInfo<InvalidCase>& info) { return std::string(info.param.name); });
+
+// `S = adam(…)` is S's first output, S.result; its other outputs are the variables S.m_next
+// and S.v_next, to read and to output (a training step outputs the new moments).
+TEST(Frontend, OtherOutputsOfAnAssignedOperationAreVariables) {
+  const ir::Graph g = build_ok(
+      "P: f32[3, 4]\nG: f32[3, 4]\nM: f32[3, 4]\nV: f32[3, 4]\nT: i64[]\n"
+      "S = adam(P, G, M, V, T, lr=0.1)\nN = neg(S.m_next)\noutput S, S.v_next, N\n");
+  const auto n = find_op(g, "N");
+  const auto m_next = find_tensor(g, "S.m_next");
+  ASSERT_TRUE(n && m_next);
+  EXPECT_EQ(g.operation(*n).inputs().list("x")[0].tensor, *m_next);
+  EXPECT_THAT(print_tap(g, signatures()), HasSubstr("output S.result, S.v_next, N\n"));
+}
 
 // Every .tap dtype, by its short and its loom name, declares the same tensor; the graph stores
 // the dtype itself (written as its loom name).

@@ -196,6 +196,22 @@ TEST(Printer, OperationsTheKernelWouldNotRebuildPrintVerbatim) {
   EXPECT_EQ(ir::compare_operation_graphs(g, *rebuilt.graph).to_string(), "");
 }
 
+// An operation with several outputs, each named <operation>.<port> as a call names them, prints
+// as the call; its outputs keep their place among the graph's outputs (declared up front as an
+// operation statement's, S.result would come before L and the text would not round-trip).
+TEST(Printer, SeveralOutputsPrintAsACall) {
+  const std::string source =
+      "P: f32[3]\nG: f32[3]\nV: f32[3]\nL = sum(P, dim=0)\n"
+      "S = sgd_momentum(P, G, V, lr=0.1, momentum=0.9)\nN = neg(S.velocity_next)\n"
+      "output L, S.result, S.velocity_next, N\n";
+  const ir::Graph g = build_text(source);
+  const std::string printed = print_tap(g, signatures());
+  EXPECT_EQ(printed, source);
+  BuildResult rebuilt = build_printed(printed);
+  ASSERT_TRUE(rebuilt.ok()) << format_diagnostics(rebuilt.diagnostics);
+  EXPECT_EQ(ir::compare_operation_graphs(g, *rebuilt.graph).to_string(), "");
+}
+
 TEST(Printer, NamesThatAreNotIdentifiersAreStrings) {
   const std::string source =
       "\"in put\": f32[4]\n\"op:y\" = \"relu\"(\"in put\")\noutput \"op:y\"\n";

@@ -160,6 +160,17 @@ class NoteView : public NodeView {
   [[nodiscard]] const std::string& message() const;
 };
 
+/// A training state update (docs/training.md, "The training loop"): after a step, the value of
+/// tensor `next` becomes the value of graph input `state` for the next step. The graph keeps a
+/// list of them (loom JSON: the graph-level `"updates": {"W1": "W1n"}`; .tap: `update W1 <- W1n`);
+/// state_update.h checks that one makes sense.
+struct StateUpdate {
+  TensorId state;
+  TensorId next;
+
+  friend bool operator==(const StateUpdate&, const StateUpdate&) = default;
+};
+
 /// The result of a topological sort of tensors and operations.
 struct TopologicalOrder {
   /// Tensors and operations, producers before consumers; ties in graph order. Complete only when
@@ -177,6 +188,12 @@ class Graph {
   /// The loom graph "id" (optional).
   [[nodiscard]] const std::string& graph_key() const { return graph_key_; }
   void set_graph_key(std::string key) { graph_key_ = std::move(key); }
+  /// The state updates, in the order they were declared (empty for a graph that trains nothing).
+  [[nodiscard]] std::span<const StateUpdate> updates() const { return updates_; }
+  /// Appends one; both must be tensors of this graph (asserted; state_update.h checks the rest).
+  void add_update(StateUpdate update);
+  /// Replaces the list.
+  void set_updates(std::vector<StateUpdate> updates);
   /// Number of nodes of every kind.
   [[nodiscard]] std::size_t size() const { return nodes_.size(); }
   /// All node ids, in graph (insertion / file) order; removed nodes are not listed.
@@ -329,6 +346,7 @@ class Graph {
   void rebuild_relations();
 
   std::string graph_key_;
+  std::vector<StateUpdate> updates_;
   std::vector<NodeRecord> nodes_;
   std::string key_chars_;
   // Keys are found through key_index_, except keys of the generated shape whose serial was above

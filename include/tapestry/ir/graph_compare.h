@@ -3,7 +3,8 @@
 // Two graphs have the same operation graph when their Tensor and Operation nodes agree in
 // everything but their keys (loom "id"s) and their order: labels, bodies (dtype and range;
 // kernel, params, every port's selections, index names, reductions, extension fields such as
-// `graphOutput`) and tags (IPFIndex, IPFSignature, IOSequencePoint, unknown tags). A selection
+// `graphOutput`) and tags (IPFIndex, IPFSignature, IOSequencePoint, unknown tags), and their
+// state updates (state_update.h). A selection
 // refers to its tensor by the tensor's label, so graphs built independently compare equal when
 // they name their tensors alike. Applications (a plan's shards), Notes and opaque nodes are not
 // part of the operation graph.
@@ -24,7 +25,7 @@ namespace tapestry::ir {
 
 /// The operation graph as canonical lines: one compact JSON object per Tensor and Operation
 /// (the loom node without its "id", selections' "tensorId" replaced by the tensor's label),
-/// sorted.
+/// sorted; and one `{"update":["label:W","label:Wn"]}` per state update.
 std::vector<std::string> operation_graph_lines(const Graph& graph);
 
 /// The canonical line of one Tensor or Operation node (see operation_graph_lines).

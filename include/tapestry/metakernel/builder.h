@@ -9,6 +9,9 @@
 //   g.output(h);
 //   ir::Graph graph = g.take();                           // validated by ir::validate
 //
+// A training step also says which results update which inputs (ir/state_update.h):
+// `g.update(w1, w1_next)` — the .tap `update W1 <- W1n`.
+//
 // Every call checks its inputs with the kernel's metakernel and adds the operation at once
 // (apply.h), so a mistake throws tapestry::Error where it is made, naming the tensors by their
 // names: "linear: X has 1024 columns but W1 has 512 (its in dimension)".
@@ -112,6 +115,11 @@ class Graph {
 
   /// Marks `value` as a graph output.
   void output(Tensor value);
+
+  /// Declares training state (ir/state_update.h): after a step, `next`'s value becomes input
+  /// `state`'s. Error when `state` is not a graph input, is updated already, or `next` has
+  /// another dtype or shape. `next` becomes a graph output (take() marks it) if it is not one.
+  void update(Tensor state, Tensor next);
 
   /// Reverse-mode gradients of `loss` (rank 0, or with a seed) with respect to `wrt`, added to
   /// this graph as ordinary operations (metakernel/autodiff.h has the rules and an example).

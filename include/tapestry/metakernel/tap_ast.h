@@ -5,6 +5,7 @@
 //   dW, db = grad(L, W, b)           Assign with several variables (gradients; autodiff.h)
 //   Z = conv2d(x, w, stride=2)       Call with a keyword parameter
 //   output Y, Z                      Output
+//   update W <- Wn, b <- bn          Update  (training state: next step's W is this step's Wn)
 //   operation {"label": …, "body": …}  OperationStmt (an operation given verbatim, as loom JSON)
 //
 // Names (variables, kernels) are identifiers or, when they are not, strings: `"op:add"(t0, t1)`.
@@ -86,6 +87,17 @@ struct Output {
   SourcePos pos;
 };
 
+/// `update W <- Wn, b <- bn`: after a step, `Wn`'s value becomes graph input `W`'s
+/// (ir/state_update.h).
+struct UpdatePair {
+  OutputName state;
+  OutputName next;
+};
+struct Update {
+  std::vector<UpdatePair> pairs;
+  SourcePos pos;
+};
+
 /// `operation {JSON}`: an operation given as its loom node (label, body, tags; no id) whose
 /// selections name tensors by variable (`"tensorId": "X"`) — how `tapestry print` writes an
 /// operation its kernel would not rebuild exactly (docs/language.md, "Operation statements").
@@ -94,7 +106,7 @@ struct OperationStmt {
   SourcePos pos;        // of the `operation` keyword
 };
 
-using Statement = std::variant<Decl, Assign, Output, OperationStmt>;
+using Statement = std::variant<Decl, Assign, Output, Update, OperationStmt>;
 
 struct Program {
   SourceFilePtr file;

@@ -36,6 +36,7 @@ enum class TokenKind {
   kRBracket,
   kComma,
   kMinus,
+  kArrow,  // `<-` (update W <- Wn)
   kSemicolon,
   kNewline,
   kEnd,
