@@ -3,10 +3,15 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
-#include <deque>
+#include <map>
 #include <mutex>
 #include <new>
+#include <numeric>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -25,50 +30,93 @@ std::size_t element_size(DType dtype) {
   return ir::dtype_size_bytes(dtype);
 }
 
-// Large blocks freed by buffers, oldest first, for reuse by the next buffer of the same size.
+// Storage of large buffers: 2 MiB-aligned anonymous mappings of whole 2 MiB pages. The kernel
+// zero-fills a page at its first touch, so a fresh block needs no memset.
+std::byte* map_block(std::size_t bytes) {
+  const std::size_t span = bytes + kHugePageBytes;  // room to align the start
+  void* m = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) throw std::bad_alloc();
+  const auto raw = reinterpret_cast<std::uintptr_t>(m);
+  const std::uintptr_t start = (raw + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
+  const std::size_t head = start - raw;
+  if (head != 0) (void)::munmap(m, head);
+  if (span - head - bytes != 0) {
+    (void)::munmap(reinterpret_cast<void*>(start + bytes), span - head - bytes);
+  }
+  auto* p = reinterpret_cast<std::byte*>(start);
+  // Best effort: a kernel without transparent huge pages just ignores the advice.
+  (void)::madvise(p, bytes, MADV_HUGEPAGE);
+  return p;
+}
+
+// Large blocks freed by buffers, by address, for reuse by later buffers. A request takes the
+// smallest block that holds it and leaves the rest of that block cached (blocks are whole pages
+// of their own mappings, so any page-aligned piece can be handed out or unmapped on its own);
+// blocks that touch are merged. A request that no block holds takes a new mapping and moves
+// cached pages into it (as many as it needs and the cache has), so the process never maps more
+// than its buffers have needed at once: cached + live ≤ the peak of live. Mapped pages are
+// reused instead of faulted and zeroed by the kernel again.
 class BlockCache {
  public:
-  std::byte* take(std::size_t bytes) {
-    std::lock_guard lock(mutex_);
-    for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) {
-      if (it->bytes != bytes) continue;
-      std::byte* p = it->data;
-      cached_bytes_ -= bytes;
-      blocks_.erase(std::next(it).base());
-      ++hits_;
-      return p;
+  struct Taken {
+    std::byte* data;
+    std::size_t dirty;  // its first `dirty` bytes may hold old data; the rest are zero
+  };
+
+  Taken take(std::size_t bytes) {
+    std::vector<Block> pieces;  // on a miss: cached pages to move into the new block
+    {
+      std::lock_guard lock(mutex_);
+      auto best = blocks_.end();
+      for (auto it = blocks_.begin(); it != blocks_.end(); ++it) {
+        if (it->second >= bytes && (best == blocks_.end() || it->second < best->second)) best = it;
+      }
+      if (best != blocks_.end()) {
+        std::byte* p = best->first;
+        const std::size_t have = best->second;
+        blocks_.erase(best);
+        if (have > bytes) blocks_.emplace(p + bytes, have - bytes);
+        cached_bytes_ -= bytes;
+        ++hits_;
+        return {p, bytes};
+      }
+      ++misses_;
+      shed(bytes, pieces);
     }
-    ++misses_;
-    return nullptr;
+    return {gather(pieces, bytes),
+            std::accumulate(pieces.begin(), pieces.end(), std::size_t{0},
+                            [](std::size_t n, const Block& b) { return n + b.bytes; })};
   }
 
-  void give(std::byte* p, std::size_t bytes) {
+  void give(std::byte* p, const std::size_t given) {
     std::vector<Block> dropped;
     {
       std::lock_guard lock(mutex_);
-      if (bytes > kBufferCacheBytes) {
-        dropped.push_back({p, bytes});
-      } else {
-        while (cached_bytes_ + bytes > kBufferCacheBytes) {
-          dropped.push_back(blocks_.front());
-          cached_bytes_ -= blocks_.front().bytes;
-          blocks_.pop_front();
-        }
-        blocks_.push_back({p, bytes});
-        cached_bytes_ += bytes;
+      std::size_t bytes = given;  // with the block it merges with after it
+      auto next = blocks_.find(p + bytes);
+      if (next != blocks_.end()) {
+        bytes += next->second;
+        blocks_.erase(next);
       }
+      auto it = blocks_.lower_bound(p);
+      if (it != blocks_.begin() && std::prev(it)->first + std::prev(it)->second == p) {
+        std::prev(it)->second += bytes;
+      } else {
+        blocks_.emplace(p, bytes);
+      }
+      cached_bytes_ += given;
+      if (cached_bytes_ > kBufferCacheBytes) shed(cached_bytes_ - kBufferCacheBytes, dropped);
     }
-    for (const Block& b : dropped) ::operator delete[](b.data, kHugePageAlignment);
+    unmap(dropped);
   }
 
   void release() {
-    std::deque<Block> all;
+    std::vector<Block> all;
     {
       std::lock_guard lock(mutex_);
-      all.swap(blocks_);
-      cached_bytes_ = 0;
+      shed(cached_bytes_, all);
     }
-    for (const Block& b : all) ::operator delete[](b.data, kHugePageAlignment);
+    unmap(all);
   }
 
   BufferCacheStats stats() {
@@ -76,15 +124,64 @@ class BlockCache {
     return {.cached_bytes = cached_bytes_, .hits = hits_, .misses = misses_};
   }
 
-  static constexpr std::align_val_t kHugePageAlignment{kHugePageBytes};
-
  private:
   struct Block {
     std::byte* data;
     std::size_t bytes;
   };
+
+  // Takes min(amount rounded up to whole pages, cached) bytes out of the cache into `out` (to
+  // unmap or move outside the lock): the smallest blocks first, the last one cut from its end.
+  void shed(std::size_t amount, std::vector<Block>& out) {
+    std::vector<std::pair<std::size_t, std::byte*>> by_size;
+    by_size.reserve(blocks_.size());
+    for (const auto& [p, b] : blocks_) by_size.emplace_back(b, p);
+    std::sort(by_size.begin(), by_size.end());
+    std::size_t shed_bytes = 0;
+    for (const auto& [b, p] : by_size) {
+      if (shed_bytes >= amount) break;
+      const std::size_t need = amount - shed_bytes;
+      const std::size_t whole = (need + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+      if (b <= whole) {
+        out.push_back({p, b});
+        blocks_.erase(p);
+        shed_bytes += b;
+      } else {
+        out.push_back({p + (b - whole), whole});
+        blocks_[p] = b - whole;
+        shed_bytes += whole;
+      }
+    }
+    cached_bytes_ -= shed_bytes;
+  }
+
+  // A new block of `bytes` whose first pages are `pieces` (together at most `bytes`), moved there
+  // by mremap: the pages change address, not content, so neither the kernel nor we zero them.
+  static std::byte* gather(const std::vector<Block>& pieces, std::size_t bytes) {
+    std::byte* p = map_block(bytes);
+    std::size_t at = 0;
+    for (const Block& b : pieces) {
+      std::byte* to = p + at;
+      if (::mremap(b.data, b.bytes, b.bytes, MREMAP_MAYMOVE | MREMAP_FIXED, to) == MAP_FAILED) {
+        // Should not happen (page-aligned ranges of our own mappings); fresh pages instead.
+        (void)::munmap(b.data, b.bytes);
+        if (::mmap(to, b.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+                   0) == MAP_FAILED) {
+          throw std::bad_alloc();
+        }
+        (void)::madvise(to, b.bytes, MADV_HUGEPAGE);
+      }
+      at += b.bytes;
+    }
+    return p;
+  }
+
+  static void unmap(const std::vector<Block>& blocks) {
+    for (const Block& b : blocks) (void)::munmap(b.data, b.bytes);
+  }
+
   std::mutex mutex_;
-  std::deque<Block> blocks_;
+  std::map<std::byte*, std::size_t> blocks_;  // start → bytes; no two touch
   std::size_t cached_bytes_ = 0;
   std::size_t hits_ = 0;
   std::size_t misses_ = 0;
@@ -129,8 +226,8 @@ Buffer::Buffer(DType dtype, Range range) : dtype_(dtype), range_(std::move(range
   require_executable(dtype, "buffer");
   strides_ = dense_strides(range_.shape());
   size_ = range_.size();
-  allocate();
-  if (data_) std::memset(data_.get(), 0, size_bytes());
+  const std::size_t dirty = allocate();
+  if (data_) std::memset(data_.get(), 0, std::min(dirty, size_bytes()));
 }
 
 Buffer::Buffer(DType dtype, Range range, Uninitialized /*tag*/)
@@ -138,7 +235,7 @@ Buffer::Buffer(DType dtype, Range range, Uninitialized /*tag*/)
   require_executable(dtype, "buffer");
   strides_ = dense_strides(range_.shape());
   size_ = range_.size();
-  allocate();
+  (void)allocate();
 }
 
 Buffer Buffer::borrow(DType dtype, Range range, std::byte* data) {
@@ -157,30 +254,26 @@ Buffer::Buffer(DType dtype, Range range, std::byte* data, Borrowed /*tag*/)
       bytes == 0 ? nullptr : data, AlignedFree{0, static_cast<std::size_t>(bytes)});
 }
 
-void Buffer::allocate() {
+std::size_t Buffer::allocate() {
   // Checked: the byte count of a huge range must not wrap.
   const std::int64_t bytes =
       zspace::checked_mul(size_, static_cast<std::int64_t>(element_size(dtype_)));
   if (bytes == 0) {
     data_.reset();
-    return;
+    return 0;
   }
   const auto size = static_cast<std::size_t>(bytes);
   if (size < kHugeBufferBytes) {
     data_ = std::unique_ptr<std::byte[], AlignedFree>(
         static_cast<std::byte*>(::operator new[](size, kAlignment)),
         AlignedFree{static_cast<std::size_t>(kAlignment), size});
-    return;
+    return size;
   }
-  // Whole huge pages, from the cache when a block of that size is there.
+  // Whole huge pages, from the cache when it holds a block that large.
   const std::size_t whole = (size + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-  std::byte* p = block_cache().take(whole);
-  if (p == nullptr) {
-    p = static_cast<std::byte*>(::operator new[](whole, BlockCache::kHugePageAlignment));
-    // Best effort: a kernel without transparent huge pages just ignores the advice.
-    (void)::madvise(p, whole, MADV_HUGEPAGE);
-  }
-  data_ = std::unique_ptr<std::byte[], AlignedFree>(p, AlignedFree{kHugePageBytes, whole});
+  const BlockCache::Taken taken = block_cache().take(whole);
+  data_ = std::unique_ptr<std::byte[], AlignedFree>(taken.data, AlignedFree{kHugePageBytes, whole});
+  return taken.dirty;
 }
 
 template <Element T>
@@ -201,7 +294,7 @@ template Buffer Buffer::from_values<std::int64_t>(Range, std::span<const std::in
 
 Buffer::Buffer(const Buffer& other)
     : dtype_(other.dtype_), range_(other.range_), strides_(other.strides_), size_(other.size_) {
-  allocate();
+  (void)allocate();
   if (data_) std::memcpy(data_.get(), other.data_.get(), size_bytes());
 }
 

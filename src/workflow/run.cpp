@@ -75,9 +75,7 @@ runtime::VerifyReport verify_run(const ir::Graph& graph, const runtime::BufferMa
           ? (options.reference ? *options.reference : runtime::ExecutableKernels::reference())
           : (options.fast ? *options.fast : runtime::fast_kernels());
   const runtime::BufferMap naive = runtime::NaiveExecutor(graph, naive_kernels).run_outputs(inputs);
-  // The float blocks the runs freed serve no float64 buffer of the oracle (buffer.h's cache
-  // hands a block to a buffer of its size only): give them back before it starts.
-  runtime::release_buffer_cache();
+  // The blocks the runs freed stay in buffer.h's cache: the oracle's buffers take pieces of them.
   if (options.mode == runtime::VerifyMode::kExact && !oracle)
     oracle = exact_oracle(graph, inputs, options.fast, "exact verification");
   if (options.mode == runtime::VerifyMode::kBound && !oracle)

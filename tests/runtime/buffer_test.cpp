@@ -157,11 +157,84 @@ TEST(Buffer, LargeStorageIsReusedAndStillZeroFilled) {
   EXPECT_EQ(buffer_cache_stats().hits, hits + 1);
   EXPECT_EQ(buffer_cache_stats().cached_bytes, 0u);
   for (float v : b.values<float>()) ASSERT_EQ(v, 0.0F);
-  // A different rounded size does not take it.
+  // A larger one does not fit in it.
   Buffer c(DType::kFloat32, Range::of_shape({1024, 2048}));  // 8 MiB
   EXPECT_NE(c.bytes(), first);
   release_buffer_cache();
   EXPECT_EQ(buffer_cache_stats().cached_bytes, 0u);
+}
+
+// A smaller buffer takes the first pages of the smallest cached block that holds it, and the
+// rest stays cached for the next one; freed neighbours merge back into one block. (The block
+// cache used to serve only a buffer of the block's own rounded size, so the verifier's oracle,
+// whose sizes seldom repeat, faulted fresh pages for nearly every buffer.)
+TEST(Buffer, SmallerBuffersTakePiecesOfALargerBlock) {
+  release_buffer_cache();
+  std::byte* start = nullptr;
+  {
+    Buffer big(DType::kFloat64, Range::of_shape({1024, 2048}));  // 16 MiB: eight pages
+    start = big.bytes();
+    for (double& v : big.values<double>()) v = -1.0;
+  }
+  Buffer small(DType::kFloat32, Range::of_shape({1024, 1280}));  // 5 MiB: three pages
+  {
+    Buffer mid(DType::kFloat64, Range::of_shape({512, 1024}),
+               Buffer::Uninitialized{});  // 4 MiB: two pages
+    const std::size_t hits = buffer_cache_stats().hits;
+    Buffer other(DType::kFloat32, Range::of_shape({1024, 1024}));  // 4 MiB: two pages
+    EXPECT_EQ(buffer_cache_stats().hits, hits + 1);
+    EXPECT_EQ(small.bytes(), start);
+    EXPECT_EQ(mid.bytes(), start + (std::size_t{6} << 20));
+    EXPECT_EQ(other.bytes(), start + (std::size_t{10} << 20));
+    EXPECT_EQ(buffer_cache_stats().cached_bytes, std::size_t{2} << 20);
+    for (float v : small.values<float>()) ASSERT_EQ(v, 0.0F);
+    for (float v : other.values<float>()) ASSERT_EQ(v, 0.0F);
+  }
+  // mid and other went back and merged with the last page: one 10 MiB block after `small`.
+  EXPECT_EQ(buffer_cache_stats().cached_bytes, std::size_t{10} << 20);
+  Buffer again(DType::kFloat64, Range::of_shape({1280, 1024}));  // 10 MiB
+  EXPECT_EQ(again.bytes(), start + (std::size_t{6} << 20));
+  EXPECT_EQ(buffer_cache_stats().cached_bytes, 0u);
+  for (double v : again.values<double>()) ASSERT_EQ(v, 0.0);
+  release_buffer_cache();
+}
+
+// A buffer that no cached block holds gets the cached pages moved to its start (the smallest
+// blocks first, the last one cut to whole pages) and fresh ones after them: the pages keep their
+// contents (no zeroing by the kernel), the zero-filling constructor still gives zeros, and the
+// cache never adds to what the process maps.
+TEST(Buffer, AMissTakesTheCachedPagesAlong) {
+  release_buffer_cache();
+  const auto mib = [](std::size_t n) { return n << 20; };
+  const auto make = [](std::int64_t mib_count) {  // float32 rows of 1 MiB
+    return Buffer(DType::kFloat32, Range::of_shape({mib_count, 256 * 1024}),
+                  Buffer::Uninitialized{});
+  };
+  std::vector<Buffer> kept;
+  {
+    // Three 6 MiB blocks holding 7s, with live 4 MiB buffers mapped between them.
+    std::vector<Buffer> freed;
+    for (int i = 0; i < 3; ++i) {
+      freed.push_back(make(6));
+      for (float& v : freed.back().values<float>()) v = 7.0F;
+      kept.push_back(make(4));
+    }
+  }
+  ASSERT_EQ(buffer_cache_stats().cached_bytes, mib(18));
+  // No block holds 10 MiB (unless two were mapped side by side and merged, when it takes 10 of
+  // their 12): 6 MiB of one block and 4 of the next move into it, 8 MiB stay.
+  Buffer ten = make(10);
+  EXPECT_EQ(buffer_cache_stats().cached_bytes, mib(8));
+  for (float v : ten.values<float>()) ASSERT_EQ(v, 7.0F);  // the same pages, not fresh ones
+  const std::size_t misses = buffer_cache_stats().misses;
+  const Buffer zeros(DType::kFloat32, Range::of_shape({24, 256 * 1024}));  // 8 MiB moved, 16 new
+  EXPECT_EQ(buffer_cache_stats().misses, misses + 1);
+  EXPECT_EQ(buffer_cache_stats().cached_bytes, 0u);
+  for (float v : zeros.values<float>()) ASSERT_EQ(v, 0.0F);
+  const Buffer more = make(24);  // nothing cached: all fresh
+  for (float v : more.values<float>()) ASSERT_EQ(v, 0.0F);
+  kept.clear();
+  release_buffer_cache();
 }
 
 // The cache holds at most kBufferCacheBytes: the oldest blocks are freed first.
