@@ -63,8 +63,8 @@ int main(int argc, char** argv) {
     zspace::Point shape = batch.range().shape();
     std::vector<std::int64_t> dims(shape.begin(), shape.end());
     dims[0] *= 8;
-    runtime::Buffer rows(batch.dtype(),
-                         zspace::Range::of_shape(zspace::Point(std::span<const std::int64_t>(dims))));
+    runtime::Buffer rows(
+        batch.dtype(), zspace::Range::of_shape(zspace::Point(std::span<const std::int64_t>(dims))));
     for (int k = 0; k < 8; ++k)
       std::memcpy(rows.bytes() + k * batch.size_bytes(), batch.bytes(), batch.size_bytes());
     arrays.emplace(runtime::tensor_name(graph, t), std::move(rows));
