@@ -24,7 +24,21 @@ namespace {
 
 constexpr std::align_val_t kAlignment{64};
 constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+// Buffers from this size on take whole huge pages from the block cache below. Under
+// AddressSanitizer every buffer comes from operator new instead, so ASan's redzones and
+// quarantine guard the large ones too (a cached page would hide a use after free).
+#if defined(__SANITIZE_ADDRESS__)
+#define TAPESTRY_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TAPESTRY_UNDER_ASAN 1
+#endif
+#endif
+#if defined(TAPESTRY_UNDER_ASAN)
+constexpr std::size_t kHugeBufferBytes = ~std::size_t{0};
+#else
 constexpr std::size_t kHugeBufferBytes = std::size_t{4} << 20;
+#endif
 
 std::size_t element_size(DType dtype) {
   return ir::dtype_size_bytes(dtype);

@@ -50,4 +50,12 @@ check "explain shows the weight gradients' all-reduces" $?
   >"$tmp/out" 2>"$tmp/err" && [[ $(grep -c '^PASS' "$tmp/out") -eq 5 ]]
 check "the data-parallel plan runs on the stand-in and verifies" $?
 
+# The memory the cost model prices is what the step keeps alive: on one device the forward pass
+# peaks at its inputs (320 MiB) + H/linear and H (256 MiB each); the step holds more (T, the
+# saved activations until gelu_grad and dW2 read them, dH, the new weights).
+"$tapestry" cost tests/data/search/transformer_mlp_bf16.tap --target h100x8 >"$tmp/fwd" 2>"$tmp/err" &&
+  "$tapestry" cost $big --target h100x8 >"$tmp/out" 2>"$tmp/err" &&
+  grep -q 'peak memory 832.0 MiB' "$tmp/fwd" && grep -q 'peak memory 1.31 GiB' "$tmp/out"
+check "one device: the step's peak (1.31 GiB) over the forward pass's (832 MiB)" $?
+
 finish
