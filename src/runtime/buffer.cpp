@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "tapestry/support/sanitizers.h"
 #include "tapestry/zspace/checked.h"
 #include "tapestry/zspace/format.h"
 
@@ -27,13 +28,6 @@ constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 // Buffers from this size on take whole huge pages from the block cache below. Under
 // AddressSanitizer every buffer comes from operator new instead, so ASan's redzones and
 // quarantine guard the large ones too (a cached page would hide a use after free).
-#if defined(__SANITIZE_ADDRESS__)
-#define TAPESTRY_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TAPESTRY_UNDER_ASAN 1
-#endif
-#endif
 #if defined(TAPESTRY_UNDER_ASAN)
 constexpr std::size_t kHugeBufferBytes = ~std::size_t{0};
 #else

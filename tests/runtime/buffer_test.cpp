@@ -4,17 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include "tapestry/support/sanitizers.h"
 #include "tapestry/zspace/format.h"
 
 // Under AddressSanitizer buffers never use the huge-page block cache (buffer.cpp), so the tests
 // of its layout do not apply.
-#if defined(__SANITIZE_ADDRESS__)
-#define TAPESTRY_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TAPESTRY_UNDER_ASAN 1
-#endif
-#endif
 #if defined(TAPESTRY_UNDER_ASAN)
 #define SKIP_UNDER_ASAN() GTEST_SKIP() << "no block cache under AddressSanitizer"
 #else
