@@ -298,13 +298,14 @@ std::unique_ptr<Setup> prepare(const TrainOptions& options, const runtime::MpiSe
   auto [state, cursor] = workflow::read_state_dir(graph, roles, options.state);
   s.state = std::move(state);
   s.start = cursor ? cursor->step : 0;
-  if (cursor && (cursor->shuffle == options.in_order ||
-                 (cursor->shuffle && cursor->seed != options.seed))) {
+  if (cursor &&
+      (cursor->shuffle == options.in_order || (cursor->shuffle && cursor->seed != options.seed))) {
     const std::string given =
         cursor->shuffle ? fmt::format("--seed {}", cursor->seed) : std::string("--in-order");
-    throw Error(fmt::format("{}/train.json: this state was trained with {}; resume with {} (the "
-                            "same batches)",
-                            options.state, given, given));
+    throw Error(
+        fmt::format("{}/train.json: this state was trained with {}; resume with {} (the "
+                    "same batches)",
+                    options.state, given, given));
   }
   if (writer && !options.metrics.empty()) {
     s.metrics = std::make_unique<std::ofstream>(options.metrics, std::ios::trunc);
