@@ -16,6 +16,13 @@ namespace tapestry::python {
 
 namespace {
 
+// A graph's issues as the diagnostics a GraphError carries (its message keeps their loom text).
+std::vector<support::Diagnostic> issue_diagnostics(const std::vector<ir::Issue>& issues) {
+  std::vector<support::Diagnostic> diagnostics;
+  for (const ir::Issue& issue : issues) diagnostics.push_back(ir::to_diagnostic(issue));
+  return diagnostics;
+}
+
 // Validates as `tapestry run` does: the graph's dialect plus operation-kernel-agreement.
 void check_valid(const ir::Graph& graph, const metakernel::SignatureRegistry& signatures,
                  const std::string& source) {
@@ -24,13 +31,14 @@ void check_valid(const ir::Graph& graph, const metakernel::SignatureRegistry& si
   const ir::ValidationReport report =
       ir::validate(graph, rewrite::with_kernel_agreement(dialect, signatures));
   if (!report.is_valid()) {
-    throw GraphError(fmt::format("{}: the graph is invalid:\n{}", source,
-                                 ir::format_issues_text(report.issues)));
+    throw GraphError(
+        fmt::format("{}: the graph is invalid:\n{}", source, ir::format_issues_text(report.issues)),
+        issue_diagnostics(report.issues));
   }
 }
 
 ir::Graph take_built(metakernel::BuildResult built) {
-  if (!built.ok()) throw GraphError(support::format_diagnostics(built.diagnostics));
+  if (!built.ok()) throw GraphError(std::move(built.diagnostics));
   return std::move(*built.graph);
 }
 
@@ -61,7 +69,8 @@ ir::Graph load_graph_file(const std::string& path,
     ir::ReadResult read = ir::read_graph_file(path);
     if (!read.has_graph() || ir::has_errors(read.issues)) {
       throw GraphError(
-          fmt::format("{}: cannot read the graph:\n{}", path, ir::format_issues_text(read.issues)));
+          fmt::format("{}: cannot read the graph:\n{}", path, ir::format_issues_text(read.issues)),
+          issue_diagnostics(read.issues));
     }
     graph = std::move(*read.graph);
   }

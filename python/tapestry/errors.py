@@ -2,6 +2,14 @@
 
 Every message is the engine's own, with its location: ``file:line:col`` for ``.tap`` source,
 the node id for loom JSON, the JSON path for plans and targets, the tensor's name for inputs.
+Where the engine located the problem as data, ``diagnostics`` lists it too, one dict each::
+
+    {"severity": "error", "message": "no operation named 'Nope' (operations: …)",
+     "pointer": "/ops/Nope", "text": "/ops/Nope: no operation named 'Nope' (operations: …)"}
+
+with ``code`` (the rule's dash-case name) when it has one and, of ``file``, ``line``, ``column``,
+``pointer`` (a JSON pointer into a plan or target), ``node`` and ``node_note``, those that are
+known; ``text`` is the diagnostic as the message prints it.
 """
 
 from __future__ import annotations
@@ -10,7 +18,14 @@ from typing import Any
 
 
 class Error(Exception):
-    """Bad input to Tapestry (a plan, a target, a file, …): the message says what and where."""
+    """Bad input to Tapestry (a plan, a target, a file, …): the message says what and where;
+    ``diagnostics`` the located problems as data (empty when the message is all there is)."""
+
+    diagnostics: list[dict[str, Any]]
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.diagnostics = []
 
 
 class GraphError(Error):

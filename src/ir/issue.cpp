@@ -51,16 +51,21 @@ std::size_t count_type(std::span<const Issue> issues, std::string_view type) {
       std::count_if(issues.begin(), issues.end(), [&](const Issue& i) { return i.type == type; }));
 }
 
-nlohmann::json to_json(const Issue& issue) {
-  nlohmann::json j = nlohmann::json::object();
+namespace {
+
+// The schema's form of an issue, fields in its documented order (type, severity, summary, message,
+// params, contexts): the one serializer of issues, which to_json (keys sorted) and
+// format_issues_json (indented text in this order) both print.
+nlohmann::ordered_json schema_object(const Issue& issue) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
   j["type"] = issue.type;
   j["severity"] = severity_name(issue.severity);
   j["summary"] = issue.summary;
   if (!issue.message.empty()) j["message"] = issue.message;
   if (!issue.params.is_null()) j["params"] = issue.params;
-  nlohmann::json contexts = nlohmann::json::array();
+  nlohmann::ordered_json contexts = nlohmann::ordered_json::array();
   for (const IssueContext& c : issue.contexts) {
-    nlohmann::json cj = {{"name", c.name}};
+    nlohmann::ordered_json cj = {{"name", c.name}};
     if (!c.message.empty()) cj["message"] = c.message;
     if (const std::string path = schema_path(c); !path.empty()) cj["jsonpath"] = path;
     if (!c.data.is_null()) cj["data"] = c.data;
@@ -70,15 +75,26 @@ nlohmann::json to_json(const Issue& issue) {
   return j;
 }
 
-nlohmann::json issues_to_json(std::span<const Issue> issues) {
-  std::size_t errors = static_cast<std::size_t>(
+// `{"valid", "errors", "warnings", "issues"}` in that order.
+nlohmann::ordered_json schema_report(std::span<const Issue> issues) {
+  const auto errors = static_cast<std::size_t>(
       std::count_if(issues.begin(), issues.end(), [](const Issue& i) { return i.is_error(); }));
-  nlohmann::json list = nlohmann::json::array();
-  for (const Issue& i : issues) list.push_back(to_json(i));
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const Issue& i : issues) list.push_back(schema_object(i));
   return {{"valid", errors == 0},
           {"errors", errors},
           {"warnings", issues.size() - errors},
           {"issues", std::move(list)}};
+}
+
+}  // namespace
+
+nlohmann::json to_json(const Issue& issue) {
+  return nlohmann::json(schema_object(issue));
+}
+
+nlohmann::json issues_to_json(std::span<const Issue> issues) {
+  return nlohmann::json(schema_report(issues));
 }
 
 namespace {
@@ -145,67 +161,9 @@ Issue issue_from_json(const nlohmann::json& j) {
   return issue;
 }
 
-namespace {
-
-void emit_issue(JsonEmitter& e, const Issue& issue) {
-  e.begin_object();
-  e.key("type");
-  e.string(issue.type);
-  e.key("severity");
-  e.string(severity_name(issue.severity));
-  e.key("summary");
-  e.string(issue.summary);
-  if (!issue.message.empty()) {
-    e.key("message");
-    e.string(issue.message);
-  }
-  if (!issue.params.is_null()) {
-    e.key("params");
-    e.value(issue.params);
-  }
-  e.key("contexts");
-  e.begin_array();
-  for (const IssueContext& c : issue.contexts) {
-    e.begin_object();
-    e.key("name");
-    e.string(c.name);
-    if (!c.message.empty()) {
-      e.key("message");
-      e.string(c.message);
-    }
-    if (const std::string path = schema_path(c); !path.empty()) {
-      e.key("jsonpath");
-      e.string(path);
-    }
-    if (!c.data.is_null()) {
-      e.key("data");
-      e.value(c.data);
-    }
-    e.end_object();
-  }
-  e.end_array();
-  e.end_object();
-}
-
-}  // namespace
-
 std::string format_issues_json(std::span<const Issue> issues) {
-  std::size_t errors = static_cast<std::size_t>(
-      std::count_if(issues.begin(), issues.end(), [](const Issue& i) { return i.is_error(); }));
   std::string out;
-  JsonEmitter e(out, 2);
-  e.begin_object();
-  e.key("valid");
-  e.boolean(errors == 0);
-  e.key("errors");
-  e.integer(static_cast<std::int64_t>(errors));
-  e.key("warnings");
-  e.integer(static_cast<std::int64_t>(issues.size() - errors));
-  e.key("issues");
-  e.begin_array();
-  for (const Issue& issue : issues) emit_issue(e, issue);
-  e.end_array();
-  e.end_object();
+  JsonEmitter(out, 2).value(schema_report(issues));
   out += '\n';
   return out;
 }

@@ -106,12 +106,13 @@ void JsonEmitter::strings(std::span<const std::string> values) {
   out_ += ']';
 }
 
-void JsonEmitter::value(const nlohmann::json& v) {
+template <typename Json>
+void JsonEmitter::any_value(const Json& v) {
   if (v.is_object()) {
     begin_object();
     for (const auto& [k, item] : v.items()) {
       key(k);
-      value(item);
+      any_value(item);
     }
     end_object();
   } else if (v.is_array()) {
@@ -122,20 +123,28 @@ void JsonEmitter::value(const nlohmann::json& v) {
       out_ += '[';
       for (std::size_t i = 0; i < v.size(); ++i) {
         if (i > 0) out_ += indent_ == -1 ? "," : ", ";
-        out_ += v[i].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        out_ += v[i].dump(-1, ' ', false, Json::error_handler_t::replace);
       }
       out_ += ']';
       return;
     }
     begin_array();
-    for (const auto& item : v) value(item);
+    for (const auto& item : v) any_value(item);
     end_array();
   } else if (v.is_string()) {
-    string(v.get_ref<const std::string&>());
+    string(v.template get_ref<const std::string&>());
   } else {
     before_value();
-    out_ += v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    out_ += v.dump(-1, ' ', false, Json::error_handler_t::replace);
   }
+}
+
+void JsonEmitter::value(const nlohmann::json& v) {
+  any_value(v);
+}
+
+void JsonEmitter::value(const nlohmann::ordered_json& v) {
+  any_value(v);
 }
 
 void JsonEmitter::write_escaped(std::string_view s) {

@@ -47,8 +47,12 @@ class JsonEmitter {
   void strings(std::span<const std::string> values);
   /// Any JSON value (objects' keys are already sorted by nlohmann).
   void value(const nlohmann::json& value);
+  /// Any JSON value, objects' keys in the order they were inserted (a schema's documented order).
+  void value(const nlohmann::ordered_json& value);
 
  private:
+  template <typename Json>
+  void any_value(const Json& value);
   void before_value();
   void newline();
   void write_escaped(std::string_view s);

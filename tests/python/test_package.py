@@ -74,6 +74,12 @@ def test_located_errors_from_tap(tmp_path):
     message = str(raised.value)
     assert f"{bad}:4:10: error: linear: X has 12 columns but W has 10" in message
     assert "^" in message  # the caret under the column
+    # The same diagnostic as data: its place typed, its text the message's.
+    [diagnostic] = raised.value.diagnostics
+    assert (diagnostic["severity"], diagnostic["file"], diagnostic["line"],
+            diagnostic["column"]) == ("error", str(bad), 4, 10)
+    assert diagnostic["message"].startswith("linear: X has 12 columns but W has 10")
+    assert diagnostic["text"] == message
     with pytest.raises(tapestry.GraphError, match=r"model:2:1: error"):
         tapestry.parse("X: f32[4]\n= relu(X)\n", name="model")
     with pytest.raises(tapestry.Error, match="no such file"):
@@ -87,6 +93,11 @@ def test_invalid_json_graph_names_the_node():
         tapestry.load(path)
     first_issue = expected.strip().splitlines()[0]
     assert first_issue in str(raised.value)
+    # Each issue is also a diagnostic: its code is the issue's type, its place the node.
+    diagnostic = raised.value.diagnostics[0]
+    assert first_issue.startswith(f"{diagnostic['severity']}[{diagnostic['code']}]: ")
+    assert diagnostic["code"] == "operation-kernel-agreement"
+    assert diagnostic["node"]
 
 
 def test_loads_tap_and_json_alike(tmp_path):

@@ -44,8 +44,13 @@ def test_shard_equals_the_cli(tmp_path):
 
 def test_shard_plan_errors_name_the_problem():
     g = tapestry.load(EXAMPLES / "linear_relu.tap")
-    with pytest.raises(tapestry.Error, match=r"/ops/Nope: .*Nope"):
+    with pytest.raises(tapestry.Error, match=r"/ops/Nope: .*Nope") as raised:
         g.shard({"ops": {"Nope": {"split": {"batch": 2}}}})
+    # The problem as data: located by the JSON pointer of the offending key.
+    [diagnostic] = raised.value.diagnostics
+    assert diagnostic["pointer"] == "/ops/Nope"
+    assert "Nope" in diagnostic["message"]
+    assert diagnostic["text"] in str(raised.value)
     with pytest.raises(tapestry.Error, match="no-such-plan.json"):
         g.shard(EXAMPLES / "no-such-plan.json")
 
