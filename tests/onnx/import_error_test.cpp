@@ -58,5 +58,51 @@ TEST(ImportErrors, AnUndefinedInputIsLocatedAtTheNodeThatReadsIt) {
   EXPECT_EQ(d.message, "input 'ghost' is not defined (no node, input or initializer produces it)");
 }
 
+// --check (ImportOptions::check): every blocker, each located at its node — also one after a
+// blocker, whose input ONNX's shape inference stood in for.
+TEST(ImportCheck, ListsEveryBlockerAtItsNode) {
+  ::onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  ::onnx::GraphProto& graph = *model.mutable_graph();
+  graph.set_name("g");
+  const auto value = [](::onnx::ValueInfoProto& v, const std::string& n) {
+    v.set_name(n);
+    auto& tensor = *v.mutable_type()->mutable_tensor_type();
+    tensor.set_elem_type(::onnx::TensorProto::FLOAT);
+    tensor.mutable_shape()->add_dim()->set_dim_value(2);
+    tensor.mutable_shape()->add_dim()->set_dim_value(3);
+  };
+  value(*graph.add_input(), "X");
+  value(*graph.add_output(), "Y");
+  const auto add = [&](const std::string& op, const std::string& name, const std::string& in,
+                       const std::string& out) {
+    ::onnx::NodeProto& node = *graph.add_node();
+    node.set_op_type(op);
+    node.set_name(name);
+    node.add_input(in);
+    node.add_output(out);
+  };
+  add("Cos", "cosine", "X", "A");
+  add("Relu", "rectify", "A", "B");
+  add("Sin", "sine", "B", "Y");
+  const std::string bytes = model.SerializeAsString();
+
+  ImportOptions options;
+  options.check = true;
+  const ImportResult r = import_onnx_bytes(bytes, "m.onnx", options);
+  ASSERT_EQ(r.blockers.size(), 2U);
+  EXPECT_EQ(r.blockers[0].where.node, "cosine");
+  EXPECT_EQ(r.blockers[1].where.node, "sine");
+  EXPECT_EQ(r.blockers[1].where.file, "m.onnx");
+  EXPECT_EQ(r.blockers[1].where.node_note, "Sin, node 2");
+  EXPECT_TRUE(r.graph.operations().empty()) << "a model with blockers gives no graph";
+
+  // Without --check the first blocker is the error.
+  const support::Diagnostic d = support::testing::thrown_diagnostic(
+      [&] { (void)import_onnx_bytes(bytes, "m.onnx", ImportOptions{}); });
+  EXPECT_EQ(d.where.node, "cosine");
+}
+
 }  // namespace
 }  // namespace tapestry::onnx

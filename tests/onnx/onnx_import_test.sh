@@ -58,6 +58,31 @@ import_and_run cnn conv1/Conv/conv2d.o=2 pool/MaxPool.n=2 y.batch=2
 import_and_run encoder14 linear1/MatMul.batch=2 self_attn/Softmax.batch0=2
 import_and_run encoder17 linear1/MatMul.batch=2 norm1/LayerNormalization/variance.pre0=2 self_attn/Softmax.batch0=2
 
+# An opset-9 export is converted to opset 13 by ONNX's version converter, then imported as any.
+d=$m/cnn_opset9
+"$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err"
+check "cnn_opset9: import" $?
+grep -q "^imported .* (opset 13, converted from opset 9): " "$tmp/out"
+check "cnn_opset9: the import says it converted opset 9 to 13" $?
+"$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err"
+check "cnn_opset9: PyTorch's output passes verify" $?
+"$tapestry" run "$d/g.tap" --inputs "$d/in" --split conv1/Conv/conv2d.o=2 --verify --quiet >"$tmp/out" 2>"$tmp/err"
+check "cnn_opset9: sharded run --verify" $?
+
+# --check lists every blocker (not only the first), writes nothing, exits 2; 0 when none.
+"$tapestry" import "$m/bad/three_blockers.onnx" --check >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 2 ]] && grep -q "three_blockers.onnx: 3 blockers stop the import (4 nodes, opset 14):" "$tmp/err" &&
+  grep -q "^  node 'cosine' (Cos, node 0): operator Cos is not supported" "$tmp/err" &&
+  grep -q "^  node 'pool' (MaxPool, node 2): ceil_mode=1 is not supported" "$tmp/err" &&
+  grep -q "^  node 'sine' (Sin, node 3): operator Sin is not supported" "$tmp/err" &&
+  [[ $(wc -l <"$tmp/err") -eq 4 ]] && [[ ! -s $tmp/out ]]
+check "--check lists all three blockers (rc=$rc)" $?
+"$tapestry" import "$m/mlp/model.onnx" --check >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 0 ]] && grep -q "^no blockers: .* nodes (opset 14) import as .* operations and 4 weights" "$tmp/out"
+check "--check of a model that imports (rc=$rc)" $?
+
 # GPT-style blocks with a causal mask (−inf, and −1e9 at opset 13): the mask becomes a weight
 # holding −inf (−1e9) above the diagonal. Every cell of y is checked — the masked terms add
 # nothing to the bars — and PyTorch's output with +100 in one cell, or with 62 of the 64 tokens
@@ -142,7 +167,7 @@ expect() {
 expect "truncated file" 2 "truncated.onnx: not a readable ONNX model" -- "$tapestry" import "$b/truncated.onnx" -o "$tmp/x.tap"
 expect "not protobuf" 2 "not_onnx.onnx: not a readable ONNX model" -- "$tapestry" import "$b/not_onnx.onnx" -o "$tmp/x.tap"
 expect "cycle" 2 "cycle.onnx: the graph has a cycle: .*'first' \(Add\), 'second' \(Relu\)" -- "$tapestry" import "$b/cycle.onnx" -o "$tmp/x.tap"
-expect "unknown opset" 2 "opset99.onnx: opset 99 is not supported \(opsets 11 to 17 are\)" -- "$tapestry" import "$b/opset99.onnx" -o "$tmp/x.tap"
+expect "unknown opset" 2 "opset99.onnx: opset 99 is not supported \(opsets 1 to 17 are; those below 11 are converted to opset 13 on import\)" -- "$tapestry" import "$b/opset99.onnx" -o "$tmp/x.tap"
 expect "unsupported attribute value" 2 "node 'pool' \(MaxPool, node 0\): ceil_mode=1 is not supported" -- "$tapestry" import "$b/ceil_mode.onnx" -o "$tmp/x.tap"
 expect "unknown attribute" 2 "node 'r' \(Relu, node 0\): attribute 'alpha' is not supported" -- "$tapestry" import "$b/unknown_attr.onnx" -o "$tmp/x.tap"
 expect "Conv group" 2 "node 'grouped' \(Conv, node 0\): group=2 is not supported \(only group=1\)" -- "$tapestry" import "$b/conv_group.onnx" -o "$tmp/x.tap"
@@ -152,6 +177,7 @@ expect "undefined input" 2 "node 'adder' \(Add, node 0\): input 'ghost' is not d
 expect "an integer output computed at import" 2 "shape_output.onnx: output 'dims' \(from node 'shp' \(Shape, node 0\)\): 'dims' is an integer tensor \(int64\)" -- "$tapestry" import "$b/shape_output.onnx" -o "$tmp/x.tap"
 expect "missing file" 2 "cannot open the file" -- "$tapestry" import "$tmp/nope.onnx" -o "$tmp/x.tap"
 expect "bad graph extension" 2 "must end in .tap or .json" -- "$tapestry" import "$m/mlp/model.onnx" -o "$tmp/x.txt"
+expect "--check with -o" 2 "--check writes nothing: drop -o and --weights" -- "$tapestry" import "$m/mlp/model.onnx" --check -o "$tmp/x.tap"
 [[ ! -e $tmp/x.tap ]]
 check "no graph written by a failed import" $?
 

@@ -93,6 +93,7 @@ export("cnn", Cnn(), torch.randn(4, 3, 16, 16))
 export("encoder14", encoder(), torch.randn(2, 8, 32), opset=14)
 export("encoder17", encoder(), torch.randn(2, 8, 32), opset=17)
 export("mlp_dynamic", Mlp(), torch.randn(8, 32), dynamic=True)
+export("cnn_opset9", Cnn(), torch.randn(4, 3, 16, 16), opset=9)  # converted to 13 on import
 export("gpt_causal14", GptBlock(float("-inf")), torch.randn(2, 64, 64), opset=14)
 export("gpt_causal13_1e9", GptBlock(-1e9), torch.randn(2, 64, 64), opset=13)
 
@@ -121,6 +122,13 @@ save("cycle", model([oh.make_node("Add", ["x", "b"], ["a"], name="first"),
 save("opset99", model([oh.make_node("Relu", ["x"], ["y"], name="r")], opset=99))
 save("ceil_mode", model([oh.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
                                       ceil_mode=1)]))
+# Three blockers, the later ones after the first (--check lists all three): Cos does not map,
+# MaxPool's ceil_mode is out of scope, Sin does not map; the Relu between them converts.
+save("three_blockers", model([oh.make_node("Cos", ["x"], ["c"], name="cosine"),
+                              oh.make_node("Relu", ["c"], ["r"], name="rectify"),
+                              oh.make_node("MaxPool", ["r"], ["p"], name="pool",
+                                           kernel_shape=[2, 2], ceil_mode=1),
+                              oh.make_node("Sin", ["p"], ["y"], name="sine")]))
 save("unknown_attr", model([oh.make_node("Relu", ["x"], ["y"], name="r", alpha=0.1)]))
 save("unsupported_op", model([oh.make_node("Cos", ["x"], ["y"], name="cosine")]))
 save("undefined_input", model([oh.make_node("Add", ["x", "ghost"], ["y"], name="adder")]))
