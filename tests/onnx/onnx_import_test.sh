@@ -112,8 +112,9 @@ y = np.load('$d/torch/y.npy'); $fault; np.save('$tmp/$name-wrong/y.npy', y)"
 done
 
 # Hand-built models with numpy references: Gemm attribute combinations, reductions with and
-# without keepdims, Softmax over a middle axis, Squeeze/Unsqueeze, GlobalAveragePool, Pow.
-for name in gemm reduce pool reshape_allowzero; do
+# without keepdims, Softmax over a middle axis, Squeeze/Unsqueeze, GlobalAveragePool, Pow,
+# MaxPool and AveragePool with pads.
+for name in gemm reduce pool reshape_allowzero pool_pads; do
   d=$m/$name
   "$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err" &&
     "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err"
@@ -169,6 +170,7 @@ expect "not protobuf" 2 "not_onnx.onnx: not a readable ONNX model" -- "$tapestry
 expect "cycle" 2 "cycle.onnx: the graph has a cycle: .*'first' \(Add\), 'second' \(Relu\)" -- "$tapestry" import "$b/cycle.onnx" -o "$tmp/x.tap"
 expect "unknown opset" 2 "opset99.onnx: opset 99 is not supported \(opsets 1 to 17 are; those below 11 are converted to opset 13 on import\)" -- "$tapestry" import "$b/opset99.onnx" -o "$tmp/x.tap"
 expect "unsupported attribute value" 2 "node 'pool' \(MaxPool, node 0\): ceil_mode=1 is not supported" -- "$tapestry" import "$b/ceil_mode.onnx" -o "$tmp/x.tap"
+expect "AveragePool pads without count_include_pad" 2 "node 'avg' \(AveragePool, node 0\): pads=1 with count_include_pad=0 is not supported" -- "$tapestry" import "$b/avgpool_exclude_pad.onnx" -o "$tmp/x.tap"
 expect "unknown attribute" 2 "node 'r' \(Relu, node 0\): attribute 'alpha' is not supported" -- "$tapestry" import "$b/unknown_attr.onnx" -o "$tmp/x.tap"
 expect "Conv group" 2 "node 'grouped' \(Conv, node 0\): group=2 is not supported \(only group=1\)" -- "$tapestry" import "$b/conv_group.onnx" -o "$tmp/x.tap"
 expect "shape overflow" 2 "node 'huge' \(Reshape, node 0\): shape arithmetic overflows: 4611686018427387904 × 101" -- "$tapestry" import "$b/reshape_overflow.onnx" -o "$tmp/x.tap"

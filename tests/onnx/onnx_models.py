@@ -129,6 +129,8 @@ save("three_blockers", model([oh.make_node("Cos", ["x"], ["c"], name="cosine"),
                               oh.make_node("MaxPool", ["r"], ["p"], name="pool",
                                            kernel_shape=[2, 2], ceil_mode=1),
                               oh.make_node("Sin", ["p"], ["y"], name="sine")]))
+save("avgpool_exclude_pad", model([oh.make_node("AveragePool", ["x"], ["y"], name="avg",
+                                                kernel_shape=[3, 3], pads=[1, 1, 1, 1])]))
 save("unknown_attr", model([oh.make_node("Relu", ["x"], ["y"], name="r", alpha=0.1)]))
 save("unsupported_op", model([oh.make_node("Cos", ["x"], ["y"], name="cosine")]))
 save("undefined_input", model([oh.make_node("Add", ["x", "ghost"], ["y"], name="adder")]))
@@ -213,4 +215,24 @@ reference_model("reshape_allowzero", [
     oh.make_node("Reshape", ["x", "shape"], ["y"], name="r", allowzero=1),
 ], np.zeros((0, 3, 4), np.float32), np.zeros((3, 4, 0), np.float32),
     {"shape": np.array([3, 4, 0], np.int64)})
+# Pooling with pads (torchvision ResNet's stem: MaxPool 3×3, stride 2, pads 1) and AveragePool
+# with pads counted (count_include_pad=1, PyTorch's default), against numpy.
+def pool_ref(x, k, s, p, fill, reduce):
+    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)), constant_values=fill)
+    oh_, ow_ = (xp.shape[2] - k) // s + 1, (xp.shape[3] - k) // s + 1
+    y = np.empty(x.shape[:2] + (oh_, ow_), np.float32)
+    for i in range(oh_):
+        for j in range(ow_):
+            y[:, :, i, j] = reduce(xp[:, :, i * s:i * s + k, j * s:j * s + k], axis=(2, 3))
+    return y
+
+
+x = f32(2, 3, 9, 9) - 3.0  # mostly negative: a zero pad would change the maxima
+mp = pool_ref(x, 3, 2, 1, -np.inf, np.max)
+reference_model("pool_pads", [
+    oh.make_node("MaxPool", ["x"], ["m"], name="maxpool", kernel_shape=[3, 3], strides=[2, 2],
+                 pads=[1, 1, 1, 1]),
+    oh.make_node("AveragePool", ["m"], ["y"], name="avgpool", kernel_shape=[2, 2],
+                 strides=[1, 1], pads=[1, 1, 1, 1], count_include_pad=1),
+], x, pool_ref(mp, 2, 1, 1, 0.0, np.mean), {})
 print("built the reference models")
