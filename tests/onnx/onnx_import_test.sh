@@ -123,6 +123,19 @@ done
 grep -q "^g1 = add(mul(matmul(transpose(x), b1), g1.alpha), g1.beta_c1)" "$m/gemm/g.tap"
 check "gemm: transA, alpha and beta become transpose, mul and a scaled C" $?
 
+# Activations, variadic ops, Dropout, BatchNormalization: import-time rewrites into kernels,
+# each against numpy's formula (verify's bar), unsharded and split in two.
+for d in "$m"/act_*; do
+  name=${d##*/}
+  "$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err" &&
+    "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err" &&
+    "$tapestry" run "$d/g.tap" --inputs "$d/in" --outputs "$d/split" --split y.d0=2 --verify --quiet >"$tmp/out" 2>"$tmp/err" &&
+    "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/split" >"$tmp/out" 2>"$tmp/err"
+  check "$name: numpy's output and a split run pass verify" $?
+done
+grep -q "^y/div = div(y/sub, y/sqrt)" "$m/act_batch_norm/g.tap"
+check "batch_norm: the formula itself, not folded constants" $?
+
 # The structure the issue asks for: one gelu for PyTorch's erf chain, LayerNormalization as a
 # composite named after its node, Gemm as linear.
 grep -q "= gelu(linear1/Add)" "$m/encoder17/g.tap"

@@ -235,4 +235,51 @@ reference_model("pool_pads", [
     oh.make_node("AveragePool", ["m"], ["y"], name="avgpool", kernel_shape=[2, 2],
                  strides=[1, 1], pads=[1, 1, 1, 1], count_include_pad=1),
 ], x, pool_ref(mp, 2, 1, 1, 0.0, np.mean), {})
+
+# Activations, variadic ops, Dropout and BatchNormalization (import-time rewrites into kernels),
+# one model each, against numpy's formulas.
+x = f32(2, 3, 4, 5) * 3
+sl = np.abs(f32(3, 1, 1)) * 0.3
+z = f32(2, 3, 4, 5)
+bn = {"scale": f32(3), "bias": f32(3), "mean": f32(3), "var": np.abs(f32(3)) + 0.5}
+def sig(v, a, b): return np.clip(a * v + b, 0, 1)
+def elu(v, a): return np.where(v > 0, v, a * (np.exp(v) - 1))
+ACTIVATIONS = {
+    "abs": ([oh.make_node("Abs", ["x"], ["y"])], np.abs(x), {}),
+    "clip": ([oh.make_node("Clip", ["x", "lo", "hi"], ["y"])], np.clip(x, -1.5, 2.0),
+             {"lo": np.array(-1.5, np.float32), "hi": np.array(2.0, np.float32)}),
+    "clip_hi_only": ([oh.make_node("Clip", ["x", "", "hi"], ["y"])], np.minimum(x, 0.5),
+                     {"hi": np.array(0.5, np.float32)}),
+    "leaky_relu": ([oh.make_node("LeakyRelu", ["x"], ["y"], alpha=0.1)],
+                   np.where(x > 0, x, 0.1 * x), {}),
+    "leaky_relu_steep": ([oh.make_node("LeakyRelu", ["x"], ["y"], alpha=3.0)],
+                         np.where(x > 0, x, 3.0 * x), {}),
+    "prelu": ([oh.make_node("PRelu", ["x", "slope"], ["y"])], np.where(x > 0, x, sl * x),
+              {"slope": sl}),
+    "hard_sigmoid": ([oh.make_node("HardSigmoid", ["x"], ["y"], alpha=0.3, beta=0.4)],
+                     sig(x, 0.3, 0.4), {}),
+    "hard_swish": ([oh.make_node("HardSwish", ["x"], ["y"])], x * sig(x, 1 / 6, 0.5), {}),
+    "elu": ([oh.make_node("Elu", ["x"], ["y"], alpha=0.7)], elu(x, 0.7), {}),
+    "selu": ([oh.make_node("Selu", ["x"], ["y"])],
+             1.0507009873554805 * elu(x, 1.6732632423543772), {}),
+    "celu": ([oh.make_node("Celu", ["x"], ["y"], alpha=2.0)],
+             np.maximum(x, 0) + np.minimum(0, 2.0 * (np.exp(x / 2.0) - 1)), {}),
+    "reciprocal": ([oh.make_node("Reciprocal", ["x"], ["y"])], 1 / (np.abs(x) + 0.5),
+                   {}),  # x replaced below
+    "max_min_sum_mean": ([oh.make_node("Max", ["x", "z", "sl"], ["a"]),
+                          oh.make_node("Min", ["x", "z"], ["b"]),
+                          oh.make_node("Sum", ["a", "b", "x"], ["c"]),
+                          oh.make_node("Mean", ["c", "z", "x"], ["y"])],
+                         ((np.maximum(np.maximum(x, z), sl) + np.minimum(x, z) + x) + z + x) / 3,
+                         {"z": z, "sl": sl}),
+    "dropout": ([oh.make_node("Dropout", ["x"], ["d"]), oh.make_node("Relu", ["d"], ["y"])],
+                np.maximum(x, 0), {}),
+    "batch_norm": ([oh.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"],
+                                 ["y"], epsilon=1e-3)],
+                   (x - bn["mean"][:, None, None]) / np.sqrt(bn["var"][:, None, None] + 1e-3)
+                   * bn["scale"][:, None, None] + bn["bias"][:, None, None], bn),
+}
+for name, (nodes, want, inits) in ACTIVATIONS.items():
+    xin = np.abs(x) + 0.5 if name == "reciprocal" else x
+    reference_model("act_" + name, nodes, xin, want, inits, opset=14)
 print("built the reference models")
