@@ -180,6 +180,49 @@ void add_blocker(std::vector<support::Diagnostic>& blockers, const Error& e,
   }
 }
 
+// What input k of an `op_type` node is, for naming a weight after the node that reads it.
+std::string input_role(const std::string& op_type, int k) {
+  static const std::map<std::string, std::vector<std::string>, std::less<>> kRoles = {
+      {"Conv", {"x", "weight", "bias"}},
+      {"ConvTranspose", {"x", "weight", "bias"}},
+      {"Gemm", {"a", "weight", "bias"}},
+      {"MatMul", {"a", "weight"}},
+      {"BatchNormalization", {"x", "scale", "bias", "mean", "var"}},
+      {"LayerNormalization", {"x", "scale", "bias"}},
+      {"PRelu", {"x", "slope"}},
+      {"Add", {"a", "b"}},
+      {"Mul", {"a", "b"}},
+  };
+  if (auto it = kRoles.find(op_type); it != kRoles.end() && k < std::ssize(it->second))
+    return it->second[static_cast<std::size_t>(k)];
+  return fmt::format("in{}", k);
+}
+
+// Names for the initializers PyTorch names `onnx::<Op>_<n>` (weights it made while exporting:
+// a Conv with its BatchNorm folded in, a transposed MatMul weight …): read by one node only,
+// each is named after that node and its role there (`layer1/layer1.0/conv1/Conv.weight`), so
+// plans and `explain` speak the model's vocabulary.
+std::map<std::string, std::string> weight_names(const ::onnx::GraphProto& graph) {
+  std::map<std::string, std::vector<std::pair<int, int>>> readers;  // name → (node, input)
+  for (const auto& init : graph.initializer()) {
+    if (init.name().starts_with("onnx::")) readers[init.name()];
+  }
+  for (int i = 0; i < graph.node_size(); ++i) {
+    for (int k = 0; k < graph.node(i).input_size(); ++k) {
+      if (auto it = readers.find(graph.node(i).input(k)); it != readers.end())
+        it->second.emplace_back(i, k);
+    }
+  }
+  std::map<std::string, std::string> names;
+  for (const auto& [name, uses] : readers) {
+    if (uses.size() != 1) continue;
+    const ::onnx::NodeProto& node = graph.node(uses.front().first);
+    if (node.name().empty()) continue;
+    names[name] = node.name() + "." + input_role(node.op_type(), uses.front().second);
+  }
+  return names;
+}
+
 std::string unsupported_operator(const std::string& op_type) {
   return fmt::format(
       "operator {} is not supported (`tapestry import --list-ops` lists those that are)", op_type);
@@ -292,6 +335,7 @@ ImportResult import_model(const ::onnx::ModelProto& original, const std::string&
     graph_outputs.insert(o.name());
   }
   ctx.set_used_names(std::move(used));
+  ctx.set_weight_names(weight_names(graph));
   std::map<std::size_t, GeluMatch> gelu_at;
   std::set<std::size_t> absorbed;
   for (GeluMatch& m : find_gelu_patterns(graph)) {

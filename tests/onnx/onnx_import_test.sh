@@ -69,6 +69,18 @@ check "cnn_opset9: PyTorch's output passes verify" $?
 "$tapestry" run "$d/g.tap" --inputs "$d/in" --split conv1/Conv/conv2d.o=2 --verify --quiet >"$tmp/out" 2>"$tmp/err"
 check "cnn_opset9: sharded run --verify" $?
 
+# Weights PyTorch made while exporting (a Conv with its BatchNorm folded in: onnx::Conv_<n>) are
+# named after the node that reads them.
+d=$m/conv_bn
+"$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err"
+check "conv_bn: import" $?
+grep -q "^renamed  weight onnx::Conv_[0-9]* → conv/Conv.weight$" "$tmp/out" &&
+  grep -q "^renamed  weight onnx::Conv_[0-9]* → conv/Conv.bias$" "$tmp/out" &&
+  grep -q "^conv/Conv.weight: f32\[4, 3, 3, 3\]" "$d/g.tap" && [[ -f $d/in/conv_Conv.weight.npy ]]
+check "conv_bn: the folded weights are named after their Conv node" $?
+"$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err"
+check "conv_bn: PyTorch's output passes verify" $?
+
 # --check lists every blocker (not only the first), writes nothing, exits 2; 0 when none.
 "$tapestry" import "$m/bad/three_blockers.onnx" --check >"$tmp/out" 2>"$tmp/err"
 rc=$?

@@ -32,6 +32,24 @@ class Mlp(torch.nn.Module):
         return torch.softmax(self.fc2(torch.tanh(self.fc1(x))), dim=-1)
 
 
+class ConvBn(torch.nn.Module):
+    """Conv + BatchNorm (eval): the export folds them into one Conv whose weight and bias
+    PyTorch names onnx::Conv_<n>; the import names them after the Conv node."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, bias=False)
+        self.bn = torch.nn.BatchNorm2d(4)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-1, 1)
+            self.bn.running_var.uniform_(0.5, 2)
+            self.bn.weight.uniform_(0.5, 2)
+            self.bn.bias.uniform_(-1, 1)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.conv(x)))
+
+
 class Cnn(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -93,6 +111,7 @@ export("cnn", Cnn(), torch.randn(4, 3, 16, 16))
 export("encoder14", encoder(), torch.randn(2, 8, 32), opset=14)
 export("encoder17", encoder(), torch.randn(2, 8, 32), opset=17)
 export("mlp_dynamic", Mlp(), torch.randn(8, 32), dynamic=True)
+export("conv_bn", ConvBn(), torch.randn(2, 3, 8, 8))
 export("cnn_opset9", Cnn(), torch.randn(4, 3, 16, 16), opset=9)  # converted to 13 on import
 export("gpt_causal14", GptBlock(float("-inf")), torch.randn(2, 64, 64), opset=14)
 export("gpt_causal13_1e9", GptBlock(-1e9), torch.randn(2, 64, 64), opset=13)
