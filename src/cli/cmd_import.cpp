@@ -36,6 +36,7 @@ struct ImportOptions {
   std::vector<std::string> shapes;
   bool list_ops = false;
   bool check = false;
+  bool quiet = false;
 };
 
 #ifdef TAPESTRY_HAVE_ONNX
@@ -129,8 +130,10 @@ int run_import(const ImportOptions& options) {
                                ? metakernel::print_tap(r.graph, metakernel::builtin_signatures())
                                : ir::write_graph_json(r.graph);
 
-  for (const onnx::Rename& rn : r.renames)
-    fmt::print("renamed  {} {} → {}\n", rn.what, rn.from, rn.to);
+  if (!options.quiet) {
+    for (const onnx::Rename& rn : r.renames)
+      fmt::print("renamed  {} {} → {}\n", rn.what, rn.from, rn.to);
+  }
   fmt::print("imported {} nodes ({}): {} operations, {} weights\n", r.nodes, opset,
              r.graph.operations().size(), r.weights.size());
   fmt::print("inputs   {}\n", fmt::join(r.inputs, ", "));
@@ -177,6 +180,8 @@ void register_import(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--shape", options->shapes,
                   "NAME=D0,D1,…: the static shape of an input with dynamic dims (repeatable)");
   cmd->add_flag("--list-ops", options->list_ops, "print the supported ONNX operators and exit");
+  cmd->add_flag("--quiet", options->quiet,
+                "no 'renamed' lines (a model exported from PyTorch renames every node)");
   cmd->add_flag("--check", options->check,
                 "list every construct that stops the import (not only the first) and write "
                 "nothing; exit 0 when there is none");

@@ -69,6 +69,11 @@ check "cnn_opset9: PyTorch's output passes verify" $?
 "$tapestry" run "$d/g.tap" --inputs "$d/in" --split conv1/Conv/conv2d.o=2 --verify --quiet >"$tmp/out" 2>"$tmp/err"
 check "cnn_opset9: sharded run --verify" $?
 
+"$tapestry" import "$m/conv_bn/model.onnx" -o "$tmp/q.tap" --quiet >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 0 ]] && ! grep -q "^renamed" "$tmp/out" && grep -q "^imported " "$tmp/out"
+check "--quiet drops the renamed lines (rc=$rc)" $?
+
 # Weights PyTorch made while exporting (a Conv with its BatchNorm folded in: onnx::Conv_<n>) are
 # named after the node that reads them.
 d=$m/conv_bn
