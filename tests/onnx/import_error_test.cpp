@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "support/diagnostic_testing.h"
 #include "tapestry/onnx/import.h"
@@ -12,9 +13,12 @@
 namespace tapestry::onnx {
 namespace {
 
-// A model of one node `op` named `name`, reading float[2, 3] X and writing Y.
-std::string one_node_model(const std::string& op, const std::string& name,
-                           const std::string& input = "X") {
+// A model reading float[2, 3] X and writing Y through a chain of one-input nodes, each
+// (op, name, input, output).
+struct ChainNode {
+  std::string op, name, input, output;
+};
+std::string chain_model(const std::vector<ChainNode>& nodes) {
   ::onnx::ModelProto model;
   model.set_ir_version(8);
   model.add_opset_import()->set_version(17);
@@ -29,12 +33,20 @@ std::string one_node_model(const std::string& op, const std::string& name,
   };
   value(*graph.add_input(), "X");
   value(*graph.add_output(), "Y");
-  ::onnx::NodeProto& node = *graph.add_node();
-  node.set_op_type(op);
-  node.set_name(name);
-  node.add_input(input);
-  node.add_output("Y");
+  for (const ChainNode& n : nodes) {
+    ::onnx::NodeProto& node = *graph.add_node();
+    node.set_op_type(n.op);
+    node.set_name(n.name);
+    node.add_input(n.input);
+    node.add_output(n.output);
+  }
   return model.SerializeAsString();
+}
+
+// A model of one node `op` named `name`, reading `input` (X) and writing Y.
+std::string one_node_model(const std::string& op, const std::string& name,
+                           const std::string& input = "X") {
+  return chain_model({{op, name, input, "Y"}});
 }
 
 TEST(ImportErrors, AnUnsupportedOperatorIsLocatedAtItsNode) {
@@ -61,32 +73,8 @@ TEST(ImportErrors, AnUndefinedInputIsLocatedAtTheNodeThatReadsIt) {
 // --check (ImportOptions::check): every blocker, each located at its node — also one after a
 // blocker, whose input ONNX's shape inference stood in for.
 TEST(ImportCheck, ListsEveryBlockerAtItsNode) {
-  ::onnx::ModelProto model;
-  model.set_ir_version(8);
-  model.add_opset_import()->set_version(17);
-  ::onnx::GraphProto& graph = *model.mutable_graph();
-  graph.set_name("g");
-  const auto value = [](::onnx::ValueInfoProto& v, const std::string& n) {
-    v.set_name(n);
-    auto& tensor = *v.mutable_type()->mutable_tensor_type();
-    tensor.set_elem_type(::onnx::TensorProto::FLOAT);
-    tensor.mutable_shape()->add_dim()->set_dim_value(2);
-    tensor.mutable_shape()->add_dim()->set_dim_value(3);
-  };
-  value(*graph.add_input(), "X");
-  value(*graph.add_output(), "Y");
-  const auto add = [&](const std::string& op, const std::string& name, const std::string& in,
-                       const std::string& out) {
-    ::onnx::NodeProto& node = *graph.add_node();
-    node.set_op_type(op);
-    node.set_name(name);
-    node.add_input(in);
-    node.add_output(out);
-  };
-  add("Cos", "cosine", "X", "A");
-  add("Relu", "rectify", "A", "B");
-  add("Sin", "sine", "B", "Y");
-  const std::string bytes = model.SerializeAsString();
+  const std::string bytes = chain_model(
+      {{"Cos", "cosine", "X", "A"}, {"Relu", "rectify", "A", "B"}, {"Sin", "sine", "B", "Y"}});
 
   ImportOptions options;
   options.check = true;
