@@ -20,5 +20,7 @@ void bind_train(pybind11::module_& m, GraphClass& graph);
 void bind_pricing(pybind11::module_& m, GraphClass& graph);
 /// `_optimize` (Graph.optimize is tapestry/front.py's wrapper around it).
 void bind_optimize(pybind11::module_& m);
+/// `_import_onnx` (tapestry.import_onnx's core; an error when built without the ONNX importer).
+void bind_onnx(pybind11::module_& m);
 
 }  // namespace tapestry::python

@@ -20,4 +20,5 @@ PYBIND11_MODULE(_core, m) {
   bind_train(m, graph);
   bind_pricing(m, graph);
   bind_optimize(m);
+  bind_onnx(m);
 }

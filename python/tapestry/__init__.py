@@ -79,6 +79,46 @@ def _arrays(arrays, what: str) -> dict:
     return dict(arrays)
 
 
+def import_onnx(path, shapes: dict | None = None, with_info: bool = False):
+    """Import an ONNX model (``tapestry import``): returns ``(graph, weights)``, a loaded Graph of
+    the built-in kernels and ``{name: ndarray}`` of every initializer and float constant the
+    graph reads as an input. Run it with ``graph.run({**weights, "x": x})``. ``shapes`` gives the
+    static shape of inputs with dynamic dims (``{"x": [8, 3, 224, 224]}``, as ``--shape``).
+    Models below opset 11 are converted to opset 13 first. ``with_info=True`` returns
+    ``(graph, weights, info)``, info saying what the import did: ``inputs`` and ``outputs`` (the
+    model's, by their graph names), ``opset``, ``converted_from`` (0 when not converted),
+    ``nodes`` and ``renames`` (``(what, onnx_name, graph_name)`` triples).
+    Raises GraphError naming the file and node on the first construct that does not map
+    (``tapestry import MODEL --check`` lists all of them)."""
+    from ._core import _import_onnx
+
+    graph, weights, info = _import_onnx(path, dict(shapes or {}))
+    return (graph, weights, info) if with_info else (graph, weights)
+
+
+def load_weights(folder, graph: Graph | None = None) -> dict:
+    """The ``.npy`` files of a folder as ``{name: ndarray}`` — the ``--weights DIR`` that
+    ``tapestry import`` writes, or any ``--inputs``/``--outputs`` folder. Files are named after
+    tensors with ``/`` written as ``_`` (``layer1/w`` → ``layer1_w.npy``): given ``graph``, the
+    keys are its input names and every input that has a file is read (others are left out);
+    without one, the keys are the file names without ``.npy``."""
+    import os
+
+    import numpy as np
+
+    folder = os.fspath(folder)
+    if not os.path.isdir(folder):
+        raise InputError(f"load_weights: {folder} is not a directory")
+    if graph is None:
+        return _arrays(folder, "load_weights")
+    found = {}
+    for t in graph.inputs:
+        file = os.path.join(folder, t.name.replace("/", "_") + ".npy")
+        if os.path.isfile(file):
+            found[t.name] = np.load(file)
+    return found
+
+
 def train(graph: Graph, steps: int, data, state, **options):
     """``graph.train(steps, data, state, **options)`` where ``data`` and ``state`` may also be
     directories of ``<name>.npy`` files (``tapestry train --data DIR --state DIR``; a state
@@ -116,8 +156,10 @@ __all__ = [
     "VerificationError",
     "calibrate",
     "describe_kernel",
+    "import_onnx",
     "kernels",
     "load",
+    "load_weights",
     "ops",
     "parse",
     "targets",

@@ -35,6 +35,8 @@ struct ImportOptions {
   std::string weights;
   std::vector<std::string> shapes;
   bool list_ops = false;
+  bool check = false;
+  bool quiet = false;
 };
 
 #ifdef TAPESTRY_HAVE_ONNX
@@ -72,17 +74,36 @@ int list_ops() {
   fmt::print("{:<20} {:<46} {}\n", "ONNX operator", "Tapestry kernels", "supported");
   for (const onnx::OpSupport& op : onnx::supported_onnx_ops())
     fmt::print("{:<20} {:<46} {}\n", op.op_type, op.kernels, op.notes);
-  fmt::print("opsets {} to {} (default domain); static shapes; float32/float64 tensors\n",
-             onnx::kMinOpset, onnx::kMaxOpset);
+  fmt::print(
+      "opsets {} to {} (default domain; older models are converted to opset {} by ONNX's version "
+      "converter); static shapes; float32/float64 tensors\n",
+      onnx::kMinOpset, onnx::kMaxOpset, onnx::kUpgradeTarget);
   return kExitOk;
+}
+
+// --check: an error listing every blocker (exit 2), or a line saying there is none.
+int report_check(const std::string& model, const onnx::ImportResult& r, const std::string& opset) {
+  if (r.blockers.empty()) {
+    fmt::print("no blockers: {} nodes ({}) import as {} operations and {} weights\n", r.nodes,
+               opset, r.graph.operations().size(), r.weights.size());
+    return kExitOk;
+  }
+  throw support::DiagnosticError(
+      fmt::format("{}: {} blocker{} stop{} the import ({} nodes, {})", model, r.blockers.size(),
+                  r.blockers.size() == 1 ? "" : "s", r.blockers.size() == 1 ? "s" : "", r.nodes,
+                  opset),
+      r.blockers);
 }
 
 int run_import(const ImportOptions& options) {
   if (options.list_ops) return list_ops();
   if (options.model.empty()) throw Error("a model file is required (or --list-ops)");
-  if (options.output.empty()) throw Error("-o GRAPH.tap or -o GRAPH.json is required");
+  if (options.check && (!options.output.empty() || !options.weights.empty()))
+    throw Error("--check writes nothing: drop -o and --weights");
+  if (options.output.empty() && !options.check)
+    throw Error("-o GRAPH.tap or -o GRAPH.json is required (or --check)");
   const std::string ext = std::filesystem::path(options.output).extension().string();
-  if (ext != ".tap" && ext != ".json")
+  if (!options.check && ext != ".tap" && ext != ".json")
     throw Error(fmt::format("-o {}: the graph file must end in .tap or .json", options.output));
   onnx::ImportOptions import_options;
   for (const std::string& s : options.shapes) {
@@ -90,7 +111,12 @@ int run_import(const ImportOptions& options) {
     if (!import_options.shapes.emplace(name, dims).second)
       throw Error(fmt::format("--shape {}: given twice", name));
   }
+  import_options.check = options.check;
   onnx::ImportResult r = onnx::import_onnx_file(options.model, import_options);
+  const std::string opset = r.converted_from == 0 ? fmt::format("opset {}", r.opset)
+                                                  : fmt::format("opset {}, converted from opset {}",
+                                                                r.opset, r.converted_from);
+  if (options.check) return report_check(options.model, r, opset);
 
   // Check every destination before writing anything.
   check_writable_file("-o", options.output);
@@ -104,9 +130,11 @@ int run_import(const ImportOptions& options) {
                                ? metakernel::print_tap(r.graph, metakernel::builtin_signatures())
                                : ir::write_graph_json(r.graph);
 
-  for (const onnx::Rename& rn : r.renames)
-    fmt::print("renamed  {} {} → {}\n", rn.what, rn.from, rn.to);
-  fmt::print("imported {} nodes (opset {}): {} operations, {} weights\n", r.nodes, r.opset,
+  if (!options.quiet) {
+    for (const onnx::Rename& rn : r.renames)
+      fmt::print("renamed  {} {} → {}\n", rn.what, rn.from, rn.to);
+  }
+  fmt::print("imported {} nodes ({}): {} operations, {} weights\n", r.nodes, opset,
              r.graph.operations().size(), r.weights.size());
   fmt::print("inputs   {}\n", fmt::join(r.inputs, ", "));
   fmt::print("outputs  {}\n", fmt::join(r.outputs, ", "));
@@ -152,6 +180,11 @@ void register_import(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--shape", options->shapes,
                   "NAME=D0,D1,…: the static shape of an input with dynamic dims (repeatable)");
   cmd->add_flag("--list-ops", options->list_ops, "print the supported ONNX operators and exit");
+  cmd->add_flag("--quiet", options->quiet,
+                "no 'renamed' lines (a model exported from PyTorch renames every node)");
+  cmd->add_flag("--check", options->check,
+                "list every construct that stops the import (not only the first) and write "
+                "nothing; exit 0 when there is none");
   cmd->footer(exit_codes_footer());
   cmd->callback([&dispatch, options] {
     dispatch.name = "import";

@@ -83,7 +83,9 @@ Tensor ImportContext::as_tensor(const std::string& onnx_name) {
 }
 
 Tensor ImportContext::constant_input(const std::string& base, const HostTensor& value) {
-  const std::string name = fresh_name(base, "weight");
+  const auto hint = weight_names_.find(base);
+  const std::string name = hint == weight_names_.end() ? fresh_name(base, "weight")
+                                                       : fresh_name(hint->second, "weight", base);
   if (value.is_int()) {
     throw Error(
         fmt::format("'{}' is an integer tensor ({}) computed at import from shapes or "
@@ -97,13 +99,15 @@ Tensor ImportContext::constant_input(const std::string& base, const HostTensor& 
   return t;
 }
 
-std::string ImportContext::fresh_name(const std::string& onnx_name, const std::string& what) {
+std::string ImportContext::fresh_name(const std::string& onnx_name, const std::string& what,
+                                      const std::string& original) {
   const std::string legal = sanitise(onnx_name);
   std::string name = legal;
   for (int k = 2; names_.contains(name) || graph_.find(name).has_value(); ++k)
     name = fmt::format("{}.{}", legal, k);
   names_.insert(name);
-  if (name != onnx_name) renames_.push_back({what, onnx_name, name});
+  const std::string& from = original.empty() ? onnx_name : original;
+  if (name != from) renames_.push_back({what, from, name});
   return name;
 }
 

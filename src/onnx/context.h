@@ -58,11 +58,19 @@ class ImportContext {
   /// (sanitised), its value recorded as a weight (once per name).
   Tensor as_tensor(const std::string& onnx_name);
   /// A new graph input holding `value` (a scalar eps, a reshaped bias …) named `base` (made
-  /// unique), recorded as a weight.
+  /// unique), recorded as a weight. A `base` with a weight name (set_weight_names) takes it.
   Tensor constant_input(const std::string& base, const HostTensor& value);
 
-  /// A legal, unused Tapestry name for `onnx_name`; records the rename when it differs.
-  std::string fresh_name(const std::string& onnx_name, const std::string& what);
+  /// Names for initializers whose own names say nothing (PyTorch's `onnx::Conv_217`): ONNX
+  /// name → the name its graph input takes instead (`conv1/Conv.weight`).
+  void set_weight_names(std::map<std::string, std::string> names) {
+    weight_names_ = std::move(names);
+  }
+
+  /// A legal, unused Tapestry name for `onnx_name`; records the rename (from `original`, by
+  /// default `onnx_name`) when it differs.
+  std::string fresh_name(const std::string& onnx_name, const std::string& what,
+                         const std::string& original = {});
 
   /// The tensor names something reads (a node input or a graph output).
   void set_used_names(std::set<std::string, std::less<>> used) { used_ = std::move(used); }
@@ -83,6 +91,7 @@ class ImportContext {
   std::map<std::string, Tensor, std::less<>> materialised_;
   std::set<std::string, std::less<>> names_;
   std::set<std::string, std::less<>> used_;
+  std::map<std::string, std::string> weight_names_;
   std::set<ir::TensorId> known_;
   std::vector<Weight> weights_;
   std::vector<Rename> renames_;

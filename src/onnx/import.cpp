@@ -1,6 +1,6 @@
 // The ONNX import driver (import.h):
 //
-//   1. parse the ModelProto and check its opset;
+//   1. parse the ModelProto and check its opset (converting one below kMinOpset: opset.h);
 //   2. bind the initializers (host tensors) and the model's inputs (graph inputs, static shapes);
 //   3. order the nodes topologically (a cycle or an undefined input is an error);
 //   4. find the exact-GELU chains (gelu_pattern.h);
@@ -11,32 +11,23 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include <onnx/shape_inference/implementation.h>
+
 #include "context.h"
 #include "gelu_pattern.h"
 #include "op_table.h"
+#include "opset.h"
 
 namespace tapestry::onnx {
 
 namespace {
-
-std::int64_t default_opset(const ::onnx::ModelProto& model, const std::string& source) {
-  for (const auto& o : model.opset_import()) {
-    if (o.domain().empty() || o.domain() == "ai.onnx") {
-      if (o.version() < kMinOpset || o.version() > kMaxOpset) {
-        throw Error(fmt::format("{}: opset {} is not supported (opsets {} to {} are)", source,
-                                o.version(), kMinOpset, kMaxOpset));
-      }
-      return o.version();
-    }
-  }
-  throw Error(fmt::format("{}: the model imports no default-domain (ai.onnx) opset", source));
-}
 
 // The static shape of graph input `info`, from the model or from options.shapes.
 std::vector<std::int64_t> input_shape(const ::onnx::ValueInfoProto& info,
@@ -132,6 +123,111 @@ std::vector<std::size_t> topological_order(const ::onnx::GraphProto& graph,
   return order;
 }
 
+// --check: the static float shapes ONNX's shape inference finds for the model's values, so a
+// value that a blocker leaves undefined can be stood in for and the nodes after it checked too.
+using InferredShapes = std::map<std::string, std::pair<ir::DType, std::vector<std::int64_t>>>;
+
+InferredShapes infer_shapes(const ::onnx::ModelProto& model) {
+  ::onnx::ModelProto inferred = model;
+  try {
+    ::onnx::shape_inference::InferShapes(inferred);
+  } catch (const std::exception&) {
+    return {};  // what inference could not do only makes --check stop earlier along a path
+  }
+  InferredShapes shapes;
+  auto record = [&](const ::onnx::ValueInfoProto& info) {
+    const auto& type = info.type().tensor_type();
+    const std::int32_t t = type.elem_type();
+    if ((t != ::onnx::TensorProto::FLOAT && t != ::onnx::TensorProto::DOUBLE) || !type.has_shape())
+      return;
+    std::vector<std::int64_t> dims;
+    for (const auto& d : type.shape().dim()) {
+      if (!d.has_dim_value() || d.dim_value() < 0) return;
+      dims.push_back(d.dim_value());
+    }
+    shapes[info.name()] = {
+        t == ::onnx::TensorProto::FLOAT ? ir::DType::kFloat32 : ir::DType::kFloat64, dims};
+  };
+  for (const auto& info : inferred.graph().value_info()) record(info);
+  for (const auto& info : inferred.graph().output()) record(info);
+  return shapes;
+}
+
+// --check: after a blocker at `node`, its outputs that inference gave a float shape become
+// stand-in graph inputs (the graph is never written); the others are undefined (`blocked`).
+void stand_in(ImportContext& ctx, const ::onnx::NodeProto& node, const InferredShapes& shapes,
+              std::set<std::string>& blocked) {
+  for (const std::string& out : node.output()) {
+    if (out.empty() || ctx.is_bound(out)) continue;
+    if (auto it = shapes.find(out); it != shapes.end()) {
+      ctx.bind(out, ctx.graph().input(ctx.fresh_name("stand_in_" + out, "input"), it->second.first,
+                                      it->second.second));
+    } else {
+      blocked.insert(out);
+    }
+  }
+}
+
+// --check: `e`'s diagnostics (a node's error), or its text about the model file.
+void add_blocker(std::vector<support::Diagnostic>& blockers, const Error& e,
+                 const std::string& source) {
+  if (const auto* located = dynamic_cast<const support::DiagnosticError*>(&e)) {
+    blockers.insert(blockers.end(), located->diagnostics().begin(), located->diagnostics().end());
+  } else {
+    std::string message = e.what();
+    if (message.starts_with(source + ": ")) message.erase(0, source.size() + 2);
+    blockers.push_back(support::Diagnostic::in_file(source, std::move(message)));
+  }
+}
+
+// What input k of an `op_type` node is, for naming a weight after the node that reads it.
+std::string input_role(const std::string& op_type, int k) {
+  static const std::map<std::string, std::vector<std::string>, std::less<>> kRoles = {
+      {"Conv", {"x", "weight", "bias"}},
+      {"ConvTranspose", {"x", "weight", "bias"}},
+      {"Gemm", {"a", "weight", "bias"}},
+      {"MatMul", {"a", "weight"}},
+      {"BatchNormalization", {"x", "scale", "bias", "mean", "var"}},
+      {"LayerNormalization", {"x", "scale", "bias"}},
+      {"PRelu", {"x", "slope"}},
+      {"Add", {"a", "b"}},
+      {"Mul", {"a", "b"}},
+  };
+  if (auto it = kRoles.find(op_type); it != kRoles.end() && k < std::ssize(it->second))
+    return it->second[static_cast<std::size_t>(k)];
+  return fmt::format("in{}", k);
+}
+
+// Names for the initializers PyTorch names `onnx::<Op>_<n>` (weights it made while exporting:
+// a Conv with its BatchNorm folded in, a transposed MatMul weight …): read by one node only,
+// each is named after that node and its role there (`layer1/layer1.0/conv1/Conv.weight`), so
+// plans and `explain` speak the model's vocabulary.
+std::map<std::string, std::string> weight_names(const ::onnx::GraphProto& graph) {
+  std::map<std::string, std::vector<std::pair<int, int>>> readers;  // name → (node, input)
+  for (const auto& init : graph.initializer()) {
+    if (init.name().starts_with("onnx::")) readers[init.name()];
+  }
+  for (int i = 0; i < graph.node_size(); ++i) {
+    for (int k = 0; k < graph.node(i).input_size(); ++k) {
+      if (auto it = readers.find(graph.node(i).input(k)); it != readers.end())
+        it->second.emplace_back(i, k);
+    }
+  }
+  std::map<std::string, std::string> names;
+  for (const auto& [name, uses] : readers) {
+    if (uses.size() != 1) continue;
+    const ::onnx::NodeProto& node = graph.node(uses.front().first);
+    if (node.name().empty()) continue;
+    names[name] = node.name() + "." + input_role(node.op_type(), uses.front().second);
+  }
+  return names;
+}
+
+std::string unsupported_operator(const std::string& op_type) {
+  return fmt::format(
+      "operator {} is not supported (`tapestry import --list-ops` lists those that are)", op_type);
+}
+
 // Names the graph tensors node `node` created (step 5).
 void name_new_tensors(ImportContext& ctx, const ::onnx::NodeProto& node, const NodeContext& nc,
                       const std::set<std::string>& graph_outputs) {
@@ -172,12 +268,7 @@ void convert_node(ImportContext& ctx, const ::onnx::NodeProto& node, std::size_t
       nc.set_output(0, ctx.graph().call("gelu", {ctx.as_tensor(gelu->x)}));
     } else {
       const Converter convert = find_converter(node.op_type());
-      if (convert == nullptr) {
-        throw nc.error(
-            fmt::format("operator {} is not supported (`tapestry import --list-ops` "
-                        "lists those that are)",
-                        node.op_type()));
-      }
+      if (convert == nullptr) throw nc.error(unsupported_operator(node.op_type()));
       convert(nc);
       if (const std::vector<std::string> unread = nc.unread_attributes(); !unread.empty()) {
         throw nc.error(fmt::format("attribute '{}' is not supported", unread.front()));
@@ -191,13 +282,14 @@ void convert_node(ImportContext& ctx, const ::onnx::NodeProto& node, std::size_t
   }
 }
 
-ImportResult import_model(const ::onnx::ModelProto& model, const std::string& source,
+ImportResult import_model(const ::onnx::ModelProto& original, const std::string& source,
                           const ImportOptions& options) {
-  const std::int64_t opset = default_opset(model, source);
-  const ::onnx::GraphProto& graph = model.graph();
-  ImportContext ctx(source, opset);
+  const OpsetUpgrade upgrade = upgrade_opset(original, source);
+  const ::onnx::GraphProto& graph = upgrade.model->graph();
+  ImportContext ctx(source, upgrade.opset);
   ImportResult result;
-  result.opset = opset;
+  result.opset = upgrade.opset;
+  if (upgrade.converted) result.converted_from = upgrade.declared;
   result.nodes = static_cast<std::size_t>(graph.node_size());
 
   // 2. Initializers, then the inputs that are not initializers.
@@ -211,14 +303,22 @@ ImportResult import_model(const ::onnx::ModelProto& model, const std::string& so
     known.insert(init.name());
   }
   std::set<std::string, std::less<>> shaped;
+  std::set<std::string> blocked;  // --check: values that a blocker left undefined
   for (const auto& in : graph.input()) {
     if (known.contains(in.name())) continue;
-    const std::string name = ctx.fresh_name(in.name(), "input");
-    ctx.bind(in.name(),
-             ctx.graph().input(name, input_dtype(in, source), input_shape(in, options, source)));
     known.insert(in.name());
     shaped.insert(in.name());
-    result.inputs.push_back(name);
+    try {
+      const ir::DType dtype = input_dtype(in, source);
+      const std::vector<std::int64_t> shape = input_shape(in, options, source);
+      const std::string name = ctx.fresh_name(in.name(), "input");
+      ctx.bind(in.name(), ctx.graph().input(name, dtype, shape));
+      result.inputs.push_back(name);
+    } catch (const Error& e) {
+      if (!options.check) throw;
+      add_blocker(result.blockers, e, source);
+      blocked.insert(in.name());
+    }
   }
   for (const auto& [name, shape] : options.shapes) {
     if (!shaped.contains(name))
@@ -235,6 +335,7 @@ ImportResult import_model(const ::onnx::ModelProto& model, const std::string& so
     graph_outputs.insert(o.name());
   }
   ctx.set_used_names(std::move(used));
+  ctx.set_weight_names(weight_names(graph));
   std::map<std::size_t, GeluMatch> gelu_at;
   std::set<std::size_t> absorbed;
   for (GeluMatch& m : find_gelu_patterns(graph)) {
@@ -243,15 +344,38 @@ ImportResult import_model(const ::onnx::ModelProto& model, const std::string& so
   }
 
   // 5.
+  const InferredShapes shapes = options.check ? infer_shapes(*upgrade.model) : InferredShapes{};
   for (std::size_t i : order) {
     if (absorbed.contains(i)) continue;
     auto g = gelu_at.find(i);
-    convert_node(ctx, graph.node(static_cast<int>(i)), i, graph_outputs,
-                 g == gelu_at.end() ? nullptr : &g->second);
+    const ::onnx::NodeProto& node = graph.node(static_cast<int>(i));
+    if (!options.check) {
+      convert_node(ctx, node, i, graph_outputs, g == gelu_at.end() ? nullptr : &g->second);
+      continue;
+    }
+    try {
+      const bool reads_blocked = g != gelu_at.end()
+                                     ? blocked.contains(g->second.x)
+                                     : std::ranges::any_of(node.input(), [&](const auto& in) {
+                                         return blocked.contains(in);
+                                       });
+      if (reads_blocked) {
+        // Its inputs are undefined: only whether its operator maps can be told.
+        if (g == gelu_at.end() && find_converter(node.op_type()) == nullptr)
+          throw node_error(source, node, i, unsupported_operator(node.op_type()));
+        stand_in(ctx, node, shapes, blocked);
+        continue;
+      }
+      convert_node(ctx, node, i, graph_outputs, g == gelu_at.end() ? nullptr : &g->second);
+    } catch (const Error& e) {
+      add_blocker(result.blockers, e, source);
+      stand_in(ctx, node, shapes, blocked);
+    }
   }
 
   // 6.
   if (graph.output_size() == 0) throw Error(fmt::format("{}: the model has no outputs", source));
+  if (!result.blockers.empty()) return result;  // --check: what stops the import, all of it
   for (const auto& o : graph.output()) {
     if (!ctx.is_bound(o.name()))
       throw Error(fmt::format("{}: output '{}' is not produced by any node", source, o.name()));

@@ -49,6 +49,19 @@ void convert_gather(NodeContext& node);
 void convert_concat(NodeContext& node);
 void convert_cast(NodeContext& node);
 
+// ops_activation.cpp: activations, variadic ops, Dropout, BatchNormalization (rewrites).
+void convert_abs(NodeContext& node);
+void convert_variadic(NodeContext& node);
+void convert_clip(NodeContext& node);
+void convert_leaky_relu(NodeContext& node);
+void convert_prelu(NodeContext& node);
+void convert_hard_sigmoid(NodeContext& node);
+void convert_elu(NodeContext& node);
+void convert_celu(NodeContext& node);
+void convert_reciprocal(NodeContext& node);
+void convert_dropout(NodeContext& node);
+void convert_batch_norm(NodeContext& node);
+
 /// Reshapes `x` to `shape` with the reshape kernel; when the two shapes do not group into
 /// splits and merges, through the flat shape. Returns x itself when the shapes are equal.
 Tensor reshape_to(metakernel::Graph& g, Tensor x, const std::vector<std::int64_t>& shape);

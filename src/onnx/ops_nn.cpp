@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "op_table.h"
@@ -89,7 +90,13 @@ void convert_conv(NodeContext& node) {
   node.set_output(0, y);
 }
 
-// MaxPool, AveragePool: square windows and strides, no padding → max_pool2d / avg_pool2d.
+// MaxPool, AveragePool: square windows and strides → max_pool2d / avg_pool2d. Symmetric pads
+// become a pad operation before the pool: for MaxPool with the lowest finite value of the dtype
+// (.tap and JSON parameters hold no −∞; ONNX requires pads < kernel, so every window holds a
+// real cell and the maximum is the same — except a window whose real cells are all −∞, which
+// gives the lowest finite value instead), for AveragePool with zeros when count_include_pad=1
+// (PyTorch's default: the zeros count in the mean, exactly what padding does); count_include_pad=0
+// with pads is refused.
 void convert_pool(NodeContext& node) {
   const bool is_max = node.node().op_type() == "MaxPool";
   require_rank(node, 0, 4, "2-D pooling, NCHW");
@@ -97,20 +104,31 @@ void convert_pool(NodeContext& node) {
   if (!ks) throw node.error("attribute 'kernel_shape' is missing");
   const std::int64_t kernel = square(node, *ks, "kernel_shape", 2);
   const auto [stride, padding] = spatial_attrs(node);
-  if (padding != 0) {
-    throw node.error(fmt::format("pads={} are not supported for pooling (only 0)", padding));
+  if (padding < 0 || (padding > 0 && padding >= kernel)) {
+    throw node.error(fmt::format("pads={} are not supported (only 0 ≤ pads < kernel_shape {})",
+                                 padding, kernel));
   }
   if (const std::int64_t ceil = node.int_attr("ceil_mode", 0); ceil != 0)
     throw node.error("ceil_mode=1 is not supported (only 0)");
+  double pad_value = 0;
   if (is_max) {
     if (node.int_attr("storage_order", 0) != 0)
       throw node.error("storage_order=1 is not supported (only 0)");
     refuse_used_outputs(node, 1);
-  } else {
-    node.int_attr("count_include_pad", 0);  // irrelevant without padding
+    pad_value = node.tensor(0).type().dtype == ir::DType::kFloat64
+                    ? std::numeric_limits<double>::lowest()
+                    : static_cast<double>(std::numeric_limits<float>::lowest());
+  } else if (node.int_attr("count_include_pad", 0) == 0 && padding > 0) {
+    throw node.error(fmt::format(
+        "pads={} with count_include_pad=0 is not supported (only count_include_pad=1, or no "
+        "pads)",
+        padding));
   }
-  node.set_output(0, node.graph().call(is_max ? "max_pool2d" : "avg_pool2d", {node.tensor(0)},
-                                       {{"kernel", kernel}, {"stride", stride}}));
+  metakernel::Graph& g = node.graph();
+  Tensor x = node.tensor(0);
+  if (padding > 0) x = g.call("pad", {x}, {{"padding", padding}, {"value", pad_value}});
+  node.set_output(0, g.call(is_max ? "max_pool2d" : "avg_pool2d", {x},
+                            {{"kernel", kernel}, {"stride", stride}}));
 }
 
 // GlobalAveragePool: the mean over W, then over H (both kept with extent 1).

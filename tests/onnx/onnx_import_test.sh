@@ -58,6 +58,48 @@ import_and_run cnn conv1/Conv/conv2d.o=2 pool/MaxPool.n=2 y.batch=2
 import_and_run encoder14 linear1/MatMul.batch=2 self_attn/Softmax.batch0=2
 import_and_run encoder17 linear1/MatMul.batch=2 norm1/LayerNormalization/variance.pre0=2 self_attn/Softmax.batch0=2
 
+# An opset-9 export is converted to opset 13 by ONNX's version converter, then imported as any.
+d=$m/cnn_opset9
+"$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err"
+check "cnn_opset9: import" $?
+grep -q "^imported .* (opset 13, converted from opset 9): " "$tmp/out"
+check "cnn_opset9: the import says it converted opset 9 to 13" $?
+"$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err"
+check "cnn_opset9: PyTorch's output passes verify" $?
+"$tapestry" run "$d/g.tap" --inputs "$d/in" --split conv1/Conv/conv2d.o=2 --verify --quiet >"$tmp/out" 2>"$tmp/err"
+check "cnn_opset9: sharded run --verify" $?
+
+"$tapestry" import "$m/conv_bn/model.onnx" -o "$tmp/q.tap" --quiet >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 0 ]] && ! grep -q "^renamed" "$tmp/out" && grep -q "^imported " "$tmp/out"
+check "--quiet drops the renamed lines (rc=$rc)" $?
+
+# Weights PyTorch made while exporting (a Conv with its BatchNorm folded in: onnx::Conv_<n>) are
+# named after the node that reads them.
+d=$m/conv_bn
+"$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err"
+check "conv_bn: import" $?
+grep -q "^renamed  weight onnx::Conv_[0-9]* → conv/Conv.weight$" "$tmp/out" &&
+  grep -q "^renamed  weight onnx::Conv_[0-9]* → conv/Conv.bias$" "$tmp/out" &&
+  grep -q "^conv/Conv.weight: f32\[4, 3, 3, 3\]" "$d/g.tap" && [[ -f $d/in/conv_Conv.weight.npy ]]
+check "conv_bn: the folded weights are named after their Conv node" $?
+"$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err"
+check "conv_bn: PyTorch's output passes verify" $?
+
+# --check lists every blocker (not only the first), writes nothing, exits 2; 0 when none.
+"$tapestry" import "$m/bad/three_blockers.onnx" --check >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 2 ]] && grep -q "three_blockers.onnx: 3 blockers stop the import (4 nodes, opset 14):" "$tmp/err" &&
+  grep -q "^  node 'cosine' (Cos, node 0): operator Cos is not supported" "$tmp/err" &&
+  grep -q "^  node 'pool' (MaxPool, node 2): ceil_mode=1 is not supported" "$tmp/err" &&
+  grep -q "^  node 'sine' (Sin, node 3): operator Sin is not supported" "$tmp/err" &&
+  [[ $(wc -l <"$tmp/err") -eq 4 ]] && [[ ! -s $tmp/out ]]
+check "--check lists all three blockers (rc=$rc)" $?
+"$tapestry" import "$m/mlp/model.onnx" --check >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 0 ]] && grep -q "^no blockers: .* nodes (opset 14) import as .* operations and 4 weights" "$tmp/out"
+check "--check of a model that imports (rc=$rc)" $?
+
 # GPT-style blocks with a causal mask (−inf, and −1e9 at opset 13): the mask becomes a weight
 # holding −inf (−1e9) above the diagonal. Every cell of y is checked — the masked terms add
 # nothing to the bars — and PyTorch's output with +100 in one cell, or with 62 of the 64 tokens
@@ -87,8 +129,9 @@ y = np.load('$d/torch/y.npy'); $fault; np.save('$tmp/$name-wrong/y.npy', y)"
 done
 
 # Hand-built models with numpy references: Gemm attribute combinations, reductions with and
-# without keepdims, Softmax over a middle axis, Squeeze/Unsqueeze, GlobalAveragePool, Pow.
-for name in gemm reduce pool reshape_allowzero; do
+# without keepdims, Softmax over a middle axis, Squeeze/Unsqueeze, GlobalAveragePool, Pow,
+# MaxPool and AveragePool with pads.
+for name in gemm reduce pool reshape_allowzero pool_pads; do
   d=$m/$name
   "$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err" &&
     "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err"
@@ -96,6 +139,19 @@ for name in gemm reduce pool reshape_allowzero; do
 done
 grep -q "^g1 = add(mul(matmul(transpose(x), b1), g1.alpha), g1.beta_c1)" "$m/gemm/g.tap"
 check "gemm: transA, alpha and beta become transpose, mul and a scaled C" $?
+
+# Activations, variadic ops, Dropout, BatchNormalization: import-time rewrites into kernels,
+# each against numpy's formula (verify's bar), unsharded and split in two.
+for d in "$m"/act_*; do
+  name=${d##*/}
+  "$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err" &&
+    "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err" &&
+    "$tapestry" run "$d/g.tap" --inputs "$d/in" --outputs "$d/split" --split y.d0=2 --verify --quiet >"$tmp/out" 2>"$tmp/err" &&
+    "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/split" >"$tmp/out" 2>"$tmp/err"
+  check "$name: numpy's output and a split run pass verify" $?
+done
+grep -q "^y/div = div(y/sub, y/sqrt)" "$m/act_batch_norm/g.tap"
+check "batch_norm: the formula itself, not folded constants" $?
 
 # The structure the issue asks for: one gelu for PyTorch's erf chain, LayerNormalization as a
 # composite named after its node, Gemm as linear.
@@ -142,8 +198,9 @@ expect() {
 expect "truncated file" 2 "truncated.onnx: not a readable ONNX model" -- "$tapestry" import "$b/truncated.onnx" -o "$tmp/x.tap"
 expect "not protobuf" 2 "not_onnx.onnx: not a readable ONNX model" -- "$tapestry" import "$b/not_onnx.onnx" -o "$tmp/x.tap"
 expect "cycle" 2 "cycle.onnx: the graph has a cycle: .*'first' \(Add\), 'second' \(Relu\)" -- "$tapestry" import "$b/cycle.onnx" -o "$tmp/x.tap"
-expect "unknown opset" 2 "opset99.onnx: opset 99 is not supported \(opsets 11 to 17 are\)" -- "$tapestry" import "$b/opset99.onnx" -o "$tmp/x.tap"
+expect "unknown opset" 2 "opset99.onnx: opset 99 is not supported \(opsets 1 to 17 are; those below 11 are converted to opset 13 on import\)" -- "$tapestry" import "$b/opset99.onnx" -o "$tmp/x.tap"
 expect "unsupported attribute value" 2 "node 'pool' \(MaxPool, node 0\): ceil_mode=1 is not supported" -- "$tapestry" import "$b/ceil_mode.onnx" -o "$tmp/x.tap"
+expect "AveragePool pads without count_include_pad" 2 "node 'avg' \(AveragePool, node 0\): pads=1 with count_include_pad=0 is not supported" -- "$tapestry" import "$b/avgpool_exclude_pad.onnx" -o "$tmp/x.tap"
 expect "unknown attribute" 2 "node 'r' \(Relu, node 0\): attribute 'alpha' is not supported" -- "$tapestry" import "$b/unknown_attr.onnx" -o "$tmp/x.tap"
 expect "Conv group" 2 "node 'grouped' \(Conv, node 0\): group=2 is not supported \(only group=1\)" -- "$tapestry" import "$b/conv_group.onnx" -o "$tmp/x.tap"
 expect "shape overflow" 2 "node 'huge' \(Reshape, node 0\): shape arithmetic overflows: 4611686018427387904 × 101" -- "$tapestry" import "$b/reshape_overflow.onnx" -o "$tmp/x.tap"
@@ -152,6 +209,7 @@ expect "undefined input" 2 "node 'adder' \(Add, node 0\): input 'ghost' is not d
 expect "an integer output computed at import" 2 "shape_output.onnx: output 'dims' \(from node 'shp' \(Shape, node 0\)\): 'dims' is an integer tensor \(int64\)" -- "$tapestry" import "$b/shape_output.onnx" -o "$tmp/x.tap"
 expect "missing file" 2 "cannot open the file" -- "$tapestry" import "$tmp/nope.onnx" -o "$tmp/x.tap"
 expect "bad graph extension" 2 "must end in .tap or .json" -- "$tapestry" import "$m/mlp/model.onnx" -o "$tmp/x.txt"
+expect "--check with -o" 2 "--check writes nothing: drop -o and --weights" -- "$tapestry" import "$m/mlp/model.onnx" --check -o "$tmp/x.tap"
 [[ ! -e $tmp/x.tap ]]
 check "no graph written by a failed import" $?
 

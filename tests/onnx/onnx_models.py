@@ -32,6 +32,24 @@ class Mlp(torch.nn.Module):
         return torch.softmax(self.fc2(torch.tanh(self.fc1(x))), dim=-1)
 
 
+class ConvBn(torch.nn.Module):
+    """Conv + BatchNorm (eval): the export folds them into one Conv whose weight and bias
+    PyTorch names onnx::Conv_<n>; the import names them after the Conv node."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, bias=False)
+        self.bn = torch.nn.BatchNorm2d(4)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-1, 1)
+            self.bn.running_var.uniform_(0.5, 2)
+            self.bn.weight.uniform_(0.5, 2)
+            self.bn.bias.uniform_(-1, 1)
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.conv(x)))
+
+
 class Cnn(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -93,6 +111,8 @@ export("cnn", Cnn(), torch.randn(4, 3, 16, 16))
 export("encoder14", encoder(), torch.randn(2, 8, 32), opset=14)
 export("encoder17", encoder(), torch.randn(2, 8, 32), opset=17)
 export("mlp_dynamic", Mlp(), torch.randn(8, 32), dynamic=True)
+export("conv_bn", ConvBn(), torch.randn(2, 3, 8, 8))
+export("cnn_opset9", Cnn(), torch.randn(4, 3, 16, 16), opset=9)  # converted to 13 on import
 export("gpt_causal14", GptBlock(float("-inf")), torch.randn(2, 64, 64), opset=14)
 export("gpt_causal13_1e9", GptBlock(-1e9), torch.randn(2, 64, 64), opset=13)
 
@@ -121,6 +141,15 @@ save("cycle", model([oh.make_node("Add", ["x", "b"], ["a"], name="first"),
 save("opset99", model([oh.make_node("Relu", ["x"], ["y"], name="r")], opset=99))
 save("ceil_mode", model([oh.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
                                       ceil_mode=1)]))
+# Three blockers, the later ones after the first (--check lists all three): Cos does not map,
+# MaxPool's ceil_mode is out of scope, Sin does not map; the Relu between them converts.
+save("three_blockers", model([oh.make_node("Cos", ["x"], ["c"], name="cosine"),
+                              oh.make_node("Relu", ["c"], ["r"], name="rectify"),
+                              oh.make_node("MaxPool", ["r"], ["p"], name="pool",
+                                           kernel_shape=[2, 2], ceil_mode=1),
+                              oh.make_node("Sin", ["p"], ["y"], name="sine")]))
+save("avgpool_exclude_pad", model([oh.make_node("AveragePool", ["x"], ["y"], name="avg",
+                                                kernel_shape=[3, 3], pads=[1, 1, 1, 1])]))
 save("unknown_attr", model([oh.make_node("Relu", ["x"], ["y"], name="r", alpha=0.1)]))
 save("unsupported_op", model([oh.make_node("Cos", ["x"], ["y"], name="cosine")]))
 save("undefined_input", model([oh.make_node("Add", ["x", "ghost"], ["y"], name="adder")]))
@@ -205,4 +234,71 @@ reference_model("reshape_allowzero", [
     oh.make_node("Reshape", ["x", "shape"], ["y"], name="r", allowzero=1),
 ], np.zeros((0, 3, 4), np.float32), np.zeros((3, 4, 0), np.float32),
     {"shape": np.array([3, 4, 0], np.int64)})
+# Pooling with pads (torchvision ResNet's stem: MaxPool 3×3, stride 2, pads 1) and AveragePool
+# with pads counted (count_include_pad=1, PyTorch's default), against numpy.
+def pool_ref(x, k, s, p, fill, reduce):
+    xp = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)), constant_values=fill)
+    oh_, ow_ = (xp.shape[2] - k) // s + 1, (xp.shape[3] - k) // s + 1
+    y = np.empty(x.shape[:2] + (oh_, ow_), np.float32)
+    for i in range(oh_):
+        for j in range(ow_):
+            y[:, :, i, j] = reduce(xp[:, :, i * s:i * s + k, j * s:j * s + k], axis=(2, 3))
+    return y
+
+
+x = f32(2, 3, 9, 9) - 3.0  # mostly negative: a zero pad would change the maxima
+mp = pool_ref(x, 3, 2, 1, -np.inf, np.max)
+reference_model("pool_pads", [
+    oh.make_node("MaxPool", ["x"], ["m"], name="maxpool", kernel_shape=[3, 3], strides=[2, 2],
+                 pads=[1, 1, 1, 1]),
+    oh.make_node("AveragePool", ["m"], ["y"], name="avgpool", kernel_shape=[2, 2],
+                 strides=[1, 1], pads=[1, 1, 1, 1], count_include_pad=1),
+], x, pool_ref(mp, 2, 1, 1, 0.0, np.mean), {})
+
+# Activations, variadic ops, Dropout and BatchNormalization (import-time rewrites into kernels),
+# one model each, against numpy's formulas.
+x = f32(2, 3, 4, 5) * 3
+sl = np.abs(f32(3, 1, 1)) * 0.3
+z = f32(2, 3, 4, 5)
+bn = {"scale": f32(3), "bias": f32(3), "mean": f32(3), "var": np.abs(f32(3)) + 0.5}
+def sig(v, a, b): return np.clip(a * v + b, 0, 1)
+def elu(v, a): return np.where(v > 0, v, a * (np.exp(v) - 1))
+ACTIVATIONS = {
+    "abs": ([oh.make_node("Abs", ["x"], ["y"])], np.abs(x), {}),
+    "clip": ([oh.make_node("Clip", ["x", "lo", "hi"], ["y"])], np.clip(x, -1.5, 2.0),
+             {"lo": np.array(-1.5, np.float32), "hi": np.array(2.0, np.float32)}),
+    "clip_hi_only": ([oh.make_node("Clip", ["x", "", "hi"], ["y"])], np.minimum(x, 0.5),
+                     {"hi": np.array(0.5, np.float32)}),
+    "leaky_relu": ([oh.make_node("LeakyRelu", ["x"], ["y"], alpha=0.1)],
+                   np.where(x > 0, x, 0.1 * x), {}),
+    "leaky_relu_steep": ([oh.make_node("LeakyRelu", ["x"], ["y"], alpha=3.0)],
+                         np.where(x > 0, x, 3.0 * x), {}),
+    "prelu": ([oh.make_node("PRelu", ["x", "slope"], ["y"])], np.where(x > 0, x, sl * x),
+              {"slope": sl}),
+    "hard_sigmoid": ([oh.make_node("HardSigmoid", ["x"], ["y"], alpha=0.3, beta=0.4)],
+                     sig(x, 0.3, 0.4), {}),
+    "hard_swish": ([oh.make_node("HardSwish", ["x"], ["y"])], x * sig(x, 1 / 6, 0.5), {}),
+    "elu": ([oh.make_node("Elu", ["x"], ["y"], alpha=0.7)], elu(x, 0.7), {}),
+    "selu": ([oh.make_node("Selu", ["x"], ["y"])],
+             1.0507009873554805 * elu(x, 1.6732632423543772), {}),
+    "celu": ([oh.make_node("Celu", ["x"], ["y"], alpha=2.0)],
+             np.maximum(x, 0) + np.minimum(0, 2.0 * (np.exp(x / 2.0) - 1)), {}),
+    "reciprocal": ([oh.make_node("Reciprocal", ["x"], ["y"])], 1 / (np.abs(x) + 0.5),
+                   {}),  # x replaced below
+    "max_min_sum_mean": ([oh.make_node("Max", ["x", "z", "sl"], ["a"]),
+                          oh.make_node("Min", ["x", "z"], ["b"]),
+                          oh.make_node("Sum", ["a", "b", "x"], ["c"]),
+                          oh.make_node("Mean", ["c", "z", "x"], ["y"])],
+                         ((np.maximum(np.maximum(x, z), sl) + np.minimum(x, z) + x) + z + x) / 3,
+                         {"z": z, "sl": sl}),
+    "dropout": ([oh.make_node("Dropout", ["x"], ["d"]), oh.make_node("Relu", ["d"], ["y"])],
+                np.maximum(x, 0), {}),
+    "batch_norm": ([oh.make_node("BatchNormalization", ["x", "scale", "bias", "mean", "var"],
+                                 ["y"], epsilon=1e-3)],
+                   (x - bn["mean"][:, None, None]) / np.sqrt(bn["var"][:, None, None] + 1e-3)
+                   * bn["scale"][:, None, None] + bn["bias"][:, None, None], bn),
+}
+for name, (nodes, want, inits) in ACTIVATIONS.items():
+    xin = np.abs(x) + 0.5 if name == "reciprocal" else x
+    reference_model("act_" + name, nodes, xin, want, inits, opset=14)
 print("built the reference models")

@@ -35,16 +35,28 @@
 
 #include "tapestry/ir/graph.h"
 #include "tapestry/runtime/buffer.h"
+#include "tapestry/support/diagnostic.h"
 
 namespace tapestry::onnx {
 
-/// The default-domain opsets the importer reads (what PyTorch 1.13 exports: 11 … 17).
+/// The default-domain opsets the importer reads (what PyTorch 1.13 exports: 11 … 17). A model
+/// declaring an older opset (1 … 10) is first converted to opset 13 by ONNX's version converter.
 inline constexpr std::int64_t kMinOpset = 11;
 inline constexpr std::int64_t kMaxOpset = 17;
+/// The opset a model below kMinOpset is converted to before it is imported.
+inline constexpr std::int64_t kUpgradeTarget = 13;
 
 struct ImportOptions {
   /// Static shapes for inputs with dynamic dims: input name → its full shape.
   std::map<std::string, std::vector<std::int64_t>, std::less<>> shapes;
+  /// `tapestry import --check`: collect every blocker instead of stopping at the first. A node
+  /// that cannot be converted, or an input that cannot be declared, is recorded in
+  /// ImportResult::blockers; each float value it defines whose static shape ONNX's shape
+  /// inference knows is stood in for by a placeholder, so the nodes after it are checked too.
+  /// A value without a known shape is left undefined: a node reading one is not converted, but
+  /// an operator it uses that does not map is recorded. When blockers were found the result
+  /// holds no graph.
+  bool check = false;
 };
 
 /// One graph input's value (an initializer or a constant): written as DIR/<name>.npy.
@@ -66,8 +78,12 @@ struct ImportResult {
   std::vector<Rename> renames;
   std::vector<std::string> inputs;   // the model's own inputs (their graph names)
   std::vector<std::string> outputs;  // the model's outputs (their graph names)
-  std::int64_t opset = 0;
-  std::size_t nodes = 0;  // ONNX nodes read
+  std::int64_t opset = 0;            // the opset imported (after any conversion)
+  std::int64_t converted_from = 0;   // the model's own opset when it was converted, else 0
+  std::size_t nodes = 0;             // ONNX nodes read
+  /// With ImportOptions::check: every error that stops the import, located as the errors are
+  /// (`model.onnx: node 'NAME' (OP, node K): …`), in node order; empty when the model imports.
+  std::vector<support::Diagnostic> blockers;
 };
 
 /// Imports the model in `path`; Error (naming the file) on anything it cannot map.

@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""ONNX backend test data through `tapestry import` + `tapestry run`, counted.
+
+Reads Debian's libonnx-testdata (/usr/share/libonnx-testdata/data: node tests, PyTorch model
+tests, simple models). For every case it imports model.onnx, feeds test_data_set_0's inputs,
+runs the graph unsharded with the fast kernels and compares each output with the expected one
+at the ONNX backend's default tolerance (|got - want| <= atol + rtol·|want|, rtol 1e-3,
+atol 1e-7; NaN matches NaN). Each case gets exactly one outcome:
+
+  pass         every output within tolerance
+  wrong        ran, but an output differs (or has the wrong shape) — a bug
+  crash        a signal or an exit code other than 0/1/2 (3 is an internal error) — a bug
+  unsupported  import refused an operator Tapestry does not map
+  refused      import refused something else (opset, dtype, attribute, shape) with a clear error
+  run-error    imported, but `run` refused it (exit 2) — e.g. an input the graph lacks
+
+Usage:
+  bench/onnx_conformance.py --tapestry build/ci/src/cli/tapestry [--data DIR] [--only SUBSTR]
+                            [--jobs N] [--list OUTCOME] [--json FILE]
+
+Prints a table of counts per suite and outcome, then the refusal reasons most often met.
+`--list wrong` prints every case with that outcome and its message. Exit 1 if any case is
+`wrong` or `crash`.
+"""
+import argparse
+import collections
+import concurrent.futures
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+RTOL, ATOL = 1e-3, 1e-7
+SUITES = ("node", "pytorch-converted", "pytorch-operator", "simple")
+
+
+def read_pb(path):
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t)
+
+
+def listed(stdout, key):
+    for line in stdout.splitlines():
+        parts = line.split(maxsplit=1)
+        if parts and parts[0] == key:
+            return [n.strip() for n in parts[1].split(",")] if len(parts) > 1 else []
+    return []
+
+
+def reason_of(message):
+    """A refusal message without the file and node names, for grouping."""
+    m = re.sub(r"^tapestry \w+: error: ", "", message.strip().splitlines()[-1] if message.strip() else "")
+    m = re.sub(r"^\S+\.onnx: ", "", m)
+    m = re.sub(r"^node '[^']*' \(([^,]+), node \d+\): ", r"\1: ", m)
+    m = re.sub(r"'[^']*'", "'…'", m)
+    m = re.sub(r"\d+", "N", m)
+    return m[:140]
+
+
+def run_case(tapestry, case_dir):
+    model = os.path.join(case_dir, "model.onnx")
+    data = os.path.join(case_dir, "test_data_set_0")
+    with tempfile.TemporaryDirectory() as tmp:
+        graph = os.path.join(tmp, "g.tap")
+        weights = os.path.join(tmp, "in")
+        r = subprocess.run([tapestry, "import", model, "-o", graph, "--weights", weights],
+                           capture_output=True, text=True)
+        if r.returncode not in (0, 2):
+            return "crash", f"import exit {r.returncode}: {r.stderr.strip()[-300:]}"
+        if r.returncode == 2:
+            kind = "unsupported" if "is not supported (`tapestry import --list-ops`" in r.stderr else "refused"
+            return kind, r.stderr.strip()
+        inputs, outputs = listed(r.stdout, "inputs"), listed(r.stdout, "outputs")
+        if not os.path.isdir(data):
+            return "refused", "the case has no test_data_set_0"
+        given = sorted(f for f in os.listdir(data) if f.startswith("input_"))
+        wanted = sorted(f for f in os.listdir(data) if f.startswith("output_"))
+        given.sort(key=lambda f: int(re.findall(r"\d+", f)[0]))
+        wanted.sort(key=lambda f: int(re.findall(r"\d+", f)[0]))
+        if len(given) != len(inputs) or len(wanted) != len(outputs):
+            return "run-error", (f"the graph has {len(inputs)} inputs and {len(outputs)} outputs, "
+                                 f"the data {len(given)} and {len(wanted)}")
+        for name, f in zip(inputs, given):
+            np.save(os.path.join(weights, name + ".npy"), read_pb(os.path.join(data, f)))
+        out_dir = os.path.join(tmp, "out")
+        r = subprocess.run([tapestry, "run", graph, "--inputs", weights, "--outputs", out_dir,
+                            "--quiet", "--threads", "1"], capture_output=True, text=True)
+        if r.returncode not in (0, 2):
+            return "crash", f"run exit {r.returncode}: {r.stderr.strip()[-300:]}"
+        if r.returncode == 2:
+            return "run-error", r.stderr.strip()
+        for name, f in zip(outputs, wanted):
+            want = read_pb(os.path.join(data, f))
+            got = np.load(os.path.join(out_dir, name + ".npy"))
+            if got.shape != want.shape:
+                return "wrong", f"output {name}: shape {got.shape}, expected {want.shape}"
+            w = want.astype(np.float64)
+            g = got.astype(np.float64)
+            bad = ~((np.abs(g - w) <= ATOL + RTOL * np.abs(w)) | (np.isnan(g) & np.isnan(w)) | (g == w))
+            if bad.any():
+                i = np.unravel_index(np.argmax(bad), bad.shape)
+                return "wrong", (f"output {name}: {int(bad.sum())} of {bad.size} cells differ, "
+                                 f"first at {i}: {g[i]!r} vs {w[i]!r}")
+        return "pass", ""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tapestry", required=True)
+    ap.add_argument("--data", default="/usr/share/libonnx-testdata/data")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--list", default="")
+    ap.add_argument("--json", default="")
+    a = ap.parse_args()
+    if not os.path.isdir(a.data):
+        sys.exit(f"{a.data}: not found (apt-get install libonnx-testdata)")
+    cases = []
+    for suite in SUITES:
+        root = os.path.join(a.data, suite)
+        if not os.path.isdir(root):
+            continue
+        for name in sorted(os.listdir(root)):
+            d = os.path.join(root, name)
+            if os.path.isfile(os.path.join(d, "model.onnx")) and a.only in name:
+                cases.append((suite, name, d))
+    tapestry = os.path.abspath(a.tapestry)
+    with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
+        results = list(pool.map(lambda c: run_case(tapestry, c[2]), cases))
+    outcomes = ("pass", "wrong", "crash", "unsupported", "refused", "run-error")
+    counts = {s: collections.Counter() for s in SUITES}
+    reasons = collections.Counter()
+    for (suite, _, _), (outcome, message) in zip(cases, results):
+        counts[suite][outcome] += 1
+        if outcome in ("unsupported", "refused", "run-error"):
+            reasons[(outcome, reason_of(message))] += 1
+    print(f"{'suite':<18}" + "".join(f"{o:>12}" for o in outcomes) + f"{'total':>8}")
+    total = collections.Counter()
+    for suite in SUITES:
+        if sum(counts[suite].values()):
+            print(f"{suite:<18}" + "".join(f"{counts[suite][o]:>12}" for o in outcomes)
+                  + f"{sum(counts[suite].values()):>8}")
+            total.update(counts[suite])
+    print(f"{'all':<18}" + "".join(f"{total[o]:>12}" for o in outcomes) + f"{sum(total.values()):>8}")
+    print("\nmost frequent refusals:")
+    for (outcome, reason), n in reasons.most_common(25):
+        print(f"  {n:4}  {outcome:<11}  {reason}")
+    if a.list:
+        print(f"\ncases with outcome {a.list}:")
+        for (suite, name, _), (outcome, message) in zip(cases, results):
+            if outcome == a.list:
+                print(f"  {suite}/{name}: {message.strip().splitlines()[-1] if message.strip() else ''}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump([{"suite": s, "case": n, "outcome": o, "message": m}
+                       for (s, n, _), (o, m) in zip(cases, results)], f, indent=1)
+    return 1 if total["wrong"] or total["crash"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
