@@ -3,7 +3,7 @@
 and thread counts, and the memory-bound ones against this machine's copy bandwidth, all measured in
 one run (docs/performance.md, "Unary kernels").
 
-    /usr/bin/python3 bench/unary_vs_torch.py build/ci/bench/unary_bench [REPEATS]
+    /usr/bin/python3 bench/unary_vs_torch.py build/ci/bench/unary_bench [REPEATS] [--before OLD]
 
 For N = 262,144 (the issue's size, in L2) and N = 16,777,216 (64 MiB per array, past the 32 MiB
 L3), at 1 and 2 threads: unary_bench (the C++ side, see its header) prints Tapestry's best time
@@ -12,6 +12,9 @@ REPEATS, outputs preallocated with out=, values uniform in [−4, 4), torch.set_
 Columns: Tapestry ms, PyTorch ms, ratio = Tapestry / PyTorch (below 1: Tapestry faster). The
 memory-bound rows give the time over the time of a memcpy of the same bytes (relu, neg, sqrt: read
 N·4 + write N·4 = memcpy's; add reads 2·N·4, so its copy time is scaled by 3/2).
+
+--before OLD runs a second unary_bench (the same source linked against an older runtime, e.g. main's
+libtapestry_runtime.a) in the same run and adds its times as a column.
 
 Debian's torch is /usr/bin/python3's (python3 on PATH cannot import it).
 """
@@ -56,30 +59,44 @@ def best_ms(f, repeats):
     return best * 1e3
 
 
+def run_bench(bench, n, threads, reps):
+    out = subprocess.run([bench, str(n), str(threads), str(reps)], check=True,
+                         capture_output=True, text=True).stdout
+    times = {}
+    for line in out.splitlines():
+        _, kernel, _, _, ms = line.split()
+        times[kernel] = float(ms)
+    return times
+
+
 def main():
-    if len(sys.argv) not in (2, 3):
+    args = sys.argv[1:]
+    before = None
+    if "--before" in args:
+        at = args.index("--before")
+        before = args[at + 1]
+        del args[at:at + 2]
+    if len(args) not in (1, 2):
         sys.exit(__doc__)
-    bench = sys.argv[1]
-    repeats = int(sys.argv[2]) if len(sys.argv) == 3 else 50
+    bench = args[0]
+    repeats = int(args[1]) if len(args) == 2 else 50
     print(f"torch {torch.__version__}, best of {repeats} (large N: of {max(3, repeats // 5)})")
-    print(f"{'kernel':8} {'N':>9} {'thr':>3} {'tapestry ms':>12} {'torch ms':>9} {'ratio':>6}"
+    print(f"{'kernel':8} {'N':>9} {'thr':>3}" + (f" {'before ms':>10}" if before else "") +
+          f" {'tapestry ms':>12} {'torch ms':>9} {'ratio':>6}"
           f"  {'/ copy (tapestry)':>17} {'/ copy (torch)':>14}")
     for n in SIZES:
         reps = repeats if n < 1_000_000 else max(3, repeats // 5)
         for threads in THREADS:
-            out = subprocess.run([bench, str(n), str(threads), str(reps)], check=True,
-                                 capture_output=True, text=True).stdout
-            ours = {}
-            for line in out.splitlines():
-                _, kernel, _, _, ms = line.split()
-                ours[kernel] = float(ms)
+            old = run_bench(before, n, threads, reps) if before else {}
+            ours = run_bench(bench, n, threads, reps)
             torch.set_num_threads(threads)
             theirs = {k: best_ms(f, reps) for k, f in torch_ops(n).items()}
             for kernel, ms in ours.items():
                 copy = {"relu": 1.0, "neg": 1.0, "sqrt": 1.0, "add": 1.5}.get(kernel)
                 share = (f"{ms / (copy * ours['memcpy']):17.2f} "
                          f"{theirs[kernel] / (copy * theirs['memcpy']):14.2f}" if copy else "")
-                print(f"{kernel:8} {n:9} {threads:3} {ms:12.3f} {theirs[kernel]:9.3f} "
+                was = f" {old[kernel]:10.3f}" if before else ""
+                print(f"{kernel:8} {n:9} {threads:3}{was} {ms:12.3f} {theirs[kernel]:9.3f} "
                       f"{ms / theirs[kernel]:6.2f}  {share}")
 
 

@@ -29,18 +29,19 @@ enum class UnaryOp { kRelu, kNeg, kExp, kTanh, kSigmoid, kGelu };
 /// The unary op a kernel name denotes (relu, neg, exp, tanh, sigmoid, gelu), or nullopt.
 std::optional<UnaryOp> parse_unary_op(std::string_view kernel);
 
-/// Whether elementwise_vector.cpp instantiates its dense loops for T.
-template <typename T>
-inline constexpr bool kHasDenseLoops =
-    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t> ||
-    std::is_same_v<T, std::int64_t>;
+/// Whether elementwise_vector.cpp instantiates its dense loops for Op on T.
+template <typename Op, typename T>
+inline constexpr bool kHasDenseLoops = kHasClones<Op> &&
+                                       (std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                                        std::is_same_v<T, std::int32_t> ||
+                                        std::is_same_v<T, std::int64_t>);
 
 /// result[i·sr] = op(x[i·sx]) for i < n; the contiguous case runs elementwise_vector.h's loop
 /// (x and r distinct or equal).
 template <typename Op, typename T>
 void unary_run(const T* x, std::int64_t sx, T* r, std::int64_t sr, std::int64_t n) {
   const Op op;
-  if constexpr (kHasDenseLoops<T>) {
+  if constexpr (kHasDenseLoops<Op, T>) {
     if (sx == 1 && sr == 1) {
       if (x == r) return unary_dense_in_place<Op>(r, n);
       return unary_dense<Op>(x, r, n);
@@ -59,7 +60,7 @@ void unary_run(const T* x, std::int64_t sx, T* r, std::int64_t sr, std::int64_t 
 template <typename Op, typename T>
 void unary_in_place(T* p, std::int64_t s, std::int64_t n) {
   const Op op;
-  if constexpr (kHasDenseLoops<T>) {
+  if constexpr (kHasDenseLoops<Op, T>) {
     if (s == 1) return unary_dense_in_place<Op>(p, n);
   }
   if (s == 1) {

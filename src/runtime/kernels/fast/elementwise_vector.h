@@ -23,7 +23,10 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 #include <vector>
+
+#include "../scalar_ops.h"
 
 namespace tapestry::runtime::fast {
 
@@ -44,9 +47,18 @@ void force_vector_isa(std::optional<VectorIsa> isa);
 /// Whether this CPU can run `isa`'s clones.
 bool cpu_supports(VectorIsa isa);
 
+/// Whether unary_dense and unary_dense_in_place are instantiated for Op (the list at the end of
+/// elementwise_vector.cpp). A unary kernel added elsewhere (docs/metakernels.md, "Adding a
+/// built-in kernel") runs elementwise_ops.h's plain loop until it is added to both lists.
+template <typename Op>
+inline constexpr bool kHasClones =
+    std::is_same_v<Op, kernels::scalar::Relu> || std::is_same_v<Op, kernels::scalar::Neg> ||
+    std::is_same_v<Op, kernels::scalar::Exp> || std::is_same_v<Op, kernels::scalar::Tanh> ||
+    std::is_same_v<Op, kernels::scalar::Sigmoid> || std::is_same_v<Op, kernels::scalar::Gelu> ||
+    std::is_same_v<Op, kernels::scalar::Sqrt>;
+
 /// r[i] = Op{}(x[i]) for i < n; x and r do not overlap. Op is one of scalar_ops.h's unary
-/// functors (Relu, Neg, Exp, Tanh, Sigmoid, Gelu, Sqrt); T float or double (and, for Relu and
-/// Neg, int32 and int64). Instantiated in elementwise_vector.cpp.
+/// functors with kHasClones<Op>; T float or double (and, for Relu and Neg, int32 and int64).
 template <typename Op, typename T>
 void unary_dense(const T* x, T* r, std::int64_t n);
 
