@@ -21,7 +21,8 @@
 // is within 2^−36 relative of the truth (far below an f32 ulp, 2^−24), so the f32 result is the
 // correctly rounded one but for ties closer than 2^−12 ulp, and its loops vectorise — 8 f64 lanes
 // with AVX-512 (fast/elementwise_vector.cpp compiles them for AVX-512, AVX2 and the baseline and
-// picks one by cpuid; no libm call is left in them).
+// picks one by cpuid; no libm call is left in them). Multiplies and adds stay separate
+// (multiply_add, not std::fma: see there).
 //
 // Why these forms:
 //   * sigmoid as 1 / (1 + e^−x) overflows e^−x below x ≈ −88.7 (f32) and returns 0 where the
@@ -147,21 +148,21 @@ T exp_fast_underflow(T x) {
   return std::exp(x);
 }
 
-/// a·b + c rounded once (std::fma). The fast kernels' AVX2 and AVX-512 clones
-/// (fast/elementwise_vector.cpp) compile it to one instruction; the reference kernels and the
-/// baseline clone, built for x86-64 without FMA, call glibc's fma (the instruction where the CPU
-/// has it, an exact emulation where not): the same correctly rounded result, so the kernel sets
-/// stay bitwise equal. Written out where it is wanted: -ffp-contract=off forbids GCC to fuse a
-/// multiply and an add on its own.
-[[gnu::always_inline]] inline double fused_multiply_add(double a, double b, double c) {
-  return std::fma(a, b, c);
+/// a·b + c, rounded twice (the product, then the sum): -ffp-contract=off keeps it two operations
+/// in every build, so the reference kernels and each clone of the fast loops
+/// (fast/elementwise_vector.cpp) compute the same bits. A std::fma here would be one instruction
+/// in the AVX2 and AVX-512 clones but a call to glibc's fma in the reference kernels and the
+/// baseline clone: measured, it made the reference f32 gelu 17× slower (142 against 8 ns per
+/// element) and exp 22×, for no gain in the AVX-512 clone that this loaded machine could show.
+[[gnu::always_inline]] inline double multiply_add(double a, double b, double c) {
+  return a * b + c;
 }
 
-/// `result`, or x's own NaN (quieted) when x is NaN. A NaN argument reaches several operands of
-/// one fused_multiply_add with different signs (k and −k), and which operand's NaN comes out
-/// depends on the instruction form (vfmadd132/213/231) the compiler picks for each clone, or on
-/// glibc's fma: so the branch-free functions below return x's NaN itself, the same bits in every
-/// kernel set and clone.
+/// `result`, or x's own NaN (quieted) when x is NaN. A NaN argument reaches both operands of some
+/// operations with different signs (k and −k), and which operand's NaN comes out depends on the
+/// operand order the compiler picks for each clone (it did with fused multiply-adds, which these
+/// formulas once used): so the branch-free functions below return x's NaN itself, the same bits
+/// in every kernel set and clone.
 template <std::floating_point T, std::floating_point R>
 [[gnu::always_inline]] inline R nan_or(T x, R result) {
   return x != x ? static_cast<R>(x + x) : result;  // NOLINT(misc-redundant-expression): NaN test
@@ -181,16 +182,15 @@ template <std::size_t M>
 /// c[B] + c[B+1]·x + … + c[B+N−1]·x^(N−1) by Estrin's scheme: lo(x) + x^M·hi(x) with M the
 /// largest power of two below N, recursively. Its dependency chain is ~log2(N) multiply-adds
 /// deep where Horner's is N: in a vectorised loop the core overlaps the independent halves
-/// instead of waiting on one chain (erfc_branchless took 22 ns per element with Horner). Each
-/// lo + x^M·hi is one fused_multiply_add.
+/// instead of waiting on one chain (erfc_branchless took 22 ns per element with Horner).
 template <std::size_t B, std::size_t N>
 [[gnu::always_inline]] inline double estrin(const double* c, double x) {
   if constexpr (N == 1) {
     return c[B];
   } else {
     constexpr std::size_t kM = std::bit_floor(N - 1);
-    return fused_multiply_add(power_of_two_power<kM>(x), estrin<B + kM, N - kM>(c, x),
-                              estrin<B, kM>(c, x));
+    return multiply_add(power_of_two_power<kM>(x), estrin<B + kM, N - kM>(c, x),
+                        estrin<B, kM>(c, x));
   }
 }
 
@@ -221,9 +221,9 @@ template <std::size_t kDegree = 12>
                                        1.0 / 39916800,
                                        1.0 / 479001600};
   a = a < -708.0 ? -708.0 : a;
-  const double shifted = fused_multiply_add(a, kLog2e, kShifter);
+  const double shifted = multiply_add(a, kLog2e, kShifter);
   const double k = shifted - kShifter;
-  const double r = fused_multiply_add(-k, kLn2Lo, fused_multiply_add(-k, kLn2Hi, a));
+  const double r = multiply_add(-k, kLn2Lo, multiply_add(-k, kLn2Hi, a));
   static_assert(kDegree < std::size(kTaylor));
   const double p = estrin<0, kDegree + 1>(kTaylor, r);
   // The low bits of `shifted` hold k (two's complement); k + 1023 ∈ [1, 2046] is 2^k's exponent.
@@ -252,7 +252,7 @@ template <std::size_t kExpDegree = 12>
       -0x1.e496825617f73p-21, 0x1.1b8021a0cafabp-22};
   const double t = 2.0 / (2.0 + z);
   const double u = 2.0 * t - 1.0;
-  return t * exp_branchless<kExpDegree>(fused_multiply_add(-z, z, estrin<0, std::size(kP)>(kP, u)));
+  return t * exp_branchless<kExpDegree>(multiply_add(-z, z, estrin<0, std::size(kP)>(kP, u)));
 }
 
 /// gelu(x) for f32 x, evaluated in f64 and rounded once: Φ(x) = erfc(|x|/√2)/2 for x < 0 and
@@ -292,12 +292,12 @@ template <std::size_t kExpDegree = 12>
       1.0,        1.0 / 2,     1.0 / 6,      1.0 / 24,      1.0 / 120,      1.0 / 720,
       1.0 / 5040, 1.0 / 40320, 1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600};
   a = a < -40.0 ? -40.0 : a;
-  const double shifted = fused_multiply_add(a, kLog2e, kShifter);
+  const double shifted = multiply_add(a, kLog2e, kShifter);
   const double k = shifted - kShifter;
-  const double r = fused_multiply_add(-k, kLn2Lo, fused_multiply_add(-k, kLn2Hi, a));
+  const double r = multiply_add(-k, kLn2Lo, multiply_add(-k, kLn2Hi, a));
   const double q = r * estrin<0, std::size(kTaylor)>(kTaylor, r);  // e^r − 1
   const double two_k = std::bit_cast<double>((std::bit_cast<std::uint64_t>(shifted) + 1023) << 52);
-  return nan_or(a, fused_multiply_add(two_k, q, two_k - 1.0));
+  return nan_or(a, multiply_add(two_k, q, two_k - 1.0));
 }
 
 /// tanh(x) for f32 x, in f64 and rounded once: with m = e^(−2|x|) − 1 ∈ (−1, 0],
