@@ -22,6 +22,7 @@
 
 #include <gtest/gtest.h>
 
+#include "fast/elementwise_vector.h"
 #include "kernel_graphs.h"
 #include "run_helpers.h"
 #include "scalar_ops.h"
@@ -109,8 +110,9 @@ const Unary kUnary[] = {
     {"neg", [](LD x) { return -x; }, 0, 0},
     {"exp", [](LD x) { return std::exp(x); }, 0.51, 0.52},
     {"tanh", [](LD x) { return std::tanh(x); }, 0.51, 2.5},
-    {"sigmoid", sigmoid_truth, 3, 3},
+    {"sigmoid", sigmoid_truth, 0.51, 3},
     {"gelu", gelu_truth, 0.51, 4},
+    {"sqrt", [](LD x) { return std::sqrt(x); }, 0.5, 0.5},  // IEEE: correctly rounded
 };
 
 // ---- the sweep --------------------------------------------------------------------------------
@@ -329,6 +331,45 @@ TEST(ElementwiseAccuracy, UnaryReferenceAndFastAreBitwiseEqual) {
     };
     EXPECT_EQ(run(ExecutableKernels::reference()), run(fast_kernels())) << kernel;
   }
+}
+
+// The dense loops of the fast set are compiled for AVX-512, AVX2 and the baseline
+// (fast/elementwise_vector.h); whichever the CPU picks, the results are the reference kernel's
+// bits. Each clone this CPU can run is forced in turn, over the whole sweep and the softmax rows.
+template <typename T>
+std::vector<std::vector<T>> softmax_rows();
+template <typename T>
+std::vector<T> run_softmax(const std::vector<std::vector<T>>& rows, std::int64_t n,
+                           const ExecutableKernels& kernels);
+
+TEST(ElementwiseAccuracy, EveryInstructionSetGivesTheReferenceBits) {
+  using fast::VectorIsa;
+  const std::vector<float> xf = sweep<float>();
+  const std::vector<double> xd = sweep<double>();
+  int clones = 0;
+  for (VectorIsa isa : {VectorIsa::kBaseline, VectorIsa::kAvx2, VectorIsa::kAvx512}) {
+    if (!fast::cpu_supports(isa)) continue;
+    ++clones;
+    SCOPED_TRACE(std::string(fast::isa_name(isa)));
+    fast::force_vector_isa(isa);
+    EXPECT_EQ(fast::vector_isa(), isa);
+    for (const Unary& u : kUnary) {
+      expect_bitwise(run_unary<float>(u.kernel, xf, ExecutableKernels::reference()),
+                     run_unary<float>(u.kernel, xf, fast_kernels()), u.kernel);
+      expect_bitwise(run_unary<double>(u.kernel, xd, ExecutableKernels::reference()),
+                     run_unary<double>(u.kernel, xd, fast_kernels()), u.kernel);
+    }
+    std::map<std::int64_t, std::vector<std::vector<float>>> by_length;
+    for (auto& row : softmax_rows<float>()) by_length[std::ssize(row)].push_back(std::move(row));
+    for (const auto& [n, rows] : by_length) {
+      expect_bitwise(run_softmax(rows, n, ExecutableKernels::reference()),
+                     run_softmax(rows, n, fast_kernels()), "softmax");
+    }
+  }
+  fast::force_vector_isa(std::nullopt);
+  EXPECT_GE(clones, 1);
+  std::cout << "[ accuracy ] " << clones << " instruction sets checked; this CPU runs "
+            << fast::isa_name(fast::vector_isa()) << "\n";
 }
 
 // Every pair of a few hundred sweep values (specials included), a dense [n] ⊕ [n] run and a
@@ -708,6 +749,65 @@ TEST(RowMoments, InfiniteRowsKeepTheirInfinity) {
   EXPECT_TRUE(std::isnan(kernels::scalar::row_mean(mixed.data(), 1, 3)));
   const std::vector<double> finite{1e300, -1e300, 3, 1};
   EXPECT_EQ(kernels::scalar::row_mean(finite.data(), 1, 4), 1.0);  // still compensated
+}
+
+// tanh_f32's e^a − 1 (a ≤ 0): within 2^−48 relative of the truth over [−40, 0], at the k seams
+// and for tiny |a| (no cancellation: e^a − 1 ≈ a); exact at 0 with its sign; −40 below −40.
+TEST(BranchlessExpm1, RelativeErrorBelow2ToMinus48) {
+  using kernels::scalar::expm1_branchless_nonpositive;
+  LD worst = 0, at = 0;
+  const auto check = [&](double a) {
+    const LD e = relative_error(expm1_branchless_nonpositive(a), std::expm1(LD{a}));
+    if (e > worst) worst = e, at = a;
+  };
+  for (double a = -40.0; a <= 0.0; a += 0.000731) check(a);
+  for (double a = -0.4; a <= 0.0; a += 1e-6) check(a);
+  for (double a = -1e-300; a > -1; a *= 1.5) check(a);
+  EXPECT_LT(worst, 0x1p-48L) << "at a = " << static_cast<double>(at);
+  std::cout << "[ accuracy ] expm1_branchless: max relative error 2^"
+            << std::log2(static_cast<double>(worst)) << "\n";
+  EXPECT_EQ(std::bit_cast<std::uint64_t>(expm1_branchless_nonpositive(-0.0)),
+            std::bit_cast<std::uint64_t>(0.0));
+  EXPECT_EQ(expm1_branchless_nonpositive(-1e9), expm1_branchless_nonpositive(-40.0));
+  EXPECT_EQ(expm1_branchless_nonpositive(-std::numeric_limits<double>::infinity()),
+            expm1_branchless_nonpositive(-40.0));
+  EXPECT_TRUE(std::isnan(expm1_branchless_nonpositive(std::nan(""))));
+  // One Taylor coefficient off by a part in 10^9 shows: the bound measures the polynomial.
+  EXPECT_GT(relative_error(expm1_branchless_nonpositive(-0.3) * (1 + 1e-9), std::expm1(-0.3L)),
+            0x1p-48L);
+}
+
+// The f32 exp, tanh and sigmoid at their limits and switches, bit for bit.
+TEST(BranchlessF32, SpecialValues) {
+  using namespace kernels::scalar;  // NOLINT: the helpers under test
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto bits = [](float v) { return std::bit_cast<std::uint32_t>(v); };
+  EXPECT_EQ(exp_f32(-inf), 0.0f);
+  EXPECT_EQ(exp_f32(inf), inf);
+  EXPECT_EQ(exp_f32(88.73f), inf);  // e^88.73 > FLT_MAX (ln FLT_MAX ≈ 88.7228)
+  EXPECT_EQ(exp_f32(88.7f), std::exp(88.7f));
+  EXPECT_EQ(exp_f32(1e30f), inf);
+  EXPECT_EQ(exp_f32(0.0f), 1.0f);
+  EXPECT_EQ(exp_f32(-104.0f), 0.0f);
+  EXPECT_EQ(exp_f32(-103.9f), FLT_TRUE_MIN);  // e^−103.9 ≈ 8.1e−46: nearer 2^−149 than 0
+  EXPECT_EQ(exp_f32(-1e30f), 0.0f);
+  EXPECT_TRUE(std::isnan(exp_f32(std::nanf(""))));
+  EXPECT_EQ(tanh_f32(inf), 1.0f);
+  EXPECT_EQ(tanh_f32(-inf), -1.0f);
+  EXPECT_EQ(tanh_f32(9.1f), 1.0f);
+  EXPECT_LT(tanh_f32(8.9f), 1.0f);
+  EXPECT_EQ(bits(tanh_f32(-0.0f)), bits(-0.0f));
+  EXPECT_EQ(bits(tanh_f32(0.0f)), bits(0.0f));
+  EXPECT_EQ(tanh_f32(FLT_TRUE_MIN), FLT_TRUE_MIN);
+  EXPECT_EQ(tanh_f32(-1e-20f), -1e-20f);
+  EXPECT_TRUE(std::isnan(tanh_f32(std::nanf(""))));
+  EXPECT_EQ(sigmoid_f32(-inf), 0.0f);
+  EXPECT_EQ(sigmoid_f32(inf), 1.0f);
+  EXPECT_EQ(sigmoid_f32(0.0f), 0.5f);
+  EXPECT_EQ(sigmoid_f32(-0.0f), 0.5f);
+  EXPECT_EQ(sigmoid_f32(-103.9f), FLT_TRUE_MIN);
+  EXPECT_EQ(sigmoid_f32(-800.0f), 0.0f);
+  EXPECT_TRUE(std::isnan(sigmoid_f32(std::nanf(""))));
 }
 
 }  // namespace

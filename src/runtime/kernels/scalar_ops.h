@@ -8,17 +8,27 @@
 // tests/runtime/elementwise_accuracy_test.cpp against a long double evaluation):
 //
 //   relu, neg, add, sub, mul, div, maximum   exact or correctly rounded (IEEE operations)
-//   exp        std::exp                                            f32 ≤ 0.51, f64 ≤ 0.52 ulp
-//   tanh       f32: std::tanh in f64, rounded once; f64: std::tanh   f32 ≤ 0.51, f64 ≤ 2.5 ulp
-//   sigmoid    e = exp(−|x|);  (x < 0 ? e : 1) / (1 + e)             f32 ≤ 3,    f64 ≤ 3 ulp
+//   exp        f32: exp_f32 (f64, branch-free), rounded once; f64: std::exp
+//                                                                  f32 ≤ 0.51, f64 ≤ 0.52 ulp
+//   tanh       f32: tanh_f32 (f64, branch-free), rounded once; f64: std::tanh
+//                                                                  f32 ≤ 0.51, f64 ≤ 2.5 ulp
+//   sigmoid    e = exp(−|x|);  (x < 0 ? e : 1) / (1 + e); f32 in f64 (branch-free), rounded once
+//                                                                  f32 ≤ 0.51, f64 ≤ 3 ulp
 //   gelu       x/2 · erfc(−x/√2); f32 in f64, rounded once           f32 ≤ 0.51, f64 ≤ 4 ulp
 //   softmax    see softmax_row                                       f32 ≤ 0.51, f64 ≤ 3 ulp
+//
+// Every f32 transcendental is evaluated in f64 without branches and rounded once: its f64 value
+// is within 2^−36 relative of the truth (far below an f32 ulp, 2^−24), so the f32 result is the
+// correctly rounded one but for ties closer than 2^−12 ulp, and its loops vectorise — 8 f64 lanes
+// with AVX-512 (fast/elementwise_vector.cpp compiles them for AVX-512, AVX2 and the baseline and
+// picks one by cpuid; no libm call is left in them). Multiplies and adds stay separate
+// (multiply_add, not std::fma: see there).
 //
 // Why these forms:
 //   * sigmoid as 1 / (1 + e^−x) overflows e^−x below x ≈ −88.7 (f32) and returns 0 where the
 //     true value e^x is still representable; with e = e^−|x| ≤ 1 nothing overflows, and for
-//     x < 0 the quotient e / (1 + e) keeps full relative accuracy down to the underflow. It
-//     stays in its own dtype: f64's exp costs ~4× f32's expf on this machine.
+//     x < 0 the quotient e / (1 + e) keeps full relative accuracy down to the underflow. f64
+//     stays in its own dtype (std::exp; f64's exp costs ~4× f32's expf on this machine).
 //   * gelu as x/2 · (1 + erf(x/√2)) cancels for x ≪ 0 (1 + erf → 0: 11% error at x = −5.24 in
 //     f32, −0 instead of ≈ −6e-9 below −6). erfc(−x/√2) = 1 + erf(x/√2) without the subtraction.
 //     The form is still ill-conditioned for x ≪ 0: a relative error δ in t = −x/√2 becomes
@@ -28,10 +38,11 @@
 //     results that are subnormal exact to the last place.
 //   * f32 gelu takes erfc from a branch-free f64 formula (gelu_f32) instead of libm's erfc,
 //     whose interval branches mispredict on random signs (18 ns per element on N(0, 1.5) inputs
-//     on this machine): its loops vectorise, and its relative error (< 2^−40) is far below the
+//     on this machine): its loops vectorise, and its relative error (< 2^−36) is far below the
 //     f32 rounding, so the result is still rounded once from an accurate f64 value.
-//   * f32 tanh evaluates in f64 and rounds once (≤ 0.5 ulp + 2^−29, where tanhf reaches 2 ulp),
-//     at the cost of tanhf.
+//   * f32 tanh is −m/(2 + m)·sign(x) with m = e^(−2|x|) − 1 from a branch-free expm1 (tanh_f32):
+//     no cancellation near 0 (m ≈ −2|x| to full relative accuracy), none for large |x|; it was
+//     std::tanh in f64, rounded once (3.9 ms for 262,144 elements, 8× PyTorch).
 
 // Integer add, sub, mul and neg wrap (kernel_support.h); integer div rounds toward zero, wraps
 // INT_MIN / −1 and throws on a zero divisor (the fast kernels leave integer division to the
@@ -137,6 +148,26 @@ T exp_fast_underflow(T x) {
   return std::exp(x);
 }
 
+/// a·b + c, rounded twice (the product, then the sum): -ffp-contract=off keeps it two operations
+/// in every build, so the reference kernels and each clone of the fast loops
+/// (fast/elementwise_vector.cpp) compute the same bits. A std::fma here would be one instruction
+/// in the AVX2 and AVX-512 clones but a call to glibc's fma in the reference kernels and the
+/// baseline clone: measured, it made the reference f32 gelu 17× slower (142 against 8 ns per
+/// element) and exp 22×, for no gain in the AVX-512 clone that this loaded machine could show.
+[[gnu::always_inline]] inline double multiply_add(double a, double b, double c) {
+  return a * b + c;
+}
+
+/// `result`, or x's own NaN (quieted) when x is NaN. A NaN argument reaches both operands of some
+/// operations with different signs (k and −k), and which operand's NaN comes out depends on the
+/// operand order the compiler picks for each clone (it did with fused multiply-adds, which these
+/// formulas once used): so the branch-free functions below return x's NaN itself, the same bits
+/// in every kernel set and clone.
+template <std::floating_point T, std::floating_point R>
+[[gnu::always_inline]] inline R nan_or(T x, R result) {
+  return x != x ? static_cast<R>(x + x) : result;  // NOLINT(misc-redundant-expression): NaN test
+}
+
 /// x^M for M a power of two, by squaring.
 template <std::size_t M>
 [[gnu::always_inline]] inline double power_of_two_power(double x) {
@@ -158,17 +189,18 @@ template <std::size_t B, std::size_t N>
     return c[B];
   } else {
     constexpr std::size_t kM = std::bit_floor(N - 1);
-    return estrin<B, kM>(c, x) + power_of_two_power<kM>(x) * estrin<B + kM, N - kM>(c, x);
+    return multiply_add(power_of_two_power<kM>(x), estrin<B + kM, N - kM>(c, x),
+                        estrin<B, kM>(c, x));
   }
 }
 
-/// e^a for a ≥ −708 (a below −708 is taken as −708, so the result stays normal; NaN stays NaN;
-/// a ≤ 700 keeps 2^k finite), without branches so that loops over it vectorise (the runtime is
-/// built with -fno-trapping-math, so the ternaries become selects): a = k·ln2 + r with
-/// |r| ≤ ln2/2 (Cody–Waite: k·ln2_hi is exact), e^r by its Taylor polynomial of degree kDegree,
-/// 2^k written into the exponent bits. Degree 12 (truncation < 2^−52): relative error < 8·2^−53
-/// (4.3 seen). Degree 9, for results rounded to f32 (softmax_exp_f32): truncation
-/// (ln2/2)^10/10! < 2^−37, relative error < 2^−36.
+/// e^a for a ≥ −708 (a below −708 is taken as −708, so the result stays normal; a NaN a comes back
+/// itself; a ≤ 700 keeps 2^k finite), without branches so that loops over it vectorise (the runtime
+/// is built with -fno-trapping-math, so the ternaries become selects): a = k·ln2 + r with |r| ≤
+/// ln2/2 (Cody–Waite: k·ln2_hi is exact), e^r by its Taylor polynomial of degree kDegree, 2^k
+/// written into the exponent bits. Degree 12 (truncation < 2^−52): relative error < 8·2^−53 (4.3
+/// seen). Degree 9, for results rounded to f32 (softmax_exp_f32): truncation (ln2/2)^10/10! <
+/// 2^−37, relative error < 2^−36.
 template <std::size_t kDegree = 12>
 [[gnu::always_inline]] inline double exp_branchless(double a) {
   constexpr double kLog2e = 0x1.71547652b82fep+0;
@@ -189,14 +221,14 @@ template <std::size_t kDegree = 12>
                                        1.0 / 39916800,
                                        1.0 / 479001600};
   a = a < -708.0 ? -708.0 : a;
-  const double shifted = a * kLog2e + kShifter;
+  const double shifted = multiply_add(a, kLog2e, kShifter);
   const double k = shifted - kShifter;
-  const double r = (a - k * kLn2Hi) - k * kLn2Lo;
+  const double r = multiply_add(-k, kLn2Lo, multiply_add(-k, kLn2Hi, a));
   static_assert(kDegree < std::size(kTaylor));
   const double p = estrin<0, kDegree + 1>(kTaylor, r);
   // The low bits of `shifted` hold k (two's complement); k + 1023 ∈ [1, 2046] is 2^k's exponent.
   const std::uint64_t two_k = (std::bit_cast<std::uint64_t>(shifted) + 1023) << 52;
-  return p * std::bit_cast<double>(two_k);
+  return nan_or(a, p * std::bit_cast<double>(two_k));
 }
 
 /// erfc(z) for z ≥ 0 (and +∞; NaN stays NaN) without branches: erfc(z) = t·e^(P(2t − 1) − z²),
@@ -205,6 +237,9 @@ template <std::size_t kDegree = 12>
 /// fewer terms). |P − log(erfc(z)/t) − z²| < 5.3e−13 over all z ≥ 0, so the relative error is
 /// below 1e−12 until e^(·) reaches its −708 floor (z > 26.6, where erfc(z) < 1e−308 anyway).
 /// Accurate enough for f32 results computed in f64; f64 results use std::erfc (gelu_f64).
+/// kExpDegree is exp_branchless's: 12 as stated; gelu_f32 takes 9 (2^−36 relative, below what
+/// an f32 result can show, and three multiply-adds fewer).
+template <std::size_t kExpDegree = 12>
 [[gnu::always_inline]] inline double erfc_branchless(double z) {
   static constexpr double kP[] = {
       // lowest degree first
@@ -217,19 +252,72 @@ template <std::size_t kDegree = 12>
       -0x1.e496825617f73p-21, 0x1.1b8021a0cafabp-22};
   const double t = 2.0 / (2.0 + z);
   const double u = 2.0 * t - 1.0;
-  return t * exp_branchless(estrin<0, std::size(kP)>(kP, u) - z * z);
+  return t * exp_branchless<kExpDegree>(multiply_add(-z, z, estrin<0, std::size(kP)>(kP, u)));
 }
 
 /// gelu(x) for f32 x, evaluated in f64 and rounded once: Φ(x) = erfc(|x|/√2)/2 for x < 0 and
 /// 1 − erfc(|x|/√2)/2 otherwise (erfc(−z) = 2 − erfc(z)), so no branch depends on x. The error of
 /// z = |x|/√2 (2^−53 relative) costs 2z²·2^−53 < 2^−45 relative below x ≈ −14.1, where the f32
-/// result becomes −0. x = −∞ gives −0 (not −∞·0); NaN and +∞ pass through.
+/// result becomes −0. x = −∞ gives −0 (not −∞·0); NaN and +∞ pass through. Relative error of
+/// the f64 value: below 2^−36 (exp_branchless<9>) plus 1e−12 (the erfc fit).
 [[gnu::always_inline]] inline float gelu_f32(float x) {
   const double w = x;
-  const double e = erfc_branchless(std::fabs(w) * kInvSqrt2);
+  const double e = erfc_branchless<9>(std::fabs(w) * kInvSqrt2);
   const double phi = w < 0.0 ? 0.5 * e : 1.0 - 0.5 * e;
   const float g = static_cast<float>(w * phi);
-  return x == -std::numeric_limits<float>::infinity() ? -0.0f : g;
+  return nan_or(x, x == -std::numeric_limits<float>::infinity() ? -0.0f : g);
+}
+
+/// e^x for f32 x, in f64 and rounded once: exp_branchless<9> (relative error < 2^−36) of x
+/// clamped to at most 100 (e^100 > FLT_MAX still rounds to +∞; 2^k stays finite); below −708 it
+/// gives e^−708, which rounds to +0 in f32 like every e^x below −104. −∞ → +0, +∞ → +∞, NaN → NaN.
+[[gnu::always_inline]] inline float exp_f32(float x) {
+  const double w = x;
+  return nan_or(x, static_cast<float>(exp_branchless<9>(w > 100.0 ? 100.0 : w)));
+}
+
+/// e^a − 1 for a ∈ [−40, 0] (a below −40 is taken as −40; NaN stays NaN), without branches and
+/// without cancellation near 0: a = k·ln2 + r (Cody–Waite, |r| ≤ ln2/2), e^r − 1 = r·P(r) with
+/// P the Taylor polynomial of (e^r − 1)/r of degree 11 (truncation (ln2/2)^12/13! < 2^−50
+/// relative), and
+/// e^a − 1 = 2^k·(e^r − 1) + (2^k − 1), where 2^k − 1 is exact (k ∈ [−58, 0]: rounded only below
+/// k = −53, where |e^a − 1| ≈ 1). Relative error < 2^−48 (k = 0: P's roundings; k < 0: |e^a − 1|
+/// ≥ 0.29 and the two terms at most 2.4 times larger).
+[[gnu::always_inline]] inline double expm1_branchless_nonpositive(double a) {
+  constexpr double kLog2e = 0x1.71547652b82fep+0;
+  constexpr double kLn2Hi = 0x1.62e42fee00000p-1;
+  constexpr double kLn2Lo = 0x1.a39ef35793c76p-33;
+  constexpr double kShifter = 0x1.8p52;
+  static constexpr double kTaylor[] = {
+      1.0,        1.0 / 2,     1.0 / 6,      1.0 / 24,      1.0 / 120,      1.0 / 720,
+      1.0 / 5040, 1.0 / 40320, 1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600};
+  a = a < -40.0 ? -40.0 : a;
+  const double shifted = multiply_add(a, kLog2e, kShifter);
+  const double k = shifted - kShifter;
+  const double r = multiply_add(-k, kLn2Lo, multiply_add(-k, kLn2Hi, a));
+  const double q = r * estrin<0, std::size(kTaylor)>(kTaylor, r);  // e^r − 1
+  const double two_k = std::bit_cast<double>((std::bit_cast<std::uint64_t>(shifted) + 1023) << 52);
+  return nan_or(a, multiply_add(two_k, q, two_k - 1.0));
+}
+
+/// tanh(x) for f32 x, in f64 and rounded once: with m = e^(−2|x|) − 1 ∈ (−1, 0],
+/// tanh(|x|) = −m / (2 + m), the sign copied from x. m's relative error (< 2^−48) and the two
+/// roundings of the quotient stay far below an f32 ulp, for tiny |x| too (m ≈ −2|x|, no
+/// cancellation). |x| > 20 is taken as 20 (tanh = 1 − 2^−57 rounds to 1); ±0 → ±0, ±∞ → ±1,
+/// NaN → NaN.
+[[gnu::always_inline]] inline float tanh_f32(float x) {
+  const double w = x;
+  const double m = expm1_branchless_nonpositive(-2.0 * std::fabs(w));
+  return nan_or(x, static_cast<float>(std::copysign(-m / (2.0 + m), w)));
+}
+
+/// sigmoid(x) for f32 x, in f64 and rounded once: e = e^−|x| from exp_branchless<9> (relative
+/// error < 2^−36; |x| > 708 gives e^−708, whose f32 result is 0 or 1 as the truth's), then
+/// (x < 0 ? e : 1) / (1 + e). ±∞ → 0 and 1, ±0 → 0.5, NaN → NaN.
+[[gnu::always_inline]] inline float sigmoid_f32(float x) {
+  const double w = x;
+  const double e = exp_branchless<9>(-std::fabs(w));
+  return nan_or(x, static_cast<float>(select_if_negative(w, e, 1.0) / (1.0 + e)));
 }
 
 // ---- unary ------------------------------------------------------------------------------------
@@ -238,7 +326,7 @@ template <std::size_t kDegree = 12>
 struct Relu {
   static constexpr bool kFloatOnly = false;
   template <Element T>
-  T operator()(T x) const {
+  [[gnu::always_inline]] T operator()(T x) const {
     return x < T{0} ? T{0} : x;
   }
 };
@@ -247,7 +335,7 @@ struct Relu {
 struct Neg {
   static constexpr bool kFloatOnly = false;
   template <Element T>
-  T operator()(T x) const {
+  [[gnu::always_inline]] T operator()(T x) const {
     if constexpr (kIsFloat<T>) {
       return -x;
     } else {
@@ -256,28 +344,41 @@ struct Neg {
   }
 };
 
+// The f32 cases are branch-free f64 functions, inlined so that loops over them vectorise.
 struct Exp {
   static constexpr bool kFloatOnly = true;
   template <std::floating_point T>
-  T operator()(T x) const {
-    return exp_fast_underflow(x);
+  [[gnu::always_inline]] T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) {
+      return exp_f32(x);
+    } else {
+      return exp_fast_underflow(x);
+    }
   }
 };
 
 struct Tanh {
   static constexpr bool kFloatOnly = true;
   template <std::floating_point T>
-  T operator()(T x) const {
-    return static_cast<T>(std::tanh(static_cast<double>(x)));
+  [[gnu::always_inline]] T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) {
+      return tanh_f32(x);
+    } else {
+      return std::tanh(x);
+    }
   }
 };
 
 struct Sigmoid {
   static constexpr bool kFloatOnly = true;
   template <std::floating_point T>
-  T operator()(T x) const {
-    const T e = exp_fast_underflow(-std::fabs(x));  // ∈ [0, 1]: never overflows
-    return select_if_negative(x, e, T{1}) / (T{1} + e);
+  [[gnu::always_inline]] T operator()(T x) const {
+    if constexpr (std::is_same_v<T, float>) {
+      return sigmoid_f32(x);
+    } else {
+      const T e = exp_fast_underflow(-std::fabs(x));  // ∈ [0, 1]: never overflows
+      return select_if_negative(x, e, T{1}) / (T{1} + e);
+    }
   }
 };
 
@@ -297,7 +398,7 @@ struct Gelu {
 struct Sqrt {
   static constexpr bool kFloatOnly = true;
   template <std::floating_point T>
-  T operator()(T x) const {
+  [[gnu::always_inline]] T operator()(T x) const {
     return std::sqrt(x);
   }
 };
@@ -485,7 +586,7 @@ template <bool kCompensated>
 /// the result e^d / Σ ≤ e^d < 2^−150 rounds to +0 in f32 anyway (and exp_branchless would give
 /// its floor e^−708 below −708). d = −∞ (an x_j of −∞) gives +0; NaN stays NaN.
 [[gnu::always_inline]] inline double softmax_exp_f32(double d) {
-  const double v = exp_branchless<9>(d);
+  const double v = exp_branchless<9>(d);  // d's own NaN for a NaN d
   return d < kExpZeroBelow<float> ? 0.0 : v;
 }
 

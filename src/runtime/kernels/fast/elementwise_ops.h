@@ -3,17 +3,21 @@
 //
 // The per-element formulas are not here: every loop applies a functor of ../scalar_ops.h, the
 // definition the reference kernels evaluate too, so the two sets are bitwise equal by
-// construction. relu, neg, the binary maps and maximum (written as selects) vectorise; exp,
-// tanh, sigmoid and gelu call libm, which glibc offers no vector variants of without
-// -ffast-math, so those loops stay scalar.
+// construction. The binary maps and maximum (written as selects) vectorise for the baseline
+// x86-64; the dense unary loops go to elementwise_vector.h, compiled for AVX-512, AVX2 and the
+// baseline and chosen by cpuid: their f32 transcendentals are branch-free f64 formulas with no
+// libm call, so they vectorise. The f64 exp, tanh and sigmoid call libm (glibc offers no vector
+// variants without -ffast-math) and stay scalar.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <type_traits>
 
 #include "../kernel_support.h"
 #include "../scalar_ops.h"
+#include "elementwise_vector.h"
 
 namespace tapestry::runtime::fast {
 
@@ -25,10 +29,24 @@ enum class UnaryOp { kRelu, kNeg, kExp, kTanh, kSigmoid, kGelu };
 /// The unary op a kernel name denotes (relu, neg, exp, tanh, sigmoid, gelu), or nullopt.
 std::optional<UnaryOp> parse_unary_op(std::string_view kernel);
 
-/// result[i·sr] = op(x[i·sx]) for i < n; the contiguous case is a separate, vectorised loop.
+/// Whether elementwise_vector.cpp instantiates its dense loops for Op on T.
+template <typename Op, typename T>
+inline constexpr bool kHasDenseLoops = kHasClones<Op> &&
+                                       (std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                                        std::is_same_v<T, std::int32_t> ||
+                                        std::is_same_v<T, std::int64_t>);
+
+/// result[i·sr] = op(x[i·sx]) for i < n; the contiguous case runs elementwise_vector.h's loop
+/// (x and r distinct or equal).
 template <typename Op, typename T>
 void unary_run(const T* x, std::int64_t sx, T* r, std::int64_t sr, std::int64_t n) {
   const Op op;
+  if constexpr (kHasDenseLoops<Op, T>) {
+    if (sx == 1 && sr == 1) {
+      if (x == r) return unary_dense_in_place<Op>(r, n);
+      return unary_dense<Op>(x, r, n);
+    }
+  }
   if (sx == 1 && sr == 1) {
     const T* __restrict xs = x;
     T* __restrict rs = r;
@@ -42,6 +60,9 @@ void unary_run(const T* x, std::int64_t sx, T* r, std::int64_t sr, std::int64_t 
 template <typename Op, typename T>
 void unary_in_place(T* p, std::int64_t s, std::int64_t n) {
   const Op op;
+  if constexpr (kHasDenseLoops<Op, T>) {
+    if (s == 1) return unary_dense_in_place<Op>(p, n);
+  }
   if (s == 1) {
     for (std::int64_t i = 0; i < n; ++i) p[i] = op(p[i]);
   } else {

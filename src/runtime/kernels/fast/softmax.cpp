@@ -7,11 +7,13 @@
 // coefficients, then the window's other dims by the views' strides) and each row runs
 // scalar_ops.h's softmax_row, the reference kernel's own function, so the result is bitwise
 // equal to the reference kernel by construction; the gain is the per-row overhead (no Point per
-// index point; the row function itself vectorises for unit strides in both kernel sets). Other
+// index point) and the instruction set: the rows run through elementwise_vector.h's clones
+// (AVX-512 where the CPU has it; the reference kernel's loops are the baseline's). Other
 // dtypes, cells that differ between x and the result, and non-unit last-dim strides run the
 // reference kernel.
 #include <vector>
 
+#include "elementwise_vector.h"
 #include "fast_support.h"
 
 #include "../kernel_support.h"
@@ -48,8 +50,7 @@ bool softmax(const KernelCall& call) {
   std::vector<double> scratch;
   for_each_run(rows, [&](const auto& at, std::int64_t len, const auto& step) {
     for (std::int64_t i = 0; i < len; ++i) {
-      kernels::scalar::softmax_row(xs.base + at[0] + i * step[0], std::int64_t{1},
-                                   rs.base + at[1] + i * step[1], std::int64_t{1}, n, scratch);
+      softmax_row_dense(xs.base + at[0] + i * step[0], rs.base + at[1] + i * step[1], n, scratch);
     }
   });
   return true;
