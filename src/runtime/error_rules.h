@@ -160,6 +160,11 @@ class OperationEval {
   [[nodiscard]] std::vector<Buffer> bilinear_hazards(Ctx& c, int w, int bias) const;
   void bilinear(Ctx& c) const;
   void additive(Ctx& c, std::string_view twin) const;
+  /// additive's rule for a binary add or sub whose operands each give one cell per index point
+  /// (broadcasts included): the same numbers cell by cell in one pass, with no |x|, σ², D or
+  /// live-flag buffers, σ and D written over an operand's spare ones where it allows. False (and
+  /// nothing done) where the layout does not allow it.
+  [[nodiscard]] bool binary_sum(Ctx& c) const;
   void product(Ctx& c) const;
   void selection(Ctx& c, bool negate) const;
   void elementwise(Ctx& c) const;
