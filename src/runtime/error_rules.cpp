@@ -847,6 +847,13 @@ void OperationEval::bilinear(Ctx& c) const {
   };
   std::vector<Buffer> a = sums(kAbs, kAbs, abs_value, abs_value, false);
   std::vector<Buffer> p1, p2, d1, d2, live, hazard;
+  if (!w_carries) {  // |x| and |bias| are read by d2 alone: freed before p1 and d1 make theirs
+    const auto of_x = [w](const auto& m) {
+      return m.first.first == "abs" && m.first.second != static_cast<std::size_t>(w);
+    };
+    std::erase_if(c.made, of_x);
+    std::erase_if(c.singles, of_x);
+  }
   if (x_carries) {
     p1 = sums(kSqSigma, kSq, sq_sigma, sq_value, false);
     if (!w_carries) forget({"sq", "sq_sigma"});  // p2 does not run
