@@ -594,7 +594,8 @@ const Single& single_of(const CellTransform& t, std::size_t i,
 std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int bias,
                                                              const CellTransform& tx,
                                                              const CellTransform& tw,
-                                                             bool zero_bias, bool count) const {
+                                                             bool zero_bias, bool count,
+                                                             double* factor_out) const {
   if (single_sums_ == SingleSums::kNever) return std::nullopt;
   std::string_view kernel = c.op.kernel();
   if (kernel.starts_with("op:")) kernel.remove_prefix(3);
@@ -658,6 +659,10 @@ std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int 
   const double factor = exact ? 1.0 : (1 + g53) / (1 - g24) * (1 + 0x1p-49);
   std::vector<Buffer> sums = call(kernel_, p, DType::kFloat32);
   if (count) return sums;  // exact: kept in float32
+  if (factor_out != nullptr) {
+    *factor_out = factor;
+    return sums;
+  }
   std::vector<Buffer> out;
   out.reserve(sums.size());
   for (const Buffer& sum : sums) {
@@ -840,13 +845,30 @@ void OperationEval::bilinear(Ctx& c) const {
   static constexpr CellTransform kBound{"bound", Of::kBound, false, true};
   static constexpr CellTransform kAbsPlusBound{"abs_plus_bound", Of::kAbsPlusBound};
   static constexpr CellTransform kLive{"live", Of::kNonzero};
+  // A sum that only the cell loop below reads (not one that σ or D is written over) stays
+  // float32 there, scaled as it is read: the same double(sum)·factor, without a float64 copy.
+  struct Term {
+    std::vector<Buffer> buffers;
+    double factor = 1;  // of float32 buffers
+  };
   const auto sums = [&](const CellTransform& tx, const CellTransform& tw, const CellMap& on_x,
                         const CellMap& on_w, bool zero_bias) {
     if (auto s = run_single(c, w, bias, tx, tw, zero_bias, false)) return std::move(*s);
     return run(on_x, on_w, zero_bias);
   };
+  const auto term = [&](const CellTransform& tx, const CellTransform& tw, const CellMap& on_x,
+                        const CellMap& on_w, bool zero_bias) {
+    Term t;
+    if (auto s = run_single(c, w, bias, tx, tw, zero_bias, false, &t.factor)) {
+      t.buffers = std::move(*s);
+    } else {
+      t.buffers = run(on_x, on_w, zero_bias);
+    }
+    return t;
+  };
   std::vector<Buffer> a = sums(kAbs, kAbs, abs_value, abs_value, false);
-  std::vector<Buffer> p1, p2, d1, d2, live, hazard;
+  std::vector<Buffer> d1, live, hazard;
+  Term p1, p2, d2;
   if (!w_carries) {  // |x| and |bias| are read by d2 alone: freed before p1 and d1 make theirs
     const auto of_x = [w](const auto& m) {
       return m.first.first == "abs" && m.first.second != static_cast<std::size_t>(w);
@@ -855,7 +877,7 @@ void OperationEval::bilinear(Ctx& c) const {
     std::erase_if(c.singles, of_x);
   }
   if (x_carries) {
-    p1 = sums(kSqSigma, kSq, sq_sigma, sq_value, false);
+    p1 = term(kSqSigma, kSq, sq_sigma, sq_value, false);
     if (!w_carries) forget({"sq", "sq_sigma"});  // p2 does not run
     const bool w_exact =
         zeros_ != nullptr && zeros_->holds(*c.in_bound[static_cast<std::size_t>(w)]);
@@ -863,8 +885,12 @@ void OperationEval::bilinear(Ctx& c) const {
     forget({"abs_plus_bound", "bound"});
   }
   if (w_carries) {
-    p2 = sums(kSq, kSqSigma, sq_value, sq_sigma, true);
-    d2 = sums(kAbs, kBound, abs_value, bound, true);
+    p2 = term(kSq, kSqSigma, sq_value, sq_sigma, true);
+    if (x_carries) {
+      d2 = term(kAbs, kBound, abs_value, bound, true);
+    } else {
+      d2.buffers = sums(kAbs, kBound, abs_value, bound, true);  // D is written over it
+    }
   }
   forget({"abs", "sq", "sq_sigma", "bound"});
   if (exact_zeros) {
@@ -891,13 +917,33 @@ void OperationEval::bilinear(Ctx& c) const {
   const auto cells = [](const std::vector<Buffer>& b, std::size_t o) {
     return b.empty() ? nullptr : b[o].values<double>().data();
   };
+  // A Term's cells of output o: float64, or float32 read as double(sum)·factor.
+  struct TermCells {
+    const double* f64 = nullptr;
+    const float* f32 = nullptr;
+    double factor = 1;
+    double operator[](std::size_t i) const {
+      return f64 != nullptr ? f64[i] : static_cast<double>(f32[i]) * factor;
+    }
+  };
+  const auto term_cells = [](const Term& t, std::size_t o) {
+    TermCells out;
+    if (t.buffers.empty()) return out;
+    if (t.buffers[o].dtype() == DType::kFloat32) {
+      out.f32 = t.buffers[o].values<float>().data();
+      out.factor = t.factor;
+    } else {
+      out.f64 = t.buffers[o].values<double>().data();
+    }
+    return out;
+  };
   for (std::size_t o = 0; o < a.size(); ++o) {
     c.result.magnitudes.push_back(max_of(a[o]));
     const double* const av = cells(a, o);
-    const double* const p1v = cells(p1, o);
+    const TermCells p1v = term_cells(p1, o);
     const double* const d1v = cells(d1, o);
-    const double* const p2v = cells(p2, o);
-    const double* const d2v = cells(d2, o);
+    const TermCells p2v = term_cells(p2, o);
+    const TermCells d2v = term_cells(d2, o);
     // The live-term counts: float32 from run_single, float64 from the float64 run.
     const double* const lv =
         live.empty() || live[o].dtype() != DType::kFloat64 ? nullptr : cells(live, o);
@@ -908,7 +954,7 @@ void OperationEval::bilinear(Ctx& c) const {
     const std::span<const double> value = c.result.values[o].values<double>();
     Buffer s = std::move(a[o]);
     Buffer d = x_carries   ? std::move(d1[o])
-               : w_carries ? std::move(d2[o])
+               : w_carries ? std::move(d2.buffers[o])
                            : Buffer(DType::kFloat64, s.range(), Buffer::Uninitialized{});
     double* const sv = s.values<double>().data();
     double* const dv = d.values<double>().data();

@@ -149,10 +149,13 @@ class OperationEval {
   /// float32 GEMM on the transforms rounded up, its results scaled up so that each is ≥ what
   /// the float64 run gives; empty when the kernel or the operands' range does not allow it
   /// (then the float64 run). `count`: the transforms are 0/1 flags and the sums counts (exact).
+  /// `factor`, when given: the float32 sums come back as they are and *factor is the scale that
+  /// makes each ≥ the float64 one (double(sum)·factor), for a caller that reads them once.
   [[nodiscard]] std::optional<std::vector<Buffer>> run_single(Ctx& c, int w, int bias,
                                                               const CellTransform& tx,
                                                               const CellTransform& tw,
-                                                              bool zero_bias, bool count) const;
+                                                              bool zero_bias, bool count,
+                                                              double* factor = nullptr) const;
   /// linear's live-term counts (float32, exact) as row counts of the one operand that holds
   /// exact zeros, when the other holds none: no GEMM. Empty when that does not apply.
   [[nodiscard]] std::optional<std::vector<Buffer>> row_counts(const Ctx& c, int x, int w, int bias,
