@@ -594,7 +594,8 @@ const Single& single_of(const CellTransform& t, std::size_t i,
 std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int bias,
                                                              const CellTransform& tx,
                                                              const CellTransform& tw,
-                                                             bool zero_bias, bool count) const {
+                                                             bool zero_bias, bool count,
+                                                             double* factor_out) const {
   if (single_sums_ == SingleSums::kNever) return std::nullopt;
   std::string_view kernel = c.op.kernel();
   if (kernel.starts_with("op:")) kernel.remove_prefix(3);
@@ -658,6 +659,10 @@ std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int 
   const double factor = exact ? 1.0 : (1 + g53) / (1 - g24) * (1 + 0x1p-49);
   std::vector<Buffer> sums = call(kernel_, p, DType::kFloat32);
   if (count) return sums;  // exact: kept in float32
+  if (factor_out != nullptr) {
+    *factor_out = factor;
+    return sums;
+  }
   std::vector<Buffer> out;
   out.reserve(sums.size());
   for (const Buffer& sum : sums) {
@@ -840,15 +845,39 @@ void OperationEval::bilinear(Ctx& c) const {
   static constexpr CellTransform kBound{"bound", Of::kBound, false, true};
   static constexpr CellTransform kAbsPlusBound{"abs_plus_bound", Of::kAbsPlusBound};
   static constexpr CellTransform kLive{"live", Of::kNonzero};
+  // A sum that only the cell loop below reads (not one that σ or D is written over) stays
+  // float32 there, scaled as it is read: the same double(sum)·factor, without a float64 copy.
+  struct Term {
+    std::vector<Buffer> buffers;
+    double factor = 1;  // of float32 buffers
+  };
   const auto sums = [&](const CellTransform& tx, const CellTransform& tw, const CellMap& on_x,
                         const CellMap& on_w, bool zero_bias) {
     if (auto s = run_single(c, w, bias, tx, tw, zero_bias, false)) return std::move(*s);
     return run(on_x, on_w, zero_bias);
   };
+  const auto term = [&](const CellTransform& tx, const CellTransform& tw, const CellMap& on_x,
+                        const CellMap& on_w, bool zero_bias) {
+    Term t;
+    if (auto s = run_single(c, w, bias, tx, tw, zero_bias, false, &t.factor)) {
+      t.buffers = std::move(*s);
+    } else {
+      t.buffers = run(on_x, on_w, zero_bias);
+    }
+    return t;
+  };
   std::vector<Buffer> a = sums(kAbs, kAbs, abs_value, abs_value, false);
-  std::vector<Buffer> p1, p2, d1, d2, live, hazard;
+  std::vector<Buffer> d1, live, hazard;
+  Term p1, p2, d2;
+  if (!w_carries) {  // |x| and |bias| are read by d2 alone: freed before p1 and d1 make theirs
+    const auto of_x = [w](const auto& m) {
+      return m.first.first == "abs" && m.first.second != static_cast<std::size_t>(w);
+    };
+    std::erase_if(c.made, of_x);
+    std::erase_if(c.singles, of_x);
+  }
   if (x_carries) {
-    p1 = sums(kSqSigma, kSq, sq_sigma, sq_value, false);
+    p1 = term(kSqSigma, kSq, sq_sigma, sq_value, false);
     if (!w_carries) forget({"sq", "sq_sigma"});  // p2 does not run
     const bool w_exact =
         zeros_ != nullptr && zeros_->holds(*c.in_bound[static_cast<std::size_t>(w)]);
@@ -856,8 +885,12 @@ void OperationEval::bilinear(Ctx& c) const {
     forget({"abs_plus_bound", "bound"});
   }
   if (w_carries) {
-    p2 = sums(kSq, kSqSigma, sq_value, sq_sigma, true);
-    d2 = sums(kAbs, kBound, abs_value, bound, true);
+    p2 = term(kSq, kSqSigma, sq_value, sq_sigma, true);
+    if (x_carries) {
+      d2 = term(kAbs, kBound, abs_value, bound, true);
+    } else {
+      d2.buffers = sums(kAbs, kBound, abs_value, bound, true);  // D is written over it
+    }
   }
   forget({"abs", "sq", "sq_sigma", "bound"});
   if (exact_zeros) {
@@ -884,13 +917,33 @@ void OperationEval::bilinear(Ctx& c) const {
   const auto cells = [](const std::vector<Buffer>& b, std::size_t o) {
     return b.empty() ? nullptr : b[o].values<double>().data();
   };
+  // A Term's cells of output o: float64, or float32 read as double(sum)·factor.
+  struct TermCells {
+    const double* f64 = nullptr;
+    const float* f32 = nullptr;
+    double factor = 1;
+    double operator[](std::size_t i) const {
+      return f64 != nullptr ? f64[i] : static_cast<double>(f32[i]) * factor;
+    }
+  };
+  const auto term_cells = [](const Term& t, std::size_t o) {
+    TermCells out;
+    if (t.buffers.empty()) return out;
+    if (t.buffers[o].dtype() == DType::kFloat32) {
+      out.f32 = t.buffers[o].values<float>().data();
+      out.factor = t.factor;
+    } else {
+      out.f64 = t.buffers[o].values<double>().data();
+    }
+    return out;
+  };
   for (std::size_t o = 0; o < a.size(); ++o) {
     c.result.magnitudes.push_back(max_of(a[o]));
     const double* const av = cells(a, o);
-    const double* const p1v = cells(p1, o);
+    const TermCells p1v = term_cells(p1, o);
     const double* const d1v = cells(d1, o);
-    const double* const p2v = cells(p2, o);
-    const double* const d2v = cells(d2, o);
+    const TermCells p2v = term_cells(p2, o);
+    const TermCells d2v = term_cells(d2, o);
     // The live-term counts: float32 from run_single, float64 from the float64 run.
     const double* const lv =
         live.empty() || live[o].dtype() != DType::kFloat64 ? nullptr : cells(live, o);
@@ -901,7 +954,7 @@ void OperationEval::bilinear(Ctx& c) const {
     const std::span<const double> value = c.result.values[o].values<double>();
     Buffer s = std::move(a[o]);
     Buffer d = x_carries   ? std::move(d1[o])
-               : w_carries ? std::move(d2[o])
+               : w_carries ? std::move(d2.buffers[o])
                            : Buffer(DType::kFloat64, s.range(), Buffer::Uninitialized{});
     double* const sv = s.values<double>().data();
     double* const dv = d.values<double>().data();
@@ -940,6 +993,7 @@ void OperationEval::bilinear(Ctx& c) const {
 // ±inf or NaN (a term is: −inf + x of a causal mask) has no rounding error: its class is certain
 // when twin(σ²) and twin(D), the errors carried in, are finite.
 void OperationEval::additive(Ctx& c, std::string_view twin) const {
+  if (twin == "add" && c.op.body().reductions.empty() && binary_sum(c)) return;
   const KernelFn fn = kernels_.lookup(twin, graph_.display_name(op_));
   // The kernel on |x|, on σ² (an exact input's σ is its own square: a view of zeros) and on D;
   // each input transform is freed once its kernel has run.
@@ -994,6 +1048,124 @@ void OperationEval::additive(Ctx& c, std::string_view twin) const {
     c.result.sigmas.push_back(std::move(p[o]));
     c.result.bounds.push_back(std::move(d[o]));
   }
+}
+
+// additive's rule for x ± y, one cell of each per index point, in one pass: per cell
+// A = |x| + |y|, σ² = σx² + σy² + proxy(A)², D = Dx + Dy + bound(A), with n = 1 addition, or 0
+// where a term is an exact zero — the numbers of the general path (each of its kernel runs adds
+// the same two float64 numbers), without its five full-size buffers of transforms and sums (the
+// residual add of resnet_bottleneck: 6 × 51 MiB). σ and D go over an operand's spare ones when
+// this operation reads it for the last time and at the output's own cells (elementwise's test).
+bool OperationEval::binary_sum(Ctx& c) const {
+  if (c.ins.size() != 2 || c.outs.size() != 1) return false;
+  const ir::IpfSignature& signature = *c.op.ipf_signature();
+  const Range index = *c.op.ipf_index();
+  const auto& out_entry = c.outs.front();
+  const zspace::IndexProjection& out_ipf = checked_ipf(out_entry, signature.outputs, index);
+  const auto single_cells = [](const zspace::IndexProjection& ipf) {
+    return std::all_of(ipf.shape().begin(), ipf.shape().end(),
+                       [](std::int64_t s) { return s == 1; });
+  };
+  if (!single_cells(out_ipf)) return false;
+  std::array<const zspace::IndexProjection*, 2> ipf{};
+  for (std::size_t i = 0; i < 2; ++i) {
+    ipf[i] = &checked_ipf(c.ins[i], signature.inputs, index);
+    if (!single_cells(*ipf[i]) || c.in_value[i]->dtype() != DType::kFloat64 ||
+        c.in_sigma[i]->dtype() != DType::kFloat64 || c.in_bound[i]->dtype() != DType::kFloat64)
+      return false;
+  }
+  // σ and D over operand i's: its last reader, read at the output's cells only, its own buffers.
+  const Range& out_range = graph_.tensor(out_entry.value.tensor).range();
+  Buffer* spare_sigma = nullptr;
+  Buffer* spare_bound = nullptr;
+  for (std::size_t i = 0; i < 2 && spare_sigma == nullptr; ++i) {
+    const ir::TensorId t = c.ins[i].value.tensor;
+    auto it = c.spare.find(t);
+    const auto owned = [&](const Buffer* b) {
+      return b != nullptr && !b->is_borrowed() && b->dtype() == DType::kFloat64 &&
+             b->range() == out_range;
+    };
+    if (it != c.spare.end() && c.ins[1 - i].value.tensor != t && owned(it->second.first) &&
+        owned(it->second.second) && it->second.first == c.in_sigma[i] &&
+        it->second.second == c.in_bound[i] && graph_.tensor(t).range() == out_range &&
+        c.ins[i].value.range == out_entry.value.range && *ipf[i] == out_ipf) {
+      spare_sigma = it->second.first;
+      spare_bound = it->second.second;
+      c.result.taken.push_back(t);
+    }
+  }
+  Buffer fresh_s, fresh_d;
+  if (spare_sigma == nullptr) {
+    fresh_s = Buffer(DType::kFloat64, out_range);
+    fresh_d = Buffer(DType::kFloat64, out_range);
+  }
+  Buffer& s = spare_sigma != nullptr ? *spare_sigma : fresh_s;
+  Buffer& d = spare_bound != nullptr ? *spare_bound : fresh_d;
+  const Operand<const double> y(
+      InputPort{c.result.values.front().view(out_entry.value.range), &out_ipf});
+  const Operand<double> sy(OutputPort{s.view(out_entry.value.range), &out_ipf});
+  const Operand<double> dy(OutputPort{d.view(out_entry.value.range), &out_ipf});
+  std::vector<Operand<const double>> v, sv, dv;
+  for (std::size_t i = 0; i < 2; ++i) {
+    v.emplace_back(InputPort{c.in_value[i]->view(c.ins[i].value.range), ipf[i]});
+    sv.emplace_back(InputPort{c.in_sigma[i]->view(c.ins[i].value.range), ipf[i]});
+    dv.emplace_back(InputPort{c.in_bound[i]->view(c.ins[i].value.range), ipf[i]});
+  }
+  // Row by row along the index's last dim (elementwise's walk); each chunk's largest A.
+  const std::size_t rank = index.rank();
+  const std::int64_t n = rank == 0 ? 1 : index.extent(rank - 1);
+  const Range rows =
+      rank == 0 ? index
+                : index.with_dim(rank - 1, index.start()[rank - 1], index.start()[rank - 1] + 1);
+  const auto step = [&](const auto& operand) { return rank == 0 ? 0 : operand.step(rank - 1); };
+  const std::size_t row_count =
+      n == 0 || index.is_empty() ? 0 : static_cast<std::size_t>(rows.size());
+  const double u = c.u, tiny = c.tiny;
+  const double magnitude = tbb::parallel_reduce(
+      tbb::blocked_range<std::size_t>(
+          0, row_count,
+          std::max<std::size_t>(
+              1, kCellChunk / static_cast<std::size_t>(std::max<std::int64_t>(n, 1)))),
+      0.0,
+      [&](const tbb::blocked_range<std::size_t>& range, double m) {
+        for (std::size_t r = range.begin(); r < range.end(); ++r) {
+          const Point p = unravel(rows, static_cast<std::int64_t>(r));
+          const double* const yp = y.cell(p);
+          double* const sp = sy.cell(p);
+          double* const dp = dy.cell(p);
+          const double *const x0 = v[0].cell(p), *const x1 = v[1].cell(p);
+          const double *const s0 = sv[0].cell(p), *const s1 = sv[1].cell(p);
+          const double *const d0 = dv[0].cell(p), *const d1 = dv[1].cell(p);
+          const std::int64_t vx0 = step(v[0]), vx1 = step(v[1]), vs0 = step(sv[0]),
+                             vs1 = step(sv[1]), vd0 = step(dv[0]), vd1 = step(dv[1]);
+          const std::int64_t step_y = step(y), step_s = step(sy), step_d = step(dy);
+          for (std::int64_t j = 0; j < n; ++j) {
+            const double a = x0[j * vx0], b = x1[j * vx1];
+            const double sa = s0[j * vs0], sb = s1[j * vs1];
+            const double da = d0[j * vd0], db = d1[j * vd1];
+            const double magnitudes = std::abs(a) + std::abs(b);
+            m = std::max(m, magnitudes);
+            const double var = sa * sa + sb * sb;
+            const double worst = da + db;
+            if (!std::isfinite(yp[j * step_y])) {
+              sp[j * step_s] = dp[j * step_d] = class_scale(is_known(var, worst));
+              continue;
+            }
+            const double live =
+                (may_be_nonzero(a, sa, da) ? 1.0 : 0.0) + (may_be_nonzero(b, sb, db) ? 1.0 : 0.0);
+            const Rounding rd =
+                rounding(std::min(1.0, std::max(live - 1, 0.0)), u, tiny, magnitudes);
+            sp[j * step_s] = std::sqrt(var + rd.proxy * rd.proxy);
+            dp[j * step_d] = worst + rd.bound;
+          }
+        }
+        return m;
+      },
+      [](double a, double b) { return std::max(a, b); }, tbb::simple_partitioner());
+  c.result.magnitudes.push_back(magnitude);
+  c.result.sigmas.push_back(std::move(s));
+  c.result.bounds.push_back(std::move(d));
+  return true;
 }
 
 // prod reductions: out = Π x_k over n factors (n − 1 multiplications, in any order).

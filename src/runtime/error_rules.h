@@ -149,10 +149,13 @@ class OperationEval {
   /// float32 GEMM on the transforms rounded up, its results scaled up so that each is ≥ what
   /// the float64 run gives; empty when the kernel or the operands' range does not allow it
   /// (then the float64 run). `count`: the transforms are 0/1 flags and the sums counts (exact).
+  /// `factor`, when given: the float32 sums come back as they are and *factor is the scale that
+  /// makes each ≥ the float64 one (double(sum)·factor), for a caller that reads them once.
   [[nodiscard]] std::optional<std::vector<Buffer>> run_single(Ctx& c, int w, int bias,
                                                               const CellTransform& tx,
                                                               const CellTransform& tw,
-                                                              bool zero_bias, bool count) const;
+                                                              bool zero_bias, bool count,
+                                                              double* factor = nullptr) const;
   /// linear's live-term counts (float32, exact) as row counts of the one operand that holds
   /// exact zeros, when the other holds none: no GEMM. Empty when that does not apply.
   [[nodiscard]] std::optional<std::vector<Buffer>> row_counts(const Ctx& c, int x, int w, int bias,
@@ -160,6 +163,11 @@ class OperationEval {
   [[nodiscard]] std::vector<Buffer> bilinear_hazards(Ctx& c, int w, int bias) const;
   void bilinear(Ctx& c) const;
   void additive(Ctx& c, std::string_view twin) const;
+  /// additive's rule for a binary add or sub whose operands each give one cell per index point
+  /// (broadcasts included): the same numbers cell by cell in one pass, with no |x|, σ², D or
+  /// live-flag buffers, σ and D written over an operand's spare ones where it allows. False (and
+  /// nothing done) where the layout does not allow it.
+  [[nodiscard]] bool binary_sum(Ctx& c) const;
   void product(Ctx& c) const;
   void selection(Ctx& c, bool negate) const;
   void elementwise(Ctx& c) const;
