@@ -375,7 +375,3 @@ def calibrate(seconds: float = 10.0, progress: Callable[[str], None] | None = No
     """Measures this machine as ``tapestry calibrate`` does (about ``seconds`` of measuring, plus
     set-up) and returns the target as a dict, for ``target=``; ``progress`` hears each benchmark's
     name."""
-def _import_onnx(
-    path: PathLike, shapes: Mapping[str, Sequence[int]]
-) -> tuple[Graph, dict[str, np.ndarray], dict[str, Any]]:
-    """tapestry.import_onnx's core: (graph, weights, info)."""
