@@ -50,8 +50,7 @@ concept StorageElement = Element<T> || std::is_same_v<T, BFloat16> || std::is_sa
 
 /// True for the 16-bit float storage types.
 template <typename T>
-inline constexpr bool is_half_float_v =
-    std::is_same_v<T, BFloat16> || std::is_same_v<T, Float16>;
+inline constexpr bool is_half_float_v = std::is_same_v<T, BFloat16> || std::is_same_v<T, Float16>;
 /// True for the float element types, 16-bit storage ones included.
 template <typename T>
 inline constexpr bool is_float_element_v = std::is_floating_point_v<T> || is_half_float_v<T>;
