@@ -33,9 +33,12 @@ py::dtype numpy_dtype(ir::DType dtype, const std::string& what) {
   if (!ir::is_executable(dtype)) {
     throw InputError(
         fmt::format("{}: dtype {} cannot be executed (the runtime runs float32, "
-                    "float64, int32, int64)",
+                    "float64, int32, int64, bfloat16, float16)",
                     what, ir::dtype_name(dtype)));
   }
+  // NumPy has no bfloat16: a bf16 tensor is exchanged as its bit patterns (uint16).
+  if (dtype == ir::DType::kBFloat16) return py::dtype("uint16");
+  if (dtype == ir::DType::kFloat16) return py::dtype("float16");
   return runtime::visit_dtype(dtype, []<typename T>() { return py::dtype::of<T>(); });
 }
 
@@ -52,10 +55,12 @@ BoundArray bind_array(const std::string& name, py::handle value, ir::DType dtype
   const zspace::Point extents = range.shape();
   const std::vector<std::int64_t> shape(extents.begin(), extents.end());
   if (!array.dtype().equal(expected) || array_shape(array) != shape) {
-    throw InputError(
-        fmt::format("{}: expected {} {}, got {} (convert it with .astype or "
-                    "reshape it; Tapestry converts nothing silently)",
-                    what, dtype_text(expected), shape_text(shape), describe_array(array)));
+    throw InputError(fmt::format(
+        "{}: expected {} {}, got {} (convert it with .astype or "
+        "reshape it; Tapestry converts nothing silently)",
+        what,
+        dtype == ir::DType::kBFloat16 ? "uint16 (bfloat16 bit patterns)" : dtype_text(expected),
+        shape_text(shape), describe_array(array)));
   }
   BoundArray bound;
   const int in_place = static_cast<int>(py::array::c_style) |

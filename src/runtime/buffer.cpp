@@ -284,7 +284,7 @@ std::size_t Buffer::allocate() {
   return taken.dirty;
 }
 
-template <Element T>
+template <StorageElement T>
 Buffer Buffer::from_values(Range range, std::span<const T> values) {
   Buffer buffer(dtype_of<T>, std::move(range));
   if (static_cast<std::int64_t>(values.size()) != buffer.size()) {
@@ -299,6 +299,8 @@ template Buffer Buffer::from_values<float>(Range, std::span<const float>);
 template Buffer Buffer::from_values<double>(Range, std::span<const double>);
 template Buffer Buffer::from_values<std::int32_t>(Range, std::span<const std::int32_t>);
 template Buffer Buffer::from_values<std::int64_t>(Range, std::span<const std::int64_t>);
+template Buffer Buffer::from_values<BFloat16>(Range, std::span<const BFloat16>);
+template Buffer Buffer::from_values<Float16>(Range, std::span<const Float16>);
 
 Buffer::Buffer(const Buffer& other)
     : dtype_(other.dtype_), range_(other.range_), strides_(other.strides_), size_(other.size_) {
@@ -315,13 +317,13 @@ std::size_t Buffer::size_bytes() const {
   return static_cast<std::size_t>(size_) * element_size(dtype_);
 }
 
-template <Element T>
+template <StorageElement T>
 std::span<T> Buffer::values() {
   if (dtype_ != dtype_of<T>) (void)view().typed<T>();  // throws the dtype-mismatch Error
   return {reinterpret_cast<T*>(data_.get()), static_cast<std::size_t>(size_)};
 }
 
-template <Element T>
+template <StorageElement T>
 std::span<const T> Buffer::values() const {
   if (dtype_ != dtype_of<T>) (void)view().typed<T>();
   return {reinterpret_cast<const T*>(data_.get()), static_cast<std::size_t>(size_)};
@@ -335,6 +337,10 @@ template std::span<const float> Buffer::values<float>() const;
 template std::span<const double> Buffer::values<double>() const;
 template std::span<const std::int32_t> Buffer::values<std::int32_t>() const;
 template std::span<const std::int64_t> Buffer::values<std::int64_t>() const;
+template std::span<BFloat16> Buffer::values<BFloat16>();
+template std::span<Float16> Buffer::values<Float16>();
+template std::span<const BFloat16> Buffer::values<BFloat16>() const;
+template std::span<const Float16> Buffer::values<Float16>() const;
 
 View Buffer::view() {
   return View(dtype_, data_.get(), range_, strides_);
@@ -379,15 +385,88 @@ void copy_elements(const ConstView& from, const View& to) {
     throw Error(fmt::format("cannot copy {} {} into {} {}", ir::dtype_name(from.dtype()),
                             from.box(), ir::dtype_name(to.dtype()), to.box()));
   }
-  visit_dtype(from.dtype(), [&]<typename T>() {
+  visit_storage_dtype(from.dtype(), [&]<typename T>() {
     for_each_pair<T>(from.typed<T>(), to.typed<T>(), [](const T& a, T& b) { b = a; });
   });
 }
 
+namespace {
+
+// Calls row(from_row, to_row, n) for every row (run along the last dim) of the two boxes.
+template <typename From, typename To, typename Row>
+void for_each_row(const TypedView<const From>& from, const TypedView<To>& to, Row&& row) {
+  const std::size_t rank = from.rank();
+  if (from.box().is_empty()) return;
+  if (rank == 0) {
+    row(from.origin(), to.origin(), std::int64_t{1}, std::int64_t{1}, std::int64_t{1});
+    return;
+  }
+  const Point shape = from.box().shape();
+  const std::int64_t n = shape[rank - 1];
+  std::vector<std::int64_t> at(rank, 0);
+  while (true) {
+    std::int64_t f = 0;
+    std::int64_t t = 0;
+    for (std::size_t d = 0; d + 1 < rank; ++d) {
+      f += at[d] * from.stride(d);
+      t += at[d] * to.stride(d);
+    }
+    row(from.origin() + f, to.origin() + t, n, from.stride(rank - 1), to.stride(rank - 1));
+    // The next row: count up the outer dims like an odometer; done when dim 0 wraps.
+    std::size_t d = rank - 1;
+    while (true) {
+      if (d == 0) return;
+      --d;
+      if (++at[d] < shape[d]) break;
+      at[d] = 0;
+    }
+  }
+}
+
+// One float element converted: through float32 when either side is a 16-bit type.
+template <typename To, typename From>
+To convert_one(From value) {
+  if constexpr (std::is_same_v<To, From>) {
+    return value;
+  } else if constexpr (is_half_float_v<From> || is_half_float_v<To>) {
+    return storage_cast<To>(static_cast<double>(static_cast<float>(value)));
+  } else {
+    return static_cast<To>(value);
+  }
+}
+
+}  // namespace
+
+void convert_elements(const ConstView& from, const View& to) {
+  if (!ir::is_float(from.dtype()) || !ir::is_float(to.dtype()) ||
+      from.box().shape() != to.box().shape()) {
+    throw Error(fmt::format("cannot convert {} {} into {} {}", ir::dtype_name(from.dtype()),
+                            from.box(), ir::dtype_name(to.dtype()), to.box()));
+  }
+  visit_storage_dtype(from.dtype(), [&]<typename From>() {
+    if constexpr (is_float_element_v<From>) {
+      visit_storage_dtype(to.dtype(), [&]<typename To>() {
+        if constexpr (is_float_element_v<To>) {
+          for_each_row(from.typed<From>(), to.typed<To>(),
+                       [](const From* f, To* t, std::int64_t n, std::int64_t fs, std::int64_t ts) {
+                         if (fs == 1 && ts == 1) {
+                           for (std::int64_t i = 0; i < n; ++i) t[i] = convert_one<To>(f[i]);
+                         } else {
+                           for (std::int64_t i = 0; i < n; ++i) {
+                             t[i * ts] = convert_one<To>(f[i * fs]);
+                           }
+                         }
+                       });
+        }
+      });
+    }
+  });
+}
+
 void fill(const View& to, double value) {
-  visit_dtype(to.dtype(), [&]<typename T>() {
+  visit_storage_dtype(to.dtype(), [&]<typename T>() {
     const TypedView<T> typed = to.typed<T>();
-    const T converted = static_cast<T>(value);
+    const T converted = storage_cast<T>(value);
     for (const Point& p : to.box().points()) typed[p] = converted;
   });
 }

@@ -54,7 +54,7 @@ BufferComparison compare_buffers(const Buffer& a, const Buffer& b) {
   if (a.dtype() != b.dtype() || a.range() != b.range()) return out;
   out.comparable = true;
   out.cells = a.size();
-  visit_dtype(a.dtype(), [&]<typename T>() {
+  visit_storage_dtype(a.dtype(), [&]<typename T>() {
     compare_values<T>(a.values<T>(), b.values<T>(), a.range(), out);
   });
   out.bitwise_equal = out.differing_cells == 0;

@@ -269,6 +269,36 @@ bool SharedZeros::holds(const Buffer& b) const {
   return b.is_borrowed() && b.bytes() == reinterpret_cast<const std::byte*>(data_);
 }
 
+// The unit roundoff of storing a float32 result in a 16-bit dtype, and half the spacing of its
+// subnormals (the absolute error of rounding a value below its smallest normal).
+struct StorageRoundoff {
+  double u;
+  double tiny;
+};
+StorageRoundoff storage_roundoff(DType dtype) {
+  return dtype == DType::kBFloat16 ? StorageRoundoff{0x1p-8, 0x1p-134}
+                                   : StorageRoundoff{0x1p-11, 0x1p-25};
+}
+
+// A bf16/f16 output is the float32 result rounded once: |round(y) − y| ≤ us·|y| + tiny, and
+// |y| ≤ |v| + D (v the float64 value, D the bound so far). σ adds it as an independent term, D
+// as a worst case.
+void add_storage_rounding(DType dtype, RuleResult& result) {
+  const StorageRoundoff s = storage_roundoff(dtype);
+  for (std::size_t o = 0; o < result.sigmas.size(); ++o) {
+    const std::span<const double> v = result.values[o].values<double>();
+    const std::span<double> sigma = result.sigmas[o].values<double>();
+    const std::span<double> bound = result.bounds[o].values<double>();
+    for_cells(v.size(), [&](std::size_t lo, std::size_t hi) {
+      for (std::size_t i = lo; i < hi; ++i) {
+        const double r = s.u * (std::abs(v[i]) + bound[i]) + s.tiny;
+        sigma[i] = std::hypot(sigma[i], s.u * std::abs(v[i]) + s.tiny);
+        bound[i] += r;
+      }
+    });
+  }
+}
+
 // Everything one rule works on.
 struct OperationEval::Ctx {
   const BufferMap& value;
@@ -379,8 +409,11 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
     dtype = tensor_dtype(graph_, e.value.tensor);
   }
   const bool floats = ir::is_float(dtype);
-  c.u = dtype == DType::kFloat32 ? 0x1p-24 : 0x1p-53;
-  c.tiny = dtype == DType::kFloat32 ? FLT_MIN : DBL_MIN;
+  // bf16 and f16 compute in float32 (executable_kernels.h): float32's roundoff inside the
+  // kernel, then one storage rounding of the output (add_storage_rounding).
+  const bool single = dtype == DType::kFloat32 || is_half_float(dtype);
+  c.u = single ? 0x1p-24 : 0x1p-53;
+  c.tiny = single ? FLT_MIN : DBL_MIN;
   c.result.values = call(kernel_, c.in_value, floats ? DType::kFloat64 : dtype);
 
   std::optional<ir::Monoid> monoid;
@@ -390,6 +423,8 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
   if (!floats) return std::move(c.result);  // integers: exact, no sigma
   std::vector<Buffer> exact_integers;       // σ = D = 0 of integer inputs, for the worst-case rule
   if (rule == ErrorRule::kFallback) exact_integers = exact_integer_inputs(c);
+  // Fused stages round each bf16/f16 intermediate: the worst case counts in 16-bit roundoff.
+  if (rule == ErrorRule::kFallback && is_half_float(dtype)) c.u = storage_roundoff(dtype).u;
   for (std::size_t i = 0; i < c.in_sigma.size(); ++i) {
     if (c.in_sigma[i] == nullptr || c.in_bound[i] == nullptr)
       throw Error(
@@ -428,6 +463,7 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
       fallback(c);
       break;
   }
+  if (is_half_float(dtype)) add_storage_rounding(dtype, c.result);
   // A D of ∞ times an exact 0 (a weight, a slope, a deviation) is NaN: it is ∞ — no worst case.
   for (Buffer& d : c.result.bounds) {
     const std::span<double> dv = d.values<double>();

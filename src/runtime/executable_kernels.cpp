@@ -39,6 +39,11 @@ const ExecutableKernels& ExecutableKernels::reference() {
 
 void ExecutableKernels::add(std::string name, KernelFn fn, PrepareFn prepare) {
   TAPESTRY_ASSERT(fn != nullptr, "ExecutableKernels::add: null kernel");
+  add_native(std::move(name), widen_half_floats(std::move(fn)), prepare);
+}
+
+void ExecutableKernels::add_native(std::string name, KernelFn fn, PrepareFn prepare) {
+  TAPESTRY_ASSERT(fn != nullptr, "ExecutableKernels::add: null kernel");
   const bool inserted = kernels_.emplace(std::move(name), Entry{fn, prepare}).second;
   TAPESTRY_ASSERT(inserted, "ExecutableKernels::add: kernel registered twice");
 }

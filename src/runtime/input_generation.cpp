@@ -43,7 +43,10 @@ namespace {
 // The value of one draw, by dtype (the file comment's table).
 template <typename T>
 T draw(SplitMix64& rng, bool exact) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (is_half_float_v<T>) {
+    // The float32 draw, rounded to the 16-bit type.
+    return storage_cast<T>(draw<float>(rng, exact));
+  } else if constexpr (std::is_floating_point_v<T>) {
     return exact ? static_cast<T>(static_cast<int>(rng.next() % 3) - 1)
                  : small_float<T>(rng.next());
   } else {
@@ -61,7 +64,7 @@ Buffer generate_buffer(DType dtype, const Range& range, std::uint64_t seed, std:
                        bool exact) {
   Buffer buffer(dtype, range);
   SplitMix64 rng(stream_seed(seed, name));
-  visit_dtype(dtype, [&]<typename T>() {
+  visit_storage_dtype(dtype, [&]<typename T>() {
     for (T& v : buffer.values<T>()) v = draw<T>(rng, exact);
   });
   return buffer;
@@ -81,7 +84,7 @@ Buffer generate_box(DType dtype, const Range& range, const Range& box, std::uint
   // Each row of the box (its last dim) starts at its first cell's row-major position in the
   // whole tensor: skip the stream there.
   const Range rows = rank == 0 ? box : box.with_dim(rank - 1, 0, 1);
-  visit_dtype(dtype, [&]<typename T>() {
+  visit_storage_dtype(dtype, [&]<typename T>() {
     T* out = buffer.values<T>().data();
     for (const Point& p : rows.points()) {
       std::int64_t flat = 0;

@@ -32,8 +32,11 @@ namespace {
 constexpr std::string_view kMagic = "\x93NUMPY";
 
 // numpy's type string of an executable dtype, from the dtype table: little-endian '<', the kind
-// ('f' float, 'i' signed integer) and the size in bytes: "<f4", "<f8", "<i4", "<i8".
+// ('f' float, 'i' signed integer) and the size in bytes: "<f4", "<f8", "<i4", "<i8", "<f2"
+// (float16). NumPy has no bfloat16: a bf16 tensor is exchanged as its bit patterns, "<u2"
+// (npy.h).
 std::string descr_of(DType dtype) {
+  if (dtype == DType::kBFloat16) return "<u2";
   return fmt::format("<{}{}", ir::is_float(dtype) ? 'f' : 'i', ir::dtype_size_bytes(dtype));
 }
 

@@ -27,6 +27,11 @@ namespace tapestry::runtime {
 namespace {
 
 Buffer promote(const Buffer& in) {
+  if (is_half_float(in.dtype())) {  // bf16, f16: exact in float64
+    Buffer out(DType::kFloat64, in.range(), Buffer::Uninitialized{});
+    convert_elements(in.view(), out.view());
+    return out;
+  }
   if (in.dtype() != DType::kFloat32) return in;
   Buffer out(DType::kFloat64, in.range(), Buffer::Uninitialized{});
   const std::span<const float> from = in.values<float>();
@@ -39,7 +44,16 @@ Buffer promote(const Buffer& in) {
 
 // The smallest power of two above every value a float of `dtype` holds exactly as an integer.
 double exact_integer_limit(DType dtype) {
-  return dtype == DType::kFloat32 ? 0x1p24 : 0x1p53;
+  switch (dtype) {
+    case DType::kFloat32:
+      return 0x1p24;
+    case DType::kBFloat16:
+      return 0x1p8;
+    case DType::kFloat16:
+      return 0x1p11;
+    default:
+      return 0x1p53;
+  }
 }
 
 // Each cell of a float buffer as a double, in order: f(v) until f returns true.
@@ -51,6 +65,12 @@ void for_each_double(const Buffer& b, F f) {
   } else if (b.dtype() == DType::kFloat64) {
     for (double v : b.values<double>())
       if (f(v)) return;
+  } else if (b.dtype() == DType::kBFloat16) {
+    for (BFloat16 v : b.values<BFloat16>())
+      if (f(static_cast<double>(v))) return;
+  } else if (b.dtype() == DType::kFloat16) {
+    for (Float16 v : b.values<Float16>())
+      if (f(static_cast<double>(v))) return;
   }
 }
 

@@ -35,9 +35,14 @@ void check_operation_tags(const ir::Graph& graph, ir::OperationId op) {
 }
 
 void poison(Buffer& buffer) {
-  visit_dtype(buffer.dtype(), [&]<typename T>() {
-    const T value = std::numeric_limits<T>::has_quiet_NaN ? std::numeric_limits<T>::quiet_NaN()
-                                                          : std::numeric_limits<T>::lowest();
+  visit_storage_dtype(buffer.dtype(), [&]<typename T>() {
+    T value{};
+    if constexpr (is_half_float_v<T>) {
+      value = storage_cast<T>(std::numeric_limits<float>::quiet_NaN());
+    } else {
+      value = std::numeric_limits<T>::has_quiet_NaN ? std::numeric_limits<T>::quiet_NaN()
+                                                    : std::numeric_limits<T>::lowest();
+    }
     for (T& v : buffer.values<T>()) v = value;
   });
 }

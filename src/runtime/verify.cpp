@@ -62,7 +62,7 @@ void judge_bound(std::span<const T> result, std::span<const double> value,
     if (v.unchecked_cells++ == 0) v.first_unchecked = unravel(range, static_cast<std::int64_t>(i));
   };
   for (std::size_t i = 0; i < result.size(); ++i) {
-    const double r = result[i];
+    const auto r = static_cast<double>(result[i]);
     const double n = naive.empty() ? value[i] : static_cast<double>(naive[i]);
     if (!std::isfinite(value[i])) {
       if (!std::isfinite(bars[i])) {
@@ -105,7 +105,7 @@ void judge_bound(std::span<const T> result, std::span<const double> value,
   }
   if (naive_outside >= 0) {
     const auto w = static_cast<std::size_t>(naive_outside);
-    const double n = naive[w];
+    const auto n = static_cast<double>(naive[w]);
     const Point at = unravel(range, naive_outside);
     v.problem =
         std::isfinite(value[w])
@@ -177,8 +177,8 @@ OutputVerdict judge(const ir::Graph& graph, ir::TensorId t, const BufferMap& res
     const std::span<const double> value = oracle->value.at(t).values<double>();
     if (auto u = oracle->unmodelled.find(t); u != oracle->unmodelled.end())
       v.unmodelled = u->second;
-    visit_dtype(dtype, [&]<typename T>() {
-      if constexpr (std::is_floating_point_v<T>) {
+    visit_storage_dtype(dtype, [&]<typename T>() {
+      if constexpr (is_float_element_v<T>) {
         if (mode == VerifyMode::kExact) {
           judge_exact<T>(r.values<T>(), value, range, v);
         } else {

@@ -34,8 +34,9 @@ std::string reproducer(const std::string& tap, const std::string& plan, const st
 /// Statements per graph (sugar such as conv2d's padding adds operations).
 constexpr int kMaxOperations = 8;
 
-RC_GTEST_PROP(LowerProperties, ShardedEqualsNaive, ()) {
-  const std::string tap = *testing::gen_tap_program(kMaxOperations);
+// The property below for graphs of `dtype` ("" for the generator's mix).
+void check_sharded_equals_naive(const std::string& dtype) {
+  const std::string tap = *testing::gen_tap_program(kMaxOperations, testing::Scale::kSmall, dtype);
   std::string messages;
   std::optional<ir::Graph> built = testing::try_build(tap, &messages);
   if (!built) RC_FAIL("the generator made a program that does not build:\n" + tap + messages);
@@ -63,11 +64,18 @@ RC_GTEST_PROP(LowerProperties, ShardedEqualsNaive, ()) {
       RC_FAIL(reproducer(tap, plan_text, "two operations are named " + name));
   }
   bool reduction_split = false;
+  bool decomposed = false;
   for (const RewriteEvent& e : r->log) {
     reduction_split |= e.applied && e.pattern == "split-reduction";
+    decomposed |= e.applied && e.pattern == "decompose-linear";
     RC_CLASSIFY(e.applied && e.pattern != "shard-grid", e.pattern);
   }
   RC_TAG(reduction_split ? "reduction split" : "bitwise");
+  // A 16-bit graph under decompose-linear or a reduction split is not checked yet: the rewrite
+  // stores the product / the partial sums in the output's 16-bit dtype, roundings the original
+  // graph does not make (not bitwise), which its bars do not hold either (up to 190% of a bar
+  // seen). Issue 29: those intermediates should stay float32.
+  if (!dtype.empty() && (reduction_split || decomposed)) return;
   try {
     if (reduction_split) {
       const runtime::VerifyReport report =
@@ -81,6 +89,19 @@ RC_GTEST_PROP(LowerProperties, ShardedEqualsNaive, ()) {
   } catch (const Error& e) {
     RC_FAIL(reproducer(tap, plan_text, std::string("execution failed\n") + e.what()));
   }
+}
+
+RC_GTEST_PROP(LowerProperties, ShardedEqualsNaive, ()) {
+  check_sharded_equals_naive("");
+}
+
+// bf16 and f16 graphs: every kernel computes in float32 and rounds its outputs once, fused
+// stages round every intermediate, so sharding and fusion keep the naive run's bits.
+RC_GTEST_PROP(LowerProperties, ShardedEqualsNaiveInBfloat16, ()) {
+  check_sharded_equals_naive("bf16");
+}
+RC_GTEST_PROP(LowerProperties, ShardedEqualsNaiveInFloat16, ()) {
+  check_sharded_equals_naive("f16");
 }
 
 // The rewrite driver that re-matches only around each rewrite (DriverOptions::reuse_matches, the

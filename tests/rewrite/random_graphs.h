@@ -150,7 +150,7 @@ class TapProgram {
   explicit TapProgram(std::string dtype, Scale scale = Scale::kSmall)
       : dtype_(std::move(dtype)), scale_(scale) {}
 
-  [[nodiscard]] bool is_float() const { return dtype_[0] == 'f'; }
+  [[nodiscard]] bool is_float() const { return dtype_[0] == 'f' || dtype_ == "bf16"; }
   [[nodiscard]] Scale scale() const { return scale_; }
   [[nodiscard]] bool is_large() const { return scale_ == Scale::kLarge; }
 
@@ -458,11 +458,12 @@ inline const OpFamily& pick_family(const TapProgram& p, const Value& x) {
 }
 
 /// A random graph of 1–`max_ops` statements as a .tap program; dtype f32 mostly, else f64 or
-/// i32 (integer graphs skip the float-only kernels).
-inline rc::Gen<std::string> gen_tap_program(int max_ops, Scale scale = Scale::kSmall) {
-  return rc::gen::exec([max_ops, scale] {
+/// i32 (integer graphs skip the float-only kernels); or `dtype` when given ("bf16", "f16").
+inline rc::Gen<std::string> gen_tap_program(int max_ops, Scale scale = Scale::kSmall,
+                                            std::string dtype = "") {
+  return rc::gen::exec([max_ops, scale, dtype] {
     static const std::vector<std::string> kDtypes = {"f32", "f32", "f32", "f32", "f64", "i32"};
-    TapProgram p(pick_of(kDtypes), scale);
+    TapProgram p(dtype.empty() ? pick_of(kDtypes) : dtype, scale);
     const std::int64_t ops = pick(1, max_ops);
     for (std::int64_t i = 0; i < ops; ++i) {
       const std::vector<Value>& made = p.results();

@@ -66,11 +66,15 @@ inline ir::ApplicationId add_application(ir::Graph& graph, OperationId op, const
 class GraphBuilder {
  public:
   /// A tensor whose dtype has the loom name `dtype` ("float32"; any other spelling is kept as an
-  /// unknown dtype, as a loom file would).
+  /// unknown dtype, as a loom file would); "float32" means `float32_as` when that is set.
   TensorId tensor(const std::string& label, std::string_view dtype, Range range) {
+    if (dtype == "float32" && !float32_as.empty()) dtype = float32_as;
     return graph.add_tensor({.dtype = ir::LoomDType::parse(dtype), .range = std::move(range)},
                             {.label = label});
   }
+
+  /// The dtype a graph built for float32 gets instead ("bfloat16": the same cases in bf16).
+  std::string float32_as;
 
   /// An operation over `index`; selections are IPF(index). `index_names` / `reductions` are
   /// optional (the runtime derives reduction dims from the output IPFs).

@@ -134,7 +134,8 @@ TEST(Npy, ReadsVersionTwoHeaders) {
 }
 
 // The type strings come from the dtype table: '<' or '=' (native, little-endian here), kind and
-// size of each executable dtype; numpy's other types (int8, bool, uint8, float16, …) are refused.
+// size of each executable dtype ('<u2' holds bfloat16's bit patterns: NumPy has no bfloat16);
+// numpy's other types (int8, bool, uint8, …) are refused.
 TEST(Npy, TypeStringsOfTheExecutableDtypes) {
   const auto one_element = [](std::string_view descr, std::size_t bytes) {
     return header_bytes(
@@ -144,16 +145,17 @@ TEST(Npy, TypeStringsOfTheExecutableDtypes) {
   const std::pair<std::string_view, DType> accepted[] = {
       {"<f4", DType::kFloat32}, {"=f4", DType::kFloat32}, {"<f8", DType::kFloat64},
       {"=f8", DType::kFloat64}, {"<i4", DType::kInt32},   {"=i4", DType::kInt32},
-      {"<i8", DType::kInt64},   {"=i8", DType::kInt64}};
+      {"<i8", DType::kInt64},   {"=i8", DType::kInt64},   {"<f2", DType::kFloat16},
+      {"=f2", DType::kFloat16}, {"<u2", DType::kBFloat16}};
   for (const auto& [descr, dtype] : accepted) {
     EXPECT_EQ(parse_npy(one_element(descr, ir::dtype_size_bytes(dtype)), "t.npy").dtype(), dtype)
         << descr;
   }
-  for (std::string_view descr : {"|i1", "<i1", "|b1", "|u1", "<i2", "<f2", "<u4", "=f", "=", "<"}) {
+  for (std::string_view descr : {"|i1", "<i1", "|b1", "|u1", "<i2", "<u8", "<u4", "=f", "=", "<"}) {
     EXPECT_THAT([&] { (void)parse_npy(one_element(descr, 8), "t.npy"); },
                 ::testing::ThrowsMessage<Error>(
                     HasSubstr(fmt::format("unsupported dtype '{}'; supported: '<f4' '<f8' '<i4' "
-                                          "'<i8'",
+                                          "'<i8' '<u2' '<f2'",
                                           descr))))
         << descr;
   }
@@ -170,9 +172,10 @@ TEST(Npy, BadFilesGiveClearErrors) {
       {"PK\x03\x04 not npy at all", "x.npy: not a .npy file (bad magic string)"},
       {header_bytes(ok_dict, 4) + data, "x.npy: unsupported .npy version 4.x"},
       {header_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }") + data,
-       "x.npy: unsupported dtype '>f4' (big-endian); supported: '<f4' '<f8' '<i4' '<i8'"},
-      {header_bytes("{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }") + data,
-       "x.npy: unsupported dtype '<f2'"},
+       "x.npy: unsupported dtype '>f4' (big-endian); supported: '<f4' '<f8' '<i4' '<i8' '<u2' "
+       "'<f2'"},
+      {header_bytes("{'descr': '|i1', 'fortran_order': False, 'shape': (2,), }") + data,
+       "x.npy: unsupported dtype '|i1'"},
       {header_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }") + data,
        "x.npy: fortran_order True is not supported"},
       {header_bytes(ok_dict) + data.substr(0, 5),
@@ -299,6 +302,31 @@ TEST(NpyNumpy, NumpyReadsOursAndWeReadNumpys) {
       (dir / "i4.npy").string(), (dir / "fortran.npy").string());
   { std::ofstream(dir / "check.py") << script; }
   ASSERT_EQ(std::system(("/usr/bin/python3 " + (dir / "check.py").string()).c_str()), 0);
+
+  // float16 is NumPy's '<f2'; bfloat16 travels as its bit patterns, '<u2'.
+  Buffer half(DType::kFloat16, Range::of_shape({3}));
+  Buffer brain(DType::kBFloat16, Range::of_shape({3}));
+  const float values[] = {1.5F, -0.1F, 65504.0F};
+  for (std::size_t i = 0; i < 3; ++i) {
+    half.values<Float16>()[i] = to_float16(values[i]);
+    brain.values<BFloat16>()[i] = to_bfloat16(values[i]);
+  }
+  write_npy(dir / "f2.npy", half);
+  write_npy(dir / "bf.npy", brain);
+  const std::string half_script = fmt::format(
+      "import numpy as np\n"
+      "h = np.load('{0}')\n"
+      "assert h.dtype == np.float16 and list(h) == list(np.array([1.5, -0.1, 65504], np.float16))\n"
+      "b = np.load('{1}')\n"
+      "assert b.dtype == np.uint16, b.dtype\n"
+      "v = (b.astype(np.uint32) << 16).view(np.float32)\n"
+      "assert list(v) == [1.5, np.float32(-0.10009765625), 65536.0], v\n"
+      "np.save('{2}', np.array([0.5, -2.25], np.float16))\n",
+      (dir / "f2.npy").string(), (dir / "bf.npy").string(), (dir / "f2_np.npy").string());
+  { std::ofstream(dir / "check_half.py") << half_script; }
+  ASSERT_EQ(std::system(("/usr/bin/python3 " + (dir / "check_half.py").string()).c_str()), 0);
+  Buffer f2 = read_npy(dir / "f2_np.npy");
+  EXPECT_EQ(static_cast<float>(f2.at<Float16>(Point{1})), -2.25F);
 
   Buffer f4 = read_npy(dir / "f4.npy");
   EXPECT_EQ(f4.range(), Range::of_shape({2, 3, 4}));

@@ -8,8 +8,8 @@
 //   kFloat64    float64     f64        8      yes    yes
 //   kInt32      int32       i32        4      no     yes
 //   kInt64      int64       i64        8      no     yes
-//   kBFloat16   bfloat16    bf16       2      yes    no    (graphs that are only costed)
-//   kFloat16    float16     f16        2      yes    no
+//   kBFloat16   bfloat16    bf16       2      yes    yes   (stored in 16 bits, computed in f32)
+//   kFloat16    float16     f16        2      yes    yes
 //   kBool       bool        —          1      no     no    (loom files only)
 //   kInt8       int8        —          1      no     no
 //   kInt16      int16       —          2      no     no
@@ -23,7 +23,7 @@
 //   parse_tap_dtype("int8") == std::nullopt      (.tap cannot declare int8)
 //   dtype_name(DType::kBFloat16) == "bfloat16";  dtype_short_name(DType::kBFloat16) == "bf16"
 //   dtype_size_bytes(DType::kInt64) == 8;        is_float(DType::kFloat16);
-//   !is_executable(kFloat16)
+//   is_executable(kFloat16);  !is_executable(kInt8)
 //
 // A loom Tensor may carry a dtype spelling Tapestry does not know: the file still loads, and the
 // dialect's `tensor-dtype` constraint (not the reader) reports it. `LoomDType` is that field: a
@@ -72,8 +72,8 @@ inline constexpr std::array<DTypeInfo, 10> kDTypeTable = {{
     {DType::kFloat64, "float64", "f64", 8, true, true},
     {DType::kInt32, "int32", "i32", 4, false, true},
     {DType::kInt64, "int64", "i64", 8, false, true},
-    {DType::kBFloat16, "bfloat16", "bf16", 2, true, false},
-    {DType::kFloat16, "float16", "f16", 2, true, false},
+    {DType::kBFloat16, "bfloat16", "bf16", 2, true, true},
+    {DType::kFloat16, "float16", "f16", 2, true, true},
     {DType::kBool, "bool", "", 1, false, false},
     {DType::kInt8, "int8", "", 1, false, false},
     {DType::kInt16, "int16", "", 2, false, false},
@@ -101,7 +101,7 @@ constexpr std::size_t dtype_size_bytes(DType dtype) {
 constexpr bool is_float(DType dtype) {
   return dtype_info(dtype).is_float;
 }
-/// True for the dtypes the runtime executes: float32, float64, int32, int64.
+/// True for the dtypes the runtime executes: float32, float64, int32, int64, bfloat16, float16.
 constexpr bool is_executable(DType dtype) {
   return dtype_info(dtype).is_executable;
 }

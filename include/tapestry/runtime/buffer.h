@@ -79,9 +79,9 @@ class Buffer {
   /// buffer, whatever it is moved into, and every view of it. Errors as the constructor.
   static Buffer borrow(DType dtype, Range range, std::byte* data);
 
-  template <Element T>
+  template <StorageElement T>
   static Buffer from_values(Range range, std::span<const T> values);
-  template <Element T>
+  template <StorageElement T>
   static Buffer from_values(Range range, std::initializer_list<T> values) {
     return from_values<T>(std::move(range), std::span<const T>(values.begin(), values.size()));
   }
@@ -107,12 +107,12 @@ class Buffer {
   [[nodiscard]] const std::byte* bytes() const { return data_.get(); }
 
   /// The elements in row-major order; Error when T is not the buffer's dtype.
-  template <Element T>
+  template <StorageElement T>
   [[nodiscard]] std::span<T> values();
-  template <Element T>
+  template <StorageElement T>
   [[nodiscard]] std::span<const T> values() const;
   /// The element at tensor point `p` (asserted inside the range); Error on a dtype mismatch.
-  template <Element T>
+  template <StorageElement T>
   [[nodiscard]] T at(const Point& p) const {
     return view().typed<T>()[p];
   }
@@ -155,6 +155,12 @@ class Buffer {
 /// Copies the elements of `from` into `to`; the boxes must have the same shape and the views the
 /// same dtype (Error otherwise). Coordinates may differ (a copy between tensors).
 void copy_elements(const ConstView& from, const View& to);
+
+/// Copies the elements of `from` into `to`, converting between float dtypes: the boxes must have
+/// the same shape and both dtypes be float (Error otherwise). Widening is exact; narrowing rounds
+/// to nearest, ties to even (float64 to a 16-bit type rounds through float32, so a value within
+/// 2^-29 relative of a 16-bit tie may round twice). Same dtypes copy.
+void convert_elements(const ConstView& from, const View& to);
 
 /// Sets every element of `to` to `value` (converted to the view's dtype).
 void fill(const View& to, double value);

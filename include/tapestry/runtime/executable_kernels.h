@@ -13,6 +13,14 @@
 // `reference()` holds the plain-loop kernels that define what every built-in kernel means
 // (docs/runtime.md lists them with their inputs and params); the fast kernels are a second set
 // with the same names. A set is immutable once built and safe to share.
+//
+// bfloat16 and float16 (element.h) have no kernels of their own: `add` wraps every kernel so that
+// a call with 16-bit float ports runs the float32 kernel — each 16-bit input widened (exactly)
+// into a float32 block of its box, each 16-bit output computed into a float32 block and rounded
+// once (to nearest even) into the port — so reductions and contractions accumulate in float32.
+// A call without 16-bit ports goes straight to the kernel. A kernel that handles 16-bit ports
+// itself (the fused kernel rounds every intermediate to its tensor's dtype; oneDNN's bf16 GEMM)
+// is registered with `add_native`.
 #pragma once
 
 #include <map>
@@ -36,7 +44,10 @@ class ExecutableKernels {
   static const ExecutableKernels& reference();
 
   /// Registers `fn` under `name`, with an optional prepare function; asserts the name is new.
+  /// Calls with bf16/f16 ports run `fn` widened to float32 (widen_half_floats).
   void add(std::string name, KernelFn fn, PrepareFn prepare = nullptr);
+  /// Registers `fn` as is: it handles bf16/f16 ports itself.
+  void add_native(std::string name, KernelFn fn, PrepareFn prepare = nullptr);
   /// The kernel called `kernel` (a leading "op:" is ignored), or nullptr.
   [[nodiscard]] KernelFn find(std::string_view kernel) const;
   /// Like find, but an unknown kernel throws Error naming `operation` and the known kernels.
@@ -53,5 +64,8 @@ class ExecutableKernels {
   };
   std::map<std::string, Entry, std::less<>> kernels_;
 };
+
+/// `fn` for calls with bfloat16/float16 ports: runs `fn` on float32 copies of them (see above).
+KernelFn widen_half_floats(KernelFn fn);
 
 }  // namespace tapestry::runtime

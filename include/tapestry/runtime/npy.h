@@ -1,7 +1,9 @@
 // Reading and writing tensors as NumPy `.npy` files, the field's interchange format.
 //
-// Supported: format versions 1.0, 2.0 and 3.0; dtypes '<f4' '<f8' '<i4' '<i8' (float32,
-// float64, int32, int64, little-endian; '=' native order is accepted too); C order. A file has
+// Supported: format versions 1.0, 2.0 and 3.0; dtypes '<f4' '<f8' '<i4' '<i8' '<f2' (float32,
+// float64, int32, int64, float16, little-endian; '=' native order is accepted too); C order.
+// NumPy has no bfloat16: a bfloat16 buffer is written, and read, as its 16-bit patterns, '<u2'
+// (in NumPy: `bits.astype(np.uint32) << 16` viewed as float32 is its value). A file has
 // no coordinates, so a buffer read from one starts at the origin; bind_buffer (tensor_map.h)
 // relocates it onto a tensor that starts elsewhere.
 //
@@ -12,7 +14,7 @@
 //
 // Every problem is an Error naming the file: not a regular file (a device, a FIFO), bad magic
 // string, unsupported version, malformed header, unsupported dtype ("'>f4' (big-endian)",
-// "'<f2'"), fortran_order True, a shape whose byte count overflows, truncated data, trailing
+// "'|i1'"), fortran_order True, a shape whose byte count overflows, truncated data, trailing
 // bytes, shape mismatch.
 //
 // Sizes are checked before anything is allocated: the header is read first, its shape's byte

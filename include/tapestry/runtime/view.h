@@ -95,7 +95,7 @@ class BasicView {
   [[nodiscard]] BasicView sub(const Range& sub) const;
 
   /// The typed view; throws Error when T is not this view's dtype.
-  template <Element T>
+  template <StorageElement T>
   [[nodiscard]] TypedView<Qualified<T>> typed() const {
     if (dtype_ != dtype_of<T>) throw_dtype_mismatch(dtype_of<T>);
     return TypedView<Qualified<T>>(reinterpret_cast<Qualified<T>*>(origin_), box_, strides_);

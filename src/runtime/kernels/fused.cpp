@@ -29,10 +29,12 @@ DType intermediate_dtype(const KernelCall& call, const rewrite::FusedPort& out) 
                           out.dtype ? out.dtype->name() : ""));
   }
   // A float stage computes in the float type of the call's result: the oracle (oracle.h) runs
-  // a float32 graph's operations on float64 buffers.
+  // a float32 graph's operations on float64 buffers. A bf16/f16 intermediate keeps its dtype
+  // (outside the oracle) so that the fused run rounds it where the unfused run stores it.
   const auto executable_float = [](DType d) { return ir::is_float(d) && is_executable(d); };
   if (!call.outputs.entries().empty()) {
     const DType result = call.outputs.entries().front().value.view.dtype();
+    if (is_half_float(*dtype) && result != DType::kFloat64) return *dtype;
     if (executable_float(*dtype) && executable_float(result)) return result;
   }
   return *dtype;
@@ -99,7 +101,9 @@ void run_fused_stages(const KernelCall& call, const std::vector<rewrite::FusedSt
 }
 
 void register_fused_kernel(ExecutableKernels& registry) {
-  registry.add(std::string(rewrite::kFusedKernel), fused_kernel, prepare_fused_stages);
+  // Native: each stage's kernel widens its own bf16/f16 ports, and every intermediate keeps
+  // its dtype, so a fused bf16 run rounds where the unfused one does.
+  registry.add_native(std::string(rewrite::kFusedKernel), fused_kernel, prepare_fused_stages);
 }
 
 }  // namespace tapestry::runtime

@@ -118,15 +118,17 @@ const ExecutableKernels& fast_kernels() {
     fast::register_fast_autodiff(fast_only);
     fast::register_fast_training(fast_only);
     // Every reference name: the fast version where there is one, else the reference kernel
-    // as a counted fallback (so a kernel without a fast version shows in the metrics).
+    // as a counted fallback (so a kernel without a fast version shows in the metrics). Both
+    // handle bf16/f16 ports already (fast_only's `add` widened them; run_reference looks up the
+    // widened reference kernel), so they are added as they are.
     ExecutableKernels r;
     const ExecutableKernels& reference = ExecutableKernels::reference();
     for (const std::string& name : reference.names()) {
       KernelFn fn = fast_only.find(name);
       if (fn != nullptr) {
-        r.add(name, fn, fast_only.find_prepare(name));
+        r.add_native(name, fn, fast_only.find_prepare(name));
       } else {
-        r.add(name, &fast::run_reference, reference.find_prepare(name));
+        r.add_native(name, &fast::run_reference, reference.find_prepare(name));
       }
     }
     fast::warm_up_gemm();

@@ -294,7 +294,8 @@ void fused_kernel(const KernelCall& call) {
 }  // namespace
 
 void register_fast_fused(ExecutableKernels& registry) {
-  registry.add(std::string(rewrite::kFusedKernel), &fused_kernel, &prepare);
+  // Native: the stage loop widens each stage (bf16/f16 intermediates keep their dtype).
+  registry.add_native(std::string(rewrite::kFusedKernel), &fused_kernel, &prepare);
 }
 
 }  // namespace tapestry::runtime::fast

@@ -1,0 +1,75 @@
+// The 16-bit float storage types, bfloat16 and float16, and their conversions to and from float32.
+//
+// The runtime stores bf16 and f16 tensors in 16 bits a cell and computes on them in float32
+// (kernels widen their inputs and round their outputs once: executable_kernels.h). These types are
+// the cells: a struct around the bit pattern, converted explicitly, never computed with.
+//
+//   bfloat16  1 sign, 8 exponent, 7 fraction bits: float32's upper half (unit roundoff 2^-8)
+//   float16   1 sign, 5 exponent, 10 fraction bits, IEEE binary16 (unit roundoff 2^-11)
+//
+// Widening is exact. Narrowing rounds to nearest, ties to even; values beyond the largest finite
+// value round to infinity as IEEE prescribes; a NaN stays a NaN, quiet (bf16 keeps the sign and
+// the top fraction bits and sets the quiet bit; f16 gives the sign and 0x7E00). f16 narrowing is
+// a portable exact routine (float arithmetic in the default rounding mode), not F16C, so the
+// result is the same on every CPU.
+//
+//   to_bfloat16(1.0F).bits == 0x3F80;       to_float(BFloat16{0x3F80}) == 1.0F
+//   to_bfloat16(1.00390625F).bits == 0x3F80  (1 + 2^-8 is a tie: rounds to the even 1.0)
+//   to_float16(65520.0F).bits == 0x7C00      (rounds past 65504: +inf)
+//   to_float(Float16{0x0001}) == 0x1p-24F    (the smallest subnormal)
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace tapestry::runtime {
+
+/// A bfloat16 cell: the bit pattern. Construct from a float with to_bfloat16 (rounds).
+struct BFloat16 {
+  std::uint16_t bits = 0;
+  /// The value, widened exactly (so `static_cast<double>(cell)` works in generic code).
+  explicit operator float() const { return std::bit_cast<float>(std::uint32_t{bits} << 16); }
+  explicit operator double() const { return static_cast<double>(static_cast<float>(*this)); }
+  friend bool operator==(BFloat16, BFloat16) = default;
+};
+
+/// A float16 (IEEE binary16) cell: the bit pattern. Construct with to_float16 (rounds).
+struct Float16 {
+  std::uint16_t bits = 0;
+  explicit operator float() const;
+  explicit operator double() const { return static_cast<double>(static_cast<float>(*this)); }
+  friend bool operator==(Float16, Float16) = default;
+};
+
+/// `value` rounded to bfloat16 (nearest, ties to even; NaN kept, quiet).
+constexpr BFloat16 to_bfloat16(float value) {
+  const auto u = std::bit_cast<std::uint32_t>(value);
+  if ((u & 0x7FFF'FFFFU) > 0x7F80'0000U) {
+    return BFloat16{static_cast<std::uint16_t>((u >> 16) | 0x0040U)};
+  }
+  const std::uint32_t rounded = u + 0x7FFFU + ((u >> 16) & 1U);
+  return BFloat16{static_cast<std::uint16_t>(rounded >> 16)};
+}
+
+/// `value` rounded to float16 (nearest, ties to even; NaN kept, quiet).
+Float16 to_float16(float value);
+
+/// The value of a float16 cell, widened exactly.
+float to_float(Float16 value);
+inline float to_float(BFloat16 value) {
+  return static_cast<float>(value);
+}
+inline Float16::operator float() const {
+  return to_float(*this);
+}
+
+/// Element-wise conversions of whole arrays (same sizes, asserted); the narrowing ones round each
+/// cell as the scalar functions do.
+void widen(std::span<const BFloat16> from, std::span<float> to);
+void widen(std::span<const Float16> from, std::span<float> to);
+void narrow(std::span<const float> from, std::span<BFloat16> to);
+void narrow(std::span<const float> from, std::span<Float16> to);
+
+}  // namespace tapestry::runtime
