@@ -1086,6 +1086,30 @@ void OperationEval::additive(Ctx& c, std::string_view twin) const {
   }
 }
 
+// An output's σ and D: the spare buffers of an input whose last reader this is (written in
+// place), else fresh float64 buffers of the output's range.
+class OutputErrors {
+ public:
+  OutputErrors(Buffer* spare_sigma, Buffer* spare_bound, const zspace::Range& range) {
+    if (spare_sigma == nullptr) {
+      fresh_sigma_ = Buffer(DType::kFloat64, range);
+      fresh_bound_ = Buffer(DType::kFloat64, range);
+    }
+    sigma_ = spare_sigma != nullptr ? spare_sigma : &fresh_sigma_;
+    bound_ = spare_bound != nullptr ? spare_bound : &fresh_bound_;
+  }
+  OutputErrors(const OutputErrors&) = delete;
+  OutputErrors& operator=(const OutputErrors&) = delete;
+
+  [[nodiscard]] Buffer& sigma() { return *sigma_; }
+  [[nodiscard]] Buffer& bound() { return *bound_; }
+
+ private:
+  Buffer fresh_sigma_, fresh_bound_;
+  Buffer* sigma_ = nullptr;
+  Buffer* bound_ = nullptr;
+};
+
 // additive's rule for x ± y, one cell of each per index point, in one pass: per cell
 // A = |x| + |y|, σ² = σx² + σy² + proxy(A)², D = Dx + Dy + bound(A), with n = 1 addition, or 0
 // where a term is an exact zero — the numbers of the general path (each of its kernel runs adds
@@ -1130,13 +1154,9 @@ bool OperationEval::binary_sum(Ctx& c) const {
       c.result.taken.push_back(t);
     }
   }
-  Buffer fresh_s, fresh_d;
-  if (spare_sigma == nullptr) {
-    fresh_s = Buffer(DType::kFloat64, out_range);
-    fresh_d = Buffer(DType::kFloat64, out_range);
-  }
-  Buffer& s = spare_sigma != nullptr ? *spare_sigma : fresh_s;
-  Buffer& d = spare_bound != nullptr ? *spare_bound : fresh_d;
+  OutputErrors errors(spare_sigma, spare_bound, out_range);
+  Buffer& s = errors.sigma();
+  Buffer& d = errors.bound();
   const Operand<const double> y(
       InputPort{c.result.values.front().view(out_entry.value.range), &out_ipf});
   const Operand<double> sy(OutputPort{s.view(out_entry.value.range), &out_ipf});
@@ -1470,13 +1490,9 @@ void OperationEval::elementwise(Ctx& c) const {
       spare_bound = it->second.second;
     }
   }
-  Buffer fresh_s, fresh_d;
-  if (spare_sigma == nullptr) {
-    fresh_s = Buffer(DType::kFloat64, out_range);
-    fresh_d = Buffer(DType::kFloat64, out_range);
-  }
-  Buffer& s = spare_sigma != nullptr ? *spare_sigma : fresh_s;
-  Buffer& d = spare_bound != nullptr ? *spare_bound : fresh_d;
+  OutputErrors errors(spare_sigma, spare_bound, out_range);
+  Buffer& s = errors.sigma();
+  Buffer& d = errors.bound();
   const Operand<const double> y(
       InputPort{c.result.values.front().view(out_entry.value.range), &out_ipf});
   const Operand<double> sy(OutputPort{s.view(out_entry.value.range), &out_ipf});
