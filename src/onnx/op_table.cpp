@@ -65,7 +65,7 @@ const std::array kRows = {
     Row{"Softmax", convert_softmax, "softmax (+ permute)",
         "any axis from opset 13; the last axis before"},
     Row{"LayerNormalization", convert_layer_norm, "mean, variance, sub, add, sqrt, div, mul, add",
-        "last axis; output 0 only"},
+        "any axis (the dims from it on are normalised together); output 0 only"},
     Row{"ReduceSum", convert_reduce, "sum (+ reshape)", "axes as attribute or input; keepdims"},
     Row{"ReduceMax", convert_reduce, "max (+ reshape)", "as ReduceSum"},
     Row{"ReduceMean", convert_reduce, "mean (+ reshape)", "as ReduceSum"},

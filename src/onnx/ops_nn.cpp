@@ -164,20 +164,25 @@ void convert_softmax(NodeContext& node) {
   node.set_output(0, g.call("permute", {t}, {{"perm", perm}}));
 }
 
-// LayerNormalization over the last axis: (x − mean) / √(variance + ε) · scale + bias, as the
-// kernels mean, variance, sub, add, sqrt, div, mul, add — named `<node>/<kernel>`.
+// LayerNormalization over the dims from `axis` on: (x − mean) / √(variance + ε) · scale + bias,
+// as the kernels mean, variance, sub, add, sqrt, div, mul, add — named `<node>/<kernel>`. The
+// moments are over one dim: for an axis before the last, the normalised dims are first merged
+// into one (reshape), normalised, and split back before scale and bias (which have their shape).
 void convert_layer_norm(NodeContext& node) {
   metakernel::Graph& g = node.graph();
-  const std::size_t rank = node.shape(0).size();
-  const std::int64_t axis = normalise_axis(node, node.int_attr("axis", -1), rank);
-  if (axis != static_cast<std::int64_t>(rank) - 1) {
-    throw node.error(
-        fmt::format("axis={} is not supported (only the last axis, {})", axis, rank - 1));
-  }
+  const std::vector<std::int64_t> shape = node.shape(0);
+  const std::size_t rank = shape.size();
+  if (rank == 0) throw node.error("X must have rank ≥ 1");
+  const auto axis = static_cast<std::size_t>(normalise_axis(node, node.int_attr("axis", -1), rank));
   const double epsilon = node.float_attr("epsilon", 1e-5);
   node.int_attr("stash_type", 1);  // the kernels compute the moments in float64 anyway
   refuse_used_outputs(node, 1);
-  Tensor x = node.tensor(0);
+  std::vector<std::int64_t> merged(shape.begin(),
+                                   shape.begin() + static_cast<std::ptrdiff_t>(axis));
+  std::int64_t cells = 1;
+  for (std::size_t k = axis; k < rank; ++k) cells *= shape[k];
+  merged.push_back(cells);
+  Tensor x = reshape_to(g, node.tensor(0), merged);
   Tensor mean = g.call("mean", {x});
   Tensor var = g.call("variance", {x});
   HostTensor eps;
@@ -185,6 +190,7 @@ void convert_layer_norm(NodeContext& node) {
   eps.floats = {epsilon};
   Tensor e = node.import().constant_input(node_display_name(node.node()) + ".epsilon", eps);
   Tensor y = g.call("div", {g.call("sub", {x, mean}), g.call("sqrt", {g.call("add", {var, e})})});
+  y = reshape_to(g, y, shape);
   y = g.call("mul", {y, node.tensor(1)});
   if (node.has_input(2)) y = g.call("add", {y, node.tensor(2)});
   node.set_output(0, y);

@@ -298,7 +298,22 @@ ACTIVATIONS = {
                    (x - bn["mean"][:, None, None]) / np.sqrt(bn["var"][:, None, None] + 1e-3)
                    * bn["scale"][:, None, None] + bn["bias"][:, None, None], bn),
 }
+# LayerNormalization over the dims from axis on (not only the last): axis -2 and axis 1.
+def layer_norm(v, axis, scale, bias, eps=1e-5):
+    dims = tuple(range(axis % v.ndim, v.ndim))
+    mu = v.mean(axis=dims, keepdims=True)
+    var = v.var(axis=dims, keepdims=True)
+    return (v - mu) / np.sqrt(var + eps) * scale + bias
+
+
+for axis in (-2, 1):
+    tail = x.shape[axis % x.ndim:]
+    ln_s, ln_b = f32(*tail), f32(*tail)
+    ACTIVATIONS[f"layer_norm_axis{axis}".replace("-", "m")] = (
+        [oh.make_node("LayerNormalization", ["x", "s", "b"], ["y"], axis=axis)],
+        layer_norm(x.astype(np.float64), axis, ln_s, ln_b), {"s": ln_s, "b": ln_b})
 for name, (nodes, want, inits) in ACTIVATIONS.items():
     xin = np.abs(x) + 0.5 if name == "reciprocal" else x
-    reference_model("act_" + name, nodes, xin, want, inits, opset=14)
+    reference_model("act_" + name, nodes, xin, want, inits,
+                    opset=17 if name.startswith("layer_norm") else 14)
 print("built the reference models")
