@@ -75,6 +75,7 @@ const std::array kRows = {
     Row{"Squeeze", convert_squeeze, "reshape", "axes as attribute or input"},
     Row{"Unsqueeze", convert_unsqueeze, "reshape", "axes as attribute or input"},
     Row{"Slice", convert_slice, "slice", "constant starts/ends/axes, step 1"},
+    Row{"Split", convert_split, "slice", "sizes as input or attribute, or equal parts; any axis"},
     Row{"Identity", convert_identity, "—", "an alias"},
     Row{"Constant", convert_constant, "—", "a weight when a computation reads it"},
     Row{"Shape", convert_shape, "—", "folded at import time (static shapes)"},

@@ -44,6 +44,7 @@ void convert_transpose(NodeContext& node);
 void convert_squeeze(NodeContext& node);
 void convert_unsqueeze(NodeContext& node);
 void convert_slice(NodeContext& node);
+void convert_split(NodeContext& node);
 void convert_shape(NodeContext& node);
 void convert_gather(NodeContext& node);
 void convert_concat(NodeContext& node);

@@ -222,6 +222,58 @@ void convert_slice(NodeContext& node) {
   node.set_output(0, v);
 }
 
+// Split along `axis` into the node's outputs: sizes from input 1 (opset ≥ 13) or the `split`
+// attribute, else equal parts (which must divide the dim, as opsets up to 17 require). Each
+// output is one slice operation (none for a part that is the whole dim); a 1-D host tensor (a
+// shape) is split at import time.
+void convert_split(NodeContext& node) {
+  const std::vector<std::int64_t> in = node.shape(0);
+  const auto axis =
+      static_cast<std::size_t>(normalise_axis(node, node.int_attr("axis", 0), in.size()));
+  const auto parts = static_cast<std::int64_t>(node.node().output_size());
+  const std::int64_t dim = in[axis];
+  std::vector<std::int64_t> sizes;
+  if (node.has_input(1)) {
+    sizes = node.host(1).as_ints();
+  } else if (auto attr = node.ints_attr("split")) {
+    sizes = *attr;
+  } else {
+    if (parts == 0 || dim % parts != 0)
+      throw node.error(
+          fmt::format("dim {} ({}) does not split into {} equal parts", axis, dim, parts));
+    sizes.assign(static_cast<std::size_t>(parts), dim / parts);
+  }
+  if (std::ssize(sizes) != parts)
+    throw node.error(fmt::format("{} split sizes for {} outputs", sizes.size(), parts));
+  std::int64_t total = 0;
+  for (std::int64_t size : sizes) {
+    if (size < 0) throw node.error(fmt::format("split size {} is negative", size));
+    total += size;
+  }
+  if (total != dim)
+    throw node.error(
+        fmt::format("the split sizes add up to {}, but dim {} is {}", total, axis, dim));
+  const bool host = node.is_host(0) && in.size() == 1 && node.host(0).is_int();
+  std::int64_t start = 0;
+  for (int k = 0; k < static_cast<int>(parts); ++k) {
+    const std::int64_t end = start + sizes[static_cast<std::size_t>(k)];
+    if (host) {
+      HostTensor h = node.host(0);
+      h.ints = std::vector<std::int64_t>(h.ints.begin() + start, h.ints.begin() + end);
+      h.shape = {end - start};
+      node.set_output(k, h);
+    } else if (start == 0 && end == dim) {
+      node.set_output(k, node.tensor(0));
+    } else {
+      node.set_output(
+          k, node.graph().call(
+                 "slice", {node.tensor(0)},
+                 {{"dim", static_cast<std::int64_t>(axis)}, {"start", start}, {"end", end}}));
+    }
+    start = end;
+  }
+}
+
 // Shape: the input's static shape (opset 15: from `start` to `end`).
 void convert_shape(NodeContext& node) {
   const std::vector<std::int64_t> in = node.shape(0);

@@ -298,6 +298,20 @@ ACTIVATIONS = {
                    (x - bn["mean"][:, None, None]) / np.sqrt(bn["var"][:, None, None] + 1e-3)
                    * bn["scale"][:, None, None] + bn["bias"][:, None, None], bn),
 }
+# Split: equal parts along axis 1, and sizes [2, 3] along the last axis (PyTorch's qkv.chunk(3)
+# and torch.split export these).
+a3, b3, c3 = np.split(x, 3, axis=1)
+a2, b2 = x[..., :2], x[..., 2:]
+ACTIVATIONS["split_equal"] = (
+    [oh.make_node("Split", ["x"], ["a", "b", "c"], axis=1),
+     oh.make_node("Mul", ["a", "b"], ["ab"]), oh.make_node("Sub", ["ab", "c"], ["y"])],
+    a3 * b3 - c3, {})
+ACTIVATIONS["split_sizes"] = (
+    [oh.make_node("Split", ["x", "sizes"], ["a", "b"], axis=-1),
+     oh.make_node("ReduceMean", ["a"], ["m"], axes=[-1], keepdims=1),
+     oh.make_node("Add", ["m", "b"], ["y"])],
+    a2.mean(axis=-1, keepdims=True) + b2, {"sizes": np.array([2, 3], np.int64)})
+
 # LayerNormalization over the dims from axis on (not only the last): axis -2 and axis 1.
 def layer_norm(v, axis, scale, bias, eps=1e-5):
     dims = tuple(range(axis % v.ndim, v.ndim))
