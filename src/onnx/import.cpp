@@ -289,7 +289,7 @@ ImportResult import_model(const ::onnx::ModelProto& original, const std::string&
   ImportContext ctx(source, upgrade.opset);
   ImportResult result;
   result.opset = upgrade.opset;
-  if (upgrade.converted) result.converted_from = upgrade.declared;
+  if (upgrade.converted()) result.converted_from = upgrade.declared;
   result.nodes = static_cast<std::size_t>(graph.node_size());
 
   // 2. Initializers, then the inputs that are not initializers.

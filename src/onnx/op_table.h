@@ -63,6 +63,10 @@ void convert_reciprocal(NodeContext& node);
 void convert_dropout(NodeContext& node);
 void convert_batch_norm(NodeContext& node);
 
+/// A scalar of `like`'s dtype holding `value`, as a graph input (a weight) named
+/// `<node>.<what>`: an epsilon, alpha, beta, a count.
+Tensor scalar_input(NodeContext& node, const Tensor& like, std::string_view what, double value);
+
 /// Reshapes `x` to `shape` with the reshape kernel; when the two shapes do not group into
 /// splits and merges, through the flat shape. Returns x itself when the shapes are equal.
 Tensor reshape_to(metakernel::Graph& g, Tensor x, const std::vector<std::int64_t>& shape);

@@ -29,15 +29,6 @@ namespace tapestry::onnx {
 
 namespace {
 
-// A scalar of `like`'s dtype as a graph input named `<node>.<what>`.
-Tensor scalar(NodeContext& node, const Tensor& like, std::string_view what, double value) {
-  HostTensor h;
-  h.dtype = like.type().dtype;
-  h.floats = {value};
-  return node.import().constant_input(fmt::format("{}.{}", node_display_name(node.node()), what),
-                                      h);
-}
-
 Tensor neg(metakernel::Graph& g, Tensor x) {
   return g.call("neg", {x});
 }
@@ -55,8 +46,10 @@ Tensor negative_part(metakernel::Graph& g, Tensor x) {
 // relu(x) + (exp(min(x, 0)) − 1)·alpha: Elu, and Selu before its gamma.
 Tensor elu(NodeContext& node, Tensor x, double alpha) {
   metakernel::Graph& g = node.graph();
-  Tensor e = g.call("sub", {g.call("exp", {negative_part(g, x)}), scalar(node, x, "one", 1.0)});
-  return g.call("add", {g.call("relu", {x}), g.call("mul", {e, scalar(node, x, "alpha", alpha)})});
+  Tensor e =
+      g.call("sub", {g.call("exp", {negative_part(g, x)}), scalar_input(node, x, "one", 1.0)});
+  return g.call("add",
+                {g.call("relu", {x}), g.call("mul", {e, scalar_input(node, x, "alpha", alpha)})});
 }
 
 }  // namespace
@@ -78,7 +71,7 @@ void convert_variadic(NodeContext& node) {
     y = op == "Max" ? maximum(g, y, x) : op == "Min" ? minimum(g, y, x) : g.call("add", {y, x});
   }
   if (op == "Mean" && node.input_count() > 1)
-    y = g.call("div", {y, scalar(node, y, "count", node.input_count())});
+    y = g.call("div", {y, scalar_input(node, y, "count", node.input_count())});
   node.set_output(0, y);
 }
 
@@ -95,7 +88,7 @@ void convert_leaky_relu(NodeContext& node) {
   metakernel::Graph& g = node.graph();
   const double alpha = node.float_attr("alpha", 0.01);
   Tensor x = node.tensor(0);
-  Tensor a = scalar(node, x, "alpha", alpha);
+  Tensor a = scalar_input(node, x, "alpha", alpha);
   if (alpha >= 0 && alpha <= 1) return node.set_output(0, maximum(g, x, g.call("mul", {x, a})));
   node.set_output(0, g.call("add", {g.call("relu", {x}), g.call("mul", {negative_part(g, x), a})}));
 }
@@ -113,9 +106,9 @@ void convert_hard_sigmoid(NodeContext& node) {
   const double alpha = swish ? 1.0 / 6.0 : node.float_attr("alpha", 0.2);
   const double beta = swish ? 0.5 : node.float_attr("beta", 0.5);
   Tensor x = node.tensor(0);
-  Tensor t = g.call(
-      "add", {g.call("mul", {x, scalar(node, x, "alpha", alpha)}), scalar(node, x, "beta", beta)});
-  Tensor y = minimum(g, g.call("relu", {t}), scalar(node, x, "one", 1.0));
+  Tensor t = g.call("add", {g.call("mul", {x, scalar_input(node, x, "alpha", alpha)}),
+                            scalar_input(node, x, "beta", beta)});
+  Tensor y = minimum(g, g.call("relu", {t}), scalar_input(node, x, "one", 1.0));
   node.set_output(0, swish ? g.call("mul", {x, y}) : y);
 }
 
@@ -126,7 +119,7 @@ void convert_elu(NodeContext& node) {
   Tensor y = elu(node, x, alpha);
   if (selu) {
     const double gamma = node.float_attr("gamma", 1.05070102214813232421875);
-    y = node.graph().call("mul", {y, scalar(node, x, "gamma", gamma)});
+    y = node.graph().call("mul", {y, scalar_input(node, x, "gamma", gamma)});
   }
   node.set_output(0, y);
 }
@@ -136,14 +129,15 @@ void convert_celu(NodeContext& node) {
   const double alpha = node.float_attr("alpha", 1.0);
   if (alpha == 0) throw node.error("alpha=0 is not defined (Celu divides by alpha)");
   Tensor x = node.tensor(0);
-  Tensor a = scalar(node, x, "alpha", alpha);
-  Tensor e = g.call("sub", {g.call("exp", {g.call("div", {x, a})}), scalar(node, x, "one", 1.0)});
+  Tensor a = scalar_input(node, x, "alpha", alpha);
+  Tensor e =
+      g.call("sub", {g.call("exp", {g.call("div", {x, a})}), scalar_input(node, x, "one", 1.0)});
   node.set_output(0, g.call("add", {g.call("relu", {x}), negative_part(g, g.call("mul", {e, a}))}));
 }
 
 void convert_reciprocal(NodeContext& node) {
   Tensor x = node.tensor(0);
-  node.set_output(0, node.graph().call("div", {scalar(node, x, "one", 1.0), x}));
+  node.set_output(0, node.graph().call("div", {scalar_input(node, x, "one", 1.0), x}));
 }
 
 // Dropout at inference: the identity. training_mode (input 2), when given, must be false; the
@@ -183,7 +177,8 @@ void convert_batch_norm(NodeContext& node) {
   per_channel[0] = channels;
   Tensor x = node.tensor(0);
   auto channel = [&](int k) { return reshape_to(g, node.tensor(k), per_channel); };
-  Tensor d = g.call("sqrt", {g.call("add", {channel(4), scalar(node, x, "epsilon", epsilon)})});
+  Tensor d =
+      g.call("sqrt", {g.call("add", {channel(4), scalar_input(node, x, "epsilon", epsilon)})});
   Tensor y = g.call("div", {g.call("sub", {x, channel(3)}), d});
   node.set_output(0, g.call("add", {g.call("mul", {y, channel(1)}), channel(2)}));
 }

@@ -17,20 +17,15 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-HostTensor scalar_like(const Tensor& t, double value) {
-  HostTensor h;
-  h.dtype = t.type().dtype;
-  h.floats = {value};
-  return h;
-}
-
-// A scalar factor as a graph input named `<node>.<what>`.
-Tensor scalar_input(NodeContext& node, const Tensor& like, std::string_view what, double value) {
-  return node.import().constant_input(fmt::format("{}.{}", node_display_name(node.node()), what),
-                                      scalar_like(like, value));
-}
-
 }  // namespace
+
+Tensor scalar_input(NodeContext& node, const Tensor& like, std::string_view what, double value) {
+  HostTensor h;
+  h.dtype = like.type().dtype;
+  h.floats = {value};
+  return node.import().constant_input(fmt::format("{}.{}", node_display_name(node.node()), what),
+                                      h);
+}
 
 // Add, Sub, Mul, Div: folded when both operands are known, else the kernel of the same name
 // (numpy broadcasting, as ONNX's).

@@ -185,10 +185,7 @@ void convert_layer_norm(NodeContext& node) {
   Tensor x = reshape_to(g, node.tensor(0), merged);
   Tensor mean = g.call("mean", {x});
   Tensor var = g.call("variance", {x});
-  HostTensor eps;
-  eps.dtype = x.type().dtype;
-  eps.floats = {epsilon};
-  Tensor e = node.import().constant_input(node_display_name(node.node()) + ".epsilon", eps);
+  Tensor e = scalar_input(node, x, "epsilon", epsilon);
   Tensor y = g.call("div", {g.call("sub", {x, mean}), g.call("sqrt", {g.call("add", {var, e})})});
   y = reshape_to(g, y, shape);
   y = g.call("mul", {y, node.tensor(1)});

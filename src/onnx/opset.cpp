@@ -43,7 +43,6 @@ OpsetUpgrade upgrade_opset(const ::onnx::ModelProto& model, const std::string& s
                     source, u.declared, kUpgradeTarget, e.what()));
   }
   u.opset = kUpgradeTarget;
-  u.converted = true;
   return u;
 }
 
