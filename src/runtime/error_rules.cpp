@@ -291,6 +291,8 @@ void add_storage_rounding(DType dtype, RuleResult& result) {
     const std::span<double> bound = result.bounds[o].values<double>();
     for_cells(v.size(), [&](std::size_t lo, std::size_t hi) {
       for (std::size_t i = lo; i < hi; ++i) {
+        // ±inf and NaN are stored exactly: a certain cell stays so.
+        if (!std::isfinite(v[i])) continue;
         const double r = s.u * (std::abs(v[i]) + bound[i]) + s.tiny;
         sigma[i] = std::hypot(sigma[i], s.u * std::abs(v[i]) + s.tiny);
         bound[i] += r;
@@ -1091,6 +1093,8 @@ void OperationEval::additive(Ctx& c, std::string_view twin) const {
 class OutputErrors {
  public:
   OutputErrors(Buffer* spare_sigma, Buffer* spare_bound, const zspace::Range& range) {
+    TAPESTRY_ASSERT((spare_sigma == nullptr) == (spare_bound == nullptr),
+                    "an input's spare σ and D come as a pair");
     if (spare_sigma == nullptr) {
       fresh_sigma_ = Buffer(DType::kFloat64, range);
       fresh_bound_ = Buffer(DType::kFloat64, range);
