@@ -30,11 +30,10 @@ std::vector<std::int64_t> array_shape(const py::array& array) {
 }  // namespace
 
 py::dtype numpy_dtype(ir::DType dtype, const std::string& what) {
-  if (!ir::is_executable(dtype)) {
-    throw InputError(
-        fmt::format("{}: dtype {} cannot be executed (the runtime runs float32, "
-                    "float64, int32, int64, bfloat16, float16)",
-                    what, ir::dtype_name(dtype)));
+  try {
+    runtime::require_executable(dtype, what);
+  } catch (const Error& e) {
+    throw InputError(e.what());
   }
   // NumPy has no bfloat16: a bf16 tensor is exchanged as its bit patterns (uint16).
   if (dtype == ir::DType::kBFloat16) return py::dtype("uint16");

@@ -49,24 +49,4 @@ float to_float(Float16 value) {
   return std::bit_cast<float>(result);
 }
 
-void widen(std::span<const BFloat16> from, std::span<float> to) {
-  TAPESTRY_ASSERT(from.size() == to.size(), "widen: sizes differ");
-  for (std::size_t i = 0; i < from.size(); ++i) to[i] = static_cast<float>(from[i]);
-}
-
-void widen(std::span<const Float16> from, std::span<float> to) {
-  TAPESTRY_ASSERT(from.size() == to.size(), "widen: sizes differ");
-  for (std::size_t i = 0; i < from.size(); ++i) to[i] = to_float(from[i]);
-}
-
-void narrow(std::span<const float> from, std::span<BFloat16> to) {
-  TAPESTRY_ASSERT(from.size() == to.size(), "narrow: sizes differ");
-  for (std::size_t i = 0; i < from.size(); ++i) to[i] = to_bfloat16(from[i]);
-}
-
-void narrow(std::span<const float> from, std::span<Float16> to) {
-  TAPESTRY_ASSERT(from.size() == to.size(), "narrow: sizes differ");
-  for (std::size_t i = 0; i < from.size(); ++i) to[i] = to_float16(from[i]);
-}
-
 }  // namespace tapestry::runtime

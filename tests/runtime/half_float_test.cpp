@@ -124,8 +124,10 @@ try:
     wantbf = torch.from_numpy(x.copy()).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
     oracle = "torch"
 except ImportError:
-    # Round to nearest even on the integer bits (finite and infinite values).
+    # Round to nearest even on the integer bits (finite and infinite values); a NaN keeps its
+    # sign and top bits, quieted. (Not independent of the implementation's formula: only torch is.)
     wantbf = ((x_bits + 0x7FFF + ((x_bits >> 16) & 1)) >> 16).astype(np.uint16)
+    wantbf = np.where(np.isnan(x), ((x_bits >> 16) | 0x40).astype(np.uint16), wantbf)
     oracle = "numpy"
 wide = lambda b: (b.astype(np.uint32) << 16).view(np.float32)
 same("bf16 narrow (" + oracle + ")", wide(bf), wide(wantbf))

@@ -18,7 +18,7 @@
 //   visit_dtype(buffer.dtype(), [&]<typename T>() { fill<T>(buffer, T{0}); });
 //   visit_storage_dtype(buffer.dtype(), [&]<typename T>() { copy<T>(from, to); });
 //
-//   is_executable(DType::kInt8) == false;  is_computed(DType::kBFloat16) == false
+//   is_executable(DType::kInt8) == false
 //   require_executable(DType::kInt8, "tensor X")
 //       -> Error: tensor X: dtype int8 cannot be executed (the runtime runs float32, float64,
 //          int32, int64, bfloat16, float16)
@@ -64,12 +64,6 @@ inline constexpr DType dtype_of = std::is_same_v<T, float>          ? DType::kFl
                                   : std::is_same_v<T, BFloat16>     ? DType::kBFloat16
                                                                     : DType::kFloat16;
 
-/// True for the executable dtypes kernels compute in (float32, float64, int32, int64); bf16 and
-/// f16 are executable but stored only.
-constexpr bool is_computed(DType dtype) {
-  return dtype == DType::kFloat32 || dtype == DType::kFloat64 || dtype == DType::kInt32 ||
-         dtype == DType::kInt64;
-}
 /// True for bfloat16 and float16.
 constexpr bool is_half_float(DType dtype) {
   return dtype == DType::kBFloat16 || dtype == DType::kFloat16;

@@ -22,7 +22,6 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <span>
 
 namespace tapestry::runtime {
 
@@ -64,12 +63,5 @@ inline float to_float(BFloat16 value) {
 inline Float16::operator float() const {
   return to_float(*this);
 }
-
-/// Element-wise conversions of whole arrays (same sizes, asserted); the narrowing ones round each
-/// cell as the scalar functions do.
-void widen(std::span<const BFloat16> from, std::span<float> to);
-void widen(std::span<const Float16> from, std::span<float> to);
-void narrow(std::span<const float> from, std::span<BFloat16> to);
-void narrow(std::span<const float> from, std::span<Float16> to);
 
 }  // namespace tapestry::runtime

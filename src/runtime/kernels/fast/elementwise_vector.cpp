@@ -30,15 +30,25 @@ std::string_view isa_name(VectorIsa isa) {
   return "?";
 }
 
+// What both clones' targets enable besides their vector width (see TAPESTRY_AVX2 below): a VM may
+// report AVX2 without FMA or BMI2.
+namespace {
+bool avx2_fma_bmi2() {
+  return __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0 &&
+         __builtin_cpu_supports("bmi2") != 0;
+}
+}  // namespace
+
 bool cpu_supports(VectorIsa isa) {
   switch (isa) {
     case VectorIsa::kBaseline:
       return true;
     case VectorIsa::kAvx2:
-      return __builtin_cpu_supports("avx2") != 0;
+      return avx2_fma_bmi2();
     case VectorIsa::kAvx512:
-      return __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx512dq") != 0 &&
-             __builtin_cpu_supports("avx512vl") != 0 && __builtin_cpu_supports("avx512bw") != 0;
+      return avx2_fma_bmi2() && __builtin_cpu_supports("avx512f") != 0 &&
+             __builtin_cpu_supports("avx512dq") != 0 && __builtin_cpu_supports("avx512vl") != 0 &&
+             __builtin_cpu_supports("avx512bw") != 0;
   }
   return false;
 }
