@@ -7,7 +7,9 @@ the defaults) and of examples/transformer_large.tap (--batch 4 --seq 512 --width
     Q, K, V = linear(X, Wq, bq) …  → [B, H, S, Dh];  P = softmax(Q·Kᵀ · Scale);  Ctx = P·V
     R1 = X + linear(Ctx → [B·S, D], Wo, bo);  Y = R1 + linear(gelu(linear(R1, W1, b1)), W2, b2)
 
---mode eager or jit (torch.jit.trace + freeze); --inputs DIR reads every input as DIR/<name>.npy
+--mode eager or jit (torch.jit.trace + freeze), or autocast: eager under
+torch.autocast("cpu", dtype=torch.bfloat16) (linear and matmul in bf16 on oneDNN, softmax and
+the adds in f32, as PyTorch's CPU autocast lists them; Y written as f32); --inputs DIR reads every input as DIR/<name>.npy
 (numpy), --out FILE writes Y. One line per timed repetition (after two untimed ones) and
 `median_s <seconds>`; `skipped: <why>` (exit 0) without torch/numpy.
 """
@@ -17,7 +19,7 @@ import statistics
 import time
 
 parser = argparse.ArgumentParser()
-parser.add_argument("--mode", choices=["eager", "jit"], default="eager")
+parser.add_argument("--mode", choices=["eager", "jit", "autocast"], default="eager")
 parser.add_argument("--threads", type=int, default=2)
 parser.add_argument("--reps", type=int, default=5)
 parser.add_argument("--inputs", required=True)
@@ -61,7 +63,8 @@ class Block(torch.nn.Module):
 
 
 inputs = tuple(t[n] for n in names)
-with torch.no_grad():
+autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.mode == "autocast")
+with torch.no_grad(), autocast:
     model = Block().eval()
     if args.mode == "jit":
         model = torch.jit.freeze(torch.jit.trace(model, inputs))
@@ -75,4 +78,4 @@ with torch.no_grad():
             print(f"torch-{args.mode} run {r + 1}: {s * 1e3:.2f} ms")
 print(f"median_s {statistics.median(times):.6f}")
 if args.out:
-    np.save(args.out, y.numpy())
+    np.save(args.out, y.float().numpy())

@@ -564,19 +564,27 @@ double application_seconds(const Work& work, const DeviceType& device,
       throw Error(fmt::format("device type '{}' has no peak_flops for {}", device.name,
                               ir::dtype_name(work.dtype)));
     }
+    // The dtype's factor (target.h "dtypes") applies to the FLOPs outside GEMMs only.
+    const double other = device.dtype_efficiency(work.dtype);
     if (work.gemm_flops > 0 && !device.gemm_efficiency.empty()) {
-      compute =
-          work.gemm_flops / (peak->second * device.gemm_efficiency_at(work.gemm_flops)) +
-          std::max(0.0, work.flops - work.gemm_flops) / (peak->second * rates.other_efficiency);
-    } else {
+      compute = work.gemm_flops / (peak->second * device.gemm_efficiency_at(work.gemm_flops)) +
+                std::max(0.0, work.flops - work.gemm_flops) /
+                    (peak->second * rates.other_efficiency * other);
+    } else if (other == 1.0) {
       compute = work.flops / (peak->second * rates.efficiency);
+    } else {
+      const double gemm = std::min(work.gemm_flops, work.flops);
+      compute = gemm / (peak->second * rates.efficiency) +
+                (work.flops - gemm) / (peak->second * rates.efficiency * other);
     }
   }
   const std::int64_t moved = work.bytes_read + work.bytes_written;
   const double bandwidth = device.cache_bytes > 0 && moved <= device.cache_bytes
                                ? device.cache_bandwidth_Bps
                                : device.memory_bandwidth_Bps;
-  const double memory = static_cast<double>(moved) / (bandwidth * rates.bandwidth_efficiency);
+  const double memory =
+      static_cast<double>(moved) /
+      (bandwidth * rates.bandwidth_efficiency * device.dtype_bandwidth_efficiency(work.dtype));
   return device.launch_s + std::max(compute, memory);
 }
 

@@ -45,6 +45,18 @@ double DeviceType::bandwidth_efficiency_of(std::string_view kernel) const {
              : bandwidth_efficiency;
 }
 
+double DeviceType::dtype_efficiency(ir::DType dtype) const {
+  const auto found = dtypes.find(dtype);
+  return found != dtypes.end() && found->second.efficiency ? *found->second.efficiency : 1.0;
+}
+
+double DeviceType::dtype_bandwidth_efficiency(ir::DType dtype) const {
+  const auto found = dtypes.find(dtype);
+  return found != dtypes.end() && found->second.bandwidth_efficiency
+             ? *found->second.bandwidth_efficiency
+             : 1.0;
+}
+
 CollectiveRates Link::collective_rates() const {
   if (collective) return *collective;
   return CollectiveRates{bandwidth_Bps, latency_s, std::nullopt};
@@ -194,6 +206,15 @@ std::string describe_target(const Target& t) {
         rates.push_back(fmt::format("{:.3g} of bandwidth", *r.bandwidth_efficiency));
       }
       out += fmt::format("  kernel      {}: {}\n", kernel, fmt::join(rates, ", "));
+    }
+    for (const auto& [dtype, r] : d.dtypes) {
+      std::vector<std::string> rates;
+      if (r.efficiency) rates.push_back(fmt::format("{:.3g} of its efficiency", *r.efficiency));
+      if (r.bandwidth_efficiency) {
+        rates.push_back(fmt::format("{:.3g} of its bandwidth", *r.bandwidth_efficiency));
+      }
+      out += fmt::format("  dtype       {} outside GEMMs: {}\n", ir::dtype_name(dtype),
+                         fmt::join(rates, ", "));
     }
   }
   out += fmt::format("intra     {}\n", describe_link(t.intra_node));

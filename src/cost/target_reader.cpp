@@ -191,7 +191,7 @@ class TargetReader {
     d.name = identifier(name, path, "device type");
     members(j, path, {"kind", "peak_flops", "memory_bandwidth_Bps", "memory_bytes"},
             {"efficiency", "launch_s", "bandwidth_efficiency", "idle_w", "busy_w", "kernels",
-             "cache", "gemm_efficiency"});
+             "cache", "gemm_efficiency", "dtypes"});
     d.kind = identifier(string(j["kind"], path + "/kind"), path + "/kind", "kind");
     object(j["peak_flops"], path + "/peak_flops");
     for (const auto& [dtype_name, flops] : j["peak_flops"].items()) {
@@ -228,19 +228,20 @@ class TargetReader {
       for (const auto& [kernel, rates] : j["kernels"].items()) {
         const std::string kernel_at = child(at, kernel);
         if (kernel.empty()) fail(kernel_at, "a kernel name must not be empty");
-        members(rates, kernel_at, {}, {"efficiency", "bandwidth_efficiency"});
-        KernelRates r;
-        if (rates.contains("efficiency")) {
-          r.efficiency = fraction(rates["efficiency"], kernel_at + "/efficiency");
+        d.kernels.emplace(kernel, read_rates(rates, kernel_at));
+      }
+    }
+    if (j.contains("dtypes")) {
+      const std::string at = path + "/dtypes";
+      object(j["dtypes"], at);
+      for (const auto& [dtype_name, rates] : j["dtypes"].items()) {
+        const std::string dtype_at = child(at, dtype_name);
+        const std::optional<ir::DType> dtype = ir::parse_dtype(dtype_name);
+        if (!dtype) {
+          fail(dtype_at,
+               fmt::format("unknown dtype \"{}\" (expected one of {})", dtype_name, dtype_names()));
         }
-        if (rates.contains("bandwidth_efficiency")) {
-          r.bandwidth_efficiency =
-              fraction(rates["bandwidth_efficiency"], kernel_at + "/bandwidth_efficiency");
-        }
-        if (!r.efficiency && !r.bandwidth_efficiency) {
-          fail(kernel_at, "expected \"efficiency\" or \"bandwidth_efficiency\" (or both)");
-        }
-        d.kernels.emplace(kernel, r);
+        d.dtypes.emplace(*dtype, read_rates(rates, dtype_at));
       }
     }
     if (j.contains("gemm_efficiency")) {
@@ -255,6 +256,22 @@ class TargetReader {
       }
     }
     return d;
+  }
+
+  // {"efficiency": e, "bandwidth_efficiency": b}, at least one of them, each in (0, 1].
+  KernelRates read_rates(const Json& rates, const std::string& at) const {
+    members(rates, at, {}, {"efficiency", "bandwidth_efficiency"});
+    KernelRates r;
+    if (rates.contains("efficiency"))
+      r.efficiency = fraction(rates["efficiency"], at + "/efficiency");
+    if (rates.contains("bandwidth_efficiency")) {
+      r.bandwidth_efficiency =
+          fraction(rates["bandwidth_efficiency"], at + "/bandwidth_efficiency");
+    }
+    if (!r.efficiency && !r.bandwidth_efficiency) {
+      fail(at, "expected \"efficiency\" or \"bandwidth_efficiency\" (or both)");
+    }
+    return r;
   }
 
   // [[flops, efficiency], …]: at least one entry, FLOPs > 0 and strictly increasing.
@@ -455,6 +472,16 @@ nlohmann::json to_json(const Target& target) {
         kernels[kernel] = std::move(k);
       }
       types[d.name]["kernels"] = std::move(kernels);
+    }
+    if (!d.dtypes.empty()) {
+      nlohmann::json dtypes = nlohmann::json::object();
+      for (const auto& [dtype, r] : d.dtypes) {
+        nlohmann::json k = nlohmann::json::object();
+        if (r.efficiency) k["efficiency"] = *r.efficiency;
+        if (r.bandwidth_efficiency) k["bandwidth_efficiency"] = *r.bandwidth_efficiency;
+        dtypes[std::string(ir::dtype_name(dtype))] = std::move(k);
+      }
+      types[d.name]["dtypes"] = std::move(dtypes);
     }
     if (!d.gemm_efficiency.empty()) {
       nlohmann::json table = nlohmann::json::array();

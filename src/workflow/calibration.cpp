@@ -129,11 +129,13 @@ BenchGraph matmul_graph(std::string_view dtype, std::int64_t n, int threads) {
                       : std::map<std::string, std::int64_t>{}};
 }
 
-// A memory-bound `Y = <expression of A and B>` over rows × 8192 f32, rows cut among the threads.
-BenchGraph streaming_graph(std::string_view expression, std::int64_t rows, int threads) {
-  return {fmt::format("P: f32[{0}, 1]\nQ: f32[1, 8192]\n"
+// A memory-bound `Y = <expression of A and B>` over rows × 8192 (f32 unless `dtype` says),
+// rows cut among the threads.
+BenchGraph streaming_graph(std::string_view expression, std::int64_t rows, int threads,
+                           std::string_view dtype = "f32") {
+  return {fmt::format("P: {2}[{0}, 1]\nQ: {2}[1, 8192]\n"
                       "A = add(P, Q)\nB = mul(P, Q)\nY = {1}\nS = sum(Y)\noutput S\n",
-                      rows, expression),
+                      rows, expression, dtype),
           threads > 1 ? std::map<std::string, std::int64_t>{{"d0", threads}}
                       : std::map<std::string, std::int64_t>{}};
 }
@@ -209,15 +211,17 @@ void report(const Progress& progress, std::string_view name) {
 }
 
 // The rates: matmul f32 and f64, add, relu, copy and (where L2 is known) add in cache, each on
-// one thread and on all `t`, `share` seconds each.
+// one thread and on all `t`, `share` seconds each; then the 16-bit ones (matmul, add and gelu in
+// bf16 and f16, and gelu in f32 to compare with) at half a share each.
 std::vector<BenchmarkResult> measure_rates(int t, std::int64_t cache_bytes, double share,
                                            const Progress& progress) {
   const std::int64_t rows = std::max<std::int64_t>(4096 / t, 1) * t;  // ~4096, a multiple of t
   struct Spec {
-    const char* name;
+    std::string name;
     std::string shape;
     const char* unit;
     std::function<BenchGraph(int threads)> graph;
+    double weight = 1;  // of `share`
   };
   std::vector<Spec> specs = {
       {"matmul f32", "1024×1024×1024 per thread", "FLOP/s",
@@ -241,6 +245,22 @@ std::vector<BenchmarkResult> measure_rates(int t, std::int64_t cache_bytes, doub
         {"add f32 L2", fmt::format("{}×8192 per thread", per_thread), "B/s",
          [per_thread](int n) { return streaming_graph("add(A, B)", per_thread * n, n); }});
   }
+  // Per dtype: the GEMM peak (bf16 and f16 run oneDNN's 16-bit matmul where the CPU has it, else
+  // widen to f32) and the rates of the work outside GEMMs — a streaming add and a computing gelu,
+  // against the same in f32 (target.h "dtypes").
+  const std::string gelu_shape = fmt::format("{}×8192", rows / 4);
+  const auto gelu = [rows](std::string_view dtype) {
+    return [rows, dtype](int n) { return streaming_graph("gelu(A)", rows / 4, n, dtype); };
+  };
+  specs.push_back({"gelu f32", gelu_shape, "FLOP/s", gelu("f32"), 0.5});
+  for (const char* dtype : {"bf16", "f16"}) {
+    specs.push_back({fmt::format("matmul {}", dtype), "1024×1024×1024 per thread", "FLOP/s",
+                     [dtype](int n) { return matmul_graph(dtype, 1024, n); }, 0.5});
+    specs.push_back({fmt::format("add {}", dtype), fmt::format("{}×8192", rows), "B/s",
+                     [rows, dtype](int n) { return streaming_graph("add(A, B)", rows, n, dtype); },
+                     0.5});
+    specs.push_back({fmt::format("gelu {}", dtype), gelu_shape, "FLOP/s", gelu(dtype), 0.5});
+  }
   std::vector<BenchmarkResult> results;
   for (const Spec& spec : specs) {
     report(progress, spec.name);
@@ -249,8 +269,8 @@ std::vector<BenchmarkResult> measure_rates(int t, std::int64_t cache_bytes, doub
     const auto rate = [&](const Sample& s) {
       return static_cast<double>(flops ? s.flops : s.bytes) / s.window_s;
     };
-    const Measured one = measure(spec.graph(1), 1, share);
-    const Measured all = measure(spec.graph(t), t, share);
+    const Measured one = measure(spec.graph(1), 1, share * spec.weight);
+    const Measured all = measure(spec.graph(t), t, share * spec.weight);
     r.one_thread = rate(one.median);
     r.all_threads = rate(all.median);
     r.runs_one = one.runs;
@@ -409,6 +429,43 @@ std::vector<GemmResult> measure_gemms(int t, double share, const Progress& progr
 
 }  // namespace
 
+namespace {
+
+// The 16-bit members of the target, from the benchmarks that measured them (a calibration
+// without them — an older one — gives none): peak_flops.bfloat16 / .float16 from the 16-bit
+// matmul, and the "dtypes" factors for the work outside GEMMs (target.h), each set only when it
+// is more than 10% below 1:
+//   efficiency            (gelu rate in the dtype / gelu rate in f32) · (f32 peak / dtype peak):
+//                         the dtype's gelu FLOPs are priced at its GEMM peak, so the factor
+//                         takes that back and applies the measured slow-down;
+//   bandwidth_efficiency  add rate in the dtype / memory_bandwidth_Bps (bytes per second).
+void add_half_float_rates(const Calibration& c, cost::DeviceType& core) {
+  const double t = c.threads;
+  const BenchmarkResult* gelu32 = c.find_benchmark("gelu f32");
+  for (const auto& [dtype, name] :
+       {std::pair{ir::DType::kBFloat16, "bf16"}, std::pair{ir::DType::kFloat16, "f16"}}) {
+    const BenchmarkResult* matmul = c.find_benchmark(fmt::format("matmul {}", name));
+    if (matmul == nullptr || !(matmul->all_threads > 0)) continue;
+    const double peak = matmul->all_threads / t;
+    core.peak_flops[dtype] = peak;
+    cost::KernelRates rates;
+    const BenchmarkResult* gelu = c.find_benchmark(fmt::format("gelu {}", name));
+    if (gelu != nullptr && gelu32 != nullptr && gelu32->all_threads > 0 && gelu->all_threads > 0) {
+      const double e = std::min(1.0, gelu->all_threads / gelu32->all_threads *
+                                         core.peak_flops.at(ir::DType::kFloat32) / peak);
+      if (e < 0.9) rates.efficiency = e;
+    }
+    const BenchmarkResult* add = c.find_benchmark(fmt::format("add {}", name));
+    if (add != nullptr && add->all_threads > 0) {
+      const double b = std::min(1.0, add->all_threads / t / core.memory_bandwidth_Bps);
+      if (b < 0.9) rates.bandwidth_efficiency = b;
+    }
+    if (rates.efficiency || rates.bandwidth_efficiency) core.dtypes[dtype] = rates;
+  }
+}
+
+}  // namespace
+
 bool valid_calibration_budget(double seconds) {
   return std::isfinite(seconds) && seconds > 0 && seconds <= 3600;
 }
@@ -421,9 +478,9 @@ Calibration calibrate(double seconds, const std::function<void(std::string_view)
   c.memory_bytes = runtime::physical_memory_bytes();
   c.seconds = seconds;
   c.cache_bytes = l2_cache_bytes();
-  // The budget in shares: 6 rates × 2 thread counts, dispatch, run (1/2), 7 kernels (1/2 each),
-  // 6 GEMM sizes (1/2 each).
-  const double share = seconds / 20;
+  // The budget in shares: 6 rates × 2 thread counts, 7 16-bit rates × 2 (1/2 each), dispatch,
+  // run (1/2), 7 kernels (1/2 each), 6 GEMM sizes (1/2 each).
+  const double share = seconds / 27;
   c.benchmarks = measure_rates(c.threads, c.cache_bytes, share, progress);
   measure_dispatch(c, share, progress);
   c.run_overhead_s = measure_run_overhead(c.threads, share / 2, progress);
@@ -453,6 +510,7 @@ cost::Target calibrated_target(const Calibration& c) {
   core.efficiency = 1.0;  // measured rates are achieved rates
   core.launch_s = c.dispatch_s;
   core.memory_bandwidth_Bps = std::max(add.all_threads, relu.all_threads) / t;
+  add_half_float_rates(c, core);
   core.bandwidth_efficiency = 1.0;
   core.memory_bytes = c.memory_bytes;
   // One thread's rate: the cache is a core's own, and a shard this short often runs before the

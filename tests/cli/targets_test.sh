@@ -77,7 +77,8 @@ assert core["memory_bandwidth_Bps"] > 1e8 and 0 < core["launch_s"] < 1e-3, core
 assert core["memory_bytes"] > 2**28 and core["idle_w"] <= core["busy_w"], core
 assert t["links"]["intra_node"]["shared_memory"] is True
 c = t["calibration"]
-rates = {"matmul f32", "matmul f64", "add f32", "relu f32", "copy f32"}
+rates = {"matmul f32", "matmul f64", "add f32", "relu f32", "copy f32", "gelu f32",
+         "matmul bf16", "add bf16", "gelu bf16", "matmul f16", "add f16", "gelu f16"}
 import glob
 l2 = [d for d in glob.glob("/sys/devices/system/cpu/cpu0/cache/index*")
       if open(d + "/level").read().strip() == "2" and open(d + "/type").read().strip() != "Instruction"]
@@ -88,6 +89,12 @@ if "cache" in core:  # the L2's one-thread rate, when it beats memory
     assert core["cache"]["bandwidth_Bps"] == c["benchmarks"]["add f32 L2"]["one_thread"], core
     assert core["cache"]["bandwidth_Bps"] > core["memory_bandwidth_Bps"], core
 assert abs(c["benchmarks"]["matmul f32"]["per_thread_all"] - core["peak_flops"]["float32"]) < 1e-6 * core["peak_flops"]["float32"]
+# The 16-bit peaks are their matmuls' rates; a "dtypes" factor, where written, is in (0, 0.9).
+for dtype, short in (("bfloat16", "bf16"), ("float16", "f16")):
+    peak = core["peak_flops"][dtype]
+    assert abs(c["benchmarks"][f"matmul {short}"]["per_thread_all"] - peak) < 1e-6 * peak, core
+    for f in core.get("dtypes", {}).get(dtype, {}).values():
+        assert 0 < f < 0.9, core["dtypes"]
 assert c["dispatch"]["applications"] == 16384
 # The GEMM efficiency table: one entry per measured size, 2n³ FLOPs, efficiency in (0, 1] and never
 # falling as GEMMs grow.

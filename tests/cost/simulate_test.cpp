@@ -130,6 +130,45 @@ TEST(Roofline, AGemmTableSlowsSmallGemms) {
   EXPECT_DOUBLE_EQ(relu.applications[0].work.gemm_flops, 0);
 }
 
+// A bf16 plan is priced from the bf16 rates: its GEMM FLOPs at peak_flops.bfloat16 (not the f32
+// peak), the rest of its FLOPs and its bytes scaled by the device type's "dtypes" factors for
+// bfloat16; an f32 plan on the same target keeps the f32 rates.
+TEST(Roofline, ABfloat16PlanIsPricedAtTheBfloat16Rates) {
+  Target t = toy_target(1, 1);
+  DeviceType& d = t.device_types[0];
+  d.memory_bandwidth_Bps = 1e15;  // compute-bound
+  constexpr std::string_view f32 =
+      "X: f32[100, 100]\nW: f32[100, 100]\nb: f32[100]\nY = gelu(linear(X, W, b))\noutput Y\n";
+  const std::string bf16 =
+      "X: bf16[100, 100]\nW: bf16[100, 100]\nb: bf16[100]\n"
+      "Y = gelu(linear(X, W, b))\noutput Y\n";
+  const double linear = 2e6, gelu = 8e4;  // AFusedOperationWeighsItsStagesRates
+  // Unfused: the linear is GEMM work, the gelu not.
+  const Placement p = place_tap(bf16, "{}", t);
+  try {
+    (void)simulate(p, t);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "device type 'toy-gpu' has no peak_flops for bfloat16");
+  }
+  d.peak_flops[ir::DType::kBFloat16] = 400e9;
+  EXPECT_NEAR(simulate(p, t).makespan_s, (linear + gelu) / 400e9, 1e-15);
+  d.dtypes[ir::DType::kBFloat16].efficiency = 0.125;  // bf16 elementwise at 50 GFLOP/s
+  EXPECT_NEAR(simulate(p, t).makespan_s, linear / 400e9 + gelu / (400e9 * 0.125), 1e-15);
+  // The same fused: one operation, its GEMM stage at the peak, its gelu stage at the factor.
+  const Placement fused = place_tap(bf16, R"({"fuse": "auto"})", t);
+  ASSERT_EQ(fused.operations.size(), 1u);
+  EXPECT_NEAR(simulate(fused, t).makespan_s, linear / 400e9 + gelu / (400e9 * 0.125), 1e-15);
+  // f32 keeps its own peak and no factor.
+  EXPECT_NEAR(simulate(place_tap(f32, "{}", t), t).makespan_s, (linear + gelu) / 100e9, 1e-15);
+  // Memory-bound: the bytes of a bf16 relu at the dtype's bandwidth factor; f32's unscaled.
+  d.memory_bandwidth_Bps = 1e9;
+  d.dtypes[ir::DType::kBFloat16].bandwidth_efficiency = 0.5;
+  const Placement relu16 = place_tap("X: bf16[1000, 250]\nY = relu(X)\noutput Y\n", "{}", t);
+  EXPECT_DOUBLE_EQ(simulate(relu16, t).makespan_s, 1e6 / (1e9 * 0.5));  // 2 bytes a cell
+  EXPECT_DOUBLE_EQ(simulate(place_tap(kRelu, "{}", t), t).makespan_s, 2e-3);
+}
+
 // A target's run_overhead_s is added once to the makespan (and idle power is drawn during it).
 TEST(Simulate, RunOverheadAddsToTheMakespanOnce) {
   Target t = toy_target(1, 2);

@@ -275,7 +275,7 @@ const BadTarget kBadTargets[] = {
      "",
      "t.json: /device_types/big/tflops: unknown member (expected one of kind, peak_flops, "
      "memory_bandwidth_Bps, memory_bytes, efficiency, launch_s, bandwidth_efficiency, idle_w, "
-     "busy_w, kernels, cache, gemm_efficiency)"},
+     "busy_w, kernels, cache, gemm_efficiency, dtypes)"},
     {"missing name", R"([{"op": "remove", "path": "/name"}])", "",
      "t.json: /: missing member \"name\""},
     {"unknown device type in nodes", R"([{"op": "add", "path": "/nodes/devices/tpu", "value": 1}])",
@@ -373,6 +373,20 @@ const BadTarget kBadTargets[] = {
      R"([{"op": "add", "path": "/device_types/big/kernels", "value": {"gelu": {"speed": 2}}}])", "",
      "t.json: /device_types/big/kernels/gelu/speed: unknown member (expected one of efficiency, "
      "bandwidth_efficiency)"},
+    {"a dtype entry for an unknown dtype",
+     R"([{"op": "add", "path": "/device_types/big/dtypes", "value": {"bf17": {"efficiency": 0.5}}}])",
+     "",
+     "t.json: /device_types/big/dtypes/bf17: unknown dtype \"bf17\" (expected one of float32, "
+     "float64, int32, int64, bfloat16, float16, bool, int8, int16, uint8)"},
+    {"a dtype entry without a rate",
+     R"([{"op": "add", "path": "/device_types/big/dtypes", "value": {"bfloat16": {}}}])", "",
+     "t.json: /device_types/big/dtypes/bfloat16: expected \"efficiency\" or "
+     "\"bandwidth_efficiency\" (or both)"},
+    {"a dtype bandwidth efficiency above 1",
+     R"([{"op": "add", "path": "/device_types/big/dtypes",
+          "value": {"bfloat16": {"bandwidth_efficiency": 2}}}])",
+     "",
+     "t.json: /device_types/big/dtypes/bfloat16/bandwidth_efficiency: must be in (0, 1], got 2"},
     {"a cache without its bandwidth",
      R"([{"op": "add", "path": "/device_types/big/cache", "value": {"bytes": 1024}}])", "",
      "t.json: /device_types/big/cache: missing member \"bandwidth_Bps\""},
@@ -473,6 +487,29 @@ TEST(Target, KernelRatesOverrideTheDeviceTypesAndRoundTrip) {
   EXPECT_THAT(describe_target(t), ::testing::HasSubstr("  kernel      gelu: 0.01 of peak\n"));
   EXPECT_THAT(describe_target(t),
               ::testing::HasSubstr("  kernel      conv2d: 0.5 of peak, 0.5 of bandwidth\n"));
+}
+
+// A device type's "dtypes" factors: read by dtype name, 1 for a dtype without an entry,
+// written back, described.
+TEST(Target, DtypeRatesAreReadAndRoundTrip) {
+  const std::string text = json::parse(kTwoNodes)
+                               .patch(json::parse(
+                                   R"([{"op": "add", "path": "/device_types/big/dtypes",
+                   "value": {"bfloat16": {"efficiency": 0.25, "bandwidth_efficiency": 0.5},
+                             "float16": {"bandwidth_efficiency": 0.75}}}])"))
+                               .dump();
+  const Target t = parse_target(text, "t.json");
+  const DeviceType& big = t.device_types[0];
+  EXPECT_DOUBLE_EQ(big.dtype_efficiency(ir::DType::kBFloat16), 0.25);
+  EXPECT_DOUBLE_EQ(big.dtype_bandwidth_efficiency(ir::DType::kBFloat16), 0.5);
+  EXPECT_DOUBLE_EQ(big.dtype_efficiency(ir::DType::kFloat16), 1.0);
+  EXPECT_DOUBLE_EQ(big.dtype_bandwidth_efficiency(ir::DType::kFloat16), 0.75);
+  EXPECT_DOUBLE_EQ(big.dtype_efficiency(ir::DType::kFloat32), 1.0);
+  EXPECT_EQ(parse_target(to_json(t).dump(), "again"), t);
+  EXPECT_EQ(parse_target(target_json_text(t), "again"), t);
+  EXPECT_THAT(describe_target(t),
+              ::testing::HasSubstr("  dtype       bfloat16 outside GEMMs: 0.25 of its efficiency, "
+                                   "0.5 of its bandwidth\n"));
 }
 
 // A link's collective figures and port power: read, defaulted, written back, described.

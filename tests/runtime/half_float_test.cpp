@@ -201,7 +201,9 @@ TEST(HalfFloat, GeneratedInputsAreTheFloat32DrawsRounded) {
 
 // Every float32 kernel case built in bf16 and f16: the 16-bit run is the float32 kernel run on the
 // inputs widened, its result rounded once — in both kernel sets, whole and on every sharding
-// (reference kernels: bitwise the naive run).
+// (reference kernels: bitwise the naive run). The fast linear and matmul run oneDNN's bf16
+// matmul instead (half_gemm_test.cpp: within the low-precision bar in general); at these cases'
+// sizes its float32 sums round to the same 16-bit results.
 TEST(HalfFloatKernels, EveryCaseIsTheFloat32KernelRoundedOnce) {
   using namespace testing;  // NOLINT: test helpers
   int checked = 0;

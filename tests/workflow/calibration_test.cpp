@@ -84,6 +84,32 @@ TEST(CalibratedTarget, DerivesEveryMemberFromTheMeasurements) {
   EXPECT_EQ(t.calibration.at("benchmarks").size(), 6U);
 }
 
+// The 16-bit rates: the bf16 matmul is the bf16 peak; bf16 gelu at half the f32 gelu rate with
+// a bf16 peak twice the f32 one gives the dtype an efficiency of 0.5 · 0.5; the bf16 add at 6
+// of the 10 GB/s per thread a bandwidth efficiency of 0.6. f16: a matmul at the f32 rate (it
+// widens), gelu and add within 10% of f32 — no factors. Without the benchmarks, no bf16 peak.
+TEST(CalibratedTarget, HalfFloatRatesFromTheirBenchmarks) {
+  Calibration c = two_threads();
+  c.benchmarks.push_back({"gelu f32", "1024×8192", "FLOP/s", 2e9, 4e9, 3, 3});
+  c.benchmarks.push_back(
+      {"matmul bf16", "1024×1024×1024 per thread", "FLOP/s", 100e9, 200e9, 3, 3});
+  c.benchmarks.push_back({"add bf16", "4096×8192", "B/s", 6e9, 12e9, 3, 3});
+  c.benchmarks.push_back({"gelu bf16", "1024×8192", "FLOP/s", 1e9, 2e9, 3, 3});
+  c.benchmarks.push_back({"matmul f16", "1024×1024×1024 per thread", "FLOP/s", 50e9, 100e9, 3, 3});
+  c.benchmarks.push_back({"add f16", "4096×8192", "B/s", 10e9, 19e9, 3, 3});
+  c.benchmarks.push_back({"gelu f16", "1024×8192", "FLOP/s", 2e9, 3.8e9, 3, 3});
+  const cost::Target t = calibrated_target(c);
+  const cost::DeviceType& core = t.device_types.front();
+  EXPECT_DOUBLE_EQ(core.peak_flops.at(ir::DType::kBFloat16), 100e9);
+  EXPECT_DOUBLE_EQ(core.peak_flops.at(ir::DType::kFloat16), 50e9);
+  EXPECT_NEAR(core.dtype_efficiency(ir::DType::kBFloat16), 0.5 * 0.5, 1e-12);
+  EXPECT_NEAR(core.dtype_bandwidth_efficiency(ir::DType::kBFloat16), 0.6, 1e-12);
+  EXPECT_FALSE(core.dtypes.contains(ir::DType::kFloat16));
+  const cost::Target old = calibrated_target(two_threads());
+  EXPECT_FALSE(old.device_types.front().peak_flops.contains(ir::DType::kBFloat16));
+  EXPECT_TRUE(old.device_types.front().dtypes.empty());
+}
+
 TEST(CalibratedTarget, NoCacheRateWithoutTheCacheBenchmark) {
   Calibration c = two_threads();
   c.benchmarks.pop_back();  // L2 unknown: no "add f32 L2"

@@ -14,6 +14,10 @@
 // FLOPs of an application (Work::gemm_flops: a matmul's, a linear's, a fused GEMM stage's) run at
 // the table's efficiency for that many FLOPs per call, the rest at the other stages' efficiency:
 //   compute = gemm_flops / (peak · table(gemm_flops)) + (flops − gemm_flops) / (peak · e_rest)
+// Per dtype: peak is peak_flops[the output's dtype]; a "dtypes" entry of the device type for that
+// dtype (target.h) multiplies e_rest (the efficiency of the FLOPs outside GEMMs) and the
+// bandwidth efficiency by its factors — a bf16 gelu on a CPU is priced at the measured bf16 gelu
+// rate, not at the bf16 GEMM peak.
 // The makespan adds the target's run_overhead_s (a fixed cost per run) to the schedule's end.
 // Transfer time: latency_s + bytes / bandwidth_Bps of the link class between the two devices (0
 // over shared memory). A collective's time: price_collective() (collective.h).

@@ -47,6 +47,14 @@
 // one's above. It replaces `efficiency` for those kernels (a "kernels" entry giving one of them
 // an efficiency is then an error: the table says it). With the table above, a GEMM of 6e9 FLOPs
 // runs at 0.35 + (0.6 − 0.35) · ln(6e9 / 2.1e9) / ln(1.7e10 / 2.1e9) = 0.4755 of peak.
+// A device type's optional "dtypes" member scales the rates of the work of one element type
+// outside GEMMs: {"bfloat16": {"efficiency": e, "bandwidth_efficiency": b}} multiplies the
+// efficiency of a bf16 operation's non-GEMM FLOPs by e and its bandwidth efficiency by b (both in
+// (0, 1]), on top of the kernel's own. peak_flops is per dtype already, but it is the GEMM's
+// peak: a CPU with a bf16 dot product doubles its bf16 GEMM rate, while its bf16 elementwise
+// kernels compute in float32 and convert — `tapestry calibrate` measures a bf16 gelu and add
+// against the float32 ones and writes the factors. GEMM FLOPs keep peak_flops[dtype] (and the
+// gemm_efficiency table). Without the member, or for a dtype it does not name, the factors are 1.
 // Links are per device and per direction: each device has one port of each link class
 // (`intra_node` to devices of its node, `inter_node` to other nodes, `host` to the host); a
 // transfer occupies the sender's and the receiver's port for latency + bytes / bandwidth. A link
@@ -126,6 +134,8 @@ struct DeviceType {
   std::map<std::string, KernelRates, std::less<>> kernels;
   /// GEMM efficiency by the FLOPs of one call (above); empty: GEMMs run at efficiency_of().
   std::vector<GemmEfficiency> gemm_efficiency;
+  /// Per-dtype factors on the rates of non-GEMM work of that dtype (above), by dtype.
+  std::map<ir::DType, KernelRates> dtypes;
 
   /// The efficiencies in effect for `kernel`.
   [[nodiscard]] double efficiency_of(std::string_view kernel) const;
@@ -133,6 +143,9 @@ struct DeviceType {
   /// clamped at its ends. Precondition: the table is not empty.
   [[nodiscard]] double gemm_efficiency_at(double flops) const;
   [[nodiscard]] double bandwidth_efficiency_of(std::string_view kernel) const;
+  /// The "dtypes" factors for work of `dtype`: (efficiency, bandwidth efficiency), 1 when unset.
+  [[nodiscard]] double dtype_efficiency(ir::DType dtype) const;
+  [[nodiscard]] double dtype_bandwidth_efficiency(ir::DType dtype) const;
 
   friend bool operator==(const DeviceType&, const DeviceType&) = default;
 };

@@ -19,8 +19,8 @@
 // into a float32 block of its box, each 16-bit output computed into a float32 block and rounded
 // once (to nearest even) into the port — so reductions and contractions accumulate in float32.
 // A call without 16-bit ports goes straight to the kernel. A kernel that handles 16-bit ports
-// itself (the fused kernel rounds every intermediate to its tensor's dtype) is registered with
-// `add_native`.
+// itself (fused; the fast linear and matmul, on oneDNN's bf16 matmul: half_contraction.cpp) is
+// registered with `add_native`.
 #pragma once
 
 #include <map>

@@ -20,6 +20,10 @@
 //                 1024·t × 2048 f32; Y = conv2d(A, K), A [8·t, 16, 34, 34],  the roofline of
 //                 K [32, 16, 3, 3]; every hardware thread, one shard each     the rates above
 //
+//   16-bit        matmul in bf16 and f16 (1024³ per thread), add in bf16   FLOP/s, B/s: the
+//                 and f16, gelu in f32, bf16 and f16 (1024 × 8192)           16-bit peaks and
+//                                                                          the "dtypes" factors
+//
 //   gemm          Y = matmul(A, B) of n×n·n×n calls, n = 32, 64, 128, 256,   seconds per call vs
 //                 512, 1024: A [n·c·t, n] cut into c·t row blocks, c calls   the peak: the
 //                 per thread (c = (512/n)³, at most 64; 1 from 512 up)       gemm_efficiency table

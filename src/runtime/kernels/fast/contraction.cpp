@@ -174,15 +174,13 @@ std::optional<EpilogueStep<T>> bias_step(const ContractionPlan<T>& plan, const R
   return EpilogueStep<T>{.bias = s.base, .step = step};
 }
 
-namespace {
-
 // The epilogue steps on rows [0, m) of one C block: every step on a group of rows before the
 // next group, a group as many rows as fill ~16 KiB (one row when rows are long or not
 // contiguous), so the group stays in L1 across the steps while short rows (a 32-wide linear) are
 // not one call per step per row. Each element sees the steps in order, so the values do not
 // depend on the grouping.
 template <typename T>
-void epilogue_rows(const ContractionPlan<T>& p, T* c, std::span<const EpilogueStep<T>> steps) {
+void apply_epilogue(const ContractionPlan<T>& p, T* c, std::span<const EpilogueStep<T>> steps) {
   if (steps.empty()) return;
   constexpr std::int64_t kGroupElements = 16384 / static_cast<std::int64_t>(sizeof(T));
   const bool dense = p.c_n == 1 && p.c_m == p.n;
@@ -202,6 +200,8 @@ void epilogue_rows(const ContractionPlan<T>& p, T* c, std::span<const EpilogueSt
     }
   }
 }
+
+namespace {
 
 // How many leading epilogue steps oneDNN's matmul primitive can apply as post-ops, computing
 // them exactly as the epilogue would: a contiguous bias along n, then a ReLU (float; C in its
@@ -251,7 +251,7 @@ void contract_point(const ContractionPlan<T>& p, const T* a, const T* b, T* c,
       gemm(p.args, a, b, T{0}, c);
     }
   }
-  epilogue_rows(p, c, std::span<const EpilogueStep<T>>(steps).subspan(done));
+  apply_epilogue(p, c, std::span<const EpilogueStep<T>>(steps).subspan(done));
 }
 
 }  // namespace
@@ -276,6 +276,18 @@ template std::optional<EpilogueStep<float>> bias_step(const ContractionPlan<floa
                                                       const InputPort&);
 template std::optional<EpilogueStep<double>> bias_step(const ContractionPlan<double>&, const Range&,
                                                        const InputPort&);
+template std::optional<ContractionPlan<BFloat16>> plan_contraction(const Range&, const InputPort&,
+                                                                   const InputPort&,
+                                                                   const OutputPort&);
+template std::optional<ContractionPlan<Float16>> plan_contraction(const Range&, const InputPort&,
+                                                                  const InputPort&,
+                                                                  const OutputPort&);
+template std::optional<EpilogueStep<BFloat16>> bias_step(const ContractionPlan<BFloat16>&,
+                                                         const Range&, const InputPort&);
+template std::optional<EpilogueStep<Float16>> bias_step(const ContractionPlan<Float16>&,
+                                                        const Range&, const InputPort&);
+template void apply_epilogue(const ContractionPlan<float>&, float*,
+                             std::span<const EpilogueStep<float>>);
 template void run_contraction(const ContractionPlan<float>&,
                               const std::vector<EpilogueStep<float>>&);
 template void run_contraction(const ContractionPlan<double>&,
@@ -307,39 +319,61 @@ bool contract(const KernelCall& call, std::string_view lhs, std::string_view rhs
     if (!step) return false;
     steps.push_back(*step);
   }
-  run_contraction(*plan, steps);
-  return true;
+  if constexpr (is_half_float_v<T>) {
+    return run_half_contraction(*plan, steps);
+  } else {
+    run_contraction(*plan, steps);
+    return true;
+  }
 }
 
+bool has_half_float_port(const KernelCall& call) {
+  for (const auto& e : call.inputs.entries()) {
+    if (is_half_float(e.value.view.dtype())) return true;
+  }
+  for (const auto& e : call.outputs.entries()) {
+    if (is_half_float(e.value.view.dtype())) return true;
+  }
+  return false;
+}
+
+// The f32/f64 kernel; `widened` runs it on float32 copies of a 16-bit call (the fallback).
 void contraction_kernel(const KernelCall& call, std::string_view lhs, std::string_view rhs,
-                        bool with_bias) {
+                        bool with_bias, const KernelFn& widened) {
   const std::optional<DType> dtype = uniform_dtype(call);
   bool done = false;
   if (dtype && !call.index.is_empty()) {
     if (*dtype == DType::kFloat32) done = contract<float>(call, lhs, rhs, with_bias);
     if (*dtype == DType::kFloat64) done = contract<double>(call, lhs, rhs, with_bias);
+    if (*dtype == DType::kBFloat16) done = contract<BFloat16>(call, lhs, rhs, with_bias);
+    if (*dtype == DType::kFloat16) done = contract<Float16>(call, lhs, rhs, with_bias);
   }
   if (done) {
     count_fast();
+  } else if (has_half_float_port(call)) {
+    widened(call);  // float32 copies: the contraction above, or the reference
   } else {
     run_reference(call);
   }
 }
 
 void linear_kernel(const KernelCall& call) {
-  contraction_kernel(call, "x", "w", true);
+  static const KernelFn widened = widen_half_floats(&linear_kernel);
+  contraction_kernel(call, "x", "w", true, widened);
 }
 
 void matmul_kernel(const KernelCall& call) {
-  contraction_kernel(call, "a", "b", false);
+  static const KernelFn widened = widen_half_floats(&matmul_kernel);
+  contraction_kernel(call, "a", "b", false, widened);
 }
 
 }  // namespace
 
 void register_fast_contraction(ExecutableKernels& registry) {
-  registry.add("linear", &linear_kernel);
-  registry.add("linear_nobias", &linear_kernel);  // linear's GEMM path, no bias to add
-  registry.add("matmul", &matmul_kernel);
+  // Native: a 16-bit call runs oneDNN's bf16/f16 matmul where the CPU has it, else it widens.
+  registry.add_native("linear", &linear_kernel);
+  registry.add_native("linear_nobias", &linear_kernel);  // linear's GEMM path, no bias to add
+  registry.add_native("matmul", &matmul_kernel);
 }
 
 }  // namespace tapestry::runtime::fast

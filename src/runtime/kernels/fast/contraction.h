@@ -28,6 +28,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "elementwise_ops.h"
@@ -73,5 +74,18 @@ std::optional<EpilogueStep<T>> bias_step(const ContractionPlan<T>& plan, const R
 /// Runs the plan: one GEMM per batch point, then the epilogue steps in order on its rows.
 template <typename T>
 void run_contraction(const ContractionPlan<T>& plan, const std::vector<EpilogueStep<T>>& steps);
+
+/// The epilogue steps, in order, on the plan's m×n block of C at `c` (rows c_m apart, columns
+/// c_n): what run_contraction does after each GEMM (float or double).
+template <typename T>
+void apply_epilogue(const ContractionPlan<T>& plan, T* c, std::span<const EpilogueStep<T>> steps);
+
+/// The 16-bit contraction (half_contraction.cpp): bfloat16 or float16 A, B, C and biases, one
+/// oneDNN 16-bit matmul per batch point accumulating in float32, the epilogue in float32 and
+/// C rounded once. False, nothing written, when oneDNN does not implement it on this CPU (or
+/// the backend is OpenBLAS, or k is 0): the caller widens.
+template <typename H>
+bool run_half_contraction(const ContractionPlan<H>& plan,
+                          const std::vector<EpilogueStep<H>>& steps);
 
 }  // namespace tapestry::runtime::fast

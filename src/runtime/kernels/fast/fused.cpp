@@ -8,7 +8,9 @@
 //   2. every later stage is bias_add or a unary op (relu, gelu, exp, neg, tanh, sigmoid) whose
 //      `x` reads exactly the cells the previous stage wrote: composed with the index maps, the
 //      stage's x IPF equals the previous stage's result IPF over the fused index space;
-//   3. every intermediate has the call's float dtype.
+//   3. every intermediate has the call's float dtype (a 16-bit call: or float32).
+// A 16-bit chain runs as one oneDNN bf16/f16 matmul with its epilogue in float32 and C rounded
+// once (half_contraction.cpp): fewer roundings than the stage loop, within its low-precision bar.
 // Then stage 0's GEMM writes straight into the final output view (its IPF, composed back to the
 // fused index space, is the last stage's result IPF), and the biases and unary ops run in order
 // on each output row while it is hot: no intermediate block at all. The values are those of the
@@ -146,7 +148,10 @@ template <typename T>
 bool run_epilogue(const KernelCall& call, const GemmChain& chain) {
   if (call.index.rank() != chain.rank) return false;
   for (const std::optional<DType>& dtype : chain.intermediates) {
-    if (dtype != dtype_of<T>) return false;
+    // A 16-bit chain computes its intermediates in float32 (run_half_contraction): a float32
+    // intermediate is computed as declared, a 16-bit one with its rounding left out.
+    const bool kept = dtype == dtype_of<T> || (is_half_float_v<T> && dtype == DType::kFloat32);
+    if (!kept) return false;
   }
   const auto port = [&](const ChainPort& p) -> std::optional<InputPort> {
     const InputPort* in = call.find_input(p.source);
@@ -179,8 +184,12 @@ bool run_epilogue(const KernelCall& call, const GemmChain& chain) {
     const std::optional<InputPort> p = port(*chain.biases[i]);
     if (!p || !add_bias(*p)) return false;
   }
-  run_contraction(*plan, steps);
-  return true;
+  if constexpr (is_half_float_v<T>) {
+    return run_half_contraction(*plan, steps);
+  } else {
+    run_contraction(*plan, steps);
+    return true;
+  }
 }
 
 // The conv epilogue's ports, built per call (a deque: ports point at their composed IPFs).
@@ -280,6 +289,12 @@ void fused_kernel(const KernelCall& call) {
     }
     if (*dtype == DType::kFloat64) {
       done = prepared.gemm && run_epilogue<double>(call, *prepared.gemm);
+    }
+    if (*dtype == DType::kBFloat16) {
+      done = prepared.gemm && run_epilogue<BFloat16>(call, *prepared.gemm);
+    }
+    if (*dtype == DType::kFloat16) {
+      done = prepared.gemm && run_epilogue<Float16>(call, *prepared.gemm);
     }
   }
   if (done) {
