@@ -203,7 +203,7 @@ void register_import(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--shape", options->shapes,
                   "NAME=D0,D1,…: the static shape of an input with dynamic dims (repeatable)");
   cmd->add_option("--dim", options->dims,
-                  "NAME=N: the value of the dynamic dim NAME (repeatable); a .tap keeps it a dim "
+                  "the value of the dynamic dim NAME (repeatable); a .tap keeps it a dim "
                   "variable with this value (default 1), run at any size with --dim NAME=N")
       ->allow_extra_args(false)
       ->type_name("NAME=N");

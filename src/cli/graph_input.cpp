@@ -36,7 +36,7 @@ metakernel::tap::ParseOptions parse_options(const std::string& path,
 
 void add_dim_option(CLI::App& cmd, std::vector<std::string>& dims) {
   cmd.add_option("--dim", dims,
-                 "NAME=N: the size of the program's `dim NAME` (e.g. batch=32; repeatable): one "
+                 "the size of the program's `dim NAME` (e.g. batch=32; repeatable): one "
                  ".tap program at any size, as `tapestry import` writes a model's dynamic axes")
       ->allow_extra_args(false)
       ->type_name("NAME=N");
