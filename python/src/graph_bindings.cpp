@@ -84,26 +84,45 @@ TensorRef call_kernel(const std::string& kernel, const std::vector<TensorRef>& i
   return tensor_ref(g, g->call(kernel, handles, from_python(params, "kernel parameters")));
 }
 
+// `dims={"batch": 32}` → the parser's bindings; InputError for anything else.
+metakernel::tap::DimBindings dim_bindings(const py::object& dims) {
+  metakernel::tap::DimBindings out;
+  if (dims.is_none()) return out;
+  if (!py::isinstance<py::dict>(dims))
+    throw InputError("dims: expected a dict of dim names to sizes, e.g. {\"batch\": 32}");
+  for (const auto& [key, value] : dims.cast<py::dict>()) {
+    if (!py::isinstance<py::str>(key) || !py::isinstance<py::int_>(value) ||
+        py::isinstance<py::bool_>(value)) {
+      throw InputError("dims: expected a dict of dim names to sizes, e.g. {\"batch\": 32}");
+    }
+    metakernel::tap::add_dim_binding(
+        out, fmt::format("{}={}", key.cast<std::string>(), value.cast<long long>()));
+  }
+  return out;
+}
+
 }  // namespace
 
 void bind_graph(py::module_& m, GraphClass& graph) {
   m.def(
       "load",
-      [](const py::object& path, const py::object& kernels) {
+      [](const py::object& path, const py::object& kernels, const py::object& dims) {
         const std::string file = fspath(path);
         Signatures signatures = load_signatures(kernel_dirs(kernels));
-        ir::Graph g = load_graph_file(file, *signatures);
+        ir::Graph g = load_graph_file(file, *signatures, dim_bindings(dims));
         return std::make_shared<PyGraph>(std::move(g), std::move(signatures), file);
       },
-      py::arg("path"), py::arg("kernels") = py::none());
+      py::arg("path"), py::arg("kernels") = py::none(), py::arg("dims") = py::none());
   m.def(
       "parse",
-      [](const std::string& text, const std::string& name, const py::object& kernels) {
+      [](const std::string& text, const std::string& name, const py::object& kernels,
+         const py::object& dims) {
         Signatures signatures = load_signatures(kernel_dirs(kernels));
-        ir::Graph g = parse_tap_text(text, name, *signatures);
+        ir::Graph g = parse_tap_text(text, name, *signatures, dim_bindings(dims));
         return std::make_shared<PyGraph>(std::move(g), std::move(signatures), name);
       },
-      py::arg("text"), py::arg("name") = "<string>", py::arg("kernels") = py::none());
+      py::arg("text"), py::arg("name") = "<string>", py::arg("kernels") = py::none(),
+      py::arg("dims") = py::none());
   m.def("call", &call_kernel, py::arg("kernel"), py::arg("inputs"), py::arg("params"));
   m.def(
       "kernels",

@@ -59,12 +59,18 @@ Signatures load_signatures(const std::vector<std::string>& dirs) {
   return signatures;
 }
 
-ir::Graph load_graph_file(const std::string& path,
-                          const metakernel::SignatureRegistry& signatures) {
+ir::Graph load_graph_file(const std::string& path, const metakernel::SignatureRegistry& signatures,
+                          const metakernel::tap::DimBindings& dims) {
   check_readable_file(path);  // "cannot read PATH: no such file", as the CLI says it
   ir::Graph graph;
+  if (!dims.empty() && !path.ends_with(".tap")) {
+    throw GraphError(
+        fmt::format("{}: dims bind the dim variables of a .tap program; a loom JSON "
+                    "graph's sizes are fixed",
+                    path));
+  }
   if (path.ends_with(".tap")) {
-    graph = take_built(metakernel::build_tap_file(path, signatures));
+    graph = take_built(metakernel::build_tap_file(path, signatures, {}, {dims}));
   } else {
     ir::ReadResult read = ir::read_graph_file(path);
     if (!read.has_graph() || ir::has_errors(read.issues)) {
@@ -79,9 +85,10 @@ ir::Graph load_graph_file(const std::string& path,
 }
 
 ir::Graph parse_tap_text(const std::string& text, const std::string& source_name,
-                         const metakernel::SignatureRegistry& signatures) {
+                         const metakernel::SignatureRegistry& signatures,
+                         const metakernel::tap::DimBindings& dims) {
   auto file = std::make_shared<const metakernel::SourceFile>(source_name, text);
-  ir::Graph graph = take_built(metakernel::build_tap(file, signatures));
+  ir::Graph graph = take_built(metakernel::build_tap(file, signatures, {}, {dims}));
   check_valid(graph, signatures, source_name);
   return graph;
 }

@@ -28,6 +28,7 @@
 #include "tapestry/metakernel/autodiff.h"
 #include "tapestry/metakernel/builder.h"
 #include "tapestry/metakernel/signature_registry.h"
+#include "tapestry/metakernel/tap_parser.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/runtime/block_executor.h"
 #include "tapestry/runtime/verify.h"
@@ -43,10 +44,14 @@ Signatures load_signatures(const std::vector<std::string>& dirs);
 
 /// Reads `path` (`.tap` → built, anything else → loom JSON) and validates it, kernel agreement
 /// included. GraphError with the located diagnostics or issues, naming the file.
-ir::Graph load_graph_file(const std::string& path, const metakernel::SignatureRegistry& signatures);
+/// `dims` binds the .tap program's dim variables (`dim batch = 8`; tap_parser.h); GraphError for
+/// a loom JSON graph, whose sizes are fixed.
+ir::Graph load_graph_file(const std::string& path, const metakernel::SignatureRegistry& signatures,
+                          const metakernel::tap::DimBindings& dims = {});
 /// Builds `.tap` source text; diagnostics name `source_name`.
 ir::Graph parse_tap_text(const std::string& text, const std::string& source_name,
-                         const metakernel::SignatureRegistry& signatures);
+                         const metakernel::SignatureRegistry& signatures,
+                         const metakernel::tap::DimBindings& dims = {});
 
 /// What the latest run of a graph did (tapestry.RunInfo).
 struct RunInfo {

@@ -353,13 +353,21 @@ class Graph:
     ) -> Front:
         """The Pareto front of plans on ``target`` (``tapestry optimize``; tapestry/front.py)."""
 
-def load(path: PathLike, kernels: PathLike | Sequence[PathLike] | None = None) -> Graph:
-    """Reads a ``.tap`` program or a loom JSON graph, validated."""
+def load(
+    path: PathLike,
+    kernels: PathLike | Sequence[PathLike] | None = None,
+    dims: dict[str, int] | None = None,
+) -> Graph:
+    """Reads a ``.tap`` program or a loom JSON graph, validated; ``dims`` binds the program's
+    ``dim`` variables (``{"batch": 32}``, as ``--dim batch=32``)."""
 
 def parse(
-    text: str, name: str = "<string>", kernels: PathLike | Sequence[PathLike] | None = None
+    text: str,
+    name: str = "<string>",
+    kernels: PathLike | Sequence[PathLike] | None = None,
+    dims: dict[str, int] | None = None,
 ) -> Graph:
-    """Builds ``.tap`` source text; errors name ``name:line:col``."""
+    """Builds ``.tap`` source text; errors name ``name:line:col``; ``dims`` as in ``load``."""
 
 def call(kernel: str, inputs: Sequence[Tensor], params: Mapping[str, Any]) -> Tensor: ...
 def kernels(kernels: PathLike | Sequence[PathLike] | None = None) -> list[str]:

@@ -26,6 +26,7 @@ namespace {
 
 struct GradCmdOptions {
   std::string file;
+  std::vector<std::string> dims;  // --dim NAME=N
   std::string output;
   std::string loss;
   std::vector<std::string> wrt;
@@ -36,7 +37,7 @@ struct GradCmdOptions {
 
 int run_grad(const GradCmdOptions& options) {
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
-  const ir::Graph graph = load_graph(options.file, signatures);
+  const ir::Graph graph = load_graph(options.file, signatures, false, options.dims);
   metakernel::GradRequest request{options.loss, options.wrt, std::nullopt, options.names};
   if (!options.seed.empty()) request.seed = options.seed;
   const metakernel::GradResult result = metakernel::grad(graph, request, signatures);
@@ -74,6 +75,7 @@ void register_grad(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("-o,--output", options->output,
                   "where to write the graph JSON (default: stdout)");
   add_kernel_source_options(*cmd, options->kernel_sources);
+  add_dim_option(*cmd, options->dims);
   cmd->footer(exit_codes_footer("the gradient graph fails validation (a kernel-file bug)"));
   cmd->callback([&dispatch, options] {
     dispatch.name = "grad";

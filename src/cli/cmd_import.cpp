@@ -10,17 +10,20 @@
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "command.h"
 #include "common_options.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/metakernel/printer.h"
+#include "tapestry/metakernel/tap_parser.h"
 #include "tapestry/support/error.h"
 #include "tapestry/support/file.h"
 #include "tensor_files.h"
 #ifdef TAPESTRY_HAVE_ONNX
 #include "tapestry/onnx/import.h"
+#include "tapestry/onnx/symbolic.h"
 #include "tapestry/runtime/npy.h"
 #include "tapestry/runtime/tensor_map.h"
 #endif
@@ -34,6 +37,7 @@ struct ImportOptions {
   std::string output;
   std::string weights;
   std::vector<std::string> shapes;
+  std::vector<std::string> dims;
   bool list_ops = false;
   bool check = false;
   bool quiet = false;
@@ -111,8 +115,25 @@ int run_import(const ImportOptions& options) {
     if (!import_options.shapes.emplace(name, dims).second)
       throw Error(fmt::format("--shape {}: given twice", name));
   }
+  metakernel::tap::DimBindings dims;
+  for (const std::string& d : options.dims) metakernel::tap::add_dim_binding(dims, d);
+  import_options.dims.insert(dims.begin(), dims.end());
   import_options.check = options.check;
-  onnx::ImportResult r = onnx::import_onnx_file(options.model, import_options);
+  // A .tap keeps the dynamic dims as dim variables (symbolic.h); JSON has fixed sizes.
+  onnx::SymbolicImport symbolic;
+  if (ext == ".tap" || options.check) {
+    symbolic = onnx::import_onnx_symbolic(options.model, import_options);
+  } else {
+    symbolic.result = onnx::import_onnx_file(options.model, import_options);
+  }
+  for (const auto& [name, value] : dims) {
+    if (!std::ranges::any_of(symbolic.dims,
+                             [&](const onnx::DynamicDim& d) { return d.name == name; }) &&
+        ext == ".tap") {
+      throw Error(fmt::format("--dim {}={}: the model has no dynamic dim '{}'", name, value, name));
+    }
+  }
+  onnx::ImportResult& r = symbolic.result;
   const std::string opset = r.converted_from == 0 ? fmt::format("opset {}", r.opset)
                                                   : fmt::format("opset {}, converted from opset {}",
                                                                 r.opset, r.converted_from);
@@ -126,9 +147,7 @@ int run_import(const ImportOptions& options) {
       tensors.push_back(runtime::find_tensor(r.graph, w.name));
     check_output_files(r.graph, options.weights, tensors);
   }
-  const std::string text = ext == ".tap"
-                               ? metakernel::print_tap(r.graph, metakernel::builtin_signatures())
-                               : ir::write_graph_json(r.graph);
+  const std::string text = ext == ".tap" ? symbolic.tap : ir::write_graph_json(r.graph);
 
   if (!options.quiet) {
     for (const onnx::Rename& rn : r.renames)
@@ -138,6 +157,10 @@ int run_import(const ImportOptions& options) {
              r.graph.operations().size(), r.weights.size());
   fmt::print("inputs   {}\n", fmt::join(r.inputs, ", "));
   fmt::print("outputs  {}\n", fmt::join(r.outputs, ", "));
+  for (const onnx::DynamicDim& d : symbolic.dims) {
+    fmt::print("dim      {} = {} ({} dim {}; any size with --dim {}=N)\n", d.name, d.value, d.input,
+               d.axis, d.name);
+  }
   StagedFiles files;
   if (!options.weights.empty()) {
     for (const onnx::Weight& w : r.weights) {
@@ -179,6 +202,11 @@ void register_import(CLI::App& app, Dispatch& dispatch) {
                   "write every weight (initializer, constant) as DIR/<name>.npy");
   cmd->add_option("--shape", options->shapes,
                   "NAME=D0,D1,…: the static shape of an input with dynamic dims (repeatable)");
+  cmd->add_option("--dim", options->dims,
+                  "the value of the dynamic dim NAME (repeatable); a .tap keeps it a dim "
+                  "variable with this value (default 1), run at any size with --dim NAME=N")
+      ->allow_extra_args(false)
+      ->type_name("NAME=N");
   cmd->add_flag("--list-ops", options->list_ops, "print the supported ONNX operators and exit");
   cmd->add_flag("--quiet", options->quiet,
                 "no 'renamed' lines (a model exported from PyTorch renames every node)");

@@ -27,6 +27,7 @@ namespace {
 
 struct OptimizeCliOptions {
   std::string graph;
+  std::vector<std::string> dims;  // --dim NAME=N
   std::string target;
   SearchOptions search;
   std::string output;
@@ -91,7 +92,7 @@ void print_standard(const search::OptimizeResult& r, search::Objective best) {
 int run_optimize(const OptimizeCliOptions& options) {
   const search::Objective best = search::parse_objectives(options.best).at(0);
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
-  const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
+  const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs, options.dims);
   const cost::Target target = cost::resolve_target(options.target);
   search::OptimizeOptions o = optimize_options(options.search, kDefaultBudgetS, signatures);
   o.checkpoint = options.checkpoint;
@@ -162,6 +163,7 @@ void register_optimize(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--resume", options->resume,
                   "continue the search saved in FILE (same graph, target and settings)");
   add_kernel_source_options(*cmd, options->kernel_sources);
+  add_dim_option(*cmd, options->dims);
   cmd->add_flag("--trust-ipfs", options->trust_ipfs, kTrustIpfsHelp);
   cmd->callback([&dispatch, options] {
     dispatch.name = "optimize";

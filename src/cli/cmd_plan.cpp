@@ -31,6 +31,7 @@ namespace {
 
 struct PlanOptions {
   std::string graph;
+  std::vector<std::string> dims;  // --dim NAME=N
   KernelSources kernel_sources;
   bool json = false;
   std::string standard;  // --standard NAME | all
@@ -94,7 +95,7 @@ std::vector<rewrite::OperationInfo> derived_by(const ir::Graph& graph, const rew
 
 int run_plan(const PlanOptions& options) {
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
-  const ir::Graph graph = load_graph(options.graph, signatures);
+  const ir::Graph graph = load_graph(options.graph, signatures, false, options.dims);
   if (!options.standard.empty()) return run_standard(options, graph, signatures);
   std::vector<rewrite::OperationInfo> ops = rewrite::plannable_operations(graph);
   const bool planned = !options.plan.empty() || !options.splits.empty();
@@ -133,6 +134,7 @@ void register_plan(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--target", options->target,
                   "with --standard: the target to plan for (a preset name or a target file)");
   add_kernel_source_options(*cmd, options->kernel_sources);
+  add_dim_option(*cmd, options->dims);
   cmd->footer(exit_codes_footer());
   cmd->callback([&dispatch, options] {
     dispatch.name = "plan";

@@ -29,6 +29,7 @@ namespace {
 
 struct RenderCommandOptions {
   std::string file;
+  std::vector<std::string> dims;  // --dim NAME=N
   std::string plan;
   std::vector<std::string> splits;
   std::string target;
@@ -63,7 +64,7 @@ int run_render(const RenderCommandOptions& options) {
   if (!options.plan.empty() || !options.splits.empty()) {
     throw Error("--plan and --split need --target (render draws a placed plan)");
   }
-  ir::ReadResult read = read_graph_input(options.file, load_signatures(options.kernel_sources));
+  ir::ReadResult read = read_graph_input(options.file, load_signatures(options.kernel_sources), options.dims);
   if (!read.issues.empty()) fmt::print(stderr, "{}", ir::format_issues_text(read.issues));
   if (!read.graph) return kExitBadInput;
   exporter::RenderOptions render{.show_ipfs = !options.no_ipfs,
@@ -94,6 +95,7 @@ void register_render(CLI::App& app, Dispatch& dispatch) {
                   "summarise an operation's shards as one node above this many (default 64)")
       ->check(CLI::PositiveNumber);
   add_kernel_source_options(*cmd, options->kernel_sources);
+  add_dim_option(*cmd, options->dims);
   cmd->footer(exit_codes_footer());
   cmd->callback([&dispatch, options] {
     dispatch.name = "render";

@@ -240,7 +240,7 @@ int run_run(RunOptions& options) {
   if (options.executor == "mpi") return run_mpi(options);
   const bool exact = options.verify == "exact";
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
-  const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
+  const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs, options.dims);
   const rewrite::Plan plan =
       options.optimize ? optimized_plan(graph, options, signatures)
                        : load_plan(graph, options.plan, options.splits, options.ignore_placement);
@@ -313,6 +313,7 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
                   "kernels to run")
       ->allow_extra_args(false);
   add_kernel_source_options(*cmd, options->kernel_sources, /*trap_kernels=*/false);
+  add_dim_option(*cmd, options->dims);
   cmd->add_option("--executor", options->executor,
                   "block (default: parallel, oneTBB), application (sequential) or mpi (one "
                   "process per device, under mpirun: see `tapestry launch`)");

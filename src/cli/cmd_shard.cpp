@@ -23,6 +23,7 @@ namespace {
 
 struct ShardOptions {
   std::string graph;
+  std::vector<std::string> dims;  // --dim NAME=N
   std::string plan;
   std::vector<std::string> splits;
   std::string output;
@@ -47,7 +48,7 @@ void print_pass_times(const std::vector<rewrite::PassTime>& passes) {
 
 int run_shard(const ShardOptions& options) {
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
-  const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
+  const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs, options.dims);
   const rewrite::Plan plan = load_plan(graph, options.plan, options.splits);
   rewrite::LowerResult lowered = rewrite::lower(graph, plan,
                                                 {.driver = {},
@@ -92,6 +93,7 @@ void register_shard(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("-o,--output", options->output,
                   "where to write the application graph (default: stdout)");
   add_kernel_source_options(*cmd, options->kernel_sources);
+  add_dim_option(*cmd, options->dims);
   cmd->add_flag("--explain", options->explain, "print the rewrites applied and refused (stderr)");
   cmd->add_flag("--time-passes", options->time_passes,
                 "print each pass of the lowering with its time and work (rewrites applied, "

@@ -49,6 +49,7 @@ namespace fs = std::filesystem;
 
 struct TrainOptions {
   std::string graph;
+  std::vector<std::string> dims;  // --dim NAME=N
   std::int64_t steps = 0;
   std::string data;
   std::string plan;
@@ -274,7 +275,7 @@ std::unique_ptr<Setup> prepare(const TrainOptions& options, const runtime::MpiSe
   Setup& s = *setup;
   s.signatures = load_signatures(options.kernel_sources);
   const metakernel::SignatureRegistry& signatures = s.signatures;
-  s.graph = load_graph(options.graph, signatures, false);
+  s.graph = load_graph(options.graph, signatures, false, options.dims);
   ir::Graph& graph = s.graph;
   workflow::RoleOptions role_options{.step_input = options.step_input, .loss = options.loss};
   for (const std::string& u : options.updates) {
@@ -435,6 +436,7 @@ void register_train(CLI::App& app, Dispatch& dispatch) {
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--kernels", options->kernels, "fast (default) or reference");
   add_kernel_source_options(*cmd, options->kernel_sources, /*trap_kernels=*/false);
+  add_dim_option(*cmd, options->dims);
   cmd->add_option("--log-every", options->log_every,
                   "when stdout is not a terminal: a loss line every N steps (default 1)");
   cmd->add_flag("--quiet", options->quiet, "no loss lines, no summary");

@@ -31,6 +31,7 @@ namespace {
 
 struct ValidateOptions {
   std::string file;
+  std::vector<std::string> dims;  // --dim NAME=N
   std::string dialect = "auto";
   std::string target;
   std::string format = "text";
@@ -47,7 +48,7 @@ void print_issues(const std::vector<ir::Issue>& issues, const std::string& forma
 
 int run_validate(const ValidateOptions& options) {
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
-  ir::ReadResult read = read_graph_input(options.file, signatures);
+  ir::ReadResult read = read_graph_input(options.file, signatures, options.dims);
   if (!read.graph) {
     print_issues(read.issues, options.format);
     return kExitBadInput;
@@ -94,6 +95,7 @@ void register_validate(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--format", options->format, "text | json")
       ->check(CLI::IsMember({"text", "json"}));
   add_kernel_source_options(*cmd, options->kernel_sources);
+  add_dim_option(*cmd, options->dims);
   cmd->footer(exit_codes_footer("the graph is invalid (issues printed)"));
   cmd->callback([&dispatch, options] {
     dispatch.name = "validate";

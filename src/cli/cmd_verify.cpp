@@ -30,6 +30,7 @@ namespace {
 
 struct VerifyOptions {
   std::string graph;
+  std::vector<std::string> dims;  // --dim NAME=N
   std::string inputs;
   std::string outputs;
   std::string plan;
@@ -45,7 +46,7 @@ int run_verify(const VerifyOptions& options) {
     throw Error(fmt::format("--format {}: expected text or json", options.format));
   if (options.bitwise && options.exact) throw Error("--bitwise and --exact exclude each other");
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
-  const ir::Graph graph = load_graph(options.graph, signatures);
+  const ir::Graph graph = load_graph(options.graph, signatures, false, options.dims);
   if (!options.plan.empty()) {
     const rewrite::Plan plan = load_plan(graph, options.plan, {});
     (void)rewrite::lower(graph, plan, {.driver = {}, .validate = true, .signatures = &signatures});
@@ -89,6 +90,7 @@ void register_verify(CLI::App& app, Dispatch& dispatch) {
       ->required();
   cmd->add_option("--plan", options->plan, "the plan the outputs were computed under (checked)");
   add_kernel_source_options(*cmd, options->kernel_sources);
+  add_dim_option(*cmd, options->dims);
   cmd->add_flag("--bitwise", options->bitwise, "demand bitwise equality with the naive run");
   cmd->add_flag("--exact", options->exact,
                 "demand the exact value (inputs in {-1,0,1}, sums below 2^24)");

@@ -3,6 +3,8 @@
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
+#include <CLI/CLI.hpp>
+
 #include "tapestry/ir/dialect.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/metakernel/tap_frontend.h"
@@ -14,11 +16,39 @@
 
 namespace tapestry::cli {
 
+namespace {
+
+// The parse options of `--dim` texts; loom JSON has no dim variables.
+metakernel::tap::ParseOptions parse_options(const std::string& path,
+                                            const std::vector<std::string>& dims) {
+  metakernel::tap::ParseOptions options;
+  for (const std::string& d : dims) metakernel::tap::add_dim_binding(options.dims, d);
+  if (!dims.empty() && !path.ends_with(".tap")) {
+    throw Error(
+        fmt::format("{}: --dim binds the dim variables of a .tap program; a loom JSON "
+                    "graph's sizes are fixed",
+                    path));
+  }
+  return options;
+}
+
+}  // namespace
+
+void add_dim_option(CLI::App& cmd, std::vector<std::string>& dims) {
+  cmd.add_option("--dim", dims,
+                 "the size of the program's `dim NAME` (e.g. batch=32; repeatable): one "
+                 ".tap program at any size, as `tapestry import` writes a model's dynamic axes")
+      ->allow_extra_args(false)
+      ->type_name("NAME=N");
+}
+
 ir::ReadResult read_graph_input(const std::string& path,
-                                const metakernel::SignatureRegistry& signatures) {
+                                const metakernel::SignatureRegistry& signatures,
+                                const std::vector<std::string>& dims) {
   check_readable_file(path);  // one message for a missing file, a directory, …
+  const metakernel::tap::ParseOptions parse = parse_options(path, dims);
   if (!path.ends_with(".tap")) return ir::read_graph_file(path);
-  metakernel::BuildResult built = metakernel::build_tap_file(path, signatures);
+  metakernel::BuildResult built = metakernel::build_tap_file(path, signatures, {}, parse);
   if (!built.ok()) throw support::DiagnosticError(built.diagnostics);
   for (const support::Diagnostic& w : built.warnings) {
     fmt::print(stderr, "{}\n", support::format_diagnostic(w));
@@ -29,11 +59,12 @@ ir::ReadResult read_graph_input(const std::string& path,
 }
 
 ir::Graph load_graph(const std::string& path, const metakernel::SignatureRegistry& signatures,
-                     bool trust_ipfs) {
+                     bool trust_ipfs, const std::vector<std::string>& dims) {
   check_readable_file(path);  // one message for a missing file, a directory, …
+  const metakernel::tap::ParseOptions parse = parse_options(path, dims);
   ir::Graph graph;
   if (path.ends_with(".tap")) {
-    metakernel::BuildResult built = metakernel::build_tap_file(path, signatures);
+    metakernel::BuildResult built = metakernel::build_tap_file(path, signatures, {}, parse);
     if (!built.ok()) throw support::DiagnosticError(built.diagnostics);
     for (const support::Diagnostic& w : built.warnings) {
       fmt::print(stderr, "{}\n", support::format_diagnostic(w));

@@ -10,19 +10,29 @@
 #include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/rewrite/plan.h"
 
+namespace CLI {
+class App;
+}
+
 namespace tapestry::cli {
 
 /// Reads GRAPH for the commands that judge or draw a graph rather than run it (`validate`,
 /// `render`): a `.tap` program is built (its diagnostics are an Error naming file:line:col), any
 /// other file read as loom JSON with its issues returned, not thrown.
 ir::ReadResult read_graph_input(const std::string& path,
-                                const metakernel::SignatureRegistry& signatures);
+                                const metakernel::SignatureRegistry& signatures,
+                                const std::vector<std::string>& dims = {});
 
 /// Loads and validates GRAPH (`.tap` → built; anything else → loom JSON), operation-kernel-
 /// agreement included unless `trust_ipfs` (kernel_agreement.h). Throws Error with the located
 /// diagnostics or the validation issues, naming the file.
+/// `dims`: the `--dim NAME=N` texts binding the program's dim variables (a .tap program's
+/// `dim batch = 8`; docs/language.md); an Error for loom JSON, whose sizes are fixed.
 ir::Graph load_graph(const std::string& path, const metakernel::SignatureRegistry& signatures,
-                     bool trust_ipfs = false);
+                     bool trust_ipfs = false, const std::vector<std::string>& dims = {});
+
+/// Adds `--dim NAME=N` (repeatable) to a command that loads a graph.
+void add_dim_option(CLI::App& cmd, std::vector<std::string>& dims);
 
 /// The flag `--trust-ipfs` of the commands that load a graph, with its (unsafe) meaning.
 inline constexpr const char* kTrustIpfsHelp =

@@ -19,6 +19,7 @@ void add_pricing_options(CLI::App* cmd, PricingOptions& options) {
                   "JSON file")
       ->required();
   add_kernel_source_options(*cmd, options.kernel_sources);
+  add_dim_option(*cmd, options.dims);
   cmd->footer(exit_codes_footer());
   cmd->add_flag("--trust-ipfs", options.trust_ipfs, kTrustIpfsHelp);
   cmd->add_flag("--ignore-placement", options.ignore_placement, kIgnorePlacementHelp);
@@ -30,7 +31,7 @@ void add_pricing_options(CLI::App* cmd, PricingOptions& options) {
 PricedPlan price_plan(const PricingOptions& options) {
   check_writable_file("--trace", options.trace);
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
-  const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs);
+  const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs, options.dims);
   const rewrite::Plan plan =
       load_plan(graph, options.plan, options.splits, options.ignore_placement);
   const workflow::PriceOptions price_options{

@@ -20,6 +20,7 @@ namespace tapestry::cli {
 
 struct PricingOptions {
   std::string graph;
+  std::vector<std::string> dims;  // --dim NAME=N
   std::string plan;
   std::vector<std::string> splits;
   std::string target;

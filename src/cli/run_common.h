@@ -17,6 +17,7 @@ namespace tapestry::cli {
 
 struct RunOptions {
   std::string graph;
+  std::vector<std::string> dims;  // --dim NAME=N
   std::string plan;
   std::vector<std::string> splits;
   std::string inputs;

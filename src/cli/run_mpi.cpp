@@ -74,7 +74,7 @@ std::unique_ptr<Setup> prepare(const RunOptions& options, const runtime::MpiSess
   const bool exact = options.verify == "exact";
   const bool rank0 = mpi.rank() == 0;
   s->signatures = load_signatures(options.kernel_sources);
-  s->graph = load_graph(options.graph, s->signatures, options.trust_ipfs);
+  s->graph = load_graph(options.graph, s->signatures, options.trust_ipfs, options.dims);
   const rewrite::Plan plan =
       load_plan(s->graph, options.plan, options.splits, options.ignore_placement);
   if (rank0) {

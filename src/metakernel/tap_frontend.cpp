@@ -244,8 +244,8 @@ BuildResult build_program(const tap::Program& program, const SignatureRegistry& 
 }
 
 BuildResult build_tap(const SourceFilePtr& file, const SignatureRegistry& signatures,
-                      const ApplyOptions& options) {
-  tap::ParseResult parsed = tap::parse_program(file);
+                      const ApplyOptions& options, const tap::ParseOptions& parse) {
+  tap::ParseResult parsed = tap::parse_program(file, parse);
   if (!parsed.ok()) return BuildResult{std::nullopt, std::move(parsed.diagnostics)};
   return build_program(parsed.program, signatures, options);
 }
@@ -260,14 +260,14 @@ SourceFilePtr read_source_file(const std::filesystem::path& path) {
 }
 
 BuildResult build_tap_file(const std::filesystem::path& path, const SignatureRegistry& signatures,
-                           const ApplyOptions& options) {
+                           const ApplyOptions& options, const tap::ParseOptions& parse) {
   SourceFilePtr file;
   try {
     file = read_source_file(path);
   } catch (const Error& e) {
     return BuildResult{std::nullopt, {support::Diagnostic{.message = e.what()}}};
   }
-  return build_tap(file, signatures, options);
+  return build_tap(file, signatures, options, parse);
 }
 
 }  // namespace tapestry::metakernel

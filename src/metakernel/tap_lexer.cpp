@@ -78,7 +78,8 @@ class Lexer {
     static constexpr std::pair<char, TokenKind> kPunct[] = {
         {':', TokenKind::kColon},  {'=', TokenKind::kEquals},   {'(', TokenKind::kLParen},
         {')', TokenKind::kRParen}, {'[', TokenKind::kLBracket}, {']', TokenKind::kRBracket},
-        {',', TokenKind::kComma},  {'-', TokenKind::kMinus},    {';', TokenKind::kSemicolon}};
+        {',', TokenKind::kComma},  {'-', TokenKind::kMinus},    {';', TokenKind::kSemicolon},
+        {'+', TokenKind::kPlus},   {'*', TokenKind::kStar}};
     for (const auto& [ch, kind] : kPunct) {
       if (c == ch) {
         advance();
@@ -210,6 +211,10 @@ std::string describe(TokenKind kind) {
       return "','";
     case TokenKind::kMinus:
       return "'-'";
+    case TokenKind::kPlus:
+      return "'+'";
+    case TokenKind::kStar:
+      return "'*'";
     case TokenKind::kArrow:
       return "'<-'";
     case TokenKind::kSemicolon:

@@ -4,10 +4,13 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 
 #include "tapestry/metakernel/tap_lexer.h"
+#include "tapestry/support/error.h"
 
 namespace tapestry::metakernel::tap {
 
@@ -17,7 +20,8 @@ constexpr int kMaxNesting = 200;
 
 class Parser {
  public:
-  explicit Parser(std::vector<Token> tokens) : tokens_(std::move(tokens)) {}
+  explicit Parser(std::vector<Token> tokens, const ParseOptions& options = {})
+      : tokens_(std::move(tokens)), options_(options) {}
 
   ParseResult program(SourceFilePtr file) {
     ParseResult result;
@@ -25,7 +29,11 @@ class Parser {
     while (peek().kind != TokenKind::kEnd) {
       if (accept(TokenKind::kNewline) || accept(TokenKind::kSemicolon)) continue;
       try {
-        result.program.statements.push_back(statement());
+        if (at_dim_statement()) {
+          result.program.dims.push_back(dim_statement());
+        } else {
+          result.program.statements.push_back(statement());
+        }
         if (!accept(TokenKind::kSemicolon) && !accept(TokenKind::kNewline)) {
           expect(TokenKind::kEnd, "after the statement");
         }
@@ -33,6 +41,16 @@ class Parser {
         result.diagnostics.push_back(support::Diagnostic::at_source(file, e.pos(), e.what()));
         skip_to_next_line();
       }
+    }
+    for (const auto& [name, value] : options_.dims) {
+      if (dims_.contains(name)) continue;
+      std::string declared;
+      for (const DimDecl& d : result.program.dims)
+        declared += (declared.empty() ? "" : ", ") + d.name;
+      result.diagnostics.push_back(support::Diagnostic::in_file(
+          file ? file->name() : "<input>",
+          fmt::format("--dim {}={}: the program declares no `dim {}` ({})", name, value, name,
+                      declared.empty() ? "it declares no dims" : "it declares: " + declared)));
     }
     return result;
   }
@@ -84,6 +102,79 @@ class Parser {
   }
   void skip_to_next_line() {
     while (peek().kind != TokenKind::kEnd && !accept(TokenKind::kNewline)) ++i_;
+  }
+
+  // `dim NAME = dimexpr`: `dim` is a keyword only when a name and '=' follow it.
+  bool at_dim_statement() const {
+    return peek().kind == TokenKind::kIdent && peek().text == "dim" &&
+           peek(1).kind == TokenKind::kIdent && peek(2).kind == TokenKind::kEquals;
+  }
+
+  DimDecl dim_statement() {
+    ++i_;  // `dim`
+    const Token& name = tokens_[i_];
+    i_ += 2;  // the name and '='
+    if (dims_.contains(name.text))
+      throw LocatedError(name.pos, fmt::format("dim '{}' is declared twice", name.text));
+    const SourcePos at = peek().pos;
+    const std::int64_t declared = dim_expr();
+    const auto bound = options_.dims.find(name.text);
+    const std::int64_t value = bound != options_.dims.end() ? bound->second : declared;
+    if (declared < 0)
+      throw LocatedError(at, fmt::format("dim '{}' must be >= 0, got {}", name.text, declared));
+    dims_.emplace(name.text, value);
+    return DimDecl{name.text, value, declared, name.pos};
+  }
+
+  // dimexpr := ['-'] term {('+' | '-') term}, with int64 overflow checked.
+  std::int64_t dim_expr() {
+    const SourcePos at = peek().pos;
+    const bool negative = accept(TokenKind::kMinus);
+    std::int64_t value = dim_term();
+    if (negative) value = checked(at, 0, value, '-');
+    while (peek().kind == TokenKind::kPlus || peek().kind == TokenKind::kMinus) {
+      const char op = peek().kind == TokenKind::kPlus ? '+' : '-';
+      ++i_;
+      value = checked(at, value, dim_term(), op);
+    }
+    return value;
+  }
+  std::int64_t dim_term() {
+    const SourcePos at = peek().pos;
+    std::int64_t value = dim_factor();
+    while (accept(TokenKind::kStar)) value = checked(at, value, dim_factor(), '*');
+    return value;
+  }
+  std::int64_t dim_factor() {
+    const Token& token = peek();
+    if (token.kind == TokenKind::kInt) return unsigned_int();
+    if (token.kind == TokenKind::kIdent) {
+      const auto found = dims_.find(token.text);
+      if (found == dims_.end()) {
+        throw LocatedError(token.pos, fmt::format("unknown dim '{}' (declare it first: dim {} = N)",
+                                                  token.text, token.text));
+      }
+      ++i_;
+      return found->second;
+    }
+    if (token.kind == TokenKind::kError) throw LocatedError(token.pos, token.text);
+    throw LocatedError(token.pos,
+                       fmt::format("expected an integer or a dim, found {}", describe(token)));
+  }
+  static std::int64_t checked(SourcePos at, std::int64_t a, std::int64_t b, char op) {
+    std::int64_t r = 0;
+    const bool overflow = op == '+'   ? __builtin_add_overflow(a, b, &r)
+                          : op == '-' ? __builtin_sub_overflow(a, b, &r)
+                                      : __builtin_mul_overflow(a, b, &r);
+    if (overflow) throw LocatedError(at, "the integer expression overflows int64");
+    return r;
+  }
+  bool at_dim_expr() const {
+    const Token& t = peek();
+    if (t.kind == TokenKind::kIdent) return dims_.contains(t.text);
+    const TokenKind next = peek(1).kind;
+    return t.kind == TokenKind::kInt &&
+           (next == TokenKind::kStar || next == TokenKind::kPlus || next == TokenKind::kMinus);
   }
 
   Statement statement() {
@@ -150,11 +241,11 @@ class Parser {
     if (!accept(TokenKind::kRBracket)) {
       do {
         const SourcePos pos = peek().pos;
-        const std::int64_t a = signed_int();
+        const std::int64_t a = dim_expr();
         std::int64_t lo = 0, hi = a;
         if (accept(TokenKind::kColon)) {
           lo = a;
-          hi = signed_int();
+          hi = dim_expr();
         }
         std::int64_t extent = 0;
         if (__builtin_sub_overflow(hi, lo, &extent)) {
@@ -196,8 +287,7 @@ class Parser {
                                               tap_dtype_names(" ")));
   }
 
-  std::int64_t signed_int() {
-    const bool negative = accept(TokenKind::kMinus);
+  std::int64_t unsigned_int() {
     const Token& token = expect(TokenKind::kInt, "");
     std::int64_t value = 0;
     const auto [ptr, ec] =
@@ -205,7 +295,7 @@ class Parser {
     if (ec != std::errc() || ptr != token.text.data() + token.text.size()) {
       throw LocatedError(token.pos, fmt::format("integer {} is too large", token.text));
     }
-    return negative ? -value : value;
+    return value;
   }
 
   TensorExpr tensor_expr(int depth) {
@@ -260,6 +350,11 @@ class Parser {
     }
     if (accept(TokenKind::kString)) return Literal{token.text, false, token.pos};
     if (accept(TokenKind::kJson)) return Literal{json_object(token), false, token.pos};
+    if (at_dim_expr() || (peek().kind == TokenKind::kMinus &&
+                          (peek(1).kind == TokenKind::kInt ||
+                           (peek(1).kind == TokenKind::kIdent && dims_.contains(peek(1).text))))) {
+      return Literal{dim_expr(), false, token.pos};
+    }
     if (accept(TokenKind::kIdent)) {
       if (token.text == "true" || token.text == "false")
         return Literal{token.text == "true", false, token.pos};
@@ -272,10 +367,7 @@ class Parser {
       const double v = std::strtod(number.text.c_str(), nullptr);
       return Literal{negative ? -v : v, false, token.pos};
     }
-    if (number.kind == TokenKind::kInt) {
-      if (negative) --i_;
-      return Literal{signed_int(), false, token.pos};
-    }
+    if (number.kind == TokenKind::kInt) return Literal{unsigned_int(), false, token.pos};
     if (number.kind == TokenKind::kError) throw LocatedError(number.pos, number.text);
     throw LocatedError(number.pos,
                        fmt::format("expected a parameter value (a number, a string, a name "
@@ -306,12 +398,36 @@ class Parser {
 
   std::vector<Token> tokens_;
   std::size_t i_ = 0;
+  const ParseOptions& options_;
+  std::map<std::string, std::int64_t> dims_;  // declared so far, with their values
 };
 
 }  // namespace
 
-ParseResult parse_program(SourceFilePtr file) {
-  return Parser(lex(file->text())).program(file);
+ParseResult parse_program(SourceFilePtr file, const ParseOptions& options) {
+  return Parser(lex(file->text()), options).program(file);
+}
+
+void add_dim_binding(DimBindings& bindings, std::string_view text) {
+  const std::size_t eq = text.find('=');
+  const std::string_view name = text.substr(0, eq == std::string_view::npos ? 0 : eq);
+  const std::string_view number = eq == std::string_view::npos ? "" : text.substr(eq + 1);
+  std::int64_t value = -1;
+  const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  const bool identifier =
+      !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) != 0 || name[0] == '_') &&
+      std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+      });
+  if (!identifier || number.empty() || ec != std::errc() || ptr != number.data() + number.size() ||
+      value < 0) {
+    throw Error(
+        fmt::format("--dim {}: expected NAME=N, a dim name and an integer >= 0 "
+                    "(--dim batch=32)",
+                    text));
+  }
+  if (!bindings.emplace(std::string(name), value).second)
+    throw Error(fmt::format("--dim {}: dim '{}' is bound twice", text, name));
 }
 
 Call parse_call(std::string_view text, SourcePos origin) {

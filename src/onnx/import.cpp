@@ -10,6 +10,7 @@
 #include "tapestry/onnx/import.h"
 
 #include <fmt/format.h>
+#include <cctype>
 
 #include <algorithm>
 #include <filesystem>
@@ -42,10 +43,16 @@ std::vector<std::int64_t> input_shape(const ::onnx::ValueInfoProto& info,
   for (int k = 0; k < type.shape().dim_size(); ++k) {
     const auto& d = type.shape().dim(k);
     if (!d.has_dim_value() || d.dim_value() < 0) {
+      const std::string name = dynamic_dim_name(info.name(), k, d.dim_param());
+      if (auto it = options.dims.find(name); it != options.dims.end()) {
+        shape.push_back(it->second);
+        continue;
+      }
       throw Error(fmt::format(
-          "{}: input '{}' has a dynamic dim {}{}: give its shape with --shape {}=D0,D1,…", source,
-          info.name(), k, d.has_dim_param() ? fmt::format(" ('{}')", d.dim_param()) : "",
-          info.name()));
+          "{}: input '{}' has a dynamic dim {}{}: give its shape with --shape {}=D0,D1,… or its "
+          "size with --dim {}=N",
+          source, info.name(), k, d.has_dim_param() ? fmt::format(" ('{}')", d.dim_param()) : "",
+          info.name(), name));
     }
     shape.push_back(d.dim_value());
   }
@@ -399,6 +406,15 @@ ImportResult import_model(const ::onnx::ModelProto& original, const std::string&
 }
 
 }  // namespace
+
+std::string dynamic_dim_name(std::string_view input, int axis, std::string_view dim_param) {
+  std::string name = dim_param.empty() ? fmt::format("{}_{}", input, axis) : std::string(dim_param);
+  for (char& c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) == 0 && c != '_') c = '_';
+  }
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0])) != 0) name.insert(0, "d");
+  return name;
+}
 
 ImportResult import_onnx_bytes(std::string_view bytes, std::string_view source_name,
                                const ImportOptions& options) {

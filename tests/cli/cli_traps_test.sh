@@ -146,4 +146,24 @@ check "a located error says 'error' once" $?
 check "run --optimize --quiet says which plan it runs" $?
 expect "--ignore-placement with --optimize" 2 "--ignore-placement applies to a given plan" -- \
   "$tapestry" run "$lr" --optimize --ignore-placement
+# Dim variables: every command that reads a graph binds them with --dim (repeatable), and what
+# is computed from a dim follows; a --dim the program lacks, a malformed one and --dim on loom
+# JSON are errors.
+printf 'dim batch = 2\ndim d = 4\nX: f32[batch, d]\nW: f32[3, d]\nY = reshape(matmul(X, transpose(W)), shape=[batch*3])\noutput Y\n' >"$tmp/dims.tap"
+"$tapestry" run "$tmp/dims.tap" --dim batch=5 --dim d=7 --verify --quiet --outputs "$tmp/dout" >"$tmp/out" 2>"$tmp/err" &&
+  /usr/bin/python3 -c "import numpy as np, sys; assert np.load(sys.argv[1]).shape == (15,)" "$tmp/dout/Y.npy" 2>/dev/null
+check "run --dim batch=5 --dim d=7: Y has batch*3 = 15 cells" $?
+for cmd in plan validate shard; do
+  "$tapestry" $cmd "$tmp/dims.tap" --dim batch=9 >"$tmp/out" 2>"$tmp/err"
+  check "$cmd takes --dim" $?
+done
+"$tapestry" cost "$tmp/dims.tap" --dim batch=64 --target h100x8 >"$tmp/out" 2>"$tmp/err"
+check "cost takes --dim" $?
+expect "--dim of a dim the program lacks" 2 "dims.tap: --dim bach=3: the program declares no .dim bach. \(it declares: batch, d\)" -- \
+  "$tapestry" run "$tmp/dims.tap" --dim bach=3
+expect "--dim malformed" 2 "--dim batch: expected NAME=N" -- "$tapestry" run "$tmp/dims.tap" --dim batch
+expect "--dim twice" 2 "dim 'batch' is bound twice" -- "$tapestry" run "$tmp/dims.tap" --dim batch=2 --dim batch=3
+"$tapestry" build "$tmp/dims.tap" -o "$tmp/dims.json" >"$tmp/out" 2>"$tmp/err"
+expect "--dim on loom JSON" 2 "dims.json: --dim binds the dim variables of a .tap program" -- \
+  "$tapestry" run "$tmp/dims.json" --dim batch=3
 finish

@@ -117,6 +117,93 @@ TEST(TapParser, SyntaxErrors) {
   }
 }
 
+tap::ParseResult parse_with(const std::string& text, tap::DimBindings dims) {
+  return tap::parse_program(std::make_shared<const SourceFile>("p.tap", text),
+                            tap::ParseOptions{std::move(dims)});
+}
+
+TEST(TapParser, DimVariablesStandForIntegers) {
+  const std::string text = R"(dim batch = 2
+dim seq = batch*4 - 1
+X: f32[batch, seq, 16]
+Z: f32[-batch:batch*3 + 1]
+Y = reshape(X, shape=[batch*seq, 16], keep=[batch, -1, 2*batch*seq])
+dim = relu(X)
+)";
+  tap::ParseResult r = parse(text);
+  ASSERT_TRUE(r.ok()) << format_diagnostics(r.diagnostics);
+  ASSERT_EQ(r.program.dims.size(), 2u);
+  EXPECT_EQ(r.program.dims[0].name, "batch");
+  EXPECT_EQ(r.program.dims[1].value, 7);
+  EXPECT_EQ(r.program.dims[1].declared, 7);
+  EXPECT_EQ(r.program.dims[1].pos, (SourcePos{2, 5}));
+  ASSERT_EQ(r.program.statements.size(), 4u);  // `dim = relu(X)` assigns a variable named dim
+  EXPECT_EQ(std::get<tap::Decl>(r.program.statements[0]).type.to_string(), "f32[2, 7, 16]");
+  EXPECT_EQ(std::get<tap::Decl>(r.program.statements[1]).type.to_string(), "f32[-2:7]");
+  const tap::Call& call = *std::get<tap::Assign>(r.program.statements[2]).value.call;
+  EXPECT_EQ(tap::call_to_string(call), "reshape(X, shape=[14, 16], keep=[2, -1, 28])");
+  EXPECT_EQ(std::get<tap::Assign>(r.program.statements[3]).name, "dim");
+
+  // A binding replaces the statement's value, and what is computed from it follows.
+  r = parse_with(text, {{"batch", 5}});
+  ASSERT_TRUE(r.ok()) << format_diagnostics(r.diagnostics);
+  EXPECT_EQ(r.program.dims[0].value, 5);
+  EXPECT_EQ(r.program.dims[0].declared, 2);
+  EXPECT_EQ(std::get<tap::Decl>(r.program.statements[0]).type.to_string(), "f32[5, 19, 16]");
+  EXPECT_EQ(tap::call_to_string(*std::get<tap::Assign>(r.program.statements[2]).value.call),
+            "reshape(X, shape=[95, 16], keep=[5, -1, 190])");
+  r = parse_with(text, {{"seq", 3}});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(std::get<tap::Decl>(r.program.statements[0]).type.to_string(), "f32[2, 3, 16]");
+  // A bare identifier that is not a dim stays an enumeration value.
+  EXPECT_EQ(
+      tap::call_to_string(*std::get<tap::Assign>(
+                               parse("dim n = 3\nY = reduce(X, op=max, k=n)").program.statements[0])
+                               .value.call),
+      "reduce(X, op=max, k=3)");
+}
+
+TEST(TapParser, DimVariableErrors) {
+  for (const SyntaxCase& c : std::vector<SyntaxCase>{
+           {"X: f32[n]", {1, 8}, "unknown dim 'n' (declare it first: dim n = N)"},
+           {"dim n = 2\ndim n = 3", {2, 5}, "dim 'n' is declared twice"},
+           {"dim n = 2 - 3", {1, 9}, "dim 'n' must be >= 0, got -1"},
+           {"dim n = m", {1, 9}, "unknown dim 'm' (declare it first: dim m = N)"},
+           {"dim n = 4000000000*4000000000\n", {1, 9}, "the integer expression overflows int64"},
+           {"dim n = 2\nX: f32[n*]", {2, 10}, "expected an integer or a dim, found ']'"},
+           {"dim n = 2\nX: f32[n - 3]", {2, 8}, "a dimension size must be >= 0, got -1"},
+           {"dim n = 2\nY = f(X, a=n + x)",
+            {2, 16},
+            "unknown dim 'x' (declare it first: dim x = N)"},
+       }) {
+    tap::ParseResult r = parse(c.text);
+    ASSERT_EQ(r.diagnostics.size(), 1u) << c.text;
+    EXPECT_EQ(r.diagnostics[0].where.pos, c.pos) << c.text;
+    EXPECT_EQ(r.diagnostics[0].message, c.message) << c.text;
+  }
+  // Binding a dim the program does not declare names the file and what it declares.
+  tap::ParseResult r = parse_with("dim batch = 2\nX: f32[batch]", {{"bach", 4}});
+  ASSERT_EQ(r.diagnostics.size(), 1u);
+  EXPECT_EQ(format_diagnostic(r.diagnostics[0]),
+            "p.tap: --dim bach=4: the program declares no `dim bach` (it declares: batch)");
+  r = parse_with("X: f32[2]", {{"batch", 4}});
+  ASSERT_EQ(r.diagnostics.size(), 1u);
+  EXPECT_THAT(r.diagnostics[0].message, ::testing::HasSubstr("(it declares no dims)"));
+}
+
+TEST(TapParser, DimBindingsFromTheCommandLine) {
+  tap::DimBindings b;
+  tap::add_dim_binding(b, "batch=32");
+  tap::add_dim_binding(b, "_s2=0");
+  EXPECT_EQ(b, (tap::DimBindings{{"batch", 32}, {"_s2", 0}}));
+  for (const char* bad : {"batch", "batch=", "=3", "batch=-1", "batch=3x", "2b=3", "a-b=3"}) {
+    tap::DimBindings d;
+    EXPECT_THROW(tap::add_dim_binding(d, bad), Error) << bad;
+  }
+  EXPECT_THAT([&] { tap::add_dim_binding(b, "batch=4"); },
+              ::testing::ThrowsMessage<Error>(::testing::HasSubstr("dim 'batch' is bound twice")));
+}
+
 TEST(TapParser, DeepNestingIsAnErrorNotACrash) {
   std::string text = "Y = ";
   for (int i = 0; i < 5000; ++i) text += "f(";

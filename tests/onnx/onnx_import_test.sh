@@ -175,9 +175,51 @@ check "mlp: a changed output FAILs verify" $?
   "$tapestry" validate "$tmp/cnn.json" >"$tmp/out" 2>"$tmp/err"
 check "cnn: JSON import validates" $?
 
-# Dynamic dims need --shape.
-expect "dynamic batch without --shape" 2 "input 'x' has a dynamic dim 0 \('batch'\): give its shape with --shape x=" -- \
-  "$tapestry" import "$m/mlp_dynamic/model.onnx" -o "$tmp/d.tap"
+# Dynamic dims: a .tap keeps them as dim variables (one import, any size: --dim at run time);
+# JSON has fixed sizes, so it needs --shape or --dim.
+expect "dynamic batch into JSON without --shape" 2 "input 'x' has a dynamic dim 0 \('batch'\): give its shape with --shape x=.* or its size with --dim batch=N" -- \
+  "$tapestry" import "$m/mlp_dynamic/model.onnx" -o "$tmp/d.json"
+"$tapestry" import "$m/mlp_dynamic/model.onnx" -o "$tmp/d.json" --dim batch=3 >"$tmp/out" 2>"$tmp/err" &&
+  grep -q '"x"' "$tmp/d.json"
+check "dynamic batch into JSON with --dim" $?
+expect "--dim of a dim the model does not have" 2 "--dim nope=2: the model has no dynamic dim 'nope'" -- \
+  "$tapestry" import "$m/mlp_dynamic/model.onnx" -o "$tmp/d.tap" --dim nope=2
+# dynamic NAME DIMS…: import once (no --shape), then run and verify at the export's size and at
+# each at<K>/ size, given by DIMS ("batch=3,seq=5" per at<K>, in order), against PyTorch.
+dynamic() {
+  local name=$1 d=$m/$1
+  shift
+  "$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/w" >"$tmp/out" 2>"$tmp/err"
+  check "$name: imports with its dynamic dims" $?
+  grep -q "^dim      batch = 1 (x dim 0; any size with --dim batch=N)" "$tmp/out" &&
+    grep -q "^dim batch = 1" "$d/g.tap"
+  check "$name: batch is a dim variable of the program" $?
+  local k=0 sub args
+  for sizes in "$@"; do
+    sub=$d/at$k
+    args=()
+    IFS=, read -ra pairs <<<"$sizes"
+    for p in "${pairs[@]}"; do args+=(--dim "$p"); done
+    cp "$d"/w/*.npy "$sub/in/"
+    "$tapestry" verify "$d/g.tap" "${args[@]}" --inputs "$sub/in" --outputs "$sub/torch" >"$tmp/out" 2>"$tmp/err"
+    check "$name at $sizes: PyTorch's output passes verify" $?
+    "$tapestry" run "$d/g.tap" "${args[@]}" --inputs "$sub/in" --verify --quiet >"$tmp/out" 2>"$tmp/err"
+    check "$name at $sizes: run --verify" $?
+    k=$((k + 1))
+  done
+}
+dynamic mlp_dynamic batch=3
+dynamic cnn_dynamic batch=1 batch=6
+dynamic encoder_dynamic batch=3,seq=5 batch=1,seq=12
+grep -q "^dim seq = 1" "$m/encoder_dynamic/g.tap" && grep -q "batch\*seq" "$m/encoder_dynamic/g.tap"
+check "encoder_dynamic: seq is a dim variable, and a size is batch*seq" $?
+# At the export's own size through --dim, and a size that does not match the inputs.
+cp "$m/cnn_dynamic"/w/*.npy "$m/cnn_dynamic/in/"
+"$tapestry" verify "$m/cnn_dynamic/g.tap" --dim batch=4 --inputs "$m/cnn_dynamic/in" --outputs "$m/cnn_dynamic/torch" >"$tmp/out" 2>"$tmp/err"
+check "cnn_dynamic at batch=4: PyTorch's output passes verify" $?
+"$tapestry" run "$m/cnn_dynamic/g.tap" --dim batch=5 --inputs "$m/cnn_dynamic/in" >"$tmp/out" 2>"$tmp/err"
+[[ $? -eq 2 ]] && grep -q "x" "$tmp/err"
+check "cnn_dynamic at batch=5 with batch-4 inputs: an error" $?
 "$tapestry" import "$m/mlp_dynamic/model.onnx" -o "$tmp/d.tap" --shape x=8,32 >"$tmp/out" 2>"$tmp/err"
 check "dynamic batch with --shape" $?
 expect "--shape of an unknown input" 2 "--shape nope: the model has no input of that name" -- \

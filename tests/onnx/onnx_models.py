@@ -92,25 +92,38 @@ def encoder():
                                             batch_first=True, activation="gelu")
 
 
-def export(name, model, x, opset=14, dynamic=False):
+def export(name, model, x, opset=14, dynamic=False, axes=None, also=()):
+    """Exports `model` at input `x` (OUT/NAME/model.onnx, in/x.npy, torch/y.npy); `dynamic` or
+    `axes` ({axis: name}) make x's (and y's) dims dynamic, and each input in `also` is saved
+    with PyTorch's output as OUT/NAME/at<K>/{in/x.npy,torch/y.npy} (K its index)."""
     model.eval()
     d = os.path.join(out, name)
     os.makedirs(os.path.join(d, "in"), exist_ok=True)
     os.makedirs(os.path.join(d, "torch"), exist_ok=True)
-    kwargs = {"dynamic_axes": {"x": {0: "batch"}, "y": {0: "batch"}}} if dynamic else {}
+    axes = axes or ({0: "batch"} if dynamic else None)
+    kwargs = {"dynamic_axes": {"x": axes, "y": axes}} if axes else {}
     torch.onnx.export(model, (x,), os.path.join(d, "model.onnx"), opset_version=opset,
                       input_names=["x"], output_names=["y"], **kwargs)
-    with torch.no_grad():
-        y = model(x)
-    np.save(os.path.join(d, "in", "x.npy"), x.numpy())
-    np.save(os.path.join(d, "torch", "y.npy"), y.numpy())
+    for k, (sub, xin) in enumerate([("", x)] + [(f"at{k}", a) for k, a in enumerate(also)]):
+        for part in ("in", "torch"):
+            os.makedirs(os.path.join(d, sub, part), exist_ok=True)
+        with torch.no_grad():
+            y = model(xin)
+        np.save(os.path.join(d, sub, "in", "x.npy"), xin.numpy())
+        np.save(os.path.join(d, sub, "torch", "y.npy"), y.numpy())
 
 
 export("mlp", Mlp(), torch.randn(8, 32))
 export("cnn", Cnn(), torch.randn(4, 3, 16, 16))
 export("encoder14", encoder(), torch.randn(2, 8, 32), opset=14)
 export("encoder17", encoder(), torch.randn(2, 8, 32), opset=17)
-export("mlp_dynamic", Mlp(), torch.randn(8, 32), dynamic=True)
+export("mlp_dynamic", Mlp(), torch.randn(8, 32), dynamic=True, also=[torch.randn(3, 32)])
+# Dynamic axes kept as .tap dim variables: the flatten's reshape follows the batch; the encoder's
+# reshapes follow batch and sequence length (batch*heads, seq*…).
+export("cnn_dynamic", Cnn(), torch.randn(4, 3, 16, 16), dynamic=True,
+       also=[torch.randn(1, 3, 16, 16), torch.randn(6, 3, 16, 16)])
+export("encoder_dynamic", encoder(), torch.randn(2, 8, 32), opset=17,
+       axes={0: "batch", 1: "seq"}, also=[torch.randn(3, 5, 32), torch.randn(1, 12, 32)])
 export("conv_bn", ConvBn(), torch.randn(2, 3, 8, 8))
 export("cnn_opset9", Cnn(), torch.randn(4, 3, 16, 16), opset=9)  # converted to 13 on import
 export("gpt_causal14", GptBlock(float("-inf")), torch.randn(2, 64, 64), opset=14)

@@ -157,3 +157,22 @@ def test_graph_inspection():
         g["Nope"]
     assert "<svg" in g._repr_svg_()
     assert "relu(linear(X, W, b))" in g.to_tap()
+
+
+def test_dim_variables_take_the_sizes_given(tmp_path):
+    text = "dim batch = 2\nX: f32[batch, 3]\nY = reshape(X, shape=[batch*3])\noutput Y\n"
+    assert [t.shape for t in tapestry.parse(text).inputs] == [(2, 3)]
+    g = tapestry.parse(text, dims={"batch": 5})
+    assert [t.shape for t in g.inputs] == [(5, 3)]
+    x = np.arange(15, dtype=np.float32).reshape(5, 3)
+    assert np.array_equal(g.run({"X": x})["Y"], x.reshape(15))
+    path = tmp_path / "g.tap"
+    path.write_text(text)
+    assert [t.shape for t in tapestry.load(path, dims={"batch": 7}).inputs] == [(7, 3)]
+    with pytest.raises(tapestry.Error, match=r"--dim bach=7: the program declares no `dim bach` "
+                                             r"\(it declares: batch\)"):
+        tapestry.load(path, dims={"bach": 7})
+    with pytest.raises(tapestry.InputError, match="dims: expected a dict"):
+        tapestry.parse(text, dims={"batch": "5"})
+    with pytest.raises(tapestry.Error, match="expected NAME=N"):
+        tapestry.parse(text, dims={"batch": -1})

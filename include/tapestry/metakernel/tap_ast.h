@@ -16,6 +16,7 @@
 // Every node records where it starts, so later stages can point at it.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <variant>
@@ -108,9 +109,19 @@ struct OperationStmt {
 
 using Statement = std::variant<Decl, Assign, Output, Update, OperationStmt>;
 
+/// `dim batch = 8`: a size variable (tap_parser.h). Its value is already substituted wherever the
+/// program uses it; the declaration is kept so tools can list a program's dims.
+struct DimDecl {
+  std::string name;
+  std::int64_t value = 0;     // the value the program was parsed with (a binding, else `declared`)
+  std::int64_t declared = 0;  // the value its statement gives
+  SourcePos pos;
+};
+
 struct Program {
   SourceFilePtr file;
   std::vector<Statement> statements;
+  std::vector<DimDecl> dims;  // in the order declared
 };
 
 /// .tap text of a name: itself when it is an identifier, else a string (`"op:add"`).

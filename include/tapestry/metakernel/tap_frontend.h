@@ -25,6 +25,7 @@
 #include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/metakernel/source.h"
 #include "tapestry/metakernel/tap_ast.h"
+#include "tapestry/metakernel/tap_parser.h"
 
 namespace tapestry::metakernel {
 
@@ -42,13 +43,14 @@ struct BuildResult {
 BuildResult build_program(const tap::Program& program, const SignatureRegistry& signatures,
                           const ApplyOptions& options = {});
 
-/// Parses and builds .tap text (syntax errors stop before building).
+/// Parses and builds .tap text (syntax errors stop before building); `parse.dims` binds the
+/// program's dim variables (tap_parser.h).
 BuildResult build_tap(const SourceFilePtr& file, const SignatureRegistry& signatures,
-                      const ApplyOptions& options = {});
+                      const ApplyOptions& options = {}, const tap::ParseOptions& parse = {});
 
 /// Reads, parses and builds a .tap file; an unreadable file is a diagnostic.
 BuildResult build_tap_file(const std::filesystem::path& path, const SignatureRegistry& signatures,
-                           const ApplyOptions& options = {});
+                           const ApplyOptions& options = {}, const tap::ParseOptions& parse = {});
 
 /// Validates a built graph: in the application dialect when it holds Application nodes (the
 /// default ApplyOptions add one per operation), else in the operation dialect.

@@ -36,6 +36,8 @@ enum class TokenKind {
   kRBracket,
   kComma,
   kMinus,
+  kPlus,  // `+` and `*`: dim expressions (`batch*197 + 1`)
+  kStar,
   kArrow,  // `<-` (update W <- Wn)
   kSemicolon,
   kNewline,

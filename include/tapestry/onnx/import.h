@@ -49,6 +49,9 @@ inline constexpr std::int64_t kUpgradeTarget = 13;
 struct ImportOptions {
   /// Static shapes for inputs with dynamic dims: input name → its full shape.
   std::map<std::string, std::vector<std::int64_t>, std::less<>> shapes;
+  /// Values for dynamic dims by name (dynamic_dim_name): every input dim of that name takes it.
+  /// An input in `shapes` is not affected.
+  std::map<std::string, std::int64_t, std::less<>> dims;
   /// `tapestry import --check`: collect every blocker instead of stopping at the first. A node
   /// that cannot be converted, or an input that cannot be declared, is recorded in
   /// ImportResult::blockers; each float value it defines whose static shape ONNX's shape
@@ -92,6 +95,10 @@ ImportResult import_onnx_file(const std::string& path, const ImportOptions& opti
 /// Imports a serialized ModelProto; `source_name` names it in errors.
 ImportResult import_onnx_bytes(std::string_view bytes, std::string_view source_name,
                                const ImportOptions& options);
+
+/// The .tap name of a dynamic input dim: its `dim_param` ("batch") when it has one, else
+/// "<input>_<k>"; either made an identifier (other characters → '_').
+std::string dynamic_dim_name(std::string_view input, int axis, std::string_view dim_param);
 
 /// One supported ONNX operator: the kernels it becomes and its limits.
 struct OpSupport {
