@@ -124,10 +124,11 @@ Outcome execute(PyGraph& g, const std::shared_ptr<const ir::Graph>& snapshot,
   Outcome out{.results = workflow::graph_results(graph, run.lowered, std::move(measured.buffers)),
               .info = info};
   if (choices.verify != workflow::VerifyCheck::kNone) {
-    info->verify = workflow::verify_run(
-        graph, inputs, out.results,
-        {.mode = workflow::verify_mode(choices, run.lowered), .unchecked = unchecked},
-        std::move(oracle));
+    info->verify = workflow::verify_run(graph, inputs, out.results,
+                                        {.mode = workflow::verify_mode(choices, run.lowered),
+                                         .unchecked = unchecked,
+                                         .threads = threads},
+                                        std::move(oracle));
   }
   return out;
 }

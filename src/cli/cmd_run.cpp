@@ -86,7 +86,8 @@ int verify_and_write(const ir::Graph& graph, const rewrite::LowerResult& lowered
                               .unchecked = options.allow_unchecked ? runtime::UncheckedCells::kAllow
                                                                    : runtime::UncheckedCells::kFail,
                               .reference = reference,
-                              .fast = fast},
+                              .fast = fast,
+                              .threads = options.threads},
                              std::move(oracle));
     fmt::print("{}", report.text());
     pass = report.pass();

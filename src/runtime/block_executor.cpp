@@ -191,6 +191,11 @@ ThreadPool& shared_pool(int threads) {
 
 }  // namespace detail
 
+void run_on_threads(int threads, const std::function<void()>& f) {
+  if (threads <= 0) threads = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  detail::shared_pool(threads).arena->execute(f);
+}
+
 BlockExecutor::BlockExecutor(const ir::Graph& graph, BlockExecutorOptions options)
     : graph_(graph),
       threads_(options.threads > 0

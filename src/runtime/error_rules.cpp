@@ -18,6 +18,7 @@
 
 #include <oneapi/tbb/parallel_reduce.h>
 
+#include "operation_blocks.h"
 #include "run_support.h"
 #include "tapestry/metakernel/kernel_facts.h"
 #include "tapestry/runtime/compare.h"
@@ -388,7 +389,7 @@ std::vector<Buffer> OperationEval::call(KernelFn kernel, const std::vector<const
     const zspace::IndexProjection& ipf = checked_ipf(e, signature.outputs, index);
     kc.outputs.append(e.name, OutputPort{outputs[i++].view(e.value.range), &ipf});
   }
-  kernel(kc);
+  call_in_blocks(kernel, kc);
   return outputs;
 }
 

@@ -36,7 +36,7 @@ BufferMap NaiveExecutor::run(BufferMap inputs) const {
                             .index = op.ipf_index(),
                             .inputs = &op.inputs(),
                             .outputs = &op.outputs()};
-    detail::run_kernel(kernels_[i], graph_, work, buffers);
+    detail::run_kernel(kernels_[i], graph_, work, buffers, /*in_blocks=*/true);
   }
   return buffers;
 }
@@ -81,7 +81,7 @@ BufferMap NaiveExecutor::run_outputs(const BufferMap& inputs) const {
                             .index = op.ipf_index(),
                             .inputs = &op.inputs(),
                             .outputs = &op.outputs()};
-    detail::run_kernel(kernels_[i], graph_, work, buffers);
+    detail::run_kernel(kernels_[i], graph_, work, buffers, /*in_blocks=*/true);
     for (ir::TensorId t : release[i]) buffers.erase(t);
   }
   // 3. The outputs, owned (an output that is an input is copied).

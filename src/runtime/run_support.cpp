@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "operation_blocks.h"
 #include "tapestry/zspace/format.h"
 
 namespace tapestry::runtime::detail {
@@ -148,7 +149,8 @@ void add_ports(const ir::Graph& graph, const Work& work, const ir::SelectionMap&
 
 }  // namespace
 
-void run_kernel(KernelFn kernel, const ir::Graph& graph, const Work& work, BufferMap& buffers) {
+void run_kernel(KernelFn kernel, const ir::Graph& graph, const Work& work, BufferMap& buffers,
+                bool in_blocks) {
   const ir::OperationView op = graph.operation(work.operation);
   const ir::IpfSignature& signature = *op.ipf_signature();
   KernelCall call{.kernel = op.kernel(),
@@ -164,7 +166,11 @@ void run_kernel(KernelFn kernel, const ir::Graph& graph, const Work& work, Buffe
     const char* kind = work.node == ir::NodeId(work.operation) ? "operation" : "application";
     throw e.with_context(fmt::format("{} '{}'", kind, graph.display_name(work.node)));
   }
-  kernel(call);
+  if (in_blocks) {
+    call_in_blocks(kernel, call);
+  } else {
+    kernel(call);
+  }
 }
 
 }  // namespace tapestry::runtime::detail

@@ -64,7 +64,9 @@ void check_inside(const ir::Graph& graph, const ir::SelectionMap::Entry& entry, 
                   ir::TensorId tensor, const Range& range);
 
 /// Builds the KernelCall for `work` (checking every selection equals IPF(index), naming the node
-/// otherwise) and runs `kernel` on it.
-void run_kernel(KernelFn kernel, const ir::Graph& graph, const Work& work, BufferMap& buffers);
+/// otherwise) and runs `kernel` on it; `in_blocks`: as blocks of the index box on the current
+/// oneTBB arena (operation_blocks.h: the naive run's whole operations).
+void run_kernel(KernelFn kernel, const ir::Graph& graph, const Work& work, BufferMap& buffers,
+                bool in_blocks = false);
 
 }  // namespace tapestry::runtime::detail

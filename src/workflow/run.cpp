@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include "tapestry/runtime/block_executor.h"
 #include "tapestry/runtime/buffer.h"
 #include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/memory_budget.h"
@@ -65,9 +66,12 @@ runtime::BufferMap graph_results(const ir::Graph& graph, const rewrite::LowerRes
   return out;
 }
 
-runtime::VerifyReport verify_run(const ir::Graph& graph, const runtime::BufferMap& inputs,
-                                 const runtime::BufferMap& results, const VerifyRun& options,
-                                 std::optional<runtime::Oracle> oracle) {
+namespace {
+
+runtime::VerifyReport verify_on_this_arena(const ir::Graph& graph, const runtime::BufferMap& inputs,
+                                           const runtime::BufferMap& results,
+                                           const VerifyRun& options,
+                                           std::optional<runtime::Oracle> oracle) {
   // The naive run: the reference kernels where bits are compared, else the fast ones (a float
   // run of the unsharded graph, checked against the bars like the result: verify.h).
   const runtime::ExecutableKernels& naive_kernels =
@@ -82,6 +86,20 @@ runtime::VerifyReport verify_run(const ir::Graph& graph, const runtime::BufferMa
     oracle = runtime::evaluate_oracle(graph, inputs, {.kernels = options.fast});
   return runtime::verify_outputs(graph, results, options.mode, &naive, oracle ? &*oracle : nullptr,
                                  options.unchecked);
+}
+
+}  // namespace
+
+runtime::VerifyReport verify_run(const ir::Graph& graph, const runtime::BufferMap& inputs,
+                                 const runtime::BufferMap& results, const VerifyRun& options,
+                                 std::optional<runtime::Oracle> oracle) {
+  // On the run's threads: the naive run's and the oracle's kernels run as blocks of rows there
+  // (operation_blocks.h), their cell loops in chunks (error_rules.h's for_cells).
+  std::optional<runtime::VerifyReport> report;
+  runtime::run_on_threads(options.threads, [&] {
+    report = verify_on_this_arena(graph, inputs, results, options, std::move(oracle));
+  });
+  return std::move(*report);
 }
 
 }  // namespace tapestry::workflow

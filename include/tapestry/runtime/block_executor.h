@@ -35,6 +35,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "tapestry/runtime/executor.h"
@@ -104,5 +105,10 @@ class BlockExecutor final : public Executor {
   std::unique_ptr<detail::BufferPool> pool_;
   detail::ThreadPool* threads_pool_;  // the process's TBB arena of threads_ threads (shared)
 };
+
+/// Runs `f` on the process's oneTBB arena of `threads` threads (≥ 1; 0: one per hardware
+/// thread), the one a BlockExecutor of that many threads runs on, and returns when it returns:
+/// parallel loops inside `f` (the verifier's naive run and oracle) use those threads.
+void run_on_threads(int threads, const std::function<void()>& f);
 
 }  // namespace tapestry::runtime

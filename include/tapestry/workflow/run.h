@@ -109,6 +109,10 @@ struct VerifyRun {
   /// The oracle's kernels, and the naive run's where bits are not compared (null: the built-in
   /// fast set). Sets with kernel bodies (body_kernels.h) for graphs that use user kernels.
   const runtime::ExecutableKernels* fast = nullptr;
+  /// The threads of the naive run and the oracle: the process's arena of that many threads, the
+  /// run's own (runtime::run_on_threads; 0: one per hardware thread, as the run's default). The
+  /// numbers do not depend on it (operation_blocks.h).
+  int threads = 0;
 };
 
 /// Step 7: `results` (keyed by `graph`'s outputs) judged against the naive run of `graph` on

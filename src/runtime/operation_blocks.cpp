@@ -1,0 +1,104 @@
+// operation_blocks: an unsharded kernel call as blocks of its index box (operation_blocks.h).
+#include "operation_blocks.h"
+
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/partitioner.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+namespace tapestry::runtime::detail {
+
+namespace {
+
+// Whether every output of `call` takes index dim `dim` one-to-one: one tensor dim t of its own
+// (column `dim` of the IPF's matrix nonzero in row t alone, row t depending on `dim` alone), and
+// windows along t no longer than the step (the cells of two index values never overlap).
+bool cuttable(const KernelCall& call, std::size_t dim) {
+  if (call.outputs.empty()) return false;
+  for (const auto& entry : call.outputs.entries()) {
+    const zspace::AffineMap& map = entry.value.ipf->map();
+    std::optional<std::size_t> row;
+    for (std::size_t t = 0; t < map.out_rank(); ++t) {
+      if (map.at(t, dim) == 0) continue;
+      if (row) return false;
+      row = t;
+    }
+    if (!row) return false;
+    for (std::size_t j = 0; j < map.in_rank(); ++j)
+      if (j != dim && map.at(*row, j) != 0) return false;
+    if (entry.value.ipf->shape()[*row] > std::abs(map.at(*row, dim))) return false;
+  }
+  return true;
+}
+
+// Index points × the largest input window: the work of the call, in points.
+double work_of(const KernelCall& call) {
+  double window = 1;
+  for (const auto& entry : call.inputs.entries()) {
+    double cells = 1;
+    for (std::int64_t s : entry.value.ipf->shape()) cells *= static_cast<double>(s);
+    window = std::max(window, cells);
+  }
+  return static_cast<double>(call.index.size()) * window;
+}
+
+template <typename Port>
+void narrow(ir::NamedLists<Port>& ports, const Range& block) {
+  ports.for_each_entry([&](const std::string&, std::uint32_t, Port& port) {
+    port.view = port.view.sub(port.ipf->apply(block));
+  });
+}
+
+}  // namespace
+
+std::vector<Range> operation_blocks(const KernelCall& call) {
+  const Range& index = call.index;
+  const auto wanted = static_cast<std::int64_t>(
+      std::min(static_cast<double>(kMaxBlocks), std::floor(work_of(call) / kBlockWork)));
+  if (wanted < 2 || index.size() == 0) return {index};
+  // The dim that gives the most blocks (up to `wanted`), then the fewest input cells read by
+  // the blocks together (a convolution's rows, not its output channels: each block reads its
+  // own rows of x, not all of them), then the first.
+  std::vector<Range> best;
+  double best_read = 0;
+  for (std::size_t d = 0; d < index.rank(); ++d) {
+    if (index.extent(d) < 2 || !cuttable(call, d)) continue;
+    std::vector<Range> blocks = index.split_even(d, std::min(wanted, index.extent(d)));
+    double read = 0;
+    for (const Range& b : blocks)
+      for (const auto& entry : call.inputs.entries())
+        read += static_cast<double>(entry.value.ipf->apply(b).size());
+    if (blocks.size() > best.size() || (blocks.size() == best.size() && read < best_read)) {
+      best = std::move(blocks);
+      best_read = read;
+    }
+  }
+  if (best.empty()) return {index};
+  return best;
+}
+
+void call_in_blocks(const KernelFn& kernel, const KernelCall& call) {
+  const std::vector<Range> blocks = operation_blocks(call);
+  if (blocks.size() == 1) {
+    kernel(call);
+    return;
+  }
+  tbb::parallel_for(
+      tbb::blocked_range<std::size_t>(0, blocks.size(), 1),
+      [&](const tbb::blocked_range<std::size_t>& r) {
+        for (std::size_t b = r.begin(); b < r.end(); ++b) {
+          KernelCall piece = call;
+          piece.index = blocks[b];
+          narrow(piece.inputs, blocks[b]);
+          narrow(piece.outputs, blocks[b]);
+          kernel(piece);
+        }
+      },
+      tbb::simple_partitioner());
+}
+
+}  // namespace tapestry::runtime::detail
