@@ -287,42 +287,6 @@ void convert_shape(NodeContext& node) {
   node.set_output(0, HostTensor::of_ints(v, {e - s}));
 }
 
-// Gather from a 1-D integer host tensor (a shape) at host indices.
-void convert_gather(NodeContext& node) {
-  if (!node.is_host(0) || !node.host(0).is_int() || node.host(0).shape.size() != 1) {
-    throw node.error(
-        "Gather is supported only on 1-D integer tensors known at import time (a "
-        "shape); Tapestry has no gather kernel");
-  }
-  if (node.int_attr("axis", 0) != 0) throw node.error("axis must be 0 for 1-D data");
-  const HostTensor& data = node.host(0);
-  const HostTensor& indices = node.host(1);
-  const auto n = static_cast<std::int64_t>(data.ints.size());
-  std::vector<std::int64_t> out;
-  for (std::int64_t i : indices.as_ints()) {
-    if (i < -n || i >= n) throw node.error(fmt::format("index {} is out of range for {}", i, n));
-    out.push_back(data.ints[static_cast<std::size_t>(i < 0 ? i + n : i)]);
-  }
-  node.set_output(0, HostTensor::of_ints(out, indices.shape));
-}
-
-// Concat of 1-D integer host tensors (shapes).
-void convert_concat(NodeContext& node) {
-  const std::int64_t axis = node.int_attr("axis", 0);
-  std::vector<std::int64_t> out;
-  for (int k = 0; k < node.input_count(); ++k) {
-    if (!node.is_host(k) || !node.host(k).is_int() || node.host(k).shape.size() != 1) {
-      throw node.error(
-          "Concat is supported only on 1-D integer tensors known at import time "
-          "(shapes); Tapestry has no concat kernel");
-    }
-    const std::vector<std::int64_t> v = node.host(k).ints;
-    out.insert(out.end(), v.begin(), v.end());
-  }
-  if (axis != 0 && axis != -1) throw node.error("axis must be 0 for 1-D tensors");
-  node.set_output(0, HostTensor::of_ints(out, {static_cast<std::int64_t>(out.size())}));
-}
-
 // Cast: host tensors convert; a graph tensor only to its own dtype.
 void convert_cast(NodeContext& node) {
   const std::int64_t to = node.int_attr("to", 0);

@@ -57,6 +57,14 @@ import_and_run mlp fc1/Gemm.batch=2 fc2/Gemm.out=2
 import_and_run cnn conv1/Conv/conv2d.o=2 pool/MaxPool.n=2 y.batch=2
 import_and_run encoder14 linear1/MatMul.batch=2 self_attn/Softmax.batch0=2
 import_and_run encoder17 linear1/MatMul.batch=2 norm1/LayerNormalization/variance.pre0=2 self_attn/Softmax.batch0=2
+# torchvision's ViT front and back as exported (class token by expand + cat, head on x[:, 0]):
+# the shape code folds, Concat is unslices added up, Gather a slice.
+import_and_run tiny_vit Concat.d1=2 Gather.d0=2 layer/linear1/MatMul.batch=2
+grep -q "^Concat = add(unslice(Expand, dim=1, size=17, start=0), unslice(Transpose, dim=1, size=17, start=1))" "$m/tiny_vit/g.tap" &&
+  grep -q "^Gather = reshape(slice(layer/norm2/Add_1, dim=1, end=1, start=0), shape=\[2, 32\])" "$m/tiny_vit/g.tap" &&
+  grep -q "^Expand = mul(class_token, Expand.ones)" "$m/tiny_vit/g.tap" &&
+  grep -q "^class_token: f32\[1, 1, 32\]" "$m/tiny_vit/g.tap"
+check "tiny_vit: Concat is unslice/add, Gather a slice, Expand a product by ones" $?
 
 # An opset-9 export is converted to opset 13 by ONNX's version converter, then imported as any.
 d=$m/cnn_opset9
