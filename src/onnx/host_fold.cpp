@@ -31,6 +31,7 @@ std::size_t broadcast_source(const std::vector<std::int64_t>& out,
 
 // An empty tensor of `like`'s kind (ints or floats) and dtype, shaped `shape`.
 HostTensor empty_like(const HostTensor& like, std::vector<std::int64_t> shape) {
+  checked_fold_size(shape);
   HostTensor r;
   r.dtype = like.dtype;
   r.shape = std::move(shape);
@@ -54,12 +55,26 @@ std::int64_t product(const std::vector<std::int64_t>& v, std::size_t from, std::
 
 }  // namespace
 
+std::int64_t checked_fold_size(const std::vector<std::int64_t>& shape) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) {
+    if (d < 0) throw Error(fmt::format("negative dim {}", d));
+    if (d != 0 && n > kMaxFoldedCells / d)
+      n = kMaxFoldedCells + 1;
+    else
+      n *= d;
+  }
+  if (n > kMaxFoldedCells)
+    throw Error(
+        fmt::format("a constant of shape [{}] is computed at import time, which holds at "
+                    "most {} cells",
+                    fmt::join(shape, ", "), kMaxFoldedCells));
+  return n;
+}
+
 HostTensor fold_fill(const std::vector<std::int64_t>& shape, const HostTensor& value) {
   if (value.size() != 1) throw Error("the fill value must hold one element");
   HostTensor r = empty_like(value, shape);
-  for (std::int64_t d : shape) {
-    if (d < 0) throw Error(fmt::format("negative dim {}", d));
-  }
   const auto n = static_cast<std::size_t>(r.size());
   if (r.is_int()) {
     r.ints.assign(n, value.ints[0]);
@@ -78,14 +93,14 @@ HostTensor fold_range(const HostTensor& start, const HostTensor& limit, const Ho
     if (d == 0) throw Error("delta is 0");
     for (std::int64_t v = s; d > 0 ? v < l : v > l; v = zspace::checked_add(v, d)) {
       r.ints.push_back(v);
-      if (r.ints.size() > (std::size_t{1} << 31)) throw Error("the range is too long");
+      if (std::ssize(r.ints) > kMaxFoldedCells) checked_fold_size({kMaxFoldedCells + 1});
     }
   } else {
     const double s = start.float_at(0), l = limit.float_at(0), d = delta.float_at(0);
     if (d == 0 || !std::isfinite(s) || !std::isfinite(l) || !std::isfinite(d))
       throw Error("start, limit and delta must be finite and delta nonzero");
     const double n = std::max(std::ceil((l - s) / d), 0.0);
-    if (n > 0x1p31) throw Error("the range is too long");
+    if (n > static_cast<double>(kMaxFoldedCells)) checked_fold_size({kMaxFoldedCells + 1});
     // ONNX defines element i as start + i·delta.
     for (std::int64_t i = 0; i < static_cast<std::int64_t>(n); ++i)
       r.floats.push_back(s + static_cast<double>(i) * d);
@@ -103,6 +118,7 @@ HostTensor fold_expand(const HostTensor& x, const std::vector<std::int64_t>& sha
 
 HostTensor fold_compare(const HostTensor& a, const HostTensor& b, std::string_view op) {
   HostTensor r = HostTensor::of_ints({}, broadcast_shapes(a.shape, b.shape));
+  checked_fold_size(r.shape);
   r.dtype = ir::DType::kBool;
   const bool ints = a.is_int() && b.is_int();
   const std::int64_t n = r.size();

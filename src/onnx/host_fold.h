@@ -22,6 +22,13 @@
 
 namespace tapestry::onnx {
 
+/// The most cells a fold (or a mask the converters build) may hold: a model cannot make the
+/// import allocate without bound (ConstantOfShape of [10¹²]).
+inline constexpr std::int64_t kMaxFoldedCells = std::int64_t{1} << 24;
+
+/// `shape`'s cell count; Error when it exceeds kMaxFoldedCells (or overflows).
+std::int64_t checked_fold_size(const std::vector<std::int64_t>& shape);
+
 /// ConstantOfShape: `shape` filled with `value`'s single element (dtype kept).
 HostTensor fold_fill(const std::vector<std::int64_t>& shape, const HostTensor& value);
 

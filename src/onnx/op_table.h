@@ -62,6 +62,15 @@ void convert_where(NodeContext& node);
 
 /// `parts` concatenated along `axis` (their other dims equal): unslices added up.
 Tensor concat_tensors(NodeContext& node, const std::vector<Tensor>& parts, std::size_t axis);
+/// The cells `at` (in range, at least one) of `x` along `axis`, in that order: one slice per
+/// run of consecutive cells, concatenated (Gather, Slice with steps).
+Tensor take(NodeContext& node, const Tensor& x, std::size_t axis,
+            const std::vector<std::int64_t>& at);
+
+// ops_reduce.cpp: the other reductions, LogSoftmax, Softplus (rewrites).
+void convert_reduce_more(NodeContext& node);
+void convert_log_softmax(NodeContext& node);
+void convert_softplus(NodeContext& node);
 
 // ops_activation.cpp: activations, variadic ops, Dropout, BatchNormalization (rewrites).
 void convert_abs(NodeContext& node);

@@ -44,6 +44,15 @@ HostTensor folded(NodeContext& node, F&& fold) {
   }
 }
 
+// A weight the converter builds (ones, a mask) of `shape`: at most kMaxFoldedCells cells.
+void check_cells(NodeContext& node, const std::vector<std::int64_t>& shape) {
+  try {
+    checked_fold_size(shape);
+  } catch (const Error& e) {
+    throw node.error(e.what());
+  }
+}
+
 std::vector<std::int64_t> shape_of(const Tensor& t) {
   const zspace::Point p = t.type().shape();
   return {p.begin(), p.end()};
@@ -95,6 +104,7 @@ Tensor expand_tensor(NodeContext& node, const Tensor& x, const std::vector<std::
   for (std::size_t d = 0; d < out.size(); ++d) {
     if (d < lead || in[d - lead] != out[d]) ones_shape[d] = out[d];
   }
+  check_cells(node, ones_shape);
   HostTensor ones = float_host(x.type().dtype, ones_shape, {});
   ones.floats.assign(static_cast<std::size_t>(ones.size()), 1.0);
   return node.graph().call("mul", {x, node.import().constant_input(op_name(node) + ".ones", ones)});
@@ -129,6 +139,25 @@ Tensor concat_tensors(NodeContext& node, const std::vector<Tensor>& parts, std::
     start += m;
   }
   return *sum;
+}
+
+Tensor take(NodeContext& node, const Tensor& x, std::size_t axis,
+            const std::vector<std::int64_t>& at) {
+  TAPESTRY_ASSERT(!at.empty(), "take: no cells");
+  const std::int64_t n = shape_of(x)[axis];
+  std::vector<Tensor> runs;
+  for (std::size_t k = 0; k < at.size();) {
+    std::size_t e = k + 1;
+    while (e < at.size() && at[e] == at[e - 1] + 1) ++e;
+    const std::int64_t s = at[k], end = at[e - 1] + 1;
+    runs.push_back(s == 0 && end == n ? x
+                                      : node.graph().call("slice", {x},
+                                                          {{"dim", static_cast<std::int64_t>(axis)},
+                                                           {"start", s},
+                                                           {"end", end}}));
+    k = e;
+  }
+  return runs.size() == 1 ? runs.front() : concat_tensors(node, runs, axis);
 }
 
 // ConstantOfShape: the shape filled with `value` (default float32 0).
@@ -255,6 +284,7 @@ void convert_trilu(NodeContext& node) {
   const std::vector<std::int64_t> in = shape_of(x);
   if (in.size() < 2) throw node.error("Trilu needs at least 2 dims");
   const std::int64_t rows = in[in.size() - 2], cols = in.back();
+  check_cells(node, {rows, cols});
   HostTensor mask = float_host(x.type().dtype, {rows, cols}, {});
   for (std::int64_t r = 0; r < rows; ++r) {
     for (std::int64_t c = 0; c < cols; ++c)
@@ -288,20 +318,7 @@ void convert_gather(NodeContext& node) {
     if (i < 0) i += n;
   }
   if (at.empty()) throw node.error("Gather with no indices (an empty result) is not supported");
-  const Tensor x = node.tensor(0);
-  std::vector<Tensor> runs;
-  for (std::size_t k = 0; k < at.size();) {
-    std::size_t e = k + 1;
-    while (e < at.size() && at[e] == at[e - 1] + 1) ++e;
-    const std::int64_t s = at[k], end = at[e - 1] + 1;
-    runs.push_back(s == 0 && end == n ? x
-                                      : node.graph().call("slice", {x},
-                                                          {{"dim", static_cast<std::int64_t>(axis)},
-                                                           {"start", s},
-                                                           {"end", end}}));
-    k = e;
-  }
-  const Tensor picked = runs.size() == 1 ? runs.front() : concat_tensors(node, runs, axis);
+  const Tensor picked = take(node, node.tensor(0), axis, at);
   std::vector<std::int64_t> out(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(axis));
   out.insert(out.end(), indices.shape.begin(), indices.shape.end());
   out.insert(out.end(), in.begin() + static_cast<std::ptrdiff_t>(axis) + 1, in.end());

@@ -189,6 +189,13 @@ g = oh.make_graph([oh.make_node("Shape", ["x"], ["dims"], name="shp")], "bad",
                   [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3, 8, 8])],
                   [oh.make_tensor_value_info("dims", onnx.TensorProto.INT64, [4])])
 save("shape_output", oh.make_model(g, opset_imports=[oh.make_opsetid("", 14)]))
+# A mask computed from data (x > 0) and an embedding lookup of computed indices: the graph has
+# no boolean or integer tensors, so each must be refused at its node.
+m = model([oh.make_node("Greater", ["x", "zero"], ["m"], name="positive"),
+           oh.make_node("Where", ["m", "x", "zero"], ["y"], name="select")])
+m.graph.initializer.append(oh.make_tensor("zero", onnx.TensorProto.FLOAT, [], [0.0]))
+save("computed_mask", m)
+save("computed_indices", model([oh.make_node("Gather", ["x", "x"], ["y"], name="lookup")]))
 print("exported to", out)
 
 # ---- hand-built models with numpy references (attribute combinations PyTorch rarely exports) ----
@@ -408,6 +415,42 @@ ACTIVATIONS["mask_where_trilu"] = (
      "ax0": i64(0), "ax1": i64(1), "big": np.float32(-1e9).reshape(()), "k1": i64(1).reshape(()),
      "n3": i64(4), "m1": i64(-1).reshape(()), "target": i64(2, 3, -1, -1),
      "bias": np.float32([1, 2, 3, 4]).reshape(1, 1, 1, 4)})
+# Slice with steps: x[:, ::-1, :, 1::2] (a negative step from the end, and a step of 2).
+ACTIVATIONS["slice_steps"] = (
+    [oh.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["s"]), oh.make_node("Neg", ["s"], ["y"])],
+    -x[:, ::-1, :, 1::2],
+    {"st": i64(-1, 1), "en": i64(-2**63, 2**62), "ax": i64(1, 3), "sp": i64(-1, 2)})
+# The other reductions, LogSoftmax, Log and Softplus (ops_reduce.cpp), against numpy in float64.
+xd = x.astype(np.float64)
+def log_softmax(v, axis):
+    m = v.max(axis=axis, keepdims=True)
+    return v - m - np.log(np.exp(v - m).sum(axis=axis, keepdims=True))
+ACTIVATIONS["log_softmax"] = (
+    [oh.make_node("LogSoftmax", ["x"], ["a"], axis=1), oh.make_node("LogSoftmax", ["x"], ["b"]),
+     oh.make_node("Add", ["a", "b"], ["y"])],
+    log_softmax(xd, 1) + log_softmax(xd, -1), {})
+ACTIVATIONS["log_softplus"] = (
+    [oh.make_node("Softplus", ["x"], ["s"]), oh.make_node("Log", ["s"], ["y"])],
+    np.log(np.logaddexp(0, xd)), {})
+ACTIVATIONS["softplus_extremes"] = (  # x·30: exp(x) would overflow float32 beyond 88.7
+    [oh.make_node("Mul", ["x", "k"], ["big"]), oh.make_node("Softplus", ["big"], ["y"])],
+    np.logaddexp(0, xd * 30), {"k": np.array(30, np.float32)})
+ACTIVATIONS["reduce_more"] = (
+    [oh.make_node("ReduceMin", ["x"], ["mn"], axes=[1, 3], keepdims=1),         # [2, 1, 4, 1]
+     oh.make_node("ReduceProd", ["x"], ["pr"], axes=[-1], keepdims=1),          # [2, 3, 4, 1]
+     oh.make_node("ReduceL1", ["x"], ["l1"], axes=[1], keepdims=1),             # [2, 1, 4, 5]
+     oh.make_node("ReduceL2", ["x"], ["l2"], axes=[0, 2], keepdims=1),          # [1, 3, 1, 5]
+     oh.make_node("ReduceSumSquare", ["x"], ["ss"], axes=[3], keepdims=1),      # [2, 3, 4, 1]
+     oh.make_node("ReduceLogSumExp", ["x"], ["ls"], axes=[1, 2], keepdims=0),   # [2, 5]
+     oh.make_node("Add", ["mn", "pr"], ["a1"]), oh.make_node("Add", ["a1", "l1"], ["a2"]),
+     oh.make_node("Add", ["a2", "l2"], ["a3"]), oh.make_node("Add", ["a3", "ss"], ["a4"]),
+     oh.make_node("Unsqueeze", ["ls", "ax12"], ["lsu"]),
+     oh.make_node("Add", ["a4", "lsu"], ["y"])],
+    xd.min(axis=(1, 3), keepdims=True) + xd.prod(axis=-1, keepdims=True)
+    + np.abs(xd).sum(axis=1, keepdims=True) + np.sqrt((xd * xd).sum(axis=(0, 2), keepdims=True))
+    + (xd * xd).sum(axis=3, keepdims=True)
+    + np.log(np.exp(xd).sum(axis=(1, 2)))[:, None, None, :],
+    {"ax12": np.array([1, 2], np.int64)})
 for name, (nodes, want, inits) in ACTIVATIONS.items():
     xin = np.abs(x) + 0.5 if name == "reciprocal" else xm if name.startswith("mask") else x
     reference_model("act_" + name, nodes, xin, want, inits,
