@@ -195,6 +195,11 @@ m = model([oh.make_node("Greater", ["x", "zero"], ["m"], name="positive"),
            oh.make_node("Where", ["m", "x", "zero"], ["y"], name="select")])
 m.graph.initializer.append(oh.make_tensor("zero", onnx.TensorProto.FLOAT, [], [0.0]))
 save("computed_mask", m)
+# ConstantOfShape of [10¹², 1]: the import must refuse it, not try to allocate it.
+m = model([oh.make_node("ConstantOfShape", ["big"], ["c"], name="huge"),
+           oh.make_node("Add", ["x", "c"], ["y"], name="plus")])
+m.graph.initializer.append(oh.make_tensor("big", onnx.TensorProto.INT64, [2], [10**12, 1]))
+save("huge_constant", m)
 save("computed_indices", model([oh.make_node("Gather", ["x", "x"], ["y"], name="lookup")]))
 print("exported to", out)
 
