@@ -22,7 +22,7 @@ from ._core import Tensor
 __all__ = [
     "call",
     "linear", "linear_nobias", "matmul", "bias_add",
-    "relu", "gelu", "exp", "neg", "tanh", "sigmoid", "sqrt",
+    "relu", "gelu", "exp", "neg", "tanh", "sigmoid", "sqrt", "log",
     "add", "sub", "mul", "div", "maximum",
     "sum", "max", "mean", "variance", "reduce", "softmax",
     "transpose", "permute", "reshape", "slice",
@@ -105,6 +105,11 @@ def sigmoid(x: Tensor) -> Tensor:
 def sqrt(x: Tensor) -> Tensor:
     """``√x``, elementwise (NaN for x < 0)."""
     return call("sqrt", x)
+
+
+def log(x: Tensor) -> Tensor:
+    """``ln x``, elementwise (−inf at 0, NaN for x < 0)."""
+    return call("log", x)
 
 
 # ---- elementwise, binary (numpy broadcasting) -------------------------------------------------

@@ -124,9 +124,20 @@ HostTensor decode_tensor(const ::onnx::TensorProto& proto, const std::string& wh
       }
       break;
     }
+    case ::onnx::TensorProto::BOOL: {
+      t.dtype = ir::DType::kBool;
+      if (raw) {
+        for (std::uint8_t v : raw_values<std::uint8_t>(proto.raw_data(), count, what))
+          t.ints.push_back(v != 0 ? 1 : 0);
+      } else {
+        check_count(proto.int32_data(), count, what);
+        for (std::int32_t v : proto.int32_data()) t.ints.push_back(v != 0 ? 1 : 0);
+      }
+      break;
+    }
     default:
       throw Error(fmt::format(
-          "{}: element type {} ({}) is not supported (float, double, int32, int64 are)", what,
+          "{}: element type {} ({}) is not supported (float, double, int32, int64, bool are)", what,
           ::onnx::TensorProto::DataType_Name(
               static_cast<::onnx::TensorProto::DataType>(proto.data_type())),
           proto.data_type()));

@@ -17,7 +17,7 @@
 namespace tapestry::onnx {
 
 struct HostTensor {
-  ir::DType dtype = ir::DType::kFloat32;  // float32, float64 (floats) or int64, int32 (ints)
+  ir::DType dtype = ir::DType::kFloat32;  // float32, float64 (floats); int64, int32, bool (ints)
   std::vector<std::int64_t> shape;
   std::vector<std::int64_t> ints;  // when is_int()
   std::vector<double> floats;      // otherwise
@@ -33,7 +33,7 @@ struct HostTensor {
   static HostTensor of_ints(std::vector<std::int64_t> values, std::vector<std::int64_t> shape);
 };
 
-/// Decodes a TensorProto (float, double, int32, int64; raw or typed data). Error naming `what`
+/// Decodes a TensorProto (float, double, int32, int64, bool; raw or typed data). Error naming `what`
 /// for other dtypes, external data, or a size that does not match the dims.
 HostTensor decode_tensor(const ::onnx::TensorProto& proto, const std::string& what);
 

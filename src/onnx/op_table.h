@@ -46,9 +46,31 @@ void convert_unsqueeze(NodeContext& node);
 void convert_slice(NodeContext& node);
 void convert_split(NodeContext& node);
 void convert_shape(NodeContext& node);
-void convert_gather(NodeContext& node);
-void convert_concat(NodeContext& node);
 void convert_cast(NodeContext& node);
+
+// ops_index.cpp: indexing, masks and the shape code around them (folded or rewritten).
+void convert_concat(NodeContext& node);
+void convert_constant_of_shape(NodeContext& node);
+void convert_compare(NodeContext& node);
+void convert_expand(NodeContext& node);
+void convert_gather(NodeContext& node);
+void convert_not(NodeContext& node);
+void convert_range(NodeContext& node);
+void convert_tile(NodeContext& node);
+void convert_trilu(NodeContext& node);
+void convert_where(NodeContext& node);
+
+/// `parts` concatenated along `axis` (their other dims equal): unslices added up.
+Tensor concat_tensors(NodeContext& node, const std::vector<Tensor>& parts, std::size_t axis);
+/// The cells `at` (in range, at least one) of `x` along `axis`, in that order: one slice per
+/// run of consecutive cells, concatenated (Gather, Slice with steps).
+Tensor take(NodeContext& node, const Tensor& x, std::size_t axis,
+            const std::vector<std::int64_t>& at);
+
+// ops_reduce.cpp: the other reductions, LogSoftmax, Softplus (rewrites).
+void convert_reduce_more(NodeContext& node);
+void convert_log_softmax(NodeContext& node);
+void convert_softplus(NodeContext& node);
 
 // ops_activation.cpp: activations, variadic ops, Dropout, BatchNormalization (rewrites).
 void convert_abs(NodeContext& node);

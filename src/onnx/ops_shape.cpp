@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "op_table.h"
@@ -183,40 +184,71 @@ void convert_unsqueeze(NodeContext& node) {
   set_reshaped(node, shape);
 }
 
-// Slice (opset ≥ 10: starts, ends, axes, steps as inputs), step 1 only: one slice operation
-// per axis that is actually cut; a 1-D host tensor is sliced at import time.
+// Slice (opset ≥ 10: starts, ends, axes, steps as inputs): one slice operation per axis that is
+// actually cut with step 1; with another step (negative included: x[::-1]) the cells it picks,
+// one slice per cell, concatenated (take), for at most kMaxSteppedCells cells. A 1-D integer
+// host tensor is sliced at import time.
 void convert_slice(NodeContext& node) {
+  constexpr std::int64_t kMaxSteppedCells = 64;
   const std::vector<std::int64_t> in = node.shape(0);
   const std::vector<std::int64_t> starts = node.host(1).as_ints();
   const std::vector<std::int64_t> ends = node.host(2).as_ints();
   std::vector<std::int64_t> axes(starts.size());
   std::iota(axes.begin(), axes.end(), 0);
   if (node.has_input(3)) axes = node.host(3).as_ints();
-  if (node.has_input(4)) {
-    for (std::int64_t s : node.host(4).as_ints()) {
-      if (s != 1) throw node.error(fmt::format("step {} is not supported (only 1)", s));
-    }
-  }
-  if (ends.size() != starts.size() || axes.size() != starts.size())
-    throw node.error("starts, ends and axes differ in length");
+  std::vector<std::int64_t> steps(starts.size(), 1);
+  if (node.has_input(4)) steps = node.host(4).as_ints();
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    throw node.error("starts, ends, axes and steps differ in length");
   const bool host = node.is_host(0) && in.size() == 1 && node.host(0).is_int();
   Value v = host ? Value(node.host(0)) : Value(node.tensor(0));
   for (std::size_t k = 0; k < starts.size(); ++k) {
     const auto axis = static_cast<std::size_t>(normalise_axis(node, axes[k], in.size()));
     const std::int64_t dim = in[axis];
-    const auto clamp = [dim](std::int64_t i) {
-      if (i < 0) i += dim;
-      return std::clamp<std::int64_t>(i, 0, dim);
-    };
-    const std::int64_t s = clamp(starts[k]);
-    const std::int64_t e = std::max(s, clamp(ends[k]));
-    if (s == 0 && e == dim) continue;
+    const std::int64_t step = steps[k];
+    if (step == 0) throw node.error("step 0");
+    const auto from_end = [dim](std::int64_t i) { return i < 0 ? i + dim : i; };
+    // ONNX's clamping: start and end to [0, dim] for a positive step; start to [0, dim − 1] and
+    // end to [−1, dim − 1] for a negative one.
+    std::int64_t s = 0, e = 0;
+    if (step > 0) {
+      s = std::clamp<std::int64_t>(from_end(starts[k]), 0, dim);
+      e = std::clamp<std::int64_t>(from_end(ends[k]), 0, dim);
+    } else if (dim > 0) {
+      s = std::clamp<std::int64_t>(from_end(starts[k]), 0, dim - 1);
+      e = std::clamp<std::int64_t>(from_end(ends[k]), -1, dim - 1);
+    }
+    // The cells picked, s + j·step for j < count (no overflow: |step| may be anything).
+    const std::int64_t stride =
+        step > 0 ? step : (step == std::numeric_limits<std::int64_t>::min() ? -(step + 1) : -step);
+    const std::int64_t count =
+        step > 0 ? (e > s ? (e - s - 1) / stride + 1 : 0) : (s > e ? (s - e - 1) / stride + 1 : 0);
+    if (step == 1 || count <= 1) {
+      if (s == 0 && count == dim) continue;
+      if (HostTensor* h = std::get_if<HostTensor>(&v)) {
+        h->ints = std::vector<std::int64_t>(h->ints.begin() + s, h->ints.begin() + s + count);
+        h->shape = {count};
+      } else {
+        v = node.graph().call(
+            "slice", {std::get<Tensor>(v)},
+            {{"dim", static_cast<std::int64_t>(axis)}, {"start", s}, {"end", s + count}});
+      }
+      continue;
+    }
+    if (count > kMaxSteppedCells && !std::holds_alternative<HostTensor>(v))
+      throw node.error(fmt::format(
+          "step {} picks {} cells of dim {} ({}); a stepped slice is supported up to {} cells "
+          "(one slice operation each)",
+          step, count, axis, dim, kMaxSteppedCells));
+    std::vector<std::int64_t> at;
+    for (std::int64_t j = 0; j < count; ++j) at.push_back(s + j * step);
     if (HostTensor* h = std::get_if<HostTensor>(&v)) {
-      h->ints = std::vector<std::int64_t>(h->ints.begin() + s, h->ints.begin() + e);
-      h->shape = {e - s};
+      std::vector<std::int64_t> picked;
+      for (std::int64_t i : at) picked.push_back(h->ints[static_cast<std::size_t>(i)]);
+      h->ints = std::move(picked);
+      h->shape = {count};
     } else {
-      v = node.graph().call("slice", {std::get<Tensor>(v)},
-                            {{"dim", static_cast<std::int64_t>(axis)}, {"start", s}, {"end", e}});
+      v = take(node, std::get<Tensor>(v), axis, at);
     }
   }
   node.set_output(0, v);
@@ -285,42 +317,6 @@ void convert_shape(NodeContext& node) {
   const std::int64_t e = std::max(s, clamp(node.int_attr("end", rank)));
   std::vector<std::int64_t> v(in.begin() + s, in.begin() + e);
   node.set_output(0, HostTensor::of_ints(v, {e - s}));
-}
-
-// Gather from a 1-D integer host tensor (a shape) at host indices.
-void convert_gather(NodeContext& node) {
-  if (!node.is_host(0) || !node.host(0).is_int() || node.host(0).shape.size() != 1) {
-    throw node.error(
-        "Gather is supported only on 1-D integer tensors known at import time (a "
-        "shape); Tapestry has no gather kernel");
-  }
-  if (node.int_attr("axis", 0) != 0) throw node.error("axis must be 0 for 1-D data");
-  const HostTensor& data = node.host(0);
-  const HostTensor& indices = node.host(1);
-  const auto n = static_cast<std::int64_t>(data.ints.size());
-  std::vector<std::int64_t> out;
-  for (std::int64_t i : indices.as_ints()) {
-    if (i < -n || i >= n) throw node.error(fmt::format("index {} is out of range for {}", i, n));
-    out.push_back(data.ints[static_cast<std::size_t>(i < 0 ? i + n : i)]);
-  }
-  node.set_output(0, HostTensor::of_ints(out, indices.shape));
-}
-
-// Concat of 1-D integer host tensors (shapes).
-void convert_concat(NodeContext& node) {
-  const std::int64_t axis = node.int_attr("axis", 0);
-  std::vector<std::int64_t> out;
-  for (int k = 0; k < node.input_count(); ++k) {
-    if (!node.is_host(k) || !node.host(k).is_int() || node.host(k).shape.size() != 1) {
-      throw node.error(
-          "Concat is supported only on 1-D integer tensors known at import time "
-          "(shapes); Tapestry has no concat kernel");
-    }
-    const std::vector<std::int64_t> v = node.host(k).ints;
-    out.insert(out.end(), v.begin(), v.end());
-  }
-  if (axis != 0 && axis != -1) throw node.error("axis must be 0 for 1-D tensors");
-  node.set_output(0, HostTensor::of_ints(out, {static_cast<std::int64_t>(out.size())}));
 }
 
 // Cast: host tensors convert; a graph tensor only to its own dtype.

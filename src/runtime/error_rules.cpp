@@ -200,6 +200,10 @@ double max_slope(std::string_view kernel, double x, double w) {
     const double lo = x - w;  // f′ = 1 / (2√t) is largest at the interval's low end
     return lo > 0 ? 0.5 / std::sqrt(lo) : INFINITY;
   }
+  if (kernel == "log") {
+    const double lo = x - w;  // f′ = 1 / t, likewise
+    return lo > 0 ? 1 / lo : INFINITY;
+  }
   // gelu: f′(t) = Φ(t) + t·φ(t) lies in [−0.17, 1.13]; on a narrow interval the largest of
   // three samples (+5%) bounds it, on a wide one the global maximum does.
   if (w > 0.5) return 1.13;
@@ -1402,6 +1406,7 @@ Scales unknown_scales() {
 std::optional<bool> non_finite_at(std::string_view kernel, double t) {
   if (kernel == "exp") return !std::isfinite(std::exp(t));
   if (kernel == "sqrt") return !std::isfinite(std::sqrt(t));
+  if (kernel == "log") return !std::isfinite(std::log(t));
   return std::nullopt;
 }
 

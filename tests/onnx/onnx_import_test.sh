@@ -57,6 +57,14 @@ import_and_run mlp fc1/Gemm.batch=2 fc2/Gemm.out=2
 import_and_run cnn conv1/Conv/conv2d.o=2 pool/MaxPool.n=2 y.batch=2
 import_and_run encoder14 linear1/MatMul.batch=2 self_attn/Softmax.batch0=2
 import_and_run encoder17 linear1/MatMul.batch=2 norm1/LayerNormalization/variance.pre0=2 self_attn/Softmax.batch0=2
+# torchvision's ViT front and back as exported (class token by expand + cat, head on x[:, 0]):
+# the shape code folds, Concat is unslices added up, Gather a slice.
+import_and_run tiny_vit Concat.d1=2 Gather.d0=2 layer/linear1/MatMul.batch=2
+grep -q "^Concat = add(unslice(Expand, dim=1, size=17, start=0), unslice(Transpose, dim=1, size=17, start=1))" "$m/tiny_vit/g.tap" &&
+  grep -q "^Gather = reshape(slice(layer/norm2/Add_1, dim=1, end=1, start=0), shape=\[2, 32\])" "$m/tiny_vit/g.tap" &&
+  grep -q "^Expand = mul(class_token, Expand.ones)" "$m/tiny_vit/g.tap" &&
+  grep -q "^class_token: f32\[1, 1, 32\]" "$m/tiny_vit/g.tap"
+check "tiny_vit: Concat is unslice/add, Gather a slice, Expand a product by ones" $?
 
 # An opset-9 export is converted to opset 13 by ONNX's version converter, then imported as any.
 d=$m/cnn_opset9
@@ -249,6 +257,9 @@ expect "shape overflow" 2 "node 'huge' \(Reshape, node 0\): shape arithmetic ove
 expect "unsupported op" 2 "node 'cosine' \(Cos, node 0\): operator Cos is not supported" -- "$tapestry" import "$b/unsupported_op.onnx" -o "$tmp/x.tap"
 expect "undefined input" 2 "node 'adder' \(Add, node 0\): input 'ghost' is not defined" -- "$tapestry" import "$b/undefined_input.onnx" -o "$tmp/x.tap"
 expect "an integer output computed at import" 2 "shape_output.onnx: output 'dims' \(from node 'shp' \(Shape, node 0\)\): 'dims' is an integer tensor \(int64\)" -- "$tapestry" import "$b/shape_output.onnx" -o "$tmp/x.tap"
+expect "a mask computed from data" 2 "node 'positive' \(Greater, node 0\): Greater is supported only on tensors known at import time" -- "$tapestry" import "$b/computed_mask.onnx" -o "$tmp/x.tap"
+expect "an embedding lookup of computed indices" 2 "node 'lookup' \(Gather, node 0\): Gather is supported only with indices known at import time" -- "$tapestry" import "$b/computed_indices.onnx" -o "$tmp/x.tap"
+expect "a constant too large to fold" 2 "node 'huge' \(ConstantOfShape, node 0\): a constant of shape \[1000000000000, 1\] is computed at import time, which holds at most 16777216 cells" -- "$tapestry" import "$b/huge_constant.onnx" -o "$tmp/x.tap"
 expect "missing file" 2 "cannot open the file" -- "$tapestry" import "$tmp/nope.onnx" -o "$tmp/x.tap"
 expect "bad graph extension" 2 "must end in .tap or .json" -- "$tapestry" import "$m/mlp/model.onnx" -o "$tmp/x.txt"
 expect "--check with -o" 2 "--check writes nothing: drop -o and --weights" -- "$tapestry" import "$m/mlp/model.onnx" --check -o "$tmp/x.tap"

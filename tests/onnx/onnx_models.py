@@ -87,6 +87,27 @@ class GptBlock(torch.nn.Module):
         return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.ln2(x))))
 
 
+class TinyVit(torch.nn.Module):
+    """torchvision's ViT front and back as exported: patches by a strided conv, the class token
+    prepended with `class_token.expand(n, -1, -1)` and torch.cat (ConstantOfShape, Equal, Where,
+    Expand on the shape; a float Concat), a position embedding, one encoder layer, and the head
+    on x[:, 0] (a float Gather with a constant index)."""
+
+    def __init__(self, d=32):
+        super().__init__()
+        self.conv_proj = torch.nn.Conv2d(3, d, 4, stride=4)
+        self.class_token = torch.nn.Parameter(torch.randn(1, 1, d))
+        self.pos_embedding = torch.nn.Parameter(torch.randn(1, 1 + 16, d))
+        self.layer = torch.nn.TransformerEncoderLayer(d, 4, 2 * d, dropout=0.0, batch_first=True)
+        self.head = torch.nn.Linear(d, 10)
+
+    def forward(self, x):                                      # [n, 3, 16, 16]
+        n = x.shape[0]
+        x = self.conv_proj(x).reshape(n, -1, 16).permute(0, 2, 1)  # [n, 16, d]
+        x = torch.cat([self.class_token.expand(n, -1, -1), x], dim=1) + self.pos_embedding
+        return self.head(self.layer(x)[:, 0])
+
+
 def encoder():
     return torch.nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, dropout=0.0,
                                             batch_first=True, activation="gelu")
@@ -128,6 +149,7 @@ export("conv_bn", ConvBn(), torch.randn(2, 3, 8, 8))
 export("cnn_opset9", Cnn(), torch.randn(4, 3, 16, 16), opset=9)  # converted to 13 on import
 export("gpt_causal14", GptBlock(float("-inf")), torch.randn(2, 64, 64), opset=14)
 export("gpt_causal13_1e9", GptBlock(-1e9), torch.randn(2, 64, 64), opset=13)
+export("tiny_vit", TinyVit(), torch.randn(2, 3, 16, 16), opset=13)
 
 # ---- models the importer must refuse ----------------------------------------------------------
 bad = os.path.join(out, "bad")
@@ -180,6 +202,18 @@ g = oh.make_graph([oh.make_node("Shape", ["x"], ["dims"], name="shp")], "bad",
                   [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3, 8, 8])],
                   [oh.make_tensor_value_info("dims", onnx.TensorProto.INT64, [4])])
 save("shape_output", oh.make_model(g, opset_imports=[oh.make_opsetid("", 14)]))
+# A mask computed from data (x > 0) and an embedding lookup of computed indices: the graph has
+# no boolean or integer tensors, so each must be refused at its node.
+m = model([oh.make_node("Greater", ["x", "zero"], ["m"], name="positive"),
+           oh.make_node("Where", ["m", "x", "zero"], ["y"], name="select")])
+m.graph.initializer.append(oh.make_tensor("zero", onnx.TensorProto.FLOAT, [], [0.0]))
+save("computed_mask", m)
+# ConstantOfShape of [10¹², 1]: the import must refuse it, not try to allocate it.
+m = model([oh.make_node("ConstantOfShape", ["big"], ["c"], name="huge"),
+           oh.make_node("Add", ["x", "c"], ["y"], name="plus")])
+m.graph.initializer.append(oh.make_tensor("big", onnx.TensorProto.INT64, [2], [10**12, 1]))
+save("huge_constant", m)
+save("computed_indices", model([oh.make_node("Gather", ["x", "x"], ["y"], name="lookup")]))
 print("exported to", out)
 
 # ---- hand-built models with numpy references (attribute combinations PyTorch rarely exports) ----
@@ -339,8 +373,104 @@ for axis in (-2, 1):
     ACTIVATIONS[f"layer_norm_axis{axis}".replace("-", "m")] = (
         [oh.make_node("LayerNormalization", ["x", "s", "b"], ["y"], axis=axis)],
         layer_norm(x.astype(np.float64), axis, ln_s, ln_b), {"s": ln_s, "b": ln_b})
+# Indexing, masks and the shape code around them (ops_index.cpp): float Concat, Gather, Expand,
+# Tile, Where with a constant mask, Trilu, and ConstantOfShape/Range/comparisons folded.
+i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+zc = f32(2, 2, 4, 5)
+ACTIVATIONS["concat"] = (
+    [oh.make_node("Concat", ["x", "zc", "x"], ["c"], axis=1),          # [2, 8, 4, 5]
+     oh.make_node("Concat", ["c", "c"], ["cc"], axis=-1),               # [2, 8, 4, 10]
+     oh.make_node("Neg", ["cc"], ["y"])],
+    -np.concatenate([np.concatenate([x, zc, x], 1)] * 2, -1), {"zc": zc})
+ACTIVATIONS["gather"] = (
+    [oh.make_node("Gather", ["x", "zero"], ["g0"], axis=1),             # x[:, 0]: [2, 4, 5]
+     oh.make_node("Gather", ["x", "idx"], ["g1"], axis=-1),             # [2, 3, 4, 2, 2]
+     oh.make_node("ReduceSum", ["g1", "axes_m1"], ["s1"], keepdims=0),   # [2, 3, 4, 2]
+     oh.make_node("Gather", ["s1", "one"], ["g2"], axis=1),             # [2, 4, 2]
+     oh.make_node("Gather", ["g0", "two"], ["g3"], axis=-1),            # [2, 4]
+     oh.make_node("Unsqueeze", ["g3", "axes_m1"], ["g4"]),              # [2, 4, 1]
+     oh.make_node("Mul", ["g2", "g4"], ["y"])],
+    x[..., [[4, 0], [1, 2]]].sum(-1)[:, 1] * x[:, 0][..., 2][..., None],
+    {"zero": i64(0).reshape(()), "idx": i64([4, 0], [1, 2]).reshape(2, 2), "one": i64(1).reshape(()),
+     "two": i64(2).reshape(()), "axes_m1": i64(-1)})
+xe = x[:, :1, :, :1]                                                    # [2, 1, 4, 1]
+ACTIVATIONS["expand_tile"] = (
+    [oh.make_node("Slice", ["x", "s0", "s1", "sax"], ["xe"]),
+     oh.make_node("Expand", ["xe", "shape"], ["e"]),                    # [3, 2, 2, 4, 5]
+     oh.make_node("Tile", ["x", "reps"], ["t"]),                        # [2, 3, 8, 10]
+     oh.make_node("Slice", ["t", "t0", "t1", "tax"], ["ts"]),           # [2, 2, 4, 5]
+     oh.make_node("Add", ["e", "ts"], ["y"])],
+    np.broadcast_to(xe, (3, 2, 2, 4, 5)) + np.tile(x, (1, 1, 2, 2))[:, 1:, 4:, 3:8],
+    {"s0": i64(0, 0), "s1": i64(1, 1), "sax": i64(1, 3), "shape": i64(3, 1, 2, 1, 5),
+     "reps": i64(1, 1, 2, 2), "t0": i64(1, 4, 3), "t1": i64(3, 8, 8), "tax": i64(1, 2, 3)})
+# A causal mask built as PyTorch's exporters do: Range → Unsqueeze → LessOrEqual (a constant
+# boolean mask), Where(mask, x, −1e9), then Trilu of the result; ConstantOfShape/Equal/Where
+# on the shape (x.expand(n, -1, -1)) choose the Expand's shape.
+rows = np.arange(4)
+causal = rows[None, :] <= rows[:, None]                                 # [4, 4]: col ≤ row
+xm = f32(2, 3, 4, 4)
+masked = np.where(causal, xm, np.float32(-1e9))
+ACTIVATIONS["mask_where_trilu"] = (
+    [oh.make_node("Range", ["r0", "r4", "r1"], ["r"]),
+     oh.make_node("Unsqueeze", ["r", "ax0"], ["rcol"]),                  # [1, 4]
+     oh.make_node("Unsqueeze", ["r", "ax1"], ["rrow"]),                  # [4, 1]
+     oh.make_node("LessOrEqual", ["rcol", "rrow"], ["le"]),
+     oh.make_node("Greater", ["rcol", "rrow"], ["gt"]),
+     oh.make_node("Not", ["gt"], ["ngt"]),
+     oh.make_node("And", ["le", "ngt"], ["mask"]),
+     oh.make_node("Where", ["mask", "x", "big"], ["w"]),
+     oh.make_node("Trilu", ["w"], ["tl"], upper=0),
+     oh.make_node("Trilu", ["x", "k1"], ["tu"], upper=1),
+     oh.make_node("ConstantOfShape", ["n3"], ["ones"], value=oh.make_tensor("v", onnx.TensorProto.INT64, [1], [1])),
+     oh.make_node("Mul", ["ones", "m1"], ["minus"]),
+     oh.make_node("Equal", ["target", "minus"], ["eq"]),
+     oh.make_node("Where", ["eq", "ones", "target"], ["shape"]),        # [2, 3, 1, 1]
+     oh.make_node("Expand", ["bias", "shape"], ["be"]),                 # [2, 3, 1, 4]
+     oh.make_node("Add", ["tl", "tu"], ["s"]),
+     oh.make_node("Add", ["s", "be"], ["y"])],
+    np.tril(masked) + np.triu(xm, 1) + np.broadcast_to(np.float32([1, 2, 3, 4]).reshape(1, 1, 1, 4), (2, 3, 1, 4)),
+    {"r0": i64(0).reshape(()), "r4": i64(4).reshape(()), "r1": i64(1).reshape(()),
+     "ax0": i64(0), "ax1": i64(1), "big": np.float32(-1e9).reshape(()), "k1": i64(1).reshape(()),
+     "n3": i64(4), "m1": i64(-1).reshape(()), "target": i64(2, 3, -1, -1),
+     "bias": np.float32([1, 2, 3, 4]).reshape(1, 1, 1, 4)})
+# Slice with steps: x[:, ::-1, :, 1::2] (a negative step from the end, and a step of 2).
+ACTIVATIONS["slice_steps"] = (
+    [oh.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["s"]), oh.make_node("Neg", ["s"], ["y"])],
+    -x[:, ::-1, :, 1::2],
+    {"st": i64(-1, 1), "en": i64(-2**63, 2**62), "ax": i64(1, 3), "sp": i64(-1, 2)})
+# The other reductions, LogSoftmax, Log and Softplus (ops_reduce.cpp), against numpy in float64.
+xd = x.astype(np.float64)
+def log_softmax(v, axis):
+    m = v.max(axis=axis, keepdims=True)
+    return v - m - np.log(np.exp(v - m).sum(axis=axis, keepdims=True))
+ACTIVATIONS["log_softmax"] = (
+    [oh.make_node("LogSoftmax", ["x"], ["a"], axis=1), oh.make_node("LogSoftmax", ["x"], ["b"]),
+     oh.make_node("Add", ["a", "b"], ["y"])],
+    log_softmax(xd, 1) + log_softmax(xd, -1), {})
+ACTIVATIONS["log_softplus"] = (
+    [oh.make_node("Softplus", ["x"], ["s"]), oh.make_node("Log", ["s"], ["y"])],
+    np.log(np.logaddexp(0, xd)), {})
+ACTIVATIONS["softplus_extremes"] = (  # x·30: exp(x) would overflow float32 beyond 88.7
+    [oh.make_node("Mul", ["x", "k"], ["big"]), oh.make_node("Softplus", ["big"], ["y"])],
+    np.logaddexp(0, xd * 30), {"k": np.array(30, np.float32)})
+ACTIVATIONS["reduce_more"] = (
+    [oh.make_node("ReduceMin", ["x"], ["mn"], axes=[1, 3], keepdims=1),         # [2, 1, 4, 1]
+     oh.make_node("ReduceProd", ["x"], ["pr"], axes=[-1], keepdims=1),          # [2, 3, 4, 1]
+     oh.make_node("ReduceL1", ["x"], ["l1"], axes=[1], keepdims=1),             # [2, 1, 4, 5]
+     oh.make_node("ReduceL2", ["x"], ["l2"], axes=[0, 2], keepdims=1),          # [1, 3, 1, 5]
+     oh.make_node("ReduceSumSquare", ["x"], ["ss"], axes=[3], keepdims=1),      # [2, 3, 4, 1]
+     oh.make_node("ReduceLogSumExp", ["x"], ["ls"], axes=[1, 2], keepdims=0),   # [2, 5]
+     oh.make_node("Add", ["mn", "pr"], ["a1"]), oh.make_node("Add", ["a1", "l1"], ["a2"]),
+     oh.make_node("Add", ["a2", "l2"], ["a3"]), oh.make_node("Add", ["a3", "ss"], ["a4"]),
+     oh.make_node("Unsqueeze", ["ls", "ax12"], ["lsu"]),
+     oh.make_node("Add", ["a4", "lsu"], ["y"])],
+    xd.min(axis=(1, 3), keepdims=True) + xd.prod(axis=-1, keepdims=True)
+    + np.abs(xd).sum(axis=1, keepdims=True) + np.sqrt((xd * xd).sum(axis=(0, 2), keepdims=True))
+    + (xd * xd).sum(axis=3, keepdims=True)
+    + np.log(np.exp(xd).sum(axis=(1, 2)))[:, None, None, :],
+    {"ax12": np.array([1, 2], np.int64)})
 for name, (nodes, want, inits) in ACTIVATIONS.items():
-    xin = np.abs(x) + 0.5 if name == "reciprocal" else x
+    xin = np.abs(x) + 0.5 if name == "reciprocal" else xm if name.startswith("mask") else x
     reference_model("act_" + name, nodes, xin, want, inits,
                     opset=17 if name.startswith("layer_norm") else 14)
 print("built the reference models")

@@ -96,8 +96,9 @@ class Cases {
  private:
   Case one(const std::string& k) {
     const std::set<std::string> binary = {"add", "sub", "mul", "div", "maximum"};
-    const std::set<std::string> unary = {"relu", "neg",  "exp",       "tanh",       "sigmoid",
-                                         "gelu", "sqrt", "ones_like", "zeros_like", "mul_scalar"};
+    const std::set<std::string> unary = {"relu", "neg",       "exp",        "tanh",
+                                         "sigmoid", "gelu", "sqrt", "log", "ones_like",
+                                         "zeros_like", "mul_scalar"};
     Case c{k, {}, nlohmann::json::object(), false};
     if (binary.count(k)) {
       Shape full = shape(static_cast<std::size_t>(pick(1, 3)));
@@ -108,7 +109,7 @@ class Cases {
       c.no_ties = k == "maximum";
     } else if (unary.count(k)) {
       const Draw draw = k == "relu"   ? Draw::kAwayFromZero
-                        : k == "sqrt" ? Draw::kPositive
+                        : k == "sqrt" || k == "log" ? Draw::kPositive
                                       : Draw::kUniform;
       c.inputs = {{"X", shape(static_cast<std::size_t>(pick(1, 3))), draw}};
       if (k == "mul_scalar") c.params = {{"factor", 1.5}, {"divisor", pick(1, 5)}};

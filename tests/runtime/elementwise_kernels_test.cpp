@@ -2,12 +2,14 @@
 // executor against values computed by hand.
 #include <cmath>
 #include <limits>
+#include <numbers>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "kernel_graphs.h"
 #include "run_helpers.h"
+#include "tapestry/runtime/fast_kernels.h"
 
 namespace tapestry::runtime {
 namespace {
@@ -37,6 +39,28 @@ TEST(UnaryKernels, FloatFunctions) {
     BufferMap out = run_naive(b.graph, {{"X", Buffer::from_values<double>(Range({-3}, {2}), xs)}});
     std::vector<double> got = values_of<double>(out, op.result);
     for (std::size_t i = 0; i < xs.size(); ++i) EXPECT_DOUBLE_EQ(got[i], c.f(xs[i])) << c.kernel;
+  }
+}
+
+// log's special values: −inf at ±0, NaN below 0, +inf at +inf; exact at 1 and e^k.
+TEST(UnaryKernels, LogKnownValues) {
+  const std::vector<double> xs = {1, 0.5, std::exp(3.0), 0, -0.0, -1, INFINITY, 1e-310};
+  GraphBuilder b;
+  const Range r = Range::of_shape({static_cast<std::int64_t>(xs.size())});
+  TensorId x = b.tensor("X", "float64", r);
+  Built op = add_unary(b, "log", x);
+  for (const ExecutableKernels* k : {&ExecutableKernels::reference(), &fast_kernels()}) {
+    BufferMap in = bind_by_name(b.graph, {{"X", Buffer::from_values<double>(r, xs)}});
+    const std::vector<double> got =
+        values_of<double>(NaiveExecutor(b.graph, *k).run(std::move(in)), op.result);
+    EXPECT_EQ(got[0], 0.0);
+    EXPECT_DOUBLE_EQ(got[1], -std::numbers::ln2);
+    EXPECT_DOUBLE_EQ(got[2], 3.0);
+    EXPECT_EQ(got[3], -INFINITY);
+    EXPECT_EQ(got[4], -INFINITY);
+    EXPECT_TRUE(std::isnan(got[5]));
+    EXPECT_EQ(got[6], INFINITY);
+    EXPECT_NEAR(got[7], std::log(1e-310), 1e-12);  // a subnormal input
   }
 }
 

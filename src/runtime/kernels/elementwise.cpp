@@ -79,6 +79,7 @@ void register_elementwise_kernels(ExecutableKernels& registry) {
   registry.add("tanh", &unary_kernel<scalar::Tanh>);
   registry.add("sigmoid", &unary_kernel<scalar::Sigmoid>);
   registry.add("sqrt", &unary_kernel<scalar::Sqrt>);
+  registry.add("log", &unary_kernel<scalar::Log>);
   registry.add("add", &binary_kernel<scalar::Add>);
   registry.add("sub", &binary_kernel<scalar::Sub>);
   registry.add("mul", &binary_kernel<scalar::Mul>);

@@ -249,6 +249,7 @@ void register_fast_elementwise(ExecutableKernels& registry) {
   registry.add("sigmoid", &unary_kernel<scalar::Sigmoid>);
   registry.add("gelu", &unary_kernel<scalar::Gelu>);
   registry.add("sqrt", &unary_kernel<scalar::Sqrt>);
+  registry.add("log", &unary_kernel<scalar::Log>);
   registry.add("add", &binary_kernel<scalar::Add>);
   registry.add("sub", &binary_kernel<scalar::Sub>);
   registry.add("mul", &binary_kernel<scalar::Mul>);
