@@ -8,6 +8,10 @@
 // reduction and (kh, kw) windows; the kernel accepts any split of (c, i, j) between index dims
 // and windows. Each output cell sums its index points in ascending order (ascending c) and,
 // inside each, the window (c, i, j) row-major. No bias; padding is a separate `pad` operation.
+//
+// grouped_conv2d is the same body: its index [n, g, og, oh, ow, cg] reaches x's channel
+// g·cg + ci and w's filter g·og + f through its IPFs, so each index point's cells are conv2d's
+// (1, 1, kh, kw) windows and the loop above never sees the group.
 #include <fmt/format.h>
 
 #include "kernel_support.h"
@@ -71,6 +75,7 @@ void conv2d_kernel(const KernelCall& call) {
 
 void register_conv_kernels(ExecutableKernels& registry) {
   registry.add("conv2d", &conv2d_kernel);
+  registry.add("grouped_conv2d", &conv2d_kernel);  // the group offsets live in the IPFs
 }
 
 }  // namespace tapestry::runtime

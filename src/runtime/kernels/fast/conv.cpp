@@ -328,10 +328,38 @@ void conv2d_kernel(const KernelCall& call) {
   }
 }
 
+// grouped_conv2d: oneDNN's grouped convolution for float32 boxes of whole groups (depthwise is
+// groups = c), else the plan above — its affine reading puts the group dim (it moves x, w and
+// the result) among the batch loops: one im2col + GEMM per group.
+void grouped_conv2d_kernel(const KernelCall& call) {
+  const std::optional<DType> dtype = uniform_dtype(call);
+  const bool ports = call.input_count("x") == 1 && call.input_count("w") == 1 &&
+                     call.inputs.size() == 2 && call.outputs.size() == 1 &&
+                     call.outputs.list("result").size() == 1;
+  bool done = false;
+  if (dtype && ports && !call.index.is_empty()) {
+    const ConvBackend backend = conv_backend();
+    if (*dtype == DType::kFloat32 &&
+        (backend == ConvBackend::kOneDnn ||
+         (backend == ConvBackend::kAuto && onednn_grouped_conv_pays_off(call.index)))) {
+      const std::optional<ConvOperands> operands = onednn_grouped_conv_operands(call, call.index);
+      done = operands && onednn_conv(*operands);
+    }
+    if (*dtype == DType::kFloat32 && !done) done = conv<float>(call, call.index, true);
+    if (*dtype == DType::kFloat64) done = conv<double>(call, call.index, true);
+  }
+  if (done) {
+    count_fast();
+  } else {
+    run_reference(call);
+  }
+}
+
 }  // namespace
 
 void register_fast_conv(ExecutableKernels& registry) {
   registry.add("conv2d", &conv2d_kernel);
+  registry.add("grouped_conv2d", &grouped_conv2d_kernel);
 }
 
 }  // namespace tapestry::runtime::fast
