@@ -52,10 +52,11 @@ const std::array kRows = {
     Row{"MatMul", convert_matmul, "matmul (+ reshape)", "batched, broadcasting; 1-D operands"},
     Row{"Gemm", convert_gemm, "linear, or transpose/matmul/mul/add",
         "every alpha, beta, transA, transB; C broadcasting"},
-    Row{"Conv", convert_conv, "conv2d (+ pad, add)",
-        "2-D NCHW, group 1, no dilation, equal strides, equal symmetric pads, optional bias"},
-    Row{"Pad", convert_pad, "pad (or nothing)",
-        "constant mode; zero pads, or one amount on every side of the last two dims"},
+    Row{"Conv", convert_conv, "conv2d, grouped_conv2d (+ pad/pad2d, add, reshape)",
+        "2-D NCHW and 1-D NCL, any group (depthwise too), no dilation, equal strides, any pads "
+        "and auto_pad, optional bias"},
+    Row{"Pad", convert_pad, "pad, pad2d (or nothing)",
+        "constant mode; any non-negative pads on the last two dims"},
     Row{"MaxPool", convert_pool, "max_pool2d (+ pad)",
         "square kernel, equal strides, equal symmetric pads, ceil_mode 0; the Indices output "
         "unused"},

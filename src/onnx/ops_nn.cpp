@@ -58,34 +58,132 @@ void refuse_used_outputs(NodeContext& node, int first) {
 
 }  // namespace
 
-// Conv: 2-D (NCHW), group 1, no dilation, square strides and symmetric pads → conv2d (with a
-// pad operation for pads), plus an add of the bias reshaped to [O, 1, 1].
+namespace {
+
+// A Conv's window over its 1 or 2 spatial dims: one stride (both dims alike) and the pads in
+// pad2d's order (top, bottom, left, right; a 1-D layer pads left and right only). auto_pad
+// SAME_UPPER / SAME_LOWER become the pads that keep ceil(in / stride) outputs, the odd cell at
+// the end / the start, as ONNX defines them.
+struct ConvWindow {
+  std::int64_t stride = 1;
+  std::int64_t top = 0, bottom = 0, left = 0, right = 0;
+  [[nodiscard]] bool even() const { return top == bottom && top == left && top == right; }
+};
+
+ConvWindow conv_window(NodeContext& node, const std::vector<std::int64_t>& x,
+                       const std::vector<std::int64_t>& w) {
+  const std::size_t dims = x.size() - 2;
+  const std::string auto_pad = node.string_attr("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
+      auto_pad != "SAME_LOWER") {
+    throw node.error(
+        fmt::format("auto_pad={} is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER", auto_pad));
+  }
+  if (auto dilations = node.ints_attr("dilations")) {
+    if (square(node, *dilations, "dilations", dims) != 1)
+      throw node.error(
+          fmt::format("dilations=[{}] are not supported (only 1)", fmt::join(*dilations, ", ")));
+  }
+  ConvWindow win;
+  win.stride = square(node, node.ints_attr("strides").value_or(std::vector<std::int64_t>(dims, 1)),
+                      "strides", dims);
+  if (win.stride < 1) throw node.error(fmt::format("strides={} must be at least 1", win.stride));
+  std::vector<std::int64_t> pads(2 * dims, 0);  // ONNX: the begins of each dim, then the ends
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (std::size_t d = 0; d < dims; ++d) {
+      const std::int64_t in = x[2 + d], out = (in + win.stride - 1) / win.stride;
+      const std::int64_t total = std::max<std::int64_t>((out - 1) * win.stride + w[2 + d] - in, 0);
+      const std::int64_t small = total / 2;
+      pads[d] = auto_pad == "SAME_UPPER" ? small : total - small;
+      pads[dims + d] = total - pads[d];
+    }
+  } else if (auto_pad == "NOTSET") {
+    if (auto given = node.ints_attr("pads")) {
+      if (given->size() != 2 * dims)
+        throw node.error(
+            fmt::format("pads=[{}] must have {} values", fmt::join(*given, ", "), 2 * dims));
+      pads = *given;
+    }
+  }
+  for (std::int64_t p : pads) {
+    if (p < 0)
+      throw node.error(fmt::format("pads=[{}] must not be negative", fmt::join(pads, ", ")));
+  }
+  if (dims == 2) {
+    win.top = pads[0];
+    win.left = pads[1];
+    win.bottom = pads[2];
+    win.right = pads[3];
+  } else {
+    win.left = pads[0];
+    win.right = pads[1];
+  }
+  return win;
+}
+
+// Input k (a weight or a computed tensor) as a tensor of `shape`: a host weight is reshaped as
+// it is written (one weight, no operation), a computed tensor by a reshape.
+Tensor reshaped_input(NodeContext& node, int k, const std::vector<std::int64_t>& shape) {
+  if (node.is_host(k)) {
+    HostTensor b = node.host(k);
+    b.shape = shape;
+    return node.import().constant_input(node.node().input(k), b);
+  }
+  return reshape_to(node.graph(), node.tensor(k), shape);
+}
+
+}  // namespace
+
+// Conv: 2-D (NCHW) or 1-D (NCL), any group, no dilation, one stride for both dims, any pads →
+// conv2d, or grouped_conv2d for group > 1 (depthwise: group = channels). Equal pads on every
+// side are the kernel's `padding` (a pad operation); others an explicit pad2d first. A 1-D
+// layer is a 2-D one of height 1: x [N, C, L] → [N, C, 1, L], the filters [O, C/g, K] →
+// [O, C/g, 1, K], pads on the width only, the result reshaped back to [N, O, L']. The bias is
+// an add of it reshaped to [O, 1, 1].
 void convert_conv(NodeContext& node) {
   metakernel::Graph& g = node.graph();
-  require_rank(node, 0, 4, "2-D convolution, NCHW");
+  const std::vector<std::int64_t> xs = node.shape(0), ws = node.shape(1);
+  if (xs.size() != 3 && xs.size() != 4) {
+    throw node.error(fmt::format(
+        "{} has rank {}; only rank 4 (2-D convolution, NCHW) and 3 (1-D, NCL) are supported",
+        node.node().input(0), xs.size()));
+  }
+  if (ws.size() != xs.size())
+    throw node.error(fmt::format("the weights have rank {}, X rank {}", ws.size(), xs.size()));
+  const bool one_d = xs.size() == 3;
   const std::int64_t group = node.int_attr("group", 1);
-  if (group != 1) throw node.error(fmt::format("group={} is not supported (only group=1)", group));
+  if (group < 1) throw node.error(fmt::format("group={} must be at least 1", group));
   if (auto ks = node.ints_attr("kernel_shape")) {
-    const std::vector<std::int64_t> w = node.shape(1);
-    if (ks->size() != 2 || w.size() != 4 || (*ks)[0] != w[2] || (*ks)[1] != w[3])
+    if (!std::equal(ks->begin(), ks->end(), ws.begin() + 2, ws.end()))
       throw node.error(
           fmt::format("kernel_shape=[{}] does not match the weights", fmt::join(*ks, ", ")));
   }
-  const auto [stride, padding] = spatial_attrs(node);
-  Tensor y = g.call("conv2d", {node.tensor(0), node.tensor(1)},
-                    {{"stride", stride}, {"padding", padding}});
+  const ConvWindow win = conv_window(node, xs, ws);
+  Tensor x = node.tensor(0);
+  Tensor w = node.tensor(1);
+  if (one_d) {
+    x = reshape_to(g, x, {xs[0], xs[1], 1, xs[2]});
+    w = reshaped_input(node, 1, {ws[0], ws[1], 1, ws[2]});
+  }
+  std::int64_t padding = 0;
+  if (win.even() && !one_d) {
+    padding = win.top;
+  } else if (win.top + win.bottom + win.left + win.right > 0) {
+    x = g.call(
+        "pad2d", {x},
+        {{"top", win.top}, {"bottom", win.bottom}, {"left", win.left}, {"right", win.right}});
+  }
+  Tensor y = group == 1 ? g.call("conv2d", {x, w}, {{"stride", win.stride}, {"padding", padding}})
+                        : g.call("grouped_conv2d", {x, w},
+                                 {{"groups", group}, {"stride", win.stride}, {"padding", padding}});
   if (node.has_input(2)) {
     const std::vector<std::int64_t> bshape = node.shape(2);
     if (bshape.size() != 1) throw node.error("the bias must have rank 1");
-    Tensor bias;
-    if (node.is_host(2)) {
-      HostTensor b = node.host(2);
-      b.shape = {bshape[0], 1, 1};
-      bias = node.import().constant_input(node.node().input(2), b);
-    } else {
-      bias = reshape_to(g, node.tensor(2), {bshape[0], 1, 1});
-    }
-    y = g.call("add", {y, bias});
+    y = g.call("add", {y, reshaped_input(node, 2, {bshape[0], 1, 1})});
+  }
+  if (one_d) {
+    const zspace::Point ys = y.type().shape();
+    y = reshape_to(g, y, {ys[0], ys[1], ys[3]});
   }
   node.set_output(0, y);
 }
@@ -228,8 +326,8 @@ void convert_reduce(NodeContext& node) {
 namespace tapestry::onnx {
 
 // Pad (opset ≥ 11: pads and constant_value as inputs), mode constant: nothing when every pad is
-// 0 (PyTorch exports one before AveragePool), else the pad kernel, which pads the last two dims
-// by one amount on every side.
+// 0 (PyTorch exports one before AveragePool), else the pad kernel when the last two dims get one
+// amount on every side, or pad2d for any non-negative amounts on the last two dims.
 void convert_pad(NodeContext& node) {
   const std::string mode = node.string_attr("mode", "constant");
   if (mode != "constant") {
@@ -243,18 +341,28 @@ void convert_pad(NodeContext& node) {
   if (node.has_input(3)) throw node.error("the axes input is not supported");
   if (std::all_of(pads.begin(), pads.end(), [](std::int64_t p) { return p == 0; }))
     return node.set_output(0, node.input(0));
-  const std::int64_t p = pads[rank - 1];
+  bool even = true;
   for (std::size_t k = 0; k < 2 * rank; ++k) {
-    const bool spatial = k % rank >= rank - 2;
-    if ((spatial && pads[k] != p) || (!spatial && pads[k] != 0) || p < 0) {
+    const bool spatial = k % rank + 2 >= rank;
+    even = even && (!spatial || pads[k] == pads[rank - 1]);
+    if ((spatial && pads[k] < 0) || (!spatial && pads[k] != 0) || rank < 2) {
       throw node.error(
-          fmt::format("pads=[{}] are not supported (only one non-negative amount on "
-                      "both sides of the last two dims)",
+          fmt::format("pads=[{}] are not supported (only non-negative amounts on the last two "
+                      "dims of a tensor of rank ≥ 2)",
                       fmt::join(pads, ", ")));
     }
   }
-  node.set_output(0,
-                  node.graph().call("pad", {node.tensor(0)}, {{"padding", p}, {"value", value}}));
+  metakernel::Graph& g = node.graph();
+  if (even) {
+    return node.set_output(
+        0, g.call("pad", {node.tensor(0)}, {{"padding", pads[rank - 1]}, {"value", value}}));
+  }
+  node.set_output(0, g.call("pad2d", {node.tensor(0)},
+                            {{"top", pads[rank - 2]},
+                             {"bottom", pads[2 * rank - 2]},
+                             {"left", pads[rank - 1]},
+                             {"right", pads[2 * rank - 1]},
+                             {"value", value}}));
 }
 
 }  // namespace tapestry::onnx

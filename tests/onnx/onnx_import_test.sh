@@ -55,6 +55,9 @@ import_and_run() {
 
 import_and_run mlp fc1/Gemm.batch=2 fc2/Gemm.out=2
 import_and_run cnn conv1/Conv/conv2d.o=2 pool/MaxPool.n=2 y.batch=2
+import_and_run mobile grouped/Conv/grouped_conv2d.g=2 dw/Conv.n=2 dw2/Conv/grouped_conv2d.g=4 dw2/Conv/grouped_conv2d.oh=2
+grep -q "^dw/Conv = grouped_conv2d(pad(Relu_1, padding=1), dw.weight, groups=16)" "$m/mobile/g.tap"
+check "mobile: a depthwise Conv is grouped_conv2d with groups = channels" $?
 import_and_run encoder14 linear1/MatMul.batch=2 self_attn/Softmax.batch0=2
 import_and_run encoder17 linear1/MatMul.batch=2 norm1/LayerNormalization/variance.pre0=2 self_attn/Softmax.batch0=2
 
@@ -130,8 +133,9 @@ done
 
 # Hand-built models with numpy references: Gemm attribute combinations, reductions with and
 # without keepdims, Softmax over a middle axis, Squeeze/Unsqueeze, GlobalAveragePool, Pow,
-# MaxPool and AveragePool with pads.
-for name in gemm reduce pool reshape_allowzero pool_pads; do
+# MaxPool and AveragePool with pads; Conv 1-D, with uneven pads, auto_pad SAME_*, depthwise
+# with a computed bias; Pad with uneven amounts.
+for name in gemm reduce pool reshape_allowzero pool_pads conv1d conv_uneven_pads conv_same_upper conv_same_lower conv_depthwise_computed_bias pad_uneven; do
   d=$m/$name
   "$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err" &&
     "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err"
@@ -202,7 +206,7 @@ expect "unknown opset" 2 "opset99.onnx: opset 99 is not supported \(opsets 1 to 
 expect "unsupported attribute value" 2 "node 'pool' \(MaxPool, node 0\): ceil_mode=1 is not supported" -- "$tapestry" import "$b/ceil_mode.onnx" -o "$tmp/x.tap"
 expect "AveragePool pads without count_include_pad" 2 "node 'avg' \(AveragePool, node 0\): pads=1 with count_include_pad=0 is not supported" -- "$tapestry" import "$b/avgpool_exclude_pad.onnx" -o "$tmp/x.tap"
 expect "unknown attribute" 2 "node 'r' \(Relu, node 0\): attribute 'alpha' is not supported" -- "$tapestry" import "$b/unknown_attr.onnx" -o "$tmp/x.tap"
-expect "Conv group" 2 "node 'grouped' \(Conv, node 0\): group=2 is not supported \(only group=1\)" -- "$tapestry" import "$b/conv_group.onnx" -o "$tmp/x.tap"
+expect "Conv group" 2 "node 'grouped' \(Conv, node 0\): grouped_conv2d: x has 3 channels but 2 groups of the filters' 6 in channels make 2·6" -- "$tapestry" import "$b/conv_group.onnx" -o "$tmp/x.tap"
 expect "shape overflow" 2 "node 'huge' \(Reshape, node 0\): shape arithmetic overflows: 4611686018427387904 × 101" -- "$tapestry" import "$b/reshape_overflow.onnx" -o "$tmp/x.tap"
 expect "unsupported op" 2 "node 'cosine' \(Cos, node 0\): operator Cos is not supported" -- "$tapestry" import "$b/unsupported_op.onnx" -o "$tmp/x.tap"
 expect "undefined input" 2 "node 'adder' \(Add, node 0\): input 'ghost' is not defined" -- "$tapestry" import "$b/undefined_input.onnx" -o "$tmp/x.tap"

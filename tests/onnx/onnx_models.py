@@ -92,6 +92,26 @@ def encoder():
                                             batch_first=True, activation="gelu")
 
 
+class Mobile(torch.nn.Module):
+    """MobileNet-style blocks: a grouped 3×3 convolution (4 groups), a depthwise 3×3 with
+    ReLU6, a depthwise 5×5 with stride 2 and a channel multiplier of 2, a pointwise 1×1 —
+    ONNX Conv with group > 1 → grouped_conv2d."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 16, 3, padding=1)
+        self.grouped = torch.nn.Conv2d(16, 16, 3, padding=1, groups=4)
+        self.dw = torch.nn.Conv2d(16, 16, 3, padding=1, groups=16, bias=False)
+        self.dw2 = torch.nn.Conv2d(16, 32, 5, stride=2, padding=2, groups=16)
+        self.pw = torch.nn.Conv2d(32, 8, 1)
+
+    def forward(self, x):
+        x = torch.relu(self.stem(x))
+        x = torch.relu(self.grouped(x))
+        x = torch.nn.functional.relu6(self.dw(x))
+        return self.pw(torch.relu(self.dw2(x)))
+
+
 def export(name, model, x, opset=14, dynamic=False):
     model.eval()
     d = os.path.join(out, name)
@@ -108,6 +128,7 @@ def export(name, model, x, opset=14, dynamic=False):
 
 export("mlp", Mlp(), torch.randn(8, 32))
 export("cnn", Cnn(), torch.randn(4, 3, 16, 16))
+export("mobile", Mobile(), torch.randn(2, 3, 12, 12))
 export("encoder14", encoder(), torch.randn(2, 8, 32), opset=14)
 export("encoder17", encoder(), torch.randn(2, 8, 32), opset=17)
 export("mlp_dynamic", Mlp(), torch.randn(8, 32), dynamic=True)
@@ -153,6 +174,7 @@ save("avgpool_exclude_pad", model([oh.make_node("AveragePool", ["x"], ["y"], nam
 save("unknown_attr", model([oh.make_node("Relu", ["x"], ["y"], name="r", alpha=0.1)]))
 save("unsupported_op", model([oh.make_node("Cos", ["x"], ["y"], name="cosine")]))
 save("undefined_input", model([oh.make_node("Add", ["x", "ghost"], ["y"], name="adder")]))
+# Filters for 2 groups of 6 channels: x has 3 (grouped_conv2d's check, named after the node).
 w = oh.make_tensor("w", onnx.TensorProto.FLOAT, [4, 6, 3, 3], [0.0] * 216)
 m = model([oh.make_node("Conv", ["x", "w"], ["y"], name="grouped", group=2)])
 m.graph.initializer.append(w)
@@ -254,6 +276,60 @@ reference_model("pool_pads", [
     oh.make_node("AveragePool", ["m"], ["y"], name="avgpool", kernel_shape=[2, 2],
                  strides=[1, 1], pads=[1, 1, 1, 1], count_include_pad=1),
 ], x, pool_ref(mp, 2, 1, 1, 0.0, np.mean), {})
+
+# Conv beyond 2-D with equal pads, against torch.nn.functional in float64: 1-D (grouped, stride,
+# uneven pads), 2-D with uneven pads (pad2d before the conv), auto_pad SAME_UPPER and
+# SAME_LOWER with stride 2 (the odd cell at the end / the start), a depthwise layer with a
+# computed bias, and Pad with uneven amounts on the last two dims.
+def t64(a):
+    return torch.from_numpy(a.astype(np.float64))
+
+
+def conv_ref(x, w, b=None, stride=1, pads=None, groups=1):
+    """pads: ONNX order (begins, then ends), applied by F.pad (last dim first)."""
+    xt = t64(x)
+    if pads:
+        half = len(pads) // 2
+        flat = []
+        for d in reversed(range(half)):
+            flat += [pads[d], pads[half + d]]
+        xt = torch.nn.functional.pad(xt, flat)
+    conv = torch.nn.functional.conv1d if x.ndim == 3 else torch.nn.functional.conv2d
+    y = conv(xt, t64(w), None if b is None else t64(b), stride=stride, groups=groups)
+    return y.numpy()
+
+
+x1, w1, b1 = f32(2, 6, 17), f32(4, 3, 3), f32(4)
+reference_model("conv1d", [
+    oh.make_node("Conv", ["x", "w", "b"], ["y"], name="c1", group=2, strides=[2], pads=[2, 1]),
+], x1, conv_ref(x1, w1, b1, 2, [2, 1], 2), {"w": w1, "b": b1})
+x2, w2 = f32(2, 3, 9, 8), f32(5, 3, 3, 2)
+reference_model("conv_uneven_pads", [
+    oh.make_node("Conv", ["x", "w"], ["y"], name="c2", pads=[1, 0, 2, 1]),
+], x2, conv_ref(x2, w2, None, 1, [1, 0, 2, 1]), {"w": w2})
+x3, w3 = f32(1, 4, 9, 10), f32(4, 1, 3, 3)
+reference_model("conv_same_upper", [
+    oh.make_node("Conv", ["x", "w"], ["y"], name="c3", group=4, strides=[2, 2],
+                 auto_pad="SAME_UPPER"),
+], x3, conv_ref(x3, w3, None, 2, [1, 0, 1, 1], 4), {"w": w3})
+# SAME_UPPER, k 3, stride 2: height 9 → 5 rows need 2 pads (1 and 1), width 10 → 5 columns
+# need 1 (at the end). SAME_LOWER, k 4: height 3 pads (2 first, 1 after), width 2 (1 and 1).
+w3l = f32(4, 2, 4, 4)
+reference_model("conv_same_lower", [
+    oh.make_node("Conv", ["x", "w"], ["y"], name="c4", group=2, strides=[2, 2],
+                 auto_pad="SAME_LOWER"),
+], x3, conv_ref(x3, w3l, None, 2, [2, 1, 1, 1], 2), {"w": w3l})
+x4 = f32(2, 8, 6, 6)
+w4, bsrc = f32(8, 1, 3, 3), f32(8)
+reference_model("conv_depthwise_computed_bias", [
+    oh.make_node("Relu", ["bsrc"], ["b"], name="rb"),
+    oh.make_node("Conv", ["x", "w", "b"], ["y"], name="dw", group=8, pads=[1, 1, 1, 1]),
+], x4, conv_ref(x4, w4, np.maximum(bsrc, 0), 1, [1, 1, 1, 1], 8), {"w": w4, "bsrc": bsrc})
+x5 = f32(2, 3, 4, 5)
+reference_model("pad_uneven", [
+    oh.make_node("Pad", ["x", "pads", "v"], ["y"], name="p"),
+], x5, np.pad(x5, ((0, 0), (0, 0), (1, 2), (0, 3)), constant_values=0.5),
+    {"pads": np.array([0, 0, 1, 0, 0, 0, 2, 3], np.int64), "v": np.array(0.5, np.float32)})
 
 # Activations, variadic ops, Dropout and BatchNormalization (import-time rewrites into kernels),
 # one model each, against numpy's formulas.

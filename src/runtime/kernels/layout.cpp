@@ -116,6 +116,7 @@ void register_layout_kernels(ExecutableKernels& registry) {
   registry.add("reshape", &copy_kernel);
   registry.add("slice", &copy_kernel);
   registry.add("pad", &pad_kernel);
+  registry.add("pad2d", &pad_kernel);  // pad with an amount per side: the same cells rule
 }
 
 }  // namespace tapestry::runtime
