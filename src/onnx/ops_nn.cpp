@@ -22,24 +22,6 @@ std::int64_t square(NodeContext& node, const std::vector<std::int64_t>& v, std::
   return v.front();
 }
 
-// Reads auto_pad, dilations, strides and pads of a 2-D Conv/pool node: (stride, padding).
-std::pair<std::int64_t, std::int64_t> spatial_attrs(NodeContext& node) {
-  const std::string auto_pad = node.string_attr("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID") {
-    throw node.error(fmt::format("auto_pad={} is not supported (only NOTSET and VALID)", auto_pad));
-  }
-  if (auto dilations = node.ints_attr("dilations")) {
-    if (square(node, *dilations, "dilations", 2) != 1)
-      throw node.error(
-          fmt::format("dilations=[{}] are not supported (only 1)", fmt::join(*dilations, ", ")));
-  }
-  const std::int64_t stride = square(
-      node, node.ints_attr("strides").value_or(std::vector<std::int64_t>{1, 1}), "strides", 2);
-  const std::int64_t padding = square(
-      node, node.ints_attr("pads").value_or(std::vector<std::int64_t>{0, 0, 0, 0}), "pads", 4);
-  return {stride, auto_pad == "VALID" ? 0 : padding};
-}
-
 void require_rank(NodeContext& node, int input, std::size_t rank, std::string_view what) {
   if (node.shape(input).size() != rank) {
     throw node.error(fmt::format("{} has rank {}; only rank {} ({}) is supported",
@@ -60,18 +42,20 @@ void refuse_used_outputs(NodeContext& node, int first) {
 
 namespace {
 
-// A Conv's window over its 1 or 2 spatial dims: one stride (both dims alike) and the pads in
-// pad2d's order (top, bottom, left, right; a 1-D layer pads left and right only). auto_pad
-// SAME_UPPER / SAME_LOWER become the pads that keep ceil(in / stride) outputs, the odd cell at
-// the end / the start, as ONNX defines them.
+// A Conv's or pool's window over its 1 or 2 spatial dims: the stride of each and the pads in
+// pad2d's terms (top, bottom, left, right). A 1-D layer is a 2-D one of height 1: stride_h 1,
+// pads on the width only. auto_pad SAME_UPPER / SAME_LOWER become the pads that keep
+// ceil(in / stride) outputs, the odd cell at the end / the start, as ONNX defines them.
 struct ConvWindow {
-  std::int64_t stride = 1;
+  std::int64_t stride_h = 1, stride_w = 1;
   std::int64_t top = 0, bottom = 0, left = 0, right = 0;
   [[nodiscard]] bool even() const { return top == bottom && top == left && top == right; }
+  [[nodiscard]] bool any() const { return top + bottom + left + right > 0; }
 };
 
+// `kernel`: the window's size per spatial dim (1 or 2 values).
 ConvWindow conv_window(NodeContext& node, const std::vector<std::int64_t>& x,
-                       const std::vector<std::int64_t>& w) {
+                       const std::vector<std::int64_t>& kernel) {
   const std::size_t dims = x.size() - 2;
   const std::string auto_pad = node.string_attr("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
@@ -84,15 +68,18 @@ ConvWindow conv_window(NodeContext& node, const std::vector<std::int64_t>& x,
       throw node.error(
           fmt::format("dilations=[{}] are not supported (only 1)", fmt::join(*dilations, ", ")));
   }
-  ConvWindow win;
-  win.stride = square(node, node.ints_attr("strides").value_or(std::vector<std::int64_t>(dims, 1)),
-                      "strides", dims);
-  if (win.stride < 1) throw node.error(fmt::format("strides={} must be at least 1", win.stride));
+  const std::vector<std::int64_t> strides =
+      node.ints_attr("strides").value_or(std::vector<std::int64_t>(dims, 1));
+  if (strides.size() != dims ||
+      std::any_of(strides.begin(), strides.end(), [](std::int64_t s) { return s < 1; })) {
+    throw node.error(
+        fmt::format("strides=[{}] must be {} values ≥ 1", fmt::join(strides, ", "), dims));
+  }
   std::vector<std::int64_t> pads(2 * dims, 0);  // ONNX: the begins of each dim, then the ends
   if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (std::size_t d = 0; d < dims; ++d) {
-      const std::int64_t in = x[2 + d], out = (in + win.stride - 1) / win.stride;
-      const std::int64_t total = std::max<std::int64_t>((out - 1) * win.stride + w[2 + d] - in, 0);
+      const std::int64_t in = x[2 + d], out = (in + strides[d] - 1) / strides[d];
+      const std::int64_t total = std::max<std::int64_t>((out - 1) * strides[d] + kernel[d] - in, 0);
       const std::int64_t small = total / 2;
       pads[d] = auto_pad == "SAME_UPPER" ? small : total - small;
       pads[dims + d] = total - pads[d];
@@ -109,14 +96,14 @@ ConvWindow conv_window(NodeContext& node, const std::vector<std::int64_t>& x,
     if (p < 0)
       throw node.error(fmt::format("pads=[{}] must not be negative", fmt::join(pads, ", ")));
   }
+  ConvWindow win;
+  win.stride_w = strides.back();
+  win.left = pads[dims - 1];
+  win.right = pads[2 * dims - 1];
   if (dims == 2) {
+    win.stride_h = strides[0];
     win.top = pads[0];
-    win.left = pads[1];
     win.bottom = pads[2];
-    win.right = pads[3];
-  } else {
-    win.left = pads[0];
-    win.right = pads[1];
   }
   return win;
 }
@@ -158,7 +145,12 @@ void convert_conv(NodeContext& node) {
       throw node.error(
           fmt::format("kernel_shape=[{}] does not match the weights", fmt::join(*ks, ", ")));
   }
-  const ConvWindow win = conv_window(node, xs, ws);
+  const ConvWindow win = conv_window(node, xs, {ws.begin() + 2, ws.end()});
+  if (!one_d && win.stride_h != win.stride_w) {
+    throw node.error(fmt::format("strides=[{}, {}] are not supported (only equal strides)",
+                                 win.stride_h, win.stride_w));
+  }
+  const std::int64_t stride = win.stride_w;  // a 1-D layer's height is 1: any stride fits it
   Tensor x = node.tensor(0);
   Tensor w = node.tensor(1);
   if (one_d) {
@@ -168,14 +160,14 @@ void convert_conv(NodeContext& node) {
   std::int64_t padding = 0;
   if (win.even() && !one_d) {
     padding = win.top;
-  } else if (win.top + win.bottom + win.left + win.right > 0) {
+  } else if (win.any()) {
     x = g.call(
         "pad2d", {x},
         {{"top", win.top}, {"bottom", win.bottom}, {"left", win.left}, {"right", win.right}});
   }
-  Tensor y = group == 1 ? g.call("conv2d", {x, w}, {{"stride", win.stride}, {"padding", padding}})
+  Tensor y = group == 1 ? g.call("conv2d", {x, w}, {{"stride", stride}, {"padding", padding}})
                         : g.call("grouped_conv2d", {x, w},
-                                 {{"groups", group}, {"stride", win.stride}, {"padding", padding}});
+                                 {{"groups", group}, {"stride", stride}, {"padding", padding}});
   if (node.has_input(2)) {
     const std::vector<std::int64_t> bshape = node.shape(2);
     if (bshape.size() != 1) throw node.error("the bias must have rank 1");
@@ -188,27 +180,85 @@ void convert_conv(NodeContext& node) {
   node.set_output(0, y);
 }
 
-// MaxPool, AveragePool: square windows and strides → max_pool2d / avg_pool2d. Symmetric pads
-// become a pad operation before the pool: for MaxPool with the lowest finite value of the dtype
-// (.tap and JSON parameters hold no −∞; ONNX requires pads < kernel, so every window holds a
-// real cell and the maximum is the same — except a window whose real cells are all −∞, which
-// gives the lowest finite value instead), for AveragePool with zeros when count_include_pad=1
-// (PyTorch's default: the zeros count in the mean, exactly what padding does); count_include_pad=0
-// with pads is refused.
+namespace {
+
+// The extra cells past the end pad that ceil_mode=1 adds so the last window fits: ONNX's
+// output size ceil((in + pads − k) / stride) + 1 against floor's. Error when the last window
+// would then start past the padded input's real cells (it would hold padding only).
+std::int64_t ceil_extra(NodeContext& node, std::int64_t in, std::int64_t begin, std::int64_t end,
+                        std::int64_t k, std::int64_t stride) {
+  const std::int64_t span = in + begin + end - k;
+  if (span < 0) return 0;  // the kernel's check names the window that does not fit
+  const std::int64_t out = (span + stride - 1) / stride + 1;
+  if ((out - 1) * stride >= in + begin) {
+    throw node.error(fmt::format(
+        "ceil_mode=1 gives a last window of padding only (input {}, pads {} and {}, kernel {}, "
+        "stride {}); not supported",
+        in, begin, end, k, stride));
+  }
+  return (out - 1) * stride + k - (in + begin + end);
+}
+
+// The cells of each output of a 1-D window that count in an average: those inside
+// [−begin, in + end) when the pads count (count_include_pad=1), else inside [0, in).
+std::vector<std::int64_t> window_counts(std::int64_t in, std::int64_t begin, std::int64_t end,
+                                        std::int64_t k, std::int64_t stride, std::int64_t out,
+                                        bool pads_count) {
+  const std::int64_t lo = pads_count ? -begin : 0, hi = pads_count ? in + end : in;
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(out));
+  for (std::int64_t o = 0; o < out; ++o) {
+    const std::int64_t first = o * stride - begin;
+    counts[static_cast<std::size_t>(o)] =
+        std::max<std::int64_t>(0, std::min(first + k, hi) - std::max(first, lo));
+  }
+  return counts;
+}
+
+}  // namespace
+
+// MaxPool, AveragePool: 2-D (NCHW) and 1-D (NCL, as 2-D of height 1); any window, strides and
+// pads, auto_pad, ceil_mode. Square windows and strides are max_pool2d / avg_pool2d, others
+// max_pool2d_rect / avg_pool2d_rect. Pads become a pad (or pad2d, uneven) before the pool:
+// MaxPool pads with the lowest finite value of the dtype (.tap and JSON parameters hold no −∞;
+// every window holds a real cell, so the maximum is the same — except a window whose real cells
+// are all −∞, which gives the lowest finite value instead), AveragePool with zeros.
+// ceil_mode=1 pads the end further so the last window fits. An AveragePool whose windows do
+// not all count kh·kw cells — count_include_pad=0 with pads, or the cells ceil_mode adds, which
+// never count — is the pool of the zero-padded input times kh·kw, divided by each output's
+// count of cells (a [OH, OW] weight of integers, exact): div(mul(avg_pool, kh·kw), count).
 void convert_pool(NodeContext& node) {
   const bool is_max = node.node().op_type() == "MaxPool";
-  require_rank(node, 0, 4, "2-D pooling, NCHW");
+  const std::vector<std::int64_t> xs = node.shape(0);
+  if (xs.size() != 3 && xs.size() != 4) {
+    throw node.error(fmt::format(
+        "{} has rank {}; only rank 4 (2-D pooling, NCHW) and 3 (1-D, NCL) are supported",
+        node.node().input(0), xs.size()));
+  }
+  const bool one_d = xs.size() == 3;
   const auto ks = node.ints_attr("kernel_shape");
   if (!ks) throw node.error("attribute 'kernel_shape' is missing");
-  const std::int64_t kernel = square(node, *ks, "kernel_shape", 2);
-  const auto [stride, padding] = spatial_attrs(node);
-  if (padding < 0 || (padding > 0 && padding >= kernel)) {
-    throw node.error(fmt::format("pads={} are not supported (only 0 ≤ pads < kernel_shape {})",
-                                 padding, kernel));
+  if (ks->size() != xs.size() - 2 ||
+      std::any_of(ks->begin(), ks->end(), [](std::int64_t k) { return k < 1; })) {
+    throw node.error(fmt::format("kernel_shape=[{}] must be {} values ≥ 1", fmt::join(*ks, ", "),
+                                 xs.size() - 2));
   }
-  if (const std::int64_t ceil = node.int_attr("ceil_mode", 0); ceil != 0)
-    throw node.error("ceil_mode=1 is not supported (only 0)");
+  ConvWindow win = conv_window(node, xs, *ks);
+  const std::int64_t kh = one_d ? 1 : ks->front(), kw = ks->back();
+  const std::int64_t ih = one_d ? 1 : xs[2], iw = xs.back();
+  if (win.top >= kh || win.bottom >= kh || win.left >= kw || win.right >= kw) {
+    throw node.error(
+        fmt::format("pads [{}, {}, {}, {}] (top, bottom, left, right) must be smaller "
+                    "than the {}×{} window",
+                    win.top, win.bottom, win.left, win.right, kh, kw));
+  }
+  const std::int64_t ceil = node.int_attr("ceil_mode", 0);
+  std::int64_t extra_h = 0, extra_w = 0;
+  if (ceil != 0) {
+    extra_h = ceil_extra(node, ih, win.top, win.bottom, kh, win.stride_h);
+    extra_w = ceil_extra(node, iw, win.left, win.right, kw, win.stride_w);
+  }
   double pad_value = 0;
+  bool pads_count = true;
   if (is_max) {
     if (node.int_attr("storage_order", 0) != 0)
       throw node.error("storage_order=1 is not supported (only 0)");
@@ -216,17 +266,60 @@ void convert_pool(NodeContext& node) {
     pad_value = node.tensor(0).type().dtype == ir::DType::kFloat64
                     ? std::numeric_limits<double>::lowest()
                     : static_cast<double>(std::numeric_limits<float>::lowest());
-  } else if (node.int_attr("count_include_pad", 0) == 0 && padding > 0) {
-    throw node.error(fmt::format(
-        "pads={} with count_include_pad=0 is not supported (only count_include_pad=1, or no "
-        "pads)",
-        padding));
+  } else {
+    pads_count = node.int_attr("count_include_pad", 0) != 0;
   }
   metakernel::Graph& g = node.graph();
   Tensor x = node.tensor(0);
-  if (padding > 0) x = g.call("pad", {x}, {{"padding", padding}, {"value", pad_value}});
-  node.set_output(0, g.call(is_max ? "max_pool2d" : "avg_pool2d", {x},
-                            {{"kernel", kernel}, {"stride", stride}}));
+  if (one_d) x = reshape_to(g, x, {xs[0], xs[1], 1, xs[2]});
+  ConvWindow padded = win;
+  padded.bottom += extra_h;
+  padded.right += extra_w;
+  if (padded.even() && padded.any()) {
+    x = g.call("pad", {x}, {{"padding", padded.top}, {"value", pad_value}});
+  } else if (padded.any()) {
+    x = g.call("pad2d", {x},
+               {{"top", padded.top},
+                {"bottom", padded.bottom},
+                {"left", padded.left},
+                {"right", padded.right},
+                {"value", pad_value}});
+  }
+  const bool square_window = kh == kw && win.stride_h == win.stride_w;
+  Tensor y = square_window ? g.call(is_max ? "max_pool2d" : "avg_pool2d", {x},
+                                    {{"kernel", kh}, {"stride", win.stride_h}})
+                           : g.call(is_max ? "max_pool2d_rect" : "avg_pool2d_rect", {x},
+                                    {{"kernel_h", kh},
+                                     {"kernel_w", kw},
+                                     {"stride_h", win.stride_h},
+                                     {"stride_w", win.stride_w}});
+  if (!is_max) {
+    const zspace::Point ys = y.type().shape();
+    const std::vector<std::int64_t> rows =
+        window_counts(ih, win.top, win.bottom, kh, win.stride_h, ys[2], pads_count);
+    const std::vector<std::int64_t> cols =
+        window_counts(iw, win.left, win.right, kw, win.stride_w, ys[3], pads_count);
+    HostTensor count;
+    count.dtype = y.type().dtype;
+    count.shape = {ys[2], ys[3]};
+    bool full = true;
+    for (std::int64_t r : rows) {
+      for (std::int64_t c : cols) {
+        count.floats.push_back(static_cast<double>(r * c));
+        full = full && r * c == kh * kw;
+      }
+    }
+    if (!full) {
+      const std::string name = node_display_name(node.node());
+      y = g.call("mul", {y, scalar_input(node, y, "cells", static_cast<double>(kh * kw))});
+      y = g.call("div", {y, node.import().constant_input(name + ".count", count)});
+    }
+  }
+  if (one_d) {
+    const zspace::Point ys = y.type().shape();
+    y = reshape_to(g, y, {ys[0], ys[1], ys[3]});
+  }
+  node.set_output(0, y);
 }
 
 // GlobalAveragePool: the mean over W, then over H (both kept with extent 1).

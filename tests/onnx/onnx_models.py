@@ -160,17 +160,15 @@ save("cycle", model([oh.make_node("Add", ["x", "b"], ["a"], name="first"),
                      oh.make_node("Relu", ["a"], ["b"], name="second"),
                      oh.make_node("Relu", ["a"], ["y"], name="third")]))
 save("opset99", model([oh.make_node("Relu", ["x"], ["y"], name="r")], opset=99))
-save("ceil_mode", model([oh.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
-                                      ceil_mode=1)]))
+save("pool_dilations", model([oh.make_node("MaxPool", ["x"], ["y"], name="pool",
+                                           kernel_shape=[2, 2], dilations=[2, 2])]))
 # Three blockers, the later ones after the first (--check lists all three): Cos does not map,
-# MaxPool's ceil_mode is out of scope, Sin does not map; the Relu between them converts.
+# MaxPool's dilations are out of scope, Sin does not map; the Relu between them converts.
 save("three_blockers", model([oh.make_node("Cos", ["x"], ["c"], name="cosine"),
                               oh.make_node("Relu", ["c"], ["r"], name="rectify"),
                               oh.make_node("MaxPool", ["r"], ["p"], name="pool",
-                                           kernel_shape=[2, 2], ceil_mode=1),
+                                           kernel_shape=[2, 2], dilations=[2, 2]),
                               oh.make_node("Sin", ["p"], ["y"], name="sine")]))
-save("avgpool_exclude_pad", model([oh.make_node("AveragePool", ["x"], ["y"], name="avg",
-                                                kernel_shape=[3, 3], pads=[1, 1, 1, 1])]))
 save("unknown_attr", model([oh.make_node("Relu", ["x"], ["y"], name="r", alpha=0.1)]))
 save("unsupported_op", model([oh.make_node("Cos", ["x"], ["y"], name="cosine")]))
 save("undefined_input", model([oh.make_node("Add", ["x", "ghost"], ["y"], name="adder")]))
@@ -330,6 +328,42 @@ reference_model("pad_uneven", [
     oh.make_node("Pad", ["x", "pads", "v"], ["y"], name="p"),
 ], x5, np.pad(x5, ((0, 0), (0, 0), (1, 2), (0, 3)), constant_values=0.5),
     {"pads": np.array([0, 0, 1, 0, 0, 0, 2, 3], np.int64), "v": np.array(0.5, np.float32)})
+
+# Pools beyond square windows, against torch.nn.functional in float64: 1-D max and average, 2-D
+# with a 3×2 window and strides (2, 1), ceil_mode (max, and average where the added cells do
+# not count), count_include_pad=0 with pads, uneven pads (max: −inf, by numpy).
+def tpool(kind, x, k, s, p=0, ceil=False, cip=True):
+    f = getattr(torch.nn.functional, f"{kind}_pool{x.ndim - 2}d")
+    kw = {"count_include_pad": cip} if kind == "avg" else {}
+    return f(t64(x), k, s, p, ceil_mode=ceil, **kw).numpy()
+
+
+x6 = f32(2, 3, 11)
+reference_model("pool1d", [
+    oh.make_node("MaxPool", ["x"], ["m"], name="mp", kernel_shape=[3], strides=[2], pads=[1, 1]),
+    oh.make_node("AveragePool", ["m"], ["y"], name="ap", kernel_shape=[2], strides=[1]),
+], x6, tpool("avg", tpool("max", x6, 3, 2, 1), 2, 1), {})
+x7 = f32(2, 3, 9, 8)
+reference_model("pool_rect", [
+    oh.make_node("MaxPool", ["x"], ["m"], name="mp", kernel_shape=[3, 2], strides=[2, 1]),
+    oh.make_node("AveragePool", ["m"], ["y"], name="ap", kernel_shape=[1, 3], strides=[1, 2]),
+], x7, tpool("avg", tpool("max", x7, (3, 2), (2, 1)), (1, 3), (1, 2)), {})
+x8 = f32(2, 3, 8, 8)
+reference_model("pool_ceil", [
+    oh.make_node("MaxPool", ["x"], ["m"], name="mp", kernel_shape=[3, 3], strides=[2, 2],
+                 ceil_mode=1),
+    oh.make_node("AveragePool", ["m"], ["y"], name="ap", kernel_shape=[2, 2], strides=[2, 2],
+                 ceil_mode=1, pads=[1, 1, 1, 1], count_include_pad=1),
+], x8, tpool("avg", tpool("max", x8, 3, 2, ceil=True), 2, 2, 1, ceil=True), {})
+reference_model("avgpool_exclude_pad", [
+    oh.make_node("AveragePool", ["x"], ["y"], name="ap", kernel_shape=[3, 3], strides=[2, 2],
+                 pads=[1, 1, 1, 1], count_include_pad=0),
+], x8, tpool("avg", x8, 3, 2, 1, cip=False), {})
+xp = np.pad(x8.astype(np.float64), ((0, 0), (0, 0), (0, 2), (1, 0)), constant_values=-np.inf)
+reference_model("maxpool_uneven_pads", [
+    oh.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[3, 3], strides=[1, 2],
+                 pads=[0, 1, 2, 0]),
+], x8 - 3.0, tpool("max", xp - 3.0, 3, (1, 2)), {})
 
 # Activations, variadic ops, Dropout and BatchNormalization (import-time rewrites into kernels),
 # one model each, against numpy's formulas.

@@ -66,6 +66,9 @@ void pool_kernel(const KernelCall& call) {
 void register_pool_kernels(ExecutableKernels& registry) {
   registry.add("max_pool2d", &pool_kernel<false>);
   registry.add("avg_pool2d", &pool_kernel<true>);
+  // Non-square windows and strides: the loops above read kh, kw and the strides from the cells.
+  registry.add("max_pool2d_rect", &pool_kernel<false>);
+  registry.add("avg_pool2d_rect", &pool_kernel<true>);
 }
 
 }  // namespace tapestry::runtime

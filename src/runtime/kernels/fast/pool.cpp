@@ -77,6 +77,8 @@ void pool_kernel(const KernelCall& call) {
 void register_fast_pool(ExecutableKernels& registry) {
   registry.add("max_pool2d", &pool_kernel<false>);
   registry.add("avg_pool2d", &pool_kernel<true>);
+  registry.add("max_pool2d_rect", &pool_kernel<false>);  // kh × kw from the cells, as above
+  registry.add("avg_pool2d_rect", &pool_kernel<true>);
 }
 
 }  // namespace tapestry::runtime::fast
