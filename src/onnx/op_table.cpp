@@ -55,6 +55,9 @@ const std::array kRows = {
     Row{"Conv", convert_conv, "conv2d, grouped_conv2d (+ pad/pad2d, add, reshape)",
         "2-D NCHW and 1-D NCL, any group (depthwise too), no dilation, equal strides, any pads "
         "and auto_pad, optional bias"},
+    Row{"ConvTranspose", convert_conv_transpose, "conv2d_grad_input (+ slice, add, reshape)",
+        "2-D NCHW and 1-D NCL, group 1, no dilation, equal strides, pads, output_padding, "
+        "output_shape, auto_pad; optional bias"},
     Row{"Pad", convert_pad, "pad, pad2d (or nothing)",
         "constant mode; any non-negative pads on the last two dims"},
     Row{"MaxPool", convert_pool, "max_pool2d (+ pad)",

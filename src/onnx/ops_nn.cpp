@@ -180,6 +180,125 @@ void convert_conv(NodeContext& node) {
   node.set_output(0, y);
 }
 
+// ConvTranspose: the transposed convolution is conv2d's input gradient — X plays conv2d's
+// d_result, W [C_in, C_out, kh, kw] its filters — so conv2d_grad_input computes the full output
+// [N, C_out, (H−1)·s + kh + output_padding, …] (the output_padding rows are no window's: only
+// the bias reaches them), which slices then crop by the pads. Its first input, which only gives
+// the result's shape, is a zero weight of that shape. pads come from `pads`, or from
+// `output_shape` / auto_pad SAME_* as ONNX defines them (the total split evenly, the odd cell at
+// the end for SAME_UPPER, at the start otherwise). 1-D as a 2-D layer of height 1. Group 1
+// only, no dilation, one stride for both dims.
+void convert_conv_transpose(NodeContext& node) {
+  metakernel::Graph& g = node.graph();
+  const std::vector<std::int64_t> xs = node.shape(0), ws = node.shape(1);
+  if (xs.size() != 3 && xs.size() != 4) {
+    throw node.error(
+        fmt::format("{} has rank {}; only rank 4 (2-D, NCHW) and 3 (1-D, NCL) are supported",
+                    node.node().input(0), xs.size()));
+  }
+  if (ws.size() != xs.size() || ws[0] != xs[1])
+    throw node.error(fmt::format("the weights [{}] do not match X [{}] (W is [C_in, C_out, k…])",
+                                 fmt::join(ws, ", "), fmt::join(xs, ", ")));
+  const std::size_t dims = xs.size() - 2;
+  const std::int64_t group = node.int_attr("group", 1);
+  if (group != 1) {
+    throw node.error(
+        fmt::format("group={} is not supported (only group=1 for ConvTranspose)", group));
+  }
+  if (auto ks = node.ints_attr("kernel_shape")) {
+    if (!std::equal(ks->begin(), ks->end(), ws.begin() + 2, ws.end()))
+      throw node.error(
+          fmt::format("kernel_shape=[{}] does not match the weights", fmt::join(*ks, ", ")));
+  }
+  if (auto dilations = node.ints_attr("dilations")) {
+    if (square(node, *dilations, "dilations", dims) != 1)
+      throw node.error(
+          fmt::format("dilations=[{}] are not supported (only 1)", fmt::join(*dilations, ", ")));
+  }
+  const std::int64_t stride =
+      square(node, node.ints_attr("strides").value_or(std::vector<std::int64_t>(dims, 1)),
+             "strides", dims);
+  if (stride < 1) throw node.error(fmt::format("strides={} must be at least 1", stride));
+  const std::vector<std::int64_t> out_pad =
+      node.ints_attr("output_padding").value_or(std::vector<std::int64_t>(dims, 0));
+  if (out_pad.size() != dims || std::any_of(out_pad.begin(), out_pad.end(),
+                                            [&](std::int64_t p) { return p < 0 || p >= stride; })) {
+    throw node.error(fmt::format("output_padding=[{}] must be {} values in [0, stride {})",
+                                 fmt::join(out_pad, ", "), dims, stride));
+  }
+  const std::string auto_pad = node.string_attr("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
+      auto_pad != "SAME_LOWER") {
+    throw node.error(
+        fmt::format("auto_pad={} is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER", auto_pad));
+  }
+  std::vector<std::int64_t> full(dims), pads(2 * dims, 0);
+  for (std::size_t d = 0; d < dims; ++d)
+    full[d] = (xs[2 + d] - 1) * stride + ws[2 + d] + out_pad[d];
+  const auto output_shape = node.ints_attr("output_shape");
+  if (output_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    if (output_shape && output_shape->size() != dims)
+      throw node.error(fmt::format("output_shape=[{}] must have {} values",
+                                   fmt::join(*output_shape, ", "), dims));
+    for (std::size_t d = 0; d < dims; ++d) {
+      const std::int64_t out = output_shape ? (*output_shape)[d] : xs[2 + d] * stride;
+      const std::int64_t total = full[d] - out;
+      if (total < 0) {
+        throw node.error(
+            fmt::format("an output of {} cells in dim {} is larger than the {} a "
+                        "transposed convolution gives",
+                        out, 2 + d, full[d]));
+      }
+      pads[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads[dims + d] = total - pads[d];
+    }
+    node.ints_attr("pads");  // ignored when output_shape is given, as ONNX says
+  } else if (auto_pad == "NOTSET") {
+    if (auto given = node.ints_attr("pads")) {
+      if (given->size() != 2 * dims)
+        throw node.error(
+            fmt::format("pads=[{}] must have {} values", fmt::join(*given, ", "), 2 * dims));
+      pads = *given;
+    }
+  }
+  for (std::size_t d = 0; d < dims; ++d) {
+    if (pads[d] < 0 || pads[dims + d] < 0 || pads[d] + pads[dims + d] >= full[d])
+      throw node.error(fmt::format("pads=[{}] must be ≥ 0 and leave cells of the {} in dim {}",
+                                   fmt::join(pads, ", "), full[d], 2 + d));
+  }
+  const bool one_d = dims == 1;
+  Tensor x = node.tensor(0);
+  Tensor w = node.tensor(1);
+  std::vector<std::int64_t> full4 = {xs[0], ws[1], one_d ? 1 : full[0], full.back()};
+  if (one_d) {
+    x = reshape_to(g, x, {xs[0], xs[1], 1, xs[2]});
+    w = reshaped_input(node, 1, {ws[0], ws[1], 1, ws[2]});
+  }
+  HostTensor shape_of;
+  shape_of.dtype = x.type().dtype;
+  shape_of.shape = full4;
+  shape_of.floats.assign(static_cast<std::size_t>(full4[0] * full4[1] * full4[2] * full4[3]), 0.0);
+  Tensor like =
+      node.import().constant_input(node_display_name(node.node()) + ".output_shape", shape_of);
+  Tensor y = g.call("conv2d_grad_input", {like, w, x}, {{"stride", stride}});
+  for (std::size_t d = 0; d < dims; ++d) {
+    const std::int64_t begin = pads[d], end = full[d] - pads[dims + d];
+    if (begin == 0 && end == full[d]) continue;
+    const auto dim = static_cast<std::int64_t>(one_d ? 3 : 2 + d);
+    y = g.call("slice", {y}, {{"dim", dim}, {"start", begin}, {"end", end}});
+  }
+  if (node.has_input(2)) {
+    const std::vector<std::int64_t> bshape = node.shape(2);
+    if (bshape.size() != 1) throw node.error("the bias must have rank 1");
+    y = g.call("add", {y, reshaped_input(node, 2, {bshape[0], 1, 1})});
+  }
+  if (one_d) {
+    const zspace::Point ys = y.type().shape();
+    y = reshape_to(g, y, {ys[0], ys[1], ys[3]});
+  }
+  node.set_output(0, y);
+}
+
 namespace {
 
 // The extra cells past the end pad that ceil_mode=1 adds so the last window fits: ONNX's

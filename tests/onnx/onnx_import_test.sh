@@ -135,8 +135,9 @@ done
 # without keepdims, Softmax over a middle axis, Squeeze/Unsqueeze, GlobalAveragePool, Pow,
 # MaxPool and AveragePool with pads; Conv 1-D, with uneven pads, auto_pad SAME_*, depthwise
 # with a computed bias; Pad with uneven amounts; pools 1-D, with non-square windows and
-# strides, ceil_mode, count_include_pad=0, uneven pads.
-for name in gemm reduce pool reshape_allowzero pool_pads conv1d conv_uneven_pads conv_same_upper conv_same_lower conv_depthwise_computed_bias pad_uneven pool1d pool_rect pool_ceil avgpool_exclude_pad maxpool_uneven_pads; do
+# strides, ceil_mode, count_include_pad=0, uneven pads; ConvTranspose 2-D and 1-D, with pads,
+# output_padding, output_shape and auto_pad.
+for name in gemm reduce pool reshape_allowzero pool_pads conv1d conv_uneven_pads conv_same_upper conv_same_lower conv_depthwise_computed_bias pad_uneven pool1d pool_rect pool_ceil avgpool_exclude_pad maxpool_uneven_pads conv_transpose conv_transpose_1d conv_transpose_output_shape conv_transpose_same_upper; do
   d=$m/$name
   "$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err" &&
     "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err"

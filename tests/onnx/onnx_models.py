@@ -365,6 +365,41 @@ reference_model("maxpool_uneven_pads", [
                  pads=[0, 1, 2, 0]),
 ], x8 - 3.0, tpool("max", xp - 3.0, 3, (1, 2)), {})
 
+# ConvTranspose (conv2d_grad_input, then slices for the pads), against torch's conv_transpose in
+# float64: 2-D with stride, pads, output_padding and a bias; 1-D; output_shape (the pads it
+# implies: the odd cell at the start) and auto_pad SAME_UPPER (at the end) — both cropped from
+# torch's full output by hand.
+def tconv(x, w, b=None, stride=1, crop=None, out_pad=0):
+    f = torch.nn.functional.conv_transpose1d if x.ndim == 3 else torch.nn.functional.conv_transpose2d
+    y = f(t64(x), t64(w), None if b is None else t64(b), stride=stride, output_padding=out_pad)
+    return y.numpy() if crop is None else y.numpy()[crop]
+
+
+x9, w9, b9 = f32(2, 4, 5, 6), f32(4, 3, 3, 3), f32(3)
+reference_model("conv_transpose", [
+    oh.make_node("ConvTranspose", ["x", "w", "b"], ["y"], name="up", strides=[2, 2],
+                 pads=[1, 1, 1, 1], output_padding=[1, 1]),
+], x9, tconv(x9, w9, b9, 2, (slice(None), slice(None), slice(1, -1), slice(1, -1)), 1),
+    {"w": w9, "b": b9})
+x10, w10 = f32(2, 3, 7), f32(3, 5, 4)
+reference_model("conv_transpose_1d", [
+    oh.make_node("ConvTranspose", ["x", "w"], ["y"], name="up", strides=[3], pads=[2, 0]),
+], x10, tconv(x10, w10, None, 3, (slice(None), slice(None), slice(2, None))), {"w": w10})
+# The full 2-D output: (5 − 1)·2 + 3 = 11 rows, (6 − 1)·2 + 3 = 13 columns. output_shape
+# [8, 12] crops 3 rows (2 first, 1 after) and 1 column (first); SAME_UPPER's 10 × 12 crops 1
+# row and 1 column, each after.
+w11 = f32(4, 2, 3, 3)
+reference_model("conv_transpose_output_shape", [
+    oh.make_node("ConvTranspose", ["x", "w"], ["y"], name="up", strides=[2, 2],
+                 output_shape=[8, 12]),
+], x9, tconv(x9, w11, None, 2, (slice(None), slice(None), slice(2, 10), slice(1, 13))),
+    {"w": w11})
+reference_model("conv_transpose_same_upper", [
+    oh.make_node("ConvTranspose", ["x", "w"], ["y"], name="up", strides=[2, 2],
+                 auto_pad="SAME_UPPER"),
+], x9, tconv(x9, w11, None, 2, (slice(None), slice(None), slice(0, 10), slice(0, 12))),
+    {"w": w11})
+
 # Activations, variadic ops, Dropout and BatchNormalization (import-time rewrites into kernels),
 # one model each, against numpy's formulas.
 x = f32(2, 3, 4, 5) * 3
