@@ -53,9 +53,26 @@ struct ConvWindow {
   [[nodiscard]] bool any() const { return top + bottom + left + right > 0; }
 };
 
-// `kernel`: the window's size per spatial dim (1 or 2 values).
-ConvWindow conv_window(NodeContext& node, const std::vector<std::int64_t>& x,
-                       const std::vector<std::int64_t>& kernel) {
+// Input k (a weight or a computed tensor) as a tensor of `shape`: a host weight is reshaped as
+// it is written (one weight, no operation), a computed tensor by a reshape.
+Tensor reshaped_input(NodeContext& node, int k, const std::vector<std::int64_t>& shape) {
+  if (node.is_host(k)) {
+    HostTensor b = node.host(k);
+    b.shape = shape;
+    return node.import().constant_input(node.node().input(k), b);
+  }
+  return reshape_to(node.graph(), node.tensor(k), shape);
+}
+
+// The strides and pads (ONNX order: the begins of each spatial dim, then the ends) of a Conv or
+// pool over `kernel` (its size per spatial dim), from strides, pads and auto_pad; dilations must
+// be 1.
+struct Spatial {
+  std::vector<std::int64_t> strides, pads;
+};
+
+Spatial read_spatial(NodeContext& node, const std::vector<std::int64_t>& x,
+                     const std::vector<std::int64_t>& kernel) {
   const std::size_t dims = x.size() - 2;
   const std::string auto_pad = node.string_attr("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
@@ -68,55 +85,82 @@ ConvWindow conv_window(NodeContext& node, const std::vector<std::int64_t>& x,
       throw node.error(
           fmt::format("dilations=[{}] are not supported (only 1)", fmt::join(*dilations, ", ")));
   }
-  const std::vector<std::int64_t> strides =
-      node.ints_attr("strides").value_or(std::vector<std::int64_t>(dims, 1));
-  if (strides.size() != dims ||
-      std::any_of(strides.begin(), strides.end(), [](std::int64_t s) { return s < 1; })) {
+  Spatial out;
+  out.strides = node.ints_attr("strides").value_or(std::vector<std::int64_t>(dims, 1));
+  if (out.strides.size() != dims ||
+      std::any_of(out.strides.begin(), out.strides.end(), [](std::int64_t s) { return s < 1; })) {
     throw node.error(
-        fmt::format("strides=[{}] must be {} values ≥ 1", fmt::join(strides, ", "), dims));
+        fmt::format("strides=[{}] must be {} values ≥ 1", fmt::join(out.strides, ", "), dims));
   }
-  std::vector<std::int64_t> pads(2 * dims, 0);  // ONNX: the begins of each dim, then the ends
+  out.pads.assign(2 * dims, 0);
   if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (std::size_t d = 0; d < dims; ++d) {
-      const std::int64_t in = x[2 + d], out = (in + strides[d] - 1) / strides[d];
-      const std::int64_t total = std::max<std::int64_t>((out - 1) * strides[d] + kernel[d] - in, 0);
-      const std::int64_t small = total / 2;
-      pads[d] = auto_pad == "SAME_UPPER" ? small : total - small;
-      pads[dims + d] = total - pads[d];
+      const std::int64_t s = out.strides[d], in = x[2 + d], n = (in + s - 1) / s;
+      const std::int64_t total = std::max<std::int64_t>((n - 1) * s + kernel[d] - in, 0);
+      out.pads[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      out.pads[dims + d] = total - out.pads[d];
     }
   } else if (auto_pad == "NOTSET") {
     if (auto given = node.ints_attr("pads")) {
       if (given->size() != 2 * dims)
         throw node.error(
             fmt::format("pads=[{}] must have {} values", fmt::join(*given, ", "), 2 * dims));
-      pads = *given;
+      out.pads = *given;
     }
   }
-  for (std::int64_t p : pads) {
+  for (std::int64_t p : out.pads) {
     if (p < 0)
-      throw node.error(fmt::format("pads=[{}] must not be negative", fmt::join(pads, ", ")));
+      throw node.error(fmt::format("pads=[{}] must not be negative", fmt::join(out.pads, ", ")));
   }
+  return out;
+}
+
+// `kernel`: the window's size per spatial dim (1 or 2 values).
+ConvWindow conv_window(NodeContext& node, const std::vector<std::int64_t>& x,
+                       const std::vector<std::int64_t>& kernel) {
+  const std::size_t dims = x.size() - 2;
+  const Spatial sp = read_spatial(node, x, kernel);
   ConvWindow win;
-  win.stride_w = strides.back();
-  win.left = pads[dims - 1];
-  win.right = pads[2 * dims - 1];
+  win.stride_w = sp.strides.back();
+  win.left = sp.pads[dims - 1];
+  win.right = sp.pads[2 * dims - 1];
   if (dims == 2) {
-    win.stride_h = strides[0];
-    win.top = pads[0];
-    win.bottom = pads[2];
+    win.stride_h = sp.strides[0];
+    win.top = sp.pads[0];
+    win.bottom = sp.pads[2];
   }
   return win;
 }
 
-// Input k (a weight or a computed tensor) as a tensor of `shape`: a host weight is reshaped as
-// it is written (one weight, no operation), a computed tensor by a reshape.
-Tensor reshaped_input(NodeContext& node, int k, const std::vector<std::int64_t>& shape) {
-  if (node.is_host(k)) {
-    HostTensor b = node.host(k);
-    b.shape = shape;
-    return node.import().constant_input(node.node().input(k), b);
+// x padded by pad3d with ONNX-ordered `pads` of 3 spatial dims (nothing when all are 0).
+Tensor pad3d(metakernel::Graph& g, Tensor x, const std::vector<std::int64_t>& pads, double value) {
+  if (std::all_of(pads.begin(), pads.end(), [](std::int64_t p) { return p == 0; })) return x;
+  return g.call("pad3d", {x},
+                {{"front", pads[0]},
+                 {"top", pads[1]},
+                 {"left", pads[2]},
+                 {"back", pads[3]},
+                 {"bottom", pads[4]},
+                 {"right", pads[5]},
+                 {"value", value}});
+}
+
+// Conv of rank 5 (NCDHW): group 1, one stride for the three dims → pad3d, conv3d, add.
+void convert_conv3d(NodeContext& node, const std::vector<std::int64_t>& xs,
+                    const std::vector<std::int64_t>& ws) {
+  metakernel::Graph& g = node.graph();
+  if (const std::int64_t group = node.int_attr("group", 1); group != 1)
+    throw node.error(fmt::format("group={} is not supported for 3-D Conv (only 1)", group));
+  const Spatial sp = read_spatial(node, xs, {ws.begin() + 2, ws.end()});
+  const std::int64_t stride = square(node, sp.strides, "strides", 3);
+  Tensor y = g.call("conv3d", {pad3d(g, node.tensor(0), sp.pads, 0.0), node.tensor(1)},
+                    {{"stride", stride}});
+  if (node.has_input(2)) {
+    const std::vector<std::int64_t> bshape = node.shape(2);
+    if (bshape.size() != 1) throw node.error("the bias must have rank 1");
+    y = g.call("add", {y, reshaped_input(node, 2, {bshape[0], 1, 1, 1})});
   }
-  return reshape_to(node.graph(), node.tensor(k), shape);
+  node.set_output(0, y);
 }
 
 }  // namespace
@@ -130,21 +174,23 @@ Tensor reshaped_input(NodeContext& node, int k, const std::vector<std::int64_t>&
 void convert_conv(NodeContext& node) {
   metakernel::Graph& g = node.graph();
   const std::vector<std::int64_t> xs = node.shape(0), ws = node.shape(1);
-  if (xs.size() != 3 && xs.size() != 4) {
-    throw node.error(fmt::format(
-        "{} has rank {}; only rank 4 (2-D convolution, NCHW) and 3 (1-D, NCL) are supported",
-        node.node().input(0), xs.size()));
+  if (xs.size() < 3 || xs.size() > 5) {
+    throw node.error(
+        fmt::format("{} has rank {}; only rank 3, 4 and 5 (1-D, 2-D and 3-D "
+                    "convolution: NCL, NCHW, NCDHW) are supported",
+                    node.node().input(0), xs.size()));
   }
   if (ws.size() != xs.size())
     throw node.error(fmt::format("the weights have rank {}, X rank {}", ws.size(), xs.size()));
-  const bool one_d = xs.size() == 3;
-  const std::int64_t group = node.int_attr("group", 1);
-  if (group < 1) throw node.error(fmt::format("group={} must be at least 1", group));
   if (auto ks = node.ints_attr("kernel_shape")) {
     if (!std::equal(ks->begin(), ks->end(), ws.begin() + 2, ws.end()))
       throw node.error(
           fmt::format("kernel_shape=[{}] does not match the weights", fmt::join(*ks, ", ")));
   }
+  if (xs.size() == 5) return convert_conv3d(node, xs, ws);
+  const bool one_d = xs.size() == 3;
+  const std::int64_t group = node.int_attr("group", 1);
+  if (group < 1) throw node.error(fmt::format("group={} must be at least 1", group));
   const ConvWindow win = conv_window(node, xs, {ws.begin() + 2, ws.end()});
   if (!one_d && win.stride_h != win.stride_w) {
     throw node.error(fmt::format("strides=[{}, {}] are not supported (only equal strides)",
@@ -333,6 +379,42 @@ std::vector<std::int64_t> window_counts(std::int64_t in, std::int64_t begin, std
   return counts;
 }
 
+// MaxPool / AveragePool of rank 5 (NCDHW) → pad3d, max_pool3d / avg_pool3d: any window,
+// strides and pads (MaxPool pads with the lowest finite value, as 2-D), auto_pad; ceil_mode for
+// MaxPool. An AveragePool whose windows do not all count their cells (count_include_pad=0 with
+// pads, ceil_mode adding cells) is refused.
+void convert_pool3d(NodeContext& node, bool is_max, const std::vector<std::int64_t>& xs,
+                    const std::vector<std::int64_t>& ks, double pad_value) {
+  Spatial sp = read_spatial(node, xs, ks);
+  for (std::size_t d = 0; d < 3; ++d) {
+    if (sp.pads[d] >= ks[d] || sp.pads[3 + d] >= ks[d])
+      throw node.error(fmt::format("pads=[{}] must be smaller than kernel_shape=[{}]",
+                                   fmt::join(sp.pads, ", "), fmt::join(ks, ", ")));
+  }
+  if (node.int_attr("ceil_mode", 0) != 0) {
+    for (std::size_t d = 0; d < 3; ++d) {
+      const std::int64_t extra =
+          ceil_extra(node, xs[2 + d], sp.pads[d], sp.pads[3 + d], ks[d], sp.strides[d]);
+      if (extra > 0 && !is_max)
+        throw node.error("ceil_mode=1 that adds cells is not supported for 3-D AveragePool");
+      sp.pads[3 + d] += extra;
+    }
+  }
+  if (!is_max && node.int_attr("count_include_pad", 0) == 0 &&
+      std::any_of(sp.pads.begin(), sp.pads.end(), [](std::int64_t p) { return p > 0; })) {
+    throw node.error("pads with count_include_pad=0 are not supported for 3-D AveragePool");
+  }
+  metakernel::Graph& g = node.graph();
+  const Tensor x = pad3d(g, node.tensor(0), sp.pads, pad_value);
+  node.set_output(0, g.call(is_max ? "max_pool3d" : "avg_pool3d", {x},
+                            {{"kernel_d", ks[0]},
+                             {"kernel_h", ks[1]},
+                             {"kernel_w", ks[2]},
+                             {"stride_d", sp.strides[0]},
+                             {"stride_h", sp.strides[1]},
+                             {"stride_w", sp.strides[2]}}));
+}
+
 }  // namespace
 
 // MaxPool, AveragePool: 2-D (NCHW) and 1-D (NCL, as 2-D of height 1); any window, strides and
@@ -348,10 +430,11 @@ std::vector<std::int64_t> window_counts(std::int64_t in, std::int64_t begin, std
 void convert_pool(NodeContext& node) {
   const bool is_max = node.node().op_type() == "MaxPool";
   const std::vector<std::int64_t> xs = node.shape(0);
-  if (xs.size() != 3 && xs.size() != 4) {
-    throw node.error(fmt::format(
-        "{} has rank {}; only rank 4 (2-D pooling, NCHW) and 3 (1-D, NCL) are supported",
-        node.node().input(0), xs.size()));
+  if (xs.size() < 3 || xs.size() > 5) {
+    throw node.error(
+        fmt::format("{} has rank {}; only rank 3, 4 and 5 (1-D, 2-D and 3-D "
+                    "pooling: NCL, NCHW, NCDHW) are supported",
+                    node.node().input(0), xs.size()));
   }
   const bool one_d = xs.size() == 3;
   const auto ks = node.ints_attr("kernel_shape");
@@ -360,6 +443,18 @@ void convert_pool(NodeContext& node) {
       std::any_of(ks->begin(), ks->end(), [](std::int64_t k) { return k < 1; })) {
     throw node.error(fmt::format("kernel_shape=[{}] must be {} values ≥ 1", fmt::join(*ks, ", "),
                                  xs.size() - 2));
+  }
+  if (xs.size() == 5) {
+    double lowest = 0;
+    if (is_max) {
+      if (node.int_attr("storage_order", 0) != 0)
+        throw node.error("storage_order=1 is not supported (only 0)");
+      refuse_used_outputs(node, 1);
+      lowest = node.tensor(0).type().dtype == ir::DType::kFloat64
+                   ? std::numeric_limits<double>::lowest()
+                   : static_cast<double>(std::numeric_limits<float>::lowest());
+    }
+    return convert_pool3d(node, is_max, xs, *ks, lowest);
   }
   ConvWindow win = conv_window(node, xs, *ks);
   const std::int64_t kh = one_d ? 1 : ks->front(), kw = ks->back();

@@ -365,6 +365,22 @@ reference_model("maxpool_uneven_pads", [
                  pads=[0, 1, 2, 0]),
 ], x8 - 3.0, tpool("max", xp - 3.0, 3, (1, 2)), {})
 
+# 3-D: Conv with a bias, stride 2 and uneven pads (pad3d, conv3d), MaxPool with ceil_mode and
+# AveragePool with pads counted (max_pool3d, avg_pool3d), against torch in float64.
+x12, w12, b12 = f32(2, 3, 6, 7, 8), f32(4, 3, 3, 2, 3), f32(4)
+xt12 = torch.nn.functional.pad(t64(x12), (1, 2, 0, 1, 1, 0))  # (w: 1, 2), (h: 0, 1), (d: 1, 0)
+c12 = torch.nn.functional.conv3d(xt12, t64(w12), t64(b12), stride=2)
+m12 = torch.nn.functional.max_pool3d(c12, 2, 2, ceil_mode=True)
+y12 = torch.nn.functional.avg_pool3d(m12, (1, 2, 2), 1, (0, 1, 1), count_include_pad=True)
+reference_model("conv3d_pool3d", [
+    oh.make_node("Conv", ["x", "w", "b"], ["c"], name="c3", strides=[2, 2, 2],
+                 pads=[1, 0, 1, 0, 1, 2]),
+    oh.make_node("MaxPool", ["c"], ["m"], name="mp", kernel_shape=[2, 2, 2], strides=[2, 2, 2],
+                 ceil_mode=1),
+    oh.make_node("AveragePool", ["m"], ["y"], name="ap", kernel_shape=[1, 2, 2],
+                 pads=[0, 1, 1, 0, 1, 1], count_include_pad=1),
+], x12, y12.numpy(), {"w": w12, "b": b12})
+
 # ConvTranspose (conv2d_grad_input, then slices for the pads), against torch's conv_transpose in
 # float64: 2-D with stride, pads, output_padding and a bias; 1-D; output_shape (the pads it
 # implies: the odd cell at the start) and auto_pad SAME_UPPER (at the end) — both cropped from

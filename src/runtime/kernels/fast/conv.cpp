@@ -100,8 +100,9 @@ bool window_loops(const InputPort& x, const InputPort& w, const OutputPort& r,
                   std::vector<Loop>& loops) {
   const Point& xw = x.ipf->shape();
   const Point& ww = w.ipf->shape();
-  if (xw.rank() != 4 || xw != ww || xw[0] != 1 || !has_unit_cells(*r.ipf)) return false;
-  for (std::size_t d = 1; d < 4; ++d) {
+  if ((xw.rank() != 4 && xw.rank() != 5) || xw != ww || xw[0] != 1 || !has_unit_cells(*r.ipf))
+    return false;
+  for (std::size_t d = 1; d < xw.rank(); ++d) {
     if (xw[d] != 1) loops.push_back({xw[d], x.view.stride(d), w.view.stride(d), 0});
   }
   return true;
@@ -271,8 +272,10 @@ std::optional<std::size_t> longest_pixel_dim(const KernelCall& call, const Range
   std::optional<std::size_t> best;
   for (std::size_t j = 0; j < index.rank(); ++j) {
     bool moves_x = false, moves_w = false;
-    for (std::size_t k = 0; k < 4; ++k) {
+    for (std::size_t k = 0; k < x.ipf->map().out_rank(); ++k) {
       moves_x = moves_x || x.ipf->map().at(k, j) != 0;
+    }
+    for (std::size_t k = 0; k < w.ipf->map().out_rank(); ++k) {
       moves_w = moves_w || w.ipf->map().at(k, j) != 0;
     }
     if (!moves_x || moves_w || index.extent(j) < 2) continue;
@@ -360,6 +363,8 @@ void grouped_conv2d_kernel(const KernelCall& call) {
 void register_fast_conv(ExecutableKernels& registry) {
   registry.add("conv2d", &conv2d_kernel);
   registry.add("grouped_conv2d", &grouped_conv2d_kernel);
+  registry.add("conv3d", &conv2d_kernel);  // im2col + GEMM over (c, kd, kh, kw) windows; its
+                                           // rank-6 index is no oneDNN conv2d problem
 }
 
 }  // namespace tapestry::runtime::fast
