@@ -48,6 +48,7 @@ namespace {
 // ceil(in / stride) outputs, the odd cell at the end / the start, as ONNX defines them.
 struct ConvWindow {
   std::int64_t stride_h = 1, stride_w = 1;
+  std::int64_t dilation = 1;  // one for every dim (Conv); pools refuse other than 1
   std::int64_t top = 0, bottom = 0, left = 0, right = 0;
   [[nodiscard]] bool even() const { return top == bottom && top == left && top == right; }
   [[nodiscard]] bool any() const { return top + bottom + left + right > 0; }
@@ -65,10 +66,13 @@ Tensor reshaped_input(NodeContext& node, int k, const std::vector<std::int64_t>&
 }
 
 // The strides and pads (ONNX order: the begins of each spatial dim, then the ends) of a Conv or
-// pool over `kernel` (its size per spatial dim), from strides, pads and auto_pad; dilations must
-// be 1.
+// pool over `kernel` (its size per spatial dim), from strides, pads, dilations and auto_pad
+// (whose SAME pads cover the dilated window).
 struct Spatial {
-  std::vector<std::int64_t> strides, pads;
+  std::vector<std::int64_t> strides, pads, dilations;
+  [[nodiscard]] bool dilated() const {
+    return std::any_of(dilations.begin(), dilations.end(), [](std::int64_t d) { return d != 1; });
+  }
 };
 
 Spatial read_spatial(NodeContext& node, const std::vector<std::int64_t>& x,
@@ -80,12 +84,13 @@ Spatial read_spatial(NodeContext& node, const std::vector<std::int64_t>& x,
     throw node.error(
         fmt::format("auto_pad={} is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER", auto_pad));
   }
-  if (auto dilations = node.ints_attr("dilations")) {
-    if (square(node, *dilations, "dilations", dims) != 1)
-      throw node.error(
-          fmt::format("dilations=[{}] are not supported (only 1)", fmt::join(*dilations, ", ")));
-  }
   Spatial out;
+  out.dilations = node.ints_attr("dilations").value_or(std::vector<std::int64_t>(dims, 1));
+  if (out.dilations.size() != dims || std::any_of(out.dilations.begin(), out.dilations.end(),
+                                                  [](std::int64_t d) { return d < 1; })) {
+    throw node.error(
+        fmt::format("dilations=[{}] must be {} values ≥ 1", fmt::join(out.dilations, ", "), dims));
+  }
   out.strides = node.ints_attr("strides").value_or(std::vector<std::int64_t>(dims, 1));
   if (out.strides.size() != dims ||
       std::any_of(out.strides.begin(), out.strides.end(), [](std::int64_t s) { return s < 1; })) {
@@ -96,7 +101,8 @@ Spatial read_spatial(NodeContext& node, const std::vector<std::int64_t>& x,
   if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     for (std::size_t d = 0; d < dims; ++d) {
       const std::int64_t s = out.strides[d], in = x[2 + d], n = (in + s - 1) / s;
-      const std::int64_t total = std::max<std::int64_t>((n - 1) * s + kernel[d] - in, 0);
+      const std::int64_t extent = (kernel[d] - 1) * out.dilations[d] + 1;
+      const std::int64_t total = std::max<std::int64_t>((n - 1) * s + extent - in, 0);
       out.pads[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
       out.pads[dims + d] = total - out.pads[d];
     }
@@ -121,6 +127,7 @@ ConvWindow conv_window(NodeContext& node, const std::vector<std::int64_t>& x,
   const std::size_t dims = x.size() - 2;
   const Spatial sp = read_spatial(node, x, kernel);
   ConvWindow win;
+  win.dilation = square(node, sp.dilations, "dilations", dims);
   win.stride_w = sp.strides.back();
   win.left = sp.pads[dims - 1];
   win.right = sp.pads[2 * dims - 1];
@@ -153,8 +160,11 @@ void convert_conv3d(NodeContext& node, const std::vector<std::int64_t>& xs,
     throw node.error(fmt::format("group={} is not supported for 3-D Conv (only 1)", group));
   const Spatial sp = read_spatial(node, xs, {ws.begin() + 2, ws.end()});
   const std::int64_t stride = square(node, sp.strides, "strides", 3);
-  Tensor y = g.call("conv3d", {pad3d(g, node.tensor(0), sp.pads, 0.0), node.tensor(1)},
-                    {{"stride", stride}});
+  const std::int64_t dilation = square(node, sp.dilations, "dilations", 3);
+  const Tensor x = pad3d(g, node.tensor(0), sp.pads, 0.0);
+  Tensor y = dilation == 1 ? g.call("conv3d", {x, node.tensor(1)}, {{"stride", stride}})
+                           : g.call("dilated_conv3d", {x, node.tensor(1)},
+                                    {{"stride", stride}, {"dilation", dilation}});
   if (node.has_input(2)) {
     const std::vector<std::int64_t> bshape = node.shape(2);
     if (bshape.size() != 1) throw node.error("the bias must have rank 1");
@@ -203,17 +213,25 @@ void convert_conv(NodeContext& node) {
     x = reshape_to(g, x, {xs[0], xs[1], 1, xs[2]});
     w = reshaped_input(node, 1, {ws[0], ws[1], 1, ws[2]});
   }
+  if (win.dilation != 1 && group != 1) {
+    throw node.error(
+        fmt::format("dilations={} with group={} is not supported (dilated "
+                    "convolutions have group 1)",
+                    win.dilation, group));
+  }
   std::int64_t padding = 0;
-  if (win.even() && !one_d) {
+  if (win.even() && !one_d && win.dilation == 1) {
     padding = win.top;
   } else if (win.any()) {
     x = g.call(
         "pad2d", {x},
         {{"top", win.top}, {"bottom", win.bottom}, {"left", win.left}, {"right", win.right}});
   }
-  Tensor y = group == 1 ? g.call("conv2d", {x, w}, {{"stride", stride}, {"padding", padding}})
-                        : g.call("grouped_conv2d", {x, w},
-                                 {{"groups", group}, {"stride", stride}, {"padding", padding}});
+  Tensor y = win.dilation != 1 ? g.call("dilated_conv2d", {x, w},
+                                        {{"stride", stride}, {"dilation", win.dilation}})
+             : group == 1 ? g.call("conv2d", {x, w}, {{"stride", stride}, {"padding", padding}})
+                          : g.call("grouped_conv2d", {x, w},
+                                   {{"groups", group}, {"stride", stride}, {"padding", padding}});
   if (node.has_input(2)) {
     const std::vector<std::int64_t> bshape = node.shape(2);
     if (bshape.size() != 1) throw node.error("the bias must have rank 1");
@@ -386,6 +404,9 @@ std::vector<std::int64_t> window_counts(std::int64_t in, std::int64_t begin, std
 void convert_pool3d(NodeContext& node, bool is_max, const std::vector<std::int64_t>& xs,
                     const std::vector<std::int64_t>& ks, double pad_value) {
   Spatial sp = read_spatial(node, xs, ks);
+  if (sp.dilated())
+    throw node.error(
+        fmt::format("dilations=[{}] are not supported (only 1)", fmt::join(sp.dilations, ", ")));
   for (std::size_t d = 0; d < 3; ++d) {
     if (sp.pads[d] >= ks[d] || sp.pads[3 + d] >= ks[d])
       throw node.error(fmt::format("pads=[{}] must be smaller than kernel_shape=[{}]",
@@ -457,6 +478,10 @@ void convert_pool(NodeContext& node) {
     return convert_pool3d(node, is_max, xs, *ks, lowest);
   }
   ConvWindow win = conv_window(node, xs, *ks);
+  if (win.dilation != 1) {
+    throw node.error(fmt::format("dilations=[{}] are not supported (only 1)",
+                                 fmt::join(*node.ints_attr("dilations"), ", ")));
+  }
   const std::int64_t kh = one_d ? 1 : ks->front(), kw = ks->back();
   const std::int64_t ih = one_d ? 1 : xs[2], iw = xs.back();
   if (win.top >= kh || win.bottom >= kh || win.left >= kw || win.right >= kw) {

@@ -381,6 +381,20 @@ reference_model("conv3d_pool3d", [
                  pads=[0, 1, 1, 0, 1, 1], count_include_pad=1),
 ], x12, y12.numpy(), {"w": w12, "b": b12})
 
+# Dilated Conv, 1-D and 2-D (dilated_conv2d; SAME_UPPER's pads cover the dilated window).
+x13, w13 = f32(2, 3, 11, 10), f32(4, 3, 3, 3)
+y13 = torch.nn.functional.conv2d(torch.nn.functional.pad(t64(x13), (2, 2, 2, 2)), t64(w13),
+                                 dilation=2)
+reference_model("conv_dilated", [
+    oh.make_node("Conv", ["x", "w"], ["y"], name="cd", dilations=[2, 2], auto_pad="SAME_UPPER"),
+], x13, y13.numpy(), {"w": w13})
+x14, w14, b14 = f32(2, 3, 20), f32(5, 3, 3), f32(5)
+y14 = torch.nn.functional.conv1d(t64(x14), t64(w14), t64(b14), stride=2, padding=1, dilation=4)
+reference_model("conv1d_dilated", [
+    oh.make_node("Conv", ["x", "w", "b"], ["y"], name="cd", dilations=[4], strides=[2],
+                 pads=[1, 1]),
+], x14, y14.numpy(), {"w": w14, "b": b14})
+
 # ConvTranspose (conv2d_grad_input, then slices for the pads), against torch's conv_transpose in
 # float64: 2-D with stride, pads, output_padding and a bias; 1-D; output_shape (the pads it
 # implies: the odd cell at the start) and auto_pad SAME_UPPER (at the end) — both cropped from

@@ -12,7 +12,9 @@
 // grouped_conv2d is the same body: its index [n, g, og, oh, ow, cg] reaches x's channel
 // g·cg + ci and w's filter g·og + f through its IPFs, so each index point's cells are conv2d's
 // (1, 1, kh, kw) windows and the loop above never sees the group. conv3d too: its cells are
-// (1, 1, kd, kh, kw) windows, the loop runs over (c, h, i, j).
+// (1, 1, kd, kh, kw) windows, the loop runs over (c, h, i, j). dilated_conv2d/3d: the taps are
+// index dims (reductions) and the cells single elements, so each output cell sums its index
+// points in ascending (c, i, j) order.
 #include <fmt/format.h>
 
 #include "kernel_support.h"
@@ -81,6 +83,9 @@ void register_conv_kernels(ExecutableKernels& registry) {
   registry.add("conv2d", &conv2d_kernel);
   registry.add("grouped_conv2d", &conv2d_kernel);  // the group offsets live in the IPFs
   registry.add("conv3d", &conv2d_kernel);          // a (c, kd, kh, kw) window
+  // Dilated filters: every tap an index point (cells 1 × 1), summed in index order.
+  registry.add("dilated_conv2d", &conv2d_kernel);
+  registry.add("dilated_conv3d", &conv2d_kernel);
 }
 
 }  // namespace tapestry::runtime

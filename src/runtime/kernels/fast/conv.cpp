@@ -363,8 +363,12 @@ void grouped_conv2d_kernel(const KernelCall& call) {
 void register_fast_conv(ExecutableKernels& registry) {
   registry.add("conv2d", &conv2d_kernel);
   registry.add("grouped_conv2d", &grouped_conv2d_kernel);
-  registry.add("conv3d", &conv2d_kernel);  // im2col + GEMM over (c, kd, kh, kw) windows; its
-                                           // rank-6 index is no oneDNN conv2d problem
+  // conv3d: im2col + GEMM over (c, kd, kh, kw) windows (its rank-6 index is no oneDNN conv2d
+  // problem); dilated_conv2d/3d: the filter taps are reduction index dims, which the plan's
+  // affine reading puts into K like c.
+  registry.add("conv3d", &conv2d_kernel);
+  registry.add("dilated_conv2d", &conv2d_kernel);
+  registry.add("dilated_conv3d", &conv2d_kernel);
 }
 
 }  // namespace tapestry::runtime::fast
