@@ -27,6 +27,8 @@ __all__ = [
     "sum", "max", "mean", "variance", "reduce", "softmax",
     "transpose", "permute", "reshape", "slice",
     "pad", "conv2d", "max_pool2d", "avg_pool2d",
+    "pad2d", "pad3d", "grouped_conv2d", "dilated_conv2d", "conv3d", "dilated_conv3d",
+    "max_pool2d_rect", "avg_pool2d_rect", "max_pool3d", "avg_pool3d",
     # what gradients use (kernels/autodiff.yaml, docs/training.md)
     "ones_like", "zeros_like", "sum_to", "broadcast", "expand", "unslice", "unpad",
     "mul_scalar",
@@ -214,6 +216,72 @@ def max_pool2d(x: Tensor, kernel: int, stride: int) -> Tensor:
 def avg_pool2d(x: Tensor, kernel: int, stride: int) -> Tensor:
     """2-d average pooling, NCHW, over ``kernel``×``kernel`` windows ``stride`` apart."""
     return call("avg_pool2d", x, kernel=kernel, stride=stride)
+
+
+def pad2d(x: Tensor, top: int = 0, bottom: int = 0, left: int = 0, right: int = 0,
+          value: float | None = None) -> Tensor:
+    """Pads the last two dims by an amount per side of ``value`` (default 0)."""
+    return call("pad2d", x, top=top, bottom=bottom, left=left, right=right,
+                **_given(value=value))
+
+
+def pad3d(x: Tensor, front: int = 0, back: int = 0, top: int = 0, bottom: int = 0,
+          left: int = 0, right: int = 0, value: float | None = None) -> Tensor:
+    """Pads the last three dims by an amount per side of ``value`` (default 0)."""
+    return call("pad3d", x, front=front, back=back, top=top, bottom=bottom, left=left,
+                right=right, **_given(value=value))
+
+
+def grouped_conv2d(x: Tensor, w: Tensor, groups: int, stride: int | None = None,
+                   padding: int | None = None) -> Tensor:
+    """2-d convolution in ``groups`` groups (PyTorch's ``conv2d(groups=g)``; depthwise is
+    groups = channels), w ``[o, c / groups, kh, kw]``; the group is an index dim."""
+    return call("grouped_conv2d", x, w, groups=groups, **_given(stride=stride, padding=padding))
+
+
+def dilated_conv2d(x: Tensor, w: Tensor, stride: int | None = None,
+                   dilation: int | None = None) -> Tensor:
+    """2-d convolution with filter taps ``dilation`` cells apart (no padding: pad first)."""
+    return call("dilated_conv2d", x, w, **_given(stride=stride, dilation=dilation))
+
+
+def conv3d(x: Tensor, w: Tensor, stride: int | None = None) -> Tensor:
+    """3-d convolution, NCDHW (no padding: pad3d first)."""
+    return call("conv3d", x, w, **_given(stride=stride))
+
+
+def dilated_conv3d(x: Tensor, w: Tensor, stride: int | None = None,
+                   dilation: int | None = None) -> Tensor:
+    """3-d convolution with filter taps ``dilation`` cells apart."""
+    return call("dilated_conv3d", x, w, **_given(stride=stride, dilation=dilation))
+
+
+def max_pool2d_rect(x: Tensor, kernel_h: int, kernel_w: int, stride_h: int,
+                    stride_w: int) -> Tensor:
+    """2-d max pooling over ``kernel_h``×``kernel_w`` windows, a stride per dim."""
+    return call("max_pool2d_rect", x, kernel_h=kernel_h, kernel_w=kernel_w, stride_h=stride_h,
+                stride_w=stride_w)
+
+
+def avg_pool2d_rect(x: Tensor, kernel_h: int, kernel_w: int, stride_h: int,
+                    stride_w: int) -> Tensor:
+    """2-d average pooling over ``kernel_h``×``kernel_w`` windows, a stride per dim."""
+    return call("avg_pool2d_rect", x, kernel_h=kernel_h, kernel_w=kernel_w, stride_h=stride_h,
+                stride_w=stride_w)
+
+
+def max_pool3d(x: Tensor, kernel_d: int, kernel_h: int, kernel_w: int, stride_d: int,
+               stride_h: int, stride_w: int) -> Tensor:
+    """3-d max pooling, NCDHW, a window and a stride per dim."""
+    return call("max_pool3d", x, kernel_d=kernel_d, kernel_h=kernel_h, kernel_w=kernel_w,
+                stride_d=stride_d, stride_h=stride_h, stride_w=stride_w)
+
+
+def avg_pool3d(x: Tensor, kernel_d: int, kernel_h: int, kernel_w: int, stride_d: int,
+               stride_h: int, stride_w: int) -> Tensor:
+    """3-d average pooling, NCDHW, a window and a stride per dim."""
+    return call("avg_pool3d", x, kernel_d=kernel_d, kernel_h=kernel_h, kernel_w=kernel_w,
+                stride_d=stride_d, stride_h=stride_h, stride_w=stride_w)
 
 
 # ---- what gradients use (kernels/autodiff.yaml; Graph.grad builds them) ---------------------

@@ -14,8 +14,8 @@ namespace {
 
 constexpr std::size_t kNone = static_cast<std::size_t>(-1);
 
-constexpr std::array<std::string_view, 4> kContractions = {"matmul", "linear", "linear_nobias",
-                                                           "conv2d"};
+constexpr std::array<std::string_view, 5> kContractions = {"matmul", "linear", "linear_nobias",
+                                                           "conv2d", "grouped_conv2d"};
 
 // The index dim tensor dim `row` of `ipf` follows: the largest positive coefficient's column.
 std::optional<std::size_t> followed(const zspace::IndexProjection& ipf, std::size_t row) {

@@ -55,15 +55,19 @@ const std::array kRows = {
     Row{"MatMul", convert_matmul, "matmul (+ reshape)", "batched, broadcasting; 1-D operands"},
     Row{"Gemm", convert_gemm, "linear, or transpose/matmul/mul/add",
         "every alpha, beta, transA, transB; C broadcasting"},
-    Row{"Conv", convert_conv, "conv2d (+ pad, add)",
-        "2-D NCHW, group 1, no dilation, equal strides, equal symmetric pads, optional bias"},
-    Row{"Pad", convert_pad, "pad (or nothing)",
-        "constant mode; zero pads, or one amount on every side of the last two dims"},
-    Row{"MaxPool", convert_pool, "max_pool2d (+ pad)",
-        "square kernel, equal strides, equal symmetric pads, ceil_mode 0; the Indices output "
-        "unused"},
-    Row{"AveragePool", convert_pool, "avg_pool2d (+ pad)",
-        "as MaxPool; pads with count_include_pad=1"},
+    Row{"Conv", convert_conv, "conv2d, grouped_conv2d, conv3d, dilated_conv*",
+        "1-D, 2-D, 3-D; any group (1-D, 2-D; depthwise too), dilations (group 1), pads and "
+        "auto_pad (pad, pad2d, pad3d); equal strides; optional bias (add)"},
+    Row{"ConvTranspose", convert_conv_transpose, "conv2d_grad_input (+ slice, add)",
+        "1-D, 2-D; group 1, no dilation, equal strides, pads, output_padding, output_shape, "
+        "auto_pad; optional bias"},
+    Row{"Pad", convert_pad, "pad, pad2d (or nothing)",
+        "constant mode; any non-negative pads on the last two dims"},
+    Row{"MaxPool", convert_pool, "max_pool2d(_rect), max_pool3d (+ pad*)",
+        "1-D, 2-D, 3-D; any window, strides, pads, auto_pad, ceil_mode; no dilations; the "
+        "Indices output unused"},
+    Row{"AveragePool", convert_pool, "avg_pool2d(_rect), avg_pool3d (+ pad*, div)",
+        "as MaxPool; count_include_pad 0 or 1 (3-D: 1, or no pads)"},
     Row{"GlobalAveragePool", convert_global_average_pool, "mean, mean", "NCHW"},
     Row{"Softmax", convert_softmax, "softmax (+ permute)",
         "any axis from opset 13; the last axis before"},

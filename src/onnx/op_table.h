@@ -28,6 +28,7 @@ void convert_erf(NodeContext& node);
 
 // ops_nn.cpp: Conv, pooling, Softmax, LayerNormalization.
 void convert_conv(NodeContext& node);
+void convert_conv_transpose(NodeContext& node);
 void convert_pad(NodeContext& node);
 void convert_pool(NodeContext& node);
 void convert_global_average_pool(NodeContext& node);

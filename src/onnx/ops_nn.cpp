@@ -22,24 +22,6 @@ std::int64_t square(NodeContext& node, const std::vector<std::int64_t>& v, std::
   return v.front();
 }
 
-// Reads auto_pad, dilations, strides and pads of a 2-D Conv/pool node: (stride, padding).
-std::pair<std::int64_t, std::int64_t> spatial_attrs(NodeContext& node) {
-  const std::string auto_pad = node.string_attr("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID") {
-    throw node.error(fmt::format("auto_pad={} is not supported (only NOTSET and VALID)", auto_pad));
-  }
-  if (auto dilations = node.ints_attr("dilations")) {
-    if (square(node, *dilations, "dilations", 2) != 1)
-      throw node.error(
-          fmt::format("dilations=[{}] are not supported (only 1)", fmt::join(*dilations, ", ")));
-  }
-  const std::int64_t stride = square(
-      node, node.ints_attr("strides").value_or(std::vector<std::int64_t>{1, 1}), "strides", 2);
-  const std::int64_t padding = square(
-      node, node.ints_attr("pads").value_or(std::vector<std::int64_t>{0, 0, 0, 0}), "pads", 4);
-  return {stride, auto_pad == "VALID" ? 0 : padding};
-}
-
 void require_rank(NodeContext& node, int input, std::size_t rank, std::string_view what) {
   if (node.shape(input).size() != rank) {
     throw node.error(fmt::format("{} has rank {}; only rank {} ({}) is supported",
@@ -58,59 +40,464 @@ void refuse_used_outputs(NodeContext& node, int first) {
 
 }  // namespace
 
-// Conv: 2-D (NCHW), group 1, no dilation, square strides and symmetric pads → conv2d (with a
-// pad operation for pads), plus an add of the bias reshaped to [O, 1, 1].
-void convert_conv(NodeContext& node) {
-  metakernel::Graph& g = node.graph();
-  require_rank(node, 0, 4, "2-D convolution, NCHW");
-  const std::int64_t group = node.int_attr("group", 1);
-  if (group != 1) throw node.error(fmt::format("group={} is not supported (only group=1)", group));
-  if (auto ks = node.ints_attr("kernel_shape")) {
-    const std::vector<std::int64_t> w = node.shape(1);
-    if (ks->size() != 2 || w.size() != 4 || (*ks)[0] != w[2] || (*ks)[1] != w[3])
-      throw node.error(
-          fmt::format("kernel_shape=[{}] does not match the weights", fmt::join(*ks, ", ")));
+namespace {
+
+// A Conv's or pool's window over its 1 or 2 spatial dims: the stride of each and the pads in
+// pad2d's terms (top, bottom, left, right). A 1-D layer is a 2-D one of height 1: stride_h 1,
+// pads on the width only. auto_pad SAME_UPPER / SAME_LOWER become the pads that keep
+// ceil(in / stride) outputs, the odd cell at the end / the start, as ONNX defines them.
+struct ConvWindow {
+  std::int64_t stride_h = 1, stride_w = 1;
+  std::int64_t dilation = 1;  // one for every dim (Conv); pools refuse other than 1
+  std::int64_t top = 0, bottom = 0, left = 0, right = 0;
+  [[nodiscard]] bool even() const { return top == bottom && top == left && top == right; }
+  [[nodiscard]] bool any() const { return top + bottom + left + right > 0; }
+};
+
+// Input k (a weight or a computed tensor) as a tensor of `shape`: a host weight is reshaped as
+// it is written (one weight, no operation), a computed tensor by a reshape.
+Tensor reshaped_input(NodeContext& node, int k, const std::vector<std::int64_t>& shape) {
+  if (node.is_host(k)) {
+    HostTensor b = node.host(k);
+    b.shape = shape;
+    return node.import().constant_input(node.node().input(k), b);
   }
-  const auto [stride, padding] = spatial_attrs(node);
-  Tensor y = g.call("conv2d", {node.tensor(0), node.tensor(1)},
-                    {{"stride", stride}, {"padding", padding}});
+  return reshape_to(node.graph(), node.tensor(k), shape);
+}
+
+// The strides and pads (ONNX order: the begins of each spatial dim, then the ends) of a Conv or
+// pool over `kernel` (its size per spatial dim), from strides, pads, dilations and auto_pad
+// (whose SAME pads cover the dilated window).
+struct Spatial {
+  std::vector<std::int64_t> strides, pads, dilations;
+  [[nodiscard]] bool dilated() const {
+    return std::any_of(dilations.begin(), dilations.end(), [](std::int64_t d) { return d != 1; });
+  }
+};
+
+Spatial read_spatial(NodeContext& node, const std::vector<std::int64_t>& x,
+                     const std::vector<std::int64_t>& kernel) {
+  const std::size_t dims = x.size() - 2;
+  const std::string auto_pad = node.string_attr("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
+      auto_pad != "SAME_LOWER") {
+    throw node.error(
+        fmt::format("auto_pad={} is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER", auto_pad));
+  }
+  Spatial out;
+  out.dilations = node.ints_attr("dilations").value_or(std::vector<std::int64_t>(dims, 1));
+  if (out.dilations.size() != dims || std::any_of(out.dilations.begin(), out.dilations.end(),
+                                                  [](std::int64_t d) { return d < 1; })) {
+    throw node.error(
+        fmt::format("dilations=[{}] must be {} values ≥ 1", fmt::join(out.dilations, ", "), dims));
+  }
+  out.strides = node.ints_attr("strides").value_or(std::vector<std::int64_t>(dims, 1));
+  if (out.strides.size() != dims ||
+      std::any_of(out.strides.begin(), out.strides.end(), [](std::int64_t s) { return s < 1; })) {
+    throw node.error(
+        fmt::format("strides=[{}] must be {} values ≥ 1", fmt::join(out.strides, ", "), dims));
+  }
+  out.pads.assign(2 * dims, 0);
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (std::size_t d = 0; d < dims; ++d) {
+      const std::int64_t s = out.strides[d], in = x[2 + d], n = (in + s - 1) / s;
+      const std::int64_t extent = (kernel[d] - 1) * out.dilations[d] + 1;
+      const std::int64_t total = std::max<std::int64_t>((n - 1) * s + extent - in, 0);
+      out.pads[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      out.pads[dims + d] = total - out.pads[d];
+    }
+  } else if (auto_pad == "NOTSET") {
+    if (auto given = node.ints_attr("pads")) {
+      if (given->size() != 2 * dims)
+        throw node.error(
+            fmt::format("pads=[{}] must have {} values", fmt::join(*given, ", "), 2 * dims));
+      out.pads = *given;
+    }
+  }
+  for (std::int64_t p : out.pads) {
+    if (p < 0)
+      throw node.error(fmt::format("pads=[{}] must not be negative", fmt::join(out.pads, ", ")));
+  }
+  return out;
+}
+
+// `kernel`: the window's size per spatial dim (1 or 2 values).
+ConvWindow conv_window(NodeContext& node, const std::vector<std::int64_t>& x,
+                       const std::vector<std::int64_t>& kernel) {
+  const std::size_t dims = x.size() - 2;
+  const Spatial sp = read_spatial(node, x, kernel);
+  ConvWindow win;
+  win.dilation = square(node, sp.dilations, "dilations", dims);
+  win.stride_w = sp.strides.back();
+  win.left = sp.pads[dims - 1];
+  win.right = sp.pads[2 * dims - 1];
+  if (dims == 2) {
+    win.stride_h = sp.strides[0];
+    win.top = sp.pads[0];
+    win.bottom = sp.pads[2];
+  }
+  return win;
+}
+
+// x padded by pad3d with ONNX-ordered `pads` of 3 spatial dims (nothing when all are 0).
+Tensor pad3d(metakernel::Graph& g, Tensor x, const std::vector<std::int64_t>& pads, double value) {
+  if (std::all_of(pads.begin(), pads.end(), [](std::int64_t p) { return p == 0; })) return x;
+  return g.call("pad3d", {x},
+                {{"front", pads[0]},
+                 {"top", pads[1]},
+                 {"left", pads[2]},
+                 {"back", pads[3]},
+                 {"bottom", pads[4]},
+                 {"right", pads[5]},
+                 {"value", value}});
+}
+
+// Conv of rank 5 (NCDHW): group 1, one stride for the three dims → pad3d, conv3d, add.
+void convert_conv3d(NodeContext& node, const std::vector<std::int64_t>& xs,
+                    const std::vector<std::int64_t>& ws) {
+  metakernel::Graph& g = node.graph();
+  if (const std::int64_t group = node.int_attr("group", 1); group != 1)
+    throw node.error(fmt::format("group={} is not supported for 3-D Conv (only 1)", group));
+  const Spatial sp = read_spatial(node, xs, {ws.begin() + 2, ws.end()});
+  const std::int64_t stride = square(node, sp.strides, "strides", 3);
+  const std::int64_t dilation = square(node, sp.dilations, "dilations", 3);
+  const Tensor x = pad3d(g, node.tensor(0), sp.pads, 0.0);
+  Tensor y = dilation == 1 ? g.call("conv3d", {x, node.tensor(1)}, {{"stride", stride}})
+                           : g.call("dilated_conv3d", {x, node.tensor(1)},
+                                    {{"stride", stride}, {"dilation", dilation}});
   if (node.has_input(2)) {
     const std::vector<std::int64_t> bshape = node.shape(2);
     if (bshape.size() != 1) throw node.error("the bias must have rank 1");
-    Tensor bias;
-    if (node.is_host(2)) {
-      HostTensor b = node.host(2);
-      b.shape = {bshape[0], 1, 1};
-      bias = node.import().constant_input(node.node().input(2), b);
-    } else {
-      bias = reshape_to(g, node.tensor(2), {bshape[0], 1, 1});
-    }
-    y = g.call("add", {y, bias});
+    y = g.call("add", {y, reshaped_input(node, 2, {bshape[0], 1, 1, 1})});
   }
   node.set_output(0, y);
 }
 
-// MaxPool, AveragePool: square windows and strides → max_pool2d / avg_pool2d. Symmetric pads
-// become a pad operation before the pool: for MaxPool with the lowest finite value of the dtype
-// (.tap and JSON parameters hold no −∞; ONNX requires pads < kernel, so every window holds a
-// real cell and the maximum is the same — except a window whose real cells are all −∞, which
-// gives the lowest finite value instead), for AveragePool with zeros when count_include_pad=1
-// (PyTorch's default: the zeros count in the mean, exactly what padding does); count_include_pad=0
-// with pads is refused.
+}  // namespace
+
+// Conv: 2-D (NCHW) or 1-D (NCL), any group, no dilation, one stride for both dims, any pads →
+// conv2d, or grouped_conv2d for group > 1 (depthwise: group = channels). Equal pads on every
+// side are the kernel's `padding` (a pad operation); others an explicit pad2d first. A 1-D
+// layer is a 2-D one of height 1: x [N, C, L] → [N, C, 1, L], the filters [O, C/g, K] →
+// [O, C/g, 1, K], pads on the width only, the result reshaped back to [N, O, L']. The bias is
+// an add of it reshaped to [O, 1, 1].
+void convert_conv(NodeContext& node) {
+  metakernel::Graph& g = node.graph();
+  const std::vector<std::int64_t> xs = node.shape(0), ws = node.shape(1);
+  if (xs.size() < 3 || xs.size() > 5) {
+    throw node.error(
+        fmt::format("{} has rank {}; only rank 3, 4 and 5 (1-D, 2-D and 3-D "
+                    "convolution: NCL, NCHW, NCDHW) are supported",
+                    node.node().input(0), xs.size()));
+  }
+  if (ws.size() != xs.size())
+    throw node.error(fmt::format("the weights have rank {}, X rank {}", ws.size(), xs.size()));
+  if (auto ks = node.ints_attr("kernel_shape")) {
+    if (!std::equal(ks->begin(), ks->end(), ws.begin() + 2, ws.end()))
+      throw node.error(
+          fmt::format("kernel_shape=[{}] does not match the weights", fmt::join(*ks, ", ")));
+  }
+  if (xs.size() == 5) return convert_conv3d(node, xs, ws);
+  const bool one_d = xs.size() == 3;
+  const std::int64_t group = node.int_attr("group", 1);
+  if (group < 1) throw node.error(fmt::format("group={} must be at least 1", group));
+  const ConvWindow win = conv_window(node, xs, {ws.begin() + 2, ws.end()});
+  if (!one_d && win.stride_h != win.stride_w) {
+    throw node.error(fmt::format("strides=[{}, {}] are not supported (only equal strides)",
+                                 win.stride_h, win.stride_w));
+  }
+  const std::int64_t stride = win.stride_w;  // a 1-D layer's height is 1: any stride fits it
+  Tensor x = node.tensor(0);
+  Tensor w = node.tensor(1);
+  if (one_d) {
+    x = reshape_to(g, x, {xs[0], xs[1], 1, xs[2]});
+    w = reshaped_input(node, 1, {ws[0], ws[1], 1, ws[2]});
+  }
+  if (win.dilation != 1 && group != 1) {
+    throw node.error(
+        fmt::format("dilations={} with group={} is not supported (dilated "
+                    "convolutions have group 1)",
+                    win.dilation, group));
+  }
+  std::int64_t padding = 0;
+  if (win.even() && !one_d && win.dilation == 1) {
+    padding = win.top;
+  } else if (win.any()) {
+    x = g.call(
+        "pad2d", {x},
+        {{"top", win.top}, {"bottom", win.bottom}, {"left", win.left}, {"right", win.right}});
+  }
+  Tensor y = win.dilation != 1 ? g.call("dilated_conv2d", {x, w},
+                                        {{"stride", stride}, {"dilation", win.dilation}})
+             : group == 1 ? g.call("conv2d", {x, w}, {{"stride", stride}, {"padding", padding}})
+                          : g.call("grouped_conv2d", {x, w},
+                                   {{"groups", group}, {"stride", stride}, {"padding", padding}});
+  if (node.has_input(2)) {
+    const std::vector<std::int64_t> bshape = node.shape(2);
+    if (bshape.size() != 1) throw node.error("the bias must have rank 1");
+    y = g.call("add", {y, reshaped_input(node, 2, {bshape[0], 1, 1})});
+  }
+  if (one_d) {
+    const zspace::Point ys = y.type().shape();
+    y = reshape_to(g, y, {ys[0], ys[1], ys[3]});
+  }
+  node.set_output(0, y);
+}
+
+// ConvTranspose: the transposed convolution is conv2d's input gradient — X plays conv2d's
+// d_result, W [C_in, C_out, kh, kw] its filters — so conv2d_grad_input computes the full output
+// [N, C_out, (H−1)·s + kh + output_padding, …] (the output_padding rows are no window's: only
+// the bias reaches them), which slices then crop by the pads. Its first input, which only gives
+// the result's shape, is a zero weight of that shape. pads come from `pads`, or from
+// `output_shape` / auto_pad SAME_* as ONNX defines them (the total split evenly, the odd cell at
+// the end for SAME_UPPER, at the start otherwise). 1-D as a 2-D layer of height 1. Group 1
+// only, no dilation, one stride for both dims.
+void convert_conv_transpose(NodeContext& node) {
+  metakernel::Graph& g = node.graph();
+  const std::vector<std::int64_t> xs = node.shape(0), ws = node.shape(1);
+  if (xs.size() != 3 && xs.size() != 4) {
+    throw node.error(
+        fmt::format("{} has rank {}; only rank 4 (2-D, NCHW) and 3 (1-D, NCL) are supported",
+                    node.node().input(0), xs.size()));
+  }
+  if (ws.size() != xs.size() || ws[0] != xs[1])
+    throw node.error(fmt::format("the weights [{}] do not match X [{}] (W is [C_in, C_out, k…])",
+                                 fmt::join(ws, ", "), fmt::join(xs, ", ")));
+  const std::size_t dims = xs.size() - 2;
+  const std::int64_t group = node.int_attr("group", 1);
+  if (group != 1) {
+    throw node.error(
+        fmt::format("group={} is not supported (only group=1 for ConvTranspose)", group));
+  }
+  if (auto ks = node.ints_attr("kernel_shape")) {
+    if (!std::equal(ks->begin(), ks->end(), ws.begin() + 2, ws.end()))
+      throw node.error(
+          fmt::format("kernel_shape=[{}] does not match the weights", fmt::join(*ks, ", ")));
+  }
+  if (auto dilations = node.ints_attr("dilations")) {
+    if (square(node, *dilations, "dilations", dims) != 1)
+      throw node.error(
+          fmt::format("dilations=[{}] are not supported (only 1)", fmt::join(*dilations, ", ")));
+  }
+  const std::int64_t stride =
+      square(node, node.ints_attr("strides").value_or(std::vector<std::int64_t>(dims, 1)),
+             "strides", dims);
+  if (stride < 1) throw node.error(fmt::format("strides={} must be at least 1", stride));
+  const std::vector<std::int64_t> out_pad =
+      node.ints_attr("output_padding").value_or(std::vector<std::int64_t>(dims, 0));
+  if (out_pad.size() != dims || std::any_of(out_pad.begin(), out_pad.end(),
+                                            [&](std::int64_t p) { return p < 0 || p >= stride; })) {
+    throw node.error(fmt::format("output_padding=[{}] must be {} values in [0, stride {})",
+                                 fmt::join(out_pad, ", "), dims, stride));
+  }
+  const std::string auto_pad = node.string_attr("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
+      auto_pad != "SAME_LOWER") {
+    throw node.error(
+        fmt::format("auto_pad={} is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER", auto_pad));
+  }
+  std::vector<std::int64_t> full(dims), pads(2 * dims, 0);
+  for (std::size_t d = 0; d < dims; ++d)
+    full[d] = (xs[2 + d] - 1) * stride + ws[2 + d] + out_pad[d];
+  const auto output_shape = node.ints_attr("output_shape");
+  if (output_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    if (output_shape && output_shape->size() != dims)
+      throw node.error(fmt::format("output_shape=[{}] must have {} values",
+                                   fmt::join(*output_shape, ", "), dims));
+    for (std::size_t d = 0; d < dims; ++d) {
+      const std::int64_t out = output_shape ? (*output_shape)[d] : xs[2 + d] * stride;
+      const std::int64_t total = full[d] - out;
+      if (total < 0) {
+        throw node.error(
+            fmt::format("an output of {} cells in dim {} is larger than the {} a "
+                        "transposed convolution gives",
+                        out, 2 + d, full[d]));
+      }
+      pads[d] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads[dims + d] = total - pads[d];
+    }
+    node.ints_attr("pads");  // ignored when output_shape is given, as ONNX says
+  } else if (auto_pad == "NOTSET") {
+    if (auto given = node.ints_attr("pads")) {
+      if (given->size() != 2 * dims)
+        throw node.error(
+            fmt::format("pads=[{}] must have {} values", fmt::join(*given, ", "), 2 * dims));
+      pads = *given;
+    }
+  }
+  for (std::size_t d = 0; d < dims; ++d) {
+    if (pads[d] < 0 || pads[dims + d] < 0 || pads[d] + pads[dims + d] >= full[d])
+      throw node.error(fmt::format("pads=[{}] must be ≥ 0 and leave cells of the {} in dim {}",
+                                   fmt::join(pads, ", "), full[d], 2 + d));
+  }
+  const bool one_d = dims == 1;
+  Tensor x = node.tensor(0);
+  Tensor w = node.tensor(1);
+  std::vector<std::int64_t> full4 = {xs[0], ws[1], one_d ? 1 : full[0], full.back()};
+  if (one_d) {
+    x = reshape_to(g, x, {xs[0], xs[1], 1, xs[2]});
+    w = reshaped_input(node, 1, {ws[0], ws[1], 1, ws[2]});
+  }
+  HostTensor shape_of;
+  shape_of.dtype = x.type().dtype;
+  shape_of.shape = full4;
+  shape_of.floats.assign(static_cast<std::size_t>(full4[0] * full4[1] * full4[2] * full4[3]), 0.0);
+  Tensor like =
+      node.import().constant_input(node_display_name(node.node()) + ".output_shape", shape_of);
+  Tensor y = g.call("conv2d_grad_input", {like, w, x}, {{"stride", stride}});
+  for (std::size_t d = 0; d < dims; ++d) {
+    const std::int64_t begin = pads[d], end = full[d] - pads[dims + d];
+    if (begin == 0 && end == full[d]) continue;
+    const auto dim = static_cast<std::int64_t>(one_d ? 3 : 2 + d);
+    y = g.call("slice", {y}, {{"dim", dim}, {"start", begin}, {"end", end}});
+  }
+  if (node.has_input(2)) {
+    const std::vector<std::int64_t> bshape = node.shape(2);
+    if (bshape.size() != 1) throw node.error("the bias must have rank 1");
+    y = g.call("add", {y, reshaped_input(node, 2, {bshape[0], 1, 1})});
+  }
+  if (one_d) {
+    const zspace::Point ys = y.type().shape();
+    y = reshape_to(g, y, {ys[0], ys[1], ys[3]});
+  }
+  node.set_output(0, y);
+}
+
+namespace {
+
+// The extra cells past the end pad that ceil_mode=1 adds so the last window fits: ONNX's
+// output size ceil((in + pads − k) / stride) + 1 against floor's. Error when the last window
+// would then start past the padded input's real cells (it would hold padding only).
+std::int64_t ceil_extra(NodeContext& node, std::int64_t in, std::int64_t begin, std::int64_t end,
+                        std::int64_t k, std::int64_t stride) {
+  const std::int64_t span = in + begin + end - k;
+  if (span < 0) return 0;  // the kernel's check names the window that does not fit
+  const std::int64_t out = (span + stride - 1) / stride + 1;
+  if ((out - 1) * stride >= in + begin) {
+    throw node.error(fmt::format(
+        "ceil_mode=1 gives a last window of padding only (input {}, pads {} and {}, kernel {}, "
+        "stride {}); not supported",
+        in, begin, end, k, stride));
+  }
+  return (out - 1) * stride + k - (in + begin + end);
+}
+
+// The cells of each output of a 1-D window that count in an average: those inside
+// [−begin, in + end) when the pads count (count_include_pad=1), else inside [0, in).
+std::vector<std::int64_t> window_counts(std::int64_t in, std::int64_t begin, std::int64_t end,
+                                        std::int64_t k, std::int64_t stride, std::int64_t out,
+                                        bool pads_count) {
+  const std::int64_t lo = pads_count ? -begin : 0, hi = pads_count ? in + end : in;
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(out));
+  for (std::int64_t o = 0; o < out; ++o) {
+    const std::int64_t first = o * stride - begin;
+    counts[static_cast<std::size_t>(o)] =
+        std::max<std::int64_t>(0, std::min(first + k, hi) - std::max(first, lo));
+  }
+  return counts;
+}
+
+// MaxPool / AveragePool of rank 5 (NCDHW) → pad3d, max_pool3d / avg_pool3d: any window,
+// strides and pads (MaxPool pads with the lowest finite value, as 2-D), auto_pad; ceil_mode for
+// MaxPool. An AveragePool whose windows do not all count their cells (count_include_pad=0 with
+// pads, ceil_mode adding cells) is refused.
+void convert_pool3d(NodeContext& node, bool is_max, const std::vector<std::int64_t>& xs,
+                    const std::vector<std::int64_t>& ks, double pad_value) {
+  Spatial sp = read_spatial(node, xs, ks);
+  if (sp.dilated())
+    throw node.error(
+        fmt::format("dilations=[{}] are not supported (only 1)", fmt::join(sp.dilations, ", ")));
+  for (std::size_t d = 0; d < 3; ++d) {
+    if (sp.pads[d] >= ks[d] || sp.pads[3 + d] >= ks[d])
+      throw node.error(fmt::format("pads=[{}] must be smaller than kernel_shape=[{}]",
+                                   fmt::join(sp.pads, ", "), fmt::join(ks, ", ")));
+  }
+  if (node.int_attr("ceil_mode", 0) != 0) {
+    for (std::size_t d = 0; d < 3; ++d) {
+      const std::int64_t extra =
+          ceil_extra(node, xs[2 + d], sp.pads[d], sp.pads[3 + d], ks[d], sp.strides[d]);
+      if (extra > 0 && !is_max)
+        throw node.error("ceil_mode=1 that adds cells is not supported for 3-D AveragePool");
+      sp.pads[3 + d] += extra;
+    }
+  }
+  if (!is_max && node.int_attr("count_include_pad", 0) == 0 &&
+      std::any_of(sp.pads.begin(), sp.pads.end(), [](std::int64_t p) { return p > 0; })) {
+    throw node.error("pads with count_include_pad=0 are not supported for 3-D AveragePool");
+  }
+  metakernel::Graph& g = node.graph();
+  const Tensor x = pad3d(g, node.tensor(0), sp.pads, pad_value);
+  node.set_output(0, g.call(is_max ? "max_pool3d" : "avg_pool3d", {x},
+                            {{"kernel_d", ks[0]},
+                             {"kernel_h", ks[1]},
+                             {"kernel_w", ks[2]},
+                             {"stride_d", sp.strides[0]},
+                             {"stride_h", sp.strides[1]},
+                             {"stride_w", sp.strides[2]}}));
+}
+
+}  // namespace
+
+// MaxPool, AveragePool: 2-D (NCHW) and 1-D (NCL, as 2-D of height 1); any window, strides and
+// pads, auto_pad, ceil_mode. Square windows and strides are max_pool2d / avg_pool2d, others
+// max_pool2d_rect / avg_pool2d_rect. Pads become a pad (or pad2d, uneven) before the pool:
+// MaxPool pads with the lowest finite value of the dtype (.tap and JSON parameters hold no −∞;
+// every window holds a real cell, so the maximum is the same — except a window whose real cells
+// are all −∞, which gives the lowest finite value instead), AveragePool with zeros.
+// ceil_mode=1 pads the end further so the last window fits. An AveragePool whose windows do
+// not all count kh·kw cells — count_include_pad=0 with pads, or the cells ceil_mode adds, which
+// never count — is the pool of the zero-padded input times kh·kw, divided by each output's
+// count of cells (a [OH, OW] weight of integers, exact): div(mul(avg_pool, kh·kw), count).
 void convert_pool(NodeContext& node) {
   const bool is_max = node.node().op_type() == "MaxPool";
-  require_rank(node, 0, 4, "2-D pooling, NCHW");
+  const std::vector<std::int64_t> xs = node.shape(0);
+  if (xs.size() < 3 || xs.size() > 5) {
+    throw node.error(
+        fmt::format("{} has rank {}; only rank 3, 4 and 5 (1-D, 2-D and 3-D "
+                    "pooling: NCL, NCHW, NCDHW) are supported",
+                    node.node().input(0), xs.size()));
+  }
+  const bool one_d = xs.size() == 3;
   const auto ks = node.ints_attr("kernel_shape");
   if (!ks) throw node.error("attribute 'kernel_shape' is missing");
-  const std::int64_t kernel = square(node, *ks, "kernel_shape", 2);
-  const auto [stride, padding] = spatial_attrs(node);
-  if (padding < 0 || (padding > 0 && padding >= kernel)) {
-    throw node.error(fmt::format("pads={} are not supported (only 0 ≤ pads < kernel_shape {})",
-                                 padding, kernel));
+  if (ks->size() != xs.size() - 2 ||
+      std::any_of(ks->begin(), ks->end(), [](std::int64_t k) { return k < 1; })) {
+    throw node.error(fmt::format("kernel_shape=[{}] must be {} values ≥ 1", fmt::join(*ks, ", "),
+                                 xs.size() - 2));
   }
-  if (const std::int64_t ceil = node.int_attr("ceil_mode", 0); ceil != 0)
-    throw node.error("ceil_mode=1 is not supported (only 0)");
+  if (xs.size() == 5) {
+    double lowest = 0;
+    if (is_max) {
+      if (node.int_attr("storage_order", 0) != 0)
+        throw node.error("storage_order=1 is not supported (only 0)");
+      refuse_used_outputs(node, 1);
+      lowest = node.tensor(0).type().dtype == ir::DType::kFloat64
+                   ? std::numeric_limits<double>::lowest()
+                   : static_cast<double>(std::numeric_limits<float>::lowest());
+    }
+    return convert_pool3d(node, is_max, xs, *ks, lowest);
+  }
+  ConvWindow win = conv_window(node, xs, *ks);
+  if (win.dilation != 1) {
+    throw node.error(fmt::format("dilations=[{}] are not supported (only 1)",
+                                 fmt::join(*node.ints_attr("dilations"), ", ")));
+  }
+  const std::int64_t kh = one_d ? 1 : ks->front(), kw = ks->back();
+  const std::int64_t ih = one_d ? 1 : xs[2], iw = xs.back();
+  if (win.top >= kh || win.bottom >= kh || win.left >= kw || win.right >= kw) {
+    throw node.error(
+        fmt::format("pads [{}, {}, {}, {}] (top, bottom, left, right) must be smaller "
+                    "than the {}×{} window",
+                    win.top, win.bottom, win.left, win.right, kh, kw));
+  }
+  const std::int64_t ceil = node.int_attr("ceil_mode", 0);
+  std::int64_t extra_h = 0, extra_w = 0;
+  if (ceil != 0) {
+    extra_h = ceil_extra(node, ih, win.top, win.bottom, kh, win.stride_h);
+    extra_w = ceil_extra(node, iw, win.left, win.right, kw, win.stride_w);
+  }
   double pad_value = 0;
+  bool pads_count = true;
   if (is_max) {
     if (node.int_attr("storage_order", 0) != 0)
       throw node.error("storage_order=1 is not supported (only 0)");
@@ -118,17 +505,60 @@ void convert_pool(NodeContext& node) {
     pad_value = node.tensor(0).type().dtype == ir::DType::kFloat64
                     ? std::numeric_limits<double>::lowest()
                     : static_cast<double>(std::numeric_limits<float>::lowest());
-  } else if (node.int_attr("count_include_pad", 0) == 0 && padding > 0) {
-    throw node.error(fmt::format(
-        "pads={} with count_include_pad=0 is not supported (only count_include_pad=1, or no "
-        "pads)",
-        padding));
+  } else {
+    pads_count = node.int_attr("count_include_pad", 0) != 0;
   }
   metakernel::Graph& g = node.graph();
   Tensor x = node.tensor(0);
-  if (padding > 0) x = g.call("pad", {x}, {{"padding", padding}, {"value", pad_value}});
-  node.set_output(0, g.call(is_max ? "max_pool2d" : "avg_pool2d", {x},
-                            {{"kernel", kernel}, {"stride", stride}}));
+  if (one_d) x = reshape_to(g, x, {xs[0], xs[1], 1, xs[2]});
+  ConvWindow padded = win;
+  padded.bottom += extra_h;
+  padded.right += extra_w;
+  if (padded.even() && padded.any()) {
+    x = g.call("pad", {x}, {{"padding", padded.top}, {"value", pad_value}});
+  } else if (padded.any()) {
+    x = g.call("pad2d", {x},
+               {{"top", padded.top},
+                {"bottom", padded.bottom},
+                {"left", padded.left},
+                {"right", padded.right},
+                {"value", pad_value}});
+  }
+  const bool square_window = kh == kw && win.stride_h == win.stride_w;
+  Tensor y = square_window ? g.call(is_max ? "max_pool2d" : "avg_pool2d", {x},
+                                    {{"kernel", kh}, {"stride", win.stride_h}})
+                           : g.call(is_max ? "max_pool2d_rect" : "avg_pool2d_rect", {x},
+                                    {{"kernel_h", kh},
+                                     {"kernel_w", kw},
+                                     {"stride_h", win.stride_h},
+                                     {"stride_w", win.stride_w}});
+  if (!is_max) {
+    const zspace::Point ys = y.type().shape();
+    const std::vector<std::int64_t> rows =
+        window_counts(ih, win.top, win.bottom, kh, win.stride_h, ys[2], pads_count);
+    const std::vector<std::int64_t> cols =
+        window_counts(iw, win.left, win.right, kw, win.stride_w, ys[3], pads_count);
+    HostTensor count;
+    count.dtype = y.type().dtype;
+    count.shape = {ys[2], ys[3]};
+    bool full = true;
+    for (std::int64_t r : rows) {
+      for (std::int64_t c : cols) {
+        count.floats.push_back(static_cast<double>(r * c));
+        full = full && r * c == kh * kw;
+      }
+    }
+    if (!full) {
+      const std::string name = node_display_name(node.node());
+      y = g.call("mul", {y, scalar_input(node, y, "cells", static_cast<double>(kh * kw))});
+      y = g.call("div", {y, node.import().constant_input(name + ".count", count)});
+    }
+  }
+  if (one_d) {
+    const zspace::Point ys = y.type().shape();
+    y = reshape_to(g, y, {ys[0], ys[1], ys[3]});
+  }
+  node.set_output(0, y);
 }
 
 // GlobalAveragePool: the mean over W, then over H (both kept with extent 1).
@@ -228,8 +658,8 @@ void convert_reduce(NodeContext& node) {
 namespace tapestry::onnx {
 
 // Pad (opset ≥ 11: pads and constant_value as inputs), mode constant: nothing when every pad is
-// 0 (PyTorch exports one before AveragePool), else the pad kernel, which pads the last two dims
-// by one amount on every side.
+// 0 (PyTorch exports one before AveragePool), else the pad kernel when the last two dims get one
+// amount on every side, or pad2d for any non-negative amounts on the last two dims.
 void convert_pad(NodeContext& node) {
   const std::string mode = node.string_attr("mode", "constant");
   if (mode != "constant") {
@@ -243,18 +673,28 @@ void convert_pad(NodeContext& node) {
   if (node.has_input(3)) throw node.error("the axes input is not supported");
   if (std::all_of(pads.begin(), pads.end(), [](std::int64_t p) { return p == 0; }))
     return node.set_output(0, node.input(0));
-  const std::int64_t p = pads[rank - 1];
+  bool even = true;
   for (std::size_t k = 0; k < 2 * rank; ++k) {
-    const bool spatial = k % rank >= rank - 2;
-    if ((spatial && pads[k] != p) || (!spatial && pads[k] != 0) || p < 0) {
+    const bool spatial = k % rank + 2 >= rank;
+    even = even && (!spatial || pads[k] == pads[rank - 1]);
+    if ((spatial && pads[k] < 0) || (!spatial && pads[k] != 0) || rank < 2) {
       throw node.error(
-          fmt::format("pads=[{}] are not supported (only one non-negative amount on "
-                      "both sides of the last two dims)",
+          fmt::format("pads=[{}] are not supported (only non-negative amounts on the last two "
+                      "dims of a tensor of rank ≥ 2)",
                       fmt::join(pads, ", ")));
     }
   }
-  node.set_output(0,
-                  node.graph().call("pad", {node.tensor(0)}, {{"padding", p}, {"value", value}}));
+  metakernel::Graph& g = node.graph();
+  if (even) {
+    return node.set_output(
+        0, g.call("pad", {node.tensor(0)}, {{"padding", pads[rank - 1]}, {"value", value}}));
+  }
+  node.set_output(0, g.call("pad2d", {node.tensor(0)},
+                            {{"top", pads[rank - 2]},
+                             {"bottom", pads[2 * rank - 2]},
+                             {"left", pads[rank - 1]},
+                             {"right", pads[2 * rank - 1]},
+                             {"value", value}}));
 }
 
 }  // namespace tapestry::onnx

@@ -646,8 +646,9 @@ std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int 
   // in some order, with or without fused multiply-adds (the bound above holds for every such
   // order): the GEMM libraries, and for conv2d oneDNN's direct convolution
   // (algorithm::convolution_direct: no Winograd or FFT transform of the operands), im2col +
-  // GEMM, or the reference loops.
-  if (kernel != "linear" && kernel != "linear_nobias" && kernel != "matmul" && kernel != "conv2d")
+  // GEMM, or the reference loops; grouped_conv2d likewise, per group.
+  if (kernel != "linear" && kernel != "linear_nobias" && kernel != "matmul" && kernel != "conv2d" &&
+      kernel != "grouped_conv2d")
     return std::nullopt;
   const double n = terms_ + 2;  // the products, the bias, one to spare
   if (n >= 0x1p22) return std::nullopt;

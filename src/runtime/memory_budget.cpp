@@ -146,8 +146,9 @@ StreamPeaks stream_peaks(const ir::Graph& graph) {
     // runs, σ, D); the other rules fewer: 4 of each input and 10 of each output.
     const std::string_view kernel = op.kernel();
     const bool bilinear = kernel == "linear" || kernel == "matmul" || kernel == "conv2d" ||
-                          kernel == "mul" || kernel == "op:linear" || kernel == "op:matmul" ||
-                          kernel == "op:conv2d" || kernel == "op:mul";
+                          kernel == "grouped_conv2d" || kernel == "mul" || kernel == "op:linear" ||
+                          kernel == "op:matmul" || kernel == "op:conv2d" ||
+                          kernel == "op:grouped_conv2d" || kernel == "op:mul";
     const std::int64_t temporaries =
         mul_saturating(add_saturating(mul_saturating(in_cells, bilinear ? 10 : 4),
                                       mul_saturating(out_cells, bilinear ? 14 : 10)),

@@ -55,6 +55,9 @@ import_and_run() {
 
 import_and_run mlp fc1/Gemm.batch=2 fc2/Gemm.out=2
 import_and_run cnn conv1/Conv/conv2d.o=2 pool/MaxPool.n=2 y.batch=2
+import_and_run mobile grouped/Conv/grouped_conv2d.g=2 dw/Conv.n=2 dw2/Conv/grouped_conv2d.g=4 dw2/Conv/grouped_conv2d.oh=2
+grep -q "^dw/Conv = grouped_conv2d(pad(Relu_1, padding=1), dw.weight, groups=16)" "$m/mobile/g.tap"
+check "mobile: a depthwise Conv is grouped_conv2d with groups = channels" $?
 import_and_run encoder14 linear1/MatMul.batch=2 self_attn/Softmax.batch0=2
 import_and_run encoder17 linear1/MatMul.batch=2 norm1/LayerNormalization/variance.pre0=2 self_attn/Softmax.batch0=2
 # torchvision's ViT front and back as exported (class token by expand + cat, head on x[:, 0]):
@@ -99,7 +102,7 @@ check "conv_bn: PyTorch's output passes verify" $?
 rc=$?
 [[ $rc -eq 2 ]] && grep -q "three_blockers.onnx: 3 blockers stop the import (4 nodes, opset 14):" "$tmp/err" &&
   grep -q "^  node 'cosine' (Cos, node 0): operator Cos is not supported" "$tmp/err" &&
-  grep -q "^  node 'pool' (MaxPool, node 2): ceil_mode=1 is not supported" "$tmp/err" &&
+  grep -q "^  node 'pool' (MaxPool, node 2): dilations=\[2, 2\] are not supported" "$tmp/err" &&
   grep -q "^  node 'sine' (Sin, node 3): operator Sin is not supported" "$tmp/err" &&
   [[ $(wc -l <"$tmp/err") -eq 4 ]] && [[ ! -s $tmp/out ]]
 check "--check lists all three blockers (rc=$rc)" $?
@@ -138,13 +141,18 @@ done
 
 # Hand-built models with numpy references: Gemm attribute combinations, reductions with and
 # without keepdims, Softmax over a middle axis, Squeeze/Unsqueeze, GlobalAveragePool, Pow,
-# MaxPool and AveragePool with pads.
-for name in gemm reduce pool reshape_allowzero pool_pads; do
+# MaxPool and AveragePool with pads; Conv 1-D, with uneven pads, auto_pad SAME_*, depthwise
+# with a computed bias; Pad with uneven amounts; pools 1-D, with non-square windows and
+# strides, ceil_mode, count_include_pad=0, uneven pads; ConvTranspose 2-D and 1-D, with pads,
+# output_padding, output_shape and auto_pad; 3-D Conv, MaxPool and AveragePool; dilated Conv.
+for name in gemm reduce pool reshape_allowzero pool_pads conv1d conv_uneven_pads conv_same_upper conv_same_lower conv_depthwise_computed_bias pad_uneven pool1d pool_rect pool_ceil avgpool_exclude_pad maxpool_uneven_pads conv_transpose conv_transpose_1d conv_transpose_output_shape conv_transpose_same_upper conv3d_pool3d conv_dilated conv1d_dilated; do
   d=$m/$name
   "$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err" &&
     "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err"
   check "$name: numpy's output passes verify" $?
 done
+"$tapestry" run "$m/conv3d_pool3d/g.tap" --inputs "$m/conv3d_pool3d/in" --split c3/conv3d.od=2 --split c3/conv3d.c=3 --split mp.c=2 --split y.od=2 --verify --quiet >"$tmp/out" 2>"$tmp/err"
+check "conv3d_pool3d: split along depth, channels and the conv's reduction, run --verify" $?
 grep -q "^g1 = add(mul(matmul(transpose(x), b1), g1.alpha), g1.beta_c1)" "$m/gemm/g.tap"
 check "gemm: transA, alpha and beta become transpose, mul and a scaled C" $?
 
@@ -249,10 +257,9 @@ expect "truncated file" 2 "truncated.onnx: not a readable ONNX model" -- "$tapes
 expect "not protobuf" 2 "not_onnx.onnx: not a readable ONNX model" -- "$tapestry" import "$b/not_onnx.onnx" -o "$tmp/x.tap"
 expect "cycle" 2 "cycle.onnx: the graph has a cycle: .*'first' \(Add\), 'second' \(Relu\)" -- "$tapestry" import "$b/cycle.onnx" -o "$tmp/x.tap"
 expect "unknown opset" 2 "opset99.onnx: opset 99 is not supported \(opsets 1 to 17 are; those below 11 are converted to opset 13 on import\)" -- "$tapestry" import "$b/opset99.onnx" -o "$tmp/x.tap"
-expect "unsupported attribute value" 2 "node 'pool' \(MaxPool, node 0\): ceil_mode=1 is not supported" -- "$tapestry" import "$b/ceil_mode.onnx" -o "$tmp/x.tap"
-expect "AveragePool pads without count_include_pad" 2 "node 'avg' \(AveragePool, node 0\): pads=1 with count_include_pad=0 is not supported" -- "$tapestry" import "$b/avgpool_exclude_pad.onnx" -o "$tmp/x.tap"
+expect "unsupported attribute value" 2 "node 'pool' \(MaxPool, node 0\): dilations=\[2, 2\] are not supported \(only 1\)" -- "$tapestry" import "$b/pool_dilations.onnx" -o "$tmp/x.tap"
 expect "unknown attribute" 2 "node 'r' \(Relu, node 0\): attribute 'alpha' is not supported" -- "$tapestry" import "$b/unknown_attr.onnx" -o "$tmp/x.tap"
-expect "Conv group" 2 "node 'grouped' \(Conv, node 0\): group=2 is not supported \(only group=1\)" -- "$tapestry" import "$b/conv_group.onnx" -o "$tmp/x.tap"
+expect "Conv group" 2 "node 'grouped' \(Conv, node 0\): grouped_conv2d: x has 3 channels but 2 groups of the filters' 6 in channels make 2·6" -- "$tapestry" import "$b/conv_group.onnx" -o "$tmp/x.tap"
 expect "shape overflow" 2 "node 'huge' \(Reshape, node 0\): shape arithmetic overflows: 4611686018427387904 × 101" -- "$tapestry" import "$b/reshape_overflow.onnx" -o "$tmp/x.tap"
 expect "unsupported op" 2 "node 'cosine' \(Cos, node 0\): operator Cos is not supported" -- "$tapestry" import "$b/unsupported_op.onnx" -o "$tmp/x.tap"
 expect "undefined input" 2 "node 'adder' \(Add, node 0\): input 'ghost' is not defined" -- "$tapestry" import "$b/undefined_input.onnx" -o "$tmp/x.tap"

@@ -113,6 +113,26 @@ def encoder():
                                             batch_first=True, activation="gelu")
 
 
+class Mobile(torch.nn.Module):
+    """MobileNet-style blocks: a grouped 3×3 convolution (4 groups), a depthwise 3×3 with
+    ReLU6, a depthwise 5×5 with stride 2 and a channel multiplier of 2, a pointwise 1×1 —
+    ONNX Conv with group > 1 → grouped_conv2d."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 16, 3, padding=1)
+        self.grouped = torch.nn.Conv2d(16, 16, 3, padding=1, groups=4)
+        self.dw = torch.nn.Conv2d(16, 16, 3, padding=1, groups=16, bias=False)
+        self.dw2 = torch.nn.Conv2d(16, 32, 5, stride=2, padding=2, groups=16)
+        self.pw = torch.nn.Conv2d(32, 8, 1)
+
+    def forward(self, x):
+        x = torch.relu(self.stem(x))
+        x = torch.relu(self.grouped(x))
+        x = torch.nn.functional.relu6(self.dw(x))
+        return self.pw(torch.relu(self.dw2(x)))
+
+
 def export(name, model, x, opset=14, dynamic=False, axes=None, also=()):
     """Exports `model` at input `x` (OUT/NAME/model.onnx, in/x.npy, torch/y.npy); `dynamic` or
     `axes` ({axis: name}) make x's (and y's) dims dynamic, and each input in `also` is saved
@@ -136,6 +156,7 @@ def export(name, model, x, opset=14, dynamic=False, axes=None, also=()):
 
 export("mlp", Mlp(), torch.randn(8, 32))
 export("cnn", Cnn(), torch.randn(4, 3, 16, 16))
+export("mobile", Mobile(), torch.randn(2, 3, 12, 12))
 export("encoder14", encoder(), torch.randn(2, 8, 32), opset=14)
 export("encoder17", encoder(), torch.randn(2, 8, 32), opset=17)
 export("mlp_dynamic", Mlp(), torch.randn(8, 32), dynamic=True, also=[torch.randn(3, 32)])
@@ -174,20 +195,19 @@ save("cycle", model([oh.make_node("Add", ["x", "b"], ["a"], name="first"),
                      oh.make_node("Relu", ["a"], ["b"], name="second"),
                      oh.make_node("Relu", ["a"], ["y"], name="third")]))
 save("opset99", model([oh.make_node("Relu", ["x"], ["y"], name="r")], opset=99))
-save("ceil_mode", model([oh.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[2, 2],
-                                      ceil_mode=1)]))
+save("pool_dilations", model([oh.make_node("MaxPool", ["x"], ["y"], name="pool",
+                                           kernel_shape=[2, 2], dilations=[2, 2])]))
 # Three blockers, the later ones after the first (--check lists all three): Cos does not map,
-# MaxPool's ceil_mode is out of scope, Sin does not map; the Relu between them converts.
+# MaxPool's dilations are out of scope, Sin does not map; the Relu between them converts.
 save("three_blockers", model([oh.make_node("Cos", ["x"], ["c"], name="cosine"),
                               oh.make_node("Relu", ["c"], ["r"], name="rectify"),
                               oh.make_node("MaxPool", ["r"], ["p"], name="pool",
-                                           kernel_shape=[2, 2], ceil_mode=1),
+                                           kernel_shape=[2, 2], dilations=[2, 2]),
                               oh.make_node("Sin", ["p"], ["y"], name="sine")]))
-save("avgpool_exclude_pad", model([oh.make_node("AveragePool", ["x"], ["y"], name="avg",
-                                                kernel_shape=[3, 3], pads=[1, 1, 1, 1])]))
 save("unknown_attr", model([oh.make_node("Relu", ["x"], ["y"], name="r", alpha=0.1)]))
 save("unsupported_op", model([oh.make_node("Cos", ["x"], ["y"], name="cosine")]))
 save("undefined_input", model([oh.make_node("Add", ["x", "ghost"], ["y"], name="adder")]))
+# Filters for 2 groups of 6 channels: x has 3 (grouped_conv2d's check, named after the node).
 w = oh.make_tensor("w", onnx.TensorProto.FLOAT, [4, 6, 3, 3], [0.0] * 216)
 m = model([oh.make_node("Conv", ["x", "w"], ["y"], name="grouped", group=2)])
 m.graph.initializer.append(w)
@@ -301,6 +321,161 @@ reference_model("pool_pads", [
     oh.make_node("AveragePool", ["m"], ["y"], name="avgpool", kernel_shape=[2, 2],
                  strides=[1, 1], pads=[1, 1, 1, 1], count_include_pad=1),
 ], x, pool_ref(mp, 2, 1, 1, 0.0, np.mean), {})
+
+# Conv beyond 2-D with equal pads, against torch.nn.functional in float64: 1-D (grouped, stride,
+# uneven pads), 2-D with uneven pads (pad2d before the conv), auto_pad SAME_UPPER and
+# SAME_LOWER with stride 2 (the odd cell at the end / the start), a depthwise layer with a
+# computed bias, and Pad with uneven amounts on the last two dims.
+def t64(a):
+    return torch.from_numpy(a.astype(np.float64))
+
+
+def conv_ref(x, w, b=None, stride=1, pads=None, groups=1):
+    """pads: ONNX order (begins, then ends), applied by F.pad (last dim first)."""
+    xt = t64(x)
+    if pads:
+        half = len(pads) // 2
+        flat = []
+        for d in reversed(range(half)):
+            flat += [pads[d], pads[half + d]]
+        xt = torch.nn.functional.pad(xt, flat)
+    conv = torch.nn.functional.conv1d if x.ndim == 3 else torch.nn.functional.conv2d
+    y = conv(xt, t64(w), None if b is None else t64(b), stride=stride, groups=groups)
+    return y.numpy()
+
+
+x1, w1, b1 = f32(2, 6, 17), f32(4, 3, 3), f32(4)
+reference_model("conv1d", [
+    oh.make_node("Conv", ["x", "w", "b"], ["y"], name="c1", group=2, strides=[2], pads=[2, 1]),
+], x1, conv_ref(x1, w1, b1, 2, [2, 1], 2), {"w": w1, "b": b1})
+x2, w2 = f32(2, 3, 9, 8), f32(5, 3, 3, 2)
+reference_model("conv_uneven_pads", [
+    oh.make_node("Conv", ["x", "w"], ["y"], name="c2", pads=[1, 0, 2, 1]),
+], x2, conv_ref(x2, w2, None, 1, [1, 0, 2, 1]), {"w": w2})
+x3, w3 = f32(1, 4, 9, 10), f32(4, 1, 3, 3)
+reference_model("conv_same_upper", [
+    oh.make_node("Conv", ["x", "w"], ["y"], name="c3", group=4, strides=[2, 2],
+                 auto_pad="SAME_UPPER"),
+], x3, conv_ref(x3, w3, None, 2, [1, 0, 1, 1], 4), {"w": w3})
+# SAME_UPPER, k 3, stride 2: height 9 → 5 rows need 2 pads (1 and 1), width 10 → 5 columns
+# need 1 (at the end). SAME_LOWER, k 4: height 3 pads (2 first, 1 after), width 2 (1 and 1).
+w3l = f32(4, 2, 4, 4)
+reference_model("conv_same_lower", [
+    oh.make_node("Conv", ["x", "w"], ["y"], name="c4", group=2, strides=[2, 2],
+                 auto_pad="SAME_LOWER"),
+], x3, conv_ref(x3, w3l, None, 2, [2, 1, 1, 1], 2), {"w": w3l})
+x4 = f32(2, 8, 6, 6)
+w4, bsrc = f32(8, 1, 3, 3), f32(8)
+reference_model("conv_depthwise_computed_bias", [
+    oh.make_node("Relu", ["bsrc"], ["b"], name="rb"),
+    oh.make_node("Conv", ["x", "w", "b"], ["y"], name="dw", group=8, pads=[1, 1, 1, 1]),
+], x4, conv_ref(x4, w4, np.maximum(bsrc, 0), 1, [1, 1, 1, 1], 8), {"w": w4, "bsrc": bsrc})
+x5 = f32(2, 3, 4, 5)
+reference_model("pad_uneven", [
+    oh.make_node("Pad", ["x", "pads", "v"], ["y"], name="p"),
+], x5, np.pad(x5, ((0, 0), (0, 0), (1, 2), (0, 3)), constant_values=0.5),
+    {"pads": np.array([0, 0, 1, 0, 0, 0, 2, 3], np.int64), "v": np.array(0.5, np.float32)})
+
+# Pools beyond square windows, against torch.nn.functional in float64: 1-D max and average, 2-D
+# with a 3×2 window and strides (2, 1), ceil_mode (max, and average where the added cells do
+# not count), count_include_pad=0 with pads, uneven pads (max: −inf, by numpy).
+def tpool(kind, x, k, s, p=0, ceil=False, cip=True):
+    f = getattr(torch.nn.functional, f"{kind}_pool{x.ndim - 2}d")
+    kw = {"count_include_pad": cip} if kind == "avg" else {}
+    return f(t64(x), k, s, p, ceil_mode=ceil, **kw).numpy()
+
+
+x6 = f32(2, 3, 11)
+reference_model("pool1d", [
+    oh.make_node("MaxPool", ["x"], ["m"], name="mp", kernel_shape=[3], strides=[2], pads=[1, 1]),
+    oh.make_node("AveragePool", ["m"], ["y"], name="ap", kernel_shape=[2], strides=[1]),
+], x6, tpool("avg", tpool("max", x6, 3, 2, 1), 2, 1), {})
+x7 = f32(2, 3, 9, 8)
+reference_model("pool_rect", [
+    oh.make_node("MaxPool", ["x"], ["m"], name="mp", kernel_shape=[3, 2], strides=[2, 1]),
+    oh.make_node("AveragePool", ["m"], ["y"], name="ap", kernel_shape=[1, 3], strides=[1, 2]),
+], x7, tpool("avg", tpool("max", x7, (3, 2), (2, 1)), (1, 3), (1, 2)), {})
+x8 = f32(2, 3, 8, 8)
+reference_model("pool_ceil", [
+    oh.make_node("MaxPool", ["x"], ["m"], name="mp", kernel_shape=[3, 3], strides=[2, 2],
+                 ceil_mode=1),
+    oh.make_node("AveragePool", ["m"], ["y"], name="ap", kernel_shape=[2, 2], strides=[2, 2],
+                 ceil_mode=1, pads=[1, 1, 1, 1], count_include_pad=1),
+], x8, tpool("avg", tpool("max", x8, 3, 2, ceil=True), 2, 2, 1, ceil=True), {})
+reference_model("avgpool_exclude_pad", [
+    oh.make_node("AveragePool", ["x"], ["y"], name="ap", kernel_shape=[3, 3], strides=[2, 2],
+                 pads=[1, 1, 1, 1], count_include_pad=0),
+], x8, tpool("avg", x8, 3, 2, 1, cip=False), {})
+xp = np.pad(x8.astype(np.float64), ((0, 0), (0, 0), (0, 2), (1, 0)), constant_values=-np.inf)
+reference_model("maxpool_uneven_pads", [
+    oh.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[3, 3], strides=[1, 2],
+                 pads=[0, 1, 2, 0]),
+], x8 - 3.0, tpool("max", xp - 3.0, 3, (1, 2)), {})
+
+# 3-D: Conv with a bias, stride 2 and uneven pads (pad3d, conv3d), MaxPool with ceil_mode and
+# AveragePool with pads counted (max_pool3d, avg_pool3d), against torch in float64.
+x12, w12, b12 = f32(2, 3, 6, 7, 8), f32(4, 3, 3, 2, 3), f32(4)
+xt12 = torch.nn.functional.pad(t64(x12), (1, 2, 0, 1, 1, 0))  # (w: 1, 2), (h: 0, 1), (d: 1, 0)
+c12 = torch.nn.functional.conv3d(xt12, t64(w12), t64(b12), stride=2)
+m12 = torch.nn.functional.max_pool3d(c12, 2, 2, ceil_mode=True)
+y12 = torch.nn.functional.avg_pool3d(m12, (1, 2, 2), 1, (0, 1, 1), count_include_pad=True)
+reference_model("conv3d_pool3d", [
+    oh.make_node("Conv", ["x", "w", "b"], ["c"], name="c3", strides=[2, 2, 2],
+                 pads=[1, 0, 1, 0, 1, 2]),
+    oh.make_node("MaxPool", ["c"], ["m"], name="mp", kernel_shape=[2, 2, 2], strides=[2, 2, 2],
+                 ceil_mode=1),
+    oh.make_node("AveragePool", ["m"], ["y"], name="ap", kernel_shape=[1, 2, 2],
+                 pads=[0, 1, 1, 0, 1, 1], count_include_pad=1),
+], x12, y12.numpy(), {"w": w12, "b": b12})
+
+# Dilated Conv, 1-D and 2-D (dilated_conv2d; SAME_UPPER's pads cover the dilated window).
+x13, w13 = f32(2, 3, 11, 10), f32(4, 3, 3, 3)
+y13 = torch.nn.functional.conv2d(torch.nn.functional.pad(t64(x13), (2, 2, 2, 2)), t64(w13),
+                                 dilation=2)
+reference_model("conv_dilated", [
+    oh.make_node("Conv", ["x", "w"], ["y"], name="cd", dilations=[2, 2], auto_pad="SAME_UPPER"),
+], x13, y13.numpy(), {"w": w13})
+x14, w14, b14 = f32(2, 3, 20), f32(5, 3, 3), f32(5)
+y14 = torch.nn.functional.conv1d(t64(x14), t64(w14), t64(b14), stride=2, padding=1, dilation=4)
+reference_model("conv1d_dilated", [
+    oh.make_node("Conv", ["x", "w", "b"], ["y"], name="cd", dilations=[4], strides=[2],
+                 pads=[1, 1]),
+], x14, y14.numpy(), {"w": w14, "b": b14})
+
+# ConvTranspose (conv2d_grad_input, then slices for the pads), against torch's conv_transpose in
+# float64: 2-D with stride, pads, output_padding and a bias; 1-D; output_shape (the pads it
+# implies: the odd cell at the start) and auto_pad SAME_UPPER (at the end) — both cropped from
+# torch's full output by hand.
+def tconv(x, w, b=None, stride=1, crop=None, out_pad=0):
+    f = torch.nn.functional.conv_transpose1d if x.ndim == 3 else torch.nn.functional.conv_transpose2d
+    y = f(t64(x), t64(w), None if b is None else t64(b), stride=stride, output_padding=out_pad)
+    return y.numpy() if crop is None else y.numpy()[crop]
+
+
+x9, w9, b9 = f32(2, 4, 5, 6), f32(4, 3, 3, 3), f32(3)
+reference_model("conv_transpose", [
+    oh.make_node("ConvTranspose", ["x", "w", "b"], ["y"], name="up", strides=[2, 2],
+                 pads=[1, 1, 1, 1], output_padding=[1, 1]),
+], x9, tconv(x9, w9, b9, 2, (slice(None), slice(None), slice(1, -1), slice(1, -1)), 1),
+    {"w": w9, "b": b9})
+x10, w10 = f32(2, 3, 7), f32(3, 5, 4)
+reference_model("conv_transpose_1d", [
+    oh.make_node("ConvTranspose", ["x", "w"], ["y"], name="up", strides=[3], pads=[2, 0]),
+], x10, tconv(x10, w10, None, 3, (slice(None), slice(None), slice(2, None))), {"w": w10})
+# The full 2-D output: (5 − 1)·2 + 3 = 11 rows, (6 − 1)·2 + 3 = 13 columns. output_shape
+# [8, 12] crops 3 rows (2 first, 1 after) and 1 column (first); SAME_UPPER's 10 × 12 crops 1
+# row and 1 column, each after.
+w11 = f32(4, 2, 3, 3)
+reference_model("conv_transpose_output_shape", [
+    oh.make_node("ConvTranspose", ["x", "w"], ["y"], name="up", strides=[2, 2],
+                 output_shape=[8, 12]),
+], x9, tconv(x9, w11, None, 2, (slice(None), slice(None), slice(2, 10), slice(1, 13))),
+    {"w": w11})
+reference_model("conv_transpose_same_upper", [
+    oh.make_node("ConvTranspose", ["x", "w"], ["y"], name="up", strides=[2, 2],
+                 auto_pad="SAME_UPPER"),
+], x9, tconv(x9, w11, None, 2, (slice(None), slice(None), slice(0, 10), slice(0, 12))),
+    {"w": w11})
 
 # Activations, variadic ops, Dropout and BatchNormalization (import-time rewrites into kernels),
 # one model each, against numpy's formulas.

@@ -207,6 +207,30 @@ TEST(SingleSums, OfConvolutionsAreNeverBelowTheFloat64Ones) {
   }
 }
 
+// grouped_conv2d's sums in float32, as conv2d's: a depthwise layer through oneDNN's grouped
+// convolution (16 groups of one channel, 2×8×8 output pixels) and two groups of 3 channels
+// through im2col + GEMM per group (stride 2, 4 output pixels: below oneDNN's bar). Fails
+// without grouped_conv2d in run_single's list (the float32 path never runs).
+TEST(SingleSums, OfGroupedConvolutionsAreNeverBelowTheFloat64Ones) {
+  for (const char* source : {"X: f32[2, 16, 10, 10]\nW: f32[16, 1, 3, 3]\n"
+                             "Y = grouped_conv2d(X, W, groups=16)\n",
+                             "X: f32[1, 6, 5, 5]\nW: f32[4, 3, 3, 3]\n"
+                             "Y = grouped_conv2d(X, W, groups=2, stride=2)\n"}) {
+    SCOPED_TRACE(source);
+    const ir::Graph g = verify_testing::build(std::string(source) + "output Y\n");
+    runtime::reset_fast_kernel_counts();
+    const Rule r = both_ways(g, [](const std::string& t, std::int64_t i) -> Cell {
+      if (t == "X" && i % 7 == 0) return {0, 0, 0};
+      const double sign = i % 2 == 0 ? 1 : -1;
+      const double v = sign * 1e3 + noise(t, i);
+      return {v, 1e-4 * std::abs(noise(t, i + 3)), 4e-4 * std::abs(noise(t, i + 5))};
+    });
+    EXPECT_GT(expect_rule_above(r, 3 * 9 + 2), 0) << "the float32 path never ran";
+    const bool direct = std::string_view(source).find("stride") == std::string_view::npos;
+    EXPECT_EQ(runtime::fast_kernel_counts().onednn_convs > 0, direct);
+  }
+}
+
 // linear's live-term counts as row counts (error_rules.cpp, row_counts) where one operand holds
 // no exact zero: x with relu's zeros against a dense w, a dense x against w with pruned
 // weights, a bias with zeros, batch dims. Exact inputs carry no error in, so σ is the rounding

@@ -116,6 +116,8 @@ void register_layout_kernels(ExecutableKernels& registry) {
   registry.add("reshape", &copy_kernel);
   registry.add("slice", &copy_kernel);
   registry.add("pad", &pad_kernel);
+  registry.add("pad2d", &pad_kernel);  // pad with an amount per side: the same cells rule
+  registry.add("pad3d", &pad_kernel);
 }
 
 }  // namespace tapestry::runtime

@@ -100,8 +100,9 @@ bool window_loops(const InputPort& x, const InputPort& w, const OutputPort& r,
                   std::vector<Loop>& loops) {
   const Point& xw = x.ipf->shape();
   const Point& ww = w.ipf->shape();
-  if (xw.rank() != 4 || xw != ww || xw[0] != 1 || !has_unit_cells(*r.ipf)) return false;
-  for (std::size_t d = 1; d < 4; ++d) {
+  if ((xw.rank() != 4 && xw.rank() != 5) || xw != ww || xw[0] != 1 || !has_unit_cells(*r.ipf))
+    return false;
+  for (std::size_t d = 1; d < xw.rank(); ++d) {
     if (xw[d] != 1) loops.push_back({xw[d], x.view.stride(d), w.view.stride(d), 0});
   }
   return true;
@@ -271,8 +272,10 @@ std::optional<std::size_t> longest_pixel_dim(const KernelCall& call, const Range
   std::optional<std::size_t> best;
   for (std::size_t j = 0; j < index.rank(); ++j) {
     bool moves_x = false, moves_w = false;
-    for (std::size_t k = 0; k < 4; ++k) {
+    for (std::size_t k = 0; k < x.ipf->map().out_rank(); ++k) {
       moves_x = moves_x || x.ipf->map().at(k, j) != 0;
+    }
+    for (std::size_t k = 0; k < w.ipf->map().out_rank(); ++k) {
       moves_w = moves_w || w.ipf->map().at(k, j) != 0;
     }
     if (!moves_x || moves_w || index.extent(j) < 2) continue;
@@ -328,10 +331,44 @@ void conv2d_kernel(const KernelCall& call) {
   }
 }
 
+// grouped_conv2d: oneDNN's grouped convolution for float32 boxes of whole groups (depthwise is
+// groups = c), else the plan above — its affine reading puts the group dim (it moves x, w and
+// the result) among the batch loops: one im2col + GEMM per group.
+void grouped_conv2d_kernel(const KernelCall& call) {
+  const std::optional<DType> dtype = uniform_dtype(call);
+  const bool ports = call.input_count("x") == 1 && call.input_count("w") == 1 &&
+                     call.inputs.size() == 2 && call.outputs.size() == 1 &&
+                     call.outputs.list("result").size() == 1;
+  bool done = false;
+  if (dtype && ports && !call.index.is_empty()) {
+    const ConvBackend backend = conv_backend();
+    if (*dtype == DType::kFloat32 &&
+        (backend == ConvBackend::kOneDnn ||
+         (backend == ConvBackend::kAuto && onednn_grouped_conv_pays_off(call.index)))) {
+      const std::optional<ConvOperands> operands = onednn_grouped_conv_operands(call, call.index);
+      done = operands && onednn_conv(*operands);
+    }
+    if (*dtype == DType::kFloat32 && !done) done = conv<float>(call, call.index, true);
+    if (*dtype == DType::kFloat64) done = conv<double>(call, call.index, true);
+  }
+  if (done) {
+    count_fast();
+  } else {
+    run_reference(call);
+  }
+}
+
 }  // namespace
 
 void register_fast_conv(ExecutableKernels& registry) {
   registry.add("conv2d", &conv2d_kernel);
+  registry.add("grouped_conv2d", &grouped_conv2d_kernel);
+  // conv3d: im2col + GEMM over (c, kd, kh, kw) windows (its rank-6 index is no oneDNN conv2d
+  // problem); dilated_conv2d/3d: the filter taps are reduction index dims, which the plan's
+  // affine reading puts into K like c.
+  registry.add("conv3d", &conv2d_kernel);
+  registry.add("dilated_conv2d", &conv2d_kernel);
+  registry.add("dilated_conv3d", &conv2d_kernel);
 }
 
 }  // namespace tapestry::runtime::fast

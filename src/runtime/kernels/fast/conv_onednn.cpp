@@ -41,7 +41,8 @@ struct ProblemHash {
   std::size_t operator()(const ConvProblem& p) const {
     std::size_t h = 0;
     auto mix = [&](std::int64_t v) { h = h * 1000003U ^ static_cast<std::size_t>(v); };
-    for (std::int64_t v : {p.n, p.c, p.ih, p.iw, p.o, p.kh, p.kw, p.oh, p.ow, p.stride}) mix(v);
+    for (std::int64_t v : {p.n, p.c, p.ih, p.iw, p.o, p.kh, p.kw, p.oh, p.ow, p.stride, p.groups})
+      mix(v);
     for (const auto* s : {&p.x_strides, &p.w_strides, &p.r_strides, &p.residual_strides}) {
       for (std::int64_t v : *s) mix(v);
     }
@@ -88,7 +89,14 @@ std::optional<ConvPrimitive> make_primitive(const ConvCache& cache, const ConvPr
                                             bool blocked) {
   ConvPrimitive made;
   made.x = strided_desc({p.n, p.c, p.ih, p.iw}, p.x_strides);
-  made.w = strided_desc({p.o, p.c, p.kh, p.kw}, p.w_strides);
+  if (p.groups == 1) {
+    made.w = strided_desc({p.o, p.c, p.kh, p.kw}, p.w_strides);
+  } else {  // oneDNN's grouped weights: [g, o / g, c / g, kh, kw]
+    const std::int64_t og = p.o / p.groups;
+    made.w = memory::desc(
+        {p.groups, og, p.c / p.groups, p.kh, p.kw}, memory::data_type::f32,
+        {og * p.w_strides[0], p.w_strides[0], p.w_strides[1], p.w_strides[2], p.w_strides[3]});
+  }
   made.r = strided_desc({p.n, p.o, p.oh, p.ow}, p.r_strides);
   made.blocked = blocked;
   const auto layout = [&](const memory::desc& d) {
@@ -229,6 +237,67 @@ void add_residual(ConvOperands& ops, const InputPort& port, const Range& index) 
   ops.residual = strided<const float>(port, index).base;
 }
 
+std::optional<ConvOperands> onednn_grouped_conv_operands(const KernelCall& call,
+                                                         const Range& index) {
+  const InputPort& x = call.input("x");
+  const InputPort& w = call.input("w");
+  const OutputPort& r = call.output("result");
+  const Point& window = x.ipf->shape();
+  if (index.rank() != 6 || index.is_empty() || window.rank() != 4 || window != w.ipf->shape() ||
+      window[0] != 1 || window[1] != 1 || !has_unit_cells(*r.ipf)) {
+    return std::nullopt;
+  }
+  const zspace::AffineMap& xm = x.ipf->map();
+  const zspace::AffineMap& wm = w.ipf->map();
+  const zspace::AffineMap& rm = r.ipf->map();
+  if (xm.in_rank() != 6 || wm.in_rank() != 6 || rm.in_rank() != 6) return std::nullopt;
+  const std::int64_t s = xm.at(2, 3), cg = xm.at(1, 1), og = rm.at(1, 1);
+  // The rows of kernels/conv.yaml's grouped_conv2d over [n, g, og, oh, ow, cg].
+  const std::array<std::array<std::array<std::int64_t, 6>, 4>, 3> rows = {{
+      {{{1, 0, 0, 0, 0, 0}, {0, cg, 0, 0, 0, 1}, {0, 0, 0, s, 0, 0}, {0, 0, 0, 0, s, 0}}},
+      {{{0, og, 1, 0, 0, 0}, {0, 0, 0, 0, 0, 1}, {0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}}},
+      {{{1, 0, 0, 0, 0, 0}, {0, og, 1, 0, 0, 0}, {0, 0, 0, 1, 0, 0}, {0, 0, 0, 0, 1, 0}}},
+  }};
+  const std::array<const zspace::AffineMap*, 3> maps = {&xm, &wm, &rm};
+  for (std::size_t m = 0; m < 3; ++m) {
+    if (maps[m]->out_rank() != 4) return std::nullopt;
+    for (std::size_t k = 0; k < 4; ++k) {
+      for (std::size_t j = 0; j < 6; ++j) {
+        if (maps[m]->at(k, j) != rows[m][k][j]) return std::nullopt;
+      }
+    }
+  }
+  const std::int64_t groups = index.extent(1);
+  if (s < 1 || (groups > 1 && (index.extent(5) != cg || index.extent(2) != og))) {
+    return std::nullopt;  // neighbouring groups' channels are not adjacent in this box
+  }
+  ConvOperands ops;
+  ConvProblem& p = ops.problem;
+  p.groups = groups;
+  p.n = index.extent(0);
+  p.o = groups * index.extent(2);
+  p.oh = index.extent(3);
+  p.ow = index.extent(4);
+  p.c = groups * index.extent(5);
+  p.kh = window[2];
+  p.kw = window[3];
+  p.stride = s;
+  p.ih = (p.oh - 1) * s + p.kh;
+  p.iw = (p.ow - 1) * s + p.kw;
+  p.x_strides = view_strides(x.view);
+  p.w_strides = view_strides(w.view);
+  p.r_strides = view_strides(r.view);
+  ops.x = strided<const float>(x, index).base;
+  ops.w = strided<const float>(w, index).base;
+  ops.r = strided<float>(r, index).base;
+  return ops;
+}
+
+bool onednn_grouped_conv_pays_off(const Range& index) {
+  constexpr std::int64_t kMinPixels = 64;
+  return index.rank() == 6 && index.extent(0) * index.extent(3) * index.extent(4) >= kMinPixels;
+}
+
 bool onednn_conv_pays_off(const Range& index) {
   constexpr std::int64_t kMinChannels = 16, kMinPixels = 64;
   return index.rank() == 5 && index.extent(4) >= kMinChannels &&
@@ -262,9 +331,9 @@ bool onednn_conv(const ConvOperands& ops) {
     if (p->loop_epilogue) residual_epilogue(ops);
   } catch (const dnnl::error& e) {
     const ConvProblem& q = ops.problem;
-    throw Error(
-        fmt::format("oneDNN convolution failed: {} for n {} c {} {}×{} o {} {}×{} stride {}",
-                    e.what(), q.n, q.c, q.ih, q.iw, q.o, q.kh, q.kw, q.stride));
+    throw Error(fmt::format(
+        "oneDNN convolution failed: {} for n {} c {} {}×{} o {} {}×{} stride {} groups {}",
+        e.what(), q.n, q.c, q.ih, q.iw, q.o, q.kh, q.kw, q.stride, q.groups));
   }
   count_onednn_conv();
   return true;

@@ -33,6 +33,9 @@ namespace tapestry::runtime::fast {
 /// eltwise post-op, both while the block is in registers.
 struct ConvProblem {
   std::int64_t n = 0, c = 0, ih = 0, iw = 0, o = 0, kh = 0, kw = 0, oh = 0, ow = 0, stride = 1;
+  /// grouped_conv2d: c and o are `groups` equal slices, filter slice g reading input slice g
+  /// (w is then [o, c / groups, kh, kw], its o the groups' filters in order).
+  std::int64_t groups = 1;
   std::array<std::int64_t, 4> x_strides{}, w_strides{}, r_strides{}, residual_strides{};
   bool residual = false, relu = false;
 
@@ -52,6 +55,15 @@ std::optional<ConvOperands> onednn_conv_operands(const KernelCall& call, const R
 std::optional<ConvOperands> onednn_conv_operands(const InputPort& x, const InputPort& w,
                                                  const OutputPort& r, const Range& index);
 
+/// The problem of a float32 grouped_conv2d call over `index` in its metakernel's layout — index
+/// [n, g, og, oh, ow, cg], x read at [n, g·CG + cg, oh·stride : kh, ow·stride : kw], w at
+/// [g·OG + og, cg, *, *], the result at [n, g·OG + og, oh, ow] — or nullopt. A box whose groups
+/// are whole (all CG input and OG output channels of each) is `groups` = its g extent; a box of
+/// one group is a plain convolution over that group's channels; any other (a split cg or og
+/// across several groups: the channels of neighbouring groups are not adjacent) is nullopt.
+std::optional<ConvOperands> onednn_grouped_conv_operands(const KernelCall& call,
+                                                         const Range& index);
+
 /// Adds the residual `port` (an input whose IPF selects the result's cells) to `operands`.
 void add_residual(ConvOperands& operands, const InputPort& port, const Range& index);
 
@@ -60,6 +72,10 @@ void add_residual(ConvOperands& operands, const InputPort& port, const Range& in
 /// the convnet's 3-channel first layer or 4×4 tiles, its per-call cost loses).
 /// Decided on the call's index box [n, o, oh, ow, c] alone, before any operand is built.
 bool onednn_conv_pays_off(const Range& index);
+/// The same for grouped_conv2d's box [n, g, og, oh, ow, cg]: from 64 output pixels up, any
+/// channel counts (im2col + GEMM runs one small GEMM per group: for depthwise layers a
+/// 1 × kh·kw row times the columns).
+bool onednn_grouped_conv_pays_off(const Range& index);
 
 /// Runs the convolution; false (result untouched) when oneDNN refuses the problem. Counts one
 /// oneDNN convolution (FastKernelCounts::onednn_convs) and notes the onednn path when it runs.

@@ -261,6 +261,8 @@ void register_fast_elementwise(ExecutableKernels& registry) {
   registry.add("reshape", &copy_kernel);
   registry.add("slice", &copy_kernel);
   registry.add("pad", &pad_kernel);
+  registry.add("pad2d", &pad_kernel);  // pad with an amount per side: the same row loop
+  registry.add("pad3d", &pad_kernel);
 }
 
 }  // namespace tapestry::runtime::fast
