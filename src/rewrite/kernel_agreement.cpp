@@ -20,6 +20,7 @@
 #include <algorithm>
 
 #include "derive_operation.h"
+#include "mixed_precision.h"
 #include "spec_transforms.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/rewrite/fused.h"
@@ -170,7 +171,10 @@ void compare_output_types(OperationReport& r, const DerivedOperation& d) {
     const ir::TensorView t = r.graph().tensor(d.spec.outputs[j].tensor);
     const metakernel::TensorType& want = d.output_types[j];
     const std::string_view want_dtype = ir::dtype_name(want.dtype);
-    if (t.dtype() == want.dtype && t.range().shape() == want.shape()) continue;
+    // A float32 tensor may hold a 16-bit output and the reverse (mixed_precision.h).
+    const std::optional<ir::DType> stored = t.dtype().known();
+    if (stored && detail::stores_as(*stored, want.dtype) && t.range().shape() == want.shape())
+      continue;
     const json graph_type = {{"dtype", t.dtype().name()},
                              {"shape", zspace::to_json(t.range().shape())}};
     const json derived_type = {{"dtype", want_dtype}, {"shape", zspace::to_json(want.shape())}};
