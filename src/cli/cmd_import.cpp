@@ -34,6 +34,7 @@ struct ImportOptions {
   std::string output;
   std::string weights;
   std::vector<std::string> shapes;
+  std::string dtype;  // --dtype bf16|f16; empty: the model's own
   bool list_ops = false;
   bool check = false;
   bool quiet = false;
@@ -112,6 +113,7 @@ int run_import(const ImportOptions& options) {
       throw Error(fmt::format("--shape {}: given twice", name));
   }
   import_options.check = options.check;
+  if (!options.dtype.empty()) import_options.dtype = ir::parse_tap_dtype(options.dtype);
   onnx::ImportResult r = onnx::import_onnx_file(options.model, import_options);
   const std::string opset = r.converted_from == 0 ? fmt::format("opset {}", r.opset)
                                                   : fmt::format("opset {}, converted from opset {}",
@@ -179,6 +181,10 @@ void register_import(CLI::App& app, Dispatch& dispatch) {
                   "write every weight (initializer, constant) as DIR/<name>.npy");
   cmd->add_option("--shape", options->shapes,
                   "NAME=D0,D1,…: the static shape of an input with dynamic dims (repeatable)");
+  cmd->add_option("--dtype", options->dtype,
+                  "bf16 or f16: the model's float32 inputs, weights and activations in that dtype "
+                  "(weights rounded to nearest even; kernels still compute in f32)")
+      ->check(CLI::IsMember({"bf16", "f16"}));
   cmd->add_flag("--list-ops", options->list_ops, "print the supported ONNX operators and exit");
   cmd->add_flag("--quiet", options->quiet,
                 "no 'renamed' lines (a model exported from PyTorch renames every node)");

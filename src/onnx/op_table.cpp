@@ -81,7 +81,9 @@ const std::array kRows = {
     Row{"Shape", convert_shape, "—", "folded at import time (static shapes)"},
     Row{"Gather", convert_gather, "—", "folded: 1-D integer constants only"},
     Row{"Concat", convert_concat, "—", "folded: 1-D integer constants only"},
-    Row{"Cast", convert_cast, "—", "folded on constants; a no-op to the same dtype"},
+    Row{"Cast", convert_cast, "cast",
+        "between float dtypes (f32 f64 bf16 f16); folded on constants; nothing to the same dtype"},
+    Row{"CastLike", convert_cast_like, "cast", "as Cast, to input 1's dtype"},
 };
 
 }  // namespace

@@ -48,7 +48,10 @@ void convert_split(NodeContext& node);
 void convert_shape(NodeContext& node);
 void convert_gather(NodeContext& node);
 void convert_concat(NodeContext& node);
+
+// ops_cast.cpp: Cast, CastLike (the cast kernel; folded on host tensors).
 void convert_cast(NodeContext& node);
+void convert_cast_like(NodeContext& node);
 
 // ops_activation.cpp: activations, variadic ops, Dropout, BatchNormalization (rewrites).
 void convert_abs(NodeContext& node);
