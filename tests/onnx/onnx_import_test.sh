@@ -150,8 +150,8 @@ for name in cast_f16 castlike_bf16; do
     "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/split" >"$tmp/out" 2>"$tmp/err"
   check "$name: numpy's output and a split run pass verify" $?
 done
-grep -q "^h = cast(x, to=f16)" "$m/cast_f16/g.tap" && grep -q "^y = cast(r, to=f32)" "$m/cast_f16/g.tap" &&
-  grep -q "^y = cast(r, to=f32)" "$m/castlike_bf16/g.tap"
+grep -q "^narrow = cast(x, to=f16)$" "$m/cast_f16/g.tap" && grep -q "^y = cast(relu.*, to=f32)$" "$m/cast_f16/g.tap" &&
+  grep -q "^narrow = cast(x, to=bf16)$" "$m/castlike_bf16/g.tap" && grep -q "^y = cast(relu.*, to=f32)$" "$m/castlike_bf16/g.tap"
 check "cast_f16, castlike_bf16: the casts are cast operations" $?
 
 # --dtype bf16 / f16: every tensor of the imported graph 16-bit, the weights written in it
