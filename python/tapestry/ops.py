@@ -25,7 +25,7 @@ __all__ = [
     "relu", "gelu", "exp", "neg", "tanh", "sigmoid", "sqrt", "log",
     "add", "sub", "mul", "div", "maximum",
     "sum", "max", "mean", "variance", "reduce", "softmax",
-    "transpose", "permute", "reshape", "slice",
+    "transpose", "permute", "reshape", "slice", "cast",
     "pad", "conv2d", "max_pool2d", "avg_pool2d",
     "pad2d", "pad3d", "grouped_conv2d", "dilated_conv2d", "conv3d", "dilated_conv3d",
     "max_pool2d_rect", "avg_pool2d_rect", "max_pool3d", "avg_pool3d",
@@ -194,6 +194,15 @@ def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
 def slice(x: Tensor, dim: int, start: int, end: int) -> Tensor:  # noqa: A001 - the kernel's name
     """The cells ``start <= i < end`` of dimension ``dim`` (counted from x's start)."""
     return call("slice", x, dim=dim, start=start, end=end)
+
+
+_DTYPE_SHORT = {"float32": "f32", "float64": "f64", "bfloat16": "bf16", "float16": "f16"}
+
+
+def cast(x: Tensor, to: str) -> Tensor:
+    """``x`` converted to float dtype ``to`` (``"f32"``, ``"f64"``, ``"bf16"``, ``"f16"``, or
+    the long names ``"float32"``…): widening is exact, narrowing rounds to nearest even."""
+    return call("cast", x, to=_DTYPE_SHORT.get(to, to))
 
 
 # ---- convolution ------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ struct ImportOptions {
   std::string weights;
   std::vector<std::string> shapes;
   std::vector<std::string> dims;
+  std::string dtype;  // --dtype bf16|f16; empty: the model's own
   bool list_ops = false;
   bool check = false;
   bool quiet = false;
@@ -119,6 +120,7 @@ int run_import(const ImportOptions& options) {
   for (const std::string& d : options.dims) metakernel::tap::add_dim_binding(dims, d);
   import_options.dims.insert(dims.begin(), dims.end());
   import_options.check = options.check;
+  if (!options.dtype.empty()) import_options.dtype = ir::parse_tap_dtype(options.dtype);
   // A .tap keeps the dynamic dims as dim variables (symbolic.h); JSON has fixed sizes.
   onnx::SymbolicImport symbolic;
   if (ext == ".tap" || options.check) {
@@ -207,6 +209,10 @@ void register_import(CLI::App& app, Dispatch& dispatch) {
                   "variable with this value (default 1), run at any size with --dim NAME=N")
       ->allow_extra_args(false)
       ->type_name("NAME=N");
+  cmd->add_option("--dtype", options->dtype,
+                  "bf16 or f16: the model's float32 inputs, weights and activations in that dtype "
+                  "(weights rounded to nearest even; kernels still compute in f32)")
+      ->check(CLI::IsMember({"bf16", "f16"}));
   cmd->add_flag("--list-ops", options->list_ops, "print the supported ONNX operators and exit");
   cmd->add_flag("--quiet", options->quiet,
                 "no 'renamed' lines (a model exported from PyTorch renames every node)");

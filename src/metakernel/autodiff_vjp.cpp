@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "tapestry/ir/dtype.h"
 #include "tapestry/metakernel/autodiff.h"
 #include "tapestry/support/diagnostic.h"
 #include "tapestry/support/error.h"
@@ -34,7 +35,8 @@ nlohmann::json shape_json(const zspace::Point& shape) {
 }
 
 // A keyword value: a param of the operation, a derived value (<port>.shape,
-// <port>.shape.<axis param>, <ints param>.inverse; the loader checked their forms), or a literal.
+// <port>.shape.<axis param>, <port>.dtype, <ints param>.inverse; the loader checked their forms),
+// or a literal.
 nlohmann::json keyword_value(const tap::Literal& value, const VjpScope& scope) {
   if (!value.is_identifier) return value.value;
   const std::string text = value.value.get<std::string>();
@@ -49,6 +51,9 @@ nlohmann::json keyword_value(const tap::Literal& value, const VjpScope& scope) {
       inverse.at(static_cast<std::size_t>(perm[i])) = static_cast<std::int64_t>(i);
     }
     return inverse;
+  }
+  if (parts.size() == 2 && parts[1] == "dtype") {
+    return std::string(ir::dtype_short_name(scope.tensors.at(parts[0]).type().dtype));
   }
   const zspace::Point shape = scope.tensors.at(parts[0]).type().shape();
   if (parts.size() == 2) return shape_json(shape);

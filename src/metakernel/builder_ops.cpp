@@ -3,6 +3,7 @@
 #include <optional>
 #include <string>
 
+#include "tapestry/ir/dtype.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::metakernel {
@@ -95,6 +96,10 @@ Tensor permute(Tensor x, const std::vector<std::int64_t>& perm) {
 }
 Tensor reshape(Tensor x, const std::vector<std::int64_t>& shape) {
   return call("reshape", {x}, {{"shape", shape}});
+}
+
+Tensor cast(Tensor x, DType to) {
+  return call("cast", {x}, {{"to", std::string(ir::dtype_short_name(to))}});
 }
 
 Tensor pad(Tensor x, std::int64_t padding, double value) {

@@ -9,6 +9,7 @@ namespace tapestry::metakernel {
 namespace {
 
 std::string dtype_text(const DTypeSpec& spec) {
+  if (!spec.param.empty()) return "{" + spec.param + "}";  // the dtype parameter `to` names
   return spec.fixed ? std::string(ir::dtype_short_name(*spec.fixed)) : spec.var;
 }
 

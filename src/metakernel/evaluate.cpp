@@ -9,7 +9,9 @@
 #include <set>
 
 #include "bindings.h"
+#include "tapestry/ir/dtype.h"
 #include "tapestry/metakernel/hooks.h"
+#include "tapestry/support/assert.h"
 #include "tapestry/zspace/checked.h"
 #include "tapestry/zspace/format.h"
 
@@ -79,6 +81,12 @@ void run_checks(const Bindings& b) {
 
 DType output_dtype(const Bindings& b, const DTypeSpec& spec) {
   if (spec.fixed) return *spec.fixed;
+  if (!spec.param.empty()) {  // a str param with dtype choices, resolved against them already
+    const std::optional<DType> named =
+        ir::parse_tap_dtype(b.params.at(spec.param).get<std::string>());
+    TAPESTRY_ASSERT(named.has_value(), "kernel_check lets only dtype choices through");
+    return *named;
+  }
   return b.types.at(spec.var);  // the loader ensures an input binds every output type variable
 }
 

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "tapestry/ir/dtype.h"
 #include "tapestry/metakernel/hooks.h"
 #include "tapestry/metakernel/loader.h"
 
@@ -65,6 +66,11 @@ class Checker {
 
   void check_dtype(const DTypeSpec& spec, bool is_input) const {
     if (spec.fixed) return;
+    if (!spec.param.empty()) {
+      if (is_input) fail(spec.pos, "an input's dtype cannot come from a parameter");
+      check_dtype_param(spec);
+      return;
+    }
     const bool declared = std::any_of(k_.types.begin(), k_.types.end(),
                                       [&](const auto& t) { return t.first == spec.var; });
     if (!declared)
@@ -74,6 +80,21 @@ class Checker {
                                    [&](const InputSpec& in) { return in.dtype.var == spec.var; });
     if (!bound)
       fail(spec.pos, fmt::format("output type {} is not the type of any input", spec.var));
+  }
+
+  // `dtype: {param: to}`: a str parameter whose choices are all dtype names (so a call's value
+  // is checked against them before an output type is made from it).
+  void check_dtype_param(const DTypeSpec& spec) const {
+    const ParamSpec* p = k_.find_param(spec.param);
+    if (p == nullptr) fail(spec.pos, fmt::format("dtype parameter {} is not declared", spec.param));
+    if (p->type != ParamType::kStr || p->choices.empty()) {
+      fail(spec.pos,
+           fmt::format("dtype parameter {} must be a str parameter with choices", spec.param));
+    }
+    for (const std::string& choice : p->choices) {
+      if (!ir::parse_tap_dtype(choice))
+        fail(p->pos, fmt::format("choice '{}' of {} is not a dtype", choice, spec.param));
+    }
   }
 
   void check_params() {

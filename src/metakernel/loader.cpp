@@ -167,9 +167,18 @@ Expr KernelReader::expr(const YAML::Node& node, std::string_view what) {
 }
 
 DTypeSpec KernelReader::dtype(const YAML::Node& node) {
-  const std::string text = scalar(node, "dtype");
   DTypeSpec spec;
   spec.pos = pos_of(node);
+  if (node.IsMap()) {  // {param: to}: the dtype a str parameter names (kernel_check.cpp checks it)
+    for (const auto& field : node) {
+      const std::string key = scalar(field.first, "a dtype key");
+      if (key != "param") fail_at(field.first, fmt::format("unknown dtype key '{}' (param)", key));
+      spec.param = identifier(field.second, "a parameter name");
+    }
+    if (spec.param.empty()) fail_at(node, "a dtype map needs 'param: <a str parameter>'");
+    return spec;
+  }
+  const std::string text = scalar(node, "dtype");
   if (std::optional<DType> fixed = ir::parse_tap_dtype(text)) {
     spec.fixed = fixed;
   } else {

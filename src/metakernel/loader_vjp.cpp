@@ -49,12 +49,13 @@ std::vector<std::string> tensor_names(const Metakernel& k) {
 }
 
 // A keyword value with dots is a derived value: <port>.shape, <port>.shape.<axis param or
-// integer>, <ints param>.inverse.
+// integer>, <port>.dtype (its short name: cast's gradient), <ints param>.inverse.
 void check_derived(const Metakernel& k, const tap::Literal& value) {
   const std::string text = value.value.get<std::string>();
   const std::vector<std::string> parts = split_dots(text);
   const bool port = k.find_input(parts[0]) != nullptr || is_output(k, parts[0]);
   bool ok = false;
+  if (port && parts.size() == 2 && parts[1] == "dtype") ok = true;
   if (port && parts.size() >= 2 && parts[1] == "shape") {
     if (parts.size() == 2) ok = true;
     if (parts.size() == 3) {
@@ -72,7 +73,8 @@ void check_derived(const Metakernel& k, const tap::Literal& value) {
   if (!ok) {
     throw LocatedError(value.pos,
                        fmt::format("vjp: '{}' is not a value a gradient can use (<port>.shape, "
-                                   "<port>.shape.<axis param>, <ints param>.inverse)",
+                                   "<port>.shape.<axis param>, <port>.dtype, "
+                                   "<ints param>.inverse)",
                                    text));
   }
 }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "tapestry/metakernel/naming.h"
+#include "tapestry/runtime/element.h"
 #include "tapestry/zspace/range.h"
 
 namespace tapestry::onnx {
@@ -27,10 +28,19 @@ std::string sanitise(const std::string& name) {
   return out;
 }
 
-runtime::Buffer to_buffer(const HostTensor& value) {
-  runtime::Buffer b(value.dtype, zspace::Range::of_shape(zspace::Point(value.shape)));
+// The host tensor's values in a buffer of `dtype` (its own, or a float one for --dtype: rounded
+// to nearest even from the float64 value).
+runtime::Buffer to_buffer(const HostTensor& value, ir::DType dtype) {
+  runtime::Buffer b(dtype, zspace::Range::of_shape(zspace::Point(value.shape)));
   const auto n = static_cast<std::size_t>(value.size());
-  if (value.dtype == ir::DType::kFloat32) {
+  if (runtime::is_half_float(dtype)) {
+    runtime::visit_storage_dtype(dtype, [&]<typename T>() {
+      if constexpr (runtime::is_half_float_v<T>) {
+        std::span<T> v = b.values<T>();
+        for (std::size_t k = 0; k < n; ++k) v[k] = runtime::storage_cast<T>(value.floats[k]);
+      }
+    });
+  } else if (dtype == ir::DType::kFloat32) {
     std::span<float> v = b.values<float>();
     for (std::size_t k = 0; k < n; ++k) v[k] = static_cast<float>(value.floats[k]);
   } else if (value.dtype == ir::DType::kFloat64) {
@@ -93,9 +103,10 @@ Tensor ImportContext::constant_input(const std::string& base, const HostTensor& 
                     "be read as data or be an output",
                     base, ir::dtype_name(value.dtype)));
   }
-  Tensor t = graph_.input(name, value.dtype, value.shape);
+  const ir::DType dtype = graph_dtype(value.dtype);
+  Tensor t = graph_.input(name, dtype, value.shape);
   known_.insert(t.id());
-  weights_.push_back({name, to_buffer(value)});
+  weights_.push_back({name, to_buffer(value, dtype)});
   return t;
 }
 

@@ -50,6 +50,13 @@ class ImportContext {
   [[nodiscard]] std::int64_t opset() const { return opset_; }
   [[nodiscard]] const std::string& source() const { return source_; }
 
+  /// ImportOptions::dtype: the dtype the model's float32 data takes in the graph.
+  void set_float32_as(ir::DType dtype) { float32_as_ = dtype; }
+  /// `dtype` as the graph holds it: float32 becomes the --dtype one, others stay.
+  [[nodiscard]] ir::DType graph_dtype(ir::DType dtype) const {
+    return dtype == ir::DType::kFloat32 ? float32_as_ : dtype;
+  }
+
   void bind(const std::string& onnx_name, Value value);
   [[nodiscard]] bool is_bound(const std::string& onnx_name) const;
   [[nodiscard]] const Value& value(const std::string& onnx_name) const;
@@ -86,6 +93,7 @@ class ImportContext {
  private:
   std::string source_;
   std::int64_t opset_;
+  ir::DType float32_as_ = ir::DType::kFloat32;
   metakernel::Graph graph_;
   std::map<std::string, Value, std::less<>> values_;
   std::map<std::string, Tensor, std::less<>> materialised_;

@@ -167,8 +167,8 @@ void stand_in(ImportContext& ctx, const ::onnx::NodeProto& node, const InferredS
   for (const std::string& out : node.output()) {
     if (out.empty() || ctx.is_bound(out)) continue;
     if (auto it = shapes.find(out); it != shapes.end()) {
-      ctx.bind(out, ctx.graph().input(ctx.fresh_name("stand_in_" + out, "input"), it->second.first,
-                                      it->second.second));
+      ctx.bind(out, ctx.graph().input(ctx.fresh_name("stand_in_" + out, "input"),
+                                      ctx.graph_dtype(it->second.first), it->second.second));
     } else {
       blocked.insert(out);
     }
@@ -294,6 +294,12 @@ ImportResult import_model(const ::onnx::ModelProto& original, const std::string&
   const OpsetUpgrade upgrade = upgrade_opset(original, source);
   const ::onnx::GraphProto& graph = upgrade.model->graph();
   ImportContext ctx(source, upgrade.opset);
+  if (options.dtype) {
+    if (*options.dtype != ir::DType::kBFloat16 && *options.dtype != ir::DType::kFloat16)
+      throw Error(fmt::format("{}: --dtype must be bf16 or f16, not {}", source,
+                              ir::dtype_short_name(*options.dtype)));
+    ctx.set_float32_as(*options.dtype);
+  }
   ImportResult result;
   result.opset = upgrade.opset;
   if (upgrade.converted()) result.converted_from = upgrade.declared;
@@ -316,7 +322,7 @@ ImportResult import_model(const ::onnx::ModelProto& original, const std::string&
     known.insert(in.name());
     shaped.insert(in.name());
     try {
-      const ir::DType dtype = input_dtype(in, source);
+      const ir::DType dtype = ctx.graph_dtype(input_dtype(in, source));
       const std::vector<std::int64_t> shape = input_shape(in, options, source);
       const std::string name = ctx.fresh_name(in.name(), "input");
       ctx.bind(in.name(), ctx.graph().input(name, dtype, shape));

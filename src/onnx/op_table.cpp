@@ -118,7 +118,9 @@ const std::array kRows = {
     Row{"Where", convert_where, "mul, add",
         "condition known at import: a·c + b·(1 − c) with the 0/1 mask c; folded on constants"},
     Row{"Trilu", convert_trilu, "mul", "the 0/1 mask of the kept cells; folded on constants"},
-    Row{"Cast", convert_cast, "—", "folded on constants; a no-op to the same dtype"},
+    Row{"Cast", convert_cast, "cast",
+        "between float dtypes (f32 f64 bf16 f16); folded on constants; nothing to the same dtype"},
+    Row{"CastLike", convert_cast_like, "cast", "as Cast, to input 1's dtype"},
 };
 
 }  // namespace

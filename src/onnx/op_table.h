@@ -47,7 +47,10 @@ void convert_unsqueeze(NodeContext& node);
 void convert_slice(NodeContext& node);
 void convert_split(NodeContext& node);
 void convert_shape(NodeContext& node);
+
+// ops_cast.cpp: Cast, CastLike (the cast kernel; folded on host tensors).
 void convert_cast(NodeContext& node);
+void convert_cast_like(NodeContext& node);
 
 // ops_index.cpp: indexing, masks and the shape code around them (folded or rewritten).
 void convert_concat(NodeContext& node);

@@ -319,37 +319,4 @@ void convert_shape(NodeContext& node) {
   node.set_output(0, HostTensor::of_ints(v, {e - s}));
 }
 
-// Cast: host tensors convert; a graph tensor only to its own dtype.
-void convert_cast(NodeContext& node) {
-  const std::int64_t to = node.int_attr("to", 0);
-  const std::optional<ir::DType> dtype =
-      to == ::onnx::TensorProto::FLOAT    ? std::optional(ir::DType::kFloat32)
-      : to == ::onnx::TensorProto::DOUBLE ? std::optional(ir::DType::kFloat64)
-      : to == ::onnx::TensorProto::INT64  ? std::optional(ir::DType::kInt64)
-      : to == ::onnx::TensorProto::INT32  ? std::optional(ir::DType::kInt32)
-                                          : std::nullopt;
-  if (!dtype) throw node.error(fmt::format("cast to element type {} is not supported", to));
-  if (node.is_host(0)) {
-    HostTensor h = node.host(0);
-    if (h.is_int() && ir::is_float(*dtype)) {
-      for (std::int64_t i : h.ints) h.floats.push_back(static_cast<double>(i));
-      h.ints.clear();
-    } else if (!h.is_int() && !ir::is_float(*dtype)) {
-      for (double f : h.floats) {
-        if (!(std::abs(f) < 0x1p62)) throw node.error(fmt::format("{} does not fit an integer", f));
-        h.ints.push_back(static_cast<std::int64_t>(f));
-      }
-      h.floats.clear();
-    }
-    h.dtype = *dtype;
-    return node.set_output(0, h);
-  }
-  Tensor x = node.tensor(0);
-  if (x.type().dtype != *dtype) {
-    throw node.error(fmt::format("cast of a computed {} tensor to {} is not supported",
-                                 ir::dtype_name(x.type().dtype), ir::dtype_name(*dtype)));
-  }
-  node.set_output(0, x);
-}
-
 }  // namespace tapestry::onnx

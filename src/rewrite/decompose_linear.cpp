@@ -4,6 +4,7 @@
 
 #include <fmt/core.h>
 
+#include "mixed_precision.h"
 #include "op_spec.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/metakernel/signature.h"
@@ -44,22 +45,26 @@ struct Added {
 };
 
 // Evaluates `kernel` on `inputs` and adds it (no Application); `target`, when valid, is the
-// existing tensor it writes (its IPF moves with the tensor's start).
+// existing tensor it writes (its IPF moves with the tensor's start); otherwise a new tensor, in
+// float32 where the kernel derives bf16/f16 (the product of a 16-bit linear: mixed_precision.h).
 Added add_kernel(const RewriteState& state, ir::Graph& graph, std::string_view kernel,
                  std::vector<ir::TensorId> inputs, const std::string& name,
                  ir::TensorId target = {}) {
   std::vector<metakernel::Argument> args;
   args.reserve(inputs.size());
   for (ir::TensorId t : inputs) args.push_back({name, metakernel::tensor_type(graph, t)});
+  detail::read_as_one_precision(args);
   metakernel::Signature sig =
       metakernel::evaluate_signature(state.signatures->get(kernel), args, nlohmann::json::object());
   metakernel::ApplyOptions options{.add_application = false};
+  metakernel::Port& result = sig.outputs[0];
   if (target.is_valid()) {
     const zspace::Range& range = graph.tensor(target).range();
-    metakernel::Port& result = sig.outputs[0];
     result.ipf = result.ipf.translate(range.start() - result.type.range.start());
     result.type.range = range;
     options.outputs = {target};
+  } else {
+    result.type.dtype = detail::accumulation_dtype(result.type.dtype);
   }
   metakernel::AddedOperation added = metakernel::add_operation(graph, sig, inputs, name, options);
   return {std::move(sig), added.operation, added.outputs[0]};

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "mixed_precision.h"
 #include "spec_transforms.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/metakernel/signature.h"
@@ -78,6 +79,7 @@ metakernel::Signature evaluate(const metakernel::SignatureRegistry& signatures, 
     }
     args.push_back({it->label, it->type});
   }
+  read_as_one_precision(args);  // float32 intermediates of a 16-bit graph (mixed_precision.h)
   return metakernel::evaluate_signature(*kernel, args,
                                         use.params.is_null() ? json::object() : use.params);
 }

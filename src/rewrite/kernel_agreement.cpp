@@ -20,6 +20,7 @@
 #include <algorithm>
 
 #include "derive_operation.h"
+#include "mixed_precision.h"
 #include "spec_transforms.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/rewrite/fused.h"
@@ -170,7 +171,10 @@ void compare_output_types(OperationReport& r, const DerivedOperation& d) {
     const ir::TensorView t = r.graph().tensor(d.spec.outputs[j].tensor);
     const metakernel::TensorType& want = d.output_types[j];
     const std::string_view want_dtype = ir::dtype_name(want.dtype);
-    if (t.dtype() == want.dtype && t.range().shape() == want.shape()) continue;
+    // A float32 tensor may hold a 16-bit output and the reverse (mixed_precision.h).
+    const std::optional<ir::DType> stored = t.dtype().known();
+    if (stored && detail::stores_as(*stored, want.dtype) && t.range().shape() == want.shape())
+      continue;
     const json graph_type = {{"dtype", t.dtype().name()},
                              {"shape", zspace::to_json(t.range().shape())}};
     const json derived_type = {{"dtype", want_dtype}, {"shape", zspace::to_json(want.shape())}};
@@ -193,6 +197,18 @@ json ports_json(const std::vector<FusedPort>& ports) {
   return out;
 }
 
+// The derived ports with each dtype the graph's where the graph may store it so: float32 for a
+// derived bf16/f16 or the reverse (mixed_precision.h).
+std::vector<FusedPort> as_stored(const std::vector<FusedPort>& graph,
+                                 std::vector<FusedPort> derived) {
+  for (std::size_t k = 0; k < graph.size() && k < derived.size(); ++k) {
+    const std::optional<ir::DType> g = graph[k].dtype ? graph[k].dtype->known() : std::nullopt;
+    const std::optional<ir::DType> e = derived[k].dtype ? derived[k].dtype->known() : std::nullopt;
+    if (g && e && detail::stores_as(*g, *e)) derived[k].dtype = graph[k].dtype;
+  }
+  return derived;
+}
+
 // A fused operation's stages, field by field, against the derived chain's; a stage that is
 // itself fused (a fused consumer fused again) has its own stages compared under `path`/i/.
 void compare_stages(OperationReport& r, const json& graph_params, const json& derived_params,
@@ -207,8 +223,8 @@ void compare_stages(OperationReport& r, const json& graph_params, const json& de
         {"indexNames", {g.index_names, e.index_names}},
         {"reductions", {reductions_json(g.reductions), reductions_json(e.reductions)}},
         {"indexMap", {zspace::to_json(g.index_map), zspace::to_json(e.index_map)}},
-        {"inputs", {ports_json(g.inputs), ports_json(e.inputs)}},
-        {"outputs", {ports_json(g.outputs), ports_json(e.outputs)}}};
+        {"inputs", {ports_json(g.inputs), ports_json(as_stored(g.inputs, e.inputs))}},
+        {"outputs", {ports_json(g.outputs), ports_json(as_stored(g.outputs, e.outputs))}}};
     for (const auto& [name, values] : fields) {
       if (values.first == values.second) continue;
       r.differs("Fused stage differs from its kernel's", fmt::format("{}/{}", at, name),

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "combine_plan.h"
+#include "mixed_precision.h"
 #include "op_spec.h"
 #include "spec_transforms.h"
 #include "tapestry/metakernel/apply.h"
@@ -66,11 +67,15 @@ ir::OperationId add_reduce(RewriteState& state, ir::Graph& graph, ir::TensorId p
       .operation;
 }
 
-// The partial output of one block: the output's tensor and range with a label of its own.
+// The partial output of one block: the output's tensor and range with a label of its own, in
+// float32 when the output is bf16/f16 (partial sums stored in 16 bits would round once more than
+// the unsplit graph: mixed_precision.h).
 ir::TensorId add_partial(ir::Graph& graph, ir::TensorId output, zspace::Range range,
                          const std::string& label) {
   ir::TensorBody body = graph.tensor(output).body();
   body.range = std::move(range);
+  if (const std::optional<ir::DType> dtype = body.dtype.known())
+    body.dtype = ir::LoomDType(detail::accumulation_dtype(*dtype));
   return graph.add_tensor(std::move(body), {.label = label});
 }
 

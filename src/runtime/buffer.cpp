@@ -423,13 +423,21 @@ void for_each_row(const TypedView<const From>& from, const TypedView<To>& to, Ro
   }
 }
 
-// One float element converted: through float32 when either side is a 16-bit type.
+// One float element converted: a 16-bit source widens exactly, a 16-bit target rounds once —
+// from float64 directly (storage_cast), from float32 (or a 16-bit value, exact in it) by the
+// float32 routine, the widening wrapper's hot path.
 template <typename To, typename From>
 To convert_one(From value) {
   if constexpr (std::is_same_v<To, From>) {
     return value;
-  } else if constexpr (is_half_float_v<From> || is_half_float_v<To>) {
-    return storage_cast<To>(static_cast<double>(static_cast<float>(value)));
+  } else if constexpr (is_half_float_v<To> && std::is_same_v<From, double>) {
+    return storage_cast<To>(value);
+  } else if constexpr (std::is_same_v<To, BFloat16>) {
+    return to_bfloat16(static_cast<float>(value));
+  } else if constexpr (std::is_same_v<To, Float16>) {
+    return to_float16(static_cast<float>(value));
+  } else if constexpr (is_half_float_v<From>) {
+    return static_cast<To>(static_cast<float>(value));
   } else {
     return static_cast<To>(value);
   }

@@ -274,15 +274,26 @@ bool SharedZeros::holds(const Buffer& b) const {
   return b.is_borrowed() && b.bytes() == reinterpret_cast<const std::byte*>(data_);
 }
 
-// The unit roundoff of storing a float32 result in a 16-bit dtype, and half the spacing of its
-// subnormals (the absolute error of rounding a value below its smallest normal).
+// The unit roundoff of storing a float32 result in a 16-bit dtype (or a float64 one in float32,
+// a cast), and half the spacing of its subnormals (the absolute error of rounding a value below
+// its smallest normal).
 struct StorageRoundoff {
   double u;
   double tiny;
 };
 StorageRoundoff storage_roundoff(DType dtype) {
+  if (dtype == DType::kFloat32) return {0x1p-24, 0x1p-150};
   return dtype == DType::kBFloat16 ? StorageRoundoff{0x1p-8, 0x1p-134}
                                    : StorageRoundoff{0x1p-11, 0x1p-25};
+}
+
+// Whether a move (a copy; cast when the dtypes differ) from `from` into `to` can round: when
+// some value of `from` is not one of `to`'s. Widening (bf16/f16 → f32 → f64) and copies are
+// exact; bf16 ↔ f16 round both ways (f16 has fewer exponent bits, bf16 fewer fraction bits).
+bool move_rounds(DType from, DType to) {
+  if (from == to || to == DType::kFloat64) return false;
+  if (to == DType::kFloat32) return from == DType::kFloat64;
+  return ir::is_float(from);
 }
 
 // A bf16/f16 output is the float32 result rounded once: |round(y) − y| ≤ us·|y| + tiny, and
@@ -470,7 +481,13 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
       fallback(c);
       break;
   }
-  if (is_half_float(dtype)) add_storage_rounding(dtype, c.result);
+  // A 16-bit output is stored rounded; a move stores its input's cells, rounded only when it
+  // narrows them (cast f64 → f32, or into a 16-bit dtype).
+  const bool stored_rounded =
+      rule == ErrorRule::kMove
+          ? move_rounds(tensor_dtype(graph_, c.ins.front().value.tensor), dtype)
+          : is_half_float(dtype);
+  if (stored_rounded) add_storage_rounding(dtype, c.result);
   // A D of ∞ times an exact 0 (a weight, a slope, a deviation) is NaN: it is ∞ — no worst case.
   for (Buffer& d : c.result.bounds) {
     const std::span<double> dv = d.values<double>();

@@ -5,6 +5,8 @@
 // (to nearest) and IEEE subnormals, which this project never changes.
 #include "tapestry/runtime/half_float.h"
 
+#include <cmath>
+
 #include "tapestry/support/assert.h"
 
 namespace tapestry::runtime {
@@ -28,6 +30,15 @@ Float16 to_float16(float value) {
   const std::uint32_t nonsign = exp_bits + mantissa_bits;
   return Float16{
       static_cast<std::uint16_t>((sign >> 16) | (shl1_w > 0xFF00'0000U ? 0x7E00U : nonsign))};
+}
+
+float to_float_round_odd(double value) {
+  float f = static_cast<float>(value);  // to nearest; exact, ±inf and NaN stay
+  if (std::isnan(value) || static_cast<double>(f) == value) return f;
+  // Inexact: truncate toward zero (one step back when rounding went away from zero; ±inf from a
+  // finite value steps back to ±FLT_MAX), then set the last bit as the sticky bit.
+  if (std::abs(static_cast<double>(f)) > std::abs(value)) f = std::nextafter(f, 0.0F);
+  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(f) | 1U);
 }
 
 float to_float(Float16 value) {

@@ -134,7 +134,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadKernel{"vjp_bad_derived",
                   std::string(kScale) + "vjp:\n  x: \"reshape(d_result, shape=x.size)\"\n",
                   "k.yaml:14:31: error: vjp: 'x.size' is not a value a gradient can use "
-                  "(<port>.shape, <port>.shape.<axis param>, <ints param>.inverse)"},
+                  "(<port>.shape, <port>.shape.<axis param>, <port>.dtype, <ints param>.inverse)"},
         BadKernel{"vjp_syntax", std::string(kScale) + "vjp:\n  x: \"neg(d_result\"\n",
                   "k.yaml:14:19: error: expected ')' to close the arguments of neg, found the end "
                   "of the file"},

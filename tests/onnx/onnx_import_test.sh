@@ -156,6 +156,60 @@ check "conv3d_pool3d: split along depth, channels and the conv's reduction, run 
 grep -q "^g1 = add(mul(matmul(transpose(x), b1), g1.alpha), g1.beta_c1)" "$m/gemm/g.tap"
 check "gemm: transA, alpha and beta become transpose, mul and a scaled C" $?
 
+# Cast and CastLike between float dtypes become the cast kernel: numpy's output (which rounds
+# where the model casts) passes verify, unsharded and split.
+for name in cast_f16 castlike_bf16; do
+  d=$m/$name
+  "$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err" &&
+    "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err" &&
+    "$tapestry" run "$d/g.tap" --inputs "$d/in" --outputs "$d/split" --split y.d0=2 --verify --quiet >"$tmp/out" 2>"$tmp/err" &&
+    "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/split" >"$tmp/out" 2>"$tmp/err"
+  check "$name: numpy's output and a split run pass verify" $?
+done
+grep -q "^narrow = cast(x, to=f16)$" "$m/cast_f16/g.tap" && grep -q "^y = cast(relu.*, to=f32)$" "$m/cast_f16/g.tap" &&
+  grep -q "^narrow = cast(x, to=bf16)$" "$m/castlike_bf16/g.tap" && grep -q "^y = cast(relu.*, to=f32)$" "$m/castlike_bf16/g.tap"
+check "cast_f16, castlike_bf16: the casts are cast operations" $?
+
+# --dtype bf16 / f16: every tensor of the imported graph 16-bit, the weights written in it
+# (bf16 as <u2 bit patterns, f16 as <f2), and runs --verify PASS unsharded and sharded.
+for dtype in bf16 f16; do
+  for spec in "mlp fc1/Gemm.batch=2" "encoder17 linear1/MatMul.batch=2" "cnn conv1/Conv/conv2d.o=2"; do
+    read -r name split <<<"$spec"
+    d=$m/$name
+    mkdir -p "$d/$dtype"
+    "$tapestry" import "$d/model.onnx" -o "$d/$dtype/g.tap" --weights "$d/$dtype/in" --dtype $dtype --quiet >"$tmp/out" 2>"$tmp/err"
+    check "$name --dtype $dtype: import" $?
+    grep -q "$dtype\[" "$d/$dtype/g.tap" && ! grep -q "f32\[" "$d/$dtype/g.tap"
+    check "$name --dtype $dtype: every tensor is $dtype" $?
+    # The weights are 16-bit files; the model's own input (x, float32 from the export) is
+    # added, rounded to nearest even (bf16 by its bits).
+    "$python" - "$d/$dtype/in" "$dtype" "$d/in" <<'PY'
+import glob, os, sys, numpy as np
+out, dtype, src = sys.argv[1:]
+want = "<u2" if dtype == "bf16" else "<f2"
+files = glob.glob(out + "/*.npy")
+assert files and all(np.load(f).dtype.str == want for f in files), (want, files)
+for f in glob.glob(src + "/*.npy"):
+    if os.path.exists(os.path.join(out, os.path.basename(f))):
+        continue
+    v = np.load(f).astype(np.float32)
+    if dtype == "bf16":
+        u = v.view(np.uint32).astype(np.uint64)
+        v = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+    else:
+        v = v.astype(np.float16)
+    np.save(os.path.join(out, os.path.basename(f)), v)
+PY
+    check "$name --dtype $dtype: the weights are $dtype .npy files" $?
+    "$tapestry" run "$d/$dtype/g.tap" --inputs "$d/$dtype/in" --verify --quiet >"$tmp/out" 2>"$tmp/err" &&
+      "$tapestry" run "$d/$dtype/g.tap" --inputs "$d/$dtype/in" --split "$split" --verify --quiet >"$tmp/out" 2>"$tmp/err"
+    check "$name --dtype $dtype: run --verify, unsharded and sharded" $?
+  done
+done
+expect_dtype=$("$tapestry" import "$m/mlp/model.onnx" -o "$tmp/x.tap" --dtype f64 2>&1)
+[[ $? -ne 0 ]] && grep -q "dtype" <<<"$expect_dtype"
+check "--dtype f64 is refused" $?
+
 # Activations, variadic ops, Dropout, BatchNormalization: import-time rewrites into kernels,
 # each against numpy's formula (verify's bar), unsharded and split in two.
 for d in "$m"/act_*; do

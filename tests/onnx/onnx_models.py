@@ -648,4 +648,23 @@ for name, (nodes, want, inits) in ACTIVATIONS.items():
     xin = np.abs(x) + 0.5 if name == "reciprocal" else xm if name.startswith("mask") else x
     reference_model("act_" + name, nodes, xin, want, inits,
                     opset=17 if name.startswith("layer_norm") else 14)
+
+# Cast and CastLike between float dtypes (the cast kernel): f32 → f16 → relu → f32, and
+# f32 → bf16 → relu → CastLike(·, x) back to f32; numpy rounds the same way (bf16 by its bits).
+def to_bf16(v):
+    u = v.astype(np.float32).view(np.uint32).astype(np.uint64)
+    return (((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16).astype(np.uint32).view(np.float32)
+
+
+x = f32(4, 6) * 3
+reference_model("cast_f16", [
+    oh.make_node("Cast", ["x"], ["h"], name="narrow", to=onnx.TensorProto.FLOAT16),
+    oh.make_node("Relu", ["h"], ["r"], name="relu"),
+    oh.make_node("Cast", ["r"], ["y"], name="widen", to=onnx.TensorProto.FLOAT),
+], x, np.maximum(x.astype(np.float16), 0).astype(np.float32), {})
+reference_model("castlike_bf16", [
+    oh.make_node("Cast", ["x"], ["h"], name="narrow", to=onnx.TensorProto.BFLOAT16),
+    oh.make_node("Relu", ["h"], ["r"], name="relu"),
+    oh.make_node("CastLike", ["r", "x"], ["y"], name="widen"),
+], x, np.maximum(to_bf16(x), 0), {}, opset=15)
 print("built the reference models")

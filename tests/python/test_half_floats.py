@@ -68,3 +68,29 @@ def test_wrong_dtype_for_a_bf16_input_is_an_error(tmp_path):
         graph.run({"X": np.zeros(4, np.float32)})
     y = graph.run({"X": bf16_bits(np.array([-1.5, 0.25, 2.0, -0.0], np.float32))})["Y"]
     assert list(bf16_value(y)) == [0.0, 0.25, 2.0, 0.0]
+
+
+def test_cast_op_rounds_to_nearest_even_like_numpy():
+    """ops.cast: float64 → f16 as NumPy rounds it (directly, not through float32), f64 → bf16
+    as the exact bit rounding of the float64 value, and back to f64 exactly."""
+    from tapestry import ops
+
+    g = tapestry.Graph()
+    x = g.input("X", "f64", [4, 64])
+    h = ops.cast(x, "float16")
+    b = ops.cast(x, "bf16")
+    g.output("H64", ops.cast(h, "f64"))
+    g.output("B", b)
+    rng = np.random.default_rng(11)
+    v = rng.standard_normal((4, 64)) * np.exp2(rng.integers(-20, 20, size=(4, 64)))
+    # Values just above an f16 tie (1 + 2^-11 + 2^-40): float32 would round them onto the tie.
+    v[0, :8] = (1 + 2.0**-11 + 2.0**-40) * np.arange(1, 9)
+    out = g.run({"X": v})
+    assert out["H64"].dtype == np.float64
+    np.testing.assert_array_equal(out["H64"], v.astype(np.float16).astype(np.float64))
+    # bf16: round the float64 value to 8 significant bits, ties to even, with exact integers.
+    m, e = np.frexp(v)  # v = m·2^e, 0.5 <= |m| < 1
+    scaled = m * 2.0**8  # the significand with 8 bits before the point: exact in float64
+    want = np.ldexp(np.round(scaled), e - 8)  # np.round: half to even
+    assert out["B"].dtype == np.uint16
+    np.testing.assert_array_equal(bf16_value(out["B"]).astype(np.float64), want)

@@ -113,6 +113,9 @@ class Cases {
                                       : Draw::kUniform;
       c.inputs = {{"X", shape(static_cast<std::size_t>(pick(1, 3))), draw}};
       if (k == "mul_scalar") c.params = {{"factor", 1.5}, {"divisor", pick(1, 5)}};
+    } else if (k == "cast") {  // to the same dtype: the VJP's cast back reads x.dtype
+      c.inputs = {{"X", shape(static_cast<std::size_t>(pick(1, 3)))}};
+      c.params = {{"to", "f64"}};
     } else if (k == "bias_add") {
       Shape x = shape(static_cast<std::size_t>(pick(1, 3)));
       c.inputs = {{"X", x}, {"bias", {x.back()}}};

@@ -23,10 +23,16 @@
 // log-sum-exp of causally masked logits (−inf) and softmax of large logits (×400), where most
 // terms of every row are exact zeros in float64.
 //
+// The suite runs twice: as written (f32), and in bf16 — every `f32[` declaration of each graph
+// rewritten to `bf16[`, the bars then counting bf16 storage roundings, the faults injected in the
+// tensors' own dtype (storage_cast), a split reduction's partials in f32 (the rewrite keeps them
+// so).
+//
 // TAPESTRY_MUTATION_FULL=1 (the `slow` test) runs the examples at full size instead.
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -34,8 +40,11 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "tapestry/ir/json_io.h"
+#include "tapestry/runtime/buffer.h"
+#include "tapestry/runtime/element.h"
 #include "tapestry/runtime/input_generation.h"
 #include "tapestry/runtime/kernel.h"
 #include "tapestry/runtime/naive_executor.h"
@@ -55,6 +64,37 @@ std::string read_text(const fs::path& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// Every cell of `b` replaced by f(flat index, value), computed in double and stored in b's
+// own dtype (rounded to nearest even in bf16/f16).
+template <typename F>
+void map_cells(Buffer& b, F f) {
+  runtime::visit_storage_dtype(b.dtype(), [&]<typename T>() {
+    const std::span<T> cells = b.values<T>();
+    for (std::size_t i = 0; i < cells.size(); ++i)
+      cells[i] = runtime::storage_cast<T>(f(i, static_cast<double>(cells[i])));
+  });
+}
+
+// The cells of a float buffer as float64 (exact).
+std::vector<double> as_doubles(const Buffer& b) {
+  Buffer wide(runtime::DType::kFloat64, b.range());
+  runtime::convert_elements(b.view(), wide.view());
+  const auto v = std::as_const(wide).values<double>();
+  return {v.begin(), v.end()};
+}
+
+// The graph `tap` with every f32 declaration in `dtype` ("f32": as written).
+std::string in_dtype(std::string tap, const std::string& dtype) {
+  if (dtype == "f32") return tap;
+  for (std::size_t at = tap.find("f32["); at != std::string::npos; at = tap.find("f32[", at)) {
+    const bool word_start =
+        at == 0 || !(std::isalnum(static_cast<unsigned char>(tap[at - 1])) || tap[at - 1] == '_');
+    if (word_start) tap.replace(at, 3, dtype);
+    at += 3;
+  }
+  return tap;
 }
 
 bool full_size() {
@@ -144,7 +184,7 @@ void faulty_reduce(const runtime::KernelCall& call) {
   const runtime::InputPort& x = call.input("x");
   const Range& box = x.view.box();
   Buffer copy(x.view.dtype(), box);
-  runtime::visit_dtype(x.view.dtype(), [&]<typename T>() {
+  runtime::visit_storage_dtype(x.view.dtype(), [&]<typename T>() {
     const auto from = x.view.typed<T>();
     const auto to = copy.view().typed<T>();
     for (const Point& p : box.points()) to[p] = from[p];
@@ -152,11 +192,13 @@ void faulty_reduce(const runtime::KernelCall& call) {
     for (const Point& p : box.points()) {
       if (p[0] != box.start()[0]) continue;
       if (g_partial_fault == PartialFault::kMissing) {
-        to[p] = T{0};
+        to[p] = runtime::storage_cast<T>(0.0);
       } else {
         std::vector<std::int64_t> c(p.begin(), p.end());
         c[0] += 1;
-        to[Point(std::span<const std::int64_t>(c))] += from[p];
+        const Point next{std::span<const std::int64_t>(c)};
+        to[next] =
+            runtime::storage_cast<T>(static_cast<double>(to[next]) + static_cast<double>(from[p]));
       }
     }
   });
@@ -170,9 +212,14 @@ const runtime::ExecutableKernels& faulty_kernels() {
   static const runtime::ExecutableKernels registry = [] {
     runtime::ExecutableKernels r;
     const runtime::ExecutableKernels& fast = runtime::fast_kernels();
-    for (const std::string& name : fast.names())
-      r.add(name, name == "reduce" ? faulty_reduce : fast.find(name),
-            name == "reduce" ? nullptr : fast.find_prepare(name));
+    // The fast kernels handle 16-bit ports already (add_native); the faulty reduce is widened.
+    for (const std::string& name : fast.names()) {
+      if (name == "reduce") {
+        r.add(name, faulty_reduce);
+      } else {
+        r.add_native(name, fast.find(name), fast.find_prepare(name));
+      }
+    }
     return r;
   }();
   return registry;
@@ -183,7 +230,7 @@ const runtime::ExecutableKernels& faulty_kernels() {
 // `b` rolled by one along `dim`.
 Buffer rolled(const Buffer& b, std::size_t dim) {
   Buffer out(b.dtype(), b.range());
-  runtime::visit_dtype(b.dtype(), [&]<typename T>() {
+  runtime::visit_storage_dtype(b.dtype(), [&]<typename T>() {
     const auto from = b.view().typed<T>();
     const auto to = out.view().typed<T>();
     for (const Point& p : b.range().points()) {
@@ -210,7 +257,7 @@ bool swap_shards(const ir::Graph& lowered, const std::string& output, Buffer& b)
     for (std::size_t j = i + 1; j < boxes.size(); ++j) {
       if (boxes[i].shape() != boxes[j].shape() || boxes[i] == boxes[j]) continue;
       bool differs = false;
-      runtime::visit_dtype(b.dtype(), [&]<typename T>() {
+      runtime::visit_storage_dtype(b.dtype(), [&]<typename T>() {
         const auto v = b.view().typed<T>();
         std::vector<Point> ps;
         for (const Point& p : boxes[i].points()) ps.push_back(p);
@@ -317,11 +364,11 @@ Effect output_effect(const runtime::Oracle& oracle, ir::TensorId t, const Buffer
                      const Buffer& wrong) {
   const runtime::Buffer bars = oracle.bar(t);
   const auto s = bars.values<double>();
-  const auto a = good.values<float>();
-  const auto b = wrong.values<float>();
+  const std::vector<double> a = as_doubles(good);
+  const std::vector<double> b = as_doubles(wrong);
   Effect e = Effect::kEquivalent;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    const double d = std::abs(static_cast<double>(a[i]) - b[i]);
+    const double d = std::abs(a[i] - b[i]);
     if (d > 2 * s[i]) return Effect::kDetectable;  // beyond any run within its bar
     if (d > 0) e = Effect::kBelowBar;
   }
@@ -383,9 +430,9 @@ void mutate(const ir::Graph& g, const Reference& ref, const std::string& where,
     for (const auto& e : g.operation(op).inputs().entries())
       if (e.name == "bias" && g.producers(e.value.tensor).empty()) biases.insert(e.value.tensor);
   for (ir::TensorId b : biases) {
-    for (float factor : {0.0F, 2.0F}) {
+    for (double factor : {0.0, 2.0}) {
       BufferMap wrong = in;
-      for (float& v : wrong.at(b).values<float>()) v *= factor;
+      map_cells(wrong.at(b), [&](std::size_t, double v) { return v * factor; });
       const std::string fault = factor == 0 ? "dropped-bias" : "bias-twice";
       const std::string at = where + " " + runtime::tensor_name(g, b);
       if (!classify(tally, effect_of(oracle, runtime::evaluate_oracle(g, wrong), g, g),
@@ -413,13 +460,13 @@ void mutate(const ir::Graph& g, const Reference& ref, const std::string& where,
     for (const char* fault : {"one-cell", "zeroed-row"}) {
       BufferMap wrong = good;
       Buffer& w = wrong.at(out);
-      const std::span<float> cells = w.values<float>();
+      const auto cells = static_cast<std::size_t>(b.range().size());
       const std::size_t row =
-          b.rank() == 0 ? 1 : cells.size() / static_cast<std::size_t>(b.range().extent(0));
+          b.rank() == 0 ? 1 : cells / static_cast<std::size_t>(b.range().extent(0));
       if (std::string_view(fault) == "one-cell") {
-        cells[0] += 1;
+        map_cells(w, [](std::size_t i, double v) { return i == 0 ? v + 1 : v; });
       } else {
-        for (std::size_t i = 0; i < row; ++i) cells[i] = 0;
+        map_cells(w, [&](std::size_t i, double v) { return i < row ? 0.0 : v; });
       }
       if (classify(tally, output_effect(oracle, out, good.at(out), w),
                    std::string(fault) + " @ " + where + " " + name))
@@ -433,7 +480,7 @@ void mutate(const ir::Graph& g, const Reference& ref, const std::string& where,
     const std::string name = runtime::tensor_name(g, t);
     if (!name.starts_with("Mask") && !name.starts_with("Pad")) continue;
     has_mask = true;
-    for (float& v : buffer.values<float>()) v = 0;
+    runtime::fill(buffer.view(), 0.0);
   }
   if (has_mask && classify(tally, effect_of(oracle, runtime::evaluate_oracle(g, unmasked), g, g),
                            "dropped-mask @ " + where))
@@ -462,8 +509,7 @@ void mutate(const ir::Graph& g, const Reference& ref, const std::string& where,
         continue;
       }
       Buffer grown = runtime::generate_buffer(buf.dtype(), r, 99, name);
-      for (const Point& p : buf.range().points())
-        grown.view().typed<float>()[p] = buf.view().typed<float>()[p];
+      runtime::copy_elements(buf.view(), grown.view(buf.range()));
       shifted_in.emplace(st, std::move(grown));
     }
     const runtime::Oracle faulty = runtime::evaluate_oracle(s->graph, shifted_in);
@@ -479,13 +525,15 @@ void mutate(const ir::Graph& g, const Reference& ref, const std::string& where,
   }
 }
 
-TEST(Mutation, VerifyKillsEveryInjectedFaultWithoutFalseAlarms) {
+// The suite on every example (or those named in `only`) with its f32 declarations in `dtype`.
+void run_suite(const std::string& dtype, const std::set<std::string>& only = {}) {
   Tally tally;
   for (const Example& e : examples()) {
-    const ir::Graph g = verify_testing::build(read_text(e.tap));
+    if (!only.empty() && !only.contains(e.name)) continue;
+    const ir::Graph g = verify_testing::build(in_dtype(read_text(e.tap), dtype));
     const Reference ref = reference_of(g, e);
     for (const auto& [plan_name, plan_text] : plans_for(e, g)) {
-      SCOPED_TRACE(e.name + " / " + plan_name);
+      SCOPED_TRACE(e.name + " / " + plan_name + " in " + dtype);
       mutate(g, ref, e.name + " / " + plan_name, verify_testing::plan(plan_text), tally);
     }
   }
@@ -497,10 +545,10 @@ TEST(Mutation, VerifyKillsEveryInjectedFaultWithoutFalseAlarms) {
     table += fmt::format("  {:<18} {:>4} / {:<4}\n", fault, kn.first, kn.second);
   }
   std::cout << fmt::format(
-      "mutation kill rate: {} / {} faults killed, {} correct runs, {} false "
+      "mutation kill rate ({}): {} / {} faults killed, {} correct runs, {} false "
       "alarms, {} equivalent mutants, {} faults below the bar\n{}",
-      killed, injected, tally.correct_runs, tally.false_alarms.size(), tally.equivalent.size(),
-      tally.below_bar.size(), table);
+      dtype, killed, injected, tally.correct_runs, tally.false_alarms.size(),
+      tally.equivalent.size(), tally.below_bar.size(), table);
   for (const std::string& e : tally.equivalent) std::cout << "  equivalent: " << e << "\n";
   for (const std::string& e : tally.below_bar) std::cout << "  below the bar: " << e << "\n";
   // At the small sizes of the default suite every fault is detectable; at full size the
@@ -511,11 +559,32 @@ TEST(Mutation, VerifyKillsEveryInjectedFaultWithoutFalseAlarms) {
   for (const std::string& s : tally.survivors) ADD_FAILURE() << "survived: " << s;
   for (const std::string& s : tally.false_alarms) ADD_FAILURE() << "false alarm: " << s;
   // Every kind of fault was injected somewhere (the suite cannot silently test nothing).
+  if (!only.empty()) return;
   for (const char* fault :
        {"dropped-bias", "bias-twice", "shift-row", "shift-column", "swap-shards", "missing-partial",
         "partial-twice", "wrong-ipf-offset", "dropped-mask", "one-cell", "zeroed-row"}) {
     EXPECT_GT(tally.by_fault[fault].second, 0) << fault << " was never injected";
   }
+}
+
+TEST(Mutation, VerifyKillsEveryInjectedFaultWithoutFalseAlarms) {
+  run_suite("f32");
+}
+
+// The MLPs in bf16: its bars are 2^16 times wider than float32's, and still every fault FAILs
+// and every correct run PASSes (linear_relu, mlp: 0 survivors, 0 false alarms, 0 below the bar).
+TEST(Mutation, VerifyKillsEveryInjectedFaultInBfloat16) {
+  run_suite("bf16", {"linear_relu", "mlp"});
+}
+
+// Every example in bf16: NOT passing yet (2026-11-27: 228 / 237 killed, 3 false alarms, 147
+// faults below the bar). Survivors: shift-row/-column of transformer_block's Y (unsharded,
+// heads, reductions/2) and its missing-/twice-partial under heads; false alarms: large_logits
+// (x400), the naive run itself 2.5× outside a softmax bar at a 1e-14 cell; below the bar: bias
+// faults, one-cell and zeroed-row in the attention graphs, convnet and transformer_block, whose
+// bf16 bars are wider than those faults. Run with --gtest_also_run_disabled_tests.
+TEST(Mutation, DISABLED_VerifyKillsEveryInjectedFaultInBfloat16AllExamples) {
+  run_suite("bf16");
 }
 
 }  // namespace

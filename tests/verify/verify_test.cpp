@@ -100,6 +100,33 @@ TEST(Verify, OneUlpInOneCellOfAnExactRunFails) {
   EXPECT_EQ(r.outputs.at(0).failing_cells, 1);
 }
 
+// cast's bar (error rule `move`, kernels/cast.yaml): widening is exact — a bar of 0, so a
+// widened result one ulp off FAILs; narrowing adds one rounding of the target dtype.
+TEST(Verify, CastWideningIsExactAndNarrowingAddsOneRounding) {
+  const ir::Graph g = build(
+      "X: bf16[4, 8]\nD: f64[4, 8]\nW = cast(X, to=f32)\nN = cast(D, to=f32)\n"
+      "H = cast(D, to=bf16)\noutput W\noutput N\noutput H\n");
+  const BufferMap in = runtime::generate_inputs(g, {.seed = 7});
+  BufferMap out = run_plan(g, plan(R"({"ops": {"W": {"split": {"d0": 2}}}})"), in);
+  const runtime::VerifyReport ok = judge(g, in, out);
+  EXPECT_TRUE(ok.pass()) << ok.text();
+  const runtime::Oracle o = runtime::evaluate_oracle(g, in);
+  const ir::TensorId w = runtime::find_tensor(g, "W"), n = runtime::find_tensor(g, "N"),
+                     h = runtime::find_tensor(g, "H");
+  const runtime::Buffer w_bars = o.bar(w), n_bars = o.bar(n), h_bars = o.bar(h);
+  const auto d = in.at(runtime::find_tensor(g, "D")).values<double>();
+  for (std::size_t i = 0; i < 32; ++i) {
+    if (d[i] == 0) continue;
+    EXPECT_EQ(w_bars.values<double>()[i], 0) << "widening bf16 → f32 is exact, cell " << i;
+    EXPECT_GT(n_bars.values<double>()[i], 0) << "f64 → f32 rounds, cell " << i;
+    EXPECT_GT(h_bars.values<double>()[i], 0x1p-16 * std::abs(d[i])) << "f64 → bf16, cell " << i;
+  }
+  float& cell = out.at(w).values<float>()[5];
+  cell = std::nextafter(cell, INFINITY);
+  const runtime::VerifyReport r = judge(g, in, out);
+  EXPECT_FALSE(r.pass());
+}
+
 TEST(Verify, ExactModeIsRefusedWhereRoundingIsInevitable) {
   const ir::Graph g = build("X: f32[4, 8]\nY = softmax(X)\noutput Y\n");
   const BufferMap in = runtime::generate_inputs(g, {.seed = 1, .exact = true});

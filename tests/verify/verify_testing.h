@@ -14,6 +14,8 @@
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/rewrite/plan.h"
 #include "tapestry/runtime/block_executor.h"
+#include "tapestry/runtime/buffer.h"
+#include "tapestry/runtime/element.h"
 #include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/input_generation.h"
 #include "tapestry/runtime/verify.h"
@@ -48,20 +50,22 @@ inline void fill_masks(const ir::Graph& graph, runtime::BufferMap& inputs, float
     if (!causal && !name.starts_with("Pad")) continue;
     const runtime::Range& r = buffer.range();
     const std::size_t last = r.rank() - 1;
-    const auto cells = buffer.view().typed<float>();
-    for (const runtime::Point& p : r.points()) {
-      const std::int64_t j = p[last] - r.start()[last];
-      const bool off = causal ? j > p[last - 1] - r.start()[last - 1]
-                              : j >= r.extent(last) - 4 * (p[0] - r.start()[0]);
-      cells[p] = off ? masked : 0.0F;
-    }
+    runtime::visit_storage_dtype(buffer.dtype(), [&]<typename T>() {  // f32, bf16, …
+      const auto cells = buffer.view().typed<T>();
+      for (const runtime::Point& p : r.points()) {
+        const std::int64_t j = p[last] - r.start()[last];
+        const bool off = causal ? j > p[last - 1] - r.start()[last - 1]
+                                : j >= r.extent(last) - 4 * (p[0] - r.start()[0]);
+        cells[p] = runtime::storage_cast<T>(off ? masked : 0.0);
+      }
+    });
   }
 }
 
 /// Sets every cell of input `name` to `v`.
 inline void fill_input(const ir::Graph& graph, runtime::BufferMap& inputs, std::string_view name,
                        float v) {
-  for (float& x : inputs.at(runtime::find_tensor(graph, name)).values<float>()) x = v;
+  runtime::fill(inputs.at(runtime::find_tensor(graph, name)).view(), v);
 }
 
 /// `graph` lowered under `plan` and run on the block executor (fast kernels, 2 threads) with

@@ -51,6 +51,8 @@ Tensor transpose(Tensor x);
 Tensor permute(Tensor x, const std::vector<std::int64_t>& perm);
 /// Splits or merges adjacent dims; one entry of `shape` may be -1.
 Tensor reshape(Tensor x, const std::vector<std::int64_t>& shape);
+/// x converted to float dtype `to` (kernels/cast.yaml): `cast(x, DType::kBFloat16)`.
+Tensor cast(Tensor x, DType to);
 
 // Convolution.
 struct Conv2dOptions {

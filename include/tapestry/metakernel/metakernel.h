@@ -70,10 +70,13 @@ struct ParamSpec {
   SourcePos pos;
 };
 
-/// A dtype constraint: a type variable (bound by the first input that uses it) or a fixed dtype.
+/// A dtype constraint: a type variable (bound by the first input that uses it), a fixed dtype,
+/// or — outputs only — the dtype a str parameter names (`dtype: {param: to}`, the parameter's
+/// choices all dtype names: `cast(x, to=bf16)`).
 struct DTypeSpec {
   std::string var;             // non-empty: a type variable of `Metakernel::types`
   std::optional<DType> fixed;  // otherwise: exactly this dtype
+  std::string param;           // otherwise (non-empty): the dtype named by this parameter
   SourcePos pos;
 };
 

@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +61,12 @@ struct ImportOptions {
   /// an operator it uses that does not map is recorded. When blockers were found the result
   /// holds no graph.
   bool check = false;
+  /// `tapestry import --dtype bf16|f16`: the model's float32 data in this 16-bit dtype instead —
+  /// its float32 inputs, every weight and constant (rounded to nearest even), and a Cast to
+  /// float — so every tensor of the graph is 16-bit. No float32 islands: every kernel computes
+  /// in float32 and rounds once when it stores (runtime/executable_kernels.h), layer norm and
+  /// softmax included. Unset: the model's own dtypes.
+  std::optional<ir::DType> dtype;
 };
 
 /// One graph input's value (an initializer or a constant): written as DIR/<name>.npy.

@@ -158,8 +158,8 @@ void copy_elements(const ConstView& from, const View& to);
 
 /// Copies the elements of `from` into `to`, converting between float dtypes: the boxes must have
 /// the same shape and both dtypes be float (Error otherwise). Widening is exact; narrowing rounds
-/// to nearest, ties to even (float64 to a 16-bit type rounds through float32, so a value within
-/// 2^-29 relative of a 16-bit tie may round twice). Same dtypes copy.
+/// to nearest, ties to even (float64 to a 16-bit type too, directly: half_float.h). Same dtypes
+/// copy. The `cast` kernel is this, on the boxes of a call.
 void convert_elements(const ConstView& from, const View& to);
 
 /// Sets every element of `to` to `value` (converted to the view's dtype).

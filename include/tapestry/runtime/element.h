@@ -73,9 +73,9 @@ constexpr bool is_half_float(DType dtype) {
 template <StorageElement T>
 T storage_cast(double value) {
   if constexpr (std::is_same_v<T, BFloat16>) {
-    return to_bfloat16(static_cast<float>(value));
+    return to_bfloat16(value);  // directly from float64 (half_float.h)
   } else if constexpr (std::is_same_v<T, Float16>) {
-    return to_float16(static_cast<float>(value));
+    return to_float16(value);
   } else {
     return static_cast<T>(value);
   }

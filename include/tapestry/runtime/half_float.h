@@ -7,11 +7,11 @@
 //   bfloat16  1 sign, 8 exponent, 7 fraction bits: float32's upper half (unit roundoff 2^-8)
 //   float16   1 sign, 5 exponent, 10 fraction bits, IEEE binary16 (unit roundoff 2^-11)
 //
-// Widening is exact. Narrowing rounds to nearest, ties to even; values beyond the largest finite
-// value round to infinity as IEEE prescribes; a NaN stays a NaN, quiet (bf16 keeps the sign and
-// the top fraction bits and sets the quiet bit; f16 gives the sign and 0x7E00). f16 narrowing is
-// a portable exact routine (float arithmetic in the default rounding mode), not F16C, so the
-// result is the same on every CPU.
+// Widening is exact. Narrowing rounds to nearest, ties to even (from float64 too, directly); values
+// beyond the largest finite value round to infinity as IEEE prescribes; a NaN stays a NaN, quiet
+// (bf16 keeps the sign and the top fraction bits and sets the quiet bit; f16 gives the sign and
+// 0x7E00). f16 narrowing is a portable exact routine (float arithmetic in the default rounding
+// mode), not F16C, so the result is the same on every CPU.
 //
 //   to_bfloat16(1.0F).bits == 0x3F80;       to_float(BFloat16{0x3F80}) == 1.0F
 //   to_bfloat16(1.00390625F).bits == 0x3F80  (1 + 2^-8 is a tie: rounds to the even 1.0)
@@ -54,6 +54,23 @@ constexpr BFloat16 to_bfloat16(float value) {
 
 /// `value` rounded to float16 (nearest, ties to even; NaN kept, quiet).
 Float16 to_float16(float value);
+
+/// `value` narrowed to float32 rounding to odd (truncated toward zero, the last bit set when
+/// inexact; ±inf and NaN kept; beyond float32's range: ±FLT_MAX, odd). float32 has more than two
+/// bits beyond a 16-bit significand, so rounding this again to bfloat16 or float16 gives the
+/// direct round-to-nearest-even of `value`: no double rounding.
+///   to_float_round_odd(1.0 + 0x1p-30) == 1.0F + 0x1p-23F   (to_bfloat16 then gives 1.0)
+float to_float_round_odd(double value);
+
+/// `value` rounded to bfloat16 / float16 directly (nearest, ties to even; NaN kept, quiet).
+///   to_bfloat16(1.0 + 0x1p-8 + 0x1p-40).bits == 0x3F81   (above the tie: up; through a
+///   float32 rounded to nearest it would be the tie 1 + 2^-8, and round down to even 0x3F80)
+inline BFloat16 to_bfloat16(double value) {
+  return to_bfloat16(to_float_round_odd(value));
+}
+inline Float16 to_float16(double value) {
+  return to_float16(to_float_round_odd(value));
+}
 
 /// The value of a float16 cell, widened exactly.
 float to_float(Float16 value);

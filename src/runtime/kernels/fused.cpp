@@ -30,11 +30,13 @@ DType intermediate_dtype(const KernelCall& call, const rewrite::FusedPort& out) 
   }
   // A float stage computes in the float type of the call's result: the oracle (oracle.h) runs
   // a float32 graph's operations on float64 buffers. A bf16/f16 intermediate keeps its dtype
-  // (outside the oracle) so that the fused run rounds it where the unfused run stores it.
+  // (outside the oracle) so that the fused run rounds it where the unfused run stores it, and so
+  // does a float32 one of a 16-bit result (a split's partial sums: rewrite/mixed_precision.h).
   const auto executable_float = [](DType d) { return ir::is_float(d) && is_executable(d); };
   if (!call.outputs.entries().empty()) {
     const DType result = call.outputs.entries().front().value.view.dtype();
     if (is_half_float(*dtype) && result != DType::kFloat64) return *dtype;
+    if (*dtype == DType::kFloat32 && is_half_float(result)) return *dtype;
     if (executable_float(*dtype) && executable_float(result)) return result;
   }
   return *dtype;

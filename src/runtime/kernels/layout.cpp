@@ -1,5 +1,5 @@
-// Reference layout kernels: transpose, permute, reshape, slice (kernels/layout.yaml) and pad
-// (kernels/conv.yaml).
+// Reference layout kernels: transpose, permute, reshape, slice (kernels/layout.yaml), pad
+// (kernels/conv.yaml) and cast (kernels/cast.yaml), a copy that converts the dtype.
 //
 // Transpose, permute, reshape and slice move elements without computing anything, and their IPFs
 // say exactly where: for each index point i the result cell IPF_r(i) receives the x cell IPF_x(i).
@@ -17,6 +17,7 @@
 
 #include "kernel_support.h"
 #include "reference_kernels.h"
+#include "tapestry/runtime/element.h"
 #include "tapestry/zspace/format.h"
 
 namespace tapestry::runtime {
@@ -108,9 +109,40 @@ void pad_kernel(const KernelCall& call) {
   visit_dtype(kernels::common_dtype(call), [&]<typename T>() { pad<T>(call); });
 }
 
+// cast (kernels/cast.yaml): each result cell is its x cell converted to the result's dtype —
+// storage_cast from the exact float64 value, so widening is exact and narrowing rounds once to
+// nearest even (element.h). Registered native: it reads and writes 16-bit cells itself.
+template <typename From, typename To>
+void cast(const KernelCall& call) {
+  const Operand<const From> x(call.input(kX));
+  const Operand<To> result(call.output(kResult));
+  for (const Point& p : call.index.points()) {
+    *result.cell(p) = storage_cast<To>(static_cast<double>(*x.cell(p)));
+  }
+}
+
+void cast_kernel(const KernelCall& call) {
+  const InputPort& x = call.input(kX);
+  const OutputPort& r = call.output(kResult);
+  kernels::require_unit_cells(call, x, kX);
+  kernels::require_unit_cells(call, r, kResult);
+  if (!ir::is_float(x.view.dtype()) || !ir::is_float(r.view.dtype())) {
+    call.fail(fmt::format("cast converts float dtypes, not {} to {}",
+                          ir::dtype_name(x.view.dtype()), ir::dtype_name(r.view.dtype())));
+  }
+  visit_storage_dtype(x.view.dtype(), [&]<typename From>() {
+    if constexpr (is_float_element_v<From>) {
+      visit_storage_dtype(r.view.dtype(), [&]<typename To>() {
+        if constexpr (is_float_element_v<To>) cast<From, To>(call);
+      });
+    }
+  });
+}
+
 }  // namespace
 
 void register_layout_kernels(ExecutableKernels& registry) {
+  registry.add_native("cast", &cast_kernel);
   registry.add("transpose", &copy_kernel);
   registry.add("permute", &copy_kernel);
   registry.add("reshape", &copy_kernel);

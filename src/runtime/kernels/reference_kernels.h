@@ -23,7 +23,7 @@ void register_moment_kernels(ExecutableKernels& registry);
 void register_pool_kernels(ExecutableKernels& registry);
 /// conv2d (NCHW, strided windows).
 void register_conv_kernels(ExecutableKernels& registry);
-/// transpose, permute, reshape, slice (copies through the IPFs) and pad.
+/// transpose, permute, reshape, slice (copies through the IPFs), pad and cast.
 void register_layout_kernels(ExecutableKernels& registry);
 /// What the VJPs need (kernels/autodiff.yaml): ones_like zeros_like sum_to broadcast expand
 /// unslice mul_scalar, relu_grad gelu_grad tanh_grad sigmoid_grad sqrt_grad, maximum_grad_a/_b,

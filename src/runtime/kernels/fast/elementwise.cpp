@@ -11,6 +11,7 @@
 
 #include "elementwise_ops.h"
 #include "fast_support.h"
+#include "tapestry/runtime/buffer.h"
 
 namespace tapestry::runtime::fast {
 
@@ -172,6 +173,17 @@ void copy_kernel(const KernelCall& call) {
   count_fast();
 }
 
+// cast: with unit cells each port's view is exactly its box of the call's index, of the same
+// shape, so the whole call is one row-wise convert_elements (the same conversion as the reference
+// kernel's: storage_cast from the float64 value, bitwise equal).
+void cast_kernel(const KernelCall& call) {
+  const InputPort* x = sole_unit_port(call.inputs, "x");
+  const OutputPort* r = sole_unit_port(call.outputs, kResult);
+  if (x == nullptr || r == nullptr || call.index.is_empty()) return run_reference(call);
+  convert_elements(x->view, r->view);
+  count_fast();
+}
+
 // One pad row: `n` cells of result row `r` starting at column `c0`; x's row `xr` (null when the
 // row lies outside x) holds columns [x0, x1).
 template <typename T>
@@ -263,6 +275,7 @@ void register_fast_elementwise(ExecutableKernels& registry) {
   registry.add("pad", &pad_kernel);
   registry.add("pad2d", &pad_kernel);  // pad with an amount per side: the same row loop
   registry.add("pad3d", &pad_kernel);
+  registry.add_native("cast", &cast_kernel);  // converts 16-bit ports itself
 }
 
 }  // namespace tapestry::runtime::fast
