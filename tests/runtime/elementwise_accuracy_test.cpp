@@ -110,7 +110,7 @@ const Unary kUnary[] = {
     {"relu", [](LD x) { return x < 0 ? LD{0} : x; }, 0, 0},
     {"neg", [](LD x) { return -x; }, 0, 0},
     {"exp", [](LD x) { return std::exp(x); }, 1.1, 0.52},
-    {"tanh", [](LD x) { return std::tanh(x); }, 2.5, 2.5},
+    {"tanh", [](LD x) { return std::tanh(x); }, 3, 2.5},
     {"sigmoid", sigmoid_truth, 2.5, 3},
     {"gelu", gelu_truth, 3.5, 4},
     {"sqrt", [](LD x) { return std::sqrt(x); }, 0.5, 0.5},  // IEEE: correctly rounded
