@@ -1,11 +1,11 @@
 // Private: the dense (unit-stride) loops of the fast elementwise kernels, compiled for more than
 // one instruction set and chosen at run time.
 //
-// The runtime is built for the baseline x86-64 (SSE2: two f64 lanes), so a loop over gelu_f32 —
-// whose f32 result is computed in f64 — ran on two lanes on a machine with AVX-512. This file's
-// loops are compiled three times (GCC `target` attributes): for AVX-512 (eight f64 / sixteen f32
-// lanes, 512-bit vectors preferred), for AVX2 (four / eight) and for the baseline; the first call
-// asks cpuid (__builtin_cpu_supports) which the CPU runs. Every clone applies the same functor of
+// The runtime is built for the baseline x86-64 (SSE2: four f32 lanes), so a loop over gelu_f32
+// would run on four lanes on a machine with AVX-512. This file's loops are compiled three times
+// (GCC `target` attributes): for AVX-512 (sixteen f32 / eight f64 lanes, 512-bit vectors
+// preferred), for AVX2 (eight / four) and for the baseline; the first call asks cpuid
+// (__builtin_cpu_supports) which the CPU runs. Every clone applies the same functor of
 // ../scalar_ops.h, with the same operations in the same order: the runtime is built with
 // -ffp-contract=off, so no clone fuses a multiply and an add, and the three compute the same bits
 // as the reference kernels for every element (tests/runtime/elementwise_accuracy_test.cpp runs
@@ -13,7 +13,7 @@
 //
 // Example: fast/elementwise.cpp's unary kernel, on a contiguous run of a float32 `gelu`,
 //
-//   unary_dense<scalar::Gelu>(x, r, n);   // AVX-512 here: 8 lanes of gelu_f32's f64 formula
+//   unary_dense<scalar::Gelu>(x, r, n);   // AVX-512 here: gelu_f32 on 16 f32 lanes
 //
 // and the fused epilogue, in place on a GEMM's output rows,
 //
