@@ -280,7 +280,21 @@ void bind_graph(py::module_& m, GraphClass& graph) {
           py::arg("path"))
       .def("to_tap",
            [](const GraphPtr& g) { return metakernel::print_tap(g->current(), g->signatures()); })
-      .def("to_dot", [](const GraphPtr& g) { return exporter::to_dot(g->current()); })
+      .def(
+          "to_dot",
+          [](const GraphPtr& g, const std::string& detail) {
+            exporter::RenderOptions options;
+            if (detail == "full") {
+              options.detail = exporter::Detail::kFull;
+            } else if (detail == "summary") {
+              options.detail = exporter::Detail::kSummary;
+            } else if (detail != "auto") {
+              throw InputError(fmt::format(
+                  "to_dot: detail must be 'auto', 'full' or 'summary', not '{}'", detail));
+            }
+            return exporter::to_dot(g->current(), options);
+          },
+          py::arg("detail") = "auto")
       .def("_repr_svg_", [](const GraphPtr& g) { return render_svg(g->current()); })
       .def(
           "shard",

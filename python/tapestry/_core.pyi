@@ -272,7 +272,9 @@ class Graph:
     def save(self, path: PathLike) -> None:
         """Writes the loom JSON (``tapestry build -o``)."""
     def to_tap(self) -> str: ...
-    def to_dot(self) -> str: ...
+    def to_dot(self, detail: str = "auto") -> str:
+        """DOT text; ``detail``: ``"full"``, ``"summary"`` (groups by name path, repeats once) or
+        ``"auto"`` (the summary above 40 operations)."""
     def _repr_svg_(self) -> str: ...
     def shard(self, plan: Plan) -> ShardedGraph:
         """The graph lowered under ``plan`` (``tapestry shard``)."""

@@ -2,6 +2,7 @@
 //
 //   tapestry render graph.json -o graph.png     (or .svg, .dot)
 //   tapestry render graph.json -o ops.svg --operations-only --no-ipfs
+//   tapestry render vit.tap -o vit.svg                 (a summary above 40 operations: --detail)
 //   tapestry render examples/mlp.tap --plan examples/plans/mlp-megatron.json --target h100x8 -o
 //   p.svg
 //
@@ -37,8 +38,15 @@ struct RenderCommandOptions {
   bool no_ipfs = false;
   bool operations_only = false;
   int max_shards = 64;
+  std::string detail = "auto";
   KernelSources kernel_sources;
 };
+
+exporter::Detail detail_of(const std::string& text) {
+  if (text == "full") return exporter::Detail::kFull;
+  if (text == "summary") return exporter::Detail::kSummary;
+  return exporter::Detail::kAuto;
+}
 
 // Lowers and places the graph, then draws the shards in their devices' colours.
 int run_render_placed(const RenderCommandOptions& options) {
@@ -51,7 +59,8 @@ int run_render_placed(const RenderCommandOptions& options) {
   exporter::RenderOptions render{.show_ipfs = !options.no_ipfs,
                                  .show_applications = true,
                                  .max_shards_drawn = options.max_shards,
-                                 .device_of = {}};
+                                 .device_of = {},
+                                 .detail = detail_of(options.detail)};
   for (const cost::PlacedApplication& a : priced.placement.applications) {
     render.device_of.emplace(a.id.index(), priced.target.devices[a.device].name);
   }
@@ -64,13 +73,15 @@ int run_render(const RenderCommandOptions& options) {
   if (!options.plan.empty() || !options.splits.empty()) {
     throw Error("--plan and --split need --target (render draws a placed plan)");
   }
-  ir::ReadResult read = read_graph_input(options.file, load_signatures(options.kernel_sources), options.dims);
+  ir::ReadResult read =
+      read_graph_input(options.file, load_signatures(options.kernel_sources), options.dims);
   if (!read.issues.empty()) fmt::print(stderr, "{}", ir::format_issues_text(read.issues));
   if (!read.graph) return kExitBadInput;
   exporter::RenderOptions render{.show_ipfs = !options.no_ipfs,
                                  .show_applications = !options.operations_only,
                                  .max_shards_drawn = options.max_shards,
-                                 .device_of = {}};
+                                 .device_of = {},
+                                 .detail = detail_of(options.detail)};
   exporter::render_file(*read.graph, options.output, render);
   return kExitOk;
 }
@@ -94,6 +105,11 @@ void register_render(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--max-shards", options->max_shards,
                   "summarise an operation's shards as one node above this many (default 64)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--detail", options->detail,
+                  "full: every operation; summary: operations grouped by the path of their names, "
+                  "repeated groups (a model's layers) drawn once; auto (default): the summary "
+                  "above 40 operations")
+      ->check(CLI::IsMember({"auto", "full", "summary"}));
   add_kernel_source_options(*cmd, options->kernel_sources);
   add_dim_option(*cmd, options->dims);
   cmd->footer(exit_codes_footer());

@@ -173,6 +173,7 @@ class DotWriter {
 }  // namespace
 
 std::string to_dot(const ir::Graph& graph, const RenderOptions& options) {
+  if (draws_summary(graph, options)) return to_summary_dot(graph, options);
   return DotWriter(graph, options).write();
 }
 

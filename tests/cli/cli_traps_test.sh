@@ -166,4 +166,25 @@ expect "--dim twice" 2 "dim 'batch' is bound twice" -- "$tapestry" run "$tmp/dim
 "$tapestry" build "$tmp/dims.tap" -o "$tmp/dims.json" >"$tmp/out" 2>"$tmp/err"
 expect "--dim on loom JSON" 2 "dims.json: --dim binds the dim variables of a .tap program" -- \
   "$tapestry" run "$tmp/dims.json" --dim batch=3
+# Big graphs render as a summary (docs/rendering.md): 45 operations in 15 repeated blocks.
+{
+  printf 'x: f32[4, 8]\n'
+  prev=x
+  for k in $(seq 0 14); do
+    printf 'blk/layer_%d.w: f32[8, 8]\nblk/layer_%d/fc = linear_nobias(%s, blk/layer_%d.w)\n' $k $k $prev $k
+    printf 'blk/layer_%d/act = relu(blk/layer_%d/fc)\nblk/layer_%d/out = add(%s, blk/layer_%d/act)\n' $k $k $k $prev $k
+    prev=blk/layer_$k/out
+  done
+  printf 'output %s\n' $prev
+} >"$tmp/big.tap"
+"$tapestry" render "$tmp/big.tap" -o "$tmp/big.dot" 2>"$tmp/err" &&
+  grep -q "45 operations in 15 groups, drawn as 1" "$tmp/big.dot" && grep -q "layer_0 … layer_14</B>  ×15" "$tmp/big.dot"
+check "render: a big graph is a summary, repeated layers ×15" $?
+"$tapestry" render "$tmp/big.tap" -o "$tmp/full.dot" --detail full 2>"$tmp/err" &&
+  ! grep -q "drawn as" "$tmp/full.dot" && grep -q "blk/layer_14/out" "$tmp/full.dot"
+check "render --detail full draws every operation" $?
+printf 'x: f32[4]\ny = relu(x)\n' >"$tmp/small.tap"
+"$tapestry" render "$tmp/small.tap" -o "$tmp/small.dot" --detail summary 2>"$tmp/err" && grep -q "drawn as 1" "$tmp/small.dot"
+check "render --detail summary on a small graph" $?
+expect "render --detail bogus" 2 "--detail: bogus not in" -- "$tapestry" render "$tmp/small.tap" -o "$tmp/s.dot" --detail bogus
 finish

@@ -176,3 +176,18 @@ def test_dim_variables_take_the_sizes_given(tmp_path):
         tapestry.parse(text, dims={"batch": "5"})
     with pytest.raises(tapestry.Error, match="expected NAME=N"):
         tapestry.parse(text, dims={"batch": -1})
+
+
+def test_to_dot_summarises_big_graphs():
+    lines = ["x: f32[4, 8]"]
+    prev = "x"
+    for k in range(15):
+        lines += [f"blk/layer_{k}.w: f32[8, 8]",
+                  f"blk/layer_{k}/fc = linear_nobias({prev}, blk/layer_{k}.w)",
+                  f"blk/layer_{k}/act = relu(blk/layer_{k}/fc)"]
+        prev = f"blk/layer_{k}/act"
+    g = tapestry.parse("\n".join(lines) + f"\noutput {prev}\n")
+    assert "30 operations in 15 groups, drawn as 1" in g.to_dot(detail="summary")
+    assert "drawn as" not in g.to_dot()  # 30 operations: below the threshold, drawn in full
+    with pytest.raises(tapestry.InputError, match="detail must be"):
+        g.to_dot(detail="most")

@@ -24,6 +24,13 @@
 
 namespace tapestry::exporter {
 
+/// How much of a graph to draw: every operation, or a summary of groups (big graphs).
+enum class Detail {
+  kAuto,     // the summary above `summary_above` operations, else everything
+  kFull,     // every operation (and shard)
+  kSummary,  // the summary: operations grouped by the path of their names, repeats drawn once
+};
+
 struct RenderOptions {
   /// Draw IPF matrices inside operation nodes.
   bool show_ipfs = true;
@@ -36,6 +43,15 @@ struct RenderOptions {
   /// Where each application runs (application node index → device name, e.g. from cost::place):
   /// when given, every shard is filled with its device's colour and names its device.
   std::unordered_map<std::uint32_t, std::string> device_of;
+  /// The summary groups operations by the '/'-separated path of their names (an imported model:
+  /// `encoder/layers/encoder_layer_3/mlp/…`) at the deepest level whose picture has at most
+  /// `summary_groups` nodes; consecutive groups that differ only in their numbers and hold the
+  /// same kernels (`encoder_layer_0` … `encoder_layer_11`) are one node "×12". Edges carry the
+  /// tensors between groups; a graph input only one group reads (a weight) is counted in its
+  /// node; with applications, each node counts its shards and names their devices.
+  Detail detail = Detail::kAuto;
+  int summary_above = 40;
+  int summary_groups = 24;
 };
 
 enum class ImageFormat { kDot, kSvg, kPng };
@@ -43,8 +59,14 @@ enum class ImageFormat { kDot, kSvg, kPng };
 /// The format named by a file extension (.dot, .gv, .svg, .png), or nullopt.
 std::optional<ImageFormat> format_for_path(const std::filesystem::path& path);
 
-/// The graph as Graphviz DOT text.
+/// The graph as Graphviz DOT text: to_summary_dot when draws_summary, else every node.
 std::string to_dot(const ir::Graph& graph, const RenderOptions& options = {});
+
+/// Whether `options.detail` draws `graph` as a summary.
+bool draws_summary(const ir::Graph& graph, const RenderOptions& options);
+
+/// The summary picture (RenderOptions::detail) as DOT text.
+std::string to_summary_dot(const ir::Graph& graph, const RenderOptions& options = {});
 
 /// Lays out DOT text with Graphviz's `dot` engine (in-process, libgvc) and renders it. kDot
 /// returns the text unchanged. Throws tapestry::Error when Graphviz rejects the text or cannot
