@@ -36,6 +36,7 @@ import sys
 import tempfile
 
 BF16 = 2  # bytes per element
+F32 = 4  # a bf16 graph's partial sums are float32 (rewrite/mixed_precision.h)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,7 +170,7 @@ def mlp_terms(cf, t, d, f, data, tensor, combine):
         cf.gemm("linear 2 + bias", rows, d, f)
         return
     cf.gemm("linear 2 (partial sums)", rows, d, f // tensor)
-    cf.collective("reduce-scatter", rows * d * BF16, tensor)
+    cf.collective("reduce-scatter", rows * d * F32, tensor)  # float32 partials
     cf.stream("bias", rows // tensor * d, 2)
     if combine == "all-reduce":
         cf.collective("all-gather", rows * d * BF16, tensor)
@@ -192,7 +193,7 @@ def layer_terms(cf, batch, seq, d, heads, f, tensor):
     cf.gemm("context", seq, dh, seq, count=batch * hh)
     cf.stream("permute context", t * d // tensor, 1)
     cf.gemm("output projection (partial sums)", t, d, d // tensor)
-    cf.collective("reduce-scatter", t * d * BF16, tensor)
+    cf.collective("reduce-scatter", t * d * F32, tensor)  # float32 partials
     cf.stream("bias", t // tensor * d, 2)
     cf.stream("residual", t // tensor * d, 2)
     cf.collective("all-gather", t * d * BF16, tensor)

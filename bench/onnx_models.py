@@ -2,18 +2,19 @@
 """onnx_models: real models through `tapestry import` as exported (issue 30's models table).
 
     /usr/bin/python3 bench/onnx_models.py --tapestry build/ci/src/cli/tapestry \
-        [--px 64] [--threads 2] [--reps 5] [--budget 20] [--only NAME,…] [--ort] [--md FILE]
+        [--px 64] [--threads 2] [--reps 5] [--evals 300] [--only NAME,…] [--ort] [--md FILE]
 
 For each model — torchvision's resnet18, resnet50, mobilenet_v2, mobilenet_v3_small,
 efficientnet_b0, vit_b_16 (image_size = --px), convnext_tiny, and two GPT-2-style decoder blocks
 (width 256, 4 heads, 64 tokens, causal mask; one on nn.MultiheadAttention, one with hand-written
 attention: qkv.chunk(3), q·kᵀ/√d masked with −inf, softmax, ·v) — with random weights
-(torch.manual_seed(0)), eval mode, batch 1, exported by torch.onnx.export at opset 17 as is:
+(torch.manual_seed(0); BatchNorm statistics from one batch of 8 random inputs, momentum 1, so
+activations keep their scale through the depth), eval mode, batch 1, exported by torch.onnx.export at opset 17 as is:
 
   import    `tapestry import` with no hand edits; on failure `tapestry import --check`'s blockers
   matches   `tapestry verify` of PyTorch's own output against the graph (the float64 oracle's bar)
   run       `tapestry run --verify` unsharded (the graph as imported), median of --reps
-  optimize  `tapestry optimize --target h100x8 --time-budget --budget --plan-out`: the front's
+  optimize  `tapestry optimize --target h100x8 --max-evals --evals --plan-out`: the front's
             fastest plan for an 8-GPU node, then `tapestry run --plan P --ignore-placement
             --verify` on this CPU (the same shards, placed on its threads)
   speed     Tapestry's unsharded run (its own `wall_s`: execution only, median of --reps after a
@@ -47,7 +48,7 @@ parser.add_argument("--tapestry", required=True)
 parser.add_argument("--px", type=int, default=64)
 parser.add_argument("--threads", type=int, default=2)
 parser.add_argument("--reps", type=int, default=5)
-parser.add_argument("--budget", type=float, default=20.0)
+parser.add_argument("--evals", type=int, default=300, help="optimize --max-evals (deterministic)")
 parser.add_argument("--only", default="")
 parser.add_argument("--ort", action="store_true")
 parser.add_argument("--md")
@@ -161,7 +162,17 @@ def bench(name, make, shape, work, ort_py):
     os.makedirs(os.path.join(d, "in"), exist_ok=True)
     os.makedirs(os.path.join(d, "torch"), exist_ok=True)
     torch.manual_seed(0)
-    model = make().eval()
+    model = make()
+    # BatchNorm statistics from one batch of 8 random inputs (momentum 1): with the initial
+    # statistics (mean 0, variance 1) activations grow or fade with depth in a random network.
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if bns:
+        for m in bns:
+            m.momentum = 1.0
+        model.train()
+        with torch.no_grad():
+            model(torch.randn(8, *shape[1:]))
+    model = model.eval()
     x = torch.randn(*shape)
     onnx_path = os.path.join(d, "model.onnx")
     try:
@@ -203,9 +214,9 @@ def bench(name, make, shape, work, ort_py):
     print(f"{name}: run --verify: {row['run']}  wall {row.get('tapestry_s', float('nan')):.4f} s")
 
     plan = os.path.join(d, "plan.json")
-    code, out, err = sh([args.tapestry, "optimize", tap, "--target", "h100x8", "--time-budget",
-                         str(args.budget), "--seed", "1", "--quiet", "--plan-out", plan],
-                        timeout=args.budget * 10 + 300)
+    code, out, err = sh([args.tapestry, "optimize", tap, "--target", "h100x8", "--max-evals",
+                         str(args.evals), "--seed", "1", "--quiet", "--plan-out", plan],
+                        timeout=1800)
     if code != 0 or not os.path.exists(plan):
         row["optimize"] = f"FAIL ({first_line(err or out)})"
     else:

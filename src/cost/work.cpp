@@ -124,9 +124,19 @@ WorkRule work_rule(const ir::Graph& graph, ir::OperationId op) {
     rule.stages.push_back(
         {std::string(view.kernel()), flops, is_gemm_kernel(view.kernel()), std::nullopt, {}});
   }
+  // The rate is the operands': a 16-bit GEMM that writes float32 partial sums (a split
+  // reduction of a bf16 graph keeps them in f32: rewrite/mixed_precision.h) runs at bf16's rate.
+  // The narrowest float input, else the first output's dtype.
+  std::optional<ir::DType> narrowest;
+  for (const auto& entry : view.inputs().entries()) {
+    const ir::DType d = dtype_of(graph, entry.value.tensor);
+    if (ir::is_float(d) && (!narrowest || ir::dtype_size_bytes(d) < ir::dtype_size_bytes(*narrowest)))
+      narrowest = d;
+  }
   const auto& outputs = view.outputs().entries();
-  rule.dtype = outputs.begin() == outputs.end() ? ir::DType::kFloat32
-                                                : dtype_of(graph, (*outputs.begin()).value.tensor);
+  rule.dtype = narrowest                        ? *narrowest
+               : outputs.begin() == outputs.end() ? ir::DType::kFloat32
+                                                  : dtype_of(graph, (*outputs.begin()).value.tensor);
   return rule;
 }
 

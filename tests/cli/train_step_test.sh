@@ -42,9 +42,9 @@ done
   grep -q '"W2n":{"replicate":"all"}' "$tmp/dp.json"
 check "data parallel splits the loss and the weight gradients' batch, replicates the new weights" $?
 "$tapestry" explain $big --plan "$tmp/dp.json" --target h100x8 >"$tmp/out" 2>"$tmp/err" &&
-  grep -qE '^  all-reduce \(ring: reduce-scatter \+ all-gather\)  dW2/partial of dW2 → output: 128\.0 MiB over 8 devices' "$tmp/out" &&
-  grep -qE '^  all-reduce .*dW1/partial of dW1 → output: 128\.0 MiB' "$tmp/out" &&
-  grep -qE '^Strategy  data parallel ×8, .*2 all-reduces of 128\.0 MiB' "$tmp/out"
+  grep -qE '^  all-reduce \(ring: reduce-scatter \+ all-gather\)  dW2/partial of dW2 → output: 256\.0 MiB over 8 devices' "$tmp/out" &&
+  grep -qE '^  all-reduce .*dW1/partial of dW1 → output: 256\.0 MiB' "$tmp/out" &&
+  grep -qE '^Strategy  data parallel ×8, .*2 all-reduces of 256\.0 MiB' "$tmp/out"
 check "explain shows the weight gradients' all-reduces" $?
 "$tapestry" run $small --plan "$tmp/dp.json" --ignore-placement --verify --threads 2 --quiet \
   >"$tmp/out" 2>"$tmp/err" && [[ $(grep -c '^PASS' "$tmp/out") -eq 5 ]]

@@ -541,7 +541,8 @@ constexpr std::string_view kTransformerMlp =
     "b2: bf16[4096]\nH = gelu(linear(X, W1, b1))\nY = linear(H, W2, b2)\noutput Y\n";
 
 // Megatron's plan, the combine planned by default: nothing reads Y, so the combine is cut by rows
-// over the 8 GPUs holding the partials — a ring reduce-scatter of the 64 MiB partial.
+// over the 8 GPUs holding the partials — a ring reduce-scatter of the 128 MiB partial (a bf16
+// graph's partial sums are float32: rewrite/mixed_precision.h).
 TEST(RecogniseInPlacement, TheMegatronCombineIsAReduceScatterByDefault) {
   const Target t = *preset_target("h100x8");
   const Placement p =
@@ -552,11 +553,11 @@ TEST(RecogniseInPlacement, TheMegatronCombineIsAReduceScatterByDefault) {
   ASSERT_EQ(p.collectives.size(), 1u);
   const Collective& c = p.collectives[0];
   EXPECT_EQ(c.kind, CollectiveKind::kReduceScatter);
-  EXPECT_EQ(c.bytes, 64 * kMiB);
+  EXPECT_EQ(c.bytes, 128 * kMiB);
   EXPECT_EQ(c.devices.size(), 8u);
   const CollectivePrice price = price_collective(c, t);
   EXPECT_EQ(price.algorithm, CollectiveAlgorithm::kRing);
-  EXPECT_DOUBLE_EQ(price.seconds, 7 * (kAlpha + 8.0 * kMiB / kB));
+  EXPECT_DOUBLE_EQ(price.seconds, 7 * (kAlpha + 16.0 * kMiB / kB));
 }
 
 TEST(RecogniseInPlacement, TheMegatronReduceOntoOneDevice) {
@@ -571,10 +572,10 @@ TEST(RecogniseInPlacement, TheMegatronReduceOntoOneDevice) {
   ASSERT_EQ(p.collectives.size(), 1u);
   const Collective& c = p.collectives[0];
   EXPECT_EQ(c.kind, CollectiveKind::kReduce);
-  EXPECT_EQ(c.bytes, 64 * kMiB);
+  EXPECT_EQ(c.bytes, 128 * kMiB);  // float32 partials
   const CollectivePrice price = price_collective(c, t);
   EXPECT_EQ(price.algorithm, CollectiveAlgorithm::kChain);
-  EXPECT_DOUBLE_EQ(price.seconds, 64.0 * kMiB / kB + 7 * kAlpha);
+  EXPECT_DOUBLE_EQ(price.seconds, 128.0 * kMiB / kB + 7 * kAlpha);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -94,7 +94,7 @@ TEST(Strategy, AnAttentionPairIsCalledOne) {
       read_file(fs::path(TAPESTRY_TEST_DATA) / "search" / "attention_bf16.tap"));
   const Strategy s = explain_standard(g, "megatron", *preset_target("h100x8")).e.strategy;
   EXPECT_TRUE(starts_with(s.summary,
-                          "tensor parallel ×8 (Megatron), one all-reduce of 32.0 MiB per "
+                          "tensor parallel ×8 (Megatron), one all-reduce of 64.0 MiB per "
                           "attention block"))
       << s.summary;
 }
