@@ -307,7 +307,12 @@ bool conv(const KernelCall& call, const Range& index, bool first) {
   return true;
 }
 
-void conv2d_kernel(const KernelCall& call) {
+namespace {
+
+// conv2d and grouped_conv2d: oneDNN's convolution where it pays off (or is forced), else the
+// plan above, else the reference kernel.
+void conv_kernel(const KernelCall& call, bool (*pays_off)(const Range&),
+                 std::optional<ConvOperands> (*operands_of)(const KernelCall&, const Range&)) {
   const std::optional<DType> dtype = uniform_dtype(call);
   const bool ports = call.input_count("x") == 1 && call.input_count("w") == 1 &&
                      call.inputs.size() == 2 && call.outputs.size() == 1 &&
@@ -315,10 +320,9 @@ void conv2d_kernel(const KernelCall& call) {
   bool done = false;
   if (dtype && ports && !call.index.is_empty()) {
     const ConvBackend backend = conv_backend();
-    if (*dtype == DType::kFloat32 &&
-        (backend == ConvBackend::kOneDnn ||
-         (backend == ConvBackend::kAuto && onednn_conv_pays_off(call.index)))) {
-      const std::optional<ConvOperands> operands = onednn_conv_operands(call, call.index);
+    if (*dtype == DType::kFloat32 && (backend == ConvBackend::kOneDnn ||
+                                      (backend == ConvBackend::kAuto && pays_off(call.index)))) {
+      const std::optional<ConvOperands> operands = operands_of(call, call.index);
       done = operands && onednn_conv(*operands);
     }
     if (*dtype == DType::kFloat32 && !done) done = conv<float>(call, call.index, true);
@@ -331,31 +335,19 @@ void conv2d_kernel(const KernelCall& call) {
   }
 }
 
+}  // namespace
+
+void conv2d_kernel(const KernelCall& call) {
+  conv_kernel(call, &onednn_conv_pays_off,
+              static_cast<std::optional<ConvOperands> (*)(const KernelCall&, const Range&)>(
+                  &onednn_conv_operands));
+}
+
 // grouped_conv2d: oneDNN's grouped convolution for float32 boxes of whole groups (depthwise is
 // groups = c), else the plan above — its affine reading puts the group dim (it moves x, w and
 // the result) among the batch loops: one im2col + GEMM per group.
 void grouped_conv2d_kernel(const KernelCall& call) {
-  const std::optional<DType> dtype = uniform_dtype(call);
-  const bool ports = call.input_count("x") == 1 && call.input_count("w") == 1 &&
-                     call.inputs.size() == 2 && call.outputs.size() == 1 &&
-                     call.outputs.list("result").size() == 1;
-  bool done = false;
-  if (dtype && ports && !call.index.is_empty()) {
-    const ConvBackend backend = conv_backend();
-    if (*dtype == DType::kFloat32 &&
-        (backend == ConvBackend::kOneDnn ||
-         (backend == ConvBackend::kAuto && onednn_grouped_conv_pays_off(call.index)))) {
-      const std::optional<ConvOperands> operands = onednn_grouped_conv_operands(call, call.index);
-      done = operands && onednn_conv(*operands);
-    }
-    if (*dtype == DType::kFloat32 && !done) done = conv<float>(call, call.index, true);
-    if (*dtype == DType::kFloat64) done = conv<double>(call, call.index, true);
-  }
-  if (done) {
-    count_fast();
-  } else {
-    run_reference(call);
-  }
+  conv_kernel(call, &onednn_grouped_conv_pays_off, &onednn_grouped_conv_operands);
 }
 
 }  // namespace
