@@ -10,6 +10,8 @@
 #include <optional>
 #include <string>
 
+#include "tapestry/runtime/fast_kernels.h"
+
 namespace tapestry::runtime::detail {
 
 namespace {
@@ -82,6 +84,11 @@ std::vector<Range> operation_blocks(const KernelCall& call) {
 }
 
 void call_in_blocks(const KernelFn& kernel, const KernelCall& call) {
+  // OpenBLAS and oneDNN (OpenMP) run one thread inside any thread that calls them: OpenMP's
+  // thread count is per calling thread, and a TBB worker that never set it would let oneDNN
+  // split a GEMM over every core — a different summation order, so bars that depend on the
+  // thread count (ONEDNN_MAX_CPU_ISA=AVX2 showed it).
+  limit_library_threads_to_one();
   const std::vector<Range> blocks = operation_blocks(call);
   if (blocks.size() == 1) {
     kernel(call);
@@ -90,6 +97,7 @@ void call_in_blocks(const KernelFn& kernel, const KernelCall& call) {
   tbb::parallel_for(
       tbb::blocked_range<std::size_t>(0, blocks.size(), 1),
       [&](const tbb::blocked_range<std::size_t>& r) {
+        limit_library_threads_to_one();
         for (std::size_t b = r.begin(); b < r.end(); ++b) {
           KernelCall piece = call;
           piece.index = blocks[b];
