@@ -130,13 +130,15 @@ WorkRule work_rule(const ir::Graph& graph, ir::OperationId op) {
   std::optional<ir::DType> narrowest;
   for (const auto& entry : view.inputs().entries()) {
     const ir::DType d = dtype_of(graph, entry.value.tensor);
-    if (ir::is_float(d) && (!narrowest || ir::dtype_size_bytes(d) < ir::dtype_size_bytes(*narrowest)))
+    if (ir::is_float(d) &&
+        (!narrowest || ir::dtype_size_bytes(d) < ir::dtype_size_bytes(*narrowest)))
       narrowest = d;
   }
   const auto& outputs = view.outputs().entries();
-  rule.dtype = narrowest                        ? *narrowest
-               : outputs.begin() == outputs.end() ? ir::DType::kFloat32
-                                                  : dtype_of(graph, (*outputs.begin()).value.tensor);
+  rule.dtype = narrowest ? *narrowest
+               : outputs.begin() == outputs.end()
+                   ? ir::DType::kFloat32
+                   : dtype_of(graph, (*outputs.begin()).value.tensor);
   return rule;
 }
 

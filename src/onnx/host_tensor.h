@@ -33,8 +33,8 @@ struct HostTensor {
   static HostTensor of_ints(std::vector<std::int64_t> values, std::vector<std::int64_t> shape);
 };
 
-/// Decodes a TensorProto (float, double, int32, int64, bool; raw or typed data). Error naming `what`
-/// for other dtypes, external data, or a size that does not match the dims.
+/// Decodes a TensorProto (float, double, int32, int64, bool; raw or typed data). Error naming
+/// `what` for other dtypes, external data, or a size that does not match the dims.
 HostTensor decode_tensor(const ::onnx::TensorProto& proto, const std::string& what);
 
 /// numpy broadcasting of two shapes; Error when they do not broadcast.

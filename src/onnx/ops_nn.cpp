@@ -173,6 +173,21 @@ void convert_conv3d(NodeContext& node, const std::vector<std::int64_t>& xs,
   node.set_output(0, y);
 }
 
+// Conv and ConvTranspose end alike: the bias (input 2, one value per output channel) added, a
+// 1-D result (computed as height 1) reshaped back to [N, C, L], and the node's output set.
+void set_conv_output(NodeContext& node, metakernel::Graph& g, Tensor y, bool one_d) {
+  if (node.has_input(2)) {
+    const std::vector<std::int64_t> bshape = node.shape(2);
+    if (bshape.size() != 1) throw node.error("the bias must have rank 1");
+    y = g.call("add", {y, reshaped_input(node, 2, {bshape[0], 1, 1})});
+  }
+  if (one_d) {
+    const zspace::Point ys = y.type().shape();
+    y = reshape_to(g, y, {ys[0], ys[1], ys[3]});
+  }
+  node.set_output(0, y);
+}
+
 }  // namespace
 
 // Conv: 2-D (NCHW) or 1-D (NCL), any group, no dilation, one stride for both dims, any pads →
@@ -181,6 +196,7 @@ void convert_conv3d(NodeContext& node, const std::vector<std::int64_t>& xs,
 // layer is a 2-D one of height 1: x [N, C, L] → [N, C, 1, L], the filters [O, C/g, K] →
 // [O, C/g, 1, K], pads on the width only, the result reshaped back to [N, O, L']. The bias is
 // an add of it reshaped to [O, 1, 1].
+
 void convert_conv(NodeContext& node) {
   metakernel::Graph& g = node.graph();
   const std::vector<std::int64_t> xs = node.shape(0), ws = node.shape(1);
@@ -232,16 +248,7 @@ void convert_conv(NodeContext& node) {
              : group == 1 ? g.call("conv2d", {x, w}, {{"stride", stride}, {"padding", padding}})
                           : g.call("grouped_conv2d", {x, w},
                                    {{"groups", group}, {"stride", stride}, {"padding", padding}});
-  if (node.has_input(2)) {
-    const std::vector<std::int64_t> bshape = node.shape(2);
-    if (bshape.size() != 1) throw node.error("the bias must have rank 1");
-    y = g.call("add", {y, reshaped_input(node, 2, {bshape[0], 1, 1})});
-  }
-  if (one_d) {
-    const zspace::Point ys = y.type().shape();
-    y = reshape_to(g, y, {ys[0], ys[1], ys[3]});
-  }
-  node.set_output(0, y);
+  set_conv_output(node, g, y, one_d);
 }
 
 // ConvTranspose: the transposed convolution is conv2d's input gradient — X plays conv2d's
@@ -351,16 +358,7 @@ void convert_conv_transpose(NodeContext& node) {
     const auto dim = static_cast<std::int64_t>(one_d ? 3 : 2 + d);
     y = g.call("slice", {y}, {{"dim", dim}, {"start", begin}, {"end", end}});
   }
-  if (node.has_input(2)) {
-    const std::vector<std::int64_t> bshape = node.shape(2);
-    if (bshape.size() != 1) throw node.error("the bias must have rank 1");
-    y = g.call("add", {y, reshaped_input(node, 2, {bshape[0], 1, 1})});
-  }
-  if (one_d) {
-    const zspace::Point ys = y.type().shape();
-    y = reshape_to(g, y, {ys[0], ys[1], ys[3]});
-  }
-  node.set_output(0, y);
+  set_conv_output(node, g, y, one_d);
 }
 
 namespace {

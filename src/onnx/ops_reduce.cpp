@@ -143,7 +143,8 @@ void convert_softplus(NodeContext& node) {
   metakernel::Graph& g = node.graph();
   Tensor x = node.tensor(0);
   const Tensor minus_abs = g.call("neg", {g.call("maximum", {x, g.call("neg", {x})})});
-  const Tensor tail = g.call("log", {g.call("add", {g.call("exp", {minus_abs}), scalar_input(node, x, "one", 1.0)})});
+  const Tensor tail = g.call(
+      "log", {g.call("add", {g.call("exp", {minus_abs}), scalar_input(node, x, "one", 1.0)})});
   node.set_output(0, g.call("add", {g.call("relu", {x}), tail}));
 }
 

@@ -96,9 +96,9 @@ class Cases {
  private:
   Case one(const std::string& k) {
     const std::set<std::string> binary = {"add", "sub", "mul", "div", "maximum"};
-    const std::set<std::string> unary = {"relu", "neg",       "exp",        "tanh",
-                                         "sigmoid", "gelu", "sqrt", "log", "ones_like",
-                                         "zeros_like", "mul_scalar"};
+    const std::set<std::string> unary = {"relu",      "neg",        "exp",       "tanh",
+                                         "sigmoid",   "gelu",       "sqrt",      "log",
+                                         "ones_like", "zeros_like", "mul_scalar"};
     Case c{k, {}, nlohmann::json::object(), false};
     if (binary.count(k)) {
       Shape full = shape(static_cast<std::size_t>(pick(1, 3)));
@@ -108,9 +108,9 @@ class Cases {
                   {"B", b, k == "div" ? Draw::kAwayFromZero : Draw::kUniform}};
       c.no_ties = k == "maximum";
     } else if (unary.count(k)) {
-      const Draw draw = k == "relu"   ? Draw::kAwayFromZero
+      const Draw draw = k == "relu"                 ? Draw::kAwayFromZero
                         : k == "sqrt" || k == "log" ? Draw::kPositive
-                                      : Draw::kUniform;
+                                                    : Draw::kUniform;
       c.inputs = {{"X", shape(static_cast<std::size_t>(pick(1, 3))), draw}};
       if (k == "mul_scalar") c.params = {{"factor", 1.5}, {"divisor", pick(1, 5)}};
     } else if (k == "cast") {  // to the same dtype: the VJP's cast back reads x.dtype

@@ -114,7 +114,7 @@ const Unary kUnary[] = {
     {"sigmoid", sigmoid_truth, 2.5, 3},
     {"gelu", gelu_truth, 3.5, 4},
     {"sqrt", [](LD x) { return std::sqrt(x); }, 0.5, 0.5},  // IEEE: correctly rounded
-    {"log", [](LD x) { return std::log(x); }, 0.8, 0.52},  // glibc's logf, log
+    {"log", [](LD x) { return std::log(x); }, 0.8, 0.52},   // glibc's logf, log
 };
 
 // ---- the sweep --------------------------------------------------------------------------------

@@ -187,6 +187,25 @@ void residual_epilogue(const ConvOperands& ops) {
   }
 }
 
+// What plain and grouped convolutions share once the extents are set: the window, stride and
+// input size, the views' strides and the operands' base pointers.
+void finish_operands(ConvOperands& ops, const InputPort& x, const InputPort& w, const OutputPort& r,
+                     const Range& index, std::int64_t s) {
+  ConvProblem& p = ops.problem;
+  const Point& window = x.ipf->shape();
+  p.kh = window[2];
+  p.kw = window[3];
+  p.stride = s;
+  p.ih = (p.oh - 1) * s + p.kh;
+  p.iw = (p.ow - 1) * s + p.kw;
+  p.x_strides = view_strides(x.view);
+  p.w_strides = view_strides(w.view);
+  p.r_strides = view_strides(r.view);
+  ops.x = strided<const float>(x, index).base;
+  ops.w = strided<const float>(w, index).base;
+  ops.r = strided<float>(r, index).base;
+}
+
 }  // namespace
 
 std::optional<ConvOperands> onednn_conv_operands(const KernelCall& call, const Range& index) {
@@ -217,17 +236,7 @@ std::optional<ConvOperands> onednn_conv_operands(const InputPort& x, const Input
   p.oh = index.extent(2);
   p.ow = index.extent(3);
   p.c = index.extent(4);
-  p.kh = window[2];
-  p.kw = window[3];
-  p.stride = s;
-  p.ih = (p.oh - 1) * s + p.kh;
-  p.iw = (p.ow - 1) * s + p.kw;
-  p.x_strides = view_strides(x.view);
-  p.w_strides = view_strides(w.view);
-  p.r_strides = view_strides(r.view);
-  ops.x = strided<const float>(x, index).base;
-  ops.w = strided<const float>(w, index).base;
-  ops.r = strided<float>(r, index).base;
+  finish_operands(ops, x, w, r, index, s);
   return ops;
 }
 
@@ -279,17 +288,7 @@ std::optional<ConvOperands> onednn_grouped_conv_operands(const KernelCall& call,
   p.oh = index.extent(3);
   p.ow = index.extent(4);
   p.c = groups * index.extent(5);
-  p.kh = window[2];
-  p.kw = window[3];
-  p.stride = s;
-  p.ih = (p.oh - 1) * s + p.kh;
-  p.iw = (p.ow - 1) * s + p.kw;
-  p.x_strides = view_strides(x.view);
-  p.w_strides = view_strides(w.view);
-  p.r_strides = view_strides(r.view);
-  ops.x = strided<const float>(x, index).base;
-  ops.w = strided<const float>(w, index).base;
-  ops.r = strided<float>(r, index).base;
+  finish_operands(ops, x, w, r, index, s);
   return ops;
 }
 
