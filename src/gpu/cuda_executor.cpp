@@ -1,0 +1,2 @@
+// The CUDA executor (cuda.h).
+#include "tapestry/gpu/cuda.h"
