@@ -234,6 +234,8 @@ struct CudaExecutor::State {
       if (s.host_error) return;  // a step failed: the run's results are discarded anyway
     }
     try {
+      // One thread, as on the block executor's pool: the bits do not depend on the core count.
+      runtime::limit_library_threads_to_one();
       s.host_kernel[step->task](s.calls[step->task]);
     } catch (const Error& e) {
       std::lock_guard lock(s.error_mutex);
