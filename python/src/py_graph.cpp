@@ -199,8 +199,9 @@ CompiledRun& PyGraph::compiled_run(const std::shared_ptr<const ir::Graph>& snaps
   if (cuda) {
     run->gpu_executor = std::make_unique<gpu::CudaExecutor>(
         run->lowered.graph,
-        gpu::CudaExecutorOptions{
-            .host_kernels = reference_kernels ? &runtime::ExecutableKernels::reference() : nullptr});
+        gpu::CudaExecutorOptions{.host_kernels = reference_kernels
+                                                     ? &runtime::ExecutableKernels::reference()
+                                                     : nullptr});
     compiled_ = std::move(run);
     return *compiled_;
   }

@@ -24,13 +24,13 @@
 
 #include "tapestry/cost/evaluator.h"
 #include "tapestry/cost/target.h"
+#include "tapestry/gpu/cuda.h"
 #include "tapestry/ir/graph.h"
 #include "tapestry/metakernel/autodiff.h"
 #include "tapestry/metakernel/builder.h"
 #include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/metakernel/tap_parser.h"
 #include "tapestry/rewrite/lower.h"
-#include "tapestry/gpu/cuda.h"
 #include "tapestry/runtime/block_executor.h"
 #include "tapestry/runtime/verify.h"
 

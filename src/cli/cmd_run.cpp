@@ -88,7 +88,8 @@ int verify_and_write(const ir::Graph& graph, const rewrite::LowerResult& lowered
                                                                    : runtime::UncheckedCells::kFail,
                               .reference = reference,
                               .fast = fast,
-                              .threads = options.threads},
+                              .threads = options.threads,
+                              .tf32 = options.tf32},
                              std::move(oracle));
     fmt::print("{}", report.text());
     pass = report.pass();
@@ -149,8 +150,8 @@ Executed execute_cuda(const ir::Graph& lowered, runtime::BufferMap inputs,
       "cuda: {}\n"
       "GPU compute {:.4f} ms ({:.1f} GFLOP/s{}), inputs in {:.3f} ms, outputs out {:.3f} ms, "
       "arena {:.1f} MiB, {} stream{}\n",
-      name, st.compute_s * 1e3, median.metrics.gflops,
-      st.replayed ? ", CUDA graph replay" : "", st.copy_in_s * 1e3, st.copy_out_s * 1e3,
+      name, st.compute_s * 1e3, median.metrics.gflops, st.replayed ? ", CUDA graph replay" : "",
+      st.copy_in_s * 1e3, st.copy_out_s * 1e3,
       static_cast<double>(st.arena_bytes) / double(1 << 20), options.streams,
       options.streams == 1 ? "" : "s");
   std::string host;
@@ -260,8 +261,9 @@ void check_options(RunOptions& options) {
     }
     if (!options.trace.empty()) throw Error("--trace is not supported with --device cuda yet");
     if (options.optimize) {
-      throw Error("--device cuda with --optimize is not supported yet: optimize first, then run "
-                  "the plan it writes");
+      throw Error(
+          "--device cuda with --optimize is not supported yet: optimize first, then run "
+          "the plan it writes");
     }
   } else if (options.tf32 || options.no_cuda_graph || options.streams != 4) {
     throw Error("--tf32, --no-cuda-graph and --streams need --device cuda");
@@ -359,19 +361,18 @@ int run_run(RunOptions& options) {
   fmt::print("ran {} applications of {} operations ({} executor, {} kernels)\n",
              lowered.graph.applications().size(), lowered.graph.operations().size(),
              options.device == "cuda" ? "cuda" : options.executor,
-             options.device == "cuda" ? (options.reference_kernels ? "CUDA + reference host"
-                                                                   : "CUDA + fast host")
-                                      : (options.reference_kernels ? "reference" : "fast"));
+             options.device == "cuda"
+                 ? (options.reference_kernels ? "CUDA + reference host" : "CUDA + fast host")
+                 : (options.reference_kernels ? "reference" : "fast"));
   if (run.metrics) fmt::print("{}", runtime::summary_table(*run.metrics));
   // The outputs are taken: the run's other buffers are not held while verifying.
   const runtime::BufferMap results =
       workflow::graph_results(graph, lowered, std::exchange(run.buffers, {}));
 
-  return verify_and_write(graph, lowered, inputs, results, std::move(oracle), options,
-                          run.metrics ? runtime::metrics_json(*run.metrics).dump(1) + "\n"
-                                      : run.metrics_text,
-                          run.metrics ? runtime::chrome_trace(*run.metrics).dump() + "\n" : "",
-                          &reference, &fast);
+  return verify_and_write(
+      graph, lowered, inputs, results, std::move(oracle), options,
+      run.metrics ? runtime::metrics_json(*run.metrics).dump(1) + "\n" : run.metrics_text,
+      run.metrics ? runtime::chrome_trace(*run.metrics).dump() + "\n" : "", &reference, &fast);
 }
 
 }  // namespace
