@@ -1,11 +1,15 @@
 // The built-in device kernels (device_kernels.h): one registration per kernel name.
 #include "device_kernels.h"
+#include "gemm_kernels.h"
+#include "pointwise_kernels.h"
 
 namespace tapestry::gpu {
 
 const DeviceKernels& cuda_kernels() {
   static const DeviceKernels kernels = [] {
     DeviceKernels k;
+    kernels::register_gemm_kernels(k);
+    kernels::register_pointwise_kernels(k);
     return k;
   }();
   return kernels;

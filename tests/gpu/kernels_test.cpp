@@ -1,0 +1,857 @@
+// The device kernels (src/gpu/kernels, cuda_kernels()) against the CPU's reference kernels
+// (runtime::ExecutableKernels::reference()), on the GPU: every kernel, every dtype it takes, whole
+// operations and shards (sub-boxes at non-zero and negative coordinates, a split reduction's K
+// range), views inside larger buffers, broadcasting, transposed outputs.
+//
+// Each case runs the same KernelCall twice — on host buffers with the reference kernel and on
+// device copies of them with the device kernel — and compares the *whole* output buffers, which
+// start with the same non-zero fill: a device kernel that writes outside its box, or misses a cell
+// of it, differs there. Bars:
+//   exact      bitwise (NaN = NaN): relu neg add sub mul div maximum copies cast fills, the
+//              f32/bf16/f16 transcendentals (the GPU evaluates the CPU's own f32 formulas,
+//              runtime/kernels/scalar_math.h) and the f32-formula derivatives
+//   ulps(n)    |gpu − ref| ≤ n ulp of ref in the output dtype: where the CPU calls the C library
+//              (f64 exp, tanh, erfc, log; f32 log) and the GPU calls CUDA's (≤ 1–4 ulp documented)
+//   gemm       |gpu − ref| ≤ 2·(K+1)·ε·Σ|a·b| (+|bias|) + 2·ε_out·(|ref| + Σ|a·b|): any summation
+//              order, the 16-bit output rounded (twice where the bias is added after the GEMM)
+// The Faults tests check that the comparison catches a shifted box and a wrong operand.
+//
+// Skips (GTEST_SKIP) where no CUDA device is usable.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "device_kernels.h"
+#include "tapestry/runtime/buffer.h"
+#include "tapestry/runtime/executable_kernels.h"
+
+namespace tapestry::gpu::kernels {
+namespace {
+
+using ir::DType;
+using runtime::Buffer;
+using runtime::KernelCall;
+using runtime::Point;
+using runtime::Range;
+using zspace::AffineMap;
+using zspace::IndexProjection;
+
+bool have_gpu() {
+  static const bool have = [] {
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+  }();
+  return have;
+}
+
+#define SKIP_WITHOUT_GPU() \
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device"
+
+void check(cudaError_t e, const char* what) {
+  ASSERT_EQ(e, cudaSuccess) << what << ": " << cudaGetErrorString(e);
+}
+
+// The device context of every test: one stream, a cuBLASLt handle, a 32 MiB workspace.
+const DeviceContext& context() {
+  static const DeviceContext ctx = [] {
+    DeviceContext c;
+    cudaStream_t stream = nullptr;
+    cudaStreamCreate(&stream);
+    cublasLtHandle_t lt = nullptr;
+    cublasLtCreate(&lt);
+    c.stream = stream;
+    c.cublaslt = lt;
+    c.workspace_bytes = std::size_t{32} << 20;
+    cudaMalloc(&c.workspace, c.workspace_bytes);
+    return c;
+  }();
+  return ctx;
+}
+
+// ---- cases ------------------------------------------------------------------------------------
+
+struct PortSpec {
+  std::string name;
+  bool output = false;
+  DType dtype = DType::kFloat32;
+  Range range;  // the tensor's range (its buffer); ports read IPF(box) inside it
+  IndexProjection ipf;
+  double lo = -2, hi = 2;  // input values, uniform; quantised to 1/8 when `ties`
+  bool ties = false;
+  bool specials = false;  // NaN, ±inf, ±0, a subnormal, large values first
+};
+
+struct OpSpec {
+  std::string kernel;
+  Range index;
+  std::vector<std::string> names;
+  std::vector<ir::Reduction> reductions;
+  nlohmann::json params = nlohmann::json::object();
+  std::vector<PortSpec> ports;
+};
+
+IndexProjection ipf(const std::vector<std::vector<std::int64_t>>& rows, Point offset,
+                    std::optional<Point> shape = std::nullopt) {
+  AffineMap map = AffineMap::from_rows(rows, std::move(offset));
+  return shape ? IndexProjection(std::move(map), *shape) : IndexProjection(std::move(map));
+}
+
+IndexProjection identity_ipf(std::size_t rank) {
+  return IndexProjection::identity(rank);
+}
+
+void fill(Buffer& b, const PortSpec& p, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(p.lo, p.hi);
+  runtime::visit_storage_dtype(b.dtype(), [&]<typename T>() {
+    auto values = b.values<T>();
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      double v = u(rng);
+      if (p.ties) v = std::round(v * 8) / 8;
+      if constexpr (std::is_integral_v<T>) v = std::round(v * 1000);
+      values[i] = runtime::storage_cast<T>(v);
+    }
+    if constexpr (runtime::is_float_element_v<T>) {
+      if (p.specials) {
+        const double s[] = {std::numeric_limits<double>::quiet_NaN(),
+                            std::numeric_limits<double>::infinity(),
+                            -std::numeric_limits<double>::infinity(),
+                            0.0,
+                            -0.0,
+                            1e-40,
+                            -1e-40,
+                            95.0,
+                            -95.0,
+                            -30.0,
+                            30.0,
+                            -14.0};
+        for (std::size_t i = 0; i < std::size(s) && i < values.size(); ++i) {
+          values[i] = runtime::storage_cast<T>(s[i]);
+        }
+      }
+    }
+  });
+}
+
+// A buffer on the device mirroring a host buffer (same range, strides, bytes).
+struct DeviceCopy {
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  explicit DeviceCopy(const Buffer& b) : bytes(b.size_bytes()) {
+    check(cudaMalloc(&ptr, std::max<std::size_t>(bytes, 1)), "cudaMalloc");
+    check(cudaMemcpy(ptr, b.bytes(), bytes, cudaMemcpyHostToDevice), "upload");
+  }
+  DeviceCopy(const DeviceCopy&) = delete;
+  DeviceCopy& operator=(const DeviceCopy&) = delete;
+  ~DeviceCopy() { cudaFree(ptr); }
+  void download(Buffer& b) const {
+    check(cudaMemcpy(b.bytes(), ptr, bytes, cudaMemcpyDeviceToHost), "download");
+  }
+  // The view of `box` of this copy of `b`.
+  template <typename Byte>
+  runtime::BasicView<Byte> view(const Buffer& b, const Range& box) const {
+    const std::int64_t offset = runtime::element_offset(b.range(), b.strides(), box.start());
+    const std::size_t elem =
+        b.size_bytes() / static_cast<std::size_t>(std::max<std::int64_t>(b.size(), 1));
+    return runtime::BasicView<Byte>(
+        b.dtype(), static_cast<Byte*>(ptr) + offset * static_cast<std::int64_t>(elem), box,
+        b.strides());
+  }
+};
+
+struct Buffers {
+  std::vector<Buffer> host;  // one per port
+};
+
+Buffers make_buffers(const OpSpec& op, std::uint32_t seed, bool absolute = false) {
+  Buffers b;
+  for (std::size_t i = 0; i < op.ports.size(); ++i) {
+    const PortSpec& p = op.ports[i];
+    Buffer buf(p.dtype, p.range);
+    if (p.output) {
+      PortSpec sentinel = p;
+      sentinel.lo = 7;
+      sentinel.hi = 9;
+      sentinel.specials = false;
+      fill(buf, sentinel, 999);
+    } else {
+      fill(buf, p, seed + static_cast<std::uint32_t>(i) * 17);
+      if (absolute) {
+        runtime::visit_storage_dtype(buf.dtype(), [&]<typename T>() {
+          for (T& v : buf.values<T>()) {
+            v = runtime::storage_cast<T>(std::abs(static_cast<double>(v)));
+          }
+        });
+      }
+    }
+    b.host.push_back(std::move(buf));
+  }
+  return b;
+}
+
+// The call over `box` with views of `host` (or of `device` copies when given).
+KernelCall make_call(const OpSpec& op, const Range& box, std::vector<Buffer>& host,
+                     const std::vector<std::unique_ptr<DeviceCopy>>* device) {
+  KernelCall call{.kernel = op.kernel,
+                  .operation = "test_op",
+                  .index = box,
+                  .params = &op.params,
+                  .index_names = op.names,
+                  .reductions = op.reductions};
+  for (std::size_t i = 0; i < op.ports.size(); ++i) {
+    const PortSpec& p = op.ports[i];
+    const Range cells = p.ipf.apply(box);
+    if (p.output) {
+      runtime::View v =
+          device != nullptr ? (*device)[i]->view<std::byte>(host[i], cells) : host[i].view(cells);
+      call.outputs.append(p.name, runtime::OutputPort{v, &p.ipf});
+    } else {
+      runtime::ConstView v = device != nullptr ? (*device)[i]->view<const std::byte>(host[i], cells)
+                                               : std::as_const(host[i]).view(cells);
+      call.inputs.append(p.name, runtime::InputPort{v, &p.ipf});
+    }
+  }
+  return call;
+}
+
+std::size_t output_index(const OpSpec& op) {
+  for (std::size_t i = 0; i < op.ports.size(); ++i) {
+    if (op.ports[i].output) return i;
+  }
+  ADD_FAILURE() << "no output";
+  return 0;
+}
+
+Buffer run_reference(const OpSpec& op, const Range& box, std::uint32_t seed,
+                     bool absolute = false) {
+  Buffers b = make_buffers(op, seed, absolute);
+  const KernelCall call = make_call(op, box, b.host, nullptr);
+  runtime::ExecutableKernels::reference().lookup(op.kernel, "test_op")(call);
+  return std::move(b.host[output_index(op)]);
+}
+
+const DeviceKernel* device_kernel(const std::string& name) {
+  return cuda_kernels().find(name);
+}
+
+// Runs the device kernel over `box` (asserting supports()); `run_box` may differ from `box` (the
+// Faults tests). Returns the whole output buffer.
+Buffer run_device(const OpSpec& op, const Range& box, std::uint32_t seed,
+                  const Range* run_box = nullptr) {
+  Buffers b = make_buffers(op, seed);
+  std::vector<std::unique_ptr<DeviceCopy>> dev;
+  for (const Buffer& h : b.host) dev.push_back(std::make_unique<DeviceCopy>(h));
+  const DeviceKernel* k = device_kernel(op.kernel);
+  EXPECT_NE(k, nullptr) << op.kernel;
+  const std::size_t out = output_index(op);
+  if (k == nullptr) return std::move(b.host[out]);
+  const KernelCall call = make_call(op, run_box != nullptr ? *run_box : box, b.host, &dev);
+  EXPECT_TRUE(k->supports(call)) << op.kernel << " should run on the GPU";
+  k->launch(call, context());
+  check(cudaStreamSynchronize(static_cast<cudaStream_t>(context().stream)), "sync");
+  dev[out]->download(b.host[out]);
+  return std::move(b.host[out]);
+}
+
+// ---- comparisons ------------------------------------------------------------------------------
+
+enum class Bar { kExact, kUlps, kGemm };
+
+struct Tolerance {
+  Bar bar = Bar::kExact;
+  double ulps = 0;
+  std::int64_t k = 0;  // GEMM: the reduction length
+};
+
+double unit_roundoff(DType t) {
+  switch (t) {
+    case DType::kFloat64:
+      return 0x1p-53;
+    case DType::kBFloat16:
+      return 0x1p-8;
+    case DType::kFloat16:
+      return 0x1p-11;
+    default:
+      return 0x1p-24;
+  }
+}
+
+double smallest_normal(DType t) {
+  switch (t) {
+    case DType::kFloat64:
+      return std::numeric_limits<double>::min();
+    case DType::kBFloat16:
+      return std::numeric_limits<float>::min();
+    case DType::kFloat16:
+      return 0x1p-14;
+    default:
+      return std::numeric_limits<float>::min();
+  }
+}
+
+// "" when gpu matches ref within `tol`, else a description of the first mismatch.
+std::string mismatch(const Buffer& gpu, const Buffer& ref, const Tolerance& tol,
+                     const Buffer* magnitude = nullptr, DType compute = DType::kFloat32) {
+  if (gpu.range() != ref.range() || gpu.dtype() != ref.dtype()) return "different buffers";
+  std::string out;
+  runtime::visit_storage_dtype(ref.dtype(), [&]<typename T>() {
+    const auto g = gpu.values<T>(), r = ref.values<T>();
+    for (std::size_t i = 0; i < r.size() && out.empty(); ++i) {
+      const double gv = static_cast<double>(g[i]), rv = static_cast<double>(r[i]);
+      bool ok = false;
+      if constexpr (runtime::is_float_element_v<T>) {
+        if (std::isnan(rv) || std::isnan(gv)) {
+          ok = std::isnan(rv) && std::isnan(gv);
+        } else if (tol.bar == Bar::kExact) {
+          ok = std::memcmp(&g[i], &r[i], sizeof(T)) == 0;
+        } else if (std::isinf(rv) || std::isinf(gv)) {
+          ok = gv == rv;
+        } else {
+          const DType t = ref.dtype();
+          const double u = unit_roundoff(t);
+          double bound = 0;
+          if (tol.bar == Bar::kUlps) {
+            bound = tol.ulps * 2 * u * std::max(std::abs(rv), smallest_normal(t));
+          } else {
+            const double m = static_cast<double>(magnitude->values<T>()[i]);
+            bound = 2.0 * static_cast<double>(tol.k + 1) * unit_roundoff(compute) * m +
+                    2 * u * (std::abs(rv) + m);
+          }
+          ok = std::abs(gv - rv) <= bound;
+        }
+      } else {
+        ok = g[i] == r[i];
+      }
+      if (!ok) out = fmt::format("element {}: gpu {} ref {}", i, gv, rv);
+    }
+  });
+  return out;
+}
+
+void expect_match(const OpSpec& op, const Range& box, const Tolerance& tol, const std::string& what,
+                  std::uint32_t seed = 1) {
+  const Buffer ref = run_reference(op, box, seed);
+  const Buffer gpu = run_device(op, box, seed);
+  std::optional<Buffer> magnitude;
+  DType compute = DType::kFloat32;
+  if (tol.bar == Bar::kGemm) {
+    magnitude = run_reference(op, box, seed, true);
+    for (const PortSpec& p : op.ports) {
+      if (!p.output && p.dtype == DType::kFloat64) compute = DType::kFloat64;
+    }
+  }
+  const std::string m = mismatch(gpu, ref, tol, magnitude ? &*magnitude : nullptr, compute);
+  EXPECT_EQ(m, "") << what << " (" << op.kernel << ", box " << fmt::format("{}", box.size())
+                   << " points)";
+}
+
+// The whole index and shards of it: the first and last halves along every dim, and a middle box.
+std::vector<Range> boxes(const Range& index) {
+  std::vector<Range> out{index};
+  for (std::size_t d = 0; d < index.rank(); ++d) {
+    const std::int64_t lo = index.start()[d], hi = index.end()[d];
+    if (hi - lo < 2) continue;
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    out.push_back(index.with_dim(d, lo, mid));
+    out.push_back(index.with_dim(d, mid, hi));
+  }
+  Range inner = index;
+  for (std::size_t d = 0; d < index.rank(); ++d) {
+    const std::int64_t lo = index.start()[d], hi = index.end()[d];
+    if (hi - lo >= 3) inner = inner.with_dim(d, lo + 1, hi - 1);
+  }
+  out.push_back(inner);
+  return out;
+}
+
+void expect_all_boxes(const OpSpec& op, const Tolerance& tol, const std::string& what) {
+  for (const Range& box : boxes(op.index)) expect_match(op, box, tol, what);
+}
+
+const DType kFloats[] = {DType::kFloat32, DType::kFloat64, DType::kBFloat16, DType::kFloat16};
+
+std::string name_of(DType t) {
+  return std::string(ir::dtype_name(t));
+}
+
+// ---- pointwise --------------------------------------------------------------------------------
+
+// x [-3:4, 2:9, 0:6] read through a box inside a larger buffer: the unary maps' index is x's box.
+OpSpec unary_op(const std::string& kernel, DType t, double lo, double hi, bool specials) {
+  OpSpec op{.kernel = kernel,
+            .index = Range(Point{-3, 2, 0}, Point{4, 9, 6}),
+            .names = {"d0", "d1", "d2"}};
+  op.ports.push_back(PortSpec{.name = "x",
+                              .dtype = t,
+                              .range = Range(Point{-5, 1, -2}, Point{6, 9, 9}),
+                              .ipf = identity_ipf(3),
+                              .lo = lo,
+                              .hi = hi,
+                              .specials = specials});
+  op.ports.push_back(PortSpec{.name = "result",
+                              .output = true,
+                              .dtype = t,
+                              .range = Range(Point{-3, 2, 0}, Point{4, 9, 6}),
+                              .ipf = identity_ipf(3)});
+  return op;
+}
+
+TEST(GpuPointwise, UnaryMapsMatchTheReference) {
+  SKIP_WITHOUT_GPU();
+  struct Unary {
+    const char* name;
+    double lo, hi;
+    double f64_ulps;  // CUDA's libm where the CPU calls glibc's (0: bitwise)
+    double f32_ulps;
+  };
+  const Unary maps[] = {{"relu", -2, 2, 0, 0}, {"neg", -2, 2, 0, 0},       {"exp", -90, 90, 2, 0},
+                        {"tanh", -6, 6, 3, 0}, {"sigmoid", -30, 30, 3, 0}, {"gelu", -16, 8, 8, 0},
+                        {"sqrt", 0, 50, 0, 0}, {"log", 1e-3, 50, 2, 2}};
+  for (const Unary& u : maps) {
+    for (DType t : kFloats) {
+      const bool specials = u.lo < 0;  // NaN, ±inf, ±0 (not into sqrt and log)
+      const OpSpec op = unary_op(u.name, t, u.lo, u.hi, specials);
+      Tolerance tol;
+      const double ulps = t == DType::kFloat64 ? u.f64_ulps : u.f32_ulps;
+      if (ulps > 0)
+        tol = Tolerance{Bar::kUlps, t == DType::kFloat32 || t == DType::kFloat64 ? ulps : 1};
+      expect_all_boxes(op, tol, fmt::format("{} {}", u.name, name_of(t)));
+    }
+  }
+}
+
+TEST(GpuPointwise, IntegerMapsWrapAsTheCpuDoes) {
+  SKIP_WITHOUT_GPU();
+  for (DType t : {DType::kInt32, DType::kInt64}) {
+    expect_all_boxes(unary_op("relu", t, -2, 2, false), {}, "relu int");
+    expect_all_boxes(unary_op("neg", t, -2, 2, false), {}, "neg int");
+  }
+}
+
+// a [3, 1, 5] at (-2, 0, 0) and b [4, 5] at (-9, 4) broadcast to [3, 4, 5] (numpy's rule).
+OpSpec binary_op(const std::string& kernel, DType t, bool ties) {
+  OpSpec op{.kernel = kernel, .index = Range::of_shape({3, 4, 5}), .names = {"d0", "d1", "d2"}};
+  op.ports.push_back(PortSpec{.name = "a",
+                              .dtype = t,
+                              .range = Range(Point{-2, 0, 0}, Point{1, 1, 5}),
+                              .ipf = ipf({{1, 0, 0}, {0, 0, 0}, {0, 0, 1}}, Point{-2, 0, 0}),
+                              .ties = ties});
+  op.ports.push_back(PortSpec{.name = "b",
+                              .dtype = t,
+                              .range = Range(Point{-9, 4}, Point{-5, 9}),
+                              .ipf = ipf({{0, 1, 0}, {0, 0, 1}}, Point{-9, 4}),
+                              .lo = 0.25,
+                              .hi = 3,
+                              .ties = ties});
+  op.ports.push_back(PortSpec{.name = "result",
+                              .output = true,
+                              .dtype = t,
+                              .range = Range::of_shape({3, 4, 5}),
+                              .ipf = identity_ipf(3)});
+  return op;
+}
+
+TEST(GpuPointwise, BroadcastingBinaryMapsMatchTheReference) {
+  SKIP_WITHOUT_GPU();
+  for (const char* name : {"add", "sub", "mul", "div", "maximum"}) {
+    for (DType t : kFloats) {
+      expect_all_boxes(binary_op(name, t, std::string(name) == "maximum"), {},
+                       fmt::format("{} {}", name, name_of(t)));
+    }
+  }
+  for (const char* name : {"add", "sub", "mul", "maximum"}) {
+    for (DType t : {DType::kInt32, DType::kInt64}) {
+      expect_all_boxes(binary_op(name, t, false), {}, fmt::format("{} {}", name, name_of(t)));
+    }
+  }
+}
+
+TEST(GpuPointwise, IntegerDivisionStaysOnTheHost) {
+  SKIP_WITHOUT_GPU();
+  const OpSpec op = binary_op("div", DType::kInt32, false);
+  Buffers b = make_buffers(op, 1);
+  const KernelCall call = make_call(op, op.index, b.host, nullptr);
+  EXPECT_FALSE(device_kernel("div")->supports(call));
+}
+
+TEST(GpuPointwise, BiasAddMatchesTheReference) {
+  SKIP_WITHOUT_GPU();
+  for (DType t : kFloats) {
+    OpSpec op{
+        .kernel = "bias_add", .index = Range(Point{-40, 20}, Point{-31, 27}), .names = {"b", "n"}};
+    op.ports.push_back(
+        PortSpec{.name = "x", .dtype = t, .range = op.index, .ipf = identity_ipf(2)});
+    op.ports.push_back(PortSpec{.name = "bias",
+                                .dtype = t,
+                                .range = Range(Point{3}, Point{10}),
+                                .ipf = ipf({{0, 1}}, Point{3 - 20})});
+    op.ports.push_back(PortSpec{
+        .name = "result", .output = true, .dtype = t, .range = op.index, .ipf = identity_ipf(2)});
+    expect_all_boxes(op, {}, "bias_add " + name_of(t));
+  }
+}
+
+TEST(GpuPointwise, CastRoundsOnceAsTheCpuDoes) {
+  SKIP_WITHOUT_GPU();
+  for (DType from : kFloats) {
+    for (DType to : kFloats) {
+      OpSpec op = unary_op("cast", from, -3, 3, true);
+      op.ports[1].dtype = to;
+      // Values that need rounding: f64 inputs with bits below every narrower type's ulp.
+      expect_all_boxes(op, {}, fmt::format("cast {} -> {}", name_of(from), name_of(to)));
+    }
+  }
+}
+
+TEST(GpuPointwise, ScalarsAndFills) {
+  SKIP_WITHOUT_GPU();
+  for (DType t : kFloats) {
+    OpSpec scale = unary_op("mul_scalar", t, -2, 2, true);
+    scale.params = {{"factor", 0.3}, {"divisor", 3}};
+    expect_all_boxes(scale, {}, "mul_scalar " + name_of(t));
+    OpSpec ones = unary_op("ones_like", t, -2, 2, false);
+    ones.params = {{"value", 2.7}};
+    expect_all_boxes(ones, {}, "ones_like " + name_of(t));
+    expect_all_boxes(unary_op("zeros_like", t, -2, 2, false), {}, "zeros_like " + name_of(t));
+  }
+}
+
+OpSpec grad_op(const std::string& kernel, const std::string& forward, DType t, double lo,
+               double hi) {
+  OpSpec op = unary_op(kernel, t, lo, hi, false);
+  op.ports[0].name = forward;
+  op.ports[0].ties = kernel == "relu_grad";  // exact zeros
+  PortSpec g = op.ports[0];
+  g.name = "d_result";
+  g.lo = -2;
+  g.hi = 2;
+  g.ties = false;
+  op.ports.insert(op.ports.begin() + 1, g);
+  return op;
+}
+
+TEST(GpuPointwise, DerivativesMatchTheReference) {
+  SKIP_WITHOUT_GPU();
+  for (DType t : kFloats) {
+    const std::string n = name_of(t);
+    expect_all_boxes(grad_op("relu_grad", "x", t, -2, 2), {}, "relu_grad " + n);
+    expect_all_boxes(grad_op("tanh_grad", "y", t, -1, 1), {}, "tanh_grad " + n);
+    expect_all_boxes(grad_op("sigmoid_grad", "y", t, 0, 1), {}, "sigmoid_grad " + n);
+    expect_all_boxes(grad_op("sqrt_grad", "y", t, 0.1, 4), {}, "sqrt_grad " + n);
+    // float64 erfc and exp: CUDA's, not glibc's.
+    expect_all_boxes(grad_op("gelu_grad", "x", t, -8, 8),
+                     t == DType::kFloat64 ? Tolerance{Bar::kUlps, 8} : Tolerance{Bar::kUlps, 1},
+                     "gelu_grad " + n);
+    for (const char* name : {"maximum_grad_a", "maximum_grad_b"}) {
+      OpSpec op = grad_op(name, "a", t, -1, 1);
+      PortSpec b = op.ports[0];
+      b.name = "b";
+      op.ports[0].ties = b.ties = true;  // a == b somewhere: the tie goes to a
+      op.ports.insert(op.ports.begin() + 1, b);
+      expect_all_boxes(op, {}, std::string(name) + " " + n);
+    }
+  }
+}
+
+// ---- layout copies ----------------------------------------------------------------------------
+
+TEST(GpuCopies, TransposePermuteSliceExpand) {
+  SKIP_WITHOUT_GPU();
+  for (DType t : {DType::kFloat32, DType::kBFloat16, DType::kInt64, DType::kFloat64}) {
+    // transpose: result[i, j] = x[j, i]; x [5:12, -4:9], result [-4:9, 5:12].
+    OpSpec tr{
+        .kernel = "transpose", .index = Range(Point{-4, 5}, Point{9, 12}), .names = {"i", "j"}};
+    tr.ports.push_back(PortSpec{.name = "x",
+                                .dtype = t,
+                                .range = Range(Point{5, -4}, Point{12, 9}),
+                                .ipf = ipf({{0, 1}, {1, 0}}, Point{0, 0})});
+    tr.ports.push_back(PortSpec{.name = "result",
+                                .output = true,
+                                .dtype = t,
+                                .range = Range(Point{-4, 5}, Point{9, 12}),
+                                .ipf = identity_ipf(2)});
+    expect_all_boxes(tr, {}, "transpose " + name_of(t));
+    // permute (2, 0, 1) of x [2, 3, 4].
+    OpSpec pm{.kernel = "permute", .index = Range::of_shape({4, 2, 3}), .names = {"a", "b", "c"}};
+    pm.ports.push_back(PortSpec{.name = "x",
+                                .dtype = t,
+                                .range = Range::of_shape({2, 3, 4}),
+                                .ipf = ipf({{0, 1, 0}, {0, 0, 1}, {1, 0, 0}}, Point{0, 0, 0})});
+    pm.ports.push_back(PortSpec{.name = "result",
+                                .output = true,
+                                .dtype = t,
+                                .range = Range::of_shape({4, 2, 3}),
+                                .ipf = identity_ipf(3)});
+    expect_all_boxes(pm, {}, "permute " + name_of(t));
+    // slice: result [0:6, 0:4] = x[3:9, 2:6] of x [0:12, 0:8].
+    OpSpec sl{.kernel = "slice", .index = Range::of_shape({6, 4}), .names = {"i", "j"}};
+    sl.ports.push_back(PortSpec{.name = "x",
+                                .dtype = t,
+                                .range = Range::of_shape({12, 8}),
+                                .ipf = ipf({{1, 0}, {0, 1}}, Point{3, 2})});
+    sl.ports.push_back(PortSpec{.name = "result",
+                                .output = true,
+                                .dtype = t,
+                                .range = Range::of_shape({6, 4}),
+                                .ipf = identity_ipf(2)});
+    expect_all_boxes(sl, {}, "slice " + name_of(t));
+    // expand: result [4, 5, 6] from x [4, 1, 6].
+    OpSpec ex{.kernel = "expand", .index = Range::of_shape({4, 5, 6}), .names = {"a", "n", "b"}};
+    ex.ports.push_back(PortSpec{.name = "x",
+                                .dtype = t,
+                                .range = Range::of_shape({4, 1, 6}),
+                                .ipf = ipf({{1, 0, 0}, {0, 0, 0}, {0, 0, 1}}, Point{0, 0, 0})});
+    ex.ports.push_back(PortSpec{.name = "result",
+                                .output = true,
+                                .dtype = t,
+                                .range = Range::of_shape({4, 5, 6}),
+                                .ipf = identity_ipf(3)});
+    expect_all_boxes(ex, {}, "expand " + name_of(t));
+  }
+}
+
+TEST(GpuCopies, CellsWiderThanOneElementStayOnTheHost) {
+  SKIP_WITHOUT_GPU();
+  OpSpec op{.kernel = "reshape", .index = Range::of_shape({3}), .names = {"i"}};
+  op.ports.push_back(
+      PortSpec{.name = "x", .range = Range::of_shape({12}), .ipf = ipf({{4}}, Point{0}, Point{4})});
+  op.ports.push_back(PortSpec{.name = "result",
+                              .output = true,
+                              .range = Range::of_shape({3, 4}),
+                              .ipf = ipf({{1}, {0}}, Point{0, 0}, Point{1, 4})});
+  Buffers b = make_buffers(op, 1);
+  EXPECT_FALSE(device_kernel("reshape")->supports(make_call(op, op.index, b.host, nullptr)));
+}
+
+// ---- GEMMs ------------------------------------------------------------------------------------
+
+// linear: x [batch, in] at (-40, 20) inside a larger buffer, w [out, in], bias [out]; index
+// [batch, out, in] (in a sum).
+OpSpec linear_op(DType t, DType out_t, std::int64_t batch, std::int64_t out, std::int64_t in,
+                 bool bias) {
+  OpSpec op{.kernel = bias ? "linear" : "linear_nobias",
+            .index = Range(Point{-40, 0, 20}, Point{-40 + batch, out, 20 + in}),
+            .names = {"batch", "out", "in"},
+            .reductions = {{"in", ir::Monoid::kSum}}};
+  op.ports.push_back(PortSpec{.name = "x",
+                              .dtype = t,
+                              .range = Range(Point{-42, 18}, Point{-40 + batch + 3, 20 + in + 5}),
+                              .ipf = ipf({{1, 0, 0}, {0, 0, 1}}, Point{0, 0})});
+  op.ports.push_back(PortSpec{.name = "w",
+                              .dtype = t,
+                              .range = Range::of_shape({out, in}),
+                              .ipf = ipf({{0, 1, 0}, {0, 0, 1}}, Point{0, -20})});
+  if (bias) {
+    op.ports.push_back(PortSpec{.name = "bias",
+                                .dtype = out_t,
+                                .range = Range::of_shape({out}),
+                                .ipf = ipf({{0, 1, 0}}, Point{0})});
+  }
+  op.ports.push_back(PortSpec{.name = "result",
+                              .output = true,
+                              .dtype = out_t,
+                              .range = Range(Point{-40, 0}, Point{-40 + batch, out}),
+                              .ipf = ipf({{1, 0, 0}, {0, 1, 0}}, Point{0, 0})});
+  return op;
+}
+
+TEST(GpuGemm, LinearMatchesTheReferenceOnShardsAndKRanges) {
+  SKIP_WITHOUT_GPU();
+  for (DType t : kFloats) {
+    for (bool bias : {true, false}) {
+      const OpSpec op = linear_op(t, t, 37, 19, 45, bias);
+      for (const Range& box : boxes(op.index)) {
+        expect_match(op, box, {Bar::kGemm, 0, box.extent(2)},
+                     fmt::format("linear {} bias {}", name_of(t), bias));
+      }
+    }
+  }
+}
+
+TEST(GpuGemm, SixteenBitInputsMayWriteFloat32Partials) {
+  SKIP_WITHOUT_GPU();
+  for (DType t : {DType::kBFloat16, DType::kFloat16}) {
+    const OpSpec op = linear_op(t, DType::kFloat32, 9, 16, 64, false);
+    // The K-range shards of a split reduction: each writes its own partial sums.
+    for (std::int64_t k0 : {20, 36, 52}) {
+      const Range box = op.index.with_dim(2, k0, k0 + 16);
+      expect_match(op, box, {Bar::kGemm, 0, 16}, "f32 partials of " + name_of(t));
+    }
+  }
+}
+
+TEST(GpuGemm, LinearWithTwoBatchDimsThatDoNotMerge) {
+  SKIP_WITHOUT_GPU();
+  for (DType t : {DType::kFloat32, DType::kFloat64}) {
+    OpSpec op{.kernel = "linear",
+              .index = Range(Point{0, -1, 0, 0}, Point{3, 4, 7, 9}),
+              .names = {"batch0", "batch1", "out", "in"},
+              .reductions = {{"in", ir::Monoid::kSum}}};
+    op.ports.push_back(
+        PortSpec{.name = "x",
+                 .dtype = t,
+                 .range = Range(Point{0, -1, 0}, Point{3, 4, 9}),
+                 .ipf = ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 0, 1}}, Point{0, 0, 0})});
+    op.ports.push_back(PortSpec{.name = "w",
+                                .dtype = t,
+                                .range = Range::of_shape({7, 9}),
+                                .ipf = ipf({{0, 0, 1, 0}, {0, 0, 0, 1}}, Point{0, 0})});
+    op.ports.push_back(PortSpec{.name = "bias",
+                                .dtype = t,
+                                .range = Range::of_shape({7}),
+                                .ipf = ipf({{0, 0, 1, 0}}, Point{0})});
+    op.ports.push_back(
+        PortSpec{.name = "result",
+                 .output = true,
+                 .dtype = t,
+                 .range = Range(Point{0, -1, 0}, Point{3, 4, 7}),
+                 .ipf = ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}}, Point{0, 0, 0})});
+    for (const Range& box : boxes(op.index)) {
+      expect_match(op, box, {Bar::kGemm, 0, box.extent(3)}, "linear two batch dims " + name_of(t));
+    }
+  }
+}
+
+TEST(GpuGemm, LinearWithTheReductionInsideTheCells) {
+  SKIP_WITHOUT_GPU();
+  // in of extent 1 in the index, each cell a window of 24 along in.
+  OpSpec op{.kernel = "linear_nobias",
+            .index = Range::of_shape({10, 6, 1}),
+            .names = {"batch", "out", "in"},
+            .reductions = {{"in", ir::Monoid::kSum}}};
+  op.ports.push_back(PortSpec{.name = "x",
+                              .range = Range::of_shape({10, 24}),
+                              .ipf = ipf({{1, 0, 0}, {0, 0, 24}}, Point{0, 0}, Point{1, 24})});
+  op.ports.push_back(PortSpec{.name = "w",
+                              .range = Range::of_shape({6, 24}),
+                              .ipf = ipf({{0, 1, 0}, {0, 0, 24}}, Point{0, 0}, Point{1, 24})});
+  op.ports.push_back(PortSpec{.name = "result",
+                              .output = true,
+                              .range = Range::of_shape({10, 6}),
+                              .ipf = ipf({{1, 0, 0}, {0, 1, 0}}, Point{0, 0})});
+  for (const Range& box : boxes(op.index)) expect_match(op, box, {Bar::kGemm, 0, 24}, "windowed k");
+}
+
+// matmul: a [2, 1, 5, 6] at (-3, 0, 0, 0), b [3, 6, 4] at (0, 10, 0): batch [2, 3] broadcast.
+OpSpec matmul_op(DType t, bool transposed_result) {
+  OpSpec op{.kernel = "matmul",
+            .index = Range::of_shape({2, 3, 5, 4, 6}),
+            .names = {"batch0", "batch1", "m", "n", "k"},
+            .reductions = {{"k", ir::Monoid::kSum}}};
+  op.ports.push_back(
+      PortSpec{.name = "a",
+               .dtype = t,
+               .range = Range(Point{-3, 0, 0, 0}, Point{-1, 1, 5, 6}),
+               .ipf = ipf({{1, 0, 0, 0, 0}, {0, 0, 0, 0, 0}, {0, 0, 1, 0, 0}, {0, 0, 0, 0, 1}},
+                          Point{-3, 0, 0, 0})});
+  op.ports.push_back(
+      PortSpec{.name = "b",
+               .dtype = t,
+               .range = Range(Point{0, 10, 0}, Point{3, 16, 4}),
+               .ipf = ipf({{0, 1, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, 0, 1, 0}}, Point{0, 10, 0})});
+  if (transposed_result) {
+    // result[b0, b1, n, m]: a column-major C (the GEMM's direct form).
+    op.ports.push_back(
+        PortSpec{.name = "result",
+                 .output = true,
+                 .dtype = t,
+                 .range = Range::of_shape({2, 3, 4, 5}),
+                 .ipf = ipf({{1, 0, 0, 0, 0}, {0, 1, 0, 0, 0}, {0, 0, 0, 1, 0}, {0, 0, 1, 0, 0}},
+                            Point{0, 0, 0, 0})});
+  } else {
+    op.ports.push_back(
+        PortSpec{.name = "result",
+                 .output = true,
+                 .dtype = t,
+                 .range = Range::of_shape({2, 3, 5, 4}),
+                 .ipf = ipf({{1, 0, 0, 0, 0}, {0, 1, 0, 0, 0}, {0, 0, 1, 0, 0}, {0, 0, 0, 1, 0}},
+                            Point{0, 0, 0, 0})});
+  }
+  return op;
+}
+
+TEST(GpuGemm, BatchedMatmulWithBroadcastBatchDims) {
+  SKIP_WITHOUT_GPU();
+  for (DType t : kFloats) {
+    for (bool transposed : {false, true}) {
+      const OpSpec op = matmul_op(t, transposed);
+      for (const Range& box : boxes(op.index)) {
+        expect_match(op, box, {Bar::kGemm, 0, box.extent(4)},
+                     fmt::format("matmul {} transposed result {}", name_of(t), transposed));
+      }
+    }
+  }
+}
+
+TEST(GpuGemm, StridedBatchMatmul) {
+  SKIP_WITHOUT_GPU();
+  // a [8, 33, 20], b [8, 20, 17]: one strided-batch cuBLASLt call.
+  OpSpec op{.kernel = "matmul",
+            .index = Range::of_shape({8, 33, 17, 20}),
+            .names = {"batch", "m", "n", "k"},
+            .reductions = {{"k", ir::Monoid::kSum}}};
+  op.ports.push_back(
+      PortSpec{.name = "a",
+               .range = Range::of_shape({8, 33, 20}),
+               .ipf = ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 0, 1}}, Point{0, 0, 0})});
+  op.ports.push_back(
+      PortSpec{.name = "b",
+               .range = Range::of_shape({8, 20, 17}),
+               .ipf = ipf({{1, 0, 0, 0}, {0, 0, 0, 1}, {0, 0, 1, 0}}, Point{0, 0, 0})});
+  op.ports.push_back(
+      PortSpec{.name = "result",
+               .output = true,
+               .range = Range::of_shape({8, 33, 17}),
+               .ipf = ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}}, Point{0, 0, 0})});
+  for (const Range& box : boxes(op.index)) {
+    expect_match(op, box, {Bar::kGemm, 0, box.extent(3)}, "strided batch matmul");
+  }
+}
+
+TEST(GpuGemm, IntegerContractionsStayOnTheHost) {
+  SKIP_WITHOUT_GPU();
+  const OpSpec op = linear_op(DType::kInt64, DType::kInt64, 5, 3, 4, true);
+  Buffers b = make_buffers(op, 1);
+  EXPECT_FALSE(device_kernel("linear")->supports(make_call(op, op.index, b.host, nullptr)));
+}
+
+// ---- faults: the comparison must catch wrong results ------------------------------------------
+
+TEST(Faults, AShiftedBoxIsCaught) {
+  SKIP_WITHOUT_GPU();
+  const OpSpec op = unary_op("exp", DType::kFloat32, -2, 2, false);
+  const Range box = op.index.with_dim(0, -3, 0);
+  const Range shifted = op.index.with_dim(0, -2, 1);
+  const Buffer ref = run_reference(op, box, 1);
+  const Buffer gpu = run_device(op, box, 1, &shifted);
+  EXPECT_NE(mismatch(gpu, ref, {}), "");
+  // And the linear kernel's K range one step off.
+  const OpSpec lin = linear_op(DType::kFloat32, DType::kFloat32, 7, 5, 12, false);
+  const Range k_box = lin.index.with_dim(2, 20, 26);
+  const Range k_shifted = lin.index.with_dim(2, 21, 27);
+  const Buffer lin_ref = run_reference(lin, k_box, 1);
+  const Buffer lin_gpu = run_device(lin, k_box, 1, &k_shifted);
+  const Buffer mag = run_reference(lin, k_box, 1, true);
+  EXPECT_NE(mismatch(lin_gpu, lin_ref, {Bar::kGemm, 0, 6}, &mag), "");
+}
+
+TEST(Faults, TheBarsAreTightEnoughToSeeOneUlpInExactKernels) {
+  SKIP_WITHOUT_GPU();
+  const OpSpec op = unary_op("gelu", DType::kFloat32, -3, 3, false);
+  const Buffer ref = run_reference(op, op.index, 1);
+  Buffer off = run_device(op, op.index, 1);
+  auto v = off.values<float>();
+  v[5] = std::nextafter(v[5], 100.0F);
+  EXPECT_NE(mismatch(off, ref, {}), "");
+}
+
+}  // namespace
+}  // namespace tapestry::gpu::kernels
