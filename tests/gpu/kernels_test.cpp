@@ -495,7 +495,7 @@ TEST(GpuPointwise, BiasAddMatchesTheReference) {
                                 .ipf = ipf({{0, 1}}, Point{3 - 20})});
     op.ports.push_back(PortSpec{
         .name = "result", .output = true, .dtype = t, .range = op.index, .ipf = identity_ipf(2)});
-    expect_all_boxes(op, {}, "bias_add " + name_of(t));
+    expect_all_boxes(op, {}, fmt::format("bias_add {}", name_of(t)));
   }
 }
 
@@ -516,11 +516,12 @@ TEST(GpuPointwise, ScalarsAndFills) {
   for (DType t : kFloats) {
     OpSpec scale = unary_op("mul_scalar", t, -2, 2, true);
     scale.params = {{"factor", 0.3}, {"divisor", 3}};
-    expect_all_boxes(scale, {}, "mul_scalar " + name_of(t));
+    expect_all_boxes(scale, {}, fmt::format("mul_scalar {}", name_of(t)));
     OpSpec ones = unary_op("ones_like", t, -2, 2, false);
     ones.params = {{"value", 2.7}};
-    expect_all_boxes(ones, {}, "ones_like " + name_of(t));
-    expect_all_boxes(unary_op("zeros_like", t, -2, 2, false), {}, "zeros_like " + name_of(t));
+    expect_all_boxes(ones, {}, fmt::format("ones_like {}", name_of(t)));
+    expect_all_boxes(unary_op("zeros_like", t, -2, 2, false), {},
+                     fmt::format("zeros_like {}", name_of(t)));
   }
 }
 
@@ -542,21 +543,21 @@ TEST(GpuPointwise, DerivativesMatchTheReference) {
   SKIP_WITHOUT_GPU();
   for (DType t : kFloats) {
     const std::string n = name_of(t);
-    expect_all_boxes(grad_op("relu_grad", "x", t, -2, 2), {}, "relu_grad " + n);
-    expect_all_boxes(grad_op("tanh_grad", "y", t, -1, 1), {}, "tanh_grad " + n);
-    expect_all_boxes(grad_op("sigmoid_grad", "y", t, 0, 1), {}, "sigmoid_grad " + n);
-    expect_all_boxes(grad_op("sqrt_grad", "y", t, 0.1, 4), {}, "sqrt_grad " + n);
+    expect_all_boxes(grad_op("relu_grad", "x", t, -2, 2), {}, fmt::format("relu_grad {}", n));
+    expect_all_boxes(grad_op("tanh_grad", "y", t, -1, 1), {}, fmt::format("tanh_grad {}", n));
+    expect_all_boxes(grad_op("sigmoid_grad", "y", t, 0, 1), {}, fmt::format("sigmoid_grad {}", n));
+    expect_all_boxes(grad_op("sqrt_grad", "y", t, 0.1, 4), {}, fmt::format("sqrt_grad {}", n));
     // float64 erfc and exp: CUDA's, not glibc's.
     expect_all_boxes(grad_op("gelu_grad", "x", t, -8, 8),
                      t == DType::kFloat64 ? Tolerance{Bar::kUlps, 8} : Tolerance{Bar::kUlps, 1},
-                     "gelu_grad " + n);
+                     fmt::format("gelu_grad {}", n));
     for (const char* name : {"maximum_grad_a", "maximum_grad_b"}) {
       OpSpec op = grad_op(name, "a", t, -1, 1);
+      op.ports[0].ties = true;  // a == b somewhere: the tie goes to a
       PortSpec b = op.ports[0];
-      b.name = "b";
-      op.ports[0].ties = b.ties = true;  // a == b somewhere: the tie goes to a
-      op.ports.insert(op.ports.begin() + 1, b);
-      expect_all_boxes(op, {}, std::string(name) + " " + n);
+      b.name = std::string(1, 'b');
+      op.ports.insert(op.ports.begin() + 1, std::move(b));
+      expect_all_boxes(op, {}, fmt::format("{} {}", name, n));
     }
   }
 }
@@ -578,7 +579,7 @@ TEST(GpuCopies, TransposePermuteSliceExpand) {
                                 .dtype = t,
                                 .range = Range(Point{-4, 5}, Point{9, 12}),
                                 .ipf = identity_ipf(2)});
-    expect_all_boxes(tr, {}, "transpose " + name_of(t));
+    expect_all_boxes(tr, {}, fmt::format("transpose {}", name_of(t)));
     // permute (2, 0, 1) of x [2, 3, 4].
     OpSpec pm{.kernel = "permute", .index = Range::of_shape({4, 2, 3}), .names = {"a", "b", "c"}};
     pm.ports.push_back(PortSpec{.name = "x",
@@ -590,7 +591,7 @@ TEST(GpuCopies, TransposePermuteSliceExpand) {
                                 .dtype = t,
                                 .range = Range::of_shape({4, 2, 3}),
                                 .ipf = identity_ipf(3)});
-    expect_all_boxes(pm, {}, "permute " + name_of(t));
+    expect_all_boxes(pm, {}, fmt::format("permute {}", name_of(t)));
     // slice: result [0:6, 0:4] = x[3:9, 2:6] of x [0:12, 0:8].
     OpSpec sl{.kernel = "slice", .index = Range::of_shape({6, 4}), .names = {"i", "j"}};
     sl.ports.push_back(PortSpec{.name = "x",
@@ -602,7 +603,7 @@ TEST(GpuCopies, TransposePermuteSliceExpand) {
                                 .dtype = t,
                                 .range = Range::of_shape({6, 4}),
                                 .ipf = identity_ipf(2)});
-    expect_all_boxes(sl, {}, "slice " + name_of(t));
+    expect_all_boxes(sl, {}, fmt::format("slice {}", name_of(t)));
     // expand: result [4, 5, 6] from x [4, 1, 6].
     OpSpec ex{.kernel = "expand", .index = Range::of_shape({4, 5, 6}), .names = {"a", "n", "b"}};
     ex.ports.push_back(PortSpec{.name = "x",
@@ -614,7 +615,7 @@ TEST(GpuCopies, TransposePermuteSliceExpand) {
                                 .dtype = t,
                                 .range = Range::of_shape({4, 5, 6}),
                                 .ipf = identity_ipf(3)});
-    expect_all_boxes(ex, {}, "expand " + name_of(t));
+    expect_all_boxes(ex, {}, fmt::format("expand {}", name_of(t)));
   }
 }
 
@@ -683,7 +684,7 @@ TEST(GpuGemm, SixteenBitInputsMayWriteFloat32Partials) {
     // The K-range shards of a split reduction: each writes its own partial sums.
     for (std::int64_t k0 : {20, 36, 52}) {
       const Range box = op.index.with_dim(2, k0, k0 + 16);
-      expect_match(op, box, {Bar::kGemm, 0, 16}, "f32 partials of " + name_of(t));
+      expect_match(op, box, {Bar::kGemm, 0, 16}, fmt::format("f32 partials of {}", name_of(t)));
     }
   }
 }
@@ -715,7 +716,8 @@ TEST(GpuGemm, LinearWithTwoBatchDimsThatDoNotMerge) {
                  .range = Range(Point{0, -1, 0}, Point{3, 4, 7}),
                  .ipf = ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}}, Point{0, 0, 0})});
     for (const Range& box : boxes(op.index)) {
-      expect_match(op, box, {Bar::kGemm, 0, box.extent(3)}, "linear two batch dims " + name_of(t));
+      expect_match(op, box, {Bar::kGemm, 0, box.extent(3)},
+                   fmt::format("linear two batch dims {}", name_of(t)));
     }
   }
 }
@@ -821,6 +823,133 @@ TEST(GpuGemm, IntegerContractionsStayOnTheHost) {
   const OpSpec op = linear_op(DType::kInt64, DType::kInt64, 5, 3, 4, true);
   Buffers b = make_buffers(op, 1);
   EXPECT_FALSE(device_kernel("linear")->supports(make_call(op, op.index, b.host, nullptr)));
+}
+
+// ---- rows: folds, moments, softmax -------------------------------------------------------------
+
+TEST(GpuRows, FoldsAreBitwiseTheCpusOrder) {
+  SKIP_WITHOUT_GPU();
+  for (DType t : {DType::kFloat32, DType::kFloat64, DType::kBFloat16, DType::kFloat16,
+                  DType::kInt32, DType::kInt64}) {
+    // sum over dim 1 of x [5, 9, 3] at (-4, 0, 3): index [pre, post, reduced].
+    OpSpec sum{.kernel = "sum",
+               .index = Range::of_shape({5, 3, 9}),
+               .names = {"pre", "post", "reduced"},
+               .reductions = {{"reduced", ir::Monoid::kSum}},
+               .params = {{"dim", 1}}};
+    sum.ports.push_back(PortSpec{.name = "x",
+                                 .dtype = t,
+                                 .range = Range(Point{-4, 0, 3}, Point{1, 9, 6}),
+                                 .ipf = ipf({{1, 0, 0}, {0, 0, 1}, {0, 1, 0}}, Point{-4, 0, 3}),
+                                 .specials = t == DType::kFloat32});
+    sum.ports.push_back(PortSpec{.name = "result",
+                                 .output = true,
+                                 .dtype = t,
+                                 .range = Range::of_shape({5, 3}),
+                                 .ipf = ipf({{1, 0, 0}, {0, 1, 0}}, Point{0, 0})});
+    expect_all_boxes(sum, {}, fmt::format("sum {}", name_of(t)));
+    OpSpec max = sum;
+    max.kernel = "max";
+    max.reductions = {{"reduced", ir::Monoid::kMax}};
+    expect_all_boxes(max, {}, fmt::format("max {}", name_of(t)));
+    // reduce: partials [4, 3, 5] over the leading block dim, each monoid.
+    for (const char* monoid : {"sum", "prod", "max", "min"}) {
+      OpSpec red{.kernel = "reduce",
+                 .index = Range::of_shape({3, 5, 4}),
+                 .names = {"d0", "d1", "block"},
+                 .reductions = {{"block", ir::Monoid::kSum}},
+                 .params = {{"op", monoid}}};
+      red.ports.push_back(PortSpec{.name = "x",
+                                   .dtype = t,
+                                   .range = Range::of_shape({4, 3, 5}),
+                                   .ipf = ipf({{0, 0, 1}, {1, 0, 0}, {0, 1, 0}}, Point{0, 0, 0})});
+      red.ports.push_back(PortSpec{.name = "result",
+                                   .output = true,
+                                   .dtype = t,
+                                   .range = Range::of_shape({3, 5}),
+                                   .ipf = ipf({{1, 0, 0}, {0, 1, 0}}, Point{0, 0})});
+      expect_all_boxes(red, {}, fmt::format("reduce {} {}", monoid, name_of(t)));
+    }
+  }
+}
+
+TEST(GpuRows, FoldOverTheCellWindow) {
+  SKIP_WITHOUT_GPU();
+  // sum over dim 1 with the reduced dim inside x's cells (window 11).
+  OpSpec op{.kernel = "sum",
+            .index = Range::of_shape({6, 4, 1}),
+            .names = {"pre", "post", "reduced"},
+            .reductions = {{"reduced", ir::Monoid::kSum}}};
+  op.ports.push_back(
+      PortSpec{.name = "x",
+               .range = Range::of_shape({6, 11, 4}),
+               .ipf = ipf({{1, 0, 0}, {0, 0, 0}, {0, 1, 0}}, Point{0, 0, 0}, Point{1, 11, 1})});
+  op.ports.push_back(PortSpec{.name = "result",
+                              .output = true,
+                              .range = Range::of_shape({6, 4}),
+                              .ipf = ipf({{1, 0, 0}, {0, 1, 0}}, Point{0, 0})});
+  expect_all_boxes(op, {}, "sum over a window");
+}
+
+TEST(GpuRows, MeanAndVarianceAreBitwiseTheCpus) {
+  SKIP_WITHOUT_GPU();
+  for (DType t : kFloats) {
+    for (const char* kernel : {"mean", "variance"}) {
+      // x [6, 10, 4] at (0, -3, 2), dim 1: index [pre, post].
+      OpSpec op{.kernel = kernel,
+                .index = Range(Point{0, 2}, Point{6, 6}),
+                .names = {"pre", "post"},
+                .params = {{"dim", 1}}};
+      op.ports.push_back(
+          PortSpec{.name = "x",
+                   .dtype = t,
+                   .range = Range(Point{0, -3, 2}, Point{6, 7, 6}),
+                   .ipf = ipf({{1, 0}, {0, 0}, {0, 1}}, Point{0, -3, 0}, Point{1, 10, 1}),
+                   .lo = 3,
+                   .hi = 5});
+      op.ports.push_back(
+          PortSpec{.name = "result",
+                   .output = true,
+                   .dtype = t,
+                   .range = Range(Point{0, 0, 2}, Point{6, 1, 6}),
+                   .ipf = ipf({{1, 0}, {0, 0}, {0, 1}}, Point{0, 0, 0}, Point{1, 1, 1})});
+      expect_all_boxes(op, {}, fmt::format("{} {}", kernel, name_of(t)));
+    }
+  }
+}
+
+OpSpec softmax_op(DType t, std::int64_t n, bool specials) {
+  // x [3, 5, n] at (-40, -7, 20): one row per index point (window n along the last dim).
+  OpSpec op{
+      .kernel = "softmax", .index = Range(Point{-40, -7}, Point{-37, -2}), .names = {"b", "r"}};
+  op.ports.push_back(PortSpec{.name = "x",
+                              .dtype = t,
+                              .range = Range(Point{-40, -7, 20}, Point{-37, -2, 20 + n}),
+                              .ipf = ipf({{1, 0}, {0, 1}, {0, 0}}, Point{0, 0, 20}, Point{1, 1, n}),
+                              .lo = -40,
+                              .hi = 40,
+                              .specials = specials});
+  op.ports.push_back(
+      PortSpec{.name = "result",
+               .output = true,
+               .dtype = t,
+               .range = Range(Point{-40, -7, 20}, Point{-37, -2, 20 + n}),
+               .ipf = ipf({{1, 0}, {0, 1}, {0, 0}}, Point{0, 0, 20}, Point{1, 1, n})});
+  return op;
+}
+
+TEST(GpuRows, SoftmaxWithinAnUlpOfTheCpu) {
+  SKIP_WITHOUT_GPU();
+  for (DType t : kFloats) {
+    // The sum's order differs from the CPU's 8 lanes: an ulp (f64: CUDA's exp, 4 ulp).
+    const Tolerance tol{Bar::kUlps, t == DType::kFloat64 ? 4.0 : 1.0};
+    for (std::int64_t n : {9, 1000}) {
+      expect_all_boxes(softmax_op(t, n, false), tol, fmt::format("softmax {} n {}", name_of(t), n));
+    }
+    // A row with NaN, ±inf: NaN rows, as on the CPU.
+    expect_match(softmax_op(t, 40, true), softmax_op(t, 40, true).index, tol,
+                 fmt::format("softmax with specials {}", name_of(t)));
+  }
 }
 
 // ---- faults: the comparison must catch wrong results ------------------------------------------

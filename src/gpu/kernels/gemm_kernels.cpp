@@ -377,25 +377,11 @@ void relu_after(const KernelCall& call, const DeviceContext& ctx, const Gemm& g)
   launch_pointwise_call(c, ctx, PointwiseOp::kRelu, *g.c, in);
 }
 
-// K = 0: the result is the bias (or 0).
-void empty_sum(const KernelCall& call, const DeviceContext& ctx, const Gemm& g, bool relu) {
-  KernelCall c = call;
-  const std::int64_t s = call.index.start()[g.k_dim];
-  c.index = call.index.with_dim(g.k_dim, s, s + 1);
-  if (g.bias != nullptr) {
-    const std::array<const InputPort*, 1> in{g.bias};
-    launch_pointwise_call(c, ctx, PointwiseOp::kCopy, *g.c, in);
-  } else {
-    launch_pointwise_call(c, ctx, PointwiseOp::kFill, *g.c, {}, 0.0);
-  }
-  if (relu) relu_after(call, ctx, g);
-}
-
 }  // namespace
 
 bool gemm_supports(const KernelCall& call) {
   const std::optional<Gemm> g = plan(call);
-  if (!g) return false;
+  if (!g || g->k == 0) return false;  // an empty sum: the host writes the bias (or 0)
   const std::optional<ColumnMajor> p = column_major(*g);
   if (!p) return false;
   if (looped_calls(*p) > kMaxLoop) return false;
@@ -411,10 +397,7 @@ void gemm_launch(const KernelCall& call, const DeviceContext& ctx, bool fuse_rel
   for (const BatchDim& b : g.batch) {
     if (b.extent == 0) return;
   }
-  if (g.k == 0) {
-    empty_sum(call, ctx, g, fuse_relu);
-    return;
-  }
+  if (g.k == 0) call.fail("an empty reduction is left to the host (supports() said no)");
   const std::optional<ColumnMajor> planned_p = column_major(g);
   if (!planned_p) call.fail("the GPU's GEMM cannot express this call (supports() said no)");
   const ColumnMajor& p = *planned_p;

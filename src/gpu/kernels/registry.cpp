@@ -2,6 +2,7 @@
 #include "device_kernels.h"
 #include "gemm_kernels.h"
 #include "pointwise_kernels.h"
+#include "rows_kernels.h"
 
 namespace tapestry::gpu {
 
@@ -10,6 +11,7 @@ const DeviceKernels& cuda_kernels() {
     DeviceKernels k;
     kernels::register_gemm_kernels(k);
     kernels::register_pointwise_kernels(k);
+    kernels::register_row_kernels(k);
     return k;
   }();
   return kernels;

@@ -397,47 +397,6 @@ void softmax_row(const T* x, std::int64_t sx, T* r, std::int64_t sr, std::int64_
   }
 }
 
-// ---- moments ----------------------------------------------------------------------------------
-
-/// Σ_j x[j·sx] for j < n in float64, ascending j; f64 with Neumaier's compensation, so the
-/// error does not grow with n (f32 values carry 29 spare bits in f64: n ≤ 2^29 sums stay within
-/// one f64 rounding of the exact sum per term's ulp, far below an f32 ulp). A sum that is ±inf
-/// or NaN is returned as it is: its compensation (inf − inf) would turn −inf into NaN.
-template <std::floating_point T>
-double row_sum(const T* x, std::int64_t sx, std::int64_t n) {
-  double sum = 0.0, compensation = 0.0;
-  for (std::int64_t j = 0; j < n; ++j) {
-    const double v = x[j * sx];
-    const double s = sum + v;
-    if constexpr (std::is_same_v<T, double>)
-      compensation += std::fabs(sum) >= std::fabs(v) ? (sum - s) + v : (v - s) + sum;
-    sum = s;
-  }
-  return std::isfinite(sum) ? sum + compensation : sum;
-}
-
-/// The mean of a row of n ≥ 1 values, in float64.
-template <std::floating_point T>
-double row_mean(const T* x, std::int64_t sx, std::int64_t n) {
-  return row_sum(x, sx, n) / static_cast<double>(n);
-}
-
-/// The population variance Σ_j (x_j − m)² / n of a row of n ≥ 1 values, m its mean: two passes
-/// in float64 (no E[x²] − m² cancellation). An error δ in m adds only δ² (Σ(x_j − m) = 0).
-template <std::floating_point T>
-double row_variance(const T* x, std::int64_t sx, std::int64_t n) {
-  const double m = row_mean(x, sx, n);
-  double sum = 0.0, compensation = 0.0;
-  for (std::int64_t j = 0; j < n; ++j) {
-    const double d = static_cast<double>(x[j * sx]) - m;
-    const double v = d * d;
-    const double s = sum + v;
-    compensation += (sum >= v) ? (sum - s) + v : (v - s) + sum;  // both terms ≥ 0
-    sum = s;
-  }
-  return (std::isfinite(sum) ? sum + compensation : sum) / static_cast<double>(n);
-}
-
 // log Σ_k exp(x_k) of one row of n cells `stride` apart, in float64 with the row maximum
 // subtracted first (cross_entropy and its gradient, both kernel sets); ±inf or NaN when the
 // maximum is.
