@@ -30,6 +30,7 @@
 #include <gtest/gtest.h>
 
 #include "device_kernels.h"
+#include "tapestry/rewrite/fused.h"
 #include "tapestry/runtime/buffer.h"
 #include "tapestry/runtime/executable_kernels.h"
 
@@ -950,6 +951,96 @@ TEST(GpuRows, SoftmaxWithinAnUlpOfTheCpu) {
     expect_match(softmax_op(t, 40, true), softmax_op(t, 40, true).index, tol,
                  fmt::format("softmax with specials {}", name_of(t)));
   }
+}
+
+// ---- fused ------------------------------------------------------------------------------------
+
+// A fused linear (or linear_nobias + bias_add) followed by `tail` elementwise stages, over
+// linear's index [batch, out, in]; x, w, b are the fused operation's inputs s0_x, s0_w, s0_b.
+OpSpec fused_op(DType t, const std::vector<std::string>& tail, bool split_bias = false) {
+  using rewrite::FusedPort;
+  using rewrite::FusedStage;
+  const std::int64_t batch = 23, out = 17, in = 40;
+  const auto id3 = AffineMap::from_rows({{1, 0, 0}, {0, 1, 0}, {0, 0, 1}}, Point{0, 0, 0});
+  const auto drop_in = AffineMap::from_rows({{1, 0, 0}, {0, 1, 0}}, Point{0, 0});
+  std::vector<FusedStage> stages;
+  FusedStage gemm{.kernel = split_bias ? "linear_nobias" : "linear",
+                  .label = "Y/linear",
+                  .params = nlohmann::json::object(),
+                  .index_names = {"batch", "out", "in"},
+                  .reductions = {{"in", ir::Monoid::kSum}},
+                  .index_map = id3};
+  gemm.inputs.push_back(FusedPort{"x", "s0_x", ipf({{1, 0, 0}, {0, 0, 1}}, Point{0, 0}), {}});
+  gemm.inputs.push_back(FusedPort{"w", "s0_w", ipf({{0, 1, 0}, {0, 0, 1}}, Point{0, 0}), {}});
+  if (!split_bias) gemm.inputs.push_back(FusedPort{"bias", "s0_b", ipf({{0, 1, 0}}, Point{0}), {}});
+  gemm.outputs.push_back(FusedPort{"result", "", ipf({{1, 0, 0}, {0, 1, 0}}, Point{0, 0}), t});
+  stages.push_back(gemm);
+  std::vector<std::string> rest = tail;
+  if (split_bias) rest.insert(rest.begin(), "bias_add");
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    FusedStage st{.kernel = rest[i],
+                  .label = fmt::format("Y/{}", i),
+                  .params = nlohmann::json::object(),
+                  .index_names = {"d0", "d1"},
+                  .reductions = {},
+                  .index_map = drop_in};
+    st.inputs.push_back(FusedPort{"x", "", identity_ipf(2), {}});
+    if (rest[i] == "bias_add")
+      st.inputs.push_back(FusedPort{"bias", "s0_b", ipf({{0, 1}}, Point{0}), {}});
+    const bool last = i + 1 == rest.size();
+    st.outputs.push_back(FusedPort{"result", last ? "result" : "", identity_ipf(2),
+                                   last ? std::nullopt : std::optional<ir::LoomDType>(t)});
+    stages.push_back(st);
+  }
+  OpSpec op{.kernel = "fused",
+            .index = Range::of_shape({batch, out, in}),
+            .names = {"batch", "out", "in"},
+            .reductions = {{"in", ir::Monoid::kSum}},
+            .params = rewrite::fused_params(stages)};
+  op.ports.push_back(PortSpec{.name = "s0_x",
+                              .dtype = t,
+                              .range = Range::of_shape({batch, in}),
+                              .ipf = ipf({{1, 0, 0}, {0, 0, 1}}, Point{0, 0})});
+  op.ports.push_back(PortSpec{.name = "s0_w",
+                              .dtype = t,
+                              .range = Range::of_shape({out, in}),
+                              .ipf = ipf({{0, 1, 0}, {0, 0, 1}}, Point{0, 0})});
+  op.ports.push_back(PortSpec{.name = "s0_b",
+                              .dtype = t,
+                              .range = Range::of_shape({out}),
+                              .ipf = ipf({{0, 1, 0}}, Point{0})});
+  op.ports.push_back(PortSpec{.name = "result",
+                              .output = true,
+                              .dtype = t,
+                              .range = Range::of_shape({batch, out}),
+                              .ipf = ipf({{1, 0, 0}, {0, 1, 0}}, Point{0, 0})});
+  return op;
+}
+
+TEST(GpuFused, GemmThenElementwiseStages) {
+  SKIP_WITHOUT_GPU();
+  for (DType t : kFloats) {
+    for (const auto& [tail, split] : std::vector<std::pair<std::vector<std::string>, bool>>{
+             {{"relu"}, false},  // epilogue
+             {{"gelu"}, false},  // exact gelu pass
+             {{"relu"}, true},   // 3 stages
+             {{"tanh", "neg"}, false}}) {
+      const OpSpec op = fused_op(t, tail, split);
+      // gelu and tanh after a GEMM: the GEMM's rounding differences pass through f (|f'| ≤ 1.13).
+      const Range whole = op.index;
+      for (const Range& box : {whole, whole.with_dim(0, 0, 11), whole.with_dim(1, 5, 17)}) {
+        expect_match(op, box, {Bar::kGemm, 0, 2 * box.extent(2)},
+                     fmt::format("fused {} {} split bias {}", name_of(t), tail[0], split));
+      }
+    }
+  }
+}
+
+TEST(GpuFused, AStageWithoutADeviceKernelMakesItAHostStep) {
+  SKIP_WITHOUT_GPU();
+  const OpSpec op = fused_op(DType::kFloat32, {"no_such_kernel"});
+  Buffers b = make_buffers(op, 1);
+  EXPECT_FALSE(device_kernel("fused")->supports(make_call(op, op.index, b.host, nullptr)));
 }
 
 // ---- faults: the comparison must catch wrong results ------------------------------------------

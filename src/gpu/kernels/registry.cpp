@@ -1,5 +1,6 @@
 // The built-in device kernels (device_kernels.h): one registration per kernel name.
 #include "device_kernels.h"
+#include "fused_kernels.h"
 #include "gemm_kernels.h"
 #include "pointwise_kernels.h"
 #include "rows_kernels.h"
@@ -12,6 +13,7 @@ const DeviceKernels& cuda_kernels() {
     kernels::register_gemm_kernels(k);
     kernels::register_pointwise_kernels(k);
     kernels::register_row_kernels(k);
+    kernels::register_fused_kernel(k);
     return k;
   }();
   return kernels;
