@@ -17,6 +17,7 @@
 // The Faults tests check that the comparison catches a shifted box and a wrong operand.
 //
 // Skips (GTEST_SKIP) where no CUDA device is usable.
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -26,6 +27,7 @@
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
+#include <cudnn.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -68,6 +70,10 @@ const DeviceContext& context() {
     cudaStreamCreate(&stream);
     cublasLtHandle_t lt = nullptr;
     cublasLtCreate(&lt);
+    cudnnHandle_t dnn = nullptr;
+    cudnnCreate(&dnn);
+    cudnnSetStream(dnn, stream);
+    c.cudnn = dnn;
     c.stream = stream;
     c.cublaslt = lt;
     c.workspace_bytes = std::size_t{32} << 20;
@@ -950,6 +956,54 @@ TEST(GpuRows, SoftmaxWithinAnUlpOfTheCpu) {
     // A row with NaN, ±inf: NaN rows, as on the CPU.
     expect_match(softmax_op(t, 40, true), softmax_op(t, 40, true).index, tol,
                  fmt::format("softmax with specials {}", name_of(t)));
+  }
+}
+
+// ---- conv2d -----------------------------------------------------------------------------------
+
+// x [n, c, ih, iw] inside a buffer with a margin, w [o, c, kh, kw]; index [n, o, oh, ow, c].
+OpSpec conv_op(DType t, std::int64_t n, std::int64_t c, std::int64_t ih, std::int64_t iw,
+               std::int64_t o, std::int64_t kh, std::int64_t kw, std::int64_t s,
+               std::int64_t margin) {
+  const std::int64_t oh = (ih - kh) / s + 1, ow = (iw - kw) / s + 1;
+  OpSpec op{.kernel = "conv2d",
+            .index = Range::of_shape({n, o, oh, ow, c}),
+            .names = {"n", "o", "oh", "ow", "c"},
+            .reductions = {{"c", ir::Monoid::kSum}},
+            .params = {{"stride", s}}};
+  op.ports.push_back(
+      PortSpec{.name = "x",
+               .dtype = t,
+               .range = Range::of_shape({n + margin, c + margin, ih + 2 * margin, iw + 2 * margin}),
+               .ipf = ipf({{1, 0, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, s, 0, 0}, {0, 0, 0, s, 0}},
+                          Point{0, margin, margin, margin}, Point{1, 1, kh, kw})});
+  op.ports.push_back(
+      PortSpec{.name = "w",
+               .dtype = t,
+               .range = Range::of_shape({o, c, kh, kw}),
+               .ipf = ipf({{0, 1, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 0}},
+                          Point{0, 0, 0, 0}, Point{1, 1, kh, kw})});
+  op.ports.push_back(
+      PortSpec{.name = "result",
+               .output = true,
+               .dtype = t,
+               .range = Range::of_shape({n, o, oh, ow}),
+               .ipf = ipf({{1, 0, 0, 0, 0}, {0, 1, 0, 0, 0}, {0, 0, 1, 0, 0}, {0, 0, 0, 1, 0}},
+                          Point{0, 0, 0, 0})});
+  return op;
+}
+
+TEST(GpuConv, Conv2dMatchesTheReferenceOnShards) {
+  SKIP_WITHOUT_GPU();
+  for (DType t : kFloats) {
+    for (const auto& [kh, s, margin] :
+         std::vector<std::array<std::int64_t, 3>>{{3, 1, 0}, {3, 2, 1}, {1, 1, 2}, {5, 3, 0}}) {
+      const OpSpec op = conv_op(t, 2, 6, 13, 11, 5, kh, kh, s, margin);
+      for (const Range& box : boxes(op.index)) {  // the c halves: partial sums, unpacked filters
+        expect_match(op, box, {Bar::kGemm, 0, box.extent(4) * kh * kh},
+                     fmt::format("conv2d {} k {} stride {} margin {}", name_of(t), kh, s, margin));
+      }
+    }
   }
 }
 

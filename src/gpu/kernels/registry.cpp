@@ -1,4 +1,5 @@
 // The built-in device kernels (device_kernels.h): one registration per kernel name.
+#include "conv_kernels.h"
 #include "device_kernels.h"
 #include "fused_kernels.h"
 #include "gemm_kernels.h"
@@ -14,6 +15,7 @@ const DeviceKernels& cuda_kernels() {
     kernels::register_pointwise_kernels(k);
     kernels::register_row_kernels(k);
     kernels::register_fused_kernel(k);
+    kernels::register_conv_kernels(k);
     return k;
   }();
   return kernels;
