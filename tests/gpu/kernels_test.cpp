@@ -626,6 +626,29 @@ TEST(GpuCopies, TransposePermuteSliceExpand) {
   }
 }
 
+TEST(GpuCopies, PadIntoNegativeCoordinates) {
+  SKIP_WITHOUT_GPU();
+  for (DType t : {DType::kFloat32, DType::kBFloat16, DType::kFloat64, DType::kInt32}) {
+    // x [2, 3, 4, 5] at (0, 0, -2, 3) padded by 2: result (0, 0, -4, 1) to (2, 3, 4, 10).
+    OpSpec op{.kernel = "pad",
+              .index = Range::of_shape({2, 3, 8, 9}),
+              .names = {"lead0", "lead1", "ph", "pw"},
+              .params = {{"padding", 2}, {"value", t == DType::kInt32 ? 3.0 : 0.5}}};
+    op.ports.push_back(PortSpec{.name = "x",
+                                .dtype = t,
+                                .range = Range(Point{0, 0, -2, 3}, Point{2, 3, 2, 8}),
+                                .ipf = ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 0, 0}, {0, 0, 0, 0}},
+                                           Point{0, 0, -2, 3}, Point{1, 1, 4, 5})});
+    op.ports.push_back(PortSpec{
+        .name = "result",
+        .output = true,
+        .dtype = t,
+        .range = Range(Point{0, 0, -4, 1}, Point{2, 3, 4, 10}),
+        .ipf = ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}}, Point{0, 0, -4, 1})});
+    expect_all_boxes(op, {}, fmt::format("pad {}", name_of(t)));
+  }
+}
+
 TEST(GpuCopies, CellsWiderThanOneElementStayOnTheHost) {
   SKIP_WITHOUT_GPU();
   OpSpec op{.kernel = "reshape", .index = Range::of_shape({3}), .names = {"i"}};

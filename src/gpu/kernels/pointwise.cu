@@ -181,6 +181,29 @@ __global__ void map_kernel(PointwiseLaunch l, std::int64_t total) {
   }
 }
 
+// pad: x where the point's cell lies inside x's box (a box in local coordinates), else the value.
+template <typename T>
+__global__ void pad_kernel(PointwiseLaunch l, std::int64_t total) {
+  using C = compute_t<T>;
+  T* out = static_cast<T*>(l.port[0].data);
+  const T* in = static_cast<const T*>(l.port[1].data);
+  const C value = static_cast<C>(l.scalar);
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
+       t += stride) {
+    std::int64_t rest = t, o_out = 0, o_in = 0;
+    bool inside = true;
+    for (int j = l.rank - 1; j >= 0; --j) {
+      const std::int64_t c = rest % l.extent[j];
+      rest /= l.extent[j];
+      o_out += c * l.port[0].coef[j];
+      o_in += c * l.port[1].coef[j];
+      inside = inside && c >= l.lo[j] && c < l.hi[j];
+    }
+    store(out + o_out, inside ? load(in + o_in) : value);
+  }
+}
+
 // Bitwise copies, by element size.
 template <typename U>
 __global__ void copy_kernel(PointwiseLaunch l, std::int64_t total) {
@@ -251,6 +274,7 @@ bool integer_op(PointwiseOp op) {
     case PointwiseOp::kNeg:
     case PointwiseOp::kCopy:
     case PointwiseOp::kFill:
+    case PointwiseOp::kPad:
     case PointwiseOp::kAdd:
     case PointwiseOp::kSub:
     case PointwiseOp::kMul:
@@ -328,6 +352,10 @@ int launch_pointwise(const PointwiseLaunch& l, void* stream) {
     }
   }
   int status = static_cast<int>(cudaErrorInvalidValue);
+  if (l.op == PointwiseOp::kPad) {
+    visit_type(l.type, [&]<typename T>() { status = run(&pad_kernel<T>, l, stream); });
+    return status;
+  }
   if (l.op == PointwiseOp::kCast) {
     visit_type(l.input_type, [&]<typename From>() {
       if constexpr (kFloat<compute_t<From>>) {

@@ -55,6 +55,7 @@ enum class PointwiseOp : std::int32_t {
   kCast,       // port[0] = port[1] converted (port_type[1] → type), rounded once
   kMulScalar,  // port[0] = port[1] · scalar (scalar rounded to the compute type first)
   kFill,       // port[0] = scalar (converted to the element type)
+  kPad,  // port[0] = port[1] where lo_j ≤ c_j < hi_j in every dim, else scalar (no collapse)
   // binary: port[0] = f(port[1], port[2])
   kAdd,
   kSub,
@@ -107,8 +108,10 @@ struct PointwiseLaunch {
   ElemType input_type = ElemType::kF32;  // port[1]'s type: differs from `type` for kCast only
   int rank = 0;                          // 0: a single point
   std::int64_t extent[kMaxRank] = {};
-  PointwisePort port[kMaxPorts];  // [0] the output, then the inputs
-  double scalar = 0;              // kMulScalar's factor, kFill's value
+  PointwisePort port[kMaxPorts];   // [0] the output, then the inputs
+  double scalar = 0;               // kMulScalar's factor, kFill's and kPad's value
+  std::int64_t lo[kMaxRank] = {};  // kPad: the local coordinates where port[1] is read
+  std::int64_t hi[kMaxRank] = {};
 };
 
 /// True when the engine has `op` for `type` (and `input_type`): the transcendental maps and

@@ -1,7 +1,9 @@
 // The pointwise device kernels (pointwise_kernels.h): host-side checks and launch parameters.
 #include "pointwise_kernels.h"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -190,6 +192,99 @@ DeviceKernel kernel() {
   return DeviceKernel{&supports<kOp, kForm>, &launch<kOp, kForm, kFillDefault>};
 }
 
+// ---- pad, pad2d, pad3d -------------------------------------------------------------------------
+// Each index point's result cell takes x's element at the same coordinates where x's box holds
+// them, else `value` (runtime/kernels/layout.cpp). x's port reads whole planes (`*` windows), so
+// its own IPF says nothing about the cell: x is addressed through the result's IPF instead, and
+// "inside x's box" is a box of local index coordinates when every result dim follows one index
+// dim with coefficient 1 (as the pad metakernels' IPFs do).
+
+struct PadPlan {
+  PointwiseLaunch launch;
+  PortLayout out, x;
+};
+
+std::optional<PadPlan> plan_pad(const KernelCall& call) {
+  const InputPort* x = call.find_input("x");
+  if (x == nullptr || call.outputs.size() != 1 || !call.outputs.has(kResult)) return std::nullopt;
+  const OutputPort& out = call.output(kResult);
+  const auto type = elem_type(out.view.dtype());
+  if (!type || x->view.dtype() != out.view.dtype() || !has_unit_cells(*out.ipf))
+    return std::nullopt;
+  const std::size_t rank = call.index.rank();
+  if (rank > static_cast<std::size_t>(kMaxRank) || x->view.rank() != out.view.rank()) {
+    return std::nullopt;
+  }
+  // The value: a number; for integer tensors a whole one in range (else the host reports it).
+  double value = 0;
+  if (call.params != nullptr && call.params->is_object() && call.params->contains("value")) {
+    const nlohmann::json& v = call.params->at("value");
+    if (!v.is_number()) return std::nullopt;
+    value = v.get<double>();
+    if (!is_float(*type)) {
+      const double lim = *type == ElemType::kI32 ? 2147483648.0 : 9223372036854775808.0;
+      if (value != std::trunc(value) || value < -lim || value >= lim) return std::nullopt;
+    }
+  }
+  PadPlan p;
+  PointwiseLaunch& l = p.launch;
+  l.op = PointwiseOp::kPad;
+  l.type = *type;
+  l.input_type = *type;
+  l.rank = static_cast<int>(rank);
+  l.scalar = value;
+  for (std::size_t j = 0; j < rank; ++j) {
+    l.extent[j] = call.index.extent(j);
+    l.lo[j] = 0;
+    l.hi[j] = l.extent[j];
+  }
+  const zspace::AffineMap& a = out.ipf->map();
+  const runtime::Range& xbox = x->view.box();
+  for (std::size_t k = 0; k < a.out_rank(); ++k) {
+    std::optional<std::size_t> dim;
+    for (std::size_t j = 0; j < a.in_rank(); ++j) {
+      if (a.at(k, j) == 0) continue;
+      if (a.at(k, j) != 1 || dim) return std::nullopt;
+      dim = j;
+    }
+    // Cell coordinate c_k = p_j + b_k = local + start_j + b_k.
+    const std::int64_t shift = dim ? call.index.start()[*dim] + a.offset()[k] : a.offset()[k];
+    const std::int64_t lo = xbox.start()[k] - shift, hi = xbox.end()[k] - shift;
+    if (!dim) {
+      if (0 < lo || 0 >= hi) {  // a constant coordinate outside x: every point takes the value
+        l.hi[0] = l.lo[0] = 0;
+      }
+      continue;
+    }
+    l.lo[*dim] = std::max(l.lo[*dim], lo);
+    l.hi[*dim] = std::min(l.hi[*dim], hi);
+  }
+  p.out = port_layout(out, call.index);
+  p.x = port_layout(InputPort{x->view, out.ipf}, call.index);
+  for (std::size_t j = 0; j < rank; ++j) {
+    l.port[0].coef[j] = p.out.coef[j];
+    l.port[1].coef[j] = p.x.coef[j];
+  }
+  return p;
+}
+
+bool pad_supports(const KernelCall& call) {
+  return plan_pad(call).has_value();
+}
+
+void pad_launch(const KernelCall& call, const DeviceContext& ctx) {
+  std::optional<PadPlan> p = plan_pad(call);
+  if (!p) call.fail("the GPU cannot pad this call (supports() said no)");
+  if (call.index.is_empty()) return;
+  const InputPort& x = *call.find_input("x");
+  p->launch.port[0].data = device_address(call.output(kResult), p->out);
+  // x's origin plus the (possibly outside, never read there) offset of the first point's cell.
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast): the engine's ports are untyped
+  p->launch.port[1].data =
+      const_cast<std::byte*>(x.view.origin()) + p->x.base * elem_size(p->launch.type);
+  check_cuda(call, launch_pointwise(p->launch, ctx.stream), "pad kernel launch");
+}
+
 }  // namespace
 
 void register_pointwise_kernels(DeviceKernels& kernels) {
@@ -223,6 +318,8 @@ void register_pointwise_kernels(DeviceKernels& kernels) {
        {"transpose", "permute", "reshape", "slice", "broadcast", "expand", "unpad"}) {
     kernels.add(name, kernel<kCopy, Form::kUnary>());
   }
+  for (const char* name : {"pad", "pad2d", "pad3d"})
+    kernels.add(name, DeviceKernel{&pad_supports, &pad_launch});
 }
 
 }  // namespace tapestry::gpu::kernels
