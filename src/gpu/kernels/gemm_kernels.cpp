@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include "gemm_plan.h"
 #include "pointwise_kernels.h"
 #include "port_layout.h"
 
@@ -22,252 +23,6 @@ namespace {
 using runtime::InputPort;
 using runtime::KernelCall;
 using runtime::OutputPort;
-
-// One batch dim of the GEMM: its extent and the element steps of A, B and C along it.
-struct BatchDim {
-  std::int64_t extent = 1, a = 0, b = 0, c = 0;
-};
-
-// C[M, N] = A[M, K]·B[K, N] (+ bias[N]) with element steps along every dim; see the file comment
-// of gemm_kernels.h.
-struct Gemm {
-  std::int64_t m = 1, n = 1, k = 1;
-  std::int64_t a_m = 0, a_k = 0, b_k = 0, b_n = 0, c_m = 0, c_n = 0, bias_n = 0;
-  std::vector<BatchDim> batch;  // outermost first
-  const InputPort* a = nullptr;
-  const InputPort* b = nullptr;
-  const OutputPort* c = nullptr;
-  const InputPort* bias = nullptr;
-  PortLayout la, lb, lc, lbias;
-  std::size_t k_dim = 0;  // the index dim of the reduction
-};
-
-// Fails unless the cell window of `ipf` is 1 in every dim but `dim`; returns its extent there.
-std::optional<std::int64_t> window_along(const zspace::IndexProjection& ipf, std::size_t dim) {
-  const zspace::Point& shape = ipf.shape();
-  for (std::size_t d = 0; d < shape.rank(); ++d) {
-    if (d != dim && shape[d] != 1) return std::nullopt;
-  }
-  return dim < shape.rank() ? std::optional(shape[dim]) : std::nullopt;
-}
-
-// The element step along K of an operand whose cells hold `window` elements `stride` apart along
-// k and whose index dim k steps `coef`: K = extent·window merged into one dim, when it can be.
-std::optional<std::int64_t> k_step(std::int64_t extent, std::int64_t window, std::int64_t coef,
-                                   std::int64_t stride) {
-  if (window == 1) return coef;
-  if (extent == 1 || coef == window * stride) return stride;
-  return std::nullopt;
-}
-
-// Appends dims (extent > 1) to `dims`, merging one into the previous where every operand walks
-// both as one dim.
-void push_dim(std::vector<BatchDim>& dims, BatchDim d) {
-  if (d.extent == 1) return;
-  if (!dims.empty()) {
-    BatchDim& o = dims.back();
-    if (o.a == d.a * d.extent && o.b == d.b * d.extent && o.c == d.c * d.extent) {
-      o.extent *= d.extent;
-      o.a = d.a;
-      o.b = d.b;
-      o.c = d.c;
-      return;
-    }
-  }
-  dims.push_back(d);
-}
-
-bool is_matmul(const KernelCall& call) {
-  std::string_view k = call.kernel;
-  if (k.starts_with("op:")) k.remove_prefix(3);
-  return k == "matmul";
-}
-
-bool dtypes_fit(const Gemm& g) {
-  const ir::DType in = g.a->view.dtype();
-  const ir::DType out = g.c->view.dtype();
-  if (g.b->view.dtype() != in) return false;
-  if (g.bias != nullptr && g.bias->view.dtype() != out) return false;
-  switch (in) {
-    case ir::DType::kFloat32:
-    case ir::DType::kFloat64:
-      return out == in;
-    case ir::DType::kBFloat16:
-    case ir::DType::kFloat16:
-      return out == in || out == ir::DType::kFloat32;
-    default:
-      return false;
-  }
-}
-
-std::optional<Gemm> plan(const KernelCall& call) {
-  const bool matmul = is_matmul(call);
-  Gemm g;
-  g.a = call.find_input(matmul ? "a" : "x");
-  g.b = call.find_input(matmul ? "b" : "w");
-  g.bias = matmul ? nullptr : call.find_input("bias");
-  if (g.a == nullptr || g.b == nullptr || call.outputs.size() != 1 || !call.outputs.has("result")) {
-    return std::nullopt;
-  }
-  g.c = &call.output("result");
-  if (!dtypes_fit(g)) return std::nullopt;
-  const std::size_t rank = call.index.rank();
-  if (rank < (matmul ? 3U : 2U) || g.a->view.rank() < 1 || g.b->view.rank() < 2)
-    return std::nullopt;
-  if (!has_unit_cells(*g.c->ipf) || (g.bias != nullptr && !has_unit_cells(*g.bias->ipf))) {
-    return std::nullopt;
-  }
-  const std::size_t a_kdim = g.a->view.rank() - 1;
-  const std::size_t b_kdim = matmul ? g.b->view.rank() - 2 : 1;
-  const auto wa = window_along(*g.a->ipf, a_kdim);
-  const auto wb = window_along(*g.b->ipf, b_kdim);
-  if (!wa || !wb || *wa != *wb) return std::nullopt;
-  g.la = port_layout(*g.a, call.index);
-  g.lb = port_layout(*g.b, call.index);
-  g.lc = port_layout(*g.c, call.index);
-  if (g.bias != nullptr) g.lbias = port_layout(*g.bias, call.index);
-
-  const std::size_t kd = rank - 1;
-  g.k_dim = kd;
-  const std::int64_t k_extent = call.index.extent(kd);
-  const auto ak = k_step(k_extent, *wa, g.la.coef[kd], g.a->view.stride(a_kdim));
-  const auto bk = k_step(k_extent, *wb, g.lb.coef[kd], g.b->view.stride(b_kdim));
-  if (!ak || !bk || g.lc.coef[kd] != 0) return std::nullopt;
-  if (g.bias != nullptr && g.lbias.coef[kd] != 0) return std::nullopt;
-  g.k = k_extent * *wa;
-  g.a_k = *ak;
-  g.b_k = *bk;
-
-  // N: linear's `out`, matmul's `n` (the dim before k); A does not move along it.
-  const std::size_t nd = rank - 2;
-  g.n = call.index.extent(nd);
-  g.b_n = g.lb.coef[nd];
-  g.c_n = g.lc.coef[nd];
-  if (g.bias != nullptr) g.bias_n = g.lbias.coef[nd];
-  if (g.n > 1 && g.la.coef[nd] != 0) return std::nullopt;
-
-  std::vector<BatchDim> dims;
-  const std::size_t batch_end = matmul ? rank - 3 : rank - 2;
-  for (std::size_t j = 0; j < batch_end; ++j) {
-    if (g.bias != nullptr && call.index.extent(j) > 1 && g.lbias.coef[j] != 0) return std::nullopt;
-    push_dim(dims, {call.index.extent(j), g.la.coef[j], g.lb.coef[j], g.lc.coef[j]});
-  }
-  if (matmul) {
-    const std::size_t md = rank - 3;
-    g.m = call.index.extent(md);
-    g.a_m = g.la.coef[md];
-    g.c_m = g.lc.coef[md];
-    if (g.m > 1 && g.lb.coef[md] != 0) return std::nullopt;
-    g.batch = std::move(dims);
-  } else {
-    // linear: the innermost (merged) batch dim that B does not move along is M.
-    if (!dims.empty() && dims.back().b == 0) {
-      g.m = dims.back().extent;
-      g.a_m = dims.back().a;
-      g.c_m = dims.back().c;
-      dims.pop_back();
-    }
-    g.batch = std::move(dims);
-  }
-  return g;
-}
-
-// ---- cuBLASLt layouts -------------------------------------------------------------------------
-
-// A stored matrix as cuBLASLt sees it: column-major rows × cols with leading dimension ld,
-// transposed (op T) or not.
-struct Layout {
-  bool trans = false;
-  std::int64_t rows = 0, cols = 0, ld = 0;
-};
-
-// The logical rows × cols matrix with element steps rs, cs, as an operand.
-std::optional<Layout> operand_layout(std::int64_t rows, std::int64_t cols, std::int64_t rs,
-                                     std::int64_t cs) {
-  if ((rs == 1 || rows == 1) && (cols == 1 || cs >= rows)) {
-    return Layout{false, rows, cols, cols == 1 ? rows : std::max(cs, rows)};
-  }
-  if ((cs == 1 || cols == 1) && (rows == 1 || rs >= cols)) {
-    return Layout{true, cols, rows, rows == 1 ? cols : std::max(rs, cols)};
-  }
-  return std::nullopt;
-}
-
-// The output (never transposed).
-std::optional<Layout> output_layout(std::int64_t rows, std::int64_t cols, std::int64_t rs,
-                                    std::int64_t cs) {
-  std::optional<Layout> l = operand_layout(rows, cols, rs, cs);
-  if (l && l->trans) {
-    if (rows == 1 && cols == 1) return Layout{false, 1, 1, 1};
-    return std::nullopt;
-  }
-  return l;
-}
-
-// The column-major problem D[m', n'] = A'·B' of a Gemm: with C row-major (c_n = 1) it computes
-// Cᵀ = Bᵀ·Aᵀ, so that the bias along n lies along D's rows.
-struct ColumnMajor {
-  bool swapped = false;
-  std::int64_t m = 0, n = 0, k = 0;
-  Layout a, b, d;
-  const InputPort* pa = nullptr;
-  const InputPort* pb = nullptr;
-  const PortLayout* la = nullptr;
-  const PortLayout* lb = nullptr;
-  // Element steps of A', B' and D along each batch dim.
-  std::vector<std::array<std::int64_t, 4>> batch;  // extent, a', b', d
-};
-
-std::optional<ColumnMajor> column_major(const Gemm& g) {
-  ColumnMajor p;
-  std::optional<Layout> a, b, d;
-  if (g.c_n == 1 || g.n == 1) {
-    p.swapped = true;
-    p.m = g.n;
-    p.n = g.m;
-    a = operand_layout(g.n, g.k, g.b_n, g.b_k);
-    b = operand_layout(g.k, g.m, g.a_k, g.a_m);
-    d = output_layout(g.n, g.m, g.c_n, g.c_m);
-    p.pa = g.b;
-    p.pb = g.a;
-    p.la = &g.lb;
-    p.lb = &g.la;
-  } else {
-    p.m = g.m;
-    p.n = g.n;
-    a = operand_layout(g.m, g.k, g.a_m, g.a_k);
-    b = operand_layout(g.k, g.n, g.b_k, g.b_n);
-    d = output_layout(g.m, g.n, g.c_m, g.c_n);
-    p.pa = g.a;
-    p.pb = g.b;
-    p.la = &g.la;
-    p.lb = &g.lb;
-  }
-  if (!a || !b || !d) return std::nullopt;
-  p.k = g.k;
-  p.a = *a;
-  p.b = *b;
-  p.d = *d;
-  for (const BatchDim& dim : g.batch) {
-    p.batch.push_back(p.swapped ? std::array{dim.extent, dim.b, dim.a, dim.c}
-                                : std::array{dim.extent, dim.a, dim.b, dim.c});
-  }
-  return p;
-}
-
-// Batch dims: the innermost goes to cuBLASLt as a strided batch when no operand is broadcast
-// along it (step 0); the others are looped on the host, at most kMaxLoop GEMM calls.
-constexpr std::int64_t kMaxLoop = 4096;
-
-std::int64_t looped_calls(const ColumnMajor& p) {
-  std::int64_t calls = 1;
-  for (std::size_t i = 0; i < p.batch.size(); ++i) {
-    const auto& b = p.batch[i];
-    const bool strided = i + 1 == p.batch.size() && b[1] != 0 && b[2] != 0 && b[3] != 0;
-    if (!strided) calls *= b[0];
-  }
-  return calls;
-}
 
 // ---- types ------------------------------------------------------------------------------------
 
@@ -380,17 +135,17 @@ void relu_after(const KernelCall& call, const DeviceContext& ctx, const Gemm& g)
 }  // namespace
 
 bool gemm_supports(const KernelCall& call) {
-  const std::optional<Gemm> g = plan(call);
+  const std::optional<Gemm> g = plan_gemm(call);
   if (!g || g->k == 0) return false;  // an empty sum: the host writes the bias (or 0)
-  const std::optional<ColumnMajor> p = column_major(*g);
+  const std::optional<ColumnMajorGemm> p = column_major_gemm(*g);
   if (!p) return false;
-  if (looped_calls(*p) > kMaxLoop) return false;
+  if (looped_calls(*p) > kMaxGemmLoop) return false;
   // The pointwise fallbacks (bias after the GEMM, K = 0) must fit the engine too.
   return g->c->view.rank() <= static_cast<std::size_t>(kMaxRank);
 }
 
 void gemm_launch(const KernelCall& call, const DeviceContext& ctx, bool fuse_relu) {
-  const std::optional<Gemm> planned = plan(call);
+  const std::optional<Gemm> planned = plan_gemm(call);
   if (!planned) call.fail("the GPU's GEMM cannot express this call (supports() said no)");
   const Gemm& g = *planned;
   if (g.m == 0 || g.n == 0) return;
@@ -398,9 +153,9 @@ void gemm_launch(const KernelCall& call, const DeviceContext& ctx, bool fuse_rel
     if (b.extent == 0) return;
   }
   if (g.k == 0) call.fail("an empty reduction is left to the host (supports() said no)");
-  const std::optional<ColumnMajor> planned_p = column_major(g);
+  const std::optional<ColumnMajorGemm> planned_p = column_major_gemm(g);
   if (!planned_p) call.fail("the GPU's GEMM cannot express this call (supports() said no)");
-  const ColumnMajor& p = *planned_p;
+  const ColumnMajorGemm& p = *planned_p;
 
   const ir::DType in_type = g.a->view.dtype();
   const ir::DType out_type = g.c->view.dtype();
@@ -423,8 +178,7 @@ void gemm_launch(const KernelCall& call, const DeviceContext& ctx, bool fuse_rel
   std::vector<std::array<std::int64_t, 4>> looped;
   for (std::size_t i = 0; i < p.batch.size(); ++i) {
     const auto& b = p.batch[i];
-    if (i + 1 == p.batch.size() && b[1] != 0 && b[2] != 0 && b[3] != 0 &&
-        b[0] <= std::numeric_limits<std::int32_t>::max()) {
+    if (is_strided_batch(p, i)) {
       batch_count = static_cast<std::int32_t>(b[0]);
       stride_a = b[1];
       stride_b = b[2];
