@@ -32,6 +32,7 @@
 #include <gtest/gtest.h>
 
 #include "device_kernels.h"
+#include "tapestry/gpu/cuda.h"
 #include "tapestry/rewrite/fused.h"
 #include "tapestry/runtime/buffer.h"
 #include "tapestry/runtime/executable_kernels.h"
@@ -48,11 +49,7 @@ using zspace::AffineMap;
 using zspace::IndexProjection;
 
 bool have_gpu() {
-  static const bool have = [] {
-    int n = 0;
-    return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-  }();
-  return have;
+  return device_count() > 0;
 }
 
 #define SKIP_WITHOUT_GPU() \
