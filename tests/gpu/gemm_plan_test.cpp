@@ -289,6 +289,37 @@ TEST(GemmPlan, StridedBatchIsOneCall) {
   for (const Range& box : shards(op.index)) expect_plan_matches(op, box, "strided batch");
 }
 
+// linear_grad_w: result[o, i] = Σ_b d_result[b, o]·x[b, i]; index [batch0, batch1, out, in].
+Op grad_w(DType t) {
+  Op op{.kernel = "linear_grad_w",
+        .index = Range(Point{-2, 0, 0, 0}, Point{1, 5, 6, 9}),
+        .names = {"batch0", "batch1", "out", "in"},
+        .reductions = {{"batch0", ir::Monoid::kSum}, {"batch1", ir::Monoid::kSum}}};
+  op.ports.push_back({"x", false, t, Range(Point{-2, 0, 0}, Point{1, 5, 9}),
+                      ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 0, 1}}, Point{0, 0, 0})});
+  op.ports.push_back({"d_result", false, t, Range(Point{-2, 0, 0}, Point{1, 5, 6}),
+                      ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}}, Point{0, 0, 0})});
+  op.ports.push_back(
+      {"result", true, t, Range::of_shape({6, 9}), ipf({{0, 0, 1, 0}, {0, 0, 0, 1}}, Point{0, 0})});
+  return op;
+}
+
+TEST(GemmPlan, LinearGradWSumsOverTheBatch) {
+  for (DType t : {DType::kFloat32, DType::kFloat64}) {
+    const Op op = grad_w(t);
+    for (const Range& box : shards(op.index)) {
+      // A batch1 half of a full batch0 does not merge into one K: refused, else it must match.
+      std::vector<Buffer> bufs = buffers(op, 1);
+      const std::optional<Gemm> g = plan_gemm(call_of(op, box, bufs));
+      if (!g) {
+        EXPECT_TRUE(box.extent(0) > 1 && box.extent(1) < op.index.extent(1));
+        continue;
+      }
+      expect_plan_matches(op, box, "linear_grad_w");
+    }
+  }
+}
+
 TEST(GemmPlan, RefusesWhatCuBlasLtCannotExpress) {
   // x read with step 2 along `in` (every other column): no unit step in either dim.
   Op op = linear(DType::kFloat32, DType::kFloat32, false);

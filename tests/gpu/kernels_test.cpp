@@ -845,6 +845,34 @@ TEST(GpuGemm, StridedBatchMatmul) {
   }
 }
 
+TEST(GpuGemm, LinearGradWSumsOverTheBatch) {
+  SKIP_WITHOUT_GPU();
+  for (DType t : kFloats) {
+    // result[o, i] = Σ_b d_result[b, o]·x[b, i]; index [batch, out, in], batch the reduction.
+    OpSpec op{.kernel = "linear_grad_w",
+              .index = Range(Point{-30, 0, 0}, Point{34, 12, 19}),
+              .names = {"batch", "out", "in"},
+              .reductions = {{"batch", ir::Monoid::kSum}}};
+    op.ports.push_back(PortSpec{.name = "x",
+                                .dtype = t,
+                                .range = Range(Point{-30, 0}, Point{34, 19}),
+                                .ipf = ipf({{1, 0, 0}, {0, 0, 1}}, Point{0, 0})});
+    op.ports.push_back(PortSpec{.name = "d_result",
+                                .dtype = t,
+                                .range = Range(Point{-30, 0}, Point{34, 12}),
+                                .ipf = ipf({{1, 0, 0}, {0, 1, 0}}, Point{0, 0})});
+    op.ports.push_back(PortSpec{.name = "result",
+                                .output = true,
+                                .dtype = t,
+                                .range = Range::of_shape({12, 19}),
+                                .ipf = ipf({{0, 1, 0}, {0, 0, 1}}, Point{0, 0})});
+    for (const Range& box : boxes(op.index)) {
+      expect_match(op, box, {Bar::kGemm, 0, box.extent(0)},
+                   fmt::format("linear_grad_w {}", name_of(t)));
+    }
+  }
+}
+
 TEST(GpuGemm, IntegerContractionsStayOnTheHost) {
   SKIP_WITHOUT_GPU();
   const OpSpec op = linear_op(DType::kInt64, DType::kInt64, 5, 3, 4, true);

@@ -45,18 +45,14 @@ RandomPort random_port(std::mt19937& rng, const Range& index, std::size_t tensor
     b[k] = offset(rng);
     shape[k] = unit_cells ? 1 : window(rng);
   }
-  RandomPort r{IndexProjection(AffineMap::from_rows(rows, point_of(b)),
-                               point_of(shape)),
-               {},
-               {}};
+  RandomPort r{IndexProjection(AffineMap::from_rows(rows, point_of(b)), point_of(shape)), {}, {}};
   const Range box = r.ipf.apply(index);
   std::vector<std::int64_t> lo(tensor_rank), hi(tensor_rank);
   for (std::size_t k = 0; k < tensor_rank; ++k) {
     lo[k] = box.start()[k] - margin(rng);
     hi[k] = box.end()[k] + margin(rng);
   }
-  r.buffer = Buffer(ir::DType::kFloat32, Range(point_of(lo),
-                                               point_of(hi)));
+  r.buffer = Buffer(ir::DType::kFloat32, Range(point_of(lo), point_of(hi)));
   r.port = runtime::InputPort{std::as_const(r.buffer).view(box), &r.ipf};
   return r;
 }

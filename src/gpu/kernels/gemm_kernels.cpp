@@ -333,7 +333,7 @@ void launch(const KernelCall& call, const DeviceContext& ctx) {
 }  // namespace
 
 void register_gemm_kernels(DeviceKernels& kernels) {
-  for (const char* name : {"linear", "linear_nobias", "matmul"}) {
+  for (const char* name : {"linear", "linear_nobias", "matmul", "linear_grad_w"}) {
     kernels.add(name, DeviceKernel{&gemm_supports, &launch});
   }
 }

@@ -1,4 +1,4 @@
-// linear, linear_nobias and matmul on the GPU through cuBLASLt.
+// linear, linear_nobias, matmul and linear_grad_w on the GPU through cuBLASLt.
 //
 // Each call is a (batched) GEMM  C[M, N] = A[M, K]·B[K, N] (+ bias[N]), read off the call's IPFs:
 //
@@ -6,6 +6,8 @@
 //            K = in (times the cell window along in, when the IPFs leave `in` inside the cells)
 //   matmul   index [batch..., m, n, k]:  A = a, B = b, the batch dims a strided batch (a
 //            broadcast batch dim has step 0: looped on the host)
+//   linear_grad_w  index [batch..., out, in]:  A = d_result (M = out), B = x (N = in), K = the
+//            batch dims (the reduction), merged into one
 //
 // Every operand's element steps along m/n/k and the batch dims come from port_layout.h, so shards
 // (sub-boxes of the index, a split reduction's K range) and views inside larger buffers are just
@@ -27,7 +29,7 @@
 namespace tapestry::gpu::kernels {
 
 /// The GEMM of a linear/linear_nobias/matmul call, as the host plans it (also used by `fused`).
-/// Registers linear, linear_nobias and matmul.
+/// Registers linear, linear_nobias, matmul and linear_grad_w.
 void register_gemm_kernels(DeviceKernels& kernels);
 
 /// True when `call` (kernel linear, linear_nobias or matmul, by call.kernel) maps onto cuBLASLt.

@@ -70,9 +70,55 @@ bool dtypes_fit(const Gemm& g) {
   }
 }
 
+// linear_grad_w: result[o, i] = Σ_b d_result[b, o]·x[b, i], index [batch..., out, in] with the
+// batch dims the reduction: A = d_result (M = out), B = x (N = in), K = the batch dims, merged.
+std::optional<Gemm> plan_grad_w(const KernelCall& call) {
+  Gemm g;
+  g.a = call.find_input("d_result");
+  g.b = call.find_input("x");
+  if (g.a == nullptr || g.b == nullptr || call.outputs.size() != 1 || !call.outputs.has("result")) {
+    return std::nullopt;
+  }
+  g.c = &call.output("result");
+  if (!dtypes_fit(g)) return std::nullopt;
+  const std::size_t rank = call.index.rank();
+  if (rank < 2 || !has_unit_cells(*g.a->ipf) || !has_unit_cells(*g.b->ipf) ||
+      !has_unit_cells(*g.c->ipf)) {
+    return std::nullopt;
+  }
+  g.la = port_layout(*g.a, call.index);
+  g.lb = port_layout(*g.b, call.index);
+  g.lc = port_layout(*g.c, call.index);
+  const std::size_t md = rank - 2, nd = rank - 1;
+  g.m = call.index.extent(md);
+  g.a_m = g.la.coef[md];
+  g.c_m = g.lc.coef[md];
+  g.n = call.index.extent(nd);
+  g.b_n = g.lb.coef[nd];
+  g.c_n = g.lc.coef[nd];
+  if ((g.m > 1 && g.lb.coef[md] != 0) || (g.n > 1 && g.la.coef[nd] != 0)) return std::nullopt;
+  std::vector<BatchDim> k;
+  g.k = 1;
+  for (std::size_t j = 0; j < md; ++j) {
+    g.k *= call.index.extent(j);
+    if (call.index.extent(j) > 1 && g.lc.coef[j] != 0) return std::nullopt;
+    push_dim(k, {call.index.extent(j), g.la.coef[j], g.lb.coef[j], 0});
+  }
+  if (k.size() > 1) return std::nullopt;  // batch dims that do not merge into one K
+  g.a_k = k.empty() ? 0 : k[0].a;
+  g.b_k = k.empty() ? 0 : k[0].b;
+  g.k_dim = 0;
+  return g;
+}
+
 }  // namespace
 
 std::optional<Gemm> plan_gemm(const KernelCall& call) {
+  {
+    std::string_view kernel = call.kernel;
+    if (kernel.starts_with("op:")) kernel.remove_prefix(3);
+    if (kernel == "linear_grad_w") return plan_grad_w(call);
+  }
   const bool matmul = is_matmul(call);
   Gemm g;
   g.a = call.find_input(matmul ? "a" : "x");

@@ -60,7 +60,7 @@ struct ColumnMajorGemm {
   std::vector<std::array<std::int64_t, 4>> batch;  // extent, a', b', d
 };
 
-/// The GEMM of `call` (kernel linear, linear_nobias or matmul), or nullopt when its IPFs, cells
+/// The GEMM of `call` (kernel linear, linear_nobias, matmul or linear_grad_w), or nullopt when its IPFs, cells
 /// or dtypes do not make one.
 std::optional<Gemm> plan_gemm(const runtime::KernelCall& call);
 
