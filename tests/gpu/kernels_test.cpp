@@ -567,6 +567,15 @@ TEST(GpuPointwise, DerivativesMatchTheReference) {
   }
 }
 
+TEST(GpuPointwise, SgdUpdatesInFloat64) {
+  for (DType t : kFloats) {
+    OpSpec op = grad_op("sgd", "param", t, -2, 2);
+    op.ports[1].name = std::string("grad");
+    op.params = {{"lr", 0.1}, {"weight_decay", 0.01}};
+    expect_all_boxes(op, {}, fmt::format("sgd {}", name_of(t)));
+  }
+}
+
 // ---- layout copies ----------------------------------------------------------------------------
 
 TEST(GpuCopies, TransposePermuteSliceExpand) {
@@ -914,6 +923,27 @@ TEST(GpuRows, FoldsAreBitwiseTheCpusOrder) {
                                    .ipf = ipf({{1, 0, 0}, {0, 1, 0}}, Point{0, 0})});
       expect_all_boxes(red, {}, fmt::format("reduce {} {}", monoid, name_of(t)));
     }
+  }
+}
+
+TEST(GpuRows, SumToStartsFromZero) {
+  for (DType t : {DType::kFloat32, DType::kFloat64, DType::kBFloat16, DType::kInt64}) {
+    // x [4, 5, 6] summed to [5, 1]: dims 0 and 2 reduced, in the CPU's row-major order.
+    OpSpec op{.kernel = "sum_to",
+              .index = Range::of_shape({4, 5, 6}),
+              .names = {"d0", "d1", "d2"},
+              .params = {{"shape", {5, 1}}}};
+    op.ports.push_back(PortSpec{.name = "x",
+                                .dtype = t,
+                                .range = Range::of_shape({4, 5, 6}),
+                                .ipf = identity_ipf(3),
+                                .specials = t == DType::kFloat32});
+    op.ports.push_back(PortSpec{.name = "result",
+                                .output = true,
+                                .dtype = t,
+                                .range = Range::of_shape({5, 1}),
+                                .ipf = ipf({{0, 1, 0}, {0, 0, 0}}, Point{0, 0})});
+    expect_all_boxes(op, {}, fmt::format("sum_to {}", name_of(t)));
   }
 }
 

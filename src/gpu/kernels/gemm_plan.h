@@ -60,8 +60,8 @@ struct ColumnMajorGemm {
   std::vector<std::array<std::int64_t, 4>> batch;  // extent, a', b', d
 };
 
-/// The GEMM of `call` (kernel linear, linear_nobias, matmul or linear_grad_w), or nullopt when its IPFs, cells
-/// or dtypes do not make one.
+/// The GEMM of `call` (kernel linear, linear_nobias, matmul or linear_grad_w), or nullopt when its
+/// IPFs, cells or dtypes do not make one.
 std::optional<Gemm> plan_gemm(const runtime::KernelCall& call);
 
 /// The column-major problem of `g`, or nullopt when an operand has no unit step along either of

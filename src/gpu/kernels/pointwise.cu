@@ -49,7 +49,7 @@ __device__ C maximum(C a, C b) {
 
 // One functor per op: C is the compute type, `s` the launch's scalar.
 template <PointwiseOp kOp, typename C>
-__device__ C apply(C x, C y, C z, double s) {
+__device__ C apply(C x, C y, C z, double s, double s2) {
   if constexpr (kOp == PointwiseOp::kRelu) {
     return x < C{0} ? C{0} : x;
   } else if constexpr (kOp == PointwiseOp::kNeg) {
@@ -127,6 +127,11 @@ __device__ C apply(C x, C y, C z, double s) {
     return y * (x * (C{1} - x));
   } else if constexpr (kOp == PointwiseOp::kSqrtGrad) {
     return y / (C{2} * x);
+  } else if constexpr (kOp == PointwiseOp::kSgd) {
+    // runtime/kernels/training.cpp's sgd: in float64, rounded once to the compute type.
+    const double w = x;
+    const double g = static_cast<double>(y) + s2 * w;
+    return static_cast<C>(w - s * g);
   } else if constexpr (kOp == PointwiseOp::kMaximumGradA || kOp == PointwiseOp::kMaximumGradB) {
     const C m = maximum(x, y);
     const bool took_a = m == x || (m != m && x != x);
@@ -177,7 +182,7 @@ __global__ void map_kernel(PointwiseLaunch l, std::int64_t total) {
     if constexpr (kInputs >= 1) x = load(in1 + at.o[1]);
     if constexpr (kInputs >= 2) y = load(in2 + at.o[2]);
     if constexpr (kInputs >= 3) z = load(in3 + at.o[3]);
-    store(out + at.o[0], apply<kOp, C>(x, y, z, l.scalar));
+    store(out + at.o[0], apply<kOp, C>(x, y, z, l.scalar, l.scalar2));
   }
 }
 
@@ -321,6 +326,7 @@ int run_map(const PointwiseLaunch& l, void* stream) {
     TAPESTRY_PW_FLOAT_CASE(kTanhGrad)
     TAPESTRY_PW_FLOAT_CASE(kSigmoidGrad)
     TAPESTRY_PW_FLOAT_CASE(kSqrtGrad)
+    TAPESTRY_PW_FLOAT_CASE(kSgd)
     default:
       break;
   }

@@ -71,6 +71,9 @@ enum class PointwiseOp : std::int32_t {
   // port[0] = port[3] where maximum(port[1], port[2]) took a (b), else 0
   kMaximumGradA,
   kMaximumGradB,
+  // sgd: port[0] = w − lr·(g + wd·w) in float64; w = port[1], g = port[2], lr = scalar,
+  // wd = scalar2
+  kSgd,
 };
 
 /// Number of input ports of `op`.
@@ -88,6 +91,7 @@ constexpr int input_count(PointwiseOp op) {
     case PointwiseOp::kTanhGrad:
     case PointwiseOp::kSigmoidGrad:
     case PointwiseOp::kSqrtGrad:
+    case PointwiseOp::kSgd:
       return 2;
     case PointwiseOp::kMaximumGradA:
     case PointwiseOp::kMaximumGradB:
@@ -109,7 +113,8 @@ struct PointwiseLaunch {
   int rank = 0;                          // 0: a single point
   std::int64_t extent[kMaxRank] = {};
   PointwisePort port[kMaxPorts];   // [0] the output, then the inputs
-  double scalar = 0;               // kMulScalar's factor, kFill's and kPad's value
+  double scalar = 0;               // kMulScalar's factor, kFill's and kPad's value, kSgd's lr
+  double scalar2 = 0;              // kSgd's weight decay
   std::int64_t lo[kMaxRank] = {};  // kPad: the local coordinates where port[1] is read
   std::int64_t hi[kMaxRank] = {};
 };

@@ -80,7 +80,7 @@ std::size_t pointwise_rank(const KernelCall& call, const OutputPort& out,
 
 void launch_pointwise_call(const KernelCall& call, const DeviceContext& ctx, PointwiseOp op,
                            const OutputPort& out, std::span<const InputPort* const> in,
-                           double scalar) {
+                           double scalar, double scalar2) {
   TAPESTRY_ASSERT(in.size() + 1 <= static_cast<std::size_t>(kMaxPorts), "too many ports");
   if (call.index.is_empty()) return;
   const std::vector<PortLayout> all = layouts(call, out, in);
@@ -100,13 +100,14 @@ void launch_pointwise_call(const KernelCall& call, const DeviceContext& ctx, Poi
     for (std::size_t j = 0; j < nest.extent.size(); ++j) l.port[p].coef[j] = nest.coef[p][j];
   }
   l.scalar = scalar;
+  l.scalar2 = scalar2;
   check_cuda(call, launch_pointwise(l, ctx.stream), "pointwise kernel launch");
 }
 
 namespace {
 
 // Which ports a kernel reads.
-enum class Form { kUnary, kBinary, kBiasAdd, kGrad, kMaxGrad, kFill, kMulScalar };
+enum class Form { kUnary, kBinary, kBiasAdd, kGrad, kMaxGrad, kFill, kMulScalar, kSgd };
 
 constexpr std::string_view kResult = "result";
 
@@ -124,6 +125,8 @@ std::vector<const InputPort*> inputs_of(const KernelCall& call, Form form) {
       return {find("y") != nullptr ? find("y") : find("x"), find("d_result")};
     case Form::kMaxGrad:
       return {find("a"), find("b"), find("d_result")};
+    case Form::kSgd:
+      return {find("param"), find("grad")};
     case Form::kFill:
       return {};
   }
@@ -144,6 +147,14 @@ double scale_factor(const KernelCall& call) {
     factor = call.params->at("factor").get<double>();
   }
   return factor / static_cast<double>(call.param_int("divisor", 1));
+}
+
+// sgd's lr and weight_decay (training.cpp's param_double): numbers, with defaults 0.
+double number_param(const KernelCall& call, std::string_view name) {
+  if (call.params == nullptr || !call.params->contains(name)) return 0;
+  const nlohmann::json& v = call.params->at(std::string(name));
+  if (!v.is_number()) throw Error(fmt::format("param {} must be a number", name));
+  return v.get<double>();
 }
 
 template <PointwiseOp kOp, Form kForm>
@@ -172,6 +183,7 @@ bool supports(const KernelCall& call) {
   try {
     if (kForm == Form::kFill) (void)fill_value(call, 0);
     if (kForm == Form::kMulScalar) (void)scale_factor(call);
+    if (kForm == Form::kSgd) (void)(number_param(call, "lr") + number_param(call, "weight_decay"));
   } catch (const std::exception&) {
     return false;  // a malformed param: the host kernel reports it
   }
@@ -184,6 +196,11 @@ void launch(const KernelCall& call, const DeviceContext& ctx) {
   double scalar = 0;
   if constexpr (kForm == Form::kFill) scalar = fill_value(call, kFillDefault);
   if constexpr (kForm == Form::kMulScalar) scalar = scale_factor(call);
+  if constexpr (kForm == Form::kSgd) {
+    launch_pointwise_call(call, ctx, kOp, call.output(kResult), in, number_param(call, "lr"),
+                          number_param(call, "weight_decay"));
+    return;
+  }
   launch_pointwise_call(call, ctx, kOp, call.output(kResult), in, scalar);
 }
 
@@ -314,6 +331,7 @@ void register_pointwise_kernels(DeviceKernels& kernels) {
   kernels.add("sqrt_grad", kernel<kSqrtGrad, Form::kGrad>());
   kernels.add("maximum_grad_a", kernel<kMaximumGradA, Form::kMaxGrad>());
   kernels.add("maximum_grad_b", kernel<kMaximumGradB, Form::kMaxGrad>());
+  kernels.add("sgd", kernel<kSgd, Form::kSgd>());
   for (const char* name :
        {"transpose", "permute", "reshape", "slice", "broadcast", "expand", "unpad"}) {
     kernels.add(name, kernel<kCopy, Form::kUnary>());

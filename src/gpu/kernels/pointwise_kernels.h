@@ -9,7 +9,9 @@
 //   ones_like zeros_like                         result = value
 //   relu_grad gelu_grad tanh_grad sigmoid_grad sqrt_grad   (x or y), d_result → result
 //   maximum_grad_a maximum_grad_b                a, b, d_result → result
+//   sgd                                          param, grad → result (lr, weight_decay)
 //   transpose permute reshape slice broadcast expand unpad   x → result, a copy
+//   pad pad2d pad3d                              x → result, the value outside x's box
 //
 // Each supports a call when every port has one element per index point, the dtypes are the ones
 // the CPU kernel takes (one dtype for all ports but cast's), and the collapsed loop has at most
@@ -40,7 +42,8 @@ void check_cuda(const runtime::KernelCall& call, int status, std::string_view wh
 /// than kMaxRank dims (supports() checks pointwise_rank first).
 void launch_pointwise_call(const runtime::KernelCall& call, const DeviceContext& ctx,
                            PointwiseOp op, const runtime::OutputPort& out,
-                           std::span<const runtime::InputPort* const> in, double scalar = 0);
+                           std::span<const runtime::InputPort* const> in, double scalar = 0,
+                           double scalar2 = 0);
 
 /// The rank of the collapsed loop of `op`'s ports over call.index (≤ kMaxRank to launch).
 std::size_t pointwise_rank(const runtime::KernelCall& call, const runtime::OutputPort& out,

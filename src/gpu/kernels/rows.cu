@@ -98,7 +98,7 @@ __global__ void fold_kernel(RowsLaunch l, std::int64_t outer) {
     std::int64_t offset = o.x;
     for (std::int64_t r = 0; r < inner; ++r) {
       const C v = load(x + offset);
-      acc = r == 0 ? v : combine<kOp, C>(acc, v);
+      acc = r == 0 && !l.from_identity ? v : combine<kOp, C>(acc, v);
       int j = l.inner_rank - 1;
       for (; j >= 0; --j) {
         offset += l.x_inner[j];

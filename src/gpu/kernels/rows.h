@@ -8,7 +8,7 @@
 //   fold       result[o] = x[o, r0] ∘ x[o, r1] ∘ …   r over the reduced index dims, row-major and
 //              ascending — the CPU's order, one thread per output cell, so sums are bitwise the
 //              CPU's (float32 accumulates in float32, 16-bit floats widened to it); the first
-//              element starts the fold, an empty one gives the monoid's identity
+//              element starts the fold (sum_to: 0 does), an empty one gives the monoid's identity
 //   mean       result[o] = Σ_j x[o, j] / n in float64 (f64 compensated), rounded once; the CPU's
 //   variance   row_mean / row_variance (two passes), one thread per row, so bitwise the CPU's
 //   softmax    one block per row: the max (exact, any order), the terms e^(x − m) with the CPU's
@@ -37,6 +37,7 @@ struct RowsLaunch {
   std::int64_t inner_extent[kMaxInner] = {};
   std::int64_t x_inner[kMaxInner] = {};
   std::int64_t out_inner = 0;  // softmax: the result's step along the row
+  bool from_identity = false;  // fold: start from the identity (sum_to: 0 + x₀ + …), not x₀
   const void* x = nullptr;     // x's cell at the first outer point, first inner point
   void* out = nullptr;
 };

@@ -187,6 +187,22 @@ void fold(const KernelCall& call, const DeviceContext& ctx) {
   run(call, ctx, fold_launch(call, kOp), ports_of(call));
 }
 
+// sum_to: the result's cells start at 0 and every index point adds its x cell, in ascending
+// order (runtime/kernels/autodiff.cpp): the sum fold from the identity.
+std::optional<RowsLaunch> sum_to_launch(const KernelCall& call) {
+  std::optional<RowsLaunch> l = fold_launch(call, RowOp::kSum);
+  if (l) l->from_identity = true;
+  return l;
+}
+
+bool sum_to_supports(const KernelCall& call) {
+  return sum_to_launch(call).has_value();
+}
+
+void sum_to(const KernelCall& call, const DeviceContext& ctx) {
+  run(call, ctx, sum_to_launch(call), ports_of(call));
+}
+
 bool reduce_supports(const KernelCall& call) {
   return fold_launch(call, std::nullopt).has_value();
 }
@@ -211,6 +227,7 @@ void register_row_kernels(DeviceKernels& kernels) {
   kernels.add("sum", {&fold_supports<RowOp::kSum>, &fold<RowOp::kSum>});
   kernels.add("max", {&fold_supports<RowOp::kMax>, &fold<RowOp::kMax>});
   kernels.add("reduce", {&reduce_supports, &reduce});
+  kernels.add("sum_to", {&sum_to_supports, &sum_to});
   kernels.add("mean", {&row_supports<RowOp::kMean>, &row<RowOp::kMean>});
   kernels.add("variance", {&row_supports<RowOp::kVariance>, &row<RowOp::kVariance>});
   kernels.add("softmax", {&row_supports<RowOp::kSoftmax>, &row<RowOp::kSoftmax>});
