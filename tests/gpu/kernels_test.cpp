@@ -947,6 +947,31 @@ TEST(GpuRows, SumToStartsFromZero) {
   }
 }
 
+TEST(GpuRows, PoolsAreBitwiseTheCpus) {
+  for (DType t : kFloats) {
+    for (const char* kernel : {"max_pool2d", "avg_pool2d"}) {
+      // x [2, 3, 11, 9] in a larger buffer, 3×3 windows, stride 2: index [n, c, oh, ow].
+      OpSpec op{.kernel = kernel,
+                .index = Range::of_shape({2, 3, 5, 4}),
+                .names = {"n", "c", "oh", "ow"},
+                .params = {{"kernel", 3}, {"stride", 2}}};
+      op.ports.push_back(
+          PortSpec{.name = "x",
+                   .dtype = t,
+                   .range = Range::of_shape({2, 4, 12, 10}),
+                   .ipf = ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 2, 0}, {0, 0, 0, 2}},
+                              Point{0, 1, 1, 1}, Point{1, 1, 3, 3}),
+                   .specials = t == DType::kFloat32});
+      op.ports.push_back(PortSpec{.name = "result",
+                                  .output = true,
+                                  .dtype = t,
+                                  .range = Range::of_shape({2, 3, 5, 4}),
+                                  .ipf = identity_ipf(4)});
+      expect_all_boxes(op, {}, fmt::format("{} {}", kernel, name_of(t)));
+    }
+  }
+}
+
 TEST(GpuRows, FoldOverTheCellWindow) {
   // sum over dim 1 with the reduced dim inside x's cells (window 11).
   OpSpec op{.kernel = "sum",

@@ -45,7 +45,7 @@ std::int64_t outer_points(const RowsLaunch& l) {
 // NaN (the first operand's first).
 template <RowOp kOp, typename C>
 __device__ C identity() {
-  if constexpr (kOp == RowOp::kSum) {
+  if constexpr (kOp == RowOp::kSum || kOp == RowOp::kAverage) {
     return C{0};
   } else if constexpr (kOp == RowOp::kProd) {
     return C{1};
@@ -92,13 +92,19 @@ __global__ void fold_kernel(RowsLaunch l, std::int64_t outer) {
   for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < outer;
        t += stride) {
     const OuterOffsets o = locate_outer(l, t);
-    C acc = identity<kOp, C>();
+    // avg_pool2d sums in float64 (pool.cpp); the others fold in C.
+    using Acc = std::conditional_t<kOp == RowOp::kAverage, double, C>;
+    Acc acc = kOp == RowOp::kAverage ? Acc{0} : static_cast<Acc>(identity<kOp, C>());
     // The reduced points in row-major order: an odometer over the inner dims.
     std::int64_t at[kMaxInner] = {};
     std::int64_t offset = o.x;
     for (std::int64_t r = 0; r < inner; ++r) {
       const C v = load(x + offset);
-      acc = r == 0 && !l.from_identity ? v : combine<kOp, C>(acc, v);
+      if constexpr (kOp == RowOp::kAverage) {
+        acc += static_cast<double>(v);
+      } else {
+        acc = r == 0 && !l.from_identity ? v : combine<kOp, C>(acc, v);
+      }
       int j = l.inner_rank - 1;
       for (; j >= 0; --j) {
         offset += l.x_inner[j];
@@ -107,7 +113,11 @@ __global__ void fold_kernel(RowsLaunch l, std::int64_t outer) {
         at[j] = 0;
       }
     }
-    store(out + o.out, acc);
+    if constexpr (kOp == RowOp::kAverage) {
+      store(out + o.out, static_cast<C>(acc / static_cast<double>(inner)));
+    } else {
+      store(out + o.out, acc);
+    }
   }
 }
 
@@ -318,6 +328,9 @@ int launch_rows(const RowsLaunch& l, void* stream) {
         break;
       case RowOp::kMin:
         status = run_threads(&fold_kernel<RowOp::kMin, T>, l, stream);
+        break;
+      case RowOp::kAverage:
+        if constexpr (kFloat) status = run_threads(&fold_kernel<RowOp::kAverage, T>, l, stream);
         break;
       case RowOp::kMean:
       case RowOp::kVariance:

@@ -9,6 +9,8 @@
 //              ascending — the CPU's order, one thread per output cell, so sums are bitwise the
 //              CPU's (float32 accumulates in float32, 16-bit floats widened to it); the first
 //              element starts the fold (sum_to: 0 does), an empty one gives the monoid's identity
+//   average    the fold's elements summed in float64, ascending, divided by their count and
+//              rounded once (avg_pool2d); max_pool2d is the max fold over the window
 //   mean       result[o] = Σ_j x[o, j] / n in float64 (f64 compensated), rounded once; the CPU's
 //   variance   row_mean / row_variance (two passes), one thread per row, so bitwise the CPU's
 //   softmax    one block per row: the max (exact, any order), the terms e^(x − m) with the CPU's
@@ -24,7 +26,7 @@ namespace tapestry::gpu::kernels {
 
 inline constexpr int kMaxInner = 4;
 
-enum class RowOp : std::int32_t { kSum, kProd, kMax, kMin, kMean, kVariance, kSoftmax };
+enum class RowOp : std::int32_t { kSum, kProd, kMax, kMin, kAverage, kMean, kVariance, kSoftmax };
 
 struct RowsLaunch {
   RowOp op = RowOp::kSum;

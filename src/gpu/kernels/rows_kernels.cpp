@@ -228,6 +228,13 @@ void register_row_kernels(DeviceKernels& kernels) {
   kernels.add("max", {&fold_supports<RowOp::kMax>, &fold<RowOp::kMax>});
   kernels.add("reduce", {&reduce_supports, &reduce});
   kernels.add("sum_to", {&sum_to_supports, &sum_to});
+  // Pools: the max (average) fold over each index point's window (pool.cpp's order and formula).
+  for (const char* name : {"max_pool2d", "max_pool2d_rect", "max_pool3d"}) {
+    kernels.add(name, {&fold_supports<RowOp::kMax>, &fold<RowOp::kMax>});
+  }
+  for (const char* name : {"avg_pool2d", "avg_pool2d_rect", "avg_pool3d"}) {
+    kernels.add(name, {&fold_supports<RowOp::kAverage>, &fold<RowOp::kAverage>});
+  }
   kernels.add("mean", {&row_supports<RowOp::kMean>, &row<RowOp::kMean>});
   kernels.add("variance", {&row_supports<RowOp::kVariance>, &row<RowOp::kVariance>});
   kernels.add("softmax", {&row_supports<RowOp::kSoftmax>, &row<RowOp::kSoftmax>});

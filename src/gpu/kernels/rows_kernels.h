@@ -1,5 +1,6 @@
-// The row kernels on the GPU (rows.h): sum, max, reduce and sum_to (folds in the CPU's order, one
-// thread per output cell), mean and variance (one thread per row), softmax (one block per row).
+// The row kernels on the GPU (rows.h): sum, max, reduce, sum_to and the max/avg pools (folds in the
+// CPU's order, one thread per output cell), mean and variance (one thread per row), softmax (one
+// block per row).
 //
 // Each supports a call when x and the result share a dtype the kernel takes (the folds: every
 // dtype; the others: floats), the result has one element per index point (softmax: the rows of
@@ -12,7 +13,7 @@
 
 namespace tapestry::gpu::kernels {
 
-/// Registers sum, max, reduce, sum_to, mean, variance and softmax.
+/// Registers sum, max, reduce, sum_to, the pools, mean, variance and softmax.
 void register_row_kernels(DeviceKernels& kernels);
 
 }  // namespace tapestry::gpu::kernels
