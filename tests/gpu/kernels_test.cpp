@@ -33,6 +33,7 @@
 #include <gtest/gtest.h>
 
 #include "device_kernels.h"
+#include "gemm_kernels.h"
 #include "tapestry/gpu/cuda.h"
 #include "tapestry/rewrite/fused.h"
 #include "tapestry/runtime/buffer.h"
@@ -1181,6 +1182,29 @@ TEST(GpuFused, AStageWithoutADeviceKernelMakesItAHostStep) {
   const OpSpec op = fused_op(DType::kFloat32, {"no_such_kernel"});
   Buffers b = make_buffers(op, 1);
   EXPECT_FALSE(device_kernel("fused")->supports(make_call(op, op.index, b.host, nullptr)));
+}
+
+TEST(GpuGemm, ThePlainGemmRunsEveryPlan) {
+  // The fallback where cuBLASLt has no algorithm, forced: the same plans, the same bars.
+  force_simple_gemm(true);
+  for (DType t : kFloats) {
+    const OpSpec lin = linear_op(t, t, 37, 19, 45, true);
+    for (const Range& box : boxes(lin.index)) {
+      expect_match(lin, box, {Bar::kGemm, 0, box.extent(2)},
+                   fmt::format("plain linear {}", name_of(t)));
+    }
+    for (bool transposed : {false, true}) {
+      const OpSpec mm = matmul_op(t, transposed);
+      for (const Range& box : boxes(mm.index)) {
+        expect_match(mm, box, {Bar::kGemm, 0, box.extent(4)},
+                     fmt::format("plain matmul {}", name_of(t)));
+      }
+    }
+    const OpSpec fused = fused_op(t, {"relu"}, false);
+    expect_match(fused, fused.index, {Bar::kGemm, 0, 2 * fused.index.extent(2)},
+                 fmt::format("plain fused relu {}", name_of(t)));
+  }
+  force_simple_gemm(false);
 }
 
 // ---- faults: the comparison must catch wrong results ------------------------------------------

@@ -2,6 +2,7 @@
 #include "gemm_kernels.h"
 
 #include <array>
+#include <atomic>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -15,6 +16,7 @@
 #include "gemm_plan.h"
 #include "pointwise_kernels.h"
 #include "port_layout.h"
+#include "simple_gemm.h"
 
 namespace tapestry::gpu::kernels {
 
@@ -23,6 +25,8 @@ namespace {
 using runtime::InputPort;
 using runtime::KernelCall;
 using runtime::OutputPort;
+
+std::atomic<bool> g_force_simple{false};
 
 // ---- types ------------------------------------------------------------------------------------
 
@@ -285,6 +289,7 @@ void gemm_launch(const KernelCall& call, const DeviceContext& ctx, bool fuse_rel
     tries.push_back(fuse_relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS);
   if (fuse_relu) tries.push_back(CUBLASLT_EPILOGUE_RELU);
   tries.push_back(CUBLASLT_EPILOGUE_DEFAULT);
+  if (g_force_simple.load()) tries.clear();
   for (cublasLtEpilogue_t epilogue : tries) {
     Descriptors ds;
     const std::optional<CachedAlgo> algo = make(epilogue, ds);
@@ -320,8 +325,40 @@ void gemm_launch(const KernelCall& call, const DeviceContext& ctx, bool fuse_rel
     if (fuse_relu && !relu_done) relu_after(call, ctx, g);
     return;
   }
-  call.fail(fmt::format("cuBLASLt has no algorithm for this GEMM (m {}, n {}, k {}, batch {})", p.m,
-                        p.n, p.k, batch_count));
+  // cuBLASLt has no algorithm for this plan (an alignment or leading dimension its kernels do not
+  // take): the plain CUDA GEMM, one thread per output element.
+  SimpleGemm simple;
+  simple.in = *elem_type(in_type);
+  simple.out = *elem_type(out_type);
+  simple.m = p.m;
+  simple.n = p.n;
+  simple.k = p.k;
+  simple.a_trans = p.a.trans;
+  simple.b_trans = p.b.trans;
+  simple.lda = p.a.ld;
+  simple.ldb = p.b.ld;
+  simple.ldd = p.d.ld;
+  if (p.batch.size() > static_cast<std::size_t>(kMaxRank)) {
+    call.fail(
+        fmt::format("cuBLASLt has no algorithm for this GEMM (m {}, n {}, k {}), and it has "
+                    "more batch dims than the plain GEMM takes",
+                    p.m, p.n, p.k));
+  }
+  simple.batch_rank = static_cast<int>(p.batch.size());
+  for (std::size_t i = 0; i < p.batch.size(); ++i) {
+    simple.batch_extent[i] = p.batch[i][0];
+    simple.batch_a[i] = p.batch[i][1];
+    simple.batch_b[i] = p.batch[i][2];
+    simple.batch_d[i] = p.batch[i][3];
+  }
+  simple.a = a_ptr;
+  simple.b = b_ptr;
+  simple.d = d_ptr;
+  simple.bias = bias_ptr;
+  simple.bias_along_rows = p.swapped;
+  simple.bias_step = g.bias_n;
+  simple.relu = fuse_relu;
+  check_cuda(call, launch_simple_gemm(simple, ctx.stream), "plain GEMM launch");
 }
 
 namespace {
@@ -331,6 +368,10 @@ void launch(const KernelCall& call, const DeviceContext& ctx) {
 }
 
 }  // namespace
+
+void force_simple_gemm(bool on) {
+  g_force_simple = on;
+}
 
 void register_gemm_kernels(DeviceKernels& kernels) {
   for (const char* name : {"linear", "linear_nobias", "matmul", "linear_grad_w"}) {

@@ -21,7 +21,9 @@
 // partials). The algorithm cuBLASLt's heuristic picks is cached per shape, types, strides and
 // pointer alignments (a mutex-guarded map); descriptors are made per call. Where the heuristic
 // offers nothing with the bias epilogue, the bias is added by the pointwise engine after the GEMM
-// (for 16-bit outputs that rounds twice, within the bilinear bar).
+// (for 16-bit outputs that rounds twice, within the bilinear bar); where it offers nothing at
+// all (an alignment or leading dimension its kernels do not take), a plain CUDA GEMM runs the
+// plan (simple_gemm.h).
 #pragma once
 
 #include "device_kernels.h"
@@ -37,5 +39,8 @@ bool gemm_supports(const runtime::KernelCall& call);
 /// Enqueues the GEMM of `call`; with `fuse_relu`, relu(result) through the epilogue (RELU or
 /// RELU_BIAS), else a pointwise relu after it.
 void gemm_launch(const runtime::KernelCall& call, const DeviceContext& ctx, bool fuse_relu = false);
+
+/// For tests: every GEMM runs on the plain CUDA GEMM (true) instead of cuBLASLt (false, default).
+void force_simple_gemm(bool on);
 
 }  // namespace tapestry::gpu::kernels
