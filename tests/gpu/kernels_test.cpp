@@ -32,6 +32,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "conv_kernels.h"
 #include "device_kernels.h"
 #include "gemm_kernels.h"
 #include "tapestry/gpu/cuda.h"
@@ -1094,6 +1095,18 @@ TEST(GpuConv, Conv2dMatchesTheReferenceOnShards) {
       }
     }
   }
+}
+
+TEST(GpuConv, ThePlainConvolutionRunsEveryCall) {
+  force_simple_conv(true);
+  for (DType t : kFloats) {
+    const OpSpec op = conv_op(t, 2, 6, 13, 11, 5, 3, 3, 2, 1);
+    for (const Range& box : boxes(op.index)) {
+      expect_match(op, box, {Bar::kGemm, 0, box.extent(4) * 9},
+                   fmt::format("plain conv2d {}", name_of(t)));
+    }
+  }
+  force_simple_conv(false);
 }
 
 // ---- fused ------------------------------------------------------------------------------------

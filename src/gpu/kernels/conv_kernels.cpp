@@ -1,6 +1,7 @@
 // conv2d on the GPU through cuDNN (conv_kernels.h).
 #include "conv_kernels.h"
 
+#include <atomic>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -13,6 +14,7 @@
 
 #include "pointwise_kernels.h"
 #include "port_layout.h"
+#include "simple_conv.h"
 
 namespace tapestry::gpu::kernels {
 
@@ -164,6 +166,8 @@ struct CachedAlgo {
   cudnnConvolutionFwdAlgo_t algo{};
   std::size_t workspace = 0;
 };
+
+std::atomic<bool> g_force_simple_conv{false};
 
 std::mutex& cache_mutex() {
   static std::mutex m;
@@ -326,7 +330,32 @@ void conv_launch(const KernelCall& call, const DeviceContext& ctx) {
     const std::lock_guard<std::mutex> lock(cache_mutex());
     cache().emplace(key, algo);
   }
-  if (!algo.found) call.fail("cuDNN has no forward algorithm for this convolution");
+  if (!algo.found || g_force_simple_conv.load()) {
+    // No cuDNN algorithm: the plain CUDA convolution, through the views' own strides.
+    SimpleConv simple;
+    simple.type = *elem_type(cv.dtype);
+    simple.n = cv.n;
+    simple.o = cv.o;
+    simple.oh = cv.oh;
+    simple.ow = cv.ow;
+    simple.c = cv.c;
+    simple.kh = cv.kh;
+    simple.kw = cv.kw;
+    simple.stride = cv.stride;
+    for (int k = 0; k < 4; ++k) {
+      simple.xs[k] = cv.xs[k];
+      simple.ws[k] = cv.ws[k];
+      simple.ys[k] = cv.ys[k];
+    }
+    simple.x = x;
+    simple.w = w;
+    simple.y = y;
+    check_cuda(call, launch_simple_conv(simple, stream), "plain conv2d launch");
+    if (packed_w != nullptr) {
+      check_cuda(call, static_cast<int>(cudaFreeAsync(packed_w, stream)), "conv2d: cudaFreeAsync");
+    }
+    return;
+  }
   const float alpha32 = 1.0F, beta32 = 0.0F;
   const double alpha64 = 1.0, beta64 = 0.0;
   const void* alpha = f64 ? static_cast<const void*>(&alpha64) : &alpha32;
@@ -339,6 +368,10 @@ void conv_launch(const KernelCall& call, const DeviceContext& ctx) {
   if (packed_w != nullptr) {
     check_cuda(call, static_cast<int>(cudaFreeAsync(packed_w, stream)), "conv2d: cudaFreeAsync");
   }
+}
+
+void force_simple_conv(bool on) {
+  g_force_simple_conv = on;
 }
 
 void register_conv_kernels(DeviceKernels& kernels) {

@@ -9,7 +9,8 @@
 // ctx.allow_tf32 (CUDNN_FMA_MATH; cuDNN's default math would use it), f64 in double, bf16/f16 on
 // tensor cores accumulating in float32. The forward algorithm is cuDNN's heuristic choice
 // (cudnnGetConvolutionForwardAlgorithm_v7) within ctx.workspace, cached per shape, strides,
-// types and alignments. grouped, dilated and 3-d convolutions are host steps.
+// types and alignments; where cuDNN has none, a plain CUDA convolution runs the call
+// (simple_conv.h). grouped, dilated and 3-d convolutions are host steps.
 #pragma once
 
 #include "device_kernels.h"
@@ -18,6 +19,8 @@ namespace tapestry::gpu::kernels {
 
 bool conv_supports(const runtime::KernelCall& call);
 void conv_launch(const runtime::KernelCall& call, const DeviceContext& ctx);
+/// For tests: every conv2d runs on the plain CUDA convolution (true) instead of cuDNN (false).
+void force_simple_conv(bool on);
 /// Registers conv2d.
 void register_conv_kernels(DeviceKernels& kernels);
 
