@@ -330,8 +330,9 @@ void conv_launch(const KernelCall& call, const DeviceContext& ctx) {
     const std::lock_guard<std::mutex> lock(cache_mutex());
     cache().emplace(key, algo);
   }
-  if (!algo.found || g_force_simple_conv.load()) {
-    // No cuDNN algorithm: the plain CUDA convolution, through the views' own strides.
+  // The plain CUDA convolution through the views' own strides: where cuDNN has no algorithm or
+  // refuses the call.
+  const auto run_simple = [&] {
     SimpleConv simple;
     simple.type = *elem_type(cv.dtype);
     simple.n = cv.n;
@@ -354,17 +355,21 @@ void conv_launch(const KernelCall& call, const DeviceContext& ctx) {
     if (packed_w != nullptr) {
       check_cuda(call, static_cast<int>(cudaFreeAsync(packed_w, stream)), "conv2d: cudaFreeAsync");
     }
+  };
+  if (!algo.found || g_force_simple_conv.load()) {
+    run_simple();
     return;
   }
   const float alpha32 = 1.0F, beta32 = 0.0F;
   const double alpha64 = 1.0, beta64 = 0.0;
   const void* alpha = f64 ? static_cast<const void*>(&alpha64) : &alpha32;
   const void* beta = f64 ? static_cast<const void*>(&beta64) : &beta32;
-  check_dnn(call,
-            cudnnConvolutionForward(handle, alpha, d.x, x, d.w,
-                                    packed ? static_cast<const void*>(w) : packed_w, d.conv,
-                                    algo.algo, ctx.workspace, algo.workspace, beta, d.y, y),
-            "cudnnConvolutionForward");
+  if (cudnnConvolutionForward(
+          handle, alpha, d.x, x, d.w, packed ? static_cast<const void*>(w) : packed_w, d.conv,
+          algo.algo, ctx.workspace, algo.workspace, beta, d.y, y) != CUDNN_STATUS_SUCCESS) {
+    run_simple();
+    return;
+  }
   if (packed_w != nullptr) {
     check_cuda(call, static_cast<int>(cudaFreeAsync(packed_w, stream)), "conv2d: cudaFreeAsync");
   }

@@ -290,6 +290,7 @@ void gemm_launch(const KernelCall& call, const DeviceContext& ctx, bool fuse_rel
   if (fuse_relu) tries.push_back(CUBLASLT_EPILOGUE_RELU);
   tries.push_back(CUBLASLT_EPILOGUE_DEFAULT);
   if (g_force_simple.load()) tries.clear();
+  bool refused = false;
   for (cublasLtEpilogue_t epilogue : tries) {
     Descriptors ds;
     const std::optional<CachedAlgo> algo = make(epilogue, ds);
@@ -307,16 +308,20 @@ void gemm_launch(const KernelCall& call, const DeviceContext& ctx, bool fuse_rel
         ob += at[i] * looped[i][2];
         od += at[i] * looped[i][3];
       }
-      check_lt(call,
-               cublasLtMatmul(handle, ds.op, alpha, a_ptr + oa * in_bytes, ds.a,
-                              b_ptr + ob * in_bytes, ds.b, beta, d_ptr + od * out_bytes, ds.d,
-                              d_ptr + od * out_bytes, ds.d, &algo->algo, ctx.workspace,
-                              ctx.workspace_bytes, static_cast<cudaStream_t>(ctx.stream)),
-               "cublasLtMatmul");
+      // A call cuBLASLt refuses (it checks the algorithm against the pointers and layouts) goes
+      // to the plain GEMM below, which recomputes every batch point.
+      if (cublasLtMatmul(handle, ds.op, alpha, a_ptr + oa * in_bytes, ds.a, b_ptr + ob * in_bytes,
+                         ds.b, beta, d_ptr + od * out_bytes, ds.d, d_ptr + od * out_bytes, ds.d,
+                         &algo->algo, ctx.workspace, ctx.workspace_bytes,
+                         static_cast<cudaStream_t>(ctx.stream)) != CUBLAS_STATUS_SUCCESS) {
+        refused = true;
+        break;
+      }
       std::size_t i = looped.size();
       while (i > 0 && ++at[i - 1] == looped[i - 1][0]) at[--i] = 0;
       if (i == 0) break;
     }
+    if (refused) break;
     const bool bias_done =
         epilogue == CUBLASLT_EPILOGUE_BIAS || epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
     const bool relu_done =
@@ -326,7 +331,7 @@ void gemm_launch(const KernelCall& call, const DeviceContext& ctx, bool fuse_rel
     return;
   }
   // cuBLASLt has no algorithm for this plan (an alignment or leading dimension its kernels do not
-  // take): the plain CUDA GEMM, one thread per output element.
+  // take), or refused the call: the plain CUDA GEMM, one thread per output element.
   SimpleGemm simple;
   simple.in = *elem_type(in_type);
   simple.out = *elem_type(out_type);
