@@ -103,16 +103,14 @@ TEST(CudaExecutor, HostStepsAloneGiveTheCpuBitsOnEveryStreamCount) {
   for (const Case& c : {kCases[1], kCases[3], kCases[5], kCases[8], kCases[10]}) {
     SCOPED_TRACE(std::string(c.graph) + " " + c.plan);
     const Lowered l = lower(c);
-    const BufferMap inputs = workflow::lowered_inputs(
-        l.lowered, runtime::generate_inputs(l.graph, {.seed = 3}));
-    const BufferMap cpu =
-        runtime::BlockExecutor(l.lowered.graph, {.threads = 1}).run(inputs);
+    const BufferMap inputs =
+        workflow::lowered_inputs(l.lowered, runtime::generate_inputs(l.graph, {.seed = 3}));
+    const BufferMap cpu = runtime::BlockExecutor(l.lowered.graph, {.threads = 1}).run(inputs);
     for (const int streams : {1, 3}) {
       for (const bool graph : {false, true}) {
-        const CudaExecutor gpu(l.lowered.graph, {.streams = streams,
-                                                 .graph = graph,
-                                                 .device_kernels = &none,
-                                                 .poison = true});
+        const CudaExecutor gpu(
+            l.lowered.graph,
+            {.streams = streams, .graph = graph, .device_kernels = &none, .poison = true});
         EXPECT_EQ(gpu.program().host_steps, gpu.program().steps.size());
         EXPECT_TRUE(same_bits(l.lowered.graph, gpu.run(inputs), cpu))
             << streams << " streams, graph " << graph;
