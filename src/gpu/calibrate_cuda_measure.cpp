@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -196,6 +197,77 @@ class LtGemm {
   cublasLtMatmulHeuristicResult_t heuristic_{};
 };
 
+// A 16-bit float's value: bfloat16 is float32's upper half; float16 is decoded field by field.
+double widen(std::uint16_t bits, bool bfloat16) {
+  if (bfloat16) {
+    const std::uint32_t wide = std::uint32_t(bits) << 16;
+    float f = 0;
+    std::memcpy(&f, &wide, sizeof f);
+    return f;
+  }
+  const int sign = (bits >> 15) != 0 ? -1 : 1;
+  const int exponent = (bits >> 10) & 0x1f;
+  const int mantissa = bits & 0x3ff;
+  if (exponent == 0) return sign * std::ldexp(mantissa, -24);
+  if (exponent == 31) return mantissa == 0 ? sign * HUGE_VAL : NAN;
+  return sign * std::ldexp(1024 + mantissa, exponent - 25);
+}
+
+// Element i of a host copy of `type`'s data, as a double.
+double element(const std::vector<unsigned char>& bytes, std::size_t i, const GemmType& type) {
+  const unsigned char* at = bytes.data() + i * type.bytes;
+  if (type.bytes == 8) {
+    double d = 0;
+    std::memcpy(&d, at, 8);
+    return d;
+  }
+  if (type.bytes == 4) {
+    float f = 0;
+    std::memcpy(&f, at, 4);
+    return f;
+  }
+  std::uint16_t h = 0;
+  std::memcpy(&h, at, 2);
+  return widen(h, type.data == CUDA_R_16BF);
+}
+
+// Checks three cells of D = A·B (column-major) against a float64 dot product on the host, so
+// that a rate is never of a GEMM that computes the wrong thing. The bar: float32 accumulation
+// (and TF32's 10-bit inputs, a 16-bit result's rounding) of Σ|a·b|.
+void check_gemm(const GemmType& type, Shape s, const void* a, const void* b, const void* d) {
+  const std::int64_t cells[3][2] = {{0, 0}, {s.m / 2, s.n / 3}, {s.m - 1, s.n - 1}};
+  const double bar = type.bytes == 8
+                         ? 1e-12
+                         : (type.compute == CUBLAS_COMPUTE_32F && type.bytes == 4 ? 1e-4 : 1e-2);
+  std::vector<unsigned char> row(std::size_t(s.k) * type.bytes), column(row.size()),
+      cell(type.bytes);
+  for (const auto& [i, j] : cells) {
+    // Row i of A: k elements m apart; column j of B: k contiguous elements.
+    TAPESTRY_CAL_CHECK(cudaMemcpy2D(
+        row.data(), type.bytes, static_cast<const char*>(a) + std::size_t(i) * type.bytes,
+        std::size_t(s.m) * type.bytes, type.bytes, std::size_t(s.k), cudaMemcpyDeviceToHost));
+    TAPESTRY_CAL_CHECK(cudaMemcpy(column.data(),
+                                  static_cast<const char*>(b) + std::size_t(j * s.k) * type.bytes,
+                                  column.size(), cudaMemcpyDeviceToHost));
+    TAPESTRY_CAL_CHECK(
+        cudaMemcpy(cell.data(), static_cast<const char*>(d) + std::size_t(i + j * s.m) * type.bytes,
+                   type.bytes, cudaMemcpyDeviceToHost));
+    double exact = 0, magnitude = 0;
+    for (std::size_t p = 0; p < std::size_t(s.k); ++p) {
+      const double product = element(row, p, type) * element(column, p, type);
+      exact += product;
+      magnitude += std::abs(product);
+    }
+    const double got = element(cell, 0, type);
+    if (!(std::abs(got - exact) <= bar * magnitude)) {
+      throw Error(
+          fmt::format("calibrate --device cuda: the {} GEMM {}×{}×{} computed D[{}, {}] = "
+                      "{:.9g}, expected {:.9g} (bar {:.3g}): its rate would be wrong",
+                      type.name, s.m, s.n, s.k, i, j, got, exact, bar * magnitude));
+    }
+  }
+}
+
 std::string gib_text(double bytes) {
   return bytes >= double(1 << 30) ? fmt::format("{:g} GiB", bytes / double(1 << 30))
                                   : fmt::format("{:g} MiB", bytes / double(1 << 20));
@@ -247,6 +319,7 @@ void measure_gemms(CudaCalibration& c, const Timer& timer, double budget_s,
             for (int i = 0; i < batch; ++i) gemm.enqueue(timer.stream());
           },
           share, 1, 3, 100);
+      check_gemm(type, s, a.data, b.data, d.data);
       c.gemms.push_back({type.name, s.m, s.n, s.k, runs.median_s / batch, runs.runs});
     }
   }
