@@ -1,35 +1,43 @@
 #!/usr/bin/env bash
 # The one-command GPU check (docs/gpu.md): on a machine with an NVIDIA GPU and CUDA, unpacks
-# .devpack (made by scripts/gpu-pack.sh on the build machine) and runs, each step under its own
-# time limit (the whole check < 8 minutes on one H100):
+# .devpack (made by scripts/gpu-pack.sh on the build machine) and runs, in this order, each step
+# under its own time limit and all within a budget (--budget, default 450 s: < 8 minutes with
+# the unpacking; a step that would start later is SKIPped):
 #   tests      every packed GPU gtest binary (--gtest_brief)
-#   examples   `tapestry run G --device cuda --verify` for every examples/*.tap and
-#              tests/data/search/*.tap
+#   calibrate  `tapestry calibrate --device cuda -o h100-measured.json --seconds 30`
+#   bench      bench/gpu_vs_torch.py: Tapestry against PyTorch on the same GEMMs
+#   examples   `tapestry run G --device cuda --verify --seed 3` for every examples/*.tap
 #   plans      the same under every bundled plan (examples/plans/<graph>-<name>.json on
 #              examples/<graph>.tap; the digits plans need real data and are left out)
-#   bench      bench/gpu_vs_torch.py: Tapestry against PyTorch on the same GEMMs
-#   calibrate  `tapestry calibrate --device cuda -o h100-measured.json`
+#   search     the same for tests/data/search/*.tap (large bf16 graphs: their verification on
+#              the CPU takes longest)
 # then prints a summary table. With $OUT set, the logs, the summary and the measured target are
-# copied there ($OUT/gpu-check/).
+# copied there ($OUT/gpu-check/, $OUT/h100-measured.json).
 #
 #   scripts/gpu-check.sh                        # everything
 #   scripts/gpu-check.sh --only tests,calibrate # some steps
-#   scripts/gpu-check.sh --small                # examples at the small sizes of tests/data/cli
+#   scripts/gpu-check.sh --small                # examples and plans at tests/data/cli's sizes
+#   scripts/gpu-check.sh --budget 300           # stop starting steps after 300 s
 #
-# Exit: 0 every step passed, 1 a step failed, 2 no GPU here (nothing run), 3 no .devpack or it
+# A step is ok, FAIL, WARN (it passed but a test skipped, or the benchmark found no torch) or
+# SKIP (the budget was spent). TAPESTRY_GPU_CHECK_FORCE=1 runs the steps without a GPU (to test
+# this script).
+# Exit: 0 no step failed, 1 a step failed, 2 no GPU here (nothing run), 3 no .devpack or it
 # cannot run here (a library missing: named).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tarball=$root/.devpack/tapestry-devpack.tar.xz
-only="tests,examples,plans,bench,calibrate"
+only="tests,calibrate,bench,examples,plans,search"
+budget=450  # seconds: the steps that would start later are SKIPped
 small=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --only) only=$2; shift 2 ;;
     --small) small=1; shift ;;
-    -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "gpu-check: unknown argument $1 (--only STEPS, --small)" >&2; exit 3 ;;
+    --budget) budget=$2; shift 2 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) echo "gpu-check: unknown argument $1 (--only STEPS, --small, --budget S)" >&2; exit 3 ;;
   esac
 done
 wants() { [[ ,$only, == *,$1,* ]]; }
@@ -91,14 +99,22 @@ record() {  # name state seconds note
   [[ $2 == FAIL ]] && failed=1
   printf '%-4s %-48s %6ss  %s\n' "$2" "$1" "$3" "$4"
 }
-# run_logged NAME LIMIT_S COMMAND...: runs it with its output in $logs/NAME.log; sets rc, secs.
+# run_logged NAME LIMIT_S COMMAND...: runs it with its output in $logs/NAME.log, for at most
+# LIMIT_S and never past the budget; sets rc (124: timed out) and secs.
 run_logged() {
   local name=$1 limit=$2
   shift 2
+  local left=$((budget - SECONDS))
+  ((left < limit)) && limit=$((left > 10 ? left : 10))
   local start=$SECONDS
   timeout --kill-after=10 "$limit" "$@" >"$logs/$name.log" 2>&1
   rc=$?
   secs=$((SECONDS - start))
+}
+# over_budget NAME: records NAME as SKIP when the budget is spent.
+over_budget() {
+  if ((SECONDS >= budget)); then record "$1" SKIP 0 "the ${budget} s budget is spent"; return 0; fi
+  return 1
 }
 tail_of() { tail -n 3 "$logs/$1.log" | tr '\n' ' ' | cut -c1-160; }
 
@@ -106,17 +122,39 @@ if wants tests; then
   for t in "$pack"/tests/*; do
     [[ -x $t ]] || continue
     n=$(basename "$t")
+    over_budget "$n" && continue
     run_logged "gtest-$n" 240 env LD_LIBRARY_PATH="$lib_path" "$t" --gtest_brief=1
     summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/gtest-$n.log" | tr '\n' ' ' | tr -s ' ')
-    if [[ $rc -eq 0 ]]; then record "$n" ok "$secs" "$summary"
+    # A test skipped on a GPU machine did not see the GPU (or lacks something): WARN.
+    if [[ $rc -eq 0 && $summary == *SKIPPED* ]]; then record "$n" WARN "$secs" "$summary"
+    elif [[ $rc -eq 0 ]]; then record "$n" ok "$secs" "$summary"
     else record "$n" FAIL "$secs" "rc=$rc $summary $(grep -E '^\[  FAILED  \] [A-Za-z]' "$logs/gtest-$n.log" | head -3 | tr '\n' ' ')"; fi
   done
+fi
+
+if wants calibrate && ! over_budget calibrate; then
+  run_logged calibrate 150 "$tapestry" calibrate --device cuda -o "$logs/h100-measured.json" --seconds 30
+  if [[ $rc -eq 0 && -s $logs/h100-measured.json ]]; then
+    record calibrate ok "$secs" "$(grep -m1 '^wrote' "$logs/calibrate.log" | cut -c1-150)"
+  else record calibrate FAIL "$secs" "rc=$rc: $(tail_of calibrate)"; fi
+fi
+
+if wants bench && ! over_budget gpu_vs_torch; then
+  python=python3
+  [[ -x /opt/torch/.venv/bin/python3 ]] && python=/opt/torch/.venv/bin/python3
+  run_logged bench-gpu_vs_torch 240 "$python" "$root/bench/gpu_vs_torch.py" --tapestry "$tapestry" \
+    --json "$logs/gpu_vs_torch.json"
+  if [[ $rc -eq 0 ]] && grep -q '^skipped:' "$logs/bench-gpu_vs_torch.log"; then
+    record gpu_vs_torch WARN "$secs" "$(grep -m1 '^skipped:' "$logs/bench-gpu_vs_torch.log")"
+  elif [[ $rc -eq 0 ]]; then record gpu_vs_torch ok "$secs" "see the table below"
+  else record gpu_vs_torch FAIL "$secs" "rc=$rc: $(tail_of bench-gpu_vs_torch)"; fi
 fi
 
 # verify_run NAME GRAPH [PLAN]: tapestry run --device cuda --verify; ok when it exits 0 with
 # PASS lines and no FAIL / UNCHECKED.
 verify_run() {
   local name=$1 graph=$2 plan=${3:-}
+  over_budget "$name" && return
   local args=(run "$graph" --device cuda --verify --seed 3)
   [[ -n $plan ]] && args+=(--plan "$plan")
   run_logged "$name" 150 "$tapestry" "${args[@]}"
@@ -143,9 +181,6 @@ if wants examples; then
     e=$(basename "$g" .tap)
     verify_run "run-$e" "$(graph_of "$e")"
   done
-  for g in "$root"/tests/data/search/*.tap; do
-    verify_run "run-search-$(basename "$g" .tap)" "$g"
-  done
 fi
 
 if wants plans; then
@@ -158,20 +193,12 @@ if wants plans; then
   done
 fi
 
-if wants bench; then
-  python=python3
-  [[ -x /opt/torch/.venv/bin/python3 ]] && python=/opt/torch/.venv/bin/python3
-  run_logged bench-gpu_vs_torch 240 "$python" "$root/bench/gpu_vs_torch.py" --tapestry "$tapestry" \
-    --json "$logs/gpu_vs_torch.json"
-  if [[ $rc -eq 0 ]]; then record gpu_vs_torch ok "$secs" "see the table below"
-  else record gpu_vs_torch FAIL "$secs" "rc=$rc: $(tail_of bench-gpu_vs_torch)"; fi
-fi
-
-if wants calibrate; then
-  run_logged calibrate 150 "$tapestry" calibrate --device cuda -o "$logs/h100-measured.json" --seconds 30
-  if [[ $rc -eq 0 && -s $logs/h100-measured.json ]]; then
-    record calibrate ok "$secs" "$(grep -m1 '^wrote' "$logs/calibrate.log" | cut -c1-150)"
-  else record calibrate FAIL "$secs" "rc=$rc: $(tail_of calibrate)"; fi
+# Last: the large bf16 graphs, whose CPU-side verification (the naive run and the float64
+# oracle) takes longest.
+if wants search; then
+  for g in "$root"/tests/data/search/*.tap; do
+    verify_run "run-search-$(basename "$g" .tap)" "$g"
+  done
 fi
 
 # --- Summary --------------------------------------------------------------------------------
@@ -183,7 +210,8 @@ fi
     printf '%-4s %-48s %6ss  %s\n' "${states[$i]}" "${names[$i]}" "${times[$i]}" "${notes[$i]}"
   done
   ok=$(printf '%s\n' "${states[@]}" | grep -c '^ok$')
-  echo "$ok of ${#names[@]} steps ok; total ${SECONDS}s; logs in $logs"
+  warn=$(printf '%s\n' "${states[@]}" | grep -c '^WARN$')
+  echo "$ok of ${#names[@]} steps ok, $warn WARN; total ${SECONDS}s; logs in $logs"
   if [[ -f $logs/bench-gpu_vs_torch.log ]]; then echo; cat "$logs/bench-gpu_vs_torch.log"; fi
   if [[ -f $logs/calibrate.log ]]; then echo; cat "$logs/calibrate.log"; fi
 } | tee "$logs/summary.txt"
