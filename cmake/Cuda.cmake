@@ -25,8 +25,9 @@ if(_tapestry_want_cuda)
       set(CMAKE_CUDA_ARCHITECTURES 80-virtual 90-real)
     endif()
     enable_language(CUDA)
-    # CMake 3.25 knows no C++20 flag for nvcc (CUDA20 dialect): give it the one nvcc ≥ 12 takes.
-    if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+    # CMake 3.25 does not know nvcc's C++20 flag (nvcc ≥ 12 has it): without these, a target
+    # with .cu sources fails to generate ("CUDA20 ... does not know the flags").
+    if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
       set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
       set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
     endif()

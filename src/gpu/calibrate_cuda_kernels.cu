@@ -53,7 +53,9 @@ __global__ void ping_pong_kernel(float4* a, float4* b, std::int64_t per_block, i
   for (int p = 0; p < passes; ++p) {
     const float4* from = (p % 2 == 0) ? mine_a : mine_b;
     float4* to = (p % 2 == 0) ? mine_b : mine_a;
-    for (std::int64_t i = threadIdx.x; i < per_block; i += blockDim.x) to[i] = from[i];
+    // Cached in L2 only (.cg): a block's slices would otherwise fit its SM's L1.
+    for (std::int64_t i = threadIdx.x; i < per_block; i += blockDim.x)
+      __stcg(&to[i], __ldcg(&from[i]));
     __syncthreads();
   }
 }

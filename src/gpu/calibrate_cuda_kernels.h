@@ -19,8 +19,9 @@ void fill_uniform(void* data, std::int64_t elements, FillType type, std::uint32_
 void copy(const void* src, void* dst, std::int64_t n, int blocks, cudaStream_t stream);
 
 /// Block b owns the 16-byte elements [b·per_block, (b+1)·per_block) of `a` and of `b_buf` and
-/// copies them a → b, b → a, … `passes` times (a barrier between passes): with a and b in L2,
-/// the rate is L2's. Bytes moved: 2 · 16 · blocks · per_block · passes.
+/// copies them a → b, b → a, … `passes` times (a barrier between passes), loading and storing
+/// through L2 only (not L1): with a and b in L2, the rate is L2's. Bytes moved: 2 · 16 · blocks ·
+/// per_block · passes.
 void ping_pong(void* a, void* b_buf, std::int64_t per_block, int passes, int blocks,
                cudaStream_t stream);
 
