@@ -4,7 +4,8 @@
 # under its own time limit and all within a budget (--budget, default 450 s: < 8 minutes with
 # the unpacking; a step that would start later is SKIPped):
 #   tests      every packed GPU gtest binary (--gtest_brief)
-#   calibrate  `tapestry calibrate --device cuda -o h100-measured.json --seconds 30`
+#   calibrate  `tapestry calibrate --device cuda -o h100-measured.json --seconds 30` (named
+#              after the GPU: h200-measured.json on an H200)
 #   bench      bench/gpu_vs_torch.py: Tapestry against PyTorch on the same GEMMs
 #   examples   `tapestry run G --device cuda --verify --seed 3` for every examples/*.tap
 #   plans      the same under every bundled plan (examples/plans/<graph>-<name>.json on
@@ -132,9 +133,13 @@ if wants tests; then
   done
 fi
 
+# The measured target is named after the GPU: h100-measured.json on an H100.
+gpu_tag=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 |
+  grep -oE '[A-Za-z][0-9]{2,4}' | head -1 | tr 'A-Z' 'a-z')
+measured=${gpu_tag:-gpu}-measured.json
 if wants calibrate && ! over_budget calibrate; then
-  run_logged calibrate 150 "$tapestry" calibrate --device cuda -o "$logs/h100-measured.json" --seconds 30
-  if [[ $rc -eq 0 && -s $logs/h100-measured.json ]]; then
+  run_logged calibrate 150 "$tapestry" calibrate --device cuda -o "$logs/$measured" --seconds 30
+  if [[ $rc -eq 0 && -s $logs/$measured ]]; then
     record calibrate ok "$secs" "$(grep -m1 '^wrote' "$logs/calibrate.log" | cut -c1-150)"
   else record calibrate FAIL "$secs" "rc=$rc: $(tail_of calibrate)"; fi
 fi
@@ -219,7 +224,7 @@ fi
 if [[ -n ${OUT:-} ]]; then
   mkdir -p "$OUT/gpu-check"
   cp -r "$logs"/. "$OUT/gpu-check/"
-  [[ -f $logs/h100-measured.json ]] && cp "$logs/h100-measured.json" "$OUT/h100-measured.json"
+  [[ -f $logs/$measured ]] && cp "$logs/$measured" "$OUT/$measured"
   echo "gpu-check: logs copied to $OUT/gpu-check"
 fi
 exit $failed
