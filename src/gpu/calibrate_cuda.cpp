@@ -125,9 +125,10 @@ std::vector<Member> members(const CudaCalibration& c, const cost::Target& target
   const CudaRateResult* run = c.find_rate("run overhead");
   out.push_back({"run_overhead_s", seconds_text(target.run_overhead_s),
                  seconds_text(preset.run_overhead_s), run != nullptr, "run overhead"});
-  out.push_back({"memory_bytes", fmt::format("{:.1f} GB", d.memory_bytes / 1e9),
-                 fmt::format("{:.1f} GB", p.memory_bytes / 1e9), c.memory_bytes > 0,
-                 "cudaMemGetInfo"});
+  out.push_back({"memory_bytes",
+                 fmt::format("{:.1f} GB", static_cast<double>(d.memory_bytes) / 1e9),
+                 fmt::format("{:.1f} GB", static_cast<double>(p.memory_bytes) / 1e9),
+                 c.memory_bytes > 0, "cudaMemGetInfo"});
   if (target.host) {
     const bool bw = c.find_rate("host→device") != nullptr && c.find_rate("device→host") != nullptr;
     out.push_back({"links.host bandwidth", si(target.host->bandwidth_Bps, "B/s"),
@@ -278,7 +279,8 @@ cost::Target cuda_calibrated_target(const CudaCalibration& c, const cost::Target
 std::string cuda_calibration_table(const CudaCalibration& c, const cost::Target& preset) {
   std::string out = fmt::format(
       "{} ({} SMs, sm_{}, {:.1f} GiB, L2 {} MiB); {:.1f} s of measuring\n", c.gpu_name, c.sm_count,
-      c.compute_capability, c.memory_bytes / double(1 << 30), c.l2_bytes >> 20, c.elapsed_s);
+      c.compute_capability, static_cast<double>(c.memory_bytes) / double(1 << 30), c.l2_bytes >> 20,
+      c.elapsed_s);
   out += fmt::format("{:<22} {:<30} {:>12} {:>16} {:>5}\n", "benchmark", "shape", "time", "rate",
                      "runs");
   for (const CudaGemmResult& g : c.gemms) {
