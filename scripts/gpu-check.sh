@@ -75,6 +75,12 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
   [[ -d $d ]] && cuda_dirs+=("$d")
 done
 lib_path=$pack/lib$(printf ':%s' "${cuda_dirs[@]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# A CUDA library still missing (another wheel layout, another prefix): looked for by name.
+for lib in $(LD_LIBRARY_PATH=$lib_path ldd "$pack"/bin/* "$pack"/tests/* 2>/dev/null |
+             awk '/not found/ { print $1 }' | sort -u); do
+  found=$(find /opt /usr/local /usr/lib /root /home -xdev -name "$lib" 2>/dev/null | head -1)
+  [[ -n $found ]] && lib_path=$lib_path:$(dirname "$found")
+done
 # A wrapper, so that only our binaries see the packed libraries (PyTorch keeps its own).
 tapestry=$work/tapestry
 printf '#!/usr/bin/env bash\nLD_LIBRARY_PATH=%q exec %q "$@"\n' "$lib_path" "$pack/bin/tapestry" >"$tapestry"
