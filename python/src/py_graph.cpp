@@ -180,10 +180,12 @@ std::shared_ptr<const ir::Graph> PyGraph::validated() {
 }
 
 CompiledRun& PyGraph::compiled_run(const std::shared_ptr<const ir::Graph>& snapshot,
-                                   const rewrite::Plan& plan, int threads, bool reference_kernels) {
+                                   const rewrite::Plan& plan, int threads, bool reference_kernels,
+                                   bool cuda) {
   const std::string plan_key = plan.to_json().dump();
   if (compiled_ && compiled_->source == snapshot && compiled_->plan_key == plan_key &&
-      compiled_->threads == threads && compiled_->reference_kernels == reference_kernels) {
+      compiled_->threads == threads && compiled_->reference_kernels == reference_kernels &&
+      compiled_->cuda == cuda) {
     return *compiled_;
   }
   compiled_.reset();  // its buffers go before the new program allocates
@@ -192,7 +194,17 @@ CompiledRun& PyGraph::compiled_run(const std::shared_ptr<const ir::Graph>& snaps
   run->plan_key = plan_key;
   run->threads = threads;
   run->reference_kernels = reference_kernels;
+  run->cuda = cuda;
   run->lowered = workflow::lower_for_run(*snapshot, plan, {.signatures = signatures_.get()});
+  if (cuda) {
+    run->gpu_executor = std::make_unique<gpu::CudaExecutor>(
+        run->lowered.graph,
+        gpu::CudaExecutorOptions{.host_kernels = reference_kernels
+                                                     ? &runtime::ExecutableKernels::reference()
+                                                     : nullptr});
+    compiled_ = std::move(run);
+    return *compiled_;
+  }
   run->executor = std::make_unique<runtime::BlockExecutor>(
       run->lowered.graph,
       runtime::BlockExecutorOptions{

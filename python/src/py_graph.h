@@ -24,6 +24,7 @@
 
 #include "tapestry/cost/evaluator.h"
 #include "tapestry/cost/target.h"
+#include "tapestry/gpu/cuda.h"
 #include "tapestry/ir/graph.h"
 #include "tapestry/metakernel/autodiff.h"
 #include "tapestry/metakernel/builder.h"
@@ -61,6 +62,8 @@ struct RunInfo {
   std::vector<std::string> inputs_in_place;  // read from the caller's arrays, no copy
   std::vector<std::string> inputs_copied;    // copied first (layout or alignment)
   std::optional<runtime::VerifyReport> verify;
+  std::string device = "cpu";  // "cuda": the CUDA executor ran it
+  std::size_t host_steps = 0;  // cuda: applications without a GPU kernel, run on the CPU
 };
 
 /// The lowered plan and its block executor, kept for the next run with the same settings.
@@ -69,8 +72,10 @@ struct CompiledRun {
   std::string plan_key;                     // the plan's JSON
   int threads = 0;
   bool reference_kernels = false;
+  bool cuda = false;             // device="cuda": gpu_executor, else executor
   rewrite::LowerResult lowered;  // its reduction_split chooses the verify mode
   std::unique_ptr<runtime::BlockExecutor> executor;
+  std::unique_ptr<gpu::CudaExecutor> gpu_executor;  // kept: later runs replay its CUDA graph
 };
 
 class PyGraph {
@@ -112,7 +117,8 @@ class PyGraph {
   /// The compiled run of `snapshot` under `plan`: the kept one when its settings match, else a
   /// new one (lowered with kernel agreement checked, then compiled), which is kept instead.
   CompiledRun& compiled_run(const std::shared_ptr<const ir::Graph>& snapshot,
-                            const rewrite::Plan& plan, int threads, bool reference_kernels);
+                            const rewrite::Plan& plan, int threads, bool reference_kernels,
+                            bool cuda = false);
   /// The evaluator of `snapshot` on the target `target_key` names (made from `target` on a miss).
   cost::Evaluator& evaluator(const std::shared_ptr<const ir::Graph>& snapshot,
                              const std::string& target_key, const cost::Target& target);

@@ -94,9 +94,9 @@ runtime::Buffer borrow_again(BoundArray& b) {
 Outcome execute(PyGraph& g, const std::shared_ptr<const ir::Graph>& snapshot,
                 const rewrite::Plan& plan, int threads, const workflow::RunChoices& choices,
                 runtime::UncheckedCells unchecked, const std::vector<ir::TensorId>& wanted,
-                std::vector<BoundArray>& bound) {
+                std::vector<BoundArray>& bound, bool cuda) {
   const ir::Graph& graph = *snapshot;
-  CompiledRun& run = g.compiled_run(snapshot, plan, threads, choices.reference_kernels);
+  CompiledRun& run = g.compiled_run(snapshot, plan, threads, choices.reference_kernels, cuda);
   runtime::BufferMap inputs;      // by the graph's tensors, for verification
   runtime::BufferMap run_inputs;  // the same arrays again, borrowed by the run
   for (std::size_t i = 0; i < wanted.size(); ++i) {
@@ -107,9 +107,18 @@ Outcome execute(PyGraph& g, const std::shared_ptr<const ir::Graph>& snapshot,
   if (choices.verify == workflow::VerifyCheck::kExact)  // refused before the run, as `tapestry run`
     oracle = workflow::exact_oracle(graph, inputs, nullptr, "verify=\"exact\"");
 
-  runtime::BlockExecutor::Measured measured =
-      run.executor->run_measured(workflow::lowered_inputs(run.lowered, std::move(run_inputs)));
+  runtime::BlockExecutor::Measured measured;
   auto info = std::make_shared<RunInfo>();
+  if (run.gpu_executor) {
+    gpu::CudaExecutor::Measured m = run.gpu_executor->run_measured(
+        workflow::lowered_inputs(run.lowered, std::move(run_inputs)));
+    measured = {std::move(m.buffers), std::move(m.metrics)};
+    info->device = "cuda";
+    info->host_steps = m.stats.host_steps;
+  } else {
+    measured =
+        run.executor->run_measured(workflow::lowered_inputs(run.lowered, std::move(run_inputs)));
+  }
   info->metrics = std::move(measured.metrics);
   info->reference_kernels = choices.reference_kernels;
   info->operations = run.lowered.graph.operations().size();
@@ -139,7 +148,10 @@ runtime::UncheckedCells unchecked_cells(bool allow_unchecked) {
 
 py::dict run_graph(const std::shared_ptr<PyGraph>& g, const py::dict& inputs,
                    const py::object& plan, std::optional<int> threads, const std::string& kernels,
-                   const py::object& verify, bool allow_unchecked) {
+                   const py::object& verify, bool allow_unchecked, const std::string& device) {
+  if (device != "cpu" && device != "cuda") {
+    throw py::value_error(fmt::format("device='{}': expected 'cpu' or 'cuda'", device));
+  }
   const workflow::RunChoices choices{.verify = parse_verify(verify),
                                      .reference_kernels = parse_kernels(kernels)};
   if (allow_unchecked && choices.verify == workflow::VerifyCheck::kNone)
@@ -158,7 +170,7 @@ py::dict run_graph(const std::shared_ptr<PyGraph>& g, const py::dict& inputs,
     const py::gil_scoped_release release;
     const std::lock_guard lock(g->work_mutex());
     out = execute(*g, snapshot, p, threads.value_or(0), choices, unchecked_cells(allow_unchecked),
-                  wanted, bound);
+                  wanted, bound, device == "cuda");
   }
   g->last_run = out.info;
   py::dict outputs;
@@ -225,6 +237,9 @@ void bind_run(py::module_& m, GraphClass& graph) {
       .def_property_readonly("operations", [](const RunInfo& r) { return r.operations; })
       .def_property_readonly("peak_memory_bytes",
                              [](const RunInfo& r) { return r.metrics.peak_memory_bytes; })
+      .def_readonly("device", &RunInfo::device, "'cpu' or 'cuda'.")
+      .def_readonly("host_steps", &RunInfo::host_steps,
+                    "device='cuda': applications that ran on the CPU (no GPU kernel).")
       .def_property_readonly(
           "kernels", [](const RunInfo& r) { return r.reference_kernels ? "reference" : "fast"; })
       .def_readonly("inputs_in_place", &RunInfo::inputs_in_place,
@@ -255,7 +270,7 @@ void bind_run(py::module_& m, GraphClass& graph) {
 
   graph.def("run", &run_graph, py::arg("inputs"), py::arg("plan") = py::none(),
             py::arg("threads") = py::none(), py::arg("kernels") = "fast", py::arg("verify") = false,
-            py::arg("allow_unchecked") = false);
+            py::arg("allow_unchecked") = false, py::arg("device") = "cpu");
   graph.def("verify", &verify_graph, py::arg("inputs"), py::arg("outputs"),
             py::arg("mode") = "bound", py::arg("allow_unchecked") = false);
   graph.def_property_readonly("last_run", [](const PyGraph& g) { return g.last_run; });

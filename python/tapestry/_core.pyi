@@ -149,6 +149,12 @@ class RunInfo:
     @property
     def kernels(self) -> Literal["fast", "reference"]: ...
     @property
+    def device(self) -> Literal["cpu", "cuda"]:
+        """'cpu' or 'cuda'."""
+    @property
+    def host_steps(self) -> int:
+        """device='cuda': applications that ran on the CPU (no GPU kernel)."""
+    @property
     def inputs_in_place(self) -> list[str]:
         """Inputs the run read from the caller's arrays, without a copy."""
     @property
@@ -309,8 +315,11 @@ class Graph:
         kernels: Literal["fast", "reference"] = "fast",
         verify: bool | Literal["exact"] = False,
         allow_unchecked: bool = False,
+        device: Literal["cpu", "cuda"] = "cpu",
     ) -> dict[str, np.ndarray]:
-        """Runs the graph under ``plan`` on the block executor (``tapestry run``).
+        """Runs the graph under ``plan`` on the block executor (``tapestry run``), or with
+        ``device="cuda"`` on the GPU (``tapestry run --device cuda``; the CUDA executor is kept
+        with the compiled plan, so later runs replay its CUDA graph; docs/gpu.md).
 
         Every graph input is given by name; a C-contiguous, aligned array of the tensor's dtype
         is read in place, without a copy. Wrong names, dtypes or shapes raise InputError before

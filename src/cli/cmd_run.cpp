@@ -45,6 +45,7 @@
 #include "optimize_options.h"
 #include "progress.h"
 #include "run_common.h"
+#include "tapestry/gpu/cuda.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/runtime/application_executor.h"
 #include "tapestry/runtime/block_executor.h"
@@ -87,7 +88,8 @@ int verify_and_write(const ir::Graph& graph, const rewrite::LowerResult& lowered
                                                                    : runtime::UncheckedCells::kFail,
                               .reference = reference,
                               .fast = fast,
-                              .threads = options.threads},
+                              .threads = options.threads,
+                              .tf32 = options.tf32},
                              std::move(oracle));
     fmt::print("{}", report.text());
     pass = report.pass();
@@ -112,10 +114,76 @@ namespace {
 struct Executed {
   runtime::BufferMap buffers;
   std::optional<runtime::RunMetrics> metrics;
+  std::string metrics_text;  // --device cuda: its own --metrics JSON
 };
+
+// --device cuda: the CUDA executor (gpu/cuda.h); --warmup and --repeat as on the CPU, the
+// median run's GPU compute time reported.
+Executed execute_cuda(const ir::Graph& lowered, runtime::BufferMap inputs,
+                      const runtime::ExecutableKernels& kernels, const RunOptions& options) {
+  const gpu::CudaExecutor executor(
+      lowered, {.streams = options.streams,
+                .graph = !options.no_cuda_graph,
+                .allow_tf32 = options.tf32,
+                .host_kernels = &kernels,
+                .memory_limit_bytes =
+                    options.memory_limit.empty() ? 0 : parse_byte_size(options.memory_limit)});
+  for (int w = 0; w < options.warmup; ++w) (void)executor.run(inputs);
+  std::vector<gpu::CudaExecutor::Measured> runs;
+  for (int r = 0; r < options.repeat; ++r) {
+    runs.push_back(executor.run_measured(r + 1 < options.repeat ? inputs : std::move(inputs)));
+    if (options.repeat > 1 && !options.quiet) {
+      fmt::print("run {}: GPU {:.4f} ms, {:.1f} GFLOP/s\n", runs.size(),
+                 runs.back().stats.compute_s * 1e3, runs.back().metrics.gflops);
+    }
+  }
+  std::vector<double> times;
+  for (const auto& r : runs) times.push_back(r.stats.compute_s);
+  std::vector<std::size_t> by_time(runs.size());
+  for (std::size_t i = 0; i < runs.size(); ++i) by_time[i] = i;
+  std::sort(by_time.begin(), by_time.end(),
+            [&](std::size_t a, std::size_t b) { return times[a] < times[b]; });
+  gpu::CudaExecutor::Measured median = std::move(runs[by_time[by_time.size() / 2]]);
+  const gpu::CudaRunStats& st = median.stats;
+  const std::string name = gpu::device_description(0);
+  fmt::print(
+      "cuda: {}\n"
+      "GPU compute {:.4f} ms ({:.1f} GFLOP/s{}), inputs in {:.3f} ms, outputs out {:.3f} ms, "
+      "arena {:.1f} MiB, {} stream{}\n",
+      name, st.compute_s * 1e3, median.metrics.gflops, st.replayed ? ", CUDA graph replay" : "",
+      st.copy_in_s * 1e3, st.copy_out_s * 1e3,
+      static_cast<double>(st.arena_bytes) / double(1 << 20), options.streams,
+      options.streams == 1 ? "" : "s");
+  std::string host;
+  for (const auto& [kernel, n] : st.host_steps_by_kernel) {
+    host += fmt::format("{}{} ×{}", host.empty() ? "" : ", ", kernel, n);
+  }
+  fmt::print("steps: {} on the GPU, {} host step{}{}\n", st.device_steps, st.host_steps,
+             st.host_steps == 1 ? "" : "s", host.empty() ? "" : " (" + host + ")");
+  nlohmann::json j = {{"device", "cuda"},
+                      {"device_name", name},
+                      {"wall_s", st.compute_s},
+                      {"flops", median.metrics.flops},
+                      {"gflops", median.metrics.gflops},
+                      {"runs_s", times},
+                      {"applications", executor.application_count()},
+                      {"cuda",
+                       {{"compute_s", st.compute_s},
+                        {"copy_in_s", st.copy_in_s},
+                        {"copy_out_s", st.copy_out_s},
+                        {"replayed", st.replayed},
+                        {"arena_bytes", st.arena_bytes},
+                        {"streams", options.streams},
+                        {"tf32", options.tf32},
+                        {"device_steps", st.device_steps},
+                        {"host_steps", st.host_steps},
+                        {"host_steps_by_kernel", st.host_steps_by_kernel}}}};
+  return {std::move(median.buffers), std::nullopt, j.dump(1) + "\n"};
+}
 
 Executed execute(const ir::Graph& lowered, runtime::BufferMap inputs,
                  const runtime::ExecutableKernels& kernels, const RunOptions& options) {
+  if (options.device == "cuda") return execute_cuda(lowered, std::move(inputs), kernels, options);
   if (options.executor == "application") {
     return {runtime::ApplicationExecutor(lowered, kernels).run(std::move(inputs)), std::nullopt};
   }
@@ -182,6 +250,23 @@ void check_options(RunOptions& options) {
         throw Error(fmt::format("{} needs the block executor (not --executor application)", name));
       }
     }
+  }
+  if (options.device != "cpu" && options.device != "cuda") {
+    throw Error(fmt::format("--device {}: expected cpu or cuda", options.device));
+  }
+  if (options.device == "cuda") {
+    if (options.executor != "block") {
+      throw Error(fmt::format("--device cuda runs the CUDA executor: give no --executor {}",
+                              options.executor));
+    }
+    if (!options.trace.empty()) throw Error("--trace is not supported with --device cuda yet");
+    if (options.optimize) {
+      throw Error(
+          "--device cuda with --optimize is not supported yet: optimize first, then run "
+          "the plan it writes");
+    }
+  } else if (options.tf32 || options.no_cuda_graph || options.streams != 4) {
+    throw Error("--tf32, --no-cuda-graph and --streams need --device cuda");
   }
   if (!options.verify.empty() && options.verify != "bound" && options.verify != "exact") {
     throw Error(fmt::format("--verify={}: expected --verify or --verify=exact", options.verify));
@@ -257,7 +342,7 @@ int run_run(RunOptions& options) {
   workflow::check_memory(  // before any input is read or generated
       graph, lowered, choices,
       {.limit_bytes = options.memory_limit.empty() ? 0 : parse_byte_size(options.memory_limit),
-       .block_executor = options.executor == "block"});
+       .block_executor = options.executor == "block" && options.device == "cpu"});
   const runtime::BufferMap inputs =  // all input errors before any work
       options.inputs.empty()
           ? runtime::generate_inputs(graph, {.seed = options.seed, .exact = exact})
@@ -275,16 +360,19 @@ int run_run(RunOptions& options) {
                          options.reference_kernels ? reference : fast, options);
   fmt::print("ran {} applications of {} operations ({} executor, {} kernels)\n",
              lowered.graph.applications().size(), lowered.graph.operations().size(),
-             options.executor, options.reference_kernels ? "reference" : "fast");
+             options.device == "cuda" ? "cuda" : options.executor,
+             options.device == "cuda"
+                 ? (options.reference_kernels ? "CUDA + reference host" : "CUDA + fast host")
+                 : (options.reference_kernels ? "reference" : "fast"));
   if (run.metrics) fmt::print("{}", runtime::summary_table(*run.metrics));
   // The outputs are taken: the run's other buffers are not held while verifying.
   const runtime::BufferMap results =
       workflow::graph_results(graph, lowered, std::exchange(run.buffers, {}));
 
-  return verify_and_write(graph, lowered, inputs, results, std::move(oracle), options,
-                          run.metrics ? runtime::metrics_json(*run.metrics).dump(1) + "\n" : "",
-                          run.metrics ? runtime::chrome_trace(*run.metrics).dump() + "\n" : "",
-                          &reference, &fast);
+  return verify_and_write(
+      graph, lowered, inputs, results, std::move(oracle), options,
+      run.metrics ? runtime::metrics_json(*run.metrics).dump(1) + "\n" : run.metrics_text,
+      run.metrics ? runtime::chrome_trace(*run.metrics).dump() + "\n" : "", &reference, &fast);
 }
 
 }  // namespace
@@ -326,6 +414,17 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
                   "every all-gather); all: sums over more ranks too, in MPI's order (within the "
                   "verify bar); none: point-to-point only")
       ->check(CLI::IsMember({"exact", "all", "none"}));
+  cmd->add_option("--device", options->device,
+                  "cpu (default) or cuda: run on an NVIDIA GPU (the CUDA executor; kernels "
+                  "without a GPU kernel run on the CPU as host steps; docs/gpu.md)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  cmd->add_option("--streams", options->streams, "with --device cuda: CUDA streams (default 4)")
+      ->check(CLI::Range(1, 64));
+  cmd->add_flag("--tf32", options->tf32,
+                "with --device cuda: float32 GEMMs and convolutions on TF32 tensor cores");
+  cmd->add_flag("--no-cuda-graph", options->no_cuda_graph,
+                "with --device cuda: issue every step on every run instead of replaying a "
+                "captured CUDA graph");
   cmd->add_option("--threads", options->threads,
                   "block executor threads (default: all cores); with --executor mpi, per rank "
                   "(default 1)")

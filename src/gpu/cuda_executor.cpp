@@ -1,2 +1,525 @@
-// The CUDA executor (cuda.h).
+// The CUDA executor (cuda.h): a DeviceProgram (device_program.h) issued on CUDA streams, once
+// directly or recorded into a CUDA graph and replayed.
+//
+// Construction: plan the program; allocate the arena (one cudaMalloc), a workspace per stream,
+// the library handles, and pinned host mirrors of the tensors host steps touch; build every
+// step's KernelCall with its final origins (device: arena + slot offset + box offset; host
+// step: the mirror's). A run: inputs host → arena (stream 0), the steps between a fork and a
+// join event (or the graph replay), outputs arena → host, one synchronisation at the end.
+// Host steps: each input box device → mirror, the CPU kernel in a cudaLaunchHostFunc
+// callback, each output box mirror → device; all of it stream-ordered and capturable.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <optional>
+
+#include "device_kernels.h"
+#include "device_program.h"
 #include "tapestry/gpu/cuda.h"
+#include "tapestry/runtime/fast_kernels.h"
+#include "tapestry/runtime/tensor_map.h"
+#include "tapestry/support/assert.h"
+#include "tapestry/support/error.h"
+
+namespace tapestry::gpu {
+
+namespace {
+
+using runtime::Buffer;
+using runtime::BufferMap;
+using runtime::KernelCall;
+using runtime::detail::BlockTask;
+using runtime::detail::BufferSlot;
+using runtime::detail::PortAddress;
+
+void check(cudaError_t status, std::string_view what) {
+  if (status != cudaSuccess) {
+    throw Error(fmt::format("CUDA: {}: {} ({})", what, cudaGetErrorString(status),
+                            cudaGetErrorName(status)));
+  }
+}
+
+constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
+
+// A box of a dense row-major slot, as contiguous runs for cudaMemcpy2DAsync: `height` rows of
+// `width` bytes `pitch` apart, repeated at each of `starts` (byte offsets from the slot's base).
+struct BoxCopy {
+  std::vector<std::int64_t> starts;
+  std::size_t width = 0;
+  std::size_t height = 0;
+  std::size_t pitch = 0;
+};
+
+BoxCopy box_copy(const runtime::ConstView& view, std::int64_t byte_offset, std::size_t element) {
+  BoxCopy c;
+  const runtime::Range& box = view.box();
+  const std::size_t rank = box.rank();
+  const runtime::Point shape = box.shape();
+  for (std::size_t k = 0; k < rank; ++k) {
+    if (shape[k] == 0) return c;  // empty: nothing to copy
+  }
+  if (rank == 0) {
+    c.starts = {byte_offset};
+    c.width = element;
+    c.height = 1;
+    c.pitch = element;
+    return c;
+  }
+  // The innermost dims the box covers whole (stride = product of the inner extents) make one
+  // contiguous run together with the first dim it does not.
+  std::size_t k = rank - 1;
+  std::int64_t run = shape[k];
+  while (k > 0 && view.stride(k - 1) == run) {
+    run *= shape[k - 1];
+    --k;
+  }
+  // Dims [0, k) remain; dim k-1 (if any) becomes the 2-D copy's rows.
+  c.width = static_cast<std::size_t>(run) * element;
+  if (k == 0) {
+    c.starts = {byte_offset};
+    c.height = 1;
+    c.pitch = c.width;
+    return c;
+  }
+  c.height = static_cast<std::size_t>(shape[k - 1]);
+  c.pitch = static_cast<std::size_t>(view.stride(k - 1)) * element;
+  std::vector<std::int64_t> index(k - 1, 0);
+  while (true) {
+    std::int64_t offset = byte_offset;
+    for (std::size_t d = 0; d + 1 < k; ++d) {
+      offset += index[d] * view.stride(d) * static_cast<std::int64_t>(element);
+    }
+    c.starts.push_back(offset);
+    std::size_t d = k - 1;
+    while (d > 0) {
+      if (++index[d - 1] < shape[d - 1]) break;
+      index[d - 1] = 0;
+      --d;
+    }
+    if (d == 0) break;
+  }
+  return c;
+}
+
+template <typename Port, typename Byte>
+void set_origins(ir::NamedLists<Port>& ports, const std::vector<PortAddress>& addresses,
+                 const std::vector<std::byte*>& base) {
+  std::size_t i = 0;
+  ports.for_each_entry([&](const std::string&, std::uint32_t, Port& port) {
+    const PortAddress& a = addresses[i++];
+    Byte* origin = base[a.slot] == nullptr ? nullptr : base[a.slot] + a.byte_offset;
+    port.view =
+        runtime::BasicView<Byte>(port.view.dtype(), origin, port.view.box(), port.view.strides());
+  });
+}
+
+}  // namespace
+
+bool compiled() {
+  return true;
+}
+
+std::string unavailable_reason() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    return fmt::format("no CUDA device: cudaGetDeviceCount: {}", cudaGetErrorString(status));
+  }
+  if (count == 0) return "no CUDA device: cudaGetDeviceCount found none";
+  return "";
+}
+
+int device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();  // clear the sticky error of a machine without a driver
+    return 0;
+  }
+  return count;
+}
+
+std::string device_description(int device) {
+  const int count = device_count();
+  if (device < 0 || device >= count) {
+    throw Error(fmt::format("CUDA device {}: {}", device,
+                            count == 0
+                                ? unavailable_reason()
+                                : fmt::format("there are {} devices (0 … {})", count, count - 1)));
+  }
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+  return fmt::format("{} (sm_{}{}, {} SMs, {:.1f} GiB)", prop.name, prop.major, prop.minor,
+                     prop.multiProcessorCount,
+                     static_cast<double>(prop.totalGlobalMem) / double(1 << 30));
+}
+
+struct CudaExecutor::State {
+  const ir::Graph& graph;
+  CudaExecutorOptions options;
+  DeviceProgram program;
+  std::vector<runtime::KernelFn> host_kernel;  // per task (host steps)
+  std::vector<KernelCall> calls;               // per task: final origins (device or mirror)
+
+  std::byte* arena = nullptr;
+  std::vector<std::byte*> device_base;  // per slot
+  std::vector<std::byte*> mirror;       // per slot: pinned host copy (host steps), or null
+  std::vector<cudaStream_t> streams;
+  std::vector<cudaEvent_t> events;
+  cudaEvent_t fork = nullptr, start = nullptr, stop = nullptr, copied_in = nullptr,
+              copied_out = nullptr;
+  std::vector<cudaEvent_t> joins;
+  std::vector<void*> workspaces;
+  std::vector<cudnnHandle_t> cudnn;
+  cublasLtHandle_t cublaslt = nullptr;
+  std::vector<DeviceContext> contexts;  // per stream
+  cudaGraphExec_t graph_exec = nullptr;
+
+  struct HostStep {
+    State* state;
+    std::uint32_t task;
+  };
+  std::vector<HostStep> host_steps;  // per task (only host steps are used)
+  std::mutex run_mutex;
+  std::mutex error_mutex;
+  std::optional<Error> host_error;
+
+  State(const ir::Graph& g, CudaExecutorOptions o) : graph(g), options(o) {}
+  ~State() { release(); }
+
+  void release() noexcept {
+    if (graph_exec != nullptr) cudaGraphExecDestroy(graph_exec);
+    for (cudaEvent_t e : events) cudaEventDestroy(e);
+    for (cudaEvent_t e : joins) cudaEventDestroy(e);
+    for (cudaEvent_t e : {fork, start, stop, copied_in, copied_out}) {
+      if (e != nullptr) cudaEventDestroy(e);
+    }
+    for (cudnnHandle_t h : cudnn) cudnnDestroy(h);
+    if (cublaslt != nullptr) cublasLtDestroy(cublaslt);
+    for (void* w : workspaces) cudaFree(w);
+    for (cudaStream_t s : streams) cudaStreamDestroy(s);
+    for (std::byte* m : mirror) {
+      if (m != nullptr) cudaFreeHost(m);
+    }
+    if (arena != nullptr) cudaFree(arena);
+  }
+
+  void copy_box(const runtime::ConstView& view, const PortAddress& address, bool to_device,
+                cudaStream_t stream) const {
+    const BoxCopy c = box_copy(view, address.byte_offset, ir::dtype_size_bytes(view.dtype()));
+    std::byte* dev = device_base[address.slot];
+    std::byte* host = mirror[address.slot];
+    for (std::int64_t start : c.starts) {
+      if (to_device) {
+        check(cudaMemcpy2DAsync(dev + start, c.pitch, host + start, c.pitch, c.width, c.height,
+                                cudaMemcpyHostToDevice, stream),
+              "copy a host step's output to the device");
+      } else {
+        check(cudaMemcpy2DAsync(host + start, c.pitch, dev + start, c.pitch, c.width, c.height,
+                                cudaMemcpyDeviceToHost, stream),
+              "copy a host step's input to the host");
+      }
+    }
+  }
+
+  static void CUDART_CB run_host_step(void* data) {
+    auto* step = static_cast<HostStep*>(data);
+    State& s = *step->state;
+    {
+      std::lock_guard lock(s.error_mutex);
+      if (s.host_error) return;  // a step failed: the run's results are discarded anyway
+    }
+    try {
+      // One thread, as on the block executor's pool: the bits do not depend on the core count.
+      runtime::limit_library_threads_to_one();
+      s.host_kernel[step->task](s.calls[step->task]);
+    } catch (const Error& e) {
+      std::lock_guard lock(s.error_mutex);
+      if (!s.host_error) {
+        s.host_error = e.with_context(
+            fmt::format("application '{}' (a host step)", s.program.block.tasks[step->task].name));
+      }
+    }
+  }
+
+  // Enqueues every step between the fork and the join events (captured or run directly).
+  void issue_steps() {
+    cudaStream_t main = streams[0];
+    check(cudaEventRecord(fork, main), "record the fork event");
+    for (std::size_t s = 1; s < streams.size(); ++s) {
+      check(cudaStreamWaitEvent(streams[s], fork, 0), "fork a stream");
+    }
+    for (const DeviceStep& step : program.steps) {
+      cudaStream_t stream = streams[static_cast<std::size_t>(step.stream)];
+      for (std::uint32_t e : step.waits) {
+        check(cudaStreamWaitEvent(stream, events[e], 0), "wait for an event");
+      }
+      const BlockTask& task = program.block.tasks[step.task];
+      if (step.on_device) {
+        try {
+          program.kernels[step.task]->launch(calls[step.task],
+                                             contexts[static_cast<std::size_t>(step.stream)]);
+        } catch (const Error& e) {
+          throw e.with_context(fmt::format("application '{}'", task.name));
+        }
+      } else {
+        std::size_t i = 0;
+        calls[step.task].inputs.for_each_entry(
+            [&](const std::string&, std::uint32_t, const runtime::InputPort& port) {
+              copy_box(port.view, task.inputs[i++], false, stream);
+            });
+        check(cudaLaunchHostFunc(stream, &State::run_host_step, &host_steps[step.task]),
+              "launch a host step");
+        i = 0;
+        calls[step.task].outputs.for_each_entry(
+            [&](const std::string&, std::uint32_t, const runtime::OutputPort& port) {
+              copy_box(port.view, task.outputs[i++], true, stream);
+            });
+      }
+      if (step.record >= 0) {
+        check(cudaEventRecord(events[static_cast<std::size_t>(step.record)], stream),
+              "record an event");
+      }
+    }
+    for (std::size_t s = 1; s < streams.size(); ++s) {
+      check(cudaEventRecord(joins[s], streams[s]), "record a join event");
+      check(cudaStreamWaitEvent(main, joins[s], 0), "join a stream");
+    }
+  }
+};
+
+CudaExecutor::CudaExecutor(const ir::Graph& graph, CudaExecutorOptions options)
+    : state_(std::make_unique<State>(graph, options)) {
+  if (options.streams < 1) throw Error(fmt::format("--streams {}: expected ≥ 1", options.streams));
+  const int count = device_count();
+  if (count == 0) throw Error(fmt::format("--device cuda: {}", unavailable_reason()));
+  if (options.device < 0 || options.device >= count) {
+    throw Error(fmt::format("CUDA device {}: there are {} devices", options.device, count));
+  }
+  State& s = *state_;
+  check(cudaSetDevice(options.device), "cudaSetDevice");
+  const runtime::ExecutableKernels& host =
+      options.host_kernels != nullptr ? *options.host_kernels : runtime::fast_kernels();
+  const DeviceKernels& device =
+      options.device_kernels != nullptr ? *options.device_kernels : cuda_kernels();
+  s.program = plan_device_program(graph, host, device, {.streams = options.streams});
+  const DeviceProgram& p = s.program;
+
+  // Memory: the arena and a workspace per stream, checked against the limit and what is free.
+  const std::int64_t workspaces = static_cast<std::int64_t>(kWorkspaceBytes) * options.streams;
+  std::size_t free_bytes = 0, total_bytes = 0;
+  check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  const std::int64_t needed = p.arena_bytes + workspaces;
+  if (options.memory_limit_bytes > 0 && needed > options.memory_limit_bytes) {
+    throw Error(
+        fmt::format("the GPU program needs {} bytes (arena {} + workspaces {}), above "
+                    "the memory limit of {} bytes",
+                    needed, p.arena_bytes, workspaces, options.memory_limit_bytes));
+  }
+  if (needed > static_cast<std::int64_t>(free_bytes)) {
+    throw Error(
+        fmt::format("the GPU program needs {} bytes (arena {} + workspaces {}), but "
+                    "device {} has {} bytes free",
+                    needed, p.arena_bytes, workspaces, options.device, free_bytes));
+  }
+  if (p.arena_bytes > 0) {
+    void* arena = nullptr;
+    check(cudaMalloc(&arena, static_cast<std::size_t>(p.arena_bytes)), "allocate the arena");
+    s.arena = static_cast<std::byte*>(arena);
+  }
+  s.device_base.assign(p.block.slots.size(), nullptr);
+  for (std::size_t i = 0; i < p.block.slots.size(); ++i) {
+    if (p.placement[i].bytes > 0) s.device_base[i] = s.arena + p.placement[i].offset;
+  }
+
+  // Streams, events, handles, workspaces.
+  s.streams.resize(static_cast<std::size_t>(options.streams));
+  for (cudaStream_t& stream : s.streams) {
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "create a stream");
+  }
+  s.events.resize(p.events);
+  for (cudaEvent_t& e : s.events) {
+    check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "create an event");
+  }
+  s.joins.resize(s.streams.size());
+  for (cudaEvent_t& e : s.joins) {
+    check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "create an event");
+  }
+  check(cudaEventCreateWithFlags(&s.fork, cudaEventDisableTiming), "create an event");
+  for (cudaEvent_t* e : {&s.start, &s.stop, &s.copied_in, &s.copied_out}) {
+    check(cudaEventCreate(e), "create a timing event");
+  }
+  if (cublasLtCreate(&s.cublaslt) != CUBLAS_STATUS_SUCCESS)
+    throw Error("CUDA: cublasLtCreate failed");
+  s.cudnn.resize(s.streams.size());
+  s.workspaces.resize(s.streams.size());
+  s.contexts.resize(s.streams.size());
+  for (std::size_t i = 0; i < s.streams.size(); ++i) {
+    if (cudnnCreate(&s.cudnn[i]) != CUDNN_STATUS_SUCCESS) throw Error("CUDA: cudnnCreate failed");
+    cudnnSetStream(s.cudnn[i], s.streams[i]);
+    check(cudaMalloc(&s.workspaces[i], kWorkspaceBytes), "allocate a workspace");
+    s.contexts[i] = DeviceContext{.device = options.device,
+                                  .stream = s.streams[i],
+                                  .cublaslt = s.cublaslt,
+                                  .cudnn = s.cudnn[i],
+                                  .workspace = s.workspaces[i],
+                                  .workspace_bytes = kWorkspaceBytes,
+                                  .allow_tf32 = options.allow_tf32};
+  }
+
+  // Host steps: pinned mirrors of the tensors they touch; every call with its final origins.
+  s.mirror.assign(p.block.slots.size(), nullptr);
+  s.host_kernel.resize(p.block.tasks.size());
+  s.host_steps.resize(p.block.tasks.size());
+  for (const DeviceStep& step : p.steps) {
+    if (step.on_device) continue;
+    const BlockTask& task = p.block.tasks[step.task];
+    s.host_kernel[step.task] = task.kernel;
+    s.host_steps[step.task] = {&s, step.task};
+    for (const auto* ports : {&task.inputs, &task.outputs}) {
+      for (const PortAddress& a : *ports) {
+        if (s.mirror[a.slot] != nullptr || p.block.slots[a.slot].bytes == 0) continue;
+        void* m = nullptr;
+        check(cudaMallocHost(&m, static_cast<std::size_t>(p.block.slots[a.slot].bytes)),
+              "allocate pinned host memory for a host step");
+        s.mirror[a.slot] = static_cast<std::byte*>(m);
+      }
+    }
+  }
+  s.calls.resize(p.block.tasks.size());
+  for (std::uint32_t t = 0; t < p.block.tasks.size(); ++t) {
+    const BlockTask& task = p.block.tasks[t];
+    const std::vector<std::byte*>& base = p.kernels[t] != nullptr ? s.device_base : s.mirror;
+    s.calls[t] = task.call;
+    set_origins<runtime::InputPort, const std::byte>(s.calls[t].inputs, task.inputs, base);
+    set_origins<runtime::OutputPort, std::byte>(s.calls[t].outputs, task.outputs, base);
+  }
+}
+
+CudaExecutor::~CudaExecutor() = default;
+
+const DeviceProgram& CudaExecutor::program() const {
+  return state_->program;
+}
+std::size_t CudaExecutor::application_count() const {
+  return state_->program.block.tasks.size();
+}
+std::int64_t CudaExecutor::flops() const {
+  return state_->program.block.flops;
+}
+
+BufferMap CudaExecutor::run(BufferMap inputs) const {
+  return run_measured(std::move(inputs)).buffers;
+}
+
+CudaExecutor::Measured CudaExecutor::run_measured(BufferMap inputs) const {
+  State& s = *state_;
+  const DeviceProgram& p = s.program;
+  std::lock_guard lock(s.run_mutex);
+  check(cudaSetDevice(s.options.device), "cudaSetDevice");
+  {
+    std::lock_guard error_lock(s.error_mutex);
+    s.host_error.reset();
+  }
+  // Bind the inputs: exactly the graph inputs, each with its tensor's dtype and shape.
+  BufferMap result;
+  for (std::uint32_t i = 0; i < p.block.slots.size(); ++i) {
+    const BufferSlot& slot = p.block.slots[i];
+    auto given = inputs.find(slot.tensor);
+    if (!slot.input) {
+      if (given != inputs.end()) {
+        throw Error(fmt::format("tensor '{}' is computed by the graph; it cannot be an input",
+                                runtime::tensor_name(s.graph, slot.tensor)));
+      }
+      continue;
+    }
+    if (given == inputs.end()) {
+      throw Error(fmt::format("input tensor '{}' has no buffer",
+                              runtime::tensor_name(s.graph, slot.tensor)));
+    }
+    result.emplace(slot.tensor,
+                   runtime::bind_buffer(s.graph, slot.tensor, std::move(given->second)));
+  }
+  cudaStream_t main = s.streams[0];
+  if (s.options.poison && s.arena != nullptr) {
+    check(cudaMemsetAsync(s.arena, 0xFF, static_cast<std::size_t>(p.arena_bytes), main),
+          "poison the arena");
+  }
+  check(cudaEventRecord(s.copied_in, main), "record an event");
+  for (std::uint32_t i = 0; i < p.block.slots.size(); ++i) {
+    const BufferSlot& slot = p.block.slots[i];
+    if (!slot.input || slot.bytes == 0) continue;
+    check(cudaMemcpyAsync(s.device_base[i], result.at(slot.tensor).bytes(),
+                          static_cast<std::size_t>(slot.bytes), cudaMemcpyHostToDevice, main),
+          "copy an input to the device");
+  }
+  check(cudaEventRecord(s.start, main), "record an event");
+  const bool replay = s.options.graph && s.graph_exec != nullptr;
+  if (s.options.graph) {
+    if (s.graph_exec == nullptr) {
+      check(cudaStreamBeginCapture(main, cudaStreamCaptureModeThreadLocal), "begin a capture");
+      cudaGraph_t captured = nullptr;
+      try {
+        s.issue_steps();
+      } catch (...) {
+        (void)cudaStreamEndCapture(main, &captured);
+        if (captured != nullptr) cudaGraphDestroy(captured);
+        throw;
+      }
+      check(cudaStreamEndCapture(main, &captured), "end the capture");
+      const cudaError_t made = cudaGraphInstantiate(&s.graph_exec, captured, 0);
+      cudaGraphDestroy(captured);
+      check(made, "instantiate the CUDA graph");
+    }
+    check(cudaGraphLaunch(s.graph_exec, main), "launch the CUDA graph");
+  } else {
+    s.issue_steps();
+  }
+  check(cudaEventRecord(s.stop, main), "record an event");
+  for (std::uint32_t i = 0; i < p.block.slots.size(); ++i) {
+    const BufferSlot& slot = p.block.slots[i];
+    if (!slot.output || slot.input) continue;
+    Buffer out(slot.dtype, slot.range, Buffer::Uninitialized{});
+    if (slot.bytes > 0) {
+      check(cudaMemcpyAsync(out.bytes(), s.device_base[i], static_cast<std::size_t>(slot.bytes),
+                            cudaMemcpyDeviceToHost, main),
+            "copy an output to the host");
+    }
+    result.emplace(slot.tensor, std::move(out));
+  }
+  check(cudaEventRecord(s.copied_out, main), "record an event");
+  check(cudaStreamSynchronize(main), "run the program");
+  {
+    std::lock_guard error_lock(s.error_mutex);
+    if (s.host_error) throw *s.host_error;
+  }
+  float in_ms = 0, compute_ms = 0, out_ms = 0;
+  check(cudaEventElapsedTime(&in_ms, s.copied_in, s.start), "time the run");
+  check(cudaEventElapsedTime(&compute_ms, s.start, s.stop), "time the run");
+  check(cudaEventElapsedTime(&out_ms, s.stop, s.copied_out), "time the run");
+
+  Measured m;
+  m.stats = {.compute_s = compute_ms * 1e-3,
+             .copy_in_s = in_ms * 1e-3,
+             .copy_out_s = out_ms * 1e-3,
+             .replayed = replay,
+             .arena_bytes = p.arena_bytes,
+             .device_steps = p.steps.size() - p.host_steps,
+             .host_steps = p.host_steps,
+             .host_steps_by_kernel = p.host_steps_by_kernel};
+  m.metrics.wall_s = m.stats.compute_s;
+  m.metrics.flops = p.block.flops;
+  m.metrics.gflops =
+      m.metrics.wall_s > 0 ? static_cast<double>(p.block.flops) / m.metrics.wall_s / 1e9 : 0;
+  m.metrics.peak_memory_bytes = p.arena_bytes;
+  m.metrics.estimated_peak_memory_bytes = p.arena_bytes;
+  m.metrics.threads = s.options.streams;
+  m.buffers = std::move(result);
+  return m;
+}
+
+}  // namespace tapestry::gpu

@@ -14,10 +14,18 @@ constexpr const char* kMissing =
     "this build has no CUDA backend (nvcc was not found when it was configured; docs/gpu.md)";
 }
 
-bool compiled() { return false; }
-int device_count() { return 0; }
-std::string unavailable_reason() { return kMissing; }
-std::string device_description(int /*device*/) { throw Error(kMissing); }
+bool compiled() {
+  return false;
+}
+int device_count() {
+  return 0;
+}
+std::string unavailable_reason() {
+  return kMissing;
+}
+std::string device_description(int /*device*/) {
+  throw Error(kMissing);
+}
 
 const DeviceKernels& cuda_kernels() {
   static const DeviceKernels empty;
@@ -30,12 +38,20 @@ CudaExecutor::CudaExecutor(const ir::Graph& /*graph*/, CudaExecutorOptions /*opt
   throw Error(fmt::format("--device cuda: {}", kMissing));
 }
 CudaExecutor::~CudaExecutor() = default;
-runtime::BufferMap CudaExecutor::run(runtime::BufferMap /*inputs*/) const { throw Error(kMissing); }
+runtime::BufferMap CudaExecutor::run(runtime::BufferMap /*inputs*/) const {
+  throw Error(kMissing);
+}
 CudaExecutor::Measured CudaExecutor::run_measured(runtime::BufferMap /*inputs*/) const {
   throw Error(kMissing);
 }
-const DeviceProgram& CudaExecutor::program() const { throw Error(kMissing); }
-std::size_t CudaExecutor::application_count() const { return 0; }
-std::int64_t CudaExecutor::flops() const { return 0; }
+const DeviceProgram& CudaExecutor::program() const {
+  throw Error(kMissing);
+}
+std::size_t CudaExecutor::application_count() const {
+  return 0;
+}
+std::int64_t CudaExecutor::flops() const {
+  return 0;
+}
 
 }  // namespace tapestry::gpu

@@ -50,12 +50,12 @@ namespace tapestry::gpu {
 /// cudaStream_t, cublasLtHandle_t, cudnnHandle_t behind void*).
 struct DeviceContext {
   int device = 0;
-  void* stream = nullptr;          // cudaStream_t
-  void* cublaslt = nullptr;        // cublasLtHandle_t, shared by every stream
-  void* cudnn = nullptr;           // cudnnHandle_t of this stream (cudnnSetStream done)
-  void* workspace = nullptr;       // device scratch of `workspace_bytes`, private to this stream
+  void* stream = nullptr;     // cudaStream_t
+  void* cublaslt = nullptr;   // cublasLtHandle_t, shared by every stream
+  void* cudnn = nullptr;      // cudnnHandle_t of this stream (cudnnSetStream done)
+  void* workspace = nullptr;  // device scratch of `workspace_bytes`, private to this stream
   std::size_t workspace_bytes = 0;
-  bool allow_tf32 = false;         // float32 GEMMs/convolutions may use TF32 tensor cores
+  bool allow_tf32 = false;  // float32 GEMMs/convolutions may use TF32 tensor cores
 };
 
 struct DeviceKernel {

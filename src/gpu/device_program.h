@@ -39,8 +39,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/block_program.h"
 #include "device_kernels.h"
+#include "runtime/block_program.h"
 
 namespace tapestry::gpu {
 
@@ -50,20 +50,20 @@ struct SlotPlacement {
 };
 
 struct DeviceStep {
-  std::uint32_t task = 0;                // index into block.tasks
-  bool on_device = true;                 // a device kernel; else a host step
+  std::uint32_t task = 0;  // index into block.tasks
+  bool on_device = true;   // a device kernel; else a host step
   int stream = 0;
-  std::vector<std::uint32_t> waits;      // events to wait for before the step
-  std::int32_t record = -1;              // the event recorded after the step, or -1
+  std::vector<std::uint32_t> waits;  // events to wait for before the step
+  std::int32_t record = -1;          // the event recorded after the step, or -1
 };
 
 struct DeviceProgram {
-  runtime::detail::BlockProgram block;                // slots, tasks, DAG, order
-  std::vector<const DeviceKernel*> kernels;   // per task: its device kernel, or null (host step)
-  std::vector<SlotPlacement> placement;       // per slot
+  runtime::detail::BlockProgram block;       // slots, tasks, DAG, order
+  std::vector<const DeviceKernel*> kernels;  // per task: its device kernel, or null (host step)
+  std::vector<SlotPlacement> placement;      // per slot
   std::int64_t arena_bytes = 0;
   int streams = 1;
-  std::vector<DeviceStep> steps;              // issue order
+  std::vector<DeviceStep> steps;  // issue order
   std::uint32_t events = 0;
   /// Per task, the tasks it waits for because its output reuses their memory (ascending).
   std::vector<std::vector<std::uint32_t>> memory_edges;

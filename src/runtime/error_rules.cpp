@@ -355,14 +355,16 @@ struct OperationEval::Ctx {
 
 OperationEval::OperationEval(const ir::Graph& graph, ir::OperationId op,
                              const ExecutableKernels& kernels, double lambda,
-                             const SharedZeros* zeros, SingleSums single_sums)
+                             const SharedZeros* zeros, SingleSums single_sums,
+                             double product_roundoff)
     : graph_(graph),
       op_(op),
       kernels_(kernels),
       kernel_(kernels.lookup(graph.operation(op).kernel(), graph.display_name(op))),
       lambda_(lambda),
       zeros_(zeros),
-      single_sums_(strict_float32() ? single_sums : SingleSums::kNever) {
+      single_sums_(strict_float32() ? single_sums : SingleSums::kNever),
+      product_roundoff_(product_roundoff) {
   const ir::OperationView view = graph.operation(op);
   const Range index = *view.ipf_index();
   double window = 1;
@@ -975,6 +977,16 @@ void OperationEval::bilinear(Ctx& c) const {
   // 3. Each output cell. σ is written over A and D over the first D term (each cell reads its
   //    own A and D term before writing them): no buffer more.
   const double n = terms_ + (bias >= 0 ? 1 : 0);
+  // Operands rounded before they are multiplied (TF32 tensor cores on a float32 GEMM, u_t =
+  // 2^-11): each product x·w becomes x(1+δ)·w(1+ε), |δ|, |ε| ≤ u_t, off by at most
+  // (2u_t + u_t²)·|x·w|; over the cell's terms, (2u_t + u_t²)·A in both channels (σ takes the
+  // worst case too: the roundings of one operand row are not independent of the others').
+  const auto float32_operand = [&](int i) {
+    return tensor_dtype(graph_, c.ins[static_cast<std::size_t>(i)].value.tensor) == DType::kFloat32;
+  };
+  const double rounded_products = product_roundoff_ > 0 && float32_operand(x) && float32_operand(w)
+                                      ? (2 + product_roundoff_) * product_roundoff_
+                                      : 0;
   const auto cells = [](const std::vector<Buffer>& b, std::size_t o) {
     return b.empty() ? nullptr : b[o].values<double>().data();
   };
@@ -1029,6 +1041,11 @@ void OperationEval::bilinear(Ctx& c) const {
         const Rounding r = rounding(terms, c.u, c.tiny, av[i]);
         double var = r.proxy * r.proxy;
         double worst = r.bound;
+        if (rounded_products > 0) {
+          const double e = rounded_products * av[i] * (1 + 0x1p-50);
+          var += e * e;
+          worst += e;
+        }
         if (x_carries) {
           var += p1v[i];
           worst += d1v[i];

@@ -117,7 +117,7 @@ class OperationEval {
   /// and matmul's sums of nonnegative terms run as float32 GEMMs rounded up (SingleSums).
   OperationEval(const ir::Graph& graph, ir::OperationId op, const ExecutableKernels& kernels,
                 double lambda, const SharedZeros* zeros = nullptr,
-                SingleSums single_sums = SingleSums::kNever);
+                SingleSums single_sums = SingleSums::kNever, double product_roundoff = 0);
 
   /// Evaluates the operation on `value` (every tensor it reads) and derives its outputs' sigma
   /// and bound from `sigma` and `bound` (every float tensor it reads), writing them over
@@ -189,6 +189,8 @@ class OperationEval {
   double lambda_;
   const SharedZeros* zeros_;
   SingleSums single_sums_;
+  // float32 contractions whose operands the run rounded first (TF32: 2^-11), else 0.
+  double product_roundoff_ = 0;
   /// Terms combined into one output cell: Π reduction extents × the largest input window.
   double terms_ = 1;
 };

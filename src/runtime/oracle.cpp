@@ -193,9 +193,10 @@ Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
   for (std::size_t k = 0; k < naive.order().size(); ++k) {
     const ir::OperationId op = naive.order()[k];
     for (const auto& e : graph.operation(op).inputs().entries()) enter(e.value.tensor);
-    const detail::OperationEval eval(graph, op, kernels, options.lambda, &zeros,
-                                     options.single_precision_sums ? detail::SingleSums::kWherePays
-                                                                   : detail::SingleSums::kNever);
+    const detail::OperationEval eval(
+        graph, op, kernels, options.lambda, &zeros,
+        options.single_precision_sums ? detail::SingleSums::kWherePays : detail::SingleSums::kNever,
+        options.tf32_products ? 0x1p-11 : 0.0);
     // The σ and D of tensors freed after this operation: its outputs' may be written over them.
     detail::SpareBuffers spare;
     std::map<ir::TensorId, std::int64_t> spare_bytes;

@@ -83,7 +83,8 @@ runtime::VerifyReport verify_on_this_arena(const ir::Graph& graph, const runtime
   if (options.mode == runtime::VerifyMode::kExact && !oracle)
     oracle = exact_oracle(graph, inputs, options.fast, "exact verification");
   if (options.mode == runtime::VerifyMode::kBound && !oracle)
-    oracle = runtime::evaluate_oracle(graph, inputs, {.kernels = options.fast});
+    oracle = runtime::evaluate_oracle(graph, inputs,
+                                      {.kernels = options.fast, .tf32_products = options.tf32});
   return runtime::verify_outputs(graph, results, options.mode, &naive, oracle ? &*oracle : nullptr,
                                  options.unchecked);
 }

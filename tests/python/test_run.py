@@ -305,3 +305,24 @@ def test_run_info(mlp_small):
     assert info.flops > 0 and info.wall_s > 0
     assert "operation" in info.summary()
     assert info.metrics["applications"] == 9 and len(info.metrics["application_records"]) == 9
+
+
+# ---- device="cuda" --------------------------------------------------------------------------------
+def test_cuda_device_runs_on_a_gpu_or_says_why_not(mlp_small):
+    """On a GPU: the CUDA executor's outputs verify, and the second run replays its CUDA graph.
+    Without one (or without the CUDA backend): a clear tapestry.Error naming --device cuda."""
+    inputs = random_inputs(mlp_small)
+    try:
+        out = mlp_small.run(inputs, plan=MLP_PLAN, device="cuda", verify=True)
+    except tapestry.Error as e:
+        assert "--device cuda" in str(e)
+        assert "CUDA" in str(e)
+        return
+    assert mlp_small.last_run.device == "cuda"
+    again = mlp_small.run(inputs, plan=MLP_PLAN, device="cuda")
+    np.testing.assert_array_equal(out["Y"], again["Y"])
+
+
+def test_an_unknown_device_is_a_value_error(mlp_small):
+    with pytest.raises(ValueError, match="device='tpu'"):
+        mlp_small.run(random_inputs(mlp_small), device="tpu")

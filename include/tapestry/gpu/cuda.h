@@ -73,10 +73,10 @@ struct CudaExecutorOptions {
 
 /// What one run did, beyond RunMetrics.
 struct CudaRunStats {
-  double compute_s = 0;         // the steps alone, GPU time between two events
-  double copy_in_s = 0;         // inputs host → device
-  double copy_out_s = 0;        // outputs device → host
-  bool replayed = false;        // ran as a CUDA graph replay
+  double compute_s = 0;   // the steps alone, GPU time between two events
+  double copy_in_s = 0;   // inputs host → device
+  double copy_out_s = 0;  // outputs device → host
+  bool replayed = false;  // ran as a CUDA graph replay
   std::int64_t arena_bytes = 0;
   std::size_t device_steps = 0;
   std::size_t host_steps = 0;
@@ -96,7 +96,8 @@ class CudaExecutor final : public runtime::Executor {
 
   struct Measured {
     runtime::BufferMap buffers;
-    runtime::RunMetrics metrics;  // wall_s = compute_s; flops, gflops; peak_memory_bytes = the arena
+    runtime::RunMetrics
+        metrics;  // wall_s = compute_s; flops, gflops; peak_memory_bytes = the arena
     CudaRunStats stats;
   };
   [[nodiscard]] Measured run_measured(runtime::BufferMap inputs) const;

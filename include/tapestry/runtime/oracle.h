@@ -140,6 +140,10 @@ struct OracleOptions {
   /// and so do kernels of under 64 multiply-adds per operand cell (rounding the operands would
   /// cost more than float32 saves). False: every term in float64 (tests compare the two).
   bool single_precision_sums = true;
+  /// The run computed float32 linear, matmul and conv2d products on TF32 tensor cores (a GPU
+  /// run with --tf32): each operand rounded to 10 mantissa bits first (u_t = 2^-11), so each
+  /// cell's bar grows by (2u_t + u_t²)·Σ|x·w| in both σ and D. Other dtypes are unaffected.
+  bool tf32_products = false;
 };
 
 struct Oracle {

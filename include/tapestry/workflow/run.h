@@ -113,6 +113,9 @@ struct VerifyRun {
   /// run's own (runtime::run_on_threads; 0: one per hardware thread, as the run's default). The
   /// numbers do not depend on it (operation_blocks.h).
   int threads = 0;
+  /// The run's float32 contractions used TF32 (`--device cuda --tf32`): the oracle's bars count
+  /// the operands' rounding (runtime::OracleOptions::tf32_products).
+  bool tf32 = false;
 };
 
 /// Step 7: `results` (keyed by `graph`'s outputs) judged against the naive run of `graph` on
