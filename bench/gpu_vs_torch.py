@@ -16,8 +16,9 @@ whose metrics' "wall_s" is the median run's GPU compute time (CUDA events around
 The float32 MLP runs twice more with TF32 tensor cores allowed on both sides
 (torch.backends.cuda.matmul.allow_tf32 and `tapestry run --tf32`).
 
-Prints one row per (graph, precision): the times, the GEMM rate and torch/tapestry, the best
-PyTorch time over Tapestry's (≥ 1: Tapestry is as fast; the goal is ≥ 0.9). --json FILE writes
+Prints one row per (graph, precision): the times, Tapestry's GEMM rate, torch/tapestry — the best
+PyTorch time over Tapestry's (≥ 1: Tapestry is as fast; the goal is ≥ 0.9) — and Tapestry's host
+steps (operations without a GPU kernel, run on the CPU: each one costs copies both ways). --json FILE writes
 the rows. Exits 1 when a run fails, 0 otherwise (a slow Tapestry is a number, not a failure);
 prints `skipped: <why>` and exits 0 without torch or a CUDA device.
 
@@ -159,7 +160,7 @@ def main():
             row["gemm_flops"] = gemm_flops(shape)
             rows.append(row)
     print(f"{'graph':<12} {'prec':<5} {'torch eager':>12} {'torch graph':>12} {'tapestry':>12} "
-          f"{'tapestry TFLOP/s':>17} {'torch/tapestry':>15}")
+          f"{'tapestry TFLOP/s':>17} {'torch/tapestry':>15} {'host steps':>10}")
     for r in rows:
         if "error" in r:
             print(f"{r['graph']:<12} {r['precision']:<5} FAILED: {r['error']}")
@@ -169,8 +170,9 @@ def main():
             return f"{r[key] * 1e3:10.3f} ms" if key in r else f"{'-':>12}"
         rate = f"{r['gemm_flops'] / r['tapestry_s'] / 1e12:17.1f}" if "tapestry_s" in r else f"{'-':>17}"
         ratio = f"{r['torch_over_tapestry']:15.2f}" if "torch_over_tapestry" in r else f"{'-':>15}"
+        host = r.get("tapestry_cuda", {}).get("host_steps", "-")
         print(f"{r['graph']:<12} {r['precision']:<5} {ms('torch_eager_s')} {ms('torch_graph_s')} "
-              f"{ms('tapestry_s')} {rate} {ratio}")
+              f"{ms('tapestry_s')} {rate} {ratio} {host:>10}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

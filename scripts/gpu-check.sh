@@ -173,6 +173,7 @@ verify_run() {
   pass=$(grep -c '^PASS' "$logs/$name.log")
   fail=$(grep -cE '^(FAIL|UNCHECKED)' "$logs/$name.log")
   ran=$(grep -m1 -o 'ran [0-9]* applications.*' "$logs/$name.log" | cut -c1-90)
+  ran="$ran; $(grep -m1 '^steps:' "$logs/$name.log" | cut -c1-80)"
   if [[ $rc -eq 0 && $pass -gt 0 && $fail -eq 0 ]]; then
     record "$name" ok "$secs" "$pass PASS; $ran"
   else
