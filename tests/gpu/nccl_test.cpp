@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -30,6 +31,13 @@ int usable_gpus() {
   return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
 }
 
+// One rank talks to itself: NCCL's bootstrap socket on the loopback interface, which every
+// machine has (a container may have no other), unless the environment chose one.
+NcclUniqueId loopback_unique_id() {
+  setenv("NCCL_SOCKET_IFNAME", "lo", /*overwrite=*/0);
+  return NcclComm::unique_id();
+}
+
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call
 
 class Nccl : public ::testing::Test {
@@ -38,7 +46,7 @@ class Nccl : public ::testing::Test {
     if (usable_gpus() == 0) GTEST_SKIP() << "no usable GPU";
     CUDA_OK(cudaSetDevice(0));
     CUDA_OK(cudaStreamCreate(&stream_));
-    comm_ = std::make_unique<NcclComm>(NcclComm::unique_id(), 0, 1, 0);
+    comm_ = std::make_unique<NcclComm>(loopback_unique_id(), 0, 1, 0);
   }
   void TearDown() override {
     comm_.reset();
@@ -222,7 +230,7 @@ TEST(NcclSetUp, BadRanksAndDevicesAreErrorsNamingThem) {
     return;
   }
   try {
-    NcclComm comm(NcclComm::unique_id(), 0, 1, usable_gpus());
+    NcclComm comm(loopback_unique_id(), 0, 1, usable_gpus());
     FAIL() << "a device past the last was accepted";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr(fmt::format("no CUDA device {}", usable_gpus())));
