@@ -74,7 +74,9 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
          /usr/local/lib/python3*/dist-packages/nvidia/*/lib; do
   [[ -d $d ]] && cuda_dirs+=("$d")
 done
-lib_path=$pack/lib$(printf ':%s' "${cuda_dirs[@]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+lib_path=$pack/lib
+for d in "${cuda_dirs[@]}"; do lib_path=$lib_path:$d; done
+lib_path=$lib_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 # A CUDA library still missing (another wheel layout, another prefix): looked for by name.
 for lib in $(LD_LIBRARY_PATH=$lib_path ldd "$pack"/bin/* "$pack"/tests/* 2>/dev/null |
              awk '/not found/ { print $1 }' | sort -u); do
