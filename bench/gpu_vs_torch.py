@@ -162,10 +162,6 @@ def main():
     print(f"{'graph':<12} {'prec':<5} {'torch eager':>12} {'torch graph':>12} {'tapestry':>12} "
           f"{'tapestry TFLOP/s':>17} {'torch/tapestry':>15} {'host steps':>10}")
     for r in rows:
-        if "error" in r:
-            print(f"{r['graph']:<12} {r['precision']:<5} FAILED: {r['error']}")
-            continue
-
         def ms(key):
             return f"{r[key] * 1e3:10.3f} ms" if key in r else f"{'-':>12}"
         rate = f"{r['gemm_flops'] / r['tapestry_s'] / 1e12:17.1f}" if "tapestry_s" in r else f"{'-':>17}"
@@ -173,6 +169,8 @@ def main():
         host = r.get("tapestry_cuda", {}).get("host_steps", "-")
         print(f"{r['graph']:<12} {r['precision']:<5} {ms('torch_eager_s')} {ms('torch_graph_s')} "
               f"{ms('tapestry_s')} {rate} {ratio} {host:>10}")
+        if "error" in r:
+            print(f"  FAILED: {r['error']}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
