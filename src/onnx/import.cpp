@@ -294,6 +294,7 @@ ImportResult import_model(const ::onnx::ModelProto& original, const std::string&
   const OpsetUpgrade upgrade = upgrade_opset(original, source);
   const ::onnx::GraphProto& graph = upgrade.model->graph();
   ImportContext ctx(source, upgrade.opset);
+  ctx.set_declared_opset(upgrade.declared);
   if (options.dtype) {
     if (*options.dtype != ir::DType::kBFloat16 && *options.dtype != ir::DType::kFloat16)
       throw Error(fmt::format("{}: --dtype must be bf16 or f16, not {}", source,

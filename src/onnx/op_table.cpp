@@ -35,7 +35,7 @@ const std::array kRows = {
     Row{"Clip", convert_clip, "maximum, neg", "min(max(x, lo), hi); bounds optional, any tensor"},
     Row{"LeakyRelu", convert_leaky_relu, "maximum, mul", "max(x, αx) for 0 ≤ α ≤ 1; else relu/neg"},
     Row{"PRelu", convert_prelu, "relu, neg, mul, add",
-        "relu(x) + min(x, 0)·slope; slope broadcasting"},
+        "relu(x) + min(x, 0)·slope; slope broadcasting (per channel before opset 7)"},
     Row{"HardSigmoid", convert_hard_sigmoid, "mul, add, relu, maximum, neg",
         "min(max(αx + β, 0), 1)"},
     Row{"HardSwish", convert_hard_sigmoid, "as HardSigmoid, mul", "x·HardSigmoid(x; 1/6, 1/2)"},
@@ -61,8 +61,9 @@ const std::array kRows = {
     Row{"ConvTranspose", convert_conv_transpose, "conv2d_grad_input (+ slice, add)",
         "1-D, 2-D; group 1, no dilation, equal strides, pads, output_padding, output_shape, "
         "auto_pad; optional bias"},
-    Row{"Pad", convert_pad, "pad, pad2d (or nothing)",
-        "constant mode; any non-negative pads on the last two dims"},
+    Row{"Pad", convert_pad, "pad, pad2d (or nothing); slice, unslice, add",
+        "constant mode: any non-negative pads on the last two dims; reflect and edge: any "
+        "non-negative pads on any dims (copies of cells)"},
     Row{"MaxPool", convert_pool, "max_pool2d(_rect), max_pool3d (+ pad*)",
         "1-D, 2-D, 3-D; any window, strides, pads, auto_pad, ceil_mode; no dilations; the "
         "Indices output unused"},
@@ -73,6 +74,9 @@ const std::array kRows = {
         "any axis from opset 13; the last axis before"},
     Row{"LayerNormalization", convert_layer_norm, "mean, variance, sub, add, sqrt, div, mul, add",
         "any axis (the dims from it on are normalised together); output 0 only"},
+    Row{"InstanceNormalization", convert_instance_norm,
+        "mean, variance, sub, add, sqrt, div, mul, add (+ reshape)",
+        "each (n, c) plane over its spatial dims; scale and B per channel"},
     Row{"ReduceSum", convert_reduce, "sum (+ reshape)", "axes as attribute or input; keepdims"},
     Row{"ReduceMax", convert_reduce, "max (+ reshape)", "as ReduceSum"},
     Row{"ReduceMean", convert_reduce, "mean (+ reshape)", "as ReduceSum"},

@@ -34,6 +34,7 @@ void convert_pool(NodeContext& node);
 void convert_global_average_pool(NodeContext& node);
 void convert_softmax(NodeContext& node);
 void convert_layer_norm(NodeContext& node);
+void convert_instance_norm(NodeContext& node);
 void convert_reduce(NodeContext& node);
 
 // ops_shape.cpp: layout and the import-time shape arithmetic.

@@ -8,7 +8,8 @@
 //   Mean(a, b, …)      (a + b + …) / n
 //   Clip(x, lo, hi)    min(maximum(x, lo), hi)              an absent bound is no bound
 //   LeakyRelu(x)       maximum(x, x·alpha)  (0 ≤ alpha ≤ 1; else relu(x) + min(x, 0)·alpha)
-//   PRelu(x, slope)    relu(x) + min(x, 0)·slope           min(x, 0) = −relu(−x)
+//   PRelu(x, slope)    relu(x) + min(x, 0)·slope           min(x, 0) = −relu(−x); a [C] slope
+//                      per channel (dim 1) in models of opsets below 7
 //   HardSigmoid(x)     min(maximum(x·alpha + beta, 0), 1)
 //   HardSwish(x)       x · HardSigmoid(x) with alpha 1/6, beta 1/2
 //   Elu(x)             relu(x) + (exp(min(x, 0)) − 1)·alpha
@@ -93,11 +94,24 @@ void convert_leaky_relu(NodeContext& node) {
   node.set_output(0, g.call("add", {g.call("relu", {x}), g.call("mul", {negative_part(g, x), a})}));
 }
 
+// PRelu. Before opset 7 the slope is per channel: a 1-D slope of X's channel count C (dim 1)
+// is one value per channel, not numpy-broadcast along the last dim (PyTorch's exports of that
+// time write nn.PReLU(C)'s weight so); ONNX's version converter keeps the slope as it is, so
+// it is reshaped to [C, 1, …] here. From opset 7 on it broadcasts like numpy.
 void convert_prelu(NodeContext& node) {
   metakernel::Graph& g = node.graph();
   Tensor x = node.tensor(0);
-  node.set_output(0, g.call("add", {g.call("relu", {x}),
-                                    g.call("mul", {negative_part(g, x), node.tensor(1)})}));
+  Tensor slope = node.tensor(1);
+  const std::vector<std::int64_t> shape = node.shape(0);
+  const std::vector<std::int64_t> slope_shape = node.shape(1);
+  if (node.declared_opset() < 7 && shape.size() > 2 && slope_shape.size() == 1 &&
+      slope_shape[0] == shape[1] && shape[1] != 1) {
+    std::vector<std::int64_t> per_channel(shape.size() - 1, 1);
+    per_channel[0] = shape[1];
+    slope = reshape_to(g, slope, per_channel);
+  }
+  node.set_output(
+      0, g.call("add", {g.call("relu", {x}), g.call("mul", {negative_part(g, x), slope})}));
 }
 
 void convert_hard_sigmoid(NodeContext& node) {

@@ -621,6 +621,36 @@ void convert_layer_norm(NodeContext& node) {
   node.set_output(0, y);
 }
 
+// InstanceNormalization: each (n, c) plane normalised over its spatial dims, then scaled and
+// shifted per channel — (x − mean) / √(variance + ε) · scale[c] + B[c], as LayerNormalization's
+// kernels: x [N, C, D1, …] is reshaped to [N, C, D1·…] (nothing for one spatial dim), its
+// moments taken over the last dim, and the result reshaped back; scale and B become [C, 1, …].
+void convert_instance_norm(NodeContext& node) {
+  metakernel::Graph& g = node.graph();
+  const std::vector<std::int64_t> shape = node.shape(0);
+  const std::size_t rank = shape.size();
+  if (rank < 3) throw node.error("X must have rank ≥ 3 ([N, C, D1, …])");
+  const std::int64_t channels = shape[1];
+  for (int k = 1; k <= 2; ++k) {
+    if (node.shape(k) != std::vector<std::int64_t>{channels})
+      throw node.error(
+          fmt::format("input {} must have shape [{}] (one value per channel)", k, channels));
+  }
+  const double epsilon = node.float_attr("epsilon", 1e-5);
+  std::int64_t cells = 1;
+  for (std::size_t k = 2; k < rank; ++k) cells *= shape[k];
+  Tensor x = reshape_to(g, node.tensor(0), {shape[0], channels, cells});
+  Tensor mean = g.call("mean", {x});
+  Tensor var = g.call("variance", {x});
+  Tensor e = scalar_input(node, x, "epsilon", epsilon);
+  Tensor y = g.call("div", {g.call("sub", {x, mean}), g.call("sqrt", {g.call("add", {var, e})})});
+  y = reshape_to(g, y, shape);
+  std::vector<std::int64_t> per_channel(rank - 1, 1);
+  per_channel[0] = channels;
+  y = g.call("mul", {y, reshaped_input(node, 1, per_channel)});
+  node.set_output(0, g.call("add", {y, reshaped_input(node, 2, per_channel)}));
+}
+
 // ReduceSum, ReduceMax, ReduceMean over `axes` (an attribute, or input 1 from ReduceSum opset
 // 13), keepdims as ONNX: sum/max per axis (highest first), mean per axis (it keeps the dim),
 // and a reshape to the kept or dropped shape.
@@ -655,20 +685,58 @@ void convert_reduce(NodeContext& node) {
 
 namespace tapestry::onnx {
 
-// Pad (opset ≥ 11: pads and constant_value as inputs), mode constant: nothing when every pad is
-// 0 (PyTorch exports one before AveragePool), else the pad kernel when the last two dims get one
-// amount on every side, or pad2d for any non-negative amounts on the last two dims.
+namespace {
+
+// Pad modes reflect and edge on any dims: along each padded dim, the cells ONNX copies are
+// picked from x by index (take: a slice per run of consecutive cells, concatenated), so the
+// result is exact and shards like slices and concats do. For x = [a b c d] and pads (2, 1):
+//   reflect  [c b | a b c d | c]    cells 2 1 0 1 2 3 2
+//   edge     [a a | a b c d | d]    cells 0 0 0 1 2 3 3
+// Reflect needs pads < the dim's size (the mirror holds size − 1 cells); pads are ≥ 0.
+Tensor pad_by_copies(NodeContext& node, const std::vector<std::int64_t>& shape,
+                     const std::vector<std::int64_t>& pads, const std::string& mode) {
+  const std::size_t rank = shape.size();
+  Tensor y = node.tensor(0);
+  for (std::size_t d = 0; d < rank; ++d) {
+    const std::int64_t before = pads[d], after = pads[rank + d], n = shape[d];
+    if (before < 0 || after < 0)
+      throw node.error(
+          fmt::format("pads=[{}]: mode='{}' takes no negative pads", fmt::join(pads, ", "), mode));
+    if (before == 0 && after == 0) continue;
+    if (mode == "reflect" && (before >= n || after >= n))
+      throw node.error(
+          fmt::format("pads=[{}]: mode='reflect' needs pads below the dim's size ({} along dim {})",
+                      fmt::join(pads, ", "), n, d));
+    if (n == 0) throw node.error(fmt::format("mode='{}' pads an empty dim {}", mode, d));
+    std::vector<std::int64_t> at;
+    for (std::int64_t k = before; k > 0; --k) at.push_back(mode == "reflect" ? k : 0);
+    for (std::int64_t k = 0; k < n; ++k) at.push_back(k);
+    for (std::int64_t k = 1; k <= after; ++k) at.push_back(mode == "reflect" ? n - 1 - k : n - 1);
+    y = take(node, y, d, at);
+  }
+  return y;
+}
+
+}  // namespace
+
+// Pad (opset ≥ 11: pads and constant_value as inputs). Mode constant: nothing when every pad
+// is 0 (PyTorch exports one before AveragePool), else the pad kernel when the last two dims get
+// one amount on every side, or pad2d for any non-negative amounts on the last two dims. Modes
+// reflect and edge: copies of x's cells (pad_by_copies).
 void convert_pad(NodeContext& node) {
   const std::string mode = node.string_attr("mode", "constant");
-  if (mode != "constant") {
-    throw node.error(fmt::format("mode='{}' is not supported (only constant)", mode));
+  if (mode != "constant" && mode != "reflect" && mode != "edge") {
+    throw node.error(
+        fmt::format("mode='{}' is not supported (only constant, reflect and edge)", mode));
   }
   const std::vector<std::int64_t> pads = node.host(1).as_ints();
-  const std::size_t rank = node.shape(0).size();
+  const std::vector<std::int64_t> shape = node.shape(0);
+  const std::size_t rank = shape.size();
   if (pads.size() != 2 * rank) throw node.error("pads must hold 2 × rank values");
   double value = 0;
   if (node.has_input(2)) value = node.host(2).float_at(0);
   if (node.has_input(3)) throw node.error("the axes input is not supported");
+  if (mode != "constant") return node.set_output(0, pad_by_copies(node, shape, pads, mode));
   if (std::all_of(pads.begin(), pads.end(), [](std::int64_t p) { return p == 0; }))
     return node.set_output(0, node.input(0));
   bool even = true;
