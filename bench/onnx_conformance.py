@@ -16,11 +16,12 @@ atol 1e-7; NaN matches NaN). Each case gets exactly one outcome:
 
 Usage:
   bench/onnx_conformance.py --tapestry build/ci/src/cli/tapestry [--data DIR] [--only SUBSTR]
-                            [--jobs N] [--list OUTCOME] [--json FILE]
+                            [--jobs N] [--list OUTCOME] [--json FILE] [--require-pass]
 
 Prints a table of counts per suite and outcome, then the refusal reasons most often met.
 `--list wrong` prints every case with that outcome and its message. Exit 1 if any case is
-`wrong` or `crash`.
+`wrong` or `crash`, or (`--require-pass`, for tests/onnx's copies of cases that must pass) any
+case that does not pass.
 """
 import argparse
 import collections
@@ -120,6 +121,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--list", default="")
     ap.add_argument("--json", default="")
+    ap.add_argument("--require-pass", action="store_true",
+                    help="exit 1 unless every case passes (and at least one ran)")
     a = ap.parse_args()
     if not os.path.isdir(a.data):
         sys.exit(f"{a.data}: not found (apt-get install libonnx-testdata)")
@@ -162,6 +165,12 @@ def main():
         with open(a.json, "w") as f:
             json.dump([{"suite": s, "case": n, "outcome": o, "message": m}
                        for (s, n, _), (o, m) in zip(cases, results)], f, indent=1)
+    if a.require_pass:
+        failed = [(s, n, o, m) for (s, n, _), (o, m) in zip(cases, results) if o != "pass"]
+        for s, n, o, m in failed:
+            print(f"NOT PASSED  {s}/{n}: {o}: {m.strip().splitlines()[-1] if m.strip() else ''}")
+        if failed or not cases:
+            return 1
     return 1 if total["wrong"] or total["crash"] else 0
 
 

@@ -151,6 +151,25 @@ for name in gemm reduce pool reshape_allowzero pool_pads conv1d conv_uneven_pads
     "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err"
   check "$name: numpy's output passes verify" $?
 done
+# Opset-6 models (ONNX's version converter, after shape inference): PRelu's [C] slope per
+# channel; Add with broadcast=1 of a Constant, then Softmax over the flattened dims 1….
+for name in prelu_opset6 broadcast_opset6; do
+  d=$m/$name
+  "$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err" &&
+    grep -q "^imported .* (opset 13, converted from opset 6): " "$tmp/out" &&
+    "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err" &&
+    "$tapestry" run "$d/g.tap" --inputs "$d/in" --outputs "$d/split" --split y.d0=2 --verify --quiet >"$tmp/out" 2>"$tmp/err" &&
+    "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/split" >"$tmp/out" 2>"$tmp/err"
+  check "$name: converted from opset 6; numpy's output and a split run pass verify" $?
+done
+# Cases of the ONNX backend test data (tests/data/onnx_conformance: copies, with ONNX's own
+# expected outputs) for what the importer gained late — opset-6 conversion, per-channel PRelu,
+# Pad reflect/edge, InstanceNormalization, …: every one must pass at the backend's tolerance.
+"$python" "$root/bench/onnx_conformance.py" --tapestry "$tapestry" --data "$root/tests/data/onnx_conformance" \
+  --jobs 1 --require-pass >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 0 ]] || cat "$tmp/out" "$tmp/err"
+check "ONNX backend cases in tests/data/onnx_conformance all pass (rc=$rc)" $?
 "$tapestry" run "$m/conv3d_pool3d/g.tap" --inputs "$m/conv3d_pool3d/in" --split c3/conv3d.od=2 --split c3/conv3d.c=3 --split mp.c=2 --split y.od=2 --verify --quiet >"$tmp/out" 2>"$tmp/err"
 check "conv3d_pool3d: split along depth, channels and the conv's reduction, run --verify" $?
 grep -q "^g1 = add(mul(matmul(transpose(x), b1), g1.alpha), g1.beta_c1)" "$m/gemm/g.tap"

@@ -644,10 +644,42 @@ ACTIVATIONS["reduce_more"] = (
     + (xd * xd).sum(axis=3, keepdims=True)
     + np.log(np.exp(xd).sum(axis=(1, 2)))[:, None, None, :],
     {"ax12": np.array([1, 2], np.int64)})
+# Pad modes reflect and edge (copies of cells: slices and concats), on any dims, against numpy.
+ACTIVATIONS["pad_reflect"] = (
+    [oh.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")],
+    np.pad(x, ((0, 0), (0, 0), (2, 1), (1, 4)), mode="reflect"),
+    {"pads": i64(0, 0, 2, 1, 0, 0, 1, 4)})
+ACTIVATIONS["pad_edge"] = (
+    [oh.make_node("Pad", ["x", "pads"], ["y"], mode="edge")],
+    np.pad(x, ((0, 0), (1, 2), (0, 0), (3, 1)), mode="edge"),
+    {"pads": i64(0, 1, 0, 3, 0, 2, 0, 1)})
+# InstanceNormalization: each (n, c) plane over its spatial dims, scale and B per channel.
+in_s, in_b = f32(3), f32(3)
+mu, var = xd.mean(axis=(2, 3), keepdims=True), xd.var(axis=(2, 3), keepdims=True)
+ACTIVATIONS["instance_norm"] = (
+    [oh.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-3)],
+    (xd - mu) / np.sqrt(var + 1e-3) * in_s[:, None, None] + in_b[:, None, None],
+    {"s": in_s, "b": in_b})
 for name, (nodes, want, inits) in ACTIVATIONS.items():
     xin = np.abs(x) + 0.5 if name == "reciprocal" else xm if name.startswith("mask") else x
     reference_model("act_" + name, nodes, xin, want, inits,
                     opset=17 if name.startswith("layer_norm") else 14)
+
+# Opset-6 models, converted on import: PRelu's [C] slope is per channel there (not numpy
+# broadcasting along the last dim), and Add with broadcast=1 of a Constant and Softmax, whose
+# adapters need shapes that only shape inference gives (PyTorch's old test_Softmin, test_operator_
+# addconstant).
+reference_model("prelu_opset6", [oh.make_node("PRelu", ["x", "slope"], ["y"])], x,
+                np.where(x > 0, x, sl.reshape(3)[:, None, None] * x), {"slope": sl.reshape(3)},
+                opset=6)
+reference_model("broadcast_opset6", [
+    oh.make_node("Constant", [], ["c"], value=onnx.numpy_helper.from_array(np.float32(0.25))),
+    oh.make_node("Add", ["x", "c"], ["a"], broadcast=1),
+    oh.make_node("Neg", ["a"], ["n"]),
+    oh.make_node("Softmax", ["n"], ["y"], axis=1)],
+    x, (lambda v: np.exp(v - v.max(axis=(1, 2, 3), keepdims=True))
+        / np.exp(v - v.max(axis=(1, 2, 3), keepdims=True)).sum(axis=(1, 2, 3), keepdims=True))(
+        -(xd + 0.25)), {}, opset=6)
 
 # Cast and CastLike between float dtypes (the cast kernel): f32 → f16 → relu → f32, and
 # f32 → bf16 → relu → CastLike(·, x) back to f32; numpy rounds the same way (bf16 by its bits).
