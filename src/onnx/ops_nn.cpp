@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 #include <set>
 
 #include "op_table.h"
@@ -251,14 +252,44 @@ void convert_conv(NodeContext& node) {
   set_conv_output(node, g, y, one_d);
 }
 
+namespace {
+
+// `t` with f − 1 zeros after each cell along `dim` but the last ([a b c], f = 3 →
+// [a 0 0 b 0 0 c]): a new dim of extent 1 after `dim` widened to f by unslice, the two merged
+// (reshape), the trailing zeros sliced off. Exact (copies and zeros); t itself when f is 1.
+Tensor spread(metakernel::Graph& g, Tensor t, std::size_t dim, std::int64_t f) {
+  if (f == 1) return t;
+  const zspace::Point p = t.type().shape();
+  std::vector<std::int64_t> shape(p.begin(), p.end());
+  const std::int64_t n = shape[dim];
+  std::vector<std::int64_t> split = shape;
+  split.insert(split.begin() + static_cast<std::ptrdiff_t>(dim) + 1, 1);
+  Tensor u = reshape_to(g, t, split);
+  u = g.call("unslice", {u},
+             {{"dim", static_cast<std::int64_t>(dim) + 1}, {"start", 0}, {"size", f}});
+  shape[dim] = n * f;
+  u = reshape_to(g, u, shape);
+  return g.call("slice", {u},
+                {{"dim", static_cast<std::int64_t>(dim)}, {"start", 0}, {"end", (n - 1) * f + 1}});
+}
+
+}  // namespace
+
 // ConvTranspose: the transposed convolution is conv2d's input gradient — X plays conv2d's
-// d_result, W [C_in, C_out, kh, kw] its filters — so conv2d_grad_input computes the full output
-// [N, C_out, (H−1)·s + kh + output_padding, …] (the output_padding rows are no window's: only
-// the bias reaches them), which slices then crop by the pads. Its first input, which only gives
-// the result's shape, is a zero weight of that shape. pads come from `pads`, or from
-// `output_shape` / auto_pad SAME_* as ONNX defines them (the total split evenly, the odd cell at
-// the end for SAME_UPPER, at the start otherwise). 1-D as a 2-D layer of height 1. Group 1
-// only, no dilation, one stride for both dims.
+// d_result, W [C_in, C_out/group, kh, kw] its filters — so conv2d_grad_input computes the full
+// output [N, C_out, (H−1)·s + (kh−1)·d + 1 + output_padding, …] (the output_padding rows are no
+// window's: only the bias reaches them), which slices then crop by the pads. Its first input,
+// which only gives the result's shape, is a zero weight of that shape. pads come from `pads`,
+// or from `output_shape` / auto_pad SAME_* as ONNX defines them (the total split evenly, the
+// odd cell at the end for SAME_UPPER, at the start otherwise). 1-D as a 2-D layer of height 1.
+//
+// conv2d_grad_input has one stride and no dilation, so the others are zeros put in (spread):
+// strides (s_h, s_w) run the kernel at g = gcd(s_h, s_w) on X spread by s_h/g along H and s_w/g
+// along W (X's cell i lands at i·s, as ONNX's output index i·s + k·d has it), and dilations
+// spread W's taps. The kernel then also multiplies the zeros (s_h·s_w/g² times X's work; d_h·d_w
+// times the taps): exact, but slower than a kernel with those parameters would be. group > 1 is
+// one transposed convolution per group — X's and W's channels of group k sliced, the results
+// concatenated along the channels.
 void convert_conv_transpose(NodeContext& node) {
   metakernel::Graph& g = node.graph();
   const std::vector<std::int64_t> xs = node.shape(0), ws = node.shape(1);
@@ -267,35 +298,37 @@ void convert_conv_transpose(NodeContext& node) {
         fmt::format("{} has rank {}; only rank 4 (2-D, NCHW) and 3 (1-D, NCL) are supported",
                     node.node().input(0), xs.size()));
   }
-  if (ws.size() != xs.size() || ws[0] != xs[1])
-    throw node.error(fmt::format("the weights [{}] do not match X [{}] (W is [C_in, C_out, k…])",
-                                 fmt::join(ws, ", "), fmt::join(xs, ", ")));
   const std::size_t dims = xs.size() - 2;
   const std::int64_t group = node.int_attr("group", 1);
-  if (group != 1) {
+  if (group < 1 || xs[1] % group != 0)
+    throw node.error(fmt::format("group={} does not divide X's {} channels", group, xs[1]));
+  if (ws.size() != xs.size() || ws[0] != xs[1])
     throw node.error(
-        fmt::format("group={} is not supported (only group=1 for ConvTranspose)", group));
-  }
+        fmt::format("the weights [{}] do not match X [{}] (W is [C_in, C_out/group, k…])",
+                    fmt::join(ws, ", "), fmt::join(xs, ", ")));
   if (auto ks = node.ints_attr("kernel_shape")) {
     if (!std::equal(ks->begin(), ks->end(), ws.begin() + 2, ws.end()))
       throw node.error(
           fmt::format("kernel_shape=[{}] does not match the weights", fmt::join(*ks, ", ")));
   }
-  if (auto dilations = node.ints_attr("dilations")) {
-    if (square(node, *dilations, "dilations", dims) != 1)
+  auto per_dim = [&](std::string_view what) {
+    const std::vector<std::int64_t> v =
+        node.ints_attr(what).value_or(std::vector<std::int64_t>(dims, 1));
+    if (v.size() != dims || std::any_of(v.begin(), v.end(), [](std::int64_t k) { return k < 1; }))
       throw node.error(
-          fmt::format("dilations=[{}] are not supported (only 1)", fmt::join(*dilations, ", ")));
-  }
-  const std::int64_t stride =
-      square(node, node.ints_attr("strides").value_or(std::vector<std::int64_t>(dims, 1)),
-             "strides", dims);
-  if (stride < 1) throw node.error(fmt::format("strides={} must be at least 1", stride));
-  const std::vector<std::int64_t> out_pad =
+          fmt::format("{}=[{}] must be {} values ≥ 1", what, fmt::join(v, ", "), dims));
+    return v;
+  };
+  const std::vector<std::int64_t> strides = per_dim("strides"), dilations = per_dim("dilations");
+  std::vector<std::int64_t> out_pad =
       node.ints_attr("output_padding").value_or(std::vector<std::int64_t>(dims, 0));
-  if (out_pad.size() != dims || std::any_of(out_pad.begin(), out_pad.end(),
-                                            [&](std::int64_t p) { return p < 0 || p >= stride; })) {
-    throw node.error(fmt::format("output_padding=[{}] must be {} values in [0, stride {})",
-                                 fmt::join(out_pad, ", "), dims, stride));
+  bool out_pad_ok = out_pad.size() == dims;
+  for (std::size_t d = 0; out_pad_ok && d < dims; ++d)
+    out_pad_ok = out_pad[d] >= 0 && out_pad[d] < std::max(strides[d], dilations[d]);
+  if (!out_pad_ok) {
+    throw node.error(
+        fmt::format("output_padding=[{}] must be {} values in [0, max(stride, dilation))",
+                    fmt::join(out_pad, ", "), dims));
   }
   const std::string auto_pad = node.string_attr("auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
@@ -303,17 +336,26 @@ void convert_conv_transpose(NodeContext& node) {
     throw node.error(
         fmt::format("auto_pad={} is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER", auto_pad));
   }
-  std::vector<std::int64_t> full(dims), pads(2 * dims, 0);
-  for (std::size_t d = 0; d < dims; ++d)
-    full[d] = (xs[2 + d] - 1) * stride + ws[2 + d] + out_pad[d];
+  std::vector<std::int64_t> full(dims), core(dims), pads(2 * dims, 0);
+  for (std::size_t d = 0; d < dims; ++d) {
+    core[d] = (xs[2 + d] - 1) * strides[d] + (ws[2 + d] - 1) * dilations[d] + 1;
+    full[d] = core[d] + out_pad[d];
+  }
   const auto output_shape = node.ints_attr("output_shape");
   if (output_shape || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     if (output_shape && output_shape->size() != dims)
       throw node.error(fmt::format("output_shape=[{}] must have {} values",
                                    fmt::join(*output_shape, ", "), dims));
     for (std::size_t d = 0; d < dims; ++d) {
-      const std::int64_t out = output_shape ? (*output_shape)[d] : xs[2 + d] * stride;
-      const std::int64_t total = full[d] - out;
+      const std::int64_t out = output_shape ? (*output_shape)[d] : xs[2 + d] * strides[d];
+      std::int64_t total = full[d] - out;
+      if (total < 0 && out_pad[d] - total < std::max(strides[d], dilations[d])) {
+        // An output_shape past the full output by fewer cells than the stride: ONNX's
+        // implicit output padding (cells no window reaches; only the bias does).
+        out_pad[d] -= total;
+        full[d] = out;
+        total = 0;
+      }
       if (total < 0) {
         throw node.error(
             fmt::format("an output of {} cells in dim {} is larger than the {} a "
@@ -338,24 +380,49 @@ void convert_conv_transpose(NodeContext& node) {
                                    fmt::join(pads, ", "), full[d], 2 + d));
   }
   const bool one_d = dims == 1;
+  const std::int64_t stride = one_d ? strides[0] : std::gcd(strides[0], strides[1]);
   Tensor x = node.tensor(0);
   Tensor w = node.tensor(1);
-  std::vector<std::int64_t> full4 = {xs[0], ws[1], one_d ? 1 : full[0], full.back()};
   if (one_d) {
     x = reshape_to(g, x, {xs[0], xs[1], 1, xs[2]});
     w = reshaped_input(node, 1, {ws[0], ws[1], 1, ws[2]});
   }
+  for (std::size_t d = 0; d < dims; ++d) {
+    const std::size_t dim = one_d ? 3 : 2 + d;
+    x = spread(g, x, dim, strides[d] / stride);
+    w = spread(g, w, dim, dilations[d]);
+  }
+  // The kernel's output: the core, plus the output_padding cells where its stride still
+  // reaches them (each fewer than the stride); the others are zeros added after.
+  std::vector<std::int64_t> kernel_out(dims);
+  for (std::size_t d = 0; d < dims; ++d)
+    kernel_out[d] = core[d] + (out_pad[d] < stride ? out_pad[d] : 0);
+  const std::int64_t out_group = ws[1], in_group = xs[1] / group;
+  std::vector<std::int64_t> like_shape = {xs[0], out_group, one_d ? 1 : kernel_out[0],
+                                          kernel_out.back()};
   HostTensor shape_of;
   shape_of.dtype = x.type().dtype;
-  shape_of.shape = full4;
-  shape_of.floats.assign(static_cast<std::size_t>(full4[0] * full4[1] * full4[2] * full4[3]), 0.0);
+  shape_of.shape = like_shape;
+  shape_of.floats.assign(
+      static_cast<std::size_t>(like_shape[0] * like_shape[1] * like_shape[2] * like_shape[3]), 0.0);
   Tensor like =
       node.import().constant_input(node_display_name(node.node()) + ".output_shape", shape_of);
-  Tensor y = g.call("conv2d_grad_input", {like, w, x}, {{"stride", stride}});
+  std::vector<Tensor> parts;
+  for (std::int64_t k = 0; k < group; ++k) {
+    Tensor xk = x, wk = w;
+    if (group > 1) {
+      xk = g.call("slice", {x}, {{"dim", 1}, {"start", k * in_group}, {"end", (k + 1) * in_group}});
+      wk = g.call("slice", {w}, {{"dim", 0}, {"start", k * in_group}, {"end", (k + 1) * in_group}});
+    }
+    parts.push_back(g.call("conv2d_grad_input", {like, wk, xk}, {{"stride", stride}}));
+  }
+  Tensor y = group == 1 ? parts.front() : concat_tensors(node, parts, 1);
   for (std::size_t d = 0; d < dims; ++d) {
+    const auto dim = static_cast<std::int64_t>(one_d ? 3 : 2 + d);
+    if (kernel_out[d] != full[d])
+      y = g.call("unslice", {y}, {{"dim", dim}, {"start", 0}, {"size", full[d]}});
     const std::int64_t begin = pads[d], end = full[d] - pads[dims + d];
     if (begin == 0 && end == full[d]) continue;
-    const auto dim = static_cast<std::int64_t>(one_d ? 3 : 2 + d);
     y = g.call("slice", {y}, {{"dim", dim}, {"start", begin}, {"end", end}});
   }
   set_conv_output(node, g, y, one_d);

@@ -145,7 +145,7 @@ done
 # with a computed bias; Pad with uneven amounts; pools 1-D, with non-square windows and
 # strides, ceil_mode, count_include_pad=0, uneven pads; ConvTranspose 2-D and 1-D, with pads,
 # output_padding, output_shape and auto_pad; 3-D Conv, MaxPool and AveragePool; dilated Conv.
-for name in gemm reduce pool reshape_allowzero pool_pads conv1d conv_uneven_pads conv_same_upper conv_same_lower conv_depthwise_computed_bias pad_uneven pool1d pool_rect pool_ceil avgpool_exclude_pad maxpool_uneven_pads conv_transpose conv_transpose_1d conv_transpose_output_shape conv_transpose_same_upper conv3d_pool3d conv_dilated conv1d_dilated; do
+for name in gemm reduce pool reshape_allowzero pool_pads conv1d conv_uneven_pads conv_same_upper conv_same_lower conv_depthwise_computed_bias pad_uneven pool1d pool_rect pool_ceil avgpool_exclude_pad maxpool_uneven_pads conv_transpose conv_transpose_1d conv_transpose_output_shape conv_transpose_same_upper conv_transpose_strides_dilations_groups conv3d_pool3d conv_dilated conv1d_dilated; do
   d=$m/$name
   "$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err" &&
     "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err"
@@ -172,6 +172,11 @@ rc=$?
 check "ONNX backend cases in tests/data/onnx_conformance all pass (rc=$rc)" $?
 "$tapestry" run "$m/conv3d_pool3d/g.tap" --inputs "$m/conv3d_pool3d/in" --split c3/conv3d.od=2 --split c3/conv3d.c=3 --split mp.c=2 --split y.od=2 --verify --quiet >"$tmp/out" 2>"$tmp/err"
 check "conv3d_pool3d: split along depth, channels and the conv's reduction, run --verify" $?
+d=$m/conv_transpose_strides_dilations_groups
+"$tapestry" run "$d/g.tap" --inputs "$d/in" --outputs "$d/split" --split y/conv2d_grad_input.n=2 --split y/conv2d_grad_input.2.c=3 --verify --quiet >"$tmp/out" 2>"$tmp/err" &&
+  "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/split" >"$tmp/out" 2>"$tmp/err" &&
+  [[ $(grep -c "= conv2d_grad_input(" "$d/g.tap") -eq 2 ]]
+check "conv_transpose_strides_dilations_groups: one conv2d_grad_input per group; split over the batch and channels, run --verify and verify" $?
 grep -q "^g1 = add(mul(matmul(transpose(x), b1), g1.alpha), g1.beta_c1)" "$m/gemm/g.tap"
 check "gemm: transA, alpha and beta become transpose, mul and a scaled C" $?
 

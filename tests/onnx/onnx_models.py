@@ -477,6 +477,17 @@ reference_model("conv_transpose_same_upper", [
 ], x9, tconv(x9, w11, None, 2, (slice(None), slice(None), slice(0, 10), slice(0, 12))),
     {"w": w11})
 
+# ConvTranspose with a stride per dim (3, 2), dilations (2, 1), 2 groups, uneven pads and an
+# output_padding past the kernel's common stride (gcd 1): X spread by zeros, W's taps spread,
+# one conv2d_grad_input per group. torch's full output (no padding), cropped by hand.
+x12, w12, b12 = f32(2, 4, 5, 6), f32(4, 3, 3, 2), f32(6)
+y12 = torch.nn.functional.conv_transpose2d(t64(x12), t64(w12), t64(b12), stride=(3, 2),
+                                           output_padding=(2, 1), groups=2, dilation=(2, 1))
+reference_model("conv_transpose_strides_dilations_groups", [
+    oh.make_node("ConvTranspose", ["x", "w", "b"], ["y"], name="up", strides=[3, 2],
+                 dilations=[2, 1], group=2, pads=[1, 0, 2, 1], output_padding=[2, 1]),
+], x12, y12.numpy()[:, :, 1:-2, 0:-1], {"w": w12, "b": b12})
+
 # Activations, variadic ops, Dropout and BatchNormalization (import-time rewrites into kernels),
 # one model each, against numpy's formulas.
 x = f32(2, 3, 4, 5) * 3
