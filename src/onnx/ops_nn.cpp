@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -501,6 +502,150 @@ void convert_pool3d(NodeContext& node, bool is_max, const std::vector<std::int64
                              {"stride_w", sp.strides[2]}}));
 }
 
+// The cells a, a + f, …, a + (c − 1)·f of `t` along `dim` (f ≥ 1, all in range): a slice when
+// f is 1; else the slice from a to past the last cell, widened by zeros to c·f cells (unslice),
+// split into [c, f] (reshape), the first of each f kept (slice) and the dim merged back.
+Tensor strided_take(metakernel::Graph& g, Tensor t, std::size_t dim, std::int64_t a, std::int64_t f,
+                    std::int64_t c) {
+  const zspace::Point p = t.type().shape();
+  std::vector<std::int64_t> shape(p.begin(), p.end());
+  const auto d = static_cast<std::int64_t>(dim);
+  const std::int64_t end = f == 1 ? a + c : std::min(a + c * f, shape[dim]);
+  if (a != 0 || end != shape[dim])
+    t = g.call("slice", {t}, {{"dim", d}, {"start", a}, {"end", end}});
+  if (f == 1) return t;
+  if (end - a != c * f) t = g.call("unslice", {t}, {{"dim", d}, {"start", 0}, {"size", c * f}});
+  std::vector<std::int64_t> split = shape;
+  split[dim] = c;
+  split.insert(split.begin() + d + 1, f);
+  t = g.call("slice", {reshape_to(g, t, split)}, {{"dim", d + 1}, {"start", 0}, {"end", 1}});
+  shape[dim] = c;
+  return reshape_to(g, t, shape);
+}
+
+// MaxPool with dilations (1-D and 2-D; x already [N, C, H, W], H = 1 for 1-D): windows of taps
+// d apart are no box, so the pool is split into plain ones. Per spatial dim, with g = gcd(s, d),
+// s = g·s′ and d = g·d′, output o reads the padded input at g·(o·s′ + k·d′); the outputs o ≡ r
+// (mod d′), o = r + d′·q, read g·(r·s′ + d′·(q·s′ + k)): the cells r·s′·g, …, every g·d′-th
+// (strided_take), pooled by a plain window of the same k taps at stride s′. Each of the d′_h·d′_w
+// phases is such a pool, its outputs spread d′ apart and placed at r (spread, unslice), and the
+// phases added (each output cell is one phase's; the others add zeros). With d | s (PyTorch's
+// usual) there is one phase: the input subsampled by d, then a plain pool. Exact. Refused when
+// some window would hold padding only (its maximum would be the pad value, not −∞).
+Tensor dilated_max_pool(NodeContext& node, Tensor x, const ConvWindow& pads,
+                        const std::array<std::int64_t, 2>& kernel,
+                        const std::array<std::int64_t, 2>& strides,
+                        const std::array<std::int64_t, 2>& dilations, double pad_value) {
+  metakernel::Graph& g = node.graph();
+  const zspace::Point p = x.type().shape();
+  const std::array<std::int64_t, 2> in = {p[2], p[3]};
+  const std::array<std::int64_t, 2> before = {pads.top, pads.left},
+                                    after = {pads.bottom, pads.right};
+  std::array<std::int64_t, 2> out{}, gg{}, sp{}, dp{};
+  for (std::size_t d = 0; d < 2; ++d) {
+    const std::int64_t extent = (kernel[d] - 1) * dilations[d] + 1;
+    const std::int64_t span = in[d] + before[d] + after[d] - extent;
+    if (span < 0)
+      throw node.error(
+          fmt::format("the dilated window ({} cells) is larger than the padded input ({})", extent,
+                      in[d] + before[d] + after[d]));
+    out[d] = span / strides[d] + 1;
+    gg[d] = std::gcd(strides[d], dilations[d]);
+    sp[d] = strides[d] / gg[d];
+    dp[d] = dilations[d] / gg[d];
+    for (std::int64_t o = 0; o < out[d]; ++o) {
+      bool real = false;
+      for (std::int64_t k = 0; k < kernel[d] && !real; ++k) {
+        const std::int64_t at = o * strides[d] + k * dilations[d] - before[d];
+        real = at >= 0 && at < in[d];
+      }
+      if (!real)
+        throw node.error(fmt::format(
+            "output {} of spatial dim {} has a window of padding only; not supported", o, d));
+    }
+  }
+  if (pads.any()) {
+    x = g.call("pad2d", {x},
+               {{"top", pads.top},
+                {"bottom", pads.bottom},
+                {"left", pads.left},
+                {"right", pads.right},
+                {"value", pad_value}});
+  }
+  std::optional<Tensor> sum;
+  for (std::int64_t rh = 0; rh < dp[0]; ++rh) {
+    for (std::int64_t rw = 0; rw < dp[1]; ++rw) {
+      const std::array<std::int64_t, 2> r = {rh, rw};
+      std::array<std::int64_t, 2> q{};
+      Tensor t = x;
+      for (std::size_t d = 0; d < 2; ++d) {
+        q[d] = (out[d] - r[d] + dp[d] - 1) / dp[d];
+        t = strided_take(g, t, 2 + d, gg[d] * r[d] * sp[d], gg[d] * dp[d],
+                         (q[d] - 1) * sp[d] + kernel[d]);
+      }
+      Tensor y = kernel[0] == kernel[1] && sp[0] == sp[1]
+                     ? g.call("max_pool2d", {t}, {{"kernel", kernel[0]}, {"stride", sp[0]}})
+                     : g.call("max_pool2d_rect", {t},
+                              {{"kernel_h", kernel[0]},
+                               {"kernel_w", kernel[1]},
+                               {"stride_h", sp[0]},
+                               {"stride_w", sp[1]}});
+      for (std::size_t d = 0; d < 2; ++d) {
+        y = spread(g, y, 2 + d, dp[d]);
+        if (dp[d] != 1 || q[d] != out[d])
+          y = g.call(
+              "unslice", {y},
+              {{"dim", static_cast<std::int64_t>(2 + d)}, {"start", r[d]}, {"size", out[d]}});
+      }
+      sum = sum ? g.call("add", {*sum, y}) : y;
+    }
+  }
+  return *sum;
+}
+
+}  // namespace
+
+namespace {
+
+// MaxPool with dilations, 1-D or 2-D: ceil_mode's extra end cells, then dilated_max_pool.
+void convert_dilated_max_pool(NodeContext& node, const std::vector<std::int64_t>& xs,
+                              const std::vector<std::int64_t>& ks, const Spatial& sp) {
+  const bool one_d = xs.size() == 3;
+  if (node.int_attr("storage_order", 0) != 0)
+    throw node.error("storage_order=1 is not supported (only 0)");
+  refuse_used_outputs(node, 1);
+  metakernel::Graph& g = node.graph();
+  Tensor x = node.tensor(0);
+  if (one_d) x = reshape_to(g, x, {xs[0], xs[1], 1, xs[2]});
+  const std::size_t dims = xs.size() - 2;
+  const std::array<std::int64_t, 2> kernel = {one_d ? 1 : ks[0], ks.back()};
+  const std::array<std::int64_t, 2> strides = {one_d ? 1 : sp.strides[0], sp.strides.back()};
+  const std::array<std::int64_t, 2> dilations = {one_d ? 1 : sp.dilations[0], sp.dilations.back()};
+  ConvWindow pads;
+  pads.left = sp.pads[dims - 1];
+  pads.right = sp.pads[2 * dims - 1];
+  if (!one_d) {
+    pads.top = sp.pads[0];
+    pads.bottom = sp.pads[2];
+  }
+  if (node.int_attr("ceil_mode", 0) != 0) {
+    const zspace::Point p = x.type().shape();
+    pads.bottom += ceil_extra(node, p[2], pads.top, pads.bottom, (kernel[0] - 1) * dilations[0] + 1,
+                              strides[0]);
+    pads.right += ceil_extra(node, p[3], pads.left, pads.right, (kernel[1] - 1) * dilations[1] + 1,
+                             strides[1]);
+  }
+  const double lowest = x.type().dtype == ir::DType::kFloat64
+                            ? std::numeric_limits<double>::lowest()
+                            : static_cast<double>(std::numeric_limits<float>::lowest());
+  Tensor y = dilated_max_pool(node, x, pads, kernel, strides, dilations, lowest);
+  if (one_d) {
+    const zspace::Point ys = y.type().shape();
+    y = reshape_to(g, y, {ys[0], ys[1], ys[3]});
+  }
+  node.set_output(0, y);
+}
+
 }  // namespace
 
 // MaxPool, AveragePool: 2-D (NCHW) and 1-D (NCL, as 2-D of height 1); any window, strides and
@@ -542,11 +687,12 @@ void convert_pool(NodeContext& node) {
     }
     return convert_pool3d(node, is_max, xs, *ks, lowest);
   }
+  const Spatial sp = read_spatial(node, xs, *ks);
+  if (sp.dilated() && !is_max)
+    throw node.error(fmt::format("dilations=[{}] are not supported for AveragePool (only 1)",
+                                 fmt::join(sp.dilations, ", ")));
+  if (sp.dilated()) return convert_dilated_max_pool(node, xs, *ks, sp);
   ConvWindow win = conv_window(node, xs, *ks);
-  if (win.dilation != 1) {
-    throw node.error(fmt::format("dilations=[{}] are not supported (only 1)",
-                                 fmt::join(*node.ints_attr("dilations"), ", ")));
-  }
   const std::int64_t kh = one_d ? 1 : ks->front(), kw = ks->back();
   const std::int64_t ih = one_d ? 1 : xs[2], iw = xs.back();
   if (win.top >= kh || win.bottom >= kh || win.left >= kw || win.right >= kw) {

@@ -488,6 +488,22 @@ reference_model("conv_transpose_strides_dilations_groups", [
                  dilations=[2, 1], group=2, pads=[1, 0, 2, 1], output_padding=[2, 1]),
 ], x12, y12.numpy()[:, :, 1:-2, 0:-1], {"w": w12, "b": b12})
 
+# MaxPool with dilations: strides (2, 3) and dilations (3, 2) share no factor, so 3·2 phases of
+# plain pools interleave; pads, ceil_mode; 1-D with d | s (one phase: the input subsampled).
+# Mostly negative input, so a pad value of 0 would show. Against torch's max_pool in float64.
+x13 = f32(2, 3, 17, 19) - 3.0
+for ceil in (0, 1):
+    reference_model(f"maxpool_dilated_ceil{ceil}", [
+        oh.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[3, 4], strides=[2, 3],
+                     dilations=[3, 2], pads=[1, 2, 1, 2], ceil_mode=ceil),
+    ], x13, torch.nn.functional.max_pool2d(t64(x13), (3, 4), (2, 3), (1, 2), (3, 2),
+                                           ceil_mode=bool(ceil)).numpy(), {})
+x14d = f32(2, 3, 41) - 3.0
+reference_model("maxpool1d_dilated", [
+    oh.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[5], strides=[4],
+                 dilations=[2], pads=[2, 2]),
+], x14d, torch.nn.functional.max_pool1d(t64(x14d), 5, 4, 2, 2).numpy(), {})
+
 # Activations, variadic ops, Dropout and BatchNormalization (import-time rewrites into kernels),
 # one model each, against numpy's formulas.
 x = f32(2, 3, 4, 5) * 3
