@@ -154,19 +154,44 @@ Tensor pad3d(metakernel::Graph& g, Tensor x, const std::vector<std::int64_t>& pa
                  {"value", value}});
 }
 
-// Conv of rank 5 (NCDHW): group 1, one stride for the three dims → pad3d, conv3d, add.
+// One convolution per group, for kernels without a group dim (conv3d, the dilated ones): x's
+// channels [k·C/g, (k+1)·C/g) and w's filters [k·O/g, (k+1)·O/g) of group k sliced, each pair
+// convolved by `conv`, the results concatenated along the channels. Group 1 is `conv` itself.
+template <typename Conv>
+Tensor per_group(NodeContext& node, Tensor x, Tensor w, std::int64_t group, Conv&& conv) {
+  if (group == 1) return conv(x, w);
+  metakernel::Graph& g = node.graph();
+  const zspace::Point xs = x.type().shape(), ws = w.type().shape();
+  if (group < 1 || xs[1] != group * ws[1] || ws[0] % group != 0)
+    throw node.error(fmt::format(
+        "group={}: x has {} channels and the filters [{}, {}, …] (C must be group·{}, O a "
+        "multiple of group)",
+        group, xs[1], ws[0], ws[1], ws[1]));
+  const std::int64_t cg = ws[1], og = ws[0] / group;
+  std::vector<Tensor> parts;
+  for (std::int64_t k = 0; k < group; ++k) {
+    Tensor xk = g.call("slice", {x}, {{"dim", 1}, {"start", k * cg}, {"end", (k + 1) * cg}});
+    Tensor wk = g.call("slice", {w}, {{"dim", 0}, {"start", k * og}, {"end", (k + 1) * og}});
+    parts.push_back(conv(xk, wk));
+  }
+  return concat_tensors(node, parts, 1);
+}
+
+// Conv of rank 5 (NCDHW): one stride for the three dims → pad3d, conv3d (dilated_conv3d), add;
+// group > 1 as one conv3d per group (per_group).
 void convert_conv3d(NodeContext& node, const std::vector<std::int64_t>& xs,
                     const std::vector<std::int64_t>& ws) {
   metakernel::Graph& g = node.graph();
-  if (const std::int64_t group = node.int_attr("group", 1); group != 1)
-    throw node.error(fmt::format("group={} is not supported for 3-D Conv (only 1)", group));
+  const std::int64_t group = node.int_attr("group", 1);
   const Spatial sp = read_spatial(node, xs, {ws.begin() + 2, ws.end()});
   const std::int64_t stride = square(node, sp.strides, "strides", 3);
   const std::int64_t dilation = square(node, sp.dilations, "dilations", 3);
   const Tensor x = pad3d(g, node.tensor(0), sp.pads, 0.0);
-  Tensor y = dilation == 1 ? g.call("conv3d", {x, node.tensor(1)}, {{"stride", stride}})
-                           : g.call("dilated_conv3d", {x, node.tensor(1)},
-                                    {{"stride", stride}, {"dilation", dilation}});
+  Tensor y = per_group(node, x, node.tensor(1), group, [&](Tensor xk, Tensor wk) {
+    return dilation == 1
+               ? g.call("conv3d", {xk, wk}, {{"stride", stride}})
+               : g.call("dilated_conv3d", {xk, wk}, {{"stride", stride}, {"dilation", dilation}});
+  });
   if (node.has_input(2)) {
     const std::vector<std::int64_t> bshape = node.shape(2);
     if (bshape.size() != 1) throw node.error("the bias must have rank 1");
@@ -231,12 +256,6 @@ void convert_conv(NodeContext& node) {
     x = reshape_to(g, x, {xs[0], xs[1], 1, xs[2]});
     w = reshaped_input(node, 1, {ws[0], ws[1], 1, ws[2]});
   }
-  if (win.dilation != 1 && group != 1) {
-    throw node.error(
-        fmt::format("dilations={} with group={} is not supported (dilated "
-                    "convolutions have group 1)",
-                    win.dilation, group));
-  }
   std::int64_t padding = 0;
   if (win.even() && !one_d && win.dilation == 1) {
     padding = win.top;
@@ -245,8 +264,12 @@ void convert_conv(NodeContext& node) {
         "pad2d", {x},
         {{"top", win.top}, {"bottom", win.bottom}, {"left", win.left}, {"right", win.right}});
   }
-  Tensor y = win.dilation != 1 ? g.call("dilated_conv2d", {x, w},
-                                        {{"stride", stride}, {"dilation", win.dilation}})
+  Tensor y = win.dilation != 1
+                 ? per_group(node, x, w, group,
+                             [&](Tensor xk, Tensor wk) {
+                               return g.call("dilated_conv2d", {xk, wk},
+                                             {{"stride", stride}, {"dilation", win.dilation}});
+                             })
              : group == 1 ? g.call("conv2d", {x, w}, {{"stride", stride}, {"padding", padding}})
                           : g.call("grouped_conv2d", {x, w},
                                    {{"groups", group}, {"stride", stride}, {"padding", padding}});

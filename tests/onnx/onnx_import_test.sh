@@ -145,7 +145,7 @@ done
 # with a computed bias; Pad with uneven amounts; pools 1-D, with non-square windows and
 # strides, ceil_mode, count_include_pad=0, uneven pads; ConvTranspose 2-D and 1-D, with pads,
 # output_padding, output_shape and auto_pad; 3-D Conv, MaxPool and AveragePool; dilated Conv.
-for name in gemm reduce pool reshape_allowzero pool_pads conv1d conv_uneven_pads conv_same_upper conv_same_lower conv_depthwise_computed_bias pad_uneven pool1d pool_rect pool_ceil avgpool_exclude_pad maxpool_uneven_pads conv_transpose conv_transpose_1d conv_transpose_output_shape conv_transpose_same_upper conv_transpose_strides_dilations_groups maxpool_dilated_ceil0 maxpool_dilated_ceil1 maxpool1d_dilated conv3d_pool3d conv_dilated conv1d_dilated; do
+for name in gemm reduce pool reshape_allowzero pool_pads conv1d conv_uneven_pads conv_same_upper conv_same_lower conv_depthwise_computed_bias pad_uneven pool1d pool_rect pool_ceil avgpool_exclude_pad maxpool_uneven_pads conv_transpose conv_transpose_1d conv_transpose_output_shape conv_transpose_same_upper conv_transpose_strides_dilations_groups maxpool_dilated_ceil0 maxpool_dilated_ceil1 maxpool1d_dilated conv3d_groups conv_dilated_groups conv3d_pool3d conv_dilated conv1d_dilated; do
   d=$m/$name
   "$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err" &&
     "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err"

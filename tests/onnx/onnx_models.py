@@ -488,6 +488,20 @@ reference_model("conv_transpose_strides_dilations_groups", [
                  dilations=[2, 1], group=2, pads=[1, 0, 2, 1], output_padding=[2, 1]),
 ], x12, y12.numpy()[:, :, 1:-2, 0:-1], {"w": w12, "b": b12})
 
+# Conv with groups where the kernel has no group dim: 3-D (conv3d per group) with pads and a
+# bias, and 2-D dilated with 2 groups (dilated_conv2d per group), against torch in float64.
+x15, w15, b15 = f32(2, 4, 5, 6, 7), f32(6, 2, 3, 2, 3), f32(6)
+reference_model("conv3d_groups", [
+    oh.make_node("Conv", ["x", "w", "b"], ["y"], name="c3", group=2, strides=[2, 2, 2],
+                 pads=[1, 0, 1, 1, 0, 1]),
+], x15, torch.nn.functional.conv3d(t64(x15), t64(w15), t64(b15), stride=2, padding=(1, 0, 1),
+                                   groups=2).numpy(), {"w": w15, "b": b15})
+x16, w16 = f32(2, 4, 11, 12), f32(6, 2, 3, 3)
+reference_model("conv_dilated_groups", [
+    oh.make_node("Conv", ["x", "w"], ["y"], name="cd", group=2, dilations=[2, 2], pads=[2, 2, 2, 2]),
+], x16, torch.nn.functional.conv2d(t64(x16), t64(w16), None, padding=2, dilation=2,
+                                   groups=2).numpy(), {"w": w16})
+
 # MaxPool with dilations: strides (2, 3) and dilations (3, 2) share no factor, so 3·2 phases of
 # plain pools interleave; pads, ceil_mode; 1-D with d | s (one phase: the input subsampled).
 # Mostly negative input, so a pad value of 0 would show. Against torch's max_pool in float64.
