@@ -48,6 +48,7 @@ void convert_unsqueeze(NodeContext& node);
 void convert_slice(NodeContext& node);
 void convert_split(NodeContext& node);
 void convert_shape(NodeContext& node);
+void convert_size(NodeContext& node);
 
 // ops_cast.cpp: Cast, CastLike (the cast kernel; folded on host tensors).
 void convert_cast(NodeContext& node);

@@ -832,6 +832,8 @@ void convert_softmax(NodeContext& node) {
 // as the kernels mean, variance, sub, add, sqrt, div, mul, add — named `<node>/<kernel>`. The
 // moments are over one dim: for an axis before the last, the normalised dims are first merged
 // into one (reshape), normalised, and split back before scale and bias (which have their shape).
+// The optional outputs Mean and InvStdDev (1 / √(variance + ε)) are those moments, reshaped to
+// X's shape with 1 from `axis` on.
 void convert_layer_norm(NodeContext& node) {
   metakernel::Graph& g = node.graph();
   const std::vector<std::int64_t> shape = node.shape(0);
@@ -840,7 +842,6 @@ void convert_layer_norm(NodeContext& node) {
   const auto axis = static_cast<std::size_t>(normalise_axis(node, node.int_attr("axis", -1), rank));
   const double epsilon = node.float_attr("epsilon", 1e-5);
   node.int_attr("stash_type", 1);  // the kernels compute the moments in float64 anyway
-  refuse_used_outputs(node, 1);
   std::vector<std::int64_t> merged(shape.begin(),
                                    shape.begin() + static_cast<std::ptrdiff_t>(axis));
   std::int64_t cells = 1;
@@ -850,11 +851,21 @@ void convert_layer_norm(NodeContext& node) {
   Tensor mean = g.call("mean", {x});
   Tensor var = g.call("variance", {x});
   Tensor e = scalar_input(node, x, "epsilon", epsilon);
-  Tensor y = g.call("div", {g.call("sub", {x, mean}), g.call("sqrt", {g.call("add", {var, e})})});
+  Tensor std_dev = g.call("sqrt", {g.call("add", {var, e})});
+  Tensor y = g.call("div", {g.call("sub", {x, mean}), std_dev});
   y = reshape_to(g, y, shape);
   y = g.call("mul", {y, node.tensor(1)});
   if (node.has_input(2)) y = g.call("add", {y, node.tensor(2)});
   node.set_output(0, y);
+  // Mean and InvStdDev, when read: [d0, …, d(axis−1), 1, …, 1].
+  std::vector<std::int64_t> kept = shape;
+  std::fill(kept.begin() + static_cast<std::ptrdiff_t>(axis), kept.end(), 1);
+  // (always a reshape, even to the same shape: `mean` is already named as a part of Y).
+  if (node.output_used(1)) node.set_output(1, g.call("reshape", {mean}, {{"shape", kept}}));
+  if (node.output_used(2)) {
+    Tensor inv = g.call("div", {scalar_input(node, x, "one", 1.0), std_dev});
+    node.set_output(2, reshape_to(g, inv, kept));
+  }
 }
 
 // InstanceNormalization: each (n, c) plane normalised over its spatial dims, then scaled and
