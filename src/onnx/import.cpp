@@ -59,12 +59,16 @@ std::vector<std::int64_t> input_shape(const ::onnx::ValueInfoProto& info,
   return shape;
 }
 
+// The graph dtype of a model input: the float types the runtime holds (float16 and bfloat16
+// are stored 16-bit and computed in float32: runtime.md).
 ir::DType input_dtype(const ::onnx::ValueInfoProto& info, const std::string& source) {
   const std::int32_t t = info.type().tensor_type().elem_type();
   if (t == ::onnx::TensorProto::FLOAT) return ir::DType::kFloat32;
   if (t == ::onnx::TensorProto::DOUBLE) return ir::DType::kFloat64;
+  if (t == ::onnx::TensorProto::FLOAT16) return ir::DType::kFloat16;
+  if (t == ::onnx::TensorProto::BFLOAT16) return ir::DType::kBFloat16;
   throw Error(fmt::format(
-      "{}: input '{}' has element type {}; only float and double inputs "
+      "{}: input '{}' has element type {}; only float, double, float16 and bfloat16 inputs "
       "are supported",
       source, info.name(),
       ::onnx::TensorProto::DataType_Name(static_cast<::onnx::TensorProto::DataType>(t))));
