@@ -19,9 +19,12 @@ shape is its data's (`--shape`: a backend takes the shapes at run time). Each ca
 Usage:
   bench/onnx_conformance.py --tapestry build/ci/src/cli/tapestry [--data DIR] [--only SUBSTR]
                             [--jobs N] [--list OUTCOME] [--json FILE] [--require-pass]
+                            [--supported]
 
 Prints a table of counts per suite and outcome, then the refusal reasons most often met.
-`--list wrong` prints every case with that outcome and its message. Exit 1 if any case is
+`--list wrong` prints every case with that outcome and its message. `--supported` prints the
+node tests whose operators `tapestry import --list-ops` all lists that do not pass, grouped by
+their refusal (docs/onnx.md explains each group). Exit 1 if any case is
 `wrong` or `crash`, or (`--require-pass`, for tests/onnx's copies of cases that must pass) any
 case that does not pass.
 """
@@ -164,6 +167,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--list", default="")
     ap.add_argument("--json", default="")
+    ap.add_argument("--supported", action="store_true",
+                    help="list the node tests of supported operators that do not pass, by reason")
     ap.add_argument("--require-pass", action="store_true",
                     help="exit 1 unless every case passes (and at least one ran)")
     a = ap.parse_args()
@@ -199,6 +204,26 @@ def main():
     print("\nmost frequent refusals:")
     for (outcome, reason), n in reasons.most_common(25):
         print(f"  {n:4}  {outcome:<11}  {reason}")
+    if a.supported:
+        listing = subprocess.run([tapestry, "import", "--list-ops"], capture_output=True, text=True)
+        ops = {line.split()[0] for line in listing.stdout.splitlines()[1:] if line.strip()}
+        groups = collections.defaultdict(list)
+        covered = passed = 0
+        for (suite, name, d), (outcome, message) in zip(cases, results):
+            if suite != "node":
+                continue
+            types = {n.op_type for n in onnx.load(os.path.join(d, "model.onnx")).graph.node}
+            if not types or not types <= ops:
+                continue
+            covered += 1
+            if outcome == "pass":
+                passed += 1
+            else:
+                groups[(outcome, reason_of(message))].append(name)
+        print(f"\nnode tests whose operators are all supported: {passed} of {covered} pass; the others:")
+        for (outcome, reason), names in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            print(f"  {len(names):4}  {outcome:<11}  {reason}")
+            print(f"        {', '.join(sorted(names))}")
     if a.list:
         print(f"\ncases with outcome {a.list}:")
         for (suite, name, _), (outcome, message) in zip(cases, results):

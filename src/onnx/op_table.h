@@ -35,6 +35,8 @@ void convert_global_average_pool(NodeContext& node);
 void convert_softmax(NodeContext& node);
 void convert_layer_norm(NodeContext& node);
 void convert_instance_norm(NodeContext& node);
+void convert_global_max_pool(NodeContext& node);
+void convert_depth_space(NodeContext& node);
 void convert_reduce(NodeContext& node);
 
 // ops_shape.cpp: layout and the import-time shape arithmetic.
@@ -88,6 +90,7 @@ void convert_hard_sigmoid(NodeContext& node);
 void convert_elu(NodeContext& node);
 void convert_celu(NodeContext& node);
 void convert_reciprocal(NodeContext& node);
+void convert_softsign(NodeContext& node);
 void convert_dropout(NodeContext& node);
 void convert_batch_norm(NodeContext& node);
 

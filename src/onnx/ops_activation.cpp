@@ -16,6 +16,7 @@
 //   Selu(x)            (relu(x) + (exp(min(x, 0)) − 1)·alpha)·gamma
 //   Celu(x)            relu(x) + min((exp(x/alpha) − 1)·alpha, 0)
 //   Reciprocal(x)      1 / x
+//   Softsign(x)        x / (1 + maximum(x, −x))
 //   Dropout(x)         x (inference; the mask output unused)
 //   BatchNormalization (inference) (x − mean)/√(var + ε)·scale + B, the per-channel tensors
 //                      reshaped to [C, 1, …]. Not folded into x·s + t (nor into a preceding
@@ -147,6 +148,13 @@ void convert_celu(NodeContext& node) {
   Tensor e =
       g.call("sub", {g.call("exp", {g.call("div", {x, a})}), scalar_input(node, x, "one", 1.0)});
   node.set_output(0, g.call("add", {g.call("relu", {x}), negative_part(g, g.call("mul", {e, a}))}));
+}
+
+void convert_softsign(NodeContext& node) {
+  metakernel::Graph& g = node.graph();
+  Tensor x = node.tensor(0);
+  Tensor a = maximum(g, x, neg(g, x));
+  node.set_output(0, g.call("div", {x, g.call("add", {scalar_input(node, x, "one", 1.0), a})}));
 }
 
 void convert_reciprocal(NodeContext& node) {

@@ -795,6 +795,60 @@ void convert_pool(NodeContext& node) {
   node.set_output(0, y);
 }
 
+// GlobalMaxPool: the maximum over each spatial dim (the last first), reshaped to keep them with
+// extent 1 ([N, C, 1, …]); any rank ≥ 3.
+void convert_global_max_pool(NodeContext& node) {
+  metakernel::Graph& g = node.graph();
+  const std::vector<std::int64_t> shape = node.shape(0);
+  if (shape.size() < 3) throw node.error("X must have rank ≥ 3 ([N, C, D1, …])");
+  Tensor y = node.tensor(0);
+  for (std::size_t d = shape.size(); d-- > 2;)
+    y = g.call("max", {y}, {{"dim", static_cast<std::int64_t>(d)}});
+  std::vector<std::int64_t> kept(shape.size(), 1);
+  kept[0] = shape[0];
+  kept[1] = shape[1];
+  node.set_output(0, reshape_to(g, y, kept));
+}
+
+// DepthToSpace (blocksize b, mode DCR or CRD) and SpaceToDepth: the reshape–transpose–reshape
+// ONNX defines them as (reshape and permute: exact). DepthToSpace DCR: [N, C, H, W] →
+// [N, b, b, C/b², H, W] → perm (0, 3, 4, 1, 5, 2) → [N, C/b², H·b, W·b]; CRD: [N, C/b², b, b, H,
+// W] → perm (0, 1, 4, 2, 5, 3). SpaceToDepth: [N, C, H/b, b, W/b, b] → perm (0, 3, 5, 1, 2, 4) →
+// [N, C·b², H/b, W/b].
+void convert_depth_space(NodeContext& node) {
+  metakernel::Graph& g = node.graph();
+  const bool to_space = node.node().op_type() == "DepthToSpace";
+  const std::vector<std::int64_t> s = node.shape(0);
+  if (s.size() != 4) throw node.error("X must have rank 4 ([N, C, H, W])");
+  const std::int64_t b = node.int_attr("blocksize", 0);
+  if (b < 1) throw node.error("blocksize must be at least 1");
+  const std::int64_t n = s[0], c = s[1], h = s[2], w = s[3];
+  Tensor x = node.tensor(0);
+  std::vector<std::int64_t> split, perm, out;
+  if (to_space) {
+    const std::string mode = node.string_attr("mode", "DCR");
+    if (mode != "DCR" && mode != "CRD")
+      throw node.error(fmt::format("mode='{}' is not DCR or CRD", mode));
+    if (c % (b * b) != 0)
+      throw node.error(fmt::format("{} channels are not a multiple of blocksize² = {}", c, b * b));
+    const std::int64_t cb = c / (b * b);
+    split = mode == "DCR" ? std::vector<std::int64_t>{n, b, b, cb, h, w}
+                          : std::vector<std::int64_t>{n, cb, b, b, h, w};
+    perm = mode == "DCR" ? std::vector<std::int64_t>{0, 3, 4, 1, 5, 2}
+                         : std::vector<std::int64_t>{0, 1, 4, 2, 5, 3};
+    out = {n, cb, h * b, w * b};
+  } else {
+    if (h % b != 0 || w % b != 0)
+      throw node.error(fmt::format("H {} and W {} must be multiples of blocksize {}", h, w, b));
+    split = {n, c, h / b, b, w / b, b};
+    perm = {0, 3, 5, 1, 2, 4};
+    out = {n, c * b * b, h / b, w / b};
+  }
+  Tensor t = g.call("reshape", {x}, {{"shape", split}});
+  t = g.call("permute", {t}, {{"perm", perm}});
+  node.set_output(0, reshape_to(g, t, out));
+}
+
 // GlobalAveragePool: the mean over W, then over H (both kept with extent 1).
 void convert_global_average_pool(NodeContext& node) {
   require_rank(node, 0, 4, "2-D pooling, NCHW");

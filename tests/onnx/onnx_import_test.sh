@@ -153,6 +153,14 @@ for name in gemm reduce pool reshape_allowzero pool_pads conv1d conv_uneven_pads
 done
 # Opset-6 models (ONNX's version converter, after shape inference): PRelu's [C] slope per
 # channel; Add with broadcast=1 of a Constant, then Softmax over the flattened dims 1….
+# Floor, Ceil, Round (the floor, ceil and round kernels) against numpy, unsharded and split.
+d=$m/floor_ceil_round
+"$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err" &&
+  grep -q "= round(x)" "$d/g.tap" && grep -q "= floor(x)" "$d/g.tap" && grep -q "= ceil(x)" "$d/g.tap" &&
+  "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err" &&
+  "$tapestry" run "$d/g.tap" --inputs "$d/in" --outputs "$d/split" --split y.d0=2 --verify --quiet >"$tmp/out" 2>"$tmp/err" &&
+  "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/split" >"$tmp/out" 2>"$tmp/err"
+check "floor_ceil_round: numpy's output and a split run pass verify" $?
 for name in prelu_opset6 broadcast_opset6; do
   d=$m/$name
   "$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err" &&

@@ -701,10 +701,57 @@ ACTIVATIONS["instance_norm"] = (
     [oh.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-3)],
     (xd - mu) / np.sqrt(var + 1e-3) * in_s[:, None, None] + in_b[:, None, None],
     {"s": in_s, "b": in_b})
+# Softsign, ReduceLogSum, GlobalMaxPool, DepthToSpace (DCR, CRD) and SpaceToDepth, against
+# numpy (the depth/space rearrangements as ONNX's reference writes them).
+def d2s(v, b, mode):
+    n, c, h, w = v.shape
+    if mode == "DCR":
+        t = v.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    else:
+        t = v.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+    return t.reshape(n, c // (b * b), h * b, w * b)
+def s2d(v, b):
+    n, c, h, w = v.shape
+    return v.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4).reshape(
+        n, c * b * b, h // b, w // b)
+ACTIVATIONS["softsign_logsum"] = (
+    [oh.make_node("Softsign", ["x"], ["s"]), oh.make_node("Exp", ["s"], ["e"]),
+     oh.make_node("ReduceLogSum", ["e"], ["l"], axes=[1, 3], keepdims=1),
+     oh.make_node("Add", ["s", "l"], ["y"])],
+    xd / (1 + np.abs(xd)) + np.log(np.exp(xd / (1 + np.abs(xd))).sum(axis=(1, 3), keepdims=True)),
+    {})
+ACTIVATIONS["global_max_pool"] = (
+    [oh.make_node("GlobalMaxPool", ["x"], ["g"]), oh.make_node("Add", ["x", "g"], ["y"])],
+    xd + xd.max(axis=(2, 3), keepdims=True), {})
+ACTIVATIONS["depth_space"] = (
+    [oh.make_node("Concat", ["x", "x"], ["x6"], axis=1),                   # [2, 6, 4, 5]
+     oh.make_node("Slice", ["x6", "s0", "s1", "sax"], ["x4"]),             # [2, 4, 4, 4]
+     oh.make_node("DepthToSpace", ["x4"], ["dcr"], blocksize=2),           # [2, 1, 8, 8]
+     oh.make_node("DepthToSpace", ["x4"], ["crd"], blocksize=2, mode="CRD"),
+     oh.make_node("Sub", ["dcr", "crd"], ["d"]),
+     oh.make_node("SpaceToDepth", ["d"], ["y"], blocksize=4)],             # [2, 16, 2, 2]
+    s2d(d2s(np.concatenate([x, x], 1)[:, :4, :, :4], 2, "DCR")
+        - d2s(np.concatenate([x, x], 1)[:, :4, :, :4], 2, "CRD"), 4),
+    {"s0": i64(0, 0), "s1": i64(4, 4), "sax": i64(1, 3)})
 for name, (nodes, want, inits) in ACTIVATIONS.items():
     xin = np.abs(x) + 0.5 if name == "reciprocal" else xm if name.startswith("mask") else x
     reference_model("act_" + name, nodes, xin, want, inits,
                     opset=17 if name.startswith("layer_norm") else 14)
+
+# Floor, Ceil, Round (halves to even) on multiples of 0.5 — ties everywhere — and Floor of a
+# computed x·3 (a product whose bar straddles the integers it lands on: --verify must allow the
+# one step it may move), against numpy.
+xr = (np.round(f32(2, 3, 4, 5) * 4) / 2).astype(np.float32)
+reference_model("floor_ceil_round", [
+    oh.make_node("Floor", ["x"], ["f"]), oh.make_node("Ceil", ["x"], ["c"]),
+    oh.make_node("Round", ["x"], ["r"]), oh.make_node("Mul", ["x", "three"], ["x3"]),
+    oh.make_node("Floor", ["x3"], ["f3"]),
+    oh.make_node("Mul", ["c", "ten"], ["c10"]), oh.make_node("Mul", ["r", "hundred"], ["r100"]),
+    oh.make_node("Mul", ["f3", "thousand"], ["f1000"]),
+    oh.make_node("Sum", ["f", "c10", "r100", "f1000"], ["y"])],
+    xr, np.floor(xr) + 10 * np.ceil(xr) + 100 * np.round(xr) + 1000 * np.floor(3 * xr),
+    {"three": np.float32(3), "ten": np.float32(10), "hundred": np.float32(100),
+     "thousand": np.float32(1000)})
 
 # Opset-6 models, converted on import: PRelu's [C] slope is per channel there (not numpy
 # broadcasting along the last dim), and Add with broadcast=1 of a Constant and Softmax, whose
