@@ -195,14 +195,15 @@ save("cycle", model([oh.make_node("Add", ["x", "b"], ["a"], name="first"),
                      oh.make_node("Relu", ["a"], ["b"], name="second"),
                      oh.make_node("Relu", ["a"], ["y"], name="third")]))
 save("opset99", model([oh.make_node("Relu", ["x"], ["y"], name="r")], opset=99))
-save("pool_dilations", model([oh.make_node("MaxPool", ["x"], ["y"], name="pool",
-                                           kernel_shape=[2, 2], dilations=[2, 2])]))
+save("pool_storage_order", model([oh.make_node("MaxPool", ["x"], ["y"], name="pool",
+                                               kernel_shape=[2, 2], storage_order=1)]))
 # Three blockers, the later ones after the first (--check lists all three): Cos does not map,
-# MaxPool's dilations are out of scope, Sin does not map; the Relu between them converts.
+# MaxPool's storage_order=1 (column-major indices) is out of scope, Sin does not map; the Relu
+# between them converts.
 save("three_blockers", model([oh.make_node("Cos", ["x"], ["c"], name="cosine"),
                               oh.make_node("Relu", ["c"], ["r"], name="rectify"),
                               oh.make_node("MaxPool", ["r"], ["p"], name="pool",
-                                           kernel_shape=[2, 2], dilations=[2, 2]),
+                                           kernel_shape=[2, 2], storage_order=1),
                               oh.make_node("Sin", ["p"], ["y"], name="sine")]))
 save("unknown_attr", model([oh.make_node("Relu", ["x"], ["y"], name="r", alpha=0.1)]))
 save("unsupported_op", model([oh.make_node("Cos", ["x"], ["y"], name="cosine")]))
