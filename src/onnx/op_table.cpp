@@ -77,6 +77,9 @@ const std::array kRows = {
     Row{"GlobalMaxPool", convert_global_max_pool, "max (+ reshape)", "any rank ≥ 3"},
     Row{"DepthToSpace", convert_depth_space, "reshape, permute, reshape", "modes DCR and CRD"},
     Row{"SpaceToDepth", convert_depth_space, "reshape, permute, reshape", ""},
+    Row{"Resize", convert_resize, "mul (by ones), reshape; slice (+ unslice, add)",
+        "mode nearest, scales or sizes known at import; any coordinate transformation but "
+        "tf_crop_and_resize: integer up- and downscales, other sizes ≤ 64 output cells per dim"},
     Row{"Softmax", convert_softmax, "softmax (+ permute)",
         "any axis from opset 13; the last axis before"},
     Row{"LayerNormalization", convert_layer_norm,

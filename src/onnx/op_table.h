@@ -37,6 +37,7 @@ void convert_layer_norm(NodeContext& node);
 void convert_instance_norm(NodeContext& node);
 void convert_global_max_pool(NodeContext& node);
 void convert_depth_space(NodeContext& node);
+void convert_resize(NodeContext& node);
 void convert_reduce(NodeContext& node);
 
 // ops_shape.cpp: layout and the import-time shape arithmetic.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -791,6 +792,148 @@ void convert_pool(NodeContext& node) {
   if (one_d) {
     const zspace::Point ys = y.type().shape();
     y = reshape_to(g, y, {ys[0], ys[1], ys[3]});
+  }
+  node.set_output(0, y);
+}
+
+namespace {
+
+// The input cell each output cell of one axis reads under Resize's nearest mode, as ONNX
+// defines it: the output coordinate mapped back (coordinate_transformation_mode), rounded
+// (nearest_mode), clamped to the input.
+std::vector<std::int64_t> nearest_cells(NodeContext& node, std::int64_t in, std::int64_t out,
+                                        double scale, const std::string& transform,
+                                        const std::string& rounding) {
+  std::vector<std::int64_t> cells(static_cast<std::size_t>(out));
+  for (std::int64_t o = 0; o < out; ++o) {
+    const double r = static_cast<double>(o);
+    double x = 0;
+    if (transform == "half_pixel") {
+      x = (r + 0.5) / scale - 0.5;
+    } else if (transform == "pytorch_half_pixel") {
+      x = out > 1 ? (r + 0.5) / scale - 0.5 : 0.0;
+    } else if (transform == "align_corners") {
+      x = out > 1 ? r * static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0;
+    } else if (transform == "asymmetric") {
+      x = r / scale;
+    } else if (transform == "tf_half_pixel_for_nn") {
+      x = (r + 0.5) / scale;
+    } else {
+      throw node.error(fmt::format(
+          "coordinate_transformation_mode='{}' is not supported (half_pixel, pytorch_half_pixel, "
+          "align_corners, asymmetric, tf_half_pixel_for_nn are)",
+          transform));
+    }
+    double i = 0;
+    if (rounding == "floor") {
+      i = std::floor(x);
+    } else if (rounding == "ceil") {
+      i = std::ceil(x);
+    } else if (rounding == "round_prefer_floor" || rounding == "round_prefer_ceil") {
+      const bool half = x - std::floor(x) == 0.5;
+      i = half ? (rounding == "round_prefer_floor" ? std::floor(x) : std::ceil(x)) : std::round(x);
+    } else {
+      throw node.error(fmt::format(
+          "nearest_mode='{}' is not one of round_prefer_floor, round_prefer_ceil, floor, ceil",
+          rounding));
+    }
+    cells[static_cast<std::size_t>(o)] =
+        std::clamp<std::int64_t>(static_cast<std::int64_t>(i), 0, in - 1);
+  }
+  return cells;
+}
+
+// `t` with each cell along `dim` repeated r times ([a b] → [a a a b b b] for r = 3): a dim of
+// extent 1 after `dim`, multiplied by ones of extent r there (broadcasting), the two merged.
+Tensor repeat_cells(NodeContext& node, Tensor t, std::size_t dim, std::int64_t r) {
+  metakernel::Graph& g = node.graph();
+  const zspace::Point p = t.type().shape();
+  std::vector<std::int64_t> shape(p.begin(), p.end());
+  std::vector<std::int64_t> split = shape;
+  split.insert(split.begin() + static_cast<std::ptrdiff_t>(dim) + 1, 1);
+  std::vector<std::int64_t> ones_shape(split.size(), 1);
+  ones_shape[dim + 1] = r;
+  HostTensor ones;
+  ones.dtype = t.type().dtype;
+  ones.shape = ones_shape;
+  ones.floats.assign(static_cast<std::size_t>(r), 1.0);
+  Tensor u =
+      g.call("mul", {reshape_to(g, t, split),
+                     node.import().constant_input(
+                         fmt::format("{}.ones{}", node_display_name(node.node()), r), ones)});
+  shape[dim] *= r;
+  return reshape_to(g, u, shape);
+}
+
+}  // namespace
+
+// Resize, mode nearest, with constant scales or sizes: per axis, the input cell of every output
+// cell as ONNX computes it (nearest_cells) — then, exactly, nothing (the identity), a repeat of
+// each cell r times (an integer upscale: reshape, multiply by ones, reshape), every k-th cell
+// (an integer downscale: strided_take), or, for at most 64 output cells, the cells themselves
+// (take: a slice per run). Other modes (linear, cubic), tf_crop_and_resize and computed scales
+// are refused.
+void convert_resize(NodeContext& node) {
+  const std::vector<std::int64_t> shape = node.shape(0);
+  const std::size_t rank = shape.size();
+  const std::string mode = node.string_attr("mode", "nearest");
+  if (mode != "nearest")
+    throw node.error(fmt::format("mode='{}' is not supported (only nearest)", mode));
+  const std::string transform = node.string_attr("coordinate_transformation_mode", "half_pixel");
+  const std::string rounding = node.string_attr("nearest_mode", "round_prefer_floor");
+  node.float_attr("cubic_coeff_a", -0.75);      // cubic only
+  node.int_attr("exclude_outside", 0);          // cubic only
+  node.float_attr("extrapolation_value", 0.0);  // tf_crop_and_resize only
+  std::vector<double> scales(rank, 1.0);
+  std::vector<std::int64_t> out = shape;
+  const bool has_scales = node.has_input(2) && node.host(2).size() > 0;
+  const bool has_sizes = node.has_input(3) && node.host(3).size() > 0;
+  if (has_scales == has_sizes)
+    throw node.error("exactly one of scales and sizes must be given (and known at import)");
+  if (has_scales) {
+    const HostTensor& sc = node.host(2);
+    if (sc.size() != static_cast<std::int64_t>(rank))
+      throw node.error(fmt::format("scales has {} values for rank {}", sc.size(), rank));
+    for (std::size_t d = 0; d < rank; ++d) {
+      scales[d] = sc.float_at(d);
+      if (!(scales[d] > 0)) throw node.error("scales must be positive");
+      out[d] = static_cast<std::int64_t>(std::floor(static_cast<double>(shape[d]) * scales[d]));
+    }
+  } else {
+    out = node.host(3).as_ints();
+    if (out.size() != rank)
+      throw node.error(fmt::format("sizes has {} values for rank {}", out.size(), rank));
+    for (std::size_t d = 0; d < rank; ++d) {
+      if (out[d] < 1) throw node.error("sizes must be positive");
+      scales[d] = static_cast<double>(out[d]) / static_cast<double>(shape[d]);
+    }
+  }
+  Tensor y = node.tensor(0);
+  for (std::size_t d = 0; d < rank; ++d) {
+    if (out[d] < 1) throw node.error(fmt::format("the output has no cells along dim {}", d));
+    const std::vector<std::int64_t> cells =
+        nearest_cells(node, shape[d], out[d], scales[d], transform, rounding);
+    const std::int64_t n = shape[d], m = out[d];
+    auto all = [&](auto&& want) {
+      for (std::int64_t o = 0; o < m; ++o) {
+        if (cells[static_cast<std::size_t>(o)] != want(o)) return false;
+      }
+      return true;
+    };
+    if (m == n && all([](std::int64_t o) { return o; })) continue;
+    if (m % n == 0 && all([&](std::int64_t o) { return o / (m / n); })) {
+      y = repeat_cells(node, y, d, m / n);
+    } else if (const std::int64_t k = n / m, first = cells[0];
+               k >= 1 && all([&](std::int64_t o) { return first + o * k; })) {
+      y = strided_take(node.graph(), y, d, first, k, m);
+    } else if (m <= 64) {
+      y = take(node, y, d, cells);
+    } else {
+      throw node.error(fmt::format(
+          "resizing dim {} from {} to {} cells is not a repeat or a stride of cells; at most "
+          "64 output cells are picked one by one",
+          d, n, m));
+    }
   }
   node.set_output(0, y);
 }

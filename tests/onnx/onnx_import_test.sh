@@ -153,6 +153,14 @@ for name in gemm reduce pool reshape_allowzero pool_pads conv1d conv_uneven_pads
 done
 # Opset-6 models (ONNX's version converter, after shape inference): PRelu's [C] slope per
 # channel; Add with broadcast=1 of a Constant, then Softmax over the flattened dims 1….
+# Resize nearest (repeats by multiplying with ones, a stride by reshape and slice) against
+# torch's interpolate, unsharded and split along the batch.
+d=$m/resize_nearest
+"$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err" &&
+  "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err" &&
+  "$tapestry" run "$d/g.tap" --inputs "$d/in" --outputs "$d/split" --split y.d0=2 --verify --quiet >"$tmp/out" 2>"$tmp/err" &&
+  "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/split" >"$tmp/out" 2>"$tmp/err"
+check "resize_nearest: torch's output and a split run pass verify" $?
 # Floor, Ceil, Round (the floor, ceil and round kernels) against numpy, unsharded and split.
 d=$m/floor_ceil_round
 "$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err" &&

@@ -739,6 +739,18 @@ for name, (nodes, want, inits) in ACTIVATIONS.items():
     reference_model("act_" + name, nodes, xin, want, inits,
                     opset=17 if name.startswith("layer_norm") else 14)
 
+# Resize nearest as PyTorch exports nn.Upsample / F.interpolate (asymmetric, floor) with constant
+# scales: ×2 and ×3 (repeats), then ×0.5 (every other row), against torch's interpolate.
+xu = f32(2, 3, 4, 5)
+yu = torch.nn.functional.interpolate(t64(xu), scale_factor=(2, 3), mode="nearest")
+yu = torch.nn.functional.interpolate(yu, scale_factor=(0.5, 1), mode="nearest")
+reference_model("resize_nearest", [
+    oh.make_node("Resize", ["x", "", "up"], ["u"], name="up", mode="nearest",
+                 coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+    oh.make_node("Resize", ["u", "", "down"], ["y"], name="down", mode="nearest",
+                 coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+], xu, yu.numpy(), {"up": np.float32([1, 1, 2, 3]), "down": np.float32([1, 1, 0.5, 1])}, opset=13)
+
 # Floor, Ceil, Round (halves to even) on multiples of 0.5 — ties everywhere — and Floor of a
 # computed x·3 (a product whose bar straddles the integers it lands on: --verify must allow the
 # one step it may move), against numpy.
