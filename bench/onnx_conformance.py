@@ -19,12 +19,15 @@ shape is its data's (`--shape`: a backend takes the shapes at run time). Each ca
 Usage:
   bench/onnx_conformance.py --tapestry build/ci/src/cli/tapestry [--data DIR] [--only SUBSTR]
                             [--jobs N] [--list OUTCOME] [--json FILE] [--require-pass]
-                            [--supported]
+                            [--supported] [--int-inputs-at-import]
 
 Prints a table of counts per suite and outcome, then the refusal reasons most often met.
 `--list wrong` prints every case with that outcome and its message. `--supported` prints the
 node tests whose operators `tapestry import --list-ops` all lists that do not pass, grouped by
-their refusal (docs/onnx.md explains each group). Exit 1 if any case is
+their refusal (docs/onnx.md explains each group). `--int-inputs-at-import` runs each case with
+its integer and boolean inputs (shapes, axes, pads, indices, masks — which Tapestry folds at
+import and a backend takes at run time) made initializers holding the case's data: the
+operators' results when those are known at import. Exit 1 if any case is
 `wrong` or `crash`, or (`--require-pass`, for tests/onnx's copies of cases that must pass) any
 case that does not pass.
 """
@@ -34,6 +37,7 @@ import concurrent.futures
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -82,9 +86,61 @@ def bf16_values(v):
     return (v.astype(np.uint32) << 16).view(np.float32)
 
 
-def run_case(tapestry, case_dir):
-    model = os.path.join(case_dir, "model.onnx")
-    data = os.path.join(case_dir, "test_data_set_0")
+INT_TYPES = {onnx.TensorProto.INT8, onnx.TensorProto.INT16, onnx.TensorProto.INT32,
+             onnx.TensorProto.INT64, onnx.TensorProto.UINT8, onnx.TensorProto.UINT16,
+             onnx.TensorProto.UINT32, onnx.TensorProto.UINT64, onnx.TensorProto.BOOL}
+
+
+def with_int_inputs_at_import(model, data, tmp):
+    """--int-inputs-at-import: the model with its integer and boolean inputs made initializers
+    holding the case's data (shapes, axes, indices, masks known at import, as Tapestry folds
+    them), and a data folder without them; None when the case has none."""
+    proto = onnx.load(model)
+    initialized = {t.name for t in proto.graph.initializer}
+    inputs = [i for i in proto.graph.input if i.name not in initialized]
+    files = sorted((f for f in os.listdir(data) if f.startswith("input_")),
+                   key=lambda f: int(re.findall(r"\d+", f)[0]))
+    baked = [(i, f) for i, f in zip(inputs, files)
+             if i.type.HasField("tensor_type") and i.type.tensor_type.elem_type in INT_TYPES]
+    if not baked:
+        return None
+    for info, f in baked:
+        t = onnx.TensorProto()
+        with open(os.path.join(data, f), "rb") as fh:
+            t.ParseFromString(fh.read())
+        t.name = info.name
+        proto.graph.initializer.append(t)
+    names = {info.name for info, _ in baked}
+    # (They stay in graph.input too: an initializer must be listed there below IR version 4,
+    # and may be from 4 on.)
+    new_data = os.path.join(tmp, "data")
+    os.makedirs(new_data)
+    k = 0
+    for info, f in zip(inputs, files):
+        if info.name not in names:
+            shutil.copy(os.path.join(data, f), os.path.join(new_data, f"input_{k}.pb"))
+            k += 1
+    for f in os.listdir(data):
+        if f.startswith("output_"):
+            shutil.copy(os.path.join(data, f), new_data)
+    new_model = os.path.join(tmp, "model.onnx")
+    onnx.save(proto, new_model)
+    return new_model, new_data
+
+
+def run_case(tapestry, case_dir, int_inputs_at_import=False):
+    if int_inputs_at_import and os.path.isdir(os.path.join(case_dir, "test_data_set_0")):
+        with tempfile.TemporaryDirectory() as tmp:
+            derived = with_int_inputs_at_import(os.path.join(case_dir, "model.onnx"),
+                                                os.path.join(case_dir, "test_data_set_0"), tmp)
+            if derived is None:
+                return run_case(tapestry, case_dir)
+            return run_model(tapestry, *derived)
+    return run_model(tapestry, os.path.join(case_dir, "model.onnx"),
+                     os.path.join(case_dir, "test_data_set_0"))
+
+
+def run_model(tapestry, model, data):
     proto = onnx.load(model)
     initialized = {t.name for t in proto.graph.initializer}
     proto_inputs = [i for i in proto.graph.input if i.name not in initialized]
@@ -167,6 +223,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--list", default="")
     ap.add_argument("--json", default="")
+    ap.add_argument("--int-inputs-at-import", action="store_true",
+                    help="make each case's integer and boolean inputs initializers holding its data")
     ap.add_argument("--supported", action="store_true",
                     help="list the node tests of supported operators that do not pass, by reason")
     ap.add_argument("--require-pass", action="store_true",
@@ -185,7 +243,7 @@ def main():
                 cases.append((suite, name, d))
     tapestry = os.path.abspath(a.tapestry)
     with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
-        results = list(pool.map(lambda c: run_case(tapestry, c[2]), cases))
+        results = list(pool.map(lambda c: run_case(tapestry, c[2], a.int_inputs_at_import), cases))
     outcomes = ("pass", "wrong", "crash", "unsupported", "refused", "run-error")
     counts = {s: collections.Counter() for s in SUITES}
     reasons = collections.Counter()
