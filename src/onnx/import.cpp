@@ -149,15 +149,30 @@ InferredShapes infer_shapes(const ::onnx::ModelProto& model) {
   auto record = [&](const ::onnx::ValueInfoProto& info) {
     const auto& type = info.type().tensor_type();
     const std::int32_t t = type.elem_type();
-    if ((t != ::onnx::TensorProto::FLOAT && t != ::onnx::TensorProto::DOUBLE) || !type.has_shape())
-      return;
+    if (!type.has_shape()) return;
+    ir::DType dtype;
+    switch (t) {
+      case ::onnx::TensorProto::FLOAT:
+        dtype = ir::DType::kFloat32;
+        break;
+      case ::onnx::TensorProto::DOUBLE:
+        dtype = ir::DType::kFloat64;
+        break;
+      case ::onnx::TensorProto::FLOAT16:
+        dtype = ir::DType::kFloat16;
+        break;
+      case ::onnx::TensorProto::BFLOAT16:
+        dtype = ir::DType::kBFloat16;
+        break;
+      default:
+        return;
+    }
     std::vector<std::int64_t> dims;
     for (const auto& d : type.shape().dim()) {
       if (!d.has_dim_value() || d.dim_value() < 0) return;
       dims.push_back(d.dim_value());
     }
-    shapes[info.name()] = {
-        t == ::onnx::TensorProto::FLOAT ? ir::DType::kFloat32 : ir::DType::kFloat64, dims};
+    shapes[info.name()] = {dtype, dims};
   };
   for (const auto& info : inferred.graph().value_info()) record(info);
   for (const auto& info : inferred.graph().output()) record(info);

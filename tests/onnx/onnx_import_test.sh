@@ -106,6 +106,11 @@ rc=$?
   grep -q "^  node 'sine' (Sin, node 3): operator Sin is not supported" "$tmp/err" &&
   [[ $(wc -l <"$tmp/err") -eq 4 ]] && [[ ! -s $tmp/out ]]
 check "--check lists all three blockers (rc=$rc)" $?
+"$tapestry" import "$m/bad/f16_blockers.onnx" --check >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[[ $rc -eq 2 ]] && grep -q "f16_blockers.onnx: 2 blockers stop the import" "$tmp/err" &&
+  grep -q "^  node 'pool' (MaxPool, node 1): storage_order=1 is not supported (only 0)" "$tmp/err"
+check "--check stands a float16 value in past a blocker (rc=$rc)" $?
 "$tapestry" import "$m/mlp/model.onnx" --check >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [[ $rc -eq 0 ]] && grep -q "^no blockers: .* nodes (opset 14) import as .* operations and 4 weights" "$tmp/out"

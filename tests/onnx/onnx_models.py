@@ -205,6 +205,13 @@ save("three_blockers", model([oh.make_node("Cos", ["x"], ["c"], name="cosine"),
                               oh.make_node("MaxPool", ["r"], ["p"], name="pool",
                                            kernel_shape=[2, 2], storage_order=1),
                               oh.make_node("Sin", ["p"], ["y"], name="sine")]))
+# The same past a blocker on a float16 input: the stand-in for Cos's output is float16 too.
+g = oh.make_graph([oh.make_node("Cos", ["x"], ["c"], name="cosine"),
+                   oh.make_node("MaxPool", ["c"], ["y"], name="pool", kernel_shape=[2, 2],
+                                storage_order=1)], "bad",
+                  [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT16, [2, 3, 8, 8])],
+                  [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT16, None)])
+save("f16_blockers", oh.make_model(g, opset_imports=[oh.make_opsetid("", 14)]))
 save("unknown_attr", model([oh.make_node("Relu", ["x"], ["y"], name="r", alpha=0.1)]))
 save("unsupported_op", model([oh.make_node("Cos", ["x"], ["y"], name="cosine")]))
 save("undefined_input", model([oh.make_node("Add", ["x", "ghost"], ["y"], name="adder")]))
