@@ -7,6 +7,8 @@
 #   calibrate  `tapestry calibrate --device cuda -o h100-measured.json --seconds 30` (named
 #              after the GPU: h200-measured.json on an H200)
 #   bench      bench/gpu_vs_torch.py: Tapestry against PyTorch on the same GEMMs
+#   rank       bench/gpu_rank_plans.py: each example's plans measured against their prices on
+#              the measured target and on h100x8 (the share of plan pairs ranked right)
 #   examples   `tapestry run G --device cuda --verify --seed 3` for every examples/*.tap
 #   plans      the same under every bundled plan (examples/plans/<graph>-<name>.json on
 #              examples/<graph>.tap; the digits plans need real data and are left out)
@@ -29,7 +31,7 @@ set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tarball=$root/.devpack/tapestry-devpack.tar.xz
-only="tests,calibrate,bench,examples,plans,search"
+only="tests,calibrate,bench,rank,examples,plans,search"
 budget=450  # seconds: the steps that would start later are SKIPped
 small=0
 while [[ $# -gt 0 ]]; do
@@ -163,6 +165,18 @@ if wants bench && ! over_budget gpu_vs_torch; then
   else record gpu_vs_torch FAIL "$secs" "rc=$rc: $(tail_of bench-gpu_vs_torch)"; fi
 fi
 
+# Plans of every example measured on the GPU against their prices on the measured target and on
+# the h100x8 preset: the share of plan pairs each ranks right (goal >= 90%).
+if wants rank && ! over_budget rank; then
+  targets=(--target h100x8)
+  [[ -s $logs/$measured ]] && targets=(--target "$logs/$measured" "${targets[@]}")
+  run_logged rank 200 python3 "$root/bench/gpu_rank_plans.py" --tapestry "$tapestry" \
+    "${targets[@]}" --json "$logs/rank.json"
+  if [[ $rc -eq 0 ]]; then
+    record rank ok "$secs" "$(grep -m1 'pairs ranked right' "$logs/rank.log" | cut -c1-150)"
+  else record rank FAIL "$secs" "rc=$rc: $(tail_of rank)"; fi
+fi
+
 # verify_run NAME GRAPH [PLAN]: tapestry run --device cuda --verify; ok when it exits 0 with
 # PASS lines and no FAIL / UNCHECKED.
 verify_run() {
@@ -228,6 +242,7 @@ fi
   echo "$ok of ${#names[@]} steps ok, $warn WARN; total ${SECONDS}s; logs in $logs"
   if [[ -f $logs/bench-gpu_vs_torch.log ]]; then echo; cat "$logs/bench-gpu_vs_torch.log"; fi
   if [[ -f $logs/calibrate.log ]]; then echo; cat "$logs/calibrate.log"; fi
+  if [[ -f $logs/rank.log ]]; then echo; cat "$logs/rank.log"; fi
 } | tee "$logs/summary.txt"
 
 if [[ -n ${OUT:-} ]]; then
