@@ -184,6 +184,7 @@ struct CudaExecutor::State {
     std::uint32_t task;
   };
   std::vector<HostStep> host_steps;  // per task (only host steps are used)
+  std::uint64_t runs = 0;  // runs started (the first is never captured)
   std::mutex run_mutex;
   std::mutex error_mutex;
   std::optional<Error> host_error;
@@ -449,6 +450,7 @@ CudaExecutor::Measured CudaExecutor::run_measured(BufferMap inputs) const {
     check(cudaMemsetAsync(s.arena, 0xFF, static_cast<std::size_t>(p.arena_bytes), main),
           "poison the arena");
   }
+  ++s.runs;
   check(cudaEventRecord(s.copied_in, main), "record an event");
   for (std::uint32_t i = 0; i < p.block.slots.size(); ++i) {
     const BufferSlot& slot = p.block.slots[i];
@@ -459,7 +461,10 @@ CudaExecutor::Measured CudaExecutor::run_measured(BufferMap inputs) const {
   }
   check(cudaEventRecord(s.start, main), "record an event");
   const bool replay = s.options.graph && s.graph_exec != nullptr;
-  if (s.options.graph) {
+  // With a graph, the first run issues its steps directly — kernels may tune themselves then
+  // (cuBLASLt's algorithm candidates are timed once, outside any capture) — the second records
+  // them into the graph, and later runs replay it.
+  if (s.options.graph && s.runs > 1) {
     if (s.graph_exec == nullptr) {
       check(cudaStreamBeginCapture(main, cudaStreamCaptureModeThreadLocal), "begin a capture");
       cudaGraph_t captured = nullptr;
