@@ -285,9 +285,8 @@ void gemm_launch(const KernelCall& call, const DeviceContext& ctx, bool fuse_rel
     set_pref(call, ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_d);
     std::array<cublasLtMatmulHeuristicResult_t, kTuneCandidates> results{};
     int found = 0;
-    const cublasStatus_t status =
-        cublasLtMatmulAlgoGetHeuristic(handle, ds.op, ds.a, ds.b, ds.d, ds.d, ds.pref,
-                                       kTuneCandidates, results.data(), &found);
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+        handle, ds.op, ds.a, ds.b, ds.d, ds.d, ds.pref, kTuneCandidates, results.data(), &found);
     CachedAlgo cached;
     if (status == CUBLAS_STATUS_SUCCESS) {
       for (int i = 0; i < found; ++i) {

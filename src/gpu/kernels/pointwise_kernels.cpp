@@ -7,8 +7,8 @@
 #include <vector>
 
 #include <cuda_runtime.h>
-#include "tapestry/runtime/buffer.h"
 #include <fmt/format.h>
+#include "tapestry/runtime/buffer.h"
 
 namespace tapestry::gpu::kernels {
 
@@ -181,9 +181,10 @@ Float32Block float32_block(const KernelCall& call, const DeviceContext& ctx,
                            const runtime::Range& box) {
   Float32Block b{nullptr, runtime::dense_strides(box.shape())};
   const auto bytes = static_cast<std::size_t>(std::max<std::int64_t>(box.size(), 1)) * 4;
-  check_cuda(call,
-             static_cast<int>(cudaMallocAsync(&b.data, bytes, static_cast<cudaStream_t>(ctx.stream))),
-             "allocate a float32 block");
+  check_cuda(
+      call,
+      static_cast<int>(cudaMallocAsync(&b.data, bytes, static_cast<cudaStream_t>(ctx.stream))),
+      "allocate a float32 block");
   return b;
 }
 
@@ -221,9 +222,10 @@ void launch_mixed(const KernelCall& call, const DeviceContext& ctx, PointwiseOp 
                                         out.view.box(), b.strides),
                           out.ipf};
     launch_pointwise_call(call, ctx, op, temp, use, s1, s2);
-    const InputPort computed{runtime::ConstView(ir::DType::kFloat32, static_cast<std::byte*>(b.data),
-                                                out.view.box(), b.strides),
-                             out.ipf};
+    const InputPort computed{
+        runtime::ConstView(ir::DType::kFloat32, static_cast<std::byte*>(b.data), out.view.box(),
+                           b.strides),
+        out.ipf};
     const InputPort* source[] = {&computed};
     launch_pointwise_call(call, ctx, PointwiseOp::kCast, out, source, 0, 0);
   }
@@ -276,8 +278,8 @@ template <PointwiseOp kOp, Form kForm, int kFillDefault = 0>
 void launch(const KernelCall& call, const DeviceContext& ctx) {
   const std::vector<const InputPort*> in = inputs_of(call, kForm);
   if (mixed_floats(call.output(kResult), in)) {
-    const double s1 = kForm == Form::kSgd      ? number_param(call, "lr")
-                      : kForm == Form::kFill   ? fill_value(call, kFillDefault)
+    const double s1 = kForm == Form::kSgd         ? number_param(call, "lr")
+                      : kForm == Form::kFill      ? fill_value(call, kFillDefault)
                       : kForm == Form::kMulScalar ? scale_factor(call)
                                                   : 0.0;
     const double s2 = kForm == Form::kSgd ? number_param(call, "weight_decay") : 0.0;
