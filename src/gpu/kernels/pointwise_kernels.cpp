@@ -251,10 +251,10 @@ bool supports(const KernelCall& call) {
     if (!t) return false;
     in_type = *t;
   }
-  if (mixed_floats(*out, in)) {
+  constexpr bool kConverts = kOp == PointwiseOp::kCast || kOp == PointwiseOp::kCopy;
+  if (!kConverts && mixed_floats(*out, in)) {
     // Float ports of several dtypes (a bf16 bias added to float32 partial sums): run in
     // float32, as the CPU's widen_half_floats does (launch_mixed).
-    if (kOp == PointwiseOp::kCast || kOp == PointwiseOp::kCopy) return false;
     if (!pointwise_supports(kOp, ElemType::kF32, ElemType::kF32)) return false;
     return pointwise_rank(call, *out, in) <= static_cast<std::size_t>(kMaxRank);
   }
@@ -277,7 +277,8 @@ bool supports(const KernelCall& call) {
 template <PointwiseOp kOp, Form kForm, int kFillDefault = 0>
 void launch(const KernelCall& call, const DeviceContext& ctx) {
   const std::vector<const InputPort*> in = inputs_of(call, kForm);
-  if (mixed_floats(call.output(kResult), in)) {
+  if (kOp != PointwiseOp::kCast && kOp != PointwiseOp::kCopy &&
+      mixed_floats(call.output(kResult), in)) {
     const double s1 = kForm == Form::kSgd         ? number_param(call, "lr")
                       : kForm == Form::kFill      ? fill_value(call, kFillDefault)
                       : kForm == Form::kMulScalar ? scale_factor(call)
