@@ -168,8 +168,13 @@ fi
 # Plans of every example measured on the GPU against their prices on the measured target and on
 # the h100x8 preset: the share of plan pairs each ranks right (goal >= 90%).
 if wants rank && ! over_budget rank; then
+  # The target calibrated in this run, else the committed one of this GPU (targets/*.json).
   targets=(--target h100x8)
-  [[ -s $logs/$measured ]] && targets=(--target "$logs/$measured" "${targets[@]}")
+  if [[ -s $logs/$measured ]]; then
+    targets=(--target "$logs/$measured" "${targets[@]}")
+  elif "$tapestry" targets | grep -q "^${measured%.json} "; then
+    targets=(--target "${measured%.json}" "${targets[@]}")
+  fi
   run_logged rank 200 python3 "$root/bench/gpu_rank_plans.py" --tapestry "$tapestry" \
     "${targets[@]}" --json "$logs/rank.json"
   if [[ $rc -eq 0 ]]; then
