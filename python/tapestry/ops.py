@@ -22,7 +22,7 @@ from ._core import Tensor
 __all__ = [
     "call",
     "linear", "linear_nobias", "matmul", "bias_add",
-    "relu", "gelu", "exp", "neg", "tanh", "sigmoid", "sqrt", "log",
+    "relu", "gelu", "exp", "neg", "tanh", "sigmoid", "sqrt", "log", "floor", "ceil", "round",
     "add", "sub", "mul", "div", "maximum",
     "sum", "max", "mean", "variance", "reduce", "softmax",
     "transpose", "permute", "reshape", "slice", "cast",
@@ -112,6 +112,21 @@ def sqrt(x: Tensor) -> Tensor:
 def log(x: Tensor) -> Tensor:
     """``ln x``, elementwise (−inf at 0, NaN for x < 0)."""
     return call("log", x)
+
+
+def floor(x: Tensor) -> Tensor:
+    """``⌊x⌋``, elementwise (exact; no gradient flows through it)."""
+    return call("floor", x)
+
+
+def ceil(x: Tensor) -> Tensor:
+    """``⌈x⌉``, elementwise (exact; no gradient flows through it)."""
+    return call("ceil", x)
+
+
+def round(x: Tensor) -> Tensor:  # noqa: A001 — the kernel's name, as numpy's and torch's
+    """x rounded to the nearest integer, halves to even, elementwise (exact)."""
+    return call("round", x)
 
 
 # ---- elementwise, binary (numpy broadcasting) -------------------------------------------------

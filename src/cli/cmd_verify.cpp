@@ -20,6 +20,7 @@
 #include "graph_input.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/runtime/naive_executor.h"
+#include "tapestry/runtime/block_executor.h"
 #include "tapestry/runtime/verify.h"
 #include "tapestry/support/error.h"
 #include "tensor_files.h"
@@ -39,6 +40,8 @@ struct VerifyOptions {
   bool exact = false;
   bool allow_unchecked = false;
   std::string format = "text";
+  int threads = 0;    // the naive run's and the oracle's (0: one per hardware thread)
+  bool tf32 = false;  // the outputs came from a run on TF32 tensor cores
 };
 
 int run_verify(const VerifyOptions& options) {
@@ -63,13 +66,17 @@ int run_verify(const VerifyOptions& options) {
       load_executable_kernels(options.kernel_sources, signatures, runtime::KernelSet::kReference);
   const runtime::ExecutableKernels fast =
       load_executable_kernels(options.kernel_sources, signatures, runtime::KernelSet::kFast);
-  const runtime::VerifyReport report = runtime::verify_outputs(
-      graph, inputs, results,
-      {.mode = mode,
-       .oracle = {.kernels = &fast},
-       .naive_kernels = mode == runtime::VerifyMode::kBitwise ? &reference : &fast,
-       .unchecked = options.allow_unchecked ? runtime::UncheckedCells::kAllow
-                                            : runtime::UncheckedCells::kFail});
+  // On an arena of --threads threads, as `run --verify` verifies on the run's threads.
+  runtime::VerifyReport report;
+  runtime::run_on_threads(options.threads, [&] {
+    report = runtime::verify_outputs(
+        graph, inputs, results,
+        {.mode = mode,
+         .oracle = {.kernels = &fast, .tf32_products = options.tf32},
+         .naive_kernels = mode == runtime::VerifyMode::kBitwise ? &reference : &fast,
+         .unchecked = options.allow_unchecked ? runtime::UncheckedCells::kAllow
+                                              : runtime::UncheckedCells::kFail});
+  });
   if (options.format == "json") {
     fmt::print("{}\n", report.to_json().dump(1));
   } else {
@@ -98,6 +105,12 @@ void register_verify(CLI::App& app, Dispatch& dispatch) {
                 "cells whose error the oracle cannot bound PASS with a warning instead of "
                 "UNCHECKED (exit 1). Unsafe: a wrong value in those cells passes");
   cmd->add_option("--format", options->format, "text (default) or json");
+  cmd->add_option("--threads", options->threads,
+                  "threads of the naive run and the oracle (default: all cores)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_flag("--tf32", options->tf32,
+                "the outputs come from float32 GEMMs on TF32 tensor cores (a GPU run with "
+                "--tf32): the bars count their operands' rounding");
   cmd->footer(
       exit_codes_footer("some output FAILs or is UNCHECKED (0: every output PASSes; a missing "
                         "output file is exit 2, named)"));

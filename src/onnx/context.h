@@ -48,6 +48,11 @@ class ImportContext {
 
   [[nodiscard]] metakernel::Graph& graph() { return graph_; }
   [[nodiscard]] std::int64_t opset() const { return opset_; }
+  /// The opset the model declares: opset(), or the older one it was converted from (opset.h).
+  /// A few operators changed meaning in ways the converter keeps as they were (PRelu's slope
+  /// before opset 7 is per channel), so their converters read it.
+  [[nodiscard]] std::int64_t declared_opset() const { return declared_opset_; }
+  void set_declared_opset(std::int64_t opset) { declared_opset_ = opset; }
   [[nodiscard]] const std::string& source() const { return source_; }
 
   /// ImportOptions::dtype: the dtype the model's float32 data takes in the graph.
@@ -93,6 +98,7 @@ class ImportContext {
  private:
   std::string source_;
   std::int64_t opset_;
+  std::int64_t declared_opset_ = opset_;
   ir::DType float32_as_ = ir::DType::kFloat32;
   metakernel::Graph graph_;
   std::map<std::string, Value, std::less<>> values_;
@@ -114,6 +120,7 @@ class NodeContext {
   [[nodiscard]] metakernel::Graph& graph() { return import_.graph(); }
   [[nodiscard]] const ::onnx::NodeProto& node() const { return node_; }
   [[nodiscard]] std::int64_t opset() const { return import_.opset(); }
+  [[nodiscard]] std::int64_t declared_opset() const { return import_.declared_opset(); }
 
   /// Input k is present (ONNX marks an omitted optional input with an empty name).
   [[nodiscard]] bool has_input(int k) const;

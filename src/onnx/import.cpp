@@ -59,12 +59,16 @@ std::vector<std::int64_t> input_shape(const ::onnx::ValueInfoProto& info,
   return shape;
 }
 
+// The graph dtype of a model input: the float types the runtime holds (float16 and bfloat16
+// are stored 16-bit and computed in float32: runtime.md).
 ir::DType input_dtype(const ::onnx::ValueInfoProto& info, const std::string& source) {
   const std::int32_t t = info.type().tensor_type().elem_type();
   if (t == ::onnx::TensorProto::FLOAT) return ir::DType::kFloat32;
   if (t == ::onnx::TensorProto::DOUBLE) return ir::DType::kFloat64;
+  if (t == ::onnx::TensorProto::FLOAT16) return ir::DType::kFloat16;
+  if (t == ::onnx::TensorProto::BFLOAT16) return ir::DType::kBFloat16;
   throw Error(fmt::format(
-      "{}: input '{}' has element type {}; only float and double inputs "
+      "{}: input '{}' has element type {}; only float, double, float16 and bfloat16 inputs "
       "are supported",
       source, info.name(),
       ::onnx::TensorProto::DataType_Name(static_cast<::onnx::TensorProto::DataType>(t))));
@@ -145,15 +149,30 @@ InferredShapes infer_shapes(const ::onnx::ModelProto& model) {
   auto record = [&](const ::onnx::ValueInfoProto& info) {
     const auto& type = info.type().tensor_type();
     const std::int32_t t = type.elem_type();
-    if ((t != ::onnx::TensorProto::FLOAT && t != ::onnx::TensorProto::DOUBLE) || !type.has_shape())
-      return;
+    if (!type.has_shape()) return;
+    ir::DType dtype;
+    switch (t) {
+      case ::onnx::TensorProto::FLOAT:
+        dtype = ir::DType::kFloat32;
+        break;
+      case ::onnx::TensorProto::DOUBLE:
+        dtype = ir::DType::kFloat64;
+        break;
+      case ::onnx::TensorProto::FLOAT16:
+        dtype = ir::DType::kFloat16;
+        break;
+      case ::onnx::TensorProto::BFLOAT16:
+        dtype = ir::DType::kBFloat16;
+        break;
+      default:
+        return;
+    }
     std::vector<std::int64_t> dims;
     for (const auto& d : type.shape().dim()) {
       if (!d.has_dim_value() || d.dim_value() < 0) return;
       dims.push_back(d.dim_value());
     }
-    shapes[info.name()] = {
-        t == ::onnx::TensorProto::FLOAT ? ir::DType::kFloat32 : ir::DType::kFloat64, dims};
+    shapes[info.name()] = {dtype, dims};
   };
   for (const auto& info : inferred.graph().value_info()) record(info);
   for (const auto& info : inferred.graph().output()) record(info);
@@ -294,6 +313,7 @@ ImportResult import_model(const ::onnx::ModelProto& original, const std::string&
   const OpsetUpgrade upgrade = upgrade_opset(original, source);
   const ::onnx::GraphProto& graph = upgrade.model->graph();
   ImportContext ctx(source, upgrade.opset);
+  ctx.set_declared_opset(upgrade.declared);
   if (options.dtype) {
     if (*options.dtype != ir::DType::kBFloat16 && *options.dtype != ir::DType::kFloat16)
       throw Error(fmt::format("{}: --dtype must be bf16 or f16, not {}", source,

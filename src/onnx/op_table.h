@@ -34,6 +34,10 @@ void convert_pool(NodeContext& node);
 void convert_global_average_pool(NodeContext& node);
 void convert_softmax(NodeContext& node);
 void convert_layer_norm(NodeContext& node);
+void convert_instance_norm(NodeContext& node);
+void convert_global_max_pool(NodeContext& node);
+void convert_depth_space(NodeContext& node);
+void convert_resize(NodeContext& node);
 void convert_reduce(NodeContext& node);
 
 // ops_shape.cpp: layout and the import-time shape arithmetic.
@@ -47,6 +51,7 @@ void convert_unsqueeze(NodeContext& node);
 void convert_slice(NodeContext& node);
 void convert_split(NodeContext& node);
 void convert_shape(NodeContext& node);
+void convert_size(NodeContext& node);
 
 // ops_cast.cpp: Cast, CastLike (the cast kernel; folded on host tensors).
 void convert_cast(NodeContext& node);
@@ -86,6 +91,7 @@ void convert_hard_sigmoid(NodeContext& node);
 void convert_elu(NodeContext& node);
 void convert_celu(NodeContext& node);
 void convert_reciprocal(NodeContext& node);
+void convert_softsign(NodeContext& node);
 void convert_dropout(NodeContext& node);
 void convert_batch_norm(NodeContext& node);
 

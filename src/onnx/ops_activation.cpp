@@ -8,13 +8,15 @@
 //   Mean(a, b, …)      (a + b + …) / n
 //   Clip(x, lo, hi)    min(maximum(x, lo), hi)              an absent bound is no bound
 //   LeakyRelu(x)       maximum(x, x·alpha)  (0 ≤ alpha ≤ 1; else relu(x) + min(x, 0)·alpha)
-//   PRelu(x, slope)    relu(x) + min(x, 0)·slope           min(x, 0) = −relu(−x)
+//   PRelu(x, slope)    relu(x) + min(x, 0)·slope           min(x, 0) = −relu(−x); a [C] slope
+//                      per channel (dim 1) in models of opsets below 7
 //   HardSigmoid(x)     min(maximum(x·alpha + beta, 0), 1)
 //   HardSwish(x)       x · HardSigmoid(x) with alpha 1/6, beta 1/2
 //   Elu(x)             relu(x) + (exp(min(x, 0)) − 1)·alpha
 //   Selu(x)            (relu(x) + (exp(min(x, 0)) − 1)·alpha)·gamma
 //   Celu(x)            relu(x) + min((exp(x/alpha) − 1)·alpha, 0)
 //   Reciprocal(x)      1 / x
+//   Softsign(x)        x / (1 + maximum(x, −x))
 //   Dropout(x)         x (inference; the mask output unused)
 //   BatchNormalization (inference) (x − mean)/√(var + ε)·scale + B, the per-channel tensors
 //                      reshaped to [C, 1, …]. Not folded into x·s + t (nor into a preceding
@@ -93,11 +95,24 @@ void convert_leaky_relu(NodeContext& node) {
   node.set_output(0, g.call("add", {g.call("relu", {x}), g.call("mul", {negative_part(g, x), a})}));
 }
 
+// PRelu. Before opset 7 the slope is per channel: a 1-D slope of X's channel count C (dim 1)
+// is one value per channel, not numpy-broadcast along the last dim (PyTorch's exports of that
+// time write nn.PReLU(C)'s weight so); ONNX's version converter keeps the slope as it is, so
+// it is reshaped to [C, 1, …] here. From opset 7 on it broadcasts like numpy.
 void convert_prelu(NodeContext& node) {
   metakernel::Graph& g = node.graph();
   Tensor x = node.tensor(0);
-  node.set_output(0, g.call("add", {g.call("relu", {x}),
-                                    g.call("mul", {negative_part(g, x), node.tensor(1)})}));
+  Tensor slope = node.tensor(1);
+  const std::vector<std::int64_t> shape = node.shape(0);
+  const std::vector<std::int64_t> slope_shape = node.shape(1);
+  if (node.declared_opset() < 7 && shape.size() > 2 && slope_shape.size() == 1 &&
+      slope_shape[0] == shape[1] && shape[1] != 1) {
+    std::vector<std::int64_t> per_channel(shape.size() - 1, 1);
+    per_channel[0] = shape[1];
+    slope = reshape_to(g, slope, per_channel);
+  }
+  node.set_output(
+      0, g.call("add", {g.call("relu", {x}), g.call("mul", {negative_part(g, x), slope})}));
 }
 
 void convert_hard_sigmoid(NodeContext& node) {
@@ -133,6 +148,13 @@ void convert_celu(NodeContext& node) {
   Tensor e =
       g.call("sub", {g.call("exp", {g.call("div", {x, a})}), scalar_input(node, x, "one", 1.0)});
   node.set_output(0, g.call("add", {g.call("relu", {x}), negative_part(g, g.call("mul", {e, a}))}));
+}
+
+void convert_softsign(NodeContext& node) {
+  metakernel::Graph& g = node.graph();
+  Tensor x = node.tensor(0);
+  Tensor a = maximum(g, x, neg(g, x));
+  node.set_output(0, g.call("div", {x, g.call("add", {scalar_input(node, x, "one", 1.0), a})}));
 }
 
 void convert_reciprocal(NodeContext& node) {

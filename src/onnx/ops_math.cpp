@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 
 #include "op_table.h"
 
@@ -41,8 +42,17 @@ void convert_binary(NodeContext& node) {
   node.set_output(0, node.graph().call(lower(op), {a, b}));
 }
 
-// Relu, Tanh, Sigmoid, Sqrt, Exp, Neg: the kernel of the same name.
+// Relu, Tanh, Sigmoid, Sqrt, Exp, Neg: the kernel of the same name. Neg of an integer known at
+// import (shape code: ONNX's expanded LayerNormalization negates an axis count) is folded.
 void convert_unary(NodeContext& node) {
+  if (node.node().op_type() == "Neg" && node.is_host(0) && node.host(0).is_int()) {
+    HostTensor y = node.host(0);
+    for (std::int64_t& v : y.ints) {
+      if (v == std::numeric_limits<std::int64_t>::min()) throw node.error("Neg overflows int64");
+      v = -v;
+    }
+    return node.set_output(0, y);
+  }
   node.set_output(0, node.graph().call(lower(node.node().op_type()), {node.tensor(0)}));
 }
 

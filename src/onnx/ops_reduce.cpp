@@ -6,6 +6,7 @@
 //   ReduceL2                 sqrt(sum(x·x))
 //   ReduceSumSquare          sum(x·x)
 //   ReduceLogSumExp          log(sum(exp(x − m))) + m, m = max(x) over the axes (no overflow)
+//   ReduceLogSum             log(sum(x))
 //   LogSoftmax               x − m − log(sum(exp(x − m))) over the axis, m its max
 //   Log                      log
 //   Softplus                 relu(x) + log(1 + exp(−|x|)), |x| = maximum(x, −x)
@@ -96,6 +97,7 @@ void convert_reduce_more(NodeContext& node) {
       Tensor sq = g.call("mul", {x, x});
       return node.set_output(0, op == "ReduceL2" ? g.call("sqrt", {sq}) : sq);
     }
+    if (op == "ReduceLogSum") return node.set_output(0, g.call("log", {x}));
     return node.set_output(0, x);
   }
   Tensor t = x;
@@ -106,6 +108,8 @@ void convert_reduce_more(NodeContext& node) {
   } else if (op == "ReduceL2" || op == "ReduceSumSquare") {
     t = over_axes(g, g.call("mul", {x, x}), axes, "sum");
     if (op == "ReduceL2") t = g.call("sqrt", {t});
+  } else if (op == "ReduceLogSum") {
+    t = g.call("log", {over_axes(g, x, axes, "sum")});
   } else if (op == "ReduceLogSumExp") {
     const Tensor m = over_axes(g, x, axes, "max");
     const Tensor shifted = g.call("sub", {x, reshape_to(g, m, axes.kept)});

@@ -319,4 +319,11 @@ void convert_shape(NodeContext& node) {
   node.set_output(0, HostTensor::of_ints(v, {e - s}));
 }
 
+// Size: the input's cell count, an int64 scalar folded at import time (static shapes), as Shape.
+void convert_size(NodeContext& node) {
+  std::int64_t cells = 1;
+  for (std::int64_t d : node.shape(0)) cells *= d;
+  node.set_output(0, HostTensor::of_ints({cells}, {}));
+}
+
 }  // namespace tapestry::onnx

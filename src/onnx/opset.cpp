@@ -1,6 +1,7 @@
 #include "opset.h"
 
 #include <fmt/format.h>
+#include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
 
 #include "tapestry/onnx/import.h"
@@ -31,9 +32,20 @@ OpsetUpgrade upgrade_opset(const ::onnx::ModelProto& model, const std::string& s
                     source, u.declared, kMaxOpset, kMinOpset, kUpgradeTarget));
   }
   if (u.declared >= kMinOpset) return u;
+  // The adapters of opset 6's broadcasting ops (Add, Gemm … with `broadcast=1`) and of
+  // Softmax 12 → 13 need the shapes of their inputs, which an old export records for the
+  // model's inputs only: ONNX's shape inference fills in the rest first, as the converter's
+  // Python binding does. What inference cannot do leaves those shapes unknown (the converter
+  // then says what it lacks).
+  ::onnx::ModelProto inferred = model;
+  try {
+    ::onnx::shape_inference::InferShapes(inferred);
+  } catch (const std::exception&) {
+    inferred = model;
+  }
   try {
     auto converted = std::make_shared<::onnx::ModelProto>(
-        ::onnx::version_conversion::ConvertVersion(model, static_cast<int>(kUpgradeTarget)));
+        ::onnx::version_conversion::ConvertVersion(inferred, static_cast<int>(kUpgradeTarget)));
     u.owned = converted;
     u.model = converted.get();
   } catch (const std::exception& e) {

@@ -1465,6 +1465,18 @@ Scales unary_scales(std::string_view kernel, const Cell& x, double out, double u
     return may_pass ? Scales{x.sigma, x.bound} : Scales{};
   }
   if (kernel == "neg") return {x.sigma, x.bound};
+  if (kernel == "floor" || kernel == "ceil" || kernel == "round") {
+    // Exact, monotone steps: the result within [f(x − e), f(x + e)], so off by at most that
+    // width — 0 (certain) where the interval holds no step (an integer for floor and ceil, a
+    // half for round), else the steps it holds (1 for a narrow bar).
+    const auto f = [&](double t) {
+      return kernel == "floor"  ? std::floor(t)
+             : kernel == "ceil" ? std::ceil(t)
+                                : std::nearbyint(t);
+    };
+    const double width = f(x.value + e) - f(x.value - e);
+    return {width, width};
+  }
   const double slope = max_slope(kernel, x.value, e);
   const double k = kernel_error(kernel, x.value, out, u) + tiny;
   return {std::hypot(slope * x.sigma, k), slope * x.bound + k};
@@ -1498,6 +1510,7 @@ Scales div_scales(const Cell& a, const Cell& b, double out, double u, double tin
 // Unary maps and div, cell by cell through the IPFs (broadcasting lives there). With e the bar
 // of x (min(λσx, Dx)) — the widest the input's error can be:
 //   relu     σx, Dx where x > −e (else the cell is 0 for sure)
+//   floor, ceil, round   exact steps: σ = D = f(x + e) − f(x − e), 0 where no step is in reach
 //   smooth   s = max |f′| over [x − e, x + e];  σ = s·σx ⊕ k;  D = s·Dx + k;  k = kernel_error
 //   div      m = |b| − e_b (unbounded when ≤ 0);  σ = σa/m ⊕ |a/b|·σb/m ⊕ u·|a/b|,
 //            D = (Da + |a/b|·Db)/m + u·|a/b|

@@ -55,6 +55,15 @@ expect "calibrate --seconds x" 2 "seconds" -- "$tapestry" calibrate --seconds x
 expect "calibrate -o into a missing directory" 2 "-o $tmp/no/t.json: the directory .* does not exist" -- \
   "$tapestry" calibrate --seconds 0.1 -o "$tmp/no/t.json"
 expect "calibrate extra argument" 2 "" -- "$tapestry" calibrate extra
+expect "calibrate --device tpu" 2 "--device: tpu not in \{cpu,cuda\}" -- "$tapestry" calibrate --device tpu
+expect "calibrate --device cuda --preset unknown" 2 "unknown target \"nowhere\"" -- \
+  "$tapestry" calibrate --device cuda --preset nowhere
+# Without a usable GPU (no driver, no device, or a build without CUDA): exit 1, the reason.
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  expect "calibrate --device cuda without a GPU" 1 \
+    "^tapestry calibrate: error: --device cuda: (no CUDA device: cudaGetDeviceCount: |this build has no CUDA backend)" -- \
+    "$tapestry" calibrate --device cuda --seconds 0.1
+fi
 [[ -z $(ls -A "$tmp/cwd") ]]
 check "bad calibrate runs write nothing" $?
 

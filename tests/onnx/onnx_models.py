@@ -195,15 +195,23 @@ save("cycle", model([oh.make_node("Add", ["x", "b"], ["a"], name="first"),
                      oh.make_node("Relu", ["a"], ["b"], name="second"),
                      oh.make_node("Relu", ["a"], ["y"], name="third")]))
 save("opset99", model([oh.make_node("Relu", ["x"], ["y"], name="r")], opset=99))
-save("pool_dilations", model([oh.make_node("MaxPool", ["x"], ["y"], name="pool",
-                                           kernel_shape=[2, 2], dilations=[2, 2])]))
+save("pool_storage_order", model([oh.make_node("MaxPool", ["x"], ["y"], name="pool",
+                                               kernel_shape=[2, 2], storage_order=1)]))
 # Three blockers, the later ones after the first (--check lists all three): Cos does not map,
-# MaxPool's dilations are out of scope, Sin does not map; the Relu between them converts.
+# MaxPool's storage_order=1 (column-major indices) is out of scope, Sin does not map; the Relu
+# between them converts.
 save("three_blockers", model([oh.make_node("Cos", ["x"], ["c"], name="cosine"),
                               oh.make_node("Relu", ["c"], ["r"], name="rectify"),
                               oh.make_node("MaxPool", ["r"], ["p"], name="pool",
-                                           kernel_shape=[2, 2], dilations=[2, 2]),
+                                           kernel_shape=[2, 2], storage_order=1),
                               oh.make_node("Sin", ["p"], ["y"], name="sine")]))
+# The same past a blocker on a float16 input: the stand-in for Cos's output is float16 too.
+g = oh.make_graph([oh.make_node("Cos", ["x"], ["c"], name="cosine"),
+                   oh.make_node("MaxPool", ["c"], ["y"], name="pool", kernel_shape=[2, 2],
+                                storage_order=1)], "bad",
+                  [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT16, [2, 3, 8, 8])],
+                  [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT16, None)])
+save("f16_blockers", oh.make_model(g, opset_imports=[oh.make_opsetid("", 14)]))
 save("unknown_attr", model([oh.make_node("Relu", ["x"], ["y"], name="r", alpha=0.1)]))
 save("unsupported_op", model([oh.make_node("Cos", ["x"], ["y"], name="cosine")]))
 save("undefined_input", model([oh.make_node("Add", ["x", "ghost"], ["y"], name="adder")]))
@@ -477,6 +485,47 @@ reference_model("conv_transpose_same_upper", [
 ], x9, tconv(x9, w11, None, 2, (slice(None), slice(None), slice(0, 10), slice(0, 12))),
     {"w": w11})
 
+# ConvTranspose with a stride per dim (3, 2), dilations (2, 1), 2 groups, uneven pads and an
+# output_padding past the kernel's common stride (gcd 1): X spread by zeros, W's taps spread,
+# one conv2d_grad_input per group. torch's full output (no padding), cropped by hand.
+x12, w12, b12 = f32(2, 4, 5, 6), f32(4, 3, 3, 2), f32(6)
+y12 = torch.nn.functional.conv_transpose2d(t64(x12), t64(w12), t64(b12), stride=(3, 2),
+                                           output_padding=(2, 1), groups=2, dilation=(2, 1))
+reference_model("conv_transpose_strides_dilations_groups", [
+    oh.make_node("ConvTranspose", ["x", "w", "b"], ["y"], name="up", strides=[3, 2],
+                 dilations=[2, 1], group=2, pads=[1, 0, 2, 1], output_padding=[2, 1]),
+], x12, y12.numpy()[:, :, 1:-2, 0:-1], {"w": w12, "b": b12})
+
+# Conv with groups where the kernel has no group dim: 3-D (conv3d per group) with pads and a
+# bias, and 2-D dilated with 2 groups (dilated_conv2d per group), against torch in float64.
+x15, w15, b15 = f32(2, 4, 5, 6, 7), f32(6, 2, 3, 2, 3), f32(6)
+reference_model("conv3d_groups", [
+    oh.make_node("Conv", ["x", "w", "b"], ["y"], name="c3", group=2, strides=[2, 2, 2],
+                 pads=[1, 0, 1, 1, 0, 1]),
+], x15, torch.nn.functional.conv3d(t64(x15), t64(w15), t64(b15), stride=2, padding=(1, 0, 1),
+                                   groups=2).numpy(), {"w": w15, "b": b15})
+x16, w16 = f32(2, 4, 11, 12), f32(6, 2, 3, 3)
+reference_model("conv_dilated_groups", [
+    oh.make_node("Conv", ["x", "w"], ["y"], name="cd", group=2, dilations=[2, 2], pads=[2, 2, 2, 2]),
+], x16, torch.nn.functional.conv2d(t64(x16), t64(w16), None, padding=2, dilation=2,
+                                   groups=2).numpy(), {"w": w16})
+
+# MaxPool with dilations: strides (2, 3) and dilations (3, 2) share no factor, so 3·2 phases of
+# plain pools interleave; pads, ceil_mode; 1-D with d | s (one phase: the input subsampled).
+# Mostly negative input, so a pad value of 0 would show. Against torch's max_pool in float64.
+x13 = f32(2, 3, 17, 19) - 3.0
+for ceil in (0, 1):
+    reference_model(f"maxpool_dilated_ceil{ceil}", [
+        oh.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[3, 4], strides=[2, 3],
+                     dilations=[3, 2], pads=[1, 2, 1, 2], ceil_mode=ceil),
+    ], x13, torch.nn.functional.max_pool2d(t64(x13), (3, 4), (2, 3), (1, 2), (3, 2),
+                                           ceil_mode=bool(ceil)).numpy(), {})
+x14d = f32(2, 3, 41) - 3.0
+reference_model("maxpool1d_dilated", [
+    oh.make_node("MaxPool", ["x"], ["y"], name="mp", kernel_shape=[5], strides=[4],
+                 dilations=[2], pads=[2, 2]),
+], x14d, torch.nn.functional.max_pool1d(t64(x14d), 5, 4, 2, 2).numpy(), {})
+
 # Activations, variadic ops, Dropout and BatchNormalization (import-time rewrites into kernels),
 # one model each, against numpy's formulas.
 x = f32(2, 3, 4, 5) * 3
@@ -644,10 +693,101 @@ ACTIVATIONS["reduce_more"] = (
     + (xd * xd).sum(axis=3, keepdims=True)
     + np.log(np.exp(xd).sum(axis=(1, 2)))[:, None, None, :],
     {"ax12": np.array([1, 2], np.int64)})
+# Pad modes reflect and edge (copies of cells: slices and concats), on any dims, against numpy.
+ACTIVATIONS["pad_reflect"] = (
+    [oh.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")],
+    np.pad(x, ((0, 0), (0, 0), (2, 1), (1, 4)), mode="reflect"),
+    {"pads": i64(0, 0, 2, 1, 0, 0, 1, 4)})
+ACTIVATIONS["pad_edge"] = (
+    [oh.make_node("Pad", ["x", "pads"], ["y"], mode="edge")],
+    np.pad(x, ((0, 0), (1, 2), (0, 0), (3, 1)), mode="edge"),
+    {"pads": i64(0, 1, 0, 3, 0, 2, 0, 1)})
+# InstanceNormalization: each (n, c) plane over its spatial dims, scale and B per channel.
+in_s, in_b = f32(3), f32(3)
+mu, var = xd.mean(axis=(2, 3), keepdims=True), xd.var(axis=(2, 3), keepdims=True)
+ACTIVATIONS["instance_norm"] = (
+    [oh.make_node("InstanceNormalization", ["x", "s", "b"], ["y"], epsilon=1e-3)],
+    (xd - mu) / np.sqrt(var + 1e-3) * in_s[:, None, None] + in_b[:, None, None],
+    {"s": in_s, "b": in_b})
+# Softsign, ReduceLogSum, GlobalMaxPool, DepthToSpace (DCR, CRD) and SpaceToDepth, against
+# numpy (the depth/space rearrangements as ONNX's reference writes them).
+def d2s(v, b, mode):
+    n, c, h, w = v.shape
+    if mode == "DCR":
+        t = v.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    else:
+        t = v.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+    return t.reshape(n, c // (b * b), h * b, w * b)
+def s2d(v, b):
+    n, c, h, w = v.shape
+    return v.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4).reshape(
+        n, c * b * b, h // b, w // b)
+ACTIVATIONS["softsign_logsum"] = (
+    [oh.make_node("Softsign", ["x"], ["s"]), oh.make_node("Exp", ["s"], ["e"]),
+     oh.make_node("ReduceLogSum", ["e"], ["l"], axes=[1, 3], keepdims=1),
+     oh.make_node("Add", ["s", "l"], ["y"])],
+    xd / (1 + np.abs(xd)) + np.log(np.exp(xd / (1 + np.abs(xd))).sum(axis=(1, 3), keepdims=True)),
+    {})
+ACTIVATIONS["global_max_pool"] = (
+    [oh.make_node("GlobalMaxPool", ["x"], ["g"]), oh.make_node("Add", ["x", "g"], ["y"])],
+    xd + xd.max(axis=(2, 3), keepdims=True), {})
+ACTIVATIONS["depth_space"] = (
+    [oh.make_node("Concat", ["x", "x"], ["x6"], axis=1),                   # [2, 6, 4, 5]
+     oh.make_node("Slice", ["x6", "s0", "s1", "sax"], ["x4"]),             # [2, 4, 4, 4]
+     oh.make_node("DepthToSpace", ["x4"], ["dcr"], blocksize=2),           # [2, 1, 8, 8]
+     oh.make_node("DepthToSpace", ["x4"], ["crd"], blocksize=2, mode="CRD"),
+     oh.make_node("Sub", ["dcr", "crd"], ["d"]),
+     oh.make_node("SpaceToDepth", ["d"], ["y"], blocksize=4)],             # [2, 16, 2, 2]
+    s2d(d2s(np.concatenate([x, x], 1)[:, :4, :, :4], 2, "DCR")
+        - d2s(np.concatenate([x, x], 1)[:, :4, :, :4], 2, "CRD"), 4),
+    {"s0": i64(0, 0), "s1": i64(4, 4), "sax": i64(1, 3)})
 for name, (nodes, want, inits) in ACTIVATIONS.items():
     xin = np.abs(x) + 0.5 if name == "reciprocal" else xm if name.startswith("mask") else x
     reference_model("act_" + name, nodes, xin, want, inits,
                     opset=17 if name.startswith("layer_norm") else 14)
+
+# Resize nearest as PyTorch exports nn.Upsample / F.interpolate (asymmetric, floor) with constant
+# scales: ×2 and ×3 (repeats), then ×0.5 (every other row), against torch's interpolate.
+xu = f32(2, 3, 4, 5)
+yu = torch.nn.functional.interpolate(t64(xu), scale_factor=(2, 3), mode="nearest")
+yu = torch.nn.functional.interpolate(yu, scale_factor=(0.5, 1), mode="nearest")
+reference_model("resize_nearest", [
+    oh.make_node("Resize", ["x", "", "up"], ["u"], name="up", mode="nearest",
+                 coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+    oh.make_node("Resize", ["u", "", "down"], ["y"], name="down", mode="nearest",
+                 coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+], xu, yu.numpy(), {"up": np.float32([1, 1, 2, 3]), "down": np.float32([1, 1, 0.5, 1])}, opset=13)
+
+# Floor, Ceil, Round (halves to even) on multiples of 0.5 — ties everywhere — and Floor of a
+# computed x·3 (a product whose bar straddles the integers it lands on: --verify must allow the
+# one step it may move), against numpy.
+xr = (np.round(f32(2, 3, 4, 5) * 4) / 2).astype(np.float32)
+reference_model("floor_ceil_round", [
+    oh.make_node("Floor", ["x"], ["f"]), oh.make_node("Ceil", ["x"], ["c"]),
+    oh.make_node("Round", ["x"], ["r"]), oh.make_node("Mul", ["x", "three"], ["x3"]),
+    oh.make_node("Floor", ["x3"], ["f3"]),
+    oh.make_node("Mul", ["c", "ten"], ["c10"]), oh.make_node("Mul", ["r", "hundred"], ["r100"]),
+    oh.make_node("Mul", ["f3", "thousand"], ["f1000"]),
+    oh.make_node("Sum", ["f", "c10", "r100", "f1000"], ["y"])],
+    xr, np.floor(xr) + 10 * np.ceil(xr) + 100 * np.round(xr) + 1000 * np.floor(3 * xr),
+    {"three": np.float32(3), "ten": np.float32(10), "hundred": np.float32(100),
+     "thousand": np.float32(1000)})
+
+# Opset-6 models, converted on import: PRelu's [C] slope is per channel there (not numpy
+# broadcasting along the last dim), and Add with broadcast=1 of a Constant and Softmax, whose
+# adapters need shapes that only shape inference gives (PyTorch's old test_Softmin, test_operator_
+# addconstant).
+reference_model("prelu_opset6", [oh.make_node("PRelu", ["x", "slope"], ["y"])], x,
+                np.where(x > 0, x, sl.reshape(3)[:, None, None] * x), {"slope": sl.reshape(3)},
+                opset=6)
+reference_model("broadcast_opset6", [
+    oh.make_node("Constant", [], ["c"], value=onnx.numpy_helper.from_array(np.float32(0.25))),
+    oh.make_node("Add", ["x", "c"], ["a"], broadcast=1),
+    oh.make_node("Neg", ["a"], ["n"]),
+    oh.make_node("Softmax", ["n"], ["y"], axis=1)],
+    x, (lambda v: np.exp(v - v.max(axis=(1, 2, 3), keepdims=True))
+        / np.exp(v - v.max(axis=(1, 2, 3), keepdims=True)).sum(axis=(1, 2, 3), keepdims=True))(
+        -(xd + 0.25)), {}, opset=6)
 
 # Cast and CastLike between float dtypes (the cast kernel): f32 → f16 → relu → f32, and
 # f32 → bf16 → relu → CastLike(·, x) back to f32; numpy rounds the same way (bf16 by its bits).

@@ -96,9 +96,9 @@ class Cases {
  private:
   Case one(const std::string& k) {
     const std::set<std::string> binary = {"add", "sub", "mul", "div", "maximum"};
-    const std::set<std::string> unary = {"relu",      "neg",        "exp",       "tanh",
-                                         "sigmoid",   "gelu",       "sqrt",      "log",
-                                         "ones_like", "zeros_like", "mul_scalar"};
+    const std::set<std::string> unary = {"relu",       "neg",   "exp",  "tanh",      "sigmoid",
+                                         "gelu",       "sqrt",  "log",  "ones_like", "zeros_like",
+                                         "mul_scalar", "floor", "ceil", "round"};
     Case c{k, {}, nlohmann::json::object(), false};
     if (binary.count(k)) {
       Shape full = shape(static_cast<std::size_t>(pick(1, 3)));
@@ -108,7 +108,10 @@ class Cases {
                   {"B", b, k == "div" ? Draw::kAwayFromZero : Draw::kUniform}};
       c.no_ties = k == "maximum";
     } else if (unary.count(k)) {
-      const Draw draw = k == "relu"                 ? Draw::kAwayFromZero
+      // floor, ceil, round: steps at integers and halves; ±[0.1, 1) meets neither 0 nor ±1
+      // (and a half only within the differences' step, with a negligible chance).
+      const bool step = k == "floor" || k == "ceil" || k == "round";
+      const Draw draw = k == "relu" || step         ? Draw::kAwayFromZero
                         : k == "sqrt" || k == "log" ? Draw::kPositive
                                                     : Draw::kUniform;
       c.inputs = {{"X", shape(static_cast<std::size_t>(pick(1, 3))), draw}};

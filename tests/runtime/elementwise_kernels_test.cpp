@@ -64,6 +64,48 @@ TEST(UnaryKernels, LogKnownValues) {
   }
 }
 
+// floor, ceil and round (half to even) on values written out by hand, with both kernel sets, in
+// float32 and float64: halves both ways, ±0 (the sign kept), a large float (already an integer),
+// ±inf and NaN.
+template <typename T>
+void expect_rounding(const char* dtype) {
+  const T inf = std::numeric_limits<T>::infinity();
+  const std::vector<T> xs = {T(-2.5), T(-1.5), T(-0.5), T(-0.0), T(0.0),  T(0.25), T(0.5),
+                             T(1.5),  T(2.5),  T(2.75), T(-2.6), T(1e20), inf,     -inf};
+  struct Case {
+    const char* kernel;
+    std::vector<T> want;
+  };
+  const Case cases[] = {
+      {"floor", {-3, -2, -1, T(-0.0), 0, 0, 0, 1, 2, 2, -3, T(1e20), inf, -inf}},
+      {"ceil", {-2, -1, T(-0.0), T(-0.0), 0, 1, 1, 2, 3, 3, -2, T(1e20), inf, -inf}},
+      {"round", {-2, -2, T(-0.0), T(-0.0), 0, 0, 0, 2, 2, 3, -3, T(1e20), inf, -inf}},
+  };
+  for (const Case& c : cases) {
+    GraphBuilder b;
+    const Range r = Range::of_shape({static_cast<std::int64_t>(xs.size() + 1)});
+    TensorId x = b.tensor("X", dtype, r);
+    Built op = add_unary(b, c.kernel, x);
+    std::vector<T> in_values = xs;
+    in_values.push_back(std::numeric_limits<T>::quiet_NaN());
+    for (const ExecutableKernels* k : {&ExecutableKernels::reference(), &fast_kernels()}) {
+      BufferMap in = bind_by_name(b.graph, {{"X", Buffer::from_values<T>(r, in_values)}});
+      const std::vector<T> got =
+          values_of<T>(NaiveExecutor(b.graph, *k).run(std::move(in)), op.result);
+      for (std::size_t i = 0; i < xs.size(); ++i) {
+        EXPECT_EQ(got[i], c.want[i]) << c.kernel << " " << dtype << " of " << xs[i];
+        EXPECT_EQ(std::signbit(got[i]), std::signbit(c.want[i])) << c.kernel << " of " << xs[i];
+      }
+      EXPECT_TRUE(std::isnan(got.back())) << c.kernel;
+    }
+  }
+}
+
+TEST(UnaryKernels, FloorCeilRoundKnownValues) {
+  expect_rounding<float>("float32");
+  expect_rounding<double>("float64");
+}
+
 TEST(UnaryKernels, GeluKnownValues) {
   GraphBuilder b;
   TensorId x = b.tensor("X", "float32", Range::of_shape({3}));

@@ -80,6 +80,9 @@ void register_elementwise_kernels(ExecutableKernels& registry) {
   registry.add("sigmoid", &unary_kernel<scalar::Sigmoid>);
   registry.add("sqrt", &unary_kernel<scalar::Sqrt>);
   registry.add("log", &unary_kernel<scalar::Log>);
+  registry.add("floor", &unary_kernel<scalar::Floor>);
+  registry.add("ceil", &unary_kernel<scalar::Ceil>);
+  registry.add("round", &unary_kernel<scalar::RoundHalfEven>);
   registry.add("add", &binary_kernel<scalar::Add>);
   registry.add("sub", &binary_kernel<scalar::Sub>);
   registry.add("mul", &binary_kernel<scalar::Mul>);

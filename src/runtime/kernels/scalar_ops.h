@@ -410,4 +410,32 @@ double log_sum_exp(const T* x, std::int64_t stride, std::int64_t n) {
   return m + std::log(sum);
 }
 
+// ---- rounding to integers (floor, ceil, round: ONNX Floor, Ceil, Round) ----------------------
+// Exact in both float dtypes. round is half to even: std::nearbyint under the default rounding
+// mode (round to nearest even), which Tapestry never changes.
+
+struct Floor {
+  static constexpr bool kFloatOnly = true;
+  template <std::floating_point T>
+  [[gnu::always_inline]] T operator()(T x) const {
+    return std::floor(x);
+  }
+};
+
+struct Ceil {
+  static constexpr bool kFloatOnly = true;
+  template <std::floating_point T>
+  [[gnu::always_inline]] T operator()(T x) const {
+    return std::ceil(x);
+  }
+};
+
+struct RoundHalfEven {
+  static constexpr bool kFloatOnly = true;
+  template <std::floating_point T>
+  [[gnu::always_inline]] T operator()(T x) const {
+    return std::nearbyint(x);
+  }
+};
+
 }  // namespace tapestry::runtime::kernels::scalar

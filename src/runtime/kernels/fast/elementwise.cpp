@@ -262,6 +262,9 @@ void register_fast_elementwise(ExecutableKernels& registry) {
   registry.add("gelu", &unary_kernel<scalar::Gelu>);
   registry.add("sqrt", &unary_kernel<scalar::Sqrt>);
   registry.add("log", &unary_kernel<scalar::Log>);
+  registry.add("floor", &unary_kernel<scalar::Floor>);
+  registry.add("ceil", &unary_kernel<scalar::Ceil>);
+  registry.add("round", &unary_kernel<scalar::RoundHalfEven>);
   registry.add("add", &binary_kernel<scalar::Add>);
   registry.add("sub", &binary_kernel<scalar::Sub>);
   registry.add("mul", &binary_kernel<scalar::Mul>);
