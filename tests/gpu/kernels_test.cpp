@@ -629,7 +629,8 @@ TEST(GpuPointwise, UnaryMapsMatchTheReference) {
   };
   const Unary maps[] = {{"relu", -2, 2, 0, 0}, {"neg", -2, 2, 0, 0},       {"exp", -90, 90, 2, 0},
                         {"tanh", -6, 6, 3, 0}, {"sigmoid", -30, 30, 3, 0}, {"gelu", -16, 8, 8, 0},
-                        {"sqrt", 0, 50, 0, 0}, {"log", 1e-3, 50, 4, 4}};
+                        {"sqrt", 0, 50, 0, 0}, {"log", 1e-3, 50, 4, 4},    {"floor", -9, 9, 0, 0},
+                        {"ceil", -9, 9, 0, 0}, {"round", -9, 9, 0, 0}};
   for (const Unary& u : maps) {
     for (DType t : kFloats) {
       const bool specials = u.lo < 0;  // NaN, ±inf, ±0 (not into sqrt and log)

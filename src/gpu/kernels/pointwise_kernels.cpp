@@ -401,6 +401,9 @@ void register_pointwise_kernels(DeviceKernels& kernels) {
   kernels.add("sigmoid", kernel<kSigmoid, Form::kUnary>());
   kernels.add("sqrt", kernel<kSqrt, Form::kUnary>());
   kernels.add("log", kernel<kLog, Form::kUnary>());
+  kernels.add("floor", kernel<kFloor, Form::kUnary>());
+  kernels.add("ceil", kernel<kCeil, Form::kUnary>());
+  kernels.add("round", kernel<kRound, Form::kUnary>());
   kernels.add("add", kernel<kAdd, Form::kBinary>());
   kernels.add("sub", kernel<kSub, Form::kBinary>());
   kernels.add("mul", kernel<kMul, Form::kBinary>());

@@ -2,6 +2,7 @@
 // device kernels share: the element type of a dtype, a launch's device addresses, CUDA errors.
 //
 //   relu gelu exp neg tanh sigmoid sqrt log      x → result
+//   floor ceil round                             x → result (exact)
 //   add sub mul div maximum                      a, b → result (broadcasting through the IPFs)
 //   bias_add                                     x, bias → result
 //   cast                                         x → result (float dtypes)
