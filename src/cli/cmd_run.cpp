@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <map>
 #include <utility>
 
 #include "command.h"
@@ -127,7 +128,8 @@ Executed execute_cuda(const ir::Graph& lowered, runtime::BufferMap inputs,
                 .allow_tf32 = options.tf32,
                 .host_kernels = &kernels,
                 .memory_limit_bytes =
-                    options.memory_limit.empty() ? 0 : parse_byte_size(options.memory_limit)});
+                    options.memory_limit.empty() ? 0 : parse_byte_size(options.memory_limit),
+                .profile = options.gpu_profile});
   for (int w = 0; w < options.warmup; ++w) (void)executor.run(inputs);
   std::vector<gpu::CudaExecutor::Measured> runs;
   for (int r = 0; r < options.repeat; ++r) {
@@ -160,6 +162,38 @@ Executed execute_cuda(const ir::Graph& lowered, runtime::BufferMap inputs,
   }
   fmt::print("steps: {} on the GPU, {} host step{}{}\n", st.device_steps, st.host_steps,
              st.host_steps == 1 ? "" : "s", host.empty() ? "" : " (" + host + ")");
+  // --gpu-profile: GPU time per operation (its applications' step times summed).
+  nlohmann::json steps = nlohmann::json::array();
+  if (!st.step_s.empty()) {
+    const std::vector<gpu::CudaExecutor::StepName> tasks = executor.step_names();
+    struct Row {
+      std::string kernel;
+      std::size_t applications = 0;
+      double seconds = 0;
+    };
+    std::map<std::string, Row> by_operation;
+    double total = 0;
+    for (std::size_t t = 0; t < st.step_s.size(); ++t) {
+      Row& row = by_operation[tasks[t].operation];
+      row.kernel = tasks[t].kernel;
+      ++row.applications;
+      row.seconds += st.step_s[t];
+      total += st.step_s[t];
+      steps.push_back({{"application", tasks[t].application},
+                       {"operation", tasks[t].operation},
+                       {"kernel", tasks[t].kernel},
+                       {"gpu_s", st.step_s[t]}});
+    }
+    std::vector<std::pair<std::string, Row>> rows(by_operation.begin(), by_operation.end());
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+    fmt::print("{:<24} {:<14} {:>5} {:>12} {:>7}\n", "operation", "kernel", "apps", "GPU time",
+               "share");
+    for (const auto& [op, row] : rows) {
+      fmt::print("{:<24} {:<14} {:>5} {:>9.4f} ms {:>6.1f}%\n", op, row.kernel, row.applications,
+                 row.seconds * 1e3, total > 0 ? 100 * row.seconds / total : 0.0);
+    }
+  }
   nlohmann::json j = {{"device", "cuda"},
                       {"device_name", name},
                       {"wall_s", st.compute_s},
@@ -178,6 +212,7 @@ Executed execute_cuda(const ir::Graph& lowered, runtime::BufferMap inputs,
                         {"device_steps", st.device_steps},
                         {"host_steps", st.host_steps},
                         {"host_steps_by_kernel", st.host_steps_by_kernel}}}};
+  if (!steps.empty()) j["steps"] = std::move(steps);
   return {std::move(median.buffers), std::nullopt, j.dump(1) + "\n"};
 }
 
@@ -265,8 +300,8 @@ void check_options(RunOptions& options) {
           "--device cuda with --optimize is not supported yet: optimize first, then run "
           "the plan it writes");
     }
-  } else if (options.tf32 || options.no_cuda_graph || options.streams != 4) {
-    throw Error("--tf32, --no-cuda-graph and --streams need --device cuda");
+  } else if (options.tf32 || options.no_cuda_graph || options.gpu_profile || options.streams != 4) {
+    throw Error("--tf32, --no-cuda-graph, --gpu-profile and --streams need --device cuda");
   }
   if (!options.verify.empty() && options.verify != "bound" && options.verify != "exact") {
     throw Error(fmt::format("--verify={}: expected --verify or --verify=exact", options.verify));
@@ -425,6 +460,9 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
   cmd->add_flag("--no-cuda-graph", options->no_cuda_graph,
                 "with --device cuda: issue every step on every run instead of replaying a "
                 "captured CUDA graph");
+  cmd->add_flag("--gpu-profile", options->gpu_profile,
+                "with --device cuda: time every step with CUDA events (no graph replay) and "
+                "print the GPU time per operation; --metrics lists every step");
   cmd->add_option("--threads", options->threads,
                   "block executor threads (default: all cores); with --executor mpi, per rank "
                   "(default 1)")

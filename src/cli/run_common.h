@@ -31,6 +31,7 @@ struct RunOptions {
   int streams = 4;             // --device cuda: CUDA streams
   bool tf32 = false;           // --device cuda: float32 GEMMs on TF32 tensor cores
   bool no_cuda_graph = false;  // --device cuda: issue the steps every run, no graph replay
+  bool gpu_profile = false;    // --device cuda: time every step (no graph)
   std::string target;                 // --executor mpi: device i of the target is rank i
   std::string collectives = "exact";  // --executor mpi: exact, all or none
   int threads = 0;

@@ -173,6 +173,7 @@ struct CudaExecutor::State {
   cudaEvent_t fork = nullptr, start = nullptr, stop = nullptr, copied_in = nullptr,
               copied_out = nullptr;
   std::vector<cudaEvent_t> joins;
+  std::vector<std::pair<cudaEvent_t, cudaEvent_t>> step_events;  // profile: per task
   std::vector<void*> workspaces;
   std::vector<cudnnHandle_t> cudnn;
   cublasLtHandle_t cublaslt = nullptr;
@@ -184,6 +185,7 @@ struct CudaExecutor::State {
     std::uint32_t task;
   };
   std::vector<HostStep> host_steps;  // per task (only host steps are used)
+  std::uint64_t runs = 0;            // runs started (the first is never captured)
   std::mutex run_mutex;
   std::mutex error_mutex;
   std::optional<Error> host_error;
@@ -194,6 +196,10 @@ struct CudaExecutor::State {
   void release() noexcept {
     if (graph_exec != nullptr) cudaGraphExecDestroy(graph_exec);
     for (cudaEvent_t e : events) cudaEventDestroy(e);
+    for (auto [a, b] : step_events) {
+      cudaEventDestroy(a);
+      cudaEventDestroy(b);
+    }
     for (cudaEvent_t e : joins) cudaEventDestroy(e);
     for (cudaEvent_t e : {fork, start, stop, copied_in, copied_out}) {
       if (e != nullptr) cudaEventDestroy(e);
@@ -259,6 +265,9 @@ struct CudaExecutor::State {
         check(cudaStreamWaitEvent(stream, events[e], 0), "wait for an event");
       }
       const BlockTask& task = program.block.tasks[step.task];
+      if (!step_events.empty()) {
+        check(cudaEventRecord(step_events[step.task].first, stream), "record a step's start");
+      }
       if (step.on_device) {
         try {
           program.kernels[step.task]->launch(calls[step.task],
@@ -279,6 +288,9 @@ struct CudaExecutor::State {
             [&](const std::string&, std::uint32_t, const runtime::OutputPort& port) {
               copy_box(port.view, task.outputs[i++], true, stream);
             });
+      }
+      if (!step_events.empty()) {
+        check(cudaEventRecord(step_events[step.task].second, stream), "record a step's end");
       }
       if (step.record >= 0) {
         check(cudaEventRecord(events[static_cast<std::size_t>(step.record)], stream),
@@ -350,6 +362,14 @@ CudaExecutor::CudaExecutor(const ir::Graph& graph, CudaExecutorOptions options)
     check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "create an event");
   }
   check(cudaEventCreateWithFlags(&s.fork, cudaEventDisableTiming), "create an event");
+  if (options.profile) {
+    s.options.graph = false;
+    s.step_events.resize(p.block.tasks.size());
+    for (auto& [a, b] : s.step_events) {
+      check(cudaEventCreate(&a), "create a timing event");
+      check(cudaEventCreate(&b), "create a timing event");
+    }
+  }
   for (cudaEvent_t* e : {&s.start, &s.stop, &s.copied_in, &s.copied_out}) {
     check(cudaEventCreate(e), "create a timing event");
   }
@@ -405,6 +425,13 @@ CudaExecutor::~CudaExecutor() = default;
 const DeviceProgram& CudaExecutor::program() const {
   return state_->program;
 }
+std::vector<CudaExecutor::StepName> CudaExecutor::step_names() const {
+  std::vector<StepName> names;
+  for (const BlockTask& t : state_->program.block.tasks) {
+    names.push_back({t.name, std::string(t.call.operation), std::string(t.call.kernel)});
+  }
+  return names;
+}
 std::size_t CudaExecutor::application_count() const {
   return state_->program.block.tasks.size();
 }
@@ -449,6 +476,7 @@ CudaExecutor::Measured CudaExecutor::run_measured(BufferMap inputs) const {
     check(cudaMemsetAsync(s.arena, 0xFF, static_cast<std::size_t>(p.arena_bytes), main),
           "poison the arena");
   }
+  ++s.runs;
   check(cudaEventRecord(s.copied_in, main), "record an event");
   for (std::uint32_t i = 0; i < p.block.slots.size(); ++i) {
     const BufferSlot& slot = p.block.slots[i];
@@ -459,7 +487,10 @@ CudaExecutor::Measured CudaExecutor::run_measured(BufferMap inputs) const {
   }
   check(cudaEventRecord(s.start, main), "record an event");
   const bool replay = s.options.graph && s.graph_exec != nullptr;
-  if (s.options.graph) {
+  // With a graph, the first run issues its steps directly — kernels may tune themselves then
+  // (cuBLASLt's algorithm candidates are timed once, outside any capture) — the second records
+  // them into the graph, and later runs replay it.
+  if (s.options.graph && s.runs > 1) {
     if (s.graph_exec == nullptr) {
       check(cudaStreamBeginCapture(main, cudaStreamCaptureModeThreadLocal), "begin a capture");
       cudaGraph_t captured = nullptr;
@@ -511,6 +542,11 @@ CudaExecutor::Measured CudaExecutor::run_measured(BufferMap inputs) const {
              .device_steps = p.steps.size() - p.host_steps,
              .host_steps = p.host_steps,
              .host_steps_by_kernel = p.host_steps_by_kernel};
+  for (const auto& [a, b] : s.step_events) {
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, a, b), "time a step");
+    m.stats.step_s.push_back(ms * 1e-3);
+  }
   m.metrics.wall_s = m.stats.compute_s;
   m.metrics.flops = p.block.flops;
   m.metrics.gflops =

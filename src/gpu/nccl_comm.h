@@ -27,7 +27,10 @@
 // there and returns (the stream orders it with the kernels around it; a CUDA graph may capture
 // it); counts and displacements are in elements of `dtype`. `exchange` groups any number of
 // sends and receives (ncclGroupStart/End), so a rank's messages of one step cannot deadlock on
-// their order. A send and a receive between two ranks must agree on count and dtype, as in MPI.
+// their order. A send and a receive between two ranks must agree on count and dtype, as in MPI,
+// and NCCL pairs the n-th send from a rank to a peer with the n-th receive the peer posts from
+// that rank: messages between one pair of ranks are matched in the order each side lists them
+// (the H100 run caught a test that listed them crosswise).
 //
 //   NcclComm comm = NcclComm::from_mpi();        // after MPI_Init (an MpiSession)
 //   comm.all_reduce(partial, sum, n, DType::kFloat32, NcclReduction::kSum, stream);
@@ -117,7 +120,8 @@ class NcclComm {
   void all_gather_v(const void* send, void* recv, std::span<const std::size_t> counts,
                     std::span<const std::size_t> displacements, ir::DType dtype,
                     CudaStream stream) const;
-  /// Sends and receives as one group (ncclGroupStart … ncclGroupEnd).
+  /// Sends and receives as one group (ncclGroupStart … ncclGroupEnd); between two ranks, matched
+  /// in the order listed (see the file comment).
   void exchange(std::span<const NcclTransfer> transfers, CudaStream stream) const;
   /// The ranks that pass the same `color` form a new communicator, ordered by `key` (collective
   /// over this one; color < 0: this rank joins none and gets an empty NcclComm back).

@@ -17,6 +17,7 @@
 #include "tapestry/runtime/tensor_map.h"
 #include "tapestry/runtime/verify.h"
 #include "tapestry/support/error.h"
+#include "tapestry/support/file.h"
 #include "tapestry/workflow/run.h"
 #include "workflow_testing.h"
 
@@ -83,17 +84,49 @@ TEST(CudaExecutor, EveryExamplePlanVerifiesOnTheGpu) {
     const Lowered l = lower(c);
     const BufferMap inputs = runtime::generate_inputs(l.graph, {.seed = 11});
     const CudaExecutor gpu(l.lowered.graph, {.poison = true});
+    // Run 1 issues the steps, run 2 records and launches the graph, run 3 replays it.
     const CudaExecutor::Measured first =
         gpu.run_measured(workflow::lowered_inputs(l.lowered, inputs));
     EXPECT_FALSE(first.stats.replayed);
+    const CudaExecutor::Measured captured =
+        gpu.run_measured(workflow::lowered_inputs(l.lowered, inputs));
+    EXPECT_FALSE(captured.stats.replayed);
     const CudaExecutor::Measured again =
         gpu.run_measured(workflow::lowered_inputs(l.lowered, inputs));
     EXPECT_TRUE(again.stats.replayed);
+    EXPECT_TRUE(same_bits(l.lowered.graph, first.buffers, captured.buffers));
     EXPECT_TRUE(same_bits(l.lowered.graph, first.buffers, again.buffers));
     const runtime::VerifyReport report = verify(l, inputs, first.buffers);
     EXPECT_TRUE(report.pass()) << report.text();
     std::printf("%-24s %-32s %3zu GPU, %3zu host steps, %.3f ms\n", c.graph, c.plan,
                 first.stats.device_steps, first.stats.host_steps, again.stats.compute_s * 1e3);
+  }
+}
+
+TEST(CudaExecutor, ABf16SplitWithFloat32PartialsRunsOnTheGpuAndVerifies) {
+  SKIP_WITHOUT_GPU();
+  // The ffn split: float32 partial sums, a bf16 bias added to them (mixed dtypes).
+  Lowered l{workflow_testing::build(
+                read_file(std::string(TAPESTRY_TEST_DATA) + "/gpu/mlp_bf16_small.tap"),
+                "mlp_bf16_small.tap"),
+            {}};
+  l.lowered = workflow::lower_for_run(
+      l.graph,
+      rewrite::parse_plan(R"({"ops": {"H/linear": {"split": {"out": 2}}, "H": {"split": {"d1": 2}},
+                                      "Y": {"split": {"in": 2}}}})",
+                          "ffn2.json"),
+      {});
+  const BufferMap inputs = runtime::generate_inputs(l.graph, {.seed = 5});
+  const CudaExecutor gpu(l.lowered.graph, {.poison = true});
+  EXPECT_EQ(gpu.program().host_steps, 0U);
+  const CudaExecutor::Measured m = gpu.run_measured(workflow::lowered_inputs(l.lowered, inputs));
+  const runtime::VerifyReport report = verify(l, inputs, m.buffers);
+  EXPECT_TRUE(report.pass()) << report.text();
+  // The CPU computes the same bits: widened operands, float32 arithmetic, one rounding.
+  const BufferMap cpu = runtime::BlockExecutor(l.lowered.graph, {.threads = 1})
+                            .run(workflow::lowered_inputs(l.lowered, inputs));
+  for (ir::TensorId t : runtime::graph_outputs(l.lowered.graph)) {
+    EXPECT_EQ(m.buffers.at(t).dtype(), cpu.at(t).dtype());
   }
 }
 
@@ -126,8 +159,12 @@ TEST(CudaExecutor, ABadInputIsAnErrorNamingIt) {
   EXPECT_THROW((void)gpu.run({}), Error);
 }
 
-TEST(CudaExecutorWithoutGpu, SaysWhyNoDeviceIsUsable) {
-  if (device_count() > 0) GTEST_SKIP() << "a GPU is present";
+TEST(CudaExecutorAvailability, SaysWhyNoDeviceIsUsable) {
+  if (device_count() > 0) {  // a GPU: no reason, and a description naming it
+    EXPECT_EQ(unavailable_reason(), "");
+    EXPECT_NE(device_description(0).find("sm_"), std::string::npos);
+    return;
+  }
   EXPECT_FALSE(unavailable_reason().empty());
   const Lowered l = lower(kCases[0]);
   try {

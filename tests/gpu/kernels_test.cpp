@@ -331,7 +331,9 @@ std::string mismatch(const Buffer& gpu, const Buffer& ref, const Tolerance& tol,
           if (tol.bar == Bar::kUlps) {
             bound = tol.ulps * 2 * u * std::max(std::abs(rv), smallest_normal(t));
           } else {
-            const double m = static_cast<double>(magnitude->values<T>()[i]);
+            // |…|: the magnitude run passes Σ|x·w| through the stages, and a stage such as
+            // neg makes it negative (the H100 run: equal values failed a negative bound).
+            const double m = std::abs(static_cast<double>(magnitude->values<T>()[i]));
             bound = 2.0 * static_cast<double>(tol.k + 1) * unit_roundoff(compute) * m +
                     2 * u * (std::abs(rv) + m);
           }
@@ -756,9 +758,12 @@ TEST(GpuPointwise, DerivativesMatchTheReference) {
     expect_all_boxes(grad_op("tanh_grad", "y", t, -1, 1), {}, fmt::format("tanh_grad {}", n));
     expect_all_boxes(grad_op("sigmoid_grad", "y", t, 0, 1), {}, fmt::format("sigmoid_grad {}", n));
     expect_all_boxes(grad_op("sqrt_grad", "y", t, 0.1, 4), {}, fmt::format("sqrt_grad {}", n));
-    // float64 erfc and exp: CUDA's, not glibc's.
+    // float64 erfc and exp: CUDA's, not glibc's, each within a few ulps — but Φ(x) + x·φ(x)
+    // cancels for x ≪ 0 (to ~φ(x)/x², a 1/|x|³ share of its terms: 512× at x = −8), so the
+    // result's ulps grow by that much (the H100 run: 14 ulps at x ≈ −2.3). 4096 ulps is still
+    // 1e-12 relative: a wrong formula is far outside it.
     expect_all_boxes(grad_op("gelu_grad", "x", t, -8, 8),
-                     t == DType::kFloat64 ? Tolerance{Bar::kUlps, 8} : Tolerance{Bar::kUlps, 1},
+                     t == DType::kFloat64 ? Tolerance{Bar::kUlps, 4096} : Tolerance{Bar::kUlps, 1},
                      fmt::format("gelu_grad {}", n));
     for (const char* name : {"maximum_grad_a", "maximum_grad_b"}) {
       OpSpec op = grad_op(name, "a", t, -1, 1);

@@ -171,16 +171,18 @@ TEST_F(Nccl, TheVariantsWithCountsHonourTheDisplacement) {
 }
 
 TEST_F(Nccl, ExchangeSendsAndReceivesInOneGroup) {
-  // To itself: a send and the matching receive must sit in one group or they deadlock.
+  // To itself: a send and the matching receive must sit in one group or they deadlock. NCCL
+  // pairs the n-th send to a peer with the n-th receive from it, so the receives follow the
+  // sends' order (x, then y), interleaved with them as a caller may.
   const std::vector<float> x = ramp(300, -1);
   void* send = upload(x);
   void* recv = device(x.size() * 4);
   const std::vector<std::int64_t> y = {1, -2, 1LL << 40};
   void* send2 = upload(y);
   void* recv2 = device(y.size() * 8);
-  const NcclTransfer transfers[] = {{NcclTransfer::kSend, 0, send, x.size(), DType::kFloat32},
+  const NcclTransfer transfers[] = {{NcclTransfer::kRecv, 0, recv, x.size(), DType::kFloat32},
+                                    {NcclTransfer::kSend, 0, send, x.size(), DType::kFloat32},
                                     {NcclTransfer::kRecv, 0, recv2, y.size(), DType::kInt64},
-                                    {NcclTransfer::kRecv, 0, recv, x.size(), DType::kFloat32},
                                     {NcclTransfer::kSend, 0, send2, y.size(), DType::kInt64}};
   comm_->exchange(transfers, stream_);
   EXPECT_EQ(download<float>(recv, x.size()), x);

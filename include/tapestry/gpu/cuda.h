@@ -34,6 +34,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tapestry/runtime/executor.h"
 #include "tapestry/runtime/run_metrics.h"
@@ -69,6 +70,8 @@ struct CudaExecutorOptions {
   std::int64_t memory_limit_bytes = 0;
   /// Fill the arena with NaN bytes (0xFF) before each run, so an unwritten cell shows.
   bool poison = false;
+  /// Time every step with a pair of events (CudaRunStats::step_s); implies no CUDA graph.
+  bool profile = false;
 };
 
 /// What one run did, beyond RunMetrics.
@@ -81,6 +84,10 @@ struct CudaRunStats {
   std::size_t device_steps = 0;
   std::size_t host_steps = 0;
   std::map<std::string, std::size_t> host_steps_by_kernel;  // kernel → host steps
+  /// With CudaExecutorOptions::profile: each application's GPU time (from the event before it
+  /// on its stream to the one after; streams overlap, so these may sum to more than compute_s),
+  /// in the order of program().block.tasks.
+  std::vector<double> step_s;
 };
 
 class CudaExecutor final : public runtime::Executor {
@@ -103,6 +110,11 @@ class CudaExecutor final : public runtime::Executor {
   [[nodiscard]] Measured run_measured(runtime::BufferMap inputs) const;
 
   [[nodiscard]] const DeviceProgram& program() const;
+  /// Each application's name, operation and kernel, in the order of CudaRunStats::step_s.
+  struct StepName {
+    std::string application, operation, kernel;
+  };
+  [[nodiscard]] std::vector<StepName> step_names() const;
   [[nodiscard]] std::size_t application_count() const;
   [[nodiscard]] std::int64_t flops() const;
 

@@ -56,10 +56,18 @@ std::uint32_t alignment(std::initializer_list<std::uint64_t> values) {
 
 // ---- the algorithm cache ----------------------------------------------------------------------
 
+// cuBLASLt's algorithm for one GEMM configuration: the heuristic's first choice until the
+// candidates it ranked next were timed once (tune_algorithm), then the fastest of them.
 struct CachedAlgo {
   bool found = false;
   cublasLtMatmulAlgo_t algo{};
+  std::vector<cublasLtMatmulAlgo_t> candidates;  // the heuristic's, best first
+  bool tuned = false;
 };
+
+// How many of the heuristic's candidates are timed, and how often each.
+constexpr int kTuneCandidates = 8;
+constexpr int kTuneRepeats = 3;
 
 std::mutex& cache_mutex() {
   static std::mutex m;
@@ -206,6 +214,7 @@ void gemm_launch(const KernelCall& call, const DeviceContext& ctx, bool fuse_rel
   auto* handle = static_cast<cublasLtHandle_t>(ctx.cublaslt);
 
   // Tries the epilogue that fuses most, then less; returns the descriptors and algorithm.
+  std::vector<std::int64_t> used_key;  // the cache entry `make` found or made
   const auto make = [&](cublasLtEpilogue_t epilogue, Descriptors& ds) -> std::optional<CachedAlgo> {
     check_lt(call, cublasLtMatmulDescCreate(&ds.op, compute, scale_type), "matmul descriptor");
     set_desc(call, ds.op, CUBLASLT_MATMUL_DESC_TRANSA, p.a.trans ? CUBLAS_OP_T : CUBLAS_OP_N);
@@ -262,7 +271,10 @@ void gemm_launch(const KernelCall& call, const DeviceContext& ctx, bool fuse_rel
     {
       const std::lock_guard<std::mutex> lock(cache_mutex());
       const auto it = cache().find(key);
-      if (it != cache().end()) return it->second;
+      if (it != cache().end()) {
+        used_key = key;
+        return it->second;
+      }
     }
     check_lt(call, cublasLtMatmulPreferenceCreate(&ds.pref), "matmul preference");
     set_pref(call, ds.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
@@ -271,16 +283,24 @@ void gemm_launch(const KernelCall& call, const DeviceContext& ctx, bool fuse_rel
     set_pref(call, ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_b);
     set_pref(call, ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_d);
     set_pref(call, ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_d);
-    cublasLtMatmulHeuristicResult_t result{};
+    std::array<cublasLtMatmulHeuristicResult_t, kTuneCandidates> results{};
     int found = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, ds.op, ds.a, ds.b, ds.d,
-                                                                 ds.d, ds.pref, 1, &result, &found);
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+        handle, ds.op, ds.a, ds.b, ds.d, ds.d, ds.pref, kTuneCandidates, results.data(), &found);
     CachedAlgo cached;
-    cached.found =
-        status == CUBLAS_STATUS_SUCCESS && found > 0 && result.workspaceSize <= ctx.workspace_bytes;
-    if (cached.found) cached.algo = result.algo;
+    if (status == CUBLAS_STATUS_SUCCESS) {
+      for (int i = 0; i < found; ++i) {
+        if (results[static_cast<std::size_t>(i)].state == CUBLAS_STATUS_SUCCESS &&
+            results[static_cast<std::size_t>(i)].workspaceSize <= ctx.workspace_bytes)
+          cached.candidates.push_back(results[static_cast<std::size_t>(i)].algo);
+      }
+    }
+    cached.found = !cached.candidates.empty();
+    if (cached.found) cached.algo = cached.candidates.front();
+    cached.tuned = cached.candidates.size() <= 1;
     const std::lock_guard<std::mutex> lock(cache_mutex());
     cache().emplace(key, cached);
+    used_key = key;
     return cached;
   };
 
@@ -293,12 +313,51 @@ void gemm_launch(const KernelCall& call, const DeviceContext& ctx, bool fuse_rel
   bool refused = false;
   for (cublasLtEpilogue_t epilogue : tries) {
     Descriptors ds;
-    const std::optional<CachedAlgo> algo = make(epilogue, ds);
+    std::optional<CachedAlgo> algo = make(epilogue, ds);
     if (!algo || !algo->found) continue;
     const float alpha32 = 1.0F, beta32 = 0.0F;
     const double alpha64 = 1.0, beta64 = 0.0;
     const void* alpha = f64 ? static_cast<const void*>(&alpha64) : &alpha32;
     const void* beta = f64 ? static_cast<const void*>(&beta64) : &beta32;
+    // The first call of a configuration outside a CUDA graph capture times the heuristic's
+    // candidates on this very call (the output is written again below) and keeps the fastest:
+    // the heuristic's first choice is not always the fastest (cuBLASLt's documentation
+    // recommends timing several), and this is what PyTorch-level speed needs on large GEMMs.
+    if (!algo->tuned && looped.empty()) {
+      auto* stream = static_cast<cudaStream_t>(ctx.stream);
+      cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+      if (cudaStreamIsCapturing(stream, &capturing) == cudaSuccess &&
+          capturing == cudaStreamCaptureStatusNone) {
+        cudaEvent_t t0 = nullptr, t1 = nullptr;
+        float best_ms = -1;
+        if (cudaEventCreate(&t0) == cudaSuccess && cudaEventCreate(&t1) == cudaSuccess) {
+          for (const cublasLtMatmulAlgo_t& candidate : algo->candidates) {
+            const auto one = [&] {
+              return cublasLtMatmul(handle, ds.op, alpha, a_ptr, ds.a, b_ptr, ds.b, beta, d_ptr,
+                                    ds.d, d_ptr, ds.d, &candidate, ctx.workspace,
+                                    ctx.workspace_bytes, stream) == CUBLAS_STATUS_SUCCESS;
+            };
+            if (!one()) continue;  // warm-up; an algorithm refused here is not a candidate
+            bool ok = cudaEventRecord(t0, stream) == cudaSuccess;
+            for (int r = 0; r < kTuneRepeats && ok; ++r) ok = one();
+            ok = ok && cudaEventRecord(t1, stream) == cudaSuccess &&
+                 cudaEventSynchronize(t1) == cudaSuccess;
+            float ms = 0;
+            if (!ok || cudaEventElapsedTime(&ms, t0, t1) != cudaSuccess) continue;
+            if (best_ms < 0 || ms < best_ms) {
+              best_ms = ms;
+              algo->algo = candidate;
+            }
+          }
+        }
+        if (t0 != nullptr) cudaEventDestroy(t0);
+        if (t1 != nullptr) cudaEventDestroy(t1);
+        (void)cudaGetLastError();
+        algo->tuned = true;
+        const std::lock_guard<std::mutex> lock(cache_mutex());
+        cache()[used_key] = *algo;
+      }
+    }
     // The looped batch points, row-major.
     std::vector<std::int64_t> at(looped.size(), 0);
     while (true) {

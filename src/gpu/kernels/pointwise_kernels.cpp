@@ -9,6 +9,7 @@
 
 #include <cuda_runtime.h>
 #include <fmt/format.h>
+#include "tapestry/runtime/buffer.h"
 
 namespace tapestry::gpu::kernels {
 
@@ -171,6 +172,82 @@ double number_param(const KernelCall& call, std::string_view name) {
   return v.get<double>();
 }
 
+// True when the ports are all floats but not all of one dtype.
+bool mixed_floats(const OutputPort& out, std::span<const InputPort* const> in) {
+  const ir::DType d = out.view.dtype();
+  if (!ir::is_float(d)) return false;
+  bool mixed = false;
+  for (const InputPort* p : in) {
+    if (p == nullptr || !ir::is_float(p->view.dtype())) return false;
+    mixed = mixed || p->view.dtype() != d;
+  }
+  return mixed;
+}
+
+// A float32 block of `box` in device memory, dense, from cudaMallocAsync on the stream (freed
+// on it after the last kernel that reads it: stream-ordered, capturable).
+struct Float32Block {
+  void* data = nullptr;
+  runtime::Point strides;
+};
+
+Float32Block float32_block(const KernelCall& call, const DeviceContext& ctx,
+                           const runtime::Range& box) {
+  Float32Block b{nullptr, runtime::dense_strides(box.shape())};
+  const auto bytes = static_cast<std::size_t>(std::max<std::int64_t>(box.size(), 1)) * 4;
+  check_cuda(
+      call,
+      static_cast<int>(cudaMallocAsync(&b.data, bytes, static_cast<cudaStream_t>(ctx.stream))),
+      "allocate a float32 block");
+  return b;
+}
+
+// The kernel over float32 copies of the ports that are not float32 (each input widened
+// exactly, over the cells the call's index points read), the result computed in float32 and
+// rounded once into the output: the CPU's widen_half_floats (executable_kernels.h), so the
+// bits are the CPU's.
+void launch_mixed(const KernelCall& call, const DeviceContext& ctx, PointwiseOp op,
+                  std::span<const InputPort* const> in, double s1, double s2) {
+  auto* stream = static_cast<cudaStream_t>(ctx.stream);
+  std::vector<void*> blocks;
+  std::vector<InputPort> widened(in.size());
+  std::vector<const InputPort*> use(in.begin(), in.end());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i]->view.dtype() == ir::DType::kFloat32) continue;
+    const Float32Block b = float32_block(call, ctx, in[i]->view.box());
+    blocks.push_back(b.data);
+    const OutputPort temp{runtime::View(ir::DType::kFloat32, static_cast<std::byte*>(b.data),
+                                        in[i]->view.box(), b.strides),
+                          in[i]->ipf};
+    const InputPort* source[] = {in[i]};
+    launch_pointwise_call(call, ctx, PointwiseOp::kCast, temp, source, 0, 0);
+    widened[i] = InputPort{runtime::ConstView(ir::DType::kFloat32, static_cast<std::byte*>(b.data),
+                                              in[i]->view.box(), b.strides),
+                           in[i]->ipf};
+    use[i] = &widened[i];
+  }
+  const OutputPort& out = call.output(kResult);
+  if (out.view.dtype() == ir::DType::kFloat32) {
+    launch_pointwise_call(call, ctx, op, out, use, s1, s2);
+  } else {
+    const Float32Block b = float32_block(call, ctx, out.view.box());
+    blocks.push_back(b.data);
+    const OutputPort temp{runtime::View(ir::DType::kFloat32, static_cast<std::byte*>(b.data),
+                                        out.view.box(), b.strides),
+                          out.ipf};
+    launch_pointwise_call(call, ctx, op, temp, use, s1, s2);
+    const InputPort computed{
+        runtime::ConstView(ir::DType::kFloat32, static_cast<std::byte*>(b.data), out.view.box(),
+                           b.strides),
+        out.ipf};
+    const InputPort* source[] = {&computed};
+    launch_pointwise_call(call, ctx, PointwiseOp::kCast, out, source, 0, 0);
+  }
+  for (void* b : blocks) {
+    check_cuda(call, static_cast<int>(cudaFreeAsync(b, stream)), "free a float32 block");
+  }
+}
+
 template <PointwiseOp kOp, Form kForm>
 bool supports(const KernelCall& call) {
   if (call.outputs.size() != 1 || !call.outputs.has(kResult)) return false;
@@ -187,6 +264,13 @@ bool supports(const KernelCall& call) {
     const auto t = elem_type(in[0]->view.dtype());
     if (!t) return false;
     in_type = *t;
+  }
+  constexpr bool kConverts = kOp == PointwiseOp::kCast || kOp == PointwiseOp::kCopy;
+  if (!kConverts && mixed_floats(*out, in)) {
+    // Float ports of several dtypes (a bf16 bias added to float32 partial sums): run in
+    // float32, as the CPU's widen_half_floats does (launch_mixed).
+    if (!pointwise_supports(kOp, ElemType::kF32, ElemType::kF32)) return false;
+    return pointwise_rank(call, *out, in) <= static_cast<std::size_t>(kMaxRank);
   }
   for (const InputPort* p : in) {
     if (p->view.dtype() != in[0]->view.dtype()) return false;
@@ -207,6 +291,16 @@ bool supports(const KernelCall& call) {
 template <PointwiseOp kOp, Form kForm, int kFillDefault = 0>
 void launch(const KernelCall& call, const DeviceContext& ctx) {
   const std::vector<const InputPort*> in = inputs_of(call, kForm);
+  if (kOp != PointwiseOp::kCast && kOp != PointwiseOp::kCopy &&
+      mixed_floats(call.output(kResult), in)) {
+    const double s1 = kForm == Form::kSgd         ? number_param(call, "lr")
+                      : kForm == Form::kFill      ? fill_value(call, kFillDefault)
+                      : kForm == Form::kMulScalar ? scale_factor(call)
+                                                  : 0.0;
+    const double s2 = kForm == Form::kSgd ? number_param(call, "weight_decay") : 0.0;
+    launch_mixed(call, ctx, kOp, in, s1, s2);
+    return;
+  }
   double scalar = 0;
   if constexpr (kForm == Form::kFill) scalar = fill_value(call, kFillDefault);
   if constexpr (kForm == Form::kMulScalar) scalar = scale_factor(call);
