@@ -35,6 +35,9 @@
 #include "conv_kernels.h"
 #include "device_kernels.h"
 #include "gemm_kernels.h"
+#include "pointwise_kernels.h"
+#include "rows.h"
+#include "rows_kernels.h"
 #include "tapestry/gpu/cuda.h"
 #include "tapestry/rewrite/fused.h"
 #include "tapestry/runtime/buffer.h"
@@ -345,14 +348,212 @@ std::string mismatch(const Buffer& gpu, const Buffer& ref, const Tolerance& tol,
   return out;
 }
 
+int& interpreted_cases() {
+  static int n = 0;
+  return n;
+}
+
+// ---- without a GPU: the launches interpreted on host memory
+// -------------------------------------- The device kernels' host code (supports, the cell
+// arithmetic, the launch descriptions) runs as on the GPU; instead of the CUDA kernels, these
+// interpreters execute the launch descriptions on the host buffers the views point to, for the ops
+// whose formulas are plain IEEE arithmetic (the others answer "not interpreted", and the case
+// checks supports() alone). So a wrong base, step, collapse or predicate fails here, without a GPU.
+
+constexpr int kNotInterpreted = -1;
+
+double read_cell(ElemType t, const void* base, std::int64_t at) {
+  switch (t) {
+    case ElemType::kF32:
+      return static_cast<const float*>(base)[at];
+    case ElemType::kF64:
+      return static_cast<const double*>(base)[at];
+    case ElemType::kBF16:
+      return static_cast<double>(static_cast<const runtime::BFloat16*>(base)[at]);
+    case ElemType::kF16:
+      return static_cast<double>(static_cast<const runtime::Float16*>(base)[at]);
+    case ElemType::kI32:
+      return static_cast<const std::int32_t*>(base)[at];
+    case ElemType::kI64:
+      return static_cast<double>(static_cast<const std::int64_t*>(base)[at]);
+  }
+  return 0;
+}
+
+void write_cell(ElemType t, void* base, std::int64_t at, double v) {
+  switch (t) {
+    case ElemType::kF32:
+      static_cast<float*>(base)[at] = static_cast<float>(v);
+      break;
+    case ElemType::kF64:
+      static_cast<double*>(base)[at] = v;
+      break;
+    case ElemType::kBF16:
+      static_cast<runtime::BFloat16*>(base)[at] = runtime::to_bfloat16(v);
+      break;
+    case ElemType::kF16:
+      static_cast<runtime::Float16*>(base)[at] = runtime::to_float16(v);
+      break;
+    case ElemType::kI32:
+      static_cast<std::int32_t*>(base)[at] = static_cast<std::int32_t>(v);
+      break;
+    case ElemType::kI64:
+      static_cast<std::int64_t*>(base)[at] = static_cast<std::int64_t>(v);
+      break;
+  }
+}
+
+// Rounds a result to the compute type (float32 for the 16-bit floats and float32).
+double in_compute(ElemType t, double v) {
+  return t == ElemType::kF64 || t == ElemType::kI32 || t == ElemType::kI64
+             ? v
+             : static_cast<double>(static_cast<float>(v));
+}
+
+int interpret_pointwise(const PointwiseLaunch& l) {
+  const bool small_ints = true;
+  (void)small_ints;
+  switch (l.op) {
+    case PointwiseOp::kCopy:
+    case PointwiseOp::kPad:
+    case PointwiseOp::kFill:
+    case PointwiseOp::kRelu:
+    case PointwiseOp::kNeg:
+    case PointwiseOp::kAdd:
+    case PointwiseOp::kSub:
+    case PointwiseOp::kMul:
+    case PointwiseOp::kMaximum:
+      break;
+    default:
+      return kNotInterpreted;
+  }
+  std::int64_t total = 1;
+  for (int j = 0; j < l.rank; ++j) total *= l.extent[j];
+  const std::int64_t bytes = elem_size(l.type);
+  for (std::int64_t t = 0; t < total; ++t) {
+    std::int64_t rest = t;
+    std::int64_t o[kMaxPorts] = {};
+    bool inside = true;
+    for (int j = l.rank - 1; j >= 0; --j) {
+      const std::int64_t c = rest % l.extent[j];
+      rest /= l.extent[j];
+      for (int p = 0; p < kMaxPorts; ++p) o[p] += c * l.port[p].coef[j];
+      inside = inside && c >= l.lo[j] && c < l.hi[j];
+    }
+    auto* out = static_cast<std::byte*>(l.port[0].data);
+    if (l.op == PointwiseOp::kCopy || (l.op == PointwiseOp::kPad && inside)) {
+      std::memcpy(out + o[0] * bytes, static_cast<const std::byte*>(l.port[1].data) + o[1] * bytes,
+                  static_cast<std::size_t>(bytes));
+      continue;
+    }
+    if (l.op == PointwiseOp::kPad || l.op == PointwiseOp::kFill) {
+      write_cell(l.type, out, o[0], in_compute(l.type, l.scalar));
+      continue;
+    }
+    if (!is_float(l.type)) return kNotInterpreted;  // integer wrapping: the GPU test checks it
+    const double x = read_cell(l.type, l.port[1].data, o[1]);
+    const double y = input_count(l.op) > 1 ? read_cell(l.type, l.port[2].data, o[2]) : 0;
+    double r = 0;
+    switch (l.op) {
+      case PointwiseOp::kRelu:
+        r = x < 0 ? 0 : x;
+        break;
+      case PointwiseOp::kNeg:
+        r = -x;
+        break;
+      case PointwiseOp::kAdd:
+        r = x + y;
+        break;
+      case PointwiseOp::kSub:
+        r = x - y;
+        break;
+      case PointwiseOp::kMul:
+        r = x * y;
+        break;
+      default:  // kMaximum
+        r = std::isnan(x) ? x : std::isnan(y) ? y : x < y ? y : x;
+        break;
+    }
+    write_cell(l.type, out, o[0], in_compute(l.type, r));
+  }
+  return 0;
+}
+
+int interpret_rows(const RowsLaunch& l) {
+  if (l.op != RowOp::kSum && l.op != RowOp::kMax && l.op != RowOp::kAverage) return kNotInterpreted;
+  if (!is_float(l.type)) return kNotInterpreted;
+  std::int64_t outer = 1, inner = 1;
+  for (int j = 0; j < l.outer_rank; ++j) outer *= l.outer_extent[j];
+  for (int j = 0; j < l.inner_rank; ++j) inner *= l.inner_extent[j];
+  for (std::int64_t t = 0; t < outer; ++t) {
+    std::int64_t rest = t, ox = 0, oo = 0;
+    for (int j = l.outer_rank - 1; j >= 0; --j) {
+      const std::int64_t c = rest % l.outer_extent[j];
+      rest /= l.outer_extent[j];
+      ox += c * l.x_outer[j];
+      oo += c * l.out_outer[j];
+    }
+    double acc = l.from_identity ? 0 : std::numeric_limits<double>::quiet_NaN();
+    double sum = 0;
+    for (std::int64_t r = 0; r < inner; ++r) {
+      std::int64_t rr = r, off = ox;
+      for (int j = l.inner_rank - 1; j >= 0; --j) {
+        off += (rr % l.inner_extent[j]) * l.x_inner[j];
+        rr /= l.inner_extent[j];
+      }
+      const double v = read_cell(l.type, l.x, off);
+      sum += v;
+      if (r == 0 && !l.from_identity) {
+        acc = v;
+      } else if (l.op == RowOp::kSum) {
+        acc = in_compute(l.type, acc + v);
+      } else if (l.op == RowOp::kMax) {
+        acc = std::isnan(acc) ? acc : std::isnan(v) ? v : acc < v ? v : acc;
+      }
+    }
+    const double result =
+        l.op == RowOp::kAverage ? in_compute(l.type, sum / static_cast<double>(inner)) : acc;
+    write_cell(l.type, l.out, oo, result);
+  }
+  return 0;
+}
+
+// The device kernel over `box` on host memory through the interpreters; nullopt when a launch of
+// an op they do not interpret was asked for.
+std::optional<Buffer> run_interpreted(const OpSpec& op, const Range& box, std::uint32_t seed) {
+  Buffers b = make_buffers(op, seed);
+  const KernelCall call = make_call(op, box, b.host, nullptr);
+  const DeviceKernel* k = device_kernel(op.kernel);
+  set_pointwise_hook(&interpret_pointwise);
+  set_rows_hook(&interpret_rows);
+  bool interpreted = true;
+  try {
+    k->launch(call, DeviceContext{});
+  } catch (const Error&) {
+    interpreted = false;  // "not interpreted" comes back as a launch error
+  }
+  set_pointwise_hook(nullptr);
+  set_rows_hook(nullptr);
+  if (!interpreted) return std::nullopt;
+  return std::move(b.host[output_index(op)]);
+}
+
 void expect_match(const OpSpec& op, const Range& box, const Tolerance& tol, const std::string& what,
                   std::uint32_t seed = 1) {
   if (!have_gpu()) {
-    // Without a GPU: the device kernel must at least accept the call (supports() is host code).
+    // Without a GPU: the device kernel must accept the call (supports() is host code), and where
+    // the interpreters run its launches, give the reference's results.
     Buffers b = make_buffers(op, seed);
     const DeviceKernel* k = device_kernel(op.kernel);
     ASSERT_NE(k, nullptr) << op.kernel;
-    EXPECT_TRUE(k->supports(make_call(op, box, b.host, nullptr))) << what << ": not supported";
+    const bool supported = k->supports(make_call(op, box, b.host, nullptr));
+    EXPECT_TRUE(supported) << what << ": not supported";
+    if (!supported || tol.bar != Bar::kExact) return;
+    const std::optional<Buffer> host = run_interpreted(op, box, seed);
+    if (!host) return;
+    ++interpreted_cases();
+    EXPECT_EQ(mismatch(*host, run_reference(op, box, seed), tol), "")
+        << what << " (interpreted on the host)";
     return;
   }
   const Buffer ref = run_reference(op, box, seed);
@@ -430,7 +631,8 @@ TEST(GpuPointwise, UnaryMapsMatchTheReference) {
   };
   const Unary maps[] = {{"relu", -2, 2, 0, 0}, {"neg", -2, 2, 0, 0},       {"exp", -90, 90, 2, 0},
                         {"tanh", -6, 6, 3, 0}, {"sigmoid", -30, 30, 3, 0}, {"gelu", -16, 8, 8, 0},
-                        {"sqrt", 0, 50, 0, 0}, {"log", 1e-3, 50, 4, 4}};
+                        {"sqrt", 0, 50, 0, 0}, {"log", 1e-3, 50, 4, 4},    {"floor", -9, 9, 0, 0},
+                        {"ceil", -9, 9, 0, 0}, {"round", -9, 9, 0, 0}};
   for (const Unary& u : maps) {
     for (DType t : kFloats) {
       const bool specials = u.lo < 0;  // NaN, ±inf, ±0 (not into sqrt and log)
@@ -658,6 +860,27 @@ TEST(GpuCopies, PadIntoNegativeCoordinates) {
         .range = Range(Point{0, 0, -4, 1}, Point{2, 3, 4, 10}),
         .ipf = ipf({{1, 0, 0, 0}, {0, 1, 0, 0}, {0, 0, 1, 0}, {0, 0, 0, 1}}, Point{0, 0, -4, 1})});
     expect_all_boxes(op, {}, fmt::format("pad {}", name_of(t)));
+  }
+}
+
+TEST(GpuCopies, UnsliceZeroesOutsideTheSlice) {
+  for (DType t : {DType::kFloat32, DType::kBFloat16, DType::kInt64}) {
+    // x [3, 4, 5] placed at 2 of a dim of 9: result [3, 9, 5]; x's cell is its whole dim 1.
+    OpSpec op{.kernel = "unslice",
+              .index = Range::of_shape({3, 9, 5}),
+              .names = {"pre", "n", "post"},
+              .params = {{"dim", 1}, {"start", 2}, {"size", 9}}};
+    op.ports.push_back(
+        PortSpec{.name = "x",
+                 .dtype = t,
+                 .range = Range::of_shape({3, 4, 5}),
+                 .ipf = ipf({{1, 0, 0}, {0, 0, 0}, {0, 0, 1}}, Point{0, 0, 0}, Point{1, 4, 1})});
+    op.ports.push_back(PortSpec{.name = "result",
+                                .output = true,
+                                .dtype = t,
+                                .range = Range::of_shape({3, 9, 5}),
+                                .ipf = identity_ipf(3)});
+    expect_all_boxes(op, {}, fmt::format("unslice {}", name_of(t)));
   }
 }
 
@@ -1253,6 +1476,16 @@ TEST(Faults, TheBarsAreTightEnoughToSeeOneUlpInExactKernels) {
   auto v = off.values<float>();
   v[5] = std::nextafter(v[5], 100.0F);
   EXPECT_NE(mismatch(off, ref, {}), "");
+}
+
+// Without a GPU, the interpreters run the exact cases (each test runs alone under ctest, so this
+// one runs some itself): they must not all answer "not interpreted".
+TEST(HostInterpreter, RunsTheExactCases) {
+  if (have_gpu()) GTEST_SKIP() << "the GPU runs the kernels";
+  const int before = interpreted_cases();
+  expect_all_boxes(binary_op("add", DType::kFloat32, false), {}, "add f32");
+  expect_all_boxes(unary_op("relu", DType::kBFloat16, -2, 2, true), {}, "relu bf16");
+  EXPECT_GE(interpreted_cases(), before + 8);
 }
 
 }  // namespace

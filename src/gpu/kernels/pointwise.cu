@@ -87,6 +87,12 @@ __device__ C apply(C x, C y, C z, double s, double s2) {
     return std::sqrt(x);
   } else if constexpr (kOp == PointwiseOp::kLog) {
     return std::log(x);
+  } else if constexpr (kOp == PointwiseOp::kFloor) {
+    return std::floor(x);
+  } else if constexpr (kOp == PointwiseOp::kCeil) {
+    return std::ceil(x);
+  } else if constexpr (kOp == PointwiseOp::kRound) {
+    return std::nearbyint(x);
   } else if constexpr (kOp == PointwiseOp::kMulScalar) {
     return x * static_cast<C>(s);
   } else if constexpr (kOp == PointwiseOp::kFill) {
@@ -320,6 +326,9 @@ int run_map(const PointwiseLaunch& l, void* stream) {
     TAPESTRY_PW_FLOAT_CASE(kGelu)
     TAPESTRY_PW_FLOAT_CASE(kSqrt)
     TAPESTRY_PW_FLOAT_CASE(kLog)
+    TAPESTRY_PW_FLOAT_CASE(kFloor)
+    TAPESTRY_PW_FLOAT_CASE(kCeil)
+    TAPESTRY_PW_FLOAT_CASE(kRound)
     TAPESTRY_PW_FLOAT_CASE(kMulScalar)
     TAPESTRY_PW_FLOAT_CASE(kDiv)
     TAPESTRY_PW_FLOAT_CASE(kGeluGrad)

@@ -51,6 +51,9 @@ enum class PointwiseOp : std::int32_t {
   kGelu,
   kSqrt,
   kLog,
+  kFloor,
+  kCeil,
+  kRound,      // half to even (std::nearbyint in the default rounding mode)
   kCopy,       // port[0] = port[1], bitwise (the layout copies)
   kCast,       // port[0] = port[1] converted (port_type[1] → type), rounded once
   kMulScalar,  // port[0] = port[1] · scalar (scalar rounded to the compute type first)

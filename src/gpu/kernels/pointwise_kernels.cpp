@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <vector>
 
@@ -56,6 +57,19 @@ void* device_address(const OutputPort& port, const PortLayout& layout) {
   return address_of(port, layout);
 }
 
+namespace {
+std::atomic<PointwiseHook> g_pointwise_hook{nullptr};
+}  // namespace
+
+void set_pointwise_hook(PointwiseHook hook) {
+  g_pointwise_hook = hook;
+}
+
+int run_pointwise(const PointwiseLaunch& l, void* stream) {
+  if (const PointwiseHook hook = g_pointwise_hook.load()) return hook(l);
+  return launch_pointwise(l, stream);
+}
+
 void check_cuda(const KernelCall& call, int status, std::string_view what) {
   if (status == 0) return;
   call.fail(fmt::format("{}: {}", what, cudaGetErrorString(static_cast<cudaError_t>(status))));
@@ -102,7 +116,7 @@ void launch_pointwise_call(const KernelCall& call, const DeviceContext& ctx, Poi
   }
   l.scalar = scalar;
   l.scalar2 = scalar2;
-  check_cuda(call, launch_pointwise(l, ctx.stream), "pointwise kernel launch");
+  check_cuda(call, run_pointwise(l, ctx.stream), "pointwise kernel launch");
 }
 
 namespace {
@@ -393,7 +407,80 @@ void pad_launch(const KernelCall& call, const DeviceContext& ctx) {
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast): the engine's ports are untyped
   p->launch.port[1].data =
       const_cast<std::byte*>(x.view.origin()) + p->x.base * elem_size(p->launch.type);
-  check_cuda(call, launch_pointwise(p->launch, ctx.stream), "pad kernel launch");
+  check_cuda(call, run_pointwise(p->launch, ctx.stream), "pad kernel launch");
+}
+
+// ---- unslice ------------------------------------------------------------------------------------
+// result[p] = x[…, p_dim − start, …] where 0 ≤ p_dim − start < m, else 0 (autodiff.cpp): x's cell
+// is its whole dim `dim` (window m), the element at p_dim − start along it — affine in p, so the
+// pad kernel runs it with the predicate on index dim `dim`.
+
+std::optional<PadPlan> plan_unslice(const KernelCall& call) {
+  const InputPort* x = call.find_input("x");
+  if (x == nullptr || call.outputs.size() != 1 || !call.outputs.has(kResult)) return std::nullopt;
+  const OutputPort& out = call.output(kResult);
+  const auto type = elem_type(out.view.dtype());
+  if (!type || x->view.dtype() != out.view.dtype() || !has_unit_cells(*out.ipf))
+    return std::nullopt;
+  const std::size_t rank = call.index.rank();
+  std::int64_t dim = 0, start = 0;
+  try {
+    dim = call.param_int("dim", 0);
+    start = call.param_int("start", 0);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (rank > static_cast<std::size_t>(kMaxRank) || dim < 0 ||
+      static_cast<std::size_t>(dim) >= rank || static_cast<std::size_t>(dim) >= x->view.rank()) {
+    return std::nullopt;
+  }
+  const auto d = static_cast<std::size_t>(dim);
+  const zspace::Point& window = x->ipf->shape();
+  for (std::size_t k = 0; k < window.rank(); ++k) {
+    if (k != d && window[k] != 1) return std::nullopt;
+  }
+  const std::int64_t m = window[d];
+  PadPlan p;
+  PointwiseLaunch& l = p.launch;
+  l.op = PointwiseOp::kPad;
+  l.type = *type;
+  l.input_type = *type;
+  l.rank = static_cast<int>(rank);
+  l.scalar = 0;
+  for (std::size_t j = 0; j < rank; ++j) {
+    l.extent[j] = call.index.extent(j);
+    l.lo[j] = 0;
+    l.hi[j] = l.extent[j];
+  }
+  const std::int64_t first = call.index.start()[d];  // p_dim of local coordinate 0
+  l.lo[d] = std::max<std::int64_t>(0, start - first);
+  l.hi[d] = std::min<std::int64_t>(l.extent[d], start + m - first);
+  p.out = port_layout(out, call.index);
+  p.x = port_layout(*x, call.index);
+  const std::int64_t stride = x->view.stride(d);
+  p.x.base += (first - start) * stride;  // the element at p_dim − start of the first point's cell
+  p.x.coef[d] += stride;
+  for (std::size_t j = 0; j < rank; ++j) {
+    l.port[0].coef[j] = p.out.coef[j];
+    l.port[1].coef[j] = p.x.coef[j];
+  }
+  return p;
+}
+
+bool unslice_supports(const KernelCall& call) {
+  return plan_unslice(call).has_value();
+}
+
+void unslice_launch(const KernelCall& call, const DeviceContext& ctx) {
+  std::optional<PadPlan> p = plan_unslice(call);
+  if (!p) call.fail("the GPU cannot unslice this call (supports() said no)");
+  if (call.index.is_empty()) return;
+  const InputPort& x = *call.find_input("x");
+  p->launch.port[0].data = device_address(call.output(kResult), p->out);
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast): the engine's ports are untyped
+  p->launch.port[1].data =
+      const_cast<std::byte*>(x.view.origin()) + p->x.base * elem_size(p->launch.type);
+  check_cuda(call, run_pointwise(p->launch, ctx.stream), "unslice kernel launch");
 }
 
 }  // namespace
@@ -408,6 +495,9 @@ void register_pointwise_kernels(DeviceKernels& kernels) {
   kernels.add("sigmoid", kernel<kSigmoid, Form::kUnary>());
   kernels.add("sqrt", kernel<kSqrt, Form::kUnary>());
   kernels.add("log", kernel<kLog, Form::kUnary>());
+  kernels.add("floor", kernel<kFloor, Form::kUnary>());
+  kernels.add("ceil", kernel<kCeil, Form::kUnary>());
+  kernels.add("round", kernel<kRound, Form::kUnary>());
   kernels.add("add", kernel<kAdd, Form::kBinary>());
   kernels.add("sub", kernel<kSub, Form::kBinary>());
   kernels.add("mul", kernel<kMul, Form::kBinary>());
@@ -430,8 +520,10 @@ void register_pointwise_kernels(DeviceKernels& kernels) {
        {"transpose", "permute", "reshape", "slice", "broadcast", "expand", "unpad"}) {
     kernels.add(name, kernel<kCopy, Form::kUnary>());
   }
-  for (const char* name : {"pad", "pad2d", "pad3d"})
+  for (const char* name : {"pad", "pad2d", "pad3d"}) {
     kernels.add(name, DeviceKernel{&pad_supports, &pad_launch});
+  }
+  kernels.add("unslice", DeviceKernel{&unslice_supports, &unslice_launch});
 }
 
 }  // namespace tapestry::gpu::kernels

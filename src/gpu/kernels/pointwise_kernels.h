@@ -2,6 +2,7 @@
 // device kernels share: the element type of a dtype, a launch's device addresses, CUDA errors.
 //
 //   relu gelu exp neg tanh sigmoid sqrt log      x → result
+//   floor ceil round                             x → result (exact)
 //   add sub mul div maximum                      a, b → result (broadcasting through the IPFs)
 //   bias_add                                     x, bias → result
 //   cast                                         x → result (float dtypes)
@@ -12,6 +13,7 @@
 //   sgd                                          param, grad → result (lr, weight_decay)
 //   transpose permute reshape slice broadcast expand unpad   x → result, a copy
 //   pad pad2d pad3d                              x → result, the value outside x's box
+//   unslice                                      x → result, 0 outside [start, start + m)
 //
 // Each supports a call when every port has one element per index point, the dtypes are the ones
 // the CPU kernel takes (one dtype for all ports but cast's), and the collapsed loop has at most
@@ -48,6 +50,12 @@ void launch_pointwise_call(const runtime::KernelCall& call, const DeviceContext&
 /// The rank of the collapsed loop of `op`'s ports over call.index (≤ kMaxRank to launch).
 std::size_t pointwise_rank(const runtime::KernelCall& call, const runtime::OutputPort& out,
                            std::span<const runtime::InputPort* const> in);
+
+/// Enqueues `l` through launch_pointwise, or hands it to the hook when one is set (tests without a
+/// GPU interpret the launches on host memory: gpu_kernels_test). Returns 0 or an error code.
+int run_pointwise(const PointwiseLaunch& l, void* stream);
+using PointwiseHook = int (*)(const PointwiseLaunch& l);
+void set_pointwise_hook(PointwiseHook hook);
 
 /// Registers the kernels listed above.
 void register_pointwise_kernels(DeviceKernels& kernels);

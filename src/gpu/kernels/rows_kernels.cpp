@@ -1,5 +1,6 @@
 // sum, max, reduce, mean, variance and softmax on the GPU (rows.h): host-side checks and launches.
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <vector>
 
@@ -17,6 +18,8 @@ namespace {
 using runtime::InputPort;
 using runtime::KernelCall;
 using runtime::OutputPort;
+
+std::atomic<RowsHook> g_rows_hook{nullptr};
 
 constexpr std::string_view kX = "x";
 constexpr std::string_view kResult = "result";
@@ -174,7 +177,8 @@ void run(const KernelCall& call, const DeviceContext& ctx, std::optional<RowsLau
   const PortLayout lr = port_layout(*p->result, call.index);
   l->x = device_address(*p->x, lx);
   l->out = device_address(*p->result, lr);
-  check_cuda(call, launch_rows(*l, ctx.stream), "row kernel launch");
+  const RowsHook hook = g_rows_hook.load();
+  check_cuda(call, hook != nullptr ? hook(*l) : launch_rows(*l, ctx.stream), "row kernel launch");
 }
 
 template <RowOp kOp>
@@ -222,6 +226,10 @@ void row(const KernelCall& call, const DeviceContext& ctx) {
 }
 
 }  // namespace
+
+void set_rows_hook(RowsHook hook) {
+  g_rows_hook = hook;
+}
 
 void register_row_kernels(DeviceKernels& kernels) {
   kernels.add("sum", {&fold_supports<RowOp::kSum>, &fold<RowOp::kSum>});

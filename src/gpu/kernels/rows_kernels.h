@@ -13,6 +13,11 @@
 
 namespace tapestry::gpu::kernels {
 
+struct RowsLaunch;
+/// Tests without a GPU: row launches go to `hook` (interpreted on host memory) when it is set.
+using RowsHook = int (*)(const RowsLaunch& l);
+void set_rows_hook(RowsHook hook);
+
 /// Registers sum, max, reduce, sum_to, the pools, mean, variance and softmax.
 void register_row_kernels(DeviceKernels& kernels);
 
