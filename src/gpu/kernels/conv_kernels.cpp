@@ -135,10 +135,6 @@ cudnnDataType_t cudnn_type(ir::DType t) {
   }
 }
 
-std::int64_t type_bytes(ir::DType t) {
-  return t == ir::DType::kFloat64 ? 8 : t == ir::DType::kFloat32 ? 4 : 2;
-}
-
 void check_dnn(const KernelCall& call, cudnnStatus_t status, std::string_view what) {
   if (status != CUDNN_STATUS_SUCCESS) {
     call.fail(fmt::format("{}: cuDNN: {}", what, cudnnGetErrorString(status)));
@@ -202,7 +198,7 @@ void conv_launch(const KernelCall& call, const DeviceContext& ctx) {
   if (cv.n == 0 || cv.o == 0 || cv.oh == 0 || cv.ow == 0) return;
   auto* stream = static_cast<cudaStream_t>(ctx.stream);
   auto* handle = static_cast<cudnnHandle_t>(ctx.cudnn);
-  const std::int64_t bytes = type_bytes(cv.dtype);
+  const std::int64_t bytes = static_cast<std::int64_t>(ir::dtype_size_bytes(cv.dtype));
   const auto* x = static_cast<const std::byte*>(device_address(*cv.x, cv.lx));
   const auto* w = static_cast<const std::byte*>(device_address(*cv.w, cv.lw));
   auto* y = static_cast<std::byte*>(device_address(*cv.y, cv.ly));

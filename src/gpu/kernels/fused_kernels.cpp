@@ -62,19 +62,6 @@ runtime::Point row_major_strides(const Range& box) {
   return runtime::Point(std::span<const std::int64_t>(s));
 }
 
-std::int64_t type_bytes(ir::DType t) {
-  switch (t) {
-    case ir::DType::kFloat64:
-    case ir::DType::kInt64:
-      return 8;
-    case ir::DType::kBFloat16:
-    case ir::DType::kFloat16:
-      return 2;
-    default:
-      return 4;
-  }
-}
-
 // One intermediate block on the device (or, for supports(), without memory).
 struct Block {
   ir::DType dtype = ir::DType::kFloat32;
@@ -249,7 +236,8 @@ void launch(const KernelCall& call, const DeviceContext& ctx) {
         return true;
       },
       [&](Block& b) {
-        const auto bytes = static_cast<std::size_t>(b.box.size() * type_bytes(b.dtype));
+        const auto bytes = static_cast<std::size_t>(
+            b.box.size() * static_cast<std::int64_t>(ir::dtype_size_bytes(b.dtype)));
         check_cuda(
             call,
             static_cast<int>(cudaMallocAsync(&b.data, std::max<std::size_t>(bytes, 1), stream)),

@@ -43,10 +43,6 @@ cudaDataType_t cuda_type(ir::DType t) {
   }
 }
 
-std::int64_t type_bytes(ir::DType t) {
-  return t == ir::DType::kFloat64 ? 8 : t == ir::DType::kFloat32 ? 4 : 2;
-}
-
 // The largest power of two (≤ 256) dividing every value (addresses and byte strides).
 std::uint32_t alignment(std::initializer_list<std::uint64_t> values) {
   std::uint64_t all = 256;
@@ -177,7 +173,8 @@ void gemm_launch(const KernelCall& call, const DeviceContext& ctx, bool fuse_rel
           : (ctx.allow_tf32 && in_type == ir::DType::kFloat32 ? CUBLAS_COMPUTE_32F_FAST_TF32
                                                               : CUBLAS_COMPUTE_32F);
   const cudaDataType_t scale_type = f64 ? CUDA_R_64F : CUDA_R_32F;
-  const std::int64_t in_bytes = type_bytes(in_type), out_bytes = type_bytes(out_type);
+  const std::int64_t in_bytes = static_cast<std::int64_t>(ir::dtype_size_bytes(in_type)),
+                     out_bytes = static_cast<std::int64_t>(ir::dtype_size_bytes(out_type));
 
   const auto* a_ptr = static_cast<const std::byte*>(device_address(*p.pa, *p.la));
   const auto* b_ptr = static_cast<const std::byte*>(device_address(*p.pb, *p.lb));

@@ -397,9 +397,10 @@ bool pad_supports(const KernelCall& call) {
   return plan_pad(call).has_value();
 }
 
-void pad_launch(const KernelCall& call, const DeviceContext& ctx) {
-  std::optional<PadPlan> p = plan_pad(call);
-  if (!p) call.fail("the GPU cannot pad this call (supports() said no)");
+// Launches a planned pad or unslice: the result's cells, x's where the predicate holds.
+void launch_planned(const KernelCall& call, const DeviceContext& ctx, std::optional<PadPlan> p,
+                    std::string_view what) {
+  if (!p) call.fail(fmt::format("the GPU cannot {} this call (supports() said no)", what));
   if (call.index.is_empty()) return;
   const InputPort& x = *call.find_input("x");
   p->launch.port[0].data = device_address(call.output(kResult), p->out);
@@ -407,7 +408,11 @@ void pad_launch(const KernelCall& call, const DeviceContext& ctx) {
   // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast): the engine's ports are untyped
   p->launch.port[1].data =
       const_cast<std::byte*>(x.view.origin()) + p->x.base * elem_size(p->launch.type);
-  check_cuda(call, run_pointwise(p->launch, ctx.stream), "pad kernel launch");
+  check_cuda(call, run_pointwise(p->launch, ctx.stream), fmt::format("{} kernel launch", what));
+}
+
+void pad_launch(const KernelCall& call, const DeviceContext& ctx) {
+  launch_planned(call, ctx, plan_pad(call), "pad");
 }
 
 // ---- unslice ------------------------------------------------------------------------------------
@@ -472,15 +477,7 @@ bool unslice_supports(const KernelCall& call) {
 }
 
 void unslice_launch(const KernelCall& call, const DeviceContext& ctx) {
-  std::optional<PadPlan> p = plan_unslice(call);
-  if (!p) call.fail("the GPU cannot unslice this call (supports() said no)");
-  if (call.index.is_empty()) return;
-  const InputPort& x = *call.find_input("x");
-  p->launch.port[0].data = device_address(call.output(kResult), p->out);
-  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast): the engine's ports are untyped
-  p->launch.port[1].data =
-      const_cast<std::byte*>(x.view.origin()) + p->x.base * elem_size(p->launch.type);
-  check_cuda(call, run_pointwise(p->launch, ctx.stream), "unslice kernel launch");
+  launch_planned(call, ctx, plan_unslice(call), "unslice");
 }
 
 }  // namespace
