@@ -47,6 +47,9 @@ CudaExecutor::Measured CudaExecutor::run_measured(runtime::BufferMap /*inputs*/)
 const DeviceProgram& CudaExecutor::program() const {
   throw Error(kMissing);
 }
+std::vector<CudaExecutor::StepName> CudaExecutor::step_names() const {
+  return {};
+}
 std::size_t CudaExecutor::application_count() const {
   return 0;
 }

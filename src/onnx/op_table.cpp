@@ -77,9 +77,11 @@ const std::array kRows = {
     Row{"GlobalMaxPool", convert_global_max_pool, "max (+ reshape)", "any rank ≥ 3"},
     Row{"DepthToSpace", convert_depth_space, "reshape, permute, reshape", "modes DCR and CRD"},
     Row{"SpaceToDepth", convert_depth_space, "reshape, permute, reshape", ""},
-    Row{"Resize", convert_resize, "mul (by ones), reshape; slice (+ unslice, add)",
-        "mode nearest, scales or sizes known at import; any coordinate transformation but "
-        "tf_crop_and_resize: integer up- and downscales, other sizes ≤ 64 output cells per dim"},
+    Row{"Resize", convert_resize,
+        "mul (by ones), reshape; slice (+ unslice, add); matmul (+ permute)",
+        "scales or sizes known at import; nearest: any coordinate transformation but "
+        "tf_crop_and_resize, integer up- and downscales, other sizes ≤ 64 output cells per dim; "
+        "linear and cubic (a, exclude_outside): any axes, all but tf_crop_and_resize"},
     Row{"Softmax", convert_softmax, "softmax (+ permute)",
         "any axis from opset 13; the last axis before"},
     Row{"LayerNormalization", convert_layer_norm,

@@ -843,6 +843,82 @@ std::vector<std::int64_t> nearest_cells(NodeContext& node, std::int64_t in, std:
   return cells;
 }
 
+// One row per output cell of one axis: the weights Resize's linear or cubic mode gives each input
+// cell, ported from ONNX's reference (onnx/backend/test/case/node/resize.py,
+// interpolate_1d_with_x). The output coordinate maps back through the coordinate
+// transformation — with ONNX's output width scale · in, a real number when `scales` is given —
+// to x; ratio = x − ⌊x⌋, or 1 for a whole x (the left neighbour preferred); the coefficients
+// (linear: 1 − ratio, ratio; cubic: Keys with a = cubic_coeff_a) weigh the n nearest cells of the
+// input edge-padded by ⌈n/2⌉ cells (ties to the smaller index; a cell of the padding is the
+// nearest edge cell); exclude_outside zeroes the padding's weights and renormalises. Row-major
+// [out, in].
+std::vector<double> interpolation_matrix(NodeContext& node, std::int64_t in, std::int64_t out,
+                                         double scale, const std::string& transform, bool cubic,
+                                         double a, bool exclude_outside) {
+  const std::size_t n = cubic ? 4 : 2;
+  const std::int64_t pad = static_cast<std::int64_t>(n / 2);
+  const std::int64_t limit = in + 2 * pad;
+  const double width = scale * static_cast<double>(in);  // ONNX's output_width
+  std::vector<double> m(static_cast<std::size_t>(out * in), 0.0);
+  for (std::int64_t o = 0; o < out; ++o) {
+    const double r = static_cast<double>(o);
+    double x = 0;
+    if (transform == "half_pixel") {
+      x = (r + 0.5) / scale - 0.5;
+    } else if (transform == "pytorch_half_pixel") {
+      x = width == 1 ? -0.5 : (r + 0.5) / scale - 0.5;
+    } else if (transform == "align_corners") {
+      x = width == 1 ? 0.0 : r * static_cast<double>(in - 1) / (width - 1);
+    } else if (transform == "asymmetric") {
+      x = r / scale;
+    } else {
+      throw node.error(fmt::format(
+          "coordinate_transformation_mode='{}' is not supported with mode linear or cubic "
+          "(half_pixel, pytorch_half_pixel, align_corners, asymmetric are)",
+          transform));
+    }
+    const double ratio = x == std::floor(x) ? 1.0 : x - std::floor(x);
+    std::vector<double> coeffs;
+    if (cubic) {
+      const double s = ratio + 1, t = 1 - ratio, u = 2 - ratio;
+      coeffs = {((a * s - 5 * a) * s + 8 * a) * s - 4 * a,
+                ((a + 2) * ratio - (a + 3)) * ratio * ratio + 1,
+                ((a + 2) * t - (a + 3)) * t * t + 1, ((a * u - 5 * a) * u + 8 * a) * u - 4 * a};
+    } else {
+      coeffs = {1 - ratio, ratio};
+    }
+    // The n cells of [0, limit) nearest to x + pad (ties: the smaller), in ascending order: all
+    // lie within n cells of the nearest one.
+    const double xp = x + static_cast<double>(pad);
+    const std::int64_t near = std::clamp<std::int64_t>(
+        static_cast<std::int64_t>(std::clamp(std::floor(xp), -1.0, static_cast<double>(limit))), 0,
+        limit - 1);
+    std::vector<std::int64_t> cand;
+    for (std::int64_t p = std::max<std::int64_t>(0, near - static_cast<std::int64_t>(n));
+         p <= std::min<std::int64_t>(limit - 1, near + static_cast<std::int64_t>(n)); ++p)
+      cand.push_back(p);
+    std::stable_sort(cand.begin(), cand.end(), [&](std::int64_t p, std::int64_t q) {
+      return std::abs(xp - static_cast<double>(p)) < std::abs(xp - static_cast<double>(q));
+    });
+    cand.resize(n);
+    std::sort(cand.begin(), cand.end());
+    if (exclude_outside) {
+      double sum = 0;
+      for (std::size_t k = 0; k < n; ++k) {
+        const std::int64_t i = cand[k] - pad;
+        if (i < 0 || i >= in) coeffs[k] = 0;
+        sum += coeffs[k];
+      }
+      for (double& c : coeffs) c /= sum;
+    }
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::int64_t i = std::clamp<std::int64_t>(cand[k] - pad, 0, in - 1);
+      m[static_cast<std::size_t>(o * in + i)] += coeffs[k];
+    }
+  }
+  return m;
+}
+
 // `t` with each cell along `dim` repeated r times ([a b] → [a a a b b b] for r = 3): a dim of
 // extent 1 after `dim`, multiplied by ones of extent r there (broadcasting), the two merged.
 Tensor repeat_cells(NodeContext& node, Tensor t, std::size_t dim, std::int64_t r) {
@@ -867,22 +943,24 @@ Tensor repeat_cells(NodeContext& node, Tensor t, std::size_t dim, std::int64_t r
 
 }  // namespace
 
-// Resize, mode nearest, with constant scales or sizes: per axis, the input cell of every output
+// Resize with constant scales or sizes. Mode nearest: per axis, the input cell of every output
 // cell as ONNX computes it (nearest_cells) — then, exactly, nothing (the identity), a repeat of
 // each cell r times (an integer upscale: reshape, multiply by ones, reshape), every k-th cell
 // (an integer downscale: strided_take), or, for at most 64 output cells, the cells themselves
-// (take: a slice per run). Other modes (linear, cubic), tf_crop_and_resize and computed scales
-// are refused.
+// (take: a slice per run). Modes linear and cubic: per resized axis, a matmul by the constant
+// [out, in] interpolation matrix (interpolation_matrix; separable, so Y = A_h · X · A_wᵀ for NCHW):
+// the last axis as X · Aᵀ, the one before as A · X, any other moved last by a permute.
+// tf_crop_and_resize and computed scales are refused.
 void convert_resize(NodeContext& node) {
   const std::vector<std::int64_t> shape = node.shape(0);
   const std::size_t rank = shape.size();
   const std::string mode = node.string_attr("mode", "nearest");
-  if (mode != "nearest")
-    throw node.error(fmt::format("mode='{}' is not supported (only nearest)", mode));
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    throw node.error(fmt::format("mode='{}' is not nearest, linear or cubic", mode));
   const std::string transform = node.string_attr("coordinate_transformation_mode", "half_pixel");
   const std::string rounding = node.string_attr("nearest_mode", "round_prefer_floor");
-  node.float_attr("cubic_coeff_a", -0.75);      // cubic only
-  node.int_attr("exclude_outside", 0);          // cubic only
+  const double cubic_a = node.float_attr("cubic_coeff_a", -0.75);
+  const bool exclude_outside = node.int_attr("exclude_outside", 0) != 0;
   node.float_attr("extrapolation_value", 0.0);  // tf_crop_and_resize only
   std::vector<double> scales(rank, 1.0);
   std::vector<std::int64_t> out = shape;
@@ -909,6 +987,47 @@ void convert_resize(NodeContext& node) {
     }
   }
   Tensor y = node.tensor(0);
+  if (mode != "nearest") {
+    metakernel::Graph& g = node.graph();
+    for (std::size_t d = 0; d < rank; ++d) {
+      if (out[d] < 1) throw node.error(fmt::format("the output has no cells along dim {}", d));
+      const std::int64_t n = shape[d], m = out[d];
+      std::vector<double> w = interpolation_matrix(node, n, m, scales[d], transform,
+                                                   mode == "cubic", cubic_a, exclude_outside);
+      bool identity = m == n;
+      for (std::int64_t o = 0; identity && o < m; ++o) {
+        for (std::int64_t i = 0; identity && i < n; ++i)
+          identity = w[static_cast<std::size_t>(o * n + i)] == (o == i ? 1.0 : 0.0);
+      }
+      if (identity) continue;
+      const bool left = d + 2 == rank;  // A · X; otherwise X · Aᵀ (d last, or moved last)
+      HostTensor a;
+      a.dtype = y.type().dtype;
+      a.shape = left ? std::vector<std::int64_t>{m, n} : std::vector<std::int64_t>{n, m};
+      a.floats.resize(w.size());
+      for (std::int64_t o = 0; o < m; ++o) {
+        for (std::int64_t i = 0; i < n; ++i) {
+          a.floats[static_cast<std::size_t>(left ? o * n + i : i * m + o)] =
+              w[static_cast<std::size_t>(o * n + i)];
+        }
+      }
+      const Tensor at = node.import().constant_input(
+          fmt::format("{}.{}{}", node_display_name(node.node()), mode, d), a);
+      if (left) {
+        y = g.call("matmul", {at, y});
+      } else if (d + 1 == rank) {
+        y = g.call("matmul", {y, at});
+      } else {  // swap d with the last axis, multiply, swap back
+        std::vector<std::int64_t> perm(rank);
+        std::iota(perm.begin(), perm.end(), 0);
+        std::swap(perm[d], perm[rank - 1]);
+        y = g.call("permute", {y}, {{"perm", perm}});
+        y = g.call("matmul", {y, at});
+        y = g.call("permute", {y}, {{"perm", perm}});
+      }
+    }
+    return node.set_output(0, y);
+  }
   for (std::size_t d = 0; d < rank; ++d) {
     if (out[d] < 1) throw node.error(fmt::format("the output has no cells along dim {}", d));
     const std::vector<std::int64_t> cells =

@@ -166,6 +166,28 @@ d=$m/resize_nearest
   "$tapestry" run "$d/g.tap" --inputs "$d/in" --outputs "$d/split" --split y.d0=2 --verify --quiet >"$tmp/out" 2>"$tmp/err" &&
   "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/split" >"$tmp/out" 2>"$tmp/err"
 check "resize_nearest: torch's output and a split run pass verify" $?
+# Resize linear and cubic (a matmul by the interpolation matrix per resized axis): against
+# torch's bilinear/bicubic interpolate, and ONNX's reference for a resized channel axis (moved
+# last by a permute) and a cubic with exclude_outside; unsharded and split along the batch (y is
+# the last matmul). One
+# output cell moved by 1e-3 of the output's range FAILs verify.
+for name in resize_linear_cubic resize_middle_axis; do
+  d=$m/$name
+  "$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err" &&
+    grep -q "= matmul(" "$d/g.tap" &&
+    "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/torch" >"$tmp/out" 2>"$tmp/err" &&
+    "$tapestry" run "$d/g.tap" --inputs "$d/in" --outputs "$d/split" --split y.batch0=2 --verify --quiet >"$tmp/out" 2>"$tmp/err" &&
+    "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$d/split" >"$tmp/out" 2>"$tmp/err"
+  check "$name: the reference output and a split run pass verify" $?
+  mkdir -p "$tmp/$name-wrong"
+  "$python" -c "
+import numpy as np
+y = np.load('$d/torch/y.npy'); y[1, 2, 0, 1] += 1e-3 * (y.max() - y.min()); np.save('$tmp/$name-wrong/y.npy', y)"
+  "$tapestry" verify "$d/g.tap" --inputs "$d/in" --outputs "$tmp/$name-wrong" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [[ $rc -eq 1 ]] && grep -q "^FAIL   y: " "$tmp/out"
+  check "$name: the reference output with one cell moved FAILs verify (rc=$rc)" $?
+done
 # Floor, Ceil, Round (the floor, ceil and round kernels) against numpy, unsharded and split.
 d=$m/floor_ceil_round
 "$tapestry" import "$d/model.onnx" -o "$d/g.tap" --weights "$d/in" >"$tmp/out" 2>"$tmp/err" &&

@@ -758,6 +758,40 @@ reference_model("resize_nearest", [
                  coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
 ], xu, yu.numpy(), {"up": np.float32([1, 1, 2, 3]), "down": np.float32([1, 1, 0.5, 1])}, opset=13)
 
+# Resize linear and cubic as PyTorch exports F.interpolate (bilinear: pytorch_half_pixel, or
+# align_corners; bicubic: a = -0.75), up and down by non-integer factors, against torch; then
+# a linear Resize of the channels and the rows of a [2, 3, 4, 5] (a middle axis: permuted) with
+# asymmetric coordinates and a cubic with exclude_outside, against ONNX's reference (the
+# interpolate_nd of onnx's backend test cases).
+xl = f32(2, 3, 5, 7)
+yl = torch.nn.functional.interpolate(t64(xl), size=(8, 4), mode="bilinear", align_corners=False)
+yl = torch.nn.functional.interpolate(yl, size=(3, 9), mode="bilinear", align_corners=True)
+yl = torch.nn.functional.interpolate(yl, size=(7, 6), mode="bicubic", align_corners=False)
+reference_model("resize_linear_cubic", [
+    oh.make_node("Resize", ["x", "", "", "s1"], ["a"], name="bilinear", mode="linear",
+                 coordinate_transformation_mode="pytorch_half_pixel"),
+    oh.make_node("Resize", ["a", "", "", "s2"], ["b"], name="corners", mode="linear",
+                 coordinate_transformation_mode="align_corners"),
+    oh.make_node("Resize", ["b", "", "", "s3"], ["y"], name="bicubic", mode="cubic",
+                 coordinate_transformation_mode="pytorch_half_pixel", cubic_coeff_a=-0.75),
+], xl, yl.numpy(), {"s1": np.array([2, 3, 8, 4], np.int64), "s2": np.array([2, 3, 3, 9], np.int64),
+                    "s3": np.array([2, 3, 7, 6], np.int64)}, opset=13)
+from onnx.backend.test.case.node.resize import (  # noqa: E402
+    interpolate_nd, linear_coeffs, cubic_coeffs)
+xl = f32(2, 3, 4, 5)
+sc1 = np.array([1, 2, 1.5, 1], np.float32)
+y1 = interpolate_nd(xl.astype(np.float64), linear_coeffs, scale_factors=sc1.astype(np.float64),
+                    coordinate_transformation_mode="asymmetric")
+sc2 = np.array([1, 1, 0.5, 1.8], np.float32)
+y2 = interpolate_nd(y1, lambda r: cubic_coeffs(r, A=-0.5), scale_factors=sc2.astype(np.float64),
+                    exclude_outside=True)
+reference_model("resize_middle_axis", [
+    oh.make_node("Resize", ["x", "", "sc1"], ["a"], name="channels", mode="linear",
+                 coordinate_transformation_mode="asymmetric"),
+    oh.make_node("Resize", ["a", "", "sc2"], ["y"], name="cubic", mode="cubic",
+                 cubic_coeff_a=-0.5, exclude_outside=1),
+], xl, y2, {"sc1": sc1, "sc2": sc2}, opset=13)
+
 # Floor, Ceil, Round (halves to even) on multiples of 0.5 — ties everywhere — and Floor of a
 # computed x·3 (a product whose bar straddles the integers it lands on: --verify must allow the
 # one step it may move), against numpy.
