@@ -115,6 +115,8 @@ TEST(PortLayout, CollapsePreservesTheCellsInRowMajorOrder) {
     for (int p = 0; p < 3; ++p) {
       // Identity-like IPFs on some trials, so that merges happen.
       ports.push_back(random_port(rng, index, 1 + (trial + p) % 3, true));
+      // The move into the vector left the port pointing at the temporary's IPF (ASan).
+      ports.back().port.ipf = &ports.back().ipf;
       layouts.push_back(port_layout(ports.back().port, index));
     }
     if (trial % 3 == 0) {
