@@ -26,7 +26,8 @@ struct TargetsOptions {
 int run_targets(const TargetsOptions& options) {
   if (options.target.empty()) {
     std::size_t width = 10;  // the name column fits the longest name
-    for (const std::string& name : cost::preset_target_names()) width = std::max(width, name.size());
+    for (const std::string& name : cost::preset_target_names())
+      width = std::max(width, name.size());
     for (const std::string& name : cost::preset_target_names()) {
       const cost::Target t = *cost::preset_target(name);
       fmt::print("{:<{}} {:>4} devices  {}\n", name, width, t.devices.size(), t.about);
