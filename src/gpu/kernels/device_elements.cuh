@@ -9,6 +9,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "pointwise.h"
+
 namespace tapestry::gpu::kernels {
 
 struct Bf16 {
@@ -109,6 +111,33 @@ __device__ inline void store_double(T* p, double v) {
   } else {
     *p = static_cast<T>(v);
   }
+}
+
+/// Calls f.template operator()<T>() with the storage type of `t`; false for a type it does not
+/// know (nothing called).
+template <typename F>
+bool visit_type(ElemType t, F&& f) {
+  switch (t) {
+    case ElemType::kF32:
+      f.template operator()<float>();
+      return true;
+    case ElemType::kF64:
+      f.template operator()<double>();
+      return true;
+    case ElemType::kBF16:
+      f.template operator()<Bf16>();
+      return true;
+    case ElemType::kF16:
+      f.template operator()<F16>();
+      return true;
+    case ElemType::kI32:
+      f.template operator()<std::int32_t>();
+      return true;
+    case ElemType::kI64:
+      f.template operator()<std::int64_t>();
+      return true;
+  }
+  return false;
 }
 
 }  // namespace tapestry::gpu::kernels

@@ -254,31 +254,6 @@ int run(Kernel kernel, const PointwiseLaunch& l, void* stream) {
   return static_cast<int>(cudaGetLastError());
 }
 
-template <typename F>
-bool visit_type(ElemType t, F&& f) {
-  switch (t) {
-    case ElemType::kF32:
-      f.template operator()<float>();
-      return true;
-    case ElemType::kF64:
-      f.template operator()<double>();
-      return true;
-    case ElemType::kBF16:
-      f.template operator()<Bf16>();
-      return true;
-    case ElemType::kF16:
-      f.template operator()<F16>();
-      return true;
-    case ElemType::kI32:
-      f.template operator()<std::int32_t>();
-      return true;
-    case ElemType::kI64:
-      f.template operator()<std::int64_t>();
-      return true;
-  }
-  return false;
-}
-
 bool integer_op(PointwiseOp op) {
   switch (op) {
     case PointwiseOp::kRelu:

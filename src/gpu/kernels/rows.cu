@@ -273,30 +273,6 @@ int run_threads(Kernel kernel, const RowsLaunch& l, void* stream) {
   return static_cast<int>(cudaGetLastError());
 }
 
-template <typename F>
-void visit_type(ElemType t, F&& f) {
-  switch (t) {
-    case ElemType::kF32:
-      f.template operator()<float>();
-      break;
-    case ElemType::kF64:
-      f.template operator()<double>();
-      break;
-    case ElemType::kBF16:
-      f.template operator()<Bf16>();
-      break;
-    case ElemType::kF16:
-      f.template operator()<F16>();
-      break;
-    case ElemType::kI32:
-      f.template operator()<std::int32_t>();
-      break;
-    case ElemType::kI64:
-      f.template operator()<std::int64_t>();
-      break;
-  }
-}
-
 }  // namespace
 
 bool rows_supports(RowOp op, ElemType type) {
