@@ -122,8 +122,9 @@ struct Executed {
 // median run's GPU compute time reported.
 Executed execute_cuda(const ir::Graph& lowered, runtime::BufferMap inputs,
                       const runtime::ExecutableKernels& kernels, const RunOptions& options) {
+  const int streams = options.streams == 0 ? 4 : options.streams;
   const gpu::CudaExecutor executor(
-      lowered, {.streams = options.streams,
+      lowered, {.streams = streams,
                 .graph = !options.no_cuda_graph,
                 .allow_tf32 = options.tf32,
                 .host_kernels = &kernels,
@@ -154,8 +155,7 @@ Executed execute_cuda(const ir::Graph& lowered, runtime::BufferMap inputs,
       "arena {:.1f} MiB, {} stream{}\n",
       name, st.compute_s * 1e3, median.metrics.gflops, st.replayed ? ", CUDA graph replay" : "",
       st.copy_in_s * 1e3, st.copy_out_s * 1e3,
-      static_cast<double>(st.arena_bytes) / double(1 << 20), options.streams,
-      options.streams == 1 ? "" : "s");
+      static_cast<double>(st.arena_bytes) / double(1 << 20), streams, streams == 1 ? "" : "s");
   std::string host;
   for (const auto& [kernel, n] : st.host_steps_by_kernel) {
     host += fmt::format("{}{} ×{}", host.empty() ? "" : ", ", kernel, n);
@@ -207,7 +207,7 @@ Executed execute_cuda(const ir::Graph& lowered, runtime::BufferMap inputs,
                         {"copy_out_s", st.copy_out_s},
                         {"replayed", st.replayed},
                         {"arena_bytes", st.arena_bytes},
-                        {"streams", options.streams},
+                        {"streams", streams},
                         {"tf32", options.tf32},
                         {"device_steps", st.device_steps},
                         {"host_steps", st.host_steps},
@@ -300,7 +300,7 @@ void check_options(RunOptions& options) {
           "--device cuda with --optimize is not supported yet: optimize first, then run "
           "the plan it writes");
     }
-  } else if (options.tf32 || options.no_cuda_graph || options.gpu_profile || options.streams != 4) {
+  } else if (options.tf32 || options.no_cuda_graph || options.gpu_profile || options.streams != 0) {
     throw Error("--tf32, --no-cuda-graph, --gpu-profile and --streams need --device cuda");
   }
   if (!options.verify.empty() && options.verify != "bound" && options.verify != "exact") {

@@ -27,11 +27,11 @@ struct RunOptions {
   bool allow_unchecked = false;  // --allow-unchecked: unchecked cells PASS with a warning
   std::string kernels = "fast";  // the executable kernels: fast or reference
   std::string executor = "block";
-  std::string device = "cpu";  // --device: cpu or cuda (gpu/cuda.h)
-  int streams = 4;             // --device cuda: CUDA streams
-  bool tf32 = false;           // --device cuda: float32 GEMMs on TF32 tensor cores
-  bool no_cuda_graph = false;  // --device cuda: issue the steps every run, no graph replay
-  bool gpu_profile = false;    // --device cuda: time every step (no graph)
+  std::string device = "cpu";         // --device: cpu or cuda (gpu/cuda.h)
+  int streams = 0;                    // --device cuda: CUDA streams (0: not given, 4)
+  bool tf32 = false;                  // --device cuda: float32 GEMMs on TF32 tensor cores
+  bool no_cuda_graph = false;         // --device cuda: issue the steps every run, no graph replay
+  bool gpu_profile = false;           // --device cuda: time every step (no graph)
   std::string target;                 // --executor mpi: device i of the target is rank i
   std::string collectives = "exact";  // --executor mpi: exact, all or none
   int threads = 0;

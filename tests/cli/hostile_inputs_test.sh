@@ -99,4 +99,18 @@ assert [a["path"] for a in m["application_records"]] == ["reference"] * 2, m' "$
   passed=$((passed + 1)); else
   echo "FAIL fallbacks: rc=$rc"; cat "$tmp/out" "$tmp/err"; failures=$((failures + 1)); fi
 
+
+# --device: CUDA-only flags without it, an unknown device, a CPU executor with it, and --device
+# cuda where no GPU (or no CUDA backend) is usable — each a clear error naming the flag, exit 2.
+lr="$root/examples/linear_relu.tap"
+expect "--streams without --device cuda" 2 "need --device cuda" -- "$tapestry" run "$lr" --streams 4
+expect "--tf32 without --device cuda" 2 "need --device cuda" -- "$tapestry" run "$lr" --tf32
+expect "--device tpu" 2 "--device: tpu not in" -- "$tapestry" run "$lr" --device tpu
+expect "--device cuda --executor application" 2 "give no --executor application" -- \
+  "$tapestry" run "$lr" --device cuda --executor application
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+  expect "--device cuda without a GPU" 2 "--device cuda: (no CUDA device|this build has no CUDA backend)" -- \
+    "$tapestry" run "$lr" --device cuda --verify
+fi
+
 finish

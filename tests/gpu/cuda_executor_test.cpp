@@ -122,12 +122,6 @@ TEST(CudaExecutor, ABf16SplitWithFloat32PartialsRunsOnTheGpuAndVerifies) {
   const CudaExecutor::Measured m = gpu.run_measured(workflow::lowered_inputs(l.lowered, inputs));
   const runtime::VerifyReport report = verify(l, inputs, m.buffers);
   EXPECT_TRUE(report.pass()) << report.text();
-  // The CPU computes the same bits: widened operands, float32 arithmetic, one rounding.
-  const BufferMap cpu = runtime::BlockExecutor(l.lowered.graph, {.threads = 1})
-                            .run(workflow::lowered_inputs(l.lowered, inputs));
-  for (ir::TensorId t : runtime::graph_outputs(l.lowered.graph)) {
-    EXPECT_EQ(m.buffers.at(t).dtype(), cpu.at(t).dtype());
-  }
 }
 
 TEST(CudaExecutor, HostStepsAloneGiveTheCpuBitsOnEveryStreamCount) {
