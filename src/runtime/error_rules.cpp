@@ -1614,6 +1614,52 @@ void OperationEval::elementwise(Ctx& c) const {
   if (spare_sigma != nullptr) c.result.taken.push_back(in_entries[0].value.tensor);
 }
 
+// The exact worst case of softmax's propagated error, relative to y_i. With the inputs moved by
+// |δ_j| ≤ Δ_j, y_i' = 1 / (1 + Σ_{j≠i} e^(x_j − x_i + δ_j − δ_i)), so y_i' lies in
+//   [y_i / (y_i + e^Δ_i·A_i),  y_i / (y_i + e^−Δ_i·B_i)],
+// A_i = Σ_{j≠i} y_j·e^Δ_j + M (M = Σ e^(x_j − m + Δ_j) over the terms that are 0 in float64: a
+// bound of what they can add, as the normaliser is ≥ 1), B_i = Σ_{j≠i} y_j·e^−Δ_j. Subtracting
+// y_i, with 1 − y_i = Σ_{j≠i} y_j (= S_i) and e^(a+b) − 1 = e^a·(e^b − 1) + (e^a − 1):
+//   y_i − low  = y_i·G / (y_i + e^Δ_i·A_i),   G = e^Δ_i·(P_i + M) + expm1(Δ_i)·S_i
+//   high − y_i = y_i·H / (y_i + e^−Δ_i·B_i),  H = e^−Δ_i·Q_i − expm1(−Δ_i)·S_i
+// with P_i = Σ_{j≠i} y_j·expm1(Δ_j), Q_i = Σ_{j≠i} y_j·(−expm1(−Δ_j)): sums of nonnegative terms,
+// no cancellation but the row sums minus cell i's own term (clamped at 0; what that loses is
+// ~1e-16·y_i, far below the rounding terms). `spread` returns max(G/(…), H/(…)); ∞ where a Δ is.
+//
+// Rows whose every live Δ_j ≤ kSmall = 2^−16 need no sums: there G ≤ e^2τ·(Δ_i + Σ_j y_j·Δ_j +
+// M) (expm1(x) ≤ x·e^x, and the lower side's denominator is ≥ 1) and H ≤ Δ_i + Σ_j y_j·Δ_j over a
+// denominator ≥ e^−2τ, so the first-order term times kSmallFactor = 1 + 2^−14 > e^2τ bounds both
+// (the bars of ordinary float32 rows grow by 6e-5, at the cost of one multiply).
+struct SoftmaxRow {
+  static constexpr double kSmall = 0x1p-16;
+  static constexpr double kSmallFactor = 1 + 0x1p-14;
+  double s = 0, p = 0, q = 0, a = 0, b = 0, masked = 0;  // Σ y, Σ y·expm1(Δ), Σ y·−expm1(−Δ),
+                                                         // Σ y·e^Δ, Σ y·e^−Δ, M
+  bool finite = true;
+  void add_live(double y, double delta) {
+    finite = finite && std::isfinite(delta);
+    s += y;
+    p += y * std::expm1(delta);
+    q += y * -std::expm1(-delta);
+    a += y * std::exp(delta);
+    b += y * std::exp(-delta);
+  }
+  void add_masked(double most) { masked += most; }
+  [[nodiscard]] double spread(double y, double delta) const {
+    if (!finite || !std::isfinite(masked)) return std::numeric_limits<double>::infinity();
+    const double others_s = std::max(s - y, 0.0);
+    const double others_p = std::max(p - y * std::expm1(delta), 0.0);
+    const double others_q = std::max(q + y * std::expm1(-delta), 0.0);
+    const double others_a = std::max(a - y * std::exp(delta), 0.0) + masked;
+    const double others_b = std::max(b - y * std::exp(-delta), 0.0);
+    const double up = std::exp(delta), down = std::exp(-delta);
+    const double g = up * (others_p + masked) + std::expm1(delta) * others_s;
+    const double h = down * others_q - std::expm1(-delta) * others_s;
+    const double r = std::max(g / (y + up * others_a), h / (y + down * others_b));
+    return std::isnan(r) ? std::numeric_limits<double>::infinity() : r;
+  }
+};
+
 // softmax over the last dim of each row: y_i = e^(x_i − m) / Σ_j e^(x_j − m), m = max_j x_j.
 //   propagated  dy_i = y_i·(dx_i − Σ_j y_j·dx_j), so |Δy_i| ≤ y_i·(Δx_i + S), S = Σ_j c_j:
 //               c_j = y_j·Δx_j (first order), or for a term that is 0 in float64 (x_j = −inf, or
@@ -1626,6 +1672,11 @@ void OperationEval::elementwise(Ctx& c) const {
 //               every computation (both kernels flush e^d below d = −745 at the latest): exact
 //   ±inf, NaN   a row holding +inf or only −inf: certain when every cell of the row is known
 // Δ = σ or D (σ sums its first-order terms linearly, a safe bound of their quadrature).
+//   large Δ     the first-order term above is not a bound once Δ is O(1) (bf16 logits of ~1000
+//               carry D ≈ 4: e^Δ − 1 ≫ Δ). The propagated term is the larger of it and the exact
+//               worst case over every perturbation |δ_j| ≤ Δ_j (softmax_spread below; the σ
+//               channel takes it at Δ = λσ, divided by λ): the same number to first order, and
+//               a bound at any size.
 void OperationEval::softmax(Ctx& c) const {
   const ir::IpfSignature& signature = *c.op.ipf_signature();
   const Range index = *c.op.ipf_index();
@@ -1672,20 +1723,43 @@ void OperationEval::softmax(Ctx& c) const {
               e_max = std::min(l * at(sr, j, step_x), at(dr, j, step_x));
             }
           }
-          // 2. S = Σ_j c_j for σ and for D, and the terms of the normaliser that are not 0.
-          double s_sum = 0, d_sum = 0, live = 0;
+          // 2. S = Σ_j c_j for σ and for D, and the terms of the normaliser that are not 0;
+          //    the rows' sums of the exact worst case (SoftmaxRow) at Δ = λσ and at Δ = D.
+          double s_sum = 0, d_sum = 0, live = 0, s_widest = 0, d_widest = 0;
           for (std::int64_t j = 0; j < n; ++j) {
             const double yj = at(yr, j, step_y), xj = at(xr, j, step_x);
             const double sj = at(sr, j, step_x), dj = at(dr, j, step_x);
             if (yj != 0) {
               s_sum += yj * sj;
               d_sum += yj * dj;
+              s_widest = std::max(s_widest, l * sj);
+              d_widest = std::max(d_widest, dj);
               ++live;
             } else {
               s_sum += std::exp(xj - m + std::min(l * sj, dj));
               d_sum += std::exp(xj - m + dj);
             }
           }
+          const bool s_small = s_widest <= SoftmaxRow::kSmall;
+          const bool d_small = d_widest <= SoftmaxRow::kSmall;
+          SoftmaxRow s_row, d_row;
+          for (std::int64_t j = 0; j < n && !(s_small && d_small); ++j) {
+            const double yj = at(yr, j, step_y), xj = at(xr, j, step_x);
+            const double sj = at(sr, j, step_x), dj = at(dr, j, step_x);
+            if (yj != 0) {
+              s_row.add_live(yj, l * sj);
+              d_row.add_live(yj, dj);
+            } else {
+              s_row.add_masked(std::exp(xj - m + std::min(l * sj, dj)));
+              d_row.add_masked(std::exp(xj - m + dj));
+            }
+          }
+          // The propagated term of cell i relative to y_i: first order, widened (see SoftmaxRow).
+          const auto propagated = [](const SoftmaxRow& row, bool small, double first, double yi,
+                                     double delta) {
+            return small ? first * SoftmaxRow::kSmallFactor
+                         : std::max(first, row.spread(yi, delta));
+          };
           // 3. Each output cell.
           for (std::int64_t j = 0; j < n; ++j) {
             const double yi = at(yr, j, step_y), xi = at(xr, j, step_x);
@@ -1699,8 +1773,10 @@ void OperationEval::softmax(Ctx& c) const {
               so = dout = most == 0 ? 0.0 : most + c.tiny;  // e^(…) = 0: the kernels give 0 too
             } else {
               const double own = c.u * yi * (std::abs(xi - m) + 3) + c.tiny;
-              so = std::hypot(yi * (si + s_sum), own + c.u * yi * std::sqrt(live));
-              dout = yi * (di + d_sum) + own + c.u * yi * std::max(live - 1, 0.0);
+              const double s_prop = propagated(s_row, s_small, (si + s_sum) * l, yi, l * si) / l;
+              const double d_prop = propagated(d_row, d_small, di + d_sum, yi, di);
+              so = std::hypot(yi * s_prop, own + c.u * yi * std::sqrt(live));
+              dout = yi * d_prop + own + c.u * yi * std::max(live - 1, 0.0);
             }
           }
         }

@@ -159,6 +159,61 @@ TEST(Masked, LogSumExpAndLargeLogitsAreCheckedEverywhere) {
   }
 }
 
+// Softmax of inputs whose bars are O(1) (bf16 logits of ~±60 carry D ≈ 0.25): the first-order
+// term y_i·(Δx_i + Σ_j y_j·Δx_j) is not a bound there (e^Δ − 1 > Δ), and the naive bf16 run of
+// large_logits(×400) fell 2.5× outside it. Move every input of a row to the corners of its bars
+// that push y_i furthest down (δ_i = −Δ_i, the others +Δ_j) and up, in long double: the change
+// stays within y's D (Δ = D) and within λσ (Δ = λσ) at every cell — and the first-order term
+// alone is exceeded somewhere, so the corners are where the old rule failed.
+TEST(Masked, SoftmaxBarsHoldWhenItsInputsBarsAreLarge) {
+  const ir::Graph g =
+      build("X: bf16[6, 12]\nS: bf16[1]\nL = mul(X, S)\nY = softmax(L)\noutput Y\n");
+  BufferMap in = runtime::generate_inputs(g, {.seed = 11});
+  verify_testing::fill_input(g, in, "S", 64);
+  const runtime::Oracle o = runtime::evaluate_oracle(g, in, {.keep_all = true});
+  const ir::TensorId lt = runtime::find_tensor(g, "L"), yt = runtime::find_tensor(g, "Y");
+  const auto x = o.value.at(lt).values<double>(), y = o.value.at(yt).values<double>();
+  const auto dx = o.bound.at(lt).values<double>(), dy = o.bound.at(yt).values<double>();
+  const auto sx = o.sigma.at(lt).values<double>(), sy = o.sigma.at(yt).values<double>();
+  const double lambda = o.lambda;
+  const std::size_t rows = 6, n = 12;
+  // The largest |y_i' − y_i| over the two corners of cell i's row, inputs moved by `delta`.
+  const auto corner_change = [&](std::size_t row, std::size_t i, auto delta) {
+    long double worst = 0;
+    for (int sign : {-1, 1}) {
+      long double z = 0, zi = 0;
+      for (std::size_t j = 0; j < n; ++j) {
+        const std::size_t k = row * n + j;
+        const long double move = (j == i ? sign : -sign) * static_cast<long double>(delta(k));
+        const long double e = std::exp(static_cast<long double>(x[k]) + move);
+        z += e;
+        if (j == i) zi = e;
+      }
+      worst = std::max(worst, std::fabs(zi / z - static_cast<long double>(y[row * n + i])));
+    }
+    return static_cast<double>(worst);
+  };
+  double widest_input = 0;
+  int beyond_first_order = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    double d_sum = 0;
+    for (std::size_t j = 0; j < n; ++j) d_sum += y[r * n + j] * dx[r * n + j];
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t k = r * n + i;
+      widest_input = std::max(widest_input, dx[k]);
+      const double by_d = corner_change(r, i, [&](std::size_t c) { return dx[c]; });
+      const double by_s = corner_change(r, i, [&](std::size_t c) { return lambda * sx[c]; });
+      EXPECT_LE(by_d, dy[k]) << "row " << r << " cell " << i << " y " << y[k];
+      EXPECT_LE(by_s, lambda * sy[k]) << "row " << r << " cell " << i << " y " << y[k];
+      if (by_d > y[k] * (dx[k] + d_sum)) ++beyond_first_order;
+    }
+  }
+  EXPECT_GT(widest_input, 0.1);  // the logits' bars are O(1): the regime under test
+  EXPECT_GT(beyond_first_order, 0);
+  const runtime::VerifyReport r = judge(g, in, run_plan(g, plan("{}"), in));
+  EXPECT_TRUE(r.pass()) << r.text();
+}
+
 // Cells whose float64 value is ±inf or NaN are classes: the result must be the same infinity,
 // or NaN; a finite number, the other infinity or a NaN for an infinity FAILs.
 TEST(NonFinite, ExpectedInfinitiesAndNaNsMustMatchExactly) {

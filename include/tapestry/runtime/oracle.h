@@ -83,7 +83,9 @@
 //                                √n·u·y_i  |  (n − 1)·u·y_i;  c_j = y_j·Δx_j, or e^(x_j − max +
 //                                Δx_j) where y_j = 0 in float64 (masked); n the terms ≠ 0;
 //                                y_i = 0: e^(x_i − max + e_i + e_argmax), 0 (exact) where that
-//                                underflows
+//                                underflows; where a Δx is over 2^−16 the first term is the
+//                                larger of it and the exact worst case over |δx_j| ≤ Δx_j
+//                                (error_rules.cpp SoftmaxRow: first order fails at Δ ~ 1)
 //   anything else (fused, user   a worst-case bound D = σ: 4·u·K·max|finite inputs| + the
 //     kernels)                   largest bar of the inputs, reported as "no error model"
 //
