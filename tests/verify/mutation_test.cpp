@@ -577,12 +577,13 @@ TEST(Mutation, VerifyKillsEveryInjectedFaultInBfloat16) {
   run_suite("bf16", {"linear_relu", "mlp"});
 }
 
-// Every example in bf16: NOT passing yet (2026-11-27: 228 / 237 killed, 3 false alarms, 147
-// faults below the bar). Survivors: shift-row/-column of transformer_block's Y (unsharded,
-// heads, reductions/2) and its missing-/twice-partial under heads; false alarms: large_logits
-// (x400), the naive run itself 2.5× outside a softmax bar at a 1e-14 cell; below the bar: bias
-// faults, one-cell and zeroed-row in the attention graphs, convnet and transformer_block, whose
-// bf16 bars are wider than those faults. Run with --gtest_also_run_disabled_tests.
+// Every example in bf16: NOT passing yet (2026-11-27: 228 / 237 killed, 0 false alarms — the 3
+// of large_logits (x400), where the naive run fell 2.5× outside softmax's first-order bar, went
+// with the exact worst case in softmax's rule — and 147 faults below the bar). Survivors:
+// shift-row/-column of transformer_block's Y (unsharded, heads, reductions/2) and its
+// missing-/twice-partial under heads and reductions/2; below the bar: bias faults, one-cell and
+// zeroed-row in the attention graphs, convnet and transformer_block, whose bf16 bars are wider
+// than those faults. Run with --gtest_also_run_disabled_tests.
 TEST(Mutation, DISABLED_VerifyKillsEveryInjectedFaultInBfloat16AllExamples) {
   run_suite("bf16");
 }
