@@ -1614,25 +1614,29 @@ void OperationEval::elementwise(Ctx& c) const {
   if (spare_sigma != nullptr) c.result.taken.push_back(in_entries[0].value.tensor);
 }
 
-// The exact worst case of softmax's propagated error, relative to y_i. With the inputs moved by
-// |δ_j| ≤ Δ_j, y_i' = 1 / (1 + Σ_{j≠i} e^(x_j − x_i + δ_j − δ_i)), so y_i' lies in
+// Softmax's propagated error, relative to y_i. With the inputs moved by |δ_j| ≤ Δ_j,
+// y_i' = 1 / (1 + Σ_{j≠i} e^(x_j − x_i + δ_j − δ_i)), so y_i' lies in
 //   [y_i / (y_i + e^Δ_i·A_i),  y_i / (y_i + e^−Δ_i·B_i)],
 // A_i = Σ_{j≠i} y_j·e^Δ_j + M (M = Σ e^(x_j − m + Δ_j) over the terms that are 0 in float64: a
 // bound of what they can add, as the normaliser is ≥ 1), B_i = Σ_{j≠i} y_j·e^−Δ_j. Subtracting
 // y_i, with 1 − y_i = Σ_{j≠i} y_j (= S_i) and e^(a+b) − 1 = e^a·(e^b − 1) + (e^a − 1):
 //   y_i − low  = y_i·G / (y_i + e^Δ_i·A_i),   G = e^Δ_i·(P_i + M) + expm1(Δ_i)·S_i
 //   high − y_i = y_i·H / (y_i + e^−Δ_i·B_i),  H = e^−Δ_i·Q_i − expm1(−Δ_i)·S_i
-// with P_i = Σ_{j≠i} y_j·expm1(Δ_j), Q_i = Σ_{j≠i} y_j·(−expm1(−Δ_j)): sums of nonnegative terms,
-// no cancellation but the row sums minus cell i's own term (clamped at 0; what that loses is
-// ~1e-16·y_i, far below the rounding terms). `spread` returns max(G/(…), H/(…)); ∞ where a Δ is.
+// with P_i = Σ_{j≠i} y_j·expm1(Δ_j), Q_i = Σ_{j≠i} y_j·(−expm1(−Δ_j)). `spread` returns
+// max(G/(…), H/(…)): the exact worst case, ∞ where a Δ is. Each "Σ_{j≠i}" is the row's sum less
+// cell i's term; what that subtraction may lose (2^−50 of the row's sum) is added to the
+// numerators and taken off the denominators.
 //
-// Rows whose every live Δ_j ≤ kSmall = 2^−16 need no sums: there G ≤ e^2τ·(Δ_i + Σ_j y_j·Δ_j +
-// M) (expm1(x) ≤ x·e^x, and the lower side's denominator is ≥ 1) and H ≤ Δ_i + Σ_j y_j·Δ_j over a
-// denominator ≥ e^−2τ, so the first-order term times kSmallFactor = 1 + 2^−14 > e^2τ bounds both
-// (the bars of ordinary float32 rows grow by 6e-5, at the cost of one multiply).
+// To first order both sides are S_i·Δ_i + Σ_{j≠i} y_j·Δ_j + M (dy_i = y_i·(dx_i − Σ_j y_j·dx_j):
+// a cell's own move cancels in its normaliser, so a one-hot row's 1 moves only by its
+// neighbours' weights). Rows whose every live Δ_j ≤ kSmall = 2^−16 take that term times
+// kSmallFactor = 1 + 2^−14 (`first_order`): there G ≤ e^2τ·(that term) (expm1(x) ≤ x·e^x, and
+// the lower side's denominator is ≥ 1) and H ≤ that term over a denominator ≥ e^−2τ, and
+// e^2τ < 1 + 2^−14. Other rows form the sums and take `spread`.
 struct SoftmaxRow {
   static constexpr double kSmall = 0x1p-16;
   static constexpr double kSmallFactor = 1 + 0x1p-14;
+  static constexpr double kLost = 0x1p-50;  // a bound of what a subtraction below may lose
   double s = 0, p = 0, q = 0, a = 0, b = 0, masked = 0;  // Σ y, Σ y·expm1(Δ), Σ y·−expm1(−Δ),
                                                          // Σ y·e^Δ, Σ y·e^−Δ, M
   bool finite = true;
@@ -1645,38 +1649,48 @@ struct SoftmaxRow {
     b += y * std::exp(-delta);
   }
   void add_masked(double most) { masked += most; }
+  // Σ_{j≠i} from the row's `total` and cell i's `own` term: at least (`up`) or at most the truth.
+  static double others_up(double total, double own) {
+    return std::max(total - own, 0.0) + kLost * total;
+  }
+  static double others_down(double total, double own) {
+    return std::max(total - own - kLost * total, 0.0);
+  }
+  // S_i·Δ_i + Σ_{j≠i} y_j·Δ_j + M, from the row's Σ y (`live_sum`) and Σ_j c_j (`sum`: the
+  // live y_j·Δ_j and the masked M), times kSmallFactor.
+  static double first_order(double live_sum, double sum, double y, double delta) {
+    return (others_up(live_sum, y) * delta + others_up(sum, y * delta)) * kSmallFactor;
+  }
   [[nodiscard]] double spread(double y, double delta) const {
     if (!finite || !std::isfinite(masked)) return std::numeric_limits<double>::infinity();
-    const double others_s = std::max(s - y, 0.0);
-    const double others_p = std::max(p - y * std::expm1(delta), 0.0);
-    const double others_q = std::max(q + y * std::expm1(-delta), 0.0);
-    const double others_a = std::max(a - y * std::exp(delta), 0.0) + masked;
-    const double others_b = std::max(b - y * std::exp(-delta), 0.0);
     const double up = std::exp(delta), down = std::exp(-delta);
-    const double g = up * (others_p + masked) + std::expm1(delta) * others_s;
-    const double h = down * others_q - std::expm1(-delta) * others_s;
-    const double r = std::max(g / (y + up * others_a), h / (y + down * others_b));
+    const double others_s = others_up(s, y);
+    const double g =
+        up * (others_up(p, y * std::expm1(delta)) + masked) + std::expm1(delta) * others_s;
+    const double h = down * others_up(q, -y * std::expm1(-delta)) - std::expm1(-delta) * others_s;
+    const double r = std::max(g / (y + up * (others_down(a, y * up) + masked)),
+                              h / (y + down * others_down(b, y * down)));
     return std::isnan(r) ? std::numeric_limits<double>::infinity() : r;
   }
 };
 
 // softmax over the last dim of each row: y_i = e^(x_i − m) / Σ_j e^(x_j − m), m = max_j x_j.
-//   propagated  dy_i = y_i·(dx_i − Σ_j y_j·dx_j), so |Δy_i| ≤ y_i·(Δx_i + S), S = Σ_j c_j:
-//               c_j = y_j·Δx_j (first order), or for a term that is 0 in float64 (x_j = −inf, or
-//               e^(x_j − m) below the smallest double: a masked score) e^(x_j − m + Δx_j), the
-//               most it can be whatever its error — 0 for a mask of −inf or −1e9
+//   propagated  dy_i = y_i·(dx_i − Σ_j y_j·dx_j), so to first order |Δy_i| ≤ y_i·(S_i·Δx_i +
+//               Σ_{j≠i} c_j), S_i = Σ_{j≠i} y_j: c_j = y_j·Δx_j, or for a term that is 0 in
+//               float64 (x_j = −inf, or e^(x_j − m) below the smallest double: a masked score)
+//               e^(x_j − m + Δx_j), the most it can be whatever its error — 0 for a mask of −inf
+//               or −1e9. That is a bound (times 1 + 2^−14) while every Δx_j ≤ 2^−16; a row with
+//               larger bars takes the exact worst case over every move of its inputs within
+//               them instead (SoftmaxRow above: first order fails once Δ ~ 1 — bf16 logits of
+//               ~1000 carry D ≈ 4 — and the naive bf16 run of large logits fell 2.5× outside it)
 //   rounding    x_i − m: u·|x_i − m|·y_i; exp, the division: 3·u·y_i; the sum of the n terms
 //               that are not 0 in float64: √n·u·y_i (σ), (n − 1)·u·y_i (D)
 //   y_i = 0     σ = D = e^(x_i − m + e_i + e_k) + tiny (e the bars, k the row's argmax: the
 //               normaliser is ≥ e^(−e_k)); where that e^(…) is 0 in float64 the weight is 0 in
 //               every computation (both kernels flush e^d below d = −745 at the latest): exact
 //   ±inf, NaN   a row holding +inf or only −inf: certain when every cell of the row is known
-// Δ = σ or D (σ sums its first-order terms linearly, a safe bound of their quadrature).
-//   large Δ     the first-order term above is not a bound once Δ is O(1) (bf16 logits of ~1000
-//               carry D ≈ 4: e^Δ − 1 ≫ Δ). The propagated term is the larger of it and the exact
-//               worst case over every perturbation |δ_j| ≤ Δ_j (softmax_spread below; the σ
-//               channel takes it at Δ = λσ, divided by λ): the same number to first order, and
-//               a bound at any size.
+// Δ = D, or λσ for σ (divided by λ after; σ sums its first-order terms linearly, a safe bound of
+// their quadrature).
 void OperationEval::softmax(Ctx& c) const {
   const ir::IpfSignature& signature = *c.op.ipf_signature();
   const Range index = *c.op.ipf_index();
@@ -1725,11 +1739,12 @@ void OperationEval::softmax(Ctx& c) const {
           }
           // 2. S = Σ_j c_j for σ and for D, and the terms of the normaliser that are not 0;
           //    the rows' sums of the exact worst case (SoftmaxRow) at Δ = λσ and at Δ = D.
-          double s_sum = 0, d_sum = 0, live = 0, s_widest = 0, d_widest = 0;
+          double s_sum = 0, d_sum = 0, live = 0, live_sum = 0, s_widest = 0, d_widest = 0;
           for (std::int64_t j = 0; j < n; ++j) {
             const double yj = at(yr, j, step_y), xj = at(xr, j, step_x);
             const double sj = at(sr, j, step_x), dj = at(dr, j, step_x);
             if (yj != 0) {
+              live_sum += yj;
               s_sum += yj * sj;
               d_sum += yj * dj;
               s_widest = std::max(s_widest, l * sj);
@@ -1754,11 +1769,11 @@ void OperationEval::softmax(Ctx& c) const {
               d_row.add_masked(std::exp(xj - m + dj));
             }
           }
-          // The propagated term of cell i relative to y_i: first order, widened (see SoftmaxRow).
-          const auto propagated = [](const SoftmaxRow& row, bool small, double first, double yi,
-                                     double delta) {
-            return small ? first * SoftmaxRow::kSmallFactor
-                         : std::max(first, row.spread(yi, delta));
+          // The propagated term of cell i relative to y_i (SoftmaxRow), Δ = λσ or D.
+          const auto propagated = [&](const SoftmaxRow& row, bool small, double sum, double yi,
+                                      double delta) {
+            return small ? SoftmaxRow::first_order(live_sum, sum, yi, delta)
+                         : row.spread(yi, delta);
           };
           // 3. Each output cell.
           for (std::int64_t j = 0; j < n; ++j) {
@@ -1773,8 +1788,8 @@ void OperationEval::softmax(Ctx& c) const {
               so = dout = most == 0 ? 0.0 : most + c.tiny;  // e^(…) = 0: the kernels give 0 too
             } else {
               const double own = c.u * yi * (std::abs(xi - m) + 3) + c.tiny;
-              const double s_prop = propagated(s_row, s_small, (si + s_sum) * l, yi, l * si) / l;
-              const double d_prop = propagated(d_row, d_small, di + d_sum, yi, di);
+              const double s_prop = propagated(s_row, s_small, l * s_sum, yi, l * si) / l;
+              const double d_prop = propagated(d_row, d_small, d_sum, yi, di);
               so = std::hypot(yi * s_prop, own + c.u * yi * std::sqrt(live));
               dout = yi * d_prop + own + c.u * yi * std::max(live - 1, 0.0);
             }

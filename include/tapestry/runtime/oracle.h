@@ -79,12 +79,12 @@
 //                                x < 0); an exact ±inf input gives the exact limit (exp(−inf) = 0)
 //   div                          σa/m ⊕ |a/b|·σb/m ⊕ u·|a/b|  |  (Da + |a/b|·Db)/m + u·|a/b|;
 //                                m = |b| − e_b (unbounded where m ≤ 0)
-//   softmax (row of n)           y_i·(Δx_i + Σ_j c_j) + u·y_i·(|x_i − max| + 3) + sum:
-//                                √n·u·y_i  |  (n − 1)·u·y_i;  c_j = y_j·Δx_j, or e^(x_j − max +
-//                                Δx_j) where y_j = 0 in float64 (masked); n the terms ≠ 0;
-//                                y_i = 0: e^(x_i − max + e_i + e_argmax), 0 (exact) where that
-//                                underflows; where a Δx is over 2^−16 the first term is the
-//                                larger of it and the exact worst case over |δx_j| ≤ Δx_j
+//   softmax (row of n)           y_i·(S_i·Δx_i + Σ_{j≠i} c_j) + u·y_i·(|x_i − max| + 3) + sum:
+//                                √n·u·y_i  |  (n − 1)·u·y_i;  S_i = Σ_{j≠i} y_j, c_j = y_j·Δx_j,
+//                                or e^(x_j − max + Δx_j) where y_j = 0 in float64 (masked); n
+//                                the terms ≠ 0; y_i = 0: e^(x_i − max + e_i + e_argmax), 0
+//                                (exact) where that underflows. Rows with a Δx over 2^−16: the
+//                                exact worst case over |δx_j| ≤ Δx_j for the first term
 //                                (error_rules.cpp SoftmaxRow: first order fails at Δ ~ 1)
 //   anything else (fused, user   a worst-case bound D = σ: 4·u·K·max|finite inputs| + the
 //     kernels)                   largest bar of the inputs, reported as "no error model"
