@@ -9,6 +9,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -185,6 +187,42 @@ TEST(OracleChains, BarsHoldAndTheNumbersDoNotDependOnThreadsOrKeepAll) {
     EXPECT_EQ(apart, 0);
   }
   EXPECT_EQ(chained.magnitude, oracles.back().magnitude);
+}
+
+// The chains the oracle cuts at the default threshold in the full-size examples (the graphs
+// alone: nothing is evaluated), printed as "ops [blocks] internal". Fails if one the docs
+// describe (docs/runtime.md, "What verifying costs") is no longer found.
+TEST(OracleChains, TheFullSizeExamplesChains) {
+  std::map<std::string, std::vector<std::string>> found;
+  for (const auto& e : fs::directory_iterator(TAPESTRY_EXAMPLES)) {
+    if (e.path().extension() != ".tap") continue;
+    std::ifstream stream(e.path());
+    std::stringstream text;
+    text << stream.rdbuf();
+    const ir::Graph g = build(text.str());
+    const std::vector<ir::OperationId> order = order_of(g);
+    for (const auto& c :
+         runtime::detail::oracle_chains(g, order, runtime::OracleOptions{}.chain_cells)) {
+      std::string line;
+      for (std::size_t k = c.begin; k < c.end; ++k)
+        line += std::string(g.display_name(order[k])) + " ";
+      line += fmt::format("[{}]", c.blocks());
+      for (ir::TensorId t : c.internal) line += " " + runtime::tensor_name(g, t);
+      found[e.path().stem().string()].push_back(line);
+      std::cout << e.path().stem().string() << ": " << line << "\n";
+    }
+  }
+  // The MLP by rows; the bottleneck's seven operations by images; transformer_large's Q, K and
+  // V (reshape, permute) and its attention (Kᵀ, matmul, scale, softmax, matmul, permute) by
+  // batches, the rest (output projection, residual, MLP, residual) by rows.
+  EXPECT_EQ(found["mlp"], (std::vector<std::string>{"H/linear H Y [8] H/linear H"}));
+  ASSERT_EQ(found["resnet_bottleneck"].size(), 1U);
+  EXPECT_TRUE(found["resnet_bottleneck"][0].starts_with(
+      "A/conv2d A B/pad B/conv2d B Y/conv2d Y/add Y [8]"));
+  ASSERT_EQ(found["transformer_large"].size(), 5U);
+  EXPECT_TRUE(found["transformer_large"][3].starts_with(
+      "Scores/transpose Scores/matmul Scores P Ctx Attn/permute [4]"));
+  EXPECT_TRUE(found["transformer_large"][4].starts_with("Attn R1 M/linear M/gelu M Y [8]"));
 }
 
 // Every examples/*.tap (its small stand-in in tests/data/cli where one exists) and the masked

@@ -172,9 +172,9 @@ struct Oracle {
   /// range); integer tensors have none (exact).
   BufferMap sigma;
   BufferMap bound;
-  /// The most bytes `value`, `sigma` and `bound` held at once during the evaluation (the rules'
-  /// temporaries not included): a few live tensors when streaming, the whole graph ×3 with
-  /// keep_all.
+  /// The most bytes `value`, `sigma` and `bound` held at once during the evaluation, with a
+  /// chain's blocks (OracleOptions::chain_cells; the rules' temporaries not included): a few
+  /// live tensors when streaming, the whole graph ×3 with keep_all.
   std::int64_t peak_bytes = 0;
   /// The largest Σ|terms| any cell of the tensor was summed from (|value| for data movement):
   /// a bound on every partial sum of any order, so exact mode holds while it is < 2^24.
