@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <vector>
@@ -12,7 +13,9 @@
 #include <fmt/format.h>
 
 #include "block_program.h"
+#include "oracle_chains.h"
 #include "run_support.h"
+#include "tapestry/runtime/oracle.h"
 #include "tapestry/runtime/run_metrics.h"
 #include "tapestry/runtime/tensor_map.h"
 #include "tapestry/support/error.h"
@@ -101,11 +104,25 @@ namespace {
 // The peaks of the streaming naive run and oracle, simulated on the graph in the order they run
 // it: before each operation the inputs it reads for the first time enter (the oracle's float64
 // copies; the naive run reads the caller's), its outputs join the live set, then the tensors
-// releases_after lists leave.
+// releases_after lists leave. A chain (oracle_chains.h) runs in the oracle a block at a time:
+// the tensors it assembles and the whole tensors it reads first, then each block's parts.
 struct StreamPeaks {
   std::int64_t naive = 0;
   std::int64_t oracle = 0;
 };
+
+// The rule's temporaries, float64: bilinear makes up to 9 transforms of each input (|x|, x², σ²,
+// |x| + D, the 0/1 flags) and holds 12 buffers the size of its outputs (the kernel runs, σ, D);
+// the other rules fewer: 4 of each input and 10 of each output.
+std::int64_t temporaries(std::string_view kernel, std::int64_t in_cells, std::int64_t out_cells) {
+  const bool bilinear = kernel == "linear" || kernel == "matmul" || kernel == "conv2d" ||
+                        kernel == "grouped_conv2d" || kernel == "mul" || kernel == "op:linear" ||
+                        kernel == "op:matmul" || kernel == "op:conv2d" ||
+                        kernel == "op:grouped_conv2d" || kernel == "op:mul";
+  return mul_saturating(add_saturating(mul_saturating(in_cells, bilinear ? 10 : 4),
+                                       mul_saturating(out_cells, bilinear ? 14 : 10)),
+                        sizeof(double));
+}
 
 StreamPeaks stream_peaks(const ir::Graph& graph) {
   const ir::TopologicalOrder topo = graph.topological_order();
@@ -117,52 +134,120 @@ StreamPeaks stream_peaks(const ir::Graph& graph) {
   const std::set<ir::TensorId> inputs(in.begin(), in.end());
   const auto cells = [&](ir::TensorId t) { return graph.tensor(t).range().size(); };
   const auto is_float = [&](ir::TensorId t) { return ir::is_float(tensor_dtype(graph, t)); };
-  // The oracle's bytes of a tensor: an input's float64 value (its σ and D borrow shared zeros),
-  // a computed one's value, σ and D; integer tensors as they are.
-  const auto oracle_of = [&](ir::TensorId t) {
-    if (!is_float(t)) return bytes_of(graph, t);
-    return mul_saturating(cells(t), (inputs.contains(t) ? 1 : 3) * sizeof(double));
+  // The oracle's bytes of `n` cells of a tensor: an input's float64 value (its σ and D borrow
+  // shared zeros), a computed one's value, σ and D; integer tensors as they are.
+  const auto oracle_cells = [&](ir::TensorId t, std::int64_t n) {
+    if (!is_float(t))
+      return mul_saturating(n,
+                            static_cast<std::size_t>(ir::dtype_size_bytes(tensor_dtype(graph, t))));
+    return mul_saturating(n, (inputs.contains(t) ? 1 : 3) * sizeof(double));
   };
-  std::set<ir::TensorId> entered;
-  std::int64_t naive = 0, oracle = 0;
+  const auto oracle_of = [&](ir::TensorId t) { return oracle_cells(t, cells(t)); };
   StreamPeaks peak;
+
+  // The naive run: each operation's outputs join, its released tensors leave (inputs are the
+  // caller's).
+  std::int64_t naive = 0;
   for (std::size_t i = 0; i < order.size(); ++i) {
-    const ir::OperationView op = graph.operation(order[i]);
+    for (const auto& e : graph.operation(order[i]).outputs().entries())
+      naive = add_saturating(naive, bytes_of(graph, e.value.tensor));
+    peak.naive = std::max(peak.naive, naive);
+    for (ir::TensorId t : release[i])
+      if (!inputs.contains(t)) naive -= bytes_of(graph, t);
+  }
+
+  // The oracle: `held` is what the whole tensors it holds cost.
+  std::map<ir::TensorId, std::int64_t> held;
+  std::int64_t oracle = 0;
+  const auto hold = [&](ir::TensorId t) {
+    if (held.contains(t)) return;
+    held[t] = oracle_of(t);
+    oracle = add_saturating(oracle, held[t]);
+  };
+  const auto drop = [&](std::size_t i) {
+    for (ir::TensorId t : release[i]) {
+      auto it = held.find(t);
+      if (it == held.end()) continue;
+      oracle -= it->second;
+      held.erase(it);
+    }
+  };
+  const std::vector<detail::OracleChain> chains =
+      detail::oracle_chains(graph, order, OracleOptions{}.chain_cells);
+  for (std::size_t k = 0, c = 0; k < order.size();) {
+    if (c < chains.size() && chains[c].begin == k) {
+      const detail::OracleChain& chain = chains[c];
+      // The tensors it assembles, and those every block reads whole.
+      for (std::size_t j = chain.begin; j < chain.end; ++j) {
+        const ir::OperationView op = graph.operation(order[j]);
+        for (const auto& e : op.inputs().entries()) {
+          const ir::TensorId t = e.value.tensor;
+          if (!chain.partial.contains(t) && (inputs.contains(t) || held.contains(t))) hold(t);
+        }
+        for (const auto& e : op.outputs().entries())
+          if (!chain.internal.contains(e.value.tensor)) hold(e.value.tensor);
+      }
+      // Each block: the parts of earlier tensors it reads (copies, at most: 24 bytes a cell of a
+      // computed tensor, 8 of an input's), the outputs of its operations, their temporaries.
+      for (std::size_t b = 0; b < chain.blocks(); ++b) {
+        const detail::ChainBlock block = detail::chain_block(graph, order, chain, b);
+        std::map<ir::TensorId, std::size_t> last;
+        for (std::size_t j = 0; j < block.ops.size(); ++j) {
+          const ir::OperationView op = block.graph.operation(block.ops[j]);
+          for (const auto& e : op.inputs().entries()) last[e.value.tensor] = j;
+          for (const auto& e : op.outputs().entries()) last[e.value.tensor] = j;
+        }
+        std::map<ir::TensorId, std::int64_t> live;
+        std::int64_t parts = 0;
+        for (std::size_t j = 0; j < block.ops.size(); ++j) {
+          const ir::OperationView op = block.graph.operation(block.ops[j]);
+          std::int64_t in_cells = 0, out_cells = 0;
+          for (const auto& e : op.inputs().entries()) {
+            const ir::TensorId mine = e.value.tensor;
+            const std::int64_t n = block.graph.tensor(mine).range().size();
+            in_cells = add_saturating(in_cells, n);
+            const ir::TensorId t = block.original.at(mine);
+            if (live.contains(mine) || !chain.partial.contains(t)) continue;
+            live[mine] = oracle_cells(t, n);
+            parts = add_saturating(parts, live[mine]);
+          }
+          for (const auto& e : op.outputs().entries()) {
+            const ir::TensorId mine = e.value.tensor;
+            const std::int64_t n = block.graph.tensor(mine).range().size();
+            out_cells = add_saturating(out_cells, n);
+            live[mine] = oracle_cells(block.original.at(mine), n);
+            parts = add_saturating(parts, live[mine]);
+          }
+          peak.oracle =
+              std::max(peak.oracle, add_saturating(add_saturating(oracle, parts),
+                                                   temporaries(op.kernel(), in_cells, out_cells)));
+          for (const auto& [mine, at] : last) {
+            auto it = live.find(mine);
+            if (at != j || it == live.end()) continue;
+            parts -= it->second;
+            live.erase(it);
+          }
+        }
+      }
+      for (; k < chain.end; ++k) drop(k);
+      ++c;
+      continue;
+    }
+    const ir::OperationView op = graph.operation(order[k]);
     std::int64_t in_cells = 0, out_cells = 0;
     for (const auto& e : op.inputs().entries()) {
       const ir::TensorId t = e.value.tensor;
       in_cells = add_saturating(in_cells, cells(t));
-      if (inputs.contains(t) && entered.insert(t).second)
-        oracle = add_saturating(oracle, oracle_of(t));
+      if (inputs.contains(t)) hold(t);
     }
     for (const auto& e : op.outputs().entries()) {
-      const ir::TensorId t = e.value.tensor;
-      out_cells = add_saturating(out_cells, cells(t));
-      naive = add_saturating(naive, bytes_of(graph, t));
-      oracle = add_saturating(oracle, oracle_of(t));
+      out_cells = add_saturating(out_cells, cells(e.value.tensor));
+      hold(e.value.tensor);
     }
-    // The rule's temporaries, float64: bilinear makes up to 9 transforms of each input (|x|,
-    // x², σ², |x| + D, the 0/1 flags) and holds 12 buffers the size of its outputs (the kernel
-    // runs, σ, D); the other rules fewer: 4 of each input and 10 of each output.
-    const std::string_view kernel = op.kernel();
-    const bool bilinear = kernel == "linear" || kernel == "matmul" || kernel == "conv2d" ||
-                          kernel == "grouped_conv2d" || kernel == "mul" || kernel == "op:linear" ||
-                          kernel == "op:matmul" || kernel == "op:conv2d" ||
-                          kernel == "op:grouped_conv2d" || kernel == "op:mul";
-    const std::int64_t temporaries =
-        mul_saturating(add_saturating(mul_saturating(in_cells, bilinear ? 10 : 4),
-                                      mul_saturating(out_cells, bilinear ? 14 : 10)),
-                       sizeof(double));
-    peak.naive = std::max(peak.naive, naive);
-    peak.oracle = std::max(peak.oracle, add_saturating(oracle, temporaries));
-    for (ir::TensorId t : release[i]) {
-      if (inputs.contains(t)) {
-        if (entered.contains(t)) oracle -= oracle_of(t);
-        continue;
-      }
-      naive -= bytes_of(graph, t);
-      oracle -= oracle_of(t);
-    }
+    peak.oracle = std::max(peak.oracle,
+                           add_saturating(oracle, temporaries(op.kernel(), in_cells, out_cells)));
+    drop(k);
+    ++k;
   }
   // Outputs that are inputs are copied at the end.
   for (ir::TensorId t : graph_outputs(graph)) {

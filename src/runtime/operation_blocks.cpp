@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tapestry/runtime/fast_kernels.h"
 
@@ -16,25 +17,10 @@ namespace tapestry::runtime::detail {
 
 namespace {
 
-// Whether every output of `call` takes index dim `dim` one-to-one: one tensor dim t of its own
-// (column `dim` of the IPF's matrix nonzero in row t alone, row t depending on `dim` alone), and
-// windows along t no longer than the step (the cells of two index values never overlap).
 bool cuttable(const KernelCall& call, std::size_t dim) {
-  if (call.outputs.empty()) return false;
-  for (const auto& entry : call.outputs.entries()) {
-    const zspace::AffineMap& map = entry.value.ipf->map();
-    std::optional<std::size_t> row;
-    for (std::size_t t = 0; t < map.out_rank(); ++t) {
-      if (map.at(t, dim) == 0) continue;
-      if (row) return false;
-      row = t;
-    }
-    if (!row) return false;
-    for (std::size_t j = 0; j < map.in_rank(); ++j)
-      if (j != dim && map.at(*row, j) != 0) return false;
-    if (entry.value.ipf->shape()[*row] > std::abs(map.at(*row, dim))) return false;
-  }
-  return true;
+  std::vector<const zspace::IndexProjection*> outputs;
+  for (const auto& entry : call.outputs.entries()) outputs.push_back(entry.value.ipf);
+  return one_to_one(outputs, dim);
 }
 
 // Index points × the largest input window: the work of the call, in points.
@@ -56,6 +42,24 @@ void narrow(ir::NamedLists<Port>& ports, const Range& block) {
 }
 
 }  // namespace
+
+bool one_to_one(std::span<const zspace::IndexProjection* const> outputs, std::size_t dim) {
+  if (outputs.empty()) return false;
+  for (const zspace::IndexProjection* ipf : outputs) {
+    const zspace::AffineMap& map = ipf->map();
+    std::optional<std::size_t> row;
+    for (std::size_t t = 0; t < map.out_rank(); ++t) {
+      if (map.at(t, dim) == 0) continue;
+      if (row) return false;
+      row = t;
+    }
+    if (!row) return false;
+    for (std::size_t j = 0; j < map.in_rank(); ++j)
+      if (j != dim && map.at(*row, j) != 0) return false;
+    if (ipf->shape()[*row] > std::abs(map.at(*row, dim))) return false;
+  }
+  return true;
+}
 
 std::vector<Range> operation_blocks(const KernelCall& call) {
   const Range& index = call.index;

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "tapestry/runtime/kernel.h"
@@ -29,6 +30,12 @@ namespace tapestry::runtime::detail {
 inline constexpr double kBlockWork = 1 << 20;
 /// The most blocks one call is cut into.
 inline constexpr std::int64_t kMaxBlocks = 8;
+
+/// Whether every one of `outputs` (an operation's output IPFs) takes index dim `dim` one-to-one:
+/// one tensor dim of its own (column `dim` of the IPF's matrix nonzero in that row alone, the row
+/// depending on `dim` alone) and windows along it no longer than the step (the cells of two
+/// index values never overlap). False without outputs.
+bool one_to_one(std::span<const zspace::IndexProjection* const> outputs, std::size_t dim);
 
 /// The index boxes `call` (its index, its ports' IPFs) is cut into: min(kMaxBlocks, work /
 /// kBlockWork) pieces, at most one per index value, of one dim that is not reduced and that each

@@ -16,8 +16,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "error_rules.h"
+#include "oracle_chains.h"
 #include "run_support.h"
 #include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/naive_executor.h"
@@ -99,7 +101,15 @@ std::string non_integer_input(const ir::Graph& graph,
   return {};
 }
 
-// The bytes of the oracle's value, sigma and bound buffers, and the most they held at once.
+// A value, sigma and bound map: the oracle's, or a chain block's (keyed by its graph's tensors).
+struct Maps {
+  BufferMap* value;
+  BufferMap* sigma;
+  BufferMap* bound;
+};
+
+// The bytes of the buffers in the oracle's value, sigma and bound maps and a chain block's, and
+// the most they held at once.
 class LiveBytes {
  public:
   explicit LiveBytes(Oracle& oracle) : oracle_(oracle) {}
@@ -111,13 +121,13 @@ class LiveBytes {
     oracle_.peak_bytes = std::max(oracle_.peak_bytes, now_);
   }
   // t's σ and D became an output's (RuleResult::taken): gone from the maps, `bytes` with them.
-  void taken(ir::TensorId t, std::int64_t bytes) {
-    oracle_.sigma.erase(t);
-    oracle_.bound.erase(t);
+  void taken(Maps maps, ir::TensorId t, std::int64_t bytes) {
+    maps.sigma->erase(t);
+    maps.bound->erase(t);
     now_ -= bytes;
   }
-  void erase(ir::TensorId t) {
-    for (BufferMap* map : {&oracle_.value, &oracle_.sigma, &oracle_.bound}) {
+  void erase(Maps maps, ir::TensorId t) {
+    for (BufferMap* map : {maps.value, maps.sigma, maps.bound}) {
       auto it = map->find(t);
       if (it == map->end()) continue;
       now_ -= bytes(it->second);
@@ -133,6 +143,34 @@ class LiveBytes {
   Oracle& oracle_;
   std::int64_t now_ = 0;
 };
+
+// The cells `region` of `parent` as a buffer of their own: a view where they are contiguous (a
+// block of rows), else a copy; a block of shared zeros is a view of the zeros.
+Buffer part_of(const Buffer& parent, const Range& region, const detail::SharedZeros& zeros) {
+  if (zeros.holds(parent)) return zeros.view(region, parent.dtype());
+  auto* data = const_cast<std::byte*>(parent.bytes());  // NOLINT: views are only read
+  const std::int64_t offset = detail::contiguous_offset(parent.range(), region);
+  if (offset >= 0 && data != nullptr) {
+    return Buffer::borrow(
+        parent.dtype(), region,
+        data + offset * static_cast<std::int64_t>(ir::dtype_size_bytes(parent.dtype())));
+  }
+  Buffer out(parent.dtype(), region, Buffer::Uninitialized{});
+  copy_elements(parent.view(region), out.view());
+  return out;
+}
+
+// The cells `region` of a graph input, promoted as `promote` does the whole.
+Buffer promote_part(const Buffer& in, const Range& region) {
+  const bool widen = in.dtype() == DType::kFloat32 || is_half_float(in.dtype());
+  Buffer out(widen ? DType::kFloat64 : in.dtype(), region, Buffer::Uninitialized{});
+  if (widen) {
+    convert_elements(in.view(region), out.view());
+  } else {
+    copy_elements(in.view(region), out.view());
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -186,33 +224,137 @@ Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
   };
 
   // 2. Each operation in order: its value and error rule; then every tensor no later operation
-  //    reads is freed (graph outputs are kept), unless every tensor is to be kept.
-  const std::vector<std::vector<ir::TensorId>> release =
-      detail::releases_after(graph, naive.order());
+  //    reads is freed (graph outputs are kept), unless every tensor is to be kept. A chain
+  //    (oracle_chains.h) runs a block at a time instead.
+  const std::vector<ir::OperationId>& order = naive.order();
+  const std::vector<std::vector<ir::TensorId>> release = detail::releases_after(graph, order);
+  const std::vector<detail::OracleChain> chains =
+      detail::oracle_chains(graph, order, options.chain_cells);
+  const Maps whole{&oracle.value, &oracle.sigma, &oracle.bound};
+  const auto& sink = options.output_sink;
+  const detail::SingleSums single_sums =
+      options.single_precision_sums ? detail::SingleSums::kWherePays : detail::SingleSums::kNever;
+  const double product_roundoff = options.tf32_products ? 0x1p-11 : 0.0;
   std::string not_exact;
-  for (std::size_t k = 0; k < naive.order().size(); ++k) {
-    const ir::OperationId op = naive.order()[k];
-    for (const auto& e : graph.operation(op).inputs().entries()) enter(e.value.tensor);
-    const detail::OperationEval eval(
-        graph, op, kernels, options.lambda, &zeros,
-        options.single_precision_sums ? detail::SingleSums::kWherePays : detail::SingleSums::kNever,
-        options.tf32_products ? 0x1p-11 : 0.0);
+  // Evaluates operation `op` of `g` on `maps` (σ and D of `spent`, the tensors freed after it,
+  // may become its outputs'), and notes whether it is exact.
+  const auto evaluate = [&](const ir::Graph& g, ir::OperationId op, Maps maps,
+                            const std::vector<ir::TensorId>& spent) {
+    const detail::OperationEval eval(g, op, kernels, options.lambda, &zeros, single_sums,
+                                     product_roundoff);
     // The σ and D of tensors freed after this operation: its outputs' may be written over them.
     detail::SpareBuffers spare;
     std::map<ir::TensorId, std::int64_t> spare_bytes;
-    for (ir::TensorId t : options.keep_all ? std::vector<ir::TensorId>{} : release[k]) {
-      auto s = oracle.sigma.find(t);
-      auto b = oracle.bound.find(t);
-      if (s == oracle.sigma.end() || b == oracle.bound.end()) continue;
+    for (ir::TensorId t : spent) {
+      auto s = maps.sigma->find(t);
+      auto b = maps.bound->find(t);
+      if (s == maps.sigma->end() || b == maps.bound->end()) continue;
       spare.emplace(t, std::pair{&s->second, &b->second});
       spare_bytes[t] = LiveBytes::bytes(s->second) + LiveBytes::bytes(b->second);
     }
-    detail::RuleResult r = eval.run(oracle.value, oracle.sigma, oracle.bound, spare);
-    for (ir::TensorId t : r.taken) live.taken(t, spare_bytes.at(t));
+    detail::RuleResult r = eval.run(*maps.value, *maps.sigma, *maps.bound, spare);
+    for (ir::TensorId t : r.taken) live.taken(maps, t, spare_bytes.at(t));
     if (!r.exact && not_exact.empty()) {
-      not_exact = fmt::format("operation '{}' ({}) is not exact", graph.display_name(op),
-                              graph.operation(op).kernel());
+      not_exact = fmt::format("operation '{}' ({}) is not exact", g.display_name(op),
+                              g.operation(op).kernel());
     }
+    return r;
+  };
+  // A chain, block by block: each block's operations on the cells of that block (a graph of
+  // their own, chain_block); a tensor the chain makes is assembled whole when a later operation
+  // reads it or it is kept, else it lives only as each block's cells.
+  const auto run_chain = [&](const detail::OracleChain& chain) {
+    std::set<ir::TensorId> assembled;  // tensors whose whole buffers exist (after block 0)
+    for (std::size_t b = 0; b < chain.blocks(); ++b) {
+      const detail::ChainBlock block = detail::chain_block(graph, order, chain, b);
+      BufferMap value, sigma, bound;
+      const Maps mine{&value, &sigma, &bound};
+      // Each of the block's tensors is freed after its last reader in the block (or its maker).
+      std::map<ir::TensorId, std::size_t> last;
+      for (std::size_t j = 0; j < block.ops.size(); ++j) {
+        const ir::OperationView op = block.graph.operation(block.ops[j]);
+        for (const auto& e : op.inputs().entries()) last[e.value.tensor] = j;
+        for (const auto& e : op.outputs().entries()) last[e.value.tensor] = j;
+      }
+      std::vector<std::vector<ir::TensorId>> spent(block.ops.size());
+      for (const auto& [t, j] : last) spent[j].push_back(t);
+      for (std::size_t j = 0; j < block.ops.size(); ++j) {
+        const ir::OperationView op = block.graph.operation(block.ops[j]);
+        // The tensors made before the chain: whole, or this block's cells of them.
+        for (const auto& e : op.inputs().entries()) {
+          const ir::TensorId mine_t = e.value.tensor;
+          if (value.contains(mine_t)) continue;
+          const ir::TensorId t = block.original.at(mine_t);
+          const Range& region = block.graph.tensor(mine_t).range();
+          if (!oracle.value.contains(t) && !chain.partial.contains(t)) enter(t);
+          if (oracle.value.contains(t)) {
+            live.insert(value, mine_t, part_of(oracle.value.at(t), region, zeros));
+            if (oracle.sigma.contains(t)) {
+              live.insert(sigma, mine_t, part_of(oracle.sigma.at(t), region, zeros));
+              live.insert(bound, mine_t, part_of(oracle.bound.at(t), region, zeros));
+            }
+          } else {  // an input only the chain reads, and only in parts: this block's, promoted
+            live.insert(value, mine_t, promote_part(given.at(t), region));
+            if (ir::is_float(tensor_dtype(graph, t))) {
+              live.insert(sigma, mine_t, zeros.view(region));
+              live.insert(bound, mine_t, zeros.view(region));
+            }
+          }
+        }
+        detail::RuleResult r = evaluate(block.graph, block.ops[j], mine, spent[j]);
+        for (std::size_t i = 0; i < r.outputs.size(); ++i) {
+          const ir::TensorId mine_t = r.outputs[i];
+          const ir::TensorId t = block.original.at(mine_t);
+          const Range region = r.values[i].range();
+          const bool errors = !r.sigmas.empty();
+          const bool sunk = sink && !options.keep_all && chain.final_outputs.contains(t);
+          if (sunk) {  // a block of an output no later operation reads: handed over, not kept
+            sink(t, r.values[i], errors ? &r.sigmas[i] : nullptr, errors ? &r.bounds[i] : nullptr);
+          } else if (options.keep_all || !chain.internal.contains(t)) {
+            if (assembled.insert(t).second) {
+              const Range& range = graph.tensor(t).range();
+              live.insert(oracle.value, t,
+                          Buffer(r.values[i].dtype(), range, Buffer::Uninitialized{}));
+              if (errors) {
+                live.insert(oracle.sigma, t,
+                            Buffer(DType::kFloat64, range, Buffer::Uninitialized{}));
+                live.insert(oracle.bound, t,
+                            Buffer(DType::kFloat64, range, Buffer::Uninitialized{}));
+              }
+            }
+            copy_elements(r.values[i].view(), oracle.value.at(t).view(region));
+            if (errors) {
+              copy_elements(r.sigmas[i].view(), oracle.sigma.at(t).view(region));
+              copy_elements(r.bounds[i].view(), oracle.bound.at(t).view(region));
+            }
+          }
+          live.insert(value, mine_t, std::move(r.values[i]));
+          if (errors) {
+            live.insert(sigma, mine_t, std::move(r.sigmas[i]));
+            live.insert(bound, mine_t, std::move(r.bounds[i]));
+            double& m = oracle.magnitude[t];  // the largest of any block
+            m = b == 0 ? r.magnitudes[i] : std::max(m, r.magnitudes[i]);
+          }
+          if (!r.unmodelled.empty()) oracle.unmodelled[t] = r.unmodelled;
+        }
+        for (ir::TensorId t : spent[j]) live.erase(mine, t);
+      }
+    }
+  };
+  for (std::size_t k = 0, c = 0; k < order.size();) {
+    if (c < chains.size() && chains[c].begin == k) {
+      run_chain(chains[c]);
+      for (; k < chains[c].end; ++k) {
+        if (!options.keep_all)
+          for (ir::TensorId t : release[k]) live.erase(whole, t);
+      }
+      ++c;
+      continue;
+    }
+    const ir::OperationId op = order[k];
+    for (const auto& e : graph.operation(op).inputs().entries()) enter(e.value.tensor);
+    detail::RuleResult r =
+        evaluate(graph, op, whole, options.keep_all ? std::vector<ir::TensorId>{} : release[k]);
     for (std::size_t i = 0; i < r.outputs.size(); ++i) {
       const ir::TensorId t = r.outputs[i];
       live.insert(oracle.value, t, std::move(r.values[i]));
@@ -224,17 +366,30 @@ Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
       if (!r.unmodelled.empty()) oracle.unmodelled[t] = r.unmodelled;
     }
     if (!options.keep_all) {
-      for (ir::TensorId t : release[k]) live.erase(t);
+      for (ir::TensorId t : release[k]) live.erase(whole, t);
     }
     // The blocks just freed (the released tensors, the rule's temporaries) stay mapped in
     // buffer.h's cache: the next operations' buffers take pieces of them, and one that no block
     // holds unmaps as much as it maps, so the cache adds nothing to the peak.
+    ++k;
   }
   // Outputs that are inputs, and with keep_all every input.
   for (const auto& [t, b] : given) {
     if (options.keep_all) enter(t);
   }
   for (ir::TensorId t : graph_outputs(graph)) enter(t);
+  if (sink) {  // the outputs kept whole, handed over (and freed, unless every tensor is kept)
+    std::set<ir::TensorId> handed;
+    for (ir::TensorId t : graph_outputs(graph)) {
+      auto v = oracle.value.find(t);
+      if (v == oracle.value.end() || !handed.insert(t).second) continue;
+      auto s = oracle.sigma.find(t);
+      auto b = oracle.bound.find(t);
+      const bool errors = s != oracle.sigma.end() && b != oracle.bound.end();
+      sink(t, v->second, errors ? &s->second : nullptr, errors ? &b->second : nullptr);
+      if (!options.keep_all) live.erase(whole, t);
+    }
+  }
   for (BufferMap* map : {&oracle.sigma, &oracle.bound}) {  // kept past `zeros`: owned zeros
     for (auto& [t, b] : *map)
       if (zeros.holds(b)) b = Buffer(DType::kFloat64, b.range());

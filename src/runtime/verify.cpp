@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
 
+#include "oracle_chains.h"
 #include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/naive_executor.h"
 #include "tapestry/zspace/format.h"
@@ -45,38 +47,97 @@ std::string describe_kind(double v) {
   return std::isnan(v) ? "NaN" : fmt::format("{}", v);
 }
 
-// Cell by cell: `result` (float T) against the oracle's value and bar, and the naive run.
+// Whether point a comes before point b in row-major order (the order of a buffer's cells).
+bool before(const Point& a, const Point& b) {
+  for (std::size_t d = 0; d < a.rank(); ++d)
+    if (a[d] != b[d]) return a[d] < b[d];
+  return false;
+}
+
+// Bound mode's figures of one output, gathered over blocks of its cells (the whole output is one
+// block; the oracle's chains hand an output over a block at a time, OracleOptions::output_sink):
+// sums, extremes, and the cells that come first in row-major order — the same numbers whatever
+// the blocks, since a box's own row-major order is the output's restricted to it.
+struct BoundTally {
+  std::int64_t failing = 0, unchecked = 0;
+  std::optional<Point> first_unchecked;
+  double min_bar = INFINITY, max_bar = 0, max_abs_diff = 0;
+  double worst_ratio = -1;  // the largest |Δ| / bar, at the first cell that has it
+  std::optional<Point> worst;
+  double worst_diff = 0, worst_bar = 0;
+  std::optional<Point> naive_outside;  // the first cell where the naive run breaks its bar
+  std::string naive_problem;
+
+  void merge(BoundTally&& b) {
+    failing += b.failing;
+    unchecked += b.unchecked;
+    if (b.first_unchecked && (!first_unchecked || before(*b.first_unchecked, *first_unchecked)))
+      first_unchecked = std::move(b.first_unchecked);
+    min_bar = std::min(min_bar, b.min_bar);
+    max_bar = std::max(max_bar, b.max_bar);
+    max_abs_diff = std::max(max_abs_diff, b.max_abs_diff);
+    if (b.worst && (!worst || b.worst_ratio > worst_ratio ||
+                    (b.worst_ratio == worst_ratio && before(*b.worst, *worst)))) {
+      worst_ratio = b.worst_ratio;
+      worst = std::move(b.worst);
+      worst_diff = b.worst_diff;
+      worst_bar = b.worst_bar;
+    }
+    if (b.naive_outside && (!naive_outside || before(*b.naive_outside, *naive_outside))) {
+      naive_outside = std::move(b.naive_outside);
+      naive_problem = std::move(b.naive_problem);
+    }
+  }
+
+  void into(OutputVerdict& v) const {
+    v.failing_cells += failing;
+    v.unchecked_cells += unchecked;
+    v.first_unchecked = first_unchecked;
+    v.min_bar = min_bar == INFINITY ? 0 : min_bar;
+    v.max_bar = max_bar;
+    v.max_abs_diff = max_abs_diff;
+    v.worst_point = worst;
+    v.worst_diff = worst_diff;
+    v.worst_bar = worst_bar;
+    if (naive_outside) v.problem = naive_problem;
+  }
+};
+
+// Cell by cell over the cells `range` of an output: `result` (float T) against the oracle's
+// value and bar, and the naive run.
 //   value ±inf or NaN   a class: the result (and the naive run) must be the same, where the
 //                       oracle is sure of it (bar 0); unchecked where it is not (bar ∞)
 //   naive ±inf or NaN   the float run overflowed a finite value: the result must match it
 //   bar not finite      unchecked
 //   else                |result − value| ≤ bar
+// A cell's bar is min(λ·sigma, bound) (Oracle::bar), formed here cell by cell: no buffer of bars.
 template <typename T>
-void judge_bound(std::span<const T> result, std::span<const double> value,
-                 std::span<const double> bars, std::span<const T> naive, const Range& range,
-                 OutputVerdict& v) {
-  double worst_ratio = -1;
+BoundTally judge_bound(std::span<const T> result, std::span<const double> value,
+                       std::span<const double> sigma, std::span<const double> bound, double lambda,
+                       std::span<const T> naive, const Range& range) {
+  BoundTally v;
+  const auto bar_at = [&](std::size_t i) { return std::min(lambda * sigma[i], bound[i]); };
   std::int64_t worst = -1, naive_outside = -1;
-  v.min_bar = INFINITY;
   const auto unchecked = [&](std::size_t i) {
-    if (v.unchecked_cells++ == 0) v.first_unchecked = unravel(range, static_cast<std::int64_t>(i));
+    if (v.unchecked++ == 0) v.first_unchecked = unravel(range, static_cast<std::int64_t>(i));
   };
   for (std::size_t i = 0; i < result.size(); ++i) {
     const auto r = static_cast<double>(result[i]);
     const double n = naive.empty() ? value[i] : static_cast<double>(naive[i]);
+    const double cell_bar = bar_at(i);
     if (!std::isfinite(value[i])) {
-      if (!std::isfinite(bars[i])) {
+      if (!std::isfinite(cell_bar)) {
         unchecked(i);
       } else {
-        if (!same_kind(value[i], r)) ++v.failing_cells;
+        if (!same_kind(value[i], r)) ++v.failing;
         if (naive_outside < 0 && !same_kind(value[i], n))
           naive_outside = static_cast<std::int64_t>(i);
       }
       continue;
     }
-    const double bar = bars[i] + std::abs(value[i]) * 0x1p-50;  // + the oracle's error
+    const double bar = cell_bar + std::abs(value[i]) * 0x1p-50;  // + the oracle's error
     if (!std::isfinite(n)) {  // the naive run overflowed a finite value: match it in kind
-      if (!same_kind(n, r)) ++v.failing_cells;
+      if (!same_kind(n, r)) ++v.failing;
       continue;
     }
     if (!std::isfinite(bar)) {
@@ -87,37 +148,73 @@ void judge_bound(std::span<const T> result, std::span<const double> value,
     v.max_bar = std::max(v.max_bar, bar);
     const double diff = std::isfinite(r) ? std::abs(r - value[i]) : INFINITY;
     v.max_abs_diff = std::max(v.max_abs_diff, diff);
-    if (diff > bar) ++v.failing_cells;
+    if (diff > bar) ++v.failing;
     const double ratio = bar > 0 ? diff / bar : (diff > 0 ? INFINITY : 0);
-    if (ratio > worst_ratio) {
-      worst_ratio = ratio;
+    if (ratio > v.worst_ratio) {
+      v.worst_ratio = ratio;
       worst = static_cast<std::int64_t>(i);
     }
     if (naive_outside < 0 && std::abs(n - value[i]) > bar)
       naive_outside = static_cast<std::int64_t>(i);
   }
-  if (v.min_bar == INFINITY) v.min_bar = 0;
   if (worst >= 0) {
     const auto w = static_cast<std::size_t>(worst);
-    v.worst_point = unravel(range, worst);
+    v.worst = unravel(range, worst);
     v.worst_diff = std::abs(static_cast<double>(result[w]) - value[w]);
-    v.worst_bar = bars[w] + std::abs(value[w]) * 0x1p-50;
+    v.worst_bar = bar_at(w) + std::abs(value[w]) * 0x1p-50;
   }
   if (naive_outside >= 0) {
     const auto w = static_cast<std::size_t>(naive_outside);
     const auto n = static_cast<double>(naive[w]);
     const Point at = unravel(range, naive_outside);
-    v.problem =
+    v.naive_outside = at;
+    v.naive_problem =
         std::isfinite(value[w])
             ? fmt::format(
                   "the naive run itself is {:.3e} from float64 at {}, outside its bar {:.3e}: "
                   "the error model does not hold for this graph",
-                  std::abs(n - value[w]), at, bars[w])
+                  std::abs(n - value[w]), at, bar_at(w))
             : fmt::format(
                   "the naive run itself is {} at {} where float64 is {}: the error model does not "
                   "hold for this graph",
                   describe_kind(n), at, describe_kind(value[w]));
   }
+  return v;
+}
+
+// The cells `cells` of `b` (over the output's range) as a buffer: a view where they are one
+// contiguous run, else a copy into `scratch`.
+const Buffer& cells_of(const Buffer& b, const Range& cells, Buffer& scratch) {
+  if (cells == b.range()) return b;
+  const std::int64_t offset = detail::contiguous_offset(b.range(), cells);
+  if (offset >= 0 && b.size() > 0) {
+    scratch =
+        Buffer::borrow(b.dtype(), cells,
+                       const_cast<std::byte*>(b.bytes()) +  // NOLINT: only read
+                           offset * static_cast<std::int64_t>(ir::dtype_size_bytes(b.dtype())));
+  } else {
+    scratch = Buffer(b.dtype(), cells, Buffer::Uninitialized{});
+    copy_elements(b.view(cells), scratch.view());
+  }
+  return scratch;
+}
+
+// Bound mode on the cells `value.range()` of output t (`r` and `naive` over the whole output).
+BoundTally judge_cells(DType dtype, const Buffer& r, const Buffer* naive, const Buffer& value,
+                       const Buffer& sigma, const Buffer& bound, double lambda) {
+  const Range& cells = value.range();
+  Buffer result_scratch, naive_scratch;
+  const Buffer& result = cells_of(r, cells, result_scratch);
+  const Buffer* n = naive != nullptr ? &cells_of(*naive, cells, naive_scratch) : nullptr;
+  BoundTally tally;
+  visit_storage_dtype(dtype, [&]<typename T>() {
+    if constexpr (is_float_element_v<T>) {
+      tally = judge_bound<T>(result.values<T>(), value.values<double>(), sigma.values<double>(),
+                             bound.values<double>(), lambda,
+                             n != nullptr ? n->values<T>() : std::span<const T>(), cells);
+    }
+  });
+  return tally;
 }
 
 // Exact mode: every cell equal to the oracle's value (−0 == +0).
@@ -143,14 +240,22 @@ Verdict verdict_of(const OutputVerdict& v, UncheckedCells unchecked) {
   return Verdict::kPass;
 }
 
-OutputVerdict judge(const ir::Graph& graph, ir::TensorId t, const BufferMap& results,
-                    VerifyMode mode, const BufferMap* naive, const Oracle* oracle,
-                    UncheckedCells unchecked) {
-  OutputVerdict v{.tensor = t, .name = tensor_name(graph, t), .mode = mode};
+// An output's verdict as far as the result alone and the naive run decide it: the result is
+// there with the output's dtype and shape (else `v.problem`), and its comparison with the naive
+// run. `r` is the result at the graph's coordinates (a view, read only), when there is one.
+struct Started {
+  OutputVerdict v;
+  std::optional<Buffer> r;
+};
+
+Started start_judging(const ir::Graph& graph, ir::TensorId t, const BufferMap& results,
+                      VerifyMode mode, const BufferMap* naive) {
+  Started s{.v = {.tensor = t, .name = tensor_name(graph, t), .mode = mode}};
+  OutputVerdict& v = s.v;
   auto found = results.find(t);
   if (found == results.end()) {
     v.problem = "no result for this output";
-    return v;
+    return s;
   }
   const Buffer& result = found->second;
   const DType dtype = tensor_dtype(graph, t);
@@ -158,11 +263,31 @@ OutputVerdict judge(const ir::Graph& graph, ir::TensorId t, const BufferMap& res
   if (result.dtype() != dtype || result.range().shape() != range.shape()) {
     v.problem = fmt::format("the result is {}, the graph's output is {} {}", result.describe(),
                             ir::dtype_name(dtype), range);
-    return v;
+    return s;
   }
-  const Buffer r = result.relocated(range.start());
-  v.cells = r.size();
-  if (naive != nullptr) v.vs_naive = compare_buffers(naive->at(t), r);
+  s.r = result.size() == 0 ? result.relocated(range.start())
+                           : Buffer::borrow(result.dtype(), range,
+                                            const_cast<std::byte*>(result.bytes()));  // NOLINT
+  v.cells = s.r->size();
+  if (naive != nullptr) v.vs_naive = compare_buffers(naive->at(t), *s.r);
+  return s;
+}
+
+// Whether the output is judged against the oracle's bars (bound mode, a float output that could
+// be compared), not by its bits.
+bool judged_by_bars(const Started& s, DType dtype, VerifyMode mode) {
+  return s.r && s.v.problem.empty() && mode == VerifyMode::kBound && ir::is_float(dtype);
+}
+
+OutputVerdict judge(const ir::Graph& graph, ir::TensorId t, const BufferMap& results,
+                    VerifyMode mode, const BufferMap* naive, const Oracle* oracle,
+                    UncheckedCells unchecked) {
+  Started s = start_judging(graph, t, results, mode, naive);
+  OutputVerdict& v = s.v;
+  if (!s.r) return v;
+  const Buffer& r = *s.r;
+  const DType dtype = tensor_dtype(graph, t);
+  const Range& range = graph.tensor(t).range();
   const bool is_float = ir::is_float(dtype);
   if (mode == VerifyMode::kBitwise || !is_float) {
     // Integers are exact in every mode; bitwise compares with the naive run.
@@ -174,21 +299,18 @@ OutputVerdict judge(const ir::Graph& graph, ir::TensorId t, const BufferMap& res
     v.worst_diff = c.max_abs_diff;
   } else {
     TAPESTRY_ASSERT(oracle != nullptr, "bound and exact verification need the oracle");
-    const std::span<const double> value = oracle->value.at(t).values<double>();
     if (auto u = oracle->unmodelled.find(t); u != oracle->unmodelled.end())
       v.unmodelled = u->second;
-    visit_storage_dtype(dtype, [&]<typename T>() {
-      if constexpr (is_float_element_v<T>) {
-        if (mode == VerifyMode::kExact) {
-          judge_exact<T>(r.values<T>(), value, range, v);
-        } else {
-          const std::span<const T> n =
-              naive != nullptr ? naive->at(t).values<T>() : std::span<const T>();
-          const Buffer bars = oracle->bar(t);
-          judge_bound<T>(r.values<T>(), value, bars.values<double>(), n, range, v);
-        }
-      }
-    });
+    if (mode == VerifyMode::kExact) {
+      const std::span<const double> value = oracle->value.at(t).values<double>();
+      visit_storage_dtype(dtype, [&]<typename T>() {
+        if constexpr (is_float_element_v<T>) judge_exact<T>(r.values<T>(), value, range, v);
+      });
+    } else {
+      judge_cells(dtype, r, naive != nullptr ? &naive->at(t) : nullptr, oracle->value.at(t),
+                  oracle->sigma.at(t), oracle->bound.at(t), oracle->lambda)
+          .into(v);
+    }
   }
   v.verdict = verdict_of(v, unchecked);
   return v;
@@ -350,6 +472,51 @@ VerifyReport verify_outputs(const ir::Graph& graph, const BufferMap& results, Ve
   return report;
 }
 
+VerifyReport verify_bound_streaming(const ir::Graph& graph, const BufferMap& inputs,
+                                    const BufferMap& results, const BufferMap& naive,
+                                    const OracleOptions& oracle_options, UncheckedCells unchecked) {
+  const std::vector<ir::TensorId> outputs = graph_outputs(graph);
+  std::map<ir::TensorId, Started> started;
+  std::map<ir::TensorId, BoundTally> tallies;
+  for (ir::TensorId t : outputs) {
+    if (started.contains(t)) continue;
+    started.emplace(t, start_judging(graph, t, results, VerifyMode::kBound, &naive));
+  }
+  OracleOptions options = oracle_options;
+  options.output_sink = [&](ir::TensorId t, const Buffer& value, const Buffer* sigma,
+                            const Buffer* bound) {
+    if (oracle_options.output_sink) oracle_options.output_sink(t, value, sigma, bound);
+    const Started& s = started.at(t);
+    const DType dtype = tensor_dtype(graph, t);
+    if (!judged_by_bars(s, dtype, VerifyMode::kBound) || sigma == nullptr || bound == nullptr)
+      return;
+    tallies[t].merge(
+        judge_cells(dtype, *s.r, &naive.at(t), value, *sigma, *bound, oracle_options.lambda));
+  };
+  const Oracle oracle = evaluate_oracle(graph, inputs, options);
+  VerifyReport report;
+  report.unchecked = unchecked;
+  report.lambda = oracle.lambda;
+  for (ir::TensorId t : outputs) {
+    OutputVerdict v = started.at(t).v;
+    const DType dtype = tensor_dtype(graph, t);
+    if (judged_by_bars(started.at(t), dtype, VerifyMode::kBound)) {
+      if (auto u = oracle.unmodelled.find(t); u != oracle.unmodelled.end())
+        v.unmodelled = u->second;
+      tallies[t].into(v);
+    } else if (v.problem.empty()) {  // an integer output: exact, bit for bit the naive run's
+      const BufferComparison& c = *v.vs_naive;
+      v.failing_cells = c.differing_cells;
+      v.max_abs_diff = c.max_abs_diff;
+      v.worst_point = c.worst_point;
+      v.worst_diff = c.max_abs_diff;
+    }
+    v.verdict = verdict_of(v, unchecked);
+    report.outputs.push_back(std::move(v));
+  }
+  return report;
+}
+
 VerifyReport verify_outputs(const ir::Graph& graph, const BufferMap& inputs,
                             const BufferMap& results, const VerifyOptions& options) {
   const ExecutableKernels& naive_kernels =
@@ -358,6 +525,8 @@ VerifyReport verify_outputs(const ir::Graph& graph, const BufferMap& inputs,
       : options.oracle.kernels != nullptr    ? *options.oracle.kernels
                                              : fast_kernels();
   const BufferMap naive = NaiveExecutor(graph, naive_kernels).run_outputs(inputs);
+  if (options.mode == VerifyMode::kBound)
+    return verify_bound_streaming(graph, inputs, results, naive, options.oracle, options.unchecked);
   std::optional<Oracle> oracle;
   if (options.mode != VerifyMode::kBitwise) oracle = evaluate_oracle(graph, inputs, options.oracle);
   if (options.mode == VerifyMode::kExact && !oracle->exact_reason.empty()) {

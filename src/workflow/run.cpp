@@ -82,9 +82,13 @@ runtime::VerifyReport verify_on_this_arena(const ir::Graph& graph, const runtime
   // The blocks the runs freed stay in buffer.h's cache: the oracle's buffers take pieces of them.
   if (options.mode == runtime::VerifyMode::kExact && !oracle)
     oracle = exact_oracle(graph, inputs, options.fast, "exact verification");
-  if (options.mode == runtime::VerifyMode::kBound && !oracle)
-    oracle = runtime::evaluate_oracle(graph, inputs,
-                                      {.kernels = options.fast, .tf32_products = options.tf32});
+  // Bound mode: the oracle hands each output to the judgement as it makes it, a block at a time
+  // where a chain makes it (verify.h), so no output is held whole in float64.
+  if (options.mode == runtime::VerifyMode::kBound && !oracle) {
+    return runtime::verify_bound_streaming(graph, inputs, results, naive,
+                                           {.kernels = options.fast, .tf32_products = options.tf32},
+                                           options.unchecked);
+  }
   return runtime::verify_outputs(graph, results, options.mode, &naive, oracle ? &*oracle : nullptr,
                                  options.unchecked);
 }

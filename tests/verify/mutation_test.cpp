@@ -97,6 +97,9 @@ std::string in_dtype(std::string tap, const std::string& dtype) {
   return tap;
 }
 
+// The oracle every verdict and classification of the suite uses (the chains test forces chains).
+runtime::OracleOptions oracle_options;  // NOLINT: set by one test, reset after it
+
 bool full_size() {
   const char* v = std::getenv("TAPESTRY_MUTATION_FULL");
   return v != nullptr && std::string_view(v) == "1";
@@ -393,7 +396,7 @@ Reference reference_of(const ir::Graph& g, const Example& e) {
   BufferMap in = runtime::generate_inputs(g, {.seed = 11});
   if (e.prepare) e.prepare(g, in);
   BufferMap naive = runtime::NaiveExecutor(g).run(in);
-  runtime::Oracle oracle = runtime::evaluate_oracle(g, in);
+  runtime::Oracle oracle = runtime::evaluate_oracle(g, in, oracle_options);
   return {std::move(in), std::move(naive), std::move(oracle)};
 }
 
@@ -435,7 +438,8 @@ void mutate(const ir::Graph& g, const Reference& ref, const std::string& where,
       map_cells(wrong.at(b), [&](std::size_t, double v) { return v * factor; });
       const std::string fault = factor == 0 ? "dropped-bias" : "bias-twice";
       const std::string at = where + " " + runtime::tensor_name(g, b);
-      if (!classify(tally, effect_of(oracle, runtime::evaluate_oracle(g, wrong), g, g),
+      if (!classify(tally,
+                    effect_of(oracle, runtime::evaluate_oracle(g, wrong, oracle_options), g, g),
                     fault + " @ " + at))
         continue;
       record(tally, fault, at, fails(g, ref, verify_testing::run_plan(g, plan, wrong)));
@@ -482,8 +486,10 @@ void mutate(const ir::Graph& g, const Reference& ref, const std::string& where,
     has_mask = true;
     runtime::fill(buffer.view(), 0.0);
   }
-  if (has_mask && classify(tally, effect_of(oracle, runtime::evaluate_oracle(g, unmasked), g, g),
-                           "dropped-mask @ " + where))
+  if (has_mask &&
+      classify(tally,
+               effect_of(oracle, runtime::evaluate_oracle(g, unmasked, oracle_options), g, g),
+               "dropped-mask @ " + where))
     record(tally, "dropped-mask", where,
            fails(g, ref, verify_testing::run_plan(g, plan, unmasked)));
   // Partial faults, where the plan made a `reduce`.
@@ -512,7 +518,7 @@ void mutate(const ir::Graph& g, const Reference& ref, const std::string& where,
       runtime::copy_elements(buf.view(), grown.view(buf.range()));
       shifted_in.emplace(st, std::move(grown));
     }
-    const runtime::Oracle faulty = runtime::evaluate_oracle(s->graph, shifted_in);
+    const runtime::Oracle faulty = runtime::evaluate_oracle(s->graph, shifted_in, oracle_options);
     if (!classify(tally, effect_of(oracle, faulty, g, s->graph),
                   "wrong-ipf-offset @ " + where + " " + s->tensor))
       return;
@@ -572,6 +578,15 @@ void run_suite(const std::string& dtype, const std::set<std::string>& only = {},
 
 TEST(Mutation, VerifyKillsEveryInjectedFaultWithoutFalseAlarms) {
   run_suite("f32");
+}
+
+// The suite with the oracle's chains (oracle_chains.h) cut wherever they can be — the default
+// threshold cuts them at full size only: the MLP's rows, convnet's images, the attention graphs'
+// batches and rows. Every fault FAILs, every correct run PASSes, as without the chains.
+TEST(Mutation, VerifyKillsEveryInjectedFaultWithTheOraclesChains) {
+  oracle_options.chain_cells = 0;
+  run_suite("f32");
+  oracle_options = {};
 }
 
 // The MLPs in bf16: its bars are 2^16 times wider than float32's, and still every fault FAILs

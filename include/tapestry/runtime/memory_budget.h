@@ -55,8 +55,12 @@ void check_memory_budget(const MemoryEstimate& estimate, std::int64_t limit_byte
 /// tensors (an input's float64 value from its first reader to its last; a computed float
 /// tensor's value, σ and D from its producer to its last reader; integer tensors as they are)
 /// plus the operation's temporaries (bilinear rules: 10 float64 buffers the size of each input
-/// and 14 the size of each output; the others 4 and 10). The kernels' own scratch (a
-/// convolution's im2col, BLAS packing) is not counted. Saturating.
+/// and 14 the size of each output; the others 4 and 10). A chain the oracle runs a block at a
+/// time (OracleOptions::chain_cells at its default) holds the tensors it assembles and the whole
+/// ones it reads from its start, and per block the block's cells of what it makes and of the
+/// earlier tensors it reads in part (as copies), with each operation's temporaries over the
+/// block. The kernels' own scratch (a convolution's im2col, BLAS packing) is not counted.
+/// Saturating.
 [[nodiscard]] std::int64_t oracle_bytes(const ir::Graph& graph);
 
 /// Bytes the naive run of --verify (NaiveExecutor::run_outputs) holds at its peak besides the

@@ -114,6 +114,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -133,6 +134,14 @@ struct OracleOptions {
   /// promoted when an operation first reads it, and every tensor is freed after its last reader,
   /// so `value`, `sigma` and `bound` hold the graph outputs only (the same numbers either way).
   bool keep_all = false;
+  /// Chains of operations cut along one dim that every one of them takes one-to-one (a linear,
+  /// its relu and the next linear, by rows; convolutions by images) run a block at a time when
+  /// the tensors the chain makes and reads again hold at least this many cells: those tensors
+  /// are then never whole, only a block of each (src/runtime/oracle_chains.h). 0: every such
+  /// chain; negative: none (each operation whole). The numbers are the same bitwise on any
+  /// thread count and with keep_all; a cell's sums may come in another order than without the
+  /// chain, which every bound allows.
+  std::int64_t chain_cells = std::int64_t{1} << 20;
   /// linear's, matmul's and conv2d's error terms that are sums of nonnegative products —
   /// Σ|x||w|, the propagated σ² and D, the count of live terms — as float32 GEMMs (conv2d: its
   /// float32 kernel, a direct convolution or im2col + GEMM: plain sums) on operands rounded up,
@@ -146,6 +155,15 @@ struct OracleOptions {
   /// run with --tf32): each operand rounded to 10 mantissa bits first (u_t = 2^-11), so each
   /// cell's bar grows by (2u_t + u_t²)·Σ|x·w| in both σ and D. Other dtypes are unaffected.
   bool tf32_products = false;
+  /// When set, the oracle hands every graph output to this function instead of keeping it:
+  /// `value` (float64, or the integer tensor's own dtype), `sigma` and `bound` (float64; null for
+  /// integer outputs) over the cells `value.range()` — a block of the output that a chain made
+  /// (oracle_chains.h), never whole then, or all of it — each cell once, the buffers valid during
+  /// the call only. The Oracle's value, sigma and bound then hold no output (with keep_all: every
+  /// tensor, the outputs included). verify.h judges the outputs so, a block at a time.
+  std::function<void(ir::TensorId tensor, const Buffer& value, const Buffer* sigma,
+                     const Buffer* bound)>
+      output_sink;
 };
 
 struct Oracle {
@@ -156,9 +174,9 @@ struct Oracle {
   /// range); integer tensors have none (exact).
   BufferMap sigma;
   BufferMap bound;
-  /// The most bytes `value`, `sigma` and `bound` held at once during the evaluation (the rules'
-  /// temporaries not included): a few live tensors when streaming, the whole graph ×3 with
-  /// keep_all.
+  /// The most bytes `value`, `sigma` and `bound` held at once during the evaluation, with a
+  /// chain's blocks (OracleOptions::chain_cells; the rules' temporaries not included): a few
+  /// live tensors when streaming, the whole graph ×3 with keep_all.
   std::int64_t peak_bytes = 0;
   /// The largest Σ|terms| any cell of the tensor was summed from (|value| for data movement):
   /// a bound on every partial sum of any order, so exact mode holds while it is < 2^24.

@@ -129,6 +129,16 @@ struct VerifyReport {
 VerifyReport verify_outputs(const ir::Graph& graph, const BufferMap& inputs,
                             const BufferMap& results, const VerifyOptions& options = {});
 
+/// Bound mode with the oracle streaming its outputs into the judgement (OracleOptions::
+/// output_sink): each output's figures are gathered a block at a time as the oracle makes them,
+/// so no output's value, σ and D need be whole at once — the same report as evaluating the
+/// oracle and judging (verify_outputs below); `naive` holds the naive run's outputs, and
+/// `oracle`'s own output_sink, if any, sees every block as well. verify_outputs(graph, inputs,
+/// results, options) in bound mode is this, after the naive run.
+VerifyReport verify_bound_streaming(const ir::Graph& graph, const BufferMap& inputs,
+                                    const BufferMap& results, const BufferMap& naive,
+                                    const OracleOptions& oracle, UncheckedCells unchecked);
+
 /// The same, with the naive run and the oracle given (tests, or a caller that computed them
 /// already); `naive` may be null (no naive comparison), `oracle` may be null in bitwise mode.
 VerifyReport verify_outputs(const ir::Graph& graph, const BufferMap& results, VerifyMode mode,
