@@ -96,12 +96,15 @@ Tensor ImportContext::constant_input(const std::string& base, const HostTensor& 
   const auto hint = weight_names_.find(base);
   const std::string name = hint == weight_names_.end() ? fresh_name(base, "weight")
                                                        : fresh_name(hint->second, "weight", base);
-  if (value.is_int()) {
+  // int64 and int32 values become integer weights (data an integer operation reads — Add of
+  // int64 tensors, a gather's indices — or an output: Shape's result); booleans have no graph
+  // dtype.
+  if (value.is_int() && value.dtype != ir::DType::kInt64 && value.dtype != ir::DType::kInt32) {
     throw Error(
-        fmt::format("'{}' is an integer tensor ({}) computed at import from shapes or "
-                    "constants; a Tapestry graph computes on float tensors only, so it cannot "
-                    "be read as data or be an output",
-                    base, ir::dtype_name(value.dtype)));
+        fmt::format("'{}' is a {} tensor computed at import from shapes or constants; a "
+                    "Tapestry graph holds no {} tensors, so it cannot be read as data or be an "
+                    "output",
+                    base, ir::dtype_name(value.dtype), ir::dtype_name(value.dtype)));
   }
   const ir::DType dtype = graph_dtype(value.dtype);
   Tensor t = graph_.input(name, dtype, value.shape);

@@ -64,7 +64,7 @@ x[1, :, 3] = np.nan
 x[2, 2, :] = np.inf
 x[3, 0, 0] = -np.inf
 for kernel in ("argmax", "argmin"):
-    for axis in (0, 1, 2, -1, -3):
+    for axis in (0, 1, -1):
         for keep in (False, True):
             for last in (False, True):
                 name = f"{kernel}_a{axis}_k{int(keep)}_l{int(last)}"
@@ -156,10 +156,16 @@ for d in "$tmp"/cases/*/; do
     grep -q "^PASS .*bitwise equal to the naive run" "$tmp/out" &&
     ! grep -q "^ran \([0-9]*\) applications of \1 operations" "$tmp/out"
   check "$name: sharded ${splits[*]}: bitwise the naive run, PASS" $?
+  [[ $name == arg*_a* ]] && continue  # the many argmax variants: the fast sharded run once below
   "$tapestry" run "$d/g.tap" --inputs "$d/in" "${splits[@]}" --verify --quiet >"$tmp/out" 2>"$tmp/err" &&
     ! grep -q "^FAIL\|^UNCHECKED" "$tmp/out"
   check "$name: sharded, fast kernels: --verify PASSes" $?
 done
+
+d=$tmp/cases/argmax_a1_k1_l1
+"$tapestry" run "$d/g.tap" --inputs "$d/in" --split I.pre=2 --split I.post=3 --verify --quiet >"$tmp/out" 2>"$tmp/err" &&
+  grep -q "^PASS   I: " "$tmp/out"
+check "argmax_a1_k1_l1: split along both other dims, fast kernels: --verify PASSes" $?
 
 # ---- the verifier's bar for an index --------------------------------------------------------------
 # argmax(relu(X) + Y): the maximum of each row stands apart (a gap of 1), so the bar is 0 and an

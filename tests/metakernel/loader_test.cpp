@@ -202,9 +202,9 @@ INSTANTIATE_TEST_SUITE_P(
                   "k.yaml:13:14: error: scale: reduction d: 'mean' is neither a monoid (sum, max, "
                   "min, prod) nor a "
                   "monoid parameter"},
-        BadKernel{
-            "unknown_hook", std::string(kScale) + "hook: flip\n",
-            "k.yaml:1:9: error: scale: unknown hook 'flip' (hooks: reshape, permute, sum_to)"},
+        BadKernel{"unknown_hook", std::string(kScale) + "hook: flip\n",
+                  "k.yaml:1:9: error: scale: unknown hook 'flip' (hooks: reshape, permute, sum_to, "
+                  "arg_extreme)"},
         BadKernel{"hook_with_index", std::string(kScale) + "hook: reshape\n",
                   "k.yaml:1:9: error: scale: a hook kernel gets its index, reductions and IPFs "
                   "from the hook; "

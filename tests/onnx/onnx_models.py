@@ -259,8 +259,7 @@ shape = oh.make_tensor("shape", onnx.TensorProto.INT64, [3], [2**62, 101, 8])
 m = model([oh.make_node("Reshape", ["x", "shape"], ["y"], name="huge")])
 m.graph.initializer.append(shape)
 save("reshape_overflow", m)  # found by fuzz_onnx: the element count overflowed to a negative
-# Shape's integer result as a graph output (the ONNX backend's test_shape*): it must name the file,
-# the output and the node that computes it.
+# Shape's integer result as a graph output (the ONNX backend's test_shape*): an int64 weight.
 g = oh.make_graph([oh.make_node("Shape", ["x"], ["dims"], name="shp")], "bad",
                   [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3, 8, 8])],
                   [oh.make_tensor_value_info("dims", onnx.TensorProto.INT64, [4])])
