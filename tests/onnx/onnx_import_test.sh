@@ -395,6 +395,7 @@ expect "undefined input" 2 "node 'adder' \(Add, node 0\): input 'ghost' is not d
 # Shape's result as the graph's output: an int64 weight (the shape folded at import), written by
 # the run as it is.
 "$tapestry" import "$b/shape_output.onnx" -o "$tmp/shape.tap" --weights "$tmp/shape_in" >"$tmp/out" 2>"$tmp/err" &&
+  "$python" -c "import numpy as np; np.save('$tmp/shape_in/x.npy', np.zeros((2, 3, 8, 8), np.float32))" &&
   "$tapestry" run "$tmp/shape.tap" --inputs "$tmp/shape_in" --outputs "$tmp/shape_out" --quiet >"$tmp/out" 2>"$tmp/err" &&
   "$python" -c "
 import numpy as np
