@@ -23,9 +23,9 @@ __all__ = [
     "call",
     "linear", "linear_nobias", "matmul", "bias_add",
     "relu", "gelu", "exp", "neg", "tanh", "sigmoid", "sqrt", "log", "floor", "ceil", "round",
-    "add", "sub", "mul", "div", "maximum",
-    "sum", "max", "mean", "variance", "reduce", "softmax",
-    "transpose", "permute", "reshape", "slice", "cast",
+    "add", "sub", "mul", "div", "maximum", "pow",
+    "sum", "max", "mean", "variance", "reduce", "softmax", "argmax", "argmin",
+    "transpose", "permute", "reshape", "slice", "cast", "gather",
     "pad", "conv2d", "max_pool2d", "avg_pool2d",
     "pad2d", "pad3d", "grouped_conv2d", "dilated_conv2d", "conv3d", "dilated_conv3d",
     "max_pool2d_rect", "avg_pool2d_rect", "max_pool3d", "avg_pool3d",
@@ -155,6 +155,12 @@ def maximum(a: Tensor, b: Tensor) -> Tensor:
     return call("maximum", a, b)
 
 
+def pow(a: Tensor, b: Tensor) -> Tensor:  # noqa: A001 - the kernel's name
+    """``a ** b``, elementwise with numpy broadcasting (C's ``pow`` on floats; integers: exact,
+    a negative exponent an error)."""
+    return call("pow", a, b)
+
+
 # ---- reductions -------------------------------------------------------------------------------
 def sum(x: Tensor, dim: int | None = None) -> Tensor:  # noqa: A001 - the kernel's name
     """Sum over dimension ``dim`` (negative counts from the end; default the last)."""
@@ -190,6 +196,21 @@ def softmax(x: Tensor) -> Tensor:
     return call("softmax", x)
 
 
+def argmax(x: Tensor, axis: int | None = None, keepdims: bool | None = None,
+           select_last_index: bool | None = None) -> Tensor:
+    """Position (int64) of the largest element along ``axis`` (default the last): the first, or
+    the last with ``select_last_index``; NaN wins. ``keepdims`` keeps the axis with extent 1."""
+    return call("argmax", x,
+                **_given(axis=axis, keepdims=keepdims, select_last_index=select_last_index))
+
+
+def argmin(x: Tensor, axis: int | None = None, keepdims: bool | None = None,
+           select_last_index: bool | None = None) -> Tensor:
+    """Position (int64) of the smallest element along ``axis``; as ``argmax``."""
+    return call("argmin", x,
+                **_given(axis=axis, keepdims=keepdims, select_last_index=select_last_index))
+
+
 # ---- layout -----------------------------------------------------------------------------------
 def transpose(x: Tensor) -> Tensor:
     """Swaps the last two dims."""
@@ -209,6 +230,12 @@ def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
 def slice(x: Tensor, dim: int, start: int, end: int) -> Tensor:  # noqa: A001 - the kernel's name
     """The cells ``start <= i < end`` of dimension ``dim`` (counted from x's start)."""
     return call("slice", x, dim=dim, start=start, end=end)
+
+
+def gather(x: Tensor, indices: Tensor, axis: int | None = None) -> Tensor:
+    """The cells of ``x`` that the integer ``indices`` pick along ``axis`` (default 0): numpy's
+    ``take``, an embedding lookup ``gather(table, ids)``; a negative index counts from the end."""
+    return call("gather", x, indices, **_given(axis=axis))
 
 
 _DTYPE_SHORT = {"float32": "f32", "float64": "f64", "bfloat16": "bf16", "float16": "f16"}

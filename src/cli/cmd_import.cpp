@@ -81,7 +81,8 @@ int list_ops() {
     fmt::print("{:<20} {:<46} {}\n", op.op_type, op.kernels, op.notes);
   fmt::print(
       "opsets {} to {} (default domain; older models are converted to opset {} by ONNX's version "
-      "converter); static shapes; float32, float64, float16 and bfloat16 tensors\n",
+      "converter); static shapes; float32, float64, float16 and bfloat16 tensors; int32 and "
+      "int64 inputs (indices)\n",
       onnx::kMinOpset, onnx::kMaxOpset, onnx::kUpgradeTarget);
   return kExitOk;
 }

@@ -1,4 +1,4 @@
-// The C++ hooks (see hooks.h for why each exists): reshape, permute and sum_to.
+// The C++ hooks (see hooks.h for why each exists): reshape, permute, sum_to and arg_extreme.
 #include "tapestry/metakernel/hooks.h"
 
 #include <fmt/format.h>
@@ -253,13 +253,69 @@ Signature sum_to_hook(const HookInput& in) {
   return sig;
 }
 
+// argmax / argmin(x, axis, keepdims): one index point per cell of x with `axis` removed, reading
+// the whole axis (window `*`: the search is never split), writing one int64 cell. Which dim of
+// the result the point writes depends on `keepdims` (the axis kept with extent 1, or dropped); a
+// template fixes an output's rank statically. Index dims as for mean: pre (or pre0, pre1, …)
+// before the axis, post (or post0, …) after it.
+Signature arg_extreme_hook(const HookInput& in) {
+  const TensorType& x = in.args[0].type;
+  const std::size_t n = x.rank();
+  if (n == 0) fail(in, "{} {} is a scalar: there is no axis to search", label(in), x.to_string());
+  const auto axis = static_cast<std::size_t>(in.params.at("axis").get<std::int64_t>());
+  const bool keep = in.params.at("keepdims").get<bool>();
+  const std::int64_t extent = x.shape()[axis];
+  if (extent == 0)
+    fail(in, "axis {} of {} {} is empty: there is no element to pick", axis, label(in),
+         x.to_string());
+  const std::size_t m = n - 1;  // index dims
+  const auto dim_name = [&](std::size_t d) {
+    const bool before = d < axis;
+    const std::size_t count = before ? axis : n - axis - 1;
+    const std::size_t pos = before ? d : d - axis - 1;
+    const char* group = before ? "pre" : "post";
+    return count == 1 ? std::string(group) : fmt::format("{}{}", group, pos);
+  };
+  Signature sig;
+  std::vector<std::vector<std::int64_t>> x_rows(n, std::vector<std::int64_t>(m, 0));
+  std::vector<std::vector<std::int64_t>> out_rows;
+  std::vector<std::int64_t> out_shape;
+  std::vector<std::int64_t> window(n, 1);
+  window[axis] = extent;
+  for (std::size_t d = 0, col = 0; d < n; ++d) {
+    if (d == axis) {
+      if (keep) {
+        out_rows.emplace_back(m, 0);
+        out_shape.push_back(1);
+      }
+      continue;
+    }
+    sig.index_dims.push_back(IndexDim{dim_name(d), x.shape()[d], std::nullopt});
+    x_rows[d][col] = 1;
+    out_rows.emplace_back(m, 0);
+    out_rows.back()[col] = 1;
+    out_shape.push_back(x.shape()[d]);
+    ++col;
+  }
+  const TensorType out_type{output_dtype(in), zspace::Range::of_shape(zspace::Point(out_shape))};
+  sig.inputs.push_back(
+      Port{in.kernel.inputs[0].name, x,
+           zspace::IndexProjection(zspace::AffineMap::from_rows(x_rows, x.range.start(), m),
+                                   zspace::Point(window))});
+  sig.outputs.push_back(Port{in.kernel.outputs.at(0).name, out_type,
+                             selection_ipf(m, out_rows, zspace::Point::zeros(out_shape.size()))});
+  return sig;
+}
+
 struct NamedHook {
   std::string_view name;
   Hook hook;
 };
 
-constexpr NamedHook kHooks[] = {
-    {"reshape", &reshape_hook}, {"permute", &permute_hook}, {"sum_to", &sum_to_hook}};
+constexpr NamedHook kHooks[] = {{"reshape", &reshape_hook},
+                                {"permute", &permute_hook},
+                                {"sum_to", &sum_to_hook},
+                                {"arg_extreme", &arg_extreme_hook}};
 
 }  // namespace
 

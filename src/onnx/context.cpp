@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "tapestry/metakernel/naming.h"
 #include "tapestry/runtime/element.h"
 #include "tapestry/zspace/range.h"
@@ -96,16 +98,33 @@ Tensor ImportContext::constant_input(const std::string& base, const HostTensor& 
   const auto hint = weight_names_.find(base);
   const std::string name = hint == weight_names_.end() ? fresh_name(base, "weight")
                                                        : fresh_name(hint->second, "weight", base);
-  if (value.is_int()) {
+  // int64 and int32 values become integer weights (data an integer operation reads — Add of
+  // int64 tensors, a gather's indices — or an output: Shape's result); booleans have no graph
+  // dtype.
+  if (value.is_int() && value.dtype != ir::DType::kInt64 && value.dtype != ir::DType::kInt32) {
     throw Error(
-        fmt::format("'{}' is an integer tensor ({}) computed at import from shapes or "
-                    "constants; a Tapestry graph computes on float tensors only, so it cannot "
-                    "be read as data or be an output",
-                    base, ir::dtype_name(value.dtype)));
+        fmt::format("'{}' is a {} tensor computed at import from shapes or constants; a "
+                    "Tapestry graph holds no {} tensors, so it cannot be read as data or be an "
+                    "output",
+                    base, ir::dtype_name(value.dtype), ir::dtype_name(value.dtype)));
   }
   const ir::DType dtype = graph_dtype(value.dtype);
   Tensor t = graph_.input(name, dtype, value.shape);
   known_.insert(t.id());
+  if (value.is_int() && value.ints.size() != static_cast<std::size_t>(value.size())) {
+    // An integer tensor built with float values (a 0/1 mask in an integer x's dtype: Trilu).
+    HostTensor ints = value;
+    ints.ints.clear();
+    for (double f : value.floats) {
+      if (f != std::nearbyint(f) || !(std::abs(f) < 0x1p62))
+        throw Error(
+            fmt::format("'{}': {} is not an integer of {}", base, f, ir::dtype_name(value.dtype)));
+      ints.ints.push_back(static_cast<std::int64_t>(f));
+    }
+    ints.floats.clear();
+    weights_.push_back({name, to_buffer(ints, dtype)});
+    return t;
+  }
   weights_.push_back({name, to_buffer(value, dtype)});
   return t;
 }

@@ -60,16 +60,19 @@ std::vector<std::int64_t> input_shape(const ::onnx::ValueInfoProto& info,
 }
 
 // The graph dtype of a model input: the float types the runtime holds (float16 and bfloat16
-// are stored 16-bit and computed in float32: runtime.md).
+// are stored 16-bit and computed in float32: runtime.md) and int32, int64 (token ids, indices:
+// data fed at run time; docs/onnx.md, "Integer inputs").
 ir::DType input_dtype(const ::onnx::ValueInfoProto& info, const std::string& source) {
   const std::int32_t t = info.type().tensor_type().elem_type();
   if (t == ::onnx::TensorProto::FLOAT) return ir::DType::kFloat32;
   if (t == ::onnx::TensorProto::DOUBLE) return ir::DType::kFloat64;
   if (t == ::onnx::TensorProto::FLOAT16) return ir::DType::kFloat16;
   if (t == ::onnx::TensorProto::BFLOAT16) return ir::DType::kBFloat16;
+  if (t == ::onnx::TensorProto::INT64) return ir::DType::kInt64;
+  if (t == ::onnx::TensorProto::INT32) return ir::DType::kInt32;
   throw Error(fmt::format(
-      "{}: input '{}' has element type {}; only float, double, float16 and bfloat16 inputs "
-      "are supported",
+      "{}: input '{}' has element type {}; only float, double, float16, bfloat16, int32 and "
+      "int64 inputs are supported",
       source, info.name(),
       ::onnx::TensorProto::DataType_Name(static_cast<::onnx::TensorProto::DataType>(t))));
 }

@@ -52,7 +52,9 @@ const std::array kRows = {
     Row{"Dropout", convert_dropout, "—", "inference: the identity; the mask output unused"},
     Row{"BatchNormalization", convert_batch_norm, "sub, add, sqrt, div, mul, add (+ reshape)",
         "inference; the statistics per channel (dim 1)"},
-    Row{"Pow", convert_pow, "mul / sqrt", "constant exponent 2, 1 or 0.5"},
+    Row{"Pow", convert_pow, "pow (mul, sqrt)",
+        "any exponent, numpy broadcasting; a constant exponent 2, 1 or 0.5 is mul(x, x), x or "
+        "sqrt(x); an integer exponent of a float base if constant"},
     Row{"Gelu", convert_gelu, "gelu", "approximate='none'"},
     Row{"Erf", convert_erf, "gelu",
         "only in PyTorch's exact-GELU pattern x·0.5·(1 + erf(x/√2)), which becomes one gelu"},
@@ -102,6 +104,10 @@ const std::array kRows = {
     Row{"ReduceLogSum", convert_reduce_more, "sum, log (+ reshape)", "log Σx; as ReduceSum"},
     Row{"ReduceLogSumExp", convert_reduce_more, "max, sub, exp, sum, log, add (+ reshape)",
         "log Σ exp(x − m) + m, m the maximum; as ReduceSum"},
+    Row{"ArgMax", convert_arg_extreme, "argmax",
+        "int64 result; axis, keepdims, select_last_index; NaN wins (numpy); any float or integer "
+        "input"},
+    Row{"ArgMin", convert_arg_extreme, "argmin", "as ArgMax"},
     Row{"LogSoftmax", convert_log_softmax, "max, sub, exp, sum, log, sub (+ reshape)",
         "x − m − log Σ exp(x − m); any axis from opset 13, the last before"},
     Row{"Reshape", convert_reshape, "reshape", "constant shape; 0 and -1; allowzero"},
@@ -117,9 +123,10 @@ const std::array kRows = {
     Row{"Constant", convert_constant, "—", "a weight when a computation reads it"},
     Row{"Shape", convert_shape, "—", "folded at import time (static shapes)"},
     Row{"Size", convert_size, "—", "as Shape"},
-    Row{"Gather", convert_gather, "slice (+ concat, reshape)",
-        "any axis; indices known at import (a slice per run of consecutive indices); folded on "
-        "constants"},
+    Row{"Gather", convert_gather, "gather; or slice (+ concat, reshape)",
+        "any axis; indices computed or fed at run time (i32, i64; an embedding lookup): the "
+        "gather kernel, an index out of range an error at run time; indices known at import: a "
+        "slice per run of consecutive indices; folded on constants"},
     Row{"Concat", convert_concat, "unslice, add", "any axis; folded on constants"},
     Row{"Expand", convert_expand, "mul (by ones)", "numpy broadcasting; folded on constants"},
     Row{"Tile", convert_tile, "unslice, add", "constant repeats; folded on constants"},

@@ -39,6 +39,7 @@ void convert_global_max_pool(NodeContext& node);
 void convert_depth_space(NodeContext& node);
 void convert_resize(NodeContext& node);
 void convert_reduce(NodeContext& node);
+void convert_arg_extreme(NodeContext& node);
 
 // ops_shape.cpp: layout and the import-time shape arithmetic.
 void convert_identity(NodeContext& node);

@@ -294,19 +294,31 @@ void convert_trilu(NodeContext& node) {
                          "mul", {x, node.import().constant_input(op_name(node) + ".mask", mask)}));
 }
 
-// Gather along `axis` at indices known at import time: folded when the data is known too;
-// else slices of the graph tensor, one per run of consecutive indices, concatenated and
-// reshaped to data[:axis] + indices.shape + data[axis+1:].
+namespace {
+
+// Gather of indices that are graph data (a model input, or computed): the gather kernel, which
+// reads the whole axis and wraps negative indices as ONNX does; an index out of range is an error
+// of the run, naming the operation and the index.
+void convert_gather_at_run_time(NodeContext& node, std::size_t axis) {
+  Tensor indices = node.tensor(1);
+  const ir::DType dtype = indices.type().dtype;
+  if (dtype != ir::DType::kInt64 && dtype != ir::DType::kInt32)
+    throw node.error(fmt::format("the indices are {}, not int32 or int64", ir::dtype_name(dtype)));
+  const nlohmann::json params = {{"axis", static_cast<std::int64_t>(axis)}};
+  node.set_output(0, node.graph().call("gather", {node.tensor(0), indices}, params));
+}
+
+}  // namespace
+
+// Gather along `axis`: indices known at import time are folded when the data is known too, else
+// slices of the graph tensor, one per run of consecutive indices, concatenated and reshaped to
+// data[:axis] + indices.shape + data[axis+1:]; other indices: convert_gather_at_run_time.
 void convert_gather(NodeContext& node) {
   const std::vector<std::int64_t> in = node.shape(0);
   if (in.empty()) throw node.error("Gather from a scalar");
   const auto axis =
       static_cast<std::size_t>(normalise_axis(node, node.int_attr("axis", 0), in.size()));
-  if (!node.is_host(1))
-    throw node.error(
-        "Gather is supported only with indices known at import time (constants or shape "
-        "code): a Tapestry graph holds no integer tensors, so an embedding lookup of computed "
-        "indices cannot be expressed");
+  if (!node.is_host(1)) return convert_gather_at_run_time(node, axis);
   const HostTensor& indices = node.host(1);
   if (node.is_host(0))
     return node.set_output(0,

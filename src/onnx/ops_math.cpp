@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <limits>
 
 #include "op_table.h"
+#include "tapestry/metakernel/builder_ops.h"
 
 namespace tapestry::onnx {
 
@@ -74,16 +76,70 @@ void convert_erf(NodeContext& node) {
       "one gelu); this Erf is not part of one, and Tapestry has no erf kernel");
 }
 
-// Pow with a known scalar exponent: 2 → mul(x, x), 1 → x, 0.5 → sqrt(x).
+// Pow: a known scalar exponent 2 → mul(x, x), 1 → x, 0.5 → sqrt(x) (exact or correctly rounded,
+// and cheaper); any other exponent, known or computed, the `pow` kernel with numpy broadcasting.
+// A known exponent is converted to a float x's dtype (ONNX allows any numeric exponent); a
+// computed one of another float dtype is cast to it; an integer x needs an exponent of its own
+// dtype (Tapestry casts graph tensors between float dtypes only). Folded when both are known.
 void convert_pow(NodeContext& node) {
-  const HostTensor& e = node.host(1);
-  if (e.size() != 1) throw node.error("the exponent must be a scalar");
-  const double p = e.float_at(0);
+  if (node.is_host(1) && node.host(1).size() == 1) {
+    const double p = node.host(1).float_at(0);
+    if (p == 1.0 || p == 2.0 || p == 0.5) {
+      Tensor x = node.tensor(0);
+      if (p == 1.0) return node.set_output(0, x);
+      if (p == 2.0) return node.set_output(0, node.graph().call("mul", {x, x}));
+      return node.set_output(0, node.graph().call("sqrt", {x}));
+    }
+  }
+  if (node.is_host(0) && node.is_host(1) && !node.host(0).is_int()) {
+    HostTensor a = node.host(0);
+    const HostTensor& b = node.host(1);
+    const std::vector<std::int64_t> shape = broadcast_shapes(a.shape, b.shape);
+    HostTensor r{.dtype = a.dtype, .shape = shape, .ints = {}, .floats = {}};
+    const std::int64_t n = r.size();
+    // Row-major broadcasting: the flat index of each output cell in a and b.
+    const auto source = [&](const HostTensor& t, std::int64_t flat) {
+      std::int64_t at = 0, stride = 1;
+      for (std::size_t d = shape.size(); d-- > 0;) {
+        const std::int64_t coord = flat % shape[d];
+        flat /= shape[d];
+        const std::size_t lead = shape.size() - t.shape.size();
+        if (d >= lead) {
+          const std::int64_t extent = t.shape[d - lead];
+          at += (extent == 1 ? 0 : coord) * stride;
+          stride *= extent;
+        }
+      }
+      return static_cast<std::size_t>(at);
+    };
+    for (std::int64_t k = 0; k < n; ++k)
+      r.floats.push_back(std::pow(a.float_at(source(a, k)), b.float_at(source(b, k))));
+    return node.set_output(0, r);
+  }
   Tensor x = node.tensor(0);
-  if (p == 1.0) return node.set_output(0, x);
-  if (p == 2.0) return node.set_output(0, node.graph().call("mul", {x, x}));
-  if (p == 0.5) return node.set_output(0, node.graph().call("sqrt", {x}));
-  throw node.error(fmt::format("exponent {} is not supported (only 0.5, 1 and 2)", p));
+  const ir::DType dtype = x.type().dtype;
+  Tensor e;
+  if (node.is_host(1) && ir::is_float(dtype)) {
+    HostTensor h = node.host(1);  // ONNX allows any numeric exponent: converted to x's dtype
+    if (h.is_int()) {
+      for (std::int64_t v : h.ints) h.floats.push_back(static_cast<double>(v));
+      h.ints.clear();
+    }
+    h.dtype = dtype;
+    e = node.import().constant_input(node.node().input(1), h);
+  } else {
+    e = node.tensor(1);
+    const ir::DType edtype = e.type().dtype;
+    if (edtype != dtype && ir::is_float(edtype) && ir::is_float(dtype)) {
+      e = metakernel::cast(e, dtype);
+    } else if (edtype != dtype) {
+      throw node.error(fmt::format(
+          "the exponent is {} but the base {}: a computed exponent must be a float when the "
+          "base is, or have the integer base's dtype (Tapestry casts between float dtypes only)",
+          ir::dtype_name(edtype), ir::dtype_name(dtype)));
+    }
+  }
+  node.set_output(0, node.graph().call("pow", {x, e}));
 }
 
 // MatMul: numpy.matmul; 1-D operands are promoted to matrices and the added dim removed.

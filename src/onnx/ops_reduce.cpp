@@ -152,4 +152,20 @@ void convert_softplus(NodeContext& node) {
   node.set_output(0, g.call("add", {g.call("relu", {x}), tail}));
 }
 
+// ArgMax, ArgMin: the kernels of the same name (int64 positions; axis, keepdims and, from
+// opset 12, select_last_index as ONNX; NaN wins, as numpy's). Folded when x is known.
+void convert_arg_extreme(NodeContext& node) {
+  const std::vector<std::int64_t> shape = node.shape(0);
+  if (shape.empty()) throw node.error("the input is a scalar: there is no axis to search");
+  const std::int64_t axis = normalise_axis(node, node.int_attr("axis", 0), shape.size());
+  const bool keepdims = node.int_attr("keepdims", 1) != 0;
+  const bool last = node.int_attr("select_last_index", 0) != 0;
+  const bool is_min = node.node().op_type() == "ArgMin";
+  if (shape[static_cast<std::size_t>(axis)] == 0)
+    throw node.error(fmt::format("axis {} is empty: there is no element to pick", axis));
+  const nlohmann::json params = {
+      {"axis", axis}, {"keepdims", keepdims}, {"select_last_index", last}};
+  node.set_output(0, node.graph().call(is_min ? "argmin" : "argmax", {node.tensor(0)}, params));
+}
+
 }  // namespace tapestry::onnx

@@ -440,12 +440,18 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
   if (!op.body().reductions.empty()) monoid = op.body().reductions.front().monoid;
   const ErrorRule rule = rule_of(op.kernel(), monoid);
   c.result.exact = is_exact_kernel(op.kernel(), rule);
+  if (rule == ErrorRule::kIndex && !c.in_sigma.empty() && c.in_sigma[0] != nullptr) {
+    index(c);  // an integer result (a position) of float values: its bar
+    return std::move(c.result);
+  }
   if (!floats) return std::move(c.result);  // integers: exact, no sigma
   std::vector<Buffer> exact_integers;       // σ = D = 0 of integer inputs, for the worst-case rule
   if (rule == ErrorRule::kFallback) exact_integers = exact_integer_inputs(c);
   // Fused stages round each bf16/f16 intermediate: the worst case counts in 16-bit roundoff.
   if (rule == ErrorRule::kFallback && is_half_float(dtype)) c.u = storage_roundoff(dtype).u;
   for (std::size_t i = 0; i < c.in_sigma.size(); ++i) {
+    // A move's integer inputs (gather's indices) are exact and only say which cells it copies.
+    if (rule == ErrorRule::kMove && !ir::is_float(c.in_value[i]->dtype())) continue;
     if (c.in_sigma[i] == nullptr || c.in_bound[i] == nullptr)
       throw Error(
           fmt::format("operation '{}' mixes integer and float tensors", graph_.display_name(op_)));
@@ -478,6 +484,7 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
     case ErrorRule::kMove:
       move(c);
       break;
+    case ErrorRule::kIndex:   // an integer result: handled above
     case ErrorRule::kMonoid:  // resolved by rule_of
     case ErrorRule::kFallback:
       fallback(c);
@@ -1505,15 +1512,70 @@ Scales div_scales(const Cell& a, const Cell& b, double out, double u, double tin
           (a.bound + q * b.bound) / margin + round};
 }
 
+// The range [lo, hi] of pow(t, s) over the box t ∈ [alo, ahi], s ∈ [blo, bhi], where pow is
+// continuous on the box and monotone in each variable along every edge, so that its extremes lie
+// at the corners (and, for an integer exponent and a base interval holding 0, at t = 0):
+//   t ≥ 0, s > 0 or t > 0   t^s = e^(s·ln t), s·ln t bilinear in (s, ln t): extremes at corners
+//   an exact integer n      t^n is monotone on each side of 0; n < 0 with 0 in reach is a pole
+// Empty elsewhere (a negative base under an inexact exponent may give NaN; 0^s jumps at s = 0)
+// and where a corner is not finite.
+std::optional<std::pair<double, double>> pow_range(double alo, double ahi, double blo, double bhi) {
+  std::array<double, 3> ts{alo, ahi, alo};
+  const bool positive_base = alo > 0 || (alo == 0 && blo > 0);
+  if (!positive_base) {
+    const bool integer_exponent =
+        blo == bhi && blo == std::nearbyint(blo) && std::abs(blo) < 0x1p53;
+    if (!integer_exponent) return std::nullopt;
+    const bool zero_in_reach = alo <= 0 && ahi >= 0;
+    if (blo < 0 && zero_in_reach) return std::nullopt;
+    if (zero_in_reach) ts[2] = 0;
+  }
+  double lo = INFINITY, hi = -INFINITY;
+  for (double t : ts) {
+    for (double e : {blo, bhi}) {
+      const double f = std::pow(t, e);
+      if (!std::isfinite(f)) return std::nullopt;
+      lo = std::min(lo, f);
+      hi = std::max(hi, f);
+    }
+  }
+  return std::pair{lo, hi};
+}
+
+// pow at one cell: q = a^b. Exact operands: the kernel's own rounding (C's pow, < 1 ulp: 8·u·|q|
+// as kernel_error), and a ±inf or NaN result is certain (the same special case in every dtype).
+// Otherwise the deviation of q over the box of the operands' bars, from pow_range (exact, not
+// first order: a^b is far from linear where b·ln a is large); unknown where the box reaches a
+// pole, a NaN or an overflow, or an operand or the result is ±inf or NaN.
+Scales pow_scales(const Cell& a, const Cell& b, double out, double u, double tiny, double lambda) {
+  if (!a.known() || !b.known()) return unknown_scales();
+  const double k = 8 * u * std::abs(out) + tiny;
+  if (is_exact(a.sigma, a.bound) && is_exact(b.sigma, b.bound))
+    return std::isfinite(out) ? Scales{k, k} : Scales{};
+  if (!std::isfinite(out) || !std::isfinite(a.value) || !std::isfinite(b.value))
+    return unknown_scales();
+  const auto deviation = [&](double ea, double eb) {
+    const auto r = pow_range(a.value - ea, a.value + ea, b.value - eb, b.value + eb);
+    if (!r) return static_cast<double>(INFINITY);
+    const double slack = 0x1p-51 * std::max(std::abs(r->first), std::abs(r->second));
+    return std::max(r->second - out, out - r->first) + slack;
+  };
+  const double sigma = deviation(lambda * a.sigma, lambda * b.sigma) / lambda;
+  if (!std::isfinite(sigma)) return unknown_scales();
+  return {std::hypot(sigma, k), deviation(a.bound, b.bound) + k};
+}
+
 }  // namespace
 
-// Unary maps and div, cell by cell through the IPFs (broadcasting lives there). With e the bar
-// of x (min(λσx, Dx)) — the widest the input's error can be:
+// Unary maps, div and pow, cell by cell through the IPFs (broadcasting lives there). With e the
+// bar of x (min(λσx, Dx)) — the widest the input's error can be:
 //   relu     σx, Dx where x > −e (else the cell is 0 for sure)
 //   floor, ceil, round   exact steps: σ = D = f(x + e) − f(x − e), 0 where no step is in reach
 //   smooth   s = max |f′| over [x − e, x + e];  σ = s·σx ⊕ k;  D = s·Dx + k;  k = kernel_error
 //   div      m = |b| − e_b (unbounded when ≤ 0);  σ = σa/m ⊕ |a/b|·σb/m ⊕ u·|a/b|,
 //            D = (Da + |a/b|·Db)/m + u·|a/b|
+//   pow      q = a^b over the box a ± λσa, b ± λσb: σ = max|q′ − q|/λ ⊕ 8u|q|; over a ± Da,
+//            b ± Db: D = max|q′ − q| + 8u|q| (pow_range: the extremes are at the box's corners)
 // (⊕ adds in quadrature; each formula adds tiny for a flushed subnormal.) Infinite and NaN
 // inputs and results: unary_scales, div_scales.
 void OperationEval::elementwise(Ctx& c) const {
@@ -1564,7 +1626,8 @@ void OperationEval::elementwise(Ctx& c) const {
   }
   if (v.empty()) return fallback(c);
   const bool div = kernel == "div";
-  if (div && v.size() < 2) return fallback(c);
+  const bool pow = kernel == "pow";
+  if ((div || pow) && v.size() < 2) return fallback(c);
   // Row by row along the index's last dim: each operand's cell is located once per row, then
   // stepped (Operand::step); rows in parallel (for_cells: each point writes its own cell).
   const std::size_t rank = index.rank();
@@ -1578,7 +1641,7 @@ void OperationEval::elementwise(Ctx& c) const {
   for_cells(
       row_count,
       [&](std::size_t lo, std::size_t hi) {
-        const std::size_t k = div ? 2 : 1;
+        const std::size_t k = div || pow ? 2 : 1;
         for (std::size_t r = lo; r < hi; ++r) {
           const Point p = unravel(rows, static_cast<std::int64_t>(r));
           const double* yp = y.cell(p);
@@ -1600,8 +1663,9 @@ void OperationEval::elementwise(Ctx& c) const {
               return Cell{vp[i][j * vs[i]], sgp[i][j * ss[i]], dbp[i][j * ds[i]]};
             };
             const double out = yp[j * step_y];
-            const Scales sc = div ? div_scales(cell(0), cell(1), out, c.u, c.tiny, lambda_)
-                                  : unary_scales(kernel, cell(0), out, c.u, c.tiny, lambda_);
+            const Scales sc = div   ? div_scales(cell(0), cell(1), out, c.u, c.tiny, lambda_)
+                              : pow ? pow_scales(cell(0), cell(1), out, c.u, c.tiny, lambda_)
+                                    : unary_scales(kernel, cell(0), out, c.u, c.tiny, lambda_);
             sp[j * step_s] = sc.sigma;
             dp[j * step_d] = sc.bound;
           }
@@ -1910,17 +1974,134 @@ void OperationEval::variance(Ctx& c) const {
   c.result.bounds.push_back(std::move(d));
 }
 
-// transpose, permute, reshape, slice, pad: σ and D move with the data; added pad cells are exact.
+// transpose, permute, reshape, slice, pad, gather: σ and D move with the data; added pad cells
+// are exact. The kernel runs on the σ and D of the float inputs and the values of the integer
+// ones (gather's indices: which cells move where); indices that may be wrong (an argmax near a
+// tie) leave every output cell unknown.
 void OperationEval::move(Ctx& c) const {
   nlohmann::json params = c.op.params();
   if (params.is_object() && params.contains("value")) params["value"] = 0;
-  std::vector<Buffer> sigmas = call(kernel_, c.in_sigma, DType::kFloat64, &params);
-  std::vector<Buffer> bounds = call(kernel_, c.in_bound, DType::kFloat64, &params);
+  std::vector<const Buffer*> in_sigma = c.in_sigma, in_bound = c.in_bound;
+  for (std::size_t i = 0; i < in_sigma.size(); ++i) {
+    if (ir::is_float(c.in_value[i]->dtype())) continue;
+    in_sigma[i] = in_bound[i] = c.in_value[i];
+  }
+  // An integer input that is itself uncertain (an argmax's position, rule `index`) may pick
+  // another cell altogether: then nothing is known of the outputs.
+  bool picks_uncertain = false;
+  for (std::size_t i = 0; i < in_sigma.size() && !picks_uncertain; ++i) {
+    if (ir::is_float(c.in_value[i]->dtype()) || c.in_sigma[i] == nullptr) continue;
+    picks_uncertain = max_of(*c.in_sigma[i]) > 0 || max_of(*c.in_bound[i]) > 0;
+  }
+  std::vector<Buffer> sigmas = call(kernel_, in_sigma, DType::kFloat64, &params);
+  std::vector<Buffer> bounds = call(kernel_, in_bound, DType::kFloat64, &params);
+  if (picks_uncertain) {
+    for (std::vector<Buffer>* scales : {&sigmas, &bounds})
+      for (Buffer& b : *scales) b = map_values(b, [](double) { return INFINITY; });
+  }
   for (std::size_t o = 0; o < sigmas.size(); ++o) {
     c.result.magnitudes.push_back(max_abs_of(c.result.values[o]));
     c.result.sigmas.push_back(std::move(sigmas[o]));
     c.result.bounds.push_back(std::move(bounds[o]));
   }
+}
+
+// argmax, argmin: the result is a position i along the searched axis, an integer; its bar is
+// in positions. A cell r of the row may be the computed extremum only if its value can beat the
+// cells before it and tie or beat those after it (first-index semantics; select_last_index: the
+// reverse), with every cell anywhere in [v − e, v + e] (e = λσ for σ, D for D):
+//   argmax   v_r + e_r > max_{r′<r} (v_r′ − e_r′)  and  v_r + e_r ≥ max_{r′>r} (v_r′ − e_r′)
+//   argmin   the same on −v
+//   NaN      a NaN whose class is certain wins (the first; select_last_index the last): then only
+//            it and the cells of unknown error (σ not finite: they may be NaN) before it (after
+//            it) may be picked; a cell of unknown error may always be picked
+// The bar is max |r − i*| over those cells, i* the float64 result: 0 where the extremum stands
+// apart from the rest by more than their errors (the usual case: a wrong index fails), the
+// distance to the farthest near-tie otherwise. σ = that bar (with e = λσ) / λ, D = the bar with
+// e = D; both finite, so an index is never unchecked.
+void OperationEval::index(Ctx& c) const {
+  const bool is_min = c.op.kernel() == "argmin";
+  const bool last = c.op.params().value("select_last_index", false);
+  const auto axis = static_cast<std::size_t>(c.op.params().value("axis", 0));
+  const ir::IpfSignature& signature = *c.op.ipf_signature();
+  const Range index_box = *c.op.ipf_index();
+  const auto& in_entry = c.ins.front();
+  const auto& out_entry = c.outs.front();
+  const zspace::IndexProjection& in_ipf = checked_ipf(in_entry, signature.inputs, index_box);
+  const zspace::IndexProjection& out_ipf = checked_ipf(out_entry, signature.outputs, index_box);
+  const Range& out_range = graph_.tensor(out_entry.value.tensor).range();
+  Buffer s(DType::kFloat64, out_range), d(DType::kFloat64, out_range);
+  const Operand<const double> x(InputPort{c.in_value[0]->view(in_entry.value.range), &in_ipf});
+  const Operand<const double> sx(InputPort{c.in_sigma[0]->view(in_entry.value.range), &in_ipf});
+  const Operand<const double> dx(InputPort{c.in_bound[0]->view(in_entry.value.range), &in_ipf});
+  const Operand<const std::int64_t> picked(
+      InputPort{c.result.values.front().view(out_entry.value.range), &out_ipf});
+  const Operand<double> so(OutputPort{s.view(out_entry.value.range), &out_ipf});
+  const Operand<double> dout(OutputPort{d.view(out_entry.value.range), &out_ipf});
+  const std::int64_t n = x.window(axis);
+  const std::int64_t xs = x.stride(axis), ss = sx.stride(axis), ds = dx.stride(axis);
+  const double l = lambda_;
+  // The bar of one row: `err(r)` is cell r's half-width (∞: unknown).
+  const auto row_bar = [&](const double* v, std::int64_t i_star, const auto& err,
+                           const auto& unknown, std::vector<double>& after) {
+    const auto score = [&](std::int64_t r) { return is_min ? -v[r * xs] : v[r * xs]; };
+    // A certain NaN decides the row.
+    std::int64_t nan_at = -1;
+    for (std::int64_t r = 0; r < n; ++r) {
+      const std::int64_t q = last ? n - 1 - r : r;
+      if (std::isnan(v[q * xs]) && !unknown(q)) {
+        nan_at = q;
+        break;
+      }
+    }
+    double bar = 0;
+    const auto consider = [&](std::int64_t r) {
+      bar = std::max(bar, static_cast<double>(std::abs(r - i_star)));
+    };
+    if (nan_at >= 0) {
+      consider(nan_at);
+      for (std::int64_t r = 0; r < n; ++r)
+        if (unknown(r) && (last ? r > nan_at : r < nan_at)) consider(r);
+      return bar;
+    }
+    // after[r] = max_{r′>r} (score − err); the cells before r as a running max.
+    after.assign(static_cast<std::size_t>(n), -INFINITY);
+    for (std::int64_t r = n - 2; r >= 0; --r) {
+      const auto u = static_cast<std::size_t>(r);
+      after[u] = std::max(after[u + 1], score(r + 1) - err(r + 1));
+    }
+    double before = -INFINITY;
+    for (std::int64_t r = 0; r < n; ++r) {
+      const double hi = score(r) + err(r);
+      const double later = after[static_cast<std::size_t>(r)];
+      const bool may =
+          unknown(r) || (last ? hi >= before && hi > later : hi > before && hi >= later);
+      if (may) consider(r);
+      before = std::max(before, score(r) - err(r));
+    }
+    return bar;
+  };
+  std::vector<double> after;
+  for (const Point& p : index_box.points()) {
+    const double* v = x.cell(p);
+    const double* sv = sx.cell(p);
+    const double* dv = dx.cell(p);
+    const std::int64_t i_star = *picked.cell(p);
+    const auto unknown = [&](std::int64_t r) { return !is_known(sv[r * ss], dv[r * ds]); };
+    const auto with_sigma = [&](std::int64_t r) {
+      const double e = l * sv[r * ss];
+      return std::isfinite(e) ? e : INFINITY;
+    };
+    const auto with_bound = [&](std::int64_t r) {
+      const double e = dv[r * ds];
+      return std::isnan(e) ? INFINITY : e;
+    };
+    *so.cell(p) = row_bar(v, i_star, with_sigma, unknown, after) / l;
+    *dout.cell(p) = row_bar(v, i_star, with_bound, unknown, after);
+  }
+  c.result.magnitudes.push_back(static_cast<double>(n));
+  c.result.sigmas.push_back(std::move(s));
+  c.result.bounds.push_back(std::move(d));
 }
 
 // The integer inputs of a float operation under the worst-case rule — cross_entropy's class

@@ -175,6 +175,7 @@ class OperationEval {
   void average(Ctx& c) const;
   void variance(Ctx& c) const;
   void move(Ctx& c) const;
+  void index(Ctx& c) const;
   void fallback(Ctx& c) const;
   static std::vector<Buffer> exact_integer_inputs(Ctx& c);
   struct BilinearFactors {

@@ -29,6 +29,7 @@ const ExecutableKernels& ExecutableKernels::reference() {
     register_pool_kernels(r);
     register_conv_kernels(r);
     register_layout_kernels(r);
+    register_indexing_kernels(r);
     register_autodiff_kernels(r);
     register_training_kernels(r);
     register_fused_kernel(r);

@@ -289,7 +289,26 @@ OutputVerdict judge(const ir::Graph& graph, ir::TensorId t, const BufferMap& res
   const DType dtype = tensor_dtype(graph, t);
   const Range& range = graph.tensor(t).range();
   const bool is_float = ir::is_float(dtype);
-  if (mode == VerifyMode::kBitwise || !is_float) {
+  // An integer output with a bar: a position (argmax, argmin: the oracle's rule `index`).
+  const bool index_bar =
+      !is_float && mode == VerifyMode::kBound && oracle != nullptr && oracle->sigma.contains(t);
+  if (index_bar) {
+    const auto as_doubles = [](const Buffer& b) {
+      Buffer out(DType::kFloat64, b.range(), Buffer::Uninitialized{});
+      const std::span<double> o = out.values<double>();
+      visit_dtype(b.dtype(), [&]<typename T>() {
+        const std::span<const T> in = b.values<T>();
+        for (std::size_t i = 0; i < in.size(); ++i) o[i] = static_cast<double>(in[i]);
+      });
+      return out;
+    };
+    const Buffer got = as_doubles(r), value = as_doubles(oracle->value.at(t));
+    const Buffer naive_values = naive != nullptr ? as_doubles(naive->at(t)) : Buffer();
+    const Buffer bars = oracle->bar(t);
+    judge_bound<double>(
+        got.values<double>(), value.values<double>(), bars.values<double>(),
+        naive != nullptr ? naive_values.values<double>() : std::span<const double>(), range, v);
+  } else if (mode == VerifyMode::kBitwise || !is_float) {
     // Integers are exact in every mode; bitwise compares with the naive run.
     const BufferComparison c =
         naive != nullptr ? *v.vs_naive : compare_buffers(oracle->value.at(t), r);

@@ -202,9 +202,9 @@ INSTANTIATE_TEST_SUITE_P(
                   "k.yaml:13:14: error: scale: reduction d: 'mean' is neither a monoid (sum, max, "
                   "min, prod) nor a "
                   "monoid parameter"},
-        BadKernel{
-            "unknown_hook", std::string(kScale) + "hook: flip\n",
-            "k.yaml:1:9: error: scale: unknown hook 'flip' (hooks: reshape, permute, sum_to)"},
+        BadKernel{"unknown_hook", std::string(kScale) + "hook: flip\n",
+                  "k.yaml:1:9: error: scale: unknown hook 'flip' (hooks: reshape, permute, sum_to, "
+                  "arg_extreme)"},
         BadKernel{"hook_with_index", std::string(kScale) + "hook: reshape\n",
                   "k.yaml:1:9: error: scale: a hook kernel gets its index, reductions and IPFs "
                   "from the hook; "
@@ -259,8 +259,8 @@ INSTANTIATE_TEST_SUITE_P(
             "facts_rule",
             std::string(kScale) + "facts: {class: elementwise, flops: 1, error_rule: fallback}\n",
             "k.yaml:13:51: error: unknown error rule 'fallback' (bilinear, additive, "
-            "product, selection, elementwise, softmax, average, variance, move, monoid, "
-            "worst_case)"},
+            "product, selection, elementwise, softmax, average, variance, move, index, "
+            "monoid, worst_case)"},
         BadKernel{"facts_exact",
                   std::string(kScale) + "facts: {class: elementwise, flops: 1, error_rule: move, "
                                         "exact: yes}\n",

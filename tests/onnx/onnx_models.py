@@ -172,6 +172,41 @@ export("gpt_causal14", GptBlock(float("-inf")), torch.randn(2, 64, 64), opset=14
 export("gpt_causal13_1e9", GptBlock(-1e9), torch.randn(2, 64, 64), opset=13)
 export("tiny_vit", TinyVit(), torch.randn(2, 3, 16, 16), opset=13)
 
+
+
+# Integer data at run time (issue 30): an embedding lookup of int64 ids fed as an input (gather),
+# an argmax of the logits (an int64 output), x ** y of two graph tensors (pow).
+class Tagger(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(50, 16)
+        self.fc = torch.nn.Linear(16, 10)
+
+    def forward(self, ids, x):                     # [2, 7] int64, [2, 7, 16]
+        h = self.emb(ids) + x
+        logits = self.fc(torch.tanh(h))
+        return logits, torch.argmax(logits, dim=-1), torch.pow(torch.sigmoid(h) + 0.5, x)
+
+
+def export_multi(name, model, inputs, outputs, opset=14):
+    """As export, for named inputs and outputs: OUT/NAME/in/<input>.npy, torch/<output>.npy."""
+    model.eval()
+    d = os.path.join(out, name)
+    for part in ("in", "torch"):
+        os.makedirs(os.path.join(d, part), exist_ok=True)
+    torch.onnx.export(model, tuple(inputs.values()), os.path.join(d, "model.onnx"),
+                      opset_version=opset, input_names=list(inputs), output_names=outputs)
+    with torch.no_grad():
+        results = model(*inputs.values())
+    for k, v in inputs.items():
+        np.save(os.path.join(d, "in", k + ".npy"), v.numpy())
+    for k, v in zip(outputs, results):
+        np.save(os.path.join(d, "torch", k + ".npy"), v.numpy())
+
+
+export_multi("tagger", Tagger(), {"ids": torch.randint(0, 50, (2, 7)), "x": torch.randn(2, 7, 16)},
+             ["logits", "tag", "p"])
+
 # ---- models the importer must refuse ----------------------------------------------------------
 bad = os.path.join(out, "bad")
 os.makedirs(bad, exist_ok=True)
@@ -224,14 +259,13 @@ shape = oh.make_tensor("shape", onnx.TensorProto.INT64, [3], [2**62, 101, 8])
 m = model([oh.make_node("Reshape", ["x", "shape"], ["y"], name="huge")])
 m.graph.initializer.append(shape)
 save("reshape_overflow", m)  # found by fuzz_onnx: the element count overflowed to a negative
-# Shape's integer result as a graph output (the ONNX backend's test_shape*): it must name the file,
-# the output and the node that computes it.
+# Shape's integer result as a graph output (the ONNX backend's test_shape*): an int64 weight.
 g = oh.make_graph([oh.make_node("Shape", ["x"], ["dims"], name="shp")], "bad",
                   [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3, 8, 8])],
                   [oh.make_tensor_value_info("dims", onnx.TensorProto.INT64, [4])])
 save("shape_output", oh.make_model(g, opset_imports=[oh.make_opsetid("", 14)]))
-# A mask computed from data (x > 0) and an embedding lookup of computed indices: the graph has
-# no boolean or integer tensors, so each must be refused at its node.
+# A mask computed from data (x > 0): the graph has no boolean tensors, so it must be refused at
+# its node; Gather's indices must be integers (here the float x).
 m = model([oh.make_node("Greater", ["x", "zero"], ["m"], name="positive"),
            oh.make_node("Where", ["m", "x", "zero"], ["y"], name="select")])
 m.graph.initializer.append(oh.make_tensor("zero", onnx.TensorProto.FLOAT, [], [0.0]))

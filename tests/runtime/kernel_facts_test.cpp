@@ -94,6 +94,13 @@ TEST(KernelFacts, TheBuiltInsDeclareWhatTheReadersRelyOn) {
   EXPECT_EQ(facts("max").error_rule, mk::ErrorRule::kMonoid);
   EXPECT_EQ(facts("variance").flops, 4);
   EXPECT_EQ(facts("variance").per_point, "x");  // inherited from mean
+  EXPECT_EQ(facts("argmax").error_rule, mk::ErrorRule::kIndex);
+  EXPECT_EQ(facts("argmin").error_rule, mk::ErrorRule::kIndex);  // inherited from argmax
+  EXPECT_EQ(facts("argmin").per_point, "x");
+  EXPECT_EQ(facts("gather").error_rule, mk::ErrorRule::kMove);
+  EXPECT_TRUE(facts("gather").exact);
+  EXPECT_EQ(facts("pow").error_rule, mk::ErrorRule::kElementwise);
+  EXPECT_FALSE(facts("pow").exact);
   for (const mk::Metakernel* k : yaml_kernels().metakernels()) {
     const mk::KernelFacts& f = *k->facts;
     EXPECT_EQ(f.flops == 0, f.kind == mk::KernelClass::kLayout) << k->name;

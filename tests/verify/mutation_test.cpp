@@ -21,7 +21,8 @@
 // Beside the examples, the masked graphs of tests/data/verify (each with plans of its own):
 // causal attention with a −inf and with a −1e9 mask, attention over padded sequences (−inf),
 // log-sum-exp of causally masked logits (−inf) and softmax of large logits (×400), where most
-// terms of every row are exact zeros in float64.
+// terms of every row are exact zeros in float64; and the argmax of causally masked logits, an
+// int64 output whose bar is in positions (a wrong index, a dropped bias or mask must FAIL).
 //
 // The suite runs twice: as written (f32), and in bf16 — every `f32[` declaration of each graph
 // rewritten to `bf16[`, the bars then counting bf16 storage roundings, the faults injected in the
@@ -77,12 +78,14 @@ void map_cells(Buffer& b, F f) {
   });
 }
 
-// The cells of a float buffer as float64 (exact).
+// The cells of a buffer as float64 (exact: floats, and the small integers of an argmax).
 std::vector<double> as_doubles(const Buffer& b) {
-  Buffer wide(runtime::DType::kFloat64, b.range());
-  runtime::convert_elements(b.view(), wide.view());
-  const auto v = std::as_const(wide).values<double>();
-  return {v.begin(), v.end()};
+  std::vector<double> out;
+  out.reserve(static_cast<std::size_t>(b.size()));
+  runtime::visit_storage_dtype(b.dtype(), [&]<typename T>() {
+    for (const T& v : b.values<T>()) out.push_back(static_cast<double>(v));
+  });
+  return out;
 }
 
 // The graph `tap` with every f32 declaration in `dtype` ("f32": as written).
@@ -146,6 +149,11 @@ std::vector<Example> examples() {
                  masked / "log_sum_exp.tap",
                  {{"rows", R"({"ops": {"M": {"split": {"pre": 2}}, "E": {"split": {"pre": 2}}}})"}},
                  mask(-INFINITY)});
+  out.push_back(
+      {"argmax_rows(-inf)",
+       masked / "argmax_rows.tap",
+       {{"rows", R"({"ops": {"C": {"split": {"pre": 2}}, "Z/linear": {"split": {"out": 2}}}})"}},
+       mask(-INFINITY)});
   out.push_back(
       {"large_logits(x400)", masked / "large_logits.tap", row_plans,
        [](const ir::Graph& g, BufferMap& in) { verify_testing::fill_input(g, in, "Big", 400); }});
@@ -347,11 +355,11 @@ Effect effect_of(const runtime::Oracle& good, const runtime::Oracle& faulty, con
                  const ir::Graph& faulty_graph) {
   Effect e = Effect::kEquivalent;
   for (ir::TensorId t : runtime::graph_outputs(g)) {
-    const auto a = good.value.at(t).values<double>();
+    const std::vector<double> a = as_doubles(good.value.at(t));  // an argmax's int64 too
     const runtime::Buffer bars = good.bar(t);
     const auto s = bars.values<double>();
-    const auto b = faulty.value.at(runtime::find_tensor(faulty_graph, runtime::tensor_name(g, t)))
-                       .values<double>();
+    const std::vector<double> b =
+        as_doubles(faulty.value.at(runtime::find_tensor(faulty_graph, runtime::tensor_name(g, t))));
     for (std::size_t i = 0; i < a.size(); ++i) {
       const double d = std::abs(a[i] - b[i]);
       if (d > s[i]) return Effect::kDetectable;

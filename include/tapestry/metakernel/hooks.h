@@ -1,4 +1,4 @@
-// C++ hooks: the two places where a kernel needs computation the template language cannot
+// C++ hooks: the places where a kernel needs computation the template language cannot
 // express. A kernel file opts in with `hook: <name>`; the template language still declares the
 // kernel's inputs, dtypes and parameters (and the evaluator checks them first), and the hook
 // computes the output types, the index and the IPFs.
@@ -13,6 +13,8 @@
 //             template.)
 //   sum_to    which dims of the input are reductions depends on the `shape` parameter (the dims
 //             numpy broadcasting stretched); a template fixes its reductions statically.
+//   arg_extreme  argmax and argmin: the result keeps the searched axis with extent 1 or drops
+//             it, by the `keepdims` parameter; a template fixes an output's rank statically.
 #pragma once
 
 #include <map>

@@ -41,7 +41,10 @@ enum class KernelClass { kElementwise, kContraction, kReduction, kWindow, kNorma
 ///   selection    picks one of its inputs (maximum, max_pool2d, a max/min reduce): no error
 ///   elementwise  one correctly-rounded-ish function per element (relu, exp, gelu, div, …)
 ///   softmax, average, variance   their own rules (softmax; mean, avg_pool2d; variance)
-///   move         copies (transpose, permute, reshape, pad, slice): no error
+///   move         copies (transpose, permute, reshape, pad, slice, gather): no error; integer
+///                inputs (gather's indices) are exact and say which cells are copied
+///   index        the position of an extremum (argmax, argmin): an integer result whose bar is
+///                the distance to the farthest cell that may be the extremum (error_rules.cpp)
 ///   monoid       by the operation's reduction monoid: sum → additive, prod → product,
 ///                max/min → selection (sum, max, reduce)
 /// and, not for YAML, `fallback`: the rule of a kernel without facts (error_rules.cpp).
@@ -55,6 +58,7 @@ enum class ErrorRule {
   kAverage,
   kVariance,
   kMove,
+  kIndex,
   kMonoid,
   kFallback
 };

@@ -72,13 +72,22 @@
 //   variance (row of n)          (2/n)·√Σ(d_j·σ_j)² + 4σmax² ⊕ √(n+3)·u·v  |  (2/n)·Σ|d_j|·D_j
 //                                + 4·Dmax² + γ(n+3)·v;  d_j = x_j − mean (+ the mean's error²)
 //   relu                         σx  |  Dx where x > −e, else 0 (the cell is 0 for sure)
-//   neg, transpose, permute,     σ and D move with the data (pad cells: 0)
-//     reshape, slice, pad
+//   neg, transpose, permute,     σ and D move with the data (pad cells: 0; gather: by its
+//     reshape, slice, pad,       exact integer indices — indices that may be wrong, an argmax
+//     gather                     near a tie, leave every cell unknown)
 //   exp, tanh, sigmoid, gelu,    s·σx ⊕ k  |  s·Dx + k;  s = max |f′| over [x − e, x + e],
 //     sqrt                       k = 8·u·|f(x)| (+ 4·u·|x| for gelu: ½x·(1 + erf) cancels at
 //                                x < 0); an exact ±inf input gives the exact limit (exp(−inf) = 0)
 //   div                          σa/m ⊕ |a/b|·σb/m ⊕ u·|a/b|  |  (Da + |a/b|·Db)/m + u·|a/b|;
 //                                m = |b| − e_b (unbounded where m ≤ 0)
+//   pow (q = a^b)                max|q′ − q|/λ ⊕ k  |  max|q′ − q| + k over q′ = a′^b′ on the
+//                                box a ± λσa, b ± λσb (a ± Da, b ± Db): its extremes are at the
+//                                corners; k = 8·u·|q|; unknown where the box reaches a pole, a
+//                                NaN (a negative base, an inexact exponent) or an overflow
+//   argmax, argmin (int64)       in positions: max |r − i*| over the cells r that may be the
+//                                computed extremum with every cell in [x − Δ, x + Δ] (Δ = λσ,
+//                                then D; σ = that / λ): 0 where the extremum stands apart, so
+//                                a wrong index fails; a certain NaN wins (as numpy's)
 //   softmax (row of n)           y_i·(S_i·Δx_i + Σ_{j≠i} c_j) + u·y_i·(|x_i − max| + 3) + sum:
 //                                √n·u·y_i  |  (n − 1)·u·y_i;  S_i = Σ_{j≠i} y_j, c_j = y_j·Δx_j,
 //                                or e^(x_j − max + Δx_j) where y_j = 0 in float64 (masked); n

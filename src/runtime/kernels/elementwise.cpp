@@ -88,6 +88,7 @@ void register_elementwise_kernels(ExecutableKernels& registry) {
   registry.add("mul", &binary_kernel<scalar::Mul>);
   registry.add("div", &binary_kernel<scalar::Div>);
   registry.add("maximum", &binary_kernel<scalar::Maximum>);
+  registry.add("pow", &binary_kernel<scalar::Pow>);
   registry.add("bias_add", &bias_add_kernel);
 }
 

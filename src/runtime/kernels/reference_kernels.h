@@ -25,6 +25,8 @@ void register_pool_kernels(ExecutableKernels& registry);
 void register_conv_kernels(ExecutableKernels& registry);
 /// transpose, permute, reshape, slice (copies through the IPFs), pad and cast.
 void register_layout_kernels(ExecutableKernels& registry);
+/// argmax and argmin along one axis, gather (picks cells by integer indices).
+void register_indexing_kernels(ExecutableKernels& registry);
 /// What the VJPs need (kernels/autodiff.yaml): ones_like zeros_like sum_to broadcast expand
 /// unslice mul_scalar, relu_grad gelu_grad tanh_grad sigmoid_grad sqrt_grad, maximum_grad_a/_b,
 /// linear_grad_w.

@@ -10,6 +10,7 @@
 // tests/runtime/elementwise_accuracy_test.cpp against a long double evaluation):
 //
 //   relu, neg, add, sub, mul, div, maximum   exact or correctly rounded (IEEE operations)
+//   pow        std::pow in the dtype (glibc: < 1 ulp)
 //   exp        f32: exp_f32 (f32 lanes, Cody–Waite); f64: std::exp    f32 ≤ 1.1, f64 ≤ 0.52 ulp
 //   tanh       f32: tanh_f32 (f32 lanes, expm1 form); f64: std::tanh    f32 ≤ 3, f64 ≤ 2.5 ulp
 //   sigmoid    e = exp(−|x|);  (x < 0 ? e : 1) / (1 + e)                f32 ≤ 2, f64 ≤ 3 ulp
@@ -193,6 +194,32 @@ struct Div {
   }
 };
 
+/// a^b. Floats: std::pow in the operands' dtype (C's special cases: pow(x, ±0) = 1 even for a
+/// NaN x, pow(1, y) = 1, a negative base with a non-integer exponent is NaN). Integers: exact
+/// repeated squaring that wraps like mul (pow(3, 2) = 9); a negative exponent is an Error
+/// (numpy's rule: the result is not an integer) except for the bases 1 and −1.
+struct Pow {
+  template <Element T>
+  T operator()(T a, T b) const {
+    if constexpr (kIsFloat<T>) {
+      return std::pow(a, b);
+    } else {
+      if (b < 0) {
+        if (a == 1) return 1;
+        if (a == -1) return (b % 2 == 0) ? T{1} : T{-1};
+        throw Error("integer pow with a negative exponent (the result is not an integer)");
+      }
+      T result = 1;
+      T base = a;
+      for (T e = b; e > 0; e /= 2) {
+        if (e % 2 == 1) result = kernels::mul(result, base);
+        if (e > 1) base = kernels::mul(base, base);
+      }
+      return result;
+    }
+  }
+};
+
 /// NaN if either operand is NaN (a's first), else the larger (a when equal: max(−0, 0) = −0).
 /// Written as selects so that loops over it vectorise.
 struct Maximum {
@@ -206,6 +233,40 @@ struct Maximum {
     return r;
   }
 };
+
+// ---- argmax, argmin (kernels/reductions.yaml)
+// ----------------------------------------------------
+
+/// The position in 0..n−1 of the largest (kMin: smallest) of row[0], row[stride], …,
+/// row[(n−1)·stride], n ≥ 1: the first one, or the last when `last` (select_last_index). A NaN
+/// beats every number (numpy's argmax and argmin), and the first NaN (`last`: the last) wins.
+/// Example: {1, 5, 5} → 1, last → 2; {1, NaN, 9, NaN} → 1, last → 3.
+template <bool kMin, typename T>
+std::int64_t arg_extreme(const T* row, std::int64_t stride, std::int64_t n, bool last) {
+  std::int64_t best = 0;
+  T b = row[0];
+  bool nan = false;
+  if constexpr (kIsFloat<T>) nan = b != b;  // NOLINT(misc-redundant-expression)
+  for (std::int64_t r = 1; r < n; ++r) {
+    const T v = row[r * stride];
+    if constexpr (kIsFloat<T>) {
+      const bool v_nan = v != v;  // NOLINT(misc-redundant-expression)
+      if (nan || v_nan) {
+        if (v_nan && (!nan || last)) {
+          best = r;
+          nan = true;
+        }
+        continue;
+      }
+    }
+    const bool better = kMin ? (last ? v <= b : v < b) : (last ? v >= b : v > b);
+    if (better) {
+      best = r;
+      b = v;
+    }
+  }
+  return best;
+}
 
 // ---- autodiff: the derivatives of the unary kernels (kernels/autodiff.yaml) -------------------
 // Each takes what the forward operation had (its input x or its result y) and the cotangent g

@@ -3,8 +3,8 @@
 // Any IPFs with one element per index point are accepted: the index box becomes a loop nest
 // over raw pointers (fast_support.h), broadcasting is a zero stride, and the innermost run is
 // one of the vectorised loops of elementwise_ops.h, applying the formulas of ../scalar_ops.h
-// (the reference kernels' own). Only integer division (an Error on a zero divisor), mixed dtypes
-// and cells wider than one element go to the reference kernel.
+// (the reference kernels' own). Only integer division and pow (an Error on a zero divisor or a
+// negative exponent), mixed dtypes and cells wider than one element go to the reference kernel.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -69,9 +69,10 @@ void unary_kernel(const KernelCall& call) {
   count_fast();
 }
 
-// Integer division throws on a zero divisor: it runs on the reference kernel, floats only here.
+// Integer division throws on a zero divisor, integer pow on a negative exponent: they run on the
+// reference kernel, floats only here.
 template <typename Op>
-constexpr bool kIsDiv = std::is_same_v<Op, scalar::Div>;
+constexpr bool kIsDiv = std::is_same_v<Op, scalar::Div> || std::is_same_v<Op, scalar::Pow>;
 
 template <typename Op>
 void binary_map(const KernelCall& call, std::string_view lhs, std::string_view rhs) {
@@ -270,6 +271,7 @@ void register_fast_elementwise(ExecutableKernels& registry) {
   registry.add("mul", &binary_kernel<scalar::Mul>);
   registry.add("div", &binary_kernel<scalar::Div>);
   registry.add("maximum", &binary_kernel<scalar::Maximum>);
+  registry.add("pow", &binary_kernel<scalar::Pow>);
   registry.add("bias_add", &bias_add_kernel);
   registry.add("transpose", &copy_kernel);
   registry.add("permute", &copy_kernel);

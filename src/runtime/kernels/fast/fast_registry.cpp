@@ -117,6 +117,7 @@ const ExecutableKernels& fast_kernels() {
     fast::register_fast_fused(fast_only);
     fast::register_fast_autodiff(fast_only);
     fast::register_fast_training(fast_only);
+    fast::register_fast_indexing(fast_only);
     // Every reference name: the fast version where there is one, else the reference kernel
     // as a counted fallback (so a kernel without a fast version shows in the metrics). Both
     // handle bf16/f16 ports already (fast_only's `add` widened them; run_reference looks up the

@@ -136,5 +136,6 @@ void register_fast_pool(ExecutableKernels& registry);
 void register_fast_fused(ExecutableKernels& registry);
 void register_fast_autodiff(ExecutableKernels& registry);
 void register_fast_training(ExecutableKernels& registry);
+void register_fast_indexing(ExecutableKernels& registry);
 
 }  // namespace tapestry::runtime::fast
