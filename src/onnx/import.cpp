@@ -67,9 +67,11 @@ ir::DType input_dtype(const ::onnx::ValueInfoProto& info, const std::string& sou
   if (t == ::onnx::TensorProto::DOUBLE) return ir::DType::kFloat64;
   if (t == ::onnx::TensorProto::FLOAT16) return ir::DType::kFloat16;
   if (t == ::onnx::TensorProto::BFLOAT16) return ir::DType::kBFloat16;
+  // A boolean input is a mask: 0/1 in the import's float dtype (kernels/masks.yaml).
+  if (t == ::onnx::TensorProto::BOOL) return ir::DType::kFloat32;
   throw Error(fmt::format(
-      "{}: input '{}' has element type {}; only float, double, float16 and bfloat16 inputs "
-      "are supported",
+      "{}: input '{}' has element type {}; only float, double, float16, bfloat16 and bool "
+      "inputs are supported",
       source, info.name(),
       ::onnx::TensorProto::DataType_Name(static_cast<::onnx::TensorProto::DataType>(t))));
 }

@@ -230,11 +230,15 @@ g = oh.make_graph([oh.make_node("Shape", ["x"], ["dims"], name="shp")], "bad",
                   [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3, 8, 8])],
                   [oh.make_tensor_value_info("dims", onnx.TensorProto.INT64, [4])])
 save("shape_output", oh.make_model(g, opset_imports=[oh.make_opsetid("", 14)]))
-# A mask computed from data (x > 0) and an embedding lookup of computed indices: the graph has
-# no boolean or integer tensors, so each must be refused at its node.
+# A mask computed from data (x > 0) choosing between integer constants, and an embedding lookup
+# of computed indices: the graph has no integer data, so each must be refused at its node. (A
+# computed mask choosing floats is the where kernel: tests/onnx/onnx_masks_test.sh.)
 m = model([oh.make_node("Greater", ["x", "zero"], ["m"], name="positive"),
-           oh.make_node("Where", ["m", "x", "zero"], ["y"], name="select")])
-m.graph.initializer.append(oh.make_tensor("zero", onnx.TensorProto.FLOAT, [], [0.0]))
+           oh.make_node("Where", ["m", "ione", "izero"], ["w"], name="select"),
+           oh.make_node("Cast", ["w"], ["y"], to=onnx.TensorProto.FLOAT)])
+m.graph.initializer.extend([oh.make_tensor("zero", onnx.TensorProto.FLOAT, [], [0.0]),
+                            oh.make_tensor("ione", onnx.TensorProto.INT64, [], [1]),
+                            oh.make_tensor("izero", onnx.TensorProto.INT64, [], [0])])
 save("computed_mask", m)
 # ConstantOfShape of [10¹², 1]: the import must refuse it, not try to allocate it.
 m = model([oh.make_node("ConstantOfShape", ["big"], ["c"], name="huge"),

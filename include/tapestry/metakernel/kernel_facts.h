@@ -42,6 +42,10 @@ enum class KernelClass { kElementwise, kContraction, kReduction, kWindow, kNorma
 ///   elementwise  one correctly-rounded-ish function per element (relu, exp, gelu, div, …)
 ///   softmax, average, variance   their own rules (softmax; mean, avg_pool2d; variance)
 ///   move         copies (transpose, permute, reshape, pad, slice): no error
+///   decision     a 0/1 mask (comparisons, logical ops: kernels/masks.yaml): exact where the
+///                decision is certain from the operands' bars, else an error of 1
+///   choice       where(cond, a, b): the chosen branch's error, or both branches' when cond
+///                is not certain
 ///   monoid       by the operation's reduction monoid: sum → additive, prod → product,
 ///                max/min → selection (sum, max, reduce)
 /// and, not for YAML, `fallback`: the rule of a kernel without facts (error_rules.cpp).
@@ -55,6 +59,8 @@ enum class ErrorRule {
   kAverage,
   kVariance,
   kMove,
+  kDecision,
+  kChoice,
   kMonoid,
   kFallback
 };
