@@ -348,6 +348,8 @@ ImportResult import_model(const ::onnx::ModelProto& original, const std::string&
       const std::vector<std::int64_t> shape = input_shape(in, options, source);
       const std::string name = ctx.fresh_name(in.name(), "input");
       ctx.bind(in.name(), ctx.graph().input(name, dtype, shape));
+      if (in.type().tensor_type().elem_type() == ::onnx::TensorProto::BOOL)
+        ctx.mark_mask(in.name());
       result.inputs.push_back(name);
     } catch (const Error& e) {
       if (!options.check) throw;

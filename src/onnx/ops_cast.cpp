@@ -87,10 +87,13 @@ void cast_to(NodeContext& node, ir::DType dtype) {
 // Cast: attribute `to`, an ONNX element type.
 void convert_cast(NodeContext& node) {
   const std::int64_t to = node.int_attr("to", 0);
-  // To bool, a computed tensor becomes a mask (kernels/masks.yaml): 1 where it is not 0, in its
-  // own dtype — not(not(x)).
+  // To bool, a computed tensor becomes a mask (kernels/masks.yaml): itself when it is one
+  // already (PyTorch's masked_fill casts its comparison to bool), else 1 where it is not 0, in
+  // its own dtype — not(not(x)).
   if (to == ::onnx::TensorProto::BOOL && !node.is_host(0)) {
     const Tensor x = node.tensor(0);
+    node.import().mark_mask(node.node().output(0));
+    if (node.import().is_mask(node.node().input(0))) return node.set_output(0, x);
     return node.set_output(
         0, node.graph().call("logical_not", {node.graph().call("logical_not", {x})}));
   }

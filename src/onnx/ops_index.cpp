@@ -246,12 +246,14 @@ void convert_compare(NodeContext& node) {
   const bool logical = op == "And" || op == "Or" || op == "Xor";
   const std::vector<Tensor> ab = alike_operands(node, {0, 1}, logical);
   node.set_output(0, node.graph().call(std::string(mask_kernel(op)), {ab[0], ab[1]}));
+  node.import().mark_mask(node.node().output(0));
 }
 
 // Not: folded on a known mask, else logical_not.
 void convert_not(NodeContext& node) {
   if (node.is_host(0)) return node.set_output(0, fold_not(node.host(0)));
   node.set_output(0, node.graph().call("logical_not", {node.tensor(0)}));
+  node.import().mark_mask(node.node().output(0));
 }
 
 // Where(c, a, b): folded when all three are known; one branch everywhere when c is a constant

@@ -1730,14 +1730,18 @@ void OperationEval::decision(Ctx& c) const {
   const zspace::IndexProjection& out_ipf = checked_ipf(out_entry, signature.outputs, index);
   const Range& out_range = graph_.tensor(out_entry.value.tensor).range();
   Buffer s(DType::kFloat64, out_range), d(DType::kFloat64, out_range);
+  // The operands by port: a and b, or x (a selection map lists them by name).
+  std::vector<int> at{c.entry("a"), c.entry("b")};
+  if (at[0] < 0) at = {c.entry("x")};
+  if (c.ins.size() != at.size() || std::ranges::find(at, -1) != at.end()) return fallback(c);
   std::vector<Operand<const double>> v, sv, dv;
-  for (std::size_t i = 0; i < c.ins.size(); ++i) {
+  for (const int k : at) {
+    const auto i = static_cast<std::size_t>(k);
     const zspace::IndexProjection& ipf = checked_ipf(c.ins[i], signature.inputs, index);
     v.emplace_back(InputPort{c.in_value[i]->view(c.ins[i].value.range), &ipf});
     sv.emplace_back(InputPort{c.in_sigma[i]->view(c.ins[i].value.range), &ipf});
     dv.emplace_back(InputPort{c.in_bound[i]->view(c.ins[i].value.range), &ipf});
   }
-  if (v.empty() || v.size() > 2) return fallback(c);
   const Operand<const double> y(
       InputPort{c.result.values.front().view(out_entry.value.range), &out_ipf});
   const Operand<double> sy(OutputPort{s.view(out_entry.value.range), &out_ipf});
@@ -1766,18 +1770,26 @@ void OperationEval::choice(Ctx& c) const {
   const auto& out_entry = c.outs.front();
   const zspace::IndexProjection& out_ipf = checked_ipf(out_entry, signature.outputs, index);
   const Range& out_range = graph_.tensor(out_entry.value.tensor).range();
-  if (c.ins.size() != 3) return fallback(c);
+  // The entries by port (a selection map lists them by name: a, b, cond).
+  const std::array<int, 3> at{c.entry("cond"), c.entry("a"), c.entry("b")};
+  if (c.ins.size() != 3 || std::ranges::find(at, -1) != at.end()) return fallback(c);
   // An integer condition (exact: exact_integer_inputs) read as float64 values.
+  const Buffer& cond_value = *c.in_value[static_cast<std::size_t>(at[0])];
   std::optional<Buffer> cond64;
-  if (c.in_value[0]->dtype() != DType::kFloat64) {
-    cond64.emplace(DType::kFloat64, c.in_value[0]->range(), Buffer::Uninitialized{});
-    convert_elements(c.in_value[0]->view(), cond64->view());
+  if (cond_value.dtype() != DType::kFloat64) {
+    cond64.emplace(DType::kFloat64, cond_value.range(), Buffer::Uninitialized{});
+    const std::span<double> to = cond64->values<double>();
+    visit_dtype(cond_value.dtype(), [&]<typename T>() {
+      const std::span<const T> from = cond_value.values<T>();
+      for (std::size_t i = 0; i < to.size(); ++i) to[i] = static_cast<double>(from[i]);
+    });
   }
   Buffer s(DType::kFloat64, out_range), d(DType::kFloat64, out_range);
   std::vector<Operand<const double>> v, sv, dv;
-  for (std::size_t i = 0; i < c.ins.size(); ++i) {
+  for (std::size_t k = 0; k < at.size(); ++k) {
+    const auto i = static_cast<std::size_t>(at[k]);
     const zspace::IndexProjection& ipf = checked_ipf(c.ins[i], signature.inputs, index);
-    const Buffer& value = i == 0 && cond64 ? *cond64 : *c.in_value[i];
+    const Buffer& value = k == 0 && cond64 ? *cond64 : *c.in_value[i];
     v.emplace_back(InputPort{value.view(c.ins[i].value.range), &ipf});
     sv.emplace_back(InputPort{c.in_sigma[i]->view(c.ins[i].value.range), &ipf});
     dv.emplace_back(InputPort{c.in_bound[i]->view(c.ins[i].value.range), &ipf});

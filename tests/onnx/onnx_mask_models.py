@@ -113,7 +113,7 @@ class ConstantMaskLog(torch.nn.Module):
 export("masked_fill", MaskedFill(), {"x": f32(4, 6, 8)})
 xw = np.round(f32(8, 12) * 2) / 2  # halves: many exact ties between round(x) and round(y)
 yw = np.round(f32(8, 12) * 2) / 2
-export("where_two", WhereTwo(), {"x": xw.astype(np.float32), "y": yw.astype(np.float32)})
+export("where_two", WhereTwo(), {"x": xw.astype(np.float32), "z": yw.astype(np.float32)})
 pa, xa, la = PaddingAttention(), f32(3, 8, 16), np.array([8, 5, 2], np.float32)
 export("padding_attention", pa, {"x": xa, "lengths": la})
 # A fault for the test: the same attention with the padded keys attended (the mask dropped).

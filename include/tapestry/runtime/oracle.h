@@ -84,6 +84,13 @@
 //                                Δx_j) where y_j = 0 in float64 (masked); n the terms ≠ 0;
 //                                y_i = 0: e^(x_i − max + e_i + e_argmax), 0 (exact) where that
 //                                underflows
+//   equal, less, less_equal,     0 (exact) where the decision is certain: both operands exact,
+//     greater, greater_equal,    or |a − b| > e_a + e_b (logic: each operand's truth certain,
+//     logical_and/or/xor/not     |x| > e_x or exact, or one that settles the result); else 1
+//                                (σ = max(1, 1/λ), D = 1): a mask cell is off by 1 at most
+//   where(c, a, b)               c certain: the chosen branch's σ, D; else |a − b|/λ + max σ  |
+//                                |a − b| + max D (a = b: max σ, max D; a ±inf against a finite
+//                                branch: unknown)
 //   anything else (fused, user   a worst-case bound D = σ: 4·u·K·max|finite inputs| + the
 //     kernels)                   largest bar of the inputs, reported as "no error model"
 //
