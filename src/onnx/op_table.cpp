@@ -141,7 +141,7 @@ const std::array kRows = {
     Row{"Trilu", convert_trilu, "mul", "the 0/1 mask of the kept cells; folded on constants"},
     Row{"Cast", convert_cast, "cast",
         "between float dtypes (f32 f64 bf16 f16); folded on constants; nothing to the same dtype; "
-        "to bool: a mask, logical_not twice"},
+        "to bool: a mask (a mask itself, else logical_not twice)"},
     Row{"CastLike", convert_cast_like, "cast", "as Cast, to input 1's dtype"},
 };
 
