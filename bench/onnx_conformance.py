@@ -182,6 +182,8 @@ def run_model(tapestry, model, data):
                                  f"the data {len(given)} and {len(wanted)}")
         for (name, f), info in zip(zip(inputs, given), proto_inputs):
             v = read_pb(os.path.join(data, f))
+            if v.dtype == np.bool_:  # a boolean input is a float32 0/1 mask (docs/onnx.md)
+                v = v.astype(np.float32)
             np.save(os.path.join(weights, name + ".npy"), bf16_bits(v) if is_bf16(info) else v)
         out_dir = os.path.join(tmp, "out")
         r = subprocess.run([tapestry, "run", graph, "--inputs", weights, "--outputs", out_dir,

@@ -24,6 +24,9 @@ __all__ = [
     "linear", "linear_nobias", "matmul", "bias_add",
     "relu", "gelu", "exp", "neg", "tanh", "sigmoid", "sqrt", "log", "floor", "ceil", "round",
     "add", "sub", "mul", "div", "maximum", "pow",
+    # masks (kernels/masks.yaml): 0/1 in the operands' dtype
+    "equal", "less", "less_equal", "greater", "greater_equal",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "where",
     "sum", "max", "mean", "variance", "reduce", "softmax", "argmax", "argmin",
     "transpose", "permute", "reshape", "slice", "cast", "gather",
     "pad", "conv2d", "max_pool2d", "avg_pool2d",
@@ -159,6 +162,60 @@ def pow(a: Tensor, b: Tensor) -> Tensor:  # noqa: A001 - the kernel's name
     """``a ** b``, elementwise with numpy broadcasting (C's ``pow`` on floats; integers: exact,
     a negative exponent an error)."""
     return call("pow", a, b)
+
+
+# ---- masks (kernels/masks.yaml) ------------------------------------------------------------------
+# A graph holds no boolean tensors: a mask is 0/1 in its operands' dtype, and a logical operand or
+# where's condition is true where it is not 0 (NaN too).
+def equal(a: Tensor, b: Tensor) -> Tensor:
+    """1 where ``a == b``, else 0 (NaN equals nothing), with numpy broadcasting."""
+    return call("equal", a, b)
+
+
+def less(a: Tensor, b: Tensor) -> Tensor:
+    """1 where ``a < b``, else 0, with numpy broadcasting."""
+    return call("less", a, b)
+
+
+def less_equal(a: Tensor, b: Tensor) -> Tensor:
+    """1 where ``a <= b``, else 0, with numpy broadcasting."""
+    return call("less_equal", a, b)
+
+
+def greater(a: Tensor, b: Tensor) -> Tensor:
+    """1 where ``a > b``, else 0, with numpy broadcasting."""
+    return call("greater", a, b)
+
+
+def greater_equal(a: Tensor, b: Tensor) -> Tensor:
+    """1 where ``a >= b``, else 0, with numpy broadcasting."""
+    return call("greater_equal", a, b)
+
+
+def logical_and(a: Tensor, b: Tensor) -> Tensor:
+    """1 where ``a != 0`` and ``b != 0``, else 0, with numpy broadcasting."""
+    return call("logical_and", a, b)
+
+
+def logical_or(a: Tensor, b: Tensor) -> Tensor:
+    """1 where ``a != 0`` or ``b != 0``, else 0, with numpy broadcasting."""
+    return call("logical_or", a, b)
+
+
+def logical_xor(a: Tensor, b: Tensor) -> Tensor:
+    """1 where exactly one of ``a``, ``b`` is not 0, else 0, with numpy broadcasting."""
+    return call("logical_xor", a, b)
+
+
+def logical_not(x: Tensor) -> Tensor:
+    """1 where ``x == 0``, else 0."""
+    return call("logical_not", x)
+
+
+def where(cond: Tensor, a: Tensor, b: Tensor) -> Tensor:
+    """``a`` where ``cond != 0``, else ``b`` (a select: ±inf or NaN in the branch not taken never
+    reach the result), numpy broadcasting of all three; ``cond`` may have another dtype."""
+    return call("where", cond, a, b)
 
 
 # ---- reductions -------------------------------------------------------------------------------

@@ -258,7 +258,7 @@ void KernelReader::read_facts(const YAML::Node& node, Metakernel& k) {
       if (!rule) {
         fail_at(value, fmt::format("unknown error rule '{}' (bilinear, additive, product, "
                                    "selection, elementwise, softmax, average, variance, move, "
-                                   "index, monoid, worst_case)",
+                                   "index, decision, choice, monoid, worst_case)",
                                    text));
       }
       facts.error_rule = *rule;

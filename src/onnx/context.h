@@ -92,6 +92,13 @@ class ImportContext {
   /// True when `t` is a graph input or a tensor bound to some name already.
   [[nodiscard]] bool is_known(const Tensor& t) const { return known_.contains(t.id()); }
 
+  /// ONNX values that are masks in the graph (a boolean input, a comparison's or logical op's
+  /// result: 0/1 tensors, kernels/masks.yaml): a Cast of one to bool is the mask itself.
+  void mark_mask(const std::string& onnx_name) { masks_.insert(onnx_name); }
+  [[nodiscard]] bool is_mask(const std::string& onnx_name) const {
+    return masks_.contains(onnx_name);
+  }
+
   [[nodiscard]] std::vector<Weight>& weights() { return weights_; }
   [[nodiscard]] std::vector<Rename>& renames() { return renames_; }
 
@@ -107,6 +114,7 @@ class ImportContext {
   std::set<std::string, std::less<>> used_;
   std::map<std::string, std::string> weight_names_;
   std::set<ir::TensorId> known_;
+  std::set<std::string, std::less<>> masks_;
   std::vector<Weight> weights_;
   std::vector<Rename> renames_;
 };

@@ -70,9 +70,11 @@ ir::DType input_dtype(const ::onnx::ValueInfoProto& info, const std::string& sou
   if (t == ::onnx::TensorProto::BFLOAT16) return ir::DType::kBFloat16;
   if (t == ::onnx::TensorProto::INT64) return ir::DType::kInt64;
   if (t == ::onnx::TensorProto::INT32) return ir::DType::kInt32;
+  // A boolean input is a mask: 0/1 in the import's float dtype (kernels/masks.yaml).
+  if (t == ::onnx::TensorProto::BOOL) return ir::DType::kFloat32;
   throw Error(fmt::format(
-      "{}: input '{}' has element type {}; only float, double, float16, bfloat16, int32 and "
-      "int64 inputs are supported",
+      "{}: input '{}' has element type {}; only float, double, float16, bfloat16, int32, int64 "
+      "and bool inputs are supported",
       source, info.name(),
       ::onnx::TensorProto::DataType_Name(static_cast<::onnx::TensorProto::DataType>(t))));
 }
@@ -349,6 +351,8 @@ ImportResult import_model(const ::onnx::ModelProto& original, const std::string&
       const std::vector<std::int64_t> shape = input_shape(in, options, source);
       const std::string name = ctx.fresh_name(in.name(), "input");
       ctx.bind(in.name(), ctx.graph().input(name, dtype, shape));
+      if (in.type().tensor_type().elem_type() == ::onnx::TensorProto::BOOL)
+        ctx.mark_mask(in.name());
       result.inputs.push_back(name);
     } catch (const Error& e) {
       if (!options.check) throw;

@@ -1,5 +1,8 @@
 // ONNX Cast and CastLike (op_table.h).
 //
+// A Tapestry mask (kernels/masks.yaml) is 0/1 in a float dtype, so a cast of a mask to a float
+// dtype is the float cast (or nothing), and a cast of computed data to bool is a mask.
+//
 // Integer ↔ float casts happen only at import time, on host tensors (shape arithmetic). A cast
 // of graph data between float dtypes is the `cast` kernel (kernels/cast.yaml); to its own dtype,
 // nothing. Under `import --dtype bf16|f16` a cast to float32 means the import's dtype, as every
@@ -84,6 +87,16 @@ void cast_to(NodeContext& node, ir::DType dtype) {
 // Cast: attribute `to`, an ONNX element type.
 void convert_cast(NodeContext& node) {
   const std::int64_t to = node.int_attr("to", 0);
+  // To bool, a computed tensor becomes a mask (kernels/masks.yaml): itself when it is one
+  // already (PyTorch's masked_fill casts its comparison to bool), else 1 where it is not 0, in
+  // its own dtype — not(not(x)).
+  if (to == ::onnx::TensorProto::BOOL && !node.is_host(0)) {
+    const Tensor x = node.tensor(0);
+    node.import().mark_mask(node.node().output(0));
+    if (node.import().is_mask(node.node().input(0))) return node.set_output(0, x);
+    return node.set_output(
+        0, node.graph().call("logical_not", {node.graph().call("logical_not", {x})}));
+  }
   const std::optional<ir::DType> dtype = dtype_of(to);
   if (!dtype) throw node.error(fmt::format("cast to element type {} is not supported", to));
   cast_to(node, node.import().graph_dtype(*dtype));

@@ -11,19 +11,21 @@
 //                         Concat of such slices (one slice per run of consecutive indices)
 //   Expand(x, shape)      mul(x, ones) with the ones shaped as the dims x broadcasts along
 //   Tile(x, r)            Concat of r copies along each axis
-//   Where(c, a, b)        add(mul(a, c), mul(b, 1 − c)) with a constant mask c; a constant
-//                         branch is folded into one weight, where(c, a, 0)
 //   Trilu(x, k)           mul(x, mask) with the constant 0/1 mask of the kept cells
 //
+// Comparisons, And/Or/Xor/Not and Where on graph tensors are the mask kernels
+// (kernels/masks.yaml): a Tapestry graph holds no boolean tensors, so a mask is 0/1 in the dtype
+// of the values it compares (an ONNX bool input: the import's float dtype), and Where selects —
+// with a computed or a constant condition — by the `where` kernel.
+//
 // Concat, Gather, Expand and Tile are exact (adding zeros changes only the sign of a −0 cell).
-// Where and Trilu multiply the dropped cells by 0, which is exact for finite values; an ±inf or
-// NaN in a dropped cell of a computed branch gives NaN where ONNX gives the other branch (or 0).
-// Masks computed from data (a comparison of graph tensors) are refused: the graph has no
-// boolean tensors.
+// Trilu multiplies the dropped cells by 0, which is exact for finite values; an ±inf or NaN in a
+// dropped cell gives NaN where ONNX gives 0.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "host_fold.h"
 #include "op_table.h"
@@ -173,66 +175,132 @@ void convert_range(NodeContext& node) {
       0, folded(node, [&] { return fold_range(node.host(0), node.host(1), node.host(2)); }));
 }
 
-// Equal, Less, LessOrEqual, Greater, GreaterOrEqual, And, Or, Xor on values known at import.
+// ---- masks: comparisons, boolean logic, Where (kernels/masks.yaml) -------------------------
+
+namespace {
+
+// The kernel of a comparison or logical ONNX op.
+std::string_view mask_kernel(std::string_view op) {
+  if (op == "Equal") return "equal";
+  if (op == "Less") return "less";
+  if (op == "LessOrEqual") return "less_equal";
+  if (op == "Greater") return "greater";
+  if (op == "GreaterOrEqual") return "greater_equal";
+  if (op == "And") return "logical_and";
+  if (op == "Or") return "logical_or";
+  return "logical_xor";
+}
+
+// A scalar constant of `dtype` (a float) holding `value`, named `<node>.<what>`.
+Tensor float_constant(NodeContext& node, ir::DType dtype, std::string_view what, double value) {
+  return node.import().constant_input(fmt::format("{}.{}", op_name(node), what),
+                                      float_host(dtype, {}, {value}));
+}
+
+// Mask `t` (0/1, or any values: true where ≠ 0) as a 0/1 mask of float `dtype`:
+// where(t, 1, 0) — t itself when it has that dtype.
+Tensor mask_as(NodeContext& node, const Tensor& t, ir::DType dtype, std::string_view what) {
+  if (t.type().dtype == dtype) return t;
+  return node.graph().call("where", {t, float_constant(node, dtype, fmt::format("{}_one", what), 1),
+                                     float_constant(node, dtype, fmt::format("{}_zero", what), 0)});
+}
+
+// Inputs `ks` of the node as graph tensors of one dtype, for a kernel whose operands share it:
+// the first float graph input's dtype (`logical`: else the import's float dtype, as a Tapestry
+// mask of a boolean input is). A host operand becomes a constant of that dtype (a boolean one
+// 0/1); a graph operand of another dtype — a mask computed from integers — is mask_as'd to it.
+// Integer operands all alike (a comparison of integer tensors) stay as they are.
+std::vector<Tensor> alike_operands(NodeContext& node, std::initializer_list<int> ks, bool logical) {
+  std::optional<ir::DType> dtype;
+  for (int k : ks) {
+    if (node.is_host(k)) continue;
+    const ir::DType d = node.tensor(k).type().dtype;
+    if (ir::is_float(d) && !dtype) dtype = d;
+  }
+  if (!dtype && logical) dtype = node.import().graph_dtype(ir::DType::kFloat32);
+  std::vector<Tensor> out;
+  for (int k : ks) {
+    const std::string what = fmt::format("in{}", k);
+    if (!dtype) {  // integer graph operands: integer constants are not graph data yet
+      out.push_back(node.tensor(k));
+    } else if (node.is_host(k)) {
+      out.push_back(node.import().constant_input(fmt::format("{}.{}", op_name(node), what),
+                                                 as_float(node.host(k), *dtype)));
+    } else {
+      out.push_back(mask_as(node, node.tensor(k), *dtype, what));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+// Equal, Less, LessOrEqual, Greater, GreaterOrEqual, And, Or, Xor: folded when both operands are
+// known at import time, else the kernel (kernels/masks.yaml): a 0/1 mask in the operands' dtype.
 void convert_compare(NodeContext& node) {
   const std::string& op = node.node().op_type();
-  if (!node.is_host(0) || !node.is_host(1)) {
-    throw node.error(fmt::format(
-        "{} is supported only on tensors known at import time (shapes, constant masks): a "
-        "Tapestry graph holds no boolean tensors",
-        op));
+  if (node.is_host(0) && node.is_host(1)) {
+    node.set_output(0, folded(node, [&] { return fold_compare(node.host(0), node.host(1), op); }));
+    return;
   }
-  node.set_output(0, folded(node, [&] { return fold_compare(node.host(0), node.host(1), op); }));
+  const bool logical = op == "And" || op == "Or" || op == "Xor";
+  const std::vector<Tensor> ab = alike_operands(node, {0, 1}, logical);
+  node.set_output(0, node.graph().call(std::string(mask_kernel(op)), {ab[0], ab[1]}));
+  node.import().mark_mask(node.node().output(0));
 }
 
+// Not: folded on a known mask, else logical_not.
 void convert_not(NodeContext& node) {
-  if (!node.is_host(0))
-    throw node.error(
-        "Not is supported only on tensors known at import time: a Tapestry graph holds no "
-        "boolean tensors");
-  node.set_output(0, fold_not(node.host(0)));
+  if (node.is_host(0)) return node.set_output(0, fold_not(node.host(0)));
+  node.set_output(0, node.graph().call("logical_not", {node.tensor(0)}));
+  node.import().mark_mask(node.node().output(0));
 }
 
-// Where(c, a, b): folded when all three are known; with a constant mask c, a mask product
-// (see the file comment); a computed c is refused.
+// Where(c, a, b): folded when all three are known; one branch everywhere when c is a constant
+// that picks one; else the where kernel, a select — exact also where the branch not taken holds
+// ±inf or NaN (the mask product a·c + b·(1 − c) it replaced gave NaN there). c may be computed
+// (any dtype: a mask of floats or of integers) or a constant (a 0/1 weight of the branches'
+// dtype); a known branch becomes a constant of the other's dtype.
 void convert_where(NodeContext& node) {
-  if (!node.is_host(0))
-    throw node.error(
-        "Where is supported only with a condition known at import time (a constant mask): a "
-        "Tapestry graph holds no boolean tensors");
-  const HostTensor& c = node.host(0);
-  if (node.is_host(1) && node.is_host(2)) {
-    return node.set_output(0,
-                           folded(node, [&] { return fold_where(c, node.host(1), node.host(2)); }));
+  if (node.is_host(0) && node.is_host(1) && node.is_host(2)) {
+    return node.set_output(
+        0, folded(node, [&] { return fold_where(node.host(0), node.host(1), node.host(2)); }));
   }
-  const ir::DType dtype = graph_dtype(node, {1, 2});
-  const auto n = static_cast<std::size_t>(c.size());
-  std::size_t taken = 0;
-  for (std::size_t k = 0; k < n; ++k) taken += c.float_at(k) != 0 ? 1 : 0;
   const std::vector<std::int64_t> out =
       folded(node, [&] {
         HostTensor shape;
-        shape.shape = broadcast_shapes(c.shape, broadcast_shapes(node.shape(1), node.shape(2)));
+        shape.shape =
+            broadcast_shapes(node.shape(0), broadcast_shapes(node.shape(1), node.shape(2)));
         return shape;
       }).shape;
-  // One branch everywhere: that branch, broadcast to the result's shape.
-  if (taken == n || taken == 0)
-    return node.set_output(0, expand_tensor(node, node.tensor(taken == n ? 1 : 2), out));
-  // branch k (1 = a where c, 2 = b where not c): a graph tensor times the 0/1 mask, or a host
-  // tensor folded with the mask into one weight.
-  const HostTensor zero = float_host(dtype, {}, {0.0});
-  const auto branch = [&](int k) {
-    const HostTensor keep = k == 1 ? c : fold_not(c);
-    if (node.is_host(k)) {
-      const HostTensor w =
-          folded(node, [&] { return fold_where(keep, as_float(node.host(k), dtype), zero); });
-      return node.import().constant_input(op_name(node) + (k == 1 ? ".then" : ".else"), w);
+  if (node.is_host(0)) {
+    // One branch everywhere: that branch, broadcast to the result's shape.
+    const HostTensor& c = node.host(0);
+    const auto n = static_cast<std::size_t>(c.size());
+    std::size_t taken = 0;
+    for (std::size_t k = 0; k < n; ++k) taken += c.float_at(k) != 0 ? 1 : 0;
+    if ((taken == n || taken == 0) && !node.is_host(taken == n ? 1 : 2))
+      return node.set_output(0, expand_tensor(node, node.tensor(taken == n ? 1 : 2), out));
+  }
+  // The branches' dtype: a graph branch's, else the known branches' (floats).
+  ir::DType dtype = graph_dtype(node, {1, 2});
+  if (node.is_host(1) && node.is_host(2)) {
+    if (node.host(1).is_int() || node.host(2).is_int()) {
+      throw node.error(
+          "Where choosing between integer constants by a computed condition is not supported "
+          "(a Tapestry graph computes on float tensors; cast the branches to float)");
     }
-    const Tensor mask = node.import().constant_input(
-        op_name(node) + (k == 1 ? ".mask" : ".not_mask"), as_float(keep, dtype));
-    return node.graph().call("mul", {node.tensor(k), mask});
+    dtype = node.import().graph_dtype(node.host(1).dtype);
+  }
+  const auto branch = [&](int k) {
+    if (!node.is_host(k)) return node.tensor(k);
+    return node.import().constant_input(op_name(node) + (k == 1 ? ".then" : ".else"),
+                                        as_float(node.host(k), dtype));
   };
-  node.set_output(0, node.graph().call("add", {branch(1), branch(2)}));
+  const Tensor cond = node.is_host(0) ? node.import().constant_input(op_name(node) + ".mask",
+                                                                     as_float(node.host(0), dtype))
+                                      : node.tensor(0);
+  node.set_output(0, node.graph().call("where", {cond, branch(1), branch(2)}));
 }
 
 // Expand: numpy broadcasting of x against the shape.

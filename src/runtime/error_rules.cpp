@@ -446,7 +446,9 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
   }
   if (!floats) return std::move(c.result);  // integers: exact, no sigma
   std::vector<Buffer> exact_integers;       // σ = D = 0 of integer inputs, for the worst-case rule
-  if (rule == ErrorRule::kFallback) exact_integers = exact_integer_inputs(c);
+  // where's condition may be an integer mask choosing floats: exact, as the fallback's integers.
+  if (rule == ErrorRule::kFallback || rule == ErrorRule::kChoice)
+    exact_integers = exact_integer_inputs(c);
   // Fused stages round each bf16/f16 intermediate: the worst case counts in 16-bit roundoff.
   if (rule == ErrorRule::kFallback && is_half_float(dtype)) c.u = storage_roundoff(dtype).u;
   for (std::size_t i = 0; i < c.in_sigma.size(); ++i) {
@@ -484,6 +486,12 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
     case ErrorRule::kMove:
       move(c);
       break;
+    case ErrorRule::kDecision:
+      decision(c);
+      break;
+    case ErrorRule::kChoice:
+      choice(c);
+      break;
     case ErrorRule::kIndex:   // an integer result: handled above
     case ErrorRule::kMonoid:  // resolved by rule_of
     case ErrorRule::kFallback:
@@ -492,10 +500,11 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
   }
   // A 16-bit output is stored rounded; a move stores its input's cells, rounded only when it
   // narrows them (cast f64 → f32, or into a 16-bit dtype).
+  // A mask's 0/1 and where's chosen cells are stored as they are (exact in every dtype).
   const bool stored_rounded =
       rule == ErrorRule::kMove
           ? move_rounds(tensor_dtype(graph_, c.ins.front().value.tensor), dtype)
-          : is_half_float(dtype);
+          : is_half_float(dtype) && rule != ErrorRule::kDecision && rule != ErrorRule::kChoice;
   if (stored_rounded) add_storage_rounding(dtype, c.result);
   // A D of ∞ times an exact 0 (a weight, a slope, a deviation) is NaN: it is ∞ — no worst case.
   for (Buffer& d : c.result.bounds) {
@@ -1737,6 +1746,199 @@ struct SoftmaxRow {
     return std::isnan(r) ? std::numeric_limits<double>::infinity() : r;
   }
 };
+
+namespace {
+
+// A mask operand's truth (kernels/masks.yaml: true where ≠ 0, NaN included) as a computation
+// may see it: certain where the cell is exact, or finite with its bar short of 0; else either.
+enum class Truth { kFalse, kTrue, kEither };
+
+Truth truth_of(const Cell& x, double lambda) {
+  if (!x.known()) return Truth::kEither;
+  if (is_exact(x.sigma, x.bound)) return x.value != 0 ? Truth::kTrue : Truth::kFalse;
+  return std::isfinite(x.value) && x.bar(lambda) < std::abs(x.value) ? Truth::kTrue
+                                                                     : Truth::kEither;
+}
+
+// Whether a comparison of a and b is decided for every computation within their bars: both
+// exact (every computation compares the oracle's values: ±inf and NaN included), or both known
+// and finite-or-exact with |a − b| beyond the sum of the bars (and the float64 rounding of
+// a − b). An equal pair that is not exact may compare either way (a tie within the bars).
+bool comparison_certain(const Cell& a, const Cell& b, double lambda) {
+  const bool exact_a = is_exact(a.sigma, a.bound), exact_b = is_exact(b.sigma, b.bound);
+  if (exact_a && exact_b) return true;
+  if (!a.known() || !b.known()) return false;
+  if ((!exact_a && !std::isfinite(a.value)) || (!exact_b && !std::isfinite(b.value))) return false;
+  if (std::isnan(a.value) || std::isnan(b.value)) return false;  // an exact NaN against a bar
+  const double reach = (exact_a ? 0.0 : a.bar(lambda)) + (exact_b ? 0.0 : b.bar(lambda));
+  const double gap = std::abs(a.value - b.value);
+  const double slack = 0x1p-52 * std::max(std::abs(a.value), std::abs(b.value));
+  return gap > reach + slack;  // an exact ±inf against a finite cell: gap = ∞
+}
+
+bool decided(std::string_view kernel, const std::array<Cell, 3>& in, double lambda) {
+  if (kernel == "logical_not") return truth_of(in[0], lambda) != Truth::kEither;
+  if (kernel.starts_with("logical_")) {
+    const Truth a = truth_of(in[0], lambda), b = truth_of(in[1], lambda);
+    if (kernel == "logical_and" && (a == Truth::kFalse || b == Truth::kFalse)) return true;
+    if (kernel == "logical_or" && (a == Truth::kTrue || b == Truth::kTrue)) return true;
+    return a != Truth::kEither && b != Truth::kEither;
+  }
+  return comparison_certain(in[0], in[1], lambda);  // equal, less, less_equal, greater, …
+}
+
+// Runs `f(cells, out) → Scales` at every index point of an operation whose `n` inputs and one
+// output have one cell per point (IPF windows of 1, broadcasting in the IPFs), writing σ and D.
+// Row by row along the index's last dim, rows in parallel (each point writes its own cell).
+template <typename F>
+void each_point(const Range& index, const std::vector<Operand<const double>>& v,
+                const std::vector<Operand<const double>>& sv,
+                const std::vector<Operand<const double>>& dv, const Operand<const double>& y,
+                const Operand<double>& sy, const Operand<double>& dy, const F& f) {
+  const std::size_t rank = index.rank(), n_in = v.size();
+  const std::int64_t n = rank == 0 ? 1 : index.extent(rank - 1);
+  const Range rows =
+      rank == 0 ? index
+                : index.with_dim(rank - 1, index.start()[rank - 1], index.start()[rank - 1] + 1);
+  const auto step = [&](const auto& operand) { return rank == 0 ? 0 : operand.step(rank - 1); };
+  const std::size_t row_count =
+      n == 0 || index.is_empty() ? 0 : static_cast<std::size_t>(rows.size());
+  for_cells(
+      row_count,
+      [&](std::size_t lo, std::size_t hi) {
+        for (std::size_t r = lo; r < hi; ++r) {
+          const Point p = unravel(rows, static_cast<std::int64_t>(r));
+          std::array<const double*, 3> vp{}, sgp{}, dbp{};
+          std::array<std::int64_t, 3> vs{}, ss{}, ds{};
+          for (std::size_t i = 0; i < n_in; ++i) {
+            vp[i] = v[i].cell(p);
+            sgp[i] = sv[i].cell(p);
+            dbp[i] = dv[i].cell(p);
+            vs[i] = step(v[i]);
+            ss[i] = step(sv[i]);
+            ds[i] = step(dv[i]);
+          }
+          const double* yp = y.cell(p);
+          double* sp = sy.cell(p);
+          double* dp = dy.cell(p);
+          const std::int64_t step_y = step(y), step_s = step(sy), step_d = step(dy);
+          for (std::int64_t j = 0; j < n; ++j) {
+            std::array<Cell, 3> cells{};
+            for (std::size_t i = 0; i < n_in; ++i)
+              cells[i] = Cell{vp[i][j * vs[i]], sgp[i][j * ss[i]], dbp[i][j * ds[i]]};
+            const Scales sc = f(cells, yp[j * step_y]);
+            sp[j * step_s] = sc.sigma;
+            dp[j * step_d] = sc.bound;
+          }
+        }
+      },
+      kCellChunk / static_cast<std::size_t>(std::max<std::int64_t>(n, 1)));
+}
+
+}  // namespace
+
+// equal, less, less_equal, greater, greater_equal, logical_and/or/xor/not: a 0/1 cell is exact
+// (σ = D = 0) where every computation within the operands' bars e = min(λσ, D) decides alike —
+//   comparisons  both operands exact, or |a − b| > e_a + e_b (+ 2^−52·max(|a|, |b|))
+//   logic        each operand's truth certain (exact, or |x| > e_x), or one that settles the
+//                result alone (a certain false for and, a certain true for or)
+// — and else off by 1 at most: D = 1, σ = max(1, 1/λ), so the bar is 1 (a mask cell is 0 or 1,
+// whatever its operands' errors, even unknown ones). A tie within the bars therefore passes
+// either way, and a flipped decision with a margin fails.
+void OperationEval::decision(Ctx& c) const {
+  std::string_view kernel = c.op.kernel();
+  if (kernel.starts_with("op:")) kernel.remove_prefix(3);
+  const ir::IpfSignature& signature = *c.op.ipf_signature();
+  const Range index = *c.op.ipf_index();
+  const auto& out_entry = c.outs.front();
+  const zspace::IndexProjection& out_ipf = checked_ipf(out_entry, signature.outputs, index);
+  const Range& out_range = graph_.tensor(out_entry.value.tensor).range();
+  Buffer s(DType::kFloat64, out_range), d(DType::kFloat64, out_range);
+  // The operands by port: a and b, or x (a selection map lists them by name).
+  std::vector<int> at{c.entry("a"), c.entry("b")};
+  if (at[0] < 0) at = {c.entry("x")};
+  if (c.ins.size() != at.size() || std::ranges::find(at, -1) != at.end()) return fallback(c);
+  std::vector<Operand<const double>> v, sv, dv;
+  for (const int k : at) {
+    const auto i = static_cast<std::size_t>(k);
+    const zspace::IndexProjection& ipf = checked_ipf(c.ins[i], signature.inputs, index);
+    v.emplace_back(InputPort{c.in_value[i]->view(c.ins[i].value.range), &ipf});
+    sv.emplace_back(InputPort{c.in_sigma[i]->view(c.ins[i].value.range), &ipf});
+    dv.emplace_back(InputPort{c.in_bound[i]->view(c.ins[i].value.range), &ipf});
+  }
+  const Operand<const double> y(
+      InputPort{c.result.values.front().view(out_entry.value.range), &out_ipf});
+  const Operand<double> sy(OutputPort{s.view(out_entry.value.range), &out_ipf});
+  const Operand<double> dy(OutputPort{d.view(out_entry.value.range), &out_ipf});
+  const double l = lambda_;
+  const Scales flip{std::max(1.0, 1.0 / l), 1.0};
+  each_point(index, v, sv, dv, y, sy, dy, [&](const std::array<Cell, 3>& in, double) {
+    return decided(kernel, in, l) ? Scales{} : flip;
+  });
+  c.result.magnitudes.push_back(max_abs_of(c.result.values.front()));
+  c.result.sigmas.push_back(std::move(s));
+  c.result.bounds.push_back(std::move(d));
+}
+
+// where(cond, a, b). Where cond's truth is certain (truth_of: exact, an integer mask, or a bar
+// short of 0) every computation takes the same branch: its σ and D, as they are (an exact ±inf
+// branch stays certain; the other branch's ±inf or NaN never matters). Where cond may flip, a
+// computation may take either branch:
+//   a = b (the same float64 value)   σ = max(σa, σb), D = max(Da, Db)
+//   otherwise, both finite           σ = |a − b|/λ + max(σa, σb), D = |a − b| + max(Da, Db)
+//                                    (the other branch lies |a − b| away, then its own error)
+//   otherwise                        unknown (σ = D = ∞: an ±inf against a finite value)
+void OperationEval::choice(Ctx& c) const {
+  const ir::IpfSignature& signature = *c.op.ipf_signature();
+  const Range index = *c.op.ipf_index();
+  const auto& out_entry = c.outs.front();
+  const zspace::IndexProjection& out_ipf = checked_ipf(out_entry, signature.outputs, index);
+  const Range& out_range = graph_.tensor(out_entry.value.tensor).range();
+  // The entries by port (a selection map lists them by name: a, b, cond).
+  const std::array<int, 3> at{c.entry("cond"), c.entry("a"), c.entry("b")};
+  if (c.ins.size() != 3 || std::ranges::find(at, -1) != at.end()) return fallback(c);
+  // An integer condition (exact: exact_integer_inputs) read as float64 values.
+  const Buffer& cond_value = *c.in_value[static_cast<std::size_t>(at[0])];
+  std::optional<Buffer> cond64;
+  if (cond_value.dtype() != DType::kFloat64) {
+    cond64.emplace(DType::kFloat64, cond_value.range(), Buffer::Uninitialized{});
+    const std::span<double> to = cond64->values<double>();
+    visit_dtype(cond_value.dtype(), [&]<typename T>() {
+      const std::span<const T> from = cond_value.values<T>();
+      for (std::size_t i = 0; i < to.size(); ++i) to[i] = static_cast<double>(from[i]);
+    });
+  }
+  Buffer s(DType::kFloat64, out_range), d(DType::kFloat64, out_range);
+  std::vector<Operand<const double>> v, sv, dv;
+  for (std::size_t k = 0; k < at.size(); ++k) {
+    const auto i = static_cast<std::size_t>(at[k]);
+    const zspace::IndexProjection& ipf = checked_ipf(c.ins[i], signature.inputs, index);
+    const Buffer& value = k == 0 && cond64 ? *cond64 : *c.in_value[i];
+    v.emplace_back(InputPort{value.view(c.ins[i].value.range), &ipf});
+    sv.emplace_back(InputPort{c.in_sigma[i]->view(c.ins[i].value.range), &ipf});
+    dv.emplace_back(InputPort{c.in_bound[i]->view(c.ins[i].value.range), &ipf});
+  }
+  const Operand<const double> y(
+      InputPort{c.result.values.front().view(out_entry.value.range), &out_ipf});
+  const Operand<double> sy(OutputPort{s.view(out_entry.value.range), &out_ipf});
+  const Operand<double> dy(OutputPort{d.view(out_entry.value.range), &out_ipf});
+  const double l = lambda_;
+  each_point(index, v, sv, dv, y, sy, dy, [&](const std::array<Cell, 3>& in, double) {
+    const Truth t = truth_of(in[0], l);
+    const Cell& a = in[1];
+    const Cell& b = in[2];
+    if (t == Truth::kTrue) return Scales{a.sigma, a.bound};
+    if (t == Truth::kFalse) return Scales{b.sigma, b.bound};
+    const bool same = a.value == b.value || (std::isnan(a.value) && std::isnan(b.value));
+    if (same) return Scales{std::max(a.sigma, b.sigma), std::max(a.bound, b.bound)};
+    if (!std::isfinite(a.value) || !std::isfinite(b.value)) return unknown_scales();
+    const double gap = std::abs(a.value - b.value) * (1 + 0x1p-52);
+    return Scales{gap / l + std::max(a.sigma, b.sigma), gap + std::max(a.bound, b.bound)};
+  });
+  c.result.magnitudes.push_back(max_abs_of(c.result.values.front()));
+  c.result.sigmas.push_back(std::move(s));
+  c.result.bounds.push_back(std::move(d));
+}
 
 // softmax over the last dim of each row: y_i = e^(x_i − m) / Σ_j e^(x_j − m), m = max_j x_j.
 //   propagated  dy_i = y_i·(dx_i − Σ_j y_j·dx_j), so to first order |Δy_i| ≤ y_i·(S_i·Δx_i +

@@ -176,6 +176,10 @@ class OperationEval {
   void variance(Ctx& c) const;
   void move(Ctx& c) const;
   void index(Ctx& c) const;
+  /// Comparisons and boolean logic (kernels/masks.yaml): 0/1 cells, exact or off by 1.
+  void decision(Ctx& c) const;
+  /// where(cond, a, b): the chosen branch's error, or both branches' where cond may flip.
+  void choice(Ctx& c) const;
   void fallback(Ctx& c) const;
   static std::vector<Buffer> exact_integer_inputs(Ctx& c);
   struct BilinearFactors {

@@ -260,7 +260,7 @@ INSTANTIATE_TEST_SUITE_P(
             std::string(kScale) + "facts: {class: elementwise, flops: 1, error_rule: fallback}\n",
             "k.yaml:13:51: error: unknown error rule 'fallback' (bilinear, additive, "
             "product, selection, elementwise, softmax, average, variance, move, index, "
-            "monoid, worst_case)"},
+            "decision, choice, monoid, worst_case)"},
         BadKernel{"facts_exact",
                   std::string(kScale) + "facts: {class: elementwise, flops: 1, error_rule: move, "
                                         "exact: yes}\n",

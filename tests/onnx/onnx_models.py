@@ -264,11 +264,15 @@ g = oh.make_graph([oh.make_node("Shape", ["x"], ["dims"], name="shp")], "bad",
                   [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3, 8, 8])],
                   [oh.make_tensor_value_info("dims", onnx.TensorProto.INT64, [4])])
 save("shape_output", oh.make_model(g, opset_imports=[oh.make_opsetid("", 14)]))
-# A mask computed from data (x > 0): the graph has no boolean tensors, so it must be refused at
-# its node; Gather's indices must be integers (here the float x).
+# A mask computed from data (x > 0) choosing between integer constants: refused at its node (a
+# computed mask choosing floats is the where kernel: tests/onnx/onnx_masks_test.sh); and Gather
+# of float indices (here the float x): refused, indices must be int32 or int64.
 m = model([oh.make_node("Greater", ["x", "zero"], ["m"], name="positive"),
-           oh.make_node("Where", ["m", "x", "zero"], ["y"], name="select")])
-m.graph.initializer.append(oh.make_tensor("zero", onnx.TensorProto.FLOAT, [], [0.0]))
+           oh.make_node("Where", ["m", "ione", "izero"], ["w"], name="select"),
+           oh.make_node("Cast", ["w"], ["y"], to=onnx.TensorProto.FLOAT)])
+m.graph.initializer.extend([oh.make_tensor("zero", onnx.TensorProto.FLOAT, [], [0.0]),
+                            oh.make_tensor("ione", onnx.TensorProto.INT64, [], [1]),
+                            oh.make_tensor("izero", onnx.TensorProto.INT64, [], [0])])
 save("computed_mask", m)
 # ConstantOfShape of [10¹², 1]: the import must refuse it, not try to allocate it.
 m = model([oh.make_node("ConstantOfShape", ["big"], ["c"], name="huge"),

@@ -95,25 +95,37 @@ class Cases {
 
  private:
   Case one(const std::string& k) {
-    const std::set<std::string> binary = {"add", "sub", "mul", "div", "maximum"};
+    // The masks (kernels/masks.yaml) pass no gradient to their operands: a comparison of
+    // uniform draws is never within the differences' step of a tie, a logical operand away from
+    // 0 never changes its truth.
+    const std::set<std::string> binary = {
+        "add",        "sub",     "mul",           "div",         "maximum",    "equal",      "less",
+        "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor"};
     const std::set<std::string> unary = {"relu",       "neg",   "exp",  "tanh",      "sigmoid",
                                          "gelu",       "sqrt",  "log",  "ones_like", "zeros_like",
-                                         "mul_scalar", "floor", "ceil", "round"};
+                                         "mul_scalar", "floor", "ceil", "round",     "logical_not"};
     Case c{k, {}, nlohmann::json::object(), false};
     if (binary.count(k)) {
       Shape full = shape(static_cast<std::size_t>(pick(1, 3)));
       Shape a = full, b = broadcastable(full);
       if (pick(0, 1) == 0) std::swap(a, b);
-      c.inputs = {{"A", a, Draw::kUniform},
-                  {"B", b, k == "div" ? Draw::kAwayFromZero : Draw::kUniform}};
+      const bool logical = k.starts_with("logical_");
+      c.inputs = {{"A", a, logical ? Draw::kAwayFromZero : Draw::kUniform},
+                  {"B", b, k == "div" || logical ? Draw::kAwayFromZero : Draw::kUniform}};
       c.no_ties = k == "maximum";
+    } else if (k == "where") {  // d_result to a where cond holds, to b elsewhere; none to cond
+      Shape full = shape(static_cast<std::size_t>(pick(1, 3)));
+      Shape cond = broadcastable(full), a = full, b = broadcastable(full);
+      if (pick(0, 1) == 0) std::swap(a, b);
+      c.inputs = {
+          {"C", cond, Draw::kAwayFromZero}, {"A", a, Draw::kUniform}, {"B", b, Draw::kUniform}};
     } else if (unary.count(k)) {
       // floor, ceil, round: steps at integers and halves; ±[0.1, 1) meets neither 0 nor ±1
       // (and a half only within the differences' step, with a negligible chance).
       const bool step = k == "floor" || k == "ceil" || k == "round";
-      const Draw draw = k == "relu" || step         ? Draw::kAwayFromZero
-                        : k == "sqrt" || k == "log" ? Draw::kPositive
-                                                    : Draw::kUniform;
+      const Draw draw = k == "relu" || step || k == "logical_not" ? Draw::kAwayFromZero
+                        : k == "sqrt" || k == "log"               ? Draw::kPositive
+                                                                  : Draw::kUniform;
       c.inputs = {{"X", shape(static_cast<std::size_t>(pick(1, 3))), draw}};
       if (k == "mul_scalar") c.params = {{"factor", 1.5}, {"divisor", pick(1, 5)}};
     } else if (k == "cast") {  // to the same dtype: the VJP's cast back reads x.dtype

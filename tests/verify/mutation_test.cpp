@@ -19,7 +19,8 @@
 //   zeroed-row        the first row (index 0 of dim 0) of an output set to 0: a lost token
 //
 // Beside the examples, the masked graphs of tests/data/verify (each with plans of its own):
-// causal attention with a −inf and with a −1e9 mask, attention over padded sequences (−inf),
+// causal attention with a −inf and with a −1e9 mask, attention over padded sequences (−inf; and
+// with the mask computed at run time by less/logical_not/where, −inf and −1e9),
 // log-sum-exp of causally masked logits (−inf) and softmax of large logits (×400), where most
 // terms of every row are exact zeros in float64; and the argmax of causally masked logits, an
 // int64 output whose bar is in positions (a wrong index, a dropped bias or mask must FAIL).
@@ -145,6 +146,11 @@ std::vector<Example> examples() {
       {"causal_attention(-1e9)", masked / "causal_attention.tap", attention_plans, mask(-1e9F)});
   out.push_back({"padding_attention(-inf)", masked / "padding_attention.tap", attention_plans,
                  mask(-INFINITY)});
+  // The padding mask computed at run time (less, logical_not, where: kernels/masks.yaml).
+  out.push_back({"computed_padding_attention(-inf)", masked / "computed_padding_attention.tap",
+                 attention_plans, mask(-INFINITY)});
+  out.push_back({"computed_padding_attention(-1e9)", masked / "computed_padding_attention.tap",
+                 attention_plans, mask(-1e9F)});
   out.push_back({"log_sum_exp(-inf)",
                  masked / "log_sum_exp.tap",
                  {{"rows", R"({"ops": {"M": {"split": {"pre": 2}}, "E": {"split": {"pre": 2}}}})"}},

@@ -45,6 +45,10 @@ enum class KernelClass { kElementwise, kContraction, kReduction, kWindow, kNorma
 ///                inputs (gather's indices) are exact and say which cells are copied
 ///   index        the position of an extremum (argmax, argmin): an integer result whose bar is
 ///                the distance to the farthest cell that may be the extremum (error_rules.cpp)
+///   decision     a 0/1 mask (comparisons, logical ops: kernels/masks.yaml): exact where the
+///                decision is certain from the operands' bars, else an error of 1
+///   choice       where(cond, a, b): the chosen branch's error, or both branches' when cond
+///                is not certain
 ///   monoid       by the operation's reduction monoid: sum → additive, prod → product,
 ///                max/min → selection (sum, max, reduce)
 /// and, not for YAML, `fallback`: the rule of a kernel without facts (error_rules.cpp).
@@ -59,6 +63,8 @@ enum class ErrorRule {
   kVariance,
   kMove,
   kIndex,
+  kDecision,
+  kChoice,
   kMonoid,
   kFallback
 };

@@ -95,6 +95,13 @@
 //                                (exact) where that underflows. Rows with a Δx over 2^−16: the
 //                                exact worst case over |δx_j| ≤ Δx_j for the first term
 //                                (error_rules.cpp SoftmaxRow: first order fails at Δ ~ 1)
+//   equal, less, less_equal,     0 (exact) where the decision is certain: both operands exact,
+//     greater, greater_equal,    or |a − b| > e_a + e_b (logic: each operand's truth certain,
+//     logical_and/or/xor/not     |x| > e_x or exact, or one that settles the result); else 1
+//                                (σ = max(1, 1/λ), D = 1): a mask cell is off by 1 at most
+//   where(c, a, b)               c certain: the chosen branch's σ, D; else |a − b|/λ + max σ  |
+//                                |a − b| + max D (a = b: max σ, max D; a ±inf against a finite
+//                                branch: unknown)
 //   anything else (fused, user   a worst-case bound D = σ: 4·u·K·max|finite inputs| + the
 //     kernels)                   largest bar of the inputs, reported as "no error model"
 //

@@ -1,4 +1,5 @@
-// Reference elementwise kernels: unary maps, broadcasting binary maps, bias_add.
+// Reference elementwise kernels: unary maps, broadcasting binary maps, bias_add, and the masks
+// (comparisons, boolean logic, where: kernels/masks.yaml).
 //
 // Every operand has one element per index point; broadcasting lives entirely in the IPFs (a
 // broadcast dim is a zero row, a missing leading dim no row at all), so one loop serves every
@@ -6,6 +7,8 @@
 // Ports as in kernels/elementwise_unary.yaml (x → result), elementwise_binary.yaml (a, b →
 // result) and bias_add.yaml (x, bias → result). The formulas themselves are the functors of
 // scalar_ops.h, shared with the fast kernels.
+#include <fmt/format.h>
+
 #include "kernel_support.h"
 #include "reference_kernels.h"
 #include "scalar_ops.h"
@@ -22,6 +25,7 @@ constexpr std::string_view kX = "x";
 constexpr std::string_view kA = "a";
 constexpr std::string_view kB = "b";
 constexpr std::string_view kBias = "bias";
+constexpr std::string_view kCond = "cond";
 constexpr std::string_view kResult = "result";
 
 // ---- unary ------------------------------------------------------------------------------------
@@ -69,6 +73,30 @@ void bias_add_kernel(const KernelCall& call) {
   binary_map<scalar::Add>(call, kX, kBias);
 }
 
+// where(cond, a, b): a where cond ≠ 0, else b (kernels/masks.yaml). cond has its own dtype
+// (an integer mask may choose between floats); a, b and the result share theirs.
+void where_kernel(const KernelCall& call) {
+  kernels::require_unit_cells(call);
+  const DType cond_dtype = call.input(kCond).view.dtype();
+  const DType dtype = call.input(kA).view.dtype();
+  if (call.input(kB).view.dtype() != dtype || call.output(kResult).view.dtype() != dtype) {
+    call.fail(fmt::format("a is {}, b {} and result {}: they must be alike", ir::dtype_name(dtype),
+                          ir::dtype_name(call.input(kB).view.dtype()),
+                          ir::dtype_name(call.output(kResult).view.dtype())));
+  }
+  visit_dtype(cond_dtype, [&]<typename C>() {
+    visit_dtype(dtype, [&]<typename T>() {
+      const Operand<const C> cond(call.input(kCond));
+      const Operand<const T> a(call.input(kA));
+      const Operand<const T> b(call.input(kB));
+      const Operand<T> result(call.output(kResult));
+      const scalar::Where op;
+      for (const Point& p : call.index.points())
+        *result.cell(p) = op(*cond.cell(p), *a.cell(p), *b.cell(p));
+    });
+  });
+}
+
 }  // namespace
 
 void register_elementwise_kernels(ExecutableKernels& registry) {
@@ -90,6 +118,17 @@ void register_elementwise_kernels(ExecutableKernels& registry) {
   registry.add("maximum", &binary_kernel<scalar::Maximum>);
   registry.add("pow", &binary_kernel<scalar::Pow>);
   registry.add("bias_add", &bias_add_kernel);
+  // Masks (kernels/masks.yaml).
+  registry.add("equal", &binary_kernel<scalar::Equal>);
+  registry.add("less", &binary_kernel<scalar::Less>);
+  registry.add("less_equal", &binary_kernel<scalar::LessEqual>);
+  registry.add("greater", &binary_kernel<scalar::Greater>);
+  registry.add("greater_equal", &binary_kernel<scalar::GreaterEqual>);
+  registry.add("logical_and", &binary_kernel<scalar::LogicalAnd>);
+  registry.add("logical_or", &binary_kernel<scalar::LogicalOr>);
+  registry.add("logical_xor", &binary_kernel<scalar::LogicalXor>);
+  registry.add("logical_not", &unary_kernel<scalar::LogicalNot>);
+  registry.add("where", &where_kernel);
 }
 
 }  // namespace tapestry::runtime

@@ -499,4 +499,93 @@ struct RoundHalfEven {
   }
 };
 
+// ---- masks: comparisons, boolean logic, where (kernels/masks.yaml) ---------------------------
+// A mask is 0/1 in the dtype of the values it was computed from (a Tapestry graph holds no
+// boolean tensors); a logical operand is true where it is not 0 (NaN is true, as in numpy).
+// Every one is exact: IEEE comparisons and selects, no rounding. Comparisons with a NaN operand
+// are false (equal too); −0 equals 0. Written as selects so that their loops vectorise.
+
+/// 1 where a == b, else 0.
+struct Equal {
+  template <Element T>
+  [[gnu::always_inline]] T operator()(T a, T b) const {
+    return a == b ? T{1} : T{0};
+  }
+};
+
+/// 1 where a < b, else 0.
+struct Less {
+  template <Element T>
+  [[gnu::always_inline]] T operator()(T a, T b) const {
+    return a < b ? T{1} : T{0};
+  }
+};
+
+/// 1 where a ≤ b, else 0.
+struct LessEqual {
+  template <Element T>
+  [[gnu::always_inline]] T operator()(T a, T b) const {
+    return a <= b ? T{1} : T{0};
+  }
+};
+
+/// 1 where a > b, else 0.
+struct Greater {
+  template <Element T>
+  [[gnu::always_inline]] T operator()(T a, T b) const {
+    return a > b ? T{1} : T{0};
+  }
+};
+
+/// 1 where a ≥ b, else 0.
+struct GreaterEqual {
+  template <Element T>
+  [[gnu::always_inline]] T operator()(T a, T b) const {
+    return a >= b ? T{1} : T{0};
+  }
+};
+
+/// 1 where a ≠ 0 and b ≠ 0, else 0.
+struct LogicalAnd {
+  template <Element T>
+  [[gnu::always_inline]] T operator()(T a, T b) const {
+    return (a != T{0}) & (b != T{0}) ? T{1} : T{0};
+  }
+};
+
+/// 1 where a ≠ 0 or b ≠ 0, else 0.
+struct LogicalOr {
+  template <Element T>
+  [[gnu::always_inline]] T operator()(T a, T b) const {
+    return (a != T{0}) | (b != T{0}) ? T{1} : T{0};
+  }
+};
+
+/// 1 where exactly one of a, b is ≠ 0, else 0.
+struct LogicalXor {
+  template <Element T>
+  [[gnu::always_inline]] T operator()(T a, T b) const {
+    return (a != T{0}) != (b != T{0}) ? T{1} : T{0};
+  }
+};
+
+/// 1 where x = 0, else 0 (NaN is true, so not(NaN) = 0).
+struct LogicalNot {
+  static constexpr bool kFloatOnly = false;
+  template <Element T>
+  [[gnu::always_inline]] T operator()(T x) const {
+    return x == T{0} ? T{1} : T{0};
+  }
+};
+
+/// where(cond, a, b): a where cond ≠ 0 (NaN included), else b — a select, so an ±inf or NaN in
+/// the branch not taken never reaches the result (unlike a·c + b·(1 − c)). cond may have
+/// another dtype than a and b.
+struct Where {
+  template <Element C, Element T>
+  [[gnu::always_inline]] T operator()(C cond, T a, T b) const {
+    return cond != C{0} ? a : b;
+  }
+};
+
 }  // namespace tapestry::runtime::kernels::scalar

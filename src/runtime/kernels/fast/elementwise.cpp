@@ -1,4 +1,5 @@
-// Fast elementwise kernels: unary maps, broadcasting binary maps and bias_add.
+// Fast elementwise kernels: unary maps, broadcasting binary maps, bias_add and the masks
+// (comparisons, boolean logic, where).
 //
 // Any IPFs with one element per index point are accepted: the index box becomes a loop nest
 // over raw pointers (fast_support.h), broadcasting is a zero stride, and the innermost run is
@@ -103,6 +104,48 @@ void binary_kernel(const KernelCall& call) {
 
 void bias_add_kernel(const KernelCall& call) {
   binary_map<scalar::Add>(call, "x", "bias");
+}
+
+// where(cond, a, b) (kernels/masks.yaml): scalar::Where over a loop nest of four strided
+// operands; cond may have its own executable dtype, a, b and the result share one. Anything
+// else (wide cells, other dtypes) goes to the reference kernel.
+void where_kernel(const KernelCall& call) {
+  const InputPort* cond = sole_unit_port(call.inputs, "cond");
+  const InputPort* a = sole_unit_port(call.inputs, "a");
+  const InputPort* b = sole_unit_port(call.inputs, "b");
+  const OutputPort* r = sole_unit_port(call.outputs, kResult);
+  if (cond == nullptr || a == nullptr || b == nullptr || r == nullptr || call.index.is_empty() ||
+      call.inputs.size() != 3 || call.outputs.size() != 1) {
+    return run_reference(call);
+  }
+  const DType cond_dtype = cond->view.dtype(), dtype = a->view.dtype();
+  if (!is_executable(cond_dtype) || !is_executable(dtype) || b->view.dtype() != dtype ||
+      r->view.dtype() != dtype) {
+    return run_reference(call);
+  }
+  visit_dtype(cond_dtype, [&]<typename C>() {
+    visit_dtype(dtype, [&]<typename T>() {
+      const Strided<const C> cs = strided<const C>(*cond, call.index);
+      const Strided<const T> as = strided<const T>(*a, call.index);
+      const Strided<const T> bs = strided<const T>(*b, call.index);
+      const Strided<T> rs = strided<T>(*r, call.index);
+      const scalar::Where op;
+      for_each_run(make_nest<4>(call.index, {&cs.coef, &as.coef, &bs.coef, &rs.coef}),
+                   [&](const auto& at, std::int64_t n, const auto& step) {
+                     const C* cp = cs.base + at[0];
+                     const T* ap = as.base + at[1];
+                     const T* bp = bs.base + at[2];
+                     T* rp = rs.base + at[3];
+                     if (step[0] == 1 && step[1] == 1 && step[2] == 1 && step[3] == 1) {
+                       for (std::int64_t i = 0; i < n; ++i) rp[i] = op(cp[i], ap[i], bp[i]);
+                     } else {
+                       for (std::int64_t i = 0; i < n; ++i)
+                         rp[i * step[3]] = op(cp[i * step[0]], ap[i * step[1]], bp[i * step[2]]);
+                     }
+                   });
+    });
+  });
+  count_fast();
 }
 
 // A transpose's two innermost loops: the result contiguous along the inner one, x along the one
@@ -273,6 +316,17 @@ void register_fast_elementwise(ExecutableKernels& registry) {
   registry.add("maximum", &binary_kernel<scalar::Maximum>);
   registry.add("pow", &binary_kernel<scalar::Pow>);
   registry.add("bias_add", &bias_add_kernel);
+  // Masks (kernels/masks.yaml): the binary and unary maps' loops over scalar_ops.h's selects.
+  registry.add("equal", &binary_kernel<scalar::Equal>);
+  registry.add("less", &binary_kernel<scalar::Less>);
+  registry.add("less_equal", &binary_kernel<scalar::LessEqual>);
+  registry.add("greater", &binary_kernel<scalar::Greater>);
+  registry.add("greater_equal", &binary_kernel<scalar::GreaterEqual>);
+  registry.add("logical_and", &binary_kernel<scalar::LogicalAnd>);
+  registry.add("logical_or", &binary_kernel<scalar::LogicalOr>);
+  registry.add("logical_xor", &binary_kernel<scalar::LogicalXor>);
+  registry.add("logical_not", &unary_kernel<scalar::LogicalNot>);
+  registry.add("where", &where_kernel);
   registry.add("transpose", &copy_kernel);
   registry.add("permute", &copy_kernel);
   registry.add("reshape", &copy_kernel);
