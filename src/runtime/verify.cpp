@@ -217,6 +217,31 @@ BoundTally judge_cells(DType dtype, const Buffer& r, const Buffer* naive, const 
   return tally;
 }
 
+// An integer output with a bar — a position (argmax, argmin: the oracle's rule `index`) —
+// over the cells of `value`: the result, the naive run and the oracle's value as float64 (exact
+// below 2^53), judged as float cells are.
+BoundTally judge_index_cells(const Buffer& r, const Buffer* naive, const Buffer& value,
+                             const Buffer& sigma, const Buffer& bound, double lambda) {
+  const Range& cells = value.range();
+  const auto as_doubles = [&](const Buffer& b) {
+    Buffer scratch;
+    const Buffer& part = cells_of(b, cells, scratch);
+    Buffer out(DType::kFloat64, cells, Buffer::Uninitialized{});
+    const std::span<double> o = out.values<double>();
+    visit_dtype(part.dtype(), [&]<typename T>() {
+      const std::span<const T> in = part.values<T>();
+      for (std::size_t i = 0; i < in.size(); ++i) o[i] = static_cast<double>(in[i]);
+    });
+    return out;
+  };
+  const Buffer got = as_doubles(r), expected = as_doubles(value);
+  const Buffer naive_values = naive != nullptr ? as_doubles(*naive) : Buffer();
+  return judge_bound<double>(
+      got.values<double>(), expected.values<double>(), sigma.values<double>(),
+      bound.values<double>(), lambda,
+      naive != nullptr ? naive_values.values<double>() : std::span<const double>(), cells);
+}
+
 // Exact mode: every cell equal to the oracle's value (−0 == +0).
 template <typename T>
 void judge_exact(std::span<const T> result, std::span<const double> value, const Range& range,
@@ -293,21 +318,9 @@ OutputVerdict judge(const ir::Graph& graph, ir::TensorId t, const BufferMap& res
   const bool index_bar =
       !is_float && mode == VerifyMode::kBound && oracle != nullptr && oracle->sigma.contains(t);
   if (index_bar) {
-    const auto as_doubles = [](const Buffer& b) {
-      Buffer out(DType::kFloat64, b.range(), Buffer::Uninitialized{});
-      const std::span<double> o = out.values<double>();
-      visit_dtype(b.dtype(), [&]<typename T>() {
-        const std::span<const T> in = b.values<T>();
-        for (std::size_t i = 0; i < in.size(); ++i) o[i] = static_cast<double>(in[i]);
-      });
-      return out;
-    };
-    const Buffer got = as_doubles(r), value = as_doubles(oracle->value.at(t));
-    const Buffer naive_values = naive != nullptr ? as_doubles(naive->at(t)) : Buffer();
-    const Buffer bars = oracle->bar(t);
-    judge_bound<double>(
-        got.values<double>(), value.values<double>(), bars.values<double>(),
-        naive != nullptr ? naive_values.values<double>() : std::span<const double>(), range, v);
+    judge_index_cells(r, naive != nullptr ? &naive->at(t) : nullptr, oracle->value.at(t),
+                      oracle->sigma.at(t), oracle->bound.at(t), oracle->lambda)
+        .into(v);
   } else if (mode == VerifyMode::kBitwise || !is_float) {
     // Integers are exact in every mode; bitwise compares with the naive run.
     const BufferComparison c =
@@ -507,10 +520,14 @@ VerifyReport verify_bound_streaming(const ir::Graph& graph, const BufferMap& inp
     if (oracle_options.output_sink) oracle_options.output_sink(t, value, sigma, bound);
     const Started& s = started.at(t);
     const DType dtype = tensor_dtype(graph, t);
-    if (!judged_by_bars(s, dtype, VerifyMode::kBound) || sigma == nullptr || bound == nullptr)
-      return;
-    tallies[t].merge(
-        judge_cells(dtype, *s.r, &naive.at(t), value, *sigma, *bound, oracle_options.lambda));
+    if (sigma == nullptr || bound == nullptr || !s.r || !s.v.problem.empty()) return;
+    if (judged_by_bars(s, dtype, VerifyMode::kBound)) {
+      tallies[t].merge(
+          judge_cells(dtype, *s.r, &naive.at(t), value, *sigma, *bound, oracle_options.lambda));
+    } else {  // an integer output with a bar: a position (argmax, argmin)
+      tallies[t].merge(
+          judge_index_cells(*s.r, &naive.at(t), value, *sigma, *bound, oracle_options.lambda));
+    }
   };
   const Oracle oracle = evaluate_oracle(graph, inputs, options);
   VerifyReport report;
@@ -519,7 +536,8 @@ VerifyReport verify_bound_streaming(const ir::Graph& graph, const BufferMap& inp
   for (ir::TensorId t : outputs) {
     OutputVerdict v = started.at(t).v;
     const DType dtype = tensor_dtype(graph, t);
-    if (judged_by_bars(started.at(t), dtype, VerifyMode::kBound)) {
+    if (judged_by_bars(started.at(t), dtype, VerifyMode::kBound) ||
+        (v.problem.empty() && tallies.contains(t))) {  // floats; positions with their bars
       if (auto u = oracle.unmodelled.find(t); u != oracle.unmodelled.end())
         v.unmodelled = u->second;
       tallies[t].into(v);
