@@ -1835,6 +1835,37 @@ void each_point(const Range& index, const std::vector<Operand<const double>>& v,
       kCellChunk / static_cast<std::size_t>(std::max<std::int64_t>(n, 1)));
 }
 
+// A rule of one cell per point (each_point) over the inputs at entries `at` of `c` (in that
+// order; `first_value`, when given, stands for the first one's values): forms the operands,
+// runs `f` and appends the output's magnitudes, σ and D to `c.result`.
+template <typename Ctx, typename F>
+void per_point_rule(const ir::Graph& graph, Ctx& c, std::span<const int> at,
+                    const Buffer* first_value, const F& f) {
+  const ir::IpfSignature& signature = *c.op.ipf_signature();
+  const Range index = *c.op.ipf_index();
+  const auto& out_entry = c.outs.front();
+  const zspace::IndexProjection& out_ipf = checked_ipf(out_entry, signature.outputs, index);
+  const Range& out_range = graph.tensor(out_entry.value.tensor).range();
+  Buffer s(DType::kFloat64, out_range), d(DType::kFloat64, out_range);
+  std::vector<Operand<const double>> v, sv, dv;
+  for (std::size_t k = 0; k < at.size(); ++k) {
+    const auto i = static_cast<std::size_t>(at[k]);
+    const zspace::IndexProjection& ipf = checked_ipf(c.ins[i], signature.inputs, index);
+    const Buffer& value = k == 0 && first_value != nullptr ? *first_value : *c.in_value[i];
+    v.emplace_back(InputPort{value.view(c.ins[i].value.range), &ipf});
+    sv.emplace_back(InputPort{c.in_sigma[i]->view(c.ins[i].value.range), &ipf});
+    dv.emplace_back(InputPort{c.in_bound[i]->view(c.ins[i].value.range), &ipf});
+  }
+  const Operand<const double> y(
+      InputPort{c.result.values.front().view(out_entry.value.range), &out_ipf});
+  const Operand<double> sy(OutputPort{s.view(out_entry.value.range), &out_ipf});
+  const Operand<double> dy(OutputPort{d.view(out_entry.value.range), &out_ipf});
+  each_point(index, v, sv, dv, y, sy, dy, f);
+  c.result.magnitudes.push_back(max_abs_of(c.result.values.front()));
+  c.result.sigmas.push_back(std::move(s));
+  c.result.bounds.push_back(std::move(d));
+}
+
 }  // namespace
 
 // equal, less, less_equal, greater, greater_equal, logical_and/or/xor/not: a 0/1 cell is exact
@@ -1848,36 +1879,15 @@ void each_point(const Range& index, const std::vector<Operand<const double>>& v,
 void OperationEval::decision(Ctx& c) const {
   std::string_view kernel = c.op.kernel();
   if (kernel.starts_with("op:")) kernel.remove_prefix(3);
-  const ir::IpfSignature& signature = *c.op.ipf_signature();
-  const Range index = *c.op.ipf_index();
-  const auto& out_entry = c.outs.front();
-  const zspace::IndexProjection& out_ipf = checked_ipf(out_entry, signature.outputs, index);
-  const Range& out_range = graph_.tensor(out_entry.value.tensor).range();
-  Buffer s(DType::kFloat64, out_range), d(DType::kFloat64, out_range);
   // The operands by port: a and b, or x (a selection map lists them by name).
   std::vector<int> at{c.entry("a"), c.entry("b")};
   if (at[0] < 0) at = {c.entry("x")};
   if (c.ins.size() != at.size() || std::ranges::find(at, -1) != at.end()) return fallback(c);
-  std::vector<Operand<const double>> v, sv, dv;
-  for (const int k : at) {
-    const auto i = static_cast<std::size_t>(k);
-    const zspace::IndexProjection& ipf = checked_ipf(c.ins[i], signature.inputs, index);
-    v.emplace_back(InputPort{c.in_value[i]->view(c.ins[i].value.range), &ipf});
-    sv.emplace_back(InputPort{c.in_sigma[i]->view(c.ins[i].value.range), &ipf});
-    dv.emplace_back(InputPort{c.in_bound[i]->view(c.ins[i].value.range), &ipf});
-  }
-  const Operand<const double> y(
-      InputPort{c.result.values.front().view(out_entry.value.range), &out_ipf});
-  const Operand<double> sy(OutputPort{s.view(out_entry.value.range), &out_ipf});
-  const Operand<double> dy(OutputPort{d.view(out_entry.value.range), &out_ipf});
   const double l = lambda_;
   const Scales flip{std::max(1.0, 1.0 / l), 1.0};
-  each_point(index, v, sv, dv, y, sy, dy, [&](const std::array<Cell, 3>& in, double) {
+  per_point_rule(graph_, c, at, nullptr, [&](const std::array<Cell, 3>& in, double) {
     return decided(kernel, in, l) ? Scales{} : flip;
   });
-  c.result.magnitudes.push_back(max_abs_of(c.result.values.front()));
-  c.result.sigmas.push_back(std::move(s));
-  c.result.bounds.push_back(std::move(d));
 }
 
 // where(cond, a, b). Where cond's truth is certain (truth_of: exact, an integer mask, or a bar
@@ -1889,11 +1899,6 @@ void OperationEval::decision(Ctx& c) const {
 //                                    (the other branch lies |a − b| away, then its own error)
 //   otherwise                        unknown (σ = D = ∞: an ±inf against a finite value)
 void OperationEval::choice(Ctx& c) const {
-  const ir::IpfSignature& signature = *c.op.ipf_signature();
-  const Range index = *c.op.ipf_index();
-  const auto& out_entry = c.outs.front();
-  const zspace::IndexProjection& out_ipf = checked_ipf(out_entry, signature.outputs, index);
-  const Range& out_range = graph_.tensor(out_entry.value.tensor).range();
   // The entries by port (a selection map lists them by name: a, b, cond).
   const std::array<int, 3> at{c.entry("cond"), c.entry("a"), c.entry("b")};
   if (c.ins.size() != 3 || std::ranges::find(at, -1) != at.end()) return fallback(c);
@@ -1908,36 +1913,20 @@ void OperationEval::choice(Ctx& c) const {
       for (std::size_t i = 0; i < to.size(); ++i) to[i] = static_cast<double>(from[i]);
     });
   }
-  Buffer s(DType::kFloat64, out_range), d(DType::kFloat64, out_range);
-  std::vector<Operand<const double>> v, sv, dv;
-  for (std::size_t k = 0; k < at.size(); ++k) {
-    const auto i = static_cast<std::size_t>(at[k]);
-    const zspace::IndexProjection& ipf = checked_ipf(c.ins[i], signature.inputs, index);
-    const Buffer& value = k == 0 && cond64 ? *cond64 : *c.in_value[i];
-    v.emplace_back(InputPort{value.view(c.ins[i].value.range), &ipf});
-    sv.emplace_back(InputPort{c.in_sigma[i]->view(c.ins[i].value.range), &ipf});
-    dv.emplace_back(InputPort{c.in_bound[i]->view(c.ins[i].value.range), &ipf});
-  }
-  const Operand<const double> y(
-      InputPort{c.result.values.front().view(out_entry.value.range), &out_ipf});
-  const Operand<double> sy(OutputPort{s.view(out_entry.value.range), &out_ipf});
-  const Operand<double> dy(OutputPort{d.view(out_entry.value.range), &out_ipf});
   const double l = lambda_;
-  each_point(index, v, sv, dv, y, sy, dy, [&](const std::array<Cell, 3>& in, double) {
-    const Truth t = truth_of(in[0], l);
-    const Cell& a = in[1];
-    const Cell& b = in[2];
-    if (t == Truth::kTrue) return Scales{a.sigma, a.bound};
-    if (t == Truth::kFalse) return Scales{b.sigma, b.bound};
-    const bool same = a.value == b.value || (std::isnan(a.value) && std::isnan(b.value));
-    if (same) return Scales{std::max(a.sigma, b.sigma), std::max(a.bound, b.bound)};
-    if (!std::isfinite(a.value) || !std::isfinite(b.value)) return unknown_scales();
-    const double gap = std::abs(a.value - b.value) * (1 + 0x1p-52);
-    return Scales{gap / l + std::max(a.sigma, b.sigma), gap + std::max(a.bound, b.bound)};
-  });
-  c.result.magnitudes.push_back(max_abs_of(c.result.values.front()));
-  c.result.sigmas.push_back(std::move(s));
-  c.result.bounds.push_back(std::move(d));
+  per_point_rule(
+      graph_, c, at, cond64 ? &*cond64 : nullptr, [&](const std::array<Cell, 3>& in, double) {
+        const Truth t = truth_of(in[0], l);
+        const Cell& a = in[1];
+        const Cell& b = in[2];
+        if (t == Truth::kTrue) return Scales{a.sigma, a.bound};
+        if (t == Truth::kFalse) return Scales{b.sigma, b.bound};
+        const bool same = a.value == b.value || (std::isnan(a.value) && std::isnan(b.value));
+        if (same) return Scales{std::max(a.sigma, b.sigma), std::max(a.bound, b.bound)};
+        if (!std::isfinite(a.value) || !std::isfinite(b.value)) return unknown_scales();
+        const double gap = std::abs(a.value - b.value) * (1 + 0x1p-52);
+        return Scales{gap / l + std::max(a.sigma, b.sigma), gap + std::max(a.bound, b.bound)};
+      });
 }
 
 // softmax over the last dim of each row: y_i = e^(x_i − m) / Σ_j e^(x_j − m), m = max_j x_j.
