@@ -14,6 +14,8 @@
 #            start-up and the run); ver_cpu: what --verify adds to them — steadier than the wall
 #            times on a shared machine, for comparing two builds
 #   run MiB  peak RSS of `tapestry run` (GNU time %M), verify MiB: of `run --verify`, and ratio
+#   (indented) where the last --verify spent its wall time: the naive run, the oracle (judging
+#            included) and its three slowest operations (run --metrics: "verify")
 #
 # Inputs: generated (--seed 0) for the examples; the exported weights and a seeded x for the two
 # models. The verdict column is --verify's (exit 0 PASS, else FAIL/UNCHECKED: the time is spent
@@ -87,7 +89,7 @@ for c in "${cases[@]}"; do
     exec_s+=("$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['wall_s'])" "$tmp/m.json")")
     read -r w k cpu rc < <(measure "${args[@]}")
     plain_s+=("$w") plain_k+=("$k") plain_c+=("$cpu")
-    read -r w k cpu rc < <(measure "${args[@]}" --verify)
+    read -r w k cpu rc < <(measure "${args[@]}" --verify --metrics "$tmp/vm.json")
     ver_s+=("$w") ver_k+=("$k") ver_c+=("$cpu")
     verdict=$(grep -Eo '^(PASS|FAIL|UNCHECKED)' "$tmp/log" | sort | uniq -c | tr -s ' ' | tr '\n' ' ')
   done
@@ -101,6 +103,14 @@ pm, vm = st.median(pk) / 1024, st.median(vk) / 1024
 rc, vcpu = st.median(pc), max(st.median(vc) - st.median(pc), 0.0)
 print(f"{name:<34} {r:9.4f} {added:9.3f} {added / r:6.1f}x {rc:8.2f} {vcpu:8.2f} {pm:8.0f} "
       f"{vm:8.0f} {vm / pm:5.2f}x  {verdict}")
+PY
+  # Where the last round's --verify spent its time (run --metrics: "verify").
+  "$py" - "$tmp/vm.json" <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1])).get("verify")
+if v:
+    top = ", ".join(f"{o['operation']} ({o['kernel']}) {o['seconds']:.3f}" for o in v["operations"][:3])
+    print(f"    naive {v['naive_s']:.3f} s, oracle {v['oracle_s']:.3f} s (judging {v['judge_s']:.3f}); slowest: {top}")
 PY
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -81,6 +81,7 @@ int verify_and_write(const ir::Graph& graph, const rewrite::LowerResult& lowered
   const workflow::RunChoices choices{.verify = verify_check(options),
                                      .reference_kernels = options.reference_kernels};
   bool pass = true;
+  std::string metrics = metrics_text;
   if (choices.verify != workflow::VerifyCheck::kNone) {
     const runtime::VerifyReport report =
         workflow::verify_run(graph, inputs, results,
@@ -94,10 +95,15 @@ int verify_and_write(const ir::Graph& graph, const rewrite::LowerResult& lowered
                              std::move(oracle));
     fmt::print("{}", report.text());
     pass = report.pass();
+    if (!metrics.empty()) {  // where the verification spent its time, next to the run's figures
+      nlohmann::json m = nlohmann::json::parse(metrics);
+      m["verify"] = report.timing.to_json();
+      metrics = m.dump(1) + "\n";
+    }
   }
 
   StagedFiles files;  // all or nothing, written even on a FAIL (they help find the fault)
-  if (!metrics_text.empty() && !options.metrics.empty()) files.add(options.metrics, metrics_text);
+  if (!metrics.empty() && !options.metrics.empty()) files.add(options.metrics, metrics);
   if (!trace_text.empty() && !options.trace.empty()) files.add(options.trace, trace_text);
   if (!options.outputs.empty()) {
     for (ir::TensorId t : runtime::graph_outputs(graph)) {

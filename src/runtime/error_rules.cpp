@@ -1687,6 +1687,22 @@ void OperationEval::elementwise(Ctx& c) const {
   if (spare_sigma != nullptr) c.result.taken.push_back(in_entries[0].value.tensor);
 }
 
+// √(a² + b²), never below the exact value: std::hypot's guard against overflow costs ~10× the
+// plain formula, which suffices below 2^500 (its two roundings and the square root's are
+// covered by the factor).
+inline double hypot_up(double a, double b) {
+  if (std::abs(a) < 0x1p500 && std::abs(b) < 0x1p500)
+    return std::sqrt(a * a + b * b) * (1 + 0x1p-50);
+  return std::hypot(a, b) * (1 + 0x1p-52);
+}
+
+// e^t for a masked score's term: 0 below t = −746, where e^t is under half the smallest
+// subnormal and std::exp returns 0 too, but through glibc's slow underflow path (which sets
+// errno) — most of a softmax rule's time on rows of large logits, where nearly every term is 0.
+inline double exp_of_masked(double t) {
+  return t < -746 ? 0.0 : std::exp(t);
+}
+
 // Softmax's propagated error, relative to y_i. With the inputs moved by |δ_j| ≤ Δ_j,
 // y_i' = 1 / (1 + Σ_{j≠i} e^(x_j − x_i + δ_j − δ_i)), so y_i' lies in
 //   [y_i / (y_i + e^Δ_i·A_i),  y_i / (y_i + e^−Δ_i·B_i)],
@@ -1702,24 +1718,33 @@ void OperationEval::elementwise(Ctx& c) const {
 //
 // To first order both sides are S_i·Δ_i + Σ_{j≠i} y_j·Δ_j + M (dy_i = y_i·(dx_i − Σ_j y_j·dx_j):
 // a cell's own move cancels in its normaliser, so a one-hot row's 1 moves only by its
-// neighbours' weights). Rows whose every live Δ_j ≤ kSmall = 2^−16 take that term times
-// kSmallFactor = 1 + 2^−14 (`first_order`): there G ≤ e^2τ·(that term) (expm1(x) ≤ x·e^x, and
-// the lower side's denominator is ≥ 1) and H ≤ that term over a denominator ≥ e^−2τ, and
-// e^2τ < 1 + 2^−14. Other rows form the sums and take `spread`.
+// neighbours' weights). With τ the row's largest live Δ_j, G ≤ e^2τ·(that term) (expm1(x) ≤
+// x·e^x, P_i ≤ e^τ·Σ_{j≠i} y_j·Δ_j, and the lower side's denominator is ≥ Σ_j y_j = 1) and
+// H ≤ that term (1 − e^−x ≤ x) over a denominator ≥ e^−2τ: both sides are within e^2τ times
+// the first-order term, for any τ. Rows with τ ≤ kSmall = 2^−8 take that term times
+// factor(τ) = e^2τ·(1 + 2^−30) (`first_order`; the 2^−30 covers the float64 roundings of the
+// sums and of Σ_j y_j = 1): at most 0.8% above the exact worst case, at two multiplications a
+// cell where `spread` needs five exponentials. Other rows form the sums and take `spread`.
 struct SoftmaxRow {
-  static constexpr double kSmall = 0x1p-16;
-  static constexpr double kSmallFactor = 1 + 0x1p-14;
+  static constexpr double kSmall = 0x1p-8;
   static constexpr double kLost = 0x1p-50;  // a bound of what a subtraction below may lose
   double s = 0, p = 0, q = 0, a = 0, b = 0, masked = 0;  // Σ y, Σ y·expm1(Δ), Σ y·−expm1(−Δ),
                                                          // Σ y·e^Δ, Σ y·e^−Δ, M
   bool finite = true;
-  void add_live(double y, double delta) {
-    finite = finite && std::isfinite(delta);
+  // A cell's move by up to Δ: expm1(Δ) and expm1(−Δ), each exponential of the rule from them
+  // (e^±Δ = 1 + expm1(±Δ), within an ulp of exp's), so a cell costs two calls, made once for
+  // the row's sums and its own spread.
+  struct Move {
+    double up = 0, down = 0;  // expm1(Δ), expm1(−Δ)
+    explicit Move(double delta) : up(std::expm1(delta)), down(std::expm1(-delta)) {}
+  };
+  void add_live(double y, const Move& m) {
+    finite = finite && std::isfinite(m.up);
     s += y;
-    p += y * std::expm1(delta);
-    q += y * -std::expm1(-delta);
-    a += y * std::exp(delta);
-    b += y * std::exp(-delta);
+    p += y * m.up;
+    q += y * -m.down;
+    a += y * (1 + m.up);
+    b += y * (1 + m.down);
   }
   void add_masked(double most) { masked += most; }
   // Σ_{j≠i} from the row's `total` and cell i's `own` term: at least (`up`) or at most the truth.
@@ -1729,18 +1754,19 @@ struct SoftmaxRow {
   static double others_down(double total, double own) {
     return std::max(total - own - kLost * total, 0.0);
   }
+  // What first_order's term is multiplied by in a row whose largest live Δ is τ ≤ kSmall.
+  static double factor(double tau) { return std::exp(2 * tau) * (1 + 0x1p-30); }
   // S_i·Δ_i + Σ_{j≠i} y_j·Δ_j + M, from the row's Σ y (`live_sum`) and Σ_j c_j (`sum`: the
-  // live y_j·Δ_j and the masked M), times kSmallFactor.
-  static double first_order(double live_sum, double sum, double y, double delta) {
-    return (others_up(live_sum, y) * delta + others_up(sum, y * delta)) * kSmallFactor;
+  // live y_j·Δ_j and the masked M), times `factor` (factor(τ)).
+  static double first_order(double live_sum, double sum, double y, double delta, double factor) {
+    return (others_up(live_sum, y) * delta + others_up(sum, y * delta)) * factor;
   }
-  [[nodiscard]] double spread(double y, double delta) const {
+  [[nodiscard]] double spread(double y, const Move& m) const {
     if (!finite || !std::isfinite(masked)) return std::numeric_limits<double>::infinity();
-    const double up = std::exp(delta), down = std::exp(-delta);
+    const double up = 1 + m.up, down = 1 + m.down;
     const double others_s = others_up(s, y);
-    const double g =
-        up * (others_up(p, y * std::expm1(delta)) + masked) + std::expm1(delta) * others_s;
-    const double h = down * others_up(q, -y * std::expm1(-delta)) - std::expm1(-delta) * others_s;
+    const double g = up * (others_up(p, y * m.up) + masked) + m.up * others_s;
+    const double h = down * others_up(q, -y * m.down) - m.down * others_s;
     const double r = std::max(g / (y + up * (others_down(a, y * up) + masked)),
                               h / (y + down * others_down(b, y * down)));
     return std::isnan(r) ? std::numeric_limits<double>::infinity() : r;
@@ -1934,10 +1960,11 @@ void OperationEval::choice(Ctx& c) const {
 //               Σ_{j≠i} c_j), S_i = Σ_{j≠i} y_j: c_j = y_j·Δx_j, or for a term that is 0 in
 //               float64 (x_j = −inf, or e^(x_j − m) below the smallest double: a masked score)
 //               e^(x_j − m + Δx_j), the most it can be whatever its error — 0 for a mask of −inf
-//               or −1e9. That is a bound (times 1 + 2^−14) while every Δx_j ≤ 2^−16; a row with
-//               larger bars takes the exact worst case over every move of its inputs within
-//               them instead (SoftmaxRow above: first order fails once Δ ~ 1 — bf16 logits of
-//               ~1000 carry D ≈ 4 — and the naive bf16 run of large logits fell 2.5× outside it)
+//               or −1e9. That is a bound times e^2τ·(1 + 2^−30), τ the row's largest Δx_j;
+//               rows with τ ≤ 2^−8 take it, a row with larger bars takes the exact worst
+//               case over every move of its inputs within them instead (SoftmaxRow above: first
+//               order fails once Δ ~ 1 — bf16 logits of ~1000 carry D ≈ 4 — and the naive bf16 run
+//               of large logits fell 2.5× outside it)
 //   rounding    x_i − m: u·|x_i − m|·y_i; exp, the division: 3·u·y_i; the sum of the n terms
 //               that are not 0 in float64: √n·u·y_i (σ), (n − 1)·u·y_i (D)
 //   y_i = 0     σ = D = e^(x_i − m + e_i + e_k) + tiny (e the bars, k the row's argmax: the
@@ -2006,46 +2033,59 @@ void OperationEval::softmax(Ctx& c) const {
               d_widest = std::max(d_widest, dj);
               ++live;
             } else {
-              s_sum += std::exp(xj - m + std::min(l * sj, dj));
-              d_sum += std::exp(xj - m + dj);
+              s_sum += exp_of_masked(xj - m + std::min(l * sj, dj));
+              d_sum += exp_of_masked(xj - m + dj);
             }
           }
           const bool s_small = s_widest <= SoftmaxRow::kSmall;
           const bool d_small = d_widest <= SoftmaxRow::kSmall;
+          const double s_factor = s_small ? SoftmaxRow::factor(s_widest) : 0;
+          const double d_factor = d_small ? SoftmaxRow::factor(d_widest) : 0;
           SoftmaxRow s_row, d_row;
+          // The live cells' moves at Δ = λσ and at Δ = D, for the rows that take `spread`.
+          thread_local std::vector<SoftmaxRow::Move> s_moves, d_moves;
+          s_moves.clear();
+          d_moves.clear();
           for (std::int64_t j = 0; j < n && !(s_small && d_small); ++j) {
             const double yj = at(yr, j, step_y), xj = at(xr, j, step_x);
             const double sj = at(sr, j, step_x), dj = at(dr, j, step_x);
             if (yj != 0) {
-              s_row.add_live(yj, l * sj);
-              d_row.add_live(yj, dj);
+              if (!s_small) s_row.add_live(yj, s_moves.emplace_back(l * sj));
+              if (!d_small) d_row.add_live(yj, d_moves.emplace_back(dj));
             } else {
-              s_row.add_masked(std::exp(xj - m + std::min(l * sj, dj)));
-              d_row.add_masked(std::exp(xj - m + dj));
+              s_row.add_masked(exp_of_masked(xj - m + std::min(l * sj, dj)));
+              d_row.add_masked(exp_of_masked(xj - m + dj));
             }
           }
-          // The propagated term of cell i relative to y_i (SoftmaxRow), Δ = λσ or D.
-          const auto propagated = [&](const SoftmaxRow& row, bool small, double sum, double yi,
-                                      double delta) {
-            return small ? SoftmaxRow::first_order(live_sum, sum, yi, delta)
-                         : row.spread(yi, delta);
+          // The propagated term of live cell i, the `k`th, relative to y_i (SoftmaxRow), Δ = λσ
+          // or D.
+          const auto propagated = [&](const SoftmaxRow& row, bool small, double factor, double sum,
+                                      double yi, double delta,
+                                      const std::vector<SoftmaxRow::Move>& moves, std::size_t k) {
+            return small ? SoftmaxRow::first_order(live_sum, sum, yi, delta, factor)
+                         : row.spread(yi, moves[k]);
           };
           // 3. Each output cell.
-          for (std::int64_t j = 0; j < n; ++j) {
+          const double root_live = std::sqrt(live);
+          for (std::int64_t j = 0, k = 0; j < n; ++j) {
             const double yi = at(yr, j, step_y), xi = at(xr, j, step_x);
             const double si = at(sr, j, step_x), di = at(dr, j, step_x);
             double& so = s_out[j * step_y];
             double& dout = d_out[j * step_y];
-            if (!std::isfinite(yi)) {
+            if (!std::isfinite(yi)) {  // a live cell (not 0) without a move of its own
+              ++k;
               so = dout = class_scale(known);
             } else if (yi == 0) {
-              const double most = std::exp(xi - m + std::min(l * si, di) + e_max);
+              const double most = exp_of_masked(xi - m + std::min(l * si, di) + e_max);
               so = dout = most == 0 ? 0.0 : most + c.tiny;  // e^(…) = 0: the kernels give 0 too
             } else {
               const double own = c.u * yi * (std::abs(xi - m) + 3) + c.tiny;
-              const double s_prop = propagated(s_row, s_small, l * s_sum, yi, l * si) / l;
-              const double d_prop = propagated(d_row, d_small, d_sum, yi, di);
-              so = std::hypot(yi * s_prop, own + c.u * yi * std::sqrt(live));
+              const auto live_k = static_cast<std::size_t>(k++);
+              const double s_prop =
+                  propagated(s_row, s_small, s_factor, l * s_sum, yi, l * si, s_moves, live_k) / l;
+              const double d_prop =
+                  propagated(d_row, d_small, d_factor, d_sum, yi, di, d_moves, live_k);
+              so = hypot_up(yi * s_prop, own + c.u * yi * root_live);
               dout = yi * d_prop + own + c.u * yi * std::max(live - 1, 0.0);
             }
           }

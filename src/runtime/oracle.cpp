@@ -23,6 +23,7 @@
 #include "run_support.h"
 #include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/naive_executor.h"
+#include "tapestry/support/stopwatch.h"
 
 namespace tapestry::runtime {
 
@@ -236,6 +237,7 @@ Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
       options.single_precision_sums ? detail::SingleSums::kWherePays : detail::SingleSums::kNever;
   const double product_roundoff = options.tf32_products ? 0x1p-11 : 0.0;
   std::string not_exact;
+  std::map<std::string, std::size_t> seconds_at;  // an operation's entry in options.seconds
   // Evaluates operation `op` of `g` on `maps` (σ and D of `spent`, the tensors freed after it,
   // may become its outputs'), and notes whether it is exact.
   const auto evaluate = [&](const ir::Graph& g, ir::OperationId op, Maps maps,
@@ -252,7 +254,17 @@ Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
       spare.emplace(t, std::pair{&s->second, &b->second});
       spare_bytes[t] = LiveBytes::bytes(s->second) + LiveBytes::bytes(b->second);
     }
-    detail::RuleResult r = eval.run(*maps.value, *maps.sigma, *maps.bound, spare);
+    double s = 0;
+    detail::RuleResult r = [&] {
+      const Stopwatch ruling(s);
+      return eval.run(*maps.value, *maps.sigma, *maps.bound, spare);
+    }();
+    if (options.seconds != nullptr) {
+      std::string name = g.display_name(op);
+      auto [at, fresh] = seconds_at.try_emplace(name, options.seconds->size());
+      if (fresh) options.seconds->push_back({std::move(name), g.operation(op).kernel(), 0});
+      (*options.seconds)[at->second].seconds += s;
+    }
     for (ir::TensorId t : r.taken) live.taken(maps, t, spare_bytes.at(t));
     if (!r.exact && not_exact.empty()) {
       not_exact = fmt::format("operation '{}' ({}) is not exact", g.display_name(op),

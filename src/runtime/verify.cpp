@@ -11,6 +11,7 @@
 #include "oracle_chains.h"
 #include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/naive_executor.h"
+#include "tapestry/support/stopwatch.h"
 #include "tapestry/zspace/format.h"
 
 namespace tapestry::runtime {
@@ -504,6 +505,16 @@ VerifyReport verify_outputs(const ir::Graph& graph, const BufferMap& results, Ve
   return report;
 }
 
+nlohmann::json VerifyTiming::to_json() const {
+  std::vector<OperationSeconds> slowest = operations;
+  std::stable_sort(slowest.begin(), slowest.end(),
+                   [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+  nlohmann::json ops = nlohmann::json::array();
+  for (const OperationSeconds& o : slowest)
+    ops.push_back({{"operation", o.operation}, {"kernel", o.kernel}, {"seconds", o.seconds}});
+  return {{"naive_s", naive_s}, {"oracle_s", oracle_s}, {"judge_s", judge_s}, {"operations", ops}};
+}
+
 VerifyReport verify_bound_streaming(const ir::Graph& graph, const BufferMap& inputs,
                                     const BufferMap& results, const BufferMap& naive,
                                     const OracleOptions& oracle_options, UncheckedCells unchecked) {
@@ -514,9 +525,12 @@ VerifyReport verify_bound_streaming(const ir::Graph& graph, const BufferMap& inp
     if (started.contains(t)) continue;
     started.emplace(t, start_judging(graph, t, results, VerifyMode::kBound, &naive));
   }
+  VerifyReport report;
   OracleOptions options = oracle_options;
+  if (options.seconds == nullptr) options.seconds = &report.timing.operations;
   options.output_sink = [&](ir::TensorId t, const Buffer& value, const Buffer* sigma,
                             const Buffer* bound) {
+    const Stopwatch judging(report.timing.judge_s);
     if (oracle_options.output_sink) oracle_options.output_sink(t, value, sigma, bound);
     const Started& s = started.at(t);
     const DType dtype = tensor_dtype(graph, t);
@@ -529,8 +543,10 @@ VerifyReport verify_bound_streaming(const ir::Graph& graph, const BufferMap& inp
           judge_index_cells(*s.r, &naive.at(t), value, *sigma, *bound, oracle_options.lambda));
     }
   };
-  const Oracle oracle = evaluate_oracle(graph, inputs, options);
-  VerifyReport report;
+  const Oracle oracle = [&] {
+    const Stopwatch evaluating(report.timing.oracle_s);
+    return evaluate_oracle(graph, inputs, options);
+  }();
   report.unchecked = unchecked;
   report.lambda = oracle.lambda;
   for (ir::TensorId t : outputs) {
@@ -561,16 +577,35 @@ VerifyReport verify_outputs(const ir::Graph& graph, const BufferMap& inputs,
       : options.mode == VerifyMode::kBitwise ? ExecutableKernels::reference()
       : options.oracle.kernels != nullptr    ? *options.oracle.kernels
                                              : fast_kernels();
-  const BufferMap naive = NaiveExecutor(graph, naive_kernels).run_outputs(inputs);
-  if (options.mode == VerifyMode::kBound)
-    return verify_bound_streaming(graph, inputs, results, naive, options.oracle, options.unchecked);
+  VerifyTiming timing;
+  const BufferMap naive = [&] {
+    const Stopwatch running(timing.naive_s);
+    return NaiveExecutor(graph, naive_kernels).run_outputs(inputs);
+  }();
+  if (options.mode == VerifyMode::kBound) {
+    VerifyReport report =
+        verify_bound_streaming(graph, inputs, results, naive, options.oracle, options.unchecked);
+    report.timing.naive_s = timing.naive_s;
+    return report;
+  }
   std::optional<Oracle> oracle;
-  if (options.mode != VerifyMode::kBitwise) oracle = evaluate_oracle(graph, inputs, options.oracle);
+  if (options.mode != VerifyMode::kBitwise) {
+    OracleOptions oracle_options = options.oracle;
+    if (oracle_options.seconds == nullptr) oracle_options.seconds = &timing.operations;
+    const Stopwatch evaluating(timing.oracle_s);
+    oracle = evaluate_oracle(graph, inputs, oracle_options);
+  }
   if (options.mode == VerifyMode::kExact && !oracle->exact_reason.empty()) {
     throw Error(fmt::format("exact verification does not apply: {}", oracle->exact_reason));
   }
-  return verify_outputs(graph, results, options.mode, &naive, oracle ? &*oracle : nullptr,
-                        options.unchecked);
+  VerifyReport report;
+  {
+    const Stopwatch judging(timing.judge_s);
+    report = verify_outputs(graph, results, options.mode, &naive, oracle ? &*oracle : nullptr,
+                            options.unchecked);
+  }
+  report.timing = std::move(timing);
+  return report;
 }
 
 }  // namespace tapestry::runtime

@@ -9,6 +9,7 @@
 #include "tapestry/runtime/naive_executor.h"
 #include "tapestry/support/assert.h"
 #include "tapestry/support/error.h"
+#include "tapestry/support/stopwatch.h"
 
 namespace tapestry::workflow {
 
@@ -78,19 +79,36 @@ runtime::VerifyReport verify_on_this_arena(const ir::Graph& graph, const runtime
       options.mode == runtime::VerifyMode::kBitwise
           ? (options.reference ? *options.reference : runtime::ExecutableKernels::reference())
           : (options.fast ? *options.fast : runtime::fast_kernels());
-  const runtime::BufferMap naive = runtime::NaiveExecutor(graph, naive_kernels).run_outputs(inputs);
+  double naive_s = 0;
+  const runtime::BufferMap naive = [&] {
+    const Stopwatch running(naive_s);
+    return runtime::NaiveExecutor(graph, naive_kernels).run_outputs(inputs);
+  }();
   // The blocks the runs freed stay in buffer.h's cache: the oracle's buffers take pieces of them.
-  if (options.mode == runtime::VerifyMode::kExact && !oracle)
+  double oracle_s = 0;
+  if (options.mode == runtime::VerifyMode::kExact && !oracle) {
+    const Stopwatch evaluating(oracle_s);
     oracle = exact_oracle(graph, inputs, options.fast, "exact verification");
+  }
   // Bound mode: the oracle hands each output to the judgement as it makes it, a block at a time
   // where a chain makes it (verify.h), so no output is held whole in float64.
+  runtime::VerifyReport report;
   if (options.mode == runtime::VerifyMode::kBound && !oracle) {
-    return runtime::verify_bound_streaming(graph, inputs, results, naive,
-                                           {.kernels = options.fast, .tf32_products = options.tf32},
-                                           options.unchecked);
+    report = runtime::verify_bound_streaming(
+        graph, inputs, results, naive, {.kernels = options.fast, .tf32_products = options.tf32},
+        options.unchecked);
+  } else {
+    double judge_s = 0;
+    {
+      const Stopwatch judging(judge_s);
+      report = runtime::verify_outputs(graph, results, options.mode, &naive,
+                                       oracle ? &*oracle : nullptr, options.unchecked);
+    }
+    report.timing.oracle_s = oracle_s;
+    report.timing.judge_s = judge_s;
   }
-  return runtime::verify_outputs(graph, results, options.mode, &naive, oracle ? &*oracle : nullptr,
-                                 options.unchecked);
+  report.timing.naive_s = naive_s;
+  return report;
 }
 
 }  // namespace

@@ -122,4 +122,21 @@ check "megatron with the combine reduce-scattered: the lowered graph is valid" $
 cmp -s "$tmp/rs-reference/Y.npy" "$tmp/reduce-reference/Y.npy" && cmp -s "$tmp/ar-reference/Y.npy" "$tmp/reduce-reference/Y.npy"
 check "reference kernels: the row-cut combine's Y is bitwise the unsplit one's" $?
 
+# Where --verify spends its time, in --metrics: the naive run, the oracle and each of its
+# operations (slowest first), the judgement; absent without --verify.
+"$tapestry" run "$lr" --split Y/linear.batch=2 --verify --metrics "$tmp/vm.json" >"$tmp/log" 2>"$tmp/err"; rc=$?
+[[ $rc -eq 0 ]] && "$python" - "$tmp/vm.json" <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1]))["verify"]
+assert all(v[k] >= 0 for k in ("naive_s", "oracle_s", "judge_s")), v
+ops = v["operations"]
+assert sorted(o["operation"] for o in ops) == ["Y", "Y/linear"], ops
+assert {o["kernel"] for o in ops} == {"relu", "linear"}, ops
+assert [o["seconds"] for o in ops] == sorted((o["seconds"] for o in ops), reverse=True), ops
+assert sum(o["seconds"] for o in ops) <= v["oracle_s"], v
+PY
+check "run --verify --metrics: where the verification spent its time" $?
+"$tapestry" run "$lr" --split Y/linear.batch=2 --metrics "$tmp/m.json" >"$tmp/log" 2>"$tmp/err"
+! grep -q '"verify"' "$tmp/m.json"; check "run --metrics without --verify: no verify figures" $?
+
 finish

@@ -133,12 +133,20 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "tapestry/ir/graph.h"
 #include "tapestry/runtime/executable_kernels.h"
 #include "tapestry/runtime/tensor_map.h"
 
 namespace tapestry::runtime {
+
+/// The wall seconds one operation took in the oracle (OracleOptions::seconds).
+struct OperationSeconds {
+  std::string operation;  // its display name
+  std::string kernel;
+  double seconds = 0;
+};
 
 struct OracleOptions {
   /// The confidence factor of the probabilistic bar (see the file comment).
@@ -180,6 +188,10 @@ struct OracleOptions {
   std::function<void(ir::TensorId tensor, const Buffer& value, const Buffer* sigma,
                      const Buffer* bound)>
       output_sink;
+  /// When set, the wall seconds each operation's value and error rule took are added to it, in
+  /// the order the operations first ran (a chain's blocks summed per operation): where a
+  /// verification spends its time (`tapestry run --verify --metrics`: "verify").
+  std::vector<OperationSeconds>* seconds = nullptr;
 };
 
 struct Oracle {

@@ -106,10 +106,26 @@ struct OutputVerdict {
   [[nodiscard]] nlohmann::json to_json() const;
 };
 
+/// Where a verification spent its wall time: the naive run, the oracle (its operations' value
+/// and error rules: `operations`, in the order they ran) and judging the outputs cell by cell
+/// (`judge_s`, part of `oracle_s` when the oracle streams its outputs into the judgement).
+struct VerifyTiming {
+  double naive_s = 0;
+  double oracle_s = 0;
+  double judge_s = 0;
+  std::vector<OperationSeconds> operations;
+
+  /// {"naive_s": …, "oracle_s": …, "judge_s": …, "operations": [{"operation", "kernel",
+  /// "seconds"}, …]} with the operations slowest first.
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+
 struct VerifyReport {
   std::vector<OutputVerdict> outputs;
   double lambda = 8;
   UncheckedCells unchecked = UncheckedCells::kFail;
+  /// Filled by the functions below and workflow::verify_run.
+  VerifyTiming timing;
 
   /// Every output PASSes.
   [[nodiscard]] bool pass() const;
