@@ -2,6 +2,8 @@
 #include "tapestry/runtime/verify.h"
 
 #include <fmt/format.h>
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/parallel_reduce.h>
 
 #include <algorithm>
 #include <cctype>
@@ -112,17 +114,21 @@ struct BoundTally {
 //   bar not finite      unchecked
 //   else                |result − value| ≤ bar
 // A cell's bar is min(λ·sigma, bound) (Oracle::bar), formed here cell by cell: no buffer of bars.
+// judge_bound_part judges the cells [lo, hi) of the spans; judge_bound all of them, in parts of
+// 2^16 cells on the current arena's threads, merged in row-major order (BoundTally::merge): the
+// same tally on any thread count.
 template <typename T>
-BoundTally judge_bound(std::span<const T> result, std::span<const double> value,
-                       std::span<const double> sigma, std::span<const double> bound, double lambda,
-                       std::span<const T> naive, const Range& range) {
+BoundTally judge_bound_part(std::span<const T> result, std::span<const double> value,
+                            std::span<const double> sigma, std::span<const double> bound,
+                            double lambda, std::span<const T> naive, const Range& range,
+                            std::size_t lo, std::size_t hi) {
   BoundTally v;
   const auto bar_at = [&](std::size_t i) { return std::min(lambda * sigma[i], bound[i]); };
   std::int64_t worst = -1, naive_outside = -1;
   const auto unchecked = [&](std::size_t i) {
     if (v.unchecked++ == 0) v.first_unchecked = unravel(range, static_cast<std::int64_t>(i));
   };
-  for (std::size_t i = 0; i < result.size(); ++i) {
+  for (std::size_t i = lo; i < hi; ++i) {
     const auto r = static_cast<double>(result[i]);
     const double n = naive.empty() ? value[i] : static_cast<double>(naive[i]);
     const double cell_bar = bar_at(i);
@@ -181,6 +187,24 @@ BoundTally judge_bound(std::span<const T> result, std::span<const double> value,
                   describe_kind(n), at, describe_kind(value[w]));
   }
   return v;
+}
+
+template <typename T>
+BoundTally judge_bound(std::span<const T> result, std::span<const double> value,
+                       std::span<const double> sigma, std::span<const double> bound, double lambda,
+                       std::span<const T> naive, const Range& range) {
+  return tbb::parallel_reduce(
+      tbb::blocked_range<std::size_t>(0, result.size(), std::size_t{1} << 16), BoundTally{},
+      [&](const tbb::blocked_range<std::size_t>& r, BoundTally tally) {
+        tally.merge(judge_bound_part(result, value, sigma, bound, lambda, naive, range, r.begin(),
+                                     r.end()));
+        return tally;
+      },
+      [](BoundTally a, BoundTally b) {
+        a.merge(std::move(b));
+        return a;
+      },
+      tbb::simple_partitioner());
 }
 
 // The cells `cells` of `b` (over the output's range) as a buffer: a view where they are one
