@@ -434,6 +434,16 @@ std::vector<std::pair<std::string, BuildFn>> conv_cases() {
          return add_conv2d(b, b.tensor("X", "float64", Range({0, 0, -1, -1}, {3, 4, 11, 13})),
                            b.tensor("W", "float64", Range::of_shape({6, 4, 3, 3})), 1);
        }},
+      {"conv2d f64 1x1 over images of 8x9 (x is the GEMM's operand as it is)",
+       [](GraphBuilder& b) {
+         return add_conv2d(b, b.tensor("X", "float64", Range({0, 0, -2, 3}, {3, 5, 6, 12})),
+                           b.tensor("W", "float64", Range::of_shape({4, 5, 1, 1})), 1);
+       }},
+      {"conv2d f64 1x1 stride 2 (im2col)",
+       [](GraphBuilder& b) {
+         return add_conv2d(b, b.tensor("X", "float64", Range::of_shape({2, 3, 9, 8})),
+                           b.tensor("W", "float64", Range::of_shape({2, 3, 1, 1})), 2);
+       }},
       {"conv2d f32 one output channel",
        [](GraphBuilder& b) {
          return add_conv2d(b, b.tensor("X", "float32", Range::of_shape({1, 3, 9, 40})),

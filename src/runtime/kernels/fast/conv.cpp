@@ -15,7 +15,9 @@
 //
 // Steps, per batch point (fast_support.h nests; one GEMM each):
 //   1. im2col: Col (K × N, row-major, thread-local scratch) from the column loops, each run of
-//      an output row copied K times (a contiguous copy at stride 1);
+//      an output row copied K times (a contiguous copy at stride 1) — or x itself, when the
+//      columns are one unit-stride run of x and the K positions step evenly through it (1×1
+//      at stride 1 over whole images: Col = x with leading dimension h·w);
 //   2. W as an M × K matrix: the view itself when k is contiguous in w (dense OIHW), else packed;
 //   3. C = W·Col through gemm() (gemm.h: the backend choice applies), written straight into the
 //      result when the columns are one unit-stride run of it (a whole NCHW image: N = oh·ow),
@@ -59,6 +61,7 @@ struct ConvPlan {
   std::int64_t w_m = 0, r_m = 0;     // strides of the m loop in w and the result
   Nest<2> columns;                   // the GEMM's columns: loops over pixels, strides (x, r)
   bool direct = false;               // the GEMM writes the result (ldc = r_m)
+  bool col_as_is = false;            // x is Col itself, with leading dimension args.ldb
   Nest<3> batch;                     // one GEMM per point: strides (x, w, r)
   GemmArgs args;
 };
@@ -192,6 +195,25 @@ std::optional<ConvPlan<T>> plan_conv(const Range& index, const InputPort& x, con
   if (!p.w_as_is) p.args.lda = p.args.k;
   choose_columns(p, make_nest<2>(index, {&xs.coef, &rs.coef}, not_pixel));
   p.args.ldb = p.args.n;
+  // Col is x itself (no im2col) when the columns are one unit-stride run of x and the
+  // reduction positions step through x evenly, at least that run apart: a 1×1 convolution at
+  // stride 1 over whole NCHW images, Col[k, p] = x[k·(h·w) + p].
+  std::int64_t run = 1;
+  bool unit = true;
+  for (std::size_t l = p.columns.extent.size(); l-- > 0 && unit;) {
+    unit = p.columns.stride[l][0] == run;
+    run *= p.columns.extent[l];
+  }
+  if (unit && run == p.args.n && !p.kx.empty() && p.kx[0] == 0) {
+    const std::int64_t ld = p.kx.size() > 1 ? p.kx[1] : run;
+    bool even = ld >= run;
+    for (std::size_t k = 0; k < p.kx.size() && even; ++k)
+      even = p.kx[k] == static_cast<std::int64_t>(k) * ld;
+    if (even) {
+      p.col_as_is = true;
+      p.args.ldb = ld;
+    }
+  }
   if (!fits_blas(p.args)) return std::nullopt;
   return p;
 }
@@ -228,8 +250,12 @@ void im2col(const ConvPlan<T>& p, const T* x, T* col) {
 template <typename T>
 void conv_point(const ConvPlan<T>& p, const T* x, const T* w, T* r) {
   const GemmArgs& g = p.args;
-  T* col = scratch<T>(0, g.k * g.n);
-  im2col(p, x, col);
+  const T* col = x;
+  if (!p.col_as_is) {
+    T* cols = scratch<T>(0, g.k * g.n);
+    im2col(p, x, cols);
+    col = cols;
+  }
   const T* a = w;
   if (!p.w_as_is) {
     T* packed = scratch<T>(1, g.m * g.k);
@@ -297,7 +323,7 @@ bool conv(const KernelCall& call, const Range& index, bool first) {
     return true;
   }
   const std::optional<std::size_t> cut = longest_pixel_dim(call, index);
-  if (plan->args.k * plan->args.n > kMaxColElements && cut) {
+  if (plan->args.k * plan->args.n > kMaxColElements && cut && !plan->col_as_is) {
     const std::int64_t lo = index.start()[*cut], hi = index.end()[*cut], mid = lo + (hi - lo) / 2;
     conv<T>(call, index.with_dim(*cut, lo, mid), false);
     conv<T>(call, index.with_dim(*cut, mid, hi), false);
