@@ -124,6 +124,19 @@ struct Executed {
   std::string metrics_text;  // --device cuda: its own --metrics JSON
 };
 
+// The inputs of one of several runs: views where `inputs` are views (they borrow the caller's
+// inputs, workflow::lowered_input_views; executors never write their inputs), else copies.
+runtime::BufferMap views_of(const runtime::BufferMap& inputs) {
+  runtime::BufferMap views;
+  for (const auto& [t, b] : inputs) {
+    views.emplace(t, b.is_borrowed()
+                         ? runtime::Buffer::borrow(b.dtype(), b.range(),
+                                                   const_cast<std::byte*>(b.bytes()))  // NOLINT
+                         : runtime::Buffer(b));
+  }
+  return views;
+}
+
 // --device cuda: the CUDA executor (gpu/cuda.h); --warmup and --repeat as on the CPU, the
 // median run's GPU compute time reported.
 Executed execute_cuda(const ir::Graph& lowered, runtime::BufferMap inputs,
@@ -137,10 +150,11 @@ Executed execute_cuda(const ir::Graph& lowered, runtime::BufferMap inputs,
                 .memory_limit_bytes =
                     options.memory_limit.empty() ? 0 : parse_byte_size(options.memory_limit),
                 .profile = options.gpu_profile});
-  for (int w = 0; w < options.warmup; ++w) (void)executor.run(inputs);
+  for (int w = 0; w < options.warmup; ++w) (void)executor.run(views_of(inputs));
   std::vector<gpu::CudaExecutor::Measured> runs;
   for (int r = 0; r < options.repeat; ++r) {
-    runs.push_back(executor.run_measured(r + 1 < options.repeat ? inputs : std::move(inputs)));
+    runs.push_back(
+        executor.run_measured(r + 1 < options.repeat ? views_of(inputs) : std::move(inputs)));
     if (options.repeat > 1 && !options.quiet) {
       fmt::print("run {}: GPU {:.4f} ms, {:.1f} GFLOP/s\n", runs.size(),
                  runs.back().stats.compute_s * 1e3, runs.back().metrics.gflops);
@@ -235,17 +249,17 @@ Executed execute(const ir::Graph& lowered, runtime::BufferMap inputs,
                     options.memory_limit.empty() ? 0 : parse_byte_size(options.memory_limit)});
   // --warmup: untimed runs first (oneDNN compiles its kernels for each new shape, buffers are
   // first touched, pool threads start); --repeat: time several runs, keep the median one.
-  for (int w = 0; w < options.warmup; ++w) (void)executor.run(inputs);
+  for (int w = 0; w < options.warmup; ++w) (void)executor.run(views_of(inputs));
   // Every run computes the same outputs: only the latest run's buffers are kept, so a run reuses
   // the storage the previous one released (buffer.h's cache) as a long-running program would.
   std::vector<runtime::RunMetrics> runs;
   runtime::BufferMap latest;
-  const auto timed_run = [&](runtime::BufferMap run_inputs) {
+  const auto timed_run = [&](runtime::BufferMap these_inputs) {
     latest.clear();
     runtime::RunProgress progress;
     const ProgressLine line(progress, executor.application_count(), !options.quiet);
     runtime::BlockExecutor::Measured measured =
-        executor.run_measured(std::move(run_inputs), &progress);
+        executor.run_measured(std::move(these_inputs), &progress);
     latest = std::move(measured.buffers);
     runs.push_back(std::move(measured.metrics));
     if (options.repeat > 1 && !options.quiet) {
@@ -253,8 +267,8 @@ Executed execute(const ir::Graph& lowered, runtime::BufferMap inputs,
                  runs.back().gflops);
     }
   };
-  for (int r = 1; r < options.repeat; ++r) timed_run(inputs);  // copies
-  timed_run(std::move(inputs));                                // the last run takes them
+  for (int r = 1; r < options.repeat; ++r) timed_run(views_of(inputs));
+  timed_run(std::move(inputs));  // the last run takes them
   std::sort(runs.begin(), runs.end(),
             [](const auto& a, const auto& b) { return a.wall_s < b.wall_s; });
   return {std::move(latest), std::move(runs[runs.size() / 2])};
@@ -397,7 +411,7 @@ int run_run(RunOptions& options) {
   if (exact)  // refused before the run when the graph or the inputs cannot be exact
     oracle = workflow::exact_oracle(graph, inputs, &fast, "--verify=exact");
 
-  Executed run = execute(lowered.graph, workflow::lowered_inputs(lowered, inputs),
+  Executed run = execute(lowered.graph, workflow::lowered_input_views(lowered, inputs),
                          options.reference_kernels ? reference : fast, options);
   fmt::print("ran {} applications of {} operations ({} executor, {} kernels)\n",
              lowered.graph.applications().size(), lowered.graph.operations().size(),

@@ -57,6 +57,17 @@ runtime::BufferMap lowered_inputs(const rewrite::LowerResult& lowered, runtime::
   return out;
 }
 
+runtime::BufferMap lowered_input_views(const rewrite::LowerResult& lowered,
+                                       const runtime::BufferMap& inputs) {
+  runtime::BufferMap out;
+  for (const auto& [t, b] : inputs) {
+    out.emplace(lowered.lowered(t),
+                runtime::Buffer::borrow(b.dtype(), b.range(),
+                                        const_cast<std::byte*>(b.bytes())));  // NOLINT: only read
+  }
+  return out;
+}
+
 runtime::BufferMap graph_results(const ir::Graph& graph, const rewrite::LowerResult& lowered,
                                  runtime::BufferMap&& run_buffers) {
   runtime::BufferMap out;

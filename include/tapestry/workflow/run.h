@@ -95,6 +95,13 @@ runtime::Oracle exact_oracle(const ir::Graph& graph, const runtime::BufferMap& i
 /// that lowering kept every one.
 runtime::BufferMap lowered_inputs(const rewrite::LowerResult& lowered, runtime::BufferMap buffers);
 
+/// Step 5 without a copy: views borrowing `inputs` (runtime::Buffer::borrow; executors never
+/// write their inputs), keyed by the lowered graph's tensors, for a run whose inputs are kept
+/// for verify_run — a model's weights are not copied (ViT-B/16: 344 MB). `inputs` must outlive
+/// the run and the buffers it returns (an output that is an input is one of these views).
+runtime::BufferMap lowered_input_views(const rewrite::LowerResult& lowered,
+                                       const runtime::BufferMap& inputs);
+
 /// Step 6: the buffers of `graph`'s outputs (runtime::graph_outputs) taken from a run of the
 /// lowered graph, keyed by `graph`'s tensors; an output the run did not produce is left out
 /// (the verification reports it missing).
