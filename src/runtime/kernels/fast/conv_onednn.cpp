@@ -11,6 +11,7 @@
 
 #include "../scalar_ops.h"
 #include "fast_support.h"
+#include "half_gemm.h"
 #include "tapestry/runtime/kernel_path.h"
 #include "tapestry/support/error.h"
 
@@ -22,17 +23,6 @@ using dnnl::memory;
 namespace scalar = kernels::scalar;
 
 std::atomic<std::uint64_t> half_runs{0};
-
-memory::data_type onednn_type(DType dtype) {
-  switch (dtype) {
-    case DType::kBFloat16:
-      return memory::data_type::bf16;
-    case DType::kFloat16:
-      return memory::data_type::f16;
-    default:
-      return memory::data_type::f32;
-  }
-}
 
 // The conv2d metakernel's IPF rows over [n, o, oh, ow, c] (kernels/conv.yaml); x's spatial
 // rows carry the stride.
