@@ -68,6 +68,6 @@ void unary_dense_in_place(T* p, std::int64_t n);
 
 /// scalar_ops.h's softmax_row on a contiguous row (both strides 1), through the same clones.
 template <typename T>
-void softmax_row_dense(const T* x, T* r, std::int64_t n, std::vector<double>& scratch);
+void softmax_row_dense(const T* x, T* r, std::int64_t n, std::vector<T>& scratch);
 
 }  // namespace tapestry::runtime::fast

@@ -47,7 +47,7 @@ bool softmax(const KernelCall& call) {
     rows.extent.push_back(window[d]);
     rows.stride.push_back({x.view.stride(d), r.view.stride(d)});
   }
-  std::vector<double> scratch;
+  std::vector<T> scratch;
   for_each_run(rows, [&](const auto& at, std::int64_t len, const auto& step) {
     for (std::int64_t i = 0; i < len; ++i) {
       softmax_row_dense(xs.base + at[0] + i * step[0], rs.base + at[1] + i * step[1], n, scratch);
