@@ -117,10 +117,10 @@ TAPESTRY_HD T exp_fast_underflow(T x) {
 
 /// a·b + c, rounded twice (the product, then the sum): -ffp-contract=off keeps it two operations
 /// in every build, so the reference kernels and each clone of the fast loops
-/// (fast/elementwise_vector.cpp) compute the same bits. A std::fma here would be one instruction
-/// in the AVX2 and AVX-512 clones but a call to glibc's fma in the reference kernels and the
-/// baseline clone (it made the reference f32 gelu 17× slower when these formulas were in f64), and
-/// the clones would no longer agree bit for bit.
+/// (fast/elementwise_vector.cpp) compute the same bits. What must never happen is a contraction
+/// the compiler applies in one instantiation and not another; an explicit single rounding is
+/// fused_multiply_add below (exp_f32, tanh_f32 and sigmoid_f32 keep this form, in which their
+/// bounds were measured).
 template <std::floating_point F>
 [[gnu::always_inline]] TAPESTRY_HD inline F multiply_add(F a, F b, F c) {
   return a * b + c;
