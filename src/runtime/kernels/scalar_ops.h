@@ -413,7 +413,7 @@ inline constexpr std::int64_t kSoftmaxSumBlock = 256 * kSoftmaxLanesF32;
   for (std::int64_t b = 0; b < n; b += kSoftmaxSumBlock) {
     const std::int64_t end = std::min(n, b + kSoftmaxSumBlock);
     Lanes sum = {}, err = {};
-    const auto add = [&sum, &err](Lanes v) {
+    const auto add = [&sum, &err](const Lanes& v) {
       const Lanes s = sum + v;
       const Lanes bb = s - sum;
       err += (sum - (s - bb)) + (v - bb);
