@@ -188,15 +188,15 @@ void binary_half_baseline(const H* a, std::int64_t sa, const H* b, std::int64_t 
 }
 
 template <typename T>
-[[TAPESTRY_AVX512]] void softmax_avx512(const T* x, T* r, std::int64_t n, double* e) {
+[[TAPESTRY_AVX512]] void softmax_avx512(const T* x, T* r, std::int64_t n, T* e) {
   scalar::softmax_row_strided(x, std::int64_t{1}, r, std::int64_t{1}, n, e);
 }
 template <typename T>
-[[TAPESTRY_AVX2]] void softmax_avx2(const T* x, T* r, std::int64_t n, double* e) {
+[[TAPESTRY_AVX2]] void softmax_avx2(const T* x, T* r, std::int64_t n, T* e) {
   scalar::softmax_row_strided(x, std::int64_t{1}, r, std::int64_t{1}, n, e);
 }
 template <typename T>
-void softmax_baseline(const T* x, T* r, std::int64_t n, double* e) {
+void softmax_baseline(const T* x, T* r, std::int64_t n, T* e) {
   scalar::softmax_row_strided(x, std::int64_t{1}, r, std::int64_t{1}, n, e);
 }
 
@@ -240,8 +240,8 @@ void binary_dense_half(const H* a, std::int64_t sa, const H* b, std::int64_t sb,
 }
 
 template <typename T>
-void softmax_row_dense(const T* x, T* r, std::int64_t n, std::vector<double>& scratch) {
-  static constexpr Clones<void(const T*, T*, std::int64_t, double*)> kClones = {
+void softmax_row_dense(const T* x, T* r, std::int64_t n, std::vector<T>& scratch) {
+  static constexpr Clones<void(const T*, T*, std::int64_t, T*)> kClones = {
       &softmax_baseline<T>, &softmax_avx2<T>, &softmax_avx512<T>};
   scratch.resize(static_cast<std::size_t>(n));
   kClones[static_cast<std::size_t>(vector_isa())](x, r, n, scratch.data());
@@ -293,7 +293,7 @@ TAPESTRY_BINARY_HALVES(Maximum)
 #undef TAPESTRY_BINARY_HALVES
 #undef TAPESTRY_BINARY_HALF
 
-template void softmax_row_dense<float>(const float*, float*, std::int64_t, std::vector<double>&);
+template void softmax_row_dense<float>(const float*, float*, std::int64_t, std::vector<float>&);
 template void softmax_row_dense<double>(const double*, double*, std::int64_t, std::vector<double>&);
 
 }  // namespace tapestry::runtime::fast

@@ -90,6 +90,6 @@ void binary_dense_half(const H* a, std::int64_t sa, const H* b, std::int64_t sb,
 
 /// scalar_ops.h's softmax_row on a contiguous row (both strides 1), through the same clones.
 template <typename T>
-void softmax_row_dense(const T* x, T* r, std::int64_t n, std::vector<double>& scratch);
+void softmax_row_dense(const T* x, T* r, std::int64_t n, std::vector<T>& scratch);
 
 }  // namespace tapestry::runtime::fast

@@ -16,6 +16,7 @@
 // row buffer (L1-resident, reused for every row), softmax_row_dense on it in place, and each
 // result rounded once into the 16-bit row — bitwise the float32 kernel on a widened copy of the
 // whole block, which is what ran before, without the block. Calls it refuses widen.
+#include <type_traits>
 #include <vector>
 
 #include "elementwise_ops.h"
@@ -55,7 +56,8 @@ bool softmax(const KernelCall& call) {
     rows.extent.push_back(window[d]);
     rows.stride.push_back({x.view.stride(d), r.view.stride(d)});
   }
-  std::vector<double> scratch;
+  // A 16-bit row is computed in float32 (widened into `wide`, rounded once back).
+  std::vector<std::conditional_t<is_half_float_v<T>, float, T>> scratch;
   std::vector<float> wide(is_half_float_v<T> ? static_cast<std::size_t>(n) : 0);
   for_each_run(rows, [&](const auto& at, std::int64_t len, const auto& step) {
     for (std::int64_t i = 0; i < len; ++i) {
