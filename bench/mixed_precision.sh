@@ -10,6 +10,10 @@
 #   transformer  examples/transformer_large.tap under examples/plans/transformer_large-rows.json
 #                in f32 and bf16; against PyTorch (bench/transformer_torch.py): f32 eager and
 #                jit.trace, and bf16 autocast on the CPU (skipped when this torch cannot)
+#   resnet       examples/resnet_bottleneck.tap (3.49 GFLOP of convolutions) under
+#                examples/plans/resnet_bottleneck-batch.json in f32 and bf16; against
+#                bench/resnet_onednn in f32 and --dtype bf16 (three oneDNN convolution primitives
+#                on their blocked layouts, ReLUs and the residual as post-ops)
 #
 # Tapestry: `tapestry run`, 2 untimed runs, --reps timed ones, their median execution wall time
 # (metrics wall_s). Every contender reads the same seeded inputs (bf16 ones rounded to nearest
@@ -17,7 +21,7 @@
 # max |diff| / max |Y| at most 1e-4 for f32 contenders and 2^-5 for bf16 ones (a few bf16
 # roundings of the activations), else the script fails.
 #
-#   bench/mixed_precision.sh [--example mlp|transformer|all] [--build DIR] [--threads 2]
+#   bench/mixed_precision.sh [--example mlp|transformer|resnet|all] [--build DIR] [--threads 2]
 #                            [--rounds 3] [--reps 3]
 set -euo pipefail
 source "$(dirname "$0")/baselines_common.sh"
@@ -32,11 +36,14 @@ done
 case "$example" in
   mlp) examples=(mlp) ;;
   transformer) examples=(transformer) ;;
-  all) examples=(mlp transformer) ;;
-  *) echo "mixed_precision: --example is mlp, transformer or all, not '$example'" >&2; exit 2 ;;
+  resnet) examples=(resnet) ;;
+  all) examples=(mlp transformer resnet) ;;
+  *) echo "mixed_precision: --example is mlp, transformer, resnet or all, not '$example'" >&2
+     exit 2 ;;
 esac
 baselines_init mixed_precision "${args[@]}"
-baselines_require "$tapestry" "$build/bench/fma_peak" "$build/bench/mlp_onednn"
+baselines_require "$tapestry" "$build/bench/fma_peak" "$build/bench/mlp_onednn" \
+  "$build/bench/resnet_onednn"
 
 # inputs NAME DIR: the seeded f32 inputs in DIR/f32, the same rounded to bf16 (uint16 bit
 # patterns, as `tapestry run` reads a bf16 tensor) in DIR/bf16.
@@ -48,6 +55,10 @@ rng = np.random.default_rng(7 if name == "mlp" else 11)
 if name == "mlp":
     shapes = {"X": (4096, 1024), "W1": (4096, 1024), "b1": (4096,), "W2": (1024, 4096), "b2": (1024,)}
     arrays = {n: rng.uniform(-1, 1, s).astype(np.float32) for n, s in shapes.items()}
+elif name == "resnet":  # as bench/resnet_vs_baselines.sh: filters scaled by 1/sqrt(fan-in)
+    shapes = {"X": (8, 256, 56, 56), "W1": (64, 256, 1, 1), "W2": (64, 64, 3, 3), "W3": (256, 64, 1, 1)}
+    arrays = {n: (rng.uniform(-1, 1, s) / np.sqrt(1 if n == "X" else np.prod(s[1:]))).astype(np.float32)
+              for n, s in shapes.items()}
 else:  # transformer_large: B 4, S 512, D 1024, MLP 4096; weights scaled by 1/sqrt(fan-in)
     w, mlp = 1024, 4096
     shapes = {"X": (2048, w), "Wq": (w, w), "bq": (w,), "Wk": (w, w), "bk": (w,), "Wv": (w, w),
@@ -80,8 +91,8 @@ run() {
     onednn-f32|onednn-bf16)
       local out=()
       [[ $first -eq 1 ]] && out=(--out "$dir/Y-$2.npy")
-      "$build/bench/mlp_onednn" --threads "$threads" --reps "$reps" --inputs "$dir/in/f32" \
-        --dtype "${2#onednn-}" "${out[@]}" >"$log"
+      "$build/bench/${tap%%_*}_onednn" --threads "$threads" --reps "$reps" \
+        --inputs "$dir/in/f32" --dtype "${2#onednn-}" "${out[@]}" >"$log"
       awk '/^median_s/ {print $2}' "$log" ;;
     torch-*)
       local out=()
@@ -99,6 +110,9 @@ for e in "${examples[@]}"; do
   mkdir -p "$dir"
   if [[ $e == mlp ]]; then
     tap=mlp plan=mlp-best
+    contenders=(tapestry-f32 tapestry-bf16 onednn-f32 onednn-bf16)
+  elif [[ $e == resnet ]]; then
+    tap=resnet_bottleneck plan=resnet_bottleneck-batch
     contenders=(tapestry-f32 tapestry-bf16 onednn-f32 onednn-bf16)
   else
     tap=transformer_large plan=transformer_large-rows

@@ -8,8 +8,6 @@
 
 namespace tapestry::runtime {
 
-namespace {
-
 bool has_half_float_port(const KernelCall& call) {
   for (const auto& e : call.inputs.entries()) {
     if (is_half_float(e.value.view.dtype())) return true;
@@ -19,6 +17,8 @@ bool has_half_float_port(const KernelCall& call) {
   }
   return false;
 }
+
+namespace {
 
 void run_widened(const KernelFn& fn, const KernelCall& call) {
   KernelCall wide = call;

@@ -72,5 +72,72 @@ else
   echo "FAIL cast chain"; cat "$tmp/out" "$tmp/ref"; failures=$((failures + 1))
 fi
 
+# bf16 and f16 convolutions against NumPy in float64: resnet_bottleneck_small (conv 1×1, 3×3
+# with padding, 1×1 + residual, each with a ReLU; batch plan, fused) on 16-bit inputs, every cell
+# within one float32 dot product plus the 16-bit roundings the graph stores (three per layer at
+# most) of the float64 value computed from the same 16-bit inputs. With bf16 on a CPU with
+# AVX512_BF16, ONEDNN_VERBOSE shows the convolutions ran on oneDNN's bf16 primitive.
+for dtype in bf16 f16; do
+  sed -E "s/\bf32\[/$dtype[/g" "$root/tests/data/cli/resnet_bottleneck_small.tap" >"$tmp/r.tap"
+  rm -rf "$tmp/r-in" "$tmp/r-out"
+  mkdir -p "$tmp/r-in"
+  /usr/bin/python3 - "$tmp/r-in" "$dtype" <<'PY'
+import sys, numpy as np
+d, dtype = sys.argv[1], sys.argv[2]
+rng = np.random.default_rng(5)
+shapes = {"X": (2, 32, 10, 10), "W1": (16, 32, 1, 1), "W2": (16, 16, 3, 3), "W3": (32, 16, 1, 1)}
+for n, s in shapes.items():
+    a = (rng.uniform(-1, 1, s) / np.sqrt(1 if n == "X" else np.prod(s[1:]))).astype(np.float32)
+    if dtype == "bf16":  # round to nearest even, kept as the uint16 bit pattern
+        u = a.view(np.uint32).astype(np.uint64)
+        np.save(f"{d}/{n}.npy", ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16))
+    else:
+        np.save(f"{d}/{n}.npy", a.astype(np.float16))
+PY
+  if ! ONEDNN_VERBOSE=1 "$tapestry" run "$tmp/r.tap" --plan "$root/examples/plans/resnet_bottleneck-batch.json" \
+      --inputs "$tmp/r-in" --outputs "$tmp/r-out" --threads 2 >"$tmp/out" 2>&1; then
+    echo "FAIL conv oracle $dtype: run"; cat "$tmp/out"; failures=$((failures + 1)); continue
+  fi
+  native=""
+  if [[ $dtype == bf16 ]] && grep -q avx512_bf16 /proc/cpuinfo && [[ -z ${ONEDNN_MAX_CPU_ISA:-} ]]; then
+    native=" (oneDNN bf16 convolution)"
+    if ! grep "exec,cpu,convolution" "$tmp/out" | grep -q "src_bf16"; then
+      echo "FAIL conv oracle $dtype: no bf16 convolution in ONEDNN_VERBOSE"
+      grep "convolution" "$tmp/out" | head -3; failures=$((failures + 1)); continue
+    fi
+  fi
+  if /usr/bin/python3 - "$tmp/r-in" "$tmp/r-out/Y.npy" "$dtype" <<'PY'
+import sys, numpy as np
+d, y, dtype = sys.argv[1], sys.argv[2], sys.argv[3]
+u = 2.0 ** -8 if dtype == "bf16" else 2.0 ** -11
+def load(p):
+    a = np.load(p)
+    return ((a.astype(np.uint32) << 16).view(np.float32) if a.dtype == np.uint16 else a).astype(np.float64)
+def conv(x, w, pad):  # float64 cross-correlation, NCHW / OIHW, stride 1; also Σ|x·w|
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    k = w.shape[2]; h = x.shape[2] - k + 1
+    cols = np.stack([x[:, :, i:i + h, j:j + h] for i in range(k) for j in range(k)], 2)  # n c kk h h
+    wk = w.reshape(w.shape[0], w.shape[1], k * k)
+    return np.einsum("ncqhw,ocq->nohw", cols, wk), np.einsum("ncqhw,ocq->nohw", np.abs(cols), np.abs(wk))
+def err(mag, terms):  # one float32 dot product, then one 16-bit rounding
+    return (terms + 1) * 2.0 ** -24 * mag + u * mag
+X, W1, W2, W3 = (load(f"{d}/{n}.npy") for n in ("X", "W1", "W2", "W3"))
+a, ma = conv(X, W1, 0); A = np.maximum(a, 0); eA = err(ma, 32)
+b, mb = conv(A, W2, 1); B = np.maximum(b, 0)
+_, mbe = conv(eA, np.abs(W2), 1); eB = err(mb, 144) + mbe * (1 + u)
+c, mc = conv(B, W3, 0); Y = np.maximum(c + X, 0)
+_, mce = conv(eB, np.abs(W3), 0); eY = err(mc, 16) + mce * (1 + u) + u * (mc + np.abs(X))
+got = load(y)
+bad = np.abs(got - Y) > eY + 1e-30
+print(f"{bad.sum()} of {Y.size} cells outside, max |diff| / bound {np.max(np.abs(got - Y) / (eY + 1e-30)):.3f}")
+sys.exit(1 if bad.any() else 0)
+PY
+  then
+    echo "ok   conv oracle $dtype$native"; passed=$((passed + 1))
+  else
+    echo "FAIL conv oracle $dtype"; failures=$((failures + 1))
+  fi
+done
+
 echo "$passed passed, $failures failed"
 [[ $failures -eq 0 ]]

@@ -515,11 +515,11 @@ std::vector<LD> softmax_truth(const std::vector<LD>& x) {
   return e;
 }
 
-// Rows of several lengths (1 to 1000: shorter than, equal to and just past the eight lanes of
-// the row sum, and long rows) and spreads (up to ±1e4, so that many results are tiny or
-// subnormal), rows with −∞ entries, one dominant entry, values near ±max, ±0, and the NaN rows
-// (NaN, +∞, all −∞), with the NaN or +∞ also last in a row of 17 (past the last full group of
-// eight).
+// Rows of several lengths (1 to 10,003: shorter than, equal to and just past the row sum's lanes
+// (8 in f64, 16 in f32), and rows across the f32 sum's blocks of 4,096) and spreads (up to ±1e4, so
+// that many results are tiny or subnormal), rows with −∞ entries, one dominant entry, values near
+// ±max, ±0, and the NaN rows (NaN, +∞, all −∞), with the NaN or +∞ also last in a row of 17 (past
+// the last full group of eight).
 template <typename T>
 std::vector<std::vector<T>> softmax_rows() {
   using L = std::numeric_limits<T>;
@@ -564,6 +564,14 @@ std::vector<std::vector<T>> softmax_rows() {
   blocks[50] = std::nextafter(T{-104}, T{-200});
   blocks[69] = T{-103.5};
   rows.push_back(blocks);
+  // Longer than the f32 sum's blocks of 4,096 terms (two full ones and a partial group of 16),
+  // with terms of similar size, where an f32 sum without its error terms drifts by ~n·2^−26.
+  for (double scale : {0.5, 3.0}) {
+    std::normal_distribution<double> normal(0, scale);
+    std::vector<T> row;
+    for (int j = 0; j < 10003; ++j) row.push_back(static_cast<T>(normal(rng)));
+    rows.push_back(row);
+  }
   return rows;
 }
 
@@ -743,7 +751,7 @@ template <typename T>
 void expect_row_independent_of_layout() {
   std::mt19937 rng(17);
   std::normal_distribution<double> normal(0, 20);
-  std::vector<double> scratch;
+  std::vector<T> scratch;
   for (std::int64_t n : {1, 3, 8, 17, 1000}) {
     std::vector<T> x(n);
     for (T& v : x) v = static_cast<T>(normal(rng));
@@ -813,23 +821,30 @@ TEST(RowMoments, InfiniteRowsKeepTheirInfinity) {
 // The float32-lane building blocks (scalar_ops.h, "float32 lanes").
 
 // e^r − 1 on the Cody–Waite remainder |r| ≤ 0.35: within 1.5·2^−24 relative of the truth (f32
-// roundings and the Taylor truncation), no cancellation for tiny |r| (e^r − 1 ≈ r exactly).
-TEST(F32Lanes, Expm1ReducedWithinOneAndAHalfUlpsRelative) {
+// roundings and the polynomial's error), no cancellation for tiny |r| (e^r − 1 ≈ r exactly); both
+// forms, the Taylor one with separate multiplies and adds and the minimax one with FMAs.
+template <bool kFused>
+void expect_expm1_reduced_accurate() {
   using kernels::scalar::expm1_reduced_f32;
   LD worst = 0;
   float at = 0;
   for (float r = -0.35f; r <= 0.35f; r += 0x1p-17f) {
-    const LD e = relative_error(expm1_reduced_f32(r), std::expm1(LD{r}));
+    const LD e = relative_error(expm1_reduced_f32<kFused>(r), std::expm1(LD{r}));
     if (e > worst) worst = e, at = r;
   }
   for (float r = 0x1p-120f; r < 0.3f; r *= 1.37f) {
-    worst = std::max(worst, relative_error(expm1_reduced_f32(r), std::expm1(LD{r})));
-    worst = std::max(worst, relative_error(expm1_reduced_f32(-r), std::expm1(LD{-r})));
+    worst = std::max(worst, relative_error(expm1_reduced_f32<kFused>(r), std::expm1(LD{r})));
+    worst = std::max(worst, relative_error(expm1_reduced_f32<kFused>(-r), std::expm1(LD{-r})));
   }
   EXPECT_LT(worst, 1.5L * 0x1p-24L) << "at r = " << at;
-  std::cout << "[ accuracy ] expm1_reduced_f32: max relative error "
+  std::cout << "[ accuracy ] expm1_reduced_f32<" << kFused << ">: max relative error "
             << static_cast<double>(worst / 0x1p-24L) << "·2^−24\n";
-  EXPECT_EQ(expm1_reduced_f32(-0.0f), 0.0f);
+  EXPECT_EQ(expm1_reduced_f32<kFused>(-0.0f), 0.0f);
+}
+
+TEST(F32Lanes, Expm1ReducedWithinOneAndAHalfUlpsRelative) {
+  expect_expm1_reduced_accurate<false>();
+  expect_expm1_reduced_accurate<true>();
 }
 
 // m·2^k in two steps rounds once: it equals the f64 product rounded to f32, for every k in
@@ -849,17 +864,27 @@ TEST(F32Lanes, ScaleByPowerOfTwoRoundsOnce) {
   EXPECT_EQ(checked, 507 * 8);
 }
 
-// The split that keeps z² = x²/2 unrounded in gelu_f32: the high halves' product is exact.
-TEST(F32Lanes, HighHalvesMultiplyExactly) {
-  using kernels::scalar::high_half_f32;
+// What gelu_f32 and softmax build on: fused_multiply_add rounds once, so the rest of a product,
+// fma(a, b, −fl(a·b)), and a division's remainder, fma(−fl(c/d), d, c), come out exact (an
+// unfused a·b + c, or a contracted-then-rounded one, gives 0 or another value for most pairs).
+TEST(F32Lanes, FusedMultiplyAddGivesExactRests) {
+  using kernels::scalar::fused_multiply_add;
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> any(-1e4f, 1e4f);
+  int nonzero = 0;
   for (int i = 0; i < 100000; ++i) {
     const float a = any(rng), b = any(rng);
-    const float ah = high_half_f32(a), bh = high_half_f32(b);
-    ASSERT_EQ(static_cast<double>(ah * bh), static_cast<double>(ah) * static_cast<double>(bh));
-    ASSERT_EQ(static_cast<double>(a - ah), static_cast<double>(a) - static_cast<double>(ah));
+    const float p = a * b;
+    const float rest = fused_multiply_add(a, b, -p);
+    ASSERT_EQ(static_cast<double>(p) + static_cast<double>(rest),
+              static_cast<double>(a) * static_cast<double>(b));
+    nonzero += rest != 0.0f;
+    const float q = a / b;
+    ASSERT_EQ(static_cast<double>(fused_multiply_add(-q, b, a)),
+              static_cast<double>(a) - static_cast<double>(q) * static_cast<double>(b));
   }
+  EXPECT_GT(nonzero, 90000);  // the products are mostly inexact: the rests are not all 0
+  EXPECT_EQ(fused_multiply_add(1 + 0x1p-12f, 1 + 0x1p-12f, -(1 + 0x1p-11f)), 0x1p-24f);
 }
 
 // The f32 exp, tanh and sigmoid at their limits and switches, bit for bit.

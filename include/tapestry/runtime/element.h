@@ -81,6 +81,21 @@ T storage_cast(double value) {
   }
 }
 
+/// A float32 value in storage type T: itself for float, rounded once to nearest even for the
+/// 16-bit types (half_float.h, inline: a loop over 16-bit cells keeps it in registers) — what a
+/// kernel computing in float32 stores into a bf16/f16 output.
+///   narrow_float<BFloat16>(1.00390625F).bits == 0x3F80   (a tie: to the even 1.0)
+template <typename T>
+[[gnu::always_inline]] inline T narrow_float(float value) {
+  if constexpr (std::is_same_v<T, BFloat16>) {
+    return to_bfloat16(value);
+  } else if constexpr (std::is_same_v<T, Float16>) {
+    return to_float16(value);
+  } else {
+    return value;
+  }
+}
+
 /// Throws Error `<what>: dtype <name> cannot be executed (...)` unless `dtype` is executable.
 void require_executable(DType dtype, std::string_view what);
 /// The executable DType of a loom dtype field; Error naming `what` otherwise (an unknown

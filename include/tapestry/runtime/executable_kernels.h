@@ -68,4 +68,7 @@ class ExecutableKernels {
 /// `fn` for calls with bfloat16/float16 ports: runs `fn` on float32 copies of them (see above).
 KernelFn widen_half_floats(KernelFn fn);
 
+/// True when an input or output port of `call` is bfloat16 or float16.
+bool has_half_float_port(const KernelCall& call);
+
 }  // namespace tapestry::runtime

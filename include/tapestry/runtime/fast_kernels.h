@@ -90,7 +90,10 @@ void set_conv_backend(ConvBackend backend);
 /// the float32 GEMMs (of linear, matmul, conv2d's im2col, fused producers) oneDNN computed, and
 /// `post_op_gemms` those of them whose bias and ReLU oneDNN applied as the matmul primitive's own
 /// bias and post-op (no second pass over the output), `onednn_convs` the conv2d calls (or pieces
-/// of calls) oneDNN's convolution primitive computed.
+/// of calls) oneDNN's convolution primitive computed, and `half_native_calls` the calls with
+/// bf16/f16 ports a fast kernel ran on the 16-bit cells themselves, with no float32 copies (the
+/// elementwise maps and copies, softmax, mean and variance, conv2d on oneDNN's 16-bit
+/// convolution; the 16-bit GEMMs count in half_gemm.h's own counter).
 /// Process-wide, relaxed counters: exact when read after the kernels finished. For tests and
 /// metrics.
 struct FastKernelCounts {
@@ -100,6 +103,7 @@ struct FastKernelCounts {
   std::uint64_t onednn_gemms = 0;
   std::uint64_t post_op_gemms = 0;
   std::uint64_t onednn_convs = 0;
+  std::uint64_t half_native_calls = 0;
 };
 [[nodiscard]] FastKernelCounts fast_kernel_counts();
 void reset_fast_kernel_counts();

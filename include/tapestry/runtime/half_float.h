@@ -52,8 +52,30 @@ constexpr BFloat16 to_bfloat16(float value) {
   return BFloat16{static_cast<std::uint16_t>(rounded >> 16)};
 }
 
-/// `value` rounded to float16 (nearest, ties to even; NaN kept, quiet).
-Float16 to_float16(float value);
+/// `value` rounded to float16 (nearest, ties to even; NaN kept, quiet). Inline and branch-free
+/// (Marat Dukhan's FP16 library, MIT: float32 arithmetic does the rounding, so it needs the
+/// default rounding mode and IEEE subnormals, which this project never changes), so a kernel's
+/// loop over 16-bit cells vectorises with the conversion in registers.
+inline Float16 to_float16(float value) {
+  // Scale |value| so that float32's own rounding at the addition below rounds the fraction to
+  // binary16's 10 bits (or to the subnormal grid), then read the result's bits.
+  constexpr float kScaleToInf = 0x1.0p+112F;
+  constexpr float kScaleToZero = 0x1.0p-110F;
+  const auto w = std::bit_cast<std::uint32_t>(value);
+  const float magnitude = std::bit_cast<float>(w & 0x7FFF'FFFFU);
+  float base = (magnitude * kScaleToInf) * kScaleToZero;
+  const std::uint32_t shl1_w = w + w;
+  const std::uint32_t sign = w & 0x8000'0000U;
+  std::uint32_t bias = shl1_w & 0xFF00'0000U;
+  if (bias < 0x7100'0000U) bias = 0x7100'0000U;
+  base = std::bit_cast<float>((bias >> 1) + 0x0780'0000U) + base;
+  const auto bits = std::bit_cast<std::uint32_t>(base);
+  const std::uint32_t exp_bits = (bits >> 13) & 0x0000'7C00U;
+  const std::uint32_t mantissa_bits = bits & 0x0000'0FFFU;
+  const std::uint32_t nonsign = exp_bits + mantissa_bits;
+  return Float16{
+      static_cast<std::uint16_t>((sign >> 16) | (shl1_w > 0xFF00'0000U ? 0x7E00U : nonsign))};
+}
 
 /// `value` narrowed to float32 rounding to odd (truncated toward zero, the last bit set when
 /// inexact; ±inf and NaN kept; beyond float32's range: ±FLT_MAX, odd). float32 has more than two
@@ -72,8 +94,25 @@ inline Float16 to_float16(double value) {
   return to_float16(to_float_round_odd(value));
 }
 
-/// The value of a float16 cell, widened exactly.
-float to_float(Float16 value);
+/// The value of a float16 cell, widened exactly (inline and branch-free, as to_float16).
+inline float to_float(Float16 value) {
+  const std::uint32_t w = std::uint32_t{value.bits} << 16;
+  const std::uint32_t sign = w & 0x8000'0000U;
+  const std::uint32_t two_w = w + w;
+  // Normal (and inf/NaN): move the exponent and fraction into place, rebias by multiplying.
+  constexpr std::uint32_t kExpOffset = 0xE0U << 23;
+  constexpr float kExpScale = 0x1.0p-112F;
+  const float normalized = std::bit_cast<float>((two_w >> 4) + kExpOffset) * kExpScale;
+  // Subnormal: the fraction as the low bits of 0.5's fraction, minus 0.5.
+  constexpr std::uint32_t kMagicMask = 126U << 23;
+  constexpr float kMagicBias = 0.5F;
+  const float denormalized = std::bit_cast<float>((two_w >> 17) | kMagicMask) - kMagicBias;
+  constexpr std::uint32_t kDenormalizedCutoff = 1U << 27;
+  const std::uint32_t result =
+      sign | (two_w < kDenormalizedCutoff ? std::bit_cast<std::uint32_t>(denormalized)
+                                          : std::bit_cast<std::uint32_t>(normalized));
+  return std::bit_cast<float>(result);
+}
 inline float to_float(BFloat16 value) {
   return static_cast<float>(value);
 }

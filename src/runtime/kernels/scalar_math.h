@@ -117,13 +117,28 @@ TAPESTRY_HD T exp_fast_underflow(T x) {
 
 /// a·b + c, rounded twice (the product, then the sum): -ffp-contract=off keeps it two operations
 /// in every build, so the reference kernels and each clone of the fast loops
-/// (fast/elementwise_vector.cpp) compute the same bits. A std::fma here would be one instruction
-/// in the AVX2 and AVX-512 clones but a call to glibc's fma in the reference kernels and the
-/// baseline clone (it made the reference f32 gelu 17× slower when these formulas were in f64), and
-/// the clones would no longer agree bit for bit.
+/// (fast/elementwise_vector.cpp) compute the same bits. What must never happen is a contraction
+/// the compiler applies in one instantiation and not another; an explicit single rounding is
+/// fused_multiply_add below (exp_f32, tanh_f32 and sigmoid_f32 keep this form, in which their
+/// bounds were measured).
 template <std::floating_point F>
 [[gnu::always_inline]] TAPESTRY_HD inline F multiply_add(F a, F b, F c) {
   return a * b + c;
+}
+
+/// a·b + c rounded once (IEEE fusedMultiplyAdd): the exact product and sum, one rounding. It is
+/// correctly rounded wherever it runs, so every kernel set and clone still computes the same
+/// bits: one instruction in the AVX2 and AVX-512 clones (their targets enable FMA), a call to
+/// the C library's fmaf/fma in the reference kernels and the baseline clone (glibc's is correctly
+/// rounded; on a CPU with FMA its ifunc resolves to the instruction, elsewhere to a software
+/// emulation), the fmaf instruction under nvcc. Its point is the exact rest of a product,
+/// fused_multiply_add(a, b, −fl(a·b)) = a·b − fl(a·b), and an exact division remainder,
+/// fused_multiply_add(−fl(c/d), d, c), each one operation (without FMA: a 12-bit split,
+/// ~6 operations). Example: fused_multiply_add(1 + 2^−12, 1 + 2^−12, −(1 + 2^−11)) = 2^−24
+/// (multiply_add gives 0).
+template <std::floating_point F>
+[[gnu::always_inline]] TAPESTRY_HD inline F fused_multiply_add(F a, F b, F c) {
+  return std::fma(a, b, c);
 }
 
 /// The rounding error of s = fl(a + b) in f32: a + b = s + two_sum_error(a, b, s) exactly.
@@ -168,6 +183,16 @@ template <std::size_t B, std::size_t N, std::floating_point F>
   }
 }
 
+/// c[0] + c[1]·x + … + c[N−1]·x^(N−1) by Horner's scheme with fused_multiply_add: N − 1
+/// operations (Estrin's needs the powers of x besides); in a long formula whose loop is bound by
+/// the multiply-add pipes rather than by latency (gelu_f32), the fewer operations win.
+template <std::size_t N, std::floating_point F>
+[[gnu::always_inline]] TAPESTRY_HD inline F horner(const F* c, F x) {
+  F acc = c[N - 1];
+  for (std::size_t i = N - 1; i-- > 0;) acc = fused_multiply_add(acc, x, c[i]);
+  return acc;
+}
+
 // ---- float32 lanes ----------------------------------------------------------------------------
 // The f32 transcendentals compute in f32, so that a vector holds 16 lanes with AVX-512 (8 with
 // AVX2) — twice as many as when they computed in f64 and rounded once. Each is branch-free
@@ -195,13 +220,24 @@ inline constexpr float kShifterF = 0x1.8p23f;      // adding it rounds to an int
   return std::bit_cast<std::int32_t>(shifted) - std::bit_cast<std::int32_t>(kShifterF);
 }
 
-/// e^r − 1 for |r| ≤ 0.35 (the Cody–Waite remainder): r + r²·Q(r), Q the Taylor polynomial of
-/// (e^r − 1 − r)/r² of degree 5 (truncation r^8/8! < 2^−27.5 relative to e^r at |r| = 0.35). The
-/// sum keeps r exact and adds the small r²·Q(r): no cancellation for small r.
+/// e^r − 1 for |r| ≤ 0.35 (the Cody–Waite remainder): r + r²·Q(r). The sum keeps r exact and
+/// adds the small r²·Q(r): no cancellation for small r.
+///   * kFused = false (exp_f32, sigmoid_f32, tanh_f32): Q the Taylor polynomial of
+///     (e^r − 1 − r)/r² of degree 5 (truncation r^8/8! < 2^−27.5 relative to e^r at |r| = 0.35),
+///     by Estrin's scheme with multiply_add;
+///   * kFused = true (softmax_exp_f32): Q a minimax fit of degree 4 (2^−27.3 relative to e^r over
+///     |r| ≤ 0.35), by Horner's scheme with fused_multiply_add: 6 operations instead of 13.
+template <bool kFused = false>
 [[gnu::always_inline]] TAPESTRY_HD inline float expm1_reduced_f32(float r) {
-  static constexpr float kQ[] = {0x1p-1f,        0x1.555556p-3f,  0x1.555556p-5f,
-                                 0x1.111112p-7f, 0x1.6c16c2p-10f, 0x1.a01a02p-13f};
-  return multiply_add(r * r, estrin<0, std::size(kQ)>(kQ, r), r);
+  if constexpr (kFused) {
+    static constexpr float kQ[] = {0x1p-1f, 0x1.555488p-3f, 0x1.555454p-5f, 0x1.124136p-7f,
+                                   0x1.6dbc4cp-10f};
+    return fused_multiply_add(r * r, horner<std::size(kQ)>(kQ, r), r);
+  } else {
+    static constexpr float kQ[] = {0x1p-1f,        0x1.555556p-3f,  0x1.555556p-5f,
+                                   0x1.111112p-7f, 0x1.6c16c2p-10f, 0x1.a01a02p-13f};
+    return multiply_add(r * r, estrin<0, std::size(kQ)>(kQ, r), r);
+  }
 }
 
 /// 2^k for k ∈ [−126, 127], written into the exponent bits.
@@ -214,12 +250,6 @@ inline constexpr float kShifterF = 0x1.8p23f;      // adding it rounds to an int
 [[gnu::always_inline]] TAPESTRY_HD inline float scale_by_power_of_two_f32(float m, std::int32_t k) {
   const std::int32_t half = k >> 1;  // ⌊k/2⌋
   return (m * power_of_two_f32(half)) * power_of_two_f32(k - half);
-}
-
-/// The high half of a float's significand (its low 12 bits cleared): the product of two such
-/// halves is exact in f32, and x − high_half_f32(x) is exact too (Dekker's split, without FMA).
-[[gnu::always_inline]] TAPESTRY_HD inline float high_half_f32(float x) {
-  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(x) & 0xfffff000u);
 }
 
 /// e^a for f32 a ∈ [−104, 89] or NaN: Cody–Waite reduction, 1 + expm1_reduced_f32(r), scaled by
@@ -265,73 +295,69 @@ inline constexpr float kShifterF = 0x1.8p23f;      // adding it rounds to an int
 }
 
 /// gelu(x) = x·Φ(x) for f32 x, with Φ(x) = erfc(z)/2 for x < 0 and 1 − erfc(z)/2 otherwise,
-/// z = |x|/√2 (no 1 + erf(x/√2) cancellation for x ≪ 0). erfc(z) = t·e^(P(u) − z²), t = 2/(2 + z),
-/// u = 2t − 1, P a degree-10 fit of log(erfc(z)/t) + z² on z ∈ [0, 15/√2] (absolute error
-/// 0.15·2^−24 with its f32 coefficients; the constant term carried as hi + lo). Three things keep
-/// the f32 evaluation accurate where erfc is ill-conditioned (a relative error δ in z costs
-/// ≈ 2z²·δ in erfc(z): 200 ulp at x = −14):
-///   * z² is never rounded: z² = x²/2 with x² = h + l (h the square of x's high half, exact;
-///     l = x_lo·(x_hi + x) the small rest), and h, l enter the Cody–Waite reduction separately;
-///   * t's own rounding (2 + z and the division: up to ~1 ulp, which erfc's slope in t would
-///     amplify ×1.2–2.3) is measured exactly — ρ = 2 − t·(2 + z) by the split product, with
-///     z's rounding from 1/√2's split — as the z′ = 2/t − 2 the fit was evaluated at, and
-///     corrected to first order, erfc(z) ≈ erfc(z′)·e^(−g·(z′ − z)) with g = d log erfcx/dz
-///     = 2z − (2/√π)/erfcx(z) from a cubic in u (within 3.7%: the correction is ~2^−24);
-///   * 2^k multiplies last, after x/2, so results in the subnormal range (x ∈ [−14.1, −13.2])
-///     round once.
-/// |x| > 15 is taken as 15 inside erfc (erfc(15/√2) < 1e−49: gelu(x) rounds to −0 below
-/// x ≈ −14.1 and to x above ≈ 5.9). −∞ → −0, +∞ → +∞, ±0 → ±0, NaN → NaN. ≤ 3.5 ulp.
+/// z = w/√2, w = |x| (no 1 + erf(x/√2) cancellation for x ≪ 0). erfc(z) = τ·e^(F − w²/2) with
+/// τ ≈ 3/(3 + w) and F = σ·(c0 + s·R(s))/2, σ = 2 − 2τ ∈ [0, 5/3], s = 1 − σ: a fit of
+/// log(erfc(z)/τ) + z² on w ∈ [0, 14.5] (R of degree 8; absolute error 2^−26.5 with its f32
+/// coefficients), exactly 0 at w = 0 and accurate relative to F near it. erfc is ill-conditioned
+/// for x ≪ 0 (a relative error δ in w costs ≈ w²·δ in erfc: 200 ulp at x = −14), so every
+/// rounding on the way to the exponent is measured exactly with fused multiply-adds and put back:
+///   * w² is never rounded: H = fl(w·w) and the rest L = w·w − H (one FMA, exact) enter the
+///     Cody–Waite reduction separately (the reduction runs on twice the exponent, 2F − H − L,
+///     so that no halving costs a multiply);
+///   * t = 3/(3 + w) is rounded (3 + w and the division), and τ is t rounded once more to a
+///     multiple of 2^−24 (2^−23 above 1/2), so that σ and s are exact; the fit is evaluated at
+///     the w′ that τ stands for exactly, 3/(3 + w′) = τ. w′ − w = ρ/τ − ε with ρ = 3 − τ·d (one
+///     FMA: exact, ρ is tiny) and ε = 3 + w − d (exact: d − 3 is), ≈ (ρ·d − 3ε)/3; erfc at w
+///     follows to first order, erfc(z) ≈ erfc(z′)·e^(−G·(w′ − w)), G = d log erfcx(w/√2)/dw
+///     from a cubic in s (within 0.0013 absolute: the correction is ≤ 2^−17 of the exponent);
+///   * F's big terms enter the reduced argument one FMA at a time (σ·c0, then σ·s·R), so they
+///     are rounded at its size (< 0.7), not at F's (up to 1.14);
+///   * the result is q·(2 + E)·2^−63 with q = w·(τ·2^(k+61)) (2^(k+61) added to τ's exponent
+///     bits: τ ≥ 1/6 and k ≥ −170 keep it normal) and E = 2(e^(r/2) − 1), so the only rounding
+///     that can land in the subnormal range (x ∈ [−14.4, −13.2]) is the last multiply.
+/// |x| > 14.5 is taken as 14.5 inside erfc (gelu(x) rounds to −0 below x ≈ −14.4, and to x
+/// above ≈ 5.9). −∞ → −0, +∞ → +∞, ±0 → ±0, NaN → NaN. ≤ 3.5 ulp (measured 1.94).
+/// 32 multiplies and FMAs, ~30 other operations and a division per 16 lanes (the same formula
+/// without FMA, computing the exact products from 12-bit halves, took ~130 operations).
 [[gnu::always_inline]] TAPESTRY_HD inline float gelu_f32(float x) {
-  static constexpr float kP[] = {0.0f,
-                                 0x1.5864b2p-1f,
-                                 0x1.83d4c6p-5f,
-                                 -0x1.802b50p-5f,
-                                 -0x1.433088p-7f,
-                                 0x1.20facap-7f,
-                                 0x1.bf8784p-10f,
-                                 -0x1.2c65fcp-9f,
-                                 -0x1.538426p-15f,
-                                 0x1.0bf22ap-11f,
-                                 -0x1.219e20p-13f};
-  constexpr float kP0Hi = -0x1.57f564p-1f;  // P's constant term, hi + lo
-  constexpr float kP0Lo = -0x1.5cdafcp-26f;
-  constexpr float kInvSqrt2F = 0x1.6a09e6p-1f;
-  constexpr float kInvSqrt2Hi = 0x1.6ap-1f;       // 1/√2's high half
-  constexpr float kInvSqrt2Lo = 0x1.3cccfep-14f;  // 1/√2 − kInvSqrt2Hi, rounded
-  const float xc = x < -15.0f ? -15.0f : x;       // NaN stays NaN
-  float w = std::fabs(xc);
-  w = w > 15.0f ? 15.0f : w;
-  const float w_hi = high_half_f32(w);
-  const float w_lo = w - w_hi;
-  // z = w/√2 − z_err; d = 2 + z − d_err (exact: d − 2 is, and z − (d − 2) by Sterbenz).
-  const float z = w * kInvSqrt2F;
-  const float z_err = ((w_hi * kInvSqrt2Hi - z) + w_hi * kInvSqrt2Lo) + w_lo * kInvSqrt2F;
-  const float d = 2.0f + z;
-  const float d_err = z - (d - 2.0f);
-  const float t = 2.0f / d;
-  // ρ = 2 − t·d: t_hi·d_hi is exact and within 2^−11 of 2, so 2 − t_hi·d_hi is exact too.
-  const float t_hi = high_half_f32(t);
-  const float d_hi = high_half_f32(d);
-  const float rho = (2.0f - t_hi * d_hi) - (t_hi * (d - d_hi) + (t - t_hi) * d);
-  // z′ − w/√2, z′ = 2/t − 2 = z + (ρ − t·d_err)/t, with 1/t ≈ d/2.
-  const float dz = (rho - t * d_err) * (0.5f * d) - z_err;
-  static constexpr float kG[] = {-0x1.ad304p-2f, -0x1.3a1b08p-1f, -0x1.4d79f8p-3f, 0x1.0b13a4p-4f};
-  const float u = 2.0f * t - 1.0f;
-  const float g = estrin<0, std::size(kG)>(kG, u);
-  // The exponent P(u) − z² − g·dz = P(u) − h/2 − l/2 − g·dz, reduced by k·ln2 without rounding h.
-  const float h = w_hi * w_hi;
-  const float l = w_lo * (w_hi + w);
-  const float p = estrin<0, std::size(kP)>(kP, u) + kP0Hi;
-  const float shifted = exp_shifted_f32(multiply_add(-0.5f, h, p));
+  static constexpr float kR[] = {-0x1.763550p-5f, 0x1.8e6634p-4f,   0x1.b74b62p-7f,
+                                 -0x1.0ebb26p-6f, -0x1.6388fep-9f,  0x1.f7b408p-9f,
+                                 0x1.2dd176p-12f, -0x1.9f70aep-11f, 0x1.e0d458p-14f};
+  constexpr float kC0 = -0x1.715f84p+0f;
+  // (2/3)·G(s); and E with 2(e^(v/2) − 1) = v + v²·E(v) on |v| ≤ 0.7 (a minimax fit, 2^−27.3
+  // relative to e^(v/2)).
+  static constexpr float kG[] = {-0x1.840b16p-3f, -0x1.2372dep-2f, -0x1.5b1808p-4f, 0x1.aa91dap-6f};
+  static constexpr float kE[] = {0x1p-2f, 0x1.555488p-5f, 0x1.555454p-8f, 0x1.124136p-11f,
+                                 0x1.6dbc4cp-15f};
+  constexpr float kC = 3.0f;  // t = kC/(kC + w)
+  // w = min(|x|, 14.5) as an integer min of the bits (NaN gives 14.5; nan_or returns x's NaN).
+  const std::uint32_t w_bits = std::bit_cast<std::uint32_t>(x) & 0x7fffffffu;
+  const float w = std::bit_cast<float>(w_bits < 0x41680000u ? w_bits : 0x41680000u);
+  const float d = kC + w;
+  const float eps = w - (d - kC);
+  const float tau = (kC / d + 0.5f) - 0.5f;
+  const float sigma = (1.0f - tau) + (1.0f - tau);
+  const float s = 1.0f - sigma;
+  const float rho = fused_multiply_add(-tau, d, kC);
+  const float dw3 = fused_multiply_add(rho, d, -((eps + eps) + eps));  // 3·(w′ − w)
+  const float g = horner<std::size(kG)>(kG, s);
+  const float u = s * horner<std::size(kR)>(kR, s);
+  // Twice the exponent, 2F − w² − 2G·(w′ − w) = σ·c0 + σ·u − H − L − g·dw3, reduced by 2k·ln2.
+  const float big = w * w;
+  const float rest = fused_multiply_add(w, w, -big);
+  const float shifted =
+      fused_multiply_add(fused_multiply_add(sigma, kC0 + u, -big), 0.5f * kLog2eF, kShifterF);
   const float k = shifted - kShifterF;
-  const float r = (multiply_add(-k, kLn2HiF, -0.5f * h) + p) +
-                  (multiply_add(-k, kLn2LoF, -0.5f * l) + (kP0Lo - g * dz));
-  // y = x/2·erfc(z) (x clamped to ±15) = q·e^r·2^k, q = x/2·t, summed as q + q·(e^r − 1): two
-  // roundings fewer than rounding e^r and t·e^r first. gelu(x) = y for x < 0, x − y otherwise;
-  const float q = (0.5f * select_if_negative(x, xc, x > 15.0f ? 15.0f : x)) * t;
-  const float y = scale_by_power_of_two_f32(multiply_add(q, expm1_reduced_f32(r), q),
-                                            shifted_integer_f32(shifted));
-  // y takes x's sign (for x = −0, q + q·(e^r − 1) is −0 + (+0) = +0).
+  const float r_big = fused_multiply_add(
+      sigma, u, fused_multiply_add(sigma, kC0, fused_multiply_add(-k, 2.0f * kLn2HiF, -big)));
+  const float r_small = fused_multiply_add(-g, dw3, fused_multiply_add(-k, 2.0f * kLn2LoF, -rest));
+  const float r2 = r_big + r_small;  // 2r, |r| ≤ ln2/2 + 2^−17
+  const float e = fused_multiply_add(r2 * r2, horner<std::size(kE)>(kE, r2), r2);  // 2(e^r − 1)
+  // y = w/2·erfc(z) = w·τ·2^k·(2 + e)/4.
+  const float q = w * std::bit_cast<float>(std::bit_cast<std::int32_t>(tau) +
+                                           ((shifted_integer_f32(shifted) + 61) << 23));
+  const float y = fused_multiply_add(q, e, q + q) * 0x1p-63f;
+  // gelu(x) = −y for x < 0, x − y otherwise (y = +0 for x = −0: the copysign keeps −0).
   return nan_or(x, select_if_negative(x, std::copysign(y, x), x - y));
 }
 
@@ -369,17 +395,21 @@ TAPESTRY_HD inline float softmax_live_from(float m) {
 /// e^(x − m) for an f32 softmax term in f32 lanes: +0 where x < live_from =
 /// softmax_live_from(m) (the true term e^(x − m)/Σ < 2^−150 rounds to +0: x − m < −104); else
 /// d = x − m carried as d + err (two-sum: exact, so no |d|·2^−24 relative error from rounding d —
-/// 60 ulp near e^−80), reduced as (d − k·ln2_hi) + (err − k·ln2_lo), and 2^k·e^r as exp_f32's
-/// (≤ 1.1 ulp; subnormal from d < −87.3, rounded once). A live d is ≥ −104.0001 or NaN (x or m
-/// NaN, or x = m = +∞), and NaN stays NaN.
+/// 60 ulp near e^−80), reduced as (d − k·ln2_hi) + (err − k·ln2_lo) with fused multiply-adds,
+/// e^r = 1 + expm1_reduced_f32<true>(r), and 2^k applied as (e^r·2^(k+64))·2^−64, the first step
+/// by adding k + 64 to e^r's exponent bits (k ∈ [−150, 0] for a live d: normal), so a subnormal
+/// term (d < −87.3) is rounded once, by the multiply. ≤ 1.1 ulp (measured 0.9). A live d is
+/// ≥ −104.0001 or NaN (x or m NaN, or x = m = +∞), and NaN stays NaN.
 [[gnu::always_inline]] TAPESTRY_HD inline float softmax_exp_f32(float x, float m, float live_from) {
   const float d = x - m;
   const float err = two_sum_error(x, -m, d);
-  const float shifted = exp_shifted_f32(d);
+  const float shifted = fused_multiply_add(d, kLog2eF, kShifterF);
   const float k = shifted - kShifterF;
-  const float r = multiply_add(-k, kLn2HiF, d) + multiply_add(-k, kLn2LoF, err);
-  const float e =
-      scale_by_power_of_two_f32(1.0f + expm1_reduced_f32(r), shifted_integer_f32(shifted));
+  const float r = fused_multiply_add(-k, kLn2HiF, d) + fused_multiply_add(-k, kLn2LoF, err);
+  const float p = 1.0f + expm1_reduced_f32<true>(r);  // ∈ [0.70, 1.42]
+  const float e = std::bit_cast<float>(std::bit_cast<std::int32_t>(p) +
+                                       ((shifted_integer_f32(shifted) + 64) << 23)) *
+                  0x1p-64f;
   return x < live_from ? 0.0f : nan_or(d, e);
 }
 

@@ -22,7 +22,10 @@
 // and the baseline and picks one by cpuid; no libm call is left in them). They were f64 formulas
 // rounded once (≤ 0.51 ulp) until session 13: twice the work per element for the same vector
 // width, which kept exp, sigmoid, softmax and gelu 1.3–4.3× behind PyTorch's f32 lanes (Sleef,
-// 1–3.5 ulp). Multiplies and adds stay separate (multiply_add, not std::fma: see there).
+// 1–3.5 ulp). exp, tanh and sigmoid keep multiplies and adds separate (multiply_add); gelu and
+// softmax's exponential use fused multiply-adds (fused_multiply_add: correctly rounded in every
+// kernel set and clone, so the bits stay the same), which give exact products and remainders in
+// one operation (session 16: gelu from ~130 operations per 16 lanes to ~60).
 //
 // Why these forms:
 //   * sigmoid as 1 / (1 + e^−x) overflows e^−x below x ≈ −88.7 (f32) and returns 0 where the
@@ -33,7 +36,7 @@
 //     f32, −0 instead of ≈ −6e-9 below −6). erfc(−x/√2) = 1 + erf(x/√2) without the subtraction.
 //     The form is still ill-conditioned for x ≪ 0: a relative error δ in t = −x/√2 becomes
 //     ≈ 2t²·δ in erfc(t) (≈ 200 ulp at x = −14, 1,400 at x = −37). f32 (gelu_f32) never rounds
-//     t² (x²/2 from x's split halves) and corrects its other roundings to first order; f64
+//     x² (its FMA rest is carried) and corrects its other roundings to first order; f64
 //     carries t as t_hi + t_lo and adds the first-order term −t_lo · 2/√π · e^(−t_hi²), and below
 //     x = −36 uses the asymptotic series, which keeps the results that are subnormal exact to
 //     the last place.
@@ -54,6 +57,7 @@
 #include <cmath>
 #include <concepts>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -341,7 +345,7 @@ template <std::floating_point T>
   return nan != 0 ? std::numeric_limits<T>::quiet_NaN() : largest;
 }
 
-/// The partial sums of a softmax row: e_j goes to lane j mod kSoftmaxLanes, and the lanes
+/// The partial sums of a float64 softmax row: e_j goes to lane j mod kSoftmaxLanes, and the lanes
 /// combine in the fixed tree ((0+1) + (2+3)) + ((4+5) + (6+7)). The order depends on n alone:
 /// not on the build (the runtime is compiled without -ffast-math and with -ffp-contract=off, so
 /// GCC keeps the written order whether it vectorises the lanes or not), nor on the thread count or
@@ -350,21 +354,27 @@ template <std::floating_point T>
 inline constexpr std::int64_t kSoftmaxLanes = 8;
 
 /// A sum and the exact error of the additions that formed it.
+template <std::floating_point T>
 struct CompensatedSum {
-  double sum = 0.0;
-  double err = 0.0;
+  T sum = 0;
+  T err = 0;
 };
 
-/// Σ_j e_j for j < n in kSoftmaxLanes lanes. Plain f64 adds for f32 rows (terms in [0, 1], one of
-/// them 1: within n·2^−53 relative, 2^−29 at n = 2^24, far below an f32 ulp); for f64 rows every
-/// add carries its exact error (two_sum_error), and so does the tree, so the result is within
-/// ~2 f64 roundings of the exact sum for any n and any spread.
-template <bool kCompensated>
+/// a + b with the error of every addition carried: (a.sum + b.sum, a.err + b.err + its error).
+template <std::floating_point T>
+[[gnu::always_inline]] inline CompensatedSum<T> combine(CompensatedSum<T> a, CompensatedSum<T> b) {
+  const T s = a.sum + b.sum;
+  return {s, (a.err + b.err) + two_sum_error(a.sum, b.sum, s)};
+}
+
+/// Σ_j e_j for j < n of a float64 row in kSoftmaxLanes lanes, every add carrying its exact error
+/// (two_sum_error), and so does the tree: within ~2 f64 roundings of the exact sum for any n and
+/// any spread.
 [[gnu::always_inline]] inline double softmax_sum(const double* e, std::int64_t n) {
-  CompensatedSum lane[kSoftmaxLanes];
-  const auto add = [](CompensatedSum& a, double v) {
+  CompensatedSum<double> lane[kSoftmaxLanes];
+  const auto add = [](CompensatedSum<double>& a, double v) {
     const double s = a.sum + v;
-    if constexpr (kCompensated) a.err += two_sum_error(a.sum, v, s);
+    a.err += two_sum_error(a.sum, v, s);
     a.sum = s;
   };
   std::int64_t j = 0;
@@ -372,28 +382,82 @@ template <bool kCompensated>
     for (std::int64_t l = 0; l < kSoftmaxLanes; ++l) add(lane[l], e[j + l]);
   }
   for (std::int64_t l = 0; j + l < n; ++l) add(lane[l], e[j + l]);
-  const auto combine = [](CompensatedSum a, CompensatedSum b) {
-    const double s = a.sum + b.sum;
-    if constexpr (!kCompensated) return CompensatedSum{s, 0.0};
-    return CompensatedSum{s, (a.err + b.err) + two_sum_error(a.sum, b.sum, s)};
-  };
-  const CompensatedSum total =
+  const CompensatedSum<double> total =
       combine(combine(combine(lane[0], lane[1]), combine(lane[2], lane[3])),
               combine(combine(lane[4], lane[5]), combine(lane[6], lane[7])));
   return total.sum + total.err;
 }
 
-/// The f32 terms e_j = softmax_exp_f32(x_j, m, τ) for j < n, widened to f64 for the sum, by
-/// blocks of kSoftmaxBlock: a block whose every x_j < τ = softmax_live_from(m) is written as
-/// zeros without evaluating the exponential — the same bits, since softmax_exp_f32 gives +0
-/// there. Such blocks are common: rows of widely spread logits are nearly one-hot
-/// (transformer_large's generated scores span ~2,000: 99.5% of their terms are 0), masked entries
-/// are −∞. The test runs on the f32 values (a compare the loop vectorises); a NaN x_j counts as
-/// live.
+/// The sum of a float32 row's terms, as an unevaluated pair sum + err, in f32: e_j goes to lane
+/// j mod kSoftmaxLanesF32 of a block of kSoftmaxSumBlock terms; every lane adds with its exact
+/// error (Knuth's two-sum) into a second f32 accumulator; at the end of a block the lanes combine
+/// in a fixed tree (lane l with lane l + 8, then l + 4, l + 2, l + 1, each with its error) and
+/// the block's pair into the row's, the same way. The order depends on n alone (see
+/// kSoftmaxLanes). The lanes are a GCC vector of 16 floats, which each clone lowers to its own
+/// registers (one AVX-512 vector, two AVX2 ones, four SSE2 ones) with the same elementwise
+/// operations; a block's last partial group is padded with +0, which leaves a lane's pair as it
+/// is (s + 0 = s, error 0).
+///
+/// Error: every addition of the sums is exact with its error; only the error accumulators
+/// round. The terms are in [0, 1], so a lane's errors within a block are each ≤ 2^−24 of the
+/// block's sum S_b, at most 256 of them: their own rounding is ≤ 256·2^−24·256·2^−24·S_b =
+/// 2^−32·S_b, and the tree and the blocks add a few more such; so sum + err is within ~2^−31
+/// relative of the exact Σ_j e_j for any n (the widened f64 sum it replaces: n·2^−53).
+inline constexpr std::int64_t kSoftmaxLanesF32 = 16;
+inline constexpr std::int64_t kSoftmaxSumBlock = 256 * kSoftmaxLanesF32;
+
+[[gnu::always_inline]] inline CompensatedSum<float> softmax_sum_f32(const float* e,
+                                                                    std::int64_t n) {
+  using Lanes = float __attribute__((vector_size(kSoftmaxLanesF32 * sizeof(float))));
+  CompensatedSum<float> total;
+  for (std::int64_t b = 0; b < n; b += kSoftmaxSumBlock) {
+    const std::int64_t end = std::min(n, b + kSoftmaxSumBlock);
+    Lanes sum = {}, err = {};
+    const auto add = [&sum, &err](const Lanes& v) {
+      const Lanes s = sum + v;
+      const Lanes bb = s - sum;
+      err += (sum - (s - bb)) + (v - bb);
+      sum = s;
+    };
+    std::int64_t j = b;
+    for (; j + kSoftmaxLanesF32 <= end; j += kSoftmaxLanesF32) {
+      Lanes v;
+      std::memcpy(&v, e + j, sizeof v);
+      add(v);
+    }
+    if (j < end) {
+      float rest[kSoftmaxLanesF32] = {};
+      std::copy(e + j, e + end, rest);
+      Lanes v;
+      std::memcpy(&v, rest, sizeof v);
+      add(v);
+    }
+    float lane_sum[kSoftmaxLanesF32], lane_err[kSoftmaxLanesF32];
+    std::memcpy(lane_sum, &sum, sizeof sum);
+    std::memcpy(lane_err, &err, sizeof err);
+    for (std::int64_t width = kSoftmaxLanesF32 / 2; width >= 1; width /= 2) {
+      for (std::int64_t l = 0; l < width; ++l) {
+        const CompensatedSum<float> c =
+            combine<float>({lane_sum[l], lane_err[l]}, {lane_sum[l + width], lane_err[l + width]});
+        lane_sum[l] = c.sum;
+        lane_err[l] = c.err;
+      }
+    }
+    total = combine(total, {lane_sum[0], lane_err[0]});
+  }
+  return total;
+}
+
+/// The f32 terms e_j = softmax_exp_f32(x_j, m, τ) for j < n, by blocks of kSoftmaxBlock: a block
+/// whose every x_j < τ = softmax_live_from(m) is written as zeros without evaluating the
+/// exponential — the same bits, since softmax_exp_f32 gives +0 there. Such blocks are common:
+/// rows of widely spread logits are nearly one-hot (transformer_large's generated scores span
+/// ~2,000: 99.5% of their terms are 0), masked entries are −∞. The test runs on the f32 values
+/// (a compare the loop vectorises); a NaN x_j counts as live.
 inline constexpr std::int64_t kSoftmaxBlock = 32;
 
 [[gnu::always_inline]] inline void softmax_exps_f32(const float* x, std::int64_t sx, float m,
-                                                    double* e, std::int64_t n) {
+                                                    float* e, std::int64_t n) {
   const float live_from = softmax_live_from(m);
   for (std::int64_t b = 0; b < n; b += kSoftmaxBlock) {
     const std::int64_t end = std::min(n, b + kSoftmaxBlock);
@@ -402,7 +466,7 @@ inline constexpr std::int64_t kSoftmaxBlock = 32;
     if (live != 0) {
       for (std::int64_t j = b; j < end; ++j) e[j] = softmax_exp_f32(x[j * sx], m, live_from);
     } else {
-      for (std::int64_t j = b; j < end; ++j) e[j] = 0.0;
+      for (std::int64_t j = b; j < end; ++j) e[j] = 0.0f;
     }
   }
 }
@@ -411,12 +475,17 @@ inline constexpr std::int64_t kSoftmaxBlock = 32;
 /// vectorise; the operations and their order are the same for any strides.
 template <std::floating_point T>
 [[gnu::always_inline]] inline void softmax_row_strided(const T* x, std::int64_t sx, T* r,
-                                                       std::int64_t sr, std::int64_t n, double* e) {
+                                                       std::int64_t sr, std::int64_t n, T* e) {
   const T m = softmax_max(x, sx, n);
   if constexpr (std::is_same_v<T, float>) {
     softmax_exps_f32(x, sx, m, e, n);
-    const double inverse = 1.0 / softmax_sum<false>(e, n);
-    for (std::int64_t j = 0; j < n; ++j) r[j * sr] = static_cast<float>(e[j] * inverse);
+    // 1/Σ as inv + inv_lo, Σ = sum + err: inv = fl(1/sum), 1 − inv·Σ = fma(−inv, sum, 1) (exact)
+    // − inv·err, and 1/Σ = inv/(1 − δ) ≈ inv + inv·δ (the δ² left out is < 2^−46).
+    const CompensatedSum<float> sum = softmax_sum_f32(e, n);
+    const float inv = 1.0f / sum.sum;
+    const float delta = fused_multiply_add(-inv, sum.err, fused_multiply_add(-inv, sum.sum, 1.0f));
+    const float inv_lo = inv * delta;
+    for (std::int64_t j = 0; j < n; ++j) r[j * sr] = fused_multiply_add(e[j], inv, e[j] * inv_lo);
   } else {
     for (std::int64_t j = 0; j < n; ++j) {
       const double d = x[j * sx] - m;
@@ -424,7 +493,7 @@ template <std::floating_point T>
       if (v != 0.0) v += v * two_sum_error(x[j * sx], -m, d);  // d finite or NaN here
       e[j] = v;
     }
-    const double sum = softmax_sum<true>(e, n);
+    const double sum = softmax_sum(e, n);
     for (std::int64_t j = 0; j < n; ++j) r[j * sr] = e[j] / sum;
   }
 }
@@ -432,24 +501,25 @@ template <std::floating_point T>
 /// One softmax row: r[j·sr] = e^(x_j − m) / Σ_k e^(x_k − m), m = max_j x_j, for j < n (n ≥ 1).
 /// `scratch` is working memory (resized here; reuse it across rows).
 ///
-/// Both dtypes sum e^(x_j − m) in f64 and round each result once; the sum runs in
-/// kSoftmaxLanes lanes in a fixed order. The difference d = x_j − m is not rounded to T (that
-/// would cost |x_j − m|·2^−p relative: 60 f32 ulps on results near e^−80):
+/// Each dtype sums e^(x_j − m) in its own precision with the error of every addition carried,
+/// in lanes in a fixed order, and rounds each result once. The difference d = x_j − m is not
+/// rounded to T (that would cost |x_j − m|·2^−p relative: 60 f32 ulps on results near e^−80):
 ///   * f32 takes e^(x_j − m) from softmax_exp_f32 (in f32 lanes, d carried as d + err: ≤ 1.1 ulp),
-///     widens it to f64 and multiplies by 1/Σ (two f64 roundings, 2^−52, instead of one
-///     division: the f32 result has 29 bits to spare). Nothing branches, so all four loops
-///     vectorise. Each result is within 1.1 f32 ulp + n·2^−53 relative of the truth, rounded once:
-///     ≤ 1.6 ulp + n·2^−29 ulp.
+///     sums the terms in f32 as a pair sum + err (softmax_sum_f32: within ~2^−31 relative), forms
+///     1/Σ as a pair inv + inv_lo (within 2^−30) and each result as fma(e_j, inv, e_j·inv_lo):
+///     e_j·(1/Σ) rounded once. Nothing branches and nothing widens to f64, so all four loops
+///     vectorise in f32 lanes. Each result is within 1.1 f32 ulp of e_j's, plus 2^−30 relative,
+///     of the truth, rounded once: ≤ 1.6 ulp.
 ///   * f64 carries d as d + err (two_sum_error) and takes e^d·(1 + err) from std::exp (through
 ///     exp_fast_underflow: no errno path below −746, bitwise std::exp otherwise), whose
 ///     ≤ 0.5-ulp result a branch-free f64 exp (≤ 4.3 ulp) did not match; the sum is compensated
-///     (softmax_sum<true>) and the results divided, so the error grows neither with n nor with
-///     the spread of x. Its max and sum loops are the same as f32's; its exponential is libm's.
+///     (softmax_sum) and the results divided, so the error grows neither with n nor with the
+///     spread of x. Its exponential is libm's.
 /// A NaN anywhere, a +∞, or a row of −∞ gives NaN in the whole row (the limit is undefined); a
 /// −∞ entry among finite ones gives 0.
 template <std::floating_point T>
 void softmax_row(const T* x, std::int64_t sx, T* r, std::int64_t sr, std::int64_t n,
-                 std::vector<double>& scratch) {
+                 std::vector<T>& scratch) {
   scratch.resize(static_cast<std::size_t>(n));
   if (sx == 1 && sr == 1) {
     softmax_row_strided(x, 1, r, 1, n, scratch.data());

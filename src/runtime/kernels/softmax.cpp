@@ -6,10 +6,10 @@
 //
 //   m = max_j x_j;   e_j = exp(x_j − m);   s = Σ_j e_j;   result_j = e_j / s
 //
-// (the sum in eight lanes combined in a fixed tree).
+// (the sum in lanes combined in a fixed tree).
 //
 // Subtracting the maximum keeps exp from overflowing; it does not change the result. The row
-// itself is scalar_ops.h's softmax_row (f32 in f64 with a branch-free exp, f64 compensated),
+// itself is scalar_ops.h's softmax_row (each dtype in its own precision, the sum compensated),
 // shared with the fast kernel.
 #include <vector>
 
@@ -39,7 +39,7 @@ void softmax(const KernelCall& call) {
   const Range line_starts = Range::of_shape(x.window().with(axis, 1));
   const std::int64_t n = x.window(axis);
   if (n == 0) return;
-  std::vector<double> scratch;
+  std::vector<T> scratch;
   for (const Point& p : call.index.points()) {
     const T* xs = x.cell(p);
     T* rs = result.cell(p);

@@ -327,16 +327,6 @@ bool contract(const KernelCall& call, std::string_view lhs, std::string_view rhs
   }
 }
 
-bool has_half_float_port(const KernelCall& call) {
-  for (const auto& e : call.inputs.entries()) {
-    if (is_half_float(e.value.view.dtype())) return true;
-  }
-  for (const auto& e : call.outputs.entries()) {
-    if (is_half_float(e.value.view.dtype())) return true;
-  }
-  return false;
-}
-
 // The f32/f64 kernel; `widened` runs it on float32 copies of a 16-bit call (the fallback).
 void contraction_kernel(const KernelCall& call, std::string_view lhs, std::string_view rhs,
                         bool with_bias, const KernelFn& widened) {

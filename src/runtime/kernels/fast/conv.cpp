@@ -29,6 +29,12 @@
 // Before all this, a float32 call in the metakernel's own layout goes to oneDNN's convolution
 // primitive when it pays off (conv_onednn.h; set_conv_backend forces either way).
 //
+// conv2d and grouped_conv2d handle bf16/f16 ports themselves: under the same rule a call with
+// 16-bit x and w (and a 16-bit or float32 result) runs oneDNN's 16-bit convolution on the views,
+// accumulating in float32 and rounding the result once; where that does not apply — im2col
+// chosen, a box below the pay-off sizes, another layout, oneDNN without a 16-bit kernel on this
+// CPU — the call widens to float32 (executable_kernels.h) and takes the float32 path above.
+//
 // Everything else — other dtypes, cells that do not pair up, leading dims or sizes past BLAS's
 // 32-bit integers — runs the reference kernel. Results differ from the reference's ascending sum
 // by the dot-product bound of docs/runtime.md with K = c·kh·kw.
@@ -335,19 +341,34 @@ bool conv(const KernelCall& call, const Range& index, bool first) {
 
 namespace {
 
+using OperandsOf = std::optional<ConvOperands> (*)(const KernelCall&, const Range&);
+
+// Whether oneDNN's primitive is the backend for a call over `index` (set_conv_backend, else
+// the pay-off rule).
+bool onednn_backend(const Range& index, bool (*pays_off)(const Range&)) {
+  const ConvBackend backend = conv_backend();
+  return backend == ConvBackend::kOneDnn || (backend == ConvBackend::kAuto && pays_off(index));
+}
+
 // conv2d and grouped_conv2d: oneDNN's convolution where it pays off (or is forced), else the
-// plan above, else the reference kernel.
-void conv_kernel(const KernelCall& call, bool (*pays_off)(const Range&),
-                 std::optional<ConvOperands> (*operands_of)(const KernelCall&, const Range&)) {
+// plan above, else the reference kernel. `widened` runs a 16-bit call on float32 copies.
+void conv_kernel(const KernelCall& call, bool (*pays_off)(const Range&), OperandsOf operands_of,
+                 const KernelFn& widened) {
   const std::optional<DType> dtype = uniform_dtype(call);
   const bool ports = call.input_count("x") == 1 && call.input_count("w") == 1 &&
                      call.inputs.size() == 2 && call.outputs.size() == 1 &&
                      call.outputs.list("result").size() == 1;
+  const bool usable = ports && !call.index.is_empty();
   bool done = false;
-  if (dtype && ports && !call.index.is_empty()) {
-    const ConvBackend backend = conv_backend();
-    if (*dtype == DType::kFloat32 && (backend == ConvBackend::kOneDnn ||
-                                      (backend == ConvBackend::kAuto && pays_off(call.index)))) {
+  if (has_half_float_port(call)) {
+    // 16-bit: oneDNN's 16-bit convolution on the views, else float32 copies (the rest below).
+    if (usable && onednn_backend(call.index, pays_off)) {
+      const std::optional<ConvOperands> operands = operands_of(call, call.index);
+      done = operands && is_half_float(operands->problem.src) && onednn_conv(*operands);
+    }
+    if (!done) return widened(call);
+  } else if (dtype && usable) {
+    if (*dtype == DType::kFloat32 && onednn_backend(call.index, pays_off)) {
       const std::optional<ConvOperands> operands = operands_of(call, call.index);
       done = operands && onednn_conv(*operands);
     }
@@ -364,23 +385,24 @@ void conv_kernel(const KernelCall& call, bool (*pays_off)(const Range&),
 }  // namespace
 
 void conv2d_kernel(const KernelCall& call) {
-  conv_kernel(call, &onednn_conv_pays_off,
-              static_cast<std::optional<ConvOperands> (*)(const KernelCall&, const Range&)>(
-                  &onednn_conv_operands));
+  static const KernelFn widened = widen_half_floats(&conv2d_kernel);
+  conv_kernel(call, &onednn_conv_pays_off, static_cast<OperandsOf>(&onednn_conv_operands), widened);
 }
 
-// grouped_conv2d: oneDNN's grouped convolution for float32 boxes of whole groups (depthwise is
+// grouped_conv2d: oneDNN's grouped convolution for boxes of whole groups (depthwise is
 // groups = c), else the plan above — its affine reading puts the group dim (it moves x, w and
 // the result) among the batch loops: one im2col + GEMM per group.
 void grouped_conv2d_kernel(const KernelCall& call) {
-  conv_kernel(call, &onednn_grouped_conv_pays_off, &onednn_grouped_conv_operands);
+  static const KernelFn widened = widen_half_floats(&grouped_conv2d_kernel);
+  conv_kernel(call, &onednn_grouped_conv_pays_off, &onednn_grouped_conv_operands, widened);
 }
 
 }  // namespace
 
 void register_fast_conv(ExecutableKernels& registry) {
-  registry.add("conv2d", &conv2d_kernel);
-  registry.add("grouped_conv2d", &grouped_conv2d_kernel);
+  // Native: a 16-bit conv2d runs oneDNN's 16-bit convolution where the CPU has it, else widens.
+  registry.add_native("conv2d", &conv2d_kernel);
+  registry.add_native("grouped_conv2d", &grouped_conv2d_kernel);
   // conv3d: im2col + GEMM over (c, kd, kh, kw) windows (its rank-6 index is no oneDNN conv2d
   // problem); dilated_conv2d/3d: the filter taps are reduction index dims, which the plan's
   // affine reading puts into K like c.

@@ -1,6 +1,7 @@
 // conv2d through oneDNN's convolution primitive (conv_onednn.h).
 #include "conv_onednn.h"
 
+#include <atomic>
 #include <cstring>
 #include <string_view>
 #include <unordered_map>
@@ -10,6 +11,7 @@
 
 #include "../scalar_ops.h"
 #include "fast_support.h"
+#include "half_gemm.h"
 #include "tapestry/runtime/kernel_path.h"
 #include "tapestry/support/error.h"
 
@@ -19,6 +21,8 @@ namespace {
 
 using dnnl::memory;
 namespace scalar = kernels::scalar;
+
+std::atomic<std::uint64_t> half_runs{0};
 
 // The conv2d metakernel's IPF rows over [n, o, oh, ow, c] (kernels/conv.yaml); x's spatial
 // rows carry the stride.
@@ -43,6 +47,8 @@ struct ProblemHash {
     auto mix = [&](std::int64_t v) { h = h * 1000003U ^ static_cast<std::size_t>(v); };
     for (std::int64_t v : {p.n, p.c, p.ih, p.iw, p.o, p.kh, p.kw, p.oh, p.ow, p.stride, p.groups})
       mix(v);
+    mix(static_cast<std::int64_t>(p.src));
+    mix(static_cast<std::int64_t>(p.dst));
     for (const auto* s : {&p.x_strides, &p.w_strides, &p.r_strides, &p.residual_strides}) {
       for (std::int64_t v : *s) mix(v);
     }
@@ -74,8 +80,9 @@ ConvCache& conv_cache() {
   return cache;
 }
 
-memory::desc strided_desc(const memory::dims& dims, const std::array<std::int64_t, 4>& strides) {
-  return {dims, memory::data_type::f32, memory::dims(strides.begin(), strides.end())};
+memory::desc strided_desc(const memory::dims& dims, const std::array<std::int64_t, 4>& strides,
+                          DType dtype) {
+  return {dims, onednn_type(dtype), memory::dims(strides.begin(), strides.end())};
 }
 
 bool is_reference_impl(const dnnl::convolution_forward::primitive_desc& pd) {
@@ -88,19 +95,19 @@ bool is_reference_impl(const dnnl::convolution_forward::primitive_desc& pd) {
 std::optional<ConvPrimitive> make_primitive(const ConvCache& cache, const ConvProblem& p,
                                             bool blocked) {
   ConvPrimitive made;
-  made.x = strided_desc({p.n, p.c, p.ih, p.iw}, p.x_strides);
+  made.x = strided_desc({p.n, p.c, p.ih, p.iw}, p.x_strides, p.src);
   if (p.groups == 1) {
-    made.w = strided_desc({p.o, p.c, p.kh, p.kw}, p.w_strides);
+    made.w = strided_desc({p.o, p.c, p.kh, p.kw}, p.w_strides, p.src);
   } else {  // oneDNN's grouped weights: [g, o / g, c / g, kh, kw]
     const std::int64_t og = p.o / p.groups;
     made.w = memory::desc(
-        {p.groups, og, p.c / p.groups, p.kh, p.kw}, memory::data_type::f32,
+        {p.groups, og, p.c / p.groups, p.kh, p.kw}, onednn_type(p.src),
         {og * p.w_strides[0], p.w_strides[0], p.w_strides[1], p.w_strides[2], p.w_strides[3]});
   }
-  made.r = strided_desc({p.n, p.o, p.oh, p.ow}, p.r_strides);
+  made.r = strided_desc({p.n, p.o, p.oh, p.ow}, p.r_strides, p.dst);
   made.blocked = blocked;
   const auto layout = [&](const memory::desc& d) {
-    return blocked ? memory::desc(d.dims(), memory::data_type::f32, memory::format_tag::any) : d;
+    return blocked ? memory::desc(d.dims(), d.data_type(), memory::format_tag::any) : d;
   };
   const dnnl::convolution_forward::desc desc(
       dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, layout(made.x),
@@ -129,7 +136,7 @@ std::optional<ConvPrimitive> make_primitive(const ConvCache& cache, const ConvPr
     made.w_in = reorder(made.w, pd.weights_desc());
     made.r_out = reorder(pd.dst_desc(), made.r);
     if (p.residual) {
-      made.residual = strided_desc({p.n, p.o, p.oh, p.ow}, p.residual_strides);
+      made.residual = strided_desc({p.n, p.o, p.oh, p.ow}, p.residual_strides, p.dst);
       made.residual_in = reorder(made.residual, pd.dst_desc());
     }
   }
@@ -161,29 +168,55 @@ std::optional<ConvPrimitive>& primitive(ConvCache& cache, const ConvProblem& p) 
 }
 
 // dst = dst + residual, then relu when asked: the unfused add and relu kernels' operations, in
-// their order, one pass over dst (the inner loop vectorises at unit strides).
+// their order, one pass over dst (the inner loop vectorises at unit strides). A 16-bit dst holds
+// the conv's rounded result, as the unfused conv2d stores it; the sum is rounded once more, as
+// the unfused add stores it (relu is exact).
+template <typename R>
 void residual_epilogue(const ConvOperands& ops) {
   const ConvProblem& p = ops.problem;
   const auto& rs = p.r_strides;
   const auto& ss = p.residual_strides;
+  const auto* residual = static_cast<const R*>(ops.residual);
+  auto* result = static_cast<R*>(ops.r);
   for (std::int64_t a = 0; a < p.n; ++a) {
     for (std::int64_t b = 0; b < p.o; ++b) {
       for (std::int64_t y = 0; y < p.oh; ++y) {
-        const float* from = ops.residual + a * ss[0] + b * ss[1] + y * ss[2];
-        float* to = ops.r + a * rs[0] + b * rs[1] + y * rs[2];
-        if (rs[3] == 1 && ss[3] == 1) {
-          for (std::int64_t x = 0; x < p.ow; ++x) to[x] = scalar::Add{}(to[x], from[x]);
-          if (p.relu) {
-            for (std::int64_t x = 0; x < p.ow; ++x) to[x] = scalar::Relu{}(to[x]);
+        const R* from = residual + a * ss[0] + b * ss[1] + y * ss[2];
+        R* to = result + a * rs[0] + b * rs[1] + y * rs[2];
+        if constexpr (std::is_same_v<R, float>) {
+          if (rs[3] == 1 && ss[3] == 1) {
+            for (std::int64_t x = 0; x < p.ow; ++x) to[x] = scalar::Add{}(to[x], from[x]);
+            if (p.relu) {
+              for (std::int64_t x = 0; x < p.ow; ++x) to[x] = scalar::Relu{}(to[x]);
+            }
+            continue;
           }
-          continue;
         }
         for (std::int64_t x = 0; x < p.ow; ++x) {
-          const float sum = scalar::Add{}(to[x * rs[3]], from[x * ss[3]]);
-          to[x * rs[3]] = p.relu ? scalar::Relu{}(sum) : sum;
+          const R sum = narrow_float<R>(scalar::Add{}(static_cast<float>(to[x * rs[3]]),
+                                                      static_cast<float>(from[x * ss[3]])));
+          to[x * rs[3]] = p.relu ? narrow_float<R>(scalar::Relu{}(static_cast<float>(sum))) : sum;
         }
       }
     }
+  }
+}
+
+// The element at `index`'s first point of a port whose view holds `dtype` (float32 or 16-bit).
+template <typename Port>
+auto base_of(const Port& port, const Range& index) {
+  constexpr bool kOutput = std::is_same_v<Port, OutputPort>;
+  using Void = std::conditional_t<kOutput, void, const void>;
+  const auto base = [&]<typename T>() -> Void* {
+    return strided<std::conditional_t<kOutput, T, const T>>(port, index).base;
+  };
+  switch (port.view.dtype()) {
+    case DType::kBFloat16:
+      return base.template operator()<BFloat16>();
+    case DType::kFloat16:
+      return base.template operator()<Float16>();
+    default:
+      return base.template operator()<float>();
   }
 }
 
@@ -201,9 +234,19 @@ void finish_operands(ConvOperands& ops, const InputPort& x, const InputPort& w, 
   p.x_strides = view_strides(x.view);
   p.w_strides = view_strides(w.view);
   p.r_strides = view_strides(r.view);
-  ops.x = strided<const float>(x, index).base;
-  ops.w = strided<const float>(w, index).base;
-  ops.r = strided<float>(r, index).base;
+  p.src = x.view.dtype();
+  p.dst = r.view.dtype();
+  ops.x = base_of(x, index);
+  ops.w = base_of(w, index);
+  ops.r = base_of(r, index);
+}
+
+// The storage dtypes onednn_conv takes: x and w float32, bfloat16 or float16 alike; the result
+// theirs, or float32 for 16-bit ones.
+bool conv_dtypes(const InputPort& x, const InputPort& w, const OutputPort& r) {
+  const DType src = x.view.dtype(), dst = r.view.dtype();
+  return (src == DType::kFloat32 || is_half_float(src)) && w.view.dtype() == src &&
+         (dst == src || dst == DType::kFloat32);
 }
 
 }  // namespace
@@ -216,7 +259,7 @@ std::optional<ConvOperands> onednn_conv_operands(const InputPort& x, const Input
                                                  const OutputPort& r, const Range& index) {
   const Point& window = x.ipf->shape();
   if (index.rank() != 5 || index.is_empty() || window.rank() != 4 || window != w.ipf->shape() ||
-      window[0] != 1 || window[1] != 1 || !has_unit_cells(*r.ipf)) {
+      window[0] != 1 || window[1] != 1 || !has_unit_cells(*r.ipf) || !conv_dtypes(x, w, r)) {
     return std::nullopt;
   }
   const std::int64_t s = x.ipf->map().at(2, 2);
@@ -240,10 +283,12 @@ std::optional<ConvOperands> onednn_conv_operands(const InputPort& x, const Input
   return ops;
 }
 
-void add_residual(ConvOperands& ops, const InputPort& port, const Range& index) {
+bool add_residual(ConvOperands& ops, const InputPort& port, const Range& index) {
+  if (port.view.dtype() != ops.problem.dst) return false;
   ops.problem.residual = true;
   ops.problem.residual_strides = view_strides(port.view);
-  ops.residual = strided<const float>(port, index).base;
+  ops.residual = base_of(port, index);
+  return true;
 }
 
 std::optional<ConvOperands> onednn_grouped_conv_operands(const KernelCall& call,
@@ -253,7 +298,7 @@ std::optional<ConvOperands> onednn_grouped_conv_operands(const KernelCall& call,
   const OutputPort& r = call.output("result");
   const Point& window = x.ipf->shape();
   if (index.rank() != 6 || index.is_empty() || window.rank() != 4 || window != w.ipf->shape() ||
-      window[0] != 1 || window[1] != 1 || !has_unit_cells(*r.ipf)) {
+      window[0] != 1 || window[1] != 1 || !has_unit_cells(*r.ipf) || !conv_dtypes(x, w, r)) {
     return std::nullopt;
   }
   const zspace::AffineMap& xm = x.ipf->map();
@@ -308,13 +353,13 @@ bool onednn_conv(const ConvOperands& ops) {
   std::optional<ConvPrimitive>& p = primitive(cache, ops.problem);
   if (!p) return false;
   // oneDNN takes non-const handles; it only reads src and the filters.
-  memory x(p->x, cache.engine, const_cast<float*>(ops.x));
-  memory w(p->w, cache.engine, const_cast<float*>(ops.w));
+  memory x(p->x, cache.engine, const_cast<void*>(ops.x));
+  memory w(p->w, cache.engine, const_cast<void*>(ops.w));
   memory r(p->r, cache.engine, ops.r);
   try {
     if (p->blocked) {
       if (ops.problem.residual) {
-        memory residual(p->residual, cache.engine, const_cast<float*>(ops.residual));
+        memory residual(p->residual, cache.engine, const_cast<void*>(ops.residual));
         p->residual_in.execute(cache.stream, residual, p->r_blk);
       }
       p->x_in.execute(cache.stream, x, p->x_blk);
@@ -327,15 +372,36 @@ bool onednn_conv(const ConvOperands& ops) {
       p->conv.execute(cache.stream, {{DNNL_ARG_SRC, x}, {DNNL_ARG_WEIGHTS, w}, {DNNL_ARG_DST, r}});
     }
     cache.stream.wait();
-    if (p->loop_epilogue) residual_epilogue(ops);
+    if (p->loop_epilogue) {
+      switch (ops.problem.dst) {
+        case DType::kBFloat16:
+          residual_epilogue<BFloat16>(ops);
+          break;
+        case DType::kFloat16:
+          residual_epilogue<Float16>(ops);
+          break;
+        default:
+          residual_epilogue<float>(ops);
+      }
+    }
   } catch (const dnnl::error& e) {
     const ConvProblem& q = ops.problem;
     throw Error(fmt::format(
-        "oneDNN convolution failed: {} for n {} c {} {}×{} o {} {}×{} stride {} groups {}",
-        e.what(), q.n, q.c, q.ih, q.iw, q.o, q.kh, q.kw, q.stride, q.groups));
+        "oneDNN convolution failed: {} for n {} c {} {}×{} o {} {}×{} stride {} groups {} "
+        "dtype {}",
+        e.what(), q.n, q.c, q.ih, q.iw, q.o, q.kh, q.kw, q.stride, q.groups,
+        ir::dtype_name(q.src)));
   }
   count_onednn_conv();
+  if (is_half_float(ops.problem.src)) {
+    count_half_native();
+    half_runs.fetch_add(1, std::memory_order_relaxed);
+  }
   return true;
+}
+
+std::uint64_t half_conv_runs() {
+  return half_runs.load(std::memory_order_relaxed);
 }
 
 }  // namespace tapestry::runtime::fast

@@ -6,6 +6,13 @@
 // one of the vectorised loops of elementwise_ops.h, applying the formulas of ../scalar_ops.h
 // (the reference kernels' own). Only integer division and pow (an Error on a zero divisor or a
 // negative exponent), mixed dtypes and cells wider than one element go to the reference kernel.
+//
+// bf16/f16: the unary and binary maps (bias_add and the masks included) and the layout copies
+// take 16-bit ports themselves. A map widens each cell in a register, applies the float32
+// functor and rounds once into the result (elementwise_ops.h, unary_run_half): bitwise the
+// float32 kernel on widened copies, which is what ran before, without the float32 blocks. A copy
+// moves the 16-bit cells as they are (the widening round trip was exact, except that it quieted
+// a signalling NaN). Anything else widens (executable_kernels.h).
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -57,6 +64,18 @@ void unary_kernel(const KernelCall& call) {
   const OutputPort* r = sole_unit_port(call.outputs, kResult);
   const std::optional<DType> dtype = fast_dtype(call, 1, Op::kFloatOnly);
   if (x == nullptr || r == nullptr || !dtype) return run_reference(call);
+  if (is_half_float(*dtype)) {
+    visit_half_float(*dtype, [&]<typename H>() {
+      const Strided<const H> xs = strided<const H>(*x, call.index);
+      const Strided<H> rs = strided<H>(*r, call.index);
+      for_each_run(make_nest<2>(call.index, {&xs.coef, &rs.coef}),
+                   [&](const auto& at, std::int64_t n, const auto& step) {
+                     unary_run_half<Op>(xs.base + at[0], step[0], rs.base + at[1], step[1], n);
+                   });
+    });
+    count_half_native();
+    return count_fast();
+  }
   visit_dtype(*dtype, [&]<typename T>() {
     if constexpr (kernels::kIsFloat<T> || !Op::kFloatOnly) {
       const Strided<const T> xs = strided<const T>(*x, call.index);
@@ -82,6 +101,20 @@ void binary_map(const KernelCall& call, std::string_view lhs, std::string_view r
   const OutputPort* r = sole_unit_port(call.outputs, kResult);
   const std::optional<DType> dtype = fast_dtype(call, 2, kIsDiv<Op>);
   if (a == nullptr || b == nullptr || r == nullptr || !dtype) return run_reference(call);
+  if (is_half_float(*dtype)) {
+    visit_half_float(*dtype, [&]<typename H>() {
+      const Strided<const H> as = strided<const H>(*a, call.index);
+      const Strided<const H> bs = strided<const H>(*b, call.index);
+      const Strided<H> rs = strided<H>(*r, call.index);
+      for_each_run(make_nest<3>(call.index, {&as.coef, &bs.coef, &rs.coef}),
+                   [&](const auto& at, std::int64_t n, const auto& step) {
+                     binary_run_half<Op>(as.base + at[0], step[0], bs.base + at[1], step[1],
+                                         rs.base + at[2], step[2], n);
+                   });
+    });
+    count_half_native();
+    return count_fast();
+  }
   visit_dtype(*dtype, [&]<typename T>() {
     if constexpr (kernels::kIsFloat<T> || !kIsDiv<Op>) {
       const Strided<const T> as = strided<const T>(*a, call.index);
@@ -199,7 +232,7 @@ void copy_kernel(const KernelCall& call) {
   const OutputPort* r = sole_unit_port(call.outputs, kResult);
   const std::optional<DType> dtype = fast_dtype(call, 1, false);
   if (x == nullptr || r == nullptr || !dtype) return run_reference(call);
-  visit_dtype(*dtype, [&]<typename T>() {
+  visit_storage_dtype(*dtype, [&]<typename T>() {
     const Strided<const T> xs = strided<const T>(*x, call.index);
     const Strided<T> rs = strided<T>(*r, call.index);
     Nest<2> nest = make_nest<2>(call.index, {&xs.coef, &rs.coef});
@@ -214,6 +247,7 @@ void copy_kernel(const KernelCall& call) {
       }
     });
   });
+  if (is_half_float(*dtype)) count_half_native();
   count_fast();
 }
 
@@ -298,39 +332,41 @@ void pad_kernel(const KernelCall& call) {
 }  // namespace
 
 void register_fast_elementwise(ExecutableKernels& registry) {
-  registry.add("relu", &unary_kernel<scalar::Relu>);
-  registry.add("neg", &unary_kernel<scalar::Neg>);
-  registry.add("exp", &unary_kernel<scalar::Exp>);
-  registry.add("tanh", &unary_kernel<scalar::Tanh>);
-  registry.add("sigmoid", &unary_kernel<scalar::Sigmoid>);
-  registry.add("gelu", &unary_kernel<scalar::Gelu>);
-  registry.add("sqrt", &unary_kernel<scalar::Sqrt>);
-  registry.add("log", &unary_kernel<scalar::Log>);
-  registry.add("floor", &unary_kernel<scalar::Floor>);
-  registry.add("ceil", &unary_kernel<scalar::Ceil>);
-  registry.add("round", &unary_kernel<scalar::RoundHalfEven>);
-  registry.add("add", &binary_kernel<scalar::Add>);
-  registry.add("sub", &binary_kernel<scalar::Sub>);
-  registry.add("mul", &binary_kernel<scalar::Mul>);
-  registry.add("div", &binary_kernel<scalar::Div>);
-  registry.add("maximum", &binary_kernel<scalar::Maximum>);
-  registry.add("pow", &binary_kernel<scalar::Pow>);
-  registry.add("bias_add", &bias_add_kernel);
+  // Native: the maps and copies take bf16/f16 ports themselves (file comment); where, pad and
+  // the calls they refuse widen.
+  registry.add_native("relu", &unary_kernel<scalar::Relu>);
+  registry.add_native("neg", &unary_kernel<scalar::Neg>);
+  registry.add_native("exp", &unary_kernel<scalar::Exp>);
+  registry.add_native("tanh", &unary_kernel<scalar::Tanh>);
+  registry.add_native("sigmoid", &unary_kernel<scalar::Sigmoid>);
+  registry.add_native("gelu", &unary_kernel<scalar::Gelu>);
+  registry.add_native("sqrt", &unary_kernel<scalar::Sqrt>);
+  registry.add_native("log", &unary_kernel<scalar::Log>);
+  registry.add_native("floor", &unary_kernel<scalar::Floor>);
+  registry.add_native("ceil", &unary_kernel<scalar::Ceil>);
+  registry.add_native("round", &unary_kernel<scalar::RoundHalfEven>);
+  registry.add_native("add", &binary_kernel<scalar::Add>);
+  registry.add_native("sub", &binary_kernel<scalar::Sub>);
+  registry.add_native("mul", &binary_kernel<scalar::Mul>);
+  registry.add_native("div", &binary_kernel<scalar::Div>);
+  registry.add_native("maximum", &binary_kernel<scalar::Maximum>);
+  registry.add_native("pow", &binary_kernel<scalar::Pow>);
+  registry.add_native("bias_add", &bias_add_kernel);
   // Masks (kernels/masks.yaml): the binary and unary maps' loops over scalar_ops.h's selects.
-  registry.add("equal", &binary_kernel<scalar::Equal>);
-  registry.add("less", &binary_kernel<scalar::Less>);
-  registry.add("less_equal", &binary_kernel<scalar::LessEqual>);
-  registry.add("greater", &binary_kernel<scalar::Greater>);
-  registry.add("greater_equal", &binary_kernel<scalar::GreaterEqual>);
-  registry.add("logical_and", &binary_kernel<scalar::LogicalAnd>);
-  registry.add("logical_or", &binary_kernel<scalar::LogicalOr>);
-  registry.add("logical_xor", &binary_kernel<scalar::LogicalXor>);
-  registry.add("logical_not", &unary_kernel<scalar::LogicalNot>);
+  registry.add_native("equal", &binary_kernel<scalar::Equal>);
+  registry.add_native("less", &binary_kernel<scalar::Less>);
+  registry.add_native("less_equal", &binary_kernel<scalar::LessEqual>);
+  registry.add_native("greater", &binary_kernel<scalar::Greater>);
+  registry.add_native("greater_equal", &binary_kernel<scalar::GreaterEqual>);
+  registry.add_native("logical_and", &binary_kernel<scalar::LogicalAnd>);
+  registry.add_native("logical_or", &binary_kernel<scalar::LogicalOr>);
+  registry.add_native("logical_xor", &binary_kernel<scalar::LogicalXor>);
+  registry.add_native("logical_not", &unary_kernel<scalar::LogicalNot>);
   registry.add("where", &where_kernel);
-  registry.add("transpose", &copy_kernel);
-  registry.add("permute", &copy_kernel);
-  registry.add("reshape", &copy_kernel);
-  registry.add("slice", &copy_kernel);
+  registry.add_native("transpose", &copy_kernel);
+  registry.add_native("permute", &copy_kernel);
+  registry.add_native("reshape", &copy_kernel);
+  registry.add_native("slice", &copy_kernel);
   registry.add("pad", &pad_kernel);
   registry.add("pad2d", &pad_kernel);  // pad with an amount per side: the same row loop
   registry.add("pad3d", &pad_kernel);

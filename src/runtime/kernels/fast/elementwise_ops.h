@@ -93,6 +93,47 @@ void unary_in_place(UnaryOp op, T* p, std::int64_t s, std::int64_t n) {
   }
 }
 
+// ---- 16-bit cells ----------------------------------------------------------------------------
+// bfloat16 and float16 (docs/runtime.md, "bfloat16 and float16"): the float32 functor on each
+// cell widened in a register, the result rounded once to nearest even into its 16-bit cell —
+// bit for bit what the float32 kernel computes on widened copies, with no float32 block.
+
+/// Calls fn.template operator()<H>() with H the storage type of a 16-bit float dtype.
+template <typename Fn>
+void visit_half_float(DType dtype, Fn&& fn) {
+  if (dtype == DType::kBFloat16) {
+    fn.template operator()<BFloat16>();
+  } else {
+    fn.template operator()<Float16>();
+  }
+}
+
+/// r[i·sr] = round(op(widen(x[i·sx]))) for i < n (x and r distinct or equal).
+template <typename Op, typename H>
+void unary_run_half(const H* x, std::int64_t sx, H* r, std::int64_t sr, std::int64_t n) {
+  if constexpr (kHasClones<Op>) {
+    if (sx == 1 && sr == 1) return unary_dense_half<Op>(x, r, n);
+  }
+  const Op op;
+  for (std::int64_t i = 0; i < n; ++i) r[i * sr] = narrow_float<H>(op(to_float(x[i * sx])));
+}
+
+/// r[i·sr] = round(op(widen(a[i·sa]), widen(b[i·sb]))); dense and broadcast runs of the
+/// arithmetic maps go to elementwise_vector.h's clones.
+template <typename Op, typename H>
+void binary_run_half(const H* a, std::int64_t sa, const H* b, std::int64_t sb, H* r,
+                     std::int64_t sr, std::int64_t n) {
+  if constexpr (kHasBinaryClones<Op>) {
+    if (sr == 1 && (sa == 0 || sa == 1) && (sb == 0 || sb == 1)) {
+      return binary_dense_half<Op>(a, sa, b, sb, r, n);
+    }
+  }
+  const Op op;
+  for (std::int64_t i = 0; i < n; ++i) {
+    r[i * sr] = narrow_float<H>(op(to_float(a[i * sa]), to_float(b[i * sb])));
+  }
+}
+
 // ---- binary -----------------------------------------------------------------------------------
 
 /// r[i·sr] = op(a[i·sa], b[i·sb]); the dense and the broadcast-scalar cases vectorise.

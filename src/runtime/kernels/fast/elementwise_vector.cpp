@@ -129,16 +129,74 @@ void in_place_baseline(T* p, std::int64_t n) {
   map_in_place_loop<Op>(p, n);
 }
 
+// 16-bit cells: widened, computed and rounded in registers (no restrict: x may be r).
+template <typename Op, typename H>
+[[gnu::always_inline]] inline void map_half_loop(const H* x, H* r, std::int64_t n) {
+  const Op op;
+  for (std::int64_t i = 0; i < n; ++i) r[i] = narrow_float<H>(op(to_float(x[i])));
+}
+
+template <typename Op, typename H>
+[[gnu::always_inline]] inline void binary_half_loop(const H* __restrict a, std::int64_t sa,
+                                                    const H* __restrict b, std::int64_t sb,
+                                                    H* __restrict r, std::int64_t n) {
+  const Op op;
+  if (sa == 1 && sb == 1) {
+    for (std::int64_t i = 0; i < n; ++i) r[i] = narrow_float<H>(op(to_float(a[i]), to_float(b[i])));
+  } else if (sa == 1) {
+    const float bv = to_float(*b);
+    for (std::int64_t i = 0; i < n; ++i) r[i] = narrow_float<H>(op(to_float(a[i]), bv));
+  } else if (sb == 1) {
+    const float av = to_float(*a);
+    for (std::int64_t i = 0; i < n; ++i) r[i] = narrow_float<H>(op(av, to_float(b[i])));
+  } else {
+    const H v = narrow_float<H>(op(to_float(*a), to_float(*b)));
+    for (std::int64_t i = 0; i < n; ++i) r[i] = v;
+  }
+}
+
+template <typename Op, typename H>
+[[TAPESTRY_AVX512]] void map_half_avx512(const H* x, H* r, std::int64_t n) {
+  if (x == r) return map_half_loop<Op>(r, r, n);  // the loop versions on overlap otherwise
+  map_half_loop<Op>(x, r, n);
+}
+template <typename Op, typename H>
+[[TAPESTRY_AVX2]] void map_half_avx2(const H* x, H* r, std::int64_t n) {
+  if (x == r) return map_half_loop<Op>(r, r, n);
+  map_half_loop<Op>(x, r, n);
+}
+template <typename Op, typename H>
+void map_half_baseline(const H* x, H* r, std::int64_t n) {
+  if (x == r) return map_half_loop<Op>(r, r, n);
+  map_half_loop<Op>(x, r, n);
+}
+
+template <typename Op, typename H>
+[[TAPESTRY_AVX512]] void binary_half_avx512(const H* a, std::int64_t sa, const H* b,
+                                            std::int64_t sb, H* r, std::int64_t n) {
+  binary_half_loop<Op>(a, sa, b, sb, r, n);
+}
+template <typename Op, typename H>
+[[TAPESTRY_AVX2]] void binary_half_avx2(const H* a, std::int64_t sa, const H* b, std::int64_t sb,
+                                        H* r, std::int64_t n) {
+  binary_half_loop<Op>(a, sa, b, sb, r, n);
+}
+template <typename Op, typename H>
+void binary_half_baseline(const H* a, std::int64_t sa, const H* b, std::int64_t sb, H* r,
+                          std::int64_t n) {
+  binary_half_loop<Op>(a, sa, b, sb, r, n);
+}
+
 template <typename T>
-[[TAPESTRY_AVX512]] void softmax_avx512(const T* x, T* r, std::int64_t n, double* e) {
+[[TAPESTRY_AVX512]] void softmax_avx512(const T* x, T* r, std::int64_t n, T* e) {
   scalar::softmax_row_strided(x, std::int64_t{1}, r, std::int64_t{1}, n, e);
 }
 template <typename T>
-[[TAPESTRY_AVX2]] void softmax_avx2(const T* x, T* r, std::int64_t n, double* e) {
+[[TAPESTRY_AVX2]] void softmax_avx2(const T* x, T* r, std::int64_t n, T* e) {
   scalar::softmax_row_strided(x, std::int64_t{1}, r, std::int64_t{1}, n, e);
 }
 template <typename T>
-void softmax_baseline(const T* x, T* r, std::int64_t n, double* e) {
+void softmax_baseline(const T* x, T* r, std::int64_t n, T* e) {
   scalar::softmax_row_strided(x, std::int64_t{1}, r, std::int64_t{1}, n, e);
 }
 
@@ -165,9 +223,25 @@ void unary_dense_in_place(T* p, std::int64_t n) {
   kClones[static_cast<std::size_t>(vector_isa())](p, n);
 }
 
+template <typename Op, typename H>
+void unary_dense_half(const H* x, H* r, std::int64_t n) {
+  static constexpr Clones<void(const H*, H*, std::int64_t)> kClones = {
+      &map_half_baseline<Op, H>, &map_half_avx2<Op, H>, &map_half_avx512<Op, H>};
+  kClones[static_cast<std::size_t>(vector_isa())](x, r, n);
+}
+
+template <typename Op, typename H>
+void binary_dense_half(const H* a, std::int64_t sa, const H* b, std::int64_t sb, H* r,
+                       std::int64_t n) {
+  static constexpr Clones<void(const H*, std::int64_t, const H*, std::int64_t, H*, std::int64_t)>
+      kClones = {&binary_half_baseline<Op, H>, &binary_half_avx2<Op, H>,
+                 &binary_half_avx512<Op, H>};
+  kClones[static_cast<std::size_t>(vector_isa())](a, sa, b, sb, r, n);
+}
+
 template <typename T>
-void softmax_row_dense(const T* x, T* r, std::int64_t n, std::vector<double>& scratch) {
-  static constexpr Clones<void(const T*, T*, std::int64_t, double*)> kClones = {
+void softmax_row_dense(const T* x, T* r, std::int64_t n, std::vector<T>& scratch) {
+  static constexpr Clones<void(const T*, T*, std::int64_t, T*)> kClones = {
       &softmax_baseline<T>, &softmax_avx2<T>, &softmax_avx512<T>};
   scratch.resize(static_cast<std::size_t>(n));
   kClones[static_cast<std::size_t>(vector_isa())](x, r, n, scratch.data());
@@ -194,7 +268,32 @@ TAPESTRY_UNARY_FLOAT(Sqrt)
 #undef TAPESTRY_UNARY_FLOAT
 #undef TAPESTRY_UNARY
 
-template void softmax_row_dense<float>(const float*, float*, std::int64_t, std::vector<double>&);
+#define TAPESTRY_HALF(Op)                                                                         \
+  template void unary_dense_half<scalar::Op, BFloat16>(const BFloat16*, BFloat16*, std::int64_t); \
+  template void unary_dense_half<scalar::Op, Float16>(const Float16*, Float16*, std::int64_t);
+TAPESTRY_HALF(Relu)
+TAPESTRY_HALF(Neg)
+TAPESTRY_HALF(Exp)
+TAPESTRY_HALF(Tanh)
+TAPESTRY_HALF(Sigmoid)
+TAPESTRY_HALF(Gelu)
+TAPESTRY_HALF(Sqrt)
+#undef TAPESTRY_HALF
+
+#define TAPESTRY_BINARY_HALF(Op, H)                                                              \
+  template void binary_dense_half<scalar::Op, H>(const H*, std::int64_t, const H*, std::int64_t, \
+                                                 H*, std::int64_t);
+#define TAPESTRY_BINARY_HALVES(Op) \
+  TAPESTRY_BINARY_HALF(Op, BFloat16) TAPESTRY_BINARY_HALF(Op, Float16)
+TAPESTRY_BINARY_HALVES(Add)
+TAPESTRY_BINARY_HALVES(Sub)
+TAPESTRY_BINARY_HALVES(Mul)
+TAPESTRY_BINARY_HALVES(Div)
+TAPESTRY_BINARY_HALVES(Maximum)
+#undef TAPESTRY_BINARY_HALVES
+#undef TAPESTRY_BINARY_HALF
+
+template void softmax_row_dense<float>(const float*, float*, std::int64_t, std::vector<float>&);
 template void softmax_row_dense<double>(const double*, double*, std::int64_t, std::vector<double>&);
 
 }  // namespace tapestry::runtime::fast

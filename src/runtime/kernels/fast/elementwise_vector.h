@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "../scalar_ops.h"
+#include "tapestry/runtime/element.h"
 
 namespace tapestry::runtime::fast {
 
@@ -66,8 +67,29 @@ void unary_dense(const T* x, T* r, std::int64_t n);
 template <typename Op, typename T>
 void unary_dense_in_place(T* p, std::int64_t n);
 
+/// 16-bit cells (H BFloat16 or Float16): r[i] = round(Op{}(widen(x[i]))) for i < n — each cell
+/// widened in a register, the float32 functor (the float32 kernel's, bit for bit), one rounding
+/// to nearest even (element.h, narrow_float) — with x == r allowed. For kHasClones<Op>.
+///   unary_dense_half<scalar::Gelu>(x, r, n);   // bf16 gelu: 16 f32 lanes a step on AVX-512
+template <typename Op, typename H>
+void unary_dense_half(const H* x, H* r, std::int64_t n);
+
+/// Whether binary_dense_half is instantiated for Op (the arithmetic maps; the masks' selects and
+/// pow run elementwise_ops.h's plain loop).
+template <typename Op>
+inline constexpr bool kHasBinaryClones =
+    std::is_same_v<Op, kernels::scalar::Add> || std::is_same_v<Op, kernels::scalar::Sub> ||
+    std::is_same_v<Op, kernels::scalar::Mul> || std::is_same_v<Op, kernels::scalar::Div> ||
+    std::is_same_v<Op, kernels::scalar::Maximum>;
+
+/// 16-bit cells: r[i] = round(Op{}(widen(a[i·sa]), widen(b[i·sb]))) for i < n, sa and sb each 0
+/// (one value broadcast) or 1; r does not overlap a or b. For kHasBinaryClones<Op>.
+template <typename Op, typename H>
+void binary_dense_half(const H* a, std::int64_t sa, const H* b, std::int64_t sb, H* r,
+                       std::int64_t n);
+
 /// scalar_ops.h's softmax_row on a contiguous row (both strides 1), through the same clones.
 template <typename T>
-void softmax_row_dense(const T* x, T* r, std::int64_t n, std::vector<double>& scratch);
+void softmax_row_dense(const T* x, T* r, std::int64_t n, std::vector<T>& scratch);
 
 }  // namespace tapestry::runtime::fast

@@ -25,6 +25,7 @@ std::atomic<std::uint64_t> fused_epilogues{0};
 std::atomic<std::uint64_t> onednn_gemms{0};
 std::atomic<std::uint64_t> post_op_gemms{0};
 std::atomic<std::uint64_t> onednn_convs{0};
+std::atomic<std::uint64_t> half_native_calls{0};
 std::atomic<ConvBackend> current_conv_backend{ConvBackend::kAuto};
 thread_local std::uint64_t t_fallbacks = 0;  // this thread's, for exchange_thread_fallbacks
 
@@ -49,6 +50,10 @@ void count_onednn_gemm() {
 void count_onednn_conv() {
   onednn_convs.fetch_add(1, std::memory_order_relaxed);
   note_kernel_path(KernelPath::kOneDnn);
+}
+
+void count_half_native() {
+  half_native_calls.fetch_add(1, std::memory_order_relaxed);
 }
 
 void count_post_op_gemm() {
@@ -154,7 +159,8 @@ FastKernelCounts fast_kernel_counts() {
           .fused_epilogues = fused_epilogues.load(std::memory_order_relaxed),
           .onednn_gemms = onednn_gemms.load(std::memory_order_relaxed),
           .post_op_gemms = post_op_gemms.load(std::memory_order_relaxed),
-          .onednn_convs = onednn_convs.load(std::memory_order_relaxed)};
+          .onednn_convs = onednn_convs.load(std::memory_order_relaxed),
+          .half_native_calls = half_native_calls.load(std::memory_order_relaxed)};
 }
 
 std::uint64_t exchange_thread_fallbacks(std::uint64_t value) {
@@ -168,6 +174,7 @@ void reset_fast_kernel_counts() {
   onednn_gemms.store(0, std::memory_order_relaxed);
   post_op_gemms.store(0, std::memory_order_relaxed);
   onednn_convs.store(0, std::memory_order_relaxed);
+  half_native_calls.store(0, std::memory_order_relaxed);
 }
 
 void set_conv_backend(ConvBackend backend) {

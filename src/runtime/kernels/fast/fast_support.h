@@ -118,6 +118,9 @@ void count_fast();
 void count_epilogue();
 /// Counts one convolution oneDNN's primitive ran (conv_onednn.cpp) and notes the onednn path.
 void count_onednn_conv();
+/// Counts a call with bf16/f16 ports run on the 16-bit cells, without float32 copies
+/// (FastKernelCounts::half_native_calls).
+void count_half_native();
 /// Counts a fallback and runs the reference kernel named `call.kernel` on `call`.
 void run_reference(const KernelCall& call);
 

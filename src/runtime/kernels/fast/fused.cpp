@@ -1,6 +1,7 @@
 // The fast `fused` kernel: a GEMM with a fused epilogue when the chain allows it, a conv2d ⇒
-// [add] ⇒ [relu] chain as one oneDNN convolution with post-ops (run_conv_epilogue), else the
-// stages one by one with the fast kernels (as kernels/fused.cpp does with the reference ones).
+// [add] ⇒ [relu] chain as one oneDNN convolution with post-ops (run_conv_epilogue; in bf16/f16
+// too, on oneDNN's 16-bit convolution), else the stages one by one with the fast kernels (as
+// kernels/fused.cpp does with the reference ones).
 //
 // The epilogue applies when
 //   1. stage 0 is linear or matmul over the fused index space itself (identity index map), all
@@ -209,16 +210,23 @@ const InputPort* fused_input(const KernelCall& call, const FusedPort* port,
   return &chain.ports.back();
 }
 
-bool is_float_intermediate(const FusedPort& out) {
-  return out.dtype && out.dtype->known() == DType::kFloat32;
+// An intermediate the conv epilogue computes as declared: float32; in a 16-bit call also one of
+// the call's dtype, computed in float32 with its rounding left out (as the GEMM chain's).
+bool is_conv_intermediate(const FusedPort& out, DType call_dtype) {
+  const std::optional<DType> dtype = out.dtype ? out.dtype->known() : std::nullopt;
+  return dtype == DType::kFloat32 || (is_half_float(call_dtype) && dtype == call_dtype);
 }
 
 // A conv2d ⇒ [add of a residual] ⇒ [relu] chain as one oneDNN convolution with post-ops
 // (conv_onednn.h): stage 0 conv2d over the fused index space itself, its x and w fused inputs;
 // then optionally `add` of the previous result and a fused input read at the same cells, then
 // optionally `relu`, last. False when the chain or the call does not fit, or oneDNN is not the
-// conv backend for it (conv.cpp's rule).
-bool run_conv_epilogue(const KernelCall& call, const std::vector<FusedStage>& stages) {
+// conv backend for it (conv.cpp's rule), or has no convolution for its dtype on this CPU. A
+// bf16/f16 chain runs oneDNN's 16-bit convolution: the residual and the ReLU apply to the
+// float32 accumulator and the result is rounded once, where the stage loop rounds the conv's
+// result and the sum (the plain-layout 1×1 case adds the residual after the primitive, rounding
+// both as the stage loop does) — within the verifier's low-precision bar, as the GEMM chain.
+bool run_conv_epilogue(const KernelCall& call, const std::vector<FusedStage>& stages, DType dtype) {
   const FusedStage& producer = stages.front();
   if ((producer.kernel != "conv2d" && producer.kernel != "op:conv2d") || stages.size() < 2 ||
       stages.size() > 3 || producer.outputs.size() != 1 || producer.inputs.size() != 2 ||
@@ -238,7 +246,7 @@ bool run_conv_epilogue(const KernelCall& call, const std::vector<FusedStage>& st
   bool relu = false;
   for (std::size_t i = 1; i < stages.size(); ++i) {
     const FusedStage& s = stages[i];
-    if (!is_float_intermediate(stages[i - 1].outputs.front()) || s.outputs.size() != 1) {
+    if (!is_conv_intermediate(stages[i - 1].outputs.front(), dtype) || s.outputs.size() != 1) {
       return false;
     }
     if ((s.kernel == "add" || s.kernel == "op:add") && i == 1 && s.inputs.size() == 2) {
@@ -269,7 +277,7 @@ bool run_conv_epilogue(const KernelCall& call, const std::vector<FusedStage>& st
   std::optional<ConvOperands> operands = onednn_conv_operands(*x, *w, out, call.index);
   if (!operands) return false;
   operands->problem.relu = relu;
-  if (residual != nullptr) add_residual(*operands, *residual, call.index);
+  if (residual != nullptr && !add_residual(*operands, *residual, call.index)) return false;
   return onednn_conv(*operands);
 }
 
@@ -284,17 +292,19 @@ void fused_kernel(const KernelCall& call) {
   bool done = false;
   if (!stages.empty() && dtype && !call.index.is_empty()) {
     if (*dtype == DType::kFloat32) {
-      done = run_conv_epilogue(call, stages) ||
+      done = run_conv_epilogue(call, stages, *dtype) ||
              (prepared.gemm && run_epilogue<float>(call, *prepared.gemm));
     }
     if (*dtype == DType::kFloat64) {
       done = prepared.gemm && run_epilogue<double>(call, *prepared.gemm);
     }
     if (*dtype == DType::kBFloat16) {
-      done = prepared.gemm && run_epilogue<BFloat16>(call, *prepared.gemm);
+      done = run_conv_epilogue(call, stages, *dtype) ||
+             (prepared.gemm && run_epilogue<BFloat16>(call, *prepared.gemm));
     }
     if (*dtype == DType::kFloat16) {
-      done = prepared.gemm && run_epilogue<Float16>(call, *prepared.gemm);
+      done = run_conv_epilogue(call, stages, *dtype) ||
+             (prepared.gemm && run_epilogue<Float16>(call, *prepared.gemm));
     }
   }
   if (done) {

@@ -24,15 +24,6 @@ namespace tapestry::runtime::fast {
 
 namespace {
 
-template <typename H>
-H round_to(float v) {
-  if constexpr (std::is_same_v<H, BFloat16>) {
-    return to_bfloat16(v);
-  } else {
-    return to_float16(v);
-  }
-}
-
 // How many leading steps the primitive applies (the f32 path's post_op_prefix rule, any C).
 template <typename H>
 std::size_t taken_by_primitive(const ContractionPlan<H>& p,
@@ -79,13 +70,13 @@ void round_block(const ContractionPlan<float>& f, const float* from, const Contr
   if (p.c_n == 1 || p.c_m != 1) {
     for (std::int64_t r = 0; r < p.m; ++r) {
       for (std::int64_t j = 0; j < p.n; ++j) {
-        c[r * p.c_m + j * p.c_n] = round_to<H>(from[r * f.c_m + j * f.c_n]);
+        c[r * p.c_m + j * p.c_n] = narrow_float<H>(from[r * f.c_m + j * f.c_n]);
       }
     }
   } else {
     for (std::int64_t j = 0; j < p.n; ++j) {
       for (std::int64_t r = 0; r < p.m; ++r) {
-        c[r * p.c_m + j * p.c_n] = round_to<H>(from[r * f.c_m + j * f.c_n]);
+        c[r * p.c_m + j * p.c_n] = narrow_float<H>(from[r * f.c_m + j * f.c_n]);
       }
     }
   }

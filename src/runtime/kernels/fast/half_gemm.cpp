@@ -45,6 +45,8 @@ Cache& cache() {
   return c;
 }
 
+}  // namespace
+
 memory::data_type onednn_type(DType dtype) {
   switch (dtype) {
     case DType::kBFloat16:
@@ -55,6 +57,8 @@ memory::data_type onednn_type(DType dtype) {
       return memory::data_type::f32;
   }
 }
+
+namespace {
 
 // The primitive for `p`, made on first use; nullopt (remembered) when oneDNN refuses it.
 const std::optional<Primitive>& primitive(Cache& c, const HalfGemm& p) {

@@ -24,6 +24,8 @@
 #include <cstdint>
 #include <optional>
 
+#include <oneapi/dnnl/dnnl.hpp>
+
 #include "gemm.h"
 #include "tapestry/runtime/element.h"
 
@@ -46,6 +48,9 @@ bool run_half_gemm(const HalfGemm& problem, const void* a, const void* b, const 
 
 /// True when oneDNN implements `problem` on this CPU (makes and caches its primitive).
 bool half_gemm_available(const HalfGemm& problem);
+
+/// oneDNN's data type for a float dtype: bf16, f16, else f32 (half_gemm.cpp, conv_onednn.cpp).
+dnnl::memory::data_type onednn_type(DType dtype);
 
 /// How many 16-bit GEMMs run_half_gemm has run in this process, every thread (tests: which
 /// path a 16-bit call took; the widening path runs float32 GEMMs and leaves it).

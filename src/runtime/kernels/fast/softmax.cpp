@@ -11,7 +11,15 @@
 // (AVX-512 where the CPU has it; the reference kernel's loops are the baseline's). Other
 // dtypes, cells that differ between x and the result, and non-unit last-dim strides run the
 // reference kernel.
+//
+// bf16/f16 rows run the float32 row function one row at a time: the row widened into a float32
+// row buffer (L1-resident, reused for every row), softmax_row_dense on it in place, and each
+// result rounded once into the 16-bit row — bitwise the float32 kernel on a widened copy of the
+// whole block, which is what ran before, without the block. Calls it refuses widen.
+#include <type_traits>
 #include <vector>
+
+#include "elementwise_ops.h"
 
 #include "elementwise_vector.h"
 #include "fast_support.h"
@@ -23,6 +31,7 @@ namespace tapestry::runtime::fast {
 
 namespace {
 
+// T: the storage type (float, double, BFloat16 or Float16).
 template <typename T>
 bool softmax(const KernelCall& call) {
   auto xl = call.inputs.list("x");
@@ -47,24 +56,42 @@ bool softmax(const KernelCall& call) {
     rows.extent.push_back(window[d]);
     rows.stride.push_back({x.view.stride(d), r.view.stride(d)});
   }
-  std::vector<double> scratch;
+  // A 16-bit row is computed in float32 (widened into `wide`, rounded once back).
+  std::vector<std::conditional_t<is_half_float_v<T>, float, T>> scratch;
+  std::vector<float> wide(is_half_float_v<T> ? static_cast<std::size_t>(n) : 0);
   for_each_run(rows, [&](const auto& at, std::int64_t len, const auto& step) {
     for (std::int64_t i = 0; i < len; ++i) {
-      softmax_row_dense(xs.base + at[0] + i * step[0], rs.base + at[1] + i * step[1], n, scratch);
+      const T* from = xs.base + at[0] + i * step[0];
+      T* to = rs.base + at[1] + i * step[1];
+      if constexpr (is_half_float_v<T>) {
+        for (std::int64_t j = 0; j < n; ++j) wide[static_cast<std::size_t>(j)] = to_float(from[j]);
+        softmax_row_dense(wide.data(), wide.data(), n, scratch);
+        for (std::int64_t j = 0; j < n; ++j) {
+          to[j] = narrow_float<T>(wide[static_cast<std::size_t>(j)]);
+        }
+      } else {
+        softmax_row_dense(from, to, n, scratch);
+      }
     }
   });
   return true;
 }
 
 void softmax_kernel(const KernelCall& call) {
+  static const KernelFn widened = widen_half_floats(&softmax_kernel);
   const std::optional<DType> dtype = uniform_dtype(call);
   bool done = false;
   if (dtype && !call.index.is_empty()) {
     if (*dtype == DType::kFloat32) done = softmax<float>(call);
     if (*dtype == DType::kFloat64) done = softmax<double>(call);
+    if (*dtype == DType::kBFloat16) done = softmax<BFloat16>(call);
+    if (*dtype == DType::kFloat16) done = softmax<Float16>(call);
   }
   if (done) {
+    if (is_half_float(*dtype)) count_half_native();
     count_fast();
+  } else if (has_half_float_port(call)) {
+    widened(call);  // float32 copies: the kernel above, or the reference
   } else {
     run_reference(call);
   }
@@ -73,7 +100,7 @@ void softmax_kernel(const KernelCall& call) {
 }  // namespace
 
 void register_fast_softmax(ExecutableKernels& registry) {
-  registry.add("softmax", &softmax_kernel);
+  registry.add_native("softmax", &softmax_kernel);  // bf16/f16 rows itself (file comment)
 }
 
 }  // namespace tapestry::runtime::fast
