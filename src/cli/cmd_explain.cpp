@@ -31,6 +31,7 @@ int run_explain(const ExplainOptions& options) {
   cost::Explanation e = cost::explain(priced.lowered.graph, priced.placement, priced.target,
                                       priced.cost, priced.schedule);
   e.gains = priced.gains;
+  e.recomputation = priced.recomputation;
   if (options.format == "json") {
     fmt::print("{}\n", cost::to_json(e).dump(2));
   } else {

@@ -43,8 +43,8 @@ PricedPlan price_plan(const PricingOptions& options) {
       .plan_source = options.plan.empty() ? "--split" : options.plan};
   // The plan's errors before the target's, as a reader of the command line meets them.
   rewrite::LowerResult lowered = rewrite::lower(graph, plan, price_options.lower);
-  return workflow::price_lowered(graph, std::move(lowered), cost::resolve_target(options.target),
-                                 price_options);
+  return workflow::price_lowered(graph, plan, std::move(lowered),
+                                 cost::resolve_target(options.target), price_options);
 }
 
 void write_predicted_trace(const PricingOptions& options, const PricedPlan& priced) {

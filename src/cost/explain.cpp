@@ -9,8 +9,11 @@
 #include <fmt/ranges.h>
 
 #include "explain_detail.h"
+#include "tapestry/cost/evaluator.h"
 #include "tapestry/rewrite/fused.h"
+#include "tapestry/rewrite/recompute.h"
 #include "tapestry/support/assert.h"
+#include "tapestry/support/error.h"
 
 namespace tapestry::cost {
 
@@ -152,6 +155,84 @@ Explanation explain(const ir::Graph& graph, const Placement& placement, const Ta
   return e;
 }
 
+std::optional<Recomputation> recomputation_of(const ir::Graph& graph, const rewrite::Plan& plan,
+                                              const rewrite::LowerResult& lowered,
+                                              const Target& target, const CostVector& cost,
+                                              const rewrite::LowerOptions& options) {
+  if (plan.recompute.empty()) return std::nullopt;
+  Recomputation r{.peak_memory_bytes = cost.peak_memory_bytes, .makespan_s = cost.makespan_s};
+  std::vector<ir::OperationId> copied;  // the operations copied, in graph order
+  for (const rewrite::RewriteEvent& e : lowered.log) {
+    if (e.pattern != rewrite::kRecompute) continue;
+    if (!e.applied) {
+      r.refused.push_back(fmt::format("{}: {}", e.target, e.detail));
+    } else if (const auto op = rewrite::find_operation(graph, e.target)) {
+      copied.push_back(*op);
+    }
+  }
+  r.operations = static_cast<std::int64_t>(copied.size());
+  // Segments: the copied operations joined where one reads another's result, in graph order.
+  std::vector<std::size_t> segment(copied.size());
+  for (std::size_t i = 0; i < copied.size(); ++i) {
+    segment[i] = i;
+    for (std::size_t j = 0; j < i; ++j) {
+      for (const auto& in : graph.operation(copied[i]).inputs().entries()) {
+        const auto producers = graph.producers(in.value.tensor);
+        if (std::find(producers.begin(), producers.end(), copied[j]) == producers.end()) continue;
+        const std::size_t from = segment[j], to = segment[i];
+        for (std::size_t& s : segment) {
+          if (s == to) s = from;
+        }
+      }
+    }
+  }
+  for (std::size_t i = 0; i < copied.size(); ++i) {
+    if (segment[i] != i) continue;
+    std::vector<std::string> names;
+    for (std::size_t j = i; j < copied.size(); ++j) {
+      if (segment[j] == i) names.push_back(rewrite::operation_name(graph, copied[j]));
+    }
+    r.segments.push_back(fmt::format("{}", fmt::join(names, " → ")));
+  }
+  rewrite::Plan kept = plan;
+  kept.recompute.clear();
+  try {
+    Evaluator evaluator(graph, target, options);
+    const CostVector c = evaluator.evaluate(kept);
+    r.kept_peak_memory_bytes = c.peak_memory_bytes;
+    r.kept_makespan_s = c.makespan_s;
+  } catch (const Error& e) {
+    r.reason = e.what();
+  }
+  return r;
+}
+
+namespace {
+
+// "1 segment: H/linear → H (2 operations); peak memory …" and a line per refusal.
+std::string recomputation_text(const Recomputation& r) {
+  std::string out =
+      fmt::format("Recompute {} segment{}{}{} ({} operation{})", r.segments.size(),
+                  r.segments.size() == 1 ? "" : "s", r.segments.empty() ? "" : ": ",
+                  fmt::join(r.segments, "; "), r.operations, r.operations == 1 ? "" : "s");
+  if (r.reason.empty()) {
+    const std::int64_t saved = r.kept_peak_memory_bytes - r.peak_memory_bytes;
+    const double extra = r.makespan_s - r.kept_makespan_s;
+    out += fmt::format("; peak memory {} (kept: {}, {} {}); makespan {} (kept: {}, {} {})",
+                       bytes_text(r.peak_memory_bytes), bytes_text(r.kept_peak_memory_bytes),
+                       saved >= 0 ? "saves" : "adds", bytes_text(saved >= 0 ? saved : -saved),
+                       seconds_text(r.makespan_s), seconds_text(r.kept_makespan_s),
+                       extra >= 0 ? "costs" : "gains", seconds_text(extra >= 0 ? extra : -extra));
+  } else {
+    out += fmt::format("; the plan without it: {}", r.reason);
+  }
+  out += "\n";
+  for (const std::string& refusal : r.refused) out += fmt::format("  refused {}\n", refusal);
+  return out;
+}
+
+}  // namespace
+
 std::string to_text(const Explanation& e) {
   std::string out = fmt::format("Strategy  {}\n", e.strategy.summary);
   if (!e.gains.empty()) {
@@ -159,6 +240,7 @@ std::string to_text(const Explanation& e) {
     for (const Gain& g : e.gains) gains.push_back(gain_text(g));
     out += fmt::format("Gain      {}\n", fmt::join(gains, "; "));
   }
+  if (e.recomputation) out += recomputation_text(*e.recomputation);
   out += fmt::format("\nSharding on {}\n", e.target);
   for (const OperationSharding& op : e.operations) {
     out += fmt::format(
@@ -276,25 +358,37 @@ nlohmann::json to_json(const Explanation& e) {
     }
   }
   const CriticalPath& p = e.critical_path;
-  return {{"target", e.target},
-          {"strategy",
-           {{"summary", e.strategy.summary},
-            {"kind", e.strategy.kind},
-            {"data", e.strategy.data},
-            {"tensor", e.strategy.tensor},
-            {"megatron", e.strategy.megatron}}},
-          {"gains", std::move(gains)},
-          {"operations", ops},
-          {"communication", comms},
-          {"cost", to_json(e.cost)},
-          {"critical_path",
-           {{"compute_s", p.compute_s},
-            {"communication_s", p.communication_s},
-            {"waiting_s", p.waiting_s},
-            {"applications", p.applications},
-            {"transfers", p.transfers},
-            {"collectives", p.collectives},
-            {"bound", p.bound}}}};
+  nlohmann::json out = {{"target", e.target},
+                        {"strategy",
+                         {{"summary", e.strategy.summary},
+                          {"kind", e.strategy.kind},
+                          {"data", e.strategy.data},
+                          {"tensor", e.strategy.tensor},
+                          {"megatron", e.strategy.megatron}}},
+                        {"gains", std::move(gains)},
+                        {"operations", ops},
+                        {"communication", comms},
+                        {"cost", to_json(e.cost)},
+                        {"critical_path",
+                         {{"compute_s", p.compute_s},
+                          {"communication_s", p.communication_s},
+                          {"waiting_s", p.waiting_s},
+                          {"applications", p.applications},
+                          {"transfers", p.transfers},
+                          {"collectives", p.collectives},
+                          {"bound", p.bound}}}};
+  if (const std::optional<Recomputation>& r = e.recomputation) {
+    nlohmann::json recompute = {{"segments", r->segments},
+                                {"operations", r->operations},
+                                {"refused", r->refused},
+                                {"peak_memory_bytes", r->peak_memory_bytes},
+                                {"makespan_s", r->makespan_s},
+                                {"kept_peak_memory_bytes", r->kept_peak_memory_bytes},
+                                {"kept_makespan_s", r->kept_makespan_s}};
+    if (!r->reason.empty()) recompute["reason"] = r->reason;
+    out["recompute"] = std::move(recompute);
+  }
+  return out;
 }
 
 nlohmann::json chrome_trace(const ir::Graph& graph, const Placement& placement,

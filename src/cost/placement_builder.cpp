@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "tapestry/ir/ordering.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/support/assert.h"
 #include "tapestry/support/error.h"
@@ -73,6 +74,10 @@ TensorFacts TensorFacts::of(const ir::Graph& graph) {
   }
   facts.outputs = metakernel::graph_outputs(graph);
   facts.partial = partial_tensors(graph);
+  facts.after.resize(graph.size());
+  for (ir::OperationId op : graph.operations()) {
+    for (ir::TensorId t : ir::after(graph, op)) facts.after[op.index()].push_back(t.index());
+  }
   return facts;
 }
 
@@ -511,6 +516,16 @@ void PlacementBuilder::connect() {
   }
   for (std::uint32_t a = 0; a < n_applications_; ++a) {
     for (std::uint32_t k = in_begin_[a]; k < in_begin_[a + 1]; ++k) read(a, inputs_[k]);
+    // Ordering edges: the writers, on this device, of the tensors its operation starts after.
+    const PlacedApplication& app = p.applications[a];
+    for (std::uint32_t t : facts_.after[p.operations[app.operation].id.index()]) {
+      for (std::uint32_t k = written_.begin[t]; k < written_.begin[t + 1]; ++k) {
+        const std::uint32_t writer = written_.boxes[written_.order[k]].application;
+        if (p.applications[writer].device == app.device) {
+          p.applications[a].local_producers.push_back(writer);
+        }
+      }
+    }
     std::vector<std::uint32_t>& local = p.applications[a].local_producers;
     std::sort(local.begin(), local.end());
     local.erase(std::unique(local.begin(), local.end()), local.end());

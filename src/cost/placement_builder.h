@@ -32,6 +32,8 @@ struct TensorFacts {
   std::vector<std::int64_t> element_bytes;  // by node index; 0: not a tensor or an unknown dtype
   std::vector<ir::TensorId> outputs;        // metakernel::graph_outputs, in its order
   std::vector<std::uint8_t> partial;        // by node index: partial_tensors (collective.h)
+  /// By operation node index: the tensors (node indexes) it starts after (ir/ordering.h).
+  std::vector<std::vector<std::uint32_t>> after;
 
   static TensorFacts of(const ir::Graph& graph);
   /// Bytes per element of `tensor` (node index); Error when the cost model does not know its
@@ -141,8 +143,8 @@ class PlacementBuilder {
   /// Adds an application of the current operation, with the boxes added since the last one;
   /// `pinned`: the plan chose its device (PlacedApplication::pinned).
   void add_application(ir::ApplicationId id, std::uint32_t device, const Work& work, bool pinned);
-  /// Derives local producers, transfers, resident inputs and collectives; the Placement is then
-  /// complete.
+  /// Derives local producers (with the ordering edges of ir/ordering.h on one device),
+  /// transfers, resident inputs and collectives; the Placement is then complete.
   void connect();
 
  private:

@@ -1,8 +1,10 @@
 // Graph relations: producers and consumers of tensors, applications of operations, and the
 // topological order of the tensor/operation graph.
 #include <algorithm>
+#include <unordered_map>
 
 #include "tapestry/ir/graph.h"
+#include "tapestry/ir/ordering.h"
 #include "tapestry/support/assert.h"
 
 namespace tapestry::ir {
@@ -60,9 +62,20 @@ std::span<const ApplicationId> Graph::applications_of(OperationId op) const {
 // a cycle is extracted by walking predecessors among the remaining nodes until one repeats.
 TopologicalOrder Graph::topological_order() const {
   std::vector<std::uint32_t> indegree(nodes_.size(), 0);
-  auto successors = [this](NodeId n, auto&& fn) {
+  // Ordering edges (ordering.h): tensor → the operations that start after it.
+  std::unordered_map<std::uint32_t, std::vector<OperationId>> started_after;
+  for (OperationId op : operation_ids_) {
+    const nlohmann::json& extensions = operation(op).extensions();
+    if (!extensions.is_object() || !extensions.contains(kAfterField)) continue;
+    for (TensorId t : after(*this, op)) started_after[t.index()].push_back(op);
+  }
+  auto successors = [&](NodeId n, auto&& fn) {
     if (auto t = as_tensor(n)) {
       for (OperationId op : consumers(*t)) fn(NodeId(op));
+      if (started_after.empty()) return;
+      if (auto it = started_after.find(t->index()); it != started_after.end()) {
+        for (OperationId op : it->second) fn(NodeId(op));
+      }
     } else if (auto op = as_operation(n)) {
       for (const auto& e : operation_bodies_[record(*op).slot].outputs.entries()) {
         if (e.value.tensor.is_valid()) fn(NodeId(e.value.tensor));

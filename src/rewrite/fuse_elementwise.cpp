@@ -77,6 +77,10 @@ Candidate find_consumer(const RewriteState& state, ir::OperationId op, std::stri
   const std::string t_name = g.tensor(t).label();
   if (metakernel::is_graph_output(g, t))
     return {{}, fmt::format("its output {} is a graph output", t_name)};
+  if (state.ordering_tensors.contains(g.key(t))) {  // recompute.h: a copy waits for it
+    return {{},
+            fmt::format("its output {} orders a recomputation (the copy starts after it)", t_name)};
+  }
   auto consumers = g.consumers(t);
   if (consumers.size() != 1)
     return {{}, fmt::format("its output {} has {} readers", t_name, consumers.size())};

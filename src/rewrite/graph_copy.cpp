@@ -100,4 +100,21 @@ GraphCopy copy_graph(const ir::Graph& source, std::span<const ir::NodeId> drop, 
   return copy;
 }
 
+GraphCopy copy_graph_in_order(const ir::Graph& source,
+                              std::span<const ir::OperationId> operations) {
+  GraphCopy copy;
+  copy.graph.set_graph_key(source.graph_key());
+  copy.map.assign(source.size(), ir::NodeId());
+  for (ir::NodeId id : source.node_ids()) {
+    if (source.kind(id) != ir::NodeKind::kOperation) copy_node(source, id, copy);
+  }
+  for (ir::OperationId op : operations) copy_node(source, op, copy);
+  TAPESTRY_ASSERT(copy.graph.operations().size() == source.operations().size(),
+                  "copy_graph_in_order: the order lists every operation once");
+  for (const ir::StateUpdate& u : source.updates()) {
+    copy.graph.add_update({copy.tensor(u.state), copy.tensor(u.next)});
+  }
+  return copy;
+}
+
 }  // namespace tapestry::rewrite

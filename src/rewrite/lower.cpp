@@ -13,6 +13,7 @@
 #include "tapestry/rewrite/fuse_elementwise.h"
 #include "tapestry/rewrite/graph_copy.h"
 #include "tapestry/rewrite/kernel_agreement.h"
+#include "tapestry/rewrite/recompute.h"
 #include "tapestry/rewrite/shard_grid.h"
 #include "tapestry/rewrite/split_reduction.h"
 #include "tapestry/support/assert.h"
@@ -234,7 +235,22 @@ RewriteState rewrite_operations(const ir::Graph& graph, const Plan& plan,
       it = state.plan.ops.erase(it);
     }
   }
-  log = run_patterns(state, default_patterns(), options.driver);
+  log.clear();
+  if (!state.plan.recompute.empty() && !options.driver.disabled.contains(kRecompute)) {
+    const auto start = std::chrono::steady_clock::now();
+    recompute_operations(state, log);
+    if (options.driver.times != nullptr) {
+      options.driver.times->push_back(
+          {.pass = std::string(kRecompute),
+           .seconds =
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+           .work = std::count_if(log.begin(), log.end(),
+                                 [](const RewriteEvent& e) { return e.applied; })});
+    }
+  }
+  std::vector<RewriteEvent> rewrites = run_patterns(state, default_patterns(), options.driver);
+  log.insert(log.end(), rewrites.begin(), rewrites.end());
+  write_ordering_edges(state);
   check_derived_names(state, plan, graph);
   return state;
 }

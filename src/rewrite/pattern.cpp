@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <stdexcept>
@@ -27,6 +28,13 @@ std::string RewriteState::origin(std::string_view name) const {
 }
 
 void RewriteState::derive(const std::string& name, std::string_view from) {
+  if (auto edges = after.find(from); edges != after.end() && name != from) {
+    std::vector<std::string> keys = edges->second;  // copied: the insertion may move it
+    std::vector<std::string>& to = after[name];
+    for (std::string& key : keys) {
+      if (std::find(to.begin(), to.end(), key) == to.end()) to.push_back(std::move(key));
+    }
+  }
   std::string root = origin(from);
   if (root == name) {
     origins.erase(name);

@@ -52,9 +52,11 @@ class PlanReader {
         read_fuse(value, plan);
       } else if (key == "outputs") {
         read_outputs(value, plan);
+      } else if (key == "recompute") {
+        read_recompute(value, plan);
       } else {
         fail("/" + zspace::json_pointer_token(key),
-             "unknown member (expected \"ops\", \"fuse\" or \"outputs\")");
+             "unknown member (expected \"ops\", \"fuse\", \"outputs\" or \"recompute\")");
       }
     }
     return plan;
@@ -168,6 +170,20 @@ class PlanReader {
     }
   }
 
+  // "recompute": ["H/linear", "L2/*"]: operation names or patterns, each once.
+  void read_recompute(const json& recompute, Plan& plan) const {
+    expect_array(recompute, "/recompute");
+    for (std::size_t i = 0; i < recompute.size(); ++i) {
+      const std::string path = fmt::format("/recompute/{}", i);
+      std::string name = read_string(recompute[i], path);
+      if (name.empty()) fail(path, "an operation name cannot be empty");
+      if (std::find(plan.recompute.begin(), plan.recompute.end(), name) != plan.recompute.end()) {
+        fail(path, fmt::format("names '{}' again", name));
+      }
+      plan.recompute.push_back(std::move(name));
+    }
+  }
+
   void read_fuse(const json& fuse, Plan& plan) const {
     if (fuse.is_string()) {
       if (fuse.get<std::string>() != "auto") fail("/fuse", "expected \"auto\" or a list of groups");
@@ -223,7 +239,20 @@ json Plan::to_json() const {
     }
     out["outputs"] = std::move(outputs_json);
   }
+  if (!recompute.empty()) out["recompute"] = recompute;
   return out;
+}
+
+bool matches_name_pattern(std::string_view pattern, std::string_view name) {
+  const std::size_t star = pattern.find('*');
+  if (star == std::string_view::npos) return pattern == name;
+  // The text before the first `*` is a prefix; the rest matches any suffix of what follows.
+  if (name.substr(0, star) != pattern.substr(0, star)) return false;
+  const std::string_view rest = pattern.substr(star + 1);
+  for (std::size_t at = star; at <= name.size(); ++at) {
+    if (matches_name_pattern(rest, name.substr(at))) return true;
+  }
+  return false;
 }
 
 Plan parse_plan(std::string_view text, std::string_view source_name) {
@@ -406,7 +435,10 @@ std::vector<support::Diagnostic> check_entries(const Plan& plan, const ir::Graph
   const auto problem = [&](std::string pointer, std::string message) {
     problems.push_back(support::Diagnostic::at_pointer(std::move(pointer), std::move(message)));
   };
-  if (fitting != nullptr) *fitting = Plan{.ops = {}, .fuse = {}, .fuse_auto = plan.fuse_auto};
+  if (fitting != nullptr) {
+    *fitting =
+        Plan{.ops = {}, .fuse = {}, .fuse_auto = plan.fuse_auto, .outputs = {}, .recompute = {}};
+  }
   std::vector<std::string> known;
   for (ir::OperationId op : graph.operations()) known.push_back(operation_name(graph, op));
   const auto ambiguous = [&](std::string_view name) {
@@ -469,6 +501,22 @@ std::vector<support::Diagnostic> check_entries(const Plan& plan, const ir::Graph
                                           : fmt::format("{}", fmt::join(outputs, ", "))));
     }
   }
+  for (std::size_t i = 0; i < plan.recompute.size(); ++i) {
+    const std::string& name = plan.recompute[i];
+    const bool found =
+        std::any_of(known.begin(), known.end(),
+                    [&](const std::string& k) { return matches_name_pattern(name, k); }) ||
+        (name.find('*') == std::string::npos && find_operation(graph, name));
+    if (found) {
+      if (fitting != nullptr) fitting->recompute.push_back(name);
+      continue;
+    }
+    problem(fmt::format("/recompute/{}", i),
+            fmt::format(
+                "{} '{}' (operations: {})",
+                name.find('*') == std::string::npos ? "no operation named" : "no operation matches",
+                name, fmt::join(known, ", ")));
+  }
   return problems;
 }
 
@@ -504,6 +552,17 @@ Plan resolve_plan_names(const Plan& plan, const ir::Graph& graph) {
   Plan out;
   out.fuse_auto = plan.fuse_auto;
   out.outputs = plan.outputs;
+  // Recomputed operations by name, patterns expanded, each once, in graph order.
+  for (ir::OperationId op : graph.operations()) {
+    const std::string name = operation_name(graph, op);
+    const bool named =
+        std::any_of(plan.recompute.begin(), plan.recompute.end(), [&](const std::string& entry) {
+          return matches_name_pattern(entry, name) ||
+                 (entry.find('*') == std::string::npos && find_operation(graph, entry) == op);
+        });
+    if (named && std::find(out.recompute.begin(), out.recompute.end(), name) == out.recompute.end())
+      out.recompute.push_back(name);
+  }
   for (const auto& [name, op_plan] : plan.ops) {
     const auto op = find_operation(graph, name);
     out.ops.emplace(canonical(name), op ? resolve_entry(op_plan, graph, *op) : op_plan);

@@ -103,6 +103,8 @@ bool SymbolicPlans::abstract(const Plan& plan) {
     key_ += '\x1d';
   }
   key_ += plan.fuse_auto ? 'A' : '-';
+  key_ += '\x1c';
+  for (const std::string& name : plan.recompute) (key_ += name) += '\x1e';
   return true;
 }
 

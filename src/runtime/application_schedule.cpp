@@ -3,7 +3,8 @@
 // 1. Collect, per tensor, the boxes applications write, and index them (box_index.h: a bucket
 //    grid, so the whole schedule is O(n + dependencies), not O(n²)); two intersecting writes
 //    are an error.
-// 2. An application depends on every writer of a box intersecting one it reads.
+// 2. An application depends on every writer of a box intersecting one it reads, and on every
+//    writer of a tensor its operation starts after (ir/ordering.h: a recomputed operation).
 // 3. Kahn's algorithm with a min-heap gives a topological order, ties in graph order; what is
 //    left unordered lies on a cycle.
 #include "tapestry/runtime/application_schedule.h"
@@ -17,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "run_support.h"
+#include "tapestry/ir/ordering.h"
 #include "tapestry/runtime/tensor_map.h"
 #include "tapestry/zspace/box_index.h"
 #include "tapestry/zspace/format.h"
@@ -121,6 +123,18 @@ ApplicationSchedule schedule_applications(const ir::Graph& graph) {
   std::vector<std::uint32_t> scratch;
   for (ir::ApplicationId app : s.applications) {
     s.depends_on.push_back(reads_from(graph, app, writes, scratch));
+    // Ordering edges (ir/ordering.h): every writer of a tensor the operation starts after.
+    const std::vector<ir::TensorId> after = ir::after(graph, graph.application(app).operation());
+    if (after.empty()) continue;
+    std::vector<std::uint32_t>& deps = s.depends_on.back();
+    for (ir::TensorId t : after) {
+      auto it = writes.find(t);
+      if (it != writes.end()) {
+        deps.insert(deps.end(), it->second.application.begin(), it->second.application.end());
+      }
+    }
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
   }
   s.order = order_by_dependencies(graph, s);
   return s;

@@ -16,11 +16,12 @@ cost::Placement place_lowered(const rewrite::LowerResult& lowered, const cost::T
 
 Priced price(const ir::Graph& graph, const rewrite::Plan& plan, cost::Target target,
              const PriceOptions& options) {
-  return price_lowered(graph, rewrite::lower(graph, plan, options.lower), std::move(target),
+  return price_lowered(graph, plan, rewrite::lower(graph, plan, options.lower), std::move(target),
                        options);
 }
 
-Priced price_lowered(const ir::Graph& graph, rewrite::LowerResult lowered, cost::Target target,
+Priced price_lowered(const ir::Graph& graph, const rewrite::Plan& plan,
+                     rewrite::LowerResult lowered, cost::Target target,
                      const PriceOptions& options) {
   Priced priced{.lowered = std::move(lowered),
                 .target = std::move(target),
@@ -33,6 +34,8 @@ Priced price_lowered(const ir::Graph& graph, rewrite::LowerResult lowered, cost:
   if (options.baselines) {
     priced.gains =
         cost::gains_against_baselines(graph, priced.target, priced.cost.makespan_s, options.lower);
+    priced.recomputation = cost::recomputation_of(graph, plan, priced.lowered, priced.target,
+                                                  priced.cost, options.lower);
   }
   return priced;
 }

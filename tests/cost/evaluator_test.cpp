@@ -216,6 +216,44 @@ TEST(Evaluator, MatchesTheReferenceOnCombinesAndReplicatedOutputs) {
   EXPECT_GE(replicated, 100);
 }
 
+// Recomputed training steps (rewrite/recompute.h): the copies' ordering edges become local
+// producers on their device in both paths, and plans differing only in what they recompute do
+// not share a rewritten graph.
+TEST(Evaluator, MatchesTheReferenceOnRecomputedPlans) {
+  const ir::Graph g = testing::example("mlp_grad");
+  const std::vector<std::string> plans = {
+      R"({"recompute": ["H/linear", "H"]})",
+      R"({"recompute": ["H"]})",
+      R"({"recompute": ["H/linear", "H"], "fuse": "auto"})",
+      R"({"ops": {"H/linear": {"split": {"batch": 2}}, "dW1": {"split": {"batch": 2}},
+                  "dW1/relu_grad": {"split": {"d0": 2}}}, "recompute": ["H/linear", "H"]})",
+      R"({"ops": {"H/linear": {"split": {"batch": 4}}, "dW1": {"split": {"batch": 4}},
+                  "dW1/relu_grad": {"split": {"d0": 4}}}, "recompute": ["H/linear", "H"],
+          "fuse": "auto"})",
+      R"({"ops": {"H/linear": {"split": {"batch": 2}, "place": ["gpu:1", "gpu:0"]}},
+          "recompute": ["H/linear", "H"]})",
+      R"({"recompute": ["E", "Y"]})",
+      R"({"recompute": ["E"]})",
+  };
+  const Target target = *preset_target("h100x8");
+  Evaluator ev(g, target);
+  int ordered = 0;
+  for (int round = 0; round < 2; ++round) {
+    for (const std::string& text : plans) {
+      const rewrite::Plan plan = rewrite::parse_plan(text);
+      const Placement expected = reference_placement(g, plan, target);
+      SCOPED_TRACE(text);
+      EXPECT_EQ(difference(ev.place(plan), expected), "");
+      EXPECT_TRUE(same_cost(ev.evaluate(plan), simulate(expected, target)));
+      for (const PlacedOperation& op : expected.operations) {
+        if (op.name == "H/linear/recompute") ++ordered;
+      }
+    }
+  }
+  EXPECT_EQ(ev.stats().reference, 0u);
+  EXPECT_EQ(ordered, 10);  // the five plans recomputing H/linear, twice
+}
+
 // Plans that differ in non-reduction counts (keeping which are 1 and which are equal) and in
 // place lists share one rewritten graph; a different reduction count or equality does not.
 TEST(Evaluator, ReusesTheRewritesAcrossCountsAndPlaceLists) {

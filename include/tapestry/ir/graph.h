@@ -282,7 +282,8 @@ class Graph {
   [[nodiscard]] std::span<const OperationId> consumers(TensorId tensor) const;
   /// Applications whose operationId is `op`, in graph order.
   [[nodiscard]] std::span<const ApplicationId> applications_of(OperationId op) const;
-  /// Tensors and operations in dependency order, or a cycle (see TopologicalOrder).
+  /// Tensors and operations in dependency order, or a cycle (see TopologicalOrder). An
+  /// operation's ordering edges (ordering.h: the tensors it starts after) count as reads.
   [[nodiscard]] TopologicalOrder topological_order() const;
 
   /// References in bodies that did not resolve when the graph was read.

@@ -40,6 +40,11 @@ struct GraphCopy {
 GraphCopy copy_graph(const ir::Graph& source, std::span<const ir::NodeId> drop = {},
                      std::size_t tail = std::numeric_limits<std::size_t>::max());
 
+/// Copies `source` without its Applications and removed nodes, its Operations in the order of
+/// `operations` (which lists each of them once) after every other node (in id order): how the
+/// recompute pass puts each copy before its first backward use.
+GraphCopy copy_graph_in_order(const ir::Graph& source, std::span<const ir::OperationId> operations);
+
 /// Re-targets every selection of `selections` through `copy` (asserted: none was dropped).
 ir::SelectionMap remap_selections(const ir::SelectionMap& selections, const GraphCopy& copy);
 

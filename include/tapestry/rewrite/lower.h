@@ -5,6 +5,9 @@
 // in a rewrite, reported with the issues):
 //
 //   1. check-plan         every operation, dimension and count the plan names exists and fits
+//   1b. recompute         the operations the plan's `recompute` names copied for their later
+//                         (backward) uses, with ordering edges (recompute.h); only when it
+//                         names some
 //   2. decompose-linear   linear → transpose(w), matmul, bias_add where the plan splits `in`
 //                         or asks for it
 //   3. split-reduction    a split reduction dim → partial op with a `block` dim + reduce
@@ -13,7 +16,8 @@
 //                         error naming the operation the plan named and the refusal behind
 //                         it); then every operation's index cut into its grid of Applications
 //
-// Steps 2–4 are rewrite patterns run by the driver (pattern.h) to a fixed point; every applied
+// Steps 2–4 are rewrite patterns run by the driver (pattern.h) to a fixed point (step 1b is one
+// pass over the whole graph: whether a reader is a later use is not a local fact); every applied
 // rewrite and every refusal of something the plan asked for is in the log (`--explain`). Every
 // pass is timed (LowerResult::passes, `tapestry shard --time-passes`); in debug builds the graph
 // is also validated after every rewrite (kVerifyEachRewrite), so a rewrite that breaks it is
@@ -71,7 +75,7 @@ struct LowerResult {
 /// The rewrite patterns of steps 2–4, in order.
 std::span<const OperationPattern* const> default_patterns();
 
-/// Steps 2–4 alone: the operation graph the rewrite patterns leave (no Application), the plan
+/// Steps 1b–4 alone: the operation graph the rewrite patterns leave (no Application), the plan
 /// naming its operations, and the log. No shard-grid or validation, and of check-plan only what
 /// the rewrites find — the plan's derived entries (plan.h) that do not fit or name nothing are
 /// in the state's `problems` — for callers that check the plan's other entries and cut the

@@ -69,10 +69,19 @@ struct RewriteState {
   /// operation of its name, or (rewrite_operations adds these) that names an operation no
   /// rewrite added. lower() reports them as check_plan's; the rewrites carry on meanwhile.
   std::vector<support::Diagnostic> problems;
+  /// Ordering edges (ir/ordering.h) by operation name: the keys of the tensors it starts after.
+  /// The recompute pass sets them on the copies it makes (recompute.h); derive() hands them on
+  /// to what a rewrite makes of such an operation, and rewrite_operations writes them into the
+  /// final graph.
+  std::map<std::string, std::vector<std::string>, std::less<>> after;
+  /// The keys of every tensor some operation starts after: fuse-elementwise keeps each of them
+  /// (a fusion that drops one would leave the edge pointing at nothing).
+  std::set<std::string, std::less<>> ordering_tensors;
 
   /// The original operation `name` comes from (`name` itself for an original operation).
   [[nodiscard]] std::string origin(std::string_view name) const;
-  /// Records that operation `name`, added by a rewrite, comes from operation `from`.
+  /// Records that operation `name`, added by a rewrite, comes from operation `from` (and hands
+  /// `from`'s ordering edges on to it).
   void derive(const std::string& name, std::string_view from);
   /// The plan of operation `op`, just added by `pattern` under a name of its own (a FreshNames
   /// name): the plan's derived entry of that name when there is one (checked against `op`, its

@@ -16,9 +16,11 @@
 //       "W":        {"split": {"batch": 2, "out": 4}, "mesh": {"batch": "dp", "out": "tp"}}
 //     },
 //     "fuse": [["H/linear", "H"]],                    // producer first; or "fuse": "auto"
-//     "outputs": {"Y": {"replicate": "all"}}          // graph output Y whole on every device
-//   }                                                 // that writes part of it (or "tp": on
+//     "outputs": {"Y": {"replicate": "all"}},         // graph output Y whole on every device
+//                                                     // that writes part of it (or "tp": on
 //                                                     // each group along mesh axis tp)
+//     "recompute": ["H/linear", "H", "L2/*"]          // recomputed for the backward pass
+//   }                                                 // (recompute.h); `*`: any characters
 //
 // Uneven splits are allowed (10 into 4 gives 3, 3, 2, 2); a split larger than the dimension's
 // extent, an unknown operation or dimension, or a non-positive count is an error naming the
@@ -120,6 +122,10 @@ struct Plan {
   bool fuse_auto = false;
   /// Graph outputs by tensor name (the label `output Y` names), where they end up.
   std::map<std::string, OutputPlan> outputs;
+  /// Operations of the graph recomputed before their later (backward) uses instead of kept
+  /// (recompute.h): names, or patterns where `*` stands for any run of characters ("L2/*").
+  /// resolve_plan_names expands the patterns into the names they match, in graph order.
+  std::vector<std::string> recompute;
 
   /// The split count of `dim` for `op` (1 when the plan does not split it).
   [[nodiscard]] std::int64_t split_of(std::string_view op, std::string_view dim) const;
@@ -143,6 +149,10 @@ Plan read_plan_file(const std::filesystem::path& path);
 /// Adds one `OP.DIM=N` split to `plan` (Error on a malformed shorthand).
 void add_split_shorthand(Plan& plan, std::string_view shorthand);
 
+/// Whether `name` matches a `recompute` entry: equal, or — an entry with `*` — each `*` standing
+/// for any run of characters ("L2/*" matches "L2/linear" and "L2/a/b", not "L20").
+[[nodiscard]] bool matches_name_pattern(std::string_view pattern, std::string_view name);
+
 /// Finds the operation a plan names: by label (which must be unique), else by loom key.
 std::optional<ir::OperationId> find_operation(const ir::Graph& graph, std::string_view name);
 /// The name plans use for an operation: its label, else its key.
@@ -157,9 +167,11 @@ std::string output_name(const ir::Graph& graph, ir::TensorId tensor);
 /// [1, extent], every substitution is known and rewrites that operation's kernel, fusion groups
 /// name existing operations, every entry of `outputs` names a graph output ("/outputs/Q: no
 /// graph output named 'Q' (outputs: Y)"; its mesh axis is checked when the plan is placed,
-/// cost/placement.h). An entry (or a fusion group member) naming an operation the graph lacks is
-/// checked against the operations the plan's rewrites derive, as above — the rewrites (lower.h,
-/// steps 2–4) then run once. Returns one diagnostic per problem, located by its JSON pointer
+/// cost/placement.h), every entry of `recompute` names or matches an operation of the graph
+/// ("/recompute/0: no operation named 'Q' …"). An entry (or a fusion group member) naming an
+/// operation the graph lacks is checked against the operations the plan's rewrites derive, as above
+/// — the rewrites (lower.h, steps 2–4) then run once. Returns one diagnostic per problem, located
+/// by its JSON pointer
 /// (`where.pointer`; the caller that knows the plan file names it) — empty: the plan fits the
 /// graph. What only the rewrites can tell — a reduction split they cannot do — `lower` reports
 /// before it makes any Application.

@@ -6,12 +6,12 @@
 // on whether there is one. So cost::Evaluator runs the patterns on a *symbolic* plan and keeps
 // the result under the plan's *key*, for every plan of the same key:
 //
-// * the key: the plan's names, substitutions, fusion groups, meshes, whether each entry places,
-//   reduction counts, and every other count as "1", "=v" (equal to a reduction count v) or "#k"
-//   (the k-th distinct other value, in plan order). Entries naming an operation the graph lacks
-//   (derived entries, plan.h) keep their counts exactly, as reduction counts do — which dims of
-//   a derived operation reduce is not known before the rewrites — and so does every other count
-//   equal to one of them.
+// * the key: the plan's names, substitutions, fusion groups, recomputed operations, meshes,
+//   whether each entry places, reduction counts, and every other count as "1", "=v" (equal to a
+//   reduction count v) or "#k" (the k-th distinct other value, in plan order). Entries naming an
+//   operation the graph lacks (derived entries, plan.h) keep their counts exactly, as reduction
+//   counts do — which dims of a derived operation reduce is not known before the rewrites — and so
+//   does every other count equal to one of them.
 // * the symbolic plan: class #k's counts become the symbol kSymbol + k (far above any extent, so
 //   no symbol equals a real count), every non-empty place list becomes one marker naming its
 //   entry ([kPlaceMarker + name]).

@@ -10,6 +10,7 @@
 // instead (equal to this, bit for bit, and memoised).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct Priced {
   cost::CostVector cost;
   /// With PriceOptions::baselines: this plan against one device and against data parallelism.
   std::vector<cost::Gain> gains;
+  /// With PriceOptions::baselines, for a plan that recomputes: against the plan keeping every
+  /// activation (cost::recomputation_of).
+  std::optional<cost::Recomputation> recomputation;
 };
 
 /// `lowered` placed on `target` (cost::place); an Error it raises (a place list naming a device
@@ -48,8 +52,10 @@ cost::Placement place_lowered(const rewrite::LowerResult& lowered, const cost::T
 Priced price(const ir::Graph& graph, const rewrite::Plan& plan, cost::Target target,
              const PriceOptions& options);
 
-/// The same for `graph` already lowered (its plan's errors reported before the target is read).
-Priced price_lowered(const ir::Graph& graph, rewrite::LowerResult lowered, cost::Target target,
+/// The same for `graph` already lowered under `plan` (its plan's errors reported before the
+/// target is read).
+Priced price_lowered(const ir::Graph& graph, const rewrite::Plan& plan,
+                     rewrite::LowerResult lowered, cost::Target target,
                      const PriceOptions& options);
 
 }  // namespace tapestry::workflow
