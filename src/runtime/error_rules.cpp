@@ -1685,6 +1685,65 @@ Scales pow_scales(const Cell& a, const Cell& b, double out, double u, double tin
 
 }  // namespace
 
+namespace {
+
+// Runs `f(cells, out) → Scales` at every index point of an operation whose inputs (up to
+// three) and one output have one cell per point (IPF windows of 1, broadcasting in the IPFs),
+// writing σ and D. Row by row (RowWalk: the trailing dims every operand steps through evenly,
+// merged): each operand's cell is located once per segment of a row, then stepped
+// (Operand::step); segments in parallel (each point writes its own cell).
+template <typename F>
+void each_point(const Range& index, const std::vector<Operand<const double>>& v,
+                const std::vector<Operand<const double>>& sv,
+                const std::vector<Operand<const double>>& dv, const Operand<const double>& y,
+                const Operand<double>& sy, const Operand<double>& dy, const F& f) {
+  const std::size_t n_in = v.size();
+  TAPESTRY_ASSERT(n_in <= 3 && sv.size() == n_in && dv.size() == n_in,
+                  "each_point takes up to three inputs with σ and D");
+  const RowWalk walk = row_walk(index, [&](std::size_t dim, std::int64_t extent) {
+    const auto even = [&](const auto& o) { return o.step(dim) == o.step(dim + 1) * extent; };
+    for (std::size_t i = 0; i < n_in; ++i)
+      if (!even(v[i]) || !even(sv[i]) || !even(dv[i])) return false;
+    return even(y) && even(sy) && even(dy);
+  });
+  const auto step = [&](const auto& operand) {
+    return index.rank() == 0 ? 0 : operand.step(walk.last);
+  };
+  for_cells(
+      walk.count,
+      [&](std::size_t lo, std::size_t hi) {
+        for (std::size_t q = lo; q < hi; ++q) {
+          const RowWalk::Segment seg = walk.segment(q);
+          const Point& p = seg.row;
+          std::array<const double*, 3> vp{}, sgp{}, dbp{};
+          std::array<std::int64_t, 3> vs{}, ss{}, ds{};
+          for (std::size_t i = 0; i < n_in; ++i) {
+            vp[i] = v[i].cell(p);
+            sgp[i] = sv[i].cell(p);
+            dbp[i] = dv[i].cell(p);
+            vs[i] = step(v[i]);
+            ss[i] = step(sv[i]);
+            ds[i] = step(dv[i]);
+          }
+          const double* yp = y.cell(p);
+          double* sp = sy.cell(p);
+          double* dp = dy.cell(p);
+          const std::int64_t step_y = step(y), step_s = step(sy), step_d = step(dy);
+          for (std::int64_t j = seg.begin; j < seg.end; ++j) {
+            std::array<Cell, 3> cells{};
+            for (std::size_t i = 0; i < n_in; ++i)
+              cells[i] = Cell{vp[i][j * vs[i]], sgp[i][j * ss[i]], dbp[i][j * ds[i]]};
+            const Scales sc = f(cells, yp[j * step_y]);
+            sp[j * step_s] = sc.sigma;
+            dp[j * step_d] = sc.bound;
+          }
+        }
+      },
+      1);
+}
+
+}  // namespace
+
 // Unary maps, div and pow, cell by cell through the IPFs (broadcasting lives there). With e the
 // bar of x (min(λσx, Dx)) — the widest the input's error can be:
 //   relu     σx, Dx where x > −e (else the cell is 0 for sure)
@@ -1747,54 +1806,15 @@ void OperationEval::elementwise(Ctx& c) const {
   const bool pow = kernel == "pow";
   const Unary kind = unary_kind(kernel);
   if ((div || pow) && v.size() < 2) return fallback(c);
-  // Row by row (RowWalk: the trailing dims every operand steps through evenly, merged): each
-  // operand's cell is located once per segment of a row, then stepped (Operand::step);
-  // segments in parallel (each point writes its own cell).
+  // The operands the rule reads: a and b for div and pow, x for the unary kernels.
   const std::size_t k = div || pow ? 2 : 1;
-  const RowWalk walk = row_walk(index, [&](std::size_t dim, std::int64_t extent) {
-    const auto even = [&](const auto& o) { return o.step(dim) == o.step(dim + 1) * extent; };
-    for (std::size_t i = 0; i < k; ++i)
-      if (!even(v[i]) || !even(sv[i]) || !even(dv[i])) return false;
-    return even(y) && even(sy) && even(dy);
+  for (auto* operands : {&v, &sv, &dv})
+    operands->erase(operands->begin() + static_cast<std::ptrdiff_t>(k), operands->end());
+  each_point(index, v, sv, dv, y, sy, dy, [&](const std::array<Cell, 3>& in, double out) {
+    return div   ? div_scales(in[0], in[1], out, c.u, c.tiny, lambda_)
+           : pow ? pow_scales(in[0], in[1], out, c.u, c.tiny, lambda_)
+                 : unary_scales(kernel, kind, in[0], out, c.u, c.tiny, lambda_);
   });
-  const auto step = [&](const auto& operand) {
-    return index.rank() == 0 ? 0 : operand.step(walk.last);
-  };
-  for_cells(
-      walk.count,
-      [&](std::size_t lo, std::size_t hi) {
-        for (std::size_t q = lo; q < hi; ++q) {
-          const RowWalk::Segment seg = walk.segment(q);
-          const Point& p = seg.row;
-          const double* yp = y.cell(p);
-          double* sp = sy.cell(p);
-          double* dp = dy.cell(p);
-          std::array<const double*, 2> vp{}, sgp{}, dbp{};
-          std::array<std::int64_t, 2> vs{}, ss{}, ds{};
-          for (std::size_t i = 0; i < k; ++i) {
-            vp[i] = v[i].cell(p);
-            sgp[i] = sv[i].cell(p);
-            dbp[i] = dv[i].cell(p);
-            vs[i] = step(v[i]);
-            ss[i] = step(sv[i]);
-            ds[i] = step(dv[i]);
-          }
-          const std::int64_t step_y = step(y), step_s = step(sy), step_d = step(dy);
-          for (std::int64_t j = seg.begin; j < seg.end; ++j) {
-            const auto cell = [&](std::size_t i) {
-              return Cell{vp[i][j * vs[i]], sgp[i][j * ss[i]], dbp[i][j * ds[i]]};
-            };
-            const double out = yp[j * step_y];
-            const Scales sc = div ? div_scales(cell(0), cell(1), out, c.u, c.tiny, lambda_)
-                              : pow
-                                  ? pow_scales(cell(0), cell(1), out, c.u, c.tiny, lambda_)
-                                  : unary_scales(kernel, kind, cell(0), out, c.u, c.tiny, lambda_);
-            sp[j * step_s] = sc.sigma;
-            dp[j * step_d] = sc.bound;
-          }
-        }
-      },
-      1);
   c.result.magnitudes.push_back(max_abs_of(c.result.values.front()));
   c.result.sigmas.push_back(std::move(s));
   c.result.bounds.push_back(std::move(d));
@@ -1916,54 +1936,6 @@ bool decided(std::string_view kernel, const std::array<Cell, 3>& in, double lamb
     return a != Truth::kEither && b != Truth::kEither;
   }
   return comparison_certain(in[0], in[1], lambda);  // equal, less, less_equal, greater, …
-}
-
-// Runs `f(cells, out) → Scales` at every index point of an operation whose `n` inputs and one
-// output have one cell per point (IPF windows of 1, broadcasting in the IPFs), writing σ and D.
-// Row by row along the index's last dim, rows in parallel (each point writes its own cell).
-template <typename F>
-void each_point(const Range& index, const std::vector<Operand<const double>>& v,
-                const std::vector<Operand<const double>>& sv,
-                const std::vector<Operand<const double>>& dv, const Operand<const double>& y,
-                const Operand<double>& sy, const Operand<double>& dy, const F& f) {
-  const std::size_t rank = index.rank(), n_in = v.size();
-  const std::int64_t n = rank == 0 ? 1 : index.extent(rank - 1);
-  const Range rows =
-      rank == 0 ? index
-                : index.with_dim(rank - 1, index.start()[rank - 1], index.start()[rank - 1] + 1);
-  const auto step = [&](const auto& operand) { return rank == 0 ? 0 : operand.step(rank - 1); };
-  const std::size_t row_count =
-      n == 0 || index.is_empty() ? 0 : static_cast<std::size_t>(rows.size());
-  for_cells(
-      row_count,
-      [&](std::size_t lo, std::size_t hi) {
-        for (std::size_t r = lo; r < hi; ++r) {
-          const Point p = unravel(rows, static_cast<std::int64_t>(r));
-          std::array<const double*, 3> vp{}, sgp{}, dbp{};
-          std::array<std::int64_t, 3> vs{}, ss{}, ds{};
-          for (std::size_t i = 0; i < n_in; ++i) {
-            vp[i] = v[i].cell(p);
-            sgp[i] = sv[i].cell(p);
-            dbp[i] = dv[i].cell(p);
-            vs[i] = step(v[i]);
-            ss[i] = step(sv[i]);
-            ds[i] = step(dv[i]);
-          }
-          const double* yp = y.cell(p);
-          double* sp = sy.cell(p);
-          double* dp = dy.cell(p);
-          const std::int64_t step_y = step(y), step_s = step(sy), step_d = step(dy);
-          for (std::int64_t j = 0; j < n; ++j) {
-            std::array<Cell, 3> cells{};
-            for (std::size_t i = 0; i < n_in; ++i)
-              cells[i] = Cell{vp[i][j * vs[i]], sgp[i][j * ss[i]], dbp[i][j * ds[i]]};
-            const Scales sc = f(cells, yp[j * step_y]);
-            sp[j * step_s] = sc.sigma;
-            dp[j * step_d] = sc.bound;
-          }
-        }
-      },
-      kCellChunk / static_cast<std::size_t>(std::max<std::int64_t>(n, 1)));
 }
 
 // A rule of one cell per point (each_point) over the inputs at entries `at` of `c` (in that
