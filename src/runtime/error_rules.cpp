@@ -294,15 +294,6 @@ double max_slope(std::string_view kernel, double x, double w) {
                                     : f;
 }
 
-// A float32 buffer ≥ a float64 one cell by cell, and the range of its cells.
-struct Single {
-  Buffer buffer;
-  float lo = INFINITY;   // the smallest nonzero cell (∞: all zero)
-  float hi = 0;          // the largest
-  bool fits = true;      // every cell 0 or a finite normal float (no NaN, ∞, subnormal)
-  bool integers = true;  // every cell an integer
-};
-
 // Whether float32 sums may stand in for float64 ones: a user who set oneDNN's default
 // floating-point math mode to a lower precision (bf16, tf32 …) gets float64 throughout.
 bool strict_float32() {
@@ -420,7 +411,7 @@ struct OperationEval::Ctx {
 OperationEval::OperationEval(const ir::Graph& graph, ir::OperationId op,
                              const ExecutableKernels& kernels, double lambda,
                              const SharedZeros* zeros, SingleSums single_sums,
-                             double product_roundoff)
+                             double product_roundoff, ChainSingles* chain)
     : graph_(graph),
       op_(op),
       kernels_(kernels),
@@ -428,7 +419,8 @@ OperationEval::OperationEval(const ir::Graph& graph, ir::OperationId op,
       lambda_(lambda),
       zeros_(zeros),
       single_sums_(strict_float32() ? single_sums : SingleSums::kNever),
-      product_roundoff_(product_roundoff) {
+      product_roundoff_(product_roundoff),
+      chain_(chain) {
   const ir::OperationView view = graph.operation(op);
   const Range index = *view.ipf_index();
   double window = 1;
@@ -700,19 +692,14 @@ template <typename F>
   return fill_cells(f, v, sg, d, o, lo, hi);
 }
 
-// The float32 form of `t` on input entry i, made once per operation: each cell rounded up, its
-// range and whether all are integers. A σ or D that is a view of the shared zeros stays one.
+// The float32 form of `t` on an input (value, σ, D): each cell rounded up, its range and
+// whether all are integers. A σ or D that is a view of the shared zeros stays one.
 namespace {
-const Single& single_of(const CellTransform& t, std::size_t i,
-                        std::map<std::pair<std::string, std::size_t>, Single>& singles,
-                        const Buffer& value, const Buffer& sigma, const Buffer& bound,
-                        const SharedZeros* zeros) {
-  const std::pair<std::string, std::size_t> key{std::string(t.kind), i};
-  if (auto it = singles.find(key); it != singles.end()) return it->second;
+Single make_single(const CellTransform& t, const Buffer& value, const Buffer& sigma,
+                   const Buffer& bound, const SharedZeros* zeros) {
   if (zeros != nullptr &&
       ((t.of_sigma && zeros->holds(sigma)) || (t.of_bound && zeros->holds(bound)))) {
-    return singles.emplace(key, Single{.buffer = zeros->view(value.range(), DType::kFloat32)})
-        .first->second;
+    return Single{.buffer = zeros->view(value.range(), DType::kFloat32)};
   }
   Single out{.buffer = Buffer(DType::kFloat32, value.range(), Buffer::Uninitialized{})};
   const std::span<const double> v = value.values<double>(), sg = sigma.values<double>(),
@@ -766,9 +753,28 @@ const Single& single_of(const CellTransform& t, std::size_t i,
   // Integers matter only for sums that can stay below 2^24 (exact): scanned only then.
   out.integers = out.fits && all.hi < 0x1p24F &&
                  !any_cell(o.size(), [&](std::size_t k) { return o[k] != std::trunc(o[k]); });
-  return singles.emplace(key, std::move(out)).first->second;
+  return out;
 }
 }  // namespace
+
+// The float32 form of `t` on input entry i, made once per operation — or once per oracle chain
+// for a tensor every block of the chain reads whole (ChainSingles: a weight).
+const Single& OperationEval::single_of(Ctx& c, const CellTransform& t, std::size_t i) const {
+  if (chain_ != nullptr) {
+    if (auto w = chain_->whole.find(c.ins[i].value.tensor); w != chain_->whole.end()) {
+      const std::pair<std::string, ir::TensorId> key{std::string(t.kind), w->second};
+      if (auto it = chain_->made.find(key); it != chain_->made.end()) return it->second;
+      return chain_->made
+          .emplace(key, make_single(t, *c.in_value[i], *c.in_sigma[i], *c.in_bound[i], zeros_))
+          .first->second;
+    }
+  }
+  const std::pair<std::string, std::size_t> key{std::string(t.kind), i};
+  if (auto it = c.singles.find(key); it != c.singles.end()) return it->second;
+  return c.singles
+      .emplace(key, make_single(t, *c.in_value[i], *c.in_sigma[i], *c.in_bound[i], zeros_))
+      .first->second;
+}
 
 std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int bias,
                                                              const CellTransform& tx,
@@ -790,8 +796,14 @@ std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int 
   if (n >= 0x1p22) return std::nullopt;
   // Where the GEMM is cheap next to a pass over its operands (few rows against a large weight:
   // ViT-B/16's 17 tokens), rounding the operands costs more than float32 saves.
+  // A tensor an oracle chain's every block reads whole is rounded once for all its blocks.
   double operand_cells = 0;
-  for (const Buffer* b : c.in_value) operand_cells += static_cast<double>(b->size());
+  for (std::size_t i = 0; i < c.in_value.size(); ++i) {
+    const bool shared = chain_ != nullptr && chain_->whole.contains(c.ins[i].value.tensor);
+    operand_cells +=
+        static_cast<double>(c.in_value[i]->size()) /
+        (shared ? static_cast<double>(std::max<std::int64_t>(1, chain_->blocks)) : 1.0);
+  }
   double output_cells = 0;
   for (const Buffer& b : c.result.values) output_cells += static_cast<double>(b.size());
   if (single_sums_ == SingleSums::kWherePays && output_cells * terms_ < 64 * operand_cells)
@@ -813,8 +825,7 @@ std::optional<std::vector<Buffer>> OperationEval::run_single(Ctx& c, int w, int 
       continue;
     }
     const CellTransform& t = idx == w ? tw : tx;
-    const Single& one =
-        single_of(t, i, c.singles, *c.in_value[i], *c.in_sigma[i], *c.in_bound[i], zeros_);
+    const Single& one = single_of(c, t, i);
     if (!one.fits) return std::nullopt;
     integers = integers && one.integers;
     if (idx == w) {
@@ -960,6 +971,11 @@ std::optional<std::vector<Buffer>> OperationEval::row_counts(const Ctx& c, int x
 // computation and rounds nothing: n counts the others, K(live x, live w, live bias), when an
 // input holds exact zeros. A cell that is ±inf or NaN: bilinear_hazards.
 void OperationEval::bilinear(Ctx& c) const {
+  // An elementwise product, one cell of each factor per point: in one pass (binary_product).
+  // Not under TF32 products, whose operand roundings only the general path adds.
+  if (c.op.kernel() == "mul" && c.op.body().reductions.empty() && product_roundoff_ == 0 &&
+      binary_product(c))
+    return;
   const BilinearFactors factors = bilinear_factors(c);
   const int x = factors.x, w = factors.w;
   const int bias = c.entry("bias");
@@ -1271,13 +1287,19 @@ class OutputErrors {
   Buffer* bound_ = nullptr;
 };
 
+// binary_product: bilinear's rule for an elementwise a·b the same way — per cell A = |a||b|,
+// σ² = proxy(A)² + σa²b² + a²σb², D = bound(A) + Da(|b| + Db) + |a|Db, n = 1 product or 0 where
+// a factor is an exact zero, ±inf or NaN certain unless a factor is unknown or an infinity meets
+// a factor whose bar reaches 0 (bilinear_hazards) — instead of its kernel runs on full-size
+// transforms (attention's scores times a scale: 16.7 M cells, a dozen 134 MB buffers).
 // additive's rule for x ± y, one cell of each per index point, in one pass: per cell
 // A = |x| + |y|, σ² = σx² + σy² + proxy(A)², D = Dx + Dy + bound(A), with n = 1 addition, or 0
 // where a term is an exact zero — the numbers of the general path (each of its kernel runs adds
 // the same two float64 numbers), without its five full-size buffers of transforms and sums (the
 // residual add of resnet_bottleneck: 6 × 51 MiB). σ and D go over an operand's spare ones when
 // this operation reads it for the last time and at the output's own cells (elementwise's test).
-bool OperationEval::binary_sum(Ctx& c) const {
+template <bool kProduct>
+bool OperationEval::binary_cells(Ctx& c) const {
   if (c.ins.size() != 2 || c.outs.size() != 1) return false;
   const ir::IpfSignature& signature = *c.op.ipf_signature();
   const Range index = *c.op.ipf_index();
@@ -1358,20 +1380,47 @@ bool OperationEval::binary_sum(Ctx& c) const {
             const double a = x0[j * vx0], b = x1[j * vx1];
             const double sa = s0[j * vs0], sb = s1[j * vs1];
             const double da = d0[j * vd0], db = d1[j * vd1];
-            const double magnitudes = std::abs(a) + std::abs(b);
-            m = std::max(m, magnitudes);
-            const double var = sa * sa + sb * sb;
-            const double worst = da + db;
-            if (!std::isfinite(yp[j * step_y])) {
-              sp[j * step_s] = dp[j * step_d] = class_scale(is_known(var, worst));
-              continue;
+            if constexpr (kProduct) {
+              // bilinear's numbers for one term a·b (x = a, w = b), in its order.
+              const double aa = std::abs(a), ab = std::abs(b);
+              const double magnitudes = aa * ab;
+              m = std::max(m, magnitudes);
+              if (!std::isfinite(yp[j * step_y])) {
+                const double l = lambda_;
+                const bool known = is_known(sa, da) && is_known(sb, db);
+                const bool hazard =
+                    (!std::isfinite(a) && may_cross_zero(b, std::min(l * sb, db))) ||
+                    (!std::isfinite(b) && may_cross_zero(a, std::min(l * sa, da)));
+                sp[j * step_s] = dp[j * step_d] = class_scale(known && !hazard);
+                continue;
+              }
+              const double live =
+                  may_be_nonzero(a, sa, da) && may_be_nonzero(b, sb, db) ? 1.0 : 0.0;
+              const Rounding rd = rounding(live, u, tiny, magnitudes);
+              double var = rd.proxy * rd.proxy;
+              double worst = rd.bound;
+              var += (sa * sa) * (b * b);
+              worst += da * (ab + db);
+              var += (a * a) * (sb * sb);
+              worst += aa * db;
+              sp[j * step_s] = std::sqrt(var);
+              dp[j * step_d] = worst;
+            } else {
+              const double magnitudes = std::abs(a) + std::abs(b);
+              m = std::max(m, magnitudes);
+              const double var = sa * sa + sb * sb;
+              const double worst = da + db;
+              if (!std::isfinite(yp[j * step_y])) {
+                sp[j * step_s] = dp[j * step_d] = class_scale(is_known(var, worst));
+                continue;
+              }
+              const double live =
+                  (may_be_nonzero(a, sa, da) ? 1.0 : 0.0) + (may_be_nonzero(b, sb, db) ? 1.0 : 0.0);
+              const Rounding rd =
+                  rounding(std::min(1.0, std::max(live - 1, 0.0)), u, tiny, magnitudes);
+              sp[j * step_s] = std::sqrt(var + rd.proxy * rd.proxy);
+              dp[j * step_d] = worst + rd.bound;
             }
-            const double live =
-                (may_be_nonzero(a, sa, da) ? 1.0 : 0.0) + (may_be_nonzero(b, sb, db) ? 1.0 : 0.0);
-            const Rounding rd =
-                rounding(std::min(1.0, std::max(live - 1, 0.0)), u, tiny, magnitudes);
-            sp[j * step_s] = std::sqrt(var + rd.proxy * rd.proxy);
-            dp[j * step_d] = worst + rd.bound;
           }
         }
         return m;
@@ -1381,6 +1430,14 @@ bool OperationEval::binary_sum(Ctx& c) const {
   c.result.sigmas.push_back(std::move(s));
   c.result.bounds.push_back(std::move(d));
   return true;
+}
+
+bool OperationEval::binary_sum(Ctx& c) const {
+  return binary_cells<false>(c);
+}
+
+bool OperationEval::binary_product(Ctx& c) const {
+  return binary_cells<true>(c);
 }
 
 // prod reductions: out = Π x_k over n factors (n − 1 multiplications, in any order).
@@ -1758,6 +1815,9 @@ void each_point(const Range& index, const std::vector<Operand<const double>>& v,
 void OperationEval::elementwise(Ctx& c) const {
   std::string_view kernel = c.op.kernel();
   if (kernel.starts_with("op:")) kernel.remove_prefix(3);
+  if (kernel == "mul_scalar" || kernel == "gelu_grad" || kernel == "tanh_grad" ||
+      kernel == "sigmoid_grad" || kernel == "sqrt_grad")
+    return derivative_product(c, kernel);
   const ir::IpfSignature& signature = *c.op.ipf_signature();
   const Range index = *c.op.ipf_index();
   const auto& in_entries = c.ins;
@@ -2030,6 +2090,117 @@ void OperationEval::choice(Ctx& c) const {
         const double gap = std::abs(a.value - b.value) * (1 + 0x1p-52);
         return Scales{gap / l + std::max(a.sigma, b.sigma), gap + std::max(a.bound, b.bound)};
       });
+}
+
+// The derivative kernels of autodiff (kernels/autodiff.yaml): result = g·h(f), g the cotangent
+// d_result and h a function of the forward cell f (x or y) —
+//   gelu_grad     h(x) = Φ(x) + x·φ(x)   |h′| = |φ(x)(2 − x²)| ≤ 0.8, |h″| = |φ(x)(x³ − 4x)| < 0.78
+//   tanh_grad     h(y) = 1 − y²          |h′| = 2|y|
+//   sigmoid_grad  h(y) = y·(1 − y)       |h′| = |1 − 2y|
+//   sqrt_grad     h(y) = 1 / (2y)        |h′| = 1 / (2y²)
+// — and mul_scalar, result = x·s (s = factor / divisor, h = s, g = x). With f and g off by at
+// most Δf and Δg, and L the largest |h′| within Δf of f:
+//   |g′·h(f′) − g·h(f)| ≤ |h(f)|·Δg + |g|·L·Δf + L·Δf·Δg
+// (exact to every order: |h(f′)| ≤ |h(f)| + L·Δf). D takes that with the bounds (L over the
+// bound's width), σ the root sum of squares of the first two terms with the σs (L over the bar's
+// width), each plus the kernel's own error k:
+//   gelu_grad     one rounding of the float64 product: u·|out|, and the float64 h's own error:
+//                 2^−53·|g|·(4·Φ + |x·φ|·(4 + x²)) (erfc, exp of the rounded −x²/2, the sum)
+//   tanh_grad     y·y, 1 − y² and the product, in the dtype: |g|·u·(y² + |1 − y²|)·(1 + u) +
+//   u·|out| sigmoid_grad  1 − y, y·(1 − y) and the product: 2u·|g·y·(1 − y)|·(1 + u) + u·|out|
+//   sqrt_grad     2y is exact, the division rounds once: u·|out|
+//   mul_scalar    s rounded to the dtype, then the product: (2u + u²)·|out|
+// An input of unknown error makes the cell unknown; a result that is ±inf or NaN is certain
+// when every input is exact. Where L is ∞ (sqrt_grad's y within its bound of 0, where the run
+// may divide by 0) the cell is unknown.
+void OperationEval::derivative_product(Ctx& c, std::string_view kernel) const {
+  const bool scalar = kernel == "mul_scalar";
+  const int forward = scalar ? -1 : (c.entry("x") >= 0 ? c.entry("x") : c.entry("y"));
+  const int cotangent = scalar ? c.entry("x") : c.entry("d_result");
+  if (cotangent < 0 || (!scalar && forward < 0) || c.ins.size() != (scalar ? 1U : 2U))
+    return fallback(c);
+  double s = 1;  // mul_scalar's factor / divisor, as its kernel forms it
+  if (scalar) {
+    const nlohmann::json& params = c.op.params();
+    if (params.contains("factor")) s = params.at("factor").get<double>();
+    s /= static_cast<double>(params.value("divisor", std::int64_t{1}));
+  }
+  enum class H { kGelu, kTanh, kSigmoid, kSqrt, kScale };
+  const H h_kind = scalar                     ? H::kScale
+                   : kernel == "gelu_grad"    ? H::kGelu
+                   : kernel == "tanh_grad"    ? H::kTanh
+                   : kernel == "sigmoid_grad" ? H::kSigmoid
+                                              : H::kSqrt;
+  const double u = c.u, tiny = c.tiny, l = lambda_;
+  constexpr double kU53 = 0x1p-53;
+  // h(f) and the largest |h′| within w of f.
+  const auto slope = [h_kind](double f, double w, double hp) -> double {
+    switch (h_kind) {
+      case H::kGelu:
+        return std::min(0.8, hp + 0.78 * w + 0x1p-50);
+      case H::kTanh:
+        return 2 * (std::abs(f) + w) * (1 + 0x1p-52);
+      case H::kSigmoid:
+        return (std::abs(1 - 2 * f) + 2 * w) * (1 + 0x1p-52);
+      case H::kSqrt: {
+        const double lo = std::abs(f) - w;
+        return lo > 0 ? 0.5 / (lo * lo) * (1 + 0x1p-50) : INFINITY;
+      }
+      case H::kScale:
+        return 0.0;
+    }
+    return INFINITY;
+  };
+  std::vector<int> at{cotangent};
+  if (!scalar) at.push_back(forward);
+  per_point_rule(graph_, c, at, nullptr, [&](const std::array<Cell, 3>& in, double out) {
+    const Cell& g = in[0];
+    const Cell f = scalar ? Cell{} : in[1];
+    if (!g.known() || !f.known()) return unknown_scales();
+    const bool exact = is_exact(g.sigma, g.bound) && is_exact(f.sigma, f.bound);
+    if (!std::isfinite(out) || !std::isfinite(g.value) || !std::isfinite(f.value)) {
+      const double k = class_scale(exact && !std::isfinite(out));
+      return Scales{k, k};
+    }
+    const double ag = std::abs(g.value), aout = std::abs(out);
+    if (h_kind == H::kScale) {
+      const double k = (2 * u + u * u) * aout + tiny;
+      const double as = std::abs(s);
+      return Scales{hypot_up(as * g.sigma, k), as * g.bound + k};
+    }
+    double h = 0, hp = 0, k = u * aout + tiny;
+    const double x = f.value;
+    switch (h_kind) {
+      case H::kGelu: {
+        const double cdf = normal_cdf(x), xpdf = x * normal_pdf(x);
+        h = cdf + xpdf;
+        hp = std::abs(normal_pdf(x) * (2 - x * x));
+        k += kU53 * ag * (4 * cdf + std::abs(xpdf) * (4 + x * x));
+        break;
+      }
+      case H::kTanh:
+        h = 1 - x * x;
+        k += ag * u * (x * x + std::abs(h)) * (1 + u);
+        break;
+      case H::kSigmoid:
+        h = x * (1 - x);
+        k += 2 * u * std::abs(g.value * h) * (1 + u);
+        break;
+      case H::kSqrt:
+        h = 0.5 / x;
+        break;
+      case H::kScale:
+        break;
+    }
+    const double ah = std::abs(h) * (1 + 0x1p-50);  // h's float64 roundings
+    // sqrt_grad with y within its bound of 0: the run's y may be 0, and g/(2y) ±inf or NaN.
+    const double l_bar = slope(x, f.bar(l), hp);
+    const double l_bound = slope(x, f.bound, hp);
+    if (!std::isfinite(l_bar) || !std::isfinite(l_bound)) return unknown_scales();
+    const double sigma = hypot_up(hypot_up(ah * g.sigma, ag * l_bar * f.sigma), k);
+    const double bound = ah * g.bound + ag * l_bound * f.bound + l_bound * f.bound * g.bound + k;
+    return Scales{sigma, bound};
+  });
 }
 
 // softmax over the last dim of each row: y_i = e^(x_i − m) / Σ_j e^(x_j − m), m = max_j x_j.

@@ -12,6 +12,7 @@
 #include <oneapi/tbb/partitioner.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -110,6 +111,30 @@ struct CellTransform {
   bool of_sigma = false, of_bound = false;  // the cell's σ or D alone (a zero view stays one)
 };
 
+/// A float32 buffer ≥ a float64 one cell by cell (each rounded up), and the range of its cells:
+/// an operand of the float32 sums (SingleSums).
+struct Single {
+  Buffer buffer;
+  float lo = INFINITY;   // the smallest nonzero cell (∞: all zero)
+  float hi = 0;          // the largest
+  bool fits = true;      // every cell 0 or a finite normal float (no NaN, ∞, subnormal)
+  bool integers = true;  // every cell an integer
+};
+
+/// The float32 transforms of the tensors that every block of an oracle chain reads whole (a
+/// weight: oracle_chains.h), made by the first block that needs one and kept for the others:
+/// rounding a 2048×512 weight for each of 8 blocks of 64 rows cost more than the float32 sums
+/// saved, so they ran in float64. One per chain, for the chain's duration.
+struct ChainSingles {
+  /// The chain's blocks: a shared transform costs each block 1/blocks of a pass (the "pays"
+  /// rule, SingleSums::kWherePays).
+  std::int64_t blocks = 1;
+  /// This block's tensors that are whole tensors made before the chain → the original tensor.
+  std::map<ir::TensorId, ir::TensorId> whole;
+  /// (transform kind, original tensor) → its float32 form.
+  std::map<std::pair<std::string, ir::TensorId>, Single> made;
+};
+
 class OperationEval {
  public:
   /// `zeros`, when given, is the region the exact inputs' σ and D borrow: buffers in it are known
@@ -117,7 +142,8 @@ class OperationEval {
   /// and matmul's sums of nonnegative terms run as float32 GEMMs rounded up (SingleSums).
   OperationEval(const ir::Graph& graph, ir::OperationId op, const ExecutableKernels& kernels,
                 double lambda, const SharedZeros* zeros = nullptr,
-                SingleSums single_sums = SingleSums::kNever, double product_roundoff = 0);
+                SingleSums single_sums = SingleSums::kNever, double product_roundoff = 0,
+                ChainSingles* chain = nullptr);
 
   /// Evaluates the operation on `value` (every tensor it reads) and derives its outputs' sigma
   /// and bound from `sigma` and `bound` (every float tensor it reads), writing them over
@@ -167,10 +193,20 @@ class OperationEval {
   /// (broadcasts included): the same numbers cell by cell in one pass, with no |x|, σ², D or
   /// live-flag buffers, σ and D written over an operand's spare ones where it allows. False (and
   /// nothing done) where the layout does not allow it.
+  /// The float32 form of transform `t` on input entry i: made once per operation, or once per
+  /// chain (chain_) for a tensor every block reads whole.
+  const Single& single_of(Ctx& c, const CellTransform& t, std::size_t i) const;
   [[nodiscard]] bool binary_sum(Ctx& c) const;
+  /// bilinear's rule for an elementwise mul the same way (binary_product).
+  [[nodiscard]] bool binary_product(Ctx& c) const;
+  template <bool kProduct>
+  [[nodiscard]] bool binary_cells(Ctx& c) const;
   void product(Ctx& c) const;
   void selection(Ctx& c, bool negate) const;
   void elementwise(Ctx& c) const;
+  /// autodiff's derivative kernels (gelu_grad, tanh_grad, sigmoid_grad, sqrt_grad: the
+  /// cotangent times a function of the forward cell) and mul_scalar: both operands' errors.
+  void derivative_product(Ctx& c, std::string_view kernel) const;
   void softmax(Ctx& c) const;
   void average(Ctx& c) const;
   void variance(Ctx& c) const;
@@ -196,6 +232,7 @@ class OperationEval {
   SingleSums single_sums_;
   // float32 contractions whose operands the run rounded first (TF32: 2^-11), else 0.
   double product_roundoff_ = 0;
+  ChainSingles* chain_ = nullptr;  // the float32 transforms an oracle chain's blocks share
   /// Terms combined into one output cell: Π reduction extents × the largest input window.
   double terms_ = 1;
 };

@@ -241,9 +241,10 @@ Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
   // Evaluates operation `op` of `g` on `maps` (σ and D of `spent`, the tensors freed after it,
   // may become its outputs'), and notes whether it is exact.
   const auto evaluate = [&](const ir::Graph& g, ir::OperationId op, Maps maps,
-                            const std::vector<ir::TensorId>& spent) {
+                            const std::vector<ir::TensorId>& spent,
+                            detail::ChainSingles* chain_singles) {
     const detail::OperationEval eval(g, op, kernels, options.lambda, &zeros, single_sums,
-                                     product_roundoff);
+                                     product_roundoff, chain_singles);
     // The σ and D of tensors freed after this operation: its outputs' may be written over them.
     detail::SpareBuffers spare;
     std::map<ir::TensorId, std::int64_t> spare_bytes;
@@ -277,8 +278,11 @@ Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
   // reads it or it is kept, else it lives only as each block's cells.
   const auto run_chain = [&](const detail::OracleChain& chain) {
     std::set<ir::TensorId> assembled;  // tensors whose whole buffers exist (after block 0)
+    // The float32 transforms of the tensors every block reads whole, made once for all blocks.
+    detail::ChainSingles shared{.blocks = static_cast<std::int64_t>(chain.blocks())};
     for (std::size_t b = 0; b < chain.blocks(); ++b) {
       const detail::ChainBlock block = detail::chain_block(graph, order, chain, b);
+      shared.whole.clear();  // this block's tensor ids
       BufferMap value, sigma, bound;
       const Maps mine{&value, &sigma, &bound};
       // Each of the block's tensors is freed after its last reader in the block (or its maker).
@@ -300,6 +304,9 @@ Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
           const Range& region = block.graph.tensor(mine_t).range();
           if (!oracle.value.contains(t) && !chain.partial.contains(t)) enter(t);
           if (oracle.value.contains(t)) {
+            // Made before the chain and read whole: the same buffers in every block.
+            if (region == graph.tensor(t).range() && !assembled.contains(t))
+              shared.whole[mine_t] = t;
             live.insert(value, mine_t, part_of(oracle.value.at(t), region, zeros));
             if (oracle.sigma.contains(t)) {
               live.insert(sigma, mine_t, part_of(oracle.sigma.at(t), region, zeros));
@@ -313,7 +320,7 @@ Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
             }
           }
         }
-        detail::RuleResult r = evaluate(block.graph, block.ops[j], mine, spent[j]);
+        detail::RuleResult r = evaluate(block.graph, block.ops[j], mine, spent[j], &shared);
         for (std::size_t i = 0; i < r.outputs.size(); ++i) {
           const ir::TensorId mine_t = r.outputs[i];
           const ir::TensorId t = block.original.at(mine_t);
@@ -365,8 +372,8 @@ Oracle evaluate_oracle(const ir::Graph& graph, const BufferMap& inputs,
     }
     const ir::OperationId op = order[k];
     for (const auto& e : graph.operation(op).inputs().entries()) enter(e.value.tensor);
-    detail::RuleResult r =
-        evaluate(graph, op, whole, options.keep_all ? std::vector<ir::TensorId>{} : release[k]);
+    detail::RuleResult r = evaluate(
+        graph, op, whole, options.keep_all ? std::vector<ir::TensorId>{} : release[k], nullptr);
     for (std::size_t i = 0; i < r.outputs.size(); ++i) {
       const ir::TensorId t = r.outputs[i];
       live.insert(oracle.value, t, std::move(r.values[i]));
