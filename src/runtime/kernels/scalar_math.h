@@ -407,9 +407,12 @@ TAPESTRY_HD inline float softmax_live_from(float m) {
   const float k = shifted - kShifterF;
   const float r = fused_multiply_add(-k, kLn2HiF, d) + fused_multiply_add(-k, kLn2LoF, err);
   const float p = 1.0f + expm1_reduced_f32<true>(r);  // ∈ [0.70, 1.42]
-  const float e = std::bit_cast<float>(std::bit_cast<std::int32_t>(p) +
-                                       ((shifted_integer_f32(shifted) + 64) << 23)) *
-                  0x1p-64f;
+  // In unsigned arithmetic: for a dead term (x < live_from, discarded below) the exponent bits
+  // may overflow, which wraps here and would be undefined in int32 (UBSan found it).
+  const float e =
+      std::bit_cast<float>(std::bit_cast<std::uint32_t>(p) +
+                           (static_cast<std::uint32_t>(shifted_integer_f32(shifted) + 64) << 23)) *
+      0x1p-64f;
   return x < live_from ? 0.0f : nan_or(d, e);
 }
 
