@@ -68,7 +68,7 @@ fi
 check "bad calibrate runs write nothing" $?
 
 # 3. A short calibration writes a target that parses back, one cpu device per hardware thread.
-timeout 120 "$tapestry" calibrate --seconds 0.5 -o "$tmp/cal.json" >"$tmp/out" 2>"$tmp/err"
+timeout 600 "$tapestry" calibrate --seconds 0.5 -o "$tmp/cal.json" >"$tmp/out" 2>"$tmp/err"
 [[ $? -eq 0 ]] && grep -qE "^matmul f32 .* GFLOP/s" "$tmp/out" && grep -qE "^dispatch .* µs per application" "$tmp/out" &&
   grep -qE "^wrote $tmp/cal.json: $(nproc) devices cpu:0" "$tmp/out" &&
   grep -qE "^gemm 32 +32×32×32, 64 per thread .* µs per call, .*: efficiency " "$tmp/out"
