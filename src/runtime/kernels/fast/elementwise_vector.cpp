@@ -135,10 +135,10 @@ struct GeluTableRegisters {
   return t;
 }
 
-[[gnu::always_inline, TAPESTRY_AVX512]] inline __m512 f(float c) {
+[[gnu::always_inline, TAPESTRY_AVX512]] inline __m512 splat(float c) {
   return _mm512_set1_ps(c);
 }
-[[gnu::always_inline, TAPESTRY_AVX512]] inline __m512i i(std::uint32_t c) {
+[[gnu::always_inline, TAPESTRY_AVX512]] inline __m512i splat_bits(std::uint32_t c) {
   return _mm512_set1_epi32(static_cast<int>(c));
 }
 
@@ -146,36 +146,39 @@ struct GeluTableRegisters {
                                                                   const GeluTableRegisters& t) {
   const __m512i x_bits = _mm512_castps_si512(x);
   const __m512 w = _mm512_castsi512_ps(
-      _mm512_min_epu32(_mm512_and_si512(x_bits, i(0x7fffffffu)), i(0x41680000u)));
-  const __m512i v_bits = _mm512_castps_si512(_mm512_add_ps(w, f(1.0f)));
+      _mm512_min_epu32(_mm512_and_si512(x_bits, splat_bits(0x7fffffffu)), splat_bits(0x41680000u)));
+  const __m512i v_bits = _mm512_castps_si512(_mm512_add_ps(w, splat(1.0f)));
   const __m512i interval = _mm512_srli_epi32(v_bits, 20);  // vpermt2ps reads bits 0–4
   const __m512 delta = _mm512_sub_ps(
-      w, _mm512_sub_ps(_mm512_castsi512_ps(_mm512_and_si512(v_bits, i(0xfff00000u))), f(1.0f)));
+      w, _mm512_sub_ps(_mm512_castsi512_ps(_mm512_and_si512(v_bits, splat_bits(0xfff00000u))),
+                       splat(1.0f)));
   __m512 h = _mm512_permutex2var_ps(t.lo[5], interval, t.hi[5]);
   for (int j = 4; j >= 0; --j)
     h = _mm512_fmadd_ps(h, delta, _mm512_permutex2var_ps(t.lo[j], interval, t.hi[j]));
   const __m512 big = _mm512_mul_ps(w, w);
   const __m512 rest = _mm512_fmsub_ps(w, w, big);
-  const __m512 shifted = _mm512_fmadd_ps(big, f(-0.5f * scalar::kLog2eF), f(scalar::kShifterF));
-  const __m512 k = _mm512_sub_ps(shifted, f(scalar::kShifterF));
-  const __m512 s = _mm512_add_ps(_mm512_fnmsub_ps(k, f(2.0f * scalar::kLn2HiF), big),
-                                 _mm512_fnmsub_ps(k, f(2.0f * scalar::kLn2LoF), rest));
+  const __m512 shifted =
+      _mm512_fmadd_ps(big, splat(-0.5f * scalar::kLog2eF), splat(scalar::kShifterF));
+  const __m512 k = _mm512_sub_ps(shifted, splat(scalar::kShifterF));
+  const __m512 s = _mm512_add_ps(_mm512_fnmsub_ps(k, splat(2.0f * scalar::kLn2HiF), big),
+                                 _mm512_fnmsub_ps(k, splat(2.0f * scalar::kLn2LoF), rest));
   const auto& kP = scalar::gelu_f32_coefficients().p;
-  __m512 p = f(kP[std::size(kP) - 1]);
-  for (std::size_t j = std::size(kP) - 1; j-- > 0;) p = _mm512_fmadd_ps(p, s, f(kP[j]));
+  __m512 p = splat(kP[std::size(kP) - 1]);
+  for (std::size_t j = std::size(kP) - 1; j-- > 0;) p = _mm512_fmadd_ps(p, s, splat(kP[j]));
   const __m512i power = _mm512_slli_epi32(
-      _mm512_add_epi32(_mm512_sub_epi32(_mm512_castps_si512(shifted),
-                                        i(std::bit_cast<std::uint32_t>(scalar::kShifterF))),
-                       i(64)),
+      _mm512_add_epi32(
+          _mm512_sub_epi32(_mm512_castps_si512(shifted),
+                           splat_bits(std::bit_cast<std::uint32_t>(scalar::kShifterF))),
+          splat_bits(64)),
       23);
   const __m512 scaled = _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), power));
-  const __m512 y = _mm512_mul_ps(_mm512_mul_ps(h, scaled), f(0x1p-64f));
-  const __m512i sign = i(0x80000000u);
-  const __m512 minus_y =
+  const __m512 y = _mm512_mul_ps(_mm512_mul_ps(h, scaled), splat(0x1p-64f));
+  const __m512i sign = splat_bits(0x80000000u);
+  const __m512 signed_y =
       _mm512_castsi512_ps(_mm512_or_si512(_mm512_andnot_si512(sign, _mm512_castps_si512(y)),
                                           _mm512_and_si512(sign, x_bits)));  // copysign(y, x)
   const __m512 result =
-      _mm512_mask_blend_ps(_mm512_movepi32_mask(x_bits), _mm512_sub_ps(x, y), minus_y);
+      _mm512_mask_blend_ps(_mm512_movepi32_mask(x_bits), _mm512_sub_ps(x, y), signed_y);
   return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), result, _mm512_add_ps(x, x));
 }
 
