@@ -747,7 +747,7 @@ TEST(BranchlessGelu, SpecialValues) {
 
 // gelu_f32 over the f32 numbers where it computes (|x| ≤ 14.5: beyond, gelu(x) rounds to −0 or
 // to x, which the sweep checks): every 997th bit pattern here (2.2 M values), every one under
-// TAPESTRY_ACCURACY_SCAN (2.2 G values; runtime_accuracy_scan, ~2–4 min), within the stated
+// TAPESTRY_ACCURACY_SCAN (2.2 G values; runtime_accuracy_scan, 3–8 min), within the stated
 // 3.5 ulp. The truth is f64 erfc: x is exact in f64, t = −x/√2 is within 2^−53 relative, and
 // erfc's condition number 2t² ≤ 211 here leaves the truth within ~2^−44 relative, far below an
 // f32 ulp (long double, as the sweep uses, would take ~4× longer).

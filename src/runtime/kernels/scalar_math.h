@@ -365,8 +365,8 @@ TAPESTRY_HD inline const GeluF32Coefficients& gelu_f32_coefficients() {
 ///     a division or a conversion; δ = w − a is exact (a ≥ w/2, or a = 0). Each polynomial is a
 ///     fit relative to h (2^−28, with c0 rounded to f32: 2^−24.6); the first has c0 = 0 (h(0) = 0,
 ///     and h(w) ≈ w/2 keeps full relative accuracy down to the subnormals). Horner's scheme with
-///     fused multiply-adds: 5 operations. The AVX-512 clone takes each lane's coefficients from
-///     registers with one permute per coefficient (gelu_f32_coefficients).
+///     fused multiply-adds: 5 operations. The AVX-512 and AVX2 clones take each lane's
+///     coefficients from registers by permutes (gelu_f32_coefficients).
 ///   * e^(−w²/2) with w² never rounded: H = fl(w·w) and the rest L = w·w − H (one FMA, exact);
 ///     k = round(−H/2·log2 e), and twice the reduced argument s = −H − L − 2k·ln2 ∈ [−ln2, ln2]
 ///     (−H − 2k·ln2_hi is exact), so e^(−w²/2) = 2^k·e^(s/2), e^(s/2) a degree-6 fit (2^−27.9

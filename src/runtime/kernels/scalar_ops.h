@@ -26,7 +26,7 @@
 // softmax's exponential use fused multiply-adds (fused_multiply_add: correctly rounded in every
 // kernel set and clone, so the bits stay the same), which give exact products and remainders in
 // one operation (session 16: gelu from ~130 operations per 16 lanes to ~60; session 17: ~40, from
-// a table of polynomials that the AVX-512 clone indexes with permutes).
+// a table of polynomials that the AVX-512 and AVX2 clones index with permutes).
 //
 // Why these forms:
 //   * sigmoid as 1 / (1 + e^−x) overflows e^−x below x ≈ −88.7 (f32) and returns 0 where the
