@@ -458,6 +458,69 @@ TEST(ElementwiseAccuracy, EveryInstructionSetGivesTheReferenceBits) {
             << fast::isa_name(fast::vector_isa()) << "\n";
 }
 
+// The dense loops themselves (fast/elementwise_vector.h), clone by clone, against the functor
+// applied one element at a time (the reference kernel's bits): every length 0–40 and a few longer
+// ones at four alignments (the AVX-512 gelu's masked last step, its 16-lane body), in place (the
+// fused epilogues' pass) and on 16-bit cells (widened, computed, rounded; x == r too).
+template <typename Op>
+void expect_dense_loops_give_the_functor_bits(const std::vector<float>& values, const char* what) {
+  const Op op;
+  std::vector<float> x, r, p;
+  std::vector<BFloat16> hb, rb;
+  std::vector<Float16> hf, rf;
+  std::vector<std::int64_t> lengths(41);
+  std::iota(lengths.begin(), lengths.end(), 0);
+  for (std::int64_t n : {255, 256, 257, 1000, 4099}) lengths.push_back(n);
+  std::size_t from = 0;
+  for (std::int64_t n : lengths) {
+    for (std::int64_t offset = 0; offset < 4; ++offset) {
+      SCOPED_TRACE(::testing::Message() << what << " n = " << n << " offset = " << offset);
+      x.assign(static_cast<std::size_t>(n + offset), 0.0f);
+      for (std::int64_t i = 0; i < n; ++i, ++from) x[offset + i] = values[from % values.size()];
+      r.assign(x.size(), 0.0f);
+      fast::unary_dense<Op>(x.data() + offset, r.data() + offset, n);
+      p = x;
+      fast::unary_dense_in_place<Op>(p.data() + offset, n);
+      for (std::int64_t i = offset; i < n + offset; ++i) {
+        const std::uint32_t want = std::bit_cast<std::uint32_t>(op(x[i]));
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(r[i]), want) << "x = " << x[i];
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(p[i]), want) << "in place, x = " << x[i];
+      }
+      hb.clear();
+      hf.clear();
+      for (float v : x) {
+        hb.push_back(to_bfloat16(v));
+        hf.push_back(to_float16(v));
+      }
+      rb.assign(hb.size(), BFloat16{});
+      rf.assign(hf.size(), Float16{});
+      fast::unary_dense_half<Op>(hb.data() + offset, rb.data() + offset, n);
+      fast::unary_dense_half<Op>(hf.data() + offset, rf.data() + offset, n);
+      for (std::int64_t i = offset; i < n + offset; ++i) {
+        ASSERT_EQ(rb[i].bits, narrow_float<BFloat16>(op(to_float(hb[i]))).bits) << hb[i].bits;
+        ASSERT_EQ(rf[i].bits, narrow_float<Float16>(op(to_float(hf[i]))).bits) << hf[i].bits;
+      }
+      fast::unary_dense_half<Op>(hb.data() + offset, hb.data() + offset, n);  // in place
+      for (std::int64_t i = offset; i < n + offset; ++i) ASSERT_EQ(hb[i].bits, rb[i].bits);
+    }
+  }
+}
+
+TEST(ElementwiseAccuracy, DenseLoopsOfEveryInstructionSetGiveTheFunctorBits) {
+  using fast::VectorIsa;
+  namespace scalar = kernels::scalar;
+  const std::vector<float> xf = sweep<float>();
+  for (VectorIsa isa : {VectorIsa::kBaseline, VectorIsa::kAvx2, VectorIsa::kAvx512}) {
+    if (!fast::cpu_supports(isa)) continue;
+    SCOPED_TRACE(std::string(fast::isa_name(isa)));
+    fast::force_vector_isa(isa);
+    expect_dense_loops_give_the_functor_bits<scalar::Gelu>(xf, "gelu");
+    expect_dense_loops_give_the_functor_bits<scalar::Tanh>(xf, "tanh");
+    expect_dense_loops_give_the_functor_bits<scalar::Relu>(xf, "relu");
+  }
+  fast::force_vector_isa(std::nullopt);
+}
+
 // Every pair of a few hundred sweep values (specials included), a dense [n] ⊕ [n] run and a
 // broadcast [n] ⊕ [1] run (the fast set's scalar-operand loop).
 template <typename T>
@@ -680,6 +743,36 @@ TEST(BranchlessGelu, SpecialValues) {
   EXPECT_LT(kernels::scalar::gelu_f32(-13.0f), 0.0f);               // still a subnormal there
   EXPECT_EQ(kernels::scalar::gelu_f32(100.0f), 100.0f);
   EXPECT_TRUE(std::isnan(kernels::scalar::gelu_f32(std::nanf(""))));
+}
+
+// gelu_f32 over the f32 numbers where it computes (|x| ≤ 14.5: beyond, gelu(x) rounds to −0 or
+// to x, which the sweep checks): every 997th bit pattern here (2.2 M values), every one under
+// TAPESTRY_ACCURACY_SCAN (2.2 G values; runtime_accuracy_scan, 3–8 min), within the stated
+// 3.5 ulp. The truth is f64 erfc: x is exact in f64, t = −x/√2 is within 2^−53 relative, and
+// erfc's condition number 2t² ≤ 211 here leaves the truth within ~2^−44 relative, far below an
+// f32 ulp (long double, as the sweep uses, would take ~4× longer).
+TEST(BranchlessGelu, EveryFloatWithinTheBound) {
+  const std::uint32_t stride = std::getenv("TAPESTRY_ACCURACY_SCAN") != nullptr ? 1 : 997;
+  constexpr std::uint32_t kTop = 0x41680000u;  // 14.5
+  LD worst = 0;
+  float worst_x = 0;
+  std::uint64_t count = 0;
+  for (std::uint32_t sign : {0u, 0x80000000u}) {
+    for (std::uint32_t b = 0; b <= kTop; b += stride) {
+      const float x = std::bit_cast<float>(b | sign);
+      const double xd = x;
+      const double truth = 0.5 * xd * std::erfc(-xd * 0.70710678118654752440);
+      const LD e = ulp_error<float>(kernels::scalar::gelu_f32(x), truth);
+      ++count;
+      if (e > worst) {
+        worst = e;
+        worst_x = x;
+      }
+    }
+  }
+  std::cout << "[ accuracy ] gelu_f32 over " << count << " f32 values in [−14.5, 14.5]: max "
+            << static_cast<double>(worst) << " ulp at x = " << worst_x << "\n";
+  EXPECT_LE(worst, 3.5) << "at x = " << worst_x;
 }
 
 // softmax's f32 exponential: e^(x − m) within 1.1 f32 ulp (exp_f32's bound) for m across the f32

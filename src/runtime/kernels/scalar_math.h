@@ -294,69 +294,114 @@ template <bool kFused = false>
   return nan_or(x, std::copysign(-m / (2.0f + m), x));
 }
 
-/// gelu(x) = x·Φ(x) for f32 x, with Φ(x) = erfc(z)/2 for x < 0 and 1 − erfc(z)/2 otherwise,
-/// z = w/√2, w = |x| (no 1 + erf(x/√2) cancellation for x ≪ 0). erfc(z) = τ·e^(F − w²/2) with
-/// τ ≈ 3/(3 + w) and F = σ·(c0 + s·R(s))/2, σ = 2 − 2τ ∈ [0, 5/3], s = 1 − σ: a fit of
-/// log(erfc(z)/τ) + z² on w ∈ [0, 14.5] (R of degree 8; absolute error 2^−26.5 with its f32
-/// coefficients), exactly 0 at w = 0 and accurate relative to F near it. erfc is ill-conditioned
-/// for x ≪ 0 (a relative error δ in w costs ≈ w²·δ in erfc: 200 ulp at x = −14), so every
-/// rounding on the way to the exponent is measured exactly with fused multiply-adds and put back:
-///   * w² is never rounded: H = fl(w·w) and the rest L = w·w − H (one FMA, exact) enter the
-///     Cody–Waite reduction separately (the reduction runs on twice the exponent, 2F − H − L,
-///     so that no halving costs a multiply);
-///   * t = 3/(3 + w) is rounded (3 + w and the division), and τ is t rounded once more to a
-///     multiple of 2^−24 (2^−23 above 1/2), so that σ and s are exact; the fit is evaluated at
-///     the w′ that τ stands for exactly, 3/(3 + w′) = τ. w′ − w = ρ/τ − ε with ρ = 3 − τ·d (one
-///     FMA: exact, ρ is tiny) and ε = 3 + w − d (exact: d − 3 is), ≈ (ρ·d − 3ε)/3; erfc at w
-///     follows to first order, erfc(z) ≈ erfc(z′)·e^(−G·(w′ − w)), G = d log erfcx(w/√2)/dw
-///     from a cubic in s (within 0.0013 absolute: the correction is ≤ 2^−17 of the exponent);
-///   * F's big terms enter the reduced argument one FMA at a time (σ·c0, then σ·s·R), so they
-///     are rounded at its size (< 0.7), not at F's (up to 1.14);
-///   * the result is q·(2 + E)·2^−63 with q = w·(τ·2^(k+61)) (2^(k+61) added to τ's exponent
-///     bits: τ ≥ 1/6 and k ≥ −170 keep it normal) and E = 2(e^(r/2) − 1), so the only rounding
-///     that can land in the subnormal range (x ∈ [−14.4, −13.2]) is the last multiply.
-/// |x| > 14.5 is taken as 14.5 inside erfc (gelu(x) rounds to −0 below x ≈ −14.4, and to x
-/// above ≈ 5.9). −∞ → −0, +∞ → +∞, ±0 → ±0, NaN → NaN. ≤ 3.5 ulp (measured 1.94).
-/// 32 multiplies and FMAs, ~30 other operations and a division per 16 lanes (the same formula
-/// without FMA, computing the exact products from 12-bit halves, took ~130 operations).
+/// gelu_f32's coefficients: h[j][i] is c_j of the polynomial of h on w's interval i (stored at
+/// column (i + 24) mod 32, see gelu_f32), p[j] that of e^(s/2). A function-local static, so that
+/// device code (nvcc) indexes it as the host does, and the AVX-512 clone
+/// (fast/elementwise_vector.cpp) loads the same numbers into its registers.
+struct GeluF32Coefficients {
+  float h[6][32];
+  float p[7];
+};
+
+TAPESTRY_HD inline const GeluF32Coefficients& gelu_f32_coefficients() {
+  static constexpr GeluF32Coefficients kCoefficients = {
+      {
+          {0x1.0bdb2ep-2f, 0x1.275f8ap-2f, 0x1.3c144p-2f,  0x1.4bef66p-2f, 0x1.5845dcp-2f,
+           0x1.62039ap-2f, 0x1.69cee6p-2f, 0x1.701efp-2f,  0x1.754a76p-2f, 0x1.7d241ap-2f,
+           0x1.82b4bcp-2f, 0x1.86c626p-2f, 0x1.89d3acp-2f, 0x1.8c2b88p-2f, 0x1.8e010ep-2f,
+           0x1.8f76dep-2f, 0x1.90a4fcp-2f, 0x1.926972p-2f, 0x1.93a64ep-2f, 0x1.948c6ep-2f,
+           0x1.95389ep-2f, 0x1.95bcb4p-2f, 0x1.96242ep-2f, 0x1.9676b8p-2f, 0.0f,
+           0x1.d0af2cp-5f, 0x1.a7f808p-4f, 0x1.238944p-3f, 0x1.66027ap-3f, 0x1.9de55ap-3f,
+           0x1.cd2836p-3f, 0x1.f5595p-3f},
+          {0x1.fcc81cp-4f,  0x1.7b7ac6p-4f,  0x1.204072p-4f,  0x1.bd44c8p-5f,  0x1.5d31bap-5f,
+           0x1.15a9a2p-5f,  0x1.bf3d52p-6f,  0x1.6c5ec4p-6f,  0x1.2c067p-6f,   0x1.a2a1d8p-7f,
+           0x1.2dd7b6p-7f,  0x1.bfc3bcp-8f,  0x1.542966p-8f,  0x1.07e9acp-8f,  0x1.a0de46p-9f,
+           0x1.4eb24cp-9f,  0x1.106b1ep-9f,  0x1.76296ap-10f, 0x1.0b7bcep-10f, 0x1.8ae2dp-11f,
+           0x1.2b8f9cp-11f, 0x1.d0e13cp-12f, 0x1.6fd63ep-12f, 0x1.27d41cp-12f, 0x1p-1f,
+           0x1.a4e154p-2f,  0x1.5c5676p-2f,  0x1.222f48p-2f,  0x1.e68266p-3f,  0x1.9a4556p-3f,
+           0x1.5bf774p-3f,  0x1.28be4ep-3f},
+          {-0x1.343e64p-4f,  -0x1.aef75ep-5f,  -0x1.33294p-5f,   -0x1.bdde6ep-6f,  -0x1.49d27ap-6f,
+           -0x1.ee50bep-7f,  -0x1.794316p-7f,  -0x1.22c0a6p-7f,  -0x1.c5d25cp-8f,  -0x1.1f1dbep-8f,
+           -0x1.789144p-9f,  -0x1.0110c4p-9f,  -0x1.66c5e6p-10f, -0x1.0300ep-10f,  -0x1.787008p-11f,
+           -0x1.1ed97ap-11f, -0x1.b3c67ep-12f, -0x1.0972d8p-12f, -0x1.57105ep-13f, -0x1.c5c992p-14f,
+           -0x1.3ad4b4p-14f, -0x1.c03a56p-15f, -0x1.4adedp-15f,  -0x1.ea6468p-16f, -0x1.988436p-2f,
+           -0x1.441e3ap-2f,  -0x1.02fbbp-2f,   -0x1.a0ba9p-3f,   -0x1.517d48p-3f,  -0x1.12dd14p-3f,
+           -0x1.c29a3cp-4f,  -0x1.737f22p-4f},
+          {0x1.2ef29p-5f,   0x1.92b65ep-6f,  0x1.0de556p-6f,  0x1.6e1beap-7f,  0x1.084ac2p-7f,
+           0x1.6b8bcep-8f,  0x1.168566p-8f,  0x1.8af93ap-9f,  0x1.1f2cp-9f,    0x1.539d98p-10f,
+           0x1.8c403ep-11f, 0x1.0ae8e4p-11f, 0x1.43e62p-12f,  0x1.daca18p-13f, 0x1.ee9c0cp-14f,
+           0x1.fb171p-14f,  0x1.3a6976p-14f, 0x1.4eb8bcp-15f, 0x1.a90cc2p-16f, 0x1.9ee83p-17f,
+           0x1.03e7e6p-17f, 0x1.3181c4p-18f, 0x1.eab854p-19f, 0x1.e4708ap-20f, 0x1.ffeec2p-3f,
+           0x1.897f3cp-3f,  0x1.31280ep-3f,  0x1.de0326p-4f,  0x1.796638p-4f,  0x1.2551eep-4f,
+           0x1.d0142cp-5f,  0x1.7082cp-5f},
+          {-0x1.fb62fap-7f,  -0x1.5735aap-7f, -0x1.a3396cp-8f,  -0x1.d8ba04p-9f,  -0x1.ba801ep-9f,
+           -0x1.91e092p-10f, -0x1.05adbap-9f, -0x1.0510eep-10f, -0x1.25d21ep-11f, -0x1.7bd82cp-12f,
+           -0x1.4373eep-13f, -0x1.4f13ep-13f, -0x1.db1e1ep-15f, -0x1.3afc94p-14f, 0x1.a38938p-16f,
+           -0x1.e1b592p-15f, -0x1.d6353p-17f, -0x1.9ab718p-18f, -0x1.700776p-18f, -0x1.08abep-23f,
+           0x1.fa402ap-24f,  0x1.6b2e3p-21f,  -0x1.3d2318p-24f, 0x1.7ef2bcp-21f,  -0x1.0ebb88p-3f,
+           -0x1.8f9de2p-4f,  -0x1.3191eap-4f, -0x1.eddb44p-5f,  -0x1.991c96p-5f,  -0x1.d517e4p-6f,
+           -0x1.3f1d4ep-6f,  -0x1.8dd104p-7f},
+          {0x1.3669cp-8f,    0x1.04b78ap-8f,   0x1.08ff38p-9f,   0x1.cc7e7ap-12f,  0x1.b8481ap-10f,
+           0x1.299d2ep-16f,  0x1.65d1cap-10f,  0x1.7a70bap-12f,  0x1.4de29ep-14f,  0x1.674ed6p-14f,
+           0x1.786fd4p-17f,  0x1.d9e86ap-15f,  0x1.339a66p-18f,  0x1.07b414p-15f,  -0x1.1720bap-15f,
+           0x1.099bfcp-15f,  0x1.2ef1eep-19f,  0x1.a797b2p-21f,  0x1.46feaap-20f,  -0x1.aa8e24p-22f,
+           -0x1.4955dcp-22f, -0x1.b7e688p-22f, -0x1.508036p-24f, -0x1.6117e2p-22f, 0x1.c1ea74p-5f,
+           0x1.265222p-5f,   0x1.e3ec18p-6f,   0x1.0b8aacp-5f,   0x1.2593bep-5f,   -0x1.63f9bp-10f,
+           -0x1.2b0e46p-7f,  -0x1.084de8p-6f},
+      },
+      {0x1p+0f, 0x1p-1f, 0x1.fffff8p-4f, 0x1.555486p-6f, 0x1.555b7ep-9f, 0x1.1241cap-12f,
+       0x1.687b72p-16f}};
+  return kCoefficients;
+}
+
+/// gelu(x) = x·Φ(x) for f32 x, Φ the normal distribution function, from y = w·Φ(−w), w = |x|:
+/// gelu(x) = −y for x < 0 and x − y otherwise — no 1 + erf(x/√2) cancellation for x ≪ 0, and
+/// for x ≥ 0, y ≤ x/2 is subtracted without cancellation. y = h(w)·e^(−w²/2) with
+/// h(w) = w·Φ(−w)·e^(w²/2) = w·erfcx(w/√2)/2, a smooth function (≈ w/2 near 0, → 1/√(2π)):
+///   * h from a table of 32 degree-5 polynomials in δ = w − a, a the left end of w's interval:
+///     the intervals are those of v = w + 1 by its exponent and 3 leading fraction bits (w in
+///     [0, 1) by eighths, [1, 3) by quarters, [3, 7) by halves, [7, 15) by ones), so the interval
+///     index is bits 20–24 of v's bits and a = (v's bits with the rest cleared) − 1, both without
+///     a division or a conversion; δ = w − a is exact (a ≥ w/2, or a = 0). Each polynomial is a
+///     fit relative to h (2^−28, with c0 rounded to f32: 2^−24.6); the first has c0 = 0 (h(0) = 0,
+///     and h(w) ≈ w/2 keeps full relative accuracy down to the subnormals). Horner's scheme with
+///     fused multiply-adds: 5 operations. The AVX-512 and AVX2 clones take each lane's
+///     coefficients from registers by permutes (gelu_f32_coefficients).
+///   * e^(−w²/2) with w² never rounded: H = fl(w·w) and the rest L = w·w − H (one FMA, exact);
+///     k = round(−H/2·log2 e), and twice the reduced argument s = −H − L − 2k·ln2 ∈ [−ln2, ln2]
+///     (−H − 2k·ln2_hi is exact), so e^(−w²/2) = 2^k·e^(s/2), e^(s/2) a degree-6 fit (2^−27.9
+///     relative) by Horner's scheme;
+///   * y = (h·(e^(s/2)·2^(k+64)))·2^−64, the power added to the exponent bits of e^(s/2) ∈
+///     [0.70, 1.42] (k ≥ −152 keeps it normal), so the only rounding that can land in the
+///     subnormal range (x ∈ [−14.4, −13.2], or |x| < 2^−125) is the last multiply.
+/// |x| > 14.5 is taken as 14.5 (gelu(x) rounds to −0 below x ≈ −14.4, and to x above ≈ 5.9).
+/// −∞ → −0, +∞ → +∞, ±0 → ±0, NaN → NaN. ≤ 3.5 ulp (measured over every f32: see
+/// docs/runtime.md). 19 multiplies and FMAs, ~15 other operations and 6 table lookups per
+/// lane (session 16's erfc-form fit took 32, ~30 and a division; session 13's, ~130).
 [[gnu::always_inline]] TAPESTRY_HD inline float gelu_f32(float x) {
-  static constexpr float kR[] = {-0x1.763550p-5f, 0x1.8e6634p-4f,   0x1.b74b62p-7f,
-                                 -0x1.0ebb26p-6f, -0x1.6388fep-9f,  0x1.f7b408p-9f,
-                                 0x1.2dd176p-12f, -0x1.9f70aep-11f, 0x1.e0d458p-14f};
-  constexpr float kC0 = -0x1.715f84p+0f;
-  // (2/3)·G(s); and E with 2(e^(v/2) − 1) = v + v²·E(v) on |v| ≤ 0.7 (a minimax fit, 2^−27.3
-  // relative to e^(v/2)).
-  static constexpr float kG[] = {-0x1.840b16p-3f, -0x1.2372dep-2f, -0x1.5b1808p-4f, 0x1.aa91dap-6f};
-  static constexpr float kE[] = {0x1p-2f, 0x1.555488p-5f, 0x1.555454p-8f, 0x1.124136p-11f,
-                                 0x1.6dbc4cp-15f};
-  constexpr float kC = 3.0f;  // t = kC/(kC + w)
   // w = min(|x|, 14.5) as an integer min of the bits (NaN gives 14.5; nan_or returns x's NaN).
   const std::uint32_t w_bits = std::bit_cast<std::uint32_t>(x) & 0x7fffffffu;
   const float w = std::bit_cast<float>(w_bits < 0x41680000u ? w_bits : 0x41680000u);
-  const float d = kC + w;
-  const float eps = w - (d - kC);
-  const float tau = (kC / d + 0.5f) - 0.5f;
-  const float sigma = (1.0f - tau) + (1.0f - tau);
-  const float s = 1.0f - sigma;
-  const float rho = fused_multiply_add(-tau, d, kC);
-  const float dw3 = fused_multiply_add(rho, d, -((eps + eps) + eps));  // 3·(w′ − w)
-  const float g = horner<std::size(kG)>(kG, s);
-  const float u = s * horner<std::size(kR)>(kR, s);
-  // Twice the exponent, 2F − w² − 2G·(w′ − w) = σ·c0 + σ·u − H − L − g·dw3, reduced by 2k·ln2.
+  const std::uint32_t v_bits = std::bit_cast<std::uint32_t>(w + 1.0f);
+  const std::uint32_t interval = (v_bits >> 20) & 31u;
+  const float delta = w - (std::bit_cast<float>(v_bits & 0xfff00000u) - 1.0f);
+  const GeluF32Coefficients& c = gelu_f32_coefficients();
+  float h = c.h[5][interval];  // Horner's scheme, written out: GCC vectorises no inner loop
+  h = fused_multiply_add(h, delta, c.h[4][interval]);
+  h = fused_multiply_add(h, delta, c.h[3][interval]);
+  h = fused_multiply_add(h, delta, c.h[2][interval]);
+  h = fused_multiply_add(h, delta, c.h[1][interval]);
+  h = fused_multiply_add(h, delta, c.h[0][interval]);
   const float big = w * w;
   const float rest = fused_multiply_add(w, w, -big);
-  const float shifted =
-      fused_multiply_add(fused_multiply_add(sigma, kC0 + u, -big), 0.5f * kLog2eF, kShifterF);
+  const float shifted = fused_multiply_add(big, -0.5f * kLog2eF, kShifterF);
   const float k = shifted - kShifterF;
-  const float r_big = fused_multiply_add(
-      sigma, u, fused_multiply_add(sigma, kC0, fused_multiply_add(-k, 2.0f * kLn2HiF, -big)));
-  const float r_small = fused_multiply_add(-g, dw3, fused_multiply_add(-k, 2.0f * kLn2LoF, -rest));
-  const float r2 = r_big + r_small;  // 2r, |r| ≤ ln2/2 + 2^−17
-  const float e = fused_multiply_add(r2 * r2, horner<std::size(kE)>(kE, r2), r2);  // 2(e^r − 1)
-  // y = w/2·erfc(z) = w·τ·2^k·(2 + e)/4.
-  const float q = w * std::bit_cast<float>(std::bit_cast<std::int32_t>(tau) +
-                                           ((shifted_integer_f32(shifted) + 61) << 23));
-  const float y = fused_multiply_add(q, e, q + q) * 0x1p-63f;
+  const float s =
+      fused_multiply_add(-k, 2.0f * kLn2HiF, -big) + fused_multiply_add(-k, 2.0f * kLn2LoF, -rest);
+  const float p = horner<std::extent_v<decltype(c.p)>>(c.p, s);  // e^(s/2)
+  const float scaled = std::bit_cast<float>(std::bit_cast<std::int32_t>(p) +
+                                            ((shifted_integer_f32(shifted) + 64) << 23));
+  const float y = (h * scaled) * 0x1p-64f;
   // gelu(x) = −y for x < 0, x − y otherwise (y = +0 for x = −0: the copysign keeps −0).
   return nan_or(x, select_if_negative(x, std::copysign(y, x), x - y));
 }

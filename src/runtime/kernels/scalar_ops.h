@@ -25,7 +25,8 @@
 // 1–3.5 ulp). exp, tanh and sigmoid keep multiplies and adds separate (multiply_add); gelu and
 // softmax's exponential use fused multiply-adds (fused_multiply_add: correctly rounded in every
 // kernel set and clone, so the bits stay the same), which give exact products and remainders in
-// one operation (session 16: gelu from ~130 operations per 16 lanes to ~60).
+// one operation (session 16: gelu from ~130 operations per 16 lanes to ~60; session 17: ~40, from
+// a table of polynomials that the AVX-512 and AVX2 clones index with permutes).
 //
 // Why these forms:
 //   * sigmoid as 1 / (1 + e^−x) overflows e^−x below x ≈ −88.7 (f32) and returns 0 where the
@@ -36,11 +37,12 @@
 //     f32, −0 instead of ≈ −6e-9 below −6). erfc(−x/√2) = 1 + erf(x/√2) without the subtraction.
 //     The form is still ill-conditioned for x ≪ 0: a relative error δ in t = −x/√2 becomes
 //     ≈ 2t²·δ in erfc(t) (≈ 200 ulp at x = −14, 1,400 at x = −37). f32 (gelu_f32) never rounds
-//     x² (its FMA rest is carried) and corrects its other roundings to first order; f64
+//     x² (its FMA rest is carried) and takes the rest of Φ as a smooth factor, w·Φ(−w)·e^(w²/2),
+//     from a table of polynomials; f64
 //     carries t as t_hi + t_lo and adds the first-order term −t_lo · 2/√π · e^(−t_hi²), and below
 //     x = −36 uses the asymptotic series, which keeps the results that are subnormal exact to
 //     the last place.
-//   * f32 gelu takes erfc from a branch-free fit (gelu_f32) instead of libm's erfc, whose
+//   * f32 gelu takes Φ from branch-free fits (gelu_f32) instead of libm's erfc, whose
 //     interval branches mispredict on random signs (18 ns per element on N(0, 1.5) inputs on
 //     this machine): its loops vectorise.
 //   * f32 tanh is −m/(2 + m)·sign(x) with m = e^(−2|x|) − 1 from a branch-free expm1 (tanh_f32):
