@@ -399,8 +399,11 @@ TAPESTRY_HD inline const GeluF32Coefficients& gelu_f32_coefficients() {
   const float s =
       fused_multiply_add(-k, 2.0f * kLn2HiF, -big) + fused_multiply_add(-k, 2.0f * kLn2LoF, -rest);
   const float p = horner<std::extent_v<decltype(c.p)>>(c.p, s);  // e^(s/2)
-  const float scaled = std::bit_cast<float>(std::bit_cast<std::int32_t>(p) +
-                                            ((shifted_integer_f32(shifted) + 64) << 23));
+  // Unsigned: where w² overflows (|x| > 1.8e19, y = 0 below) the exponent bits wrap, which
+  // would be undefined in int32.
+  const float scaled =
+      std::bit_cast<float>(std::bit_cast<std::uint32_t>(p) +
+                           (static_cast<std::uint32_t>(shifted_integer_f32(shifted) + 64) << 23));
   const float y = (h * scaled) * 0x1p-64f;
   // gelu(x) = −y for x < 0, x − y otherwise (y = +0 for x = −0: the copysign keeps −0).
   return nan_or(x, select_if_negative(x, std::copysign(y, x), x - y));
