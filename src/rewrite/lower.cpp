@@ -16,6 +16,7 @@
 #include "tapestry/rewrite/recompute.h"
 #include "tapestry/rewrite/shard_grid.h"
 #include "tapestry/rewrite/split_reduction.h"
+#include "tapestry/rewrite/zero.h"
 #include "tapestry/support/assert.h"
 #include "tapestry/support/diagnostic.h"
 #include "tapestry/support/error.h"
@@ -236,6 +237,18 @@ RewriteState rewrite_operations(const ir::Graph& graph, const Plan& plan,
     }
   }
   log.clear();
+  if (state.plan.zero && !options.driver.disabled.contains(kZero)) {
+    const auto start = std::chrono::steady_clock::now();
+    shard_parameters(state, log);
+    if (options.driver.times != nullptr) {
+      options.driver.times->push_back(
+          {.pass = std::string(kZero),
+           .seconds =
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+           .work = std::count_if(log.begin(), log.end(),
+                                 [](const RewriteEvent& e) { return e.applied; })});
+    }
+  }
   if (!state.plan.recompute.empty() && !options.driver.disabled.contains(kRecompute)) {
     const auto start = std::chrono::steady_clock::now();
     recompute_operations(state, log);
