@@ -211,11 +211,11 @@ std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
       if (std::find(std::begin(rewrite::kOptimizerKernels), std::end(rewrite::kOptimizerKernels),
                     view.kernel()) == std::end(rewrite::kOptimizerKernels))
         continue;
-      const auto& outs = view.outputs().entries();
-      if (outs.begin() == outs.end()) continue;
-      const ir::TensorId next = (*outs.begin()).value.tensor;
-      if (metakernel::is_graph_output(graph, next))
-        r->zero_outputs.push_back(graph.display_name(next));
+      for (const auto& out : view.outputs().entries()) {
+        const ir::TensorId next = out.value.tensor;
+        if (out.name == "result" && metakernel::is_graph_output(graph, next))
+          r->zero_outputs.push_back(graph.display_name(next));
+      }
     }
   }
   r->graph = std::move(state.graph);
