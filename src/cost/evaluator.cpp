@@ -208,9 +208,7 @@ std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
     if (!param.node) continue;
     for (ir::OperationId op : graph.consumers(ir::TensorId(*param.node))) {
       const ir::OperationView view = graph.operation(op);
-      if (std::find(std::begin(rewrite::kOptimizerKernels), std::end(rewrite::kOptimizerKernels),
-                    view.kernel()) == std::end(rewrite::kOptimizerKernels))
-        continue;
+      if (!rewrite::is_optimizer_kernel(view.kernel())) continue;
       for (const auto& out : view.outputs().entries()) {
         const ir::TensorId next = out.value.tensor;
         if (out.name == "result" && metakernel::is_graph_output(graph, next))

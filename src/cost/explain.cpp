@@ -240,9 +240,7 @@ std::optional<ZeroSharding> zero_sharding_of(const ir::Graph& graph, const rewri
       z.regathered.push_back(e.target);
     for (ir::OperationId op : graph.consumers(param)) {
       const ir::OperationView view = graph.operation(op);
-      if (std::find(std::begin(rewrite::kOptimizerKernels), std::end(rewrite::kOptimizerKernels),
-                    view.kernel()) == std::end(rewrite::kOptimizerKernels))
-        continue;
+      if (!rewrite::is_optimizer_kernel(view.kernel())) continue;
       for (const auto& in : view.inputs().entries()) {
         const ir::TensorId t = in.value.tensor;
         if (t == param || !graph.producers(t).empty() || graph.tensor(t).range().rank() == 0)
@@ -268,6 +266,21 @@ std::optional<ZeroSharding> zero_sharding_of(const ir::Graph& graph, const rewri
 }
 
 namespace {
+
+// "; peak memory 1.05 MiB (kept: 1.34 MiB, saves 288.0 KiB); makespan 20.1 µs (kept: 18.9 µs,
+// costs 1.2 µs)": this plan against the same plan without the member (`base`: "kept", "whole"),
+// or why that could not be priced.
+std::string against_text(std::string_view base, std::int64_t peak, double makespan,
+                         std::int64_t base_peak, double base_makespan, const std::string& reason) {
+  if (!reason.empty()) return fmt::format("; the plan without it: {}", reason);
+  const std::int64_t saved = base_peak - peak;
+  const double extra = makespan - base_makespan;
+  return fmt::format("; peak memory {} ({}: {}, {} {}); makespan {} ({}: {}, {} {})",
+                     bytes_text(peak), base, bytes_text(base_peak), saved >= 0 ? "saves" : "adds",
+                     bytes_text(saved >= 0 ? saved : -saved), seconds_text(makespan), base,
+                     seconds_text(base_makespan), extra >= 0 ? "costs" : "gains",
+                     seconds_text(extra >= 0 ? extra : -extra));
+}
 
 // "ZeRO-3 over 2 shards: parameters …; peak memory …" and a line per refusal.
 std::string zero_text(const ZeroSharding& z) {
@@ -297,17 +310,8 @@ std::string zero_text(const ZeroSharding& z) {
         "update; {} whole)",
         over, states, params, bytes_text(z.sharded_bytes));
   }
-  if (z.reason.empty()) {
-    const std::int64_t saved = z.whole_peak_memory_bytes - z.peak_memory_bytes;
-    const double extra = z.makespan_s - z.whole_makespan_s;
-    out += fmt::format("; peak memory {} (whole: {}, {} {}); makespan {} (whole: {}, {} {})",
-                       bytes_text(z.peak_memory_bytes), bytes_text(z.whole_peak_memory_bytes),
-                       saved >= 0 ? "saves" : "adds", bytes_text(saved >= 0 ? saved : -saved),
-                       seconds_text(z.makespan_s), seconds_text(z.whole_makespan_s),
-                       extra >= 0 ? "costs" : "gains", seconds_text(extra >= 0 ? extra : -extra));
-  } else {
-    out += fmt::format("; the plan without it: {}", z.reason);
-  }
+  out += against_text("whole", z.peak_memory_bytes, z.makespan_s, z.whole_peak_memory_bytes,
+                      z.whole_makespan_s, z.reason);
   out += "\n";
   for (const std::string& refusal : z.refused) out += fmt::format("  refused {}\n", refusal);
   return out;
@@ -319,17 +323,8 @@ std::string recomputation_text(const Recomputation& r) {
       fmt::format("Recompute {} segment{}{}{} ({} operation{})", r.segments.size(),
                   r.segments.size() == 1 ? "" : "s", r.segments.empty() ? "" : ": ",
                   fmt::join(r.segments, "; "), r.operations, r.operations == 1 ? "" : "s");
-  if (r.reason.empty()) {
-    const std::int64_t saved = r.kept_peak_memory_bytes - r.peak_memory_bytes;
-    const double extra = r.makespan_s - r.kept_makespan_s;
-    out += fmt::format("; peak memory {} (kept: {}, {} {}); makespan {} (kept: {}, {} {})",
-                       bytes_text(r.peak_memory_bytes), bytes_text(r.kept_peak_memory_bytes),
-                       saved >= 0 ? "saves" : "adds", bytes_text(saved >= 0 ? saved : -saved),
-                       seconds_text(r.makespan_s), seconds_text(r.kept_makespan_s),
-                       extra >= 0 ? "costs" : "gains", seconds_text(extra >= 0 ? extra : -extra));
-  } else {
-    out += fmt::format("; the plan without it: {}", r.reason);
-  }
+  out += against_text("kept", r.peak_memory_bytes, r.makespan_s, r.kept_peak_memory_bytes,
+                      r.kept_makespan_s, r.reason);
   out += "\n";
   for (const std::string& refusal : r.refused) out += fmt::format("  refused {}\n", refusal);
   return out;

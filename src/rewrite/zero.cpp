@@ -9,6 +9,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "graph_walk.h"
 #include "op_spec.h"
 #include "tapestry/ir/dtype.h"
 #include "tapestry/ir/ordering.h"
@@ -23,32 +24,10 @@ namespace tapestry::rewrite {
 
 namespace {
 
+using detail::descendants;
+using detail::names_of;
 using detail::OpSpec;
 using detail::Port;
-
-// The operations reachable from `from` through the tensors they write (`from` excluded), by node
-// index.
-std::vector<char> descendants(const ir::Graph& g, ir::OperationId from) {
-  std::vector<char> seen(g.size(), 0);
-  std::vector<ir::OperationId> stack = {from};
-  while (!stack.empty()) {
-    const ir::OperationId op = stack.back();
-    stack.pop_back();
-    for (const auto& out : g.operation(op).outputs().entries()) {
-      for (ir::OperationId next : g.consumers(out.value.tensor)) {
-        if (seen[next.index()] != 0) continue;
-        seen[next.index()] = 1;
-        stack.push_back(next);
-      }
-    }
-  }
-  return seen;
-}
-
-bool is_optimizer(std::string_view kernel) {
-  return std::find(std::begin(kOptimizerKernels), std::end(kOptimizerKernels), kernel) !=
-         std::end(kOptimizerKernels);
-}
 
 const Port* port(const std::vector<Port>& ports, std::string_view name) {
   for (const Port& p : ports) {
@@ -131,12 +110,6 @@ std::vector<ir::TensorId> regather_after(const ir::Graph& g, std::span<const ir:
   return {};
 }
 
-std::string names_of(const ir::Graph& g, std::span<const ir::OperationId> ops) {
-  std::vector<std::string> names;
-  for (ir::OperationId op : ops) names.push_back(operation_name(g, op));
-  return fmt::format("{}", fmt::join(names, ", "));
-}
-
 // Adds `gather = cast(param, to=<its dtype>)`, split along its dim 0 like the update (on mesh
 // axis `axis` when given).
 ir::OperationId add_gather(RewriteState& state, ir::TensorId param, const std::string& name,
@@ -157,6 +130,11 @@ ir::OperationId add_gather(RewriteState& state, ir::TensorId param, const std::s
 }
 
 }  // namespace
+
+bool is_optimizer_kernel(std::string_view kernel) {
+  return std::find(std::begin(kOptimizerKernels), std::end(kOptimizerKernels), kernel) !=
+         std::end(kOptimizerKernels);
+}
 
 void shard_parameters(RewriteState& state, std::vector<RewriteEvent>& log) {
   if (!state.plan.zero) return;
@@ -179,7 +157,7 @@ void shard_parameters(RewriteState& state, std::vector<RewriteEvent>& log) {
     for (ir::OperationId op : g.consumers(param)) {
       const ir::OperationView view = g.operation(op);
       bool as_param = false;
-      if (is_optimizer(view.kernel()) && !detail::why_not_rewritable(g, op)) {
+      if (is_optimizer_kernel(view.kernel()) && !detail::why_not_rewritable(g, op)) {
         const Port* p = port(detail::spec_of(g, op).inputs, "param");
         as_param = p != nullptr && p->tensor == param;
       }
@@ -188,7 +166,7 @@ void shard_parameters(RewriteState& state, std::vector<RewriteEvent>& log) {
     if (updates.empty()) {  // optimizer state (a pattern like "W*" matches W1_v too)?
       std::optional<ir::OperationId> owner;
       for (ir::OperationId op : readers) {
-        if (is_optimizer(g.operation(op).kernel())) owner = op;
+        if (is_optimizer_kernel(g.operation(op).kernel())) owner = op;
       }
       if (owner) {
         const Port* p = detail::why_not_rewritable(g, *owner)

@@ -221,6 +221,28 @@ TEST(Evaluator, MatchesTheReferenceOnCombinesAndReplicatedOutputs) {
   EXPECT_GE(replicated, 100);
 }
 
+// Prices each of `plans` twice on h100x8 with one Evaluator (the second time from its memo),
+// expecting the reference placement and cost and no reference path; returns how many of the
+// reference placements' operations are named `name`.
+int matches_reference(const ir::Graph& g, const std::vector<std::string>& plans,
+                      std::string_view name) {
+  const Target target = *preset_target("h100x8");
+  Evaluator ev(g, target);
+  int named = 0;
+  for (int round = 0; round < 2; ++round) {
+    for (const std::string& text : plans) {
+      const rewrite::Plan plan = rewrite::parse_plan(text);
+      const Placement expected = reference_placement(g, plan, target);
+      SCOPED_TRACE(text);
+      EXPECT_EQ(difference(ev.place(plan), expected), "");
+      EXPECT_TRUE(same_cost(ev.evaluate(plan), simulate(expected, target)));
+      for (const PlacedOperation& op : expected.operations) named += op.name == name ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(ev.stats().reference, 0u);
+  return named;
+}
+
 // Recomputed training steps (rewrite/recompute.h): the copies' ordering edges become local
 // producers on their device in both paths, and plans differing only in what they recompute do
 // not share a rewritten graph.
@@ -240,23 +262,8 @@ TEST(Evaluator, MatchesTheReferenceOnRecomputedPlans) {
       R"({"recompute": ["E", "Y"]})",
       R"({"recompute": ["E"]})",
   };
-  const Target target = *preset_target("h100x8");
-  Evaluator ev(g, target);
-  int ordered = 0;
-  for (int round = 0; round < 2; ++round) {
-    for (const std::string& text : plans) {
-      const rewrite::Plan plan = rewrite::parse_plan(text);
-      const Placement expected = reference_placement(g, plan, target);
-      SCOPED_TRACE(text);
-      EXPECT_EQ(difference(ev.place(plan), expected), "");
-      EXPECT_TRUE(same_cost(ev.evaluate(plan), simulate(expected, target)));
-      for (const PlacedOperation& op : expected.operations) {
-        if (op.name == "H/linear/recompute") ++ordered;
-      }
-    }
-  }
-  EXPECT_EQ(ev.stats().reference, 0u);
-  EXPECT_EQ(ordered, 10);  // the five plans recomputing H/linear, twice
+  EXPECT_EQ(matches_reference(g, plans, "H/linear/recompute"),
+            10);  // the five plans recomputing H/linear, twice
 }
 
 // Sharded parameters (rewrite/zero.h): the updates' slices, the gathers and the re-gathers'
@@ -281,23 +288,7 @@ TEST(Evaluator, MatchesTheReferenceOnZeroPlans) {
       "{\"ops\": {" + dp + R"(}, "outputs": {"W1n.result": {"replicate": "all"}},
           "zero": {"stage": 3, "params": ["W*"], "shards": 2}})",
   };
-  const Target target = *preset_target("h100x8");
-  Evaluator ev(g, target);
-  int gathers = 0;
-  for (int round = 0; round < 2; ++round) {
-    for (const std::string& text : plans) {
-      const rewrite::Plan plan = rewrite::parse_plan(text);
-      const Placement expected = reference_placement(g, plan, target);
-      SCOPED_TRACE(text);
-      EXPECT_EQ(difference(ev.place(plan), expected), "");
-      EXPECT_TRUE(same_cost(ev.evaluate(plan), simulate(expected, target)));
-      for (const PlacedOperation& op : expected.operations) {
-        if (op.name == "W2/regather") ++gathers;
-      }
-    }
-  }
-  EXPECT_EQ(ev.stats().reference, 0u);
-  EXPECT_EQ(gathers, 10);  // the five stage-3 plans sharding W2, twice
+  EXPECT_EQ(matches_reference(g, plans, "W2/regather"), 10);  // five stage-3 plans, twice
 }
 
 // Plans that differ in non-reduction counts (keeping which are 1 and which are equal) and in

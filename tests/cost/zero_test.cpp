@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "cost/cost_testing.h"
+#include "cost/step_testing.h"
 #include "tapestry/cost/evaluator.h"
 #include "tapestry/cost/explain.h"
 #include "tapestry/ir/ordering.h"
@@ -26,6 +27,11 @@
 namespace tapestry::cost {
 namespace {
 
+using testing::contains;
+using testing::expect_bitwise_equal;
+using testing::reads;
+using testing::run_block;
+using testing::StepRun;
 using testing::toy_target;
 
 // tests/data/training/NAME (a 3-layer MLP step with SGD and momentum, or Adam), built.
@@ -52,22 +58,6 @@ std::vector<const rewrite::RewriteEvent*> zero_events(const rewrite::LowerResult
     if (e.pattern == rewrite::kZero) events.push_back(&e);
   }
   return events;
-}
-
-// The tensors operation `op` (by name) reads, by name.
-std::vector<std::string> reads(const ir::Graph& g, std::string_view op) {
-  const std::optional<ir::OperationId> id = rewrite::find_operation(g, op);
-  EXPECT_TRUE(id.has_value()) << op;
-  std::vector<std::string> names;
-  if (!id) return names;
-  for (const auto& in : g.operation(*id).inputs().entries()) {
-    names.push_back(g.display_name(in.value.tensor));
-  }
-  return names;
-}
-
-bool contains(const std::vector<std::string>& names, std::string_view name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 // The operations of `g` reading tensor `name`, by name.
@@ -221,32 +211,6 @@ TEST(Zero, PlanMemberAndItsErrors) {
             std::string::npos)
       << found[0];
   EXPECT_TRUE(problems(R"({"stage": 3, "params": ["W*", "b*"], "shards": 4})").empty());
-}
-
-struct StepRun {
-  runtime::BufferMap outputs;  // by output name's tensor in the *original* graph
-  std::int64_t measured_peak = 0;
-};
-
-StepRun run_block(const ir::Graph& g, const rewrite::Plan& plan,
-                  const runtime::ExecutableKernels& k, int threads) {
-  const rewrite::LowerResult r = rewrite::lower(g, plan);
-  const runtime::BlockExecutor exec(r.graph, {.threads = threads, .kernels = &k});
-  auto [buffers, metrics] = exec.run_measured(runtime::generate_inputs(r.graph, {.seed = 7}));
-  StepRun run{.measured_peak = metrics.peak_memory_bytes};
-  for (ir::TensorId t : runtime::graph_outputs(g)) {
-    run.outputs.emplace(t, std::move(buffers.at(r.lowered(t))));
-  }
-  return run;
-}
-
-void expect_bitwise_equal(const ir::Graph& g, const StepRun& a, const StepRun& b) {
-  for (ir::TensorId t : runtime::graph_outputs(g)) {
-    const runtime::Buffer& x = a.outputs.at(t);
-    const runtime::Buffer& y = b.outputs.at(t);
-    ASSERT_EQ(x.size_bytes(), y.size_bytes());
-    EXPECT_EQ(std::memcmp(x.bytes(), y.bytes(), x.size_bytes()), 0) << g.display_name(t);
-  }
 }
 
 TEST(Zero, EqualsThePlainDataParallelStepBitwise) {

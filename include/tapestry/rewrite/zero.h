@@ -57,6 +57,9 @@ inline constexpr std::string_view kZero = "zero";
 /// The optimizer kernels whose `param` input the zero rewrite shards with its state.
 inline constexpr std::string_view kOptimizerKernels[] = {"sgd", "sgd_momentum", "adam"};
 
+/// Whether `kernel` is one of kOptimizerKernels.
+[[nodiscard]] bool is_optimizer_kernel(std::string_view kernel);
+
 /// Shards the parameters `state.plan.zero` names (see above): the update splits, the outputs'
 /// replication (stages 1–2) or the gathers and their rewired readers (stage 3); every parameter
 /// sharded and every refusal goes to `log`. Precondition: the plan's names are resolved
