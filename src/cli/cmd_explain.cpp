@@ -32,6 +32,7 @@ int run_explain(const ExplainOptions& options) {
                                       priced.cost, priced.schedule);
   e.gains = priced.gains;
   e.recomputation = priced.recomputation;
+  e.zero = priced.zero;
   if (options.format == "json") {
     fmt::print("{}\n", cost::to_json(e).dump(2));
   } else {

@@ -24,8 +24,10 @@
 
 #include "placement_builder.h"
 #include "tapestry/cost/work_rule.h"
+#include "tapestry/metakernel/apply.h"
 #include "tapestry/rewrite/shard_grid.h"
 #include "tapestry/rewrite/symbolic.h"
+#include "tapestry/rewrite/zero.h"
 #include "tapestry/support/error.h"
 #include "tapestry/zspace/grid.h"
 
@@ -114,6 +116,10 @@ struct Rewritten {
   std::vector<CutOperation> ops;        // topological order
   std::vector<std::uint32_t> id_order;  // positions in ops, in graph.operations() order
   std::unique_ptr<detail::PlacementBuilder> builder;
+  /// The new values of the parameters the zero pass shards (rewrite/zero.h), graph outputs it
+  /// replicates (stages 1–2, unless the plan says otherwise) or leaves sharded (stage 3) whatever
+  /// the plan of this key says.
+  std::vector<std::string> zero_outputs;
 };
 
 // An entry's size for the memo's bound: its operations (at least 1: a refused rewrite).
@@ -196,6 +202,20 @@ std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
     return r;  // not fast: the reference path reports it, or succeeds with real counts
   }
   if (!state.problems.empty()) return r;  // a derived entry that does not fit: lower says so
+  for (const rewrite::RewriteEvent& e : log) {
+    if (e.pattern != rewrite::kZero || !e.applied) continue;
+    const ir::Graph::Named param = graph.find_named(ir::NodeKind::kTensor, e.target);
+    if (!param.node) continue;
+    for (ir::OperationId op : graph.consumers(ir::TensorId(*param.node))) {
+      const ir::OperationView view = graph.operation(op);
+      if (!rewrite::is_optimizer_kernel(view.kernel())) continue;
+      for (const auto& out : view.outputs().entries()) {
+        const ir::TensorId next = out.value.tensor;
+        if (out.name == "result" && metakernel::is_graph_output(graph, next))
+          r->zero_outputs.push_back(graph.display_name(next));
+      }
+    }
+  }
   r->graph = std::move(state.graph);
   const ir::Graph& g = r->graph;
   const ir::TopologicalOrder topo = g.topological_order();
@@ -289,7 +309,22 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
     r.ops[r.id_order[k]].first_application = first[k];
 
   detail::PlacementBuilder& builder = *r.builder;
-  builder.start(placement, detail::replicated_outputs(plan, r.graph, target));
+  if (r.zero_outputs.empty()) {
+    builder.start(placement, detail::replicated_outputs(plan, r.graph, target));
+  } else {  // the outputs as the zero pass leaves them (rewrite/zero.h)
+    rewrite::Plan outputs{.ops = {}, .fuse = {}, .outputs = plan.outputs};
+    for (const std::string& name : r.zero_outputs) {
+      if (plan.zero->stage == 3) {
+        outputs.outputs.erase(name);
+      } else {
+        outputs.outputs.emplace(
+            name, rewrite::OutputPlan{.replicate = plan.zero->axis.empty()
+                                                       ? std::string(rewrite::kReplicateAll)
+                                                       : plan.zero->axis});
+      }
+    }
+    builder.start(placement, detail::replicated_outputs(outputs, r.graph, target));
+  }
   for (std::size_t i = 0; i < r.ops.size(); ++i) {
     const CutOperation& op = r.ops[i];
     const std::size_t rank = op.index.rank();

@@ -16,6 +16,7 @@
 #include "tapestry/rewrite/recompute.h"
 #include "tapestry/rewrite/shard_grid.h"
 #include "tapestry/rewrite/split_reduction.h"
+#include "tapestry/rewrite/zero.h"
 #include "tapestry/support/assert.h"
 #include "tapestry/support/diagnostic.h"
 #include "tapestry/support/error.h"
@@ -236,18 +237,20 @@ RewriteState rewrite_operations(const ir::Graph& graph, const Plan& plan,
     }
   }
   log.clear();
-  if (!state.plan.recompute.empty() && !options.driver.disabled.contains(kRecompute)) {
+  // The whole-graph passes (steps 1a, 1b), each timed with the rewrites it applied as its work.
+  const auto whole_graph_pass = [&](std::string_view name, bool asked, auto&& pass) {
+    if (!asked || options.driver.disabled.contains(name)) return;
     const auto start = std::chrono::steady_clock::now();
-    recompute_operations(state, log);
-    if (options.driver.times != nullptr) {
-      options.driver.times->push_back(
-          {.pass = std::string(kRecompute),
-           .seconds =
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-           .work = std::count_if(log.begin(), log.end(),
-                                 [](const RewriteEvent& e) { return e.applied; })});
-    }
-  }
+    pass(state, log);
+    if (options.driver.times == nullptr) return;
+    options.driver.times->push_back(
+        {.pass = std::string(name),
+         .seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+         .work = std::count_if(log.begin(), log.end(),
+                               [](const RewriteEvent& e) { return e.applied; })});
+  };
+  whole_graph_pass(kZero, state.plan.zero.has_value(), shard_parameters);
+  whole_graph_pass(kRecompute, !state.plan.recompute.empty(), recompute_operations);
   std::vector<RewriteEvent> rewrites = run_patterns(state, default_patterns(), options.driver);
   log.insert(log.end(), rewrites.begin(), rewrites.end());
   write_ordering_edges(state);

@@ -54,9 +54,12 @@ class PlanReader {
         read_outputs(value, plan);
       } else if (key == "recompute") {
         read_recompute(value, plan);
+      } else if (key == "zero") {
+        read_zero(value, plan);
       } else {
         fail("/" + zspace::json_pointer_token(key),
-             "unknown member (expected \"ops\", \"fuse\", \"outputs\" or \"recompute\")");
+             "unknown member (expected \"ops\", \"fuse\", \"outputs\", \"recompute\" or "
+             "\"zero\")");
       }
     }
     return plan;
@@ -184,6 +187,55 @@ class PlanReader {
     }
   }
 
+  // "zero": {"stage": 1|2|3, "params": [names or patterns], "shards": N >= 2[, "axis": "dp"]}
+  void read_zero(const json& zero, Plan& plan) const {
+    expect_object(zero, "/zero");
+    ZeroPlan out;
+    for (const auto& [key, value] : zero.items()) {
+      const std::string path = "/zero/" + zspace::json_pointer_token(key);
+      if (key == "stage") {
+        if (!value.is_number_integer() || value.get<std::int64_t>() < 1 ||
+            value.get<std::int64_t>() > 3) {
+          fail(path, fmt::format("the ZeRO stage is 1, 2 or 3 (1: optimizer state sharded, 2: and "
+                                 "gradients, 3: and parameters), got {}",
+                                 value.dump()));
+        }
+        out.stage = static_cast<int>(value.get<std::int64_t>());
+      } else if (key == "params") {
+        expect_array(value, path);
+        if (value.empty()) fail(path, "name at least one parameter");
+        for (std::size_t i = 0; i < value.size(); ++i) {
+          const std::string at = fmt::format("{}/{}", path, i);
+          std::string name = read_string(value[i], at);
+          if (name.empty()) fail(at, "a parameter name cannot be empty");
+          if (std::find(out.params.begin(), out.params.end(), name) != out.params.end()) {
+            fail(at, fmt::format("names '{}' again", name));
+          }
+          out.params.push_back(std::move(name));
+        }
+      } else if (key == "shards") {
+        if (!value.is_number_integer() || value.get<std::int64_t>() < 2 ||
+            (value.is_number_unsigned() && value.get<std::uint64_t>() > INT64_MAX)) {
+          fail(path, fmt::format("the shard count must be an integer >= 2, got {}", value.dump()));
+        }
+        out.shards = value.get<std::int64_t>();
+      } else if (key == "axis") {
+        out.axis = read_string(value, path);
+        if (out.axis.empty()) fail(path, "a mesh axis name cannot be empty");
+      } else {
+        fail(path, "unknown member (expected \"stage\", \"params\", \"shards\" or \"axis\")");
+      }
+    }
+    for (const char* member : {"stage", "params", "shards"}) {
+      if (!zero.contains(member)) {
+        fail("/zero", fmt::format("missing \"{}\" (expected {{\"stage\": 1-3, \"params\": [...], "
+                                  "\"shards\": N[, \"axis\": AXIS]}})",
+                                  member));
+      }
+    }
+    plan.zero = std::move(out);
+  }
+
   void read_fuse(const json& fuse, Plan& plan) const {
     if (fuse.is_string()) {
       if (fuse.get<std::string>() != "auto") fail("/fuse", "expected \"auto\" or a list of groups");
@@ -240,6 +292,11 @@ json Plan::to_json() const {
     out["outputs"] = std::move(outputs_json);
   }
   if (!recompute.empty()) out["recompute"] = recompute;
+  if (zero) {
+    json z = {{"stage", zero->stage}, {"params", zero->params}, {"shards", zero->shards}};
+    if (!zero->axis.empty()) z["axis"] = zero->axis;
+    out["zero"] = std::move(z);
+  }
   return out;
 }
 
@@ -324,6 +381,7 @@ Plan without_placement(Plan plan) {
   std::erase_if(plan.outputs, [](const auto& entry) {
     return entry.second.replicate != kReplicateAll;  // a mesh axis of the target it was made for
   });
+  if (plan.zero) plan.zero->axis.clear();
   return plan;
 }
 
@@ -427,6 +485,61 @@ OpPlan resolve_entry(const OpPlan& op_plan, const ir::Graph& graph, ir::Operatio
 
 namespace {
 
+// The graph inputs a `zero` entry names or matches, in graph order.
+std::vector<ir::TensorId> zero_params(const ZeroPlan& zero, const ir::Graph& graph) {
+  std::vector<ir::TensorId> found;
+  for (ir::TensorId t : graph.tensors()) {
+    if (!graph.producers(t).empty()) continue;
+    const std::string name = output_name(graph, t);
+    if (std::any_of(zero.params.begin(), zero.params.end(),
+                    [&](const std::string& p) { return matches_name_pattern(p, name); })) {
+      found.push_back(t);
+    }
+  }
+  return found;
+}
+
+// `zero`: every entry names or matches a graph input; each such input has a dim 0 the shard
+// count divides.
+void check_zero(const ZeroPlan& zero, const ir::Graph& graph,
+                std::vector<support::Diagnostic>& problems) {
+  std::vector<std::string> inputs;
+  for (ir::TensorId t : graph.tensors()) {
+    if (graph.producers(t).empty()) inputs.push_back(output_name(graph, t));
+  }
+  for (std::size_t i = 0; i < zero.params.size(); ++i) {
+    const std::string& name = zero.params[i];
+    if (std::any_of(inputs.begin(), inputs.end(),
+                    [&](const std::string& in) { return matches_name_pattern(name, in); })) {
+      continue;
+    }
+    const bool computed = name.find('*') == std::string::npos &&
+                          graph.find_named(ir::NodeKind::kTensor, name).node.has_value();
+    problems.push_back(support::Diagnostic::at_pointer(
+        fmt::format("/zero/params/{}", i),
+        fmt::format(
+            "{} '{}'{} (graph inputs: {})",
+            name.find('*') == std::string::npos ? "no graph input named" : "no graph input matches",
+            name, computed ? ": it is computed by the graph, not a parameter" : "",
+            fmt::join(inputs, ", "))));
+  }
+  for (ir::TensorId t : zero_params(zero, graph)) {
+    const zspace::Range& range = graph.tensor(t).range();
+    const std::string name = output_name(graph, t);
+    if (range.rank() == 0) {
+      problems.push_back(support::Diagnostic::at_pointer(
+          "/zero/params",
+          fmt::format("parameter '{}' is a scalar: it has no dim 0 to shard", name)));
+    } else if (range.shape()[0] % zero.shards != 0) {
+      problems.push_back(support::Diagnostic::at_pointer(
+          "/zero/shards",
+          fmt::format("parameter '{}' has {} rows (dim 0), not a multiple of {} shards: ZeRO "
+                      "shards a parameter evenly",
+                      name, range.shape()[0], zero.shards)));
+    }
+  }
+}
+
 // check_plan_entries; `fitting`, when given, receives the plan without the entries and fusion
 // groups that have a problem (derived entries kept), on which the rewrites can still run.
 std::vector<support::Diagnostic> check_entries(const Plan& plan, const ir::Graph& graph,
@@ -436,8 +549,12 @@ std::vector<support::Diagnostic> check_entries(const Plan& plan, const ir::Graph
     problems.push_back(support::Diagnostic::at_pointer(std::move(pointer), std::move(message)));
   };
   if (fitting != nullptr) {
-    *fitting =
-        Plan{.ops = {}, .fuse = {}, .fuse_auto = plan.fuse_auto, .outputs = {}, .recompute = {}};
+    *fitting = Plan{.ops = {},
+                    .fuse = {},
+                    .fuse_auto = plan.fuse_auto,
+                    .outputs = {},
+                    .recompute = {},
+                    .zero = {}};
   }
   std::vector<std::string> known;
   for (ir::OperationId op : graph.operations()) known.push_back(operation_name(graph, op));
@@ -517,6 +634,11 @@ std::vector<support::Diagnostic> check_entries(const Plan& plan, const ir::Graph
                 name.find('*') == std::string::npos ? "no operation named" : "no operation matches",
                 name, fmt::join(known, ", ")));
   }
+  if (plan.zero) {
+    const std::size_t before = problems.size();
+    check_zero(*plan.zero, graph, problems);
+    if (problems.size() == before && fitting != nullptr) fitting->zero = plan.zero;
+  }
   return problems;
 }
 
@@ -552,6 +674,12 @@ Plan resolve_plan_names(const Plan& plan, const ir::Graph& graph) {
   Plan out;
   out.fuse_auto = plan.fuse_auto;
   out.outputs = plan.outputs;
+  if (plan.zero) {  // the parameters by name, patterns expanded, in graph order
+    out.zero = plan.zero;
+    out.zero->params.clear();
+    for (ir::TensorId t : zero_params(*plan.zero, graph))
+      out.zero->params.push_back(output_name(graph, t));
+  }
   // Recomputed operations by name, patterns expanded, each once, in graph order.
   for (ir::OperationId op : graph.operations()) {
     const std::string name = operation_name(graph, op);

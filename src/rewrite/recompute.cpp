@@ -8,6 +8,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "graph_walk.h"
 #include "op_spec.h"
 #include "tapestry/ir/ordering.h"
 #include "tapestry/metakernel/apply.h"
@@ -19,27 +20,10 @@ namespace tapestry::rewrite {
 
 namespace {
 
+using detail::descendants;
+using detail::names_of;
 using detail::OpSpec;
 using detail::Port;
-
-// The operations reachable from `from` through the tensors they write (`from` excluded), by node
-// index.
-std::vector<char> descendants(const ir::Graph& g, ir::OperationId from) {
-  std::vector<char> seen(g.size(), 0);
-  std::vector<ir::OperationId> stack = {from};
-  while (!stack.empty()) {
-    const ir::OperationId op = stack.back();
-    stack.pop_back();
-    for (const auto& out : g.operation(op).outputs().entries()) {
-      for (ir::OperationId next : g.consumers(out.value.tensor)) {
-        if (seen[next.index()] != 0) continue;
-        seen[next.index()] = 1;
-        stack.push_back(next);
-      }
-    }
-  }
-  return seen;
-}
 
 // The readers of `t` that depend on another reader of `t` (its later uses), in graph order.
 std::vector<ir::OperationId> later_uses(const ir::Graph& g, ir::TensorId t) {
@@ -65,12 +49,6 @@ std::vector<ir::TensorId> input_tensors(const ir::Graph& g, ir::OperationId op) 
       inputs.push_back(in.value.tensor);
   }
   return inputs;
-}
-
-std::string names_of(const ir::Graph& g, std::span<const ir::OperationId> ops) {
-  std::vector<std::string> names;
-  for (ir::OperationId op : ops) names.push_back(operation_name(g, op));
-  return fmt::format("{}", fmt::join(names, ", "));
 }
 
 struct Candidate {

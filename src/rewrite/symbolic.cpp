@@ -37,7 +37,9 @@ bool SymbolicPlans::abstract(const Plan& plan) {
   key_.clear();
   reduction_values_.clear();
   values_.clear();
-  // The counts kept exactly: reduction counts and every count of a derived entry.
+  // The counts kept exactly: reduction counts, every count of a derived entry, and the zero
+  // member's shard count (the counts that rewrite writes are concrete, zero.h).
+  if (plan.zero) reduction_values_.push_back(plan.zero->shards);
   for (const auto& [name, op] : plan.ops) {
     auto n = named_.find(name);
     if (n == named_.end()) {  // a derived entry: its counts are kept exactly
@@ -105,6 +107,15 @@ bool SymbolicPlans::abstract(const Plan& plan) {
   key_ += plan.fuse_auto ? 'A' : '-';
   key_ += '\x1c';
   for (const std::string& name : plan.recompute) (key_ += name) += '\x1e';
+  key_ += '\x1c';
+  if (plan.zero) {
+    append_int(key_, plan.zero->stage);
+    key_ += '\x1f';
+    append_int(key_, plan.zero->shards);
+    (key_ += '\x1f') += plan.zero->axis;
+    key_ += '\x1f';
+    for (const std::string& name : plan.zero->params) (key_ += name) += '\x1e';
+  }
   return true;
 }
 
@@ -119,7 +130,9 @@ Plan SymbolicPlans::symbolic(const Plan& plan) const {
       auto c = std::find(values_.begin(), values_.end(), count);
       const auto at =
           static_cast<std::size_t>(std::find(n.dims.begin(), n.dims.end(), dim) - n.dims.begin());
-      if (!n.reduction[at] && count != 1 && c != values_.end()) {
+      if (!n.reduction[at] && count != 1 && c != values_.end() &&
+          std::find(reduction_values_.begin(), reduction_values_.end(), count) ==
+              reduction_values_.end()) {
         count = kSymbol + (c - values_.begin());
       }
     }

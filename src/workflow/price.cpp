@@ -36,6 +36,8 @@ Priced price_lowered(const ir::Graph& graph, const rewrite::Plan& plan,
         cost::gains_against_baselines(graph, priced.target, priced.cost.makespan_s, options.lower);
     priced.recomputation = cost::recomputation_of(graph, plan, priced.lowered, priced.target,
                                                   priced.cost, options.lower);
+    priced.zero = cost::zero_sharding_of(graph, plan, priced.lowered, priced.target, priced.cost,
+                                         options.lower);
   }
   return priced;
 }

@@ -64,13 +64,18 @@ std::string difference(const Placement& a, const Placement& b) {
       return fmt::format("application {}", i);
     }
   }
-  if (a.transfers.size() != b.transfers.size()) return "transfer count";
+  if (a.transfers.size() != b.transfers.size())
+    return fmt::format("transfer count ({} vs {})", a.transfers.size(), b.transfers.size());
   for (std::size_t i = 0; i < a.transfers.size(); ++i) {
     const Transfer &x = a.transfers[i], &y = b.transfers[i];
     if (x.tensor != y.tensor || x.box != y.box || x.bytes != y.bytes || x.from != y.from ||
         x.to != y.to || x.producer != y.producer || x.consumers != y.consumers ||
         x.collective != y.collective || x.replicates_output != y.replicates_output) {
-      return fmt::format("transfer {}", i);
+      return fmt::format(
+          "transfer {} (tensor {} vs {}, {}→{} vs {}→{}, producer {} vs {}, {} vs {} "
+          "consumers, replicates {} vs {})",
+          i, x.tensor.index(), y.tensor.index(), x.from, x.to, y.from, y.to, x.producer, y.producer,
+          x.consumers.size(), y.consumers.size(), x.replicates_output, y.replicates_output);
     }
   }
   if (a.collectives != b.collectives) return "collectives";
@@ -216,6 +221,28 @@ TEST(Evaluator, MatchesTheReferenceOnCombinesAndReplicatedOutputs) {
   EXPECT_GE(replicated, 100);
 }
 
+// Prices each of `plans` twice on h100x8 with one Evaluator (the second time from its memo),
+// expecting the reference placement and cost and no reference path; returns how many of the
+// reference placements' operations are named `name`.
+int matches_reference(const ir::Graph& g, const std::vector<std::string>& plans,
+                      std::string_view name) {
+  const Target target = *preset_target("h100x8");
+  Evaluator ev(g, target);
+  int named = 0;
+  for (int round = 0; round < 2; ++round) {
+    for (const std::string& text : plans) {
+      const rewrite::Plan plan = rewrite::parse_plan(text);
+      const Placement expected = reference_placement(g, plan, target);
+      SCOPED_TRACE(text);
+      EXPECT_EQ(difference(ev.place(plan), expected), "");
+      EXPECT_TRUE(same_cost(ev.evaluate(plan), simulate(expected, target)));
+      for (const PlacedOperation& op : expected.operations) named += op.name == name ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(ev.stats().reference, 0u);
+  return named;
+}
+
 // Recomputed training steps (rewrite/recompute.h): the copies' ordering edges become local
 // producers on their device in both paths, and plans differing only in what they recompute do
 // not share a rewritten graph.
@@ -235,23 +262,33 @@ TEST(Evaluator, MatchesTheReferenceOnRecomputedPlans) {
       R"({"recompute": ["E", "Y"]})",
       R"({"recompute": ["E"]})",
   };
-  const Target target = *preset_target("h100x8");
-  Evaluator ev(g, target);
-  int ordered = 0;
-  for (int round = 0; round < 2; ++round) {
-    for (const std::string& text : plans) {
-      const rewrite::Plan plan = rewrite::parse_plan(text);
-      const Placement expected = reference_placement(g, plan, target);
-      SCOPED_TRACE(text);
-      EXPECT_EQ(difference(ev.place(plan), expected), "");
-      EXPECT_TRUE(same_cost(ev.evaluate(plan), simulate(expected, target)));
-      for (const PlacedOperation& op : expected.operations) {
-        if (op.name == "H/linear/recompute") ++ordered;
-      }
-    }
-  }
-  EXPECT_EQ(ev.stats().reference, 0u);
-  EXPECT_EQ(ordered, 10);  // the five plans recomputing H/linear, twice
+  EXPECT_EQ(matches_reference(g, plans, "H/linear/recompute"),
+            10);  // the five plans recomputing H/linear, twice
+}
+
+// Sharded parameters (rewrite/zero.h): the updates' slices, the gathers and the re-gathers'
+// ordering edges, and the replicated new values (stages 1–2) or their absence (stage 3) match the
+// reference placement, on a plan of a key met before with other counts too.
+TEST(Evaluator, MatchesTheReferenceOnZeroPlans) {
+  const ir::Graph g = rewrite::testing::build(
+      tapestry::read_file(std::string(TAPESTRY_TEST_DATA) + "/training/zero_mlp_adam.tap"));
+  const std::string dp =
+      R"("H1/linear": {"split": {"batch": 2}}, "H2/linear": {"split": {"batch": 2}},
+         "Y": {"split": {"batch": 2}}, "dW1": {"split": {"batch": 2}},
+         "dW2": {"split": {"batch": 2}}, "dW3": {"split": {"batch": 2}})";
+  const std::vector<std::string> plans = {
+      R"({"zero": {"stage": 3, "params": ["W*", "b*"], "shards": 2}})",
+      R"({"zero": {"stage": 2, "params": ["W*", "b*"], "shards": 2}})",
+      R"({"zero": {"stage": 1, "params": ["W2"], "shards": 4}})",
+      "{\"ops\": {" + dp + R"(}, "zero": {"stage": 3, "params": ["W*", "b*"], "shards": 2}})",
+      "{\"ops\": {" + dp + R"(}, "zero": {"stage": 3, "params": ["W*", "b*"], "shards": 4}})",
+      "{\"ops\": {" + dp + R"(}, "zero": {"stage": 2, "params": ["W1", "W2"], "shards": 2}})",
+      "{\"ops\": {" + dp +
+          R"(}, "fuse": "auto", "zero": {"stage": 3, "params": ["W*"], "shards": 2}})",
+      "{\"ops\": {" + dp + R"(}, "outputs": {"W1n.result": {"replicate": "all"}},
+          "zero": {"stage": 3, "params": ["W*"], "shards": 2}})",
+  };
+  EXPECT_EQ(matches_reference(g, plans, "W2/regather"), 10);  // five stage-3 plans, twice
 }
 
 // Plans that differ in non-reduction counts (keeping which are 1 and which are equal) and in

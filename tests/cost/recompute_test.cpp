@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "cost/cost_testing.h"
+#include "cost/step_testing.h"
 #include "tapestry/cost/evaluator.h"
 #include "tapestry/cost/explain.h"
 #include "tapestry/ir/ordering.h"
@@ -25,7 +26,12 @@
 namespace tapestry::cost {
 namespace {
 
+using testing::contains;
 using testing::example;
+using testing::expect_bitwise_equal;
+using testing::reads;
+using testing::run_block;
+using testing::StepRun;
 using testing::toy_target;
 
 // A 4-layer MLP's training step (the brief's stand-in): 1024 rows, hidden 128, a squared error —
@@ -64,22 +70,6 @@ std::vector<const rewrite::RewriteEvent*> recompute_events(const rewrite::LowerR
     if (e.pattern == rewrite::kRecompute) events.push_back(&e);
   }
   return events;
-}
-
-// The tensors operation `op` (by name) reads, by name.
-std::vector<std::string> reads(const ir::Graph& g, std::string_view op) {
-  const std::optional<ir::OperationId> id = rewrite::find_operation(g, op);
-  EXPECT_TRUE(id.has_value()) << op;
-  std::vector<std::string> names;
-  if (!id) return names;
-  for (const auto& in : g.operation(*id).inputs().entries()) {
-    names.push_back(g.display_name(in.value.tensor));
-  }
-  return names;
-}
-
-bool contains(const std::vector<std::string>& names, std::string_view name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 TEST(Recompute, CopiesTheSegmentForItsBackwardUses) {
@@ -172,34 +162,6 @@ TEST(Recompute, PlanMemberAndItsErrors) {
       rewrite::testing::formatted(rewrite::check_plan(plan_of(R"({"recompute": ["H", "Q*"]})"), g));
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find("/recompute/1: no operation matches 'Q*'"), std::string::npos);
-}
-
-struct StepRun {
-  runtime::BufferMap outputs;  // by output name's tensor in the *original* graph
-  std::int64_t measured_peak = 0;
-  std::int64_t estimated_peak = 0;
-};
-
-StepRun run_block(const ir::Graph& g, const rewrite::Plan& plan,
-                  const runtime::ExecutableKernels& k, int threads) {
-  const rewrite::LowerResult r = rewrite::lower(g, plan);
-  const runtime::BlockExecutor exec(r.graph, {.threads = threads, .kernels = &k});
-  auto [buffers, metrics] = exec.run_measured(runtime::generate_inputs(r.graph, {.seed = 11}));
-  StepRun run{.measured_peak = metrics.peak_memory_bytes,
-              .estimated_peak = exec.estimated_peak_memory_bytes()};
-  for (ir::TensorId t : runtime::graph_outputs(g)) {
-    run.outputs.emplace(t, std::move(buffers.at(r.lowered(t))));
-  }
-  return run;
-}
-
-void expect_bitwise_equal(const ir::Graph& g, const StepRun& a, const StepRun& b) {
-  for (ir::TensorId t : runtime::graph_outputs(g)) {
-    const runtime::Buffer& x = a.outputs.at(t);
-    const runtime::Buffer& y = b.outputs.at(t);
-    ASSERT_EQ(x.size_bytes(), y.size_bytes());
-    EXPECT_EQ(std::memcmp(x.bytes(), y.bytes(), x.size_bytes()), 0) << g.display_name(t);
-  }
 }
 
 TEST(Recompute, EqualsTheKeptStepBitwiseAndItsPeakDrops) {

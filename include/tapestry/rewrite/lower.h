@@ -5,6 +5,10 @@
 // in a rewrite, reported with the issues):
 //
 //   1. check-plan         every operation, dimension and count the plan names exists and fits
+//   1a. zero              the parameters the plan's `zero` names sharded with their optimizer
+//                         state: updates sliced, new values replicated (stages 1–2) or
+//                         gathered before their uses and re-gathered for the backward pass
+//                         (stage 3; zero.h); only when the plan has `zero`
 //   1b. recompute         the operations the plan's `recompute` names copied for their later
 //                         (backward) uses, with ordering edges (recompute.h); only when it
 //                         names some

@@ -19,8 +19,11 @@
 //     "outputs": {"Y": {"replicate": "all"}},         // graph output Y whole on every device
 //                                                     // that writes part of it (or "tp": on
 //                                                     // each group along mesh axis tp)
-//     "recompute": ["H/linear", "H", "L2/*"]          // recomputed for the backward pass
-//   }                                                 // (recompute.h); `*`: any characters
+//     "recompute": ["H/linear", "H", "L2/*"],         // recomputed for the backward pass
+//                                                     // (recompute.h); `*`: any characters
+//     "zero": {"stage": 3, "params": ["W1", "L*/W"],  // parameters sharded with their
+//              "shards": 2, "axis": "dp"}             // gradients and optimizer state (zero.h)
+//   }
 //
 // Uneven splits are allowed (10 into 4 gives 3, 3, 2, 2); a split larger than the dimension's
 // extent, an unknown operation or dimension, or a non-positive count is an error naming the
@@ -114,6 +117,23 @@ struct OutputPlan {
 /// OutputPlan::replicate's value for every writer of an output.
 inline constexpr std::string_view kReplicateAll = "all";
 
+/// Sharded parameters, gradients and optimizer state — ZeRO stages 1–3 / FSDP (rewrite/zero.h):
+/// `"zero": {"stage": 3, "params": ["W1", "L*/W"], "shards": 2, "axis": "dp"}`.
+struct ZeroPlan {
+  /// 1: optimizer state sharded; 2: and the gradient (in Tapestry the same step as 1: zero.h);
+  /// 3: and the parameter itself, gathered before its uses.
+  int stage = 0;
+  /// Graph inputs (names, or patterns where `*` stands for any characters), each updated by an
+  /// optimizer kernel. resolve_plan_names expands the patterns into input names, in graph order.
+  std::vector<std::string> params;
+  /// Shards per parameter (>= 2): each parameter's dim 0 must be a multiple of it.
+  std::int64_t shards = 0;
+  /// The mesh axis the shards go along (empty: the default placement, shard i on device i).
+  std::string axis;
+
+  friend bool operator==(const ZeroPlan&, const ZeroPlan&) = default;
+};
+
 struct Plan {
   std::map<std::string, OpPlan> ops;
   /// Explicit fusion groups, each a chain of operation names, producer first.
@@ -126,6 +146,8 @@ struct Plan {
   /// (recompute.h): names, or patterns where `*` stands for any run of characters ("L2/*").
   /// resolve_plan_names expands the patterns into the names they match, in graph order.
   std::vector<std::string> recompute;
+  /// Sharded parameters and optimizer state (zero.h); nullopt: every parameter whole.
+  std::optional<ZeroPlan> zero;
 
   /// The split count of `dim` for `op` (1 when the plan does not split it).
   [[nodiscard]] std::int64_t split_of(std::string_view op, std::string_view dim) const;
@@ -135,7 +157,8 @@ struct Plan {
 };
 
 /// `plan` with every operation's `place` and `mesh` removed (entries left empty are dropped), and
-/// every output replicated along a mesh axis (`"replicate": "all"` names no axis and stays): its
+/// every output replicated along a mesh axis (`"replicate": "all"` names no axis and stays), and
+/// the `zero` member's mesh axis (the shards then go by the default rule): its
 /// shards then go where the default placement puts them on whichever target prices or runs it —
 /// `--ignore-placement`, for a plan written for one target (`"place": ["gpu:2"]` on h100x8) run
 /// on another (`launch -n 2`). Splits, substitutions and fusion are kept, so the shards are the
@@ -168,10 +191,11 @@ std::string output_name(const ir::Graph& graph, ir::TensorId tensor);
 /// name existing operations, every entry of `outputs` names a graph output ("/outputs/Q: no
 /// graph output named 'Q' (outputs: Y)"; its mesh axis is checked when the plan is placed,
 /// cost/placement.h), every entry of `recompute` names or matches an operation of the graph
-/// ("/recompute/0: no operation named 'Q' …"). An entry (or a fusion group member) naming an
-/// operation the graph lacks is checked against the operations the plan's rewrites derive, as above
-/// — the rewrites (lower.h, steps 2–4) then run once. Returns one diagnostic per problem, located
-/// by its JSON pointer
+/// ("/recompute/0: no operation named 'Q' …"), and `zero` names graph inputs whose dim 0 its
+/// shard count divides ("/zero/params/0: no graph input named 'Q' (inputs: …)"). An entry (or a
+/// fusion group member) naming an operation the graph lacks is checked against the operations the
+/// plan's rewrites derive, as above — the rewrites (lower.h, steps 2–4) then run once. Returns one
+/// diagnostic per problem, located by its JSON pointer
 /// (`where.pointer`; the caller that knows the plan file names it) — empty: the plan fits the
 /// graph. What only the rewrites can tell — a reduction split they cannot do — `lower` reports
 /// before it makes any Application.

@@ -41,6 +41,9 @@ struct Priced {
   /// With PriceOptions::baselines, for a plan that recomputes: against the plan keeping every
   /// activation (cost::recomputation_of).
   std::optional<cost::Recomputation> recomputation;
+  /// With PriceOptions::baselines, for a plan with `zero`: against the plan without it
+  /// (cost::zero_sharding_of).
+  std::optional<cost::ZeroSharding> zero;
 };
 
 /// `lowered` placed on `target` (cost::place); an Error it raises (a place list naming a device
