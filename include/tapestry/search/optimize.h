@@ -56,6 +56,7 @@
 #include "tapestry/ir/graph.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/search/archive.h"
+#include "tapestry/search/islands.h"
 #include "tapestry/search/mutate.h"
 #include "tapestry/search/plan_space.h"
 
@@ -70,9 +71,12 @@ struct Progress {
   double seconds = 0;                    // of this run
   double evaluations_per_s = 0;          // of this run
   std::size_t front_size = 0;
+  std::uint32_t ranks = 1;   // the islands of the search (islands.h); 1 without
   std::vector<double> best;  // the best value of each objective in the front (empty front: none)
   const ParetoArchive* archive = nullptr;  // the front so far (valid during the callback)
 };
+
+struct OptimizeResult;
 
 struct OptimizeOptions {
   std::vector<Objective> objectives = {Objective::kTime, Objective::kMemory, Objective::kDevices,
@@ -99,6 +103,15 @@ struct OptimizeOptions {
   std::function<bool(const Progress&)> on_progress;
   /// lower's options (kernel signatures); validation stays off.
   rewrite::LowerOptions lower;
+  /// Island mode (islands.h): this search is island `islands->rank()` of `islands->ranks()`,
+  /// which meet every `migrate_every` generations; rank 0's result is the merged one, and only
+  /// rank 0 writes `checkpoint` (the merged state). nullptr: a search of its own.
+  IslandLink* islands = nullptr;
+  std::uint64_t migrate_every = 4;
+  /// Island mode, rank 0: called with the merged result so far whenever the merged state is saved
+  /// (at a meeting, every `checkpoint_every_s`, `checkpoint` set or not; not at the end):
+  /// `optimize --mpi` writes the front found so far with it.
+  std::function<void(const OptimizeResult&)> on_merged;
 };
 
 /// A standard plan (cost/standard_plans.h) priced as the search prices its plans: the yardstick
@@ -150,6 +163,12 @@ class Optimizer {
 /// named p0, p1, … in front order (by score).
 nlohmann::json front_json(const OptimizeResult& result, const std::string& graph_name,
                           const std::string& target_name);
+
+/// Error when `options.resume` names a checkpoint Optimizer::run would refuse (unreadable, not a
+/// checkpoint, another search's); nothing when it is empty. `optimize --mpi` checks it on every
+/// rank before the islands meet, so that every rank agrees on the error.
+void check_resume(const ir::Graph& graph, const cost::Target& target,
+                  const OptimizeOptions& options);
 
 /// A stable fingerprint of a graph (its loom JSON text), kept in checkpoints.
 std::uint64_t graph_fingerprint(const ir::Graph& graph);
