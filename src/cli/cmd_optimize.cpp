@@ -56,10 +56,10 @@ struct OptimizeCliOptions {
   std::uint64_t migrate_every = 4;
 };
 
-// The islands of `optimize --mpi` meet over MPI_COMM_WORLD (MpiSession's gather and broadcast).
+// The islands of `optimize --mpi` meet by MpiSession's posts.
 class MpiIslands final : public search::IslandLink {
  public:
-  explicit MpiIslands(const runtime::MpiSession& mpi) : mpi_(mpi) {
+  explicit MpiIslands(runtime::MpiSession& mpi) : mpi_(mpi) {
     // TAPESTRY_TEST_OPTIMIZE_DIE=R:N: rank R aborts at its N-th meeting (tests only).
     if (const char* value = std::getenv("TAPESTRY_TEST_OPTIMIZE_DIE")) {
       const std::string text(value);
@@ -71,19 +71,19 @@ class MpiIslands final : public search::IslandLink {
   }
   [[nodiscard]] std::uint32_t rank() const override { return mpi_.rank(); }
   [[nodiscard]] std::uint32_t ranks() const override { return mpi_.size(); }
-  std::vector<std::string> gather(const std::string& text) override {
+  void post(const std::string& text) override {
     if (die_at_ > 0 && ++meetings_ == die_at_) {
       fmt::print(stderr, "tapestry optimize: rank {} aborts (TAPESTRY_TEST_OPTIMIZE_DIE)\n",
                  mpi_.rank());
       std::fflush(stderr);
       std::abort();
     }
-    return mpi_.gather(text);
+    mpi_.post(text);
   }
-  std::string broadcast(const std::string& text) override { return mpi_.broadcast(text); }
+  std::vector<std::string> collect() override { return mpi_.collect(); }
 
  private:
-  const runtime::MpiSession& mpi_;
+  runtime::MpiSession& mpi_;
   std::uint64_t die_at_ = 0;
   std::uint64_t meetings_ = 0;
 };

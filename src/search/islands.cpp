@@ -1,5 +1,7 @@
 #include "tapestry/search/islands.h"
 
+#include <algorithm>
+
 #include "tapestry/support/assert.h"
 
 namespace tapestry::search {
@@ -24,36 +26,32 @@ std::uint64_t island_share(std::uint64_t total, std::uint32_t rank, std::uint32_
   return total / ranks + (rank < total % ranks ? 1 : 0);
 }
 
-// One rank's end: every call is one phase of the shared exchange — each rank leaves its text, the
-// last to arrive publishes all of them, and each reads them before it can arrive at the next.
+// One rank's end: a post goes to every rank's inbox; collect takes the oldest of each.
 class ThreadIslands::Link final : public IslandLink {
  public:
   Link(Shared& shared, std::uint32_t rank) : shared_(shared), rank_(rank) {}
   [[nodiscard]] std::uint32_t rank() const override { return rank_; }
   [[nodiscard]] std::uint32_t ranks() const override { return shared_.ranks; }
-  std::vector<std::string> gather(const std::string& text) override {
-    std::vector<std::string> all = exchange(text);
-    if (rank_ != 0) all.clear();
-    return all;
+  void post(const std::string& text) override {
+    const std::lock_guard lock(shared_.mutex);
+    for (auto& inbox : shared_.inbox) inbox[rank_].push_back(text);
+    shared_.posted.notify_all();
   }
-  std::string broadcast(const std::string& text) override { return exchange(text).at(0); }
+  std::vector<std::string> collect() override {
+    std::unique_lock lock(shared_.mutex);
+    auto& mine = shared_.inbox[rank_];
+    shared_.posted.wait(lock, [&] {
+      return std::all_of(mine.begin(), mine.end(), [](const auto& q) { return !q.empty(); });
+    });
+    std::vector<std::string> out;
+    for (auto& q : mine) {
+      out.push_back(std::move(q.front()));
+      q.pop_front();
+    }
+    return out;
+  }
 
  private:
-  std::vector<std::string> exchange(const std::string& text) {
-    std::unique_lock lock(shared_.mutex);
-    const std::uint64_t round = shared_.round;
-    shared_.texts[rank_] = text;
-    if (++shared_.arrived == shared_.ranks) {
-      shared_.result = shared_.texts;
-      shared_.arrived = 0;
-      ++shared_.round;
-      shared_.changed.notify_all();
-    } else {
-      shared_.changed.wait(lock, [&] { return shared_.round != round; });
-    }
-    return shared_.result;
-  }
-
   Shared& shared_;
   std::uint32_t rank_;
 };
@@ -61,7 +59,7 @@ class ThreadIslands::Link final : public IslandLink {
 ThreadIslands::ThreadIslands(std::uint32_t ranks) {
   TAPESTRY_ASSERT(ranks > 0, "no islands");
   shared_.ranks = ranks;
-  shared_.texts.resize(ranks);
+  shared_.inbox.assign(ranks, std::vector<std::deque<std::string>>(ranks));
   for (std::uint32_t r = 0; r < ranks; ++r) links_.push_back(std::make_unique<Link>(shared_, r));
 }
 

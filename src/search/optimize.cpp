@@ -102,7 +102,8 @@ struct Optimizer::Impl {
   std::uint64_t budget = 0;       // this island's share of the evaluations (max_evaluations set)
   std::unordered_set<std::uint64_t> reported;  // fingerprints sent to rank 0 in reports
   std::uint64_t reported_mark = 0;             // progress.evaluations at the last report
-  // Rank 0: what the islands' reports said, and the merged archive.
+  std::uint64_t posted = 0;                    // reports posted
+  // What the islands' reports said (counters and pools: rank 0 only), and the merged archive.
   struct IslandState {
     std::uint64_t generation = 0;
     std::uint64_t evaluations = 0;  // of this run
@@ -419,11 +420,10 @@ struct Optimizer::Impl {
             {"pool", pool_json}};
   }
 
-  // Rank 0: the reports, in rank order, into the merged archive; answers with the migrants (the
-  // merged front's best plan on each objective) and whether every island has finished. Saves
-  // the merged state every checkpoint_every_s.
-  nlohmann::json merge_reports(const std::vector<std::string>& reports, Clock::time_point start,
-                               Clock::time_point& saved) {
+  // The reports of one meeting, in rank order, into the merged archive (and, on rank 0, the
+  // merged seen set and the islands' counters and pools). True when every island had finished.
+  bool absorb(const std::vector<std::string>& reports) {
+    const bool rank0 = options.islands->rank() == 0;
     bool finished = true;
     for (std::size_t r = 0; r < reports.size(); ++r) {
       const nlohmann::json j = nlohmann::json::parse(reports[r]);
@@ -434,58 +434,55 @@ struct Optimizer::Impl {
       island.infeasible = j.at("infeasible").get<std::uint64_t>();
       island.prefix_evaluations = j.at("prefix_evaluations").get<std::uint64_t>();
       island.done = j.at("done").get<std::string>();
-      for (const nlohmann::json& f : j.at("seen")) merged_seen.insert(f.get<std::uint64_t>());
+      if (island.done.empty()) finished = false;
       for (const nlohmann::json& e : j.at("front")) {
         rewrite::Plan genome = genome_of(e.at("genome"));
         rewrite::Plan plan = space.expand(genome);
         merged->offer(std::move(genome), std::move(plan), cost::cost_from_json(e.at("cost")),
                       e.at("found_at").get<std::uint64_t>());
       }
+      if (!rank0) continue;
+      for (const nlohmann::json& f : j.at("seen")) merged_seen.insert(f.get<std::uint64_t>());
       island.pool.clear();
       for (const nlohmann::json& e : j.at("pool")) {
         island.pool.push_back({genome_of(e.at("genome")), e.at("penalty").get<double>()});
       }
-      if (island.done.empty()) finished = false;
     }
-    nlohmann::json migrants = nlohmann::json::array();
-    std::vector<const ArchiveEntry*> sent;
+    return finished;
+  }
+
+  // The migrants: the merged front's best plan on each objective, offered to this island's
+  // archive unless it priced the plan itself (then it has offered it already).
+  void take_migrants() {
+    std::vector<const ArchiveEntry*> taken;
     for (Objective o : options.objectives) {
       const ArchiveEntry* best = merged->best(o);
-      if (best == nullptr || std::find(sent.begin(), sent.end(), best) != sent.end()) continue;
-      sent.push_back(best);
-      migrants.push_back({{"genome", best->genome.to_json()},
-                          {"cost", cost::to_json(best->cost)},
-                          {"found_at", best->found_at}});
+      if (best == nullptr || std::find(taken.begin(), taken.end(), best) != taken.end()) continue;
+      taken.push_back(best);
+      if (!seen.insert(fingerprint(best->genome)).second) continue;
+      archive.offer(*best);
     }
-    if (!finished &&
+  }
+
+  // One meeting (islands.h): post this island's report, take in everyone's report of the meeting
+  // before. Returns why the search stops once a meeting's reports say every island finished
+  // (after collecting the reports of this one, the last).
+  std::optional<std::string> meet(const std::string& done, Clock::time_point start,
+                                  Clock::time_point& saved) {
+    IslandLink& link = *options.islands;
+    link.post(report(done).dump());
+    if (++posted == 1) return std::nullopt;
+    if (absorb(link.collect())) {
+      absorb(link.collect());
+      return islands[0].done;
+    }
+    take_migrants();
+    if (link.rank() == 0 &&
         std::chrono::duration<double>(Clock::now() - saved).count() >= options.checkpoint_every_s) {
       save();
       if (options.on_merged) options.on_merged(merged_result("running", start));
       saved = Clock::now();
     }
-    // Why the search stopped: rank 0's reason (the islands' agree but for one that exhausted
-    // its space or had no budget).
-    return {{"stop", finished}, {"stopped_by", islands[0].done}, {"migrants", migrants}};
-  }
-
-  // One meeting (islands.h): report, merge on rank 0, offer the migrants. Returns why the search
-  // stops once every island has finished.
-  std::optional<std::string> meet(const std::string& done, Clock::time_point start,
-                                  Clock::time_point& saved) {
-    IslandLink& link = *options.islands;
-    const std::vector<std::string> reports = link.gather(report(done).dump());
-    std::string answer;
-    if (link.rank() == 0) answer = merge_reports(reports, start, saved).dump();
-    const nlohmann::json reply = nlohmann::json::parse(link.broadcast(answer));
-    for (const nlohmann::json& m : reply.at("migrants")) {
-      rewrite::Plan genome = genome_of(m.at("genome"));
-      // An island that priced a plan has offered it already (and what it found since is better).
-      if (!seen.insert(fingerprint(genome)).second) continue;
-      rewrite::Plan plan = space.expand(genome);
-      archive.offer(std::move(genome), std::move(plan), cost::cost_from_json(m.at("cost")),
-                    m.at("found_at").get<std::uint64_t>());
-    }
-    if (reply.at("stop").get<bool>()) return reply.at("stopped_by").get<std::string>();
     return std::nullopt;
   }
 
@@ -573,9 +570,9 @@ struct Optimizer::Impl {
                                      ? options.max_evaluations - base.evaluations
                                      : 0;
       budget = island_share(left, link->rank(), link->ranks());
+      merged.emplace(options.objectives, options.constraints);
+      islands.resize(link->ranks());
       if (rank0) {
-        merged.emplace(options.objectives, options.constraints);
-        islands.resize(link->ranks());
         merged_seen = seen;
         standard = price_standard();  // now: the merged fronts saved on the way carry them
       }

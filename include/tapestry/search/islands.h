@@ -3,26 +3,28 @@
 // Each process (rank) of an MPI job runs its own Optimizer — an *island* — with its own random
 // stream (island_seed: the user's seed on rank 0, a mix of seed and rank elsewhere), its own
 // share of the evaluation budget (island_share) and its share of the seeds (seed i on rank
-// i mod ranks). Every `OptimizeOptions::migrate_every` generations the islands *meet*, a
-// collective round over an IslandLink:
+// i mod ranks). Every `OptimizeOptions::migrate_every` generations an island *meets* the others
+// over an IslandLink, without waiting for them:
 //
-//   1. each island sends rank 0 a report (JSON): its counters, the fingerprints it priced since
-//      its last report, the front members it found since then (genome, cost, found_at) and its
-//      fallback pool, and whether it has finished its budget (and why);
-//   2. rank 0 offers the reports' plans to one *merged* archive, in rank order, and answers every
-//      island with the migrants — the merged front's best plan on each objective, with their
-//      costs — and whether the search stops (every island has finished);
-//   3. each island offers the migrants it has not priced itself to its own archive (an island
-//      that priced a plan has already offered it), with no re-pricing: a cost travels with its
-//      plan (cost::cost_from_json).
+//   1. it posts every island a report (JSON): its counters, the fingerprints it priced since its
+//      last report, the front members it found since then (genome, cost, found_at), its fallback
+//      pool, and whether it has finished its budget (and why);
+//   2. it collects every island's report of the meeting before (waiting only for an island a
+//      whole meeting behind it) and offers their plans, in rank order, to its *merged* archive —
+//      the same on every rank, since every rank merges the same reports in the same order;
+//   3. it offers its own archive the *migrants* — the merged front's best plan on each
+//      objective — that it has not priced itself (an island that priced a plan has offered it
+//      already), with no re-pricing: a cost travels with its plan (cost::cost_from_json).
 //
-// An island that has finished its budget keeps meeting the others, without searching, until
-// every one has. Rank 0 saves the merged state — a checkpoint readable with any rank count, and
-// the front so far (OptimizeOptions::on_merged) — at a meeting every `checkpoint_every_s`, and at
-// the end; its OptimizeResult is the merged one. Meetings fall on generation counts, never on
-// the clock, so with a fixed seed, rank count and --max-evals the merged front is the same run to
-// run (`Islands.*` in tests/search/optimize_test.cpp, tests/cli/optimize_mpi_test.sh). One rank
-// searches exactly as the Optimizer does without islands.
+// An island that has finished keeps meeting, without searching, until a meeting's reports say
+// every island has finished; then each collects the last reports and stops. Rank 0 saves the
+// merged state — a checkpoint readable with any rank count, and the front so far
+// (OptimizeOptions::on_merged) — at a meeting every `checkpoint_every_s`, and at the end; its
+// OptimizeResult is the merged one. Meetings fall on generation counts, never on the clock, and
+// what an island learns at meeting k is what every island reported at meeting k − 1, so with a
+// fixed seed, rank count and --max-evals the merged front is the same run to run (`Islands.*`
+// in tests/search/islands_test.cpp, tests/cli/optimize_mpi_test.sh). One rank searches exactly
+// as the Optimizer does without islands.
 //
 //   ThreadIslands links(2);                                // tests: 2 islands on 2 threads
 //   std::thread t([&] { Optimizer(g, t, {.seed = 1, .max_evaluations = 512,
@@ -32,6 +34,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,17 +42,18 @@
 
 namespace tapestry::search {
 
-/// The collective rounds islands meet in: MPI in the CLI (`tapestry optimize --mpi`), threads in
-/// tests (ThreadIslands). Every rank calls gather, then broadcast, once per meeting.
+/// How islands meet: MPI in the CLI (`tapestry optimize --mpi`: runtime::MpiSession's posts),
+/// threads in tests (ThreadIslands).
 class IslandLink {
  public:
   virtual ~IslandLink() = default;
   [[nodiscard]] virtual std::uint32_t rank() const = 0;
   [[nodiscard]] virtual std::uint32_t ranks() const = 0;
-  /// Collective: `text` of every rank, in rank order, on rank 0 (empty elsewhere).
-  virtual std::vector<std::string> gather(const std::string& text) = 0;
-  /// Collective: rank 0's `text` on every rank.
-  virtual std::string broadcast(const std::string& text) = 0;
+  /// Sends `text` to every rank; does not wait.
+  virtual void post(const std::string& text) = 0;
+  /// Waits for the oldest text not yet collected from every rank (this one's included) and
+  /// returns them in rank order: the k-th collect returns each rank's k-th post.
+  virtual std::vector<std::string> collect() = 0;
 };
 
 /// Island `rank`'s random seed: `seed` itself on rank 0 (one rank searches as a search without
@@ -74,12 +78,9 @@ class ThreadIslands {
   class Link;
   struct Shared {
     std::mutex mutex;
-    std::condition_variable changed;
+    std::condition_variable posted;
     std::uint32_t ranks = 1;
-    std::uint64_t round = 0;  // completed phases
-    std::uint32_t arrived = 0;
-    std::vector<std::string> texts;
-    std::vector<std::string> result;  // of the last completed phase
+    std::vector<std::vector<std::deque<std::string>>> inbox;  // [to][from]: posts not collected
   };
   Shared shared_;
   std::vector<std::unique_ptr<Link>> links_;
