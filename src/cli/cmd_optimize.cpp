@@ -215,8 +215,10 @@ int run_optimize(const OptimizeCliOptions& options) {
       "priced {} plans in {:.1f} s ({:.0f}/s on this run{}; {} refused by the rewrites, {} over a "
       "constraint); stopped by {}\n",
       p.evaluations, p.seconds, p.evaluations_per_s,
-      mpi ? fmt::format(", {} rank{}", p.ranks, p.ranks == 1 ? "" : "s") : "", p.refused,
-      p.infeasible, r.stopped_by);
+      mpi ? fmt::format(", {} rank{}, {:.1f} s waiting at meetings", p.ranks,
+                        p.ranks == 1 ? "" : "s", p.waiting_s)
+          : "",
+      p.refused, p.infeasible, r.stopped_by);
   if (p.prefix_evaluations > 0) {
     fmt::print("(and first {} plans of the graph's first layers, whose front seeded the search)\n",
                p.prefix_evaluations);

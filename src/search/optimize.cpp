@@ -102,7 +102,8 @@ struct Optimizer::Impl {
   std::uint64_t budget = 0;       // this island's share of the evaluations (max_evaluations set)
   std::unordered_set<std::uint64_t> reported;  // fingerprints sent to rank 0 in reports
   std::uint64_t reported_mark = 0;             // progress.evaluations at the last report
-  std::uint64_t posted = 0;                    // reports posted
+  std::uint64_t posted = 0;
+  double waited_s = 0;  // in collect()                    // reports posted
   // What the islands' reports said (counters and pools: rank 0 only), and the merged archive.
   struct IslandState {
     std::uint64_t generation = 0;
@@ -110,6 +111,7 @@ struct Optimizer::Impl {
     std::uint64_t refused = 0;
     std::uint64_t infeasible = 0;
     std::uint64_t prefix_evaluations = 0;
+    double waited_s = 0;
     std::string done;  // why it finished; empty: still searching
     std::vector<PoolEntry> pool;
   };
@@ -414,6 +416,7 @@ struct Optimizer::Impl {
             {"refused", progress.refused - base.refused},
             {"infeasible", progress.infeasible - base.infeasible},
             {"prefix_evaluations", progress.prefix_evaluations},
+            {"waited_s", waited_s},
             {"done", done},
             {"seen", seen_new},
             {"front", front},
@@ -433,6 +436,7 @@ struct Optimizer::Impl {
       island.refused = j.at("refused").get<std::uint64_t>();
       island.infeasible = j.at("infeasible").get<std::uint64_t>();
       island.prefix_evaluations = j.at("prefix_evaluations").get<std::uint64_t>();
+      island.waited_s = j.at("waited_s").get<double>();
       island.done = j.at("done").get<std::string>();
       if (island.done.empty()) finished = false;
       for (const nlohmann::json& e : j.at("front")) {
@@ -464,6 +468,14 @@ struct Optimizer::Impl {
     }
   }
 
+  // The reports of a meeting, the time spent waiting for them counted.
+  std::vector<std::string> collect() {
+    const Clock::time_point start = Clock::now();
+    std::vector<std::string> reports = options.islands->collect();
+    waited_s += std::chrono::duration<double>(Clock::now() - start).count();
+    return reports;
+  }
+
   // One meeting (islands.h): post this island's report, take in everyone's report of the meeting
   // before. Returns why the search stops once a meeting's reports say every island finished
   // (after collecting the reports of this one, the last).
@@ -472,8 +484,9 @@ struct Optimizer::Impl {
     IslandLink& link = *options.islands;
     link.post(report(done).dump());
     if (++posted == 1) return std::nullopt;
-    if (absorb(link.collect())) {
-      absorb(link.collect());
+    if (absorb(collect())) {
+      absorb(collect());
+      if (link.rank() == 0) islands[0].waited_s = waited_s;  // its last wait too
       return islands[0].done;
     }
     take_migrants();
@@ -527,6 +540,7 @@ struct Optimizer::Impl {
       p.refused += island.refused;
       p.infeasible += island.infeasible;
       p.prefix_evaluations += island.prefix_evaluations;
+      p.waiting_s += island.waited_s;
       run += island.evaluations;
     }
     p.seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -697,17 +711,22 @@ nlohmann::json front_json(const OptimizeResult& result, const std::string& graph
   if (archive.constraints().max_devices > 0) {
     constraints["max_devices"] = archive.constraints().max_devices;
   }
-  return {{"graph", graph_name},
-          {"target", target_name},
-          {"objectives", objectives},
-          {"constraints", constraints},
-          {"evaluations", result.progress.evaluations},
-          {"refused", result.progress.refused},
-          {"infeasible", result.progress.infeasible},
-          {"seconds", result.progress.seconds},
-          {"stopped_by", result.stopped_by},
-          {"front", front},
-          {"standard_plans", standard}};
+  nlohmann::json out = {{"graph", graph_name},
+                        {"target", target_name},
+                        {"objectives", objectives},
+                        {"constraints", constraints},
+                        {"evaluations", result.progress.evaluations},
+                        {"refused", result.progress.refused},
+                        {"infeasible", result.progress.infeasible},
+                        {"seconds", result.progress.seconds},
+                        {"stopped_by", result.stopped_by},
+                        {"front", front},
+                        {"standard_plans", standard}};
+  if (result.progress.ranks > 1) {  // a search on many processes (islands.h)
+    out["ranks"] = result.progress.ranks;
+    out["waiting_s"] = result.progress.waiting_s;
+  }
+  return out;
 }
 
 void check_resume(const ir::Graph& graph, const cost::Target& target,

@@ -56,7 +56,8 @@ for run in a b; do
     --mpi -o "$tmp/two-$run.json" >"$tmp/out" 2>"$tmp/err"
   check "2 ranks, run $run" $?
 done
-grep -q "^priced 1200 plans in .*, 2 ranks;" "$tmp/out"
+grep -qE "^priced 1200 plans in .*, 2 ranks, [0-9.]+ s waiting at meetings;" "$tmp/out" &&
+  grep -q '"ranks": 2' "$tmp/two-b.json"
 check "rank 0 prints the merged count once, with the rank count" $?
 [[ $(grep -c '^front:' "$tmp/out") -eq 1 ]]
 check "only rank 0 prints the front" $?

@@ -36,6 +36,10 @@
 //   best_standard(r.standard, Objective::kTime)  // the yardstick: the fastest feasible standard
 //                                                // plan, priced under the same constraints
 //
+// Islands. With `islands` set, this search is one island of a search on many processes
+// (islands.h: `tapestry optimize --mpi`): its own stream and share of the budget, meeting the
+// others every `migrate_every` generations; rank 0 returns the merged front.
+//
 // The yardstick. After the search every standard plan is priced whole (not as a genome) with the
 // same evaluator and constraints, so the front's best can be stated as a ratio to the best plan
 // an engineer would write by hand.
@@ -69,7 +73,10 @@ struct Progress {
   std::uint64_t infeasible = 0;          // of them, plans over a constraint
   std::uint64_t prefix_evaluations = 0;  // plans of the layer prefix priced (not in evaluations)
   double seconds = 0;                    // of this run
-  double evaluations_per_s = 0;          // of this run
+  /// Islands: the seconds they spent waiting for one another at meetings, all of them together
+  /// (on rank 0; each island's last meeting counted on rank 0 only).
+  double waiting_s = 0;
+  double evaluations_per_s = 0;  // of this run
   std::size_t front_size = 0;
   std::uint32_t ranks = 1;   // the islands of the search (islands.h); 1 without
   std::vector<double> best;  // the best value of each objective in the front (empty front: none)
