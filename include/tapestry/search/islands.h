@@ -26,10 +26,12 @@
 // in tests/search/islands_test.cpp, tests/cli/optimize_mpi_test.sh). One rank searches exactly
 // as the Optimizer does without islands.
 //
-//   ThreadIslands links(2);                                // tests: 2 islands on 2 threads
-//   std::thread t([&] { Optimizer(g, t, {.seed = 1, .max_evaluations = 512,
-//                                        .islands = &links.link(1)}).run(); });
-//   OptimizeResult merged = Optimizer(g, t, {…, .islands = &links.link(0)}).run();
+//   ThreadIslands links(2);                       // tests: 2 islands on 2 threads
+//   std::thread other([&] { Optimizer(g, target, {.seed = 1, .max_evaluations = 512,
+//                                                 .islands = &links.link(1)}).run(); });
+//   OptimizeResult merged = Optimizer(g, target, {.seed = 1, .max_evaluations = 512,
+//                                                 .islands = &links.link(0)}).run();
+//   other.join();                                  // merged: both islands' 512 plans
 #pragma once
 
 #include <condition_variable>
