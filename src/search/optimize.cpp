@@ -237,15 +237,22 @@ struct Optimizer::Impl {
 
   CheckpointState settings() const { return settings_of(graph, target, options); }
 
-  CheckpointState state() const {
+  // A checkpoint of counters `p`, fingerprints `priced` and the front of `front` (no pool).
+  CheckpointState snapshot(const Progress& p, const std::unordered_set<std::uint64_t>& priced,
+                           const ParetoArchive& front) const {
     CheckpointState s = settings();
-    s.generation = progress.generation;
-    s.evaluations = progress.evaluations;
-    s.refused = progress.refused;
-    s.infeasible = progress.infeasible;
-    s.seen = {seen.begin(), seen.end()};
+    s.generation = p.generation;
+    s.evaluations = p.evaluations;
+    s.refused = p.refused;
+    s.infeasible = p.infeasible;
+    s.seen = {priced.begin(), priced.end()};
     std::sort(s.seen.begin(), s.seen.end());
-    for (const ArchiveEntry& e : archive.front()) s.front.push_back({e.genome, e.found_at});
+    for (const ArchiveEntry& e : front.front()) s.front.push_back({e.genome, e.found_at});
+    return s;
+  }
+
+  CheckpointState state() const {
+    CheckpointState s = snapshot(progress, seen, archive);
     for (const PoolEntry& e : pool) s.pool.push_back(e.genome);
     return s;
   }
@@ -501,15 +508,7 @@ struct Optimizer::Impl {
 
   // Rank 0: the merged state, as a checkpoint any rank count resumes.
   CheckpointState merged_state() const {
-    CheckpointState s = settings();
-    const Progress p = merged_progress(Clock::now());
-    s.generation = p.generation;
-    s.evaluations = p.evaluations;
-    s.refused = p.refused;
-    s.infeasible = p.infeasible;
-    s.seen = {merged_seen.begin(), merged_seen.end()};
-    std::sort(s.seen.begin(), s.seen.end());
-    for (const ArchiveEntry& e : merged->front()) s.front.push_back({e.genome, e.found_at});
+    CheckpointState s = snapshot(merged_progress(Clock::now()), merged_seen, *merged);
     // The islands' pools, lowest penalty first (ties: rank order), each genome once.
     std::vector<const PoolEntry*> all;
     for (const IslandState& island : islands) {

@@ -72,17 +72,7 @@ bool covered(const ParetoArchive& some, const ParetoArchive& by) {
   return true;
 }
 
-class Islands : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tapestry_islands_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::filesystem::path dir_;
-};
+class Islands : public testing::ScratchDirTest {};
 
 TEST(IslandShares, BudgetAndSeeds) {
   EXPECT_EQ(island_share(10, 0, 4), 3u);
