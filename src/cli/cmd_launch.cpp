@@ -8,7 +8,8 @@
 // The flags this machine needs are added when they apply: --allow-run-as-root when running as
 // root (Open MPI refuses root otherwise), --oversubscribe when N exceeds the cores (Open MPI
 // counts slots by cores), -q so a failing job shows tapestry's one error line instead of
-// mpirun's banners. `run` without --executor gets --executor mpi. --host and --mca pass through
+// mpirun's banners. `run` without --executor gets --executor mpi, `optimize` without --mpi gets
+// --mpi (one island of the search per rank: search/islands.h). --host and --mca pass through
 // (the two-host run of docs/distributed.md uses them); the tapestry binary is this one.
 #include <fmt/core.h>
 #include <fmt/format.h>
@@ -90,6 +91,9 @@ std::vector<std::string> mpirun_line(const LaunchOptions& options) {
     line.emplace_back("--executor");
     line.emplace_back("mpi");
   }
+  const bool has_mpi =
+      std::find(options.command.begin(), options.command.end(), "--mpi") != options.command.end();
+  if (options.command.front() == "optimize" && !has_mpi) line.emplace_back("--mpi");
   return line;
 }
 

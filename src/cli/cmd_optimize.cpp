@@ -10,14 +10,27 @@
 // front; -o writes it as JSON (each plan with its CostVector), --plan-out the best plan for
 // --best as a plan file `run`, `cost` and `explain` accept, --plot the front as SVG (2-D
 // projections, every point named). Exit 0; 1 when no plan meets the constraints; 2 on bad input.
+//
+// With --mpi (or under `tapestry launch -n N -- optimize …`, which adds it) every rank of the
+// MPI job searches as one island (search/islands.h): its own stream and share of the budget,
+// meeting the others every --migrate-every generations; rank 0 prints and writes the merged
+// front — and, every --checkpoint-every seconds, the front so far and the merged checkpoint, so
+// a job killed by a rank's death leaves both whole. TAPESTRY_TEST_OPTIMIZE_DIE=R:N (tests only)
+// makes rank R abort at its N-th meeting.
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
 
 #include "command.h"
 #include "common_options.h"
 #include "graph_input.h"
 #include "optimize_options.h"
+#include "tapestry/runtime/mpi_executor.h"
 #include "tapestry/search/front_plot.h"
+#include "tapestry/search/islands.h"
 #include "tapestry/support/error.h"
 #include "tapestry/support/file.h"
 
@@ -39,6 +52,40 @@ struct OptimizeCliOptions {
   std::string resume;
   KernelSources kernel_sources;
   bool trust_ipfs = false;
+  bool mpi = false;
+  std::uint64_t migrate_every = 4;
+};
+
+// The islands of `optimize --mpi` meet by MpiSession's posts.
+class MpiIslands final : public search::IslandLink {
+ public:
+  explicit MpiIslands(runtime::MpiSession& mpi) : mpi_(mpi) {
+    // TAPESTRY_TEST_OPTIMIZE_DIE=R:N: rank R aborts at its N-th meeting (tests only).
+    if (const char* value = std::getenv("TAPESTRY_TEST_OPTIMIZE_DIE")) {
+      const std::string text(value);
+      const std::size_t colon = text.find(':');
+      if (colon != std::string::npos && text.substr(0, colon) == std::to_string(mpi.rank())) {
+        die_at_ = std::stoull(text.substr(colon + 1));
+      }
+    }
+  }
+  [[nodiscard]] std::uint32_t rank() const override { return mpi_.rank(); }
+  [[nodiscard]] std::uint32_t ranks() const override { return mpi_.size(); }
+  void post(const std::string& text) override {
+    if (die_at_ > 0 && ++meetings_ == die_at_) {
+      fmt::print(stderr, "tapestry optimize: rank {} aborts (TAPESTRY_TEST_OPTIMIZE_DIE)\n",
+                 mpi_.rank());
+      std::fflush(stderr);
+      std::abort();
+    }
+    mpi_.post(text);
+  }
+  std::vector<std::string> collect() override { return mpi_.collect(); }
+
+ private:
+  runtime::MpiSession& mpi_;
+  std::uint64_t die_at_ = 0;
+  std::uint64_t meetings_ = 0;
 };
 
 constexpr double kDefaultBudgetS = 10;
@@ -89,22 +136,89 @@ void print_standard(const search::OptimizeResult& r, search::Objective best) {
              front > 0 ? fmt::format("{:.2f}", standard / front) : std::string("—"));
 }
 
+// The front as -o and --plan-out write it (at the end, and on rank 0 of an MPI search whenever
+// the merged state is saved).
+void write_front(const OptimizeCliOptions& options, const search::OptimizeResult& r,
+                 search::Objective best, const std::string& target_name, bool say) {
+  if (r.archive.front().empty()) return;
+  if (!options.output.empty()) {
+    write_file_atomically(options.output,
+                          search::front_json(r, options.graph, target_name).dump(1) + "\n");
+    if (say) fmt::print("wrote {}\n", options.output);
+  }
+  if (!options.plan_out.empty()) {
+    write_file_atomically(options.plan_out, r.archive.best(best)->plan.to_json().dump(2) + "\n");
+    if (say) {
+      fmt::print("wrote {} (the best plan for {})\n", options.plan_out,
+                 search::objective_name(best));
+    }
+  }
+}
+
 int run_optimize(const OptimizeCliOptions& options) {
   const search::Objective best = search::parse_objectives(options.best).at(0);
-  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
-  const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs, options.dims);
-  const cost::Target target = cost::resolve_target(options.target);
-  search::OptimizeOptions o = optimize_options(options.search, kDefaultBudgetS, signatures);
-  o.checkpoint = options.checkpoint;
-  o.checkpoint_every_s = options.checkpoint_every_s;
-  o.resume = options.resume;
-  const search::OptimizeResult r = run_search(graph, target, std::move(o), options.search.quiet);
+  // --mpi: every rank loads the same graph; a setup error (the same on every rank, or one rank's
+  // own) is agreed on before the islands meet, and printed once, by rank 0.
+  std::optional<runtime::MpiSession> mpi;
+  std::optional<MpiIslands> islands;
+  if (options.mpi) {
+    mpi.emplace();
+    islands.emplace(*mpi);
+  }
+  const bool rank0 = !mpi || mpi->rank() == 0;
+  std::optional<std::string> error;
+  metakernel::SignatureRegistry signatures;
+  ir::Graph graph;
+  cost::Target target;
+  search::OptimizeOptions o;
+  try {
+    signatures = load_signatures(options.kernel_sources);
+    graph = load_graph(options.graph, signatures, options.trust_ipfs, options.dims);
+    target = cost::resolve_target(options.target);
+    SearchOptions search_options = options.search;
+    // One pricing thread per rank unless told: the ranks share the host's cores.
+    if (mpi && search_options.threads == 0) search_options.threads = 1;
+    o = optimize_options(search_options, kDefaultBudgetS, signatures);
+    o.checkpoint = options.checkpoint;
+    o.checkpoint_every_s = options.checkpoint_every_s;
+    o.resume = options.resume;
+    if (mpi) search::check_resume(graph, target, o);
+  } catch (const Error& e) {
+    if (!mpi) throw;
+    error = e.what();
+  }
+  if (mpi) {
+    if (const std::optional<runtime::RankFailure> failure = mpi->agree(error)) {
+      if (rank0) {
+        fmt::print(stderr, "tapestry optimize: error: {}{}\n",
+                   mpi->size() > 1 ? fmt::format("rank {}: ", failure->rank) : "",
+                   failure->message);
+        std::fflush(stderr);
+      }
+      mpi->barrier();  // rank 0 has printed before any rank exits (run_mpi.cpp says why)
+      return kExitBadInput;
+    }
+    o.islands = &*islands;
+    o.migrate_every = options.migrate_every;
+    if (rank0) {
+      o.on_merged = [&](const search::OptimizeResult& so_far) {
+        write_front(options, so_far, best, target.name, false);
+      };
+    }
+  }
+  const search::OptimizeResult r =
+      run_search(graph, target, std::move(o), options.search.quiet || !rank0);
+  if (!rank0) return kExitOk;
 
   const search::Progress& p = r.progress;
   fmt::print(
-      "priced {} plans in {:.1f} s ({:.0f}/s on this run; {} refused by the rewrites, {} over a "
+      "priced {} plans in {:.1f} s ({:.0f}/s on this run{}; {} refused by the rewrites, {} over a "
       "constraint); stopped by {}\n",
-      p.evaluations, p.seconds, p.evaluations_per_s, p.refused, p.infeasible, r.stopped_by);
+      p.evaluations, p.seconds, p.evaluations_per_s,
+      mpi ? fmt::format(", {} rank{}, {:.1f} s waiting at meetings", p.ranks,
+                        p.ranks == 1 ? "" : "s", p.waiting_s)
+          : "",
+      p.refused, p.infeasible, r.stopped_by);
   if (p.prefix_evaluations > 0) {
     fmt::print("(and first {} plans of the graph's first layers, whose front seeded the search)\n",
                p.prefix_evaluations);
@@ -117,15 +231,7 @@ int run_optimize(const OptimizeCliOptions& options) {
              r.archive.front().size() == 1 ? "" : "s", target.name);
   print_front(r, best);
   print_standard(r, best);
-  if (!options.output.empty()) {
-    write_file_atomically(options.output,
-                          search::front_json(r, options.graph, target.name).dump(1) + "\n");
-    fmt::print("wrote {}\n", options.output);
-  }
-  if (!options.plan_out.empty()) {
-    write_file_atomically(options.plan_out, r.archive.best(best)->plan.to_json().dump(2) + "\n");
-    fmt::print("wrote {} (the best plan for {})\n", options.plan_out, search::objective_name(best));
-  }
+  write_front(options, r, best, target.name, true);
   if (!options.plot.empty()) {
     write_file_atomically(
         options.plot,
@@ -165,6 +271,12 @@ void register_optimize(CLI::App& app, Dispatch& dispatch) {
   add_kernel_source_options(*cmd, options->kernel_sources);
   add_dim_option(*cmd, options->dims);
   cmd->add_flag("--trust-ipfs", options->trust_ipfs, kTrustIpfsHelp);
+  cmd->add_flag("--mpi", options->mpi,
+                "search on every rank of an MPI job, one island each, merged on rank 0 "
+                "(tapestry launch -n N -- optimize … adds it)");
+  cmd->add_option("--migrate-every", options->migrate_every,
+                  "with --mpi: generations between the islands' exchanges of plans (default 4)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 20));
   cmd->callback([&dispatch, options] {
     dispatch.name = "optimize";
     dispatch.run = [options] { return run_optimize(*options); };

@@ -625,4 +625,33 @@ nlohmann::json to_json(const CostVector& cost) {
           {"per_device", devices}};
 }
 
+CostVector cost_from_json(const nlohmann::json& json) {
+  try {
+    CostVector cost{.makespan_s = json.at("makespan_s").get<double>(),
+                    .peak_memory_bytes = json.at("peak_memory_bytes").get<std::int64_t>(),
+                    .devices_used = json.at("devices_used").get<std::int64_t>(),
+                    .devices_held = json.at("devices_held").get<std::int64_t>(),
+                    .energy_j = json.at("energy_j").get<double>(),
+                    .idle_energy_j = json.at("idle_energy_j").get<double>(),
+                    .bytes_moved = json.at("bytes_moved").get<std::int64_t>(),
+                    .fits = json.at("fits").get<bool>(),
+                    .per_device = {}};
+    for (const nlohmann::json& d : json.at("per_device")) {
+      cost.per_device.push_back({.device = d.at("device").get<std::string>(),
+                                 .applications = d.at("applications").get<std::int64_t>(),
+                                 .compute_s = d.at("compute_s").get<double>(),
+                                 .comm_s = d.at("comm_s").get<double>(),
+                                 .idle_s = d.at("idle_s").get<double>(),
+                                 .finish_s = d.at("finish_s").get<double>(),
+                                 .peak_memory_bytes = d.at("peak_memory_bytes").get<std::int64_t>(),
+                                 .bytes_sent = d.at("bytes_sent").get<std::int64_t>(),
+                                 .bytes_received = d.at("bytes_received").get<std::int64_t>(),
+                                 .energy_j = d.at("energy_j").get<double>()});
+    }
+    return cost;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("not a cost vector: {}", e.what()));
+  }
+}
+
 }  // namespace tapestry::cost

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -73,6 +74,32 @@ bool mpi_built() {
 
 // ---- MpiSession ------------------------------------------------------------------------------
 
+// The posts' communicator (its own: no tag of a run's messages can match a post), this rank's
+// posts not yet collected, and the sends in flight (a deque: each text stays where MPI_Isend saw
+// it until its sends complete).
+struct MpiSession::Posts {
+  static constexpr int kTag = 1;
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::deque<std::string> own;
+  struct Sent {
+    std::string text;
+    std::vector<MPI_Request> requests;
+  };
+  std::deque<Sent> sent;
+
+  // Forgets the sends that completed, oldest first (and so drives MPI's progress).
+  void reap() {
+    while (!sent.empty()) {
+      int done = 0;
+      check_mpi(MPI_Testall(static_cast<int>(sent.front().requests.size()),
+                            sent.front().requests.data(), &done, MPI_STATUSES_IGNORE),
+                "MPI_Testall");
+      if (done == 0) return;
+      sent.pop_front();
+    }
+  }
+};
+
 MpiSession::MpiSession() {
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -89,10 +116,60 @@ MpiSession::MpiSession() {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   rank_ = static_cast<std::uint32_t>(rank);
   size_ = static_cast<std::uint32_t>(size);
+  posts_ = std::make_unique<Posts>();
+  check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &posts_->comm), "MPI_Comm_dup");
 }
 
 MpiSession::~MpiSession() {
+  if (posts_) {
+    for (Posts::Sent& s : posts_->sent) {
+      MPI_Waitall(static_cast<int>(s.requests.size()), s.requests.data(), MPI_STATUSES_IGNORE);
+    }
+    MPI_Comm_free(&posts_->comm);
+  }
   MPI_Finalize();
+}
+
+void MpiSession::post(const std::string& text) {
+  posts_->reap();
+  posts_->own.push_back(text);
+  Posts::Sent& sent = posts_->sent.emplace_back();
+  sent.text = text;
+  const int length = byte_count(static_cast<std::int64_t>(text.size()), "a post");
+  for (std::uint32_t r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    MPI_Request request = MPI_REQUEST_NULL;
+    check_mpi(MPI_Isend(sent.text.data(), length, MPI_CHAR, static_cast<int>(r), Posts::kTag,
+                        posts_->comm, &request),
+              "MPI_Isend");
+    sent.requests.push_back(request);
+  }
+}
+
+std::vector<std::string> MpiSession::collect() {
+  if (posts_->own.empty()) throw Error("MPI: collect() before post()");
+  std::vector<std::string> out(size_);
+  out[rank_] = std::move(posts_->own.front());
+  posts_->own.pop_front();
+  for (std::uint32_t r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    MPI_Status status;
+    for (;;) {
+      int arrived = 0;
+      check_mpi(MPI_Iprobe(static_cast<int>(r), Posts::kTag, posts_->comm, &arrived, &status),
+                "MPI_Iprobe");
+      if (arrived != 0) break;
+      posts_->reap();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    int count = 0;
+    MPI_Get_count(&status, MPI_CHAR, &count);
+    out[r].resize(static_cast<std::size_t>(count));
+    check_mpi(MPI_Recv(out[r].data(), count, MPI_CHAR, static_cast<int>(r), Posts::kTag,
+                       posts_->comm, MPI_STATUS_IGNORE),
+              "MPI_Recv");
+  }
+  return out;
 }
 
 std::optional<RankFailure> MpiSession::agree(const std::optional<std::string>& error) const {

@@ -10,6 +10,8 @@ namespace detail {
 struct MpiProgram {};
 }  // namespace detail
 
+struct MpiSession::Posts {};
+
 namespace {
 [[noreturn]] void unavailable() {
   throw Error(
@@ -36,6 +38,12 @@ std::string MpiSession::broadcast(const std::string& /*text*/) const {
   unavailable();
 }
 void MpiSession::barrier() const {
+  unavailable();
+}
+void MpiSession::post(const std::string& /*text*/) {
+  unavailable();
+}
+std::vector<std::string> MpiSession::collect() {
   unavailable();
 }
 

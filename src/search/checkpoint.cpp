@@ -64,7 +64,8 @@ void write_checkpoint(const std::filesystem::path& path, const CheckpointState& 
                     {"infeasible", s.infeasible},
                     {"seen", seen},
                     {"front", front},
-                    {"pool", pool}};
+                    {"pool", pool},
+                    {"ranks", s.ranks}};
   write_file_atomically(path, out.dump() + "\n");
 }
 
@@ -103,6 +104,7 @@ CheckpointState read_checkpoint(const std::filesystem::path& path) {
       s.front.emplace_back(plan_of(e.at("genome")), e.at("found_at").get<std::uint64_t>());
     }
     for (const json& p : j.at("pool")) s.pool.push_back(plan_of(p));
+    s.ranks = j.value("ranks", std::uint32_t{1});
     return s;
   } catch (const json::exception& e) {
     throw Error(fmt::format("{}: not a valid checkpoint: {}", path.string(), e.what()));

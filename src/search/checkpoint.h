@@ -5,7 +5,10 @@
 //    "objectives": ["time", "memory"], "constraints": {"max_memory_per_device": 0, "max_devices":
 //    0}, "seed": 1, "tie_layers": false, "generation": 42, "evaluations": 2693, "refused": 12,
 //    "infeasible": 40, "seen": ["00a1…", …], "front": [{"genome": {plan}, "found_at": 17}, …],
-//    "pool": [{plan}, …]}
+//    "pool": [{plan}, …], "ranks": 1}
+//
+// "ranks": the islands that searched (islands.h; informational: a checkpoint resumes with any
+// rank count, and one without it was made by one process).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +36,7 @@ struct CheckpointState {
   std::vector<std::uint64_t> seen;
   std::vector<std::pair<rewrite::Plan, std::uint64_t>> front;  // genome, found_at
   std::vector<rewrite::Plan> pool;
+  std::uint32_t ranks = 1;
 };
 
 /// Writes the checkpoint atomically (support/file.h). Error naming the path when it cannot.

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <thread>
 #include <unordered_set>
 
 #include "checkpoint.h"
 #include "tapestry/cost/evaluator.h"
+#include "tapestry/cost/simulate.h"
 #include "tapestry/cost/standard_plans.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/support/error.h"
@@ -60,6 +62,21 @@ constexpr int kExhaustedAfter = 64;  // generations in a row with nothing new to
 constexpr int kRetries = 8;          // mutations of one parent before a slot gives up
 constexpr int kPrefixRuns = 1;       // searches of the first layers (see prefix_front)
 
+// A search's settings as a checkpoint records them (no state).
+CheckpointState settings_of(const ir::Graph& graph, const cost::Target& target,
+                            const OptimizeOptions& options) {
+  return {.graph = graph_fingerprint(graph),
+          .target = target.name,
+          .objectives = options.objectives,
+          .constraints = options.constraints,
+          .seed = options.seed,
+          .tie_layers = options.tie_layers};
+}
+
+rewrite::Plan genome_of(const nlohmann::json& j) {
+  return rewrite::parse_plan(j.dump(), "a plan from another island");
+}
+
 }  // namespace
 
 struct Optimizer::Impl {
@@ -78,6 +95,30 @@ struct Optimizer::Impl {
   Progress progress;
   std::uint64_t run_evaluations = 0;  // priced by this run (for the rate)
   tbb::enumerable_thread_specific<std::unique_ptr<cost::Evaluator>> evaluators;
+
+  // Island mode (islands.h).
+  std::uint64_t stream_seed = 0;  // the seed of the slots' streams: island_seed(seed, rank)
+  Progress base;                  // the counters this run started from (a resumed checkpoint's)
+  std::uint64_t budget = 0;       // this island's share of the evaluations (max_evaluations set)
+  std::unordered_set<std::uint64_t> reported;  // fingerprints sent to rank 0 in reports
+  std::uint64_t reported_mark = 0;             // progress.evaluations at the last report
+  std::uint64_t posted = 0;
+  double waited_s = 0;  // in collect()                    // reports posted
+  // What the islands' reports said (counters and pools: rank 0 only), and the merged archive.
+  struct IslandState {
+    std::uint64_t generation = 0;
+    std::uint64_t evaluations = 0;  // of this run
+    std::uint64_t refused = 0;
+    std::uint64_t infeasible = 0;
+    std::uint64_t prefix_evaluations = 0;
+    double waited_s = 0;
+    std::string done;  // why it finished; empty: still searching
+    std::vector<PoolEntry> pool;
+  };
+  std::vector<IslandState> islands;
+  std::optional<ParetoArchive> merged;
+  std::unordered_set<std::uint64_t> merged_seen;
+  std::vector<StandardResult> standard;
 
   Impl(const ir::Graph& g, const cost::Target& t, OptimizeOptions o)
       : graph(g),
@@ -164,7 +205,7 @@ struct Optimizer::Impl {
   std::vector<Candidate> generate(std::size_t slots) {
     std::vector<Candidate> batch;
     for (std::size_t i = 0; i < slots; ++i) {
-      Rng rng = Rng::for_slot(options.seed, progress.generation, i);
+      Rng rng = Rng::for_slot(stream_seed, progress.generation, i);
       const rewrite::Plan& from = parent(rng);
       for (int attempt = 0; attempt < kRetries; ++attempt) {
         rewrite::Plan genome = from;
@@ -194,29 +235,30 @@ struct Optimizer::Impl {
     return !options.on_progress || options.on_progress(progress);
   }
 
-  CheckpointState state() const {
-    CheckpointState s{.graph = graph_fingerprint(graph),
-                      .target = target.name,
-                      .objectives = options.objectives,
-                      .constraints = options.constraints,
-                      .seed = options.seed,
-                      .tie_layers = options.tie_layers,
-                      .generation = progress.generation,
-                      .evaluations = progress.evaluations,
-                      .refused = progress.refused,
-                      .infeasible = progress.infeasible,
-                      .seen = {seen.begin(), seen.end()},
-                      .front = {},
-                      .pool = {}};
+  CheckpointState settings() const { return settings_of(graph, target, options); }
+
+  // A checkpoint of counters `p`, fingerprints `priced` and the front of `front` (no pool).
+  CheckpointState snapshot(const Progress& p, const std::unordered_set<std::uint64_t>& priced,
+                           const ParetoArchive& front) const {
+    CheckpointState s = settings();
+    s.generation = p.generation;
+    s.evaluations = p.evaluations;
+    s.refused = p.refused;
+    s.infeasible = p.infeasible;
+    s.seen = {priced.begin(), priced.end()};
     std::sort(s.seen.begin(), s.seen.end());
-    for (const ArchiveEntry& e : archive.front()) s.front.push_back({e.genome, e.found_at});
+    for (const ArchiveEntry& e : front.front()) s.front.push_back({e.genome, e.found_at});
+    return s;
+  }
+
+  CheckpointState state() const {
+    CheckpointState s = snapshot(progress, seen, archive);
     for (const PoolEntry& e : pool) s.pool.push_back(e.genome);
     return s;
   }
 
   void restore(const CheckpointState& s) {
-    const CheckpointState mine = state();
-    check_compatible(s, mine, options.resume.string());
+    check_compatible(s, settings(), options.resume.string());
     progress.generation = s.generation;
     progress.evaluations = s.evaluations;
     progress.refused = s.refused;
@@ -249,18 +291,22 @@ struct Optimizer::Impl {
     // kPrefixRuns independent searches of the prefix, each with its share of the budget (their
     // fronts' plans offered fastest first, at most 16). One: two or three shorter ones were no
     // better on the 24-layer transformer of bench/search_bench (docs/optimizer.md).
+    // An island searches the prefix alone, with its own stream and its share of the budget.
     OptimizeOptions o = options;
     o.prefix_layers = 0;
     o.checkpoint.clear();
     o.resume.clear();
     o.on_progress = nullptr;
+    o.islands = nullptr;
+    o.on_merged = nullptr;
     o.time_budget_s = options.time_budget_s * options.prefix_share / kPrefixRuns;
-    o.max_evaluations = static_cast<std::uint64_t>(static_cast<double>(options.max_evaluations) *
+    const std::uint64_t evaluations = options.islands != nullptr ? budget : options.max_evaluations;
+    o.max_evaluations = static_cast<std::uint64_t>(static_cast<double>(evaluations) *
                                                    options.prefix_share / kPrefixRuns);
     if (o.time_budget_s <= 0 && o.max_evaluations == 0) return {};
     std::vector<std::pair<double, rewrite::Plan>> found;
     for (int run = 0; run < kPrefixRuns; ++run) {
-      o.seed = options.seed * kPrefixRuns + static_cast<std::uint64_t>(run);
+      o.seed = stream_seed * kPrefixRuns + static_cast<std::uint64_t>(run);
       Optimizer sub(*prefix, target, o);
       const OptimizeResult r = sub.run();
       progress.prefix_evaluations += r.progress.evaluations;
@@ -319,9 +365,13 @@ struct Optimizer::Impl {
     return out;
   }
 
+  // Prices the seeds (an island: seed i when i mod ranks is its rank) and the prefix's front.
   void seed_archive() {
     std::vector<Candidate> batch;
-    for (const SeedPlan& s : seeds) {
+    const IslandLink* link = options.islands;
+    for (std::size_t i = 0; i < seeds.size(); ++i) {
+      if (link != nullptr && i % link->ranks() != link->rank()) continue;
+      const SeedPlan& s = seeds[i];
       seen.insert(fingerprint(s.genome));
       batch.push_back({s.genome, space.expand(s.genome), std::nullopt});
     }
@@ -334,44 +384,246 @@ struct Optimizer::Impl {
     merge(batch);
   }
 
+  // Evaluations this search may still make (UINT64_MAX: no --max-evals); an island counts its
+  // own against its share.
+  std::uint64_t evaluations_left() const {
+    if (options.max_evaluations == 0) return std::numeric_limits<std::uint64_t>::max();
+    if (options.islands == nullptr) {
+      return options.max_evaluations > progress.evaluations
+                 ? options.max_evaluations - progress.evaluations
+                 : 0;
+    }
+    const std::uint64_t done = progress.evaluations - base.evaluations;
+    return budget > done ? budget - done : 0;
+  }
+
+  // ---- islands (islands.h) ----
+
+  // What this island tells rank 0 at a meeting: its counters (of this run), the fingerprints and
+  // front members new since its last report, its pool, and why it finished (empty: it has not).
+  nlohmann::json report(const std::string& done) {
+    nlohmann::json seen_new = nlohmann::json::array();
+    for (std::uint64_t f : seen) {
+      if (reported.insert(f).second) seen_new.push_back(f);
+    }
+    nlohmann::json front = nlohmann::json::array();
+    for (const ArchiveEntry& e : archive.front()) {
+      if (e.found_at <= reported_mark) continue;  // reported before (or a migrant from rank 0)
+      front.push_back({{"genome", e.genome.to_json()},
+                       {"cost", cost::to_json(e.cost)},
+                       {"found_at", e.found_at}});
+    }
+    reported_mark = progress.evaluations;
+    nlohmann::json pool_json = nlohmann::json::array();
+    for (const PoolEntry& e : pool) {
+      pool_json.push_back({{"genome", e.genome.to_json()}, {"penalty", e.penalty}});
+    }
+    return {{"generation", progress.generation},
+            {"evaluations", progress.evaluations - base.evaluations},
+            {"refused", progress.refused - base.refused},
+            {"infeasible", progress.infeasible - base.infeasible},
+            {"prefix_evaluations", progress.prefix_evaluations},
+            {"waited_s", waited_s},
+            {"done", done},
+            {"seen", seen_new},
+            {"front", front},
+            {"pool", pool_json}};
+  }
+
+  // The reports of one meeting, in rank order, into the merged archive (and, on rank 0, the
+  // merged seen set and the islands' counters and pools). True when every island had finished.
+  bool absorb(const std::vector<std::string>& reports) {
+    const bool rank0 = options.islands->rank() == 0;
+    bool finished = true;
+    for (std::size_t r = 0; r < reports.size(); ++r) {
+      const nlohmann::json j = nlohmann::json::parse(reports[r]);
+      IslandState& island = islands[r];
+      island.generation = j.at("generation").get<std::uint64_t>();
+      island.evaluations = j.at("evaluations").get<std::uint64_t>();
+      island.refused = j.at("refused").get<std::uint64_t>();
+      island.infeasible = j.at("infeasible").get<std::uint64_t>();
+      island.prefix_evaluations = j.at("prefix_evaluations").get<std::uint64_t>();
+      island.waited_s = j.at("waited_s").get<double>();
+      island.done = j.at("done").get<std::string>();
+      if (island.done.empty()) finished = false;
+      for (const nlohmann::json& e : j.at("front")) {
+        rewrite::Plan genome = genome_of(e.at("genome"));
+        rewrite::Plan plan = space.expand(genome);
+        merged->offer(std::move(genome), std::move(plan), cost::cost_from_json(e.at("cost")),
+                      e.at("found_at").get<std::uint64_t>());
+      }
+      if (!rank0) continue;
+      for (const nlohmann::json& f : j.at("seen")) merged_seen.insert(f.get<std::uint64_t>());
+      island.pool.clear();
+      for (const nlohmann::json& e : j.at("pool")) {
+        island.pool.push_back({genome_of(e.at("genome")), e.at("penalty").get<double>()});
+      }
+    }
+    return finished;
+  }
+
+  // The migrants: the merged front's best plan on each objective, offered to this island's
+  // archive unless it priced the plan itself (then it has offered it already).
+  void take_migrants() {
+    std::vector<const ArchiveEntry*> taken;
+    for (Objective o : options.objectives) {
+      const ArchiveEntry* best = merged->best(o);
+      if (best == nullptr || std::find(taken.begin(), taken.end(), best) != taken.end()) continue;
+      taken.push_back(best);
+      if (!seen.insert(fingerprint(best->genome)).second) continue;
+      archive.offer(*best);
+    }
+  }
+
+  // The reports of a meeting, the time spent waiting for them counted.
+  std::vector<std::string> collect() {
+    const Clock::time_point start = Clock::now();
+    std::vector<std::string> reports = options.islands->collect();
+    waited_s += std::chrono::duration<double>(Clock::now() - start).count();
+    return reports;
+  }
+
+  // One meeting (islands.h): post this island's report, take in everyone's report of the meeting
+  // before. Returns why the search stops once a meeting's reports say every island finished
+  // (after collecting the reports of this one, the last).
+  std::optional<std::string> meet(const std::string& done, Clock::time_point start,
+                                  Clock::time_point& saved) {
+    IslandLink& link = *options.islands;
+    link.post(report(done).dump());
+    if (++posted == 1) return std::nullopt;
+    if (absorb(collect())) {
+      absorb(collect());
+      if (link.rank() == 0) islands[0].waited_s = waited_s;  // its last wait too
+      return islands[0].done;
+    }
+    take_migrants();
+    if (link.rank() == 0 &&
+        std::chrono::duration<double>(Clock::now() - saved).count() >= options.checkpoint_every_s) {
+      save();
+      if (options.on_merged) options.on_merged(merged_result("running", start));
+      saved = Clock::now();
+    }
+    return std::nullopt;
+  }
+
+  // Rank 0: the merged state, as a checkpoint any rank count resumes.
+  CheckpointState merged_state() const {
+    CheckpointState s = snapshot(merged_progress(Clock::now()), merged_seen, *merged);
+    // The islands' pools, lowest penalty first (ties: rank order), each genome once.
+    std::vector<const PoolEntry*> all;
+    for (const IslandState& island : islands) {
+      for (const PoolEntry& e : island.pool) all.push_back(&e);
+    }
+    std::stable_sort(all.begin(), all.end(), [](const PoolEntry* a, const PoolEntry* b) {
+      return a->penalty < b->penalty;
+    });
+    std::unordered_set<std::uint64_t> taken;
+    for (const PoolEntry* e : all) {
+      if (s.pool.size() == kPoolSize) break;
+      if (taken.insert(fingerprint(e->genome)).second) s.pool.push_back(e->genome);
+    }
+    s.ranks = options.islands->ranks();
+    return s;
+  }
+
+  // Rank 0: the counters of every island together (the seconds and rate: rank 0's clock).
+  Progress merged_progress(Clock::time_point start) const {
+    Progress p;
+    p.evaluations = base.evaluations;
+    p.refused = base.refused;
+    p.infeasible = base.infeasible;
+    std::uint64_t run = 0;
+    for (const IslandState& island : islands) {
+      p.generation = std::max(p.generation, island.generation);
+      p.evaluations += island.evaluations;
+      p.refused += island.refused;
+      p.infeasible += island.infeasible;
+      p.prefix_evaluations += island.prefix_evaluations;
+      p.waiting_s += island.waited_s;
+      run += island.evaluations;
+    }
+    p.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    p.evaluations_per_s = p.seconds > 0 ? static_cast<double>(run) / p.seconds : 0;
+    p.front_size = merged->front().size();
+    p.ranks = options.islands->ranks();
+    if (!merged->front().empty()) {
+      for (Objective o : options.objectives) {
+        p.best.push_back(objective_value(merged->best(o)->cost, o));
+      }
+    }
+    return p;
+  }
+
+  OptimizeResult merged_result(const std::string& stopped_by, Clock::time_point start) const {
+    return {*merged, merged_progress(start), seeds, stopped_by, standard};
+  }
+
+  // Rank 0: the merged checkpoint, when one is asked for.
+  void save() const {
+    if (!options.checkpoint.empty()) write_checkpoint(options.checkpoint, merged_state());
+  }
+
   OptimizeResult run() {
     if (options.max_evaluations == 0 && options.time_budget_s <= 0) {
       throw Error("the search needs a budget: a time budget or a maximum number of evaluations");
     }
     const Clock::time_point start = Clock::now();
+    IslandLink* const link = options.islands;
+    const bool rank0 = link == nullptr || link->rank() == 0;
+    stream_seed = link != nullptr ? island_seed(options.seed, link->rank()) : options.seed;
     seeds = seed_plans(space);
     add_standard_seeds();
     // Without seeds the search starts from the unsharded plan alone (seeds[0]).
     if (!options.use_seeds) seeds.resize(std::min<std::size_t>(seeds.size(), 1));
-    if (!options.resume.empty()) {
-      restore(read_checkpoint(options.resume));
-    } else {
+    if (!options.resume.empty()) restore(read_checkpoint(options.resume));
+    base = progress;
+    if (link != nullptr) {
+      progress.ranks = link->ranks();
+      const std::uint64_t left = options.max_evaluations > base.evaluations
+                                     ? options.max_evaluations - base.evaluations
+                                     : 0;
+      budget = island_share(left, link->rank(), link->ranks());
+      merged.emplace(options.objectives, options.constraints);
+      islands.resize(link->ranks());
+      if (rank0) {
+        merged_seen = seen;
+        standard = price_standard();  // now: the merged fronts saved on the way carry them
+      }
+    }
+    if (options.resume.empty()) {
       seed_archive();
       progress.generation = 1;
     }
     Clock::time_point saved = start;
     std::string stopped_by;
-    for (int idle = 0;; ++progress.generation) {
-      if (!update_progress(start)) {
-        stopped_by = "caller";
-        break;
+    std::string done;  // why this search finished (an island still meets the others)
+    const std::uint64_t migrate_every = std::max<std::uint64_t>(options.migrate_every, 1);
+    for (int idle = 0;;) {
+      const bool go_on = update_progress(start);
+      if (done.empty()) {
+        if (!go_on) {
+          done = "caller";
+        } else if (evaluations_left() == 0) {
+          done = "max-evals";
+        } else if (options.time_budget_s > 0 && progress.seconds >= options.time_budget_s) {
+          done = "time-budget";
+        } else if (idle >= kExhaustedAfter) {
+          done = "exhausted";
+        }
       }
-      if (options.max_evaluations > 0 && progress.evaluations >= options.max_evaluations) {
-        stopped_by = "max-evals";
-        break;
+      if (link == nullptr) {
+        if (!done.empty()) {
+          stopped_by = done;
+          break;
+        }
+      } else if (!done.empty() || progress.generation % migrate_every == 0) {
+        if (std::optional<std::string> stop = meet(done, start, saved)) {
+          stopped_by = *stop;
+          break;
+        }
+        if (!done.empty()) continue;
       }
-      if (options.time_budget_s > 0 && progress.seconds >= options.time_budget_s) {
-        stopped_by = "time-budget";
-        break;
-      }
-      if (idle >= kExhaustedAfter) {
-        stopped_by = "exhausted";
-        break;
-      }
-      std::size_t slots = options.batch;
-      if (options.max_evaluations > 0) {
-        slots = std::min<std::uint64_t>(slots, options.max_evaluations - progress.evaluations);
-      }
+      const std::size_t slots = std::min<std::uint64_t>(options.batch, evaluations_left());
       std::vector<Candidate> batch = generate(slots);
       idle = batch.empty() ? idle + 1 : 0;
       price_all(batch, options.time_budget_s > 0
@@ -380,18 +632,22 @@ struct Optimizer::Impl {
                                              std::chrono::duration<double>(options.time_budget_s)))
                            : std::nullopt);
       merge(batch);
-      if (!options.checkpoint.empty() &&
+      ++progress.generation;  // the state after this generation
+      if (link == nullptr && !options.checkpoint.empty() &&
           std::chrono::duration<double>(Clock::now() - saved).count() >=
               options.checkpoint_every_s) {
-        ++progress.generation;  // the state after this generation
         write_checkpoint(options.checkpoint, state());
-        --progress.generation;
         saved = Clock::now();
       }
     }
-    if (!options.checkpoint.empty()) write_checkpoint(options.checkpoint, state());
     progress.archive = nullptr;
-    return {archive, progress, seeds, stopped_by, price_standard()};
+    if (link == nullptr) {
+      if (!options.checkpoint.empty()) write_checkpoint(options.checkpoint, state());
+      return {archive, progress, seeds, stopped_by, price_standard()};
+    }
+    if (!rank0) return {archive, progress, seeds, stopped_by, {}};
+    save();
+    return merged_result(stopped_by, start);
   }
 };
 
@@ -454,17 +710,29 @@ nlohmann::json front_json(const OptimizeResult& result, const std::string& graph
   if (archive.constraints().max_devices > 0) {
     constraints["max_devices"] = archive.constraints().max_devices;
   }
-  return {{"graph", graph_name},
-          {"target", target_name},
-          {"objectives", objectives},
-          {"constraints", constraints},
-          {"evaluations", result.progress.evaluations},
-          {"refused", result.progress.refused},
-          {"infeasible", result.progress.infeasible},
-          {"seconds", result.progress.seconds},
-          {"stopped_by", result.stopped_by},
-          {"front", front},
-          {"standard_plans", standard}};
+  nlohmann::json out = {{"graph", graph_name},
+                        {"target", target_name},
+                        {"objectives", objectives},
+                        {"constraints", constraints},
+                        {"evaluations", result.progress.evaluations},
+                        {"refused", result.progress.refused},
+                        {"infeasible", result.progress.infeasible},
+                        {"seconds", result.progress.seconds},
+                        {"stopped_by", result.stopped_by},
+                        {"front", front},
+                        {"standard_plans", standard}};
+  if (result.progress.ranks > 1) {  // a search on many processes (islands.h)
+    out["ranks"] = result.progress.ranks;
+    out["waiting_s"] = result.progress.waiting_s;
+  }
+  return out;
+}
+
+void check_resume(const ir::Graph& graph, const cost::Target& target,
+                  const OptimizeOptions& options) {
+  if (options.resume.empty()) return;
+  check_compatible(read_checkpoint(options.resume), settings_of(graph, target, options),
+                   options.resume.string());
 }
 
 std::uint64_t graph_fingerprint(const ir::Graph& graph) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The two-"host" MPI run (scripts/netns-two-hosts.sh: two network namespaces, TCP between them):
-# its outputs must equal the single-process block executor's bitwise. Needs root and `ip netns`;
-# exit 77 (skipped) without them.
+# its outputs must equal the single-process block executor's bitwise, and `optimize`'s islands
+# must find the front two ranks on one host find. Needs root and `ip netns`; exit 77 (skipped)
+# without them.
 set -uo pipefail
 tapestry=$1
 src=$2
@@ -21,4 +22,21 @@ for case in "linear_relu linear_relu-grid" "mlp mlp-megatron"; do
     for f in "$tmp/ref"/*.npy; do cmp "$f" "$tmp/net/$(basename "$f")" || exit 1; done
   check "$example $plan across two network namespaces equals the block executor" $?
 done
+
+# optimize: one island per "host", the same merged front as two ranks on one host.
+mpirun=(mpirun --oversubscribe -q)
+[[ $(id -u) -eq 0 ]] && mpirun+=(--allow-run-as-root)
+search=("$src/examples/mlp.tap" --target h100x8 --objectives time,memory --max-evals 1200 --seed 1
+  --quiet)
+timeout 300 "$src/scripts/netns-two-hosts.sh" "$tapestry" optimize "${search[@]}" \
+  -o "$tmp/net.json" >"$tmp/out" 2>"$tmp/err" &&
+  timeout 120 "${mpirun[@]}" -np 2 "$tapestry" optimize "${search[@]}" --mpi -o "$tmp/local.json" \
+    >"$tmp/log" 2>&1 &&
+  /usr/bin/python3 - "$tmp/net.json" "$tmp/local.json" <<'PY'
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+key = lambda f: (f["evaluations"], [(m["plan"], m["cost"], m["found_at"]) for m in f["front"]])
+sys.exit(0 if key(a) == key(b) and a["front"] else 1)
+PY
+check "optimize across two network namespaces finds the front of two ranks on one host" $?
 finish

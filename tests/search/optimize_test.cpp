@@ -341,17 +341,7 @@ TEST(Constraints, AnImpossibleCapLeavesTheFrontEmpty) {
   EXPECT_EQ(r.progress.infeasible + r.progress.refused, r.progress.evaluations);
 }
 
-class Checkpoints : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tapestry_search_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::filesystem::path dir_;
-};
+class Checkpoints : public testing::ScratchDirTest {};
 
 TEST_F(Checkpoints, AResumedSearchReachesTheUninterruptedFront) {
   const ir::Graph g = testing::example_graph("mlp.tap");

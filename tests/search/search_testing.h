@@ -1,6 +1,10 @@
 // Helpers for the search tests: graphs from .tap text or files, and the plans of the tests.
 #pragma once
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -30,5 +34,18 @@ inline const cost::Target& h100x8() {
   static const cost::Target t = *cost::preset_target("h100x8");
   return t;
 }
+
+/// A test with a scratch directory of its own, removed after it.
+class ScratchDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tapestry_search_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
 
 }  // namespace tapestry::search::testing

@@ -147,5 +147,9 @@ CostVector simulate(const Placement& placement, const Target& target, Schedule* 
 ///  "idle_energy_j", "bytes_moved", "fits", "per_device": [{"device", "applications",
 ///  "compute_s", …}, …]}.
 nlohmann::json to_json(const CostVector& cost);
+/// The inverse of to_json, exactly (JSON numbers round-trip a double): what the processes of a
+/// search on MPI send one another with a plan (docs/optimizer.md). Error naming the member that
+/// is missing or of the wrong type.
+CostVector cost_from_json(const nlohmann::json& json);
 
 }  // namespace tapestry::cost

@@ -91,9 +91,20 @@ class MpiSession {
   /// Collective: returns on every rank once every rank has called it (MPI_Barrier).
   void barrier() const;
 
+  /// Posts: messages every rank sends every rank, on a communicator of their own, without waiting
+  /// (the islands of `optimize --mpi`, search/islands.h). post() sends `text` to every other
+  /// rank and returns at once; collect() waits for the oldest text not yet collected from every
+  /// rank (its own included) and returns them in rank order — the k-th collect returns each
+  /// rank's k-th post. Waiting polls every millisecond, so a rank that waits leaves the core to
+  /// the ranks it waits for. Sends still in flight complete at destruction.
+  void post(const std::string& text);
+  [[nodiscard]] std::vector<std::string> collect();
+
  private:
+  struct Posts;
   std::uint32_t rank_ = 0;
   std::uint32_t size_ = 1;
+  std::unique_ptr<Posts> posts_;
 };
 
 struct MpiExecutorOptions {

@@ -36,6 +36,10 @@
 //   best_standard(r.standard, Objective::kTime)  // the yardstick: the fastest feasible standard
 //                                                // plan, priced under the same constraints
 //
+// Islands. With `islands` set, this search is one island of a search on many processes
+// (islands.h: `tapestry optimize --mpi`): its own stream and share of the budget, meeting the
+// others every `migrate_every` generations; rank 0 returns the merged front.
+//
 // The yardstick. After the search every standard plan is priced whole (not as a genome) with the
 // same evaluator and constraints, so the front's best can be stated as a ratio to the best plan
 // an engineer would write by hand.
@@ -56,6 +60,7 @@
 #include "tapestry/ir/graph.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/search/archive.h"
+#include "tapestry/search/islands.h"
 #include "tapestry/search/mutate.h"
 #include "tapestry/search/plan_space.h"
 
@@ -68,11 +73,17 @@ struct Progress {
   std::uint64_t infeasible = 0;          // of them, plans over a constraint
   std::uint64_t prefix_evaluations = 0;  // plans of the layer prefix priced (not in evaluations)
   double seconds = 0;                    // of this run
-  double evaluations_per_s = 0;          // of this run
+  /// Islands: the seconds they spent waiting for one another at meetings, all of them together
+  /// (on rank 0; each island's last meeting counted on rank 0 only).
+  double waiting_s = 0;
+  double evaluations_per_s = 0;  // of this run
   std::size_t front_size = 0;
+  std::uint32_t ranks = 1;   // the islands of the search (islands.h); 1 without
   std::vector<double> best;  // the best value of each objective in the front (empty front: none)
   const ParetoArchive* archive = nullptr;  // the front so far (valid during the callback)
 };
+
+struct OptimizeResult;
 
 struct OptimizeOptions {
   std::vector<Objective> objectives = {Objective::kTime, Objective::kMemory, Objective::kDevices,
@@ -99,6 +110,15 @@ struct OptimizeOptions {
   std::function<bool(const Progress&)> on_progress;
   /// lower's options (kernel signatures); validation stays off.
   rewrite::LowerOptions lower;
+  /// Island mode (islands.h): this search is island `islands->rank()` of `islands->ranks()`,
+  /// which meet every `migrate_every` generations; rank 0's result is the merged one, and only
+  /// rank 0 writes `checkpoint` (the merged state). nullptr: a search of its own.
+  IslandLink* islands = nullptr;
+  std::uint64_t migrate_every = 4;
+  /// Island mode, rank 0: called with the merged result so far whenever the merged state is saved
+  /// (at a meeting, every `checkpoint_every_s`, `checkpoint` set or not; not at the end):
+  /// `optimize --mpi` writes the front found so far with it.
+  std::function<void(const OptimizeResult&)> on_merged;
 };
 
 /// A standard plan (cost/standard_plans.h) priced as the search prices its plans: the yardstick
@@ -150,6 +170,12 @@ class Optimizer {
 /// named p0, p1, … in front order (by score).
 nlohmann::json front_json(const OptimizeResult& result, const std::string& graph_name,
                           const std::string& target_name);
+
+/// Error when `options.resume` names a checkpoint Optimizer::run would refuse (unreadable, not a
+/// checkpoint, another search's); nothing when it is empty. `optimize --mpi` checks it on every
+/// rank before the islands meet, so that every rank agrees on the error.
+void check_resume(const ir::Graph& graph, const cost::Target& target,
+                  const OptimizeOptions& options);
 
 /// A stable fingerprint of a graph (its loom JSON text), kept in checkpoints.
 std::uint64_t graph_fingerprint(const ir::Graph& graph);
