@@ -4,8 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tapestry/ir/graph.h"
@@ -37,6 +39,25 @@ inline std::string names_of(const ir::Graph& g, std::span<const ir::OperationId>
   std::vector<std::string> names;
   for (ir::OperationId op : ops) names.push_back(operation_name(g, op));
   return fmt::format("{}", fmt::join(names, ", "));
+}
+
+/// A whole-graph pass's new order: `original`, with the operations `before` lists for an
+/// operation (by node index) just before it, and each operation `replaced` maps to its
+/// replacement in its place (the executors and the cost model break ties in graph order, so a
+/// rewired operation keeps its place and a copy comes just before its first need).
+inline std::vector<ir::OperationId> reordered(
+    std::span<const ir::OperationId> original,
+    const std::unordered_map<std::uint32_t, std::vector<ir::OperationId>>& before,
+    const std::unordered_map<std::uint32_t, ir::OperationId>& replaced) {
+  std::vector<ir::OperationId> order;
+  for (ir::OperationId op : original) {
+    if (auto it = before.find(op.index()); it != before.end()) {
+      order.insert(order.end(), it->second.begin(), it->second.end());
+    }
+    auto it = replaced.find(op.index());
+    order.push_back(it == replaced.end() ? op : it->second);
+  }
+  return order;
 }
 
 }  // namespace tapestry::rewrite::detail

@@ -280,17 +280,8 @@ void recompute_operations(RewriteState& state, std::vector<RewriteEvent>& log) {
   }
   state.plan.fuse.insert(state.plan.fuse.end(), groups.begin(), groups.end());
 
-  // The graph in its new order (the executors and the cost model break ties in graph order, so a
-  // rewired operation keeps its place and a copy comes just before its first need).
-  std::vector<ir::OperationId> order;
-  for (ir::OperationId op : original_order) {
-    if (auto it = before.find(op.index()); it != before.end()) {
-      order.insert(order.end(), it->second.begin(), it->second.end());
-    }
-    auto it = replaced.find(op.index());
-    order.push_back(it == replaced.end() ? op : it->second);
-  }
-  state.graph = copy_graph_in_order(g, order).graph;
+  // The graph in its new order: each copy just before its first need (reordered).
+  state.graph = copy_graph_in_order(g, detail::reordered(original_order, before, replaced)).graph;
   ir::Graph& h = state.graph;
   for (const auto& [name, keys] : edges) {
     std::vector<ir::TensorId> tensors;

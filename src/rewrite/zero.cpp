@@ -276,15 +276,7 @@ void shard_parameters(RewriteState& state, std::vector<RewriteEvent>& log) {
     replaced[index] = detail::add_op(g, s);
   }
   // The graph in its new order: each gather just before its first reader.
-  std::vector<ir::OperationId> order;
-  for (ir::OperationId op : original_order) {
-    if (auto it = before.find(op.index()); it != before.end()) {
-      order.insert(order.end(), it->second.begin(), it->second.end());
-    }
-    auto it = replaced.find(op.index());
-    order.push_back(it == replaced.end() ? op : it->second);
-  }
-  state.graph = copy_graph_in_order(g, order).graph;
+  state.graph = copy_graph_in_order(g, detail::reordered(original_order, before, replaced)).graph;
   ir::Graph& h = state.graph;
   for (const auto& [name, keys] : edges) {
     std::vector<ir::TensorId> tensors;
