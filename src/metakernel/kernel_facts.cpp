@@ -25,7 +25,7 @@ constexpr std::array<std::pair<std::string_view, KernelClass>, 6> kClasses = {{
 // `fallback` is not accepted from YAML under that name (parse_error_rule skips it): a kernel
 // declares it as `worst_case` — the same worst-case bar, for a kernel (the training kernels of
 // kernels/training.yaml) that no finer rule bounds — and error_rule_name calls it that.
-constexpr std::array<std::pair<std::string_view, ErrorRule>, 15> kRules = {{
+constexpr std::array<std::pair<std::string_view, ErrorRule>, 16> kRules = {{
     {"bilinear", ErrorRule::kBilinear},
     {"additive", ErrorRule::kAdditive},
     {"product", ErrorRule::kProduct},
@@ -38,6 +38,7 @@ constexpr std::array<std::pair<std::string_view, ErrorRule>, 15> kRules = {{
     {"index", ErrorRule::kIndex},
     {"decision", ErrorRule::kDecision},
     {"choice", ErrorRule::kChoice},
+    {"gate", ErrorRule::kGate},
     {"monoid", ErrorRule::kMonoid},
     {"worst_case", ErrorRule::kFallback},
     {"fallback", ErrorRule::kFallback},

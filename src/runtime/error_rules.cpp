@@ -548,6 +548,9 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
     case ErrorRule::kChoice:
       choice(c);
       break;
+    case ErrorRule::kGate:
+      gate(c);
+      break;
     case ErrorRule::kIndex:   // an integer result: handled above
     case ErrorRule::kMonoid:  // resolved by rule_of
     case ErrorRule::kFallback:
@@ -556,11 +559,13 @@ RuleResult OperationEval::run(const BufferMap& value, const BufferMap& sigma,
   }
   // A 16-bit output is stored rounded; a move stores its input's cells, rounded only when it
   // narrows them (cast f64 → f32, or into a 16-bit dtype).
-  // A mask's 0/1 and where's chosen cells are stored as they are (exact in every dtype).
+  // A mask's 0/1, where's chosen cells and a gate's d_result or 0 are stored as they are (exact
+  // in every dtype).
   const bool stored_rounded =
       rule == ErrorRule::kMove
           ? move_rounds(tensor_dtype(graph_, c.ins.front().value.tensor), dtype)
-          : is_half_float(dtype) && rule != ErrorRule::kDecision && rule != ErrorRule::kChoice;
+          : is_half_float(dtype) && rule != ErrorRule::kDecision && rule != ErrorRule::kChoice &&
+                rule != ErrorRule::kGate;
   if (stored_rounded) add_storage_rounding(dtype, c.result);
   // A D of ∞ times an exact 0 (a weight, a slope, a deviation) is NaN: it is ∞ — no worst case.
   for (Buffer& d : c.result.bounds) {
@@ -2090,6 +2095,49 @@ void OperationEval::choice(Ctx& c) const {
         const double gap = std::abs(a.value - b.value) * (1 + 0x1p-52);
         return Scales{gap / l + std::max(a.sigma, b.sigma), gap + std::max(a.bound, b.bound)};
       });
+}
+
+// relu_grad(x, d_result) = x > 0 ? d_result : 0, maximum_grad_a(a, b, d_result) = a ≥ b ?
+// d_result : 0 and maximum_grad_b = b > a ? d_result : 0 (NaNs as maximum takes them)
+// (kernels/autodiff.yaml): a cell is d_result or exactly 0, by a comparison of the other inputs.
+// Where the comparison is certain (comparison_certain: both sides exact, or their bars short of
+// each other; relu_grad compares x with an exact 0) every computation takes the same branch:
+// d_result's σ and D, or an exact 0. Where it may flip, a computation may give d_result where the
+// oracle gives 0 or the reverse:
+//   g finite          σ = |g|/λ + σg, D = |g| + Dg   (where's rule with the branch b = 0)
+//   g ±inf or NaN     unknown
+// (`selection` bounded these by the widest input error, which no 0 obeys: an exact x > 0 and a
+// d_result with an error got a bar of 0, and a flipped relu in bf16 was |g| outside its bar.)
+void OperationEval::gate(Ctx& c) const {
+  const std::string_view kernel = c.op.kernel();
+  const bool relu = kernel == "relu_grad";
+  const bool max_a = kernel == "maximum_grad_a";
+  if (!relu && !max_a && kernel != "maximum_grad_b") return fallback(c);
+  std::vector<int> at{c.entry("d_result")};
+  if (relu) {
+    at.push_back(c.entry("x"));
+  } else {
+    at.push_back(c.entry("a"));
+    at.push_back(c.entry("b"));
+  }
+  if (c.ins.size() != at.size() || std::ranges::find(at, -1) != at.end()) return fallback(c);
+  const double l = lambda_;
+  per_point_rule(graph_, c, at, nullptr, [&](const std::array<Cell, 3>& in, double) {
+    const Cell& g = in[0];
+    const Cell zero{};  // an exact 0
+    const Cell& lhs = in[1];
+    const Cell& rhs = relu ? zero : in[2];
+    if (comparison_certain(lhs, rhs, l)) {
+      // As the kernels decide: maximum(a, b) took a where a ≥ b or a is NaN (b NaN: took b).
+      const bool took_a =
+          std::isnan(lhs.value) || (!std::isnan(rhs.value) && lhs.value >= rhs.value);
+      const bool taken = relu ? lhs.value > 0 : took_a == max_a;
+      return taken ? Scales{g.sigma, g.bound} : Scales{};
+    }
+    if (!g.known() || !std::isfinite(g.value)) return unknown_scales();
+    const double gap = std::abs(g.value);
+    return Scales{gap / l + g.sigma, gap + g.bound};
+  });
 }
 
 // The derivative kernels of autodiff (kernels/autodiff.yaml): result = g·h(f), g the cotangent

@@ -216,6 +216,9 @@ class OperationEval {
   void decision(Ctx& c) const;
   /// where(cond, a, b): the chosen branch's error, or both branches' where cond may flip.
   void choice(Ctx& c) const;
+  /// relu_grad, maximum_grad_a/b: d_result where a comparison of the other inputs holds, else
+  /// 0 — d_result's error, or |d_result| more where the comparison may flip.
+  void gate(Ctx& c) const;
   void fallback(Ctx& c) const;
   static std::vector<Buffer> exact_integer_inputs(Ctx& c);
   struct BilinearFactors {

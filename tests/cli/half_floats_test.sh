@@ -60,6 +60,31 @@ PY
   fi
 done
 
+# A training step in 16 bits: the convnet's gradients (conv2d_grad_input/weight, relu_grad, the
+# linear grads) in bf16 and f16, with both kernel sets and three input seeds. relu_grad's x (a
+# bf16 convolution's result) lies within its bar of 0 on some cells, where either route is
+# right: the `gate` rule's bar covers it (the `selection` rule before made dK1/dK2 FAIL).
+for dtype in bf16 f16; do
+  { sed -E "s/\bf32\[/$dtype[/g" "$root/examples/convnet.tap"; echo "Dl: $dtype[8, 10]"; } >"$tmp/cn.tap"
+  if ! "$tapestry" grad "$tmp/cn.tap" --loss Logits --seed Dl --wrt K1,K2,Wh,bh -o "$tmp/cng.json" >"$tmp/out" 2>&1; then
+    echo "FAIL convnet grad $dtype: grad"; cat "$tmp/out"; failures=$((failures + 1)); continue
+  fi
+  ok=1
+  for seed in 1 2 3; do
+    for kernels in fast reference; do
+      if ! "$tapestry" run "$tmp/cng.json" --verify --seed $seed --kernels $kernels --threads 2 >"$tmp/out" 2>&1 ||
+        [[ $(grep -c '^PASS' "$tmp/out") -ne 5 ]]; then
+        echo "FAIL convnet grad $dtype seed $seed $kernels"; cat "$tmp/out"; ok=0
+      fi
+    done
+  done
+  if [[ $ok -eq 1 ]]; then
+    echo "ok   convnet grad $dtype (5 outputs, 3 seeds, both kernel sets)"; passed=$((passed + 1))
+  else
+    failures=$((failures + 1))
+  fi
+done
+
 # cast in .tap: f32 → bf16 → f16 → f64 and back to f32, every dtype a kernel reads, under a
 # split: --verify PASSes with both kernel sets.
 printf '%s\n' 'X: f32[6, 8]' 'B = cast(X, to=bf16)' 'H = cast(gelu(B), to=f16)' \

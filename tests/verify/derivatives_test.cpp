@@ -138,5 +138,116 @@ TEST(DerivativeRules, SqrtGradWithYWithinItsBoundOfZeroIsUnchecked) {
   EXPECT_EQ(r.unchecked_cells(), 1) << r.text();
 }
 
+// relu_grad and maximum_grad_a/b route a cotangent by a comparison (rule `gate`). With exact
+// comparisons the cell carries d_result's error; the `selection` rule they had before gave
+// relu_grad of an exact x and a computed cotangent a bar of 0 (the naive run FAILed).
+constexpr const char* kGates = R"(
+X: f32[16, 1024]
+W: f32[48, 1024]
+Z: f32[16, 48]
+A: f32[16, 48]
+B: f32[16, 48]
+G = linear_nobias(X, W)
+R = relu_grad(Z, G)
+MA = maximum_grad_a(A, B, G)
+MB = maximum_grad_b(A, B, G)
+output R, MA, MB
+)";
+
+TEST(Gate, AnExactConditionCarriesTheCotangentsBarOrAnExactZero) {
+  const ir::Graph g = build(kGates);
+  BufferMap in = runtime::generate_inputs(g, {.seed = 3});
+  // Ties between A and B, and zeros in Z, on some cells: decided by value (exact operands).
+  auto z = in.at(runtime::find_tensor(g, "Z")).values<float>();
+  auto a = in.at(runtime::find_tensor(g, "A")).values<float>();
+  auto b = in.at(runtime::find_tensor(g, "B")).values<float>();
+  for (std::size_t i = 0; i < z.size(); i += 7) {
+    z[i] = 0;
+    b[i] = a[i];
+  }
+  const runtime::Oracle o = runtime::evaluate_oracle(g, in, {.keep_all = true});
+  const BufferMap naive = runtime::NaiveExecutor(g).run(in);
+  const ir::TensorId gt = runtime::find_tensor(g, "G");
+  const runtime::Buffer g_bars = o.bar(gt);
+  const auto g_bar = g_bars.values<double>();
+  for (const char* name : {"R", "MA", "MB"}) {
+    SCOPED_TRACE(name);
+    const ir::TensorId t = runtime::find_tensor(g, name);
+    const runtime::Buffer bars = o.bar(t);
+    const auto bar = bars.values<double>();
+    const auto value = o.value.at(t).values<double>();
+    const auto got = naive.at(t).values<float>();
+    int routed = 0;
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      const std::string_view n = name;
+      const bool taken = n == "R" ? z[i] > 0 : (a[i] >= b[i]) == (n == "MA");
+      EXPECT_EQ(bar[i], taken ? g_bar[i] : 0.0) << i;
+      EXPECT_LE(std::abs(got[i] - value[i]), bar[i]) << i;
+      routed += taken ? 1 : 0;
+    }
+    EXPECT_GT(routed, 100);
+    EXPECT_LT(routed, static_cast<int>(value.size()) - 100);
+  }
+  const runtime::VerifyReport r =
+      runtime::verify_outputs(g, in, naive, {.mode = VerifyMode::kBound});
+  EXPECT_TRUE(r.pass()) << r.text();
+  // A cotangent routed where the comparison certainly routes none FAILs, and the reverse.
+  for (const char* name : {"R", "MA", "MB"}) {
+    const ir::TensorId t = runtime::find_tensor(g, name);
+    const auto value = o.value.at(t).values<double>();
+    const auto gv = o.value.at(gt).values<double>();
+    for (const bool to_zero : {false, true}) {
+      std::size_t i = 0;
+      while (i < value.size() && (to_zero ? value[i] == 0 : value[i] != 0 || gv[i] == 0)) ++i;
+      ASSERT_LT(i, value.size());
+      BufferMap wrong = naive;
+      wrong.at(t).values<float>()[i] = to_zero ? 0.0F : static_cast<float>(gv[i]);
+      const runtime::VerifyReport bad =
+          runtime::verify_outputs(g, in, wrong, {.mode = VerifyMode::kBound});
+      EXPECT_EQ(bad.verdict(), Verdict::kFail) << name << (to_zero ? " dropped" : " routed");
+    }
+  }
+}
+
+// Where the comparison may flip (relu's x computed, within its bar of 0), either route is
+// right: the bar covers |g| more, and a value beyond that FAILs.
+TEST(Gate, AComparisonWithinItsBarOfTheBoundaryAdmitsEitherRoute) {
+  const ir::Graph g = build(R"(
+X: f32[4, 1024]
+W: f32[8, 1024]
+G: f32[4, 8]
+P = linear_nobias(X, W)
+R = relu_grad(P, G)
+output R
+)");
+  BufferMap in = runtime::generate_inputs(g, {.seed = 4});
+  // P[0, 0] = Σ x·w with each product cancelled by a later one: 0 in float64, not in every
+  // summation order — within its bar of 0.
+  auto x = in.at(runtime::find_tensor(g, "X")).values<float>();
+  auto w = in.at(runtime::find_tensor(g, "W")).values<float>();
+  for (std::size_t k = 0; k < 512; ++k) {
+    x[512 + k] = x[k];
+    w[512 + k] = -w[k];
+  }
+  const runtime::Oracle o = runtime::evaluate_oracle(g, in, {.keep_all = true});
+  const ir::TensorId rt = runtime::find_tensor(g, "R");
+  const double p00 = o.value.at(runtime::find_tensor(g, "P")).values<double>()[0];
+  ASSERT_EQ(p00, 0.0);
+  ASSERT_GT(o.bar(runtime::find_tensor(g, "P")).values<double>()[0], 0.0);
+  const double g00 = in.at(runtime::find_tensor(g, "G")).values<float>()[0];
+  ASSERT_NE(g00, 0.0);
+  const double bar00 = o.bar(rt).values<double>()[0];
+  EXPECT_GE(bar00, std::abs(g00));
+  EXPECT_LE(bar00, 1.01 * std::abs(g00));
+  const BufferMap naive = runtime::NaiveExecutor(g).run(in);
+  for (const double cell : {0.0, g00, 2.5 * g00}) {
+    BufferMap out = naive;
+    out.at(rt).values<float>()[0] = static_cast<float>(cell);
+    const runtime::VerifyReport r =
+        runtime::verify_outputs(g, in, out, {.mode = VerifyMode::kBound});
+    EXPECT_EQ(r.verdict(), cell == 2.5 * g00 ? Verdict::kFail : Verdict::kPass) << cell;
+  }
+}
+
 }  // namespace
 }  // namespace tapestry

@@ -49,6 +49,9 @@ enum class KernelClass { kElementwise, kContraction, kReduction, kWindow, kNorma
 ///                decision is certain from the operands' bars, else an error of 1
 ///   choice       where(cond, a, b): the chosen branch's error, or both branches' when cond
 ///                is not certain
+///   gate         d_result or 0 by a comparison of the other inputs (relu_grad: x > 0;
+///                maximum_grad_a: a ≥ b; maximum_grad_b: b > a): d_result's error where the
+///                comparison is certain, |d_result| more where it may flip
 ///   monoid       by the operation's reduction monoid: sum → additive, prod → product,
 ///                max/min → selection (sum, max, reduce)
 /// and, not for YAML, `fallback`: the rule of a kernel without facts (error_rules.cpp).
@@ -65,6 +68,7 @@ enum class ErrorRule {
   kIndex,
   kDecision,
   kChoice,
+  kGate,
   kMonoid,
   kFallback
 };
