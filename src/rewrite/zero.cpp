@@ -158,7 +158,8 @@ void shard_parameters(RewriteState& state, std::vector<RewriteEvent>& log) {
       const ir::OperationView view = g.operation(op);
       bool as_param = false;
       if (is_optimizer_kernel(view.kernel()) && !detail::why_not_rewritable(g, op)) {
-        const Port* p = port(detail::spec_of(g, op).inputs, "param");
+        const detail::OpSpec spec = detail::spec_of(g, op);  // `port` points into it
+        const Port* p = port(spec.inputs, "param");
         as_param = p != nullptr && p->tensor == param;
       }
       (as_param ? updates : readers).push_back(op);
@@ -169,10 +170,11 @@ void shard_parameters(RewriteState& state, std::vector<RewriteEvent>& log) {
         if (is_optimizer_kernel(g.operation(op).kernel())) owner = op;
       }
       if (owner) {
-        const Port* p = detail::why_not_rewritable(g, *owner)
-                            ? nullptr
-                            : port(detail::spec_of(g, *owner).inputs, "param");
-        const std::string of = p ? g.display_name(p->tensor) : std::string();
+        std::string of;
+        if (!detail::why_not_rewritable(g, *owner)) {
+          const detail::OpSpec spec = detail::spec_of(g, *owner);  // `port` points into it
+          if (const Port* p = port(spec.inputs, "param")) of = g.display_name(p->tensor);
+        }
         if (!of.empty() &&
             std::find(zero.params.begin(), zero.params.end(), of) != zero.params.end())
           continue;  // sharded with its parameter
