@@ -207,7 +207,15 @@ void pipeline_operations(RewriteState& state, std::vector<RewriteEvent>& log) {
   const std::vector<std::size_t> op_stage = stages_of(g).second;
   const GraphRoles roles = graph_roles(g);
   const ir::OperationId new_seed = *find_operation(g, seed_name);
-  const std::vector<char> backward = detail::descendants(g, new_seed);
+  // The backward pass: what depends on the seed, and what is ordered into it — a recomputed
+  // copy (recompute.h) and what reads it run when the backward pass needs them.
+  std::vector<char> backward = detail::descendants(g, new_seed);
+  for (ir::OperationId op : g.operations()) {
+    if (ir::after(g, op).empty()) continue;
+    backward[op.index()] = 1;
+    const std::vector<char> below = detail::descendants(g, op);
+    for (std::size_t i = 0; i < below.size(); ++i) backward[i] |= below[i];
+  }
 
   PipelineState out{.stages = stages, .microbatches = m, .schedule = pipe.schedule};
   std::vector<std::size_t> count(stages, 0), cut(stages, 0);
@@ -272,6 +280,7 @@ void write_pipeline_schedule(RewriteState& state) {
   ir::Graph& g = state.graph;
   // (stage, backward, microbatch) → its applications.
   std::map<std::tuple<std::size_t, bool, std::int64_t>, std::vector<ir::ApplicationId>> groups;
+  std::unordered_map<std::uint32_t, std::int64_t> microbatch_of;  // application index → k
   for (ir::ApplicationId app : g.applications()) {
     const ir::ApplicationView view = g.application(app);
     const std::string name = operation_name(g, view.operation());
@@ -299,6 +308,7 @@ void write_pipeline_schedule(RewriteState& state) {
     look(view.inputs());
     if (!k || mixed) continue;
     groups[{info->second.stage, info->second.backward, *k}].push_back(app);
+    microbatch_of[app.index()] = *k;
   }
   const auto apps = [&](std::size_t s, bool b, std::int64_t k) {
     auto it = groups.find({s, b, k});
@@ -322,6 +332,28 @@ void write_pipeline_schedule(RewriteState& state) {
     for (std::int64_t k = w + 1; k < m; ++k) order(apps(s, false, k), apps(s, true, k - w - 1));
     for (std::int64_t j = 0; j < m; ++j)
       order(apps(s, true, j), apps(s, false, std::min(j + w, m - 1)));
+  }
+  // An operation's own ordering edges (a recomputed copy, a re-gather: ir/ordering.h) wait for
+  // every writer of a tensor — every microbatch's, which the schedule may order after this very
+  // microbatch. Each of its applications waits instead for the writers of its own microbatch (an
+  // application of no microbatch, as a re-gather: of the first), as application edges.
+  for (ir::OperationId op : g.operations()) {
+    const std::vector<ir::TensorId> tensors = ir::after(g, op);
+    if (tensors.empty()) continue;
+    for (ir::ApplicationId app : g.applications_of(op)) {
+      const auto mine = microbatch_of.find(app.index());
+      const std::int64_t k = mine == microbatch_of.end() ? 0 : mine->second;
+      std::vector<ir::ApplicationId>& list = after[app.index()];
+      for (ir::TensorId t : tensors) {
+        for (ir::OperationId writer : g.producers(t)) {
+          for (ir::ApplicationId w : g.applications_of(writer)) {
+            const auto theirs = microbatch_of.find(w.index());
+            if (theirs == microbatch_of.end() || theirs->second == k) list.push_back(w);
+          }
+        }
+      }
+    }
+    ir::set_after(g, op, {});
   }
   for (const auto& [index, list] : after) {
     const ir::ApplicationId app{ir::NodeId(index)};
