@@ -550,20 +550,20 @@ nlohmann::json to_json(const Explanation& e) {
     if (!z->reason.empty()) zero["reason"] = z->reason;
     out["zero"] = std::move(zero);
   }
-  if (const std::optional<PipelineStages>& p = e.pipeline) {
+  if (const std::optional<PipelineStages>& pipe = e.pipeline) {
     nlohmann::json stages = nlohmann::json::array();
-    for (const PipelineStages::Stage& st : p->stages) {
+    for (const PipelineStages::Stage& st : pipe->stages) {
       stages.push_back({{"device", st.device},
                         {"operations", st.operations},
                         {"applications", st.applications},
                         {"busy_s", st.busy_s},
                         {"peak_memory_bytes", st.peak_memory_bytes}});
     }
-    out["pipeline"] = {{"schedule", p->schedule},
-                       {"microbatches", p->microbatches},
+    out["pipeline"] = {{"schedule", pipe->schedule},
+                       {"microbatches", pipe->microbatches},
                        {"stages", std::move(stages)},
-                       {"makespan_s", p->makespan_s},
-                       {"bubble", p->bubble}};
+                       {"makespan_s", pipe->makespan_s},
+                       {"bubble", pipe->bubble}};
   }
   return out;
 }

@@ -223,10 +223,10 @@ void pipeline_operations(RewriteState& state, std::vector<RewriteEvent>& log) {
     const std::size_t s = op_stage[r.id.index()];
     ++count[s];
     OpPlan& entry = state.plan.ops[r.name];
-    if (!entry.mesh.empty() || entry.colocate) {
+    if (is_placed(entry)) {
       fail(
-          fmt::format("operation {} has a mesh or colocated placement in the plan; a pipeline "
-                      "places each stage's operations on the stage's device",
+          fmt::format("operation {} has a placement in the plan (place, mesh or colocate); a "
+                      "pipeline places each stage's operations on the stage's device",
                       r.name));
     }
     entry.place = {stage_device(pipe, s)};

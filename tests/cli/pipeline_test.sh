@@ -37,25 +37,8 @@ ops["L"] = ops["dW0/mse_grad"] = {"split": {"n": 4}}
 json.dump({"ops": ops}, open(sys.argv[1], "w"))
 EOF
 outputs=17
-# A target of 2 ranks that share no memory (the MPI run's placement).
-"$py" - targets/cpu-local.json "$tmp/ranks2.json" <<'EOF'
-import json, sys
-t = json.load(open(sys.argv[1]))
-t["name"] = "2 ranks"
-t["nodes"] = {"count": 1, "devices": {"hw-thread": 2}}
-t["links"]["intra_node"]["shared_memory"] = False
-for key in ("calibration", "worker_start_s"):
-  t.pop(key, None)
-json.dump(t, open(sys.argv[2], "w"))
-EOF
-same_outputs() {  # DIR_A DIR_B: every output of A, bitwise in B
-  local n=0
-  for f in "$1"/*.npy; do
-    cmp -s "$f" "$2/$(basename "$f")" || return 1
-    n=$((n + 1))
-  done
-  [[ $n -eq $outputs ]]
-}
+ranks_target 2 "$tmp/ranks2.json"  # the MPI run's placement
+same_outputs() { same_npy "$1" "$2" $outputs; }  # DIR_A DIR_B: every output of A, bitwise in B
 
 "$tapestry" shard $graph --plan $plan --explain -o "$tmp/s.json" >"$tmp/out" 2>"$tmp/err" &&
   grep -q '^applied  pipeline on dW0/ones_like: stage 0 on #0: 16 operations (11 cut into microbatches); stage 1 on #1: 20 operations (12 cut into microbatches); 4 microbatches, 1f1b; the seed reads L/shape instead of L$' "$tmp/err" &&
@@ -121,17 +104,7 @@ if command -v mpirun >/dev/null && ! "$tapestry" launch -n 1 --dry-run -- run x 
   # last one's read (docs/training.md, "Pipeline parallelism"), so they hold more than the model:
   # the ratios are printed, and the one-sided bound checked.
   "$tapestry" cost $graph --plan $plan --target "$tmp/ranks2.json" --json >"$tmp/c.json" 2>"$tmp/err" &&
-    "$py" - "$tmp/c.json" "$tmp/m.json" <<'EOF' >"$tmp/peaks" 2>&1
-import json, sys
-model = [d["peak_memory_bytes"] for d in json.load(open(sys.argv[1]))["per_device"]]
-measured = [r["peak_memory_bytes"] for r in json.load(open(sys.argv[2]))["ranks"]]
-ok = True
-for rank in (0, 1):
-    ratio = model[rank] / measured[rank]
-    print(f"rank {rank}: model {model[rank]} B, measured {measured[rank]} B, ratio {ratio:.2f}")
-    ok &= ratio <= 1.1
-sys.exit(0 if ok else 1)
-EOF
+    peak_ratios "$tmp/c.json" "$tmp/m.json" 0 >"$tmp/peaks" 2>&1
   rc=$?
   echo "per-rank peak memory, model vs measured: $(tr '\n' ';' <"$tmp/peaks")"
   check "no rank's peak over-estimated by the model by more than 10%" $rc

@@ -68,14 +68,7 @@ StepRun run_piped(const ir::Graph& g, const rewrite::Plan& plan, bool schedule,
     if (!schedule) ir::set_application_after(r.graph, a, {});
   }
   EXPECT_GT(edges, 0u);
-  const runtime::BlockExecutor exec(r.graph, {.threads = threads, .kernels = &k});
-  auto [buffers, metrics] = exec.run_measured(runtime::generate_inputs(r.graph, {.seed = 11}));
-  StepRun run{.measured_peak = metrics.peak_memory_bytes,
-              .estimated_peak = exec.estimated_peak_memory_bytes()};
-  for (ir::TensorId t : runtime::graph_outputs(g)) {
-    run.outputs.emplace(t, std::move(buffers.at(r.lowered(t))));
-  }
-  return run;
+  return testing::run_lowered(g, r, k, threads);
 }
 
 TEST(Pipeline, StagesMicrobatchesAndTheSeed) {

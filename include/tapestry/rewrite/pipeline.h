@@ -38,9 +38,9 @@
 //
 // Errors (a plan the pass cannot build; nothing is half-written): stages that are not
 // contiguous in the forward order (a stage-0 operation that depends on a stage-1 one), a batch
-// the microbatch count does not divide, an operation whose batch the plan already splits, a step
-// with no gradient seed (`ones_like` of a scalar loss). A stage device the target lacks is the
-// placement's error (cost/placement.h).
+// the microbatch count does not divide, an operation whose batch the plan already splits or
+// that the plan places itself (place, mesh, colocate), a step with no gradient seed (`ones_like`
+// of a scalar loss). A stage device the target lacks is the placement's error (cost/placement.h).
 #pragma once
 
 #include <string_view>
