@@ -33,6 +33,7 @@ int run_explain(const ExplainOptions& options) {
   e.gains = priced.gains;
   e.recomputation = priced.recomputation;
   e.zero = priced.zero;
+  e.pipeline = priced.pipeline;
   if (options.format == "json") {
     fmt::print("{}\n", cost::to_json(e).dump(2));
   } else {

@@ -196,6 +196,9 @@ std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
   auto r = std::make_unique<Rewritten>();
   std::vector<rewrite::RewriteEvent> log;
   rewrite::RewriteState state;
+  // A pipeline's schedule orders Applications (rewrite/pipeline.h), which only lowering makes:
+  // the reference path prices it.
+  if (plan.pipeline) return r;
   try {
     state = rewrite::rewrite_operations(graph, symbols.symbolic(plan), options, log);
   } catch (const Error&) {

@@ -13,6 +13,7 @@
 #include "tapestry/ir/dtype.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/rewrite/fused.h"
+#include "tapestry/rewrite/pipeline.h"
 #include "tapestry/rewrite/recompute.h"
 #include "tapestry/rewrite/zero.h"
 #include "tapestry/support/assert.h"
@@ -265,7 +266,51 @@ std::optional<ZeroSharding> zero_sharding_of(const ir::Graph& graph, const rewri
   return z;
 }
 
+std::optional<PipelineStages> pipeline_of(const rewrite::Plan& plan,
+                                          const rewrite::LowerResult& lowered, const Target& target,
+                                          const CostVector& cost) {
+  if (!plan.pipeline || !lowered.plan.pipeline) return std::nullopt;
+  const rewrite::PipelinePlan& pipe = *lowered.plan.pipeline;  // names resolved
+  PipelineStages p{
+      .schedule = pipe.schedule, .microbatches = pipe.microbatches, .makespan_s = cost.makespan_s};
+  double idle = 0;
+  for (std::size_t s = 0; s < pipe.stages.size(); ++s) {
+    PipelineStages::Stage stage{.device = rewrite::stage_device(pipe, s),
+                                .operations = pipe.stages[s]};
+    if (const std::optional<std::size_t> d = target.find_device(stage.device)) {
+      stage.device = target.devices[*d].name;
+      for (const DeviceCost& dc : cost.per_device) {
+        if (dc.device != stage.device) continue;
+        stage.applications = dc.applications;
+        stage.busy_s = dc.compute_s;
+        stage.peak_memory_bytes = dc.peak_memory_bytes;
+      }
+    }
+    idle += cost.makespan_s - stage.busy_s;
+    p.stages.push_back(std::move(stage));
+  }
+  const double total = cost.makespan_s * static_cast<double>(p.stages.size());
+  p.bubble = total > 0 ? idle / total : 0;
+  return p;
+}
+
 namespace {
+
+// "Pipeline  2 stages × 4 microbatches, 1F1B; bubble 21% (…); stage 0 on gpu:0: …".
+std::string pipeline_text(const PipelineStages& p) {
+  std::vector<std::string> stages;
+  for (std::size_t s = 0; s < p.stages.size(); ++s) {
+    const PipelineStages::Stage& st = p.stages[s];
+    stages.push_back(fmt::format("stage {} on {}: {} ({} applications, busy {}, peak memory {})", s,
+                                 st.device, fmt::join(st.operations, ", "), st.applications,
+                                 seconds_text(st.busy_s), bytes_text(st.peak_memory_bytes)));
+  }
+  return fmt::format(
+      "Pipeline  {} stages × {} microbatches, {}; bubble {:.0f}% (the stages' idle time / {} × "
+      "makespan {}); {}\n",
+      p.stages.size(), p.microbatches, p.schedule == "1f1b" ? "1F1B" : "GPipe", 100 * p.bubble,
+      p.stages.size(), seconds_text(p.makespan_s), fmt::join(stages, "; "));
+}
 
 // "; peak memory 1.05 MiB (kept: 1.34 MiB, saves 288.0 KiB); makespan 20.1 µs (kept: 18.9 µs,
 // costs 1.2 µs)": this plan against the same plan without the member (`base`: "kept", "whole"),
@@ -341,6 +386,7 @@ std::string to_text(const Explanation& e) {
   }
   if (e.recomputation) out += recomputation_text(*e.recomputation);
   if (e.zero) out += zero_text(*e.zero);
+  if (e.pipeline) out += pipeline_text(*e.pipeline);
   out += fmt::format("\nSharding on {}\n", e.target);
   for (const OperationSharding& op : e.operations) {
     out += fmt::format(
@@ -503,6 +549,21 @@ nlohmann::json to_json(const Explanation& e) {
                            {"whole_makespan_s", z->whole_makespan_s}};
     if (!z->reason.empty()) zero["reason"] = z->reason;
     out["zero"] = std::move(zero);
+  }
+  if (const std::optional<PipelineStages>& pipe = e.pipeline) {
+    nlohmann::json stages = nlohmann::json::array();
+    for (const PipelineStages::Stage& st : pipe->stages) {
+      stages.push_back({{"device", st.device},
+                        {"operations", st.operations},
+                        {"applications", st.applications},
+                        {"busy_s", st.busy_s},
+                        {"peak_memory_bytes", st.peak_memory_bytes}});
+    }
+    out["pipeline"] = {{"schedule", pipe->schedule},
+                       {"microbatches", pipe->microbatches},
+                       {"stages", std::move(stages)},
+                       {"makespan_s", pipe->makespan_s},
+                       {"bubble", pipe->bubble}};
   }
   return out;
 }

@@ -514,6 +514,8 @@ void PlacementBuilder::connect() {
       p.applications[written_.boxes[written_.order[k]].application].writes_output = true;
     }
   }
+  std::vector<std::uint32_t> placed_index;  // by node index, made when a schedule needs it
+  const bool scheduled = !facts_.graph->applications().empty();
   for (std::uint32_t a = 0; a < n_applications_; ++a) {
     for (std::uint32_t k = in_begin_[a]; k < in_begin_[a + 1]; ++k) read(a, inputs_[k]);
     // Ordering edges: the writers, on this device, of the tensors its operation starts after.
@@ -524,6 +526,20 @@ void PlacementBuilder::connect() {
         if (p.applications[writer].device == app.device) {
           p.applications[a].local_producers.push_back(writer);
         }
+      }
+    }
+    // And the applications it starts after (a pipeline schedule), on this device — in a graph
+    // of Applications (the Evaluator's fast path numbers applications it never adds).
+    for (ir::ApplicationId other : scheduled ? ir::application_after(*facts_.graph, app.id)
+                                             : std::vector<ir::ApplicationId>()) {
+      if (placed_index.empty()) {
+        placed_index.assign(facts_.graph->size(), 0);
+        for (std::uint32_t k = 0; k < n_applications_; ++k)
+          placed_index[p.applications[k].id.index()] = k;
+      }
+      const std::uint32_t before = placed_index[other.index()];
+      if (p.applications[before].device == app.device) {
+        p.applications[a].local_producers.push_back(before);
       }
     }
     std::vector<std::uint32_t>& local = p.applications[a].local_producers;

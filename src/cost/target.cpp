@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -63,6 +64,13 @@ CollectiveRates Link::collective_rates() const {
 }
 
 std::optional<std::size_t> Target::find_device(std::string_view name) const {
+  if (name.size() > 1 && name[0] == '#') {  // "#3": device 3, whatever its name
+    std::size_t index = 0;
+    const auto [end, error] = std::from_chars(name.data() + 1, name.data() + name.size(), index);
+    if (error != std::errc() || end != name.data() + name.size() || index >= devices.size())
+      return std::nullopt;
+    return index;
+  }
   for (const Device& device : devices) {
     if (device.name == name) return device.index;
   }

@@ -13,6 +13,7 @@
 #include "tapestry/rewrite/fuse_elementwise.h"
 #include "tapestry/rewrite/graph_copy.h"
 #include "tapestry/rewrite/kernel_agreement.h"
+#include "tapestry/rewrite/pipeline.h"
 #include "tapestry/rewrite/recompute.h"
 #include "tapestry/rewrite/shard_grid.h"
 #include "tapestry/rewrite/split_reduction.h"
@@ -251,6 +252,7 @@ RewriteState rewrite_operations(const ir::Graph& graph, const Plan& plan,
   };
   whole_graph_pass(kZero, state.plan.zero.has_value(), shard_parameters);
   whole_graph_pass(kRecompute, !state.plan.recompute.empty(), recompute_operations);
+  whole_graph_pass(kPipeline, state.plan.pipeline.has_value(), pipeline_operations);
   std::vector<RewriteEvent> rewrites = run_patterns(state, default_patterns(), options.driver);
   log.insert(log.end(), rewrites.begin(), rewrites.end());
   write_ordering_edges(state);
@@ -284,6 +286,7 @@ LowerResult lower(const ir::Graph& graph, const Plan& plan, const LowerOptions& 
     PassTime& time = timed(passes, kShardGrid, [&] {
       check_cuts(state, log);
       shard_all(state, log);
+      write_pipeline_schedule(state);
     });
     time.work = static_cast<std::int64_t>(log.size() - before);
   }

@@ -56,10 +56,12 @@ class PlanReader {
         read_recompute(value, plan);
       } else if (key == "zero") {
         read_zero(value, plan);
+      } else if (key == "pipeline") {
+        read_pipeline(value, plan);
       } else {
         fail("/" + zspace::json_pointer_token(key),
-             "unknown member (expected \"ops\", \"fuse\", \"outputs\", \"recompute\" or "
-             "\"zero\")");
+             "unknown member (expected \"ops\", \"fuse\", \"outputs\", \"recompute\", "
+             "\"zero\" or \"pipeline\")");
       }
     }
     return plan;
@@ -236,6 +238,71 @@ class PlanReader {
     plan.zero = std::move(out);
   }
 
+  // "pipeline": {"stages": [[names or patterns], …], "microbatches": M >= 1,
+  //              "schedule": "1f1b" | "gpipe"[, "devices": [one per stage]]}
+  void read_pipeline(const json& pipeline, Plan& plan) const {
+    expect_object(pipeline, "/pipeline");
+    PipelinePlan out;
+    for (const auto& [key, value] : pipeline.items()) {
+      const std::string path = "/pipeline/" + zspace::json_pointer_token(key);
+      if (key == "stages") {
+        expect_array(value, path);
+        if (value.empty()) fail(path, "name at least one stage");
+        for (std::size_t s = 0; s < value.size(); ++s) {
+          const std::string at = fmt::format("{}/{}", path, s);
+          expect_array(value[s], at);
+          if (value[s].empty()) fail(at, "a stage names at least one operation");
+          std::vector<std::string> stage;
+          for (std::size_t i = 0; i < value[s].size(); ++i) {
+            std::string name = read_string(value[s][i], fmt::format("{}/{}", at, i));
+            if (name.empty())
+              fail(fmt::format("{}/{}", at, i), "an operation name cannot be empty");
+            stage.push_back(std::move(name));
+          }
+          out.stages.push_back(std::move(stage));
+        }
+      } else if (key == "microbatches") {
+        if (!value.is_number_integer() || value.get<std::int64_t>() < 1 ||
+            (value.is_number_unsigned() && value.get<std::uint64_t>() > INT64_MAX)) {
+          fail(path,
+               fmt::format("the microbatch count must be an integer >= 1, got {}", value.dump()));
+        }
+        out.microbatches = value.get<std::int64_t>();
+      } else if (key == "schedule") {
+        out.schedule = read_string(value, path);
+        if (std::find(std::begin(kPipelineSchedules), std::end(kPipelineSchedules), out.schedule) ==
+            std::end(kPipelineSchedules)) {
+          fail(path,
+               fmt::format("unknown schedule '{}' (expected \"1f1b\" or \"gpipe\")", out.schedule));
+        }
+      } else if (key == "devices") {
+        expect_array(value, path);
+        for (std::size_t i = 0; i < value.size(); ++i) {
+          std::string device = read_string(value[i], fmt::format("{}/{}", path, i));
+          if (device.empty()) fail(fmt::format("{}/{}", path, i), "a device name cannot be empty");
+          out.devices.push_back(std::move(device));
+        }
+      } else {
+        fail(path,
+             "unknown member (expected \"stages\", \"microbatches\", \"schedule\" or "
+             "\"devices\")");
+      }
+    }
+    for (const char* member : {"stages", "microbatches", "schedule"}) {
+      if (!pipeline.contains(member)) {
+        fail("/pipeline",
+             fmt::format("missing \"{}\" (expected {{\"stages\": [[OP, …], …], \"microbatches\": "
+                         "M, \"schedule\": \"1f1b\" | \"gpipe\"}})",
+                         member));
+      }
+    }
+    if (!out.devices.empty() && out.devices.size() != out.stages.size()) {
+      fail("/pipeline/devices", fmt::format("{} devices for {} stages: name one per stage",
+                                            out.devices.size(), out.stages.size()));
+    }
+    plan.pipeline = std::move(out);
+  }
+
   void read_fuse(const json& fuse, Plan& plan) const {
     if (fuse.is_string()) {
       if (fuse.get<std::string>() != "auto") fail("/fuse", "expected \"auto\" or a list of groups");
@@ -296,6 +363,13 @@ json Plan::to_json() const {
     json z = {{"stage", zero->stage}, {"params", zero->params}, {"shards", zero->shards}};
     if (!zero->axis.empty()) z["axis"] = zero->axis;
     out["zero"] = std::move(z);
+  }
+  if (pipeline) {
+    json p = {{"stages", pipeline->stages},
+              {"microbatches", pipeline->microbatches},
+              {"schedule", pipeline->schedule}};
+    if (!pipeline->devices.empty()) p["devices"] = pipeline->devices;
+    out["pipeline"] = std::move(p);
   }
   return out;
 }
@@ -382,6 +456,7 @@ Plan without_placement(Plan plan) {
     return entry.second.replicate != kReplicateAll;  // a mesh axis of the target it was made for
   });
   if (plan.zero) plan.zero->axis.clear();
+  if (plan.pipeline) plan.pipeline->devices.clear();
   return plan;
 }
 
@@ -540,6 +615,42 @@ void check_zero(const ZeroPlan& zero, const ir::Graph& graph,
   }
 }
 
+// Whether entry `name` of a name list (recompute, pipeline stages) names or matches `op`.
+bool names_operation(const std::string& name, const ir::Graph& graph, ir::OperationId op) {
+  return matches_name_pattern(name, operation_name(graph, op)) ||
+         (name.find('*') == std::string::npos && find_operation(graph, name) == op);
+}
+
+// `pipeline`: every stage entry names or matches an operation; no operation is in two stages.
+void check_pipeline(const PipelinePlan& pipeline, const ir::Graph& graph,
+                    const std::vector<std::string>& known,
+                    std::vector<support::Diagnostic>& problems) {
+  std::map<std::uint32_t, std::size_t> stage_of;  // operation index → stage
+  for (std::size_t s = 0; s < pipeline.stages.size(); ++s) {
+    for (std::size_t i = 0; i < pipeline.stages[s].size(); ++i) {
+      const std::string& name = pipeline.stages[s][i];
+      const std::string path = fmt::format("/pipeline/stages/{}/{}", s, i);
+      bool found = false;
+      for (ir::OperationId op : graph.operations()) {
+        if (!names_operation(name, graph, op)) continue;
+        found = true;
+        if (auto [it, added] = stage_of.emplace(op.index(), s); !added && it->second != s) {
+          problems.push_back(support::Diagnostic::at_pointer(
+              path, fmt::format("operation '{}' is in stage {} already: a stage list names each "
+                                "operation once",
+                                operation_name(graph, op), it->second)));
+        }
+      }
+      if (found) continue;
+      problems.push_back(support::Diagnostic::at_pointer(
+          path, fmt::format("{} '{}' (operations: {})",
+                            name.find('*') == std::string::npos ? "no operation named"
+                                                                : "no operation matches",
+                            name, fmt::join(known, ", "))));
+    }
+  }
+}
+
 // check_plan_entries; `fitting`, when given, receives the plan without the entries and fusion
 // groups that have a problem (derived entries kept), on which the rewrites can still run.
 std::vector<support::Diagnostic> check_entries(const Plan& plan, const ir::Graph& graph,
@@ -554,7 +665,8 @@ std::vector<support::Diagnostic> check_entries(const Plan& plan, const ir::Graph
                     .fuse_auto = plan.fuse_auto,
                     .outputs = {},
                     .recompute = {},
-                    .zero = {}};
+                    .zero = {},
+                    .pipeline = {}};
   }
   std::vector<std::string> known;
   for (ir::OperationId op : graph.operations()) known.push_back(operation_name(graph, op));
@@ -639,6 +751,11 @@ std::vector<support::Diagnostic> check_entries(const Plan& plan, const ir::Graph
     check_zero(*plan.zero, graph, problems);
     if (problems.size() == before && fitting != nullptr) fitting->zero = plan.zero;
   }
+  if (plan.pipeline) {
+    const std::size_t before = problems.size();
+    check_pipeline(*plan.pipeline, graph, known, problems);
+    if (problems.size() == before && fitting != nullptr) fitting->pipeline = plan.pipeline;
+  }
   return problems;
 }
 
@@ -680,14 +797,26 @@ Plan resolve_plan_names(const Plan& plan, const ir::Graph& graph) {
     for (ir::TensorId t : zero_params(*plan.zero, graph))
       out.zero->params.push_back(output_name(graph, t));
   }
+  if (plan.pipeline) {  // each stage's operations by name, patterns expanded, in graph order
+    out.pipeline = plan.pipeline;
+    for (std::size_t s = 0; s < plan.pipeline->stages.size(); ++s) {
+      std::vector<std::string>& names = out.pipeline->stages[s];
+      names.clear();
+      for (ir::OperationId op : graph.operations()) {
+        const std::vector<std::string>& entries = plan.pipeline->stages[s];
+        if (std::any_of(entries.begin(), entries.end(), [&](const std::string& entry) {
+              return names_operation(entry, graph, op);
+            }))
+          names.push_back(operation_name(graph, op));
+      }
+    }
+  }
   // Recomputed operations by name, patterns expanded, each once, in graph order.
   for (ir::OperationId op : graph.operations()) {
     const std::string name = operation_name(graph, op);
     const bool named =
-        std::any_of(plan.recompute.begin(), plan.recompute.end(), [&](const std::string& entry) {
-          return matches_name_pattern(entry, name) ||
-                 (entry.find('*') == std::string::npos && find_operation(graph, entry) == op);
-        });
+        std::any_of(plan.recompute.begin(), plan.recompute.end(),
+                    [&](const std::string& entry) { return names_operation(entry, graph, op); });
     if (named && std::find(out.recompute.begin(), out.recompute.end(), name) == out.recompute.end())
       out.recompute.push_back(name);
   }

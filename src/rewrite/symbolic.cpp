@@ -40,6 +40,8 @@ bool SymbolicPlans::abstract(const Plan& plan) {
   // The counts kept exactly: reduction counts, every count of a derived entry, and the zero
   // member's shard count (the counts that rewrite writes are concrete, zero.h).
   if (plan.zero) reduction_values_.push_back(plan.zero->shards);
+  // And the pipeline's microbatch count, which the pipeline pass writes as splits (pipeline.h).
+  if (plan.pipeline) reduction_values_.push_back(plan.pipeline->microbatches);
   for (const auto& [name, op] : plan.ops) {
     auto n = named_.find(name);
     if (n == named_.end()) {  // a derived entry: its counts are kept exactly
@@ -115,6 +117,18 @@ bool SymbolicPlans::abstract(const Plan& plan) {
     (key_ += '\x1f') += plan.zero->axis;
     key_ += '\x1f';
     for (const std::string& name : plan.zero->params) (key_ += name) += '\x1e';
+  }
+  key_ += '\x1c';
+  if (plan.pipeline) {
+    for (const auto& stage : plan.pipeline->stages) {
+      for (const std::string& name : stage) (key_ += name) += '\x1e';
+      key_ += '\x1d';
+    }
+    key_ += '\x1f';
+    append_int(key_, plan.pipeline->microbatches);
+    (key_ += '\x1f') += plan.pipeline->schedule;
+    key_ += '\x1f';
+    for (const std::string& device : plan.pipeline->devices) (key_ += device) += '\x1e';
   }
   return true;
 }

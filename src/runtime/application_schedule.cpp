@@ -121,12 +121,21 @@ ApplicationSchedule schedule_applications(const ir::Graph& graph) {
   const WritesByTensor writes = collect_writes(graph, s);
   s.depends_on.reserve(s.applications.size());
   std::vector<std::uint32_t> scratch;
+  std::vector<std::uint32_t> position;  // by node index: the application's place in s
   for (ir::ApplicationId app : s.applications) {
     s.depends_on.push_back(reads_from(graph, app, writes, scratch));
-    // Ordering edges (ir/ordering.h): every writer of a tensor the operation starts after.
+    // Ordering edges (ir/ordering.h): every writer of a tensor the operation starts after, and
+    // the applications the application itself starts after (a pipeline schedule).
     const std::vector<ir::TensorId> after = ir::after(graph, graph.application(app).operation());
-    if (after.empty()) continue;
+    const std::vector<ir::ApplicationId> apps_after = ir::application_after(graph, app);
+    if (after.empty() && apps_after.empty()) continue;
     std::vector<std::uint32_t>& deps = s.depends_on.back();
+    if (!apps_after.empty() && position.empty()) {
+      position.assign(graph.size(), 0);
+      for (std::uint32_t i = 0; i < s.applications.size(); ++i)
+        position[s.applications[i].index()] = i;
+    }
+    for (ir::ApplicationId a : apps_after) deps.push_back(position[a.index()]);
     for (ir::TensorId t : after) {
       auto it = writes.find(t);
       if (it != writes.end()) {

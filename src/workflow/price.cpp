@@ -31,6 +31,7 @@ Priced price_lowered(const ir::Graph& graph, const rewrite::Plan& plan,
                 .gains = {}};
   priced.placement = place_lowered(priced.lowered, priced.target, options.plan_source);
   priced.cost = cost::simulate(priced.placement, priced.target, &priced.schedule);
+  priced.pipeline = cost::pipeline_of(plan, priced.lowered, priced.target, priced.cost);
   if (options.baselines) {
     priced.gains =
         cost::gains_against_baselines(graph, priced.target, priced.cost.makespan_s, options.lower);

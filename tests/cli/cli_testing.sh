@@ -6,6 +6,12 @@
 #                                      each command runs under a timeout ($EXPECT_TIMEOUT, 120 s),
 #                                      so a hang fails instead of blocking
 #   finish                             print the tally; exit status 0 when nothing failed
+#   same_npy DIR_A DIR_B N             every .npy of DIR_A bitwise in DIR_B, and N of them
+#   ranks_target N OUT                 a target of N cpu-local ranks that share no memory (an
+#                                      MPI run's placement), written to OUT
+#   peak_ratios COST METRICS FIRST     each rank's (FIRST on) peak memory in `cost --json` COST
+#                                      against `run --metrics` METRICS: prints the ratios; status
+#                                      0 when the model is never above the measured peak by >10%
 failures=0
 passed=0
 tmp=$(mktemp -d)
@@ -33,4 +39,40 @@ expect() {
 finish() {
   echo "$(basename "$0" .sh): $passed passed, $failures failed"
   [[ $failures -eq 0 ]]
+}
+
+same_npy() {
+  local n=0
+  for f in "$1"/*.npy; do
+    cmp -s "$f" "$2/$(basename "$f")" || return 1
+    n=$((n + 1))
+  done
+  [[ $n -eq $3 ]]
+}
+
+ranks_target() {
+  /usr/bin/python3 - targets/cpu-local.json "$1" "$2" <<'EOF'
+import json, sys
+t = json.load(open(sys.argv[1])); n = int(sys.argv[2])
+t["name"] = f"{n} ranks"
+t["nodes"] = {"count": 1, "devices": {"hw-thread": n}}
+t["links"]["intra_node"]["shared_memory"] = False
+for key in ("calibration", "worker_start_s"):
+    t.pop(key, None)
+json.dump(t, open(sys.argv[3], "w"))
+EOF
+}
+
+peak_ratios() {
+  /usr/bin/python3 - "$1" "$2" "$3" <<'EOF'
+import json, sys
+model = [d["peak_memory_bytes"] for d in json.load(open(sys.argv[1]))["per_device"]]
+measured = [r["peak_memory_bytes"] for r in json.load(open(sys.argv[2]))["ranks"]]
+ok = True
+for rank in range(int(sys.argv[3]), len(measured)):
+    ratio = model[rank] / measured[rank]
+    print(f"{len(measured)} ranks, rank {rank}: model {model[rank]} B, measured {measured[rank]} B, ratio {ratio:.2f}")
+    ok &= ratio <= 1.1
+sys.exit(0 if ok else 1)
+EOF
 }

@@ -35,14 +35,7 @@ with_zero "$tmp/z3.json" 3 2
 with_zero "$tmp/z2.json" 2 2
 with_zero "$tmp/dp4.json" 0 4
 with_zero "$tmp/z3-4.json" 3 4
-same_outputs() {  # DIR_A DIR_B: every output of A, bitwise in B
-  local n=0
-  for f in "$1"/*.npy; do
-    cmp -s "$f" "$2/$(basename "$f")" || return 1
-    n=$((n + 1))
-  done
-  [[ $n -eq 13 ]]
-}
+same_outputs() { same_npy "$1" "$2" 13; }  # DIR_A DIR_B: every output of A, bitwise in B
 
 "$tapestry" shard $graph --plan "$tmp/z3.json" --explain -o "$tmp/s.json" >"$tmp/out" 2>"$tmp/err" &&
   grep -q '^applied  zero on W2: stage 3: W2n split d0=2 (state W2_v); W2/gather for H2/linear; W2/regather for dW1/transpose.2, starts after dW1/relu_grad$' "$tmp/err" &&
@@ -127,33 +120,11 @@ if command -v mpirun >/dev/null && ! "$tapestry" launch -n 1 --dry-run -- run x 
   # (docs/training.md, "Memory, measured": a partial gradient's rows whole, staging copies of
   # collective contributions), so the check is one-sided — the model never over-estimates a rank
   # by more than 10% — and the ratios are printed.
-  for n in 2 4; do
-    "$py" - targets/cpu-local.json "$n" "$tmp/ranks$n.json" <<'EOF'
-import json, sys
-t = json.load(open(sys.argv[1])); n = int(sys.argv[2])
-t["name"] = f"{n} ranks"
-t["nodes"] = {"count": 1, "devices": {"hw-thread": n}}
-t["links"]["intra_node"]["shared_memory"] = False
-for key in ("calibration", "worker_start_s"):
-    t.pop(key, None)
-json.dump(t, open(sys.argv[3], "w"))
-EOF
-  done
-  "$tapestry" cost $graph --plan "$tmp/z3.json" --target "$tmp/ranks2.json" --json >"$tmp/c2.json" 2>"$tmp/err" &&
+  ranks_target 2 "$tmp/ranks2.json" && ranks_target 4 "$tmp/ranks4.json" &&
+    "$tapestry" cost $graph --plan "$tmp/z3.json" --target "$tmp/ranks2.json" --json >"$tmp/c2.json" 2>"$tmp/err" &&
     "$tapestry" cost $graph --plan "$tmp/z3-4.json" --target "$tmp/ranks4.json" --json >"$tmp/c4.json" 2>"$tmp/err" &&
-    "$py" - "$tmp" <<'EOF' >"$tmp/peaks" 2>&1
-import json, sys
-tmp = sys.argv[1]
-ok = True
-for n in (2, 4):
-    model = [d["peak_memory_bytes"] for d in json.load(open(f"{tmp}/c{n}.json"))["per_device"]]
-    measured = [r["peak_memory_bytes"] for r in json.load(open(f"{tmp}/m{n}.json"))["ranks"]]
-    for rank in range(1, n):
-        ratio = model[rank] / measured[rank]
-        print(f"{n} ranks, rank {rank}: model {model[rank]} B, measured {measured[rank]} B, ratio {ratio:.2f}")
-        ok &= ratio <= 1.1
-sys.exit(0 if ok else 1)
-EOF
+    { peak_ratios "$tmp/c2.json" "$tmp/m2.json" 1; two=$?
+      peak_ratios "$tmp/c4.json" "$tmp/m4.json" 1 && [[ $two -eq 0 ]]; } >"$tmp/peaks" 2>&1
   rc=$?
   echo "per-rank peak memory, model vs measured: $(tr '\n' ';' <"$tmp/peaks")"
   check "no rank's peak over-estimated by the model by more than 10%" $rc

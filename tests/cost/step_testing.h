@@ -1,6 +1,6 @@
 // Shared by the tests of the whole-graph rewrites of a training step (recompute_test.cpp,
-// zero_test.cpp): what an operation reads, and a step run on the block executor, its outputs
-// compared bitwise with another run's.
+// zero_test.cpp, pipeline_test.cpp): what an operation reads, and a step run on the block executor,
+// its outputs compared bitwise with another run's.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -41,10 +41,9 @@ struct StepRun {
   std::int64_t estimated_peak = 0;
 };
 
-/// `g` lowered under `plan` and run once on generated inputs (seed 11).
-inline StepRun run_block(const ir::Graph& g, const rewrite::Plan& plan,
-                         const runtime::ExecutableKernels& k, int threads) {
-  const rewrite::LowerResult r = rewrite::lower(g, plan);
+/// `r`, `g` lowered, run once on generated inputs (seed 11).
+inline StepRun run_lowered(const ir::Graph& g, const rewrite::LowerResult& r,
+                           const runtime::ExecutableKernels& k, int threads) {
   const runtime::BlockExecutor exec(r.graph, {.threads = threads, .kernels = &k});
   auto [buffers, metrics] = exec.run_measured(runtime::generate_inputs(r.graph, {.seed = 11}));
   StepRun run{.measured_peak = metrics.peak_memory_bytes,
@@ -53,6 +52,12 @@ inline StepRun run_block(const ir::Graph& g, const rewrite::Plan& plan,
     run.outputs.emplace(t, std::move(buffers.at(r.lowered(t))));
   }
   return run;
+}
+
+/// `g` lowered under `plan` and run once on generated inputs (seed 11).
+inline StepRun run_block(const ir::Graph& g, const rewrite::Plan& plan,
+                         const runtime::ExecutableKernels& k, int threads) {
+  return run_lowered(g, rewrite::lower(g, plan), k, threads);
 }
 
 inline void expect_bitwise_equal(const ir::Graph& g, const StepRun& a, const StepRun& b) {

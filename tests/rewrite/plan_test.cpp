@@ -110,7 +110,7 @@ TEST(Plan, BadPlansNameTheSourceAndPath) {
        "plan.json: /outputs/Y: expected {\"replicate\": \"all\" | AXIS}"},
       {R"({"output": {}})",
        "plan.json: /output: unknown member (expected \"ops\", \"fuse\", \"outputs\", "
-       "\"recompute\" or \"zero\")"},
+       "\"recompute\", \"zero\" or \"pipeline\")"},
       // nlohmann's out_of_range, not a parse_error: it escaped as "internal error" (fuzz_plan).
       {"{\"ops\": {\"Y\": {\"split\": {\"out\": 1e999}}}}",
        "plan.json:1:33: invalid JSON: number 1e999 is out of range"},

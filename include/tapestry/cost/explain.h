@@ -185,6 +185,25 @@ struct ZeroSharding {
   std::string reason;  // why the plan without `zero` could not be priced
 };
 
+/// What the plan's `pipeline` member (rewrite/pipeline.h) builds, priced: each stage's forward
+/// operations, device, busy time and peak memory, and the bubble.
+struct PipelineStages {
+  std::string schedule;  // "1f1b" or "gpipe"
+  std::int64_t microbatches = 0;
+  struct Stage {
+    std::string device;                   // "gpu:1"
+    std::vector<std::string> operations;  // the forward operations the plan names, graph order
+    std::int64_t applications = 0;        // on its device, backward and updates included
+    double busy_s = 0;
+    std::int64_t peak_memory_bytes = 0;
+  };
+  std::vector<Stage> stages;
+  double makespan_s = 0;
+  /// The stages' idle time over their total (stages × makespan): the bubble, and stage
+  /// imbalance, as the list scheduler runs the schedule.
+  double bubble = 0;
+};
+
 struct Explanation {
   std::string target;
   Strategy strategy;
@@ -193,6 +212,8 @@ struct Explanation {
   std::optional<Recomputation> recomputation;
   /// Filled by the caller (zero_sharding_of) for a plan with `zero`.
   std::optional<ZeroSharding> zero;
+  /// Filled by the caller (pipeline_of) for a plan with `pipeline`.
+  std::optional<PipelineStages> pipeline;
   std::vector<OperationSharding> operations;
   std::vector<Communication> communication;
   CostVector cost;
@@ -237,15 +258,28 @@ std::optional<ZeroSharding> zero_sharding_of(const ir::Graph& graph, const rewri
                                              const Target& target, const CostVector& cost,
                                              const rewrite::LowerOptions& options = {});
 
+/// The stages of `plan`'s pipeline on `target`, from `lowered` (its lowering) and `cost` (its
+/// price, with per_device); nullopt when the plan has no `pipeline`. The text form:
+///
+///   Pipeline  2 stages × 4 microbatches, 1F1B; bubble 21% (the stages' idle time / 2 × makespan
+///             364.6 µs); stage 0 on gpu:0: L0/linear, L0, L1/linear, L1 (53 applications, busy
+///             265.5 µs, peak memory 182.8 KiB); stage 1 on gpu:1: …
+std::optional<PipelineStages> pipeline_of(const rewrite::Plan& plan,
+                                          const rewrite::LowerResult& lowered, const Target& target,
+                                          const CostVector& cost);
+
 /// The human form: the strategy (and gains), then three sections, aligned columns.
 std::string to_text(const Explanation& explanation);
 /// {"target", "strategy": {"summary", "kind", "data", "tensor", "megatron"}, "gains": [{"baseline",
 /// "baseline_s", "ratio", "baseline_fits"} | {"baseline", "reason"}], "recompute": {"segments",
 /// "operations", "refused", "peak_memory_bytes", "makespan_s", "kept_peak_memory_bytes",
-/// "kept_makespan_s"[, "reason"]} (only for a plan that recomputes), "zero": {"stage", "shards",
-/// "axis", "params", "states", "regathered", "sharded_bytes", "refused", "peak_memory_bytes",
-/// "makespan_s", "whole_peak_memory_bytes", "whole_makespan_s"[, "reason"]} (only with `zero`),
-/// "operations": [...], "communication": [...], "cost": {...}, "critical_path": {...}}.
+/// "kept_makespan_s"[, "reason"]} (only for a plan that recomputes), "pipeline": {"schedule",
+/// "microbatches", "stages": [{"device", "operations", "applications", "busy_s",
+/// "peak_memory_bytes"}], "makespan_s", "bubble"} (only for a plan with a pipeline), "zero":
+/// {"stage", "shards", "axis", "params", "states", "regathered", "sharded_bytes", "refused",
+/// "peak_memory_bytes", "makespan_s", "whole_peak_memory_bytes", "whole_makespan_s"[, "reason"]}
+/// (only with `zero`), "operations": [...], "communication": [...], "cost": {...}, "critical_path":
+/// {...}}.
 nlohmann::json to_json(const Explanation& explanation);
 
 /// The predicted schedule as a Chrome trace-event document, the format `tapestry run --trace`

@@ -231,7 +231,8 @@ struct Target {
   [[nodiscard]] const DeviceType& type_of(std::size_t device) const {
     return device_types[devices[device].type];
   }
-  /// The position of the device named `name` ("gpu:3"); nullopt when the target has none.
+  /// The position of the device named `name` ("gpu:3"), or of device i for `#i` (a pipeline
+  /// stage's default device, rewrite/pipeline.h); nullopt when the target has none.
   [[nodiscard]] std::optional<std::size_t> find_device(std::string_view name) const;
   /// The link a transfer from device `from` to device `to` (different devices) uses.
   [[nodiscard]] const Link& link_between(std::size_t from, std::size_t to) const;

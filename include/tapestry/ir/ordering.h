@@ -15,6 +15,18 @@
 //
 //   after(graph, op)        // {dW1/linear_nobias's tensor}: the tensors it waits for
 //   set_after(graph, op, {t})
+//
+// An Application body may carry the field too, listing *Applications* by key: that application
+// starts once those have finished — how a pipeline schedule (rewrite/pipeline.h) orders the
+// microbatches of one stage, which are Applications of the same operations:
+//
+//   "body": {"operationId": "…", …, "after": ["00000000-0000-4000-8000-000000000107"]}
+//
+//   application_after(graph, app)       // the applications it starts after
+//   set_application_after(graph, app, {a, b})
+//
+// Like an operation's, an application's edges count among the applications of one device (one
+// rank): the pipeline only writes them between applications of one stage.
 #pragma once
 
 #include <span>
@@ -33,5 +45,13 @@ inline constexpr const char* kAfterField = "after";
 
 /// Sets (empty: removes) the field on `op`, keeping its other extension fields.
 void set_after(Graph& graph, OperationId op, std::span<const TensorId> tensors);
+
+/// The applications `app` starts after (empty without the field). Error naming the application
+/// when the field is not an array of keys of applications of `graph`.
+[[nodiscard]] std::vector<ApplicationId> application_after(const Graph& graph, ApplicationId app);
+
+/// Sets (empty: removes) the field on `app`, keeping its other extension fields.
+void set_application_after(Graph& graph, ApplicationId app,
+                           std::span<const ApplicationId> applications);
 
 }  // namespace tapestry::ir

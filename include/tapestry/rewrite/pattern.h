@@ -49,6 +49,23 @@ struct DerivedOperation {
   bool named = false;  // the plan has an entry for it
 };
 
+/// What the pipeline pass (pipeline.h) hands on to the schedule it writes after shard-grid.
+struct PipelineState {
+  std::size_t stages = 0;
+  std::int64_t microbatches = 1;
+  std::string schedule;  // "1f1b" or "gpipe"
+  /// By operation name (as the pass left the graph): its stage, and whether it is microbatched
+  /// and of the backward pass (it depends on the gradient seed).
+  struct Op {
+    std::size_t stage = 0;
+    bool microbatched = false;
+    bool backward = false;
+  };
+  std::map<std::string, Op, std::less<>> ops;
+  /// By tensor key: the batch dim of a tensor the microbatches cut, and its extent.
+  std::map<std::string, std::pair<std::size_t, std::int64_t>, std::less<>> batched;
+};
+
 struct RewriteState {
   ir::Graph graph;
   /// The plan, naming the graph's operations (entries of operations the rewrites replace follow
@@ -77,6 +94,8 @@ struct RewriteState {
   /// The keys of every tensor some operation starts after: fuse-elementwise keeps each of them
   /// (a fusion that drops one would leave the edge pointing at nothing).
   std::set<std::string, std::less<>> ordering_tensors;
+  /// Set by the pipeline pass (pipeline.h): the stages and roles its schedule needs.
+  std::optional<PipelineState> pipeline;
 
   /// The original operation `name` comes from (`name` itself for an original operation).
   [[nodiscard]] std::string origin(std::string_view name) const;

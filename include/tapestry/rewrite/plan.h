@@ -23,6 +23,9 @@
 //                                                     // (recompute.h); `*`: any characters
 //     "zero": {"stage": 3, "params": ["W1", "L*/W"],  // parameters sharded with their
 //              "shards": 2, "axis": "dp"}             // gradients and optimizer state (zero.h)
+//     "pipeline": {"stages": [["L0/*", "L1/*"],        // pipeline stages: the forward operations
+//                             ["L2/*", "L3/*"]],       // of each, on device s (pipeline.h)
+//                  "microbatches": 4, "schedule": "1f1b"}
 //   }
 //
 // Uneven splits are allowed (10 into 4 gives 3, 3, 2, 2); a split larger than the dimension's
@@ -134,6 +137,27 @@ struct ZeroPlan {
   friend bool operator==(const ZeroPlan&, const ZeroPlan&) = default;
 };
 
+/// Pipeline parallelism (rewrite/pipeline.h): `"pipeline": {"stages": [["L0/*"], ["L1/*"]],
+/// "microbatches": 4, "schedule": "1f1b", "devices": ["#0", "#1"]}`.
+struct PipelinePlan {
+  /// Per stage, the forward operations it runs: names, or patterns where `*` stands for any
+  /// characters. resolve_plan_names expands the patterns into names, in graph order.
+  std::vector<std::vector<std::string>> stages;
+  /// Microbatches (>= 1): the batch is cut into this many equal pieces.
+  std::int64_t microbatches = 1;
+  /// "1f1b" (warm-up forwards, then one backward and one forward in turn) or "gpipe" (every
+  /// forward of a stage, then every backward).
+  std::string schedule;
+  /// Per stage, the device it runs on (a device name, or `#i`: the target's device i). Empty:
+  /// stage s on `#s`.
+  std::vector<std::string> devices;
+
+  friend bool operator==(const PipelinePlan&, const PipelinePlan&) = default;
+};
+
+/// The schedules a pipeline plan may name.
+inline constexpr std::string_view kPipelineSchedules[] = {"1f1b", "gpipe"};
+
 struct Plan {
   std::map<std::string, OpPlan> ops;
   /// Explicit fusion groups, each a chain of operation names, producer first.
@@ -148,6 +172,8 @@ struct Plan {
   std::vector<std::string> recompute;
   /// Sharded parameters and optimizer state (zero.h); nullopt: every parameter whole.
   std::optional<ZeroPlan> zero;
+  /// Pipeline stages, microbatches and schedule (pipeline.h); nullopt: no pipeline.
+  std::optional<PipelinePlan> pipeline;
 
   /// The split count of `dim` for `op` (1 when the plan does not split it).
   [[nodiscard]] std::int64_t split_of(std::string_view op, std::string_view dim) const;

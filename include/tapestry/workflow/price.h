@@ -44,6 +44,8 @@ struct Priced {
   /// With PriceOptions::baselines, for a plan with `zero`: against the plan without it
   /// (cost::zero_sharding_of).
   std::optional<cost::ZeroSharding> zero;
+  /// For a plan with `pipeline`: its stages and bubble (cost::pipeline_of).
+  std::optional<cost::PipelineStages> pipeline;
 };
 
 /// `lowered` placed on `target` (cost::place); an Error it raises (a place list naming a device

@@ -28,8 +28,10 @@ class BodyExtensionField final : public Constraint {
       for (const auto& [field, value] : node.extensions().items()) {
         // Tapestry's own Tensor extension: the .tap `output` mark (metakernel/apply.h).
         if (node.kind() == NodeKind::kTensor && field == "graphOutput") continue;
-        // and the Operation's ordering edges (ir/ordering.h).
-        if (node.kind() == NodeKind::kOperation && field == kAfterField) continue;
+        // and the ordering edges of Operations and Applications (ir/ordering.h).
+        if ((node.kind() == NodeKind::kOperation || node.kind() == NodeKind::kApplication) &&
+            field == kAfterField)
+          continue;
         Issue issue = make_issue(
             fmt::format("Body field outside the {} schema", display_type(node.type())),
             fmt::format("field \"{}\" is kept but not interpreted", field), Severity::kWarning);

@@ -1,5 +1,5 @@
 // GraphRoles: batch-like dims, activations and weights, contractions (graph_roles.h).
-#include "tapestry/cost/graph_roles.h"
+#include "tapestry/rewrite/graph_roles.h"
 
 #include <algorithm>
 #include <array>
@@ -8,7 +8,7 @@
 #include "tapestry/rewrite/plan.h"
 #include "tapestry/support/assert.h"
 
-namespace tapestry::cost {
+namespace tapestry::rewrite {
 
 namespace {
 
@@ -32,7 +32,7 @@ std::optional<std::size_t> followed(const zspace::IndexProjection& ipf, std::siz
 }
 
 bool fused_contraction(const ir::OperationView& view) {
-  for (const rewrite::FusedStage& stage : rewrite::fused_stages(view.params())) {
+  for (const FusedStage& stage : fused_stages(view.params())) {
     if (is_contraction_kernel(stage.kernel)) return true;
   }
   return false;
@@ -42,7 +42,7 @@ OperationRoles roles_of(const ir::Graph& graph, ir::OperationId id) {
   const ir::OperationView view = graph.operation(id);
   OperationRoles op;
   op.id = id;
-  op.name = rewrite::operation_name(graph, id);
+  op.name = operation_name(graph, id);
   op.kernel = view.kernel();
   op.dims = view.index_names();
   const std::optional<zspace::Range> index = view.ipf_index();
@@ -55,8 +55,8 @@ OperationRoles roles_of(const ir::Graph& graph, ir::OperationId id) {
     op.inputs = port_roles(view.inputs(), sig->inputs);
     op.outputs = port_roles(view.outputs(), sig->outputs);
   }
-  op.contraction = is_contraction_kernel(op.kernel) ||
-                   (op.kernel == rewrite::kFusedKernel && fused_contraction(view));
+  op.contraction =
+      is_contraction_kernel(op.kernel) || (op.kernel == kFusedKernel && fused_contraction(view));
   return op;
 }
 
@@ -213,4 +213,4 @@ GraphRoles graph_roles(const ir::Graph& graph) {
   return roles;
 }
 
-}  // namespace tapestry::cost
+}  // namespace tapestry::rewrite

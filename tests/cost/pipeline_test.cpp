@@ -1,0 +1,267 @@
+// Pipeline parallelism (rewrite/pipeline.h) end to end: the stages, microbatch splits, placement
+// and seed the rewrite builds, the schedule's ordering edges between microbatch applications,
+// the plan member and its errors, what the pass refuses; a pipelined training step equals the
+// same microbatch split without the schedule bitwise on the block executor, and the unsplit step
+// within --verify's bar; the cost model prices the bubble.
+#include "tapestry/rewrite/pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "cost/cost_testing.h"
+#include "cost/step_testing.h"
+#include "tapestry/cost/evaluator.h"
+#include "tapestry/cost/placement.h"
+#include "tapestry/ir/ordering.h"
+#include "tapestry/runtime/block_executor.h"
+#include "tapestry/runtime/fast_kernels.h"
+#include "tapestry/support/file.h"
+
+namespace tapestry::cost {
+namespace {
+
+using testing::contains;
+using testing::expect_bitwise_equal;
+using testing::reads;
+using testing::run_block;
+using testing::StepRun;
+using testing::toy_target;
+
+ir::Graph pipe_mlp() {
+  return rewrite::testing::build(
+      tapestry::read_file(std::string(TAPESTRY_TEST_DATA) + "/training/pipe_mlp.tap"));
+}
+
+rewrite::Plan plan_of(std::string_view json) {
+  return rewrite::parse_plan(json);
+}
+
+std::string plan_text(std::string_view schedule, int microbatches = 4) {
+  return fmt::format(
+      R"({{"pipeline": {{"stages": [["L0*", "L1*"], ["L2*", "Y"]], "microbatches": {},
+           "schedule": "{}"}}}})",
+      microbatches, schedule);
+}
+
+std::string error_of(const ir::Graph& g, std::string_view plan) {
+  try {
+    (void)rewrite::lower(g, plan_of(plan));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+// `g` lowered under `plan`, its schedule's ordering edges removed when `schedule` is false (the
+// same shards, unordered), run once on generated inputs (seed 11).
+StepRun run_piped(const ir::Graph& g, const rewrite::Plan& plan, bool schedule,
+                  const runtime::ExecutableKernels& k, int threads) {
+  rewrite::LowerResult r = rewrite::lower(g, plan);
+  std::size_t edges = 0;
+  for (ir::ApplicationId a : r.graph.applications()) {
+    edges += ir::application_after(r.graph, a).empty() ? 0 : 1;
+    if (!schedule) ir::set_application_after(r.graph, a, {});
+  }
+  EXPECT_GT(edges, 0u);
+  return testing::run_lowered(g, r, k, threads);
+}
+
+TEST(Pipeline, StagesMicrobatchesAndTheSeed) {
+  const ir::Graph g = pipe_mlp();
+  const rewrite::LowerResult r = rewrite::lower(g, plan_of(plan_text("1f1b")));
+  // Named forward operations on their stage's device; the backward pass with its layer.
+  const auto place = [&](std::string_view op) {
+    const auto it = r.plan.ops.find(std::string(op));
+    return it == r.plan.ops.end() || it->second.place.empty() ? std::string("-")
+                                                              : it->second.place[0];
+  };
+  for (std::string_view op : {"L0/linear", "L0", "L1/linear", "L1", "dW0", "dW1", "W0n", "W1n"})
+    EXPECT_EQ(place(op), "#0") << op;
+  for (std::string_view op : {"L2/linear", "L2", "Y", "L", "dW2", "dW3", "W2n", "W3n"})
+    EXPECT_EQ(place(op), "#1") << op;
+  // relu_grad of L1 reads L1/linear (stage 0); the gradient of L1's output comes from stage 1.
+  EXPECT_EQ(r.plan.split_of("L0/linear", "batch"), 4);
+  EXPECT_EQ(r.plan.split_of("dW0", "block"), 4);  // per-microbatch partial gradients, summed
+  EXPECT_EQ(r.plan.split_of("W0n", "d0"), 1);     // the update runs once, on the sum
+  // The seed reads a stand-in scalar made from a graph input, not the loss.
+  const auto seed = rewrite::find_operation(r.graph, "dW0/ones_like");
+  ASSERT_TRUE(seed);
+  EXPECT_EQ(reads(r.graph, "dW0/ones_like"), (std::vector<std::string>{"L/shape"}));
+  EXPECT_EQ(r.graph.operation(*rewrite::find_operation(r.graph, "L/shape")).kernel(), "sum_to");
+  const auto event = std::find_if(r.log.begin(), r.log.end(), [](const rewrite::RewriteEvent& e) {
+    return e.pattern == rewrite::kPipeline;
+  });
+  ASSERT_NE(event, r.log.end());
+  EXPECT_EQ(event->to_string(),
+            "applied  pipeline on dW0/ones_like: stage 0 on #0: 16 operations (11 cut into "
+            "microbatches); stage 1 on #1: 20 operations (12 cut into microbatches); 4 "
+            "microbatches, 1f1b; the seed reads L/shape instead of L");
+}
+
+// The schedule as ordering edges: 1F1B on stage 0 of 2 has one warm-up forward, so microbatch
+// 2's forward waits for microbatch 0's backward; GPipe's backwards wait for the last forward.
+TEST(Pipeline, TheScheduleOrdersMicrobatchApplications) {
+  const ir::Graph g = pipe_mlp();
+  for (std::string_view schedule : {"1f1b", "gpipe"}) {
+    SCOPED_TRACE(schedule);
+    const rewrite::LowerResult r = rewrite::lower(g, plan_of(plan_text(schedule)));
+    const auto first_app = [&](std::string_view op, std::size_t k) {
+      const auto all = r.graph.applications_of(*rewrite::find_operation(r.graph, op));
+      EXPECT_LT(k, all.size()) << op;
+      return all[k];
+    };
+    const auto waits_for = [&](ir::ApplicationId a, std::string_view op) {
+      std::vector<std::string> names;
+      for (ir::ApplicationId b : ir::application_after(r.graph, a)) {
+        names.push_back(rewrite::operation_name(r.graph, r.graph.application(b).operation()));
+      }
+      return contains(names, op);
+    };
+    const std::vector<ir::ApplicationId> none;
+    if (schedule == "1f1b") {
+      // Stage 0: F0 F1 B0 F2 B1 F3 B2 B3 — F2 after B0 (dW0's partial of microbatch 0).
+      EXPECT_TRUE(ir::application_after(r.graph, first_app("L0/linear", 1)).empty());
+      EXPECT_TRUE(waits_for(first_app("L0/linear", 2), "dW0"));
+      // Stage 1: F0 B0 F1 B1 … — F1 after B0.
+      EXPECT_TRUE(waits_for(first_app("L2/linear", 1), "dW2"));
+    } else {
+      EXPECT_TRUE(waits_for(first_app("dW0", 0), "L1"));
+      EXPECT_TRUE(ir::application_after(r.graph, first_app("L0/linear", 3)).empty());
+    }
+  }
+}
+
+TEST(Pipeline, PlanMemberAndItsErrors) {
+  const rewrite::Plan p = plan_of(plan_text("1f1b"));
+  ASSERT_TRUE(p.pipeline);
+  EXPECT_EQ(p.pipeline->stages.size(), 2u);
+  EXPECT_EQ(p.pipeline->microbatches, 4);
+  EXPECT_EQ(rewrite::parse_plan(p.to_json().dump()), p);
+  const auto parse_error = [](std::string_view text) {
+    try {
+      (void)rewrite::parse_plan(text, "p.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(parse_error(R"({"pipeline": {"stages": [["A"]], "microbatches": 2, "schedule": "zb"}})")
+                .find("/pipeline/schedule: unknown schedule 'zb' (expected \"1f1b\" or \"gpipe\")"),
+            std::string::npos);
+  EXPECT_NE(parse_error(R"({"pipeline": {"stages": [[]], "microbatches": 2, "schedule": "gpipe"}})")
+                .find("/pipeline/stages/0: a stage names at least one operation"),
+            std::string::npos);
+  EXPECT_NE(
+      parse_error(R"({"pipeline": {"stages": [["A"]], "microbatches": 0, "schedule": "gpipe"}})")
+          .find("/pipeline/microbatches: the microbatch count must be an integer >= 1"),
+      std::string::npos);
+  EXPECT_NE(parse_error(R"({"pipeline": {"stages": [["A"]], "schedule": "gpipe"}})")
+                .find("/pipeline: missing \"microbatches\""),
+            std::string::npos);
+  EXPECT_NE(parse_error(R"({"pipeline": {"stages": [["A"], ["B"]], "microbatches": 2,
+                                         "schedule": "gpipe", "devices": ["#0"]}})")
+                .find("/pipeline/devices: 1 devices for 2 stages"),
+            std::string::npos);
+  const ir::Graph g = pipe_mlp();
+  const auto problems = rewrite::testing::formatted(rewrite::check_plan(
+      plan_of(R"({"pipeline": {"stages": [["L0*", "Q*"], ["L0/linear"]], "microbatches": 4,
+                               "schedule": "1f1b"}})"),
+      g));
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_NE(problems[0].find("/pipeline/stages/0/1: no operation matches 'Q*'"), std::string::npos);
+  EXPECT_NE(problems[1].find("/pipeline/stages/1/0: operation 'L0/linear' is in stage 0 already"),
+            std::string::npos);
+}
+
+TEST(Pipeline, RefusesWhatItCannotBuild) {
+  const ir::Graph g = pipe_mlp();
+  // Stages out of the forward order.
+  EXPECT_NE(error_of(g, R"({"pipeline": {"stages": [["L2*", "Y"], ["L0*", "L1*"]],
+                                         "microbatches": 4, "schedule": "1f1b"}})")
+                .find("pipeline: the stages are not contiguous in the forward order: L2/linear "
+                      "(stage 0) depends on L1 (stage 1)"),
+            std::string::npos);
+  // 3 microbatches of 64 rows.
+  EXPECT_NE(
+      error_of(g, plan_text("1f1b", 3))
+          .find("pipeline: 3 microbatches do not divide the batch of L0/linear (batch = 512)"),
+      std::string::npos);
+  // The plan cuts a batch itself.
+  EXPECT_NE(error_of(g, R"({"ops": {"L1/linear": {"split": {"batch": 2}}},
+                            "pipeline": {"stages": [["L0*", "L1*"], ["L2*", "Y"]],
+                                         "microbatches": 4, "schedule": "1f1b"}})")
+                .find("pipeline: the plan splits the batch of L1/linear (batch = 2) already"),
+            std::string::npos);
+  // A graph that is no training step.
+  EXPECT_NE(error_of(testing::example("mlp"),
+                     R"({"pipeline": {"stages": [["H*"], ["Y"]], "microbatches": 2,
+                                      "schedule": "gpipe"}})")
+                .find("pipeline: the graph has no gradient seed"),
+            std::string::npos);
+  // A stage device the target lacks: placement says so.
+  const rewrite::Plan three = plan_of(R"({"pipeline": {"stages": [["L0*"], ["L1*"], ["L2*", "Y"]],
+                                                        "microbatches": 4, "schedule": "1f1b"}})");
+  try {
+    Evaluator(g, toy_target(1, 2)).evaluate(three);
+    ADD_FAILURE() << "a stage on a third device of a 2-device target";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has no device '#2'"), std::string::npos) << e.what();
+  }
+}
+
+// Same shards, same bits: the schedule only orders the applications (1F1B and GPipe alike), and
+// the stages only place them.
+TEST(Pipeline, EqualsTheSameMicrobatchSplitBitwise) {
+  const ir::Graph g = pipe_mlp();
+  const rewrite::Plan piped = plan_of(plan_text("1f1b"));
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(fmt::format("{} threads", threads));
+    const StepRun a = run_piped(g, piped, false, runtime::fast_kernels(), threads);
+    expect_bitwise_equal(g, a, run_piped(g, piped, true, runtime::fast_kernels(), threads));
+    expect_bitwise_equal(
+        g, a, run_piped(g, plan_of(plan_text("gpipe")), true, runtime::fast_kernels(), threads));
+  }
+  const runtime::ExecutableKernels& reference = runtime::ExecutableKernels::reference();
+  expect_bitwise_equal(g, run_piped(g, piped, false, reference, 1),
+                       run_piped(g, piped, true, reference, 2));
+  // Against the unsplit step: the loss and the gradients are sums over microbatches, so they
+  // differ in the last bits; the updates agree to float32 rounding of their sums.
+  const StepRun plain = run_block(g, plan_of("{}"), runtime::fast_kernels(), 1);
+  const StepRun one = run_piped(g, piped, true, runtime::fast_kernels(), 1);
+  for (ir::TensorId t : runtime::graph_outputs(g)) {
+    const runtime::Buffer& x = plain.outputs.at(t);
+    const runtime::Buffer& y = one.outputs.at(t);
+    ASSERT_EQ(x.size_bytes(), y.size_bytes());
+    const auto* p = reinterpret_cast<const float*>(x.bytes());
+    const auto* q = reinterpret_cast<const float*>(y.bytes());
+    for (std::size_t i = 0; i < x.size_bytes() / sizeof(float); ++i) {
+      EXPECT_NEAR(p[i], q[i], 1e-4 * (1 + std::abs(p[i]))) << g.display_name(t) << " cell " << i;
+    }
+  }
+}
+
+// The cost model: stages on two devices, the bubble in the makespan; 1F1B's per-device peak
+// below GPipe's.
+TEST(Pipeline, TheCostModelPricesTheStages) {
+  const ir::Graph g = pipe_mlp();
+  const Target two = toy_target(1, 2);
+  Evaluator evaluator(g, two);
+  const CostVector one = evaluator.evaluate(plan_of(plan_text("1f1b")));
+  const CostVector gpipe = evaluator.evaluate(plan_of(plan_text("gpipe")));
+  EXPECT_LT(one.peak_memory_bytes, gpipe.peak_memory_bytes);
+  EXPECT_GT(one.makespan_s, 0.0);
+  const rewrite::LowerResult r = rewrite::lower(g, plan_of(plan_text("1f1b")));
+  const Placement p = place(r.graph, r.plan, two);
+  std::size_t on[2] = {0, 0};
+  for (const PlacedApplication& a : p.applications) ++on[a.device];
+  EXPECT_GT(on[0], 0u);
+  EXPECT_GT(on[1], 0u);
+}
+
+}  // namespace
+}  // namespace tapestry::cost
