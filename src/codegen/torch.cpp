@@ -286,7 +286,8 @@ void RankWriter::emit_waits(std::uint32_t t) {
     for (std::uint32_t c : r.consumers) reads |= rp_.whole_task[c] == t;
     if (!reads) continue;
     const runtime::detail::RankMessageInfo& m = rp_.messages[r.message];
-    line(fmt::format("{} = {}.wait()", slice(buffers_.at(m.slot), m.box), pending_.at(r.message)));
+    line(fmt::format("{} = {}.wait()", target(buffers_.at(m.slot), m.box, {}),
+                     pending_.at(r.message)));
     waited_.insert(r.message);
   }
 }
@@ -573,7 +574,7 @@ std::string RankWriter::write() {
   for (std::uint32_t m = 0; m < rp_.messages.size(); ++m) {
     if (rp_.messages[m].to != rp_.rank || waited_.contains(m) || !pending_.contains(m)) continue;
     const auto& msg = rp_.messages[m];
-    line(fmt::format("{} = {}.wait()", slice(buffers_.at(msg.slot), msg.box), pending_.at(m)));
+    line(fmt::format("{} = {}.wait()", target(buffers_.at(msg.slot), msg.box, {}), pending_.at(m)));
     waited_.insert(m);
   }
   line("ctx.finish()  # every send delivered");
