@@ -20,6 +20,7 @@
 #include "common_options.h"
 #include "graph_input.h"
 #include "kernel_sources.h"
+#include "priced_plan.h"
 #include "tapestry/codegen/torch.h"
 #include "tapestry/cost/explain.h"
 #include "tapestry/support/error.h"
@@ -32,26 +33,19 @@ namespace tapestry::cli {
 namespace {
 
 struct CodegenOptions {
-  std::string graph;
-  std::vector<std::string> dims;
-  std::string plan;
-  std::vector<std::string> splits;
-  std::string target;
-  std::uint32_t ranks = 0;
+  PricingOptions pricing;  // GRAPH, --plan, --split, --target or --ranks, kernels, --dim, …
   std::string to;
   std::string output;
-  KernelSources kernel_sources;
-  bool trust_ipfs = false;
-  bool ignore_placement = false;
 };
 
 std::string command_line(const CodegenOptions& o) {
-  std::string text = "tapestry codegen " + o.graph;
-  if (!o.plan.empty()) text += " --plan " + o.plan;
-  for (const std::string& s : o.splits) text += " --split " + s;
-  if (!o.target.empty()) text += " --target " + o.target;
-  if (o.ranks > 0) text += fmt::format(" --ranks {}", o.ranks);
-  for (const std::string& d : o.dims) text += " --dim " + d;
+  const PricingOptions& p = o.pricing;
+  std::string text = "tapestry codegen " + p.graph;
+  if (!p.plan.empty()) text += " --plan " + p.plan;
+  for (const std::string& s : p.splits) text += " --split " + s;
+  if (!p.target.empty()) text += " --target " + p.target;
+  if (p.ranks > 0) text += fmt::format(" --ranks {}", p.ranks);
+  for (const std::string& d : p.dims) text += " --dim " + d;
   return text + " --to " + o.to + " -o " + o.output;
 }
 
@@ -61,25 +55,11 @@ int run_codegen(const CodegenOptions& options) {
         "--to cpp: the standalone C++ program is not built yet (issue 34, item 2); --to torch is");
   }
   if (options.to != "torch") throw Error(fmt::format("--to {}: expected torch", options.to));
-  if (options.target.empty() == (options.ranks == 0)) {
+  if (options.pricing.target.empty() == (options.pricing.ranks == 0)) {
     throw Error("give --target T (a preset or file: one rank per device) or --ranks N, not both");
   }
-  const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
-  const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs, options.dims);
-  const rewrite::Plan plan =
-      load_plan(graph, options.plan, options.splits, options.ignore_placement);
-  const workflow::PriceOptions price_options{
-      .lower = {.driver = {},
-                .validate = true,
-                .check_kernels = !options.trust_ipfs,
-                .signatures = &signatures},
-      .baselines = false,
-      .plan_source = options.plan.empty() ? "--split" : options.plan};
-  rewrite::LowerResult lowered = rewrite::lower(graph, plan, price_options.lower);
-  const cost::Target target = options.target.empty() ? workflow::rank_target(options.ranks)
-                                                     : cost::resolve_target(options.target);
-  const workflow::Priced priced =
-      workflow::price_lowered(graph, plan, std::move(lowered), target, price_options);
+  ir::Graph graph;
+  const PricedPlan priced = price_plan(options.pricing, &graph);
   const cost::Explanation explanation = cost::explain(priced.lowered.graph, priced.placement,
                                                       priced.target, priced.cost, priced.schedule);
   const runtime::RankSchedule schedule = workflow::rank_schedule(priced.placement, priced.target);
@@ -111,21 +91,22 @@ void register_codegen(CLI::App& app, Dispatch& dispatch) {
   auto options = std::make_shared<CodegenOptions>();
   CLI::App* cmd = app.add_subcommand(
       "codegen", "Write a placed plan as per-rank PyTorch programs that run without Tapestry");
-  cmd->add_option("graph", options->graph, "the graph: a .tap program or loom JSON")->required();
-  cmd->add_option("--plan", options->plan, "a plan file (JSON; see docs/rewrites.md)");
-  cmd->add_option("--split", options->splits, "shorthand for one split: OP.DIM=N (repeatable)");
-  cmd->add_option("--target", options->target,
+  PricingOptions& pricing = options->pricing;
+  cmd->add_option("graph", pricing.graph, "the graph: a .tap program or loom JSON")->required();
+  cmd->add_option("--plan", pricing.plan, "a plan file (JSON; see docs/rewrites.md)");
+  cmd->add_option("--split", pricing.splits, "shorthand for one split: OP.DIM=N (repeatable)");
+  cmd->add_option("--target", pricing.target,
                   "a target (preset or JSON file): one rank per device, device i is rank i");
-  cmd->add_option("--ranks", options->ranks,
+  cmd->add_option("--ranks", pricing.ranks,
                   "instead of --target: N ranks rank:0 … rank:N-1, placed as `launch -n N` places")
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--to", options->to, "what to generate: torch (per-rank PyTorch)")->required();
   cmd->add_option("-o,--output", options->output, "the directory to write the program into")
       ->required();
-  add_kernel_source_options(*cmd, options->kernel_sources);
-  add_dim_option(*cmd, options->dims);
-  cmd->add_flag("--trust-ipfs", options->trust_ipfs, kTrustIpfsHelp);
-  cmd->add_flag("--ignore-placement", options->ignore_placement, kIgnorePlacementHelp);
+  add_kernel_source_options(*cmd, pricing.kernel_sources);
+  add_dim_option(*cmd, pricing.dims);
+  cmd->add_flag("--trust-ipfs", pricing.trust_ipfs, kTrustIpfsHelp);
+  cmd->add_flag("--ignore-placement", pricing.ignore_placement, kIgnorePlacementHelp);
   cmd->footer(exit_codes_footer());
   cmd->callback([&dispatch, options] {
     dispatch.name = "codegen";

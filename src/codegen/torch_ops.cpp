@@ -206,15 +206,19 @@ const std::unordered_map<std::string, Mapping>& mappings() {
                              axis(c, "dim", -1, arg(c, "x").box.rank())));
     };
     m["sum_to"] = [](const TorchCall& c) {
-      // Right-aligned: x's leading dims beyond the result's rank, and every dim the result has
-      // as 1 where x (whole) has more, are summed.
+      // Right-aligned: x's leading dims beyond the result's rank, and every dim `shape` has as 1
+      // where x (whole) has more, are summed (a shard's box of extent 1 is not one of them).
       const TorchArg& x = arg(c, "x");
       const Range& out = c.output_boxes.at(0);
       const std::size_t lead = x.box.rank() - out.rank();
       std::string e = x.expr;
+      const nlohmann::json* shape = param(c, "shape");
+      if (shape == nullptr || !shape->is_array() || shape->size() != out.rank()) {
+        throw Error("kernel 'sum_to': its shape param does not match its result");
+      }
       std::vector<std::size_t> kept;
       for (std::size_t d = 0; d < out.rank(); ++d) {
-        if (c.output_boxes.at(0).extent(d) == 1 && x.whole.extent(lead + d) != 1) kept.push_back(d);
+        if ((*shape)[d] == 1 && x.whole.extent(lead + d) != 1) kept.push_back(d);
       }
       if (!kept.empty()) {
         std::vector<std::size_t> dims;

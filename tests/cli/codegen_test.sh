@@ -7,9 +7,9 @@
 #
 #   codegen_test.sh TAPESTRY SOURCE_DIR [quick|full]
 #
-# `quick` (default suite, ~30 s, most of it torch's start-up): linear_relu under its grid plan
-# (point-to-point), the transformer block under its heads plan (reduces), mlp_grad under its
-# data-parallel plan (reduce-scatters composed of reduces on gloo). `full` (label slow): every example under every bundled plan.
+# `quick` (default suite, ~30 s at load 2, most of it torch's start-up): linear_relu under its
+# grid plan (point-to-point) and with `in` split two ways (a reduce), mlp_grad under its
+# data-parallel plan (reduce-scatters, composed of reduces on gloo). `full` (label slow): every example under every bundled plan.
 # Skipped (exit 77) without /usr/bin/python3 with torch and numpy.
 set -u
 tapestry=$1
@@ -34,12 +34,13 @@ torchrun2() {
     --master_port "$port" --nproc_per_node 2 --redirects 1 --tee 1 "$@"
 }
 
-# generate_and_verify NAME GRAPH PLAN: codegen on 2 ranks, run, verify.
+# generate_and_verify NAME GRAPH PLAN-ARGS…: codegen on 2 ranks, run, verify.
 generate_and_verify() {
-  local name=$1 graph=$2 plan=$3 dir=$tmp/$1
+  local name=$1 graph=$2 dir=$tmp/$1
+  shift 2
   "$tapestry" build "$graph" -o "$tmp/$name.json" >/dev/null 2>"$tmp/err" &&
     "$python" "$root/tests/cli/codegen_inputs.py" "$tmp/$name.json" "$dir/in" 7 &&
-    "$tapestry" codegen "$graph" --plan "$plan" --ranks 2 --to torch -o "$dir/gen" >"$tmp/log" 2>"$tmp/err" &&
+    "$tapestry" codegen "$graph" "$@" --ranks 2 --to torch -o "$dir/gen" >"$tmp/log" 2>"$tmp/err" &&
     torchrun2 "$dir/gen/main.py" --inputs "$dir/in" --outputs "$dir/out" >"$tmp/log" 2>"$tmp/err" &&
     "$tapestry" verify "$graph" --inputs "$dir/in" --outputs "$dir/out" >"$tmp/log" 2>"$tmp/err"
   check "$name: generated torch on 2 gloo processes verifies" $?
@@ -48,21 +49,21 @@ generate_and_verify() {
 if [[ $mode == full ]]; then
   for example in linear_relu convnet mlp mlp_grad resnet_bottleneck transformer_block transformer_large; do
     for plan in "$plans/$example"-*.json; do
-      generate_and_verify "$example-$(basename "$plan" .json)" "$ex/$example.tap" "$plan"
+      generate_and_verify "$example-$(basename "$plan" .json)" "$ex/$example.tap" --plan "$plan"
     done
   done
   for plan in "$plans"/digits-*.json; do
-    generate_and_verify "$(basename "$plan" .json)" "$ex/digits/train_sgd.tap" "$plan"
+    generate_and_verify "$(basename "$plan" .json)" "$ex/digits/train_sgd.tap" --plan "$plan"
   done
 else
-  generate_and_verify grid "$ex/linear_relu.tap" "$plans/linear_relu-grid.json"
-  generate_and_verify mlp_grad "$ex/mlp_grad.tap" "$plans/mlp_grad-data-parallel.json"
-  generate_and_verify heads "$ex/transformer_block.tap" "$plans/transformer_block-heads.json"
+  generate_and_verify grid "$ex/linear_relu.tap" --plan "$plans/linear_relu-grid.json"
+  generate_and_verify reduce "$ex/linear_relu.tap" --split Y/linear.in=2
+  generate_and_verify mlp_grad "$ex/mlp_grad.tap" --plan "$plans/mlp_grad-data-parallel.json"
 fi
 
 # The generated code is what the plan says: rank 1 of the grid plan computes half of Y's columns
-# and sends them to rank 0; the heads plan's partial sums meet in reduces, mlp_grad's gradients
-# in reduce-scatters.
+# and sends them to rank 0; linear_relu's `in` split in two is a reduce of two partial sums;
+# mlp_grad's gradients are reduce-scattered.
 if [[ -d $tmp/grid/gen ]]; then
   grep -q "ctx.send(Y\[.*dst=0" "$tmp/grid/gen/rank1.py" && grep -q "= message1.wait()" "$tmp/grid/gen/rank0.py"
   check "grid: rank 1 sends its boxes of Y to rank 0, which unpacks them" $?
@@ -75,12 +76,11 @@ if [[ -d $tmp/grid/gen ]]; then
   [[ $? -eq 1 ]] && grep -q "^FAIL" "$tmp/log"
   check "a relu dropped from rank 1's program fails verify" $?
 fi
-for dir in heads transformer_block-transformer_block-heads; do
-  if [[ -d $tmp/$dir/gen ]]; then
-    grep -q "ctx.reduce(partial_sum, dst=0, group=0)" "$tmp/$dir/gen/rank1.py"
-    check "heads: the partial sums meet in reduces onto rank 0" $?
-  fi
-done
+if [[ -d $tmp/reduce/gen ]]; then
+  grep -q "ctx.reduce(partial_sum, dst=0, group=0)" "$tmp/reduce/gen/rank1.py" &&
+    grep -q "ctx.reduce(partial_sum, dst=0, group=0)" "$tmp/reduce/gen/rank0.py"
+  check "in split 2 ways: the two partial sums meet in a reduce onto rank 0" $?
+fi
 for dir in mlp_grad mlp_grad-mlp_grad-data-parallel; do
   if [[ -d $tmp/$dir/gen ]]; then
     grep -q "^    dW1\[\.\.\.\] = ctx.reduce_scatter(\[dW1_partial\[0, 0:64\], dW1_partial\[0, 64:128\]\], \[0, 1\]" "$tmp/$dir/gen/rank1.py"
