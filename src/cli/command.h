@@ -48,5 +48,6 @@ void register_plan(CLI::App& app, Dispatch& dispatch);
 void register_optimize(CLI::App& app, Dispatch& dispatch);
 void register_import(CLI::App& app, Dispatch& dispatch);
 void register_launch(CLI::App& app, Dispatch& dispatch);
+void register_codegen(CLI::App& app, Dispatch& dispatch);
 
 }  // namespace tapestry::cli

@@ -6,6 +6,7 @@
 #include "common_options.h"
 #include "graph_input.h"
 #include "tapestry/cost/explain.h"
+#include "tapestry/workflow/mpi.h"
 #include "tensor_files.h"
 
 namespace tapestry::cli {
@@ -28,7 +29,7 @@ void add_pricing_options(CLI::App* cmd, PricingOptions& options) {
                   "--trace`: open both in Perfetto)");
 }
 
-PricedPlan price_plan(const PricingOptions& options) {
+PricedPlan price_plan(const PricingOptions& options, ir::Graph* graph_out) {
   check_writable_file("--trace", options.trace);
   const metakernel::SignatureRegistry signatures = load_signatures(options.kernel_sources);
   const ir::Graph graph = load_graph(options.graph, signatures, options.trust_ipfs, options.dims);
@@ -43,8 +44,13 @@ PricedPlan price_plan(const PricingOptions& options) {
       .plan_source = options.plan.empty() ? "--split" : options.plan};
   // The plan's errors before the target's, as a reader of the command line meets them.
   rewrite::LowerResult lowered = rewrite::lower(graph, plan, price_options.lower);
-  return workflow::price_lowered(graph, plan, std::move(lowered),
-                                 cost::resolve_target(options.target), price_options);
+  PricedPlan priced =
+      workflow::price_lowered(graph, plan, std::move(lowered),
+                              options.ranks > 0 ? workflow::rank_target(options.ranks)
+                                                : cost::resolve_target(options.target),
+                              price_options);
+  if (graph_out != nullptr) *graph_out = graph;
+  return priced;
 }
 
 void write_predicted_trace(const PricingOptions& options, const PricedPlan& priced) {

@@ -24,6 +24,9 @@ struct PricingOptions {
   std::string plan;
   std::vector<std::string> splits;
   std::string target;
+  /// Instead of `target`: N devices rank:0 … rank:N-1 (workflow::rank_target, as `launch -n N`
+  /// places a plan); 0: use `target`.
+  std::uint32_t ranks = 0;
   KernelSources kernel_sources;
   bool trust_ipfs = false;
   bool ignore_placement = false;  // --ignore-placement
@@ -39,8 +42,8 @@ using PricedPlan = workflow::Priced;
 void add_pricing_options(CLI::App* cmd, PricingOptions& options);
 
 /// Loads the graph, plan and target, then workflow::price; an Error names the file (graph, plan or
-/// target) at fault.
-PricedPlan price_plan(const PricingOptions& options);
+/// target) at fault. The loaded graph goes to `graph` when given (codegen names its tensors).
+PricedPlan price_plan(const PricingOptions& options, ir::Graph* graph = nullptr);
 
 /// Writes --trace (cost::chrome_trace of the predicted schedule), all or nothing, and names the
 /// file on stderr; nothing without --trace.

@@ -29,6 +29,7 @@ inline void register_all(CLI::App& app, Dispatch& dispatch) {
   register_optimize(app, dispatch);
   register_import(app, dispatch);
   register_launch(app, dispatch);
+  register_codegen(app, dispatch);
 }
 
 }  // namespace tapestry::cli

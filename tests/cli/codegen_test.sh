@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# End-to-end tests of `tapestry codegen --to torch` (docs/codegen.md): generated per-rank PyTorch
+# run on 2 gloo processes (`python3 -m torch.distributed.run`, torchrun) and its outputs checked
+# by `tapestry verify` against the naive evaluation; a fault put into a generated rank is caught;
+# bad input (an unknown --to, a plan that does not fit, a kernel with no torch mapping) exits 2
+# naming it and writes nothing.
+#
+#   codegen_test.sh TAPESTRY SOURCE_DIR [quick|full]
+#
+# `quick` (default suite, ~30 s at load 2, most of it torch's start-up): linear_relu under its
+# grid plan (point-to-point) and with `in` split two ways (a reduce), mlp_grad under its
+# data-parallel plan (reduce-scatters, composed of reduces on gloo). `full` (label slow): every example under every bundled plan.
+# Skipped (exit 77) without /usr/bin/python3 with torch and numpy.
+set -u
+tapestry=$1
+root=$2
+mode=${3:-quick}
+source "$(dirname "$0")/cli_testing.sh"
+python=/usr/bin/python3
+if ! "$python" -c "import torch, torch.distributed, numpy" 2>/dev/null; then
+  echo "SKIP: /usr/bin/python3 with torch and numpy is needed"
+  exit 77
+fi
+ex=$root/examples
+plans=$root/examples/plans
+
+# torchrun on 2 processes, its rendezvous on a free port (--standalone's is always 29400, and
+# tests run in parallel). --redirects 1 --tee 1: Debian's torch 1.13 on Python 3.11 cannot parse
+# the default "0" (IntFlag iteration changed), so stdout is redirected and teed; stderr stays.
+torchrun2() {
+  local port
+  port=$("$python" -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+  timeout 600 "$python" -m torch.distributed.run --nnodes 1 --master_addr 127.0.0.1 \
+    --master_port "$port" --nproc_per_node 2 --redirects 1 --tee 1 "$@"
+}
+
+# generate_and_verify NAME GRAPH PLAN-ARGS…: codegen on 2 ranks, run, verify.
+generate_and_verify() {
+  local name=$1 graph=$2 dir=$tmp/$1
+  shift 2
+  "$tapestry" build "$graph" -o "$tmp/$name.json" >/dev/null 2>"$tmp/err" &&
+    "$python" "$root/tests/cli/codegen_inputs.py" "$tmp/$name.json" "$dir/in" 7 &&
+    "$tapestry" codegen "$graph" "$@" --ranks 2 --to torch -o "$dir/gen" >"$tmp/log" 2>"$tmp/err" &&
+    torchrun2 "$dir/gen/main.py" --inputs "$dir/in" --outputs "$dir/out" >"$tmp/log" 2>"$tmp/err" &&
+    "$tapestry" verify "$graph" --inputs "$dir/in" --outputs "$dir/out" >"$tmp/log" 2>"$tmp/err"
+  check "$name: generated torch on 2 gloo processes verifies" $?
+}
+
+if [[ $mode == full ]]; then
+  for example in linear_relu convnet mlp mlp_grad resnet_bottleneck transformer_block transformer_large; do
+    for plan in "$plans/$example"-*.json; do
+      generate_and_verify "$example-$(basename "$plan" .json)" "$ex/$example.tap" --plan "$plan"
+    done
+  done
+  for plan in "$plans"/digits-*.json; do
+    generate_and_verify "$(basename "$plan" .json)" "$ex/digits/train_sgd.tap" --plan "$plan"
+  done
+else
+  generate_and_verify grid "$ex/linear_relu.tap" --plan "$plans/linear_relu-grid.json"
+  generate_and_verify reduce "$ex/linear_relu.tap" --split Y/linear.in=2
+  generate_and_verify mlp_grad "$ex/mlp_grad.tap" --plan "$plans/mlp_grad-data-parallel.json"
+fi
+
+# The generated code is what the plan says: rank 1 of the grid plan computes half of Y's columns
+# and sends them to rank 0; linear_relu's `in` split in two is a reduce of two partial sums;
+# mlp_grad's gradients are reduce-scattered.
+if [[ -d $tmp/grid/gen ]]; then
+  grep -q "ctx.send(Y\[.*dst=0" "$tmp/grid/gen/rank1.py" && grep -q "= message1.wait()" "$tmp/grid/gen/rank0.py"
+  check "grid: rank 1 sends its boxes of Y to rank 0, which unpacks them" $?
+  grep -q "^# Strategy: 2-D: data 4 × tensor 2" "$tmp/grid/gen/rank0.py"
+  check "the rank files name the plan's strategy (explain's summary)" $?
+  # A fault in one rank (its relu dropped) fails verify: the run is really checked.
+  sed -i '0,/torch.relu(/s//(/' "$tmp/grid/gen/rank1.py"
+  torchrun2 "$tmp/grid/gen/main.py" --inputs "$tmp/grid/in" --outputs "$tmp/grid/bad" >"$tmp/log" 2>"$tmp/err"
+  "$tapestry" verify "$ex/linear_relu.tap" --inputs "$tmp/grid/in" --outputs "$tmp/grid/bad" >"$tmp/log" 2>&1
+  [[ $? -eq 1 ]] && grep -q "^FAIL" "$tmp/log"
+  check "a relu dropped from rank 1's program fails verify" $?
+fi
+if [[ -d $tmp/reduce/gen ]]; then
+  grep -q "ctx.reduce(partial_sum, dst=0, group=0)" "$tmp/reduce/gen/rank1.py" &&
+    grep -q "ctx.reduce(partial_sum, dst=0, group=0)" "$tmp/reduce/gen/rank0.py"
+  check "in split 2 ways: the two partial sums meet in a reduce onto rank 0" $?
+fi
+for dir in mlp_grad mlp_grad-mlp_grad-data-parallel; do
+  if [[ -d $tmp/$dir/gen ]]; then
+    grep -q "^    dW1\[\.\.\.\] = ctx.reduce_scatter(\[dW1_partial\[0, 0:64\], dW1_partial\[0, 64:128\]\], \[0, 1\]" "$tmp/$dir/gen/rank1.py"
+    check "mlp_grad: each rank gets its half of dW1 by a reduce-scatter" $?
+  fi
+done
+
+# Bad input: exit 2, a clear error, nothing written.
+mkdir -p "$tmp/empty"
+lr=$ex/linear_relu.tap
+expect "an unknown --to" 2 "--to rust: expected torch" -- "$tapestry" codegen "$lr" --ranks 2 --to rust -o "$tmp/empty"
+expect "--to cpp is not built yet" 2 "--to cpp: .*not built yet" -- "$tapestry" codegen "$lr" --ranks 2 --to cpp -o "$tmp/empty"
+expect "neither --target nor --ranks" 2 "give --target T .* or --ranks N" -- "$tapestry" codegen "$lr" --to torch -o "$tmp/empty"
+expect "a plan that does not fit the graph" 2 "mlp-megatron.json" -- "$tapestry" codegen "$lr" --plan "$plans/mlp-megatron.json" --ranks 2 --to torch -o "$tmp/empty"
+printf 'X: f32[8, 4]\nM = exp(X)\nY = logical_not(M)\noutput Y\n' >"$tmp/nomap.tap"
+expect "a kernel with no torch mapping is named with its operation" 2 "operation 'Y'.*no torch mapping for kernel 'logical_not'" -- "$tapestry" codegen "$tmp/nomap.tap" --split Y.d0=2 --ranks 2 --to torch -o "$tmp/empty"
+[[ -z $(ls -A "$tmp/empty") ]]
+check "nothing was written on any error" $?
+"$tapestry" codegen "$lr" --plan "$plans/linear_relu-grid.json" --target h100x8 --to torch -o "$tmp/h100" >"$tmp/log" 2>"$tmp/err" &&
+  [[ -f $tmp/h100/rank7.py && ! -e $tmp/h100/rank8.py ]] && grep -q "RANKS = \[rank0.run, .*rank7.run\]" "$tmp/h100/main.py"
+check "h100x8: eight rank modules and their table" $?
+
+finish
