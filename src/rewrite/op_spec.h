@@ -40,8 +40,10 @@ struct OpSpec {
 /// Why `op` cannot be rewritten (no IPFIndex, no IPFSignature parallel to its selections).
 std::optional<std::string> why_not_rewritable(const ir::Graph& graph, ir::OperationId op);
 /// The snapshot of `op` (precondition: why_not_rewritable is nullopt). Index names are made
-/// explicit (d0, d1, … when the operation has none).
-OpSpec spec_of(const ir::Graph& graph, ir::OperationId op);
+/// explicit (d0, d1, … when the operation has none). `with_params` false leaves `params` null: a
+/// fused operation's params hold every stage, and a match that reads only the ports need not
+/// copy them.
+OpSpec spec_of(const ir::Graph& graph, ir::OperationId op, bool with_params = true);
 /// Adds the operation (no Application).
 ir::OperationId add_op(ir::Graph& graph, const OpSpec& spec);
 
