@@ -2,6 +2,7 @@
 //
 //   search_bench [--evals N] [--budget S] [--seed N] [--best-known MS] [--skip-deep]
 //                [--skip-block] [--layers L] [--genome-out FILE] [--price FILE]
+//   search_bench --chain N [--graph FILE.tap] [--target NAME] [--start megatron8|SEED]
 //
 // 1. Evaluations per second per core: `tapestry optimize` on examples/transformer_block.tap and
 //    h100x8 (objectives time and memory, seed 1, N plans, default 2000) on 1 thread and on 2.
@@ -15,7 +16,11 @@
 //    Evaluator's memo cleared: the rewrites run) and the warm one.
 // --skip-block skips 1; --layers L builds an L-layer transformer instead of 24; --genome-out
 // writes the fastest genome found (the tied representatives' entries); --price FILE only prices
-// such a genome on the L-layer transformer.
+// such a genome on the L-layer transformer. --chain N does only 3: one Evaluator prices N plans
+// of a mutation walk on FILE (default examples/transformer_block.tap) and target NAME (default
+// h100x8), from SEED (a search seed: megatron, data-parallel, …, default megatron) or cost_bench's
+// megatron8 plan, and prints plans/s, plans per CPU-second, the memo's misses and a checksum of
+// the makespans (equal across builds that price alike).
 #include <fmt/core.h>
 
 #include <chrono>

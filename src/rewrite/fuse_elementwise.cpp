@@ -231,7 +231,7 @@ std::string FuseElementwise::apply(RewriteState& state, ir::OperationId op) cons
   const std::size_t stages = fused.params["stages"].size();
   const ir::NodeId removed[] = {op, c_id, t};
   state.graph.remove(removed);
-  detail::add_op(state.graph, fused);
+  detail::add_op(state.graph, std::move(fused));
 
   // The plan: the fused op takes the producer's splits under the consumer's name, so the
   // operation the plan named for them is the producer's.

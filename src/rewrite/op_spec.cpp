@@ -69,11 +69,11 @@ OpSpec spec_of(const ir::Graph& graph, ir::OperationId op, bool with_params) {
                 .outputs = ports_of(body.outputs, view.ipf_signature()->outputs)};
 }
 
-ir::OperationId add_op(ir::Graph& graph, const OpSpec& spec) {
-  ir::OperationBody body{.kernel = spec.kernel,
-                         .params = spec.params,
-                         .index_names = spec.index_names,
-                         .reductions = spec.reductions};
+ir::OperationId add_op(ir::Graph& graph, OpSpec spec) {
+  ir::OperationBody body{.kernel = std::move(spec.kernel),
+                         .params = std::move(spec.params),
+                         .index_names = std::move(spec.index_names),
+                         .reductions = std::move(spec.reductions)};
   ir::IpfSignature signature;
   for (const Port& p : spec.inputs) {
     body.inputs.append(p.name, {p.tensor, p.ipf.apply(spec.index)});
