@@ -187,13 +187,12 @@ RC_GTEST_PROP(OptimizeProperties, EveryPlanTheEvaluatorPricesLowers, ()) {
 // — and refuses exactly the plans they refuse, with the same message.
 RC_GTEST_PROP(OptimizeProperties, OneEvaluatorPricesAMutationChainAsFreshOnesDo, ()) {
   const RandomGraph random = random_graph();
-  const std::string& tap = random.tap;
-  const std::shared_ptr<const ir::Graph> g = random.graph;
+  const ir::Graph& g = *random.graph;
   const cost::Target target = random_target();
-  const PlanSpace space(*g, target, false);
+  const PlanSpace space(g, target, false);
   const std::vector<SeedPlan> seeds = seed_plans(space);
   Rng rng(*rc::gen::arbitrary<std::uint64_t>());
-  cost::Evaluator walker(*g, target);  // one for the whole chain
+  cost::Evaluator walker(g, target);  // one for the whole chain
   rewrite::Plan genome = seeds.empty() ? rewrite::Plan{} : seeds[rng.below(seeds.size())].genome;
   rewrite::LowerOptions options;
   options.validate = false;
@@ -203,7 +202,7 @@ RC_GTEST_PROP(OptimizeProperties, OneEvaluatorPricesAMutationChainAsFreshOnesDo,
     mutate(space, genome, rng);
     const rewrite::Plan plan = space.expand(genome);
     const std::string plan_text = plan.to_json().dump();
-    const rewrite::testing::PrintOnCrash on_crash(reproducer(tap, plan_text, "crash"));
+    const rewrite::testing::PrintOnCrash on_crash(reproducer(random.tap, plan_text, "crash"));
     std::string walked_error, fresh_error, reference_error;
     nlohmann::json walked, fresh, reference;
     try {
@@ -218,13 +217,13 @@ RC_GTEST_PROP(OptimizeProperties, OneEvaluatorPricesAMutationChainAsFreshOnesDo,
     };
     std::optional<CacheOff> off(std::in_place);
     try {
-      cost::Evaluator once(*g, target);
+      cost::Evaluator once(g, target);
       fresh = cost::to_json(once.evaluate(plan));
     } catch (const Error& e) {
       fresh_error = e.what();
     }
     try {
-      const rewrite::LowerResult r = rewrite::lower(*g, plan, options);
+      const rewrite::LowerResult r = rewrite::lower(g, plan, options);
       reference = cost::to_json(cost::simulate(cost::place(r.graph, r.plan, target), target));
       // partial_tensors reads each fused operation once: the same as is_partial tensor by tensor.
       const std::vector<std::uint8_t> partial = cost::partial_tensors(r.graph);
@@ -236,20 +235,20 @@ RC_GTEST_PROP(OptimizeProperties, OneEvaluatorPricesAMutationChainAsFreshOnesDo,
     }
     off.reset();
     // OperationFinder answers as find_operation does, for every name the plan and graph use.
-    const rewrite::OperationFinder finder(*g);
+    const rewrite::OperationFinder finder(g);
     for (const auto& entry : plan.ops) {
-      RC_ASSERT(finder.find(entry.first) == rewrite::find_operation(*g, entry.first));
+      RC_ASSERT(finder.find(entry.first) == rewrite::find_operation(g, entry.first));
     }
-    for (ir::OperationId op : g->operations()) {
-      for (const std::string name : {g->operation(op).label(), std::string(g->key(op))}) {
-        RC_ASSERT(finder.find(name) == rewrite::find_operation(*g, name));
+    for (ir::OperationId op : g.operations()) {
+      for (const std::string name : {g.operation(op).label(), std::string(g.key(op))}) {
+        RC_ASSERT(finder.find(name) == rewrite::find_operation(g, name));
       }
     }
     refused += walked_error.empty() ? 0 : 1;
     if (walked != fresh || walked_error != fresh_error || walked != reference ||
         walked_error != reference_error) {
       RC_FAIL(reproducer(
-          tap, plan_text,
+          random.tap, plan_text,
           fmt::format("step {} on {}: the walking Evaluator gives {}{}, a fresh one {}{}, lower → "
                       "place → simulate {}{}",
                       i, target.name, walked.dump(), walked_error, fresh.dump(), fresh_error,
