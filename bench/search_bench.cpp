@@ -2,6 +2,7 @@
 //
 //   search_bench [--evals N] [--budget S] [--seed N] [--best-known MS] [--skip-deep]
 //                [--skip-block] [--layers L] [--genome-out FILE] [--price FILE]
+//   search_bench --chain N [--graph FILE.tap] [--target NAME] [--start megatron8|SEED]
 //
 // 1. Evaluations per second per core: `tapestry optimize` on examples/transformer_block.tap and
 //    h100x8 (objectives time and memory, seed 1, N plans, default 2000) on 1 thread and on 2.
@@ -15,11 +16,16 @@
 //    Evaluator's memo cleared: the rewrites run) and the warm one.
 // --skip-block skips 1; --layers L builds an L-layer transformer instead of 24; --genome-out
 // writes the fastest genome found (the tied representatives' entries); --price FILE only prices
-// such a genome on the L-layer transformer.
+// such a genome on the L-layer transformer. --chain N does only 3: one Evaluator prices N plans
+// of a mutation walk on FILE (default examples/transformer_block.tap) and target NAME (default
+// h100x8), from SEED (a search seed: megatron, data-parallel, …, default megatron) or cost_bench's
+// megatron8 plan, and prints plans/s, plans per CPU-second, the memo's misses and a checksum of
+// the makespans (equal across builds that price alike).
 #include <fmt/core.h>
 
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,7 +34,9 @@
 #include "tapestry/cost/standard_plans.h"
 #include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/metakernel/tap_frontend.h"
+#include "tapestry/search/mutate.h"
 #include "tapestry/search/optimize.h"
+#include "tapestry/search/plan_space.h"
 #include "tapestry/support/error.h"
 
 namespace {
@@ -97,6 +105,76 @@ void evaluations_per_second(std::uint64_t evals) {
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+std::string slurp(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) throw Error("cannot read " + path);
+  std::string s;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
+  std::fclose(f);
+  return s;
+}
+
+// 3. --chain N: the evaluator alone, on a walk of the kind the search makes. From the seed plan
+// `start` (cost_bench's megatron8 when --start megatron8, else a search seed of that name:
+// "megatron", "data-parallel", …), N times: copy the current plan, apply mutate() (one to four
+// mutations), price the copy, and move to it; every 32 steps the walk goes back to the start (a
+// search mutates front members, which stay near the seeds). Prints the plans priced per second and
+// the memo's misses; the walk is the same for every build (seed 1), so two builds' lines compare.
+void mutation_chain(const std::string& graph_path, const std::string& target_name,
+                    const std::string& start, std::uint64_t steps) {
+  const ir::Graph g = build(graph_path, slurp(graph_path));
+  const cost::Target target = *cost::preset_target(target_name);
+  const search::PlanSpace space(g, target, false);
+  rewrite::Plan first;
+  if (start == "megatron8") {
+    first = rewrite::parse_plan(R"({"ops": {
+  "Q/linear": {"split": {"out": 8}}, "K/linear": {"split": {"out": 8}},
+  "V/linear": {"split": {"out": 8}}, "Scores/matmul": {"split": {"batch1": 8}},
+  "Scores": {"split": {"d1": 8}}, "P": {"split": {"batch1": 8}}, "Ctx": {"split": {"batch1": 8}},
+  "Attn": {"split": {"in": 8}}, "M/linear": {"split": {"out": 8}}, "M/gelu": {"split": {"d1": 8}},
+  "M": {"split": {"in": 8}}}, "fuse": "auto"})");
+  } else {
+    bool found = false;
+    for (const search::SeedPlan& s : search::seed_plans(space)) {
+      if (s.name == start) {
+        first = s.genome;
+        found = true;
+      }
+    }
+    if (!found) throw Error("no seed plan named " + start);
+  }
+  std::vector<rewrite::Plan> plans;
+  search::Rng rng(1);
+  rewrite::Plan current = first;
+  for (std::uint64_t i = 0; i < steps; ++i) {
+    if (i % 32 == 0) current = first;
+    search::mutate(space, current, rng);
+    plans.push_back(current);
+  }
+  cost::Evaluator ev(g, target);
+  double sum = 0;
+  std::uint64_t refused = 0;
+  const auto start_time = std::chrono::steady_clock::now();
+  const std::clock_t start_cpu = std::clock();
+  for (const rewrite::Plan& plan : plans) {
+    try {
+      sum += ev.evaluate(plan).makespan_s;
+    } catch (const Error&) {
+      ++refused;
+    }
+  }
+  const double seconds = seconds_since(start_time);
+  const double cpu = static_cast<double>(std::clock() - start_cpu) / CLOCKS_PER_SEC;
+  const cost::EvaluatorStats& stats = ev.stats();
+  fmt::print(
+      "chain of {} mutations of {} on {} ({}): {:.2f} s = {:.1f} plans/s ({:.1f} per CPU-second); "
+      "{} memo misses, {} reference, {} refused; checksum {:.9e}\n",
+      steps, start, graph_path.substr(graph_path.find_last_of('/') + 1), target_name, seconds,
+      static_cast<double>(steps) / seconds, static_cast<double>(steps) / cpu, stats.rewrites_run,
+      stats.reference, refused, sum);
 }
 
 void deep_transformer(double budget_s, std::uint64_t seed, double best_known_ms,
@@ -197,6 +275,8 @@ int main(int argc, char** argv) {
   std::string genome_out;
   std::string price;
   int layers = 24;
+  std::string chain_graph, chain_target = "h100x8", chain_start = "megatron";
+  std::uint64_t chain = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--evals") == 0 && i + 1 < argc) evals = std::stoull(argv[++i]);
     if (std::strcmp(argv[i], "--budget") == 0 && i + 1 < argc) budget = std::stod(argv[++i]);
@@ -208,6 +288,16 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--skip-block") == 0) evals = 0;
     if (std::strcmp(argv[i], "--layers") == 0 && i + 1 < argc) layers = std::stoi(argv[++i]);
     if (std::strcmp(argv[i], "--price") == 0 && i + 1 < argc) price = argv[++i];
+    if (std::strcmp(argv[i], "--chain") == 0 && i + 1 < argc) chain = std::stoull(argv[++i]);
+    if (std::strcmp(argv[i], "--graph") == 0 && i + 1 < argc) chain_graph = argv[++i];
+    if (std::strcmp(argv[i], "--target") == 0 && i + 1 < argc) chain_target = argv[++i];
+    if (std::strcmp(argv[i], "--start") == 0 && i + 1 < argc) chain_start = argv[++i];
+  }
+  if (chain > 0) {
+    if (chain_graph.empty())
+      chain_graph = std::string(TAPESTRY_EXAMPLES) + "/transformer_block.tap";
+    mutation_chain(chain_graph, chain_target, chain_start, chain);
+    return 0;
   }
   if (evals > 0) evaluations_per_second(evals);
   if (deep) deep_transformer(budget, seed, best_known_ms, genome_out, layers, price);

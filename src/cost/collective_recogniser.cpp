@@ -62,7 +62,8 @@ bool fused_reduces(const ir::Graph& graph, ir::OperationId op, ir::TensorId tens
     if (e.value.tensor == tensor) lists.push_back(e.name);
   }
   bool read = false;
-  for (const rewrite::FusedStage& stage : rewrite::fused_stages(view.params())) {
+  const auto stages = rewrite::shared_fused_stages(view.params());
+  for (const rewrite::FusedStage& stage : *stages) {
     for (const rewrite::FusedPort& port : stage.inputs) {
       if (std::find(lists.begin(), lists.end(), port.source) == lists.end()) continue;
       if (stage.kernel != "reduce" || port.name != "x") return false;
@@ -89,9 +90,43 @@ bool is_partial(const ir::Graph& graph, ir::TensorId t) {
   return true;
 }
 
+// is_partial for every tensor, reading each fused operation's stages once (not once per tensor
+// it reads): per operation, whether it reads each of its inputs only as a reduce's x; a tensor is
+// partial when it has readers and every reader does.
 std::vector<std::uint8_t> partial_tensors(const ir::Graph& graph) {
   std::vector<std::uint8_t> partial(graph.size(), 0);
-  for (ir::TensorId t : graph.tensors()) partial[t.index()] = is_partial(graph, t) ? 1 : 0;
+  for (ir::TensorId t : graph.tensors()) {
+    if (!graph.consumers(t).empty()) partial[t.index()] = 1;
+  }
+  std::vector<std::string> lists;
+  for (ir::OperationId op : graph.operations()) {
+    const ir::OperationView view = graph.operation(op);
+    const std::string& kernel = view.kernel();
+    if (kernel == "reduce") continue;  // its only input is x, whose dim 0 is the block dim
+    if (kernel != rewrite::kFusedKernel) {
+      for (const auto& e : view.inputs().entries()) partial[e.value.tensor.index()] = 0;
+      continue;
+    }
+    const auto stages = rewrite::shared_fused_stages(view.params());
+    for (const auto& e : view.inputs().entries()) {
+      const ir::TensorId tensor = e.value.tensor;
+      if (partial[tensor.index()] == 0) continue;
+      // fused_reduces(graph, op, tensor), with the stages read once.
+      lists.clear();
+      for (const auto& f : view.inputs().entries()) {
+        if (f.value.tensor == tensor) lists.push_back(f.name);
+      }
+      bool read = false, only_reduces = true;
+      for (const rewrite::FusedStage& stage : *stages) {
+        for (const rewrite::FusedPort& port : stage.inputs) {
+          if (std::find(lists.begin(), lists.end(), port.source) == lists.end()) continue;
+          if (stage.kernel != "reduce" || port.name != "x") only_reduces = false;
+          read = true;
+        }
+      }
+      if (!(read && only_reduces)) partial[tensor.index()] = 0;
+    }
+  }
   return partial;
 }
 

@@ -99,7 +99,8 @@ WorkRule work_rule(const ir::Graph& graph, ir::OperationId op) {
   ir::OperationView view = graph.operation(op);
   WorkRule rule;
   if (view.kernel() == rewrite::kFusedKernel) {
-    for (const rewrite::FusedStage& stage : rewrite::fused_stages(view.params())) {
+    const auto stages = rewrite::shared_fused_stages(view.params());
+    for (const rewrite::FusedStage& stage : *stages) {
       double flops = flops_per_point(stage.kernel);
       const std::string_view port = per_point_port(stage.kernel);
       for (const auto* ports : {&stage.inputs, &stage.outputs}) {

@@ -89,7 +89,7 @@ Candidate find_consumer(const RewriteState& state, ir::OperationId op, std::stri
   if (!wanted.empty() && c_name != wanted)
     return {{}, fmt::format("its output is read by {}, not {}", c_name, wanted)};
   if (auto why = detail::why_not_rewritable(g, c)) return {{}, c_name + ": " + *why};
-  const OpSpec cs = detail::spec_of(g, c);
+  const OpSpec cs = detail::spec_of(g, c, /*with_params=*/false);
   if (!cs.reductions.empty()) return {{}, fmt::format("{} has a reduction", c_name)};
   int reads = 0;
   for (const Port& in : cs.inputs) {
@@ -103,7 +103,7 @@ Candidate find_consumer(const RewriteState& state, ir::OperationId op, std::stri
     if (!is_unit_selection(out.ipf))
       return {{}, fmt::format("{} writes more than one cell per index point", c_name)};
   }
-  const OpSpec ps = detail::spec_of(g, op);
+  const OpSpec ps = detail::spec_of(g, op, /*with_params=*/false);
   if (!is_unit_selection(ps.outputs[0].ipf))
     return {{}, "the producer writes more than one cell per index point"};
   if (auto why = why_not_whole(ps, cs, t, c_name, t_name)) return {{}, *why};
@@ -114,7 +114,7 @@ Candidate find_consumer(const RewriteState& state, ir::OperationId op, std::stri
 // the dtype `out_dtype`.
 std::vector<FusedStage> stages_of(const OpSpec& op, const ir::LoomDType& out_dtype,
                                   std::vector<Port>& inputs) {
-  if (op.kernel == kFusedKernel) return fused_stages(op.params);
+  if (op.kernel == kFusedKernel) return *shared_fused_stages(op.params);
   FusedStage s{.kernel = op.kernel,
                .label = op.label,
                .params = op.params,
@@ -209,8 +209,8 @@ MatchResult FuseElementwise::match(const RewriteState& state, ir::OperationId op
   Candidate c =
       find_consumer(state, op, group ? std::string_view((*group)[1]) : std::string_view());
   if (!c.reason.empty()) return group ? MatchResult::refuse(c.reason) : MatchResult::skip(c.reason);
-  const OpSpec ps = detail::spec_of(state.graph, op);
-  const OpSpec cs = detail::spec_of(state.graph, c.consumer);
+  const OpSpec ps = detail::spec_of(state.graph, op, /*with_params=*/false);
+  const OpSpec cs = detail::spec_of(state.graph, c.consumer, /*with_params=*/false);
   zspace::IndexProjection m(ps.outputs[0].ipf.map());
   if (auto conflict = split_conflict(state, ps, cs, m)) {
     return group ? MatchResult::refuse(*conflict) : MatchResult::skip(*conflict);
@@ -231,7 +231,7 @@ std::string FuseElementwise::apply(RewriteState& state, ir::OperationId op) cons
   const std::size_t stages = fused.params["stages"].size();
   const ir::NodeId removed[] = {op, c_id, t};
   state.graph.remove(removed);
-  detail::add_op(state.graph, fused);
+  detail::add_op(state.graph, std::move(fused));
 
   // The plan: the fused op takes the producer's splits under the consumer's name, so the
   // operation the plan named for them is the producer's.

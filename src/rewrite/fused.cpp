@@ -1,5 +1,8 @@
 #include "tapestry/rewrite/fused.h"
 
+#include <unordered_map>
+#include <utility>
+
 #include <fmt/core.h>
 
 #include "tapestry/support/error.h"
@@ -90,6 +93,39 @@ json fused_params(const std::vector<FusedStage>& stages) {
                     {"outputs", std::move(outputs)}});
   }
   return {{"stages", std::move(list)}};
+}
+
+namespace {
+thread_local bool fused_stage_cache_on = true;
+}  // namespace
+
+bool use_fused_stage_cache(bool on) {
+  return std::exchange(fused_stage_cache_on, on);
+}
+
+std::shared_ptr<const std::vector<FusedStage>> shared_fused_stages(const json& params) {
+  if (!fused_stage_cache_on) {
+    return std::make_shared<const std::vector<FusedStage>>(fused_stages(params));
+  }
+  struct Entry {
+    json params;
+    std::shared_ptr<const std::vector<FusedStage>> stages;
+  };
+  thread_local std::unordered_map<std::size_t, std::vector<Entry>> cache;
+  thread_local std::size_t entries = 0;
+  const std::size_t hash = std::hash<json>{}(params);
+  if (auto found = cache.find(hash); found != cache.end()) {
+    for (const Entry& e : found->second) {
+      if (e.params == params) return e.stages;
+    }
+  }
+  auto stages = std::make_shared<const std::vector<FusedStage>>(fused_stages(params));
+  if (++entries > kFusedStageCache) {
+    cache.clear();
+    entries = 1;
+  }
+  cache[hash].push_back(Entry{params, stages});
+  return stages;
 }
 
 std::vector<FusedStage> fused_stages(const json& params) {

@@ -229,8 +229,9 @@ RewriteState rewrite_operations(const ir::Graph& graph, const Plan& plan,
                      .derived_entries = {},
                      .derived = {},
                      .problems = {}};
+  const OperationFinder finder(graph);
   for (auto it = state.plan.ops.begin(); it != state.plan.ops.end();) {
-    if (find_operation(graph, it->first)) {
+    if (finder.find(it->first)) {
       ++it;
     } else {  // a derived entry: the rewrite that adds an operation of its name takes it
       state.derived_entries.emplace(it->first, std::move(it->second));

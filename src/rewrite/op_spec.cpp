@@ -55,13 +55,13 @@ std::optional<std::string> why_not_rewritable(const ir::Graph& graph, ir::Operat
   return std::nullopt;
 }
 
-OpSpec spec_of(const ir::Graph& graph, ir::OperationId op) {
+OpSpec spec_of(const ir::Graph& graph, ir::OperationId op, bool with_params) {
   TAPESTRY_ASSERT(!why_not_rewritable(graph, op), "spec_of on an operation without IPF tags");
   const ir::OperationView view = graph.operation(op);
   const ir::OperationBody& body = view.body();
   return OpSpec{.label = operation_name(graph, op),
                 .kernel = body.kernel,
-                .params = body.params,
+                .params = with_params ? body.params : nlohmann::json(),
                 .index = *view.ipf_index(),
                 .index_names = view.index_names(),
                 .reductions = body.reductions,
@@ -69,11 +69,11 @@ OpSpec spec_of(const ir::Graph& graph, ir::OperationId op) {
                 .outputs = ports_of(body.outputs, view.ipf_signature()->outputs)};
 }
 
-ir::OperationId add_op(ir::Graph& graph, const OpSpec& spec) {
-  ir::OperationBody body{.kernel = spec.kernel,
-                         .params = spec.params,
-                         .index_names = spec.index_names,
-                         .reductions = spec.reductions};
+ir::OperationId add_op(ir::Graph& graph, OpSpec spec) {
+  ir::OperationBody body{.kernel = std::move(spec.kernel),
+                         .params = std::move(spec.params),
+                         .index_names = std::move(spec.index_names),
+                         .reductions = std::move(spec.reductions)};
   ir::IpfSignature signature;
   for (const Port& p : spec.inputs) {
     body.inputs.append(p.name, {p.tensor, p.ipf.apply(spec.index)});

@@ -40,10 +40,13 @@ struct OpSpec {
 /// Why `op` cannot be rewritten (no IPFIndex, no IPFSignature parallel to its selections).
 std::optional<std::string> why_not_rewritable(const ir::Graph& graph, ir::OperationId op);
 /// The snapshot of `op` (precondition: why_not_rewritable is nullopt). Index names are made
-/// explicit (d0, d1, … when the operation has none).
-OpSpec spec_of(const ir::Graph& graph, ir::OperationId op);
-/// Adds the operation (no Application).
-ir::OperationId add_op(ir::Graph& graph, const OpSpec& spec);
+/// explicit (d0, d1, … when the operation has none). `with_params` false leaves `params` null: a
+/// fused operation's params hold every stage, and a match that reads only the ports need not
+/// copy them.
+OpSpec spec_of(const ir::Graph& graph, ir::OperationId op, bool with_params = true);
+/// Adds the operation (no Application). By value: a spec the caller is done with moves its
+/// params (all the stages of a fused operation) instead of copying them.
+ir::OperationId add_op(ir::Graph& graph, OpSpec spec);
 
 /// The index dim that tensor dim `row` of `ipf` follows: the one column with a non-zero
 /// coefficient in that row; nullopt when the row is constant or mixes several dims.

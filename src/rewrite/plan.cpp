@@ -422,6 +422,26 @@ std::optional<ir::OperationId> find_operation(const ir::Graph& graph, std::strin
   return ir::OperationId(*node);
 }
 
+OperationFinder::OperationFinder(const ir::Graph& graph) : graph_(&graph) {
+  for (ir::OperationId op : graph.operations()) {
+    Labelled& l = labels_[std::string_view(graph.operation(op).label())];
+    ++l.count;
+    l.node = op;
+  }
+}
+
+std::optional<ir::OperationId> OperationFinder::find(std::string_view name) const {
+  // Graph::find_named's rule: a label of one operation, none when ambiguous, else a key.
+  if (auto l = labels_.find(name); l != labels_.end()) {
+    if (l->second.count > 1) return std::nullopt;
+    return ir::OperationId(l->second.node);
+  }
+  const std::optional<ir::NodeId> keyed = graph_->find(name);
+  if (keyed && graph_->kind(*keyed) == ir::NodeKind::kOperation && !graph_->is_removed(*keyed))
+    return ir::OperationId(*keyed);
+  return std::nullopt;
+}
+
 std::string operation_name(const ir::Graph& graph, ir::OperationId op) {
   return graph.display_name(op);
 }
@@ -670,18 +690,23 @@ std::vector<support::Diagnostic> check_entries(const Plan& plan, const ir::Graph
   }
   std::vector<std::string> known;
   for (ir::OperationId op : graph.operations()) known.push_back(operation_name(graph, op));
-  const auto ambiguous = [&](std::string_view name) {
-    return std::count(known.begin(), known.end(), name) > 1;
+  std::unordered_map<std::string_view, std::size_t> carrying;  // operations per name
+  for (const std::string& name : known) ++carrying[name];
+  const auto count_of = [&](std::string_view name) {
+    auto found = carrying.find(name);
+    return found == carrying.end() ? std::size_t{0} : found->second;
   };
+  const auto ambiguous = [&](std::string_view name) { return count_of(name) > 1; };
+  const OperationFinder finder(graph);
   std::map<std::uint32_t, std::string> entry_of;  // operation index → the entry naming it
   for (const auto& [name, op_plan] : plan.ops) {
     const std::string path = "/ops/" + zspace::json_pointer_token(name);
     if (ambiguous(name)) {
       problem(path, fmt::format("operation name '{}' is ambiguous ({} operations carry that label)",
-                                name, std::count(known.begin(), known.end(), name)));
+                                name, count_of(name)));
       continue;
     }
-    auto op = find_operation(graph, name);
+    auto op = finder.find(name);
     if (!op) {  // a derived entry: the rewrites check it
       if (fitting != nullptr) fitting->ops.emplace(name, op_plan);
       continue;
@@ -710,7 +735,7 @@ std::vector<support::Diagnostic> check_entries(const Plan& plan, const ir::Graph
         fits = false;
         problem(fmt::format("/fuse/{}/{}", g, i),
                 fmt::format("operation name '{}' is ambiguous ({} operations carry that label)",
-                            name, std::count(known.begin(), known.end(), name)));
+                            name, count_of(name)));
       }
     }
     if (fits && fitting != nullptr) fitting->fuse.push_back(plan.fuse[g]);
@@ -784,8 +809,9 @@ std::vector<support::Diagnostic> check_plan(const Plan& plan, const ir::Graph& g
 }
 
 Plan resolve_plan_names(const Plan& plan, const ir::Graph& graph) {
+  const OperationFinder finder(graph);
   const auto canonical = [&](const std::string& name) {
-    auto op = find_operation(graph, name);
+    auto op = finder.find(name);
     return op ? operation_name(graph, *op) : name;
   };
   Plan out;
@@ -812,7 +838,8 @@ Plan resolve_plan_names(const Plan& plan, const ir::Graph& graph) {
     }
   }
   // Recomputed operations by name, patterns expanded, each once, in graph order.
-  for (ir::OperationId op : graph.operations()) {
+  for (ir::OperationId op :
+       plan.recompute.empty() ? std::span<const ir::OperationId>() : graph.operations()) {
     const std::string name = operation_name(graph, op);
     const bool named =
         std::any_of(plan.recompute.begin(), plan.recompute.end(),
@@ -821,8 +848,9 @@ Plan resolve_plan_names(const Plan& plan, const ir::Graph& graph) {
       out.recompute.push_back(name);
   }
   for (const auto& [name, op_plan] : plan.ops) {
-    const auto op = find_operation(graph, name);
-    out.ops.emplace(canonical(name), op ? resolve_entry(op_plan, graph, *op) : op_plan);
+    const auto op = finder.find(name);
+    out.ops.emplace(op ? operation_name(graph, *op) : name,
+                    op ? resolve_entry(op_plan, graph, *op) : op_plan);
   }
   for (const auto& group : plan.fuse) {
     std::vector<std::string> names;

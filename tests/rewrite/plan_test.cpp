@@ -264,5 +264,31 @@ TEST(Plan, AnOperationNamedByKeyIsTheSameOperation) {
               ::testing::ElementsAre(HasSubstr("names operation 'Y/linear' again")));
 }
 
+// OperationFinder (the index resolve_plan_names and check_plan use) answers as find_operation:
+// a label of one operation, nothing for a label two carry, else a key.
+TEST(Plan, OperationFinderAnswersAsFindOperation) {
+  ir::Graph g = testing::build(kLinearRelu);
+  const ir::OperationId linear = *find_operation(g, "Y/linear");
+  const ir::OperationId relu = *find_operation(g, "Y");
+  const std::string relu_key(g.key(relu));
+  g.set_label(linear, "twin");
+  g.set_label(relu, "twin");
+  const OperationFinder finder(g);
+  for (const std::string& name :
+       std::vector<std::string>{"twin", "Y", "Y/linear", "nothing", "", relu_key}) {
+    EXPECT_EQ(finder.find(name), find_operation(g, name)) << name;
+  }
+  EXPECT_EQ(finder.find("twin"), std::nullopt);
+  EXPECT_EQ(finder.find(relu_key), relu);
+  EXPECT_THAT(
+      testing::formatted(check_plan(parse_plan(R"({"ops": {"twin": {"split": {"d0": 2}}}})"), g)),
+      ::testing::ElementsAre(
+          HasSubstr("operation name 'twin' is ambiguous (2 operations carry that label)")));
+  g.set_label(linear, "Y/linear");
+  const OperationFinder after(g);
+  EXPECT_EQ(after.find("twin"), relu);
+  EXPECT_EQ(after.find("Y/linear"), linear);
+}
+
 }  // namespace
 }  // namespace tapestry::rewrite

@@ -32,7 +32,9 @@
 #include "rewrite/random_plans.h"
 #include "rewrite/rewrite_testing.h"
 #include "search_testing.h"
+#include "tapestry/cost/collective.h"
 #include "tapestry/cost/evaluator.h"
+#include "tapestry/rewrite/fused.h"
 #include "tapestry/search/optimize.h"
 #include "tapestry/support/error.h"
 
@@ -176,6 +178,84 @@ RC_GTEST_PROP(OptimizeProperties, EveryPlanTheEvaluatorPricesLowers, ()) {
                      fmt::format("priced on {}, but lower refuses it: {}", target.name, e.what())));
     }
   }
+}
+
+// The Evaluator's result does not depend on what it priced before: one Evaluator that walks a
+// chain of mutations (its memo, and the per-thread caches of the rewrites and the cost model,
+// filled by every earlier case of the run, other graphs included) prices each plan exactly as a
+// fresh Evaluator and as lower → place → simulate do — every field of the CostVector bit for bit
+// — and refuses exactly the plans they refuse, with the same message.
+RC_GTEST_PROP(OptimizeProperties, OneEvaluatorPricesAMutationChainAsFreshOnesDo, ()) {
+  const RandomGraph random = random_graph();
+  const ir::Graph& g = *random.graph;
+  const cost::Target target = random_target();
+  const PlanSpace space(g, target, false);
+  const std::vector<SeedPlan> seeds = seed_plans(space);
+  Rng rng(*rc::gen::arbitrary<std::uint64_t>());
+  cost::Evaluator walker(g, target);  // one for the whole chain
+  rewrite::Plan genome = seeds.empty() ? rewrite::Plan{} : seeds[rng.below(seeds.size())].genome;
+  rewrite::LowerOptions options;
+  options.validate = false;
+  int refused = 0;
+  for (int i = 0; i < 24; ++i) {
+    if (i % 6 == 0 && !seeds.empty()) genome = seeds[rng.below(seeds.size())].genome;
+    mutate(space, genome, rng);
+    const rewrite::Plan plan = space.expand(genome);
+    const std::string plan_text = plan.to_json().dump();
+    const rewrite::testing::PrintOnCrash on_crash(reproducer(random.tap, plan_text, "crash"));
+    std::string walked_error, fresh_error, reference_error;
+    nlohmann::json walked, fresh, reference;
+    try {
+      walked = cost::to_json(walker.evaluate(plan));
+    } catch (const Error& e) {
+      walked_error = e.what();
+    }
+    // The other two without the fused-stage cache: they parse every fused operation's stages.
+    struct CacheOff {
+      bool was = rewrite::use_fused_stage_cache(false);
+      ~CacheOff() { rewrite::use_fused_stage_cache(was); }
+    };
+    std::optional<CacheOff> off(std::in_place);
+    try {
+      cost::Evaluator once(g, target);
+      fresh = cost::to_json(once.evaluate(plan));
+    } catch (const Error& e) {
+      fresh_error = e.what();
+    }
+    try {
+      const rewrite::LowerResult r = rewrite::lower(g, plan, options);
+      reference = cost::to_json(cost::simulate(cost::place(r.graph, r.plan, target), target));
+      // partial_tensors reads each fused operation once: the same as is_partial tensor by tensor.
+      const std::vector<std::uint8_t> partial = cost::partial_tensors(r.graph);
+      for (ir::TensorId t : r.graph.tensors()) {
+        RC_ASSERT(partial[t.index()] == (cost::is_partial(r.graph, t) ? 1 : 0));
+      }
+    } catch (const Error& e) {
+      reference_error = e.what();
+    }
+    off.reset();
+    // OperationFinder answers as find_operation does, for every name the plan and graph use.
+    const rewrite::OperationFinder finder(g);
+    for (const auto& entry : plan.ops) {
+      RC_ASSERT(finder.find(entry.first) == rewrite::find_operation(g, entry.first));
+    }
+    for (ir::OperationId op : g.operations()) {
+      for (const std::string name : {g.operation(op).label(), std::string(g.key(op))}) {
+        RC_ASSERT(finder.find(name) == rewrite::find_operation(g, name));
+      }
+    }
+    refused += walked_error.empty() ? 0 : 1;
+    if (walked != fresh || walked_error != fresh_error || walked != reference ||
+        walked_error != reference_error) {
+      RC_FAIL(reproducer(
+          random.tap, plan_text,
+          fmt::format("step {} on {}: the walking Evaluator gives {}{}, a fresh one {}{}, lower → "
+                      "place → simulate {}{}",
+                      i, target.name, walked.dump(), walked_error, fresh.dump(), fresh_error,
+                      reference.dump(), reference_error)));
+    }
+  }
+  RC_TAG(refused == 0 ? "every plan priced" : "some plans refused");
 }
 
 }  // namespace

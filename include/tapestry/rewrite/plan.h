@@ -55,6 +55,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -204,6 +205,24 @@ void add_split_shorthand(Plan& plan, std::string_view shorthand);
 
 /// Finds the operation a plan names: by label (which must be unique), else by loom key.
 std::optional<ir::OperationId> find_operation(const ir::Graph& graph, std::string_view name);
+
+/// find_operation for many names of one graph: the operations' labels are indexed once, where
+/// find_operation scans every operation per name (resolving a plan of every operation of a
+/// 550-operation model was 300,000 label comparisons, on every plan the Evaluator rewrites).
+/// Same answers; the graph must outlive it unchanged.
+class OperationFinder {
+ public:
+  explicit OperationFinder(const ir::Graph& graph);
+  [[nodiscard]] std::optional<ir::OperationId> find(std::string_view name) const;
+
+ private:
+  const ir::Graph* graph_;
+  struct Labelled {
+    std::size_t count = 0;  // operations with the label
+    ir::NodeId node;        // the last of them
+  };
+  std::unordered_map<std::string_view, Labelled> labels_;
+};
 /// The name plans use for an operation: its label, else its key.
 std::string operation_name(const ir::Graph& graph, ir::OperationId op);
 /// The graph output a plan's `outputs` entry names (by label, else key); nullopt when none.
