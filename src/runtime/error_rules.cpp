@@ -2384,6 +2384,15 @@ void OperationEval::softmax(Ctx& c) const {
               so = hypot_up(yi * s_prop, own + c.u * yi * root_live);
               dout = yi * d_prop + own + c.u * yi * std::max(live - 1, 0.0);
             }
+            // Every computation of a row of known cells gives a value in [0, 1] (e_i ≤ Σ, each
+            // rounding monotone), so it is off by at most max(y, 1 − y): a row whose bars reach
+            // far enough to swap its largest terms (bf16 logits of 3·10^6, bars of 10^4) is
+            // checked, not unbounded.
+            if (known && std::isfinite(yi)) {
+              const double cap = std::max(yi, 1 - yi) * (1 + 0x1p-52) + c.tiny;
+              so = std::min(so, cap);
+              dout = std::min(dout, cap);
+            }
           }
         }
       },
