@@ -3,6 +3,8 @@
 //   search_bench [--evals N] [--budget S] [--seed N] [--best-known MS] [--skip-deep]
 //                [--skip-block] [--layers L] [--genome-out FILE] [--price FILE]
 //   search_bench --chain N [--graph FILE.tap] [--target NAME] [--start megatron8|SEED]
+//   search_bench --train-tap FILE [--layers L] [--d D] [--seq S] [--batch B] [--heads H]
+//                [--dtype bf16|f32]
 //
 // 1. Evaluations per second per core: `tapestry optimize` on examples/transformer_block.tap and
 //    h100x8 (objectives time and memory, seed 1, N plans, default 2000) on 1 thread and on 2.
@@ -20,8 +22,11 @@
 // of a mutation walk on FILE (default examples/transformer_block.tap) and target NAME (default
 // h100x8), from SEED (a search seed: megatron, data-parallel, …, default megatron) or cost_bench's
 // megatron8 plan, and prints plans/s, plans per CPU-second, the memo's misses and a checksum of
-// the makespans (equal across builds that price alike).
+// the makespans (equal across builds that price alike). --train-tap writes a GPT-style training
+// step (train_text below; default 24 layers, d 6144, 64 sequences of 2048 tokens, 48 heads,
+// bf16) as a .tap file for `tapestry optimize` (docs/optimizer.md, "Training steps").
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <cstring>
@@ -74,6 +79,73 @@ std::string transformer_text(int layers) {
   }
   // clang-format on
   return t + fmt::format("output X{}\n", layers);
+}
+
+// A GPT-style training step (--train-tap): `layers` transformer layers (the layer of
+// transformer_text: Q/K/V projections, `heads` heads, scaled scores, softmax, the output
+// projection, a residual, a GELU MLP of 4·d, a residual; no LayerNorm, no causal mask, no
+// vocabulary head: the layer stack is what a plan divides), `batch` sequences of `seq` tokens,
+// width `d`, bf16 (or `dtype`), an `mse` loss against a target T, `grad` of every weight (the
+// gradients listed from the last layer to the first, so each layer's backward operations are named
+// after it: `dWq23/…`) and an Adam update of each weight with its two moments (`update W <- Wn,
+// …`).
+std::string train_text(int layers, std::int64_t d, std::int64_t seq, std::int64_t batch,
+                       std::int64_t heads, const std::string& dtype) {
+  const std::int64_t n = batch * seq, f = 4 * d, dh = d / heads;
+  std::string t =
+      fmt::format("X0: {0}[{1}, {2}]\nT: {0}[{1}, {2}]\nScale: {0}[1]\nstep: i64[]\n", dtype, n, d);
+  const auto weights = [&](int l) {
+    return std::vector<std::pair<std::string, std::string>>{
+        {fmt::format("Wq{}", l), fmt::format("[{}, {}]", d, d)},
+        {fmt::format("bq{}", l), fmt::format("[{}]", d)},
+        {fmt::format("Wk{}", l), fmt::format("[{}, {}]", d, d)},
+        {fmt::format("bk{}", l), fmt::format("[{}]", d)},
+        {fmt::format("Wv{}", l), fmt::format("[{}, {}]", d, d)},
+        {fmt::format("bv{}", l), fmt::format("[{}]", d)},
+        {fmt::format("Wo{}", l), fmt::format("[{}, {}]", d, d)},
+        {fmt::format("bo{}", l), fmt::format("[{}]", d)},
+        {fmt::format("Wa{}", l), fmt::format("[{}, {}]", f, d)},
+        {fmt::format("ba{}", l), fmt::format("[{}]", f)},
+        {fmt::format("Wb{}", l), fmt::format("[{}, {}]", d, f)},
+        {fmt::format("bb{}", l), fmt::format("[{}]", d)}};
+  };
+  for (int l = 0; l < layers; ++l) {
+    for (const auto& [w, shape] : weights(l)) {
+      t += fmt::format("{0}: {2}{1}\n{0}_m: {2}{1}\n{0}_v: {2}{1}\n", w, shape, dtype);
+    }
+  }
+  const std::string split = fmt::format("shape=[{}, {}, {}, {}]", batch, seq, heads, dh);
+  // clang-format off
+  for (int l = 0; l < layers; ++l) {
+    t += fmt::format(
+        "Q{0} = permute(reshape(linear(X{0}, Wq{0}, bq{0}), {2}), perm=[0, 2, 1, 3])\n"
+        "K{0} = permute(reshape(linear(X{0}, Wk{0}, bk{0}), {2}), perm=[0, 2, 1, 3])\n"
+        "V{0} = permute(reshape(linear(X{0}, Wv{0}, bv{0}), {2}), perm=[0, 2, 1, 3])\n"
+        "S{0} = mul(matmul(Q{0}, transpose(K{0})), Scale)\nP{0} = softmax(S{0})\n"
+        "C{0} = matmul(P{0}, V{0})\n"
+        "A{0} = linear(reshape(permute(C{0}, perm=[0, 2, 1, 3]), shape=[{3}, {4}]), Wo{0}, bo{0})\n"
+        "R{0} = add(X{0}, A{0})\nM{0} = linear(gelu(linear(R{0}, Wa{0}, ba{0})), Wb{0}, bb{0})\n"
+        "X{1} = add(R{0}, M{0})\n",
+        l, l + 1, split, n, d);
+  }
+  // clang-format on
+  t += fmt::format("L = mse(X{}, T)\n", layers);
+  std::vector<std::string> ws, ds;
+  for (int l = layers - 1; l >= 0; --l) {
+    for (const auto& [w, shape] : weights(l)) {
+      ws.push_back(w);
+      ds.push_back("d" + w);
+    }
+  }
+  t += fmt::format("{} = grad(L, {})\n", fmt::join(ds, ", "), fmt::join(ws, ", "));
+  std::vector<std::string> updates;
+  for (const std::string& w : ws) {
+    t += fmt::format("{0}n = adam({0}, d{0}, {0}_m, {0}_v, step)\n", w);
+    updates.push_back(fmt::format("{0} <- {0}n, {0}_m <- {0}n.m_next, {0}_v <- {0}n.v_next", w));
+  }
+  t += "output L\n";
+  for (const std::string& u : updates) t += fmt::format("update {}\n", u);
+  return t;
 }
 
 void evaluations_per_second(std::uint64_t evals) {
@@ -277,6 +349,9 @@ int main(int argc, char** argv) {
   int layers = 24;
   std::string chain_graph, chain_target = "h100x8", chain_start = "megatron";
   std::uint64_t chain = 0;
+  std::string train_tap;
+  std::int64_t train_d = 6144, train_seq = 2048, train_batch = 64, train_heads = 48;
+  std::string train_dtype = "bf16";
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--evals") == 0 && i + 1 < argc) evals = std::stoull(argv[++i]);
     if (std::strcmp(argv[i], "--budget") == 0 && i + 1 < argc) budget = std::stod(argv[++i]);
@@ -292,6 +367,25 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--graph") == 0 && i + 1 < argc) chain_graph = argv[++i];
     if (std::strcmp(argv[i], "--target") == 0 && i + 1 < argc) chain_target = argv[++i];
     if (std::strcmp(argv[i], "--start") == 0 && i + 1 < argc) chain_start = argv[++i];
+    if (std::strcmp(argv[i], "--train-tap") == 0 && i + 1 < argc) train_tap = argv[++i];
+    if (std::strcmp(argv[i], "--d") == 0 && i + 1 < argc) train_d = std::stoll(argv[++i]);
+    if (std::strcmp(argv[i], "--seq") == 0 && i + 1 < argc) train_seq = std::stoll(argv[++i]);
+    if (std::strcmp(argv[i], "--batch") == 0 && i + 1 < argc) train_batch = std::stoll(argv[++i]);
+    if (std::strcmp(argv[i], "--heads") == 0 && i + 1 < argc) train_heads = std::stoll(argv[++i]);
+    if (std::strcmp(argv[i], "--dtype") == 0 && i + 1 < argc) train_dtype = argv[++i];
+  }
+  if (!train_tap.empty()) {
+    if (train_d % train_heads != 0) throw Error("--heads must divide --d");
+    std::FILE* f = std::fopen(train_tap.c_str(), "w");
+    if (f == nullptr) throw Error("cannot write " + train_tap);
+    const std::string text =
+        train_text(layers, train_d, train_seq, train_batch, train_heads, train_dtype);
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fclose(f);
+    fmt::print(
+        "wrote {}: a {}-layer training step, d {}, {} sequences of {} tokens, {} heads, {}\n",
+        train_tap, layers, train_d, train_batch, train_seq, train_heads, train_dtype);
+    return 0;
   }
   if (chain > 0) {
     if (chain_graph.empty())

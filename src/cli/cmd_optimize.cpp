@@ -18,7 +18,12 @@
 // a job killed by a rank's death leaves both whole. TAPESTRY_TEST_OPTIMIZE_DIE=R:N (tests only)
 // makes rank R abort at its N-th meeting.
 #include <fmt/core.h>
+
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <cstdio>
 #include <cstdlib>
@@ -219,6 +224,16 @@ int run_optimize(const OptimizeCliOptions& options) {
                         p.ranks == 1 ? "" : "s", p.waiting_s)
           : "",
       p.refused, p.infeasible, r.stopped_by);
+  if (!p.refusals.empty()) {
+    // The three most frequent reasons (ties: in the order of their text).
+    std::vector<std::pair<std::uint64_t, std::string>> reasons;
+    for (const auto& [why, n] : p.refusals) reasons.emplace_back(n, why);
+    std::stable_sort(reasons.begin(), reasons.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (std::size_t i = 0; i < reasons.size() && i < 3; ++i) {
+      fmt::print("  refused {}× {}\n", reasons[i].first, reasons[i].second);
+    }
+  }
   if (p.prefix_evaluations > 0) {
     fmt::print("(and first {} plans of the graph's first layers, whose front seeded the search)\n",
                p.prefix_evaluations);

@@ -129,7 +129,8 @@ void register_plan(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--split", options->splits, "shorthand for one split: OP.DIM=N (repeatable)")
       ->excludes(json);
   cmd->add_option("--standard", options->standard,
-                  "print a standard plan as JSON: data-parallel, megatron, megatron-rs, 2d; or "
+                  "print a standard plan as JSON: data-parallel, megatron, megatron-rs, 2d, zero3, "
+                  "megatron-3d-full, megatron-3d-selective; or "
                   "all: each one's summary (exit 1 when NAME does not apply, with the reason)");
   cmd->add_option("--target", options->target,
                   "with --standard: the target to plan for (a preset name or a target file)");

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <compare>
+#include <optional>
 #include <queue>
 #include <tuple>
 
@@ -168,8 +169,21 @@ class Simulation {
           break;
       }
     }
+    // An application that never ran waits, through the ordering edges (ir/ordering.h), the
+    // dependencies and the collectives, on itself: the plan's schedule deadlocks. A plan error
+    // (the search refuses it with this reason), not an internal one.
+    std::uint32_t stuck = 0;
+    std::optional<std::uint32_t> first;
     for (std::uint32_t a = 0; a < p_.applications.size(); ++a) {
-      TAPESTRY_ASSERT(pending_[a] == 0 && scheduled_[a], "every application ran");
+      if (pending_[a] == 0 && scheduled_[a]) continue;
+      ++stuck;
+      if (!first) first = a;
+    }
+    if (first) {
+      throw Error(fmt::format(
+          "simulate: the plan's schedule deadlocks: {} of {} applications never run, the first "
+          "of operation {} (its ordering edges, dependencies and collectives wait on one another)",
+          stuck, p_.applications.size(), p_.operations[p_.applications[*first].operation].name));
     }
   }
 

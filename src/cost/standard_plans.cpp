@@ -3,6 +3,7 @@
 #include "tapestry/cost/standard_plans.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -12,6 +13,7 @@
 #include "tapestry/cost/graph_roles.h"
 #include "tapestry/cost/placement.h"
 #include "tapestry/metakernel/apply.h"
+#include "tapestry/rewrite/zero.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::cost {
@@ -415,10 +417,227 @@ StandardPlan tensor_parallel(const ir::Graph& graph, const GraphRoles& roles, co
   return s;
 }
 
+// ---- training steps: ZeRO-3 and Megatron with recomputation ---------------------------------
+
+bool is_update(const OperationRoles& op) {
+  return rewrite::is_optimizer_kernel(op.kernel);
+}
+
+// The parameter an optimizer update reads (its `param` port).
+std::optional<ir::TensorId> param_of(const OperationRoles& op) {
+  for (const PortRoles& port : op.inputs) {
+    if (port.name == "param") return port.tensor;
+  }
+  return std::nullopt;
+}
+
+TrainingRoles training_roles_of(const ir::Graph& graph, const GraphRoles& roles) {
+  TrainingRoles t;
+  // The gradient seed: ones_like of a computed scalar.
+  std::optional<ir::TensorId> loss;
+  for (const OperationRoles& op : roles.operations) {
+    if (op.kernel != "ones_like" || op.inputs.size() != 1) continue;
+    const ir::TensorId x = op.inputs[0].tensor;
+    if (graph.tensor(x).range().rank() == 0 && !graph.producers(x).empty()) {
+      loss = x;
+      break;
+    }
+  }
+  if (!loss) return t;
+  t.loss = rewrite::output_name(graph, *loss);
+  for (const OperationRoles& op : roles.operations) {
+    if (!is_update(op)) continue;
+    if (std::optional<ir::TensorId> p = param_of(op); p && graph.producers(*p).empty()) {
+      t.parameters.push_back(rewrite::output_name(graph, *p));
+      const zspace::Range range = graph.tensor(*p).range();
+      t.parameter_rows.push_back(range.rank() > 0 ? range.extent(0) : 1);
+    }
+  }
+  if (t.parameters.empty()) return t;
+  // The forward pass: what the loss depends on.
+  const std::size_t n = roles.operations.size();
+  std::vector<std::uint8_t> forward(n, 0);
+  std::vector<ir::TensorId> todo = {*loss};
+  std::set<std::uint32_t> visited;
+  while (!todo.empty()) {
+    const ir::TensorId x = todo.back();
+    todo.pop_back();
+    if (!visited.insert(x.index()).second) continue;
+    for (ir::OperationId p : graph.producers(x)) {
+      const std::optional<std::size_t> at = roles.position(p);
+      if (!at || forward[*at] != 0) continue;
+      forward[*at] = 1;
+      for (const PortRoles& port : roles.operations[*at].inputs) todo.push_back(port.tensor);
+    }
+  }
+  // Checkpoints: with the forward operations in topological order, a result is a cut when every
+  // activation written before it (the data inputs included) has its last forward reader at or
+  // before its writer.
+  std::vector<std::size_t> order;                    // positions of the forward operations
+  std::map<std::uint32_t, std::size_t> last_reader;  // tensor → its last forward reader's step
+  std::map<std::uint32_t, std::size_t> first_reader;
+  std::set<std::uint32_t> data_inputs;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (forward[i] == 0) continue;
+    for (const PortRoles& port : roles.operations[i].inputs) {
+      if (roles.is_weight(port.tensor)) continue;
+      last_reader[port.tensor.index()] = order.size();
+      first_reader.emplace(port.tensor.index(), order.size());
+      if (roles.is_activation(port.tensor)) data_inputs.insert(port.tensor.index());
+    }
+    order.push_back(i);
+  }
+  // A data input counts from its first forward reader on (the target of a loss is read last).
+  std::map<std::size_t, std::size_t> data_open;  // first reader's step → latest last reader
+  for (std::uint32_t tensor : data_inputs) {
+    std::size_t& at = data_open[first_reader.at(tensor)];
+    at = std::max(at, last_reader.at(tensor));
+  }
+  std::size_t open = 0;  // the latest last reader of what was written (or read) before this step
+  for (std::size_t step = 0; step < order.size(); ++step) {
+    const OperationRoles& op = roles.operations[order[step]];
+    if (auto d = data_open.find(step); d != data_open.end()) open = std::max(open, d->second);
+    const bool reads_activation =
+        std::any_of(op.inputs.begin(), op.inputs.end(),
+                    [&](const auto& p) { return !roles.is_weight(p.tensor); });
+    const bool cut = open <= step && op.outputs.size() == 1;
+    for (const PortRoles& port : op.outputs) {
+      if (auto r = last_reader.find(port.tensor.index()); r != last_reader.end()) {
+        open = std::max(open, r->second);
+      }
+    }
+    if (cut && reads_activation) {
+      t.checkpoints.push_back(op.name);
+    }
+    t.forward.push_back(op.name);
+    const bool loss_op = std::any_of(op.outputs.begin(), op.outputs.end(),
+                                     [&](const auto& p) { return p.tensor == *loss; });
+    if (reads_activation && !loss_op && !(cut && reads_activation)) t.full.push_back(op.name);
+  }
+  // Selective: each forward softmax and the chain before it writing its input's shape.
+  std::set<std::string> selective;
+  for (std::size_t i : order) {
+    const OperationRoles& op = roles.operations[i];
+    if (op.kernel != "softmax" || op.inputs.empty()) continue;
+    const zspace::Range shape = graph.tensor(op.inputs[0].tensor).range();
+    selective.insert(op.name);
+    std::vector<ir::TensorId> up = {op.inputs[0].tensor};
+    while (!up.empty()) {
+      const ir::TensorId x = up.back();
+      up.pop_back();
+      for (ir::OperationId p : graph.producers(x)) {
+        const std::optional<std::size_t> at = roles.position(p);
+        if (!at || forward[*at] == 0 || roles.is_weight(x)) continue;
+        const OperationRoles& producer = roles.operations[*at];
+        if (!selective.insert(producer.name).second) continue;
+        for (const PortRoles& port : producer.inputs) {
+          const zspace::Range r = graph.tensor(port.tensor).range();
+          if (r.shape() == shape.shape()) up.push_back(port.tensor);
+        }
+      }
+    }
+  }
+  for (std::size_t i : order) {
+    if (selective.contains(roles.operations[i].name))
+      t.selective.push_back(roles.operations[i].name);
+  }
+  return t;
+}
+
+std::string not_training(const TrainingRoles& t) {
+  return t.loss.empty() ? "not a training step (no gradient seed: ones_like of a scalar loss, "
+                          "`tapestry grad`)"
+                        : "not a training step (no parameter an optimizer kernel updates: sgd, "
+                          "sgd_momentum, adam)";
+}
+
+// ZeRO-3 data parallel: data-parallel's cuts of the forward and backward passes, the updates
+// and their outputs left to the zero rewrite, every parameter sharded p ways.
+StandardPlan zero3(const ir::Graph& graph, const GraphRoles& roles, const Target& target) {
+  StandardPlan s{.name = "zero3", .plan = std::nullopt, .summary = {}, .reason = {}};
+  const TrainingRoles t = training_roles_of(graph, roles);
+  if (t.parameters.empty()) {
+    s.reason = not_training(t);
+    return s;
+  }
+  StandardPlan dp = data_parallel(graph, roles, target);
+  if (!dp.plan) {
+    s.reason = "data-parallel does not apply: " + dp.reason;
+    return s;
+  }
+  std::int64_t p = 0;
+  for (const auto& [name, entry] : dp.plan->ops) {
+    for (const auto& [dim, count] : entry.split) p = std::max(p, count);
+  }
+  std::int64_t rows = 0;
+  for (std::int64_t r : t.parameter_rows) rows = std::gcd(rows, r);
+  const std::int64_t shards = largest_divisor(std::gcd(rows, p), p);
+  if (shards < 2) {
+    s.reason = fmt::format(
+        "no shard count from 2 to {} divides every parameter's dim 0 (their gcd is {})", p, rows);
+    return s;
+  }
+  Plan plan = std::move(*dp.plan);
+  std::set<std::string> outputs;
+  for (const OperationRoles& op : roles.operations) {
+    if (!is_update(op)) continue;
+    plan.ops.erase(op.name);
+    for (const PortRoles& port : op.outputs)
+      outputs.insert(rewrite::output_name(graph, port.tensor));
+  }
+  std::erase_if(plan.outputs, [&](const auto& o) { return outputs.contains(o.first); });
+  plan.zero = rewrite::ZeroPlan{.stage = 3, .params = t.parameters, .shards = shards, .axis = {}};
+  s.plan = std::move(plan);
+  s.summary = fmt::format(
+      "ZeRO-3 (FSDP) data parallel ×{}: {} parameters, their gradients and "
+      "optimizer state sharded ×{}",
+      p, t.parameters.size(), shards);
+  return s;
+}
+
+StandardPlan tensor_parallel(const ir::Graph& graph, const GraphRoles& roles, const Target& target,
+                             std::string_view name);
+
+// Megatron TP × PP × DP with full or selective recomputation: the 2d plan (megatron when the
+// target's mesh has no data and tensor axes), pipeline degree 1, and the recompute list.
+StandardPlan megatron_3d(const ir::Graph& graph, const GraphRoles& roles, const Target& target,
+                         std::string_view name) {
+  StandardPlan s{.name = std::string(name), .plan = std::nullopt, .summary = {}, .reason = {}};
+  const TrainingRoles t = training_roles_of(graph, roles);
+  if (t.parameters.empty()) {
+    s.reason = not_training(t);
+    return s;
+  }
+  const bool full = name == "megatron-3d-full";
+  const std::vector<std::string>& recompute = full ? t.full : t.selective;
+  if (recompute.empty()) {
+    s.reason = full ? "no forward operation to recompute (every one writes a checkpoint)"
+                    : "no attention to recompute (no softmax in the forward pass)";
+    return s;
+  }
+  StandardPlan base = tensor_parallel(graph, roles, target, "2d");
+  if (!base.plan) {
+    const std::string why_2d = base.reason;
+    base = tensor_parallel(graph, roles, target, "megatron");
+    if (!base.plan) {
+      s.reason = fmt::format("neither 2d ({}) nor megatron ({}) applies", why_2d, base.reason);
+      return s;
+    }
+  }
+  s.plan = std::move(base.plan);
+  s.plan->recompute = recompute;
+  s.summary = fmt::format(
+      "{} × pipeline ×1 (a stage on a device group is not built), {} recomputation of {}",
+      base.summary, full ? "full" : "selective",
+      count_text(recompute.size(), "forward operation", "forward operations"));
+  return s;
+}
 }  // namespace
 
 const std::vector<std::string>& standard_plan_names() {
-  static const std::vector<std::string> kNames = {"data-parallel", "megatron", "megatron-rs", "2d"};
+  static const std::vector<std::string> kNames = {
+      "data-parallel", "megatron",         "megatron-rs",          "2d",
+      "zero3",         "megatron-3d-full", "megatron-3d-selective"};
   return kNames;
 }
 
@@ -430,16 +649,25 @@ StandardPlan standard_plan(const ir::Graph& graph, const Target& target, std::st
   }
   const GraphRoles roles = graph_roles(graph);
   if (name == "data-parallel") return data_parallel(graph, roles, target);
+  if (name == "zero3") return zero3(graph, roles, target);
+  if (name.starts_with("megatron-3d")) return megatron_3d(graph, roles, target, name);
   return tensor_parallel(graph, roles, target, name);
 }
 
 std::vector<StandardPlan> standard_plans(const ir::Graph& graph, const Target& target) {
   const GraphRoles roles = graph_roles(graph);
   std::vector<StandardPlan> plans = {data_parallel(graph, roles, target)};
-  for (std::size_t i = 1; i < standard_plan_names().size(); ++i) {
+  for (std::size_t i = 1; i < 4; ++i) {
     plans.push_back(tensor_parallel(graph, roles, target, standard_plan_names()[i]));
   }
+  plans.push_back(zero3(graph, roles, target));
+  plans.push_back(megatron_3d(graph, roles, target, "megatron-3d-full"));
+  plans.push_back(megatron_3d(graph, roles, target, "megatron-3d-selective"));
   return plans;
+}
+
+TrainingRoles training_roles(const ir::Graph& graph) {
+  return training_roles_of(graph, graph_roles(graph));
 }
 
 StandardPlan checked_standard_plan(const ir::Graph& graph, const Target& target,

@@ -16,7 +16,8 @@ using rewrite::Plan;
 
 // How often each mutation is drawn (out of the sum), in Mutation order. Align and resplit are
 // the workhorses; the others change fewer plans' costs.
-constexpr std::array<int, kMutationCount> kWeights = {6, 2, 2, 2, 2, 1, 6};
+// The training step's three (recompute, zero, pipeline) draw only on a training step.
+constexpr std::array<int, kMutationCount> kWeights = {6, 2, 2, 2, 2, 1, 6, 2, 2, 1};
 constexpr double kResplitCarries = 0.3;
 
 std::uint64_t mix(std::uint64_t x) {
@@ -354,6 +355,146 @@ bool align(const PlanSpace& space, Plan& genome, Rng& rng) {
   return !(genome == before);
 }
 
+// ---- a training step's members ----------------------------------------------------------------
+
+bool recompute(const PlanSpace& space, Plan& genome, Rng& rng) {
+  const TrainingSpace& t = space.training();
+  if (t.recomputable.empty()) return false;
+  const std::uint64_t how = rng.below(10);
+  std::vector<std::string> next;
+  if (how < 2) {
+    next = t.full;
+  } else if (how < 4) {
+    next = t.selective;
+  } else if (how < 5) {
+    next.clear();
+  } else {
+    next = genome.recompute;
+    const std::string& name =
+        space.operations()[t.recomputable[rng.below(t.recomputable.size())]].name;
+    if (std::erase(next, name) == 0) {
+      // In the forward order, so equal sets are equal lists.
+      next.push_back(name);
+      std::vector<std::string> ordered;
+      for (const std::string& r : t.full) {
+        if (std::find(next.begin(), next.end(), r) != next.end()) ordered.push_back(r);
+      }
+      for (const std::string& r : next) {
+        if (std::find(ordered.begin(), ordered.end(), r) == ordered.end()) ordered.push_back(r);
+      }
+      next = std::move(ordered);
+    }
+  }
+  if (next == genome.recompute) return false;
+  genome.recompute = std::move(next);
+  return true;
+}
+
+std::string zero_axis(const PlanSpace& space, std::int64_t shards, Rng& rng) {
+  std::vector<std::string> axes;
+  for (const cost::MeshAxis& a : space.mesh_axes()) {
+    if (a.size == shards && space.mesh_axes().size() > 1) axes.push_back(a.name);
+  }
+  if (axes.empty() || rng.chance(0.5)) return {};
+  return axes[rng.below(axes.size())];
+}
+
+bool zero(const PlanSpace& space, Plan& genome, Rng& rng) {
+  const TrainingSpace& t = space.training();
+  if (t.zero_shards.empty()) return false;
+  std::optional<rewrite::ZeroPlan> next = genome.zero;
+  if (next && rng.chance(0.25)) {
+    next.reset();
+  } else if (!next) {
+    const std::int64_t shards = t.zero_shards[rng.below(t.zero_shards.size())];
+    next =
+        rewrite::ZeroPlan{.stage = rng.chance(0.5) ? 3 : 1 + static_cast<int>(rng.below(3)),
+                          .params = t.parameters,
+                          .shards = shards,
+                          .axis = genome.pipeline ? std::string() : zero_axis(space, shards, rng)};
+  } else {
+    switch (rng.below(3)) {
+      case 0:
+        next->stage = 1 + static_cast<int>(rng.below(3));
+        break;
+      case 1:
+        next->shards = t.zero_shards[rng.below(t.zero_shards.size())];
+        next->axis = genome.pipeline ? std::string() : zero_axis(space, next->shards, rng);
+        break;
+      default:
+        next->axis = genome.pipeline ? std::string() : zero_axis(space, next->shards, rng);
+        break;
+    }
+  }
+  if (next == genome.zero) return false;
+  genome.zero = std::move(next);
+  return true;
+}
+
+// The stages of `count` runs of consecutive layers (as even as they divide).
+std::vector<std::vector<std::string>> stages_of(const TrainingSpace& t, std::size_t count) {
+  std::vector<std::vector<std::string>> stages(count);
+  const std::size_t depth = t.layers.size();
+  for (std::size_t l = 0; l < depth; ++l) {
+    auto& stage = stages[l * count / depth];
+    stage.insert(stage.end(), t.layers[l].begin(), t.layers[l].end());
+  }
+  return stages;
+}
+
+bool pipeline(const PlanSpace& space, Plan& genome, Rng& rng) {
+  const TrainingSpace& t = space.training();
+  const auto most = static_cast<std::int64_t>(
+      std::min<std::size_t>(t.layers.size(), static_cast<std::size_t>(space.device_count())));
+  if (most < 2 || t.microbatches.empty()) return false;
+  const auto draw_stages = [&] {
+    std::vector<std::int64_t> options;
+    for (std::int64_t k = 2; k <= most; ++k) {
+      if (static_cast<std::int64_t>(t.layers.size()) % k == 0 || (k & (k - 1)) == 0)
+        options.push_back(k);
+    }
+    return static_cast<std::size_t>(options[rng.below(options.size())]);
+  };
+  const auto draw_microbatches = [&] { return t.microbatches[rng.below(t.microbatches.size())]; };
+  std::optional<rewrite::PipelinePlan> next = genome.pipeline;
+  if (next && rng.chance(0.25)) {
+    next.reset();
+  } else if (!next) {
+    next = rewrite::PipelinePlan{.stages = stages_of(t, draw_stages()),
+                                 .microbatches = draw_microbatches(),
+                                 .schedule = rng.chance(0.75) ? "1f1b" : "gpipe",
+                                 .devices = {}};
+    // What a pipeline refuses: placements, mesh axes, batch cuts (and ZeRO's axis).
+    for (auto& [name, op] : genome.ops) {
+      op.place.clear();
+      op.mesh.clear();
+      const std::optional<std::size_t> at = space.find(name);
+      if (at && space.operations()[*at].batch_dim) {
+        op.split.erase(space.operations()[*at].dims[*space.operations()[*at].batch_dim].name);
+      }
+      for (const DimInfo& d : at ? space.operations()[*at].dims : std::vector<DimInfo>{}) {
+        if (d.reduction) op.split.erase(d.name);
+      }
+    }
+    if (genome.zero) genome.zero->axis.clear();
+  } else {
+    switch (rng.below(3)) {
+      case 0:
+        next->stages = stages_of(t, draw_stages());
+        break;
+      case 1:
+        next->microbatches = draw_microbatches();
+        break;
+      default:
+        next->schedule = next->schedule == "1f1b" ? "gpipe" : "1f1b";
+        break;
+    }
+  }
+  if (next == genome.pipeline) return false;
+  genome.pipeline = std::move(next);
+  return true;
+}
+
 std::int64_t device_cut(const PlanSpace& space, std::int64_t extent) {
   return std::min(extent, space.device_count());
 }
@@ -473,6 +614,12 @@ std::string_view mutation_name(Mutation mutation) {
       return "substitute";
     case Mutation::kAlign:
       return "align";
+    case Mutation::kRecompute:
+      return "recompute";
+    case Mutation::kZero:
+      return "zero";
+    case Mutation::kPipeline:
+      return "pipeline";
   }
   return "?";
 }
@@ -501,6 +648,15 @@ bool mutate_once(const PlanSpace& space, Mutation kind, rewrite::Plan& genome, R
     case Mutation::kAlign:
       align(space, genome, rng);
       break;
+    case Mutation::kRecompute:
+      recompute(space, genome, rng);
+      break;
+    case Mutation::kZero:
+      zero(space, genome, rng);
+      break;
+    case Mutation::kPipeline:
+      pipeline(space, genome, rng);
+      break;
   }
   normalize(genome);
   return !(genome == before);
@@ -511,6 +667,7 @@ void mutate(const PlanSpace& space, rewrite::Plan& genome, Rng& rng, MutationSet
   int total = 0;
   for (int k = 0; k < kMutationCount; ++k) {
     weights[k] = (allowed >> k & 1u) != 0 ? kWeights[k] : 0;
+    if (k >= kCutMutationCount && !space.is_training_step()) weights[k] = 0;
     total += weights[k];
   }
   if (total == 0) return;

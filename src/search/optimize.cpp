@@ -32,8 +32,19 @@ struct Candidate {
   rewrite::Plan genome;
   rewrite::Plan plan;
   std::optional<cost::CostVector> cost;  // nullopt: the rewrites or placement refused it
+  std::string refusal;                   // why, when they did
   bool priced = false;                   // false: the time budget ran out before its turn
 };
+
+constexpr std::size_t kRefusalKinds = 32;  // distinct reasons counted (the rest: "other")
+
+// A refusal's reason with its numbers and layer digits as '#' and at most 160 characters, so
+// refusals of one kind count together: "pipeline: # microbatches do not divide the batch of …".
+std::string refusal_kind(std::string_view message) {
+  std::string kind = name_pattern(message);
+  if (kind.size() > 160) kind = kind.substr(0, 157) + "...";
+  return kind;
+}
 
 // How far an infeasible plan is from feasibility (0 for a feasible one): the pool of parents
 // while the front is empty keeps the closest.
@@ -137,8 +148,9 @@ struct Optimizer::Impl {
     c.priced = true;
     try {
       c.cost = evaluator().evaluate(c.plan);
-    } catch (const Error&) {
+    } catch (const Error& e) {
       c.cost.reset();
+      c.refusal = e.what();
     }
   }
 
@@ -168,6 +180,11 @@ struct Optimizer::Impl {
       ++run_evaluations;
       if (!c.cost) {
         ++progress.refused;
+        std::string kind = refusal_kind(c.refusal);
+        if (!progress.refusals.contains(kind) && progress.refusals.size() >= kRefusalKinds) {
+          kind = "other";
+        }
+        ++progress.refusals[kind];
         continue;
       }
       const double p = penalty(*c.cost, options.constraints, target);
@@ -335,6 +352,12 @@ struct Optimizer::Impl {
         const std::optional<std::size_t> op = space.find(entry.first);
         return op && space.representative(*op) != *op;
       });
+      if (space.tie_layers()) {  // expand recomputes a representative's kind whole
+        std::erase_if(genome.recompute, [&](const std::string& name) {
+          const std::optional<std::size_t> op = space.find(name);
+          return op && space.representative(*op) != *op;
+        });
+      }
       normalize(genome);
       const bool seen_before = std::any_of(seeds.begin(), seeds.end(),
                                            [&](const SeedPlan& d) { return d.genome == genome; });
@@ -716,6 +739,7 @@ nlohmann::json front_json(const OptimizeResult& result, const std::string& graph
                         {"constraints", constraints},
                         {"evaluations", result.progress.evaluations},
                         {"refused", result.progress.refused},
+                        {"refusals", result.progress.refusals},
                         {"infeasible", result.progress.infeasible},
                         {"seconds", result.progress.seconds},
                         {"stopped_by", result.stopped_by},

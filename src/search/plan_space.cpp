@@ -6,10 +6,12 @@
 #include <cctype>
 #include <cstdlib>
 #include <map>
+#include <numeric>
 #include <set>
 #include <tuple>
 
 #include "tapestry/cost/graph_roles.h"
+#include "tapestry/cost/standard_plans.h"
 #include "tapestry/ir/json_io.h"
 #include "tapestry/rewrite/plan.h"
 #include "tapestry/support/assert.h"
@@ -132,6 +134,74 @@ PlanSpace::PlanSpace(const ir::Graph& graph, const cost::Target& target, bool ti
       }
     }
   }
+  build_training(graph, target);
+}
+
+void PlanSpace::build_training(const ir::Graph& graph, const cost::Target& target) {
+  const cost::TrainingRoles roles = cost::training_roles(graph);
+  if (roles.parameters.empty()) return;
+  TrainingSpace& t = training_;
+  t.parameters = roles.parameters;
+  std::int64_t rows = 0;
+  for (std::int64_t r : roles.parameter_rows) rows = std::gcd(rows, r);
+  std::set<std::int64_t> shards;
+  for (std::int64_t c = 2; c <= device_count_; c *= 2) shards.insert(c);
+  shards.insert(device_count_);
+  for (const cost::MeshAxis& axis : mesh_axes_) shards.insert(axis.size);
+  for (std::int64_t c : shards) {
+    if (c >= 2 && c <= device_count_ && rows % c == 0) t.zero_shards.push_back(c);
+  }
+  // Representatives, by name.
+  const auto representatives_of = [&](const std::vector<std::string>& names) {
+    std::vector<std::string> out;
+    std::set<std::size_t> taken;
+    for (const std::string& name : names) {
+      const std::optional<std::size_t> op = find(name);
+      if (op && taken.insert(representative(*op)).second) {
+        out.push_back(operations_[representative(*op)].name);
+      }
+    }
+    return out;
+  };
+  t.full = representatives_of(roles.full);
+  t.selective = representatives_of(roles.selective);
+  for (const std::string& name : t.full) t.recomputable.push_back(*find(name));
+  // Layers: the forward operations grouped by kind (always tied here), member i of a kind of the
+  // largest size in layer i.
+  std::set<std::string> forward(roles.forward.begin(), roles.forward.end());
+  std::map<std::string, std::vector<std::size_t>> by_key;
+  std::vector<std::string> keys;  // in the order of first members
+  std::map<std::string, ir::OperationId> id_of;
+  for (ir::OperationId id : graph.operations())
+    id_of.emplace(rewrite::operation_name(graph, id), id);
+  std::vector<std::string> key_of(operations_.size());
+  for (std::size_t i = 0; i < operations_.size(); ++i) {
+    if (!forward.contains(operations_[i].name)) continue;
+    key_of[i] = kind_key(graph, id_of.at(operations_[i].name), operations_[i]);
+    by_key[key_of[i]].push_back(i);
+  }
+  std::size_t depth = 0;
+  for (const auto& [key, members] : by_key) depth = std::max(depth, members.size());
+  if (depth >= 2) {
+    t.layers.resize(depth);
+    std::map<std::string, std::size_t> seen;
+    for (std::size_t i = 0; i < operations_.size(); ++i) {
+      if (key_of[i].empty()) continue;
+      const std::size_t size = by_key[key_of[i]].size();
+      const std::size_t member = seen[key_of[i]]++;
+      if (size % depth == 0) t.layers[member / (size / depth)].push_back(operations_[i].name);
+    }
+  }
+  std::int64_t batch = 0;
+  for (std::size_t i = 0; i < operations_.size(); ++i) {
+    const OperationInfo& info = operations_[i];
+    if (key_of[i].empty() || !info.batch_dim) continue;
+    batch = std::gcd(batch, info.dims[*info.batch_dim].extent);
+  }
+  for (std::int64_t m = 2; m <= std::min<std::int64_t>(batch, 64); ++m) {
+    if (batch % m == 0) t.microbatches.push_back(m);
+  }
+  (void)target;
 }
 
 std::optional<std::size_t> PlanSpace::find(std::string_view name) const {
@@ -144,6 +214,19 @@ std::optional<std::size_t> PlanSpace::find(std::string_view name) const {
 rewrite::Plan PlanSpace::expand(const rewrite::Plan& genome) const {
   if (!tie_layers_) return genome;
   rewrite::Plan plan = genome;
+  if (!genome.recompute.empty()) {
+    const std::set<std::string> named(genome.recompute.begin(), genome.recompute.end());
+    plan.recompute.clear();
+    for (const std::string& entry : genome.recompute) {
+      if (entry.find('*') != std::string::npos) plan.recompute.push_back(entry);
+    }
+    for (std::size_t i = 0; i < operations_.size(); ++i) {
+      if (named.contains(operations_[i].name) ||
+          named.contains(operations_[representative(i)].name)) {
+        plan.recompute.push_back(operations_[i].name);
+      }
+    }
+  }
   for (const std::vector<std::size_t>& members : kinds_) {
     auto entry = genome.ops.find(operations_[members.front()].name);
     if (entry == genome.ops.end()) continue;

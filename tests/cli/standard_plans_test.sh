@@ -14,9 +14,9 @@ for graph in examples/*.tap tests/data/search/*.tap; do
   name=$(basename "$graph" .tap)
   for target in h100x8 h100x64; do
     "$tapestry" plan "$graph" --standard all --target "$target" >"$tmp/all" 2>"$tmp/err"
-    [[ $? -eq 0 && $(wc -l <"$tmp/all") -eq 4 ]]
+    [[ $? -eq 0 && $(wc -l <"$tmp/all") -eq 7 ]]
     check "plan $name --standard all on $target" $?
-    for plan in data-parallel megatron megatron-rs 2d; do
+    for plan in data-parallel megatron megatron-rs 2d zero3 megatron-3d-full megatron-3d-selective; do
       if grep -qE "^$plan +does not apply: " "$tmp/all"; then
         expect "$name $plan on $target does not apply" 1 "^tapestry plan: $plan does not apply to $graph on $target: " -- \
           "$tapestry" plan "$graph" --standard "$plan" --target "$target"
@@ -69,7 +69,7 @@ assert [g['baseline'] for g in e['gains']] == ['one device', 'data parallel ×8'
 assert e['gains'][1]['ratio'] == 1.0 and e['gains'][0]['ratio'] > 1, e['gains']" "$tmp/out"
 check "explain --format json carries the strategy and the gains" $?
 
-expect "unknown standard plan" 2 "unknown standard plan 'fsdp' \(expected one of data-parallel, megatron, megatron-rs, 2d\)" -- \
+expect "unknown standard plan" 2 "unknown standard plan 'fsdp' \(expected one of data-parallel, megatron, megatron-rs, 2d, zero3, megatron-3d-full, megatron-3d-selective\)" -- \
   "$tapestry" plan examples/mlp.tap --standard fsdp --target h100x8
 expect "--standard without --target" 2 "--standard needs --target" -- \
   "$tapestry" plan examples/mlp.tap --standard megatron

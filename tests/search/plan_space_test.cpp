@@ -287,7 +287,7 @@ TEST(Mutations, EachKindChangesSomethingAndMostPlansPrice) {
   const PlanSpace s(g, h100x8(), false);
   cost::Evaluator ev(g, h100x8());
   const rewrite::Plan start = seed_plans(s)[2].genome;  // weights-out: neighbours disagree
-  for (int k = 0; k < kMutationCount; ++k) {
+  for (int k = 0; k < kCutMutationCount; ++k) {         // a training step's: training_search_test
     int changed = 0, priced = 0;
     for (std::uint64_t i = 0; i < 40; ++i) {
       Rng rng = Rng::for_slot(5, static_cast<std::uint64_t>(k), i);

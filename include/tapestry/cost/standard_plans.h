@@ -26,6 +26,26 @@
 //                  entries: "dp"/"tp" when the mesh names them, else its first   data group
 //                  axis is data and its second tensor)
 //
+//
+// Three more for a training step (forward + `tapestry grad` backward + optimizer updates: a graph
+// with a gradient seed, `ones_like` of a scalar loss, and parameters an optimizer kernel updates;
+// on any other graph they do not apply):
+//
+//   zero3                  ZeRO-3 / FSDP data parallel: data-parallel's batch cuts, every
+//                          parameter, its gradient and its optimizer state sharded p ways
+//                          (`"zero": {"stage": 3, …}`, rewrite/zero.h: all-gathered before their
+//                          uses, reduce-scattered gradients, sliced updates)
+//   megatron-3d-full       Megatron-LM's tensor × pipeline × data parallelism with full
+//                          activation recomputation: the 2d plan (tensor parallel on the mesh's
+//                          tensor axis, data parallel on its data axis; megatron when the mesh
+//                          has no two axes) with every forward operation recomputed except the
+//                          checkpoints (the residual stream: training_roles below). The pipeline
+//                          degree is 1: a stage that is a device group (tensor or data
+//                          parallelism inside a stage) is not built (rewrite/pipeline.h)
+//   megatron-3d-selective  the same with selective recomputation (Korthikanti et al. 2022):
+//                          only attention's score-sized tensors (the softmax and the operations
+//                          before it whose result has the softmax's shape: QKᵀ, its scale)
+//
 // Every plan asks `"fuse": "auto"` (a fair baseline fuses what it can).
 //
 // Column → row pairs. Every `linear` whose weight `w` is a weight (graph_roles.h) and whose `x`
@@ -58,6 +78,7 @@
 //   tp2.reason           // "the target's mesh has one axis (d=8); 2d needs two, e.g. …"
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -76,6 +97,31 @@ struct StandardPlan {
   std::string summary;                // what it does: "tensor parallel ×8 (Megatron): 2 pairs"
   std::string reason;                 // why it does not apply (empty when it does)
 };
+
+/// What a training step's plans read off it (empty `parameters`: not a training step).
+///
+///   loss        the scalar the gradient seed (`ones_like`) reads
+///   forward     the operations the loss depends on, in topological order
+///   parameters  the graph inputs an optimizer kernel (rewrite/zero.h) reads as its `param`, in
+///               the order of their updates; `parameter_rows` their dim 0 extents
+///   checkpoints the forward results every later forward operation reaches the graph's data
+///               through (a cut of the forward pass, found in topological order: each tensor
+///               written before it has its last forward reader at or before its writer) — a
+///               transformer's residual stream, each sublayer's input
+///   full        the forward operations to recompute for full recomputation: every one that
+///               reads an activation and writes no checkpoint, the loss's producer excepted
+///   selective   each forward softmax and the chain of operations before it that write its
+///               input's shape (attention's QKᵀ and its scale)
+struct TrainingRoles {
+  std::string loss;
+  std::vector<std::string> forward;
+  std::vector<std::string> parameters;
+  std::vector<std::int64_t> parameter_rows;
+  std::vector<std::string> checkpoints;
+  std::vector<std::string> full;
+  std::vector<std::string> selective;
+};
+TrainingRoles training_roles(const ir::Graph& graph);
 
 /// The names, in the order above.
 const std::vector<std::string>& standard_plan_names();

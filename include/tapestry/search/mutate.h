@@ -18,6 +18,20 @@
 //               makes neighbours agree, so no bytes move between them (and how a row cut of the
 //               first linear becomes data parallelism, or an `out` cut becomes Megatron's `in`)
 //
+// On a training step (PlanSpace::training(); on any other graph these never draw, so a search of
+// a forward graph makes the same moves as before they existed):
+//
+//   recompute   recompute one more forward operation (a representative: with tied layers, its
+//               kind in every layer), or keep one, or take the full or the selective set
+//               (cost/standard_plans.h), or keep everything
+//   zero        shard the parameters, their gradients and optimizer state (ZeRO stage 1–3, a
+//               shard count dividing every parameter's dim 0, half the time along a mesh axis of
+//               that size), change the stage, the count or the axis, or drop it
+//   pipeline    split the layers into 2 … min(layers, devices) stages of consecutive layers with
+//               a microbatch count and a schedule (1F1B, GPipe), change one of those, or drop it;
+//               adding one drops the genome's placements, mesh axes and batch cuts, which a
+//               pipeline refuses (rewrite/pipeline.h)
+//
 // Every mutation keeps the genome well-formed (mesh entries only on split dims, no operation both
 // placed and meshed, no shard grid above 8 × the device count); whether the rewrites can carry it
 // out is for the evaluator to say (a refused plan is simply not kept).
@@ -68,11 +82,17 @@ enum class Mutation : std::uint8_t {
   kPlace,
   kFusion,
   kSubstitute,
-  kAlign
+  kAlign,
+  kRecompute,
+  kZero,
+  kPipeline
 };
-inline constexpr int kMutationCount = 7;
+inline constexpr int kMutationCount = 10;
+/// The kinds that change cuts, placement, fusion and substitution (the first seven): every graph's.
+inline constexpr int kCutMutationCount = 7;
 
-/// "resplit", "reduction", "mesh", "place", "fusion", "substitute", "align".
+/// "resplit", "reduction", "mesh", "place", "fusion", "substitute", "align", "recompute",
+/// "zero", "pipeline".
 std::string_view mutation_name(Mutation mutation);
 
 /// Applies one mutation of kind `kind`; false (genome unchanged) when it has nothing to change.

@@ -48,6 +48,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -68,8 +69,11 @@ namespace tapestry::search {
 
 struct Progress {
   std::uint64_t generation = 0;
-  std::uint64_t evaluations = 0;         // plans priced, in this search and the one it resumed
-  std::uint64_t refused = 0;             // of them, plans the rewrites or placement refused
+  std::uint64_t evaluations = 0;  // plans priced, in this search and the one it resumed
+  std::uint64_t refused = 0;      // of them, plans the rewrites or placement refused
+  /// The refusals by reason (numbers as '#': "pipeline: # microbatches do not divide …"; at most
+  /// 32 reasons, the rest as "other"), in this run (a checkpoint does not keep them).
+  std::map<std::string, std::uint64_t> refusals;
   std::uint64_t infeasible = 0;          // of them, plans over a constraint
   std::uint64_t prefix_evaluations = 0;  // plans of the layer prefix priced (not in evaluations)
   double seconds = 0;                    // of this run

@@ -74,6 +74,28 @@ struct Edge {
   std::size_t input = 0;
 };
 
+/// A training step's decisions beyond the cuts (cost::training_roles; all empty when the graph
+/// is not a training step): what the `recompute`, `zero` and `pipeline` mutations choose from.
+struct TrainingSpace {
+  /// The parameters (graph inputs an optimizer kernel updates): `zero`'s params.
+  std::vector<std::string> parameters;
+  /// Shard counts for `zero`: from 2 to the device count, dividing every parameter's dim 0
+  /// (powers of two, the device count, the mesh axes' sizes).
+  std::vector<std::int64_t> zero_shards;
+  /// Representatives (positions in operations()) of the forward operations that may be
+  /// recomputed: they read an activation and write no checkpoint (cost::TrainingRoles::full).
+  std::vector<std::size_t> recomputable;
+  /// The representatives of full and of selective recomputation's operations, by name.
+  std::vector<std::string> full, selective;
+  /// The forward operations of each layer, in the forward order: the kinds of forward operation
+  /// (tied by name pattern and structure, whether or not the search ties them) with the most
+  /// members, `depth`, give member i to layer i (a kind of k·depth members: k a layer). Empty
+  /// for a graph of one layer.
+  std::vector<std::vector<std::string>> layers;
+  /// Microbatch counts dividing every forward operation's batch dim (2 … 64).
+  std::vector<std::int64_t> microbatches;
+};
+
 class PlanSpace {
  public:
   PlanSpace(const ir::Graph& graph, const cost::Target& target, bool tie_layers);
@@ -101,12 +123,18 @@ class PlanSpace {
   [[nodiscard]] const std::vector<cost::MeshAxis>& mesh_axes() const { return mesh_axes_; }
   [[nodiscard]] const std::vector<std::string>& device_names() const { return device_names_; }
   [[nodiscard]] bool tie_layers() const { return tie_layers_; }
+  /// The training step's decisions; `training().parameters` empty: not a training step.
+  [[nodiscard]] const TrainingSpace& training() const { return training_; }
+  [[nodiscard]] bool is_training_step() const { return !training_.parameters.empty(); }
 
   /// The genome with every tied operation given its representative's entry (fusion pairs
-  /// repeated layer by layer). Without tying: the genome itself.
+  /// repeated layer by layer, a recomputed representative's kind recomputed whole, in
+  /// topological order). Without tying: the genome itself.
   [[nodiscard]] rewrite::Plan expand(const rewrite::Plan& genome) const;
 
  private:
+  void build_training(const ir::Graph& graph, const cost::Target& target);
+
   std::vector<OperationInfo> operations_;
   std::vector<std::vector<std::size_t>> kinds_;
   std::vector<std::size_t> representatives_;
@@ -117,6 +145,7 @@ class PlanSpace {
   std::vector<cost::MeshAxis> mesh_axes_;
   std::vector<std::string> device_names_;
   bool tie_layers_ = false;
+  TrainingSpace training_;
 };
 
 /// The name with every run of digits replaced by '#': the layer-independent part of a name.
