@@ -170,6 +170,11 @@ class Checker {
           "keep it alive; recompute {} too",
           g_.display_name(in), names_of(g_, producers));
     }
+    if (!c.first_need.is_valid()) {  // read only by copies that no later use needs either
+      return fmt::format(
+          "no later use: its readers ({}) are recomputed, and no later use needs any of them",
+          names_of(g_, g_.consumers(c.output)));
+    }
     bool reads_accepted = false;
     for (ir::TensorId in : input_tensors(g_, c.op)) {
       for (ir::OperationId p : g_.producers(in)) reads_accepted |= accepted(p).has_value();

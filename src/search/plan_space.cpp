@@ -317,6 +317,9 @@ std::optional<ir::Graph> layer_prefix(const ir::Graph& graph, const PlanSpace& s
     kept.push_back(std::move(node));
   }
   doc["nodes"] = std::move(kept);
+  // A training step's state updates name the optimizer updates' results, which the prefix drops
+  // (what they read is in later layers): the prefix is priced, never trained.
+  doc.erase("updates");
   return ir::read_graph_json_or_throw(doc.dump());
 }
 

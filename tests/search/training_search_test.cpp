@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -112,6 +113,17 @@ TEST(TrainingSpace, ExpandRecomputesARepresentativesKindInEveryLayer) {
   genome.recompute = {"P0", "M0/linear"};
   const rewrite::Plan plan = tied.expand(genome);
   EXPECT_EQ(plan.recompute, (std::vector<std::string>{"P0", "M0/linear", "P1", "M1/linear"}));
+}
+
+// The prefix search of --tie-layers (layer_prefix) on a training step: the prefix drops the
+// optimizer updates, so the step's `update` statements (which name their results) go too.
+TEST(TrainingSpace, ThePrefixOfATrainingStepReads) {
+  const PlanSpace tied(step(), h100x64(), true);
+  std::optional<ir::Graph> prefix;
+  ASSERT_NO_THROW(prefix = layer_prefix(step(), tied, 1));
+  ASSERT_TRUE(prefix.has_value());
+  EXPECT_LT(prefix->operations().size(), step().operations().size());
+  EXPECT_TRUE(rewrite::find_operation(*prefix, "P0").has_value());
 }
 
 // The three kinds change the plan, and what they make prices the way lower → place → simulate
