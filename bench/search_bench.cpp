@@ -55,6 +55,25 @@ ir::Graph build(const std::string& name, const std::string& text) {
   return std::move(*built.graph);
 }
 
+// Layer l of a transformer over `batch` sequences of `seq` tokens, `heads` heads of `dh`: reads
+// X<l> and the layer's weights, writes X<l+1>.
+std::string layer_text(int l, std::int64_t batch, std::int64_t seq, std::int64_t heads,
+                       std::int64_t dh) {
+  const std::string split = fmt::format("shape=[{}, {}, {}, {}]", batch, seq, heads, dh);
+  // clang-format off
+  return fmt::format(
+      "Q{0} = permute(reshape(linear(X{0}, Wq{0}, bq{0}), {2}), perm=[0, 2, 1, 3])\n"
+      "K{0} = permute(reshape(linear(X{0}, Wk{0}, bk{0}), {2}), perm=[0, 2, 1, 3])\n"
+      "V{0} = permute(reshape(linear(X{0}, Wv{0}, bv{0}), {2}), perm=[0, 2, 1, 3])\n"
+      "S{0} = mul(matmul(Q{0}, transpose(K{0})), Scale)\nP{0} = softmax(S{0})\n"
+      "C{0} = matmul(P{0}, V{0})\n"
+      "A{0} = linear(reshape(permute(C{0}, perm=[0, 2, 1, 3]), shape=[{3}, {4}]), Wo{0}, bo{0})\n"
+      "R{0} = add(X{0}, A{0})\nM{0} = linear(gelu(linear(R{0}, Wa{0}, ba{0})), Wb{0}, bb{0})\n"
+      "X{1} = add(R{0}, M{0})\n",
+      l, l + 1, split, batch * seq, heads * dh);
+  // clang-format on
+}
+
 std::string transformer_text(int layers) {
   std::string t = "X0: bf16[4096, 1024]\nScale: bf16[1]\n";
   for (int l = 0; l < layers; ++l) {
@@ -64,20 +83,7 @@ std::string transformer_text(int layers) {
         "Wa{0}: bf16[4096, 1024]\nba{0}: bf16[4096]\nWb{0}: bf16[1024, 4096]\nbb{0}: bf16[1024]\n",
         l);
   }
-  // clang-format off
-  for (int l = 0; l < layers; ++l) {
-    t += fmt::format(
-        "Q{0} = permute(reshape(linear(X{0}, Wq{0}, bq{0}), shape=[4, 1024, 16, 64]), perm=[0, 2, 1, 3])\n"
-        "K{0} = permute(reshape(linear(X{0}, Wk{0}, bk{0}), shape=[4, 1024, 16, 64]), perm=[0, 2, 1, 3])\n"
-        "V{0} = permute(reshape(linear(X{0}, Wv{0}, bv{0}), shape=[4, 1024, 16, 64]), perm=[0, 2, 1, 3])\n"
-        "S{0} = mul(matmul(Q{0}, transpose(K{0})), Scale)\nP{0} = softmax(S{0})\n"
-        "C{0} = matmul(P{0}, V{0})\n"
-        "A{0} = linear(reshape(permute(C{0}, perm=[0, 2, 1, 3]), shape=[4096, 1024]), Wo{0}, bo{0})\n"
-        "R{0} = add(X{0}, A{0})\nM{0} = linear(gelu(linear(R{0}, Wa{0}, ba{0})), Wb{0}, bb{0})\n"
-        "X{1} = add(R{0}, M{0})\n",
-        l, l + 1);
-  }
-  // clang-format on
+  for (int l = 0; l < layers; ++l) t += layer_text(l, 4, 1024, 16, 64);
   return t + fmt::format("output X{}\n", layers);
 }
 
@@ -114,21 +120,7 @@ std::string train_text(int layers, std::int64_t d, std::int64_t seq, std::int64_
       t += fmt::format("{0}: {2}{1}\n{0}_m: {2}{1}\n{0}_v: {2}{1}\n", w, shape, dtype);
     }
   }
-  const std::string split = fmt::format("shape=[{}, {}, {}, {}]", batch, seq, heads, dh);
-  // clang-format off
-  for (int l = 0; l < layers; ++l) {
-    t += fmt::format(
-        "Q{0} = permute(reshape(linear(X{0}, Wq{0}, bq{0}), {2}), perm=[0, 2, 1, 3])\n"
-        "K{0} = permute(reshape(linear(X{0}, Wk{0}, bk{0}), {2}), perm=[0, 2, 1, 3])\n"
-        "V{0} = permute(reshape(linear(X{0}, Wv{0}, bv{0}), {2}), perm=[0, 2, 1, 3])\n"
-        "S{0} = mul(matmul(Q{0}, transpose(K{0})), Scale)\nP{0} = softmax(S{0})\n"
-        "C{0} = matmul(P{0}, V{0})\n"
-        "A{0} = linear(reshape(permute(C{0}, perm=[0, 2, 1, 3]), shape=[{3}, {4}]), Wo{0}, bo{0})\n"
-        "R{0} = add(X{0}, A{0})\nM{0} = linear(gelu(linear(R{0}, Wa{0}, ba{0})), Wb{0}, bb{0})\n"
-        "X{1} = add(R{0}, M{0})\n",
-        l, l + 1, split, n, d);
-  }
-  // clang-format on
+  for (int l = 0; l < layers; ++l) t += layer_text(l, batch, seq, heads, dh);
   t += fmt::format("L = mse(X{}, T)\n", layers);
   std::vector<std::string> ws, ds;
   for (int l = layers - 1; l >= 0; --l) {
