@@ -7,9 +7,12 @@
 #
 #   codegen_test.sh TAPESTRY SOURCE_DIR [quick|full]
 #
-# `quick` (default suite, ~30 s at load 2, most of it torch's start-up): linear_relu under its
+# `quick` (default suite, ~40 s at load 2, most of it torch's start-up): linear_relu under its
 # grid plan (point-to-point) and with `in` split two ways (a reduce), mlp_grad under its
-# data-parallel plan (reduce-scatters, composed of reduces on gloo). `full` (label slow): every example under every bundled plan.
+# data-parallel plan (reduce-scatters, composed of reduces on gloo), and convnet under the plan
+# `tapestry optimize` finds on cpu-local (2 devices: shards pinned with `place`, generated for
+# `--target cpu-local`). `full` (label slow): every example under every bundled plan and under
+# the plan optimize finds for it on cpu-local.
 # Skipped (exit 77) without /usr/bin/python3 with torch and numpy.
 set -u
 tapestry=$1
@@ -34,16 +37,28 @@ torchrun2() {
     --master_port "$port" --nproc_per_node 2 --redirects 1 --tee 1 "$@"
 }
 
-# generate_and_verify NAME GRAPH PLAN-ARGS…: codegen on 2 ranks, run, verify.
+# generate_and_verify NAME GRAPH PLAN-ARGS…: codegen on 2 ranks (--ranks 2 unless the arguments
+# name a --target), run, verify.
 generate_and_verify() {
-  local name=$1 graph=$2 dir=$tmp/$1
+  local name=$1 graph=$2 dir=$tmp/$1 ranks=(--ranks 2)
   shift 2
+  [[ " $* " == *" --target "* ]] && ranks=()
   "$tapestry" build "$graph" -o "$tmp/$name.json" >/dev/null 2>"$tmp/err" &&
     "$python" "$root/tests/cli/codegen_inputs.py" "$tmp/$name.json" "$dir/in" 7 &&
-    "$tapestry" codegen "$graph" "$@" --ranks 2 --to torch -o "$dir/gen" >"$tmp/log" 2>"$tmp/err" &&
+    "$tapestry" codegen "$graph" "$@" "${ranks[@]}" --to torch -o "$dir/gen" >"$tmp/log" 2>"$tmp/err" &&
     torchrun2 "$dir/gen/main.py" --inputs "$dir/in" --outputs "$dir/out" >"$tmp/log" 2>"$tmp/err" &&
     "$tapestry" verify "$graph" --inputs "$dir/in" --outputs "$dir/out" >"$tmp/log" 2>"$tmp/err"
   check "$name: generated torch on 2 gloo processes verifies" $?
+}
+
+# optimized NAME GRAPH: the plan `tapestry optimize` finds for GRAPH on cpu-local (time, 300
+# plans, seed 1), generated for cpu-local's 2 devices, run and verified.
+optimized() {
+  local name=$1 graph=$2
+  "$tapestry" optimize "$graph" --target cpu-local --objectives time --max-evals 300 --seed 1 \
+    --plan-out "$tmp/$name-plan.json" --quiet >"$tmp/log" 2>"$tmp/err"
+  check "$name: optimize on cpu-local writes a plan" $?
+  generate_and_verify "$name" "$graph" --plan "$tmp/$name-plan.json" --target cpu-local
 }
 
 if [[ $mode == full ]]; then
@@ -51,11 +66,14 @@ if [[ $mode == full ]]; then
     for plan in "$plans/$example"-*.json; do
       generate_and_verify "$example-$(basename "$plan" .json)" "$ex/$example.tap" --plan "$plan"
     done
+    optimized "$example-optimized" "$ex/$example.tap"
   done
   for plan in "$plans"/digits-*.json; do
     generate_and_verify "$(basename "$plan" .json)" "$ex/digits/train_sgd.tap" --plan "$plan"
   done
+  optimized digits-optimized "$ex/digits/train_sgd.tap"
 else
+  optimized convnet-optimized "$ex/convnet.tap"
   generate_and_verify grid "$ex/linear_relu.tap" --plan "$plans/linear_relu-grid.json"
   generate_and_verify reduce "$ex/linear_relu.tap" --split Y/linear.in=2
   generate_and_verify mlp_grad "$ex/mlp_grad.tap" --plan "$plans/mlp_grad-data-parallel.json"
@@ -87,6 +105,12 @@ for dir in mlp_grad mlp_grad-mlp_grad-data-parallel; do
     check "mlp_grad: each rank gets its half of dW1 by a reduce-scatter" $?
   fi
 done
+
+# convnet's optimized plan pins shards to cpu-local's devices: generated for cpu-local they run;
+# for 2 ranks named rank:0 and rank:1 the pinned devices do not exist, which is an error.
+if [[ -f $tmp/convnet-optimized-plan.json ]] && grep -q '"cpu:0"' "$tmp/convnet-optimized-plan.json"; then
+  expect "a plan pinned to cpu-local's devices, generated for --ranks 2" 2 "has no device 'cpu:0'" -- "$tapestry" codegen "$ex/convnet.tap" --plan "$tmp/convnet-optimized-plan.json" --ranks 2 --to torch -o "$tmp/empty"
+fi
 
 # Bad input: exit 2, a clear error, nothing written.
 mkdir -p "$tmp/empty"
