@@ -302,7 +302,7 @@ MpiExecutor::MpiExecutor(const MpiSession& session, const ir::Graph& graph,
   }
   p.inject_failure = injected.in_run;
   const ExecutableKernels& kernels = options.kernels != nullptr ? *options.kernels : fast_kernels();
-  p.whole = detail::compile_block_program(graph, kernels);
+  p.whole = detail::compile_block_program(graph, kernels, detail::SlotPieces::kRows);
   p.rank =
       detail::compile_rank_program(graph, p.whole, schedule, session.rank(), options.collectives);
   check_memory_budget(p.rank.local.memory, options.memory_limit_bytes);
@@ -503,8 +503,7 @@ class RankRun {
   std::optional<std::string> error_;
 
   // The communication thread's own.
-  std::vector<MPI_Request> receive_requests_;
-  std::vector<Buffer> receive_staging_;
+  std::vector<std::uint32_t> waiting_;  // the receives (positions in rp_.receives) not yet taken
   std::size_t receives_left_ = 0;
   std::vector<MPI_Request> send_requests_;
   std::vector<Buffer> send_staging_;
@@ -582,19 +581,14 @@ void RankRun::execute(std::uint32_t t) {
   wake_.notify_one();
 }
 
+// Nothing is posted: a message is taken when it has arrived (matched by MPI_Improbe, received
+// by MPI_Mrecv), straight into its tensor's buffer, allocated then — as a device receives into
+// memory it holds from the transfer on. Receives posted at the start each held a staging buffer
+// of the message's size for the whole run.
 void RankRun::post_receives() {
   receives_left_ = rp_.receives.size();
-  receive_requests_.assign(rp_.receives.size(), MPI_REQUEST_NULL);
-  for (const detail::RankReceive& r : rp_.receives) {
-    const detail::RankMessageInfo& msg = rp_.messages[r.message];
-    receive_staging_.emplace_back(rp_.local.slots[msg.slot].dtype, msg.box,
-                                  Buffer::Uninitialized{});
-    state_.add_live(bytes_of(receive_staging_.back()));
-    check_mpi(MPI_Irecv(receive_staging_.back().bytes(), static_cast<int>(msg.bytes), MPI_BYTE,
-                        static_cast<int>(msg.from), kFirstMessageTag + static_cast<int>(r.message),
-                        MPI_COMM_WORLD, &receive_requests_[receive_staging_.size() - 1]),
-              "MPI_Irecv");
-  }
+  waiting_.resize(rp_.receives.size());
+  for (std::uint32_t r = 0; r < waiting_.size(); ++r) waiting_[r] = r;
   for (const auto& sends : rp_.sends) sends_expected_ += sends.size();
   parts_.resize(rp_.parts.size());
 }
@@ -627,30 +621,62 @@ bool RankRun::post_sends() {
   return !ready.empty();
 }
 
-// Unpacks every arrived box into its tensor and releases the tasks that waited for it.
+// Takes every message that has arrived into its tensor (post_receives) and releases the tasks
+// that waited for it. A box of whole rows of its slot (every other dim as the slot has it: a
+// contiguous run of bytes) is received in place; another box goes through a staging buffer, held
+// only while it is copied.
 bool RankRun::test_receives() {
   if (receives_left_ == 0) return false;
-  std::vector<int> indices(receive_requests_.size());
-  int count = 0;
-  check_mpi(MPI_Testsome(static_cast<int>(receive_requests_.size()), receive_requests_.data(),
-                         &count, indices.data(), MPI_STATUSES_IGNORE),
-            "MPI_Testsome");
-  if (count == MPI_UNDEFINED || count == 0) return false;
-  for (int i = 0; i < count; ++i) {
-    const auto r = static_cast<std::size_t>(indices[static_cast<std::size_t>(i)]);
-    const detail::RankReceive& receive = rp_.receives[r];
+  bool progressed = false;
+  for (std::size_t i = 0; i < waiting_.size();) {
+    const detail::RankReceive& receive = rp_.receives[waiting_[i]];
     const detail::RankMessageInfo& msg = rp_.messages[receive.message];
-    arrive(receive, &receive_staging_[r]);
-    state_.add_live(-bytes_of(receive_staging_[r]));
-    receive_staging_[r] = Buffer();
+    int flag = 0;
+    MPI_Message handle = MPI_MESSAGE_NULL;
+    check_mpi(MPI_Improbe(static_cast<int>(msg.from),
+                          kFirstMessageTag + static_cast<int>(receive.message), MPI_COMM_WORLD,
+                          &flag, &handle, MPI_STATUS_IGNORE),
+              "MPI_Improbe");
+    if (flag == 0) {
+      ++i;
+      continue;
+    }
+    const Clock::time_point begin = Clock::now();
+    state_.allocate(msg.slot);
+    Buffer& into = *state_.buffers[msg.slot];
+    const Range& range = into.range();
+    bool rows = !msg.box.is_empty() && range.rank() > 0;
+    for (std::size_t d = 1; rows && d < range.rank(); ++d) {
+      rows = msg.box.start()[d] == range.start()[d] && msg.box.end()[d] == range.end()[d];
+    }
+    if (rows) {
+      const auto element = static_cast<std::int64_t>(ir::dtype_size_bytes(into.dtype()));
+      std::byte* at =
+          into.bytes() + element_offset(range, into.strides(), msg.box.start()) * element;
+      check_mpi(MPI_Mrecv(at, static_cast<int>(msg.bytes), MPI_BYTE, &handle, MPI_STATUS_IGNORE),
+                "MPI_Mrecv");
+    } else {
+      Buffer staging(into.dtype(), msg.box, Buffer::Uninitialized{});
+      state_.add_live(bytes_of(staging));
+      check_mpi(MPI_Mrecv(staging.bytes(), static_cast<int>(msg.bytes), MPI_BYTE, &handle,
+                          MPI_STATUS_IGNORE),
+                "MPI_Mrecv");
+      copy_box(staging, into, msg.box);
+      state_.add_live(-bytes_of(staging));
+    }
+    metrics_.unpack_s += std::chrono::duration<double>(Clock::now() - begin).count();
+    arrive(receive, nullptr);
     metrics_.messages.push_back({.at_s = now_s(),
                                  .sent = false,
                                  .peer = msg.from,
                                  .bytes = msg.bytes,
                                  .what = p_.message_what[receive.message]});
     --receives_left_;
+    waiting_[i] = waiting_.back();
+    waiting_.pop_back();
+    progressed = true;
   }
-  return true;
+  return progressed;
 }
 
 // A message's box is here (in `from`, whose range holds it; null: nothing to unpack): into its
@@ -827,8 +853,8 @@ void RankRun::send_aborts() {
   }
 }
 
-// After a failure: cancel the receives still posted; sends still in flight are left to MPI (a
-// receiver that stopped may never match them), their buffers kept until the process ends.
+// After a failure: sends still in flight are left to MPI (a receiver that stopped may never match
+// them), their buffers kept until the process ends; no receive is posted (test_receives).
 void RankRun::unwind() {
   // A collective cannot be cancelled: this rank posts the ones it has not (with whatever its
   // buffer holds; the run has failed) and waits for them, as every member does on its way out.
@@ -840,11 +866,6 @@ void RankRun::unwind() {
   }
   for (PartRun& run : parts_) {
     if (!run.done) MPI_Wait(&run.request, MPI_STATUS_IGNORE);
-  }
-  for (MPI_Request& request : receive_requests_) {
-    if (request == MPI_REQUEST_NULL) continue;
-    MPI_Cancel(&request);
-    MPI_Wait(&request, MPI_STATUS_IGNORE);
   }
   const std::lock_guard lock(g_abandoned_mutex);
   for (std::size_t i = 0; i < send_requests_.size(); ++i) {

@@ -2,6 +2,7 @@
 #include "rank_program.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -31,13 +32,13 @@ std::vector<SlotBox> boxes_of(const ir::NamedLists<Port>& ports,
 // The program's tasks and slots looked up by node: what a schedule names by id.
 struct Lookup {
   std::unordered_map<std::uint32_t, std::uint32_t> task_of;  // application index → task
-  std::unordered_map<std::uint32_t, std::uint32_t> slot_of;  // tensor index → slot
-  std::vector<std::vector<SlotBox>> reads, writes;           // per task
-  std::vector<std::uint32_t> rank;                           // per task
+  std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> slots_of;  // tensor → slots
+  std::vector<std::vector<SlotBox>> reads, writes;                         // per task
+  std::vector<std::uint32_t> rank;                                         // per task
 
   Lookup(const BlockProgram& p, const RankSchedule& schedule) {
     for (std::uint32_t s = 0; s < p.slots.size(); ++s)
-      slot_of.emplace(p.slots[s].tensor.index(), s);
+      slots_of[p.slots[s].tensor.index()].push_back(s);
     for (std::uint32_t t = 0; t < p.tasks.size(); ++t) {
       const BlockTask& task = p.tasks[t];
       task_of.emplace(task.application.index(), t);
@@ -66,6 +67,18 @@ struct Lookup {
     (void)p;
     return found->second;
   }
+
+  // The slot of `tensor` holding `box`: its row piece (block_program.h's SlotPieces), else its
+  // first slot; nullopt for a node that is not a tensor of the program.
+  std::optional<std::uint32_t> slot(const BlockProgram& p, ir::TensorId tensor,
+                                    const Range& box) const {
+    auto found = slots_of.find(tensor.index());
+    if (found == slots_of.end()) return std::nullopt;
+    for (std::uint32_t s : found->second) {
+      if (!box.is_empty() && p.slots[s].range.contains(box)) return s;
+    }
+    return found->second.front();
+  }
 };
 
 bool writes_inside(const std::vector<SlotBox>& boxes, std::uint32_t slot, const Range& box) {
@@ -92,8 +105,8 @@ std::vector<RankMessageInfo> check_messages(const BlockProgram& p, const RankSch
     const RankMessage& msg = schedule.messages[m];
     const std::uint32_t producer = lookup.task(p, msg.producer, m);
     const std::string& name = p.tasks[producer].name;
-    auto slot = lookup.slot_of.find(msg.tensor.index());
-    if (slot == lookup.slot_of.end()) {
+    const std::optional<std::uint32_t> slot = lookup.slot(p, msg.tensor, msg.box);
+    if (!slot) {
       throw Error(fmt::format("rank schedule: message {} from '{}' names node #{}, not a tensor", m,
                               name, msg.tensor.index()));
     }
@@ -103,14 +116,14 @@ std::vector<RankMessageInfo> check_messages(const BlockProgram& p, const RankSch
                       "but '{}' runs on rank {} (and the job has {} ranks)",
                       m, name, msg.from, msg.to, name, lookup.rank[producer], schedule.ranks()));
     }
-    if (msg.box.is_empty() || !writes_inside(lookup.writes[producer], slot->second, msg.box)) {
+    if (msg.box.is_empty() || !writes_inside(lookup.writes[producer], *slot, msg.box)) {
       throw Error(fmt::format("rank schedule: message {} carries {}, which '{}' does not write", m,
                               msg.box, name));
     }
     std::vector<std::uint32_t> readers;
     for (ir::ApplicationId app : msg.consumers) {
       const std::uint32_t c = lookup.task(p, app, m);
-      if (lookup.rank[c] != msg.to || !reads_some(lookup.reads[c], slot->second, msg.box)) {
+      if (lookup.rank[c] != msg.to || !reads_some(lookup.reads[c], *slot, msg.box)) {
         throw Error(
             fmt::format("rank schedule: message {} from '{}' lists '{}' as a consumer, "
                         "but it runs on rank {} (the message goes to {}) or does not "
@@ -120,13 +133,13 @@ std::vector<RankMessageInfo> check_messages(const BlockProgram& p, const RankSch
       readers.push_back(c);
     }
     consumers.push_back(std::move(readers));
-    out.push_back({.slot = slot->second,
+    out.push_back({.slot = *slot,
                    .box = msg.box,
                    .from = msg.from,
                    .to = msg.to,
                    .producer = producer,
-                   .bytes = msg.box.size() * static_cast<std::int64_t>(ir::dtype_size_bytes(
-                                                 p.slots[slot->second].dtype))});
+                   .bytes = msg.box.size() *
+                            static_cast<std::int64_t>(ir::dtype_size_bytes(p.slots[*slot].dtype))});
   }
   return out;
 }
