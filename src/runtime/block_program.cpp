@@ -264,7 +264,7 @@ MemoryEstimate estimate_memory(const std::vector<BufferSlot>& slots,
       at_peak = live;  // O(slots) per new peak: peaks are rare after the first few tasks
     }
     for (std::uint32_t s : tasks[t].touches) {
-      if (--remaining[s] == 0 && !slots[s].output && live[s] != 0) {
+      if (--remaining[s] == 0 && !slots[s].output && !slots[s].kept && live[s] != 0) {
         bytes -= slots[s].bytes;  // exact unless saturated, and then the peak is saturated too
         live[s] = 0;
       }

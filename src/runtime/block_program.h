@@ -34,6 +34,7 @@ struct BufferSlot {
   std::int64_t bytes = 0;
   bool input = false;
   bool output = false;
+  bool kept = false;  // held to the end of the run, not freed after its last use (rank_program.h)
   std::uint32_t uses = 0;  // tasks that read or write it (each counted once)
 };
 

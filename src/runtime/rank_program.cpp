@@ -288,7 +288,10 @@ void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lo
   l.slots = p.slots;
   for (BufferSlot& slot : l.slots) {
     slot.uses = 0;
-    if (rp.rank != 0) slot.output = false;
+    if (rp.rank != 0 && slot.output) {  // gathered to rank 0, and kept here as a device keeps it
+      slot.output = false;
+      slot.kept = true;
+    }
   }
   rp.needed_inputs.assign(p.slots.size(), 0);
   for (std::uint32_t t = 0; t < p.tasks.size(); ++t) {
