@@ -137,9 +137,11 @@ struct TaskBoxes {
 // SlotPieces::kRows (block_program.h): splits every intermediate slot whose boxes fall into
 // disjoint row intervals into one slot per interval. The first piece keeps the slot's index, the
 // others are appended; each port is pointed at the piece holding its box (a byte offset from the
-// piece's first row), and the tasks' writes and touches are derived again. Uses are not counted.
+// piece's first row), and the tasks' writes and touches are derived again. `extra` (per slot, or
+// empty) adds boxes that must each lie in one piece too. Uses are not counted.
 void split_row_pieces(std::vector<BufferSlot>& slots, std::vector<BlockTask>& tasks,
-                      const std::vector<TaskBoxes>& boxes) {
+                      const std::vector<TaskBoxes>& boxes,
+                      const std::vector<std::vector<Range>>& extra = {}) {
   using Rows = std::pair<std::int64_t, std::int64_t>;  // [first, end)
   const std::size_t n = slots.size();
   const auto eligible = [&](std::uint32_t s) {
@@ -157,6 +159,11 @@ void split_row_pieces(std::vector<BufferSlot>& slots, std::vector<BlockTask>& ta
     };
     add(tasks[t].inputs, boxes[t].inputs);
     add(tasks[t].outputs, boxes[t].outputs);
+  }
+  for (std::uint32_t s = 0; s < extra.size(); ++s) {
+    for (const Range& box : extra[s]) {
+      if (eligible(s) && !box.is_empty()) rows[s].emplace_back(box.start()[0], box.end()[0]);
+    }
   }
   std::vector<std::vector<Rows>> pieces(n);
   std::vector<std::uint32_t> appended(n, 0);  // the slot of each slot's second piece
@@ -316,6 +323,15 @@ void build_dag(BlockProgram& p, const ApplicationSchedule& schedule) {
 
 }  // namespace
 
+void split_program_rows(BlockProgram& p, const std::vector<std::vector<Range>>& extra) {
+  std::vector<TaskBoxes> boxes;
+  boxes.reserve(p.tasks.size());
+  for (const BlockTask& task : p.tasks) {
+    boxes.push_back({boxes_of(task.call.inputs), boxes_of(task.call.outputs)});
+  }
+  split_row_pieces(p.slots, p.tasks, boxes, extra);
+}
+
 MemoryEstimate estimate_sequential_memory(const BlockProgram& p, const ir::Graph& graph) {
   return estimate_memory(p.slots, p.tasks, p.order, graph);
 }
@@ -347,14 +363,7 @@ BlockProgram compile_block_program(const ir::Graph& graph, const ExecutableKerne
     }
     p.flops += p.tasks.back().flops;
   }
-  if (pieces == SlotPieces::kRows) {
-    std::vector<TaskBoxes> boxes;
-    boxes.reserve(p.tasks.size());
-    for (const BlockTask& task : p.tasks) {
-      boxes.push_back({boxes_of(task.call.inputs), boxes_of(task.call.outputs)});
-    }
-    split_row_pieces(p.slots, p.tasks, boxes);
-  }
+  if (pieces == SlotPieces::kRows) split_program_rows(p, {});
   for (const BlockTask& task : p.tasks) {
     for (std::uint32_t s : task.touches) ++p.slots[s].uses;
   }

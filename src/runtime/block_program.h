@@ -101,6 +101,11 @@ BlockProgram compile_block_program(const ir::Graph& graph, const ExecutableKerne
 MemoryEstimate estimate_program_memory(const ir::Graph& graph,
                                        SlotPieces pieces = SlotPieces::kWhole);
 
+/// SlotPieces::kRows applied to a compiled program's slots and tasks (the ports readdressed, the
+/// writes and touches derived again; the slots' uses are left to the caller to count). `extra`
+/// (per slot, or empty): boxes that must each lie in one piece too, as the tasks' boxes do.
+void split_program_rows(BlockProgram& p, const std::vector<std::vector<Range>>& extra);
+
 /// The peak memory of running `p`'s tasks sequentially in `p.order` (p.memory for a compiled
 /// program; for a program restricted to some tasks, its own).
 MemoryEstimate estimate_sequential_memory(const BlockProgram& p, const ir::Graph& graph);

@@ -302,7 +302,7 @@ MpiExecutor::MpiExecutor(const MpiSession& session, const ir::Graph& graph,
   }
   p.inject_failure = injected.in_run;
   const ExecutableKernels& kernels = options.kernels != nullptr ? *options.kernels : fast_kernels();
-  p.whole = detail::compile_block_program(graph, kernels, detail::SlotPieces::kRows);
+  p.whole = detail::compile_block_program(graph, kernels);  // row pieces per rank: rank_program.h
   p.rank =
       detail::compile_rank_program(graph, p.whole, schedule, session.rank(), options.collectives);
   check_memory_budget(p.rank.local.memory, options.memory_limit_bytes);
@@ -318,7 +318,7 @@ MpiExecutor::MpiExecutor(const MpiSession& session, const ir::Graph& graph,
   }
   for (const detail::RankMessageInfo& m : p.rank.messages) {
     p.message_what.push_back(
-        fmt::format("{}{}", tensor_name(graph, p.whole.slots[m.slot].tensor), m.box));
+        fmt::format("{}{}", tensor_name(graph, p.rank.local.slots[m.slot].tensor), m.box));
     (void)byte_count(m.bytes, fmt::format("the message of {}", p.message_what.back()));
   }
   p.rank_names = schedule.rank_names;
@@ -377,7 +377,29 @@ struct Outgoing {
   std::uint32_t message = 0;  // or the part, for a collective's contribution
   Buffer staging;
   bool collective = false;
+  bool in_place = false;  // an all-gather in the tensor's own buffer (gathers_in_place)
 };
+
+// Whether every box is whole rows of `range` (every dim after the first as `range` has it): a
+// contiguous run of bytes in a buffer over `range`.
+bool whole_rows(const Range& range, const std::vector<Range>& boxes) {
+  for (const Range& box : boxes) {
+    if (box.is_empty() || range.rank() == 0 || !range.contains(box)) return false;
+    for (std::size_t d = 1; d < range.rank(); ++d) {
+      if (box.start()[d] != range.start()[d] || box.end()[d] != range.end()[d]) return false;
+    }
+  }
+  return true;
+}
+
+// An all-gather whose members' boxes are whole rows of this rank's buffer of the tensor runs in
+// that buffer (MPI_IN_PLACE, each box received at its own offset): no copy of the contribution,
+// no buffer of the gathered tensor beside the tensor's own — a device gathers into the tensor.
+bool gathers_in_place(const detail::RankCollective& c,
+                      const std::vector<detail::BufferSlot>& slots) {
+  return c.kind == detail::CollectiveKind::kAllgather &&
+         whole_rows(slots[c.source_slot].range, c.boxes);
+}
 
 // One collective this rank takes part in, as the communication thread runs it.
 struct PartRun {
@@ -387,6 +409,7 @@ struct PartRun {
   Buffer send;
   Buffer receive;
   std::vector<int> counts, displacements;  // MPI_Iallgatherv's, in bytes; alive until done
+  bool in_place = false;                   // gathered in the tensor's buffer (gathers_in_place)
 };
 
 std::int64_t bytes_of(const Buffer& b) {
@@ -473,7 +496,7 @@ class RankRun {
   bool post_sends();
   bool test_receives();
   bool test_sends();
-  void post_collective(std::uint32_t part, Buffer send);
+  void post_collective(std::uint32_t part, Buffer send, bool in_place = false);
   bool test_collectives();
   void complete_collective(std::uint32_t part);
   void arrive(const detail::RankReceive& receive, const Buffer* from);
@@ -550,6 +573,11 @@ void RankRun::execute(std::uint32_t t) {
       }
       for (std::uint32_t part : rp_.contributes[t]) {
         const detail::RankCollective& c = rp_.collectives[rp_.parts[part].collective];
+        if (gathers_in_place(c, rp_.local.slots)) {  // the contribution is where it is
+          const std::lock_guard lock(mutex_);
+          outbox_.push_back({.message = part, .collective = true, .in_place = true});
+          continue;
+        }
         const Range& box = c.boxes[rp_.parts[part].member];
         Outgoing out{
             part, Buffer(rp_.local.slots[c.source_slot].dtype, box, Buffer::Uninitialized{}), true};
@@ -601,7 +629,7 @@ bool RankRun::post_sends() {
   }
   for (Outgoing& out : ready) {
     if (out.collective) {
-      post_collective(out.message, std::move(out.staging));
+      post_collective(out.message, std::move(out.staging), out.in_place);
       continue;
     }
     const detail::RankMessageInfo& msg = rp_.messages[out.message];
@@ -696,7 +724,7 @@ void RankRun::arrive(const detail::RankReceive& receive, const Buffer* from) {
 }
 
 // Posts this rank's part of a collective, its contribution `send` packed.
-void RankRun::post_collective(std::uint32_t i, Buffer send) {
+void RankRun::post_collective(std::uint32_t i, Buffer send, bool in_place) {
   const detail::RankCollectivePart& part = rp_.parts[i];
   const detail::RankCollective& c = rp_.collectives[part.collective];
   PartRun& run = parts_[i];
@@ -736,6 +764,20 @@ void RankRun::post_collective(std::uint32_t i, Buffer send) {
     }
     case detail::CollectiveKind::kAllgather: {
       const auto element = static_cast<std::int64_t>(ir::dtype_size_bytes(dtype));
+      if (in_place) {  // gathers_in_place: each box at its own offset in the tensor's buffer
+        run.in_place = true;
+        Buffer& tensor = *state_.buffers[c.source_slot];
+        for (const Range& box : c.boxes) {
+          run.displacements.push_back(
+              byte_count(element_offset(tensor.range(), tensor.strides(), box.start()) * element,
+                         "an all-gather"));
+          run.counts.push_back(byte_count(box.size() * element, "an all-gather's part"));
+        }
+        check_mpi(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_BYTE, tensor.bytes(), run.counts.data(),
+                                  run.displacements.data(), MPI_BYTE, comm, &run.request),
+                  "MPI_Iallgatherv");
+        break;
+      }
       std::int64_t total = 0;
       for (const Range& box : c.boxes) {
         run.displacements.push_back(byte_count(total, "an all-gather"));
@@ -778,7 +820,9 @@ void RankRun::complete_collective(std::uint32_t i) {
   const detail::RankCollectivePart& part = rp_.parts[i];
   const detail::RankCollective& c = rp_.collectives[part.collective];
   PartRun& run = parts_[i];
-  if (c.kind == detail::CollectiveKind::kAllgather) {
+  if (c.kind == detail::CollectiveKind::kAllgather && run.in_place) {
+    for (const detail::RankReceive& receive : part.arrivals) arrive(receive, nullptr);
+  } else if (c.kind == detail::CollectiveKind::kAllgather) {
     for (const detail::RankReceive& receive : part.arrivals) {
       const detail::RankMessageInfo& msg = rp_.messages[receive.message];
       const auto j = static_cast<std::size_t>(

@@ -250,6 +250,73 @@ void shrink_slots(RankProgram& rp) {
   }
 }
 
+// SlotPieces::kRows (block_program.h) on this rank's slots, after shrink_slots: the boxes of its
+// tasks, of the messages it sends and receives, and of each collective it takes part in (all of
+// a collective's boxes in one piece, clipped to the rank's rows) decide the pieces. The messages'
+// and collectives' slots then name the pieces holding their boxes here, and the uses are counted
+// again (this rank's tasks, plus one per message to it).
+void split_local_rows(RankProgram& rp) {
+  BlockProgram& l = rp.local;
+  const std::size_t n = l.slots.size();
+  std::vector<std::vector<Range>> extra(n);
+  const auto add = [&](std::uint32_t s, const Range& box) {
+    const Range& range = l.slots[s].range;
+    if (box.is_empty() || range.rank() == 0) return;
+    const std::int64_t first = std::max(box.start()[0], range.start()[0]);
+    const std::int64_t end = std::min(box.end()[0], range.end()[0]);
+    if (first < end) extra[s].push_back(range.with_dim(0, first, end));
+  };
+  for (const RankMessageInfo& msg : rp.messages) {
+    if (msg.from == rp.rank || msg.to == rp.rank) add(msg.slot, msg.box);
+  }
+  for (const RankCollectivePart& part : rp.parts) {
+    const RankCollective& c = rp.collectives[part.collective];
+    add(c.source_slot, Range::bounding(c.boxes));
+    if (c.kind == CollectiveKind::kReduceScatter) {
+      add(c.result_slot, Range::bounding(c.result_boxes));
+    } else if (c.kind != CollectiveKind::kAllgather) {
+      add(c.result_slot, c.result_box);
+    }
+  }
+  split_program_rows(l, extra);
+  std::vector<std::vector<std::uint32_t>> pieces(n);
+  std::unordered_map<std::uint32_t, std::uint32_t> first_of;  // tensor index → its first slot
+  for (std::uint32_t s = 0; s < n; ++s) {
+    pieces[s].push_back(s);
+    first_of.emplace(l.slots[s].tensor.index(), s);
+  }
+  for (std::uint32_t s = n; s < l.slots.size(); ++s) {
+    pieces[first_of.at(l.slots[s].tensor.index())].push_back(s);
+  }
+  const auto piece = [&](std::uint32_t s, const Range& box) {
+    for (std::uint32_t p : pieces[s]) {
+      if (!box.is_empty() && l.slots[p].range.contains(box)) return p;
+    }
+    return s;
+  };
+  for (RankMessageInfo& msg : rp.messages) {
+    if (msg.from == rp.rank || msg.to == rp.rank) msg.slot = piece(msg.slot, msg.box);
+  }
+  for (const RankCollectivePart& part : rp.parts) {
+    RankCollective& c = rp.collectives[part.collective];
+    c.source_slot = piece(c.source_slot, c.boxes[part.member]);
+    if (c.kind == CollectiveKind::kAllgather) {  // the result is the source (rank_collectives.h)
+      c.result_slot = c.source_slot;
+    } else {
+      c.result_slot = piece(c.result_slot, c.kind == CollectiveKind::kReduceScatter
+                                               ? c.result_boxes[part.member]
+                                               : c.result_box);
+    }
+  }
+  for (BufferSlot& slot : l.slots) slot.uses = 0;
+  for (const BlockTask& task : l.tasks) {
+    for (std::uint32_t s : task.touches) ++l.slots[s].uses;
+  }
+  for (const RankMessageInfo& msg : rp.messages) {
+    if (msg.to == rp.rank) ++l.slots[msg.slot].uses;
+  }
+}
+
 // Points every port of a local task at its slot's (smaller) range: strides and byte offsets.
 template <typename Port>
 void readdress(ir::NamedLists<Port>& ports, std::vector<PortAddress>& addresses,
@@ -370,6 +437,7 @@ void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lo
     readdress(task.call.inputs, task.inputs, l.slots);
     readdress(task.call.outputs, task.outputs, l.slots);
   }
+  split_local_rows(rp);
   l.memory = estimate_sequential_memory(l, graph);
 }
 
