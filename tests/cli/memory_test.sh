@@ -39,13 +39,13 @@ within = (0.9, 1.1)
 cases = [
     ("recompute", "examples/mlp_grad.tap", {"recompute": ["H/linear"]}, {"block": {0: within}}),
     ("recompute-split", "examples/mlp_grad.tap", {"ops": split, "recompute": ["H/linear"]},
-     {"block": {0: within}, "2 ranks": {0: within, 1: (0.6, 1.1)}}),
+     {"2 ranks": {0: (0.75, 1.1), 1: (0.7, 1.1)}}),
     ("zero3", "tests/data/training/zero_mlp.tap", z3,
-     {"block": {0: within}, "2 ranks": {0: (0.65, 1.1), 1: (0.7, 1.1)}}),
+     {"block": {0: within}, "2 ranks": {0: (0.65, 1.1), 1: (0.65, 1.1)}}),
     ("1f1b", "tests/data/training/pipe_mlp.tap", pipe,
-     {"block": {0: within}, "2 ranks": {0: within, 1: (0.9, 1.25)}}),
+     {"block": {0: within}, "2 ranks": {0: within, 1: (0.9, 1.35)}}),
     ("gpipe", "tests/data/training/pipe_mlp.tap", gpipe,
-     {"block": {0: within}, "2 ranks": {0: (0.85, 1.1), 1: within}}),
+     {"block": {0: within}, "2 ranks": {0: within, 1: within}}),
     ("1f1b+recompute+zero3", "tests/data/training/pipe_mlp.tap", both,
      {"block": {0: within}, "2 ranks": {0: within, 1: within}}),
 ]
