@@ -7,9 +7,10 @@
 # on BLAS) on the block executor (one thread: the applications one at a time, as on a device;
 # the model on a target of one device, the pipeline's stages all on it) and on 2 MPI ranks (the
 # model on a target of 2 devices that share no memory, the run's placement). Every pair is
-# printed (model, measured, ratio); the pairs the executors and the model count alike must agree
-# within 10% (docs/cost.md, "Memory: model and measurement"), the others are held to the bounds
-# docs/training.md gives for them, so a drift either way fails.
+# printed (model, measured, ratio). The block executor's pairs (one thread: deterministic) must
+# agree within 10%; an MPI pair depends on when messages arrive, so each is held to the range
+# measured over several runs on a loaded machine, with a margin (docs/cost.md, "Memory: model and
+# measurement", says which gaps are the executor's): a drift either way beyond them fails.
 # Usage: memory_test.sh TAPESTRY ROOT
 set -uo pipefail
 tapestry=$1
@@ -43,11 +44,11 @@ cases = [
     ("zero3", "tests/data/training/zero_mlp.tap", z3,
      {"block": {0: within}, "2 ranks": {0: (0.65, 1.1), 1: (0.65, 1.1)}}),
     ("1f1b", "tests/data/training/pipe_mlp.tap", pipe,
-     {"block": {0: within}, "2 ranks": {0: within, 1: (0.9, 1.35)}}),
+     {"block": {0: within}, "2 ranks": {0: (0.9, 1.15), 1: (0.9, 1.35)}}),
     ("gpipe", "tests/data/training/pipe_mlp.tap", gpipe,
-     {"block": {0: within}, "2 ranks": {0: within, 1: within}}),
+     {"block": {0: within}, "2 ranks": {0: (0.8, 1.1), 1: within}}),
     ("1f1b+recompute+zero3", "tests/data/training/pipe_mlp.tap", both,
-     {"block": {0: within}, "2 ranks": {0: within, 1: within}}),
+     {"block": {0: within}, "2 ranks": {0: (0.9, 1.15), 1: (0.85, 1.1)}}),
 ]
 
 def run(args):
