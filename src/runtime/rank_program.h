@@ -5,7 +5,9 @@
 //   local     a BlockProgram holding only this rank's tasks (graph order kept): a task waits for
 //             its producers on this rank plus one count per incoming message it consumes; slot
 //             uses count this rank's tasks plus one per message unpacked into the slot; on ranks
-//             other than 0 no slot is an output (outputs are gathered to rank 0 and freed)
+//             other than 0 no slot is an output: outputs are gathered to rank 0, and their rows
+//             here are kept to the end of the run (BufferSlot::kept), as a device keeps the
+//             results it computes (the cost model holds an output to the end of the step)
 //   messages  the schedule's messages, then one gather per box of a graph output that a rank
 //             other than 0 writes (to rank 0), in program order — the same list, in the same
 //             order, on every rank: message i travels with MPI tag i + 1
