@@ -324,8 +324,8 @@ void RankWriter::emit_operations() {
       ins.push_back(fmt::format("{{{}, {}}}", cpp_string(e.name), ipf_code(*e.value.ipf)));
     for (const auto& e : call.outputs.entries())
       outs.push_back(fmt::format("{{{}, {}}}", cpp_string(e.name), ipf_code(*e.value.ipf)));
-    line(fmt::format("    {{{}}},", fmt::join(ins, ",\n       ")));
-    line(fmt::format("    {{{}}});", fmt::join(outs, ",\n       ")));
+    line(fmt::format("    {{{}}},", fmt::join(ins, ",\n     ")));
+    line(fmt::format("    {{{}}});", fmt::join(outs, ",\n     ")));
   }
   blank();
 }
@@ -565,7 +565,8 @@ CppProgram generate_cpp(const ir::Graph& graph, const rewrite::LowerResult& lowe
   CppProgram program;
   program.files.emplace_back("CMakeLists.txt", detail::cpp_cmake(schedule.ranks(), options));
   program.files.emplace_back("program.h", detail::cpp_program_header(schedule.ranks()));
-  program.files.emplace_back("main.cpp", detail::cpp_main(schedule.ranks(), groups, options));
+  program.files.emplace_back("main.cpp", detail::cpp_main(schedule.ranks()));
+  program.files.emplace_back("ranks.cpp", detail::cpp_ranks(schedule.ranks(), groups, options));
   for (auto& f : ranks) program.files.push_back(std::move(f));
   return program;
 }

@@ -13,7 +13,10 @@
 //                   read box by box from IN/<name>.npy, outputs written by rank 0 all or none;
 //                   with MPI: messages, reduces, reduce-scatters, all-gathers)
 //   main.cpp        argument parsing (--inputs IN --outputs OUT [--repeat N]), MPI set-up, the
-//                   helpers' bodies, and the call of its rank's function
+//                   helpers' bodies, and the call of its rank's function (program.h and main.cpp
+//                   are the same for every program of one rank, and of several: a build cache
+//                   compiles them once)
+//   ranks.cpp       the table of the ranks' functions and of each collective's members
 //   rank<i>.cpp     rank i's program: one static array per tensor it touches (sized at
 //                   generation time: the rows it reads, writes or receives, every other dim
 //                   whole, as the MPI executor's rank program lays them out), then its
@@ -51,7 +54,7 @@ struct CppOptions {
 };
 
 struct CppProgram {
-  /// (file name, contents): CMakeLists.txt, program.h, main.cpp, then rank0.cpp … in order.
+  /// (file name, contents): CMakeLists.txt, program.h, main.cpp, ranks.cpp, then rank0.cpp …
   std::vector<std::pair<std::string, std::string>> files;
 };
 
