@@ -5,11 +5,16 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tapestry/codegen/cpp.h"
 
 namespace tapestry::codegen::detail {
+
+/// `text` as comment lines of at most 100 columns, broken at spaces, each starting with `lead`
+/// ("#", "//"); continuation lines indented: commented("//", "Strategy: …").
+std::string commented(std::string_view lead, std::string_view text);
 
 /// CMakeLists.txt of a program of `ranks` ranks (MPI when ranks > 1).
 std::string cpp_cmake(std::uint32_t ranks, const CppOptions& options);

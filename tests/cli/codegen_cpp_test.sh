@@ -13,7 +13,7 @@
 # slow): every example under every bundled plan on 2 ranks. Skipped (exit 77) without mpirun,
 # ninja or /usr/bin/python3 with numpy, or when tapestry was built without MPI.
 set -u
-tapestry=$1
+tapestry=$(realpath "$1")
 root=$2
 build=$3
 cmake=$4
