@@ -39,3 +39,9 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/package/TapestryConfigVer
 install(FILES ${PROJECT_BINARY_DIR}/package/TapestryConfig.cmake
               ${PROJECT_BINARY_DIR}/package/TapestryConfigVersion.cmake
         DESTINATION ${TAPESTRY_PACKAGE_DIR} COMPONENT runtime)
+# A program linked against a sanitized library needs the sanitizers' runtimes too.
+if(TAPESTRY_SANITIZE OR TAPESTRY_FUZZ)
+  target_link_options(tapestry_runtime INTERFACE $<INSTALL_INTERFACE:-fsanitize=address,undefined>)
+elseif(TAPESTRY_TSAN)
+  target_link_options(tapestry_runtime INTERFACE $<INSTALL_INTERFACE:-fsanitize=thread>)
+endif()

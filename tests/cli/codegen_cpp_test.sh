@@ -5,8 +5,9 @@
 # run`'s (the block executor's, same plan) bitwise, with cmp; a generated kernel call edited
 # changes the bits and fails verify; bad input exits 2 naming it and writes nothing.
 #
-#   codegen_cpp_test.sh TAPESTRY SOURCE_DIR BUILD_DIR CMAKE [quick|full]
+#   codegen_cpp_test.sh TAPESTRY SOURCE_DIR BUILD_DIR CMAKE CXX [quick|full]
 #
+# CXX is the compiler the library was built with (the programs are built with it too).
 # `quick` (default suite): the Megatron MLP on 2 ranks (a reduce), linear_relu's grid plan on 2
 # ranks (point to point, outputs gathered), mlp_grad's data-parallel plan on 2 ranks
 # (reduce-scatters) and the transformer block's heads plan on 1 rank (no MPI). `full` (label
@@ -17,7 +18,8 @@ tapestry=$(realpath "$1")
 root=$2
 build=$3
 cmake=$4
-mode=${5:-quick}
+cxx=$5
+mode=${6:-quick}
 source "$(dirname "$0")/cli_testing.sh"
 python=/usr/bin/python3
 command -v mpirun >/dev/null || { echo "mpirun not found: skipped"; exit 77; }
@@ -43,7 +45,7 @@ check "the kernel library installs as a CMake package (component runtime)" $?
 # main.cpp — the same in every program of several ranks — compile once, and a rerun hits.
 build_program() {
   CCACHE_BASEDIR=$tmp timeout 600 "$cmake" -S "$1/gen" -B "$1/gen/build" -G Ninja \
-    -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/log" 2>"$tmp/err" &&
+    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" >"$tmp/log" 2>"$tmp/err" &&
     CCACHE_BASEDIR=$tmp nice timeout 900 "$cmake" --build "$1/gen/build" -j 2 >"$tmp/log" 2>"$tmp/err"
 }
 
