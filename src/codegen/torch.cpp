@@ -665,8 +665,9 @@ TorchProgram generate_torch(const ir::Graph& graph, const rewrite::LowerResult& 
   std::vector<std::pair<std::string, std::string>> ranks;
   std::vector<std::vector<std::uint32_t>> groups;
   for (std::uint32_t r = 0; r < schedule.ranks(); ++r) {
-    const RankProgram rp = runtime::detail::compile_rank_program(lowered.graph, whole, schedule, r,
-                                                                 runtime::CollectiveUse::kAll);
+    const RankProgram rp = runtime::detail::compile_rank_program(
+        lowered.graph, whole, schedule, r, runtime::CollectiveUse::kAll,
+        runtime::detail::SlotPieces::kWhole);
     if (r == 0) {
       for (const RankCollective& c : rp.collectives) groups.push_back(c.members);
     }

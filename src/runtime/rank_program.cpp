@@ -338,7 +338,8 @@ void readdress(ir::NamedLists<Port>& ports, std::vector<PortAddress>& addresses,
 // The local BlockProgram: this rank's tasks, their local edges, pending counts including the
 // messages they wait for, and slot uses including unpacks.
 void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lookup,
-                 RankProgram& rp, const std::vector<std::vector<std::uint32_t>>& consumers) {
+                 RankProgram& rp, const std::vector<std::vector<std::uint32_t>>& consumers,
+                 SlotPieces pieces) {
   std::vector<std::uint32_t> local_of(p.tasks.size(), UINT32_MAX);
   std::vector<int> replaced_by(rp.messages.size(), -1);  // message → collective
   std::vector<int> part_of(rp.collectives.size(), -1);   // collective → this rank's part
@@ -437,7 +438,7 @@ void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lo
     readdress(task.call.inputs, task.inputs, l.slots);
     readdress(task.call.outputs, task.outputs, l.slots);
   }
-  split_local_rows(rp);
+  if (pieces == SlotPieces::kRows) split_local_rows(rp);
   l.memory = estimate_sequential_memory(l, graph);
 }
 
@@ -445,7 +446,7 @@ void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lo
 
 RankProgram compile_rank_program(const ir::Graph& graph, const BlockProgram& whole,
                                  const RankSchedule& schedule, std::uint32_t rank,
-                                 CollectiveUse collectives) {
+                                 CollectiveUse collectives, SlotPieces pieces) {
   TAPESTRY_ASSERT(rank < schedule.ranks(), "a rank outside the schedule");
   const Lookup lookup(whole, schedule);
   std::vector<std::vector<std::uint32_t>> consumers;
@@ -455,7 +456,7 @@ RankProgram compile_rank_program(const ir::Graph& graph, const BlockProgram& who
   add_gathers(whole, lookup, rp.messages, consumers);
   rp.collectives = find_collectives(graph, whole, lookup.rank, lookup.reads, lookup.writes,
                                     rp.messages, consumers, collectives);
-  build_local(graph, whole, lookup, rp, consumers);
+  build_local(graph, whole, lookup, rp, consumers, pieces);
   return rp;
 }
 

@@ -87,9 +87,12 @@ struct RankProgram {
 
 /// Checks `schedule` against `graph` and `whole` (compile_block_program of `graph`) and builds
 /// rank `rank`'s program; see the file comment. `whole` must outlive the result (tasks point
-/// into its prepared data).
+/// into its prepared data). `pieces`: kRows (the MPI executor) splits the rank's intermediate
+/// slots into row pieces after its rows are cut; kWhole keeps one local slot per slot of `whole`
+/// (the code generators index `whole`'s slots by the local ones and lay out their own buffers).
 RankProgram compile_rank_program(const ir::Graph& graph, const BlockProgram& whole,
                                  const RankSchedule& schedule, std::uint32_t rank,
-                                 CollectiveUse collectives = CollectiveUse::kExact);
+                                 CollectiveUse collectives = CollectiveUse::kExact,
+                                 SlotPieces pieces = SlotPieces::kRows);
 
 }  // namespace tapestry::runtime::detail
