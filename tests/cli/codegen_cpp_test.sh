@@ -133,22 +133,12 @@ fi
 
 # Bad input: exit 2, a clear error, nothing written.
 if [[ $mode != full ]]; then
-  mkdir -p "$tmp/empty" "$tmp/kdir"
+  mkdir -p "$tmp/empty"
   lr=$ex/linear_relu.tap
   expect "an unknown --to" 2 "--to rust: expected torch or cpp" -- "$tapestry" codegen "$lr" --ranks 2 --to rust -o "$tmp/empty"
   expect "a plan that does not fit the graph" 2 "mlp-megatron.json" -- "$tapestry" codegen "$lr" --plan "$plans/mlp-megatron.json" --ranks 2 --to cpp -o "$tmp/empty"
-  cat >"$tmp/kdir/leaky.yaml" <<'YAML'
-kernel: leaky
-types: {T: float}
-inputs: {x: {shape: "[$d...]", dtype: T}}
-params: {slope: {type: float, default: 0.01}}
-outputs: {result: {shape: "[$d...]", dtype: T}}
-index: "[$d...]"
-ipfs: {x: "[$d...]", result: "[$d...]"}
-body: "max(x, 0) + slope * min(x, 0)"
-YAML
   printf 'A: f32[64, 48]\nD = leaky(A, slope=0.1)\noutput D\n' >"$tmp/leaky.tap"
-  expect "a kernel file's kernel (not in the library) is named with its operation" 2 "operation 'D'.*leaky" -- "$tapestry" codegen "$tmp/leaky.tap" --kernel-dir "$tmp/kdir" --split D.d0=2 --ranks 2 --to cpp -o "$tmp/empty"
+  expect "a kernel file's kernel (not in the library) is named with its operation" 2 "operation 'D'.*leaky" -- "$tapestry" codegen "$tmp/leaky.tap" --kernel-dir "$root/tests/data/codegen/kernels" --split D.d0=2 --ranks 2 --to cpp -o "$tmp/empty"
   [[ -z $(ls -A "$tmp/empty") ]]
   check "nothing was written on any error" $?
 fi

@@ -256,21 +256,11 @@ check "split reduction PASS; merged metrics and a trace process per rank" $?
 
 # Kernels beyond the built-ins run on every rank as in one process (cli/kernel_sources.h): a
 # kernel file's body and a plugin's kernel, bitwise equal to the block executor, --verify PASS.
-mkdir -p "$tmp/kdir"
-cat >"$tmp/kdir/leaky.yaml" <<'YAML'
-kernel: leaky
-types: {T: float}
-inputs: {x: {shape: "[$d...]", dtype: T}}
-params: {slope: {type: float, default: 0.01}}
-outputs: {result: {shape: "[$d...]", dtype: T}}
-index: "[$d...]"
-ipfs: {x: "[$d...]", result: "[$d...]"}
-body: "max(x, 0) + slope * min(x, 0)"
-YAML
+kdir=$src/tests/data/codegen/kernels  # leaky.yaml: a kernel file's body
 printf 'A: f32[64, 48]\nD = leaky(A, slope=0.1)\noutput D\n' >"$tmp/leaky.tap"
-same_as_block "body kernel" 2 "$tmp/leaky.tap" --kernel-dir "$tmp/kdir" --split D.d0=2
+same_as_block "body kernel" 2 "$tmp/leaky.tap" --kernel-dir "$kdir" --split D.d0=2
 succeeds "body kernel --verify" -- "${mpirun[@]}" -np 2 "$tapestry" run "$tmp/leaky.tap" \
-  --kernel-dir "$tmp/kdir" --split D.d1=2 --kernels reference --executor mpi --verify
+  --kernel-dir "$kdir" --split D.d1=2 --kernels reference --executor mpi --verify
 grep -q "^PASS   D: bitwise equal" "$tmp/out"
 check "body kernel on 2 ranks: verify bitwise PASS" $?
 if [[ -n $plugin ]]; then
