@@ -3,6 +3,7 @@
 //   search_bench [--evals N] [--budget S] [--seed N] [--best-known MS] [--skip-deep]
 //                [--skip-block] [--layers L] [--genome-out FILE] [--price FILE]
 //   search_bench --chain N [--graph FILE.tap] [--target NAME] [--start megatron8|SEED]
+//   search_bench --tap-out FILE [--layers L]
 //   search_bench --train-tap FILE [--layers L] [--d D] [--seq S] [--batch B] [--heads H]
 //                [--dtype bf16|f32]
 //
@@ -22,9 +23,11 @@
 // of a mutation walk on FILE (default examples/transformer_block.tap) and target NAME (default
 // h100x8), from SEED (a search seed: megatron, data-parallel, …, default megatron) or cost_bench's
 // megatron8 plan, and prints plans/s, plans per CPU-second, the memo's misses and a checksum of
-// the makespans (equal across builds that price alike). --train-tap writes a GPT-style training
-// step (train_text below; default 24 layers, d 6144, 64 sequences of 2048 tokens, 48 heads,
-// bf16) as a .tap file for `tapestry optimize` (docs/optimizer.md, "Training steps").
+// the makespans (equal across builds that price alike). --tap-out FILE only writes the L-layer
+// transformer (default 24) as a .tap program, for `tapestry optimize` (bench/optimize_mpi_band.sh).
+// --train-tap writes a GPT-style training step (train_text below; default 24 layers, d 6144, 64
+// sequences of 2048 tokens, 48 heads, bf16) as a .tap file for `tapestry optimize`
+// (docs/optimizer.md, "Training steps").
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
@@ -338,6 +341,7 @@ int main(int argc, char** argv) {
   bool deep = true;
   std::string genome_out;
   std::string price;
+  std::string tap_out;
   int layers = 24;
   std::string chain_graph, chain_target = "h100x8", chain_start = "megatron";
   std::uint64_t chain = 0;
@@ -356,6 +360,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--layers") == 0 && i + 1 < argc) layers = std::stoi(argv[++i]);
     if (std::strcmp(argv[i], "--price") == 0 && i + 1 < argc) price = argv[++i];
     if (std::strcmp(argv[i], "--chain") == 0 && i + 1 < argc) chain = std::stoull(argv[++i]);
+    if (std::strcmp(argv[i], "--tap-out") == 0 && i + 1 < argc) tap_out = argv[++i];
     if (std::strcmp(argv[i], "--graph") == 0 && i + 1 < argc) chain_graph = argv[++i];
     if (std::strcmp(argv[i], "--target") == 0 && i + 1 < argc) chain_target = argv[++i];
     if (std::strcmp(argv[i], "--start") == 0 && i + 1 < argc) chain_start = argv[++i];
@@ -377,6 +382,14 @@ int main(int argc, char** argv) {
     fmt::print(
         "wrote {}: a {}-layer training step, d {}, {} sequences of {} tokens, {} heads, {}\n",
         train_tap, layers, train_d, train_batch, train_seq, train_heads, train_dtype);
+    return 0;
+  }
+  if (!tap_out.empty()) {
+    std::FILE* f = std::fopen(tap_out.c_str(), "w");
+    if (f == nullptr) throw Error("cannot write " + tap_out);
+    const std::string text = transformer_text(layers);
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fclose(f);
     return 0;
   }
   if (chain > 0) {

@@ -21,6 +21,7 @@
 #include "graph_input.h"
 #include "kernel_sources.h"
 #include "priced_plan.h"
+#include "tapestry/codegen/cpp.h"
 #include "tapestry/codegen/torch.h"
 #include "tapestry/cost/explain.h"
 #include "tapestry/support/error.h"
@@ -50,11 +51,9 @@ std::string command_line(const CodegenOptions& o) {
 }
 
 int run_codegen(const CodegenOptions& options) {
-  if (options.to == "cpp") {
-    throw Error(
-        "--to cpp: the standalone C++ program is not built yet (issue 34, item 2); --to torch is");
+  if (options.to != "torch" && options.to != "cpp") {
+    throw Error(fmt::format("--to {}: expected torch or cpp", options.to));
   }
-  if (options.to != "torch") throw Error(fmt::format("--to {}: expected torch", options.to));
   if (options.pricing.target.empty() == (options.pricing.ranks == 0)) {
     throw Error("give --target T (a preset or file: one rank per device) or --ranks N, not both");
   }
@@ -63,11 +62,19 @@ int run_codegen(const CodegenOptions& options) {
   const cost::Explanation explanation = cost::explain(priced.lowered.graph, priced.placement,
                                                       priced.target, priced.cost, priced.schedule);
   const runtime::RankSchedule schedule = workflow::rank_schedule(priced.placement, priced.target);
-  const codegen::TorchProgram program =
-      codegen::generate_torch(graph, priced.lowered, schedule,
-                              {.command = command_line(options),
-                               .strategy = explanation.strategy.summary,
-                               .target = priced.target.name});
+  std::vector<std::pair<std::string, std::string>> program;
+  if (options.to == "cpp") {
+    program = codegen::generate_cpp(
+                  graph, priced.lowered, schedule,
+                  {.command = command_line(options), .strategy = explanation.strategy.summary})
+                  .files;
+  } else {
+    program = codegen::generate_torch(graph, priced.lowered, schedule,
+                                      {.command = command_line(options),
+                                       .strategy = explanation.strategy.summary,
+                                       .target = priced.target.name})
+                  .files;
+  }
 
   const std::filesystem::path dir(options.output);
   std::error_code ec;
@@ -76,12 +83,22 @@ int run_codegen(const CodegenOptions& options) {
     throw Error(
         fmt::format("-o {}: cannot create the directory: {}", options.output, ec.message()));
   StagedFiles files;
-  for (const auto& [name, text] : program.files) files.add(dir / name, text);
+  for (const auto& [name, text] : program) files.add(dir / name, text);
   files.commit();
-  fmt::print("wrote {} files to {} ({} ranks; {})\n", program.files.size(), dir.string(),
+  fmt::print("wrote {} files to {} ({} ranks; {})\n", program.size(), dir.string(),
              schedule.ranks(), explanation.strategy.summary);
-  fmt::print("run: torchrun --nproc-per-node {} {} --inputs IN --outputs OUT\n", schedule.ranks(),
-             (dir / "main.py").string());
+  if (options.to == "cpp") {
+    const std::string build = (dir / "build").string();
+    fmt::print(
+        "build: cmake -S {} -B {} -G Ninja -DCMAKE_PREFIX_PATH=<Tapestry's prefix> && "
+        "cmake --build {}\n",
+        dir.string(), build, build);
+    fmt::print("run: {}{}/program --inputs IN --outputs OUT\n",
+               schedule.ranks() > 1 ? fmt::format("mpirun -np {} ", schedule.ranks()) : "", build);
+  } else {
+    fmt::print("run: torchrun --nproc-per-node {} {} --inputs IN --outputs OUT\n", schedule.ranks(),
+               (dir / "main.py").string());
+  }
   return kExitOk;
 }
 
@@ -90,7 +107,8 @@ int run_codegen(const CodegenOptions& options) {
 void register_codegen(CLI::App& app, Dispatch& dispatch) {
   auto options = std::make_shared<CodegenOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "codegen", "Write a placed plan as per-rank PyTorch programs that run without Tapestry");
+      "codegen",
+      "Write a placed plan as a program that runs without Tapestry: per-rank PyTorch or C++");
   PricingOptions& pricing = options->pricing;
   cmd->add_option("graph", pricing.graph, "the graph: a .tap program or loom JSON")->required();
   cmd->add_option("--plan", pricing.plan, "a plan file (JSON; see docs/rewrites.md)");
@@ -100,7 +118,10 @@ void register_codegen(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--ranks", pricing.ranks,
                   "instead of --target: N ranks rank:0 … rank:N-1, placed as `launch -n N` places")
       ->check(CLI::Range(1, 4096));
-  cmd->add_option("--to", options->to, "what to generate: torch (per-rank PyTorch)")->required();
+  cmd->add_option(
+         "--to", options->to,
+         "what to generate: torch (per-rank PyTorch) or cpp (a C++ program on the kernel library)")
+      ->required();
   cmd->add_option("-o,--output", options->output, "the directory to write the program into")
       ->required();
   add_kernel_source_options(*cmd, pricing.kernel_sources);

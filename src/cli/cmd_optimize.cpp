@@ -52,6 +52,7 @@ struct OptimizeCliOptions {
   std::string best = "time";
   std::string plan_out;
   std::string plot;
+  std::string trace;
   std::string checkpoint;
   double checkpoint_every_s = 5;
   std::string resume;
@@ -176,6 +177,7 @@ int run_optimize(const OptimizeCliOptions& options) {
   ir::Graph graph;
   cost::Target target;
   search::OptimizeOptions o;
+  std::optional<SearchTrace> trace;
   try {
     signatures = load_signatures(options.kernel_sources);
     graph = load_graph(options.graph, signatures, options.trust_ipfs, options.dims);
@@ -188,6 +190,7 @@ int run_optimize(const OptimizeCliOptions& options) {
     o.checkpoint_every_s = options.checkpoint_every_s;
     o.resume = options.resume;
     if (mpi) search::check_resume(graph, target, o);
+    if (!options.trace.empty() && rank0) trace.emplace(options.trace, o.objectives);
   } catch (const Error& e) {
     if (!mpi) throw;
     error = e.what();
@@ -211,8 +214,8 @@ int run_optimize(const OptimizeCliOptions& options) {
       };
     }
   }
-  const search::OptimizeResult r =
-      run_search(graph, target, std::move(o), options.search.quiet || !rank0);
+  const search::OptimizeResult r = run_search(
+      graph, target, std::move(o), options.search.quiet || !rank0, trace ? &*trace : nullptr);
   if (!rank0) return kExitOk;
 
   const search::Progress& p = r.progress;
@@ -276,6 +279,9 @@ void register_optimize(CLI::App& app, Dispatch& dispatch) {
   cmd->add_option("--plan-out", options->plan_out,
                   "write the front's best plan for --best as a plan file");
   cmd->add_option("--plot", options->plot, "draw the front (2-D projections) as SVG");
+  cmd->add_option("--trace", options->trace,
+                  "write the best value of each objective over time as CSV (a line whenever one "
+                  "improves): seconds,evaluations,front,time_s,…");
   cmd->add_option("--checkpoint", options->checkpoint,
                   "save the search's state to FILE periodically and at the end");
   cmd->add_option("--checkpoint-every", options->checkpoint_every_s,

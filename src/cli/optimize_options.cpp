@@ -4,8 +4,12 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+
+#include "tapestry/support/error.h"
 
 namespace tapestry::cli {
 
@@ -54,14 +58,50 @@ search::OptimizeOptions optimize_options(const SearchOptions& options, double de
   return o;
 }
 
+SearchTrace::SearchTrace(const std::string& path, std::vector<search::Objective> objectives)
+    : file_(std::fopen(path.c_str(), "w")), path_(path), objectives_(std::move(objectives)) {
+  if (file_ == nullptr) {
+    throw Error(fmt::format("cannot write the trace {}: {}", path, std::strerror(errno)));
+  }
+  std::string header = "seconds,evaluations,front";
+  for (search::Objective o : objectives_) {
+    const std::string_view name = search::objective_name(o);
+    const std::string_view unit = search::objective_unit(o);
+    header += name == unit ? fmt::format(",{}", name) : fmt::format(",{}_{}", name, unit);
+  }
+  fmt::print(file_, "{}\n", header);
+  std::fflush(file_);
+}
+
+SearchTrace::~SearchTrace() {
+  std::fclose(file_);
+  if (!keep_) std::remove(path_.c_str());
+}
+
+void SearchTrace::record(const search::Progress& p) {
+  if (p.best == last_) return;
+  record_end(p);
+}
+
+void SearchTrace::record_end(const search::Progress& p) {
+  if (p.best.empty()) return;
+  last_ = p.best;
+  std::string line = fmt::format("{:.3f},{},{}", p.seconds, p.evaluations, p.front_size);
+  for (double v : p.best) line += fmt::format(",{:.9g}", v);
+  fmt::print(file_, "{}\n", line);
+  std::fflush(file_);
+}
+
 search::OptimizeResult run_search(const ir::Graph& graph, const cost::Target& target,
-                                  search::OptimizeOptions options, bool quiet) {
+                                  search::OptimizeOptions options, bool quiet, SearchTrace* trace) {
   const bool draw = !quiet && isatty(fileno(stderr)) != 0;
   bool drawn = false;
   auto last = std::chrono::steady_clock::now() - std::chrono::seconds(1);
   const std::vector<search::Objective> objectives = options.objectives;
-  if (draw) {
+  if (draw || trace != nullptr) {
     options.on_progress = [&](const search::Progress& p) {
+      if (trace != nullptr) trace->record(p);
+      if (!draw) return true;
       const auto now = std::chrono::steady_clock::now();
       if (now - last < std::chrono::milliseconds(250)) return true;
       last = now;
@@ -81,6 +121,10 @@ search::OptimizeResult run_search(const ir::Graph& graph, const cost::Target& ta
   search::Optimizer optimizer(graph, target, std::move(options));
   search::OptimizeResult result = optimizer.run();
   if (drawn) fmt::print(stderr, "\r\033[K");
+  if (trace != nullptr) {
+    trace->record_end(result.progress);
+    trace->keep();
+  }
   return result;
 }
 

@@ -11,6 +11,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "rank_order.h"
 #include "runtime/block_program.h"
 #include "runtime/rank_program.h"
 #include "tapestry/rewrite/fused.h"
@@ -26,6 +27,7 @@ namespace tapestry::codegen {
 
 namespace {
 
+using detail::range_text;
 using runtime::detail::BlockProgram;
 using runtime::detail::BlockTask;
 using runtime::detail::CollectiveKind;
@@ -71,14 +73,6 @@ class Names {
  private:
   std::unordered_set<std::string> used_;
 };
-
-std::string range_text(const Range& box) {
-  std::vector<std::string> dims;
-  for (std::size_t d = 0; d < box.rank(); ++d) {
-    dims.push_back(fmt::format("{}:{}", box.start()[d], box.end()[d]));
-  }
-  return fmt::format("[{}]", fmt::join(dims, ", "));
-}
 
 // A range as Python: ((start, end), ...) per dim.
 std::string box_tuple(const Range& box) {
@@ -550,22 +544,8 @@ void RankWriter::emit_call(std::string_view kernel, const nlohmann::json* params
 void RankWriter::emit_task(std::uint32_t t) {
   const BlockTask& task = p_.tasks[t];
   const auto& call = task.call;
-  std::vector<std::string> dims;
-  for (std::size_t d = 0; d < call.index.rank(); ++d) {
-    dims.push_back(fmt::format(
-        "{} {}:{}", d < call.index_names.size() ? call.index_names[d] : fmt::format("d{}", d),
-        call.index.start()[d], call.index.end()[d]));
-  }
-  std::string kernel(call.kernel);
-  if (call.kernel == rewrite::kFusedKernel && call.params != nullptr) {
-    std::vector<std::string> chain;
-    for (const rewrite::FusedStage& s : rewrite::fused_stages(*call.params))
-      chain.push_back(s.kernel);
-    kernel = fmt::format("{}", fmt::join(chain, " ⇒ "));
-  }
-  line(fmt::format(
-      "# {} ({}): {}", call.operation, kernel,
-      dims.empty() ? std::string("one point") : fmt::format("{}", fmt::join(dims, ", "))));
+  line(fmt::format("# {} ({}): {}", call.operation, detail::kernel_text(call, ""),
+                   detail::index_text(call)));
   if (no_op(t)) {
     line("# (its sum arrived by the collective above)");
     blank();
@@ -620,37 +600,20 @@ std::string RankWriter::write() {
   plan_buffers();
   emit_buffers();
   // Where each message and collective goes in the global order: right after its (last) producer.
-  std::vector<std::vector<std::uint32_t>> messages_after(p_.tasks.size());
-  std::vector<char> replaced(rp_.messages.size(), 0);
-  for (const RankCollective& c : rp_.collectives) {
-    for (std::uint32_t m : c.replaced) replaced[m] = 1;
-  }
-  for (std::uint32_t m = 0; m < rp_.messages.size(); ++m) {
-    if (replaced[m] == 0) messages_after[rp_.messages[m].producer].push_back(m);
-  }
-  std::vector<std::size_t> position(p_.tasks.size());
-  for (std::size_t i = 0; i < p_.order.size(); ++i) position[p_.order[i]] = i;
-  std::vector<std::vector<std::uint32_t>> collectives_after(p_.tasks.size());
-  for (std::uint32_t c = 0; c < rp_.collectives.size(); ++c) {
-    std::uint32_t last = rp_.collectives[c].producers.front();
-    for (std::uint32_t t : rp_.collectives[c].producers) {
-      if (position[t] > position[last]) last = t;
-    }
-    collectives_after[last].push_back(c);
-  }
+  const detail::GlobalPlaces places = detail::global_places(p_, rp_);
   line("# The applications in the plan's order; each message is sent and its receive posted");
   line("# right after its producer, on both ranks (docs/codegen.md).");
   blank();
   for (std::uint32_t t : p_.order) {
     if (rank_of_[t] == rp_.rank) emit_task(t);
     bool any = false;
-    for (std::uint32_t m : messages_after[t]) {
+    for (std::uint32_t m : places.messages_after[t]) {
       const auto& msg = rp_.messages[m];
       if (msg.from != rp_.rank && msg.to != rp_.rank) continue;
       emit_send_or_receive(m);
       any = true;
     }
-    for (std::uint32_t c : collectives_after[t]) {
+    for (std::uint32_t c : places.collectives_after[t]) {
       const auto& members = rp_.collectives[c].members;
       if (std::find(members.begin(), members.end(), rp_.rank) == members.end()) continue;
       emit_collective(c);
@@ -702,8 +665,9 @@ TorchProgram generate_torch(const ir::Graph& graph, const rewrite::LowerResult& 
   std::vector<std::pair<std::string, std::string>> ranks;
   std::vector<std::vector<std::uint32_t>> groups;
   for (std::uint32_t r = 0; r < schedule.ranks(); ++r) {
-    const RankProgram rp = runtime::detail::compile_rank_program(lowered.graph, whole, schedule, r,
-                                                                 runtime::CollectiveUse::kAll);
+    const RankProgram rp = runtime::detail::compile_rank_program(
+        lowered.graph, whole, schedule, r, runtime::CollectiveUse::kAll,
+        runtime::detail::SlotPieces::kWhole);
     if (r == 0) {
       for (const RankCollective& c : rp.collectives) groups.push_back(c.members);
     }

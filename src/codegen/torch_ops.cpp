@@ -97,6 +97,83 @@ std::vector<std::string> one(std::string text) {
   return {std::move(text)};
 }
 
+// pad2d / pad3d: x (its whole trailing planes) padded by the params `before`/`after` per trailing
+// dim with `value`, then the application's window of the padded tensor.
+std::vector<std::string> padded(const TorchCall& c, const std::vector<std::string>& before,
+                                const std::vector<std::string>& after) {
+  const TorchArg& x = arg(c, "x");
+  const Range& out = c.output_boxes.at(0);
+  const std::size_t rank = out.rank();
+  const std::size_t trailing = before.size();
+  std::vector<std::int64_t> pads;  // F.pad's order: last dim first
+  for (std::size_t k = trailing; k-- > 0;) {
+    pads.push_back(int_param(c, before[k], 0));
+    pads.push_back(int_param(c, after[k], 0));
+  }
+  std::vector<std::string> window(rank - trailing, ":");
+  for (std::size_t k = 0; k < trailing; ++k) {
+    const std::size_t d = rank - trailing + k;
+    const std::int64_t origin = x.box.start()[d] - int_param(c, before[k], 0);
+    window.push_back(fmt::format("{}:{}", out.start()[d] - origin, out.end()[d] - origin));
+  }
+  return one(fmt::format("F.pad({}, ({}), value={})[{}]", x.expr, fmt::join(pads, ", "),
+                         float_param(c, "value", 0.0), fmt::join(window, ", ")));
+}
+
+// argmax / argmin over x's whole `axis`; select_last_index searches the flipped axis.
+Mapping arg_extreme(std::string op) {
+  return [op](const TorchCall& c) {
+    const TorchArg& x = arg(c, "x");
+    const std::int64_t dim = axis(c, "axis", -1, x.box.rank());
+    const nlohmann::json* keep = param(c, "keepdims");
+    const nlohmann::json* last = param(c, "select_last_index");
+    const bool keepdims = keep != nullptr && keep->is_boolean() && keep->get<bool>();
+    const std::string kd = keepdims ? "True" : "False";
+    if (last != nullptr && last->is_boolean() && last->get<bool>()) {
+      return one(fmt::format("{} - {}.flip({dim}).{}({dim}, keepdim={})", x.box.extent(dim) - 1,
+                             x.expr, op, kd, fmt::arg("dim", dim)));
+    }
+    return one(fmt::format("{}.{}({}, keepdim={})", x.expr, op, dim, kd));
+  };
+}
+
+// max_pool2d_rect / avg_pool2d_rect (the average in float64, rounded once).
+Mapping rect_pool(std::string pool, bool average) {
+  return [pool, average](const TorchCall& c) {
+    const TorchArg& x = arg(c, "x");
+    const std::string call =
+        fmt::format("{}({}{}, ({}, {}), stride=({}, {}))", pool, x.expr, average ? ".double()" : "",
+                    int_param(c, "kernel_h", 1), int_param(c, "kernel_w", 1),
+                    int_param(c, "stride_h", 1), int_param(c, "stride_w", 1));
+    return one(average ? fmt::format("{}.to({})", call, torch_dtype(x.dtype)) : call);
+  };
+}
+
+Mapping pool3d(std::string pool, bool average) {
+  return [pool, average](const TorchCall& c) {
+    const TorchArg& x = arg(c, "x");
+    const std::string call = fmt::format(
+        "{}({}{}, ({}, {}, {}), stride=({}, {}, {}))", pool, x.expr, average ? ".double()" : "",
+        int_param(c, "kernel_d", 1), int_param(c, "kernel_h", 1), int_param(c, "kernel_w", 1),
+        int_param(c, "stride_d", 1), int_param(c, "stride_h", 1), int_param(c, "stride_w", 1));
+    return one(average ? fmt::format("{}.to({})", call, torch_dtype(x.dtype)) : call);
+  };
+}
+
+// max_pool2d_grad / avg_pool2d_grad: the windows of the shard's x box, their gradient placed in
+// the result's plane (ctx.pool_grad).
+Mapping pool_grad(std::string kind) {
+  return [kind](const TorchCall& c) {
+    const TorchArg& x = arg(c, "x");
+    const Range& out = c.output_boxes.at(0);
+    const std::size_t r = out.rank();
+    return one(fmt::format("ctx.pool_grad('{}', {}, {}, {}, {}, {}, ({}, {}))", kind, x.expr,
+                           in(c, "d_result"), int_param(c, "kernel", 1), int_param(c, "stride", 1),
+                           shape_text(out), x.box.start()[r - 2] - out.start()[r - 2],
+                           x.box.start()[r - 1] - out.start()[r - 1]));
+  };
+}
+
 const std::unordered_map<std::string, Mapping>& mappings() {
   static const std::unordered_map<std::string, Mapping> table = [] {
     std::unordered_map<std::string, Mapping> m;
@@ -310,6 +387,203 @@ const std::unordered_map<std::string, Mapping>& mappings() {
         }
       }
       return out;
+    };
+    // Masks and pointwise derivatives (masks.yaml, autodiff.yaml).
+    m["logical_and"] = mask("({} != 0) & ({} != 0)");
+    m["logical_or"] = mask("({} != 0) | ({} != 0)");
+    m["logical_xor"] = mask("({} != 0) ^ ({} != 0)");
+    m["logical_not"] = [](const TorchCall& c) {
+      return one(fmt::format("({} == 0).to({})", in(c, "x"), torch_dtype(arg(c, "x").dtype)));
+    };
+    m["gelu_grad"] = [](const TorchCall& c) {
+      // d · (Φ(x) + x·φ(x)): Φ(x) = erfc(−x/√2)/2, φ(x) = e^(−x²/2)/√(2π); in float64, rounded
+      // once (the kernel's bar allows a few float32 ulps, not float32's roundings at each step).
+      const TorchArg& x = arg(c, "x");
+      return one(
+          fmt::format("({d}.double() * (0.5 * torch.erfc({x} * -0.7071067811865476) + {x} * "
+                      "torch.exp({x} * {x} * -0.5) * 0.3989422804014327)).to({t})",
+                      fmt::arg("d", in(c, "d_result")), fmt::arg("x", x.expr + ".double()"),
+                      fmt::arg("t", torch_dtype(x.dtype))));
+    };
+    m["sqrt_grad"] = [](const TorchCall& c) {
+      return one(fmt::format("{} / (2 * {})", in(c, "d_result"), in(c, "y")));
+    };
+    m["maximum_grad_a"] = [](const TorchCall& c) {
+      return one(fmt::format("torch.where({} >= {}, {d}, torch.zeros((), dtype={d}.dtype))",
+                             in(c, "a"), in(c, "b"), fmt::arg("d", in(c, "d_result"))));
+    };
+    m["maximum_grad_b"] = [](const TorchCall& c) {
+      return one(fmt::format("torch.where({} > {}, {d}, torch.zeros((), dtype={d}.dtype))",
+                             in(c, "b"), in(c, "a"), fmt::arg("d", in(c, "d_result"))));
+    };
+    // Gradients of normalisations, reductions and losses (training.yaml).
+    m["softmax_grad"] = [](const TorchCall& c) {
+      // The row sum in float64, as the kernels carry it.
+      const TorchArg& y = arg(c, "y");
+      return one(
+          fmt::format("{y} * ({d} - ({d}.double() * {y}.double()).sum(-1, keepdim=True).to({t}))",
+                      fmt::arg("y", y.expr), fmt::arg("d", in(c, "d_result")),
+                      fmt::arg("t", torch_dtype(y.dtype))));
+    };
+    m["max_grad"] = [](const TorchCall& c) {
+      const std::int64_t dim = axis(c, "dim", -1, arg(c, "x").box.rank());
+      return one(
+          fmt::format("torch.where(ctx.first_match({x}, {}, {dim}) != 0, {d}.unsqueeze({dim}), "
+                      "torch.zeros((), dtype={d}.dtype))",
+                      in(c, "y"), fmt::arg("x", in(c, "x")), fmt::arg("d", in(c, "d_result")),
+                      fmt::arg("dim", dim)));
+    };
+    m["reduce_grad"] = [](const TorchCall& c) {
+      const nlohmann::json* op = param(c, "op");
+      const std::string name = op != nullptr && op->is_string() ? op->get<std::string>() : "sum";
+      const std::string x = in(c, "x");
+      const std::string d = in(c, "d_result");
+      if (name == "sum") return one(fmt::format("{}.unsqueeze(0).expand_as({}).clone()", d, x));
+      if (name == "prod")
+        return one(fmt::format("{}.unsqueeze(0) * ctx.exclusive_product({})", d, x));
+      if (name == "max" || name == "min") {
+        return one(
+            fmt::format("torch.where(ctx.first_match({x}, {}, 0) != 0, {d}.unsqueeze(0), "
+                        "torch.zeros((), dtype={d}.dtype))",
+                        in(c, "y"), fmt::arg("x", x), fmt::arg("d", d)));
+      }
+      throw Error(fmt::format("kernel 'reduce_grad': no torch mapping for op '{}'", name));
+    };
+    m["mse_grad"] = [](const TorchCall& c) {
+      return one(fmt::format("2 * ({} - {}) * {} / {}", in(c, "pred"), in(c, "target"),
+                             in(c, "d_result"),
+                             int_param(c, "count", arg(c, "pred").whole.size())));
+    };
+    m["adam"] = [](const TorchCall& c) {
+      // float64 inside, each output rounded once (training.yaml); step is a rank-0 integer.
+      const bool decoupled = param(c, "decoupled") != nullptr &&
+                             param(c, "decoupled")->is_boolean() &&
+                             param(c, "decoupled")->get<bool>();
+      const std::string wd = float_param(c, "weight_decay", 0.0);
+      const std::string lr = float_param(c, "lr", 0.001);
+      const std::string b1 = float_param(c, "beta1", 0.9);
+      const std::string b2 = float_param(c, "beta2", 0.999);
+      const std::string p = fmt::format("{}.double()", in(c, "param"));
+      const std::string g = decoupled
+                                ? fmt::format("{}.double()", in(c, "grad"))
+                                : fmt::format("({}.double() + {} * {})", in(c, "grad"), wd, p);
+      const std::string m1 =
+          fmt::format("({} * {}.double() + (1 - {}) * {g})", b1, in(c, "m"), b1, fmt::arg("g", g));
+      const std::string v1 = fmt::format("({} * {}.double() + (1 - {}) * {g} * {g})", b2,
+                                         in(c, "v"), b2, fmt::arg("g", g));
+      const std::string t = fmt::format("int({}.item())", in(c, "step"));
+      const std::string p1 = decoupled ? fmt::format("{} * (1 - {} * {})", p, lr, wd) : p;
+      const std::string dtype = torch_dtype(arg(c, "param").dtype);
+      std::vector<std::string> out;
+      for (const std::string& name : c.output_names) {
+        if (name == "m_next") {
+          out.push_back(fmt::format("{}.to({})", m1, dtype));
+        } else if (name == "v_next") {
+          out.push_back(fmt::format("{}.to({})", v1, dtype));
+        } else {
+          out.push_back(fmt::format(
+              "({} - {lr} * ({m} / (1 - {b1} ** {t})) / (torch.sqrt({v} / (1 - {b2} ** {t})) + "
+              "{eps})).to({})",
+              p1, dtype, fmt::arg("lr", lr), fmt::arg("m", m1), fmt::arg("b1", b1),
+              fmt::arg("t", t), fmt::arg("v", v1), fmt::arg("b2", b2),
+              fmt::arg("eps", float_param(c, "eps", 1e-8))));
+        }
+      }
+      return out;
+    };
+    // Layout (layout.yaml, autodiff.yaml): the boxes the IPFs give are the cells to move.
+    m["slice"] = unary("{}.clone()");
+    m["unpad"] = unary("{}.clone()");
+    m["unslice"] = [](const TorchCall& c) {
+      // x (its whole dim `dim`) padded with zeros to the result's extent, then the result's box.
+      const TorchArg& x = arg(c, "x");
+      const std::size_t rank = x.box.rank();
+      const std::size_t dim = static_cast<std::size_t>(axis(c, "dim", 0, rank));
+      const std::int64_t start = int_param(c, "start", 0);
+      const std::int64_t size = int_param(c, "size", 0);
+      std::vector<std::int64_t> pads;
+      for (std::size_t d = rank; d-- > dim + 1;) pads.insert(pads.end(), {0, 0});
+      pads.insert(pads.end(), {start, size - start - x.box.extent(dim)});
+      const Range& out = c.output_boxes.at(0);
+      std::vector<std::string> window(rank, ":");
+      window[dim] = fmt::format("{}:{}", out.start()[dim], out.end()[dim]);
+      return one(fmt::format("F.pad({}, ({}))[{}]", x.expr, fmt::join(pads, ", "),
+                             fmt::join(window, ", ")));
+    };
+    m["pad2d"] = [](const TorchCall& c) { return padded(c, {"top", "left"}, {"bottom", "right"}); };
+    m["pad3d"] = [](const TorchCall& c) {
+      return padded(c, {"front", "top", "left"}, {"back", "bottom", "right"});
+    };
+    m["gather"] = [](const TorchCall& c) {
+      // numpy's take: negative indices count from the end; x holds the whole axis.
+      const TorchArg& x = arg(c, "x");
+      const std::int64_t dim = axis(c, "axis", 0, x.box.rank());
+      return one(fmt::format(
+          "torch.index_select({x}, {dim}, torch.where({i} < 0, {i} + {n}, {i}).long().flatten())"
+          ".reshape({})",
+          shape_text(c.output_boxes.at(0)), fmt::arg("x", x.expr), fmt::arg("dim", dim),
+          fmt::arg("i", in(c, "indices")), fmt::arg("n", x.box.extent(dim))));
+    };
+    m["argmax"] = arg_extreme("argmax");
+    m["argmin"] = arg_extreme("argmin");
+    // Convolutions and pooling beyond conv2d's and the square pools.
+    m["conv3d"] = [](const TorchCall& c) {
+      return one(fmt::format("F.conv3d({}, {}, stride={})", in(c, "x"), in(c, "w"),
+                             int_param(c, "stride", 1)));
+    };
+    m["dilated_conv2d"] = [](const TorchCall& c) {
+      return one(fmt::format("F.conv2d({}, {}, stride={}, dilation={})", in(c, "x"), in(c, "w"),
+                             int_param(c, "stride", 1), int_param(c, "dilation", 1)));
+    };
+    m["dilated_conv3d"] = [](const TorchCall& c) {
+      return one(fmt::format("F.conv3d({}, {}, stride={}, dilation={})", in(c, "x"), in(c, "w"),
+                             int_param(c, "stride", 1), int_param(c, "dilation", 1)));
+    };
+    m["grouped_conv2d"] = [](const TorchCall& c) {
+      // The shard's filters are whole groups (their count = groups here), or part of one group
+      // (one group: x's box holds that group's channels).
+      const TorchArg& w = arg(c, "w");
+      const std::int64_t groups = int_param(c, "groups", 1);
+      const std::int64_t per_group = w.whole.extent(0) / groups;
+      const std::int64_t first = w.box.start()[0] - w.whole.start()[0];
+      const std::int64_t count = w.box.extent(0);
+      std::int64_t g = 1;
+      if (first % per_group == 0 && count % per_group == 0) {
+        g = count / per_group;
+      } else if (first / per_group != (first + count - 1) / per_group) {
+        throw Error(
+            "kernel 'grouped_conv2d': no torch mapping for a shard of filters that spans groups "
+            "without whole ones");
+      }
+      return one(fmt::format("F.conv2d({}, {}, stride={}, groups={})", in(c, "x"), w.expr,
+                             int_param(c, "stride", 1), g));
+    };
+    m["max_pool2d_rect"] = rect_pool("F.max_pool2d", false);
+    m["avg_pool2d_rect"] = rect_pool("F.avg_pool2d", true);
+    m["max_pool3d"] = pool3d("F.max_pool3d", false);
+    m["avg_pool3d"] = pool3d("F.avg_pool3d", true);
+    m["max_pool2d_grad"] = pool_grad("max");
+    m["avg_pool2d_grad"] = pool_grad("avg");
+    m["conv2d_grad_input"] = [](const TorchCall& c) {
+      // The shard's taps [i0, i1) × [j0, j1) of the transposed convolution, placed at (i0, j0)
+      // of the result's plane (the whole plane: a partial sum over o, i, j).
+      const TorchArg& w = arg(c, "w");
+      const Range& out = c.output_boxes.at(0);
+      const TorchArg& d = arg(c, "d_result");
+      const std::int64_t stride = int_param(c, "stride", 1);
+      const std::int64_t i0 = w.box.start()[2] - w.whole.start()[2];
+      const std::int64_t j0 = w.box.start()[3] - w.whole.start()[3];
+      const std::int64_t rows = (d.box.extent(2) - 1) * stride + w.box.extent(2);
+      const std::int64_t cols = (d.box.extent(3) - 1) * stride + w.box.extent(3);
+      return one(fmt::format("F.pad(F.conv_transpose2d({}, {}, stride={}), ({}, {}, {}, {}))",
+                             d.expr, w.expr, stride, j0, out.extent(3) - j0 - cols, i0,
+                             out.extent(2) - i0 - rows));
+    };
+    m["conv2d_grad_weight"] = [](const TorchCall& c) {
+      // x holds the rows and columns the shard's taps met: a weight gradient of those taps.
+      const Range& out = c.output_boxes.at(0);
+      return one(fmt::format("torch.nn.grad.conv2d_weight({}, {}, {}, stride={})", in(c, "x"),
+                             shape_text(out), in(c, "d_result"), int_param(c, "stride", 1)));
     };
     return m;
   }();

@@ -87,6 +87,7 @@ import os
 import numpy as np
 import torch
 import torch.distributed as dist
+import torch.nn.functional as F
 
 
 class Receive:
@@ -181,6 +182,38 @@ class Context:
         for k, member in enumerate(members):
             if member != self.rank:
                 parts[k].copy_(received[k])
+
+    # ---- kernels torch has no single op for (src/codegen/torch_ops.cpp) ----
+
+    @staticmethod
+    def pool_grad(kind, x, d_result, kernel, stride, plane, offset):
+        """max_pool2d_grad / avg_pool2d_grad of the windows whose cells `x` holds: the gradient
+        of F.max_pool2d or F.avg_pool2d (kernel, stride) over x, placed at `offset` of a zero
+        plane of shape `plane` (the result's box: these windows' share of it)."""
+        with torch.enable_grad():
+            x = x.detach().clone().requires_grad_(True)
+            pool = F.max_pool2d if kind == "max" else F.avg_pool2d
+            pool(x, kernel, stride=stride).backward(d_result)
+        out = torch.zeros(plane, dtype=d_result.dtype, device=d_result.device)
+        rows, cols = x.shape[-2], x.shape[-1]
+        out[..., offset[0]:offset[0] + rows, offset[1]:offset[1] + cols] = x.grad
+        return out
+
+    @staticmethod
+    def exclusive_product(x):
+        """The product over dim 0 of every block but each one (no division: a zero is exact)."""
+        ones = torch.ones_like(x[:1])
+        before = torch.cat([ones, torch.cumprod(x, 0)[:-1]])
+        after = torch.cat([torch.cumprod(x.flip(0), 0)[:-1].flip(0), ones])
+        return before * after
+
+    @staticmethod
+    def first_match(x, y, dim):
+        """1 at the first position along `dim` where x equals y (NaN matching NaN), else 0."""
+        y = y.unsqueeze(dim)
+        match = (x == y) | (x.isnan() & y.isnan())
+        first = match.to(torch.int8).argmax(dim, keepdim=True)
+        return torch.zeros_like(x).scatter(dim, first, 1)
 
     def finish(self):
         """Waits until every send has been delivered."""

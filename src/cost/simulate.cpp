@@ -574,6 +574,12 @@ double application_seconds(const Work& work, const DeviceType& device,
   double compute = 0;
   if (work.flops > 0) {
     auto peak = device.peak_flops.find(work.dtype);
+    // Integer and boolean arithmetic (index math, masks, gathered positions) runs at about the
+    // float32 rate of vector units, and no preset measures it: the float32 peak unless the
+    // target gives the dtype its own.
+    if (peak == device.peak_flops.end() && !ir::is_float(work.dtype)) {
+      peak = device.peak_flops.find(ir::DType::kFloat32);
+    }
     if (peak == device.peak_flops.end()) {
       throw Error(fmt::format("device type '{}' has no peak_flops for {}", device.name,
                               ir::dtype_name(work.dtype)));

@@ -205,8 +205,8 @@ BlockExecutor::BlockExecutor(const ir::Graph& graph, BlockExecutorOptions option
       pool_(std::make_unique<detail::BufferPool>()),
       threads_pool_(&detail::shared_pool(threads_)) {
   const ExecutableKernels& kernels = options.kernels != nullptr ? *options.kernels : fast_kernels();
-  program_ =
-      std::make_unique<const detail::BlockProgram>(detail::compile_block_program(graph, kernels));
+  program_ = std::make_unique<const detail::BlockProgram>(
+      detail::compile_block_program(graph, kernels, detail::SlotPieces::kRows));
   check_memory_budget(program_->memory, options.memory_limit_bytes);
 }
 

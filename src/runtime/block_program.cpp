@@ -78,6 +78,18 @@ void unique_sorted(std::vector<std::uint32_t>& v) {
   v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
+// Recomputes a task's writes and touches from its port addresses (make_task's rule).
+void derive_writes_and_touches(BlockTask& task, const std::vector<BufferSlot>& slots) {
+  task.writes.clear();
+  for (const PortAddress& out : task.outputs) task.writes.push_back(out.slot);
+  unique_sorted(task.writes);
+  task.touches = task.writes;
+  for (const PortAddress& in : task.inputs) {
+    if (!slots[in.slot].input) task.touches.push_back(in.slot);
+  }
+  unique_sorted(task.touches);
+}
+
 BlockTask make_task(const ir::Graph& graph, ir::ApplicationId app_id,
                     const ExecutableKernels& kernels, const std::vector<BufferSlot>& slots,
                     const SlotOf& slot_of) {
@@ -110,17 +122,116 @@ BlockTask make_task(const ir::Graph& graph, ir::ApplicationId app_id,
   } catch (const Error& e) {
     throw e.with_context(fmt::format("application '{}'", graph.display_name(app_id)));
   }
-  for (const PortAddress& out : task.outputs) task.writes.push_back(out.slot);
-  unique_sorted(task.writes);
-  task.touches = task.writes;
-  for (const PortAddress& in : task.inputs) {
-    if (!slots[in.slot].input) task.touches.push_back(in.slot);
-  }
-  unique_sorted(task.touches);
+  derive_writes_and_touches(task, slots);
   task.flops = estimate_flops(task.call);
   task.bytes_read = port_bytes(task.call.inputs);
   task.bytes_written = port_bytes(task.call.outputs);
   return task;
+}
+
+// The boxes of a task's ports, parallel to its input and output addresses.
+struct TaskBoxes {
+  std::vector<Range> inputs, outputs;
+};
+
+// SlotPieces::kRows (block_program.h): splits every intermediate slot whose boxes fall into
+// disjoint row intervals into one slot per interval. The first piece keeps the slot's index, the
+// others are appended; each port is pointed at the piece holding its box (a byte offset from the
+// piece's first row), and the tasks' writes and touches are derived again. `extra` (per slot, or
+// empty) adds boxes that must each lie in one piece too. Uses are not counted.
+void split_row_pieces(std::vector<BufferSlot>& slots, std::vector<BlockTask>& tasks,
+                      const std::vector<TaskBoxes>& boxes,
+                      const std::vector<std::vector<Range>>& extra = {}) {
+  using Rows = std::pair<std::int64_t, std::int64_t>;  // [first, end)
+  const std::size_t n = slots.size();
+  const auto eligible = [&](std::uint32_t s) {
+    return !slots[s].input && !slots[s].output && slots[s].range.rank() > 0;
+  };
+  std::vector<std::vector<Rows>> rows(n);
+  for (std::size_t t = 0; t < tasks.size(); ++t) {
+    const auto add = [&](const std::vector<PortAddress>& addresses,
+                         const std::vector<Range>& ranges) {
+      for (std::size_t i = 0; i < addresses.size(); ++i) {
+        if (eligible(addresses[i].slot) && !ranges[i].is_empty()) {
+          rows[addresses[i].slot].emplace_back(ranges[i].start()[0], ranges[i].end()[0]);
+        }
+      }
+    };
+    add(tasks[t].inputs, boxes[t].inputs);
+    add(tasks[t].outputs, boxes[t].outputs);
+  }
+  for (std::uint32_t s = 0; s < extra.size(); ++s) {
+    for (const Range& box : extra[s]) {
+      if (eligible(s) && !box.is_empty()) rows[s].emplace_back(box.start()[0], box.end()[0]);
+    }
+  }
+  std::vector<std::vector<Rows>> pieces(n);
+  std::vector<std::uint32_t> appended(n, 0);  // the slot of each slot's second piece
+  const std::vector<BufferSlot> whole = slots;
+  for (std::uint32_t s = 0; s < n; ++s) {
+    std::vector<Rows>& r = rows[s];
+    if (r.size() < 2) continue;
+    std::sort(r.begin(), r.end());
+    std::vector<Rows> merged{r.front()};
+    for (const Rows& next : r) {
+      if (next.first < merged.back().second) {
+        merged.back().second = std::max(merged.back().second, next.second);
+      } else {
+        merged.push_back(next);
+      }
+    }
+    if (merged.size() < 2) continue;
+    appended[s] = static_cast<std::uint32_t>(slots.size());
+    for (std::size_t k = 0; k < merged.size(); ++k) {
+      BufferSlot piece = whole[s];
+      piece.piece = true;
+      piece.range = whole[s].range.with_dim(0, merged[k].first, merged[k].second);
+      piece.bytes =
+          piece.range.size() * static_cast<std::int64_t>(ir::dtype_size_bytes(piece.dtype));
+      if (k == 0) {
+        slots[s] = piece;
+      } else {
+        slots.push_back(piece);
+      }
+    }
+    pieces[s] = std::move(merged);
+  }
+  if (slots.size() == n) return;
+  for (std::size_t t = 0; t < tasks.size(); ++t) {
+    const auto readdress = [&](std::vector<PortAddress>& addresses,
+                               const std::vector<Range>& ranges) {
+      for (std::size_t i = 0; i < addresses.size(); ++i) {
+        PortAddress& a = addresses[i];
+        const std::uint32_t s = a.slot;
+        if (pieces[s].empty()) continue;
+        // The piece whose rows hold the box (an empty box: the first, at offset 0).
+        std::size_t k = 0;
+        if (!ranges[i].is_empty()) {
+          const std::int64_t row = ranges[i].start()[0];
+          k = static_cast<std::size_t>(
+              std::upper_bound(pieces[s].begin(), pieces[s].end(), Rows{row, INT64_MAX}) -
+              pieces[s].begin() - 1);
+        }
+        a.slot = k == 0 ? s : appended[s] + static_cast<std::uint32_t>(k - 1);
+        const Range& range = whole[s].range;
+        const std::int64_t row_bytes =
+            range.shape()[0] == 0 ? 0 : whole[s].bytes / range.shape()[0];
+        a.byte_offset = ranges[i].is_empty()
+                            ? 0
+                            : a.byte_offset - (pieces[s][k].first - range.start()[0]) * row_bytes;
+      }
+    };
+    readdress(tasks[t].inputs, boxes[t].inputs);
+    readdress(tasks[t].outputs, boxes[t].outputs);
+    derive_writes_and_touches(tasks[t], slots);
+  }
+}
+
+template <typename Port>
+std::vector<Range> boxes_of(const ir::NamedLists<Port>& ports) {
+  std::vector<Range> out;
+  for (const auto& e : ports.entries()) out.push_back(e.value.view.box());
+  return out;
 }
 
 // a + b, saturating at INT64_MAX: a plan of huge tensors must still report that it needs "more
@@ -160,7 +271,7 @@ MemoryEstimate estimate_memory(const std::vector<BufferSlot>& slots,
       at_peak = live;  // O(slots) per new peak: peaks are rare after the first few tasks
     }
     for (std::uint32_t s : tasks[t].touches) {
-      if (--remaining[s] == 0 && !slots[s].output && live[s] != 0) {
+      if (--remaining[s] == 0 && !slots[s].output && !slots[s].kept && live[s] != 0) {
         bytes -= slots[s].bytes;  // exact unless saturated, and then the peak is saturated too
         live[s] = 0;
       }
@@ -175,8 +286,10 @@ MemoryEstimate estimate_memory(const std::vector<BufferSlot>& slots,
   std::vector<std::string> parts;
   for (std::size_t i = 0; i < biggest.size() && i < 4; ++i) {
     const BufferSlot& slot = slots[biggest[i]];
-    parts.push_back(
-        fmt::format("{} {}", tensor_name(graph, slot.tensor), format_bytes(slot.bytes)));
+    parts.push_back(fmt::format(
+        "{}{} {}", tensor_name(graph, slot.tensor),
+        slot.piece ? fmt::format(" rows {}:{}", slot.range.start()[0], slot.range.end()[0]) : "",
+        format_bytes(slot.bytes)));
   }
   if (biggest.size() > 4) parts.push_back(fmt::format("{} more", biggest.size() - 4));
   estimate.peak_description =
@@ -210,11 +323,21 @@ void build_dag(BlockProgram& p, const ApplicationSchedule& schedule) {
 
 }  // namespace
 
+void split_program_rows(BlockProgram& p, const std::vector<std::vector<Range>>& extra) {
+  std::vector<TaskBoxes> boxes;
+  boxes.reserve(p.tasks.size());
+  for (const BlockTask& task : p.tasks) {
+    boxes.push_back({boxes_of(task.call.inputs), boxes_of(task.call.outputs)});
+  }
+  split_row_pieces(p.slots, p.tasks, boxes, extra);
+}
+
 MemoryEstimate estimate_sequential_memory(const BlockProgram& p, const ir::Graph& graph) {
   return estimate_memory(p.slots, p.tasks, p.order, graph);
 }
 
-BlockProgram compile_block_program(const ir::Graph& graph, const ExecutableKernels& kernels) {
+BlockProgram compile_block_program(const ir::Graph& graph, const ExecutableKernels& kernels,
+                                   SlotPieces pieces) {
   check_tensor_dtypes(graph);
   check_operations_have_applications(graph);
   const ApplicationSchedule schedule = schedule_applications(graph);
@@ -238,15 +361,18 @@ BlockProgram compile_block_program(const ir::Graph& graph, const ExecutableKerne
       }
       task.call.prepared = it->second;
     }
-    for (std::uint32_t s : p.tasks.back().touches) ++p.slots[s].uses;
     p.flops += p.tasks.back().flops;
+  }
+  if (pieces == SlotPieces::kRows) split_program_rows(p, {});
+  for (const BlockTask& task : p.tasks) {
+    for (std::uint32_t s : task.touches) ++p.slots[s].uses;
   }
   build_dag(p, schedule);
   p.memory = estimate_memory(p.slots, p.tasks, p.order, graph);
   return p;
 }
 
-MemoryEstimate estimate_program_memory(const ir::Graph& graph) {
+MemoryEstimate estimate_program_memory(const ir::Graph& graph, SlotPieces pieces) {
   check_tensor_dtypes(graph);
   check_operations_have_applications(graph);  // as compile_block_program: no silent zero
   const ApplicationSchedule schedule = schedule_applications(graph);
@@ -260,20 +386,26 @@ MemoryEstimate estimate_program_memory(const ir::Graph& graph) {
     }
     return found->second;
   };
-  // The tasks' writes and touches as make_task derives them, from the selections alone.
+  // The tasks' ports, writes and touches as make_task derives them, from the selections alone
+  // (the byte offsets are not needed).
   std::vector<BlockTask> tasks(schedule.applications.size());
+  std::vector<TaskBoxes> boxes(tasks.size());
   for (std::size_t t = 0; t < tasks.size(); ++t) {
     BlockTask& task = tasks[t];
     task.application = schedule.applications[t];
     const ir::ApplicationView app = graph.application(task.application);
-    for (const auto& entry : app.outputs().entries()) task.writes.push_back(slot_for(entry));
-    unique_sorted(task.writes);
-    task.touches = task.writes;
     for (const auto& entry : app.inputs().entries()) {
-      const std::uint32_t s = slot_for(entry);
-      if (!slots[s].input) task.touches.push_back(s);
+      task.inputs.push_back({slot_for(entry), 0});
+      boxes[t].inputs.push_back(entry.value.range);
     }
-    unique_sorted(task.touches);
+    for (const auto& entry : app.outputs().entries()) {
+      task.outputs.push_back({slot_for(entry), 0});
+      boxes[t].outputs.push_back(entry.value.range);
+    }
+    derive_writes_and_touches(task, slots);
+  }
+  if (pieces == SlotPieces::kRows) split_row_pieces(slots, tasks, boxes);
+  for (const BlockTask& task : tasks) {
     for (std::uint32_t s : task.touches) ++slots[s].uses;
   }
   return estimate_memory(slots, tasks, schedule.order, graph);

@@ -103,7 +103,7 @@ void RunState::allocate(std::uint32_t s) {
 void RunState::release(std::uint32_t s) {
   if (uses_left[s].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   const BufferSlot& slot = program.slots[s];
-  if (slot.output || slot.input || !buffers[s]) return;
+  if (slot.output || slot.input || slot.kept || !buffers[s]) return;
   pool.give(std::move(*buffers[s]));
   buffers[s].reset();
   base[s] = nullptr;

@@ -70,7 +70,7 @@ void check_limit(const MemoryEstimate& estimate, std::int64_t limit_bytes) {
 }  // namespace
 
 MemoryEstimate estimate_block_memory(const ir::Graph& graph) {
-  return detail::estimate_program_memory(graph);
+  return detail::estimate_program_memory(graph, detail::SlotPieces::kRows);
 }
 
 std::int64_t tensor_bytes(const ir::Graph& graph, bool inputs_only) {

@@ -302,7 +302,7 @@ MpiExecutor::MpiExecutor(const MpiSession& session, const ir::Graph& graph,
   }
   p.inject_failure = injected.in_run;
   const ExecutableKernels& kernels = options.kernels != nullptr ? *options.kernels : fast_kernels();
-  p.whole = detail::compile_block_program(graph, kernels);
+  p.whole = detail::compile_block_program(graph, kernels);  // row pieces per rank: rank_program.h
   p.rank =
       detail::compile_rank_program(graph, p.whole, schedule, session.rank(), options.collectives);
   check_memory_budget(p.rank.local.memory, options.memory_limit_bytes);
@@ -318,7 +318,7 @@ MpiExecutor::MpiExecutor(const MpiSession& session, const ir::Graph& graph,
   }
   for (const detail::RankMessageInfo& m : p.rank.messages) {
     p.message_what.push_back(
-        fmt::format("{}{}", tensor_name(graph, p.whole.slots[m.slot].tensor), m.box));
+        fmt::format("{}{}", tensor_name(graph, p.rank.local.slots[m.slot].tensor), m.box));
     (void)byte_count(m.bytes, fmt::format("the message of {}", p.message_what.back()));
   }
   p.rank_names = schedule.rank_names;
@@ -377,7 +377,29 @@ struct Outgoing {
   std::uint32_t message = 0;  // or the part, for a collective's contribution
   Buffer staging;
   bool collective = false;
+  bool in_place = false;  // an all-gather in the tensor's own buffer (gathers_in_place)
 };
+
+// Whether every box is whole rows of `range` (every dim after the first as `range` has it): a
+// contiguous run of bytes in a buffer over `range`.
+bool whole_rows(const Range& range, const std::vector<Range>& boxes) {
+  for (const Range& box : boxes) {
+    if (box.is_empty() || range.rank() == 0 || !range.contains(box)) return false;
+    for (std::size_t d = 1; d < range.rank(); ++d) {
+      if (box.start()[d] != range.start()[d] || box.end()[d] != range.end()[d]) return false;
+    }
+  }
+  return true;
+}
+
+// An all-gather whose members' boxes are whole rows of this rank's buffer of the tensor runs in
+// that buffer (MPI_IN_PLACE, each box received at its own offset): no copy of the contribution,
+// no buffer of the gathered tensor beside the tensor's own — a device gathers into the tensor.
+bool gathers_in_place(const detail::RankCollective& c,
+                      const std::vector<detail::BufferSlot>& slots) {
+  return c.kind == detail::CollectiveKind::kAllgather &&
+         whole_rows(slots[c.source_slot].range, c.boxes);
+}
 
 // One collective this rank takes part in, as the communication thread runs it.
 struct PartRun {
@@ -387,6 +409,7 @@ struct PartRun {
   Buffer send;
   Buffer receive;
   std::vector<int> counts, displacements;  // MPI_Iallgatherv's, in bytes; alive until done
+  bool in_place = false;                   // gathered in the tensor's buffer (gathers_in_place)
 };
 
 std::int64_t bytes_of(const Buffer& b) {
@@ -473,7 +496,7 @@ class RankRun {
   bool post_sends();
   bool test_receives();
   bool test_sends();
-  void post_collective(std::uint32_t part, Buffer send);
+  void post_collective(std::uint32_t part, Buffer send, bool in_place = false);
   bool test_collectives();
   void complete_collective(std::uint32_t part);
   void arrive(const detail::RankReceive& receive, const Buffer* from);
@@ -503,8 +526,7 @@ class RankRun {
   std::optional<std::string> error_;
 
   // The communication thread's own.
-  std::vector<MPI_Request> receive_requests_;
-  std::vector<Buffer> receive_staging_;
+  std::vector<std::uint32_t> waiting_;  // the receives (positions in rp_.receives) not yet taken
   std::size_t receives_left_ = 0;
   std::vector<MPI_Request> send_requests_;
   std::vector<Buffer> send_staging_;
@@ -551,6 +573,11 @@ void RankRun::execute(std::uint32_t t) {
       }
       for (std::uint32_t part : rp_.contributes[t]) {
         const detail::RankCollective& c = rp_.collectives[rp_.parts[part].collective];
+        if (gathers_in_place(c, rp_.local.slots)) {  // the contribution is where it is
+          const std::lock_guard lock(mutex_);
+          outbox_.push_back({.message = part, .collective = true, .in_place = true});
+          continue;
+        }
         const Range& box = c.boxes[rp_.parts[part].member];
         Outgoing out{
             part, Buffer(rp_.local.slots[c.source_slot].dtype, box, Buffer::Uninitialized{}), true};
@@ -582,19 +609,14 @@ void RankRun::execute(std::uint32_t t) {
   wake_.notify_one();
 }
 
+// Nothing is posted: a message is taken when it has arrived (matched by MPI_Improbe, received
+// by MPI_Mrecv), straight into its tensor's buffer, allocated then — as a device receives into
+// memory it holds from the transfer on. Receives posted at the start each held a staging buffer
+// of the message's size for the whole run.
 void RankRun::post_receives() {
   receives_left_ = rp_.receives.size();
-  receive_requests_.assign(rp_.receives.size(), MPI_REQUEST_NULL);
-  for (const detail::RankReceive& r : rp_.receives) {
-    const detail::RankMessageInfo& msg = rp_.messages[r.message];
-    receive_staging_.emplace_back(rp_.local.slots[msg.slot].dtype, msg.box,
-                                  Buffer::Uninitialized{});
-    state_.add_live(bytes_of(receive_staging_.back()));
-    check_mpi(MPI_Irecv(receive_staging_.back().bytes(), static_cast<int>(msg.bytes), MPI_BYTE,
-                        static_cast<int>(msg.from), kFirstMessageTag + static_cast<int>(r.message),
-                        MPI_COMM_WORLD, &receive_requests_[receive_staging_.size() - 1]),
-              "MPI_Irecv");
-  }
+  waiting_.resize(rp_.receives.size());
+  for (std::uint32_t r = 0; r < waiting_.size(); ++r) waiting_[r] = r;
   for (const auto& sends : rp_.sends) sends_expected_ += sends.size();
   parts_.resize(rp_.parts.size());
 }
@@ -607,7 +629,7 @@ bool RankRun::post_sends() {
   }
   for (Outgoing& out : ready) {
     if (out.collective) {
-      post_collective(out.message, std::move(out.staging));
+      post_collective(out.message, std::move(out.staging), out.in_place);
       continue;
     }
     const detail::RankMessageInfo& msg = rp_.messages[out.message];
@@ -627,30 +649,62 @@ bool RankRun::post_sends() {
   return !ready.empty();
 }
 
-// Unpacks every arrived box into its tensor and releases the tasks that waited for it.
+// Takes every message that has arrived into its tensor (post_receives) and releases the tasks
+// that waited for it. A box of whole rows of its slot (every other dim as the slot has it: a
+// contiguous run of bytes) is received in place; another box goes through a staging buffer, held
+// only while it is copied.
 bool RankRun::test_receives() {
   if (receives_left_ == 0) return false;
-  std::vector<int> indices(receive_requests_.size());
-  int count = 0;
-  check_mpi(MPI_Testsome(static_cast<int>(receive_requests_.size()), receive_requests_.data(),
-                         &count, indices.data(), MPI_STATUSES_IGNORE),
-            "MPI_Testsome");
-  if (count == MPI_UNDEFINED || count == 0) return false;
-  for (int i = 0; i < count; ++i) {
-    const auto r = static_cast<std::size_t>(indices[static_cast<std::size_t>(i)]);
-    const detail::RankReceive& receive = rp_.receives[r];
+  bool progressed = false;
+  for (std::size_t i = 0; i < waiting_.size();) {
+    const detail::RankReceive& receive = rp_.receives[waiting_[i]];
     const detail::RankMessageInfo& msg = rp_.messages[receive.message];
-    arrive(receive, &receive_staging_[r]);
-    state_.add_live(-bytes_of(receive_staging_[r]));
-    receive_staging_[r] = Buffer();
+    int flag = 0;
+    MPI_Message handle = MPI_MESSAGE_NULL;
+    check_mpi(MPI_Improbe(static_cast<int>(msg.from),
+                          kFirstMessageTag + static_cast<int>(receive.message), MPI_COMM_WORLD,
+                          &flag, &handle, MPI_STATUS_IGNORE),
+              "MPI_Improbe");
+    if (flag == 0) {
+      ++i;
+      continue;
+    }
+    const Clock::time_point begin = Clock::now();
+    state_.allocate(msg.slot);
+    Buffer& into = *state_.buffers[msg.slot];
+    const Range& range = into.range();
+    bool rows = !msg.box.is_empty() && range.rank() > 0;
+    for (std::size_t d = 1; rows && d < range.rank(); ++d) {
+      rows = msg.box.start()[d] == range.start()[d] && msg.box.end()[d] == range.end()[d];
+    }
+    if (rows) {
+      const auto element = static_cast<std::int64_t>(ir::dtype_size_bytes(into.dtype()));
+      std::byte* at =
+          into.bytes() + element_offset(range, into.strides(), msg.box.start()) * element;
+      check_mpi(MPI_Mrecv(at, static_cast<int>(msg.bytes), MPI_BYTE, &handle, MPI_STATUS_IGNORE),
+                "MPI_Mrecv");
+    } else {
+      Buffer staging(into.dtype(), msg.box, Buffer::Uninitialized{});
+      state_.add_live(bytes_of(staging));
+      check_mpi(MPI_Mrecv(staging.bytes(), static_cast<int>(msg.bytes), MPI_BYTE, &handle,
+                          MPI_STATUS_IGNORE),
+                "MPI_Mrecv");
+      copy_box(staging, into, msg.box);
+      state_.add_live(-bytes_of(staging));
+    }
+    metrics_.unpack_s += std::chrono::duration<double>(Clock::now() - begin).count();
+    arrive(receive, nullptr);
     metrics_.messages.push_back({.at_s = now_s(),
                                  .sent = false,
                                  .peer = msg.from,
                                  .bytes = msg.bytes,
                                  .what = p_.message_what[receive.message]});
     --receives_left_;
+    waiting_[i] = waiting_.back();
+    waiting_.pop_back();
+    progressed = true;
   }
-  return true;
+  return progressed;
 }
 
 // A message's box is here (in `from`, whose range holds it; null: nothing to unpack): into its
@@ -670,7 +724,7 @@ void RankRun::arrive(const detail::RankReceive& receive, const Buffer* from) {
 }
 
 // Posts this rank's part of a collective, its contribution `send` packed.
-void RankRun::post_collective(std::uint32_t i, Buffer send) {
+void RankRun::post_collective(std::uint32_t i, Buffer send, bool in_place) {
   const detail::RankCollectivePart& part = rp_.parts[i];
   const detail::RankCollective& c = rp_.collectives[part.collective];
   PartRun& run = parts_[i];
@@ -710,6 +764,20 @@ void RankRun::post_collective(std::uint32_t i, Buffer send) {
     }
     case detail::CollectiveKind::kAllgather: {
       const auto element = static_cast<std::int64_t>(ir::dtype_size_bytes(dtype));
+      if (in_place) {  // gathers_in_place: each box at its own offset in the tensor's buffer
+        run.in_place = true;
+        Buffer& tensor = *state_.buffers[c.source_slot];
+        for (const Range& box : c.boxes) {
+          run.displacements.push_back(
+              byte_count(element_offset(tensor.range(), tensor.strides(), box.start()) * element,
+                         "an all-gather"));
+          run.counts.push_back(byte_count(box.size() * element, "an all-gather's part"));
+        }
+        check_mpi(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_BYTE, tensor.bytes(), run.counts.data(),
+                                  run.displacements.data(), MPI_BYTE, comm, &run.request),
+                  "MPI_Iallgatherv");
+        break;
+      }
       std::int64_t total = 0;
       for (const Range& box : c.boxes) {
         run.displacements.push_back(byte_count(total, "an all-gather"));
@@ -752,7 +820,9 @@ void RankRun::complete_collective(std::uint32_t i) {
   const detail::RankCollectivePart& part = rp_.parts[i];
   const detail::RankCollective& c = rp_.collectives[part.collective];
   PartRun& run = parts_[i];
-  if (c.kind == detail::CollectiveKind::kAllgather) {
+  if (c.kind == detail::CollectiveKind::kAllgather && run.in_place) {
+    for (const detail::RankReceive& receive : part.arrivals) arrive(receive, nullptr);
+  } else if (c.kind == detail::CollectiveKind::kAllgather) {
     for (const detail::RankReceive& receive : part.arrivals) {
       const detail::RankMessageInfo& msg = rp_.messages[receive.message];
       const auto j = static_cast<std::size_t>(
@@ -827,8 +897,8 @@ void RankRun::send_aborts() {
   }
 }
 
-// After a failure: cancel the receives still posted; sends still in flight are left to MPI (a
-// receiver that stopped may never match them), their buffers kept until the process ends.
+// After a failure: sends still in flight are left to MPI (a receiver that stopped may never match
+// them), their buffers kept until the process ends; no receive is posted (test_receives).
 void RankRun::unwind() {
   // A collective cannot be cancelled: this rank posts the ones it has not (with whatever its
   // buffer holds; the run has failed) and waits for them, as every member does on its way out.
@@ -840,11 +910,6 @@ void RankRun::unwind() {
   }
   for (PartRun& run : parts_) {
     if (!run.done) MPI_Wait(&run.request, MPI_STATUS_IGNORE);
-  }
-  for (MPI_Request& request : receive_requests_) {
-    if (request == MPI_REQUEST_NULL) continue;
-    MPI_Cancel(&request);
-    MPI_Wait(&request, MPI_STATUS_IGNORE);
   }
   const std::lock_guard lock(g_abandoned_mutex);
   for (std::size_t i = 0; i < send_requests_.size(); ++i) {

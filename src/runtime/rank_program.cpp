@@ -2,6 +2,7 @@
 #include "rank_program.h"
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -31,13 +32,13 @@ std::vector<SlotBox> boxes_of(const ir::NamedLists<Port>& ports,
 // The program's tasks and slots looked up by node: what a schedule names by id.
 struct Lookup {
   std::unordered_map<std::uint32_t, std::uint32_t> task_of;  // application index → task
-  std::unordered_map<std::uint32_t, std::uint32_t> slot_of;  // tensor index → slot
-  std::vector<std::vector<SlotBox>> reads, writes;           // per task
-  std::vector<std::uint32_t> rank;                           // per task
+  std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> slots_of;  // tensor → slots
+  std::vector<std::vector<SlotBox>> reads, writes;                         // per task
+  std::vector<std::uint32_t> rank;                                         // per task
 
   Lookup(const BlockProgram& p, const RankSchedule& schedule) {
     for (std::uint32_t s = 0; s < p.slots.size(); ++s)
-      slot_of.emplace(p.slots[s].tensor.index(), s);
+      slots_of[p.slots[s].tensor.index()].push_back(s);
     for (std::uint32_t t = 0; t < p.tasks.size(); ++t) {
       const BlockTask& task = p.tasks[t];
       task_of.emplace(task.application.index(), t);
@@ -66,6 +67,18 @@ struct Lookup {
     (void)p;
     return found->second;
   }
+
+  // The slot of `tensor` holding `box`: its row piece (block_program.h's SlotPieces), else its
+  // first slot; nullopt for a node that is not a tensor of the program.
+  std::optional<std::uint32_t> slot(const BlockProgram& p, ir::TensorId tensor,
+                                    const Range& box) const {
+    auto found = slots_of.find(tensor.index());
+    if (found == slots_of.end()) return std::nullopt;
+    for (std::uint32_t s : found->second) {
+      if (!box.is_empty() && p.slots[s].range.contains(box)) return s;
+    }
+    return found->second.front();
+  }
 };
 
 bool writes_inside(const std::vector<SlotBox>& boxes, std::uint32_t slot, const Range& box) {
@@ -92,8 +105,8 @@ std::vector<RankMessageInfo> check_messages(const BlockProgram& p, const RankSch
     const RankMessage& msg = schedule.messages[m];
     const std::uint32_t producer = lookup.task(p, msg.producer, m);
     const std::string& name = p.tasks[producer].name;
-    auto slot = lookup.slot_of.find(msg.tensor.index());
-    if (slot == lookup.slot_of.end()) {
+    const std::optional<std::uint32_t> slot = lookup.slot(p, msg.tensor, msg.box);
+    if (!slot) {
       throw Error(fmt::format("rank schedule: message {} from '{}' names node #{}, not a tensor", m,
                               name, msg.tensor.index()));
     }
@@ -103,14 +116,14 @@ std::vector<RankMessageInfo> check_messages(const BlockProgram& p, const RankSch
                       "but '{}' runs on rank {} (and the job has {} ranks)",
                       m, name, msg.from, msg.to, name, lookup.rank[producer], schedule.ranks()));
     }
-    if (msg.box.is_empty() || !writes_inside(lookup.writes[producer], slot->second, msg.box)) {
+    if (msg.box.is_empty() || !writes_inside(lookup.writes[producer], *slot, msg.box)) {
       throw Error(fmt::format("rank schedule: message {} carries {}, which '{}' does not write", m,
                               msg.box, name));
     }
     std::vector<std::uint32_t> readers;
     for (ir::ApplicationId app : msg.consumers) {
       const std::uint32_t c = lookup.task(p, app, m);
-      if (lookup.rank[c] != msg.to || !reads_some(lookup.reads[c], slot->second, msg.box)) {
+      if (lookup.rank[c] != msg.to || !reads_some(lookup.reads[c], *slot, msg.box)) {
         throw Error(
             fmt::format("rank schedule: message {} from '{}' lists '{}' as a consumer, "
                         "but it runs on rank {} (the message goes to {}) or does not "
@@ -120,13 +133,13 @@ std::vector<RankMessageInfo> check_messages(const BlockProgram& p, const RankSch
       readers.push_back(c);
     }
     consumers.push_back(std::move(readers));
-    out.push_back({.slot = slot->second,
+    out.push_back({.slot = *slot,
                    .box = msg.box,
                    .from = msg.from,
                    .to = msg.to,
                    .producer = producer,
-                   .bytes = msg.box.size() * static_cast<std::int64_t>(ir::dtype_size_bytes(
-                                                 p.slots[slot->second].dtype))});
+                   .bytes = msg.box.size() *
+                            static_cast<std::int64_t>(ir::dtype_size_bytes(p.slots[*slot].dtype))});
   }
   return out;
 }
@@ -237,6 +250,73 @@ void shrink_slots(RankProgram& rp) {
   }
 }
 
+// SlotPieces::kRows (block_program.h) on this rank's slots, after shrink_slots: the boxes of its
+// tasks, of the messages it sends and receives, and of each collective it takes part in (all of
+// a collective's boxes in one piece, clipped to the rank's rows) decide the pieces. The messages'
+// and collectives' slots then name the pieces holding their boxes here, and the uses are counted
+// again (this rank's tasks, plus one per message to it).
+void split_local_rows(RankProgram& rp) {
+  BlockProgram& l = rp.local;
+  const std::size_t n = l.slots.size();
+  std::vector<std::vector<Range>> extra(n);
+  const auto add = [&](std::uint32_t s, const Range& box) {
+    const Range& range = l.slots[s].range;
+    if (box.is_empty() || range.rank() == 0) return;
+    const std::int64_t first = std::max(box.start()[0], range.start()[0]);
+    const std::int64_t end = std::min(box.end()[0], range.end()[0]);
+    if (first < end) extra[s].push_back(range.with_dim(0, first, end));
+  };
+  for (const RankMessageInfo& msg : rp.messages) {
+    if (msg.from == rp.rank || msg.to == rp.rank) add(msg.slot, msg.box);
+  }
+  for (const RankCollectivePart& part : rp.parts) {
+    const RankCollective& c = rp.collectives[part.collective];
+    add(c.source_slot, Range::bounding(c.boxes));
+    if (c.kind == CollectiveKind::kReduceScatter) {
+      add(c.result_slot, Range::bounding(c.result_boxes));
+    } else if (c.kind != CollectiveKind::kAllgather) {
+      add(c.result_slot, c.result_box);
+    }
+  }
+  split_program_rows(l, extra);
+  std::vector<std::vector<std::uint32_t>> pieces(n);
+  std::unordered_map<std::uint32_t, std::uint32_t> first_of;  // tensor index → its first slot
+  for (std::uint32_t s = 0; s < n; ++s) {
+    pieces[s].push_back(s);
+    first_of.emplace(l.slots[s].tensor.index(), s);
+  }
+  for (std::uint32_t s = n; s < l.slots.size(); ++s) {
+    pieces[first_of.at(l.slots[s].tensor.index())].push_back(s);
+  }
+  const auto piece = [&](std::uint32_t s, const Range& box) {
+    for (std::uint32_t p : pieces[s]) {
+      if (!box.is_empty() && l.slots[p].range.contains(box)) return p;
+    }
+    return s;
+  };
+  for (RankMessageInfo& msg : rp.messages) {
+    if (msg.from == rp.rank || msg.to == rp.rank) msg.slot = piece(msg.slot, msg.box);
+  }
+  for (const RankCollectivePart& part : rp.parts) {
+    RankCollective& c = rp.collectives[part.collective];
+    c.source_slot = piece(c.source_slot, c.boxes[part.member]);
+    if (c.kind == CollectiveKind::kAllgather) {  // the result is the source (rank_collectives.h)
+      c.result_slot = c.source_slot;
+    } else {
+      c.result_slot = piece(c.result_slot, c.kind == CollectiveKind::kReduceScatter
+                                               ? c.result_boxes[part.member]
+                                               : c.result_box);
+    }
+  }
+  for (BufferSlot& slot : l.slots) slot.uses = 0;
+  for (const BlockTask& task : l.tasks) {
+    for (std::uint32_t s : task.touches) ++l.slots[s].uses;
+  }
+  for (const RankMessageInfo& msg : rp.messages) {
+    if (msg.to == rp.rank) ++l.slots[msg.slot].uses;
+  }
+}
+
 // Points every port of a local task at its slot's (smaller) range: strides and byte offsets.
 template <typename Port>
 void readdress(ir::NamedLists<Port>& ports, std::vector<PortAddress>& addresses,
@@ -258,7 +338,8 @@ void readdress(ir::NamedLists<Port>& ports, std::vector<PortAddress>& addresses,
 // The local BlockProgram: this rank's tasks, their local edges, pending counts including the
 // messages they wait for, and slot uses including unpacks.
 void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lookup,
-                 RankProgram& rp, const std::vector<std::vector<std::uint32_t>>& consumers) {
+                 RankProgram& rp, const std::vector<std::vector<std::uint32_t>>& consumers,
+                 SlotPieces pieces) {
   std::vector<std::uint32_t> local_of(p.tasks.size(), UINT32_MAX);
   std::vector<int> replaced_by(rp.messages.size(), -1);  // message → collective
   std::vector<int> part_of(rp.collectives.size(), -1);   // collective → this rank's part
@@ -275,7 +356,10 @@ void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lo
   l.slots = p.slots;
   for (BufferSlot& slot : l.slots) {
     slot.uses = 0;
-    if (rp.rank != 0) slot.output = false;
+    if (rp.rank != 0 && slot.output) {  // gathered to rank 0, and kept here as a device keeps it
+      slot.output = false;
+      slot.kept = true;
+    }
   }
   rp.needed_inputs.assign(p.slots.size(), 0);
   for (std::uint32_t t = 0; t < p.tasks.size(); ++t) {
@@ -354,6 +438,7 @@ void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lo
     readdress(task.call.inputs, task.inputs, l.slots);
     readdress(task.call.outputs, task.outputs, l.slots);
   }
+  if (pieces == SlotPieces::kRows) split_local_rows(rp);
   l.memory = estimate_sequential_memory(l, graph);
 }
 
@@ -361,7 +446,7 @@ void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lo
 
 RankProgram compile_rank_program(const ir::Graph& graph, const BlockProgram& whole,
                                  const RankSchedule& schedule, std::uint32_t rank,
-                                 CollectiveUse collectives) {
+                                 CollectiveUse collectives, SlotPieces pieces) {
   TAPESTRY_ASSERT(rank < schedule.ranks(), "a rank outside the schedule");
   const Lookup lookup(whole, schedule);
   std::vector<std::vector<std::uint32_t>> consumers;
@@ -371,7 +456,7 @@ RankProgram compile_rank_program(const ir::Graph& graph, const BlockProgram& who
   add_gathers(whole, lookup, rp.messages, consumers);
   rp.collectives = find_collectives(graph, whole, lookup.rank, lookup.reads, lookup.writes,
                                     rp.messages, consumers, collectives);
-  build_local(graph, whole, lookup, rp, consumers);
+  build_local(graph, whole, lookup, rp, consumers, pieces);
   return rp;
 }
 

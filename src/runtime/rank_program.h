@@ -5,7 +5,9 @@
 //   local     a BlockProgram holding only this rank's tasks (graph order kept): a task waits for
 //             its producers on this rank plus one count per incoming message it consumes; slot
 //             uses count this rank's tasks plus one per message unpacked into the slot; on ranks
-//             other than 0 no slot is an output (outputs are gathered to rank 0 and freed)
+//             other than 0 no slot is an output: outputs are gathered to rank 0, and their rows
+//             here are kept to the end of the run (BufferSlot::kept), as a device keeps the
+//             results it computes (the cost model holds an output to the end of the step)
 //   messages  the schedule's messages, then one gather per box of a graph output that a rank
 //             other than 0 writes (to rank 0), in program order — the same list, in the same
 //             order, on every rank: message i travels with MPI tag i + 1
@@ -85,9 +87,12 @@ struct RankProgram {
 
 /// Checks `schedule` against `graph` and `whole` (compile_block_program of `graph`) and builds
 /// rank `rank`'s program; see the file comment. `whole` must outlive the result (tasks point
-/// into its prepared data).
+/// into its prepared data). `pieces`: kRows (the MPI executor) splits the rank's intermediate
+/// slots into row pieces after its rows are cut; kWhole keeps one local slot per slot of `whole`
+/// (the code generators index `whole`'s slots by the local ones and lay out their own buffers).
 RankProgram compile_rank_program(const ir::Graph& graph, const BlockProgram& whole,
                                  const RankSchedule& schedule, std::uint32_t rank,
-                                 CollectiveUse collectives = CollectiveUse::kExact);
+                                 CollectiveUse collectives = CollectiveUse::kExact,
+                                 SlotPieces pieces = SlotPieces::kRows);
 
 }  // namespace tapestry::runtime::detail

@@ -36,6 +36,12 @@ expect() {
   check "$name (rc=$rc, want $want_rc, stderr /$pattern/)" $?
 }
 
+# scaled SECONDS: a timeout for a step of a test, times TAPESTRY_TEST_SLOWDOWN (4 in the
+# sanitizer builds: tests/CMakeLists.txt), so `timeout "$(scaled 120)" …` fits ASan's pace.
+scaled() {
+  echo $(($1 * ${TAPESTRY_TEST_SLOWDOWN:-1}))
+}
+
 finish() {
   echo "$(basename "$0" .sh): $passed passed, $failures failed"
   [[ $failures -eq 0 ]]

@@ -5,11 +5,18 @@
 # bad input (an unknown --to, a plan that does not fit, a kernel with no torch mapping) exits 2
 # naming it and writes nothing.
 #
-#   codegen_test.sh TAPESTRY SOURCE_DIR [quick|full]
+#   codegen_test.sh TAPESTRY SOURCE_DIR [quick|full|kernels]
 #
-# `quick` (default suite, ~30 s at load 2, most of it torch's start-up): linear_relu under its
+# `quick` (default suite, ~40 s at load 2, most of it torch's start-up): linear_relu under its
 # grid plan (point-to-point) and with `in` split two ways (a reduce), mlp_grad under its
-# data-parallel plan (reduce-scatters, composed of reduces on gloo). `full` (label slow): every example under every bundled plan.
+# data-parallel plan (reduce-scatters, composed of reduces on gloo), and convnet under the plan
+# `tapestry optimize` finds on cpu-local (2 devices: shards pinned with `place`, generated for
+# `--target cpu-local`). `full` (label slow): every example under every bundled plan and under
+# the plan optimize finds for it on cpu-local. `kernels` (default suite, cli.codegen_kernels): the
+# kernels beyond the examples' (tests/data/codegen: masks, pointwise and training gradients,
+# layout, gather and argmax, grouped/dilated/3-d convolutions, rectangular and 3-d pools, the
+# convolution and pooling gradients, adam) under splits of batch, channel, window and reduction
+# dims, and a fault in a generated pooling gradient caught by verify.
 # Skipped (exit 77) without /usr/bin/python3 with torch and numpy.
 set -u
 tapestry=$1
@@ -34,28 +41,61 @@ torchrun2() {
     --master_port "$port" --nproc_per_node 2 --redirects 1 --tee 1 "$@"
 }
 
-# generate_and_verify NAME GRAPH PLAN-ARGS…: codegen on 2 ranks, run, verify.
+# generate_and_verify NAME GRAPH PLAN-ARGS…: codegen on 2 ranks (--ranks 2 unless the arguments
+# name a --target), run, verify.
 generate_and_verify() {
-  local name=$1 graph=$2 dir=$tmp/$1
+  local name=$1 graph=$2 dir=$tmp/$1 ranks=(--ranks 2)
   shift 2
+  [[ " $* " == *" --target "* ]] && ranks=()
   "$tapestry" build "$graph" -o "$tmp/$name.json" >/dev/null 2>"$tmp/err" &&
     "$python" "$root/tests/cli/codegen_inputs.py" "$tmp/$name.json" "$dir/in" 7 &&
-    "$tapestry" codegen "$graph" "$@" --ranks 2 --to torch -o "$dir/gen" >"$tmp/log" 2>"$tmp/err" &&
+    "$tapestry" codegen "$graph" "$@" "${ranks[@]}" --to torch -o "$dir/gen" >"$tmp/log" 2>"$tmp/err" &&
     torchrun2 "$dir/gen/main.py" --inputs "$dir/in" --outputs "$dir/out" >"$tmp/log" 2>"$tmp/err" &&
     "$tapestry" verify "$graph" --inputs "$dir/in" --outputs "$dir/out" >"$tmp/log" 2>"$tmp/err"
   check "$name: generated torch on 2 gloo processes verifies" $?
 }
+
+# optimized NAME GRAPH: the plan `tapestry optimize` finds for GRAPH on cpu-local (time, 300
+# plans, seed 1), generated for cpu-local's 2 devices, run and verified.
+optimized() {
+  local name=$1 graph=$2
+  "$tapestry" optimize "$graph" --target cpu-local --objectives time --max-evals 300 --seed 1 \
+    --plan-out "$tmp/$name-plan.json" --quiet >"$tmp/log" 2>"$tmp/err"
+  check "$name: optimize on cpu-local writes a plan" $?
+  generate_and_verify "$name" "$graph" --plan "$tmp/$name-plan.json" --target cpu-local
+}
+
+if [[ $mode == kernels ]]; then
+  data=$root/tests/data/codegen
+  for graph in pointwise layout conv training; do
+    plan=$(ls "$data/$graph"-*.json)
+    generate_and_verify "$graph" "$data/$graph.tap" --plan "$plan"
+  done
+  # A fault in a generated kernel call is caught: max_pool2d_grad computed as avg_pool2d_grad.
+  if [[ -d $tmp/conv/gen ]]; then
+    sed -i "s/ctx.pool_grad('max'/ctx.pool_grad('avg'/" "$tmp/conv/gen/rank0.py" "$tmp/conv/gen/rank1.py"
+    torchrun2 "$tmp/conv/gen/main.py" --inputs "$tmp/conv/in" --outputs "$tmp/conv/bad" >"$tmp/log" 2>"$tmp/err"
+    "$tapestry" verify "$data/conv.tap" --inputs "$tmp/conv/in" --outputs "$tmp/conv/bad" >"$tmp/log" 2>&1
+    [[ $? -eq 1 ]] && grep -q "^FAIL   Pg" "$tmp/log" && ! grep -q "^FAIL   Ag" "$tmp/log"
+    check "max_pool2d_grad generated as avg_pool2d_grad fails verify (Pg only)" $?
+  fi
+  finish
+  exit $?
+fi
 
 if [[ $mode == full ]]; then
   for example in linear_relu convnet mlp mlp_grad resnet_bottleneck transformer_block transformer_large; do
     for plan in "$plans/$example"-*.json; do
       generate_and_verify "$example-$(basename "$plan" .json)" "$ex/$example.tap" --plan "$plan"
     done
+    optimized "$example-optimized" "$ex/$example.tap"
   done
   for plan in "$plans"/digits-*.json; do
     generate_and_verify "$(basename "$plan" .json)" "$ex/digits/train_sgd.tap" --plan "$plan"
   done
+  optimized digits-optimized "$ex/digits/train_sgd.tap"
 else
+  optimized convnet-optimized "$ex/convnet.tap"
   generate_and_verify grid "$ex/linear_relu.tap" --plan "$plans/linear_relu-grid.json"
   generate_and_verify reduce "$ex/linear_relu.tap" --split Y/linear.in=2
   generate_and_verify mlp_grad "$ex/mlp_grad.tap" --plan "$plans/mlp_grad-data-parallel.json"
@@ -88,15 +128,21 @@ for dir in mlp_grad mlp_grad-mlp_grad-data-parallel; do
   fi
 done
 
+# convnet's optimized plan pins shards to cpu-local's devices: generated for cpu-local they run;
+# for 2 ranks named rank:0 and rank:1 the pinned devices do not exist, which is an error.
+if [[ -f $tmp/convnet-optimized-plan.json ]] && grep -q '"cpu:0"' "$tmp/convnet-optimized-plan.json"; then
+  expect "a plan pinned to cpu-local's devices, generated for --ranks 2" 2 "has no device 'cpu:0'" -- "$tapestry" codegen "$ex/convnet.tap" --plan "$tmp/convnet-optimized-plan.json" --ranks 2 --to torch -o "$tmp/empty"
+fi
+
 # Bad input: exit 2, a clear error, nothing written.
 mkdir -p "$tmp/empty"
 lr=$ex/linear_relu.tap
-expect "an unknown --to" 2 "--to rust: expected torch" -- "$tapestry" codegen "$lr" --ranks 2 --to rust -o "$tmp/empty"
-expect "--to cpp is not built yet" 2 "--to cpp: .*not built yet" -- "$tapestry" codegen "$lr" --ranks 2 --to cpp -o "$tmp/empty"
+expect "an unknown --to" 2 "--to rust: expected torch or cpp" -- "$tapestry" codegen "$lr" --ranks 2 --to rust -o "$tmp/empty"
 expect "neither --target nor --ranks" 2 "give --target T .* or --ranks N" -- "$tapestry" codegen "$lr" --to torch -o "$tmp/empty"
 expect "a plan that does not fit the graph" 2 "mlp-megatron.json" -- "$tapestry" codegen "$lr" --plan "$plans/mlp-megatron.json" --ranks 2 --to torch -o "$tmp/empty"
-printf 'X: f32[8, 4]\nM = exp(X)\nY = logical_not(M)\noutput Y\n' >"$tmp/nomap.tap"
-expect "a kernel with no torch mapping is named with its operation" 2 "operation 'Y'.*no torch mapping for kernel 'logical_not'" -- "$tapestry" codegen "$tmp/nomap.tap" --split Y.d0=2 --ranks 2 --to torch -o "$tmp/empty"
+# Every built-in kernel has a mapping; a kernel file's does not.
+printf 'X: f32[8, 4]\nM = exp(X)\nY = leaky(M, slope=0.1)\noutput Y\n' >"$tmp/nomap.tap"
+expect "a kernel with no torch mapping is named with its operation" 2 "operation 'Y'.*'leaky'" -- "$tapestry" codegen "$tmp/nomap.tap" --kernel-dir "$root/tests/data/codegen/kernels" --split Y.d0=2 --ranks 2 --to torch -o "$tmp/empty"
 [[ -z $(ls -A "$tmp/empty") ]]
 check "nothing was written on any error" $?
 "$tapestry" codegen "$lr" --plan "$plans/linear_relu-grid.json" --target h100x8 --to torch -o "$tmp/h100" >"$tmp/log" 2>"$tmp/err" &&

@@ -52,7 +52,7 @@ PY
 
 # 1. Deterministic: two runs of 2 ranks, and one of 1 rank equal to optimize without MPI.
 for run in a b; do
-  timeout 120 "${mpirun[@]}" -np 2 "$tapestry" optimize "$mlp" "${search[@]}" --max-evals 1200 \
+  timeout "$(scaled 120)" "${mpirun[@]}" -np 2 "$tapestry" optimize "$mlp" "${search[@]}" --max-evals 1200 \
     --mpi -o "$tmp/two-$run.json" >"$tmp/out" 2>"$tmp/err"
   check "2 ranks, run $run" $?
 done
@@ -63,14 +63,14 @@ check "rank 0 prints the merged count once, with the rank count" $?
 check "only rank 0 prints the front" $?
 same_front "$tmp/two-a.json" "$tmp/two-b.json"
 check "2 ranks: the same front run to run" $?
-timeout 120 "${mpirun[@]}" -np 1 "$tapestry" optimize "$mlp" "${search[@]}" --max-evals 1200 --mpi \
+timeout "$(scaled 120)" "${mpirun[@]}" -np 1 "$tapestry" optimize "$mlp" "${search[@]}" --max-evals 1200 --mpi \
   -o "$tmp/one-mpi.json" >"$tmp/out" 2>"$tmp/err" &&
   "$tapestry" optimize "$mlp" "${search[@]}" --max-evals 1200 --threads 1 -o "$tmp/one.json" \
     >"$tmp/out" 2>"$tmp/err" &&
   same_front "$tmp/one.json" "$tmp/one-mpi.json"
 check "1 rank finds what optimize without MPI finds" $?
 # Another rank count or seed is another search (the fronts differ in what was found when).
-timeout 120 "${mpirun[@]}" -np 3 "$tapestry" optimize "$mlp" "${search[@]}" --max-evals 1200 --mpi \
+timeout "$(scaled 120)" "${mpirun[@]}" -np 3 "$tapestry" optimize "$mlp" "${search[@]}" --max-evals 1200 --mpi \
   -o "$tmp/three.json" >"$tmp/out" 2>"$tmp/err"
 check "3 ranks (oversubscribed)" $?
 ! same_front "$tmp/two-a.json" "$tmp/three.json"
@@ -80,7 +80,7 @@ check "3 ranks search otherwise than 2" $?
 "$tapestry" launch -n 2 --dry-run -- optimize "$mlp" --target h100x8 >"$tmp/out" 2>"$tmp/err" &&
   grep -q -- "-np 2 .* optimize .*mlp.tap --target h100x8 --mpi$" "$tmp/out"
 check "launch -- optimize adds --mpi" $?
-timeout 120 "$tapestry" launch -n 2 -- optimize "$mlp" "${search[@]}" --max-evals 1200 \
+timeout "$(scaled 120)" "$tapestry" launch -n 2 -- optimize "$mlp" "${search[@]}" --max-evals 1200 \
   -o "$tmp/launched.json" >"$tmp/out" 2>"$tmp/err" &&
   same_front "$tmp/two-a.json" "$tmp/launched.json"
 check "launch -n 2 -- optimize: the same front as mpirun … --mpi" $?
@@ -91,7 +91,7 @@ check "launch -n 2 -- optimize: the same front as mpirun … --mpi" $?
 # plans.
 for dying in 1 0; do
   rm -f "$tmp/died.json" "$tmp/died-ck.json"
-  TAPESTRY_TEST_OPTIMIZE_DIE=$dying:6 timeout 120 "${mpirun[@]}" -np 2 "$tapestry" optimize "$mlp" \
+  TAPESTRY_TEST_OPTIMIZE_DIE=$dying:6 timeout "$(scaled 120)" "${mpirun[@]}" -np 2 "$tapestry" optimize "$mlp" \
     "${search[@]}" --max-evals 1000000 --mpi --checkpoint "$tmp/died-ck.json" --checkpoint-every 0 \
     -o "$tmp/died.json" >"$tmp/out" 2>"$tmp/err" &
   job=$!
@@ -125,14 +125,14 @@ done
 # 4. Resume with another rank count: the dead 2-rank search on 1 process, then a 1-process
 # checkpoint on 2 ranks; each keeps or beats every plan of the front it resumed.
 ck_evals=$($py -c "import json,sys; print(json.load(open(sys.argv[1]))['evaluations'])" "$tmp/died-ck.json")
-timeout 120 "$tapestry" optimize "$mlp" "${search[@]}" --max-evals $((ck_evals + 600)) \
+timeout "$(scaled 120)" "$tapestry" optimize "$mlp" "${search[@]}" --max-evals $((ck_evals + 600)) \
   --resume "$tmp/died-ck.json" -o "$tmp/resumed-1.json" >"$tmp/out" 2>"$tmp/err" &&
   covers "$tmp/resumed-1.json" "$tmp/died.json"
 check "2 ranks -> 1: resumed, every plan of the merged front kept or beaten" $?
 "$tapestry" optimize "$mlp" "${search[@]}" --max-evals 700 --checkpoint "$tmp/one-ck.json" \
   -o "$tmp/one-part.json" >"$tmp/out" 2>"$tmp/err"
 for run in a b; do
-  timeout 120 "${mpirun[@]}" -np 2 "$tapestry" optimize "$mlp" "${search[@]}" --max-evals 1500 \
+  timeout "$(scaled 120)" "${mpirun[@]}" -np 2 "$tapestry" optimize "$mlp" "${search[@]}" --max-evals 1500 \
     --mpi --resume "$tmp/one-ck.json" -o "$tmp/resumed-2$run.json" >"$tmp/out" 2>"$tmp/err"
   check "1 -> 2 ranks: resumed (run $run)" $?
 done

@@ -45,6 +45,32 @@ check "tapestry cost prices best.json as the front says" $?
 "$tapestry" explain $mlp --target h100x8 --plan "$tmp/best.json" >"$tmp/out" 2>"$tmp/err"
 check "tapestry explain accepts best.json" $?
 
+# --trace: a header, then the best values as they improved — each line better on some objective
+# and worse on none than the line before (a front's best only improves) —, and the search's end:
+# every plan counted, the front's own best values.
+"$tapestry" optimize $mlp --target h100x8 --objectives time,memory --max-evals 400 --seed 1 \
+  --trace "$tmp/trace.csv" -o "$tmp/front-t.json" >/dev/null 2>"$tmp/err" &&
+  python3 - "$tmp/trace.csv" "$tmp/front-t.json" <<'PY'
+import csv, json, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+front = json.load(open(sys.argv[2]))["front"]
+assert list(rows[0]) == ["seconds", "evaluations", "front", "time_s", "memory_B"], list(rows[0])
+assert len(rows) >= 2, rows
+for i, (a, b) in enumerate(zip(rows, rows[1:])):
+    ta, ma, tb, mb = (float(x) for x in (a["time_s"], a["memory_B"], b["time_s"], b["memory_B"]))
+    assert tb <= ta and mb <= ma and ((tb, mb) != (ta, ma) or i == len(rows) - 2), (a, b)
+    assert float(b["seconds"]) >= float(a["seconds"]) and int(b["evaluations"]) >= int(a["evaluations"])
+last = rows[-1]
+assert int(last["evaluations"]) == 400 and int(last["front"]) == len(front), last
+assert abs(float(last["time_s"]) - min(m["score"]["time"] for m in front)) <= 1e-9 * float(last["time_s"])
+assert float(last["memory_B"]) == min(m["score"]["memory"] for m in front)
+PY
+check "--trace: the best values as they improved, the last the front's" $?
+expect "unwritable trace" 2 "cannot write the trace" -- "$tapestry" optimize $mlp --target h100x8 --max-evals 10 --trace "$tmp/no/such/dir/t.csv"
+"$tapestry" optimize $mlp --target h100x8 --max-evals 10 --resume "$tmp/nothing.json" --trace "$tmp/t-err.csv" >/dev/null 2>&1
+[[ $? -eq 2 && ! -e "$tmp/t-err.csv" ]]
+check "--trace: a search that ends in an error leaves no trace file" $?
+
 # Determinism: the same seed and budget, 1 or 2 threads.
 for threads in 1 2; do
   "$tapestry" optimize $mlp --target h100x8 --max-evals 300 --seed 4 --threads $threads \

@@ -41,6 +41,12 @@ TEST(Roofline, MemoryBoundComputeBoundAndTheLaunchFloor) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "device type 'toy-gpu' has no peak_flops for float64");
   }
+  // An integer dtype the device type lacks runs at its float32 peak (100 GFLOP/s); one it lists
+  // at its own.
+  Work i64{.flops = 1e12, .bytes_read = 8, .bytes_written = 8, .dtype = ir::DType::kInt64};
+  EXPECT_DOUBLE_EQ(application_seconds(i64, d), 1e-6 + 20.0);
+  d.peak_flops[ir::DType::kInt64] = 25e9;
+  EXPECT_DOUBLE_EQ(application_seconds(i64, d), 1e-6 + 80.0);
   EXPECT_DOUBLE_EQ(transfer_seconds(1'000'000, Link{1e9, 5e-6, false}), 5e-6 + 1e-3);
   EXPECT_DOUBLE_EQ(transfer_seconds(1'000'000, Link{1e9, 5e-6, true}), 0.0);
 }

@@ -14,7 +14,8 @@
 // FLOPs of an application (Work::gemm_flops: a matmul's, a linear's, a fused GEMM stage's) run at
 // the table's efficiency for that many FLOPs per call, the rest at the other stages' efficiency:
 //   compute = gemm_flops / (peak · table(gemm_flops)) + (flops − gemm_flops) / (peak · e_rest)
-// Per dtype: peak is peak_flops[the output's dtype]; a "dtypes" entry of the device type for that
+// Per dtype: peak is peak_flops[the output's dtype] (an integer or boolean dtype the device type
+// does not list: its float32 peak); a "dtypes" entry of the device type for that
 // dtype (target.h) multiplies e_rest (the efficiency of the FLOPs outside GEMMs) and the
 // bandwidth efficiency by its factors — a bf16 gelu on a CPU is priced at the measured bf16 gelu
 // rate, not at the bf16 GEMM peak.
