@@ -10,6 +10,10 @@ root=$2
 source "$(dirname "$0")/cli_testing.sh"
 cd "$root" || exit 1
 
+# A plan that does not apply is refused alone with the reason `--standard all` lists for it; each
+# distinct reason of each plan is checked alone once (the training plans' "not a training step"
+# on every forward graph and target is one check, not eighteen).
+declare -A refusal_checked
 for graph in examples/*.tap tests/data/search/*.tap; do
   name=$(basename "$graph" .tap)
   for target in h100x8 h100x64; do
@@ -17,9 +21,14 @@ for graph in examples/*.tap tests/data/search/*.tap; do
     [[ $? -eq 0 && $(wc -l <"$tmp/all") -eq 7 ]]
     check "plan $name --standard all on $target" $?
     for plan in data-parallel megatron megatron-rs 2d zero3 megatron-3d-full megatron-3d-selective; do
-      if grep -qE "^$plan +does not apply: " "$tmp/all"; then
-        expect "$name $plan on $target does not apply" 1 "^tapestry plan: $plan does not apply to $graph on $target: " -- \
-          "$tapestry" plan "$graph" --standard "$plan" --target "$target"
+      reason=$(sed -nE "s/^$plan +does not apply: //p" "$tmp/all")
+      if [[ -n $reason ]]; then
+        [[ -n ${refusal_checked["$plan: $reason"]:-} ]] && continue
+        refusal_checked["$plan: $reason"]=1
+        "$tapestry" plan "$graph" --standard "$plan" --target "$target" >"$tmp/out" 2>"$tmp/err"
+        [[ $? -eq 1 ]] &&
+          grep -qxF "tapestry plan: $plan does not apply to $graph on $target: $reason" "$tmp/err"
+        check "$name $plan on $target does not apply, alone as in the listing" $?
         continue
       fi
       "$tapestry" plan "$graph" --standard "$plan" --target "$target" >"$tmp/p.json" 2>"$tmp/err" &&
