@@ -18,16 +18,16 @@
 // a job killed by a rank's death leaves both whole. TAPESTRY_TEST_OPTIMIZE_DIE=R:N (tests only)
 // makes rank R abort at its N-th meeting.
 #include <fmt/core.h>
-
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
-#include <algorithm>
-#include <string>
-#include <utility>
-#include <vector>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "command.h"
 #include "common_options.h"
@@ -240,6 +240,10 @@ int run_optimize(const OptimizeCliOptions& options) {
   if (p.prefix_evaluations > 0) {
     fmt::print("(and first {} plans of the graph's first layers, whose front seeded the search)\n",
                p.prefix_evaluations);
+  }
+  if (!p.unpriced_seeds.empty()) {
+    fmt::print("the time budget ran out before {} of the seeds: {}\n", p.unpriced_seeds.size(),
+               fmt::join(p.unpriced_seeds, ", "));
   }
   if (r.archive.front().empty()) {
     fmt::print("no plan meets the constraints\n");

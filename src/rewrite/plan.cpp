@@ -7,6 +7,8 @@
 #include <charconv>
 #include <fstream>
 #include <sstream>
+#include <string_view>
+#include <unordered_set>
 
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/rewrite/dim_aliases.h"
@@ -814,6 +816,30 @@ Plan resolve_plan_names(const Plan& plan, const ir::Graph& graph) {
     auto op = finder.find(name);
     return op ? operation_name(graph, *op) : name;
   };
+  // names_operation through the finder: whether an entry of `entries` names or matches `op`
+  // (a full plan's recompute list names hundreds of operations; a scan per entry per operation
+  // was a fifth of a 24-layer training step's evaluation).
+  const auto naming = [&](const std::vector<std::string>& entries) {
+    std::unordered_set<std::uint32_t> named;     // what the names find
+    std::unordered_set<std::string_view> exact;  // the names
+    std::vector<std::string_view> patterns;
+    for (const std::string& entry : entries) {
+      if (entry.find('*') != std::string::npos) {
+        patterns.push_back(entry);
+        continue;
+      }
+      exact.insert(entry);
+      if (const auto op = finder.find(entry)) named.insert(op->index());
+    }
+    return [&graph, named = std::move(named), patterns = std::move(patterns),
+            exact = std::move(exact)](ir::OperationId op) {
+      if (named.contains(op.index())) return true;
+      const std::string name = operation_name(graph, op);
+      return exact.contains(name) ||
+             std::any_of(patterns.begin(), patterns.end(),
+                         [&](std::string_view p) { return matches_name_pattern(p, name); });
+    };
+  };
   Plan out;
   out.fuse_auto = plan.fuse_auto;
   out.outputs = plan.outputs;
@@ -828,24 +854,21 @@ Plan resolve_plan_names(const Plan& plan, const ir::Graph& graph) {
     for (std::size_t s = 0; s < plan.pipeline->stages.size(); ++s) {
       std::vector<std::string>& names = out.pipeline->stages[s];
       names.clear();
+      const auto named = naming(plan.pipeline->stages[s]);
       for (ir::OperationId op : graph.operations()) {
-        const std::vector<std::string>& entries = plan.pipeline->stages[s];
-        if (std::any_of(entries.begin(), entries.end(), [&](const std::string& entry) {
-              return names_operation(entry, graph, op);
-            }))
-          names.push_back(operation_name(graph, op));
+        if (named(op)) names.push_back(operation_name(graph, op));
       }
     }
   }
   // Recomputed operations by name, patterns expanded, each once, in graph order.
-  for (ir::OperationId op :
-       plan.recompute.empty() ? std::span<const ir::OperationId>() : graph.operations()) {
-    const std::string name = operation_name(graph, op);
-    const bool named =
-        std::any_of(plan.recompute.begin(), plan.recompute.end(),
-                    [&](const std::string& entry) { return names_operation(entry, graph, op); });
-    if (named && std::find(out.recompute.begin(), out.recompute.end(), name) == out.recompute.end())
-      out.recompute.push_back(name);
+  if (!plan.recompute.empty()) {
+    const auto named = naming(plan.recompute);
+    std::unordered_set<std::string> taken;
+    for (ir::OperationId op : graph.operations()) {
+      if (!named(op)) continue;
+      std::string name = operation_name(graph, op);
+      if (taken.insert(name).second) out.recompute.push_back(std::move(name));
+    }
   }
   for (const auto& [name, op_plan] : plan.ops) {
     const auto op = finder.find(name);

@@ -6,11 +6,15 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <limits>
+#include <numeric>
+#include <set>
 #include <sstream>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "checkpoint.h"
@@ -34,6 +38,8 @@ struct Candidate {
   std::optional<cost::CostVector> cost;  // nullopt: the rewrites or placement refused it
   std::string refusal;                   // why, when they did
   bool priced = false;                   // false: the time budget ran out before its turn
+  std::string seed;                      // the seed's name (SeedPlan::name), for a seed
+  bool yardstick = false;  // a standard plan priced for the yardstick only (no genome, not offered)
 };
 
 constexpr std::size_t kRefusalKinds = 32;  // distinct reasons counted (the rest: "other")
@@ -130,6 +136,10 @@ struct Optimizer::Impl {
   std::optional<ParetoArchive> merged;
   std::unordered_set<std::uint64_t> merged_seen;
   std::vector<StandardResult> standard;
+  // What the seeds' plans priced to, by fingerprint of the plan: the yardstick's standard plans
+  // take their price from here when a seed expanded to the same plan.
+  std::unordered_map<std::uint64_t, std::pair<std::optional<cost::CostVector>, std::string>>
+      seed_prices;
 
   Impl(const ir::Graph& g, const cost::Target& t, OptimizeOptions o)
       : graph(g),
@@ -154,21 +164,33 @@ struct Optimizer::Impl {
     }
   }
 
-  // Prices the batch in parallel. With a time budget, candidates whose turn comes after it ran
-  // out are dropped (and forgotten by the seen set): a timed search stops within one pricing of
-  // its budget even when a generation takes longer than the budget.
+  // Prices the batch in parallel, each worker taking the next candidate in batch order. With a
+  // time budget, candidates whose turn comes after it ran out are dropped (and forgotten by the
+  // seen set): a timed search stops within one pricing of its budget even when a generation
+  // takes longer than the budget, and what was priced is a prefix of the batch but for the
+  // pricings under way.
   void price_all(std::vector<Candidate>& batch, std::optional<Clock::time_point> deadline = {}) {
-    const int threads = options.threads > 0 ? options.threads
-                                            : static_cast<int>(std::thread::hardware_concurrency());
-    tbb::task_arena arena(std::max(threads, 1));
+    const int threads =
+        std::max(options.threads > 0 ? options.threads
+                                     : static_cast<int>(std::thread::hardware_concurrency()),
+                 1);
+    const std::size_t workers = std::min<std::size_t>(static_cast<std::size_t>(threads),
+                                                      std::max<std::size_t>(batch.size(), 1));
+    std::atomic<std::size_t> next{0};
+    tbb::task_arena arena(threads);
     arena.execute([&] {
-      tbb::parallel_for(std::size_t{0}, batch.size(), [&](std::size_t i) {
-        if (deadline && Clock::now() >= *deadline) return;
-        price(batch[i]);
-      });
+      tbb::parallel_for(
+          std::size_t{0}, workers,
+          [&](std::size_t) {
+            for (std::size_t i = next++; i < batch.size(); i = next++) {
+              if (deadline && Clock::now() >= *deadline) return;
+              price(batch[i]);
+            }
+          },
+          tbb::simple_partitioner());
     });
     std::erase_if(batch, [&](const Candidate& c) {
-      if (!c.priced) seen.erase(fingerprint(c.genome));
+      if (!c.priced && !c.yardstick) seen.erase(fingerprint(c.genome));
       return !c.priced;
     });
   }
@@ -316,6 +338,7 @@ struct Optimizer::Impl {
     o.on_progress = nullptr;
     o.islands = nullptr;
     o.on_merged = nullptr;
+    o.yardstick = false;  // only its front is used
     o.time_budget_s = options.time_budget_s * options.prefix_share / kPrefixRuns;
     const std::uint64_t evaluations = options.islands != nullptr ? budget : options.max_evaluations;
     o.max_evaluations = static_cast<std::uint64_t>(static_cast<double>(evaluations) *
@@ -365,22 +388,39 @@ struct Optimizer::Impl {
     }
   }
 
-  // Every standard plan priced whole, under the search's constraints (OptimizeResult::standard).
-  std::vector<StandardResult> price_standard() {
+  // Every standard plan priced whole, under the search's constraints (OptimizeResult::standard):
+  // its price from seed_archive; else priced now, unless the time budget of a search that
+  // started at `start` and priced its seeds has run out.
+  std::vector<StandardResult> price_standard(std::optional<Clock::time_point> start = {}) {
     std::vector<StandardResult> out;
+    if (!options.yardstick) return out;
     for (cost::StandardPlan& s : cost::standard_plans(graph, target)) {
       StandardResult r{
           .name = s.name, .summary = s.summary, .plan = std::move(s.plan), .reason = s.reason};
       if (r.plan) {
-        try {
-          r.cost = evaluator().evaluate(*r.plan);
-          if (std::optional<std::string> why = violation(*r.cost, options.constraints)) {
-            r.reason = *why;
-          } else if (penalty(*r.cost, options.constraints, target) > 0) {
-            r.reason = "over the target's memory";
+        const std::optional<Clock::time_point> end = start ? deadline(*start) : std::nullopt;
+        std::string refusal;
+        if (auto seed = seed_prices.find(fingerprint(*r.plan)); seed != seed_prices.end()) {
+          r.cost = seed->second.first;
+          refusal = seed->second.second;
+        } else if (end && options.resume.empty() && Clock::now() >= *end) {
+          r.reason = fmt::format("not priced: the time budget ({} s) ran out before its turn",
+                                 options.time_budget_s);
+          out.push_back(std::move(r));
+          continue;
+        } else {
+          try {
+            r.cost = evaluator().evaluate(*r.plan);
+          } catch (const Error& e) {
+            refusal = e.what();
           }
-        } catch (const Error& e) {
-          r.reason = fmt::format("the rewrites refuse it: {}", e.what());
+        }
+        if (!r.cost) {
+          r.reason = fmt::format("the rewrites refuse it: {}", refusal);
+        } else if (std::optional<std::string> why = violation(*r.cost, options.constraints)) {
+          r.reason = *why;
+        } else if (penalty(*r.cost, options.constraints, target) > 0) {
+          r.reason = "over the target's memory";
         }
       }
       out.push_back(std::move(r));
@@ -388,22 +428,72 @@ struct Optimizer::Impl {
     return out;
   }
 
-  // Prices the seeds (an island: seed i when i mod ranks is its rank) and the prefix's front.
-  void seed_archive() {
+  // The end of the time budget of a search that started at `start` (none without one).
+  std::optional<Clock::time_point> deadline(Clock::time_point start) const {
+    if (options.time_budget_s <= 0) return std::nullopt;
+    return start + std::chrono::duration_cast<Clock::duration>(
+                       std::chrono::duration<double>(options.time_budget_s));
+  }
+
+  // The order the seeds are priced in: on a training step the standard training plans first
+  // (ZeRO-3, then Megatron with selective and with full recomputation: the plans that shard or
+  // recompute what a step too big for one device needs), then the others in the seeds' order;
+  // on any other graph the seeds' order.
+  std::vector<std::size_t> seed_order() const {
+    std::vector<std::size_t> order(seeds.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    if (!space.is_training_step()) return order;
+    const auto rank = [&](std::size_t i) {
+      static const std::string_view kFirst[] = {"standard:zero3", "standard:megatron-3d-selective",
+                                                "standard:megatron-3d-full"};
+      const auto at = std::find(std::begin(kFirst), std::end(kFirst), seeds[i].name);
+      return static_cast<std::size_t>(at - std::begin(kFirst));
+    };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return rank(a) < rank(b); });
+    return order;
+  }
+
+  // Prices the seeds (an island: seed i when i mod ranks is its rank), the prefix's front and
+  // the standard plans no seed expands to (for the yardstick: with tied layers a seed gives
+  // every layer its representative's entries, and a standard plan's first layer may differ),
+  // in that order within the time budget (the seeds in seed_order()); remembers the seeds' and
+  // the standard plans' prices for the yardstick and names the seeds left unpriced.
+  void seed_archive(Clock::time_point start) {
     std::vector<Candidate> batch;
     const IslandLink* link = options.islands;
-    for (std::size_t i = 0; i < seeds.size(); ++i) {
+    for (std::size_t i : seed_order()) {
       if (link != nullptr && i % link->ranks() != link->rank()) continue;
       const SeedPlan& s = seeds[i];
       seen.insert(fingerprint(s.genome));
-      batch.push_back({s.genome, space.expand(s.genome), std::nullopt});
+      batch.push_back({s.genome, space.expand(s.genome), std::nullopt, {}, false, s.name});
     }
     for (rewrite::Plan& genome : prefix_front()) {
       if (!seen.insert(fingerprint(genome)).second) continue;
       rewrite::Plan plan = space.expand(genome);
       batch.push_back({std::move(genome), std::move(plan), std::nullopt});
     }
-    price_all(batch);
+    if (options.yardstick && link == nullptr) {
+      std::set<std::uint64_t> planned;
+      for (const Candidate& c : batch) planned.insert(fingerprint(c.plan));
+      for (cost::StandardPlan& s : cost::standard_plans(graph, target)) {
+        if (!s.plan || !planned.insert(fingerprint(*s.plan)).second) continue;
+        batch.push_back({{}, std::move(*s.plan), std::nullopt, {}, false, {}, true});
+      }
+    }
+    std::vector<std::string> names;
+    for (const Candidate& c : batch) names.push_back(c.seed);
+    price_all(batch, deadline(start));
+    std::set<std::string> priced;
+    for (const Candidate& c : batch) {
+      if (c.seed.empty() && !c.yardstick) continue;
+      priced.insert(c.seed);
+      seed_prices.emplace(fingerprint(c.plan), std::pair(c.cost, c.refusal));
+    }
+    for (const std::string& name : names) {
+      if (!name.empty() && !priced.contains(name)) progress.unpriced_seeds.push_back(name);
+    }
+    std::erase_if(batch, [](const Candidate& c) { return c.yardstick; });
     merge(batch);
   }
 
@@ -614,7 +704,7 @@ struct Optimizer::Impl {
       }
     }
     if (options.resume.empty()) {
-      seed_archive();
+      seed_archive(start);
       progress.generation = 1;
     }
     Clock::time_point saved = start;
@@ -649,11 +739,7 @@ struct Optimizer::Impl {
       const std::size_t slots = std::min<std::uint64_t>(options.batch, evaluations_left());
       std::vector<Candidate> batch = generate(slots);
       idle = batch.empty() ? idle + 1 : 0;
-      price_all(batch, options.time_budget_s > 0
-                           ? std::optional(
-                                 start + std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(options.time_budget_s)))
-                           : std::nullopt);
+      price_all(batch, deadline(start));
       merge(batch);
       ++progress.generation;  // the state after this generation
       if (link == nullptr && !options.checkpoint.empty() &&
@@ -666,7 +752,7 @@ struct Optimizer::Impl {
     progress.archive = nullptr;
     if (link == nullptr) {
       if (!options.checkpoint.empty()) write_checkpoint(options.checkpoint, state());
-      return {archive, progress, seeds, stopped_by, price_standard()};
+      return {archive, progress, seeds, stopped_by, price_standard(start)};
     }
     if (!rank0) return {archive, progress, seeds, stopped_by, {}};
     save();
@@ -740,6 +826,7 @@ nlohmann::json front_json(const OptimizeResult& result, const std::string& graph
                         {"evaluations", result.progress.evaluations},
                         {"refused", result.progress.refused},
                         {"refusals", result.progress.refusals},
+                        {"unpriced_seeds", result.progress.unpriced_seeds},
                         {"infeasible", result.progress.infeasible},
                         {"seconds", result.progress.seconds},
                         {"stopped_by", result.stopped_by},

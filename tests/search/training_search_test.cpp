@@ -264,6 +264,64 @@ TEST(TrainingSearch, IsDeterministicCountsRefusalsAndKeepsTheCap) {
       << standard["megatron-3d-selective"]->reason;
 }
 
+// The yardstick's prices, taken from the seeds' pricing or priced with them, are what a fresh
+// Evaluator says of each standard plan whole (the oracle: cost::standard_plans priced one by one),
+// with tied layers (the standard plans' first layer differs from the seeds' expansion) and without.
+TEST(TrainingSearch, TheYardstickPricesEachStandardPlanWhole) {
+  const cost::Target& target = h100x64();
+  for (const bool tie : {true, false}) {
+    OptimizeOptions o{.objectives = {Objective::kTime},
+                      .seed = 1,
+                      .threads = 2,
+                      .max_evaluations = 16,
+                      .tie_layers = tie};
+    o.prefix_layers = 0;
+    const OptimizeResult r = Optimizer(step(), target, o).run();
+    EXPECT_TRUE(r.progress.unpriced_seeds.empty());
+    const std::vector<cost::StandardPlan> plans = cost::standard_plans(step(), target);
+    ASSERT_EQ(r.standard.size(), plans.size());
+    for (std::size_t i = 0; i < plans.size(); ++i) {
+      const StandardResult& s = r.standard[i];
+      ASSERT_EQ(s.name, plans[i].name);
+      if (!plans[i].plan) continue;
+      ASSERT_TRUE(s.cost.has_value()) << s.name << ": " << s.reason;
+      cost::Evaluator fresh(step(), target);
+      const cost::CostVector want = fresh.evaluate(*plans[i].plan);
+      EXPECT_EQ(s.cost->makespan_s, want.makespan_s) << s.name << (tie ? " tied" : "");
+      EXPECT_EQ(s.cost->peak_memory_bytes, want.peak_memory_bytes) << s.name;
+    }
+  }
+}
+
+// A time budget bounds the seeds' pricing too: the ones whose turn comes after it are named (on a
+// training step the training plans' turn comes first), and a standard plan left unpriced says so
+// instead of being priced after the budget.
+TEST(TrainingSearch, ATimeBudgetNamesTheSeedsItLeftUnpriced) {
+  OptimizeOptions o{.objectives = {Objective::kTime}, .seed = 1, .threads = 1};
+  o.time_budget_s = 1e-9;  // over before the first seed's turn
+  o.prefix_layers = 0;
+  const OptimizeResult r = Optimizer(step(), h100x64(), o).run();
+  EXPECT_EQ(r.progress.evaluations, 0u);
+  ASSERT_EQ(r.progress.unpriced_seeds.size(), r.seeds.size());
+  EXPECT_EQ(r.progress.unpriced_seeds[0], "standard:zero3");
+  EXPECT_EQ(r.progress.unpriced_seeds[1], "standard:megatron-3d-selective");
+  EXPECT_EQ(r.progress.unpriced_seeds[2], "standard:megatron-3d-full");
+  for (const SeedPlan& seed : r.seeds) {
+    EXPECT_TRUE(contains(r.progress.unpriced_seeds, seed.name)) << seed.name;
+  }
+  for (const StandardResult& s : r.standard) {
+    if (!s.plan) continue;
+    EXPECT_FALSE(s.cost.has_value()) << s.name;
+    EXPECT_EQ(s.reason.rfind("not priced: the time budget", 0), 0u) << s.name << ": " << s.reason;
+  }
+  // A forward graph's seeds keep their order.
+  const ir::Graph g = testing::example_graph("mlp.tap");
+  const OptimizeResult f = Optimizer(g, testing::h100x8(), o).run();
+  std::vector<std::string> names;
+  for (const SeedPlan& seed : f.seeds) names.push_back(seed.name);
+  EXPECT_EQ(f.progress.unpriced_seeds, names);
+}
+
 // On a graph that is not a training step the new kinds never draw: the search makes the moves it
 // made before they existed (the same front as the cut kinds alone).
 TEST(TrainingSearch, AForwardGraphSearchesAsBefore) {

@@ -4,7 +4,10 @@
 // The loop (docs/optimizer.md has the whole story):
 //   0. The seeds (mutate.h) and the standard plans (cost/standard_plans.h: data-parallel,
 //      megatron, megatron-rs, 2d, those that apply; with tied layers, their representatives'
-//      entries) are priced and offered to the archive.
+//      entries) are priced and offered to the archive. Under a time budget they are priced in
+//      turn until it runs out (on a training step the training plans first: zero3,
+//      megatron-3d-selective, megatron-3d-full); the ones whose turn came after it are named
+//      in Progress::unpriced_seeds.
 //   1. Each generation fills `batch` slots. Slot i of generation g draws from its own random
 //      stream, Rng::for_slot(seed, g, i): it picks a parent — a front member (half the time the
 //      best one on a random objective), or, while no plan is feasible, one of the plans closest
@@ -42,7 +45,9 @@
 //
 // The yardstick. After the search every standard plan is priced whole (not as a genome) with the
 // same evaluator and constraints, so the front's best can be stated as a ratio to the best plan
-// an engineer would write by hand.
+// an engineer would write by hand. A standard plan a seed already priced (its genome expands to
+// the same plan) keeps that price; under a time budget that has run out, one no seed priced is
+// not priced either (its reason says so), so the search ends within one pricing of its budget.
 #pragma once
 
 #include <cstdint>
@@ -76,7 +81,10 @@ struct Progress {
   std::map<std::string, std::uint64_t> refusals;
   std::uint64_t infeasible = 0;          // of them, plans over a constraint
   std::uint64_t prefix_evaluations = 0;  // plans of the layer prefix priced (not in evaluations)
-  double seconds = 0;                    // of this run
+  /// The seeds (SeedPlan::name) the time budget ran out before they were priced, in the order
+  /// they would have been.
+  std::vector<std::string> unpriced_seeds;
+  double seconds = 0;  // of this run
   /// Islands: the seconds they spent waiting for one another at meetings, all of them together
   /// (on rank 0; each island's last meeting counted on rank 0 only).
   double waiting_s = 0;
@@ -105,6 +113,7 @@ struct OptimizeOptions {
   double prefix_share = 0.25;
   std::size_t batch = 64;  // candidates per generation (fixed: results do not depend on threads)
   bool use_seeds = true;   // price the seed plans first (tests turn it off to test the mutations)
+  bool yardstick = true;   // price the standard plans after the search (the prefix search: no)
   MutationSet mutations = kAllMutations;  // the kinds of mutation to use
   std::filesystem::path checkpoint;       // empty: none
   double checkpoint_every_s = 5;
