@@ -43,11 +43,12 @@
 // (islands.h: `tapestry optimize --mpi`): its own stream and share of the budget, meeting the
 // others every `migrate_every` generations; rank 0 returns the merged front.
 //
-// The yardstick. After the search every standard plan is priced whole (not as a genome) with the
-// same evaluator and constraints, so the front's best can be stated as a ratio to the best plan
-// an engineer would write by hand. A standard plan a seed already priced (its genome expands to
-// the same plan) keeps that price; under a time budget that has run out, one no seed priced is
-// not priced either (its reason says so), so the search ends within one pricing of its budget.
+// The yardstick. Every standard plan is priced whole (not as a genome) with the same evaluator
+// and constraints, so the front's best can be stated as a ratio to the best plan an engineer
+// would write by hand: a seed whose genome expands to the same plan gives its price, and the
+// others are priced with the seeds (after them and the prefix search's front), within the time
+// budget; one the budget left unpriced says so in its reason. A resumed search (which prices no
+// seeds) and rank 0 of an island search price them all.
 #pragma once
 
 #include <cstdint>
