@@ -173,14 +173,7 @@ std::string_view monoid_code(ir::Monoid m) {
   return "Monoid::kSum";
 }
 
-std::string cpp_string(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
+using detail::cpp_string;
 
 // A raw string literal holding `text`, with a delimiter that does not occur in it.
 std::string raw_literal(const std::string& text) {
@@ -506,10 +499,28 @@ std::string RankWriter::write() {
 
 CppProgram generate_cpp(const ir::Graph& graph, const rewrite::LowerResult& lowered,
                         const runtime::RankSchedule& schedule, const CppOptions& options) {
-  // The fast kernels: an operation whose kernel is not among them (a kernel file's body, a
-  // plugin's) is an Error naming it — the program links only the kernel library.
-  const BlockProgram whole =
-      runtime::detail::compile_block_program(lowered.graph, runtime::fast_kernels());
+  // The fast kernels, and the bodies of the kernel files' kernels the graph calls; any other
+  // kernel (a plugin's function) is an Error naming it — the program links only the library.
+  std::vector<runtime::BodySource> bodies;
+  runtime::ExecutableKernels kernels = runtime::fast_kernels();
+  for (const ir::OperationId id : lowered.graph.operations()) {
+    std::string kernel(lowered.graph.operation(id).kernel());
+    if (kernels.find(kernel) != nullptr) continue;
+    if (kernel.starts_with("op:")) kernel.erase(0, 3);
+    const metakernel::Metakernel* k =
+        options.kernels != nullptr ? options.kernels->find(kernel) : nullptr;
+    if (k == nullptr || !k->body) {
+      throw Error(fmt::format(
+          "operation '{}': kernel '{}' is {} — a generated program links only the kernel "
+          "library and carries kernel files' kernels by their `body:`",
+          lowered.graph.display_name(id), kernel,
+          k != nullptr ? "a kernel file's without a body (a plugin's function?)"
+                       : "neither built in nor a kernel file's"));
+    }
+    bodies.push_back(runtime::body_source(*k));
+    kernels.add(kernel, runtime::body_kernel(bodies.back(), runtime::BodyEvaluation::kFast));
+  }
+  const BlockProgram whole = runtime::detail::compile_block_program(lowered.graph, kernels);
   std::vector<std::uint32_t> rank_of;
   for (const BlockTask& task : whole.tasks)
     rank_of.push_back(schedule.rank_of.at(task.application));
@@ -530,7 +541,8 @@ CppProgram generate_cpp(const ir::Graph& graph, const rewrite::LowerResult& lowe
   program.files.emplace_back("CMakeLists.txt", detail::cpp_cmake(schedule.ranks(), options));
   program.files.emplace_back("program.h", detail::cpp_program_header(schedule.ranks()));
   program.files.emplace_back("main.cpp", detail::cpp_main(schedule.ranks()));
-  program.files.emplace_back("ranks.cpp", detail::cpp_ranks(schedule.ranks(), groups, options));
+  program.files.emplace_back("ranks.cpp",
+                             detail::cpp_ranks(schedule.ranks(), groups, bodies, options));
   for (auto& f : ranks) program.files.push_back(std::move(f));
   return program;
 }

@@ -15,6 +15,7 @@
 #include "runtime/block_program.h"
 #include "runtime/rank_program.h"
 #include "tapestry/rewrite/fused.h"
+#include "tapestry/runtime/body_kernels.h"
 #include "tapestry/runtime/executable_kernels.h"
 #include "tapestry/runtime/tensor_map.h"
 #include "tapestry/support/assert.h"
@@ -502,7 +503,10 @@ void RankWriter::emit_call(std::string_view kernel, const nlohmann::json* params
     }
     return;
   }
-  detail::TorchCall call{.kernel = kernel, .params = params};
+  detail::TorchCall call{
+      .kernel = kernel,
+      .body_kernel = options_.kernels != nullptr ? options_.kernels->find(kernel) : nullptr,
+      .params = params};
   for (const auto& [name, ports] : inputs) {
     for (const Port& port : ports) {
       const Range box = port.ipf.apply(index);
@@ -657,7 +661,11 @@ std::string RankWriter::write() {
 TorchProgram generate_torch(const ir::Graph& graph, const rewrite::LowerResult& lowered,
                             const runtime::RankSchedule& schedule, const TorchOptions& options) {
   const BlockProgram whole = runtime::detail::compile_block_program(
-      lowered.graph, runtime::ExecutableKernels::reference());
+      lowered.graph,
+      options.kernels != nullptr
+          ? runtime::with_body_kernels(runtime::ExecutableKernels::reference(), *options.kernels,
+                                       runtime::KernelSet::kReference)
+          : runtime::ExecutableKernels::reference());
   std::vector<std::uint32_t> rank_of;
   for (const BlockTask& task : whole.tasks)
     rank_of.push_back(schedule.rank_of.at(task.application));

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <unordered_map>
 
@@ -616,8 +617,97 @@ std::string torch_dtype(ir::DType dtype) {
   }
 }
 
+namespace {
+
+// A Python literal of `value` converted to `dtype` (truncated for integers, as the body's
+// numbers are) as a 0-d tensor of it.
+std::string scalar_tensor(double value, ir::DType dtype) {
+  std::string text;
+  if (is_integer(dtype)) {
+    text = fmt::format("{}", static_cast<std::int64_t>(value));
+  } else if (std::isnan(value)) {
+    text = "float('nan')";
+  } else if (std::isinf(value)) {
+    text = value > 0 ? "float('inf')" : "float('-inf')";
+  } else {
+    text = fmt::format("{}", value);
+    if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  }
+  return fmt::format("torch.tensor({}, dtype={})", text, torch_dtype(dtype));
+}
+
+// A kernel file's kernel from its body: elementwise only (every input's box has the output's
+// shape), one output.
+std::vector<std::string> body_expressions(const TorchCall& call) {
+  const metakernel::Metakernel& k = *call.body_kernel;
+  if (call.output_names.size() != 1) {
+    throw Error(fmt::format("kernel '{}': a body kernel has one output, this call {}", k.name,
+                            call.output_names.size()));
+  }
+  const Range& out = call.output_boxes.front();
+  const ir::DType dtype = call.output_dtypes.front();
+  for (const auto& [name, args] : call.inputs) {
+    for (const TorchArg& a : args) {
+      if (a.box.shape() != out.shape()) {
+        throw Error(fmt::format(
+            "no torch mapping for kernel '{}' (a kernel file's body): input '{}' holds a box of "
+            "shape [{}] for an output box of shape [{}]; a body maps to torch only where every "
+            "input is elementwise with the output (no reduction, broadcast or permutation)",
+            k.name, name, fmt::join(a.box.shape(), ", "), fmt::join(out.shape(), ", ")));
+      }
+    }
+  }
+  using Kind = metakernel::BodyExpr::Kind;
+  std::function<std::string(const metakernel::BodyExpr&)> emit =
+      [&](const metakernel::BodyExpr& e) -> std::string {
+    switch (e.kind) {
+      case Kind::kNumber:
+        return scalar_tensor(e.number, dtype);
+      case Kind::kName: {
+        if (k.find_input(e.name) != nullptr) return in(call, e.name);
+        const nlohmann::json* p = param(call, e.name);
+        const metakernel::ParamSpec* spec = k.find_param(e.name);
+        if (p == nullptr && spec != nullptr && spec->default_value) p = &*spec->default_value;
+        if (p == nullptr || !p->is_number()) {
+          throw Error(fmt::format("kernel '{}': body: param '{}' has no number", k.name, e.name));
+        }
+        return scalar_tensor(p->get<double>(), dtype);
+      }
+      case Kind::kNegate:
+        return fmt::format("torch.neg({})", emit(e.args[0]));
+      case Kind::kBinary:
+        if (e.op == '/' && is_integer(dtype)) {
+          return fmt::format("torch.div({}, {}, rounding_mode='trunc')", emit(e.args[0]),
+                             emit(e.args[1]));
+        }
+        return fmt::format("({} {} {})", emit(e.args[0]), e.op, emit(e.args[1]));
+      case Kind::kCall: {
+        if (e.name == "max" || e.name == "min") {
+          return fmt::format("torch.{}({}, {})", e.name == "max" ? "maximum" : "minimum",
+                             emit(e.args[0]), emit(e.args[1]));
+        }
+        // A built-in elementwise kernel's formula: its own mapping.
+        TorchCall unary{.kernel = e.name,
+                        .output_names = {"result"},
+                        .output_boxes = {out},
+                        .output_dtypes = {dtype}};
+        unary.inputs["x"].push_back(
+            {.expr = emit(e.args[0]), .box = out, .dtype = dtype, .whole = out});
+        return mappings().at(e.name)(unary).front();
+      }
+    }
+    return {};
+  };
+  return {emit(*k.body)};
+}
+
+}  // namespace
+
 std::vector<std::string> torch_expressions(const TorchCall& call) {
   const auto found = mappings().find(std::string(call.kernel));
+  if (found == mappings().end() && call.body_kernel != nullptr && call.body_kernel->body) {
+    return body_expressions(call);
+  }
   if (found == mappings().end()) {
     throw Error(
         fmt::format("no torch mapping for kernel '{}' (docs/codegen.md lists the kernels "

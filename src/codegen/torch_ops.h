@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tapestry/ir/dtype.h"
+#include "tapestry/metakernel/metakernel.h"
 #include "tapestry/zspace/range.h"
 
 namespace tapestry::codegen::detail {
@@ -32,6 +33,9 @@ struct TorchArg {
 
 struct TorchCall {
   std::string_view kernel;
+  /// A kernel file's kernel with a `body:` (kernel_body.h), or null: a kernel torch_expressions
+  /// has no mapping for is written from its body when every port is elementwise with the output.
+  const metakernel::Metakernel* body_kernel = nullptr;
   const nlohmann::json* params = nullptr;  // null or an object
   std::map<std::string, std::vector<TorchArg>, std::less<>> inputs;
   std::vector<std::string> output_names;  // in the call's order
@@ -40,7 +44,10 @@ struct TorchCall {
 };
 
 /// One expression per output, in output_names' order; Error "no torch mapping for kernel 'k'"
-/// (or naming the param it cannot map) otherwise.
+/// (or naming the param it cannot map) otherwise. A body kernel's expression follows its body,
+/// in the output's dtype (numbers and params as 0-d tensors of it; `/` truncates for integers):
+///   body "max(x, 0) + slope * min(x, 0)", x = "X[0:4, :]", slope 0.1 →
+///   "(torch.maximum(X[0:4, :], torch.tensor(0.0, dtype=torch.float32)) + …)"
 std::vector<std::string> torch_expressions(const TorchCall& call);
 
 /// The torch dtype of `dtype` ("torch.float32"); Error for one torch lacks.
