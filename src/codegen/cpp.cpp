@@ -23,6 +23,7 @@ namespace tapestry::codegen {
 
 namespace {
 
+using detail::Names;
 using detail::range_text;
 using runtime::detail::BlockProgram;
 using runtime::detail::BlockTask;
@@ -32,67 +33,41 @@ using runtime::detail::RankProgram;
 using zspace::IndexProjection;
 using zspace::Range;
 
-// A C++ identifier for a display name: "Y/matmul/partial" → "Y_matmul_partial".
-std::string identifier(std::string_view name) {
-  std::string out;
-  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) != 0 ? c : '_';
-  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0])) != 0 || out[0] == '_') {
-    out = "t_" + out;
-  }
-  return out;
+// The names a rank's C++ function must not take: C++ keywords and what program.h declares (and
+// its `rank<i>` functions and MPI's names, by prefix).
+Names cpp_names() {
+  return Names({"alignas",   "alignof",   "and",
+                "asm",       "auto",      "bool",
+                "break",     "case",      "catch",
+                "char",      "class",     "const",
+                "constexpr", "continue",  "default",
+                "delete",    "do",        "double",
+                "else",      "enum",      "explicit",
+                "extern",    "false",     "float",
+                "for",       "friend",    "goto",
+                "if",        "inline",    "int",
+                "long",      "mutable",   "namespace",
+                "new",       "not",       "nullptr",
+                "operator",  "or",        "private",
+                "protected", "public",    "register",
+                "return",    "short",     "signed",
+                "sizeof",    "static",    "struct",
+                "switch",    "template",  "this",
+                "throw",     "true",      "try",
+                "typedef",   "typename",  "union",
+                "unsigned",  "using",     "virtual",
+                "void",      "volatile",  "while",
+                "xor",       "concept",   "requires",
+                "co_await",  "co_return", "co_yield",
+                "char8_t",   "std",       "program",
+                "tapestry",  "box",       "ipf",
+                "Tensor",    "Port",      "Operation",
+                "Context",   "ctx",       "DType",
+                "Monoid",    "View",      "ConstView",
+                "Range",     "Point",     "IndexProjection",
+                "main",      "nlohmann",  "MPI_Comm"},
+               {"rank", "MPI"});
 }
-
-// Names a rank's function uses: C++ keywords, what program.h declares, and every name handed
-// out, each once.
-class Names {
- public:
-  Names() {
-    for (const char* reserved : {"alignas",   "alignof",   "and",
-                                 "asm",       "auto",      "bool",
-                                 "break",     "case",      "catch",
-                                 "char",      "class",     "const",
-                                 "constexpr", "continue",  "default",
-                                 "delete",    "do",        "double",
-                                 "else",      "enum",      "explicit",
-                                 "extern",    "false",     "float",
-                                 "for",       "friend",    "goto",
-                                 "if",        "inline",    "int",
-                                 "long",      "mutable",   "namespace",
-                                 "new",       "not",       "nullptr",
-                                 "operator",  "or",        "private",
-                                 "protected", "public",    "register",
-                                 "return",    "short",     "signed",
-                                 "sizeof",    "static",    "struct",
-                                 "switch",    "template",  "this",
-                                 "throw",     "true",      "try",
-                                 "typedef",   "typename",  "union",
-                                 "unsigned",  "using",     "virtual",
-                                 "void",      "volatile",  "while",
-                                 "xor",       "concept",   "requires",
-                                 "co_await",  "co_return", "co_yield",
-                                 "char8_t",   "std",       "program",
-                                 "tapestry",  "box",       "ipf",
-                                 "Tensor",    "Port",      "Operation",
-                                 "Context",   "ctx",       "DType",
-                                 "Monoid",    "View",      "ConstView",
-                                 "Range",     "Point",     "IndexProjection",
-                                 "main",      "nlohmann",  "MPI_Comm"}) {
-      used_.insert(reserved);
-    }
-  }
-  std::string make(std::string_view wanted) {
-    std::string name = identifier(wanted);
-    if (name.rfind("rank", 0) == 0 || name.rfind("MPI", 0) == 0) name = "t_" + name;
-    if (used_.insert(name).second) return name;
-    for (int i = 2;; ++i) {
-      std::string numbered = fmt::format("{}_{}", name, i);
-      if (used_.insert(numbered).second) return numbered;
-    }
-  }
-
- private:
-  std::unordered_set<std::string> used_;
-};
 
 // A range as C++: box({start…}, {end…}).
 std::string box_code(const Range& box) {
@@ -225,7 +200,7 @@ class RankWriter {
   const std::vector<std::uint32_t>& rank_of_;
   std::string rank_name_;
   const CppOptions& options_;
-  Names names_;
+  Names names_ = cpp_names();
   std::map<std::uint32_t, std::string> vars_;  // local slot → its Tensor
   std::map<std::uint32_t, std::string> ops_;   // operation node index → its Operation
   std::vector<std::uint32_t> local_of_;        // whole task → local task (or UINT32_MAX)

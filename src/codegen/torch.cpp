@@ -28,6 +28,7 @@ namespace tapestry::codegen {
 
 namespace {
 
+using detail::Names;
 using detail::range_text;
 using runtime::detail::BlockProgram;
 using runtime::detail::BlockTask;
@@ -37,43 +38,17 @@ using runtime::detail::RankProgram;
 using zspace::IndexProjection;
 using zspace::Range;
 
-// A Python identifier for a tensor's display name: "Y/matmul/partial" → "Y_matmul_partial".
-std::string identifier(std::string_view name) {
-  std::string out;
-  for (char c : name) {
-    out += std::isalnum(static_cast<unsigned char>(c)) != 0 ? c : '_';
-  }
-  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0])) != 0) out = "t_" + out;
-  return out;
+// The names a rank's Python function must not take: Python keywords, the modules and helpers
+// it calls.
+Names torch_names() {
+  return Names({"False",   "None",     "True",     "and",    "as",   "assert", "async",  "await",
+                "break",   "class",    "continue", "def",    "del",  "elif",   "else",   "except",
+                "finally", "for",      "from",     "global", "if",   "import", "in",     "is",
+                "lambda",  "nonlocal", "not",      "or",     "pass", "raise",  "return", "try",
+                "while",   "with",     "yield",    "torch",  "F",    "ctx",    "run",    "helpers",
+                "print",   "float",    "int",      "range",  "len",  "sum",    "max",    "min",
+                "abs",     "list",     "dict"});
 }
-
-// Names a rank's function uses: Python keywords, the modules and helpers it calls, and every
-// name handed out, each once.
-class Names {
- public:
-  Names() {
-    for (const char* reserved :
-         {"False", "None",     "True",  "and",     "as",    "assert", "async",  "await",    "break",
-          "class", "continue", "def",   "del",     "elif",  "else",   "except", "finally",  "for",
-          "from",  "global",   "if",    "import",  "in",    "is",     "lambda", "nonlocal", "not",
-          "or",    "pass",     "raise", "return",  "try",   "while",  "with",   "yield",    "torch",
-          "F",     "ctx",      "run",   "helpers", "print", "float",  "int",    "range",    "len",
-          "sum",   "max",      "min",   "abs",     "list",  "dict"}) {
-      used_.insert(reserved);
-    }
-  }
-  std::string make(std::string_view wanted) {
-    std::string name = identifier(wanted);
-    if (used_.insert(name).second) return name;
-    for (int i = 2;; ++i) {
-      std::string numbered = fmt::format("{}_{}", name, i);
-      if (used_.insert(numbered).second) return numbered;
-    }
-  }
-
- private:
-  std::unordered_set<std::string> used_;
-};
 
 // A range as Python: ((start, end), ...) per dim.
 std::string box_tuple(const Range& box) {
@@ -261,7 +236,7 @@ class RankWriter {
   const RankProgram& rp_;
   const std::vector<std::uint32_t>& rank_of_;
   const TorchOptions& options_;
-  Names names_;
+  Names names_ = torch_names();
   std::map<std::uint32_t, Holder> buffers_;       // slot → this rank's buffer
   std::vector<std::vector<Range>> touched_;       // per slot
   std::set<std::uint32_t> waited_;                // messages received and unpacked
