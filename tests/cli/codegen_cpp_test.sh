@@ -11,8 +11,9 @@
 # `quick` (default suite): the Megatron MLP on 2 ranks (a reduce), linear_relu's grid plan on 2
 # ranks (point to point, outputs gathered), mlp_grad's data-parallel plan on 2 ranks
 # (reduce-scatters), the transformer block's heads plan on 1 rank (no MPI) and two kernel files'
-# kernels carried by their bodies (leaky, rowdot with its sum split across ranks). `full` (label
-# slow): every example under every bundled plan on 2 ranks. Skipped (exit 77) without mpirun,
+# kernels carried by their bodies (leaky, rowdot with its sum split across ranks), and convnet
+# under the plan optimize finds on cpu-local. `full` (label slow): every example under every
+# bundled plan on 2 ranks, and under the plan optimize finds for it on cpu-local. Skipped (exit 77) without mpirun,
 # ninja or /usr/bin/python3 with numpy, or when tapestry was built without MPI.
 set -u
 tapestry=$(realpath "$1")
@@ -64,13 +65,20 @@ build_args=()  # what `tapestry build` needs besides the graph (--kernel-dir)
 # same_as_run NAME RANKS GRAPH PLAN-ARGS…: generated, built, run; every output bitwise equal to
 # `tapestry run`'s with the same plan (one thread, the block executor, the fast kernels).
 same_as_run() {
-  local name=$1 ranks=$2 graph=$3 dir=$tmp/$1
+  local name=$1 ranks=$2 graph=$3 dir=$tmp/$1 placed=(--ranks "$2")
   shift 3
+  [[ " $* " == *" --target "* ]] && placed=()
+  local run_args=() a skip=0  # the plan arguments without --target T (the block executor has none)
+  for a in "$@"; do
+    if [[ $skip -eq 1 ]]; then skip=0; continue; fi
+    if [[ $a == --target ]]; then skip=1; continue; fi
+    run_args+=("$a")
+  done
   "$tapestry" build "$graph" "${build_args[@]}" -o "$tmp/$name.json" >/dev/null 2>"$tmp/err" &&
     "$python" "$root/tests/cli/codegen_inputs.py" "$tmp/$name.json" "$dir/in" 7 &&
-    "$tapestry" run "$graph" "$@" --threads 1 --quiet --inputs "$dir/in" --outputs "$dir/ref" \
+    "$tapestry" run "$graph" "${run_args[@]}" --threads 1 --quiet --inputs "$dir/in" --outputs "$dir/ref" \
       >"$tmp/log" 2>"$tmp/err" &&
-    (cd "$dir" && "$tapestry" codegen "$graph" "$@" --ranks "$ranks" --to cpp -o gen) >"$tmp/log" 2>"$tmp/err" &&
+    (cd "$dir" && "$tapestry" codegen "$graph" "$@" "${placed[@]}" --to cpp -o gen) >"$tmp/log" 2>"$tmp/err" &&
     build_program "$dir" &&
     run_program "$dir" "$ranks" "$dir/out" >"$tmp/log" 2>"$tmp/err"
   local rc=$?
@@ -85,16 +93,30 @@ same_as_run() {
   check "$name: the generated C++ on $ranks rank(s) equals tapestry run bitwise" $rc
 }
 
+# optimized NAME GRAPH: the plan `tapestry optimize` finds for GRAPH on cpu-local (time, 300
+# plans, seed 1), generated for cpu-local's 2 devices (its shards may be pinned to them), built,
+# run, bitwise equal to `tapestry run` under the same plan.
+optimized() {
+  local name=$1 graph=$2
+  "$tapestry" optimize "$graph" --target cpu-local --objectives time --max-evals 300 --seed 1 \
+    --plan-out "$tmp/$name-plan.json" --quiet >"$tmp/log" 2>"$tmp/err"
+  check "$name: optimize on cpu-local writes a plan" $?
+  same_as_run "$name" 2 "$graph" --plan "$tmp/$name-plan.json" --target cpu-local
+}
+
 if [[ $mode == full ]]; then
   for example in linear_relu convnet mlp mlp_grad resnet_bottleneck transformer_block transformer_large; do
     for plan in "$plans/$example"-*.json; do
       same_as_run "$example-$(basename "$plan" .json)" 2 "$ex/$example.tap" --plan "$plan"
     done
+    optimized "$example-optimized" "$ex/$example.tap"
   done
   for plan in "$plans"/digits-*.json; do
     same_as_run "$(basename "$plan" .json)" 2 "$ex/digits/train_sgd.tap" --plan "$plan"
   done
+  optimized digits-optimized "$ex/digits/train_sgd.tap"
 else
+  optimized convnet-optimized "$ex/convnet.tap"
   same_as_run megatron 2 "$ex/mlp.tap" --plan "$plans/mlp-megatron.json"
   same_as_run grid 2 "$ex/linear_relu.tap" --plan "$plans/linear_relu-grid.json"
   same_as_run mlp_grad 2 "$ex/mlp_grad.tap" --plan "$plans/mlp_grad-data-parallel.json"
