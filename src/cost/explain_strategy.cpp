@@ -204,6 +204,8 @@ Strategy strategy_of(const ir::Graph& graph, const Placement& placement, const T
     Entry e{&op, cut_of(graph, op, placed, placement, target)};
     (op.contraction ? contractions : others).push_back(std::move(e));
   }
+  // A graph without contractions (elementwise, layout) is described by all its operations.
+  const std::string_view noun = contractions.empty() ? "operation" : "contraction";
   if (contractions.empty()) std::swap(contractions, others);
   Strategy s;
   if (contractions.empty()) {
@@ -267,7 +269,7 @@ Strategy strategy_of(const ir::Graph& graph, const Placement& placement, const T
                      [](const auto& a, const auto& b) { return a.first > b.first; });
     std::vector<std::string> words;
     for (std::size_t i = 0; i < counts.size(); ++i) {
-      words.push_back(i == 0 ? fmt::format("{} contraction{} {}", counts[i].first,
+      words.push_back(i == 0 ? fmt::format("{} {}{} {}", counts[i].first, noun,
                                            counts[i].first == 1 ? "" : "s", counts[i].second)
                              : fmt::format("{} {}", counts[i].first, counts[i].second));
     }

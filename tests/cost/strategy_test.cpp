@@ -140,6 +140,17 @@ TEST(Strategy, AMixedPlanCountsItsContractions) {
       << m.summary;
 }
 
+// A graph without contractions (elementwise only) counts its operations, not "contractions".
+TEST(Strategy, AMixedPlanWithoutContractionsCountsOperations) {
+  const ir::Graph g = rewrite::testing::build("X: f32[8, 4]\nM = exp(X)\nY = relu(M)\noutput Y\n");
+  const Strategy s = explain_plan(g, rewrite::parse_plan(R"({"ops": {"Y": {"split": {"d0": 2}}}})"),
+                                  testing::toy_target(1, 2))
+                         .e.strategy;
+  EXPECT_EQ(s.kind, "mixed");
+  EXPECT_TRUE(starts_with(s.summary, "mixed: 1 operation unsharded on gpu:0, 1 data parallel ×2"))
+      << s.summary;
+}
+
 // Issue 26 item 7: with "fuse": "auto" the combine of Y's split reduction is fused with the bias
 // add. Its input is still a pending sum (Partial(sum)), and the transfers into it are a
 // reduce-scatter (the combine's default: nothing reads Y), not a redistribution.
