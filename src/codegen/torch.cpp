@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <unordered_set>
 
 #include "rank_order.h"
@@ -223,6 +224,8 @@ class RankWriter {
   void emit_buffers();
   void emit_task(std::uint32_t t);
   void emit_call(std::string_view kernel, const nlohmann::json* params, const Range& index,
+                 std::span<const std::string> index_names,
+                 std::span<const ir::Reduction> reductions,
                  const std::map<std::string, std::vector<Port>, std::less<>>& inputs,
                  const std::vector<Output>& outputs, std::string_view what);
   void emit_collective(std::uint32_t c);
@@ -415,7 +418,8 @@ void RankWriter::emit_collective(std::uint32_t index) {
 }
 
 void RankWriter::emit_call(std::string_view kernel, const nlohmann::json* params,
-                           const Range& index,
+                           const Range& index, std::span<const std::string> index_names,
+                           std::span<const ir::Reduction> reductions,
                            const std::map<std::string, std::vector<Port>, std::less<>>& inputs,
                            const std::vector<Output>& outputs, std::string_view what) {
   if (kernel == rewrite::kFusedKernel) {
@@ -468,7 +472,8 @@ void RankWriter::emit_call(std::string_view kernel, const nlohmann::json* params
         }
       }
       line(fmt::format("# stage {}: {} ({})", s + 1, stage.kernel, stage.label));
-      emit_call(stage.kernel, &stage.params, stage_index, stage_inputs, stage_outputs,
+      emit_call(stage.kernel, &stage.params, stage_index, stage.index_names, stage.reductions,
+                stage_inputs, stage_outputs,
                 fmt::format("{} stage {} ({})", what, s + 1, stage.label));
       if (!last) {
         // The temporary the stage assigned: the last name handed out.
@@ -481,6 +486,9 @@ void RankWriter::emit_call(std::string_view kernel, const nlohmann::json* params
   detail::TorchCall call{
       .kernel = kernel,
       .body_kernel = options_.kernels != nullptr ? options_.kernels->find(kernel) : nullptr,
+      .index = index,
+      .index_names = {index_names.begin(), index_names.end()},
+      .reductions = {reductions.begin(), reductions.end()},
       .params = params};
   for (const auto& [name, ports] : inputs) {
     for (const Port& port : ports) {
@@ -566,11 +574,12 @@ void RankWriter::emit_task(std::uint32_t t) {
   }
   if (block) {
     for (std::int64_t b = call.index.start()[*block]; b < call.index.end()[*block]; ++b) {
-      emit_call(call.kernel, call.params, call.index.with_dim(*block, b, b + 1), inputs, outputs,
-                what);
+      emit_call(call.kernel, call.params, call.index.with_dim(*block, b, b + 1), call.index_names,
+                call.reductions, inputs, outputs, what);
     }
   } else {
-    emit_call(call.kernel, call.params, call.index, inputs, outputs, what);
+    emit_call(call.kernel, call.params, call.index, call.index_names, call.reductions, inputs,
+              outputs, what);
   }
   blank();
 }
