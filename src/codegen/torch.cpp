@@ -539,8 +539,10 @@ void RankWriter::emit_task(std::uint32_t t) {
     return;
   }
   emit_waits(t);
-  const std::string what =
-      fmt::format("application '{}' of operation '{}'", task.name, call.operation);
+  // Lowering leaves applications unlabelled (their keys are ids): an application is named by its
+  // operation and its index box.
+  const std::string what = fmt::format("operation '{}' (the application over {})", call.operation,
+                                       detail::index_text(call));
   std::map<std::string, std::vector<Port>, std::less<>> inputs;
   std::size_t i = 0;
   for (const auto& e : call.inputs.entries()) {
