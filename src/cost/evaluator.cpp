@@ -126,7 +126,6 @@ struct Rewritten {
   detail::TensorFacts facts;
   std::vector<CutOperation> ops;        // topological order
   std::vector<std::uint32_t> id_order;  // positions in ops, in graph.operations() order
-  std::unique_ptr<detail::PlacementBuilder> builder;
   /// The new values of the parameters the zero pass shards (rewrite/zero.h), graph outputs it
   /// replicates (stages 1–2, unless the plan says otherwise) or leaves sharded (stage 3) whatever
   /// the plan of this key says.
@@ -175,6 +174,9 @@ struct Evaluator::Impl {
   std::uint64_t clock = 0;
   EvaluatorStats stats;
   Placement placement;
+  /// Places every plan (its storage reused from one to the next), on the facts of the plan's
+  /// rewritten graph.
+  std::unique_ptr<detail::PlacementBuilder> placement_builder;
   /// Set by cut_and_place when lower would refuse the plan's cuts: lower's message.
   std::string refusal;
   // Scratch, reused.
@@ -300,7 +302,6 @@ std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
   }
   for (ir::OperationId op : g.operations()) r->id_order.push_back(position[op.index()]);
   r->facts = detail::TensorFacts::of(g);
-  r->builder = std::make_unique<detail::PlacementBuilder>(r->facts, target);
   r->fast = true;
   return r;
 }
@@ -340,7 +341,10 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
   for (std::size_t k = 0; k < r.id_order.size(); ++k)
     r.ops[r.id_order[k]].first_application = first[k];
 
-  detail::PlacementBuilder& builder = *r.builder;
+  if (!placement_builder)
+    placement_builder = std::make_unique<detail::PlacementBuilder>(r.facts, target);
+  placement_builder->use_facts(r.facts);
+  detail::PlacementBuilder& builder = *placement_builder;
   if (r.zero_outputs.empty()) {
     builder.start(placement, detail::replicated_outputs(plan, r.graph, target));
   } else {  // the outputs as the zero pass leaves them (rewrite/zero.h)
