@@ -15,7 +15,9 @@
 //    a combine — takes the devices of the operation it follows, as place() gives them; the
 //    plan's replicated outputs, which no rewrite reads, go to the builder as they are. Then
 //    simulate().
-// Whatever the fast path cannot decide goes to the reference path (lower → place → simulate).
+// Whatever the fast path cannot decide goes to the reference path (lower → place → simulate),
+// except a cut shard-grid refuses: lower's message for it (check_cuts) is written here
+// (refuse_cuts), so a refused plan is not rewritten a second time.
 #include "tapestry/cost/evaluator.h"
 
 #include <fmt/format.h>
