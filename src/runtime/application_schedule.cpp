@@ -5,14 +5,8 @@
 //    are an error.
 // 2. An application depends on every writer of a box intersecting one it reads, and on every
 //    writer of a tensor its operation starts after (ir/ordering.h: a recomputed operation).
-// 3. Kahn's algorithm, first released first run: a queue of the ready applications, the roots in
-//    graph order, then each application's dependents as it releases them, in graph order — the
-//    order in which the cost model's list scheduler runs them on one device (simulate.h: "a free
-//    device starts the application released first, ties: topological position"), so one thread
-//    holds what the model's device holds. What is left unordered lies on a cycle. (A min-heap
-//    by graph position, the order before, ran a recomputed copy and its reader ahead of an
-//    earlier-released weight gradient and held the activation that gradient frees: 1.2× the
-//    model on the batch-split recompute stand-in.)
+// 3. Kahn's algorithm with a min-heap gives a topological order, ties in graph order; what is
+//    left unordered lies on a cycle.
 #include "tapestry/runtime/application_schedule.h"
 
 #include <algorithm>
@@ -101,15 +95,18 @@ std::vector<std::uint32_t> order_by_dependencies(const ir::Graph& graph,
     waiting[i] = static_cast<std::uint32_t>(s.depends_on[i].size());
     for (std::uint32_t d : s.depends_on[i]) dependents[d].push_back(i);
   }
-  std::vector<std::uint32_t> order;  // also the queue: order[head…] are released, not yet run
-  order.reserve(n);
+  std::priority_queue<std::uint32_t, std::vector<std::uint32_t>, std::greater<>> ready;
   for (std::uint32_t i = 0; i < n; ++i) {
-    if (waiting[i] == 0) order.push_back(i);
+    if (waiting[i] == 0) ready.push(i);
   }
-  for (std::size_t head = 0; head < order.size(); ++head) {
-    // dependents[i] lists them in graph order (built by ascending i above).
-    for (std::uint32_t next : dependents[order[head]]) {
-      if (--waiting[next] == 0) order.push_back(next);
+  std::vector<std::uint32_t> order;
+  order.reserve(n);
+  while (!ready.empty()) {
+    const std::uint32_t i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (std::uint32_t next : dependents[i]) {
+      if (--waiting[next] == 0) ready.push(next);
     }
   }
   if (order.size() != n) throw_cycle(graph, s, waiting);

@@ -65,7 +65,7 @@ struct BlockProgram {
   std::vector<std::uint32_t> dependents_first;  // CSR: dependents of task t are
   std::vector<std::uint32_t> dependents;        //   dependents[first[t], first[t+1])
   std::vector<std::uint32_t> pending;           // number of tasks each task waits for
-  std::vector<std::uint32_t> order;             // topological, first released first (schedule)
+  std::vector<std::uint32_t> order;             // a topological order (ties: graph order)
   std::vector<std::uint32_t> roots;             // tasks with nothing to wait for, in order
   /// What kernels' prepare functions made, one per operation that has one; tasks point into it
   /// (KernelCall::prepared).
