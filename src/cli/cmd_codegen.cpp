@@ -10,7 +10,8 @@
 // and collectives the MPI executor derives (workflow/mpi.h, runtime/rank_program.h), and
 // codegen/torch.h writes them as PyTorch. Every file is generated before any is written, then
 // all are written or none (exit 2 on bad input: an unknown --to, a plan that does not fit, a
-// kernel with no torch mapping, named with its application).
+// kernel with no torch mapping or no body, named with its application). A kernel file's kernel
+// with a `body:` travels as torch ops (--to torch) or as its body (--to cpp).
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
@@ -62,17 +63,21 @@ int run_codegen(const CodegenOptions& options) {
   const cost::Explanation explanation = cost::explain(priced.lowered.graph, priced.placement,
                                                       priced.target, priced.cost, priced.schedule);
   const runtime::RankSchedule schedule = workflow::rank_schedule(priced.placement, priced.target);
+  // The kernel files' signatures: their kernels with a body travel with the program.
+  const metakernel::SignatureRegistry signatures = load_signatures(options.pricing.kernel_sources);
   std::vector<std::pair<std::string, std::string>> program;
   if (options.to == "cpp") {
-    program = codegen::generate_cpp(
-                  graph, priced.lowered, schedule,
-                  {.command = command_line(options), .strategy = explanation.strategy.summary})
+    program = codegen::generate_cpp(graph, priced.lowered, schedule,
+                                    {.command = command_line(options),
+                                     .strategy = explanation.strategy.summary,
+                                     .kernels = &signatures})
                   .files;
   } else {
     program = codegen::generate_torch(graph, priced.lowered, schedule,
                                       {.command = command_line(options),
                                        .strategy = explanation.strategy.summary,
-                                       .target = priced.target.name})
+                                       .target = priced.target.name,
+                                       .kernels = &signatures})
                   .files;
   }
 

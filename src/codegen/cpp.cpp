@@ -23,6 +23,7 @@ namespace tapestry::codegen {
 
 namespace {
 
+using detail::Names;
 using detail::range_text;
 using runtime::detail::BlockProgram;
 using runtime::detail::BlockTask;
@@ -32,67 +33,41 @@ using runtime::detail::RankProgram;
 using zspace::IndexProjection;
 using zspace::Range;
 
-// A C++ identifier for a display name: "Y/matmul/partial" → "Y_matmul_partial".
-std::string identifier(std::string_view name) {
-  std::string out;
-  for (char c : name) out += std::isalnum(static_cast<unsigned char>(c)) != 0 ? c : '_';
-  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0])) != 0 || out[0] == '_') {
-    out = "t_" + out;
-  }
-  return out;
+// The names a rank's C++ function must not take: C++ keywords and what program.h declares (and
+// its `rank<i>` functions and MPI's names, by prefix).
+Names cpp_names() {
+  return Names({"alignas",   "alignof",   "and",
+                "asm",       "auto",      "bool",
+                "break",     "case",      "catch",
+                "char",      "class",     "const",
+                "constexpr", "continue",  "default",
+                "delete",    "do",        "double",
+                "else",      "enum",      "explicit",
+                "extern",    "false",     "float",
+                "for",       "friend",    "goto",
+                "if",        "inline",    "int",
+                "long",      "mutable",   "namespace",
+                "new",       "not",       "nullptr",
+                "operator",  "or",        "private",
+                "protected", "public",    "register",
+                "return",    "short",     "signed",
+                "sizeof",    "static",    "struct",
+                "switch",    "template",  "this",
+                "throw",     "true",      "try",
+                "typedef",   "typename",  "union",
+                "unsigned",  "using",     "virtual",
+                "void",      "volatile",  "while",
+                "xor",       "concept",   "requires",
+                "co_await",  "co_return", "co_yield",
+                "char8_t",   "std",       "program",
+                "tapestry",  "box",       "ipf",
+                "Tensor",    "Port",      "Operation",
+                "Context",   "ctx",       "DType",
+                "Monoid",    "View",      "ConstView",
+                "Range",     "Point",     "IndexProjection",
+                "main",      "nlohmann",  "MPI_Comm"},
+               {"rank", "MPI"});
 }
-
-// Names a rank's function uses: C++ keywords, what program.h declares, and every name handed
-// out, each once.
-class Names {
- public:
-  Names() {
-    for (const char* reserved : {"alignas",   "alignof",   "and",
-                                 "asm",       "auto",      "bool",
-                                 "break",     "case",      "catch",
-                                 "char",      "class",     "const",
-                                 "constexpr", "continue",  "default",
-                                 "delete",    "do",        "double",
-                                 "else",      "enum",      "explicit",
-                                 "extern",    "false",     "float",
-                                 "for",       "friend",    "goto",
-                                 "if",        "inline",    "int",
-                                 "long",      "mutable",   "namespace",
-                                 "new",       "not",       "nullptr",
-                                 "operator",  "or",        "private",
-                                 "protected", "public",    "register",
-                                 "return",    "short",     "signed",
-                                 "sizeof",    "static",    "struct",
-                                 "switch",    "template",  "this",
-                                 "throw",     "true",      "try",
-                                 "typedef",   "typename",  "union",
-                                 "unsigned",  "using",     "virtual",
-                                 "void",      "volatile",  "while",
-                                 "xor",       "concept",   "requires",
-                                 "co_await",  "co_return", "co_yield",
-                                 "char8_t",   "std",       "program",
-                                 "tapestry",  "box",       "ipf",
-                                 "Tensor",    "Port",      "Operation",
-                                 "Context",   "ctx",       "DType",
-                                 "Monoid",    "View",      "ConstView",
-                                 "Range",     "Point",     "IndexProjection",
-                                 "main",      "nlohmann",  "MPI_Comm"}) {
-      used_.insert(reserved);
-    }
-  }
-  std::string make(std::string_view wanted) {
-    std::string name = identifier(wanted);
-    if (name.rfind("rank", 0) == 0 || name.rfind("MPI", 0) == 0) name = "t_" + name;
-    if (used_.insert(name).second) return name;
-    for (int i = 2;; ++i) {
-      std::string numbered = fmt::format("{}_{}", name, i);
-      if (used_.insert(numbered).second) return numbered;
-    }
-  }
-
- private:
-  std::unordered_set<std::string> used_;
-};
 
 // A range as C++: box({start…}, {end…}).
 std::string box_code(const Range& box) {
@@ -173,14 +148,7 @@ std::string_view monoid_code(ir::Monoid m) {
   return "Monoid::kSum";
 }
 
-std::string cpp_string(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
+using detail::cpp_string;
 
 // A raw string literal holding `text`, with a delimiter that does not occur in it.
 std::string raw_literal(const std::string& text) {
@@ -232,7 +200,7 @@ class RankWriter {
   const std::vector<std::uint32_t>& rank_of_;
   std::string rank_name_;
   const CppOptions& options_;
-  Names names_;
+  Names names_ = cpp_names();
   std::map<std::uint32_t, std::string> vars_;  // local slot → its Tensor
   std::map<std::uint32_t, std::string> ops_;   // operation node index → its Operation
   std::vector<std::uint32_t> local_of_;        // whole task → local task (or UINT32_MAX)
@@ -506,10 +474,28 @@ std::string RankWriter::write() {
 
 CppProgram generate_cpp(const ir::Graph& graph, const rewrite::LowerResult& lowered,
                         const runtime::RankSchedule& schedule, const CppOptions& options) {
-  // The fast kernels: an operation whose kernel is not among them (a kernel file's body, a
-  // plugin's) is an Error naming it — the program links only the kernel library.
-  const BlockProgram whole =
-      runtime::detail::compile_block_program(lowered.graph, runtime::fast_kernels());
+  // The fast kernels, and the bodies of the kernel files' kernels the graph calls; any other
+  // kernel (a plugin's function) is an Error naming it — the program links only the library.
+  std::vector<runtime::BodySource> bodies;
+  runtime::ExecutableKernels kernels = runtime::fast_kernels();
+  for (const ir::OperationId id : lowered.graph.operations()) {
+    std::string kernel(lowered.graph.operation(id).kernel());
+    if (kernels.find(kernel) != nullptr) continue;
+    if (kernel.starts_with("op:")) kernel.erase(0, 3);
+    const metakernel::Metakernel* k =
+        options.kernels != nullptr ? options.kernels->find(kernel) : nullptr;
+    if (k == nullptr || !k->body) {
+      throw Error(fmt::format(
+          "operation '{}': kernel '{}' is {} — a generated program links only the kernel "
+          "library and carries kernel files' kernels by their `body:`",
+          lowered.graph.display_name(id), kernel,
+          k != nullptr ? "a kernel file's without a body (a plugin's function?)"
+                       : "neither built in nor a kernel file's"));
+    }
+    bodies.push_back(runtime::body_source(*k));
+    kernels.add(kernel, runtime::body_kernel(bodies.back(), runtime::BodyEvaluation::kFast));
+  }
+  const BlockProgram whole = runtime::detail::compile_block_program(lowered.graph, kernels);
   std::vector<std::uint32_t> rank_of;
   for (const BlockTask& task : whole.tasks)
     rank_of.push_back(schedule.rank_of.at(task.application));
@@ -530,7 +516,8 @@ CppProgram generate_cpp(const ir::Graph& graph, const rewrite::LowerResult& lowe
   program.files.emplace_back("CMakeLists.txt", detail::cpp_cmake(schedule.ranks(), options));
   program.files.emplace_back("program.h", detail::cpp_program_header(schedule.ranks()));
   program.files.emplace_back("main.cpp", detail::cpp_main(schedule.ranks()));
-  program.files.emplace_back("ranks.cpp", detail::cpp_ranks(schedule.ranks(), groups, options));
+  program.files.emplace_back("ranks.cpp",
+                             detail::cpp_ranks(schedule.ranks(), groups, bodies, options));
   for (auto& f : ranks) program.files.push_back(std::move(f));
   return program;
 }

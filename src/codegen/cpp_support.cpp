@@ -26,6 +26,7 @@ constexpr std::string_view kHeaderCommon = R"code(#pragma once
 
 #include <nlohmann/json.hpp>
 
+#include "tapestry/runtime/body_kernels.h"
 #include "tapestry/runtime/kernel.h"
 @MPI_INCLUDE@
 namespace program {
@@ -64,8 +65,9 @@ struct Port {
   IndexProjection ipf;
 };
 
-/// An operation: its kernel among runtime::fast_kernels() (looked up once, when constructed),
-/// params, index dims, reductions and the IPFs of its ports.
+/// An operation: its kernel among runtime::fast_kernels() or the kernel files' bodies the
+/// program carries (kRanks.kernels; looked up once, when constructed), params, index dims,
+/// reductions and the IPFs of its ports.
 class Operation {
  public:
   Operation(std::string kernel, std::string name, const char* params_json,
@@ -114,10 +116,12 @@ class Context {
 @MPI_MEMBERS@};
 
 /// The program's ranks (ranks.cpp): rank i runs functions[i] (rank<i>.cpp); collective g's
-/// communicator holds the ranks groups[g].
+/// communicator holds the ranks groups[g]; `kernels` are the kernel files' kernels the program
+/// calls, by their bodies (evaluated as `tapestry run` evaluates them).
 struct Ranks {
   std::vector<void (*)(Context&)> functions;
   std::vector<std::vector<int>> groups;
+  std::vector<tapestry::runtime::BodySource> kernels;
 };
 extern const Ranks kRanks;
 }  // namespace program
@@ -170,6 +174,7 @@ constexpr std::string_view kMainCommon = R"code(#include <sys/mman.h>
 #include <fstream>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "program.h"
 #include "tapestry/runtime/buffer.h"
@@ -194,6 +199,19 @@ IndexProjection ipf(std::size_t index_rank, std::vector<std::int64_t> a, Point b
 }
 
 namespace {
+
+// The fast kernels and, by their bodies, the kernel files' kernels of kRanks.kernels.
+const tapestry::runtime::ExecutableKernels& program_kernels() {
+  static const tapestry::runtime::ExecutableKernels kernels = [] {
+    tapestry::runtime::ExecutableKernels all = tapestry::runtime::fast_kernels();
+    for (const tapestry::runtime::BodySource& source : kRanks.kernels) {
+      all.add(source.name,
+              tapestry::runtime::body_kernel(source, tapestry::runtime::BodyEvaluation::kFast));
+    }
+    return all;
+  }();
+  return kernels;
+}
 
 Point dense_strides(const Point& shape) {
   std::vector<std::int64_t> strides(shape.rank(), 1);
@@ -271,7 +289,7 @@ Operation::Operation(std::string kernel, std::string name, const char* params_js
       reductions_(std::move(reductions)),
       inputs_(std::move(inputs)),
       outputs_(std::move(outputs)) {
-  const tapestry::runtime::ExecutableKernels& kernels = tapestry::runtime::fast_kernels();
+  const tapestry::runtime::ExecutableKernels& kernels = program_kernels();
   fn_ = kernels.lookup(kernel_, name_);
   prepare_ = kernels.find_prepare(kernel_);
 }
@@ -455,6 +473,19 @@ void check(int rc, const char* what) {
   if (rc != MPI_SUCCESS) throw Error(std::string("MPI: ") + what + " failed");
 }
 
+// Waits for a point-to-point request by polling it every 20 µs, not in MPI_Wait's spin: on a
+// host with more ranks than free cores a spinning rank takes the core of the very rank it waits
+// for (the MPI executor polls the same way). Collectives stay blocking calls: Open MPI advances
+// them only inside MPI calls.
+void wait_for(MPI_Request& request) {
+  int done = 0;
+  while (true) {
+    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done != 0) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
 }  // namespace
 
 Context::~Context() {
@@ -474,7 +505,7 @@ void Context::receive(int id, const Range& box, DType dtype, int from) {
 void Context::wait(int id, const Tensor& into) {
   for (auto it = receives_.begin(); it != receives_.end(); ++it) {
     if (it->first != id) continue;
-    check(MPI_Wait(&it->second.request, MPI_STATUS_IGNORE), "MPI_Wait");
+    wait_for(it->second.request);
     copy_box(it->second.staging.data(), it->second.box, into.data, into.box, it->second.box,
              into.dtype);
     receives_.erase(it);
@@ -562,7 +593,7 @@ void Context::all_gather(int group, const Tensor& tensor, std::initializer_list<
 }
 
 void Context::finish() {
-  for (Message& m : sends_) check(MPI_Wait(&m.request, MPI_STATUS_IGNORE), "MPI_Wait");
+  for (Message& m : sends_) wait_for(m.request);
   sends_.clear();
   if (!receives_.empty()) throw Error("a message was received but never used");
 }
@@ -575,6 +606,19 @@ std::string replace(std::string text, std::string_view key, std::string_view val
 }
 
 }  // namespace
+
+std::string cpp_string(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
 
 std::string commented(std::string_view lead, std::string_view text) {
   std::string out;
@@ -657,7 +701,7 @@ std::string cpp_main(std::uint32_t ranks) {
 }
 
 std::string cpp_ranks(std::uint32_t ranks, const std::vector<std::vector<std::uint32_t>>& groups,
-                      const CppOptions& options) {
+                      const std::vector<runtime::BodySource>& kernels, const CppOptions& options) {
   std::string text = commented("//", fmt::format("Generated by `{}`.", options.command));
   text += commented("//", fmt::format("Strategy: {}", options.strategy));
   text += "#include \"program.h\"\n\nnamespace program {\n\n";
@@ -670,11 +714,24 @@ std::string cpp_ranks(std::uint32_t ranks, const std::vector<std::vector<std::ui
   for (const std::vector<std::uint32_t>& members : groups) {
     rows.push_back(fmt::format("{{{}}}", fmt::join(members, ", ")));
   }
+  std::vector<std::string> bodies;
+  for (const runtime::BodySource& k : kernels) {
+    std::vector<std::string> params;
+    for (const auto& [name, fallback] : k.params) {
+      params.push_back(fmt::format("{{{}, {}}}", cpp_string(name), cpp_string(fallback)));
+    }
+    std::vector<std::string> inputs;
+    for (const std::string& in : k.inputs) inputs.push_back(cpp_string(in));
+    bodies.push_back(fmt::format("\n  {{{}, {}, {{{}}}, {{{}}}}}", cpp_string(k.name),
+                                 cpp_string(k.body), fmt::join(inputs, ", "),
+                                 fmt::join(params, ", ")));
+  }
   text += fmt::format(
-      "\n// The ranks' functions, and each collective's members (a communicator each, split by "
-      "every\n// rank in this order).\nconst Ranks kRanks{{{{{}}}, {{{}}}}};\n\n}}  // namespace "
-      "program\n",
-      fmt::join(functions, ", "), fmt::join(rows, ", "));
+      "\n// The ranks' functions, each collective's members (a communicator each, split by every\n"
+      "// rank in this order), and the kernel files' kernels the ranks call: name, body, inputs,\n"
+      "// params with their defaults (JSON).\nconst Ranks kRanks{{{{{}}}, {{{}}}, {{{}}}}};\n\n}}  "
+      "// namespace program\n",
+      fmt::join(functions, ", "), fmt::join(rows, ", "), fmt::join(bodies, ","));
   return text;
 }
 

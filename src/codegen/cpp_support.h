@@ -9,12 +9,16 @@
 #include <vector>
 
 #include "tapestry/codegen/cpp.h"
+#include "tapestry/runtime/body_kernels.h"
 
 namespace tapestry::codegen::detail {
 
 /// `text` as comment lines of at most 100 columns, broken at spaces, each starting with `lead`
 /// ("#", "//"); continuation lines indented: commented("//", "Strategy: …").
 std::string commented(std::string_view lead, std::string_view text);
+
+/// `text` as a C++ string literal: "a \"b\"" (quotes, backslashes and newlines escaped).
+std::string cpp_string(std::string_view text);
 
 /// CMakeLists.txt of a program of `ranks` ranks (MPI when ranks > 1).
 std::string cpp_cmake(std::uint32_t ranks, const CppOptions& options);
@@ -27,9 +31,10 @@ std::string cpp_program_header(std::uint32_t ranks);
 /// every program of several.
 std::string cpp_main(std::uint32_t ranks);
 
-/// ranks.cpp: the table of the ranks' functions and of each collective's members (`groups`: a
-/// communicator each, split by every rank in this order).
+/// ranks.cpp: the table of the ranks' functions, of each collective's members (`groups`: a
+/// communicator each, split by every rank in this order) and of the kernel files' kernels the
+/// ranks call (`kernels`, by their bodies).
 std::string cpp_ranks(std::uint32_t ranks, const std::vector<std::vector<std::uint32_t>>& groups,
-                      const CppOptions& options);
+                      const std::vector<runtime::BodySource>& kernels, const CppOptions& options);
 
 }  // namespace tapestry::codegen::detail

@@ -1,6 +1,9 @@
 // The generators' shared view of a rank's program (rank_order.h).
 #include "rank_order.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -58,6 +61,28 @@ std::string kernel_text(const runtime::KernelCall& call, std::string_view prefix
   for (const rewrite::FusedStage& s : rewrite::fused_stages(*call.params))
     chain.push_back(s.kernel);
   return fmt::format("{}{}", prefix, fmt::join(chain, " ⇒ "));
+}
+
+Names::Names(std::initializer_list<const char*> reserved,
+             std::initializer_list<const char*> reserved_prefixes)
+    : used_(reserved.begin(), reserved.end()),
+      reserved_prefixes_(reserved_prefixes.begin(), reserved_prefixes.end()) {}
+
+std::string Names::make(std::string_view wanted) {
+  std::string name;
+  for (char c : wanted) name += std::isalnum(static_cast<unsigned char>(c)) != 0 ? c : '_';
+  const bool reserved_prefix =
+      std::any_of(reserved_prefixes_.begin(), reserved_prefixes_.end(),
+                  [&](const std::string& p) { return name.starts_with(p); });
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0])) != 0 || name[0] == '_' ||
+      reserved_prefix) {
+    name = "t_" + name;
+  }
+  if (used_.insert(name).second) return name;
+  for (int i = 2;; ++i) {
+    std::string numbered = fmt::format("{}_{}", name, i);
+    if (used_.insert(numbered).second) return numbered;
+  }
 }
 
 }  // namespace tapestry::codegen::detail

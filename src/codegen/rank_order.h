@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "runtime/block_program.h"
@@ -28,6 +31,24 @@ std::string range_text(const zspace::Range& box);
 
 /// An application's index box by dim name: "batch 0:4096, out 0:2048" ("one point" for none).
 std::string index_text(const runtime::KernelCall& call);
+
+/// Identifiers for a rank's function, each handed out once: a display name made an identifier
+/// ("Y/matmul/partial" → "Y_matmul_partial"; "t_" before one that would start with a digit, an
+/// underscore or a reserved prefix), never a reserved word, numbered when taken ("H_2").
+///
+///   Names names({"for", "ctx"}, {"rank"});
+///   names.make("Y/matmul") == "Y_matmul";  names.make("Y.matmul") == "Y_matmul_2";
+///   names.make("rank0") == "t_rank0";      names.make("ctx") == "ctx_2"
+class Names {
+ public:
+  Names(std::initializer_list<const char*> reserved,
+        std::initializer_list<const char*> reserved_prefixes = {});
+  std::string make(std::string_view wanted);
+
+ private:
+  std::unordered_set<std::string> used_;
+  std::vector<std::string> reserved_prefixes_;
+};
 
 /// The kernel of `call`, a fused one as its chain of stages: "fused: linear ⇒ relu" (with
 /// `prefix` "fused: "), or "linear ⇒ relu" (prefix "").

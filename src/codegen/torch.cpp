@@ -9,12 +9,14 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <unordered_set>
 
 #include "rank_order.h"
 #include "runtime/block_program.h"
 #include "runtime/rank_program.h"
 #include "tapestry/rewrite/fused.h"
+#include "tapestry/runtime/body_kernels.h"
 #include "tapestry/runtime/executable_kernels.h"
 #include "tapestry/runtime/tensor_map.h"
 #include "tapestry/support/assert.h"
@@ -27,6 +29,7 @@ namespace tapestry::codegen {
 
 namespace {
 
+using detail::Names;
 using detail::range_text;
 using runtime::detail::BlockProgram;
 using runtime::detail::BlockTask;
@@ -36,43 +39,17 @@ using runtime::detail::RankProgram;
 using zspace::IndexProjection;
 using zspace::Range;
 
-// A Python identifier for a tensor's display name: "Y/matmul/partial" → "Y_matmul_partial".
-std::string identifier(std::string_view name) {
-  std::string out;
-  for (char c : name) {
-    out += std::isalnum(static_cast<unsigned char>(c)) != 0 ? c : '_';
-  }
-  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0])) != 0) out = "t_" + out;
-  return out;
+// The names a rank's Python function must not take: Python keywords, the modules and helpers
+// it calls.
+Names torch_names() {
+  return Names({"False",   "None",     "True",     "and",    "as",   "assert", "async",  "await",
+                "break",   "class",    "continue", "def",    "del",  "elif",   "else",   "except",
+                "finally", "for",      "from",     "global", "if",   "import", "in",     "is",
+                "lambda",  "nonlocal", "not",      "or",     "pass", "raise",  "return", "try",
+                "while",   "with",     "yield",    "torch",  "F",    "ctx",    "run",    "helpers",
+                "print",   "float",    "int",      "range",  "len",  "sum",    "max",    "min",
+                "abs",     "list",     "dict"});
 }
-
-// Names a rank's function uses: Python keywords, the modules and helpers it calls, and every
-// name handed out, each once.
-class Names {
- public:
-  Names() {
-    for (const char* reserved :
-         {"False", "None",     "True",  "and",     "as",    "assert", "async",  "await",    "break",
-          "class", "continue", "def",   "del",     "elif",  "else",   "except", "finally",  "for",
-          "from",  "global",   "if",    "import",  "in",    "is",     "lambda", "nonlocal", "not",
-          "or",    "pass",     "raise", "return",  "try",   "while",  "with",   "yield",    "torch",
-          "F",     "ctx",      "run",   "helpers", "print", "float",  "int",    "range",    "len",
-          "sum",   "max",      "min",   "abs",     "list",  "dict"}) {
-      used_.insert(reserved);
-    }
-  }
-  std::string make(std::string_view wanted) {
-    std::string name = identifier(wanted);
-    if (used_.insert(name).second) return name;
-    for (int i = 2;; ++i) {
-      std::string numbered = fmt::format("{}_{}", name, i);
-      if (used_.insert(numbered).second) return numbered;
-    }
-  }
-
- private:
-  std::unordered_set<std::string> used_;
-};
 
 // A range as Python: ((start, end), ...) per dim.
 std::string box_tuple(const Range& box) {
@@ -247,6 +224,8 @@ class RankWriter {
   void emit_buffers();
   void emit_task(std::uint32_t t);
   void emit_call(std::string_view kernel, const nlohmann::json* params, const Range& index,
+                 std::span<const std::string> index_names,
+                 std::span<const ir::Reduction> reductions,
                  const std::map<std::string, std::vector<Port>, std::less<>>& inputs,
                  const std::vector<Output>& outputs, std::string_view what);
   void emit_collective(std::uint32_t c);
@@ -260,7 +239,7 @@ class RankWriter {
   const RankProgram& rp_;
   const std::vector<std::uint32_t>& rank_of_;
   const TorchOptions& options_;
-  Names names_;
+  Names names_ = torch_names();
   std::map<std::uint32_t, Holder> buffers_;       // slot → this rank's buffer
   std::vector<std::vector<Range>> touched_;       // per slot
   std::set<std::uint32_t> waited_;                // messages received and unpacked
@@ -439,7 +418,8 @@ void RankWriter::emit_collective(std::uint32_t index) {
 }
 
 void RankWriter::emit_call(std::string_view kernel, const nlohmann::json* params,
-                           const Range& index,
+                           const Range& index, std::span<const std::string> index_names,
+                           std::span<const ir::Reduction> reductions,
                            const std::map<std::string, std::vector<Port>, std::less<>>& inputs,
                            const std::vector<Output>& outputs, std::string_view what) {
   if (kernel == rewrite::kFusedKernel) {
@@ -492,7 +472,8 @@ void RankWriter::emit_call(std::string_view kernel, const nlohmann::json* params
         }
       }
       line(fmt::format("# stage {}: {} ({})", s + 1, stage.kernel, stage.label));
-      emit_call(stage.kernel, &stage.params, stage_index, stage_inputs, stage_outputs,
+      emit_call(stage.kernel, &stage.params, stage_index, stage.index_names, stage.reductions,
+                stage_inputs, stage_outputs,
                 fmt::format("{} stage {} ({})", what, s + 1, stage.label));
       if (!last) {
         // The temporary the stage assigned: the last name handed out.
@@ -502,7 +483,13 @@ void RankWriter::emit_call(std::string_view kernel, const nlohmann::json* params
     }
     return;
   }
-  detail::TorchCall call{.kernel = kernel, .params = params};
+  detail::TorchCall call{
+      .kernel = kernel,
+      .body_kernel = options_.kernels != nullptr ? options_.kernels->find(kernel) : nullptr,
+      .index = index,
+      .index_names = {index_names.begin(), index_names.end()},
+      .reductions = {reductions.begin(), reductions.end()},
+      .params = params};
   for (const auto& [name, ports] : inputs) {
     for (const Port& port : ports) {
       const Range box = port.ipf.apply(index);
@@ -552,8 +539,10 @@ void RankWriter::emit_task(std::uint32_t t) {
     return;
   }
   emit_waits(t);
-  const std::string what =
-      fmt::format("application '{}' of operation '{}'", task.name, call.operation);
+  // Lowering leaves applications unlabelled (their keys are ids): an application is named by its
+  // operation and its index box.
+  const std::string what = fmt::format("operation '{}' (the application over {})", call.operation,
+                                       detail::index_text(call));
   std::map<std::string, std::vector<Port>, std::less<>> inputs;
   std::size_t i = 0;
   for (const auto& e : call.inputs.entries()) {
@@ -587,11 +576,12 @@ void RankWriter::emit_task(std::uint32_t t) {
   }
   if (block) {
     for (std::int64_t b = call.index.start()[*block]; b < call.index.end()[*block]; ++b) {
-      emit_call(call.kernel, call.params, call.index.with_dim(*block, b, b + 1), inputs, outputs,
-                what);
+      emit_call(call.kernel, call.params, call.index.with_dim(*block, b, b + 1), call.index_names,
+                call.reductions, inputs, outputs, what);
     }
   } else {
-    emit_call(call.kernel, call.params, call.index, inputs, outputs, what);
+    emit_call(call.kernel, call.params, call.index, call.index_names, call.reductions, inputs,
+              outputs, what);
   }
   blank();
 }
@@ -657,7 +647,11 @@ std::string RankWriter::write() {
 TorchProgram generate_torch(const ir::Graph& graph, const rewrite::LowerResult& lowered,
                             const runtime::RankSchedule& schedule, const TorchOptions& options) {
   const BlockProgram whole = runtime::detail::compile_block_program(
-      lowered.graph, runtime::ExecutableKernels::reference());
+      lowered.graph,
+      options.kernels != nullptr
+          ? runtime::with_body_kernels(runtime::ExecutableKernels::reference(), *options.kernels,
+                                       runtime::KernelSet::kReference)
+          : runtime::ExecutableKernels::reference());
   std::vector<std::uint32_t> rank_of;
   for (const BlockTask& task : whole.tasks)
     rank_of.push_back(schedule.rank_of.at(task.application));

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <unordered_map>
 
@@ -616,8 +617,156 @@ std::string torch_dtype(ir::DType dtype) {
   }
 }
 
+namespace {
+
+// A Python literal of `value` converted to `dtype` (truncated for integers, as the body's
+// numbers are) as a 0-d tensor of it.
+std::string scalar_tensor(double value, ir::DType dtype) {
+  std::string text;
+  if (is_integer(dtype)) {
+    text = fmt::format("{}", static_cast<std::int64_t>(value));
+  } else if (std::isnan(value)) {
+    text = "float('nan')";
+  } else if (std::isinf(value)) {
+    text = value > 0 ? "float('inf')" : "float('-inf')";
+  } else {
+    text = fmt::format("{}", value);
+    if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  }
+  return fmt::format("torch.tensor({}, dtype={})", text, torch_dtype(dtype));
+}
+
+// A kernel file's kernel from its body, one output: every input holds one cell per index point
+// (its box has the index box's shape, without a split reduction's block dim), the body is
+// evaluated over the index box, then folded over the reduction dims with their monoid.
+std::vector<std::string> body_expressions(const TorchCall& call) {
+  const metakernel::Metakernel& k = *call.body_kernel;
+  if (call.output_names.size() != 1) {
+    throw Error(fmt::format("kernel '{}': a body kernel has one output, this call {}", k.name,
+                            call.output_names.size()));
+  }
+  const auto reduced = [&](const std::string& dim) {
+    return std::any_of(call.reductions.begin(), call.reductions.end(),
+                       [&](const ir::Reduction& r) { return r.dim == dim; });
+  };
+  // The index dims the inputs span (a split reduction's block dim is the partials' alone), and
+  // the positions among them of the reduced ones.
+  std::vector<std::int64_t> shape, out_shape;
+  std::vector<std::size_t> folded;
+  for (std::size_t d = 0; d < call.index.rank(); ++d) {
+    const std::string& name = d < call.index_names.size() ? call.index_names[d] : std::string();
+    if (name == "block" && !reduced(name)) continue;
+    if (reduced(name)) {
+      folded.push_back(shape.size());
+    } else {
+      out_shape.push_back(call.index.extent(d));
+    }
+    shape.push_back(call.index.extent(d));
+  }
+  const auto text = [](const std::vector<std::int64_t>& v) {
+    return fmt::format("{}", fmt::join(v, ", "));
+  };
+  const auto unmapped = [&](const std::string& why) {
+    return Error(fmt::format(
+        "no torch mapping for kernel '{}' (a kernel file's body): {}; a body maps to torch where "
+        "every input holds one cell per index point, in the index's order (no broadcast or "
+        "permutation)",
+        k.name, why));
+  };
+  const Range& out = call.output_boxes.front();
+  for (const auto& [name, args] : call.inputs) {
+    for (const TorchArg& a : args) {
+      const zspace::Point box_shape = a.box.shape();
+      const std::vector<std::int64_t> in_shape(box_shape.begin(), box_shape.end());
+      if (in_shape != shape) {
+        throw unmapped(
+            fmt::format("input '{}' holds a box of shape [{}] over an index of shape [{}]", name,
+                        text(in_shape), text(shape)));
+      }
+    }
+  }
+  const zspace::Point out_box_shape = out.shape();
+  const std::vector<std::int64_t> result(out_box_shape.begin(), out_box_shape.end());
+  if (result != out_shape) {
+    throw unmapped(
+        fmt::format("its output's box has shape [{}], its index without the reduced dims [{}]",
+                    text(result), text(out_shape)));
+  }
+  const ir::DType dtype = call.output_dtypes.front();
+  const Range points = Range::of_shape(zspace::Point(std::span<const std::int64_t>(shape)));
+  using Kind = metakernel::BodyExpr::Kind;
+  std::function<std::string(const metakernel::BodyExpr&)> emit =
+      [&](const metakernel::BodyExpr& e) -> std::string {
+    switch (e.kind) {
+      case Kind::kNumber:
+        return scalar_tensor(e.number, dtype);
+      case Kind::kName: {
+        if (k.find_input(e.name) != nullptr) return in(call, e.name);
+        const nlohmann::json* p = param(call, e.name);
+        const metakernel::ParamSpec* spec = k.find_param(e.name);
+        if (p == nullptr && spec != nullptr && spec->default_value) p = &*spec->default_value;
+        if (p == nullptr || !p->is_number()) {
+          throw Error(fmt::format("kernel '{}': body: param '{}' has no number", k.name, e.name));
+        }
+        return scalar_tensor(p->get<double>(), dtype);
+      }
+      case Kind::kNegate:
+        return fmt::format("torch.neg({})", emit(e.args[0]));
+      case Kind::kBinary:
+        if (e.op == '/' && is_integer(dtype)) {
+          return fmt::format("torch.div({}, {}, rounding_mode='trunc')", emit(e.args[0]),
+                             emit(e.args[1]));
+        }
+        return fmt::format("({} {} {})", emit(e.args[0]), e.op, emit(e.args[1]));
+      case Kind::kCall: {
+        if (e.name == "max" || e.name == "min") {
+          return fmt::format("torch.{}({}, {})", e.name == "max" ? "maximum" : "minimum",
+                             emit(e.args[0]), emit(e.args[1]));
+        }
+        // A built-in elementwise kernel's formula: its own mapping.
+        TorchCall unary{.kernel = e.name,
+                        .output_names = {"result"},
+                        .output_boxes = {points},
+                        .output_dtypes = {dtype}};
+        unary.inputs["x"].push_back(
+            {.expr = emit(e.args[0]), .box = points, .dtype = dtype, .whole = points});
+        return mappings().at(e.name)(unary).front();
+      }
+    }
+    return {};
+  };
+  std::string value = emit(*k.body);
+  if (folded.empty()) return {value};
+  const ir::Monoid monoid = call.reductions.front().monoid;
+  for (const ir::Reduction& r : call.reductions) {
+    if (r.monoid != monoid) throw unmapped("its reduction dims fold with different monoids");
+  }
+  std::vector<std::string> dims;
+  for (std::size_t d : folded) dims.push_back(std::to_string(d));
+  switch (monoid) {
+    case ir::Monoid::kSum:
+      return {fmt::format("torch.sum({}, dim=({},))", value, fmt::join(dims, ", "))};
+    case ir::Monoid::kMax:
+      return {fmt::format("torch.amax({}, dim=({},))", value, fmt::join(dims, ", "))};
+    case ir::Monoid::kMin:
+      return {fmt::format("torch.amin({}, dim=({},))", value, fmt::join(dims, ", "))};
+    case ir::Monoid::kProd:
+      // torch.prod folds one dim at a time: the last first, so the positions hold.
+      for (auto d = folded.rbegin(); d != folded.rend(); ++d) {
+        value = fmt::format("torch.prod({}, dim={})", value, *d);
+      }
+      return {value};
+  }
+  return {value};
+}
+
+}  // namespace
+
 std::vector<std::string> torch_expressions(const TorchCall& call) {
   const auto found = mappings().find(std::string(call.kernel));
+  if (found == mappings().end() && call.body_kernel != nullptr && call.body_kernel->body) {
+    return body_expressions(call);
+  }
   if (found == mappings().end()) {
     throw Error(
         fmt::format("no torch mapping for kernel '{}' (docs/codegen.md lists the kernels "

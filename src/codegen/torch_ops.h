@@ -19,6 +19,8 @@
 #include <nlohmann/json.hpp>
 
 #include "tapestry/ir/dtype.h"
+#include "tapestry/ir/nodes.h"
+#include "tapestry/metakernel/metakernel.h"
 #include "tapestry/zspace/range.h"
 
 namespace tapestry::codegen::detail {
@@ -32,6 +34,13 @@ struct TorchArg {
 
 struct TorchCall {
   std::string_view kernel;
+  /// A kernel file's kernel with a `body:` (kernel_body.h), or null: a kernel torch_expressions
+  /// has no mapping for is written from its body when every port is elementwise with the output.
+  const metakernel::Metakernel* body_kernel = nullptr;
+  /// The application's index box, its dims' names and reductions (for a body kernel).
+  zspace::Range index;
+  std::vector<std::string> index_names;
+  std::vector<ir::Reduction> reductions;
   const nlohmann::json* params = nullptr;  // null or an object
   std::map<std::string, std::vector<TorchArg>, std::less<>> inputs;
   std::vector<std::string> output_names;  // in the call's order
@@ -40,7 +49,11 @@ struct TorchCall {
 };
 
 /// One expression per output, in output_names' order; Error "no torch mapping for kernel 'k'"
-/// (or naming the param it cannot map) otherwise.
+/// (or naming the param it cannot map) otherwise. A body kernel's expression follows its body,
+/// in the output's dtype (numbers and params as 0-d tensors of it; `/` truncates for integers),
+/// folded over its reduction dims with their monoid (torch.sum, amax, amin, prod):
+///   body "max(x, 0) + slope * min(x, 0)", x = "X[0:4, :]", slope 0.1 →
+///   "(torch.maximum(X[0:4, :], torch.tensor(0.0, dtype=torch.float32)) + …)"
 std::vector<std::string> torch_expressions(const TorchCall& call);
 
 /// The torch dtype of `dtype` ("torch.float32"); Error for one torch lacks.

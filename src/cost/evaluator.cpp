@@ -15,8 +15,12 @@
 //    a combine — takes the devices of the operation it follows, as place() gives them; the
 //    plan's replicated outputs, which no rewrite reads, go to the builder as they are. Then
 //    simulate().
-// Whatever the fast path cannot decide goes to the reference path (lower → place → simulate).
+// Whatever the fast path cannot decide goes to the reference path (lower → place → simulate),
+// except a cut shard-grid refuses: lower's message for it (check_cuts) is written here
+// (refuse_cuts), so a refused plan is not rewritten a second time.
 #include "tapestry/cost/evaluator.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <limits>
@@ -25,7 +29,9 @@
 #include "placement_builder.h"
 #include "tapestry/cost/work_rule.h"
 #include "tapestry/metakernel/apply.h"
+#include "tapestry/rewrite/decompose_linear.h"
 #include "tapestry/rewrite/shard_grid.h"
+#include "tapestry/rewrite/split_reduction.h"
 #include "tapestry/rewrite/symbolic.h"
 #include "tapestry/rewrite/zero.h"
 #include "tapestry/support/error.h"
@@ -105,6 +111,13 @@ struct CutOperation {
   std::optional<rewrite::OpPlan::Colocation> colocate;
   std::vector<std::string> colocate_index_names;
   std::int64_t first_application = 0;  // node index of its first Application (per evaluation)
+  /// How lower's check of the cuts names it: "operation 'X'", or "operation 'P' (as 'X' after
+  /// the rewrites)" for an operation a rewrite made of the plan's P.
+  std::string subject;
+  std::vector<bool> reduction;  // per index dim
+  /// The rewrites refused decompose-linear or split-reduction on the operation it comes from:
+  /// lower explains a cut reduction dim by those refusals (their text may hold symbols here).
+  bool refused_split = false;
 };
 
 // The rewritten graph for one memo key.
@@ -115,7 +128,6 @@ struct Rewritten {
   detail::TensorFacts facts;
   std::vector<CutOperation> ops;        // topological order
   std::vector<std::uint32_t> id_order;  // positions in ops, in graph.operations() order
-  std::unique_ptr<detail::PlacementBuilder> builder;
   /// The new values of the parameters the zero pass shards (rewrite/zero.h), graph outputs it
   /// replicates (stages 1–2, unless the plan says otherwise) or leaves sharded (stage 3) whatever
   /// the plan of this key says.
@@ -164,6 +176,11 @@ struct Evaluator::Impl {
   std::uint64_t clock = 0;
   EvaluatorStats stats;
   Placement placement;
+  /// Places every plan (its storage reused from one to the next), on the facts of the plan's
+  /// rewritten graph.
+  std::unique_ptr<detail::PlacementBuilder> placement_builder;
+  /// Set by cut_and_place when lower would refuse the plan's cuts: lower's message.
+  std::string refusal;
   // Scratch, reused.
   std::vector<std::int64_t> counts;
   std::vector<std::int64_t> shards;  // per operation, in graph.operations() order
@@ -184,6 +201,7 @@ struct Evaluator::Impl {
 
   std::unique_ptr<Rewritten> rewrite(const rewrite::Plan& plan);
   bool cut_and_place(const rewrite::Plan& plan, Rewritten& r);
+  void refuse_cuts(const Rewritten& r, std::span<const std::size_t> first_count);
   void start_box_memo(const CutOperation& op, std::span<const std::int64_t> parts);
   const zspace::Range& port_box(const Port& port, std::size_t k, std::size_t shard,
                                 const zspace::Range& cell);
@@ -271,12 +289,21 @@ std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
         }
       }
     }
+    const std::string origin = state.origin(cut.name);
+    cut.subject = origin == cut.name ? fmt::format("operation '{}'", cut.name)
+                                     : fmt::format("operation '{}' (as '{}' after the rewrites)",
+                                                   origin, cut.name);
+    for (std::size_t d = 0; d < cut.index_names.size(); ++d)
+      cut.reduction.push_back(view.reduction(d).has_value());
+    cut.refused_split = std::any_of(log.begin(), log.end(), [&](const rewrite::RewriteEvent& e) {
+      return !e.applied && e.origin == origin &&
+             (e.pattern == rewrite::kSplitReduction || e.pattern == rewrite::kDecomposeLinear);
+    });
     position[op->index()] = static_cast<std::uint32_t>(r->ops.size());
     r->ops.push_back(std::move(cut));
   }
   for (ir::OperationId op : g.operations()) r->id_order.push_back(position[op.index()]);
   r->facts = detail::TensorFacts::of(g);
-  r->builder = std::make_unique<detail::PlacementBuilder>(r->facts, target);
   r->fast = true;
   return r;
 }
@@ -285,6 +312,7 @@ std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
 bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
   // Counts, and the cuts checked the way lower checks them before any Application is made.
   counts.clear();
+  bool cut_refused = false;
   for (const CutOperation& op : r.ops) {
     const std::size_t first = counts.size();
     for (std::int64_t c : op.counts) {
@@ -293,14 +321,18 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
       counts.push_back(*value);
     }
     const std::span<const std::int64_t> parts(counts.data() + first, op.counts.size());
-    if (rewrite::match_shard_counts(r.graph, op.id, parts)) return false;
+    cut_refused = cut_refused || rewrite::match_shard_counts(r.graph, op.id, parts).has_value();
   }
-  // Application ids, as lower numbers them (rewrite::first_application_ids).
   std::vector<std::size_t> first_count(r.ops.size(), 0);
   for (std::size_t i = 0, at = 0; i < r.ops.size(); ++i) {
     first_count[i] = at;
     at += r.ops[i].counts.size();
   }
+  if (cut_refused) {
+    refuse_cuts(r, first_count);
+    return false;
+  }
+  // Application ids, as lower numbers them (rewrite::first_application_ids).
   shards.clear();
   for (std::uint32_t i : r.id_order) {
     std::int64_t n = 1;
@@ -311,7 +343,10 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
   for (std::size_t k = 0; k < r.id_order.size(); ++k)
     r.ops[r.id_order[k]].first_application = first[k];
 
-  detail::PlacementBuilder& builder = *r.builder;
+  if (!placement_builder)
+    placement_builder = std::make_unique<detail::PlacementBuilder>(r.facts, target);
+  placement_builder->use_facts(r.facts);
+  detail::PlacementBuilder& builder = *placement_builder;
   if (r.zero_outputs.empty()) {
     builder.start(placement, detail::replicated_outputs(plan, r.graph, target));
   } else {  // the outputs as the zero pass leaves them (rewrite/zero.h)
@@ -384,6 +419,26 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
   return true;
 }
 
+// lower's check of the cuts (rewrite/lower.cpp, check_cuts) as it fails for these counts: every
+// operation's refusal, in graph order, each named as explain_cut names it. A cut reduction dim of
+// an operation whose decompose-linear or split-reduction the rewrites refused is explained by
+// those refusals, whose text the symbolic plan's rewrites may have written with symbols: left to
+// the reference path (refusal stays empty).
+void Evaluator::Impl::refuse_cuts(const Rewritten& r, std::span<const std::size_t> first_count) {
+  std::vector<std::string> problems;
+  for (std::uint32_t i : r.id_order) {
+    const CutOperation& op = r.ops[i];
+    const std::span<const std::int64_t> parts(counts.data() + first_count[i], op.counts.size());
+    const std::optional<std::string> why = rewrite::match_shard_counts(r.graph, op.id, parts);
+    if (!why) continue;
+    for (std::size_t d = 0; d < parts.size(); ++d) {
+      if (parts[d] != 1 && op.reduction[d] && op.refused_split) return;
+    }
+    problems.push_back(fmt::format("{}: shard-grid cannot cut it: {}", op.subject, *why));
+  }
+  refusal = fmt::format("the plan cannot be carried out:\n  {}", fmt::join(problems, "\n  "));
+}
+
 void Evaluator::Impl::start_box_memo(const CutOperation& op, std::span<const std::int64_t> parts) {
   memo_at.clear();
   std::size_t size = 0;
@@ -417,6 +472,7 @@ const zspace::Range& Evaluator::Impl::port_box(const Port& port, std::size_t k, 
 
 bool Evaluator::Impl::fast_place(const rewrite::Plan& plan) {
   if (options.driver.disabled.contains(rewrite::kShardGrid)) return false;
+  refusal.clear();
   if (!symbols.abstract(plan)) return false;
   auto found = memo.find(symbols.key());
   if (found == memo.end()) {
@@ -466,6 +522,9 @@ const Placement& Evaluator::place(const rewrite::Plan& plan) {
     placed = impl_->fast_place(plan);
   } catch (const Error&) {
     placed = false;  // the reference path says it the way lower and place do
+  }
+  if (!placed && !impl_->refusal.empty()) {
+    throw Error(impl_->refusal);
   }
   if (!placed) impl_->reference_place(plan);
   return impl_->placement;

@@ -19,21 +19,29 @@ namespace detail {
 
 namespace {
 
-// How one operation is cut.
+// How one operation is cut. A batch split whose shards all run on one device is microbatches
+// (a pipeline stage's, or gradient accumulation), not data parallelism: it is `micro`, not `data`.
 struct Cut {
-  std::int64_t data = 1;    // shards along batch-like dims
+  std::int64_t data = 1;    // shards along batch-like dims, over more than one device
   std::int64_t tensor = 1;  // shards along the others
+  std::int64_t micro = 1;   // shards along batch-like dims, all on one device
   bool row = false;         // it cuts the block of the partial sums it writes
   bool column = false;      // it cuts a dim that is neither batch-like, a reduction nor a block
-  std::string device;       // an unsharded operation's device
+  std::string device;       // an unsharded (or microbatched) operation's device
 
   [[nodiscard]] std::string words(bool unsharded_device) const {
     if (data > 1 && tensor > 1) return fmt::format("2-D data {} × tensor {}", data, tensor);
     if (data > 1) return fmt::format("data parallel ×{}", data);
     if (tensor > 1) return fmt::format("tensor parallel ×{}", tensor);
+    if (micro > 1) {
+      return unsharded_device ? fmt::format("{} microbatches on {}", micro, device)
+                              : fmt::format("{} microbatches", micro);
+    }
     return unsharded_device ? fmt::format("unsharded on {}", device) : "unsharded";
   }
-  [[nodiscard]] std::tuple<std::int64_t, std::int64_t> key() const { return {data, tensor}; }
+  [[nodiscard]] std::tuple<std::int64_t, std::int64_t, std::int64_t> key() const {
+    return {data, tensor, micro};
+  }
 };
 
 bool reads_partial(const ir::Graph& graph, const OperationRoles& op) {
@@ -63,6 +71,11 @@ Cut cut_of(const ir::Graph& graph, const OperationRoles& op, const PlacedOperati
   if (!placed.applications.empty()) {
     c.device = target.devices[p.applications[placed.applications.front()].device].name;
   }
+  const bool one_device =
+      std::all_of(placed.applications.begin(), placed.applications.end(), [&](std::uint32_t a) {
+        return p.applications[a].device == p.applications[placed.applications.front()].device;
+      });
+  if (c.data > 1 && c.tensor == 1 && one_device) std::swap(c.data, c.micro);
   return c;
 }
 
@@ -204,6 +217,8 @@ Strategy strategy_of(const ir::Graph& graph, const Placement& placement, const T
     Entry e{&op, cut_of(graph, op, placed, placement, target)};
     (op.contraction ? contractions : others).push_back(std::move(e));
   }
+  // A graph without contractions (elementwise, layout) is described by all its operations.
+  const std::string_view noun = contractions.empty() ? "operation" : "contraction";
   if (contractions.empty()) std::swap(contractions, others);
   Strategy s;
   if (contractions.empty()) {
@@ -211,8 +226,9 @@ Strategy strategy_of(const ir::Graph& graph, const Placement& placement, const T
     s.summary = "nothing to run";
     return s;
   }
-  // 2. The head: what every contraction does, or the mix.
-  std::map<std::tuple<std::int64_t, std::int64_t>, std::size_t> classes;
+  // 2. The head: what every contraction does, or the mix. Microbatched contractions on two or
+  // more devices are a pipeline: its stages are those devices.
+  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, std::size_t> classes;
   std::set<std::string> devices;
   bool row = false, column = false;
   for (const Entry& e : contractions) {
@@ -227,7 +243,22 @@ Strategy strategy_of(const ir::Graph& graph, const Placement& placement, const T
     s.data = first.data;
     s.tensor = first.tensor;
     s.megatron = row && column && first.tensor > 1;
-    if (first.data > 1 && first.tensor > 1) {
+    if (first.micro > 1 && devices.size() > 1) {
+      s.kind = "pipeline";
+      // The stages in the order of the forward pass: each device where a contraction first runs.
+      std::vector<std::string> stages;
+      for (const Entry& e : contractions) {
+        if (std::find(stages.begin(), stages.end(), e.cut.device) == stages.end()) {
+          stages.push_back(e.cut.device);
+        }
+      }
+      head = fmt::format("pipeline: {} stages ({}) × {} microbatches", stages.size(),
+                         fmt::join(stages, ", "), first.micro);
+    } else if (first.micro > 1) {
+      s.kind = "microbatches";
+      head =
+          fmt::format("{} microbatches on {} (gradient accumulation)", first.micro, first.device);
+    } else if (first.data > 1 && first.tensor > 1) {
       s.kind = "2-D";
       head = fmt::format("2-D: data {} × tensor {}{}", first.data, first.tensor,
                          s.megatron ? " (Megatron)" : "");
@@ -247,7 +278,7 @@ Strategy strategy_of(const ir::Graph& graph, const Placement& placement, const T
     s.kind = "mixed";
     std::vector<std::pair<std::size_t, std::string>> counts;
     // By count, ties in the order the classes first appear (the placement's: topological).
-    std::vector<std::tuple<std::int64_t, std::int64_t>> order;
+    std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> order;
     for (const Entry& e : contractions) {
       if (std::find(order.begin(), order.end(), e.cut.key()) == order.end()) {
         order.push_back(e.cut.key());
@@ -267,7 +298,7 @@ Strategy strategy_of(const ir::Graph& graph, const Placement& placement, const T
                      [](const auto& a, const auto& b) { return a.first > b.first; });
     std::vector<std::string> words;
     for (std::size_t i = 0; i < counts.size(); ++i) {
-      words.push_back(i == 0 ? fmt::format("{} contraction{} {}", counts[i].first,
+      words.push_back(i == 0 ? fmt::format("{} {}{} {}", counts[i].first, noun,
                                            counts[i].first == 1 ? "" : "s", counts[i].second)
                              : fmt::format("{} {}", counts[i].first, counts[i].second));
     }
@@ -285,12 +316,13 @@ Strategy strategy_of(const ir::Graph& graph, const Placement& placement, const T
     std::set<std::string> whole_on;
     std::size_t whole = 0;
     for (const Entry& e : others) {
-      if (e.cut.data > 1 || e.cut.tensor > 1) continue;
+      if (e.cut.data > 1 || e.cut.tensor > 1 || e.cut.micro > 1) continue;
       ++whole;
       whole_on.insert(e.cut.device);
     }
     if (whole > 0) {
-      parts.push_back(fmt::format("{} other operation{} unsharded{}", whole, whole == 1 ? "" : "s",
+      parts.push_back(fmt::format("{} other operation{} {}{}", whole, whole == 1 ? "" : "s",
+                                  s.kind == "pipeline" ? "whole (not microbatched)" : "unsharded",
                                   whole_on.size() == 1 ? " on " + *whole_on.begin() : ""));
     }
   }

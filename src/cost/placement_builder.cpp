@@ -263,7 +263,7 @@ void PositionSet::insert(std::uint64_t hash, std::uint32_t position) {
 // PlacementBuilder
 
 PlacementBuilder::PlacementBuilder(const TensorFacts& facts, const Target& target)
-    : facts_(facts), target_(target) {
+    : facts_(&facts), target_(target) {
   TAPESTRY_ASSERT(!target.devices.empty(), "a target has devices");
 }
 
@@ -331,7 +331,7 @@ void PlacementBuilder::add_application(ir::ApplicationId id, std::uint32_t devic
 }
 
 void PlacementBuilder::index_writers() {
-  const std::size_t nodes = facts_.element_bytes.size();
+  const std::size_t nodes = facts_->element_bytes.size();
   std::vector<std::uint32_t>& begin = written_.begin;
   begin.assign(nodes + 1, 0);
   for (const WrittenBox& out : written_.boxes) ++begin[out.tensor + 1];
@@ -356,7 +356,7 @@ void PlacementBuilder::add_transfer(std::uint32_t consumer, std::uint32_t produc
     return tr.producer == producer && tr.to == to && tr.tensor.index() == tensor && tr.box == box;
   });
   if (found < 0) {
-    const std::int64_t bytes = box.size() * facts_.bytes_of(tensor);
+    const std::int64_t bytes = box.size() * facts_->bytes_of(tensor);
     found = static_cast<std::int64_t>(n_transfers_);
     Transfer& tr = next_slot(transfers, n_transfers_);
     tr.tensor = ir::TensorId(ir::NodeId(tensor));
@@ -384,7 +384,7 @@ void PlacementBuilder::add_resident(std::uint32_t device, std::uint32_t tensor,
     return e.device == device && e.tensor == tensor && e.box == box;
   });
   if (found >= 0) return;
-  out_->resident_input_bytes[device] += box.size() * facts_.bytes_of(tensor);
+  out_->resident_input_bytes[device] += box.size() * facts_->bytes_of(tensor);
   resident_set_.insert(hash, static_cast<std::uint32_t>(resident_.size()));
   resident_.push_back(Resident{device, tensor, box});
 }
@@ -432,12 +432,12 @@ void PlacementBuilder::read(std::uint32_t a, const ShardBox& in) {
 }
 
 void PlacementBuilder::gather_outputs() {
-  for (ir::TensorId tensor : facts_.outputs) {
+  for (ir::TensorId tensor : facts_->outputs) {
     const std::uint32_t t = tensor.index();
     for (std::uint32_t k = written_.begin[t]; k < written_.begin[t + 1]; ++k) {
       const WrittenBox& written = written_.boxes[written_.order[k]];
       const std::uint32_t producer = written.application;
-      const std::int64_t bytes = written.box.size() * facts_.bytes_of(t);
+      const std::int64_t bytes = written.box.size() * facts_->bytes_of(t);
       Transfer& tr = next_slot(out_->transfers, n_transfers_);
       tr.tensor = tensor;
       tr.box = written.box;
@@ -494,7 +494,7 @@ void PlacementBuilder::replicate_outputs() {
         Transfer& tr = next_slot(out_->transfers, n_transfers_);
         tr.tensor = ir::TensorId(ir::NodeId(r.tensor));
         tr.box = w.box;
-        tr.bytes = w.box.size() * facts_.bytes_of(r.tensor);
+        tr.bytes = w.box.size() * facts_->bytes_of(r.tensor);
         tr.from = from;
         tr.to = to;
         tr.producer = w.application;
@@ -508,19 +508,19 @@ void PlacementBuilder::replicate_outputs() {
 void PlacementBuilder::connect() {
   Placement& p = *out_;
   index_writers();
-  for (ir::TensorId tensor : facts_.outputs) {
+  for (ir::TensorId tensor : facts_->outputs) {
     const std::uint32_t t = tensor.index();
     for (std::uint32_t k = written_.begin[t]; k < written_.begin[t + 1]; ++k) {
       p.applications[written_.boxes[written_.order[k]].application].writes_output = true;
     }
   }
   std::vector<std::uint32_t> placed_index;  // by node index, made when a schedule needs it
-  const bool scheduled = !facts_.graph->applications().empty();
+  const bool scheduled = !facts_->graph->applications().empty();
   for (std::uint32_t a = 0; a < n_applications_; ++a) {
     for (std::uint32_t k = in_begin_[a]; k < in_begin_[a + 1]; ++k) read(a, inputs_[k]);
     // Ordering edges: the writers, on this device, of the tensors its operation starts after.
     const PlacedApplication& app = p.applications[a];
-    for (std::uint32_t t : facts_.after[p.operations[app.operation].id.index()]) {
+    for (std::uint32_t t : facts_->after[p.operations[app.operation].id.index()]) {
       for (std::uint32_t k = written_.begin[t]; k < written_.begin[t + 1]; ++k) {
         const std::uint32_t writer = written_.boxes[written_.order[k]].application;
         if (p.applications[writer].device == app.device) {
@@ -530,10 +530,10 @@ void PlacementBuilder::connect() {
     }
     // And the applications it starts after (a pipeline schedule), on this device — in a graph
     // of Applications (the Evaluator's fast path numbers applications it never adds).
-    for (ir::ApplicationId other : scheduled ? ir::application_after(*facts_.graph, app.id)
+    for (ir::ApplicationId other : scheduled ? ir::application_after(*facts_->graph, app.id)
                                              : std::vector<ir::ApplicationId>()) {
       if (placed_index.empty()) {
-        placed_index.assign(facts_.graph->size(), 0);
+        placed_index.assign(facts_->graph->size(), 0);
         for (std::uint32_t k = 0; k < n_applications_; ++k)
           placed_index[p.applications[k].id.index()] = k;
       }
@@ -554,7 +554,7 @@ void PlacementBuilder::connect() {
                        p.applications.end());
   p.transfers.erase(p.transfers.begin() + static_cast<std::ptrdiff_t>(n_transfers_),
                     p.transfers.end());
-  collectives_.recognise(p, written_, facts_.partial, facts_.element_bytes);
+  collectives_.recognise(p, written_, facts_->partial, facts_->element_bytes);
 }
 
 }  // namespace tapestry::cost::detail

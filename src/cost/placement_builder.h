@@ -124,6 +124,9 @@ class PositionSet {
 class PlacementBuilder {
  public:
   PlacementBuilder(const TensorFacts& facts, const Target& target);
+  /// Places the next placements on the graph of `facts` (which must outlive them): one builder,
+  /// its storage reused, for the graphs of many plans (cost::Evaluator).
+  void use_facts(const TensorFacts& facts) { facts_ = &facts; }
   /// Starts a placement into `out`, which is emptied (its storage kept for reuse); `replicated`
   /// are the outputs to share among their writers (connect() adds the transfers).
   void start(Placement& out, std::span<const ReplicatedOutput> replicated = {});
@@ -156,7 +159,7 @@ class PlacementBuilder {
   void gather_outputs();
   void replicate_outputs();
 
-  const TensorFacts& facts_;
+  const TensorFacts* facts_;
   const Target& target_;
   Placement* out_ = nullptr;
   std::size_t n_operations_ = 0;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -64,6 +65,40 @@ InjectedFailure injected_failure(std::uint32_t rank) {
   const std::string text(value);
   const std::string mine = std::to_string(rank);
   return {.in_run = text == mine, .in_setup = text == mine + ":setup"};
+}
+
+// The element offset of `box` in a dense row-major buffer over `range` when its cells are one
+// contiguous run of it (every dim after the first partial one whole, every dim before it one
+// wide), else nullopt.
+std::optional<std::int64_t> contiguous_offset(const Range& range, const Range& box) {
+  if (box.is_empty() || !range.contains(box)) return std::nullopt;
+  std::size_t d = 0;
+  while (d < box.rank() && box.shape()[d] == 1) ++d;
+  for (std::size_t k = d + 1; k < box.rank(); ++k) {
+    if (box.start()[k] != range.start()[k] || box.end()[k] != range.end()[k]) return std::nullopt;
+  }
+  return element_offset(range, dense_strides(range.shape()), box.start());
+}
+
+// Whether member `member`'s contribution to `c` can be sent from `range`'s buffer as it is: its
+// box, or for a reduce-scatter the box's slices in member order (pack_contribution), one
+// contiguous run.
+bool contributes_in_place(const detail::RankCollective& c, std::uint32_t member,
+                          const Range& range) {
+  const Range& box = c.boxes[member];
+  if (c.kind != detail::CollectiveKind::kReduceScatter)
+    return contiguous_offset(range, box).has_value();
+  std::optional<std::int64_t> first = contiguous_offset(range, box);
+  if (!first) return false;
+  std::int64_t next = *first;
+  for (const Range& slice : c.result_boxes) {
+    const Range piece(box.start().slice(0, 1).concat(slice.start()),
+                      box.end().slice(0, 1).concat(slice.end()));
+    const std::optional<std::int64_t> at = contiguous_offset(range, piece);
+    if (!at || *at != next) return false;
+    next += piece.size();
+  }
+  return true;
 }
 
 }  // namespace
@@ -250,6 +285,11 @@ struct MpiProgram {
   RankProgram rank;
   std::vector<std::string> rank_names;
   std::vector<std::string> message_what;  // "Z[0:50, 0:32]" per message
+  // Per message this rank sends: sent from its slot's buffer, which the send holds (one use of
+  // the slot) until MPI is done with it — the box is a contiguous run of the buffer's bytes.
+  std::vector<char> send_in_place;
+  // Per part (rank.parts): the contribution is sent from its source slot's buffer, held likewise.
+  std::vector<char> contribute_in_place;
   int threads = 1;
   bool poison = false;
   bool inject_failure = false;
@@ -306,6 +346,31 @@ MpiExecutor::MpiExecutor(const MpiSession& session, const ir::Graph& graph,
   p.rank =
       detail::compile_rank_program(graph, p.whole, schedule, session.rank(), options.collectives);
   check_memory_budget(p.rank.local.memory, options.memory_limit_bytes);
+  // A box sent (or contributed to a reduction) as it lies in its slot's buffer goes from there,
+  // the send holding one use of the slot until MPI is done with it, as a device sends from the
+  // tensor's memory and the model holds an output until its last transfer has left; other boxes
+  // are packed into a staging buffer.
+  detail::RankProgram& rp = p.rank;
+  p.send_in_place.assign(rp.messages.size(), 0);
+  for (const std::vector<std::uint32_t>& sends : rp.sends) {
+    for (std::uint32_t m : sends) {
+      detail::BufferSlot& slot = rp.local.slots[rp.messages[m].slot];
+      if (!contiguous_offset(slot.range, rp.messages[m].box)) continue;
+      p.send_in_place[m] = 1;
+      ++slot.uses;
+    }
+  }
+  p.contribute_in_place.assign(rp.parts.size(), 0);
+  for (std::size_t i = 0; i < rp.parts.size(); ++i) {
+    const detail::RankCollective& c = rp.collectives[rp.parts[i].collective];
+    detail::BufferSlot& slot = rp.local.slots[c.source_slot];
+    if (c.kind == detail::CollectiveKind::kAllgather ||
+        !contributes_in_place(c, rp.parts[i].member, slot.range)) {
+      continue;
+    }
+    p.contribute_in_place[i] = 1;
+    ++slot.uses;
+  }
   const auto tag_ub = [] {
     void* value = nullptr;
     int found = 0;
@@ -364,7 +429,7 @@ std::size_t MpiExecutor::messages_sent() const {
 }
 
 std::size_t MpiExecutor::messages_received() const {
-  return program_->rank.receives.size();
+  return program_->rank.receives.size() + program_->rank.gathered.size();
 }
 
 // ---- a run ------------------------------------------------------------------------------------
@@ -377,7 +442,8 @@ struct Outgoing {
   std::uint32_t message = 0;  // or the part, for a collective's contribution
   Buffer staging;
   bool collective = false;
-  bool in_place = false;  // an all-gather in the tensor's own buffer (gathers_in_place)
+  bool in_place = false;   // an all-gather in the tensor's own buffer (gathers_in_place)
+  bool from_slot = false;  // sent from its slot's buffer (send_in_place, contribute_in_place)
 };
 
 // Whether every box is whole rows of `range` (every dim after the first as `range` has it): a
@@ -410,6 +476,7 @@ struct PartRun {
   Buffer receive;
   std::vector<int> counts, displacements;  // MPI_Iallgatherv's, in bytes; alive until done
   bool in_place = false;                   // gathered in the tensor's buffer (gathers_in_place)
+  bool from_slot = false;                  // contributed from the source slot's buffer
 };
 
 std::int64_t bytes_of(const Buffer& b) {
@@ -496,7 +563,10 @@ class RankRun {
   bool post_sends();
   bool test_receives();
   bool test_sends();
-  void post_collective(std::uint32_t part, Buffer send, bool in_place = false);
+  void post_collective(std::uint32_t part, Buffer send, bool in_place = false,
+                       bool from_slot = false);
+  bool take_gathered();
+  const std::byte* slot_bytes(std::uint32_t slot, const Range& box) const;
   bool test_collectives();
   void complete_collective(std::uint32_t part);
   void arrive(const detail::RankReceive& receive, const Buffer* from);
@@ -539,6 +609,15 @@ class RankRun {
   bool aborts_sent_ = false;
 
   std::vector<char> abort_seen_;  // by rank: its abort message was received
+
+  // Rank 0: the gathers not yet taken (positions in rp_.gathered), and the whole outputs it
+  // returns, by slot, assembled once its own part of the step is done (take_gathered).
+  std::vector<std::uint32_t> gathers_waiting_;
+  bool assembled_ = false;
+  std::vector<std::uint32_t> send_slot_;  // parallel to send_requests_: the slot sent from, or none
+
+ public:
+  std::vector<std::optional<Buffer>> results;
 };
 
 void RankRun::spawn(std::uint32_t t) {
@@ -565,6 +644,11 @@ void RankRun::execute(std::uint32_t t) {
       state_.run_kernel(t);
       for (std::uint32_t m : rp_.sends[t]) {
         const detail::RankMessageInfo& msg = rp_.messages[m];
+        if (p_.send_in_place[m] != 0) {
+          const std::lock_guard lock(mutex_);
+          outbox_.push_back({.message = m, .from_slot = true});
+          continue;
+        }
         Outgoing out{m, Buffer(rp_.local.slots[msg.slot].dtype, msg.box, Buffer::Uninitialized{})};
         state_.add_live(bytes_of(out.staging));
         copy_box(*state_.buffers[msg.slot], out.staging, msg.box);
@@ -576,6 +660,11 @@ void RankRun::execute(std::uint32_t t) {
         if (gathers_in_place(c, rp_.local.slots)) {  // the contribution is where it is
           const std::lock_guard lock(mutex_);
           outbox_.push_back({.message = part, .collective = true, .in_place = true});
+          continue;
+        }
+        if (p_.contribute_in_place[part] != 0) {
+          const std::lock_guard lock(mutex_);
+          outbox_.push_back({.message = part, .collective = true, .from_slot = true});
           continue;
         }
         const Range& box = c.boxes[rp_.parts[part].member];
@@ -619,6 +708,77 @@ void RankRun::post_receives() {
   for (std::uint32_t r = 0; r < waiting_.size(); ++r) waiting_[r] = r;
   for (const auto& sends : rp_.sends) sends_expected_ += sends.size();
   parts_.resize(rp_.parts.size());
+  gathers_waiting_.resize(rp_.gathered.size());
+  for (std::uint32_t g = 0; g < gathers_waiting_.size(); ++g) gathers_waiting_[g] = g;
+  assembled_ = rp_.rank != 0;
+}
+
+// Where `box` of slot `slot` starts in its buffer (contiguous_offset: it is one run there).
+const std::byte* RankRun::slot_bytes(std::uint32_t slot, const Range& box) const {
+  const Buffer& buffer = *state_.buffers[slot];
+  const auto element = static_cast<std::int64_t>(ir::dtype_size_bytes(buffer.dtype()));
+  return buffer.bytes() + *contiguous_offset(buffer.range(), box) * element;
+}
+
+// Rank 0, once its own part of the step is done: the whole outputs it returns, its own rows
+// copied in, then each gather from another rank as it arrives — after the step, as a device's
+// results are copied out after it, so neither they nor the whole outputs count in its peak;
+// during the step rank 0 holds the rows of an output it touches, as every rank does.
+bool RankRun::take_gathered() {
+  if (assembled_ && gathers_waiting_.empty()) return false;
+  if (done_.load(std::memory_order_acquire) < rp_.local.tasks.size() || receives_left_ > 0 ||
+      parts_done_ < parts_.size()) {
+    return false;
+  }
+  bool progressed = false;
+  if (!assembled_) {
+    assembled_ = true;
+    progressed = true;
+    results.resize(rp_.local.slots.size());
+    for (std::uint32_t s = 0; s < rp_.local.slots.size(); ++s) {
+      const detail::BufferSlot& slot = rp_.local.slots[s];
+      if (!slot.output) continue;
+      results[s].emplace(slot.dtype, p_.whole.slots[s].range);
+      if (state_.buffers[s] && !slot.range.is_empty()) {
+        copy_box(*state_.buffers[s], *results[s], slot.range);
+      }
+    }
+  }
+  for (std::size_t i = 0; i < gathers_waiting_.size();) {
+    const std::uint32_t m = rp_.gathered[gathers_waiting_[i]];
+    const detail::RankMessageInfo& msg = rp_.messages[m];
+    int flag = 0;
+    MPI_Message handle = MPI_MESSAGE_NULL;
+    check_mpi(MPI_Improbe(static_cast<int>(msg.from), kFirstMessageTag + static_cast<int>(m),
+                          MPI_COMM_WORLD, &flag, &handle, MPI_STATUS_IGNORE),
+              "MPI_Improbe");
+    if (flag == 0) {
+      ++i;
+      continue;
+    }
+    Buffer& into = *results[msg.slot];
+    const auto element = static_cast<std::int64_t>(ir::dtype_size_bytes(into.dtype()));
+    if (const std::optional<std::int64_t> at = contiguous_offset(into.range(), msg.box)) {
+      check_mpi(MPI_Mrecv(into.bytes() + *at * element, static_cast<int>(msg.bytes), MPI_BYTE,
+                          &handle, MPI_STATUS_IGNORE),
+                "MPI_Mrecv");
+    } else {
+      Buffer staging(into.dtype(), msg.box, Buffer::Uninitialized{});
+      check_mpi(MPI_Mrecv(staging.bytes(), static_cast<int>(msg.bytes), MPI_BYTE, &handle,
+                          MPI_STATUS_IGNORE),
+                "MPI_Mrecv");
+      copy_box(staging, into, msg.box);
+    }
+    metrics_.messages.push_back({.at_s = now_s(),
+                                 .sent = false,
+                                 .peer = msg.from,
+                                 .bytes = msg.bytes,
+                                 .what = p_.message_what[m]});
+    gathers_waiting_[i] = gathers_waiting_.back();
+    gathers_waiting_.pop_back();
+    progressed = true;
+  }
+  return progressed;
 }
 
 bool RankRun::post_sends() {
@@ -629,14 +789,16 @@ bool RankRun::post_sends() {
   }
   for (Outgoing& out : ready) {
     if (out.collective) {
-      post_collective(out.message, std::move(out.staging), out.in_place);
+      post_collective(out.message, std::move(out.staging), out.in_place, out.from_slot);
       continue;
     }
     const detail::RankMessageInfo& msg = rp_.messages[out.message];
     send_requests_.push_back(MPI_REQUEST_NULL);
-    check_mpi(MPI_Isend(out.staging.bytes(), static_cast<int>(msg.bytes), MPI_BYTE,
-                        static_cast<int>(msg.to), kFirstMessageTag + static_cast<int>(out.message),
-                        MPI_COMM_WORLD, &send_requests_.back()),
+    send_slot_.push_back(out.from_slot ? msg.slot : UINT32_MAX);
+    const std::byte* data = out.from_slot ? slot_bytes(msg.slot, msg.box) : out.staging.bytes();
+    check_mpi(MPI_Isend(data, static_cast<int>(msg.bytes), MPI_BYTE, static_cast<int>(msg.to),
+                        kFirstMessageTag + static_cast<int>(out.message), MPI_COMM_WORLD,
+                        &send_requests_.back()),
               "MPI_Isend");
     send_staging_.push_back(std::move(out.staging));
     ++sends_posted_;
@@ -724,14 +886,18 @@ void RankRun::arrive(const detail::RankReceive& receive, const Buffer* from) {
 }
 
 // Posts this rank's part of a collective, its contribution `send` packed.
-void RankRun::post_collective(std::uint32_t i, Buffer send, bool in_place) {
+void RankRun::post_collective(std::uint32_t i, Buffer send, bool in_place, bool from_slot) {
   const detail::RankCollectivePart& part = rp_.parts[i];
   const detail::RankCollective& c = rp_.collectives[part.collective];
   PartRun& run = parts_[i];
   const DType dtype = rp_.local.slots[c.source_slot].dtype;
   const MPI_Comm comm = p_.comms[i];
-  const int count = static_cast<int>(send.size());
+  const int count = static_cast<int>(from_slot ? c.boxes[part.member].size() : send.size());
   run.send = std::move(send);
+  run.from_slot = from_slot;
+  // The contribution: packed, or where it lies in the source slot (contribute_in_place).
+  const void* contribution =
+      from_slot ? slot_bytes(c.source_slot, c.boxes[part.member]) : run.send.bytes();
   state_.add_live(bytes_of(run.send));
   switch (c.kind) {
     case detail::CollectiveKind::kReduce:
@@ -739,12 +905,12 @@ void RankRun::post_collective(std::uint32_t i, Buffer send, bool in_place) {
       const bool receives = c.kind == detail::CollectiveKind::kAllreduce || c.root == rp_.rank;
       if (receives) run.receive = Buffer(dtype, c.result_box, Buffer::Uninitialized{});
       if (c.kind == detail::CollectiveKind::kAllreduce) {
-        check_mpi(MPI_Iallreduce(run.send.bytes(), run.receive.bytes(), count, mpi_type(dtype),
-                                 MPI_SUM, comm, &run.request),
+        check_mpi(MPI_Iallreduce(contribution, run.receive.bytes(), count, mpi_type(dtype), MPI_SUM,
+                                 comm, &run.request),
                   "MPI_Iallreduce");
       } else {
         const auto root = std::find(c.members.begin(), c.members.end(), c.root) - c.members.begin();
-        check_mpi(MPI_Ireduce(run.send.bytes(), receives ? run.receive.bytes() : nullptr, count,
+        check_mpi(MPI_Ireduce(contribution, receives ? run.receive.bytes() : nullptr, count,
                               mpi_type(dtype), MPI_SUM, static_cast<int>(root), comm, &run.request),
                   "MPI_Ireduce");
       }
@@ -757,7 +923,7 @@ void RankRun::post_collective(std::uint32_t i, Buffer send, bool in_place) {
         run.counts.push_back(static_cast<int>(slice.size()));
       }
       run.receive = Buffer(dtype, c.result_boxes[part.member], Buffer::Uninitialized{});
-      check_mpi(MPI_Ireduce_scatter(run.send.bytes(), run.receive.bytes(), run.counts.data(),
+      check_mpi(MPI_Ireduce_scatter(contribution, run.receive.bytes(), run.counts.data(),
                                     mpi_type(dtype), MPI_SUM, comm, &run.request),
                 "MPI_Ireduce_scatter");
       break;
@@ -808,6 +974,7 @@ bool RankRun::test_collectives() {
     ++parts_done_;
     progressed = true;
     if (!stop_.load(std::memory_order_acquire)) complete_collective(i);
+    if (run.from_slot) state_.release(rp_.collectives[rp_.parts[i].collective].source_slot);
     state_.add_live(-bytes_of(run.send) - bytes_of(run.receive));
     run.send = Buffer();
     run.receive = Buffer();
@@ -863,9 +1030,12 @@ bool RankRun::test_sends() {
             "MPI_Testsome");
   if (count == MPI_UNDEFINED || count == 0) return false;
   for (int i = 0; i < count; ++i) {
-    Buffer& staging = send_staging_[static_cast<std::size_t>(indices[static_cast<std::size_t>(i)])];
+    const auto k = static_cast<std::size_t>(indices[static_cast<std::size_t>(i)]);
+    Buffer& staging = send_staging_[k];
     state_.add_live(-bytes_of(staging));
     staging = Buffer();
+    if (send_slot_[k] != UINT32_MAX) state_.release(send_slot_[k]);  // its buffer's use is over
+    send_slot_[k] = UINT32_MAX;
   }
   sends_done_ += static_cast<std::size_t>(count);
   return true;
@@ -916,6 +1086,10 @@ void RankRun::unwind() {
     if (send_requests_[i] == MPI_REQUEST_NULL) continue;
     MPI_Request_free(&send_requests_[i]);
     g_abandoned.push_back(std::move(send_staging_[i]));
+    if (send_slot_[i] != UINT32_MAX && state_.buffers[send_slot_[i]]) {  // sent from the slot
+      g_abandoned.push_back(std::move(*state_.buffers[send_slot_[i]]));
+      state_.buffers[send_slot_[i]].reset();
+    }
   }
 }
 
@@ -933,6 +1107,7 @@ std::optional<std::string> RankRun::drive() {
     progressed |= test_receives();
     progressed |= test_sends();
     progressed |= test_collectives();
+    progressed |= take_gathered();
     progressed |= poll_aborts();
     bool failed = false;
     {
@@ -945,7 +1120,7 @@ std::optional<std::string> RankRun::drive() {
     if (stopping && running == 0) break;
     if (!stopping && done_.load(std::memory_order_acquire) == tasks && receives_left_ == 0 &&
         sends_posted_ == sends_expected_ && sends_done_ == sends_posted_ &&
-        parts_done_ == parts_.size()) {
+        parts_done_ == parts_.size() && assembled_ && gathers_waiting_.empty()) {
       break;
     }
     // Waiting: nothing runs and something is left to run (it waits for a message).
@@ -1035,12 +1210,10 @@ MpiExecutor::Result MpiExecutor::run(BufferMap inputs) const {
   result.metrics.messages_sent = static_cast<std::uint32_t>(messages_sent());
   result.metrics.messages_received = static_cast<std::uint32_t>(messages_received());
   result.metrics.collectives = collectives();
-  if (rp.rank == 0) {
-    for (std::uint32_t s = 0; s < rp.local.slots.size(); ++s) {
-      const detail::BufferSlot& slot = rp.local.slots[s];
-      if (!slot.output) continue;
-      if (!state.buffers[s]) state.allocate(s);  // an output nobody writes: empty
-      result.outputs.emplace(slot.tensor, std::move(*state.buffers[s]));
+  if (rp.rank == 0) {  // the whole outputs (take_gathered)
+    for (std::uint32_t s = 0; s < run.results.size(); ++s) {
+      if (run.results[s])
+        result.outputs.emplace(rp.local.slots[s].tensor, std::move(*run.results[s]));
     }
   }
   return result;

@@ -213,9 +213,9 @@ void make_no_op(BlockTask& task) {
 }
 
 // Per slot, the rows (first dim) of every box this rank touches, every other dim whole
-// (rank_program.h); outputs whole on rank 0. Slots it never touches get an empty range at the
-// tensor's start.
-void shrink_slots(RankProgram& rp) {
+// (rank_program.h); outputs whole on rank 0 when `outputs_whole` (it gathers them during the
+// run). Slots it never touches get an empty range at the tensor's start.
+void shrink_slots(RankProgram& rp, bool outputs_whole) {
   BlockProgram& l = rp.local;
   std::vector<std::vector<Range>> boxes(l.slots.size());
   for (const BlockTask& task : l.tasks) {
@@ -239,7 +239,7 @@ void shrink_slots(RankProgram& rp) {
     for (const Range& b : boxes[s]) {
       if (!b.is_empty()) nonempty.push_back(b);
     }
-    if (slot.output || slot.range.rank() == 0) continue;  // rank 0 gathers outputs whole
+    if ((slot.output && outputs_whole) || slot.range.rank() == 0) continue;
     if (nonempty.empty()) {
       slot.range = Range(slot.range.start(), slot.range.start());
     } else {
@@ -248,6 +248,10 @@ void shrink_slots(RankProgram& rp) {
     }
     slot.bytes = slot.range.size() * static_cast<std::int64_t>(ir::dtype_size_bytes(slot.dtype));
   }
+}
+
+bool gathered_here(const RankProgram& rp, std::uint32_t m) {
+  return std::find(rp.gathered.begin(), rp.gathered.end(), m) != rp.gathered.end();
 }
 
 // SlotPieces::kRows (block_program.h) on this rank's slots, after shrink_slots: the boxes of its
@@ -266,8 +270,9 @@ void split_local_rows(RankProgram& rp) {
     const std::int64_t end = std::min(box.end()[0], range.end()[0]);
     if (first < end) extra[s].push_back(range.with_dim(0, first, end));
   };
-  for (const RankMessageInfo& msg : rp.messages) {
-    if (msg.from == rp.rank || msg.to == rp.rank) add(msg.slot, msg.box);
+  for (std::uint32_t m = 0; m < rp.messages.size(); ++m) {
+    const RankMessageInfo& msg = rp.messages[m];
+    if (msg.from == rp.rank || (msg.to == rp.rank && !gathered_here(rp, m))) add(msg.slot, msg.box);
   }
   for (const RankCollectivePart& part : rp.parts) {
     const RankCollective& c = rp.collectives[part.collective];
@@ -312,8 +317,8 @@ void split_local_rows(RankProgram& rp) {
   for (const BlockTask& task : l.tasks) {
     for (std::uint32_t s : task.touches) ++l.slots[s].uses;
   }
-  for (const RankMessageInfo& msg : rp.messages) {
-    if (msg.to == rp.rank) ++l.slots[msg.slot].uses;
+  for (std::uint32_t m = 0; m < rp.messages.size(); ++m) {
+    if (rp.messages[m].to == rp.rank && !gathered_here(rp, m)) ++l.slots[rp.messages[m].slot].uses;
   }
 }
 
@@ -405,6 +410,11 @@ void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lo
       rp.bytes_sent += msg.bytes;
     }
     if (msg.to != rp.rank) continue;
+    if (msg.gather && pieces == SlotPieces::kRows) {  // after this rank's part of the step
+      rp.gathered.push_back(m);
+      rp.bytes_received += msg.bytes;
+      continue;
+    }
     RankReceive receive{.message = m};
     for (std::uint32_t c : consumers[m]) {
       receive.consumers.push_back(local_of[c]);
@@ -433,7 +443,7 @@ void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lo
   for (std::uint32_t t : l.order) {
     if (l.pending[t] == 0) l.roots.push_back(t);
   }
-  shrink_slots(rp);
+  shrink_slots(rp, pieces == SlotPieces::kWhole);
   for (BlockTask& task : l.tasks) {
     readdress(task.call.inputs, task.inputs, l.slots);
     readdress(task.call.outputs, task.outputs, l.slots);

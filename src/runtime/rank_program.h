@@ -14,6 +14,10 @@
 //   sends     per local task, the messages it sends once its kernel returns (packed then, before
 //             its buffers are released)
 //   receives  the messages this rank receives, each with its local consumers
+//   gathered  under SlotPieces::kRows, on rank 0: the gathers of the outputs' boxes other ranks
+//             write, taken after its own part of the step is done into the whole outputs it
+//             returns (not into its slots: rank 0's output slots hold the rows its own tasks
+//             touch, as another rank's do); under kWhole they are receives into the whole slots
 //   collectives  the patterns of messages run as one MPI collective (rank_collectives.h), the
 //             same list on every rank; `parts` the ones this rank takes part in: the local task
 //             whose kernel writes its contribution, and the replaced messages it would have
@@ -21,11 +25,11 @@
 //             a reduce replaces runs on its root as a no-op holding the sum (no inputs).
 //   slots     per rank, not per tensor: a slot's range spans the rows (first dim) of the boxes
 //             this rank's tasks read and write and of the messages it receives, and every other
-//             dim whole (the whole tensor for rank 0's outputs, which it gathers); a slot the
-//             rank never touches is empty. The tasks' ports address the smaller buffers, so a
-//             rank allocates only its rows. Only rows: the kernels then see the single process's
-//             strides, and the GEMM libraries pick the same code for them — a bounding box in
-//             every dim changed the leading dimension of the Megatron MLP's H, and oneDNN's
+//             dim whole (under kWhole, the whole tensor for rank 0's outputs, which it gathers); a
+//             slot the rank never touches is empty. The tasks' ports address the smaller buffers,
+//             so a rank allocates only its rows. Only rows: the kernels then see the single
+//             process's strides, and the GEMM libraries pick the same code for them — a bounding
+//             box in every dim changed the leading dimension of the Megatron MLP's H, and oneDNN's
 //             results with it (not bitwise equal to the block executor).
 //
 // compile_rank_program checks the schedule against the graph first (every rank runs the same
@@ -78,6 +82,7 @@ struct RankProgram {
   std::vector<RankMessageInfo> messages;          // every rank's, in the same order everywhere
   std::vector<std::vector<std::uint32_t>> sends;  // per local task: messages it sends
   std::vector<RankReceive> receives;              // messages this rank receives (not replaced)
+  std::vector<std::uint32_t> gathered;            // rank 0, kRows: output gathers, after its part
   std::vector<RankCollective> collectives;        // every rank's, the same everywhere
   std::vector<RankCollectivePart> parts;          // the collectives this rank takes part in
   std::vector<std::vector<std::uint32_t>> contributes;  // per local task: parts it writes

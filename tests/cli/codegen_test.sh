@@ -128,6 +128,30 @@ for dir in mlp_grad mlp_grad-mlp_grad-data-parallel; do
   fi
 done
 
+# Kernel files' kernels travel as the torch ops of their bodies: leaky (elementwise, slope 0.1
+# where its default is 0.01) split by rows, and rowdot (a * b summed over k) split along k —
+# partial sums on each rank, then their reduce — run on 2 gloo processes, verified.
+kdir=$root/tests/data/codegen/kernels
+printf 'X: f32[64, 48]\nB: f32[64, 48]\nH = tanh(X)\nY = leaky(H, slope=0.1)\nD = rowdot(Y, B)\noutput Y\noutput D\n' >"$tmp/leaky.tap"
+"$tapestry" build "$tmp/leaky.tap" --kernel-dir "$kdir" -o "$tmp/leaky.json" >/dev/null 2>"$tmp/err" &&
+  "$python" "$root/tests/cli/codegen_inputs.py" "$tmp/leaky.json" "$tmp/leaky/in" 7 &&
+  "$tapestry" codegen "$tmp/leaky.tap" --kernel-dir "$kdir" --split Y.d0=2 --split D.k=2 --ranks 2 --to torch -o "$tmp/leaky/gen" >"$tmp/log" 2>"$tmp/err" &&
+  grep -q "torch.minimum(.*torch.tensor(0.1, dtype=torch.float32)\|torch.tensor(0.1, dtype=torch.float32) \* torch.minimum" "$tmp/leaky/gen/rank1.py" &&
+  grep -q "D_partial\[0\] = torch.sum((Y.* \* B.*), dim=(1,))" "$tmp/leaky/gen/rank1.py" &&
+  torchrun2 "$tmp/leaky/gen/main.py" --inputs "$tmp/leaky/in" --outputs "$tmp/leaky/out" >"$tmp/log" 2>"$tmp/err" &&
+  "$tapestry" verify "$tmp/leaky.tap" --kernel-dir "$kdir" --inputs "$tmp/leaky/in" --outputs "$tmp/leaky/out" >"$tmp/log" 2>"$tmp/err"
+check "kernel files' body kernels (leaky; rowdot split along its sum) as torch ops on 2 gloo processes verify" $?
+# The generated ops are what the bodies say: rank 1's leaky with the default slope (0.01), and
+# rowdot's partial sums folded by max on both ranks, fail verify on Y and on D.
+if [[ -f $tmp/leaky/gen/rank1.py ]]; then
+  sed -i 's/torch.tensor(0.1, dtype=torch.float32)/torch.tensor(0.01, dtype=torch.float32)/' "$tmp/leaky/gen/rank1.py"
+  sed -i 's/torch.sum(/torch.amax(/' "$tmp/leaky/gen/rank0.py" "$tmp/leaky/gen/rank1.py"
+  torchrun2 "$tmp/leaky/gen/main.py" --inputs "$tmp/leaky/in" --outputs "$tmp/leaky/bad" >"$tmp/log" 2>"$tmp/err"
+  "$tapestry" verify "$tmp/leaky.tap" --kernel-dir "$kdir" --inputs "$tmp/leaky/in" --outputs "$tmp/leaky/bad" >"$tmp/log" 2>&1
+  [[ $? -eq 1 ]] && grep -q "^FAIL   Y" "$tmp/log" && grep -q "^FAIL   D" "$tmp/log"
+  check "leaky with its default slope and rowdot folded by max fail verify (Y, D)" $?
+fi
+
 # convnet's optimized plan pins shards to cpu-local's devices: generated for cpu-local they run;
 # for 2 ranks named rank:0 and rank:1 the pinned devices do not exist, which is an error.
 if [[ -f $tmp/convnet-optimized-plan.json ]] && grep -q '"cpu:0"' "$tmp/convnet-optimized-plan.json"; then
@@ -140,9 +164,20 @@ lr=$ex/linear_relu.tap
 expect "an unknown --to" 2 "--to rust: expected torch or cpp" -- "$tapestry" codegen "$lr" --ranks 2 --to rust -o "$tmp/empty"
 expect "neither --target nor --ranks" 2 "give --target T .* or --ranks N" -- "$tapestry" codegen "$lr" --to torch -o "$tmp/empty"
 expect "a plan that does not fit the graph" 2 "mlp-megatron.json" -- "$tapestry" codegen "$lr" --plan "$plans/mlp-megatron.json" --ranks 2 --to torch -o "$tmp/empty"
-# Every built-in kernel has a mapping; a kernel file's does not.
-printf 'X: f32[8, 4]\nM = exp(X)\nY = leaky(M, slope=0.1)\noutput Y\n' >"$tmp/nomap.tap"
-expect "a kernel with no torch mapping is named with its operation" 2 "operation 'Y'.*'leaky'" -- "$tapestry" codegen "$tmp/nomap.tap" --kernel-dir "$root/tests/data/codegen/kernels" --split Y.d0=2 --ranks 2 --to torch -o "$tmp/empty"
+# Every built-in kernel has a mapping; a kernel file's kernel is written from its body where
+# every input holds one cell per index point, and named as unmapped where one broadcasts.
+mkdir -p "$tmp/bcast"
+cat >"$tmp/bcast/rowscale.yaml" <<'EOF'
+kernel: rowscale
+types: {T: float}
+inputs: {x: {shape: "[$r, $c]", dtype: T}, s: {shape: "[$r]", dtype: T}}
+outputs: {result: {shape: "[$r, $c]", dtype: T}}
+index: "[$r, $c]"
+ipfs: {x: "[$r, $c]", s: "[$r]", result: "[$r, $c]"}
+body: "x * s"
+EOF
+printf 'X: f32[8, 4]\nS: f32[8]\nR = rowscale(X, S)\noutput R\n' >"$tmp/nomap.tap"
+expect "a body kernel whose input broadcasts has no torch mapping, named with its operation" 2 "operation 'R'.*'rowscale'.*input 's' holds a box of shape \[4\] over an index of shape \[4, 4\]" -- "$tapestry" codegen "$tmp/nomap.tap" --kernel-dir "$tmp/bcast" --split R.r=2 --ranks 2 --to torch -o "$tmp/empty"
 [[ -z $(ls -A "$tmp/empty") ]]
 check "nothing was written on any error" $?
 "$tapestry" codegen "$lr" --plan "$plans/linear_relu-grid.json" --target h100x8 --to torch -o "$tmp/h100" >"$tmp/log" 2>"$tmp/err" &&

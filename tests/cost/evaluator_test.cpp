@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <sstream>
@@ -369,6 +371,55 @@ TEST(Evaluator, ReportsExactlyTheReferenceErrors) {
     ASSERT_NE(expected, "") << text;
     EXPECT_EQ(error_of([&] { (void)ev.evaluate(plan); }), expected) << text;
     EXPECT_EQ(error_of([&] { (void)ev.evaluate(plan); }), expected) << text;  // memoised
+  }
+}
+
+// A cut shard-grid refuses after the rewrites (a reshape cut across the dims its output
+// linearises) is refused by the fast path with lower's message — every refused operation, in
+// graph order, whatever the plan's order — without rewriting again on the reference path. One
+// Evaluator for every plan of a graph, each plan priced twice (memoised).
+TEST(Evaluator, RefusesCutsWithLowersMessage) {
+  const ir::Graph reshapes = rewrite::testing::build(R"(X: f32[8, 6, 4]
+A = reshape(relu(X), shape=[48, 4])
+B = reshape(exp(X), shape=[8, 24])
+M = max(X, dim=2)
+output A, B, M
+)");
+  struct Case {
+    const ir::Graph* graph;
+    std::string plan;
+    std::size_t refused;  // operations named in the message
+  };
+  const std::vector<Case> cases = {
+      {&transformer(), R"({"ops": {"Attn/reshape": {"split": {"d1": 2}}}})", 1},
+      {&transformer(),
+       R"({"ops": {"Attn/reshape": {"split": {"d3": 4, "d0": 2}}, "Q/linear": {"split": {"in": 2}}},
+           "fuse": "auto"})",
+       1},
+      {&reshapes, R"({"ops": {"B": {"split": {"d2": 2}}, "A": {"split": {"d1": 3}}}})", 2},
+      {&reshapes,
+       R"({"ops": {"B": {"split": {"d2": 2}}, "A": {"split": {"d0": 2}}}, "fuse": "auto"})", 1},
+      // A split reduction (split-reduction applies) beside the refused cut.
+      {&reshapes, R"({"ops": {"M": {"split": {"reduced": 3}}, "A": {"split": {"d1": 2}}}})", 1},
+  };
+  const Target target = toy_target(1, 2);
+  std::map<const ir::Graph*, std::unique_ptr<Evaluator>> evaluators;
+  for (const Case& c : cases) {
+    auto& ev = evaluators[c.graph];
+    if (!ev) ev = std::make_unique<Evaluator>(*c.graph, target);
+    const rewrite::Plan plan = rewrite::parse_plan(c.plan);
+    const std::string expected = error_of([&] {
+      const rewrite::LowerResult r = rewrite::lower(*c.graph, plan, no_validation());
+      (void)place(r.graph, r.plan, target);
+    });
+    ASSERT_NE(expected, "") << c.plan;
+    EXPECT_EQ(static_cast<std::size_t>(std::count(expected.begin(), expected.end(), '\n')),
+              c.refused)
+        << expected;
+    for (int round = 0; round < 2; ++round) {
+      EXPECT_EQ(error_of([&] { (void)ev->evaluate(plan); }), expected) << c.plan;
+    }
+    EXPECT_EQ(ev->stats().reference, 0u) << c.plan;
   }
 }
 

@@ -113,6 +113,39 @@ TEST(Strategy, UnshardedNamesItsDevice) {
   EXPECT_EQ(there.summary, "unsharded on gpu:3");
 }
 
+// Issue 31: a pipeline's microbatch splits are not data parallelism. Each stage's contractions
+// are cut ×4 along the batch with every shard on the stage's device: the strategy names the
+// stages and the microbatches; the same splits on one device are gradient accumulation; a batch
+// split over two devices is still data parallel (the forward contractions; the backward ones
+// whole).
+TEST(Strategy, APipelinesMicrobatchesAreNotDataParallel) {
+  const ir::Graph pipe = rewrite::testing::build(
+      read_file(fs::path(TAPESTRY_TEST_DATA) / "training" / "pipe_mlp.tap"));
+  const Target h100 = *preset_target("h100x8");
+  const Strategy s = explain_plan(pipe,
+                                  rewrite::parse_plan(read_file(fs::path(TAPESTRY_TEST_DATA) /
+                                                                "training" / "pipe_mlp_1f1b.json")),
+                                  h100)
+                         .e.strategy;
+  EXPECT_EQ(s.kind, "pipeline");
+  EXPECT_TRUE(starts_with(s.summary, "pipeline: 2 stages (gpu:0, gpu:1) × 4 microbatches, "))
+      << s.summary;
+  EXPECT_EQ(s.summary.find("data parallel"), std::string::npos) << s.summary;
+  const Strategy one = explain_plan(pipe, rewrite::parse_plan(R"({"pipeline": {"stages":
+      [["L0*", "L1*"], ["L2*", "Y"]], "microbatches": 4, "schedule": "1f1b", "devices": ["#0", "#0"]}})"),
+                                    h100)
+                           .e.strategy;
+  EXPECT_EQ(one.kind, "microbatches");
+  EXPECT_TRUE(starts_with(one.summary, "4 microbatches on gpu:0 (gradient accumulation)"))
+      << one.summary;
+  const Strategy dp = explain_plan(pipe, rewrite::parse_plan(R"({"ops": {
+      "L0/linear": {"split": {"batch": 2}}, "L1/linear": {"split": {"batch": 2}},
+      "L2/linear": {"split": {"batch": 2}}, "Y": {"split": {"batch": 2}}}})"),
+                                   h100)
+                          .e.strategy;
+  EXPECT_TRUE(starts_with(dp.summary, "mixed: 4 contractions data parallel ×2, ")) << dp.summary;
+}
+
 // A plan that cuts its contractions in different ways says how many go which way.
 TEST(Strategy, AMixedPlanCountsItsContractions) {
   const ir::Graph block = example("transformer_block");
@@ -138,6 +171,17 @@ TEST(Strategy, AMixedPlanCountsItsContractions) {
           .e.strategy;
   EXPECT_TRUE(starts_with(m.summary, "mixed: 1 contraction data parallel ×4, 1 tensor parallel ×2"))
       << m.summary;
+}
+
+// A graph without contractions (elementwise only) counts its operations, not "contractions".
+TEST(Strategy, AMixedPlanWithoutContractionsCountsOperations) {
+  const ir::Graph g = rewrite::testing::build("X: f32[8, 4]\nM = exp(X)\nY = relu(M)\noutput Y\n");
+  const Strategy s = explain_plan(g, rewrite::parse_plan(R"({"ops": {"Y": {"split": {"d0": 2}}}})"),
+                                  testing::toy_target(1, 2))
+                         .e.strategy;
+  EXPECT_EQ(s.kind, "mixed");
+  EXPECT_TRUE(starts_with(s.summary, "mixed: 1 operation unsharded on gpu:0, 1 data parallel ×2"))
+      << s.summary;
 }
 
 // Issue 26 item 7: with "fuse": "auto" the combine of Y's split reduction is fused with the bias

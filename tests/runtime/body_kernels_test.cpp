@@ -193,5 +193,46 @@ TEST(BodyKernels, ABuiltInKeepsItsOwnKernel) {
   EXPECT_EQ(fast_kernels().find("sq"), nullptr);
 }
 
+// What a generated C++ program carries of a kernel file's kernel (codegen --to cpp): its body
+// source compiles to a kernel with the same bits as the file's, params' defaults included.
+TEST(BodyKernels, ABodySourceRunsAsItsKernelFileDoes) {
+  const std::string body = "-(x * x) / (1 + slope) + max(x, 0.5) - min(exp(x), tanh(x)) * 3";
+  const mk::SignatureRegistry s = registry(unary("f", body) + "---\n" + kDot);
+  for (const char* name : {"f", "rowdot"}) {
+    const BodySource source = body_source(s.get(name));
+    EXPECT_EQ(source.name, name);
+    for (BodyEvaluation e : {BodyEvaluation::kReference, BodyEvaluation::kFast}) {
+      const ExecutableKernels from_file = with_body_kernels(
+          e == BodyEvaluation::kFast ? fast_kernels() : ExecutableKernels::reference(), s, e);
+      ExecutableKernels from_source =
+          e == BodyEvaluation::kFast ? fast_kernels() : ExecutableKernels::reference();
+      from_source.add(name, body_kernel(source, e));
+      const auto t = type(DType::kFloat32, {5, 300});
+      const std::vector<mk::TensorType> types =
+          std::string(name) == "f" ? std::vector{t} : std::vector{t, t};
+      for (const nlohmann::json& params :
+           {nlohmann::json::object(),
+            std::string(name) == "f" ? nlohmann::json{{"slope", 3}} : nlohmann::json::object()}) {
+        EXPECT_TRUE(
+            same(run(s, name, types, params, from_file), run(s, name, types, params, from_source)))
+            << name << " " << params.dump();
+      }
+    }
+  }
+  // The default travels: without it the param is required.
+  EXPECT_EQ(body_source(s.get("f")).params,
+            (std::vector<std::pair<std::string, std::string>>{{"slope", "0.25"}}));
+  EXPECT_THAT(testing::error_of([&] {
+                body_kernel(BodySource{.name = "g", .body = "x +", .inputs = {"x"}},
+                            BodyEvaluation::kFast);
+              }),
+              HasSubstr("kernel 'g': body: column"));
+  EXPECT_THAT(testing::error_of([&] {
+                body_kernel(BodySource{.name = "g", .body = "x + bias", .inputs = {"x"}},
+                            BodyEvaluation::kFast);
+              }),
+              HasSubstr("kernel 'g': body: 'bias' is neither an input nor a param"));
+}
+
 }  // namespace
 }  // namespace tapestry::runtime

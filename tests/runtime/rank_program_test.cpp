@@ -83,9 +83,17 @@ TEST(RankProgram, SplitsTheProgramAndItsMessagesOverTwoRanks) {
   EXPECT_EQ(r0.messages[2].to, 0u);
   EXPECT_EQ(r0.messages[2].box, r1.messages[2].box);
   EXPECT_EQ(r0.messages[2].bytes, 8 * 3 * 4);
-  // Rank 0 receives lin/1's rows and the gather; its relu waits for lin/0 and one message.
-  EXPECT_EQ(r0.receives.size(), 2u);
+  // Rank 0 receives lin/1's rows; its relu waits for lin/0 and one message. The gather it takes
+  // after its own part of the step, into the whole Y it returns (not a receive into its slot);
+  // the code generators' programs (SlotPieces::kWhole) receive it into the whole slot instead.
+  EXPECT_EQ(r0.receives.size(), 1u);
+  EXPECT_EQ(r0.gathered, (std::vector<std::uint32_t>{2}));
   EXPECT_EQ(r1.receives.size(), 1u);
+  EXPECT_TRUE(r1.gathered.empty());
+  const detail::RankProgram whole0 = detail::compile_rank_program(
+      g.b.graph, whole, s, 0, CollectiveUse::kExact, detail::SlotPieces::kWhole);
+  EXPECT_EQ(whole0.receives.size(), 2u);
+  EXPECT_TRUE(whole0.gathered.empty());
   EXPECT_EQ(r0.bytes_received, 4 * 3 * 4 + 8 * 3 * 4);
   EXPECT_EQ(r1.bytes_sent, 4 * 3 * 4 + 8 * 3 * 4);
   std::vector<std::uint32_t> pending0 = r0.local.pending;
@@ -205,8 +213,10 @@ TEST(RankCollectives, PartialsSummedForEveryMemberAreAnAllreduce) {
   EXPECT_TRUE(c.bitwise);            // two partials: p0 + p1 == p1 + p0
   EXPECT_EQ(c.replaced.size(), 2u);  // P[1] to the reduce, Y to rank 1
   EXPECT_EQ(c.bytes, 4 * 6 * 4);
-  // Rank 0: the reduce is a no-op waiting for the collective; only gathers of Z left.
-  for (const detail::RankReceive& r : r0.receives) EXPECT_TRUE(r0.messages[r.message].gather);
+  // Rank 0: the reduce is a no-op waiting for the collective; only gathers of Z left, taken
+  // after its part of the step.
+  EXPECT_TRUE(r0.receives.empty());
+  for (std::uint32_t m : r0.gathered) EXPECT_TRUE(r0.messages[m].gather);
   ASSERT_EQ(r0.parts.size(), 1u);
   EXPECT_EQ(r0.parts[0].arrivals.size(), 1u);
   const auto reduce = std::find(r0.whole_task.begin(), r0.whole_task.end(), c.reduce_task);

@@ -32,8 +32,11 @@
 //   const CppProgram p = generate_cpp(graph, lowered, schedule, {.strategy = "data parallel ×2"});
 //   p.files[0].first == "CMakeLists.txt"
 //
-// Error (naming the application and its operation) when an operation's kernel is not a built-in
-// fast kernel (a kernel file's body, a plugin's): the program links only the kernel library.
+// A kernel file's kernel with a `body:` (docs/metakernels.md, "Kernels that run") travels as its
+// body: ranks.cpp lists it (name, body, inputs, params' defaults) and the program compiles it at
+// start-up with the library's body_kernel, the function `tapestry run` evaluates — so its bits
+// are the same too. Error (naming the operation and its kernel) for any other kernel that is not
+// a built-in fast kernel (a plugin's C++ function): the program links only the kernel library.
 #pragma once
 
 #include <string>
@@ -41,6 +44,7 @@
 #include <vector>
 
 #include "tapestry/ir/graph.h"
+#include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/runtime/rank_schedule.h"
 
@@ -51,6 +55,9 @@ struct CppOptions {
   std::string command;
   /// The plan's strategy in one line (cost::Strategy::summary, what `tapestry explain` prints).
   std::string strategy;
+  /// The kernel signatures the graph was built with (kernel files included); null: the built-in
+  /// ones only. Their kernels with a body are carried by the program (see above).
+  const metakernel::SignatureRegistry* kernels = nullptr;
 };
 
 struct CppProgram {

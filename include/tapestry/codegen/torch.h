@@ -27,7 +27,7 @@
 //   ×2"}); p.files[0].first == "main.py"
 //
 // Error (naming the application and its operation) when an operation's kernel has no torch
-// mapping; nothing is returned half-made.
+// mapping (a plugin's function, a body with a reduction); nothing is returned half-made.
 #pragma once
 
 #include <string>
@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "tapestry/ir/graph.h"
+#include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/runtime/rank_schedule.h"
 
@@ -47,6 +48,10 @@ struct TorchOptions {
   std::string strategy;
   /// The target's name, for the header.
   std::string target;
+  /// The kernel signatures the graph was built with (kernel files included); null: the built-in
+  /// ones only. A kernel file's kernel with a `body:` is written from its body (torch ops in the
+  /// output's dtype) where every port is elementwise with the output.
+  const metakernel::SignatureRegistry* kernels = nullptr;
 };
 
 struct TorchProgram {

@@ -20,6 +20,11 @@
 // A kernel that `base` already has keeps its implementation (the built-ins have no body).
 #pragma once
 
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
 #include "tapestry/metakernel/signature_registry.h"
 #include "tapestry/runtime/executable_kernels.h"
 
@@ -35,5 +40,22 @@ ExecutableKernels with_body_kernels(const ExecutableKernels& base,
 
 /// The kernel that evaluates `kernel`'s body (which it must have).
 KernelFn body_kernel(const metakernel::Metakernel& kernel, BodyEvaluation evaluation);
+
+/// What a kernel's body needs of its kernel file: the body's text, the input ports' names, and
+/// each param's name with its default as JSON text ("0.01"; "null": required). A program that
+/// `tapestry codegen --to cpp` writes carries these instead of the file (docs/codegen.md).
+struct BodySource {
+  std::string name;
+  std::string body;
+  std::vector<std::string> inputs;
+  std::vector<std::pair<std::string, std::string>> params;
+};
+
+/// The body source of `kernel` (which must have a body).
+BodySource body_source(const metakernel::Metakernel& kernel);
+
+/// The kernel that evaluates `source`'s body: the same function body_kernel gives for the
+/// kernel it came from. Error "kernel 'k': body: column N: …" on a body that does not parse.
+KernelFn body_kernel(const BodySource& source, BodyEvaluation evaluation);
 
 }  // namespace tapestry::runtime

@@ -14,6 +14,7 @@
 #include "scalar_ops.h"
 #include "tapestry/runtime/element.h"
 #include "tapestry/runtime/kernel_path.h"
+#include "tapestry/support/error.h"
 
 namespace tapestry::runtime {
 
@@ -403,6 +404,46 @@ KernelFn body_kernel(const metakernel::Metakernel& kernel, BodyEvaluation evalua
   if (evaluation == BodyEvaluation::kFast)
     return [program](const KernelCall& call) { run<BodyEvaluation::kFast>(*program, call); };
   return [program](const KernelCall& call) { run<BodyEvaluation::kReference>(*program, call); };
+}
+
+BodySource body_source(const metakernel::Metakernel& kernel) {
+  TAPESTRY_ASSERT(kernel.body.has_value(), "body_source: the kernel has no body");
+  BodySource source{.name = kernel.name, .body = kernel.body_text};
+  for (const metakernel::InputSpec& in : kernel.inputs) source.inputs.push_back(in.name);
+  for (const metakernel::ParamSpec& p : kernel.params) {
+    source.params.emplace_back(p.name, p.default_value ? p.default_value->dump() : "null");
+  }
+  return source;
+}
+
+KernelFn body_kernel(const BodySource& source, BodyEvaluation evaluation) {
+  metakernel::Metakernel kernel;
+  kernel.name = source.name;
+  for (const std::string& in : source.inputs) kernel.inputs.push_back({.name = in});
+  for (const auto& [name, fallback] : source.params) {
+    metakernel::ParamSpec spec{.name = name, .type = metakernel::ParamType::kFloat};
+    nlohmann::json value = nlohmann::json::parse(fallback, nullptr, /*allow_exceptions=*/false);
+    if (value.is_discarded()) {
+      throw Error(fmt::format("kernel '{}': param '{}': default {} is not JSON", source.name, name,
+                              fallback));
+    }
+    if (!value.is_null()) spec.default_value = std::move(value);
+    kernel.params.push_back(std::move(spec));
+  }
+  try {
+    kernel.body = metakernel::parse_body(source.body);
+  } catch (const Error& e) {
+    throw Error(fmt::format("kernel '{}': body: {}", source.name, e.what()));
+  }
+  kernel.body_text = source.body;
+  // The names the body uses are the kernel's (the loader checks this for a kernel file).
+  for (const std::string& name : metakernel::body_names(*kernel.body)) {
+    if (kernel.find_input(name) == nullptr && kernel.find_param(name) == nullptr) {
+      throw Error(fmt::format("kernel '{}': body: '{}' is neither an input nor a param",
+                              source.name, name));
+    }
+  }
+  return body_kernel(kernel, evaluation);
 }
 
 ExecutableKernels with_body_kernels(const ExecutableKernels& base,
