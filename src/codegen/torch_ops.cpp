@@ -624,6 +624,10 @@ namespace {
 std::string scalar_tensor(double value, ir::DType dtype) {
   std::string text;
   if (is_integer(dtype)) {
+    if (!std::isfinite(value) || std::abs(value) >= 0x1p63) {
+      throw Error(
+          fmt::format("a body's number or param {} has no {} value", value, ir::dtype_name(dtype)));
+    }
     text = fmt::format("{}", static_cast<std::int64_t>(value));
   } else if (std::isnan(value)) {
     text = "float('nan')";

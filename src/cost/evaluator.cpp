@@ -29,6 +29,7 @@
 #include "placement_builder.h"
 #include "tapestry/cost/work_rule.h"
 #include "tapestry/metakernel/apply.h"
+#include "tapestry/rewrite/cut_refusal.h"
 #include "tapestry/rewrite/decompose_linear.h"
 #include "tapestry/rewrite/shard_grid.h"
 #include "tapestry/rewrite/split_reduction.h"
@@ -290,9 +291,7 @@ std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
       }
     }
     const std::string origin = state.origin(cut.name);
-    cut.subject = origin == cut.name ? fmt::format("operation '{}'", cut.name)
-                                     : fmt::format("operation '{}' (as '{}' after the rewrites)",
-                                                   origin, cut.name);
+    cut.subject = rewrite::cut_subject(origin, cut.name);
     for (std::size_t d = 0; d < cut.index_names.size(); ++d)
       cut.reduction.push_back(view.reduction(d).has_value());
     cut.refused_split = std::any_of(log.begin(), log.end(), [&](const rewrite::RewriteEvent& e) {
@@ -434,9 +433,9 @@ void Evaluator::Impl::refuse_cuts(const Rewritten& r, std::span<const std::size_
     for (std::size_t d = 0; d < parts.size(); ++d) {
       if (parts[d] != 1 && op.reduction[d] && op.refused_split) return;
     }
-    problems.push_back(fmt::format("{}: shard-grid cannot cut it: {}", op.subject, *why));
+    problems.push_back(rewrite::shard_grid_refusal(op.subject, *why));
   }
-  refusal = fmt::format("the plan cannot be carried out:\n  {}", fmt::join(problems, "\n  "));
+  refusal = rewrite::plan_refusal(problems);
 }
 
 void Evaluator::Impl::start_box_memo(const CutOperation& op, std::span<const std::int64_t> parts) {

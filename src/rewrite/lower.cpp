@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "tapestry/ir/dialect.h"
+#include "tapestry/rewrite/cut_refusal.h"
 #include "tapestry/rewrite/decompose_linear.h"
 #include "tapestry/rewrite/fuse_elementwise.h"
 #include "tapestry/rewrite/graph_copy.h"
@@ -92,14 +93,29 @@ std::vector<std::int64_t> parts_of(const RewriteState& state, ir::OperationId op
 // Why shard-grid cannot cut `op`, for the user: the operation the plan named, and — for a cut
 // of a reduction dim, which only split-reduction can do — the refusals of the rewrites that
 // would have done it (the real reason), else shard-grid's own.
+}  // namespace
+
+std::string cut_subject(std::string_view origin, std::string_view name) {
+  return origin == name ? fmt::format("operation '{}'", name)
+                        : fmt::format("operation '{}' (as '{}' after the rewrites)", origin, name);
+}
+
+std::string shard_grid_refusal(std::string_view subject, std::string_view why) {
+  return fmt::format("{}: shard-grid cannot cut it: {}", subject, why);
+}
+
+std::string plan_refusal(std::span<const std::string> problems) {
+  return fmt::format("the plan cannot be carried out:\n  {}", fmt::join(problems, "\n  "));
+}
+
+namespace {
+
 std::string explain_cut(const RewriteState& state, ir::OperationId op,
                         std::span<const std::int64_t> parts, const std::string& why,
                         const std::vector<RewriteEvent>& log) {
   const std::string name = operation_name(state.graph, op);
   const std::string origin = state.origin(name);
-  const std::string subject =
-      origin == name ? fmt::format("operation '{}'", name)
-                     : fmt::format("operation '{}' (as '{}' after the rewrites)", origin, name);
+  const std::string subject = cut_subject(origin, name);
   const ir::OperationView view = state.graph.operation(op);
   for (std::size_t d = 0; d < parts.size(); ++d) {
     if (parts[d] == 1 || !view.reduction(d)) continue;
@@ -122,7 +138,7 @@ std::string explain_cut(const RewriteState& state, ir::OperationId op,
                          view.index_name(d), parts[d], fmt::join(refusals, "; "));
     }
   }
-  return fmt::format("{}: shard-grid cannot cut it: {}", subject, why);
+  return shard_grid_refusal(subject, why);
 }
 
 // Step 5a: every cut is possible — checked for every operation before any Application is made,
@@ -136,7 +152,7 @@ void check_cuts(const RewriteState& state, const std::vector<RewriteEvent>& log)
     }
   }
   if (problems.empty()) return;
-  throw Error(fmt::format("the plan cannot be carried out:\n  {}", fmt::join(problems, "\n  ")));
+  throw Error(plan_refusal(problems));
 }
 
 // Step 5b: every operation gets the grid of Applications its plan asks for, numbered as
