@@ -12,6 +12,11 @@ the share of pairs ranked right per target; --json writes everything.
         --target targets/h100-measured.json --target h100x8
 
 Needs a GPU (the CUDA backend: docs/gpu.md); stdlib only. scripts/gpu-check.sh runs it.
+`--reprice RANK.json` takes the measured times of an earlier run's --json instead (no GPU
+needed) and prices them again, on the targets given: how a change to the cost model or a
+target moves the share, against the same measurements.
+
+    python3 bench/gpu_rank_plans.py --reprice rank.json --target targets/h200-measured.json
 """
 from __future__ import annotations
 
@@ -100,15 +105,26 @@ def main() -> int:
                     help="pairs measured within this fraction of each other are ties (skipped)")
     ap.add_argument("--json", help="write the measurements and predictions here")
     ap.add_argument("--only", action="append", help="graphs to run (substring); repeatable")
+    ap.add_argument("--reprice", metavar="RANK_JSON",
+                    help="the measured times of an earlier --json, priced again (no GPU run)")
     args = ap.parse_args()
 
+    earlier = {}
+    if args.reprice:
+        with open(args.reprice) as f:
+            for r in json.load(f)["rows"]:
+                earlier[(r["graph"], r["plan"])] = {"wall_s": r["measured_s"],
+                                                    "cuda": {"host_steps": r["host_steps"]}}
     rows = []
     for graph, plans in PLANS.items():
         if args.only and not any(o in graph for o in args.only):
             continue
         print(f"{graph}")
         for label, plan in plans:
-            m = measure(args.tapestry, graph, plan, args.repeat)
+            if args.reprice:
+                m = earlier.get((graph, label))
+            else:
+                m = measure(args.tapestry, graph, plan, args.repeat)
             if m is None:
                 continue
             predicted = {t: price(args.tapestry, graph, plan, t) for t in args.target}

@@ -68,10 +68,28 @@ class Simulation {
     const std::size_t n = p_.applications.size();
     n_types_ = target.device_types.size();
     rates_.resize(p_.operations.size() * n_types_);
+    bool streams = false;
+    for (const DeviceType& d : target.device_types) streams = streams || d.streams > 1;
+    std::vector<std::uint32_t> on_device(streams ? n_devices_ : 0);
     for (std::size_t op = 0; op < p_.operations.size(); ++op) {
+      // A device with streams runs an operation's applications placed on it together
+      // (target.h): the most of them on one device of each type.
+      std::vector<double> together(n_types_, 1.0);
+      if (streams) {
+        for (std::uint32_t a : p_.operations[op].applications) {
+          const std::uint32_t d = p_.applications[a].device;
+          const std::size_t type = target.devices[d].type;
+          together[type] = std::max(together[type], static_cast<double>(++on_device[d]));
+        }
+        for (std::uint32_t a : p_.operations[op].applications) {
+          on_device[p_.applications[a].device] = 0;
+        }
+      }
       for (std::size_t type = 0; type < n_types_; ++type) {
-        rates_[op * n_types_ + type] =
-            operation_rates(p_.operations[op], target.device_types[type]);
+        OperationRates& r = rates_[op * n_types_ + type];
+        r = operation_rates(p_.operations[op], target.device_types[type]);
+        r.gemm_concurrency =
+            std::min(together[type], static_cast<double>(target.device_types[type].streams));
       }
     }
     pending_.resize(n);
@@ -587,7 +605,9 @@ double application_seconds(const Work& work, const DeviceType& device,
     // The dtype's factor (target.h "dtypes") applies to the FLOPs outside GEMMs only.
     const double other = device.dtype_efficiency(work.dtype);
     if (work.gemm_flops > 0 && !device.gemm_efficiency.empty()) {
-      compute = work.gemm_flops / (peak->second * device.gemm_efficiency_at(work.gemm_flops)) +
+      const double e =
+          device.gemm_efficiency_at(work.gemm_flops * rates.gemm_concurrency, work.dtype);
+      compute = work.gemm_flops / (peak->second * e) +
                 std::max(0.0, work.flops - work.gemm_flops) /
                     (peak->second * rates.other_efficiency * other);
     } else if (other == 1.0) {

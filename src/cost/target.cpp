@@ -28,15 +28,29 @@ bool is_gemm_kernel(std::string_view kernel) {
   return kernel == "matmul" || kernel == "linear" || kernel == "linear_nobias";
 }
 
-double DeviceType::gemm_efficiency_at(double flops) const {
-  TAPESTRY_ASSERT(!gemm_efficiency.empty(), "a GEMM efficiency table to read");
-  const auto above = std::find_if(gemm_efficiency.begin(), gemm_efficiency.end(),
+namespace {
+
+// The table interpolated in log FLOPs, clamped at its ends.
+double interpolate(const std::vector<GemmEfficiency>& table, double flops) {
+  TAPESTRY_ASSERT(!table.empty(), "a GEMM efficiency table to read");
+  const auto above = std::find_if(table.begin(), table.end(),
                                   [&](const GemmEfficiency& e) { return e.flops >= flops; });
-  if (above == gemm_efficiency.begin()) return above->efficiency;
-  if (above == gemm_efficiency.end()) return gemm_efficiency.back().efficiency;
+  if (above == table.begin()) return above->efficiency;
+  if (above == table.end()) return table.back().efficiency;
   const GemmEfficiency& below = *(above - 1);
   const double t = std::log(flops / below.flops) / std::log(above->flops / below.flops);
   return below.efficiency + t * (above->efficiency - below.efficiency);
+}
+
+}  // namespace
+
+double DeviceType::gemm_efficiency_at(double flops) const {
+  return interpolate(gemm_efficiency, flops);
+}
+
+double DeviceType::gemm_efficiency_at(double flops, ir::DType dtype) const {
+  const auto own = dtype_gemm_efficiency.find(dtype);
+  return interpolate(own != dtype_gemm_efficiency.end() ? own->second : gemm_efficiency, flops);
 }
 
 double DeviceType::bandwidth_efficiency_of(std::string_view kernel) const {
@@ -206,6 +220,17 @@ std::string describe_target(const Target& t) {
       }
       out +=
           fmt::format("  gemm        efficiency by FLOPs per call: {}\n", fmt::join(points, ", "));
+    }
+    for (const auto& [dtype, table] : d.dtype_gemm_efficiency) {
+      std::vector<std::string> points;
+      for (const GemmEfficiency& e : table) {
+        points.push_back(fmt::format("{:.3g} at {}", e.efficiency, si(e.flops, "FLOP")));
+      }
+      out += fmt::format("  gemm        {} efficiency by FLOPs per call: {}\n",
+                         ir::dtype_name(dtype), fmt::join(points, ", "));
+    }
+    if (d.streams > 1) {
+      out += fmt::format("  streams     {} applications of an operation at once\n", d.streams);
     }
     for (const auto& [kernel, r] : d.kernels) {
       std::vector<std::string> rates;

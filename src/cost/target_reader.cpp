@@ -191,7 +191,7 @@ class TargetReader {
     d.name = identifier(name, path, "device type");
     members(j, path, {"kind", "peak_flops", "memory_bandwidth_Bps", "memory_bytes"},
             {"efficiency", "launch_s", "bandwidth_efficiency", "idle_w", "busy_w", "kernels",
-             "cache", "gemm_efficiency", "dtypes"});
+             "cache", "gemm_efficiency", "dtypes", "streams"});
     d.kind = identifier(string(j["kind"], path + "/kind"), path + "/kind", "kind");
     object(j["peak_flops"], path + "/peak_flops");
     for (const auto& [dtype_name, flops] : j["peak_flops"].items()) {
@@ -211,6 +211,9 @@ class TargetReader {
       d.bandwidth_efficiency = fraction(j["bandwidth_efficiency"], path + "/bandwidth_efficiency");
     }
     if (j.contains("launch_s")) d.launch_s = non_negative(j["launch_s"], path + "/launch_s");
+    if (j.contains("streams")) {
+      d.streams = static_cast<int>(positive_integer(j["streams"], path + "/streams", 1024));
+    }
     if (j.contains("idle_w")) d.idle_w = non_negative(j["idle_w"], path + "/idle_w");
     if (j.contains("busy_w")) d.busy_w = non_negative(j["busy_w"], path + "/busy_w");
     if (d.idle_w > d.busy_w) {
@@ -241,8 +244,14 @@ class TargetReader {
           fail(dtype_at,
                fmt::format("unknown dtype \"{}\" (expected one of {})", dtype_name, dtype_names()));
         }
-        d.dtypes.emplace(*dtype, read_rates(rates, dtype_at));
+        read_dtype_entry(rates, dtype_at, *dtype, d);
       }
+    }
+    if (!d.dtype_gemm_efficiency.empty() && !j.contains("gemm_efficiency")) {
+      const auto& [dtype, table] = *d.dtype_gemm_efficiency.begin();
+      fail(child(path + "/dtypes", std::string(ir::dtype_name(dtype))) + "/gemm_efficiency",
+           "a dtype's gemm_efficiency table needs the device type's own gemm_efficiency table "
+           "(for the other dtypes' GEMMs)");
     }
     if (j.contains("gemm_efficiency")) {
       d.gemm_efficiency = read_gemm_efficiency(j["gemm_efficiency"], path + "/gemm_efficiency");
@@ -272,6 +281,21 @@ class TargetReader {
       fail(at, "expected \"efficiency\" or \"bandwidth_efficiency\" (or both)");
     }
     return r;
+  }
+
+  // A "dtypes" entry: the rates of the dtype's work outside GEMMs and its own GEMM table, at
+  // least one of the three.
+  void read_dtype_entry(const Json& j, const std::string& at, ir::DType dtype,
+                        DeviceType& d) const {
+    members(j, at, {}, {"efficiency", "bandwidth_efficiency", "gemm_efficiency"});
+    if (j.contains("gemm_efficiency")) {
+      d.dtype_gemm_efficiency.emplace(
+          dtype, read_gemm_efficiency(j["gemm_efficiency"], at + "/gemm_efficiency"));
+      if (j.size() == 1) return;
+    }
+    Json rates = j;
+    rates.erase("gemm_efficiency");
+    d.dtypes.emplace(dtype, read_rates(rates, at));
   }
 
   // [[flops, efficiency], …]: at least one entry, FLOPs > 0 and strictly increasing.
@@ -473,13 +497,19 @@ nlohmann::json to_json(const Target& target) {
       }
       types[d.name]["kernels"] = std::move(kernels);
     }
-    if (!d.dtypes.empty()) {
+    if (d.streams != 1) types[d.name]["streams"] = d.streams;
+    if (!d.dtypes.empty() || !d.dtype_gemm_efficiency.empty()) {
       nlohmann::json dtypes = nlohmann::json::object();
       for (const auto& [dtype, r] : d.dtypes) {
         nlohmann::json k = nlohmann::json::object();
         if (r.efficiency) k["efficiency"] = *r.efficiency;
         if (r.bandwidth_efficiency) k["bandwidth_efficiency"] = *r.bandwidth_efficiency;
         dtypes[std::string(ir::dtype_name(dtype))] = std::move(k);
+      }
+      for (const auto& [dtype, gemm] : d.dtype_gemm_efficiency) {
+        nlohmann::json table = nlohmann::json::array();
+        for (const GemmEfficiency& e : gemm) table.push_back({e.flops, e.efficiency});
+        dtypes[std::string(ir::dtype_name(dtype))]["gemm_efficiency"] = std::move(table);
       }
       types[d.name]["dtypes"] = std::move(dtypes);
     }

@@ -11,9 +11,7 @@
 
 #include "tapestry/support/error.h"
 
-#ifndef TAPESTRY_HAVE_CUDA
 #include "tapestry/gpu/cuda.h"
-#endif
 
 namespace tapestry::gpu {
 
@@ -74,6 +72,7 @@ struct Member {
   std::string preset;
   bool measured = false;
   std::string from;  // the measurement it came from
+  std::string set;   // neither measured nor the preset's: what set it
 };
 
 std::vector<Member> members(const CudaCalibration& c, const cost::Target& target,
@@ -92,16 +91,27 @@ std::vector<Member> members(const CudaCalibration& c, const cost::Target& target
          there == p.peak_flops.end() ? "-" : si(there->second, "FLOP/s"), g != nullptr,
          g == nullptr ? "" : fmt::format("gemm {} {}×{}×{}", g->dtype, g->m, g->n, g->k)});
   }
-  const auto table = [](const cost::DeviceType& t) {
+  const auto text = [](const std::vector<cost::GemmEfficiency>& table) {
     std::string s;
-    for (const cost::GemmEfficiency& e : t.gemm_efficiency) {
+    for (const cost::GemmEfficiency& e : table) {
       s += fmt::format("{}[{:.2g}, {:.2f}]", s.empty() ? "" : " ", e.flops, e.efficiency);
     }
     return s.empty() ? std::string("-") : s;
   };
+  const auto dtype_table = [&](const cost::DeviceType& t, ir::DType dtype) {
+    const auto found = t.dtype_gemm_efficiency.find(dtype);
+    return found == t.dtype_gemm_efficiency.end() ? std::string("-") : text(found->second);
+  };
   const bool bf16 = c.best_gemm("bfloat16") != nullptr;
-  out.push_back({"gemm_efficiency", table(d), table(p), true,
+  out.push_back({"gemm_efficiency", text(d.gemm_efficiency), text(p.gemm_efficiency), true,
                  bf16 ? "gemm bfloat16 squares" : "gemm float32 squares"});
+  for (const auto& [dtype, table] : d.dtype_gemm_efficiency) {
+    const std::string name(ir::dtype_name(dtype));
+    out.push_back({"gemm_efficiency " + name, text(table), dtype_table(p, dtype), true,
+                   fmt::format("gemm {} squares", name)});
+  }
+  out.push_back({"streams", fmt::format("{}", d.streams), fmt::format("{}", p.streams), false, "",
+                 "the CUDA executor's default (run --device cuda --streams)"});
   out.push_back({"efficiency", fmt::format("{:.2f}", d.efficiency),
                  fmt::format("{:.2f}", p.efficiency), true, "peak = a measured rate"});
   const CudaRateResult* copy = c.find_rate("device copy");
@@ -143,6 +153,26 @@ std::vector<Member> members(const CudaCalibration& c, const cost::Target& target
   out.push_back({"idle_w, busy_w", fmt::format("{:g} W, {:g} W", d.idle_w, d.busy_w),
                  fmt::format("{:g} W, {:g} W", p.idle_w, p.busy_w), false, ""});
   return out;
+}
+
+// The efficiency by FLOPs of `dtype`'s square GEMMs (target.h "gemm_efficiency"): each
+// square's rate over the dtype's best, never falling as the squares grow.
+std::vector<cost::GemmEfficiency> squares_table(const CudaCalibration& c, std::string_view dtype) {
+  const double peak = c.best_gemm(dtype)->rate();
+  std::vector<const CudaGemmResult*> squares;
+  for (const CudaGemmResult& g : c.gemms) {
+    if (g.dtype == dtype && g.m == g.n && g.n == g.k && g.seconds > 0) squares.push_back(&g);
+  }
+  std::sort(squares.begin(), squares.end(),
+            [](const CudaGemmResult* a, const CudaGemmResult* b) { return a->m < b->m; });
+  std::vector<cost::GemmEfficiency> table;
+  double floor = 0;
+  for (const CudaGemmResult* g : squares) {
+    if (!table.empty() && g->flops() <= table.back().flops) continue;
+    floor = std::max(floor, std::min(1.0, g->rate() / peak));
+    table.push_back({g->flops(), floor});
+  }
+  return table;
 }
 
 }  // namespace
@@ -188,21 +218,18 @@ cost::Target cuda_calibrated_target(const CudaCalibration& c, const cost::Target
     }
   }
   d.efficiency = 1.0;  // peak_flops is an achieved rate
-  // GEMM efficiency by size: the squares of the tensor-core dtype (bf16) when measured.
+  // GEMM efficiency by size: the device type's table from the squares of the tensor-core dtype
+  // (bf16) when measured; every other measured dtype its own (a float32 GEMM fills the GPU at
+  // far fewer FLOPs than a bf16 one: target.h).
   const std::string table_dtype = c.best_gemm("bfloat16") != nullptr ? "bfloat16" : "float32";
-  const double table_peak = c.best_gemm(table_dtype)->rate();
-  std::vector<const CudaGemmResult*> squares;
-  for (const CudaGemmResult& g : c.gemms) {
-    if (g.dtype == table_dtype && g.m == g.n && g.n == g.k && g.seconds > 0) squares.push_back(&g);
+  d.gemm_efficiency = squares_table(c, table_dtype);
+  for (const Dtype& t : kTargetDtypes) {
+    if (t.calibration == table_dtype || c.best_gemm(t.calibration) == nullptr) continue;
+    std::vector<cost::GemmEfficiency> own = squares_table(c, t.calibration);
+    if (!own.empty()) d.dtype_gemm_efficiency[t.dtype] = std::move(own);
   }
-  std::sort(squares.begin(), squares.end(),
-            [](const CudaGemmResult* a, const CudaGemmResult* b) { return a->m < b->m; });
-  double floor = 0;
-  for (const CudaGemmResult* g : squares) {
-    if (!d.gemm_efficiency.empty() && g->flops() <= d.gemm_efficiency.back().flops) continue;
-    floor = std::max(floor, std::min(1.0, g->rate() / table_peak));
-    d.gemm_efficiency.push_back({g->flops(), floor});
-  }
+  // The CUDA executor spreads independent steps over its streams (CudaExecutorOptions).
+  d.streams = CudaExecutorOptions{}.streams;
   d.memory_bandwidth_Bps = copy->value;
   d.bandwidth_efficiency = 1.0;
   if (const CudaRateResult* cache = c.find_rate("cache copy");
@@ -260,7 +287,7 @@ cost::Target cuda_calibrated_target(const CudaCalibration& c, const cost::Target
   }
   nlohmann::json from_preset = nlohmann::json::array();
   for (const Member& m : members(c, t, preset)) {
-    if (!m.measured) from_preset.push_back(m.name);
+    if (!m.measured && m.set.empty()) from_preset.push_back(m.name);
   }
   t.calibration = {{"date", date},
                    {"gpu", c.gpu_name},
@@ -299,8 +326,9 @@ std::string cuda_calibration_table(const CudaCalibration& c, const cost::Target&
   for (const Member& m : members(c, target, preset)) {
     out += fmt::format(
         "{:<22} {:<34} {:<34} {}\n", m.name, m.value, m.preset,
-        m.measured ? fmt::format("measured: {}", m.from)
-                   : fmt::format("{}'s{}", preset.name, m.from.empty() ? "" : " " + m.from));
+        m.measured       ? fmt::format("measured: {}", m.from)
+        : !m.set.empty() ? m.set
+                         : fmt::format("{}'s{}", preset.name, m.from.empty() ? "" : " " + m.from));
   }
   return out;
 }

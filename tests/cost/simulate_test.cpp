@@ -136,6 +136,58 @@ TEST(Roofline, AGemmTableSlowsSmallGemms) {
   EXPECT_DOUBLE_EQ(relu.applications[0].work.gemm_flops, 0);
 }
 
+// A dtype's own GEMM table prices that dtype's GEMMs; other dtypes keep the device type's.
+TEST(Roofline, ADtypesGemmTableReplacesTheDevicesForItsGemms) {
+  Target t = toy_target(1, 1);
+  DeviceType& d = t.device_types[0];
+  d.gemm_efficiency = {{1e5, 0.1}, {1e8, 0.9}};
+  d.memory_bandwidth_Bps = 1e15;  // compute-bound throughout
+  d.peak_flops[ir::DType::kBFloat16] = 400e9;
+  constexpr std::string_view f32 =
+      "X: f32[100, 100]\nW: f32[100, 100]\nY = matmul(X, W)\noutput Y\n";
+  constexpr std::string_view bf16 =
+      "X: bf16[100, 100]\nW: bf16[100, 100]\nY = matmul(X, W)\noutput Y\n";
+  const double e = 0.1 + 0.8 * std::log(2e6 / 1e5) / std::log(1e8 / 1e5);  // 2e6 FLOPs
+  EXPECT_NEAR(simulate(place_tap(f32, "{}", t), t).makespan_s, 2e6 / (100e9 * e), 1e-15);
+  d.dtype_gemm_efficiency[ir::DType::kFloat32] = {{1e5, 0.5}, {1e7, 1.0}};
+  const double e32 = 0.5 + 0.5 * std::log(2e6 / 1e5) / std::log(1e7 / 1e5);
+  EXPECT_DOUBLE_EQ(d.gemm_efficiency_at(2e6, ir::DType::kFloat32), e32);
+  EXPECT_DOUBLE_EQ(d.gemm_efficiency_at(2e6, ir::DType::kBFloat16), e);
+  EXPECT_NEAR(simulate(place_tap(f32, "{}", t), t).makespan_s, 2e6 / (100e9 * e32), 1e-15);
+  EXPECT_NEAR(simulate(place_tap(bf16, "{}", t), t).makespan_s, 2e6 / (400e9 * e), 1e-15);
+}
+
+// A device with streams runs the applications of one operation placed on it together: a GEMM
+// among them runs at the table's efficiency for min(k, streams) times its FLOPs; their times
+// still add. streams 1 (the default) is the device of before.
+TEST(Roofline, StreamsRunAnOperationsGemmsTogether) {
+  Target t = toy_target(1, 1);
+  DeviceType& d = t.device_types[0];
+  d.gemm_efficiency = {{1e5, 0.1}, {1e8, 0.9}};
+  d.memory_bandwidth_Bps = 1e15;
+  const auto e = [](double flops) { return 0.1 + 0.8 * std::log(flops / 1e5) / std::log(1e3); };
+  constexpr std::string_view tap =
+      "X: f32[800, 100]\nW: f32[100, 100]\nY = matmul(X, W)\noutput Y\n";
+  constexpr std::string_view eight = R"({"ops": {"Y": {"split": {"m": 8}}}})";
+  const Placement whole = place_tap(tap, "{}", t);
+  const Placement shards = place_tap(tap, eight, t);
+  ASSERT_EQ(shards.applications.size(), 8u);
+  const double call = 2e6;  // each shard's: 100 × 100 × 100 × 2
+  EXPECT_NEAR(simulate(shards, t).makespan_s, 8 * call / (100e9 * e(call)), 1e-15);
+  d.streams = 4;
+  EXPECT_NEAR(simulate(shards, t).makespan_s, 8 * call / (100e9 * e(4 * call)), 1e-15);
+  d.streams = 16;  // no more together than the operation has applications here
+  EXPECT_NEAR(simulate(shards, t).makespan_s, 8 * call / (100e9 * e(8 * call)), 1e-15);
+  EXPECT_NEAR(simulate(shards, t).makespan_s, simulate(whole, t).makespan_s, 1e-15);
+  // On two devices, four shards each: four together on each.
+  Target two = toy_target(1, 2);
+  two.device_types[0].gemm_efficiency = d.gemm_efficiency;
+  two.device_types[0].memory_bandwidth_Bps = 1e15;
+  two.device_types[0].streams = 16;
+  const Placement spread = place_tap(tap, eight, two);
+  EXPECT_NEAR(simulate(spread, two).makespan_s, 4 * call / (100e9 * e(4 * call)), 1e-15);
+}
+
 // A bf16 plan is priced from the bf16 rates: its GEMM FLOPs at peak_flops.bfloat16 (not the f32
 // peak), the rest of its FLOPs and its bytes scaled by the device type's "dtypes" factors for
 // bfloat16; an f32 plan on the same target keeps the f32 rates.

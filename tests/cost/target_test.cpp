@@ -275,7 +275,7 @@ const BadTarget kBadTargets[] = {
      "",
      "t.json: /device_types/big/tflops: unknown member (expected one of kind, peak_flops, "
      "memory_bandwidth_Bps, memory_bytes, efficiency, launch_s, bandwidth_efficiency, idle_w, "
-     "busy_w, kernels, cache, gemm_efficiency, dtypes)"},
+     "busy_w, kernels, cache, gemm_efficiency, dtypes, streams)"},
     {"missing name", R"([{"op": "remove", "path": "/name"}])", "",
      "t.json: /: missing member \"name\""},
     {"unknown device type in nodes", R"([{"op": "add", "path": "/nodes/devices/tpu", "value": 1}])",
@@ -456,6 +456,25 @@ const BadTarget kBadTargets[] = {
      "",
      "t.json: /device_types/big/gemm_efficiency/1/0: FLOPs must increase from entry to entry, got "
      "1000000000.0 after 1000000000"},
+    {"dtype gemm table without the device's",
+     R"([{"op": "add", "path": "/device_types/big/dtypes",
+          "value": {"float32": {"gemm_efficiency": [[1e9, 0.5]]}}}])",
+     "",
+     "t.json: /device_types/big/dtypes/float32/gemm_efficiency: a dtype's gemm_efficiency table "
+     "needs the device type's own gemm_efficiency table (for the other dtypes' GEMMs)"},
+    {"bad dtype gemm table",
+     R"([{"op": "add", "path": "/device_types/big/gemm_efficiency", "value": [[1e9, 0.5]]},
+         {"op": "add", "path": "/device_types/big/dtypes",
+          "value": {"float32": {"gemm_efficiency": [[1e9, 0.5], [1e8, 0.6]]}}}])",
+     "",
+     "t.json: /device_types/big/dtypes/float32/gemm_efficiency/1/0: FLOPs must increase from "
+     "entry to entry, got 100000000.0 after 1000000000"},
+    {"empty dtype entry",
+     R"([{"op": "add", "path": "/device_types/big/dtypes", "value": {"float32": {}}}])", "",
+     "t.json: /device_types/big/dtypes/float32: expected \"efficiency\" or "
+     "\"bandwidth_efficiency\" (or both)"},
+    {"streams 0", R"([{"op": "add", "path": "/device_types/big/streams", "value": 0}])", "",
+     "t.json: /device_types/big/streams: must be >= 1, got 0"},
     {"gemm table and a GEMM kernel's efficiency",
      R"([{"op": "add", "path": "/device_types/big/gemm_efficiency", "value": [[1e9, 0.5]]},
          {"op": "add", "path": "/device_types/big/kernels", "value": {"matmul": {"efficiency": 0.4}}}])",
@@ -558,6 +577,38 @@ TEST(Target, CacheIsReadAndRoundTrips) {
   EXPECT_EQ(parse_target(target_json_text(t), "again"), t);
   EXPECT_THAT(describe_target(t), ::testing::HasSubstr("  cache       1.05 MB at 50 GB/s\n"));
   EXPECT_FALSE(to_json(parse_target(kTwoNodes, "t.json"))["device_types"]["big"].contains("cache"));
+}
+
+// A dtype's GEMM table and streams: read, written back, described.
+TEST(Target, DtypeGemmTablesAndStreamsRoundTrip) {
+  const std::string text =
+      json::parse(kTwoNodes)
+          .patch(json::parse(R"([{"op": "add", "path": "/device_types/big/gemm_efficiency",
+                                  "value": [[2.1e9, 0.35], [1.7e10, 0.6]]},
+                                 {"op": "add", "path": "/device_types/big/streams", "value": 4},
+                                 {"op": "add", "path": "/device_types/big/dtypes",
+                                  "value": {"float32": {"gemm_efficiency": [[2.1e9, 0.7]]},
+                                            "bfloat16": {"efficiency": 0.5,
+                                                         "gemm_efficiency": [[1e9, 0.2]]}}}])"))
+          .dump();
+  const Target t = parse_target(text, "t.json");
+  const DeviceType& big = t.device_types[0];
+  EXPECT_EQ(big.streams, 4);
+  ASSERT_EQ(big.dtype_gemm_efficiency.size(), 2u);
+  EXPECT_EQ(big.dtype_gemm_efficiency.at(ir::DType::kFloat32),
+            (std::vector<GemmEfficiency>{{2.1e9, 0.7}}));
+  EXPECT_EQ(big.dtypes.count(ir::DType::kFloat32), 0u);  // a table alone sets no factor
+  EXPECT_EQ(big.dtypes.at(ir::DType::kBFloat16).efficiency, 0.5);
+  EXPECT_DOUBLE_EQ(big.gemm_efficiency_at(1e12, ir::DType::kFloat32), 0.7);
+  EXPECT_DOUBLE_EQ(big.gemm_efficiency_at(1e12, ir::DType::kFloat16), 0.6);  // the device's
+  EXPECT_EQ(parse_target(to_json(t).dump(), "again"), t);
+  EXPECT_THAT(describe_target(t),
+              ::testing::HasSubstr("  gemm        float32 efficiency by FLOPs per call: 0.7 at "
+                                   "2.1 GFLOP\n"));
+  EXPECT_THAT(describe_target(t),
+              ::testing::HasSubstr("  streams     4 applications of an operation at once\n"));
+  EXPECT_FALSE(
+      to_json(parse_target(kTwoNodes, "t.json"))["device_types"]["big"].contains("streams"));
 }
 
 // A GEMM efficiency table: read, interpolated in log FLOPs (clamped at its ends), written back,

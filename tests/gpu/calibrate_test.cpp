@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "tapestry/cost/target.h"
+#include "tapestry/gpu/cuda.h"
 #include "tapestry/support/error.h"
 
 #ifdef TAPESTRY_HAVE_CUDA
@@ -88,6 +89,33 @@ TEST(CudaCalibratedTarget, GemmEfficiencyComesFromTheBf16SquaresAndNeverFalls) {
   EXPECT_NEAR(d.gemm_efficiency[2].efficiency, 300.0 / 700, 1e-12);
   EXPECT_DOUBLE_EQ(d.gemm_efficiency[3].flops, 2.0 * 8192 * 8192 * 8192);
   EXPECT_NEAR(d.gemm_efficiency[3].efficiency, 600.0 / 700, 1e-12);
+}
+
+// Every other measured dtype gets its own table from its squares (float32: 1024³ at 30 of its
+// 50 TFLOP/s), float16 none (no squares below its peak's size but the one), float64 none (not
+// measured); streams are the CUDA executor's.
+TEST(CudaCalibratedTarget, EachMeasuredDtypeHasItsOwnGemmTableAndStreamsAreTheExecutors) {
+  const cost::DeviceType d = cuda_calibrated_target(sample(), h100x8()).device_types.front();
+  ASSERT_EQ(d.dtype_gemm_efficiency.count(ir::DType::kFloat32), 1u);
+  const std::vector<cost::GemmEfficiency>& f32 = d.dtype_gemm_efficiency.at(ir::DType::kFloat32);
+  ASSERT_EQ(f32.size(), 2u);
+  EXPECT_DOUBLE_EQ(f32[0].flops, 2.0 * 1024 * 1024 * 1024);
+  EXPECT_NEAR(f32[0].efficiency, 30.0 / 50, 1e-12);
+  EXPECT_NEAR(f32[1].efficiency, 1.0, 1e-12);
+  ASSERT_EQ(d.dtype_gemm_efficiency.count(ir::DType::kFloat16), 1u);
+  EXPECT_EQ(d.dtype_gemm_efficiency.at(ir::DType::kFloat16).size(), 1u);
+  EXPECT_EQ(d.dtype_gemm_efficiency.count(ir::DType::kBFloat16), 0u);  // the device's table
+  EXPECT_EQ(d.dtype_gemm_efficiency.count(ir::DType::kFloat64), 0u);
+  // A 1024³ float32 GEMM at its own table's 0.6, not bf16's 300/700.
+  EXPECT_NEAR(d.gemm_efficiency_at(2.0 * 1024 * 1024 * 1024, ir::DType::kFloat32), 0.6, 1e-12);
+  EXPECT_NEAR(d.gemm_efficiency_at(2.0 * 1024 * 1024 * 1024, ir::DType::kBFloat16), 300.0 / 700,
+              1e-12);
+  EXPECT_EQ(d.streams, CudaExecutorOptions{}.streams);
+  const std::string table = cuda_calibration_table(sample(), h100x8());
+  EXPECT_THAT(table,
+              MatchesRegex("(.|\n)*gemm_efficiency float32 +\\[2.1e\\+09, 0.60\\] "
+                           "\\[1.1e\\+12, 1.00\\] +- +measured: gemm float32 squares\n(.|\n)*"));
+  EXPECT_THAT(table, MatchesRegex("(.|\n)*streams +4 +1 +the CUDA executor's default(.|\n)*"));
 }
 
 TEST(CudaCalibratedTarget, TheOtherMembersAreTheMeasuredOnesOrThePresets) {

@@ -130,6 +130,9 @@ struct OperationRates {
   double bandwidth_efficiency = 1.0;
   /// With a GEMM efficiency table: the efficiency of the FLOPs outside GEMM stages (e_rest).
   double other_efficiency = 1.0;
+  /// How many of the operation's applications the device runs at once (target.h "streams"):
+  /// a GEMM's efficiency is read at this many times its FLOPs.
+  double gemm_concurrency = 1.0;
 };
 OperationRates operation_rates(const PlacedOperation& op, const DeviceType& device);
 

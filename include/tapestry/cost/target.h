@@ -55,6 +55,18 @@
 // kernels compute in float32 and convert — `tapestry calibrate` measures a bf16 gelu and add
 // against the float32 ones and writes the factors. GEMM FLOPs keep peak_flops[dtype] (and the
 // gemm_efficiency table). Without the member, or for a dtype it does not name, the factors are 1.
+// A dtype's entry may carry its own "gemm_efficiency" table ({"float32": {"gemm_efficiency":
+// [[3.4e7, 0.04], [2.1e9, 0.69], [1.7e10, 0.96]]}}), used for GEMMs of that dtype instead of the
+// device type's (which it requires): a GEMM's efficiency depends on how long it runs, so a
+// float32 GEMM, 15× slower per FLOP than a bf16 one on an H100, fills the GPU at far fewer FLOPs
+// (`tapestry calibrate --device cuda` measures every dtype's squares).
+// A device type's optional "streams" (≥ 1, default 1) is how many applications it runs at once:
+// a GPU whose executor spreads independent kernels over CUDA streams (`run --device cuda
+// --streams 4`). Applications of one operation never depend on each other, so on such a device
+// the k applications of an operation placed there run min(k, streams) at a time, and a GEMM
+// among them runs at the efficiency of one call of min(k, streams) times its FLOPs — a GEMM cut
+// into 8 row blocks on one GPU fills its SMs as a GEMM of 4 blocks' size would. The applications
+// are still priced one after another (their times add), so streams changes GEMM efficiency only.
 // Links are per device and per direction: each device has one port of each link class
 // (`intra_node` to devices of its node, `inter_node` to other nodes, `host` to the host); a
 // transfer occupies the sender's and the receiver's port for latency + bytes / bandwidth. A link
@@ -136,12 +148,19 @@ struct DeviceType {
   std::vector<GemmEfficiency> gemm_efficiency;
   /// Per-dtype factors on the rates of non-GEMM work of that dtype (above), by dtype.
   std::map<ir::DType, KernelRates> dtypes;
+  /// Per-dtype GEMM efficiency tables (JSON: "dtypes" → dtype → "gemm_efficiency"), replacing
+  /// gemm_efficiency for GEMMs of that dtype; only with gemm_efficiency set.
+  std::map<ir::DType, std::vector<GemmEfficiency>> dtype_gemm_efficiency;
+  /// Applications the device runs at once (above); ≥ 1.
+  int streams = 1;
 
   /// The efficiencies in effect for `kernel`.
   [[nodiscard]] double efficiency_of(std::string_view kernel) const;
   /// The efficiency of a GEMM of `flops` FLOPs in one call: the table interpolated in log FLOPs,
   /// clamped at its ends. Precondition: the table is not empty.
   [[nodiscard]] double gemm_efficiency_at(double flops) const;
+  /// The same from `dtype`'s own table when it has one (dtype_gemm_efficiency).
+  [[nodiscard]] double gemm_efficiency_at(double flops, ir::DType dtype) const;
   [[nodiscard]] double bandwidth_efficiency_of(std::string_view kernel) const;
   /// The "dtypes" factors for work of `dtype`: (efficiency, bandwidth efficiency), 1 when unset.
   [[nodiscard]] double dtype_efficiency(ir::DType dtype) const;
