@@ -646,6 +646,42 @@ TEST(GpuPointwise, UnaryMapsMatchTheReference) {
   }
 }
 
+// Ports that are exactly the box (one dense run, 16-byte aligned: cudaMalloc's buffers) take the
+// vectorised map: 16 bytes a thread, the elements past the last whole vector by the first block.
+// Sizes with and without a tail, halves (the second one aligned or not) and the inner box (never
+// aligned: the element-wise map) must give the reference's bits all the same.
+TEST(GpuPointwise, DenseMapsMatchTheReferenceWithTheirTails) {
+  struct Unary {
+    const char* name;
+    double lo, hi;
+    double f64_ulps;
+  };
+  const Unary maps[] = {{"gelu", -16, 8, 8}, {"relu", -2, 2, 0}, {"exp", -90, 90, 2}};
+  for (const std::int64_t n : {8, 1003, 4101}) {
+    for (const Unary& u : maps) {
+      for (DType t : kFloats) {
+        OpSpec op{
+            .kernel = u.name, .index = Range(Point{0, 0}, Point{3, n}), .names = {"d0", "d1"}};
+        op.ports.push_back(PortSpec{.name = "x",
+                                    .dtype = t,
+                                    .range = op.index,
+                                    .ipf = identity_ipf(2),
+                                    .lo = u.lo,
+                                    .hi = u.hi,
+                                    .specials = true});
+        op.ports.push_back(PortSpec{.name = "result",
+                                    .output = true,
+                                    .dtype = t,
+                                    .range = op.index,
+                                    .ipf = identity_ipf(2)});
+        Tolerance tol;
+        if (t == DType::kFloat64 && u.f64_ulps > 0) tol = Tolerance{Bar::kUlps, u.f64_ulps};
+        expect_all_boxes(op, tol, fmt::format("dense {} {} × {}", u.name, name_of(t), n));
+      }
+    }
+  }
+}
+
 TEST(GpuPointwise, IntegerMapsWrapAsTheCpuDoes) {
   for (DType t : {DType::kInt32, DType::kInt64}) {
     expect_all_boxes(unary_op("relu", t, -2, 2, false), {}, "relu int");
