@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "tapestry/cost/work.h"
 #include "tapestry/support/assert.h"
 #include "tapestry/support/error.h"
 
@@ -558,6 +559,19 @@ std::vector<double> Simulation::link_energy() const {
 
 OperationRates operation_rates(const PlacedOperation& op, const DeviceType& device) {
   OperationRates r{device.efficiency, device.bandwidth_efficiency_of(op.kernel), device.efficiency};
+  if (device.fused_passes && op.kernels.size() > 1) {
+    // Each stage after the first, a pass over its elements — but relu right after a GEMM, which
+    // is the GEMM's epilogue.
+    for (std::size_t i = 1; i < op.kernels.size(); ++i) {
+      std::string_view kernel = op.kernels[i].kernel;
+      if (kernel.starts_with("op:")) kernel.remove_prefix(3);
+      if (kernel == "relu" && is_gemm_kernel(op.kernels[i - 1].kernel)) continue;
+      const double per_point = flops_per_point(kernel);
+      if (per_point <= 0) continue;
+      r.extra_passes += 1;
+      r.pass_elements_per_flop += op.kernels[i].share / per_point;
+    }
+  }
   if (!device.gemm_efficiency.empty()) {
     // e_rest: the stages outside GEMMs, harmonically by their shares.
     double inverse = 0, share = 0;
@@ -625,7 +639,16 @@ double application_seconds(const Work& work, const DeviceType& device,
   const double memory =
       static_cast<double>(moved) /
       (bandwidth * rates.bandwidth_efficiency * device.dtype_bandwidth_efficiency(work.dtype));
-  return device.launch_s + std::max(compute, memory);
+  double passes = 0;
+  if (rates.extra_passes > 0) {
+    // Each extra pass writes its stage's input and reads it back (target.h "fused_passes").
+    const double bytes = 2 * work.flops * rates.pass_elements_per_flop *
+                         static_cast<double>(ir::dtype_size_bytes(work.dtype));
+    passes = rates.extra_passes * device.launch_s +
+             bytes / (device.memory_bandwidth_Bps * rates.bandwidth_efficiency *
+                      device.dtype_bandwidth_efficiency(work.dtype));
+  }
+  return device.launch_s + std::max(compute, memory) + passes;
 }
 
 double transfer_seconds(std::int64_t bytes, const Link& link) {

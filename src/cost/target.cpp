@@ -232,6 +232,7 @@ std::string describe_target(const Target& t) {
     if (d.streams > 1) {
       out += fmt::format("  streams     {} applications of an operation at once\n", d.streams);
     }
+    if (d.fused_passes) out += "  fusion      a fused operation's stages as passes over memory\n";
     for (const auto& [kernel, r] : d.kernels) {
       std::vector<std::string> rates;
       if (r.efficiency) rates.push_back(fmt::format("{:.3g} of peak", *r.efficiency));

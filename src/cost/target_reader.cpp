@@ -191,7 +191,7 @@ class TargetReader {
     d.name = identifier(name, path, "device type");
     members(j, path, {"kind", "peak_flops", "memory_bandwidth_Bps", "memory_bytes"},
             {"efficiency", "launch_s", "bandwidth_efficiency", "idle_w", "busy_w", "kernels",
-             "cache", "gemm_efficiency", "dtypes", "streams"});
+             "cache", "gemm_efficiency", "dtypes", "streams", "fused_passes"});
     d.kind = identifier(string(j["kind"], path + "/kind"), path + "/kind", "kind");
     object(j["peak_flops"], path + "/peak_flops");
     for (const auto& [dtype_name, flops] : j["peak_flops"].items()) {
@@ -211,6 +211,13 @@ class TargetReader {
       d.bandwidth_efficiency = fraction(j["bandwidth_efficiency"], path + "/bandwidth_efficiency");
     }
     if (j.contains("launch_s")) d.launch_s = non_negative(j["launch_s"], path + "/launch_s");
+    if (j.contains("fused_passes")) {
+      if (!j["fused_passes"].is_boolean()) {
+        fail(path + "/fused_passes",
+             fmt::format("expected true or false, got {}", j["fused_passes"].dump()));
+      }
+      d.fused_passes = j["fused_passes"].get<bool>();
+    }
     if (j.contains("streams")) {
       d.streams = static_cast<int>(positive_integer(j["streams"], path + "/streams", 1024));
     }
@@ -498,6 +505,7 @@ nlohmann::json to_json(const Target& target) {
       types[d.name]["kernels"] = std::move(kernels);
     }
     if (d.streams != 1) types[d.name]["streams"] = d.streams;
+    if (d.fused_passes) types[d.name]["fused_passes"] = true;
     if (!d.dtypes.empty() || !d.dtype_gemm_efficiency.empty()) {
       nlohmann::json dtypes = nlohmann::json::object();
       for (const auto& [dtype, r] : d.dtypes) {

@@ -112,6 +112,9 @@ std::vector<Member> members(const CudaCalibration& c, const cost::Target& target
   }
   out.push_back({"streams", fmt::format("{}", d.streams), fmt::format("{}", p.streams), false, "",
                  "the CUDA executor's default (run --device cuda --streams)"});
+  out.push_back({"fused_passes", d.fused_passes ? "true" : "false",
+                 p.fused_passes ? "true" : "false", false, "",
+                 "the CUDA executor: a kernel per fused stage"});
   out.push_back({"efficiency", fmt::format("{:.2f}", d.efficiency),
                  fmt::format("{:.2f}", p.efficiency), true, "peak = a measured rate"});
   const CudaRateResult* copy = c.find_rate("device copy");
@@ -230,6 +233,8 @@ cost::Target cuda_calibrated_target(const CudaCalibration& c, const cost::Target
   }
   // The CUDA executor spreads independent steps over its streams (CudaExecutorOptions).
   d.streams = CudaExecutorOptions{}.streams;
+  // It runs a fused operation's stages as kernels of their own (docs/gpu.md).
+  d.fused_passes = true;
   d.memory_bandwidth_Bps = copy->value;
   d.bandwidth_efficiency = 1.0;
   if (const CudaRateResult* cache = c.find_rate("cache copy");

@@ -11,6 +11,7 @@
 
 #include "cost/cost_testing.h"
 #include "rewrite/random_plans.h"
+#include "tapestry/cost/work.h"
 
 namespace tapestry::cost {
 namespace {
@@ -186,6 +187,39 @@ TEST(Roofline, StreamsRunAnOperationsGemmsTogether) {
   two.device_types[0].streams = 16;
   const Placement spread = place_tap(tap, eight, two);
   EXPECT_NEAR(simulate(spread, two).makespan_s, 4 * call / (100e9 * e(4 * call)), 1e-15);
+}
+
+// A device with fused_passes runs a fused operation's stages one kernel each: every stage after
+// the first adds a launch and a pass writing and reading back its elements — but relu right
+// after a GEMM (its epilogue). Unfused graphs and devices without the flag: as before.
+TEST(Roofline, FusedPassesPayALaunchAndTheIntermediatesTraffic) {
+  Target t = toy_target(1, 1);
+  DeviceType& d = t.device_types[0];
+  d.launch_s = 1e-6;
+  d.memory_bandwidth_Bps = 1e9;
+  constexpr std::string_view gelu =
+      "X: f32[100, 100]\nW: f32[100, 100]\nb: f32[100]\nY = gelu(linear(X, W, b))\noutput Y\n";
+  constexpr std::string_view relu =
+      "X: f32[100, 100]\nW: f32[100, 100]\nb: f32[100]\nY = relu(linear(X, W, b))\noutput Y\n";
+  const Placement fused = place_tap(gelu, R"({"fuse": "auto"})", t);
+  ASSERT_EQ(fused.operations.size(), 1u);
+  const double before = simulate(fused, t).makespan_s;
+  d.fused_passes = true;
+  // gelu's 8e4 FLOPs at 8 a point: 1e4 elements, written and read back as float32.
+  const double elements = 8e4 / flops_per_point("gelu");
+  EXPECT_DOUBLE_EQ(elements, 1e4);
+  EXPECT_NEAR(simulate(fused, t).makespan_s, before + 1e-6 + 2 * elements * 4 / 1e9, 1e-15);
+  // relu after the GEMM: the epilogue, nothing more.
+  const Placement epilogue = place_tap(relu, R"({"fuse": "auto"})", t);
+  ASSERT_EQ(epilogue.operations.size(), 1u);
+  const double with = simulate(epilogue, t).makespan_s;
+  d.fused_passes = false;
+  EXPECT_DOUBLE_EQ(simulate(epilogue, t).makespan_s, with);
+  // Unfused: two applications, unchanged by the flag.
+  const Placement apart = place_tap(gelu, "{}", t);
+  const double unfused = simulate(apart, t).makespan_s;
+  d.fused_passes = true;
+  EXPECT_DOUBLE_EQ(simulate(apart, t).makespan_s, unfused);
 }
 
 // A bf16 plan is priced from the bf16 rates: its GEMM FLOPs at peak_flops.bfloat16 (not the f32

@@ -275,7 +275,7 @@ const BadTarget kBadTargets[] = {
      "",
      "t.json: /device_types/big/tflops: unknown member (expected one of kind, peak_flops, "
      "memory_bandwidth_Bps, memory_bytes, efficiency, launch_s, bandwidth_efficiency, idle_w, "
-     "busy_w, kernels, cache, gemm_efficiency, dtypes, streams)"},
+     "busy_w, kernels, cache, gemm_efficiency, dtypes, streams, fused_passes)"},
     {"missing name", R"([{"op": "remove", "path": "/name"}])", "",
      "t.json: /: missing member \"name\""},
     {"unknown device type in nodes", R"([{"op": "add", "path": "/nodes/devices/tpu", "value": 1}])",
@@ -473,6 +473,9 @@ const BadTarget kBadTargets[] = {
      R"([{"op": "add", "path": "/device_types/big/dtypes", "value": {"float32": {}}}])", "",
      "t.json: /device_types/big/dtypes/float32: expected \"efficiency\" or "
      "\"bandwidth_efficiency\" (or both)"},
+    {"fused_passes not a boolean",
+     R"([{"op": "add", "path": "/device_types/big/fused_passes", "value": 1}])", "",
+     "t.json: /device_types/big/fused_passes: expected true or false, got 1"},
     {"streams 0", R"([{"op": "add", "path": "/device_types/big/streams", "value": 0}])", "",
      "t.json: /device_types/big/streams: must be >= 1, got 0"},
     {"gemm table and a GEMM kernel's efficiency",
@@ -586,6 +589,8 @@ TEST(Target, DtypeGemmTablesAndStreamsRoundTrip) {
           .patch(json::parse(R"([{"op": "add", "path": "/device_types/big/gemm_efficiency",
                                   "value": [[2.1e9, 0.35], [1.7e10, 0.6]]},
                                  {"op": "add", "path": "/device_types/big/streams", "value": 4},
+                                 {"op": "add", "path": "/device_types/big/fused_passes",
+                                  "value": true},
                                  {"op": "add", "path": "/device_types/big/dtypes",
                                   "value": {"float32": {"gemm_efficiency": [[2.1e9, 0.7]]},
                                             "bfloat16": {"efficiency": 0.5,
@@ -594,6 +599,8 @@ TEST(Target, DtypeGemmTablesAndStreamsRoundTrip) {
   const Target t = parse_target(text, "t.json");
   const DeviceType& big = t.device_types[0];
   EXPECT_EQ(big.streams, 4);
+  EXPECT_TRUE(big.fused_passes);
+  EXPECT_FALSE(t.device_types[1].fused_passes);
   ASSERT_EQ(big.dtype_gemm_efficiency.size(), 2u);
   EXPECT_EQ(big.dtype_gemm_efficiency.at(ir::DType::kFloat32),
             (std::vector<GemmEfficiency>{{2.1e9, 0.7}}));
@@ -609,6 +616,11 @@ TEST(Target, DtypeGemmTablesAndStreamsRoundTrip) {
               ::testing::HasSubstr("  streams     4 applications of an operation at once\n"));
   EXPECT_FALSE(
       to_json(parse_target(kTwoNodes, "t.json"))["device_types"]["big"].contains("streams"));
+  EXPECT_FALSE(
+      to_json(parse_target(kTwoNodes, "t.json"))["device_types"]["big"].contains("fused_passes"));
+  EXPECT_THAT(describe_target(t),
+              ::testing::HasSubstr("  fusion      a fused operation's stages as passes over "
+                                   "memory\n"));
 }
 
 // A GEMM efficiency table: read, interpolated in log FLOPs (clamped at its ends), written back,

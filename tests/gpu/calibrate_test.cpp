@@ -111,6 +111,7 @@ TEST(CudaCalibratedTarget, EachMeasuredDtypeHasItsOwnGemmTableAndStreamsAreTheEx
   EXPECT_NEAR(d.gemm_efficiency_at(2.0 * 1024 * 1024 * 1024, ir::DType::kBFloat16), 300.0 / 700,
               1e-12);
   EXPECT_EQ(d.streams, CudaExecutorOptions{}.streams);
+  EXPECT_TRUE(d.fused_passes);
   const std::string table = cuda_calibration_table(sample(), h100x8());
   EXPECT_THAT(table,
               MatchesRegex("(.|\n)*gemm_efficiency float32 +\\[2.1e\\+09, 0.60\\] "

@@ -133,6 +133,11 @@ struct OperationRates {
   /// How many of the operation's applications the device runs at once (target.h "streams"):
   /// a GEMM's efficiency is read at this many times its FLOPs.
   double gemm_concurrency = 1.0;
+  /// On a device with fused_passes (target.h): a fused operation's stages after the first that
+  /// are passes over memory, and their elements per FLOP of the operation (Σ share / FLOPs per
+  /// point): each such pass costs a launch and 2 · elements · element size bytes.
+  double extra_passes = 0;
+  double pass_elements_per_flop = 0;
 };
 OperationRates operation_rates(const PlacedOperation& op, const DeviceType& device);
 

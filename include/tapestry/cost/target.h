@@ -67,6 +67,12 @@
 // among them runs at the efficiency of one call of min(k, streams) times its FLOPs — a GEMM cut
 // into 8 row blocks on one GPU fills its SMs as a GEMM of 4 blocks' size would. The applications
 // are still priced one after another (their times add), so streams changes GEMM efficiency only.
+// A device type's optional "fused_passes": true says it runs a fused operation stage by stage,
+// a kernel per stage whose result goes through memory to the next (the CUDA executor; a CPU's
+// block executor runs the stages over one block in cache: false, the default). A fused
+// application then pays, for each stage after the first, a launch and a pass writing and reading
+// back that stage's input — its elements, the stage's FLOPs over its kernel's FLOPs per point —
+// except a relu right after a GEMM (the GEMM's epilogue).
 // Links are per device and per direction: each device has one port of each link class
 // (`intra_node` to devices of its node, `inter_node` to other nodes, `host` to the host); a
 // transfer occupies the sender's and the receiver's port for latency + bytes / bandwidth. A link
@@ -153,6 +159,8 @@ struct DeviceType {
   std::map<ir::DType, std::vector<GemmEfficiency>> dtype_gemm_efficiency;
   /// Applications the device runs at once (above); ≥ 1.
   int streams = 1;
+  /// A fused operation's stages run as passes over memory (above).
+  bool fused_passes = false;
 
   /// The efficiencies in effect for `kernel`.
   [[nodiscard]] double efficiency_of(std::string_view kernel) const;
