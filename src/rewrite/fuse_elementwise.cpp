@@ -148,8 +148,38 @@ std::optional<std::string> split_conflict(const RewriteState& state, const OpSpe
 
 }  // namespace
 
-OpSpec detail::fuse(const OpSpec& p, const OpSpec& c, ir::TensorId t,
-                    const ir::LoomDType& t_dtype) {
+namespace {
+
+// A fused producer's params made ready for one more stage, in place: every output of its stages
+// becomes an intermediate — its source cleared, and one the fused operation wrote (a source)
+// records `t_dtype` — as fused_params would write the stages fused_stages reads from them, then
+// edited that way. False, and the params unchanged, when they are not of that shape (a fused
+// operation read from a file): fuse then reads them, which says what is wrong.
+bool make_intermediates(nlohmann::json& params, const ir::LoomDType& t_dtype) {
+  if (!params.is_object()) return false;
+  const auto list = params.find("stages");
+  if (list == params.end() || !list->is_array() || list->empty()) return false;
+  for (const nlohmann::json& stage : *list) {
+    const auto outputs = stage.is_object() ? stage.find("outputs") : stage.end();
+    if (!stage.is_object() || outputs == stage.end() || !outputs->is_array()) return false;
+    for (const nlohmann::json& out : *outputs) {
+      const auto source = out.is_object() ? out.find("source") : out.end();
+      if (!out.is_object() || source == out.end() || !source->is_string()) return false;
+    }
+  }
+  for (nlohmann::json& stage : *list) {
+    for (nlohmann::json& out : stage["outputs"]) {
+      nlohmann::json& source = out["source"];
+      if (!source.get_ref<const std::string&>().empty()) out["dtype"] = t_dtype.name();
+      source = "";
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+OpSpec detail::fuse(OpSpec p, const OpSpec& c, ir::TensorId t, const ir::LoomDType& t_dtype) {
   // M: producer index → consumer index, through T.
   const Port* t_port = nullptr;
   for (const Port& in : c.inputs) {
@@ -166,7 +196,23 @@ OpSpec detail::fuse(const OpSpec& p, const OpSpec& c, ir::TensorId t,
                .reductions = p.reductions,
                .inputs = p.inputs,
                .outputs = {}};
-  std::vector<FusedStage> stages = stages_of(p, t_dtype, fused.inputs);
+  // The producer's stages: a fused producer's params extended as they are (reading them into
+  // stages and writing every stage again made a chain of n fusions cost n² stages), else one
+  // stage of the producer itself.
+  std::vector<FusedStage> stages;
+  nlohmann::json params;
+  if (p.kernel == kFusedKernel && make_intermediates(p.params, t_dtype)) {
+    params = std::move(p.params);
+  } else {
+    stages = stages_of(p, t_dtype, fused.inputs);
+    for (FusedStage& s : stages) {
+      for (FusedPort& out : s.outputs) {  // no longer the fused op's outputs: intermediates
+        if (!out.source.empty()) out.dtype = t_dtype;
+        out.source = "";
+      }
+    }
+  }
+  const std::size_t before = params.is_null() ? stages.size() : params["stages"].size();
   FusedStage stage{.kernel = c.kernel,
                    .label = c.label,
                    .params = c.params,
@@ -175,7 +221,7 @@ OpSpec detail::fuse(const OpSpec& p, const OpSpec& c, ir::TensorId t,
                    .index_map = m,
                    .inputs = {},
                    .outputs = {}};
-  const std::string prefix = fmt::format("s{}_", stages.size());
+  const std::string prefix = fmt::format("s{}_", before);
   for (const Port& in : c.inputs) {
     if (in.tensor == t) {
       stage.inputs.push_back({in.name, "", in.ipf});
@@ -188,14 +234,14 @@ OpSpec detail::fuse(const OpSpec& p, const OpSpec& c, ir::TensorId t,
     stage.outputs.push_back({out.name, out.name, out.ipf});
     fused.outputs.push_back({out.name, out.tensor, out.ipf.compose(m)});
   }
-  for (FusedStage& s : stages) {
-    for (FusedPort& out : s.outputs) {  // no longer the fused op's outputs: intermediates
-      if (!out.source.empty()) out.dtype = t_dtype;
-      out.source = "";
-    }
-  }
   stages.push_back(std::move(stage));
-  fused.params = fused_params(stages);
+  if (params.is_null()) {
+    fused.params = fused_params(stages);
+  } else {
+    nlohmann::json last = fused_params(stages);
+    params["stages"].push_back(std::move(last["stages"][0]));
+    fused.params = std::move(params);
+  }
   return fused;
 }
 
@@ -227,7 +273,8 @@ std::string FuseElementwise::apply(RewriteState& state, ir::OperationId op) cons
   OpSpec c = detail::spec_of(state.graph, c_id);
   const ir::TensorId t = p.outputs[0].tensor;
   const std::string t_name = state.graph.tensor(t).label();
-  OpSpec fused = detail::fuse(p, c, t, state.graph.tensor(t).dtype());
+  const std::string p_label = p.label;
+  OpSpec fused = detail::fuse(std::move(p), c, t, state.graph.tensor(t).dtype());
   const std::size_t stages = fused.params["stages"].size();
   const ir::NodeId removed[] = {op, c_id, t};
   state.graph.remove(removed);
@@ -235,9 +282,9 @@ std::string FuseElementwise::apply(RewriteState& state, ir::OperationId op) cons
 
   // The plan: the fused op takes the producer's splits under the consumer's name, so the
   // operation the plan named for them is the producer's.
-  state.derive(c.label, p.label);
-  OpPlan plan = state.plan.ops.count(p.label) ? state.plan.ops[p.label] : OpPlan{};
-  state.plan.ops.erase(p.label);
+  state.derive(c.label, p_label);
+  OpPlan plan = state.plan.ops.count(p_label) ? state.plan.ops[p_label] : OpPlan{};
+  state.plan.ops.erase(p_label);
   if (is_empty(plan)) {
     state.plan.ops.erase(c.label);
   } else {
@@ -252,7 +299,7 @@ std::string FuseElementwise::apply(RewriteState& state, ir::OperationId op) cons
     }
     std::erase_if(state.plan.fuse, [](const auto& g) { return g.size() < 2; });
   }
-  return fmt::format("{} ⇒ {} fused into {} ({} stages); tensor {} dropped", p.label, c.label,
+  return fmt::format("{} ⇒ {} fused into {} ({} stages); tensor {} dropped", p_label, c.label,
                      c.label, stages, t_name);
 }
 
