@@ -66,6 +66,9 @@ std::optional<std::string> why_not_whole(const OpSpec& p, const OpSpec& c, ir::T
 struct Candidate {
   ir::OperationId consumer;
   std::string reason;  // empty: fusable
+  /// When fusable: the producer's and the consumer's specs, without params (the match reads
+  /// them again).
+  OpSpec producer_spec, consumer_spec;
 };
 
 // Can `op` (the producer) fuse with the single consumer of its output?
@@ -89,7 +92,7 @@ Candidate find_consumer(const RewriteState& state, ir::OperationId op, std::stri
   if (!wanted.empty() && c_name != wanted)
     return {{}, fmt::format("its output is read by {}, not {}", c_name, wanted)};
   if (auto why = detail::why_not_rewritable(g, c)) return {{}, c_name + ": " + *why};
-  const OpSpec cs = detail::spec_of(g, c, /*with_params=*/false);
+  OpSpec cs = detail::spec_of(g, c, /*with_params=*/false);
   if (!cs.reductions.empty()) return {{}, fmt::format("{} has a reduction", c_name)};
   int reads = 0;
   for (const Port& in : cs.inputs) {
@@ -103,11 +106,11 @@ Candidate find_consumer(const RewriteState& state, ir::OperationId op, std::stri
     if (!is_unit_selection(out.ipf))
       return {{}, fmt::format("{} writes more than one cell per index point", c_name)};
   }
-  const OpSpec ps = detail::spec_of(g, op, /*with_params=*/false);
+  OpSpec ps = detail::spec_of(g, op, /*with_params=*/false);
   if (!is_unit_selection(ps.outputs[0].ipf))
     return {{}, "the producer writes more than one cell per index point"};
   if (auto why = why_not_whole(ps, cs, t, c_name, t_name)) return {{}, *why};
-  return {c, ""};
+  return {c, "", std::move(ps), std::move(cs)};
 }
 
 // The stages of an operation: its own (a fused op) or one stage of itself, whose one output has
@@ -255,8 +258,8 @@ MatchResult FuseElementwise::match(const RewriteState& state, ir::OperationId op
   Candidate c =
       find_consumer(state, op, group ? std::string_view((*group)[1]) : std::string_view());
   if (!c.reason.empty()) return group ? MatchResult::refuse(c.reason) : MatchResult::skip(c.reason);
-  const OpSpec ps = detail::spec_of(state.graph, op, /*with_params=*/false);
-  const OpSpec cs = detail::spec_of(state.graph, c.consumer, /*with_params=*/false);
+  const OpSpec& ps = c.producer_spec;
+  const OpSpec& cs = c.consumer_spec;
   zspace::IndexProjection m(ps.outputs[0].ipf.map());
   if (auto conflict = split_conflict(state, ps, cs, m)) {
     return group ? MatchResult::refuse(*conflict) : MatchResult::skip(*conflict);
