@@ -183,29 +183,36 @@ RC_GTEST_PROP(OptimizeProperties, EveryPlanTheEvaluatorPricesLowers, ()) {
   }
 }
 
+// Where a walk of mutations starts: a random graph and target, the search's plan space on them,
+// its seed plans, a random number generator and a seed's genome.
+struct Walk {
+  RandomGraph random = random_graph();
+  cost::Target target = random_target();
+  PlanSpace space{*random.graph, target, false};
+  std::vector<SeedPlan> seeds = seed_plans(space);
+  Rng rng{*rc::gen::arbitrary<std::uint64_t>()};
+  rewrite::Plan genome = seeds.empty() ? rewrite::Plan{} : seeds[rng.below(seeds.size())].genome;
+};
+
 // The Evaluator's result does not depend on what it priced before: one Evaluator that walks a
 // chain of mutations (its memo, and the per-thread caches of the rewrites and the cost model,
 // filled by every earlier case of the run, other graphs included) prices each plan exactly as a
 // fresh Evaluator and as lower → place → simulate do — every field of the CostVector bit for bit
 // — and refuses exactly the plans they refuse, with the same message.
 RC_GTEST_PROP(OptimizeProperties, OneEvaluatorPricesAMutationChainAsFreshOnesDo, ()) {
-  const RandomGraph random = random_graph();
-  const ir::Graph& g = *random.graph;
-  const cost::Target target = random_target();
-  const PlanSpace space(g, target, false);
-  const std::vector<SeedPlan> seeds = seed_plans(space);
-  Rng rng(*rc::gen::arbitrary<std::uint64_t>());
+  Walk w;
+  const ir::Graph& g = *w.random.graph;
+  const cost::Target& target = w.target;
   cost::Evaluator walker(g, target);  // one for the whole chain
-  rewrite::Plan genome = seeds.empty() ? rewrite::Plan{} : seeds[rng.below(seeds.size())].genome;
   rewrite::LowerOptions options;
   options.validate = false;
   int refused = 0;
   for (int i = 0; i < 24; ++i) {
-    if (i % 6 == 0 && !seeds.empty()) genome = seeds[rng.below(seeds.size())].genome;
-    mutate(space, genome, rng);
-    const rewrite::Plan plan = space.expand(genome);
+    if (i % 6 == 0 && !w.seeds.empty()) w.genome = w.seeds[w.rng.below(w.seeds.size())].genome;
+    mutate(w.space, w.genome, w.rng);
+    const rewrite::Plan plan = w.space.expand(w.genome);
     const std::string plan_text = plan.to_json().dump();
-    const rewrite::testing::PrintOnCrash on_crash(reproducer(random.tap, plan_text, "crash"));
+    const rewrite::testing::PrintOnCrash on_crash(reproducer(w.random.tap, plan_text, "crash"));
     std::string walked_error, fresh_error, reference_error;
     nlohmann::json walked, fresh, reference;
     try {
@@ -251,7 +258,7 @@ RC_GTEST_PROP(OptimizeProperties, OneEvaluatorPricesAMutationChainAsFreshOnesDo,
     if (walked != fresh || walked_error != fresh_error || walked != reference ||
         walked_error != reference_error) {
       RC_FAIL(reproducer(
-          random.tap, plan_text,
+          w.random.tap, plan_text,
           fmt::format("step {} on {}: the walking Evaluator gives {}{}, a fresh one {}{}, lower → "
                       "place → simulate {}{}",
                       i, target.name, walked.dump(), walked_error, fresh.dump(), fresh_error,
@@ -320,35 +327,30 @@ rewrite::Plan other_counts(const ir::Graph& g, const rewrite::Plan& plan, Rng& r
 // a mutation chain, plans of the same keys with other counts (other_counts) and plans priced
 // before, in a random order, by one Evaluator whose memo holds a random few operations (entries
 // evicted and made again) and by one with the default memo, each price equal to a fresh
-// Evaluator's, bit for bit, and each refusal with the same message. A key first met by a refused
-// plan, then by one that places, takes the path that makes its work rules and tensor facts late.
+// Evaluator's, bit for bit, and each refusal with the same message.
 RC_GTEST_PROP(OptimizeProperties, AnEvaluatorWhoseMemoHitsAndMissesPricesAsFreshOnesDo, ()) {
-  const RandomGraph random = random_graph();
-  const ir::Graph& g = *random.graph;
-  const cost::Target target = random_target();
-  const PlanSpace space(g, target, false);
-  const std::vector<SeedPlan> seeds = seed_plans(space);
-  Rng rng(*rc::gen::arbitrary<std::uint64_t>());
+  Walk w;
+  const ir::Graph& g = *w.random.graph;
+  const cost::Target& target = w.target;
   std::vector<rewrite::Plan> met;  // the plans of the walk so far
-  rewrite::Plan genome = seeds.empty() ? rewrite::Plan{} : seeds[rng.below(seeds.size())].genome;
   const std::size_t bound = *rc::gen::inRange<std::size_t>(1, 4 * g.operations().size() + 2);
   const rewrite::LowerOptions options;
   cost::Evaluator small(g, target, options, bound), large(g, target);
   std::size_t refused = 0;
   for (int i = 0; i < 32; ++i) {
     rewrite::Plan plan;
-    const std::size_t pick = rng.below(3);
+    const std::size_t pick = w.rng.below(3);
     if (met.empty() || pick == 0) {
-      mutate(space, genome, rng);
-      plan = space.expand(genome);
+      mutate(w.space, w.genome, w.rng);
+      plan = w.space.expand(w.genome);
     } else if (pick == 1) {
-      plan = other_counts(g, met[rng.below(met.size())], rng);
+      plan = other_counts(g, met[w.rng.below(met.size())], w.rng);
     } else {
-      plan = met[rng.below(met.size())];
+      plan = met[w.rng.below(met.size())];
     }
     met.push_back(plan);
     const std::string plan_text = plan.to_json().dump();
-    const rewrite::testing::PrintOnCrash on_crash(reproducer(random.tap, plan_text, "crash"));
+    const rewrite::testing::PrintOnCrash on_crash(reproducer(w.random.tap, plan_text, "crash"));
     const auto price = [&](cost::Evaluator& e) {
       try {
         return cost::to_json(e.evaluate(plan)).dump();
@@ -360,7 +362,7 @@ RC_GTEST_PROP(OptimizeProperties, AnEvaluatorWhoseMemoHitsAndMissesPricesAsFresh
     const std::string fresh = price(once), by_small = price(small), by_large = price(large);
     refused += fresh.starts_with("refused") ? 1 : 0;
     if (by_small != fresh || by_large != fresh) {
-      RC_FAIL(reproducer(random.tap, plan_text,
+      RC_FAIL(reproducer(w.random.tap, plan_text,
                          fmt::format("step {} on {} (memo of {} operations): a fresh Evaluator "
                                      "gives {}, the small memo's {}, the default memo's {}",
                                      i, target.name, bound, fresh, by_small, by_large)));
