@@ -267,10 +267,9 @@ class Driver {
   std::vector<PassTime> times_;            // per pattern
   std::vector<RewriteEvent> log_;
   std::set<std::pair<std::string, std::string>> refused_;
-  /// The graph's live operations by name (name_of), for forget_around: a scan of every
-  /// operation's name after every rewrite made the driver quadratic again (ViT-B/16's plans
-  /// apply ~160 rewrites to ~550 operations).
-  /// (Strings: a name's storage in the graph moves as the graph grows.)
+  /// The graph's live operations by name (name_of, copied: its storage in the graph moves as
+  /// the graph grows), for forget_around: a scan of every operation's name after every rewrite
+  /// made the driver quadratic again (ViT-B/16's plans apply ~160 rewrites to ~550 operations).
   std::unordered_multimap<std::string, ir::OperationId> by_name_;
 };
 
