@@ -303,7 +303,7 @@ class Deriver {
       if (i == 0) {
         chain = s;
       } else {
-        chain.spec = fuse(chain.spec, s.spec, previous->tensor, previous->type.dtype);
+        chain.spec = fuse(std::move(chain.spec), s.spec, previous->tensor, previous->type.dtype);
         chain.output_types = s.output_types;
       }
       previous = Input{"", s.spec.outputs[0].tensor, s.output_types[0], ""};

@@ -66,6 +66,9 @@ std::optional<std::string> why_not_whole(const OpSpec& p, const OpSpec& c, ir::T
 struct Candidate {
   ir::OperationId consumer;
   std::string reason;  // empty: fusable
+  /// When fusable: the producer's and the consumer's specs, without params (the match reads
+  /// them again).
+  OpSpec producer_spec, consumer_spec;
 };
 
 // Can `op` (the producer) fuse with the single consumer of its output?
@@ -89,7 +92,7 @@ Candidate find_consumer(const RewriteState& state, ir::OperationId op, std::stri
   if (!wanted.empty() && c_name != wanted)
     return {{}, fmt::format("its output is read by {}, not {}", c_name, wanted)};
   if (auto why = detail::why_not_rewritable(g, c)) return {{}, c_name + ": " + *why};
-  const OpSpec cs = detail::spec_of(g, c, /*with_params=*/false);
+  OpSpec cs = detail::spec_of(g, c, /*with_params=*/false);
   if (!cs.reductions.empty()) return {{}, fmt::format("{} has a reduction", c_name)};
   int reads = 0;
   for (const Port& in : cs.inputs) {
@@ -103,11 +106,11 @@ Candidate find_consumer(const RewriteState& state, ir::OperationId op, std::stri
     if (!is_unit_selection(out.ipf))
       return {{}, fmt::format("{} writes more than one cell per index point", c_name)};
   }
-  const OpSpec ps = detail::spec_of(g, op, /*with_params=*/false);
+  OpSpec ps = detail::spec_of(g, op, /*with_params=*/false);
   if (!is_unit_selection(ps.outputs[0].ipf))
     return {{}, "the producer writes more than one cell per index point"};
   if (auto why = why_not_whole(ps, cs, t, c_name, t_name)) return {{}, *why};
-  return {c, ""};
+  return {c, "", std::move(ps), std::move(cs)};
 }
 
 // The stages of an operation: its own (a fused op) or one stage of itself, whose one output has
@@ -148,8 +151,38 @@ std::optional<std::string> split_conflict(const RewriteState& state, const OpSpe
 
 }  // namespace
 
-OpSpec detail::fuse(const OpSpec& p, const OpSpec& c, ir::TensorId t,
-                    const ir::LoomDType& t_dtype) {
+namespace {
+
+// A fused producer's params made ready for one more stage, in place: every output of its stages
+// becomes an intermediate — its source cleared, and one the fused operation wrote (a source)
+// records `t_dtype` — as fused_params would write the stages fused_stages reads from them, then
+// edited that way. False, and the params unchanged, when they are not of that shape (a fused
+// operation read from a file): fuse then reads them, which says what is wrong.
+bool make_intermediates(nlohmann::json& params, const ir::LoomDType& t_dtype) {
+  if (!params.is_object()) return false;
+  const auto list = params.find("stages");
+  if (list == params.end() || !list->is_array() || list->empty()) return false;
+  for (const nlohmann::json& stage : *list) {
+    const auto outputs = stage.is_object() ? stage.find("outputs") : stage.end();
+    if (!stage.is_object() || outputs == stage.end() || !outputs->is_array()) return false;
+    for (const nlohmann::json& out : *outputs) {
+      const auto source = out.is_object() ? out.find("source") : out.end();
+      if (!out.is_object() || source == out.end() || !source->is_string()) return false;
+    }
+  }
+  for (nlohmann::json& stage : *list) {
+    for (nlohmann::json& out : stage["outputs"]) {
+      nlohmann::json& source = out["source"];
+      if (!source.get_ref<const std::string&>().empty()) out["dtype"] = t_dtype.name();
+      source = "";
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+OpSpec detail::fuse(OpSpec p, const OpSpec& c, ir::TensorId t, const ir::LoomDType& t_dtype) {
   // M: producer index → consumer index, through T.
   const Port* t_port = nullptr;
   for (const Port& in : c.inputs) {
@@ -166,7 +199,23 @@ OpSpec detail::fuse(const OpSpec& p, const OpSpec& c, ir::TensorId t,
                .reductions = p.reductions,
                .inputs = p.inputs,
                .outputs = {}};
-  std::vector<FusedStage> stages = stages_of(p, t_dtype, fused.inputs);
+  // The producer's stages: a fused producer's params extended as they are (reading them into
+  // stages and writing every stage again made a chain of n fusions cost n² stages), else one
+  // stage of the producer itself.
+  std::vector<FusedStage> stages;
+  nlohmann::json params;
+  if (p.kernel == kFusedKernel && make_intermediates(p.params, t_dtype)) {
+    params = std::move(p.params);
+  } else {
+    stages = stages_of(p, t_dtype, fused.inputs);
+    for (FusedStage& s : stages) {
+      for (FusedPort& out : s.outputs) {  // no longer the fused op's outputs: intermediates
+        if (!out.source.empty()) out.dtype = t_dtype;
+        out.source = "";
+      }
+    }
+  }
+  const std::size_t before = params.is_null() ? stages.size() : params["stages"].size();
   FusedStage stage{.kernel = c.kernel,
                    .label = c.label,
                    .params = c.params,
@@ -175,7 +224,7 @@ OpSpec detail::fuse(const OpSpec& p, const OpSpec& c, ir::TensorId t,
                    .index_map = m,
                    .inputs = {},
                    .outputs = {}};
-  const std::string prefix = fmt::format("s{}_", stages.size());
+  const std::string prefix = fmt::format("s{}_", before);
   for (const Port& in : c.inputs) {
     if (in.tensor == t) {
       stage.inputs.push_back({in.name, "", in.ipf});
@@ -188,14 +237,14 @@ OpSpec detail::fuse(const OpSpec& p, const OpSpec& c, ir::TensorId t,
     stage.outputs.push_back({out.name, out.name, out.ipf});
     fused.outputs.push_back({out.name, out.tensor, out.ipf.compose(m)});
   }
-  for (FusedStage& s : stages) {
-    for (FusedPort& out : s.outputs) {  // no longer the fused op's outputs: intermediates
-      if (!out.source.empty()) out.dtype = t_dtype;
-      out.source = "";
-    }
-  }
   stages.push_back(std::move(stage));
-  fused.params = fused_params(stages);
+  if (params.is_null()) {
+    fused.params = fused_params(stages);
+  } else {
+    nlohmann::json last = fused_params(stages);
+    params["stages"].push_back(std::move(last["stages"][0]));
+    fused.params = std::move(params);
+  }
   return fused;
 }
 
@@ -209,8 +258,8 @@ MatchResult FuseElementwise::match(const RewriteState& state, ir::OperationId op
   Candidate c =
       find_consumer(state, op, group ? std::string_view((*group)[1]) : std::string_view());
   if (!c.reason.empty()) return group ? MatchResult::refuse(c.reason) : MatchResult::skip(c.reason);
-  const OpSpec ps = detail::spec_of(state.graph, op, /*with_params=*/false);
-  const OpSpec cs = detail::spec_of(state.graph, c.consumer, /*with_params=*/false);
+  const OpSpec& ps = c.producer_spec;
+  const OpSpec& cs = c.consumer_spec;
   zspace::IndexProjection m(ps.outputs[0].ipf.map());
   if (auto conflict = split_conflict(state, ps, cs, m)) {
     return group ? MatchResult::refuse(*conflict) : MatchResult::skip(*conflict);
@@ -227,7 +276,8 @@ std::string FuseElementwise::apply(RewriteState& state, ir::OperationId op) cons
   OpSpec c = detail::spec_of(state.graph, c_id);
   const ir::TensorId t = p.outputs[0].tensor;
   const std::string t_name = state.graph.tensor(t).label();
-  OpSpec fused = detail::fuse(p, c, t, state.graph.tensor(t).dtype());
+  const std::string p_label = p.label;
+  OpSpec fused = detail::fuse(std::move(p), c, t, state.graph.tensor(t).dtype());
   const std::size_t stages = fused.params["stages"].size();
   const ir::NodeId removed[] = {op, c_id, t};
   state.graph.remove(removed);
@@ -235,9 +285,9 @@ std::string FuseElementwise::apply(RewriteState& state, ir::OperationId op) cons
 
   // The plan: the fused op takes the producer's splits under the consumer's name, so the
   // operation the plan named for them is the producer's.
-  state.derive(c.label, p.label);
-  OpPlan plan = state.plan.ops.count(p.label) ? state.plan.ops[p.label] : OpPlan{};
-  state.plan.ops.erase(p.label);
+  state.derive(c.label, p_label);
+  OpPlan plan = state.plan.ops.count(p_label) ? state.plan.ops[p_label] : OpPlan{};
+  state.plan.ops.erase(p_label);
   if (is_empty(plan)) {
     state.plan.ops.erase(c.label);
   } else {
@@ -252,7 +302,7 @@ std::string FuseElementwise::apply(RewriteState& state, ir::OperationId op) cons
     }
     std::erase_if(state.plan.fuse, [](const auto& g) { return g.size() < 2; });
   }
-  return fmt::format("{} ⇒ {} fused into {} ({} stages); tensor {} dropped", p.label, c.label,
+  return fmt::format("{} ⇒ {} fused into {} ({} stages); tensor {} dropped", p_label, c.label,
                      c.label, stages, t_name);
 }
 

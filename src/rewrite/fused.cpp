@@ -97,6 +97,27 @@ json fused_params(const std::vector<FusedStage>& stages) {
 
 namespace {
 thread_local bool fused_stage_cache_on = true;
+
+// shared_fused_stages' hash: its stages' kernels and labels (which tell a graph's fused
+// operations apart), not the whole params — hashing every port's IPF cost as much as the
+// comparison that follows. Params not of the fused shape hash whole.
+std::size_t stages_fingerprint(const json& params) {
+  const auto list = params.is_object() ? params.find("stages") : params.end();
+  if (!params.is_object() || list == params.end() || !list->is_array()) {
+    return std::hash<json>{}(params);
+  }
+  std::size_t h = list->size();
+  const auto mix = [&h](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  for (const json& stage : *list) {
+    for (const char* key : {"kernel", "label"}) {
+      const auto v = stage.is_object() ? stage.find(key) : stage.end();
+      mix(stage.is_object() && v != stage.end() && v->is_string()
+              ? std::hash<std::string>{}(v->get_ref<const std::string&>())
+              : 0);
+    }
+  }
+  return h;
+}
 }  // namespace
 
 bool use_fused_stage_cache(bool on) {
@@ -113,7 +134,7 @@ std::shared_ptr<const std::vector<FusedStage>> shared_fused_stages(const json& p
   };
   thread_local std::unordered_map<std::size_t, std::vector<Entry>> cache;
   thread_local std::size_t entries = 0;
-  const std::size_t hash = std::hash<json>{}(params);
+  const std::size_t hash = stages_fingerprint(params);
   if (auto found = cache.find(hash); found != cache.end()) {
     for (const Entry& e : found->second) {
       if (e.params == params) return e.stages;

@@ -33,7 +33,8 @@ std::optional<std::string_view> combine_kernel(ir::Monoid monoid);
 /// one output) and consumer `c`, which reads the producer's output `t` once, elementwise;
 /// `t_dtype` is t's dtype (recorded on the intermediate). Kernel "fused", p's index, names
 /// and reductions, the stages of fused.h in params, ports keeping their tensors. Precondition:
-/// fuse-elementwise's match holds.
-OpSpec fuse(const OpSpec& p, const OpSpec& c, ir::TensorId t, const ir::LoomDType& t_dtype);
+/// fuse-elementwise's match holds. A fused `p`'s params are edited and extended (taken by value:
+/// a caller that moves them in copies nothing), not read back into stages and written again.
+OpSpec fuse(OpSpec p, const OpSpec& c, ir::TensorId t, const ir::LoomDType& t_dtype);
 
 }  // namespace tapestry::rewrite::detail

@@ -27,6 +27,9 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <map>
+
 #include "cost/cost_testing.h"
 #include "rewrite/random_graphs.h"
 #include "rewrite/random_plans.h"
@@ -180,29 +183,36 @@ RC_GTEST_PROP(OptimizeProperties, EveryPlanTheEvaluatorPricesLowers, ()) {
   }
 }
 
+// Where a walk of mutations starts: a random graph and target, the search's plan space on them,
+// its seed plans, a random number generator and a seed's genome.
+struct Walk {
+  RandomGraph random = random_graph();
+  cost::Target target = random_target();
+  PlanSpace space{*random.graph, target, false};
+  std::vector<SeedPlan> seeds = seed_plans(space);
+  Rng rng{*rc::gen::arbitrary<std::uint64_t>()};
+  rewrite::Plan genome = seeds.empty() ? rewrite::Plan{} : seeds[rng.below(seeds.size())].genome;
+};
+
 // The Evaluator's result does not depend on what it priced before: one Evaluator that walks a
 // chain of mutations (its memo, and the per-thread caches of the rewrites and the cost model,
 // filled by every earlier case of the run, other graphs included) prices each plan exactly as a
 // fresh Evaluator and as lower → place → simulate do — every field of the CostVector bit for bit
 // — and refuses exactly the plans they refuse, with the same message.
 RC_GTEST_PROP(OptimizeProperties, OneEvaluatorPricesAMutationChainAsFreshOnesDo, ()) {
-  const RandomGraph random = random_graph();
-  const ir::Graph& g = *random.graph;
-  const cost::Target target = random_target();
-  const PlanSpace space(g, target, false);
-  const std::vector<SeedPlan> seeds = seed_plans(space);
-  Rng rng(*rc::gen::arbitrary<std::uint64_t>());
+  Walk w;
+  const ir::Graph& g = *w.random.graph;
+  const cost::Target& target = w.target;
   cost::Evaluator walker(g, target);  // one for the whole chain
-  rewrite::Plan genome = seeds.empty() ? rewrite::Plan{} : seeds[rng.below(seeds.size())].genome;
   rewrite::LowerOptions options;
   options.validate = false;
   int refused = 0;
   for (int i = 0; i < 24; ++i) {
-    if (i % 6 == 0 && !seeds.empty()) genome = seeds[rng.below(seeds.size())].genome;
-    mutate(space, genome, rng);
-    const rewrite::Plan plan = space.expand(genome);
+    if (i % 6 == 0 && !w.seeds.empty()) w.genome = w.seeds[w.rng.below(w.seeds.size())].genome;
+    mutate(w.space, w.genome, w.rng);
+    const rewrite::Plan plan = w.space.expand(w.genome);
     const std::string plan_text = plan.to_json().dump();
-    const rewrite::testing::PrintOnCrash on_crash(reproducer(random.tap, plan_text, "crash"));
+    const rewrite::testing::PrintOnCrash on_crash(reproducer(w.random.tap, plan_text, "crash"));
     std::string walked_error, fresh_error, reference_error;
     nlohmann::json walked, fresh, reference;
     try {
@@ -248,7 +258,7 @@ RC_GTEST_PROP(OptimizeProperties, OneEvaluatorPricesAMutationChainAsFreshOnesDo,
     if (walked != fresh || walked_error != fresh_error || walked != reference ||
         walked_error != reference_error) {
       RC_FAIL(reproducer(
-          random.tap, plan_text,
+          w.random.tap, plan_text,
           fmt::format("step {} on {}: the walking Evaluator gives {}{}, a fresh one {}{}, lower → "
                       "place → simulate {}{}",
                       i, target.name, walked.dump(), walked_error, fresh.dump(), fresh_error,
@@ -256,6 +266,112 @@ RC_GTEST_PROP(OptimizeProperties, OneEvaluatorPricesAMutationChainAsFreshOnesDo,
     }
   }
   RC_TAG(refused == 0 ? "every plan priced" : "some plans refused");
+}
+
+// `plan` with every count of a dim that is not a reduction and is above 1 moved to another value
+// above 1 (a distinct value for each distinct one, none equal to a reduction count, within the
+// dim's extent where one fits): often a plan of the same memo key (symbolic.h) that the rewrites
+// memoised for `plan`, whose cuts shard-grid may accept where it refused `plan`'s, or the reverse.
+rewrite::Plan other_counts(const ir::Graph& g, const rewrite::Plan& plan, Rng& rng) {
+  std::vector<std::int64_t> kept;  // reduction counts
+  for (const auto& [name, op] : plan.ops) {
+    const std::optional<ir::OperationId> id = rewrite::find_operation(g, name);
+    if (!id) continue;
+    const ir::OperationView view = g.operation(*id);
+    const std::vector<std::string> dims = view.index_names();
+    for (const auto& [dim, count] : op.split) {
+      const auto d =
+          static_cast<std::size_t>(std::find(dims.begin(), dims.end(), dim) - dims.begin());
+      if (d < dims.size() && view.reduction(d)) kept.push_back(count);
+    }
+  }
+  std::map<std::int64_t, std::int64_t> moved;
+  rewrite::Plan out = plan;
+  for (auto& [name, op] : out.ops) {
+    const std::optional<ir::OperationId> id = rewrite::find_operation(g, name);
+    if (!id) continue;
+    const ir::OperationView view = g.operation(*id);
+    const std::vector<std::string> dims = view.index_names();
+    for (auto& [dim, count] : op.split) {
+      const auto d =
+          static_cast<std::size_t>(std::find(dims.begin(), dims.end(), dim) - dims.begin());
+      if (d >= dims.size() || view.reduction(d) || count == 1 ||
+          std::find(kept.begin(), kept.end(), count) != kept.end()) {
+        continue;
+      }
+      const std::int64_t extent = view.ipf_index()->extent(d);
+      auto to = moved.find(count);
+      if (to == moved.end()) {
+        std::int64_t value = count;
+        for (int tries = 0; tries < 8; ++tries) {
+          const std::int64_t v =
+              2 + static_cast<std::int64_t>(
+                      rng.below(static_cast<std::size_t>(std::max<std::int64_t>(extent - 1, 1))));
+          const bool taken =
+              std::find(kept.begin(), kept.end(), v) != kept.end() ||
+              std::any_of(moved.begin(), moved.end(), [&](const auto& m) { return m.second == v; });
+          if (!taken && v <= extent) {
+            value = v;
+            break;
+          }
+        }
+        to = moved.emplace(count, value).first;
+      }
+      if (to->second <= extent) count = to->second;
+    }
+  }
+  return out;
+}
+
+// The Evaluator's memo serves a plan as a fresh evaluation would, whatever came before: plans of
+// a mutation chain, plans of the same keys with other counts (other_counts) and plans priced
+// before, in a random order, by one Evaluator whose memo holds a random few operations (entries
+// evicted and made again) and by one with the default memo, each price equal to a fresh
+// Evaluator's, bit for bit, and each refusal with the same message.
+RC_GTEST_PROP(OptimizeProperties, AnEvaluatorWhoseMemoHitsAndMissesPricesAsFreshOnesDo, ()) {
+  Walk w;
+  const ir::Graph& g = *w.random.graph;
+  const cost::Target& target = w.target;
+  std::vector<rewrite::Plan> met;  // the plans of the walk so far
+  const std::size_t bound = *rc::gen::inRange<std::size_t>(1, 4 * g.operations().size() + 2);
+  const rewrite::LowerOptions options;
+  cost::Evaluator small(g, target, options, bound), large(g, target);
+  std::size_t refused = 0;
+  for (int i = 0; i < 32; ++i) {
+    rewrite::Plan plan;
+    const std::size_t pick = w.rng.below(3);
+    if (met.empty() || pick == 0) {
+      mutate(w.space, w.genome, w.rng);
+      plan = w.space.expand(w.genome);
+    } else if (pick == 1) {
+      plan = other_counts(g, met[w.rng.below(met.size())], w.rng);
+    } else {
+      plan = met[w.rng.below(met.size())];
+    }
+    met.push_back(plan);
+    const std::string plan_text = plan.to_json().dump();
+    const rewrite::testing::PrintOnCrash on_crash(reproducer(w.random.tap, plan_text, "crash"));
+    const auto price = [&](cost::Evaluator& e) {
+      try {
+        return cost::to_json(e.evaluate(plan)).dump();
+      } catch (const Error& error) {
+        return std::string("refused: ") + error.what();
+      }
+    };
+    cost::Evaluator once(g, target);
+    const std::string fresh = price(once), by_small = price(small), by_large = price(large);
+    refused += fresh.starts_with("refused") ? 1 : 0;
+    if (by_small != fresh || by_large != fresh) {
+      RC_FAIL(reproducer(w.random.tap, plan_text,
+                         fmt::format("step {} on {} (memo of {} operations): a fresh Evaluator "
+                                     "gives {}, the small memo's {}, the default memo's {}",
+                                     i, target.name, bound, fresh, by_small, by_large)));
+    }
+  }
+  const cost::EvaluatorStats& stats = large.stats();
+  RC_CLASSIFY(stats.rewrites_run < stats.evaluations, "memo hits");
+  RC_CLASSIFY(small.stats().evicted > 0, "evictions");
+  RC_CLASSIFY(refused > 0, "some plans refused");
 }
 
 }  // namespace

@@ -67,11 +67,12 @@ nlohmann::json fused_params(const std::vector<FusedStage>& stages);
 /// Reads the stages back; Error naming the JSON path when the params are malformed.
 std::vector<FusedStage> fused_stages(const nlohmann::json& params);
 /// fused_stages(params), shared: params equal to ones read before on this thread (a hash of the
-/// JSON, then a comparison) give the stages parsed then. The cost model reads a fused operation's
-/// stages for its work, for each tensor it reads (cost::partial_tensors) and at every fusion that
-/// extends it, for every plan the Evaluator rewrites: a 12-stage LayerNorm chain of ViT-B/16 was
-/// parsed dozens of times per plan. At most kFusedStageCache params are kept per thread (then
-/// the cache starts over). Error as fused_stages (a malformed params is not kept).
+/// stages' kernels and labels, then a comparison of the whole JSON) give the stages parsed then.
+/// The cost model reads a fused operation's stages for its work and for each tensor it reads
+/// (cost::partial_tensors), for every plan the Evaluator rewrites: a 12-stage LayerNorm chain of
+/// ViT-B/16 was parsed dozens of times per plan (a fusion that extends a fused operation edits
+/// its params without reading them: detail::fuse). At most kFusedStageCache params are kept per
+/// thread (then the cache starts over). Error as fused_stages (a malformed params is not kept).
 std::shared_ptr<const std::vector<FusedStage>> shared_fused_stages(const nlohmann::json& params);
 inline constexpr std::size_t kFusedStageCache = 4096;
 /// Turns shared_fused_stages' cache on this thread off (every call parses) or back on; returns
