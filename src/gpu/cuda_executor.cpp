@@ -163,7 +163,7 @@ struct CudaProgram::State {
   const ir::Graph& graph;
   CudaExecutorOptions options;
   DeviceProgram program;
-  CudaProgram::Communicate communicate;  // communication steps (cuda_program.h)
+  CudaProgram::Communicate communicate;        // communication steps (cuda_program.h)
   std::vector<runtime::KernelFn> host_kernel;  // per task (host steps)
   std::vector<KernelCall> calls;               // per task: final origins (device or mirror)
 

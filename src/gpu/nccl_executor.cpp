@@ -67,12 +67,12 @@ struct NcclExecutor::State {
     switch (c.kind) {
       case CommKind::kSend:
       case CommKind::kRecv: {
-        const NcclTransfer t{.kind = c.kind == CommKind::kSend ? NcclTransfer::kSend
-                                                                : NcclTransfer::kRecv,
-                             .peer = c.peer,
-                             .data = c.kind == CommKind::kSend ? at(c.send) : at(c.recv),
-                             .count = count,
-                             .dtype = c.dtype};
+        const NcclTransfer t{
+            .kind = c.kind == CommKind::kSend ? NcclTransfer::kSend : NcclTransfer::kRecv,
+            .peer = c.peer,
+            .data = c.kind == CommKind::kSend ? at(c.send) : at(c.recv),
+            .count = count,
+            .dtype = c.dtype};
         comm->exchange({&t, 1}, stream);
         break;
       }
@@ -99,8 +99,8 @@ struct NcclExecutor::State {
         break;
       }
       case CommKind::kAllgather:
-        comms[c.collective].all_gather_v(at(c.send), at(c.recv), c.counts, c.displacements,
-                                         c.dtype, stream);
+        comms[c.collective].all_gather_v(at(c.send), at(c.recv), c.counts, c.displacements, c.dtype,
+                                         stream);
         break;
     }
     for (const StagedBox& s : c.unpack) copy(s, false, stream);
@@ -149,7 +149,8 @@ std::vector<runtime::NeededInput> NcclExecutor::inputs_needed() const {
   std::vector<runtime::NeededInput> out;
   const runtime::detail::RankProgram& rp = state_->plan.rank;
   for (std::size_t s = 0; s < rp.needed_inputs.size(); ++s) {
-    if (rp.needed_inputs[s] != 0) out.push_back({rp.local.slots[s].tensor, rp.local.slots[s].range});
+    if (rp.needed_inputs[s] != 0)
+      out.push_back({rp.local.slots[s].tensor, rp.local.slots[s].range});
   }
   return out;
 }

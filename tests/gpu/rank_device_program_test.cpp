@@ -363,6 +363,21 @@ TEST(RankDeviceProgram, EveryBundledPlanRunsOnFakeRanksBitwise) {
   }
 }
 
+TEST(RankDeviceProgram, EveryBundledPlanForcedOntoOneRankMakesNoCallAndRunsBitwise) {
+  // What the GPU test (nccl_executor_test.cpp) runs through NCCL on one GPU.
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(fmt::format("{} {}", c.graph, c.plan));
+    const Job job = plan_job(c.graph, c.plan, 1, CollectiveUse::kExact);
+    ASSERT_EQ(check_rank_device_program(job.ranks[0]), "");
+    EXPECT_EQ(job.ranks[0].comm.size(), 0U);
+    EXPECT_EQ(job.ranks[0].device.streams, 4);  // no communication stream
+    const Reference ref = reference(job.l);
+    const FakeResult got = fake_job(job.ranks, job.l, ref.inputs, 1);
+    ASSERT_EQ(got.error, "");
+    EXPECT_TRUE(fake_device::same_outputs(job.l.lowered.graph, got.outputs, ref.want));
+  }
+}
+
 // --- Faults the checks and the fake ranks must catch.
 
 // A job with calls between ranks 0 and 1 in both directions.
