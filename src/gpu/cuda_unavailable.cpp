@@ -75,6 +75,9 @@ NcclExecutor::Result NcclExecutor::run(runtime::BufferMap /*inputs*/) const {
 std::size_t NcclExecutor::application_count() const {
   return 0;
 }
+int NcclExecutor::device() const {
+  return 0;
+}
 std::size_t NcclExecutor::calls() const {
   return 0;
 }

@@ -159,6 +159,10 @@ std::size_t NcclExecutor::application_count() const {
   return state_->plan.device.communication_from;
 }
 
+int NcclExecutor::device() const {
+  return state_->comm->device();
+}
+
 std::size_t NcclExecutor::calls() const {
   return state_->plan.comm.size();
 }

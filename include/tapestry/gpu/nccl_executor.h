@@ -75,6 +75,8 @@ class NcclExecutor {
   [[nodiscard]] Result run(runtime::BufferMap inputs) const;
 
   [[nodiscard]] std::size_t application_count() const;
+  /// The CUDA device this rank runs on.
+  [[nodiscard]] int device() const;
   /// NCCL calls this rank makes per run.
   [[nodiscard]] std::size_t calls() const;
 
