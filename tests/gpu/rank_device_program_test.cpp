@@ -39,9 +39,9 @@ struct Job {
   std::vector<RankDeviceProgram> ranks;
 };
 
-Job plan_job(const char* graph, const char* plan, std::uint32_t ranks, CollectiveUse use,
-             int streams = 4) {
-  Job j{lower(graph, plan), {}, {}, {}};
+Job plan_lowered(Lowered l, const char* plan, std::uint32_t ranks, CollectiveUse use,
+                 int streams = 4) {
+  Job j{std::move(l), {}, {}, {}};
   j.whole = runtime::detail::compile_block_program(j.l.lowered.graph, runtime::fast_kernels());
   j.schedule = workflow::prepare_mpi(j.l.lowered, "", ranks, plan).schedule;
   for (std::uint32_t r = 0; r < ranks; ++r) {
@@ -49,6 +49,38 @@ Job plan_job(const char* graph, const char* plan, std::uint32_t ranks, Collectiv
                                                {.streams = streams}, use));
   }
   return j;
+}
+
+Job plan_job(const char* graph, const char* plan, std::uint32_t ranks, CollectiveUse use,
+             int streams = 4) {
+  return plan_lowered(lower(graph, plan), plan, ranks, use, streams);
+}
+
+// The collectives' graphs of tests/cli/mpi_test.sh: Y = X·W split along k, its reduce's result
+// read whole by each Z shard (reduce, allreduce); partials P written out, Y = reduce(P) split by
+// rows (reduce-scatter, then an allgather where Z's shards read Y whole).
+constexpr const char* kAllreduce = R"(X: f32[64, 48]
+W: f32[48, 32]
+V: f32[16, 32]
+c: f32[16]
+Y = matmul(X, W)
+Z = linear(Y, V, c)
+output Z
+)";
+constexpr const char* kReduceScatter = R"(H: f32[2, 64, 24]
+W: f32[2, 24, 32]
+V: f32[16, 32]
+c: f32[16]
+P = matmul(H, W)
+Y = reduce(P)
+Z = linear(Y, V, c)
+output Z
+)";
+
+Lowered lower_text(const char* tap, const char* plan) {
+  Lowered l{workflow_testing::build(tap, "collectives.tap"), {}};
+  l.lowered = workflow::lower_for_run(l.graph, rewrite::parse_plan(plan, "plan.json"), {});
+  return l;
 }
 
 // One rank on the fake device.
@@ -337,7 +369,7 @@ const struct Case {
               {"mlp_grad.tap", "mlp_grad-data-parallel.json", 2},
               {"resnet_bottleneck.tap", "resnet_bottleneck-batch.json", 2}};
 
-TEST(RankDeviceProgram, EveryBundledPlanRunsOnFakeRanksBitwise) {
+TEST(RankDeviceProgram, EveryBundledPlanAndEveryCollectiveRunsOnFakeRanksBitwise) {
   std::map<CommKind, int> kinds;
   for (const Case& c : kCases) {
     for (const CollectiveUse use : {CollectiveUse::kExact, CollectiveUse::kNone}) {
@@ -357,8 +389,40 @@ TEST(RankDeviceProgram, EveryBundledPlanRunsOnFakeRanksBitwise) {
       }
     }
   }
-  // The cases exercise every kind of call but the reduce-scatter (no bundled plan has one).
-  for (const CommKind k : {CommKind::kSend, CommKind::kRecv, CommKind::kReduce}) {
+  // And the collectives' graphs: reduce, allreduce, reduce-scatter and allgather, slices in
+  // and against rank order.
+  const struct {
+    const char* tap;
+    const char* plan;
+  } collectives[] = {
+      {kAllreduce,
+       R"({"ops": {"Y": {"split": {"k": 2}}, "Y/reduce": {}, "Z": {"split": {"out": 2}}}})"},
+      {kAllreduce, R"({"ops": {"Y": {"split": {"k": 2}}, "Y/reduce": {}}})"},
+      {kAllreduce, R"({"ops": {"Y": {"split": {"k": 2}}, "Z": {"split": {"out": 2}}}})"},
+      {kReduceScatter,
+       R"({"ops": {"P": {"split": {"batch": 2}}, "Y": {"split": {"d0": 2}}, "Z": {"split": {"batch": 2}}}})"},
+      {kReduceScatter,
+       R"({"ops": {"P": {"split": {"batch": 2}}, "Y": {"split": {"d0": 2}}, "Z": {"split": {"out": 2}}}})"},
+      {kReduceScatter,
+       R"({"ops": {"P": {"split": {"batch": 2}}, "Y": {"split": {"d0": 2}, "place": ["rank:1", "rank:0"]}, "Z": {"split": {"out": 2}}}})"}};
+  for (const auto& c : collectives) {
+    SCOPED_TRACE(c.plan);
+    const Job job = plan_lowered(lower_text(c.tap, c.plan), "plan.json", 2, CollectiveUse::kExact);
+    const Reference ref = reference(job.l);
+    for (const RankDeviceProgram& p : job.ranks) {
+      ASSERT_EQ(check_rank_device_program(p), "") << "rank " << p.rank.rank;
+      for (const CommStep& s : p.comm) ++kinds[s.kind];
+    }
+    for (std::uint32_t seed = 0; seed < 4; ++seed) {
+      const FakeResult got = fake_job(job.ranks, job.l, ref.inputs, seed);
+      ASSERT_EQ(got.error, "") << "seed " << seed;
+      EXPECT_TRUE(fake_device::same_outputs(job.l.lowered.graph, got.outputs, ref.want))
+          << "seed " << seed;
+    }
+  }
+  // The cases exercise every kind of call.
+  for (const CommKind k : {CommKind::kSend, CommKind::kRecv, CommKind::kReduce,
+                           CommKind::kAllreduce, CommKind::kReduceScatter, CommKind::kAllgather}) {
     EXPECT_GT(kinds[k], 0) << comm_kind_name(k);
   }
 }
