@@ -165,6 +165,34 @@ int fail(const runtime::MpiSession& mpi, const runtime::RankFailure& failure, co
   return kExitBadInput;
 }
 
+// The run with rank 0's median time (every rank sorts the same broadcast times, so every rank
+// keeps the same run).
+template <typename Result>
+Result& median_run(std::vector<std::pair<double, Result>>& runs) {
+  std::sort(runs.begin(), runs.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  return runs[runs.size() / 2].second;
+}
+
+// Every rank's report (rank_metrics_json), on rank 0; empty on the others.
+std::vector<nlohmann::json> gather_reports(const runtime::MpiSession& mpi,
+                                           const runtime::RankMetrics& metrics) {
+  const std::vector<std::string> reports = mpi.gather(runtime::rank_metrics_json(metrics).dump());
+  std::vector<nlohmann::json> ranks;
+  for (const std::string& text : reports) ranks.push_back(nlohmann::json::parse(text));
+  return ranks;
+}
+
+// Rank 0, after its summary: --verify on the gathered outputs, and the files.
+int verify_outputs(Setup& s, const RunOptions& options, const std::vector<nlohmann::json>& ranks,
+                   const nlohmann::json& merged, runtime::BufferMap outputs) {
+  const runtime::BufferMap results =
+      workflow::graph_results(s.graph, s.lowered, std::move(outputs));
+  return verify_and_write(s.graph, s.lowered, s.inputs, results, std::move(s.oracle), options,
+                          merged.dump(1) + "\n", runtime::merge_rank_traces(ranks).dump() + "\n",
+                          &s.reference, &s.fast);
+}
+
 runtime::BufferMap copies_of(const runtime::BufferMap& buffers) {
   runtime::BufferMap out;
   for (const auto& [t, b] : buffers) out.emplace(t, runtime::Buffer(b));
@@ -208,14 +236,9 @@ int run_nccl(const RunOptions& options, const runtime::MpiSession& mpi, Setup& s
     const double wall = std::stod(mpi.broadcast(fmt::format("{}", result->stats.compute_s)));
     runs.emplace_back(wall, std::move(*result));
   }
-  std::sort(runs.begin(), runs.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  gpu::NcclExecutor::Result& run = runs[runs.size() / 2].second;
-  const std::vector<std::string> reports =
-      mpi.gather(runtime::rank_metrics_json(run.metrics).dump());
+  gpu::NcclExecutor::Result& run = median_run(runs);
+  const std::vector<nlohmann::json> ranks = gather_reports(mpi, run.metrics);
   if (mpi.rank() != 0) return kExitOk;
-  std::vector<nlohmann::json> ranks;
-  for (const std::string& text : reports) ranks.push_back(nlohmann::json::parse(text));
   const nlohmann::json merged = runtime::merge_rank_metrics(ranks);
   const int streams = options.streams == 0 ? 4 : options.streams;
   fmt::print(
@@ -228,11 +251,7 @@ int run_nccl(const RunOptions& options, const runtime::MpiSession& mpi, Setup& s
              run.stats.replayed ? " (CUDA graph replay)" : "", run.stats.host_steps,
              run.stats.host_steps == 1 ? "" : "s");
   fmt::print("{}", runtime::rank_summary_table(merged));
-  const runtime::BufferMap results =
-      workflow::graph_results(s.graph, s.lowered, std::move(run.outputs));
-  return verify_and_write(s.graph, s.lowered, s.inputs, results, std::move(s.oracle), options,
-                          merged.dump(1) + "\n", runtime::merge_rank_traces(ranks).dump() + "\n",
-                          &s.reference, &s.fast);
+  return verify_outputs(s, options, ranks, merged, std::move(run.outputs));
 }
 
 }  // namespace
@@ -261,15 +280,9 @@ int run_mpi(const RunOptions& options) {
     const double wall = std::stod(mpi.broadcast(fmt::format("{}", result.metrics.run.wall_s)));
     runs.emplace_back(wall, std::move(result));
   }
-  std::sort(runs.begin(), runs.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  runtime::MpiExecutor::Result& run = runs[runs.size() / 2].second;
-
-  const std::vector<std::string> reports =
-      mpi.gather(runtime::rank_metrics_json(run.metrics).dump());
+  runtime::MpiExecutor::Result& run = median_run(runs);
+  const std::vector<nlohmann::json> ranks = gather_reports(mpi, run.metrics);
   if (mpi.rank() != 0) return kExitOk;
-  std::vector<nlohmann::json> ranks;
-  for (const std::string& text : reports) ranks.push_back(nlohmann::json::parse(text));
   const nlohmann::json merged = runtime::merge_rank_metrics(ranks);
   fmt::print(
       "ran {} applications of {} operations (mpi executor: {} ranks × {} thread{}, {} "
@@ -278,12 +291,7 @@ int run_mpi(const RunOptions& options) {
       mpi.size(), std::max(1, options.threads), options.threads > 1 ? "s" : "",
       options.reference_kernels ? "reference" : "fast");
   fmt::print("{}", runtime::rank_summary_table(merged));
-  const runtime::BufferMap results =
-      workflow::graph_results(setup->graph, setup->lowered, std::move(run.outputs));
-  return verify_and_write(setup->graph, setup->lowered, setup->inputs, results,
-                          std::move(setup->oracle), options, merged.dump(1) + "\n",
-                          runtime::merge_rank_traces(ranks).dump() + "\n", &setup->reference,
-                          &setup->fast);
+  return verify_outputs(*setup, options, ranks, merged, std::move(run.outputs));
 }
 
 }  // namespace tapestry::cli

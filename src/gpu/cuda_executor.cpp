@@ -47,66 +47,6 @@ void check(cudaError_t status, std::string_view what) {
 
 constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
 
-// A box of a dense row-major slot, as contiguous runs for cudaMemcpy2DAsync: `height` rows of
-// `width` bytes `pitch` apart, repeated at each of `starts` (byte offsets from the slot's base).
-struct BoxCopy {
-  std::vector<std::int64_t> starts;
-  std::size_t width = 0;
-  std::size_t height = 0;
-  std::size_t pitch = 0;
-};
-
-BoxCopy box_copy(const runtime::ConstView& view, std::int64_t byte_offset, std::size_t element) {
-  BoxCopy c;
-  const runtime::Range& box = view.box();
-  const std::size_t rank = box.rank();
-  const runtime::Point shape = box.shape();
-  for (std::size_t k = 0; k < rank; ++k) {
-    if (shape[k] == 0) return c;  // empty: nothing to copy
-  }
-  if (rank == 0) {
-    c.starts = {byte_offset};
-    c.width = element;
-    c.height = 1;
-    c.pitch = element;
-    return c;
-  }
-  // The innermost dims the box covers whole (stride = product of the inner extents) make one
-  // contiguous run together with the first dim it does not.
-  std::size_t k = rank - 1;
-  std::int64_t run = shape[k];
-  while (k > 0 && view.stride(k - 1) == run) {
-    run *= shape[k - 1];
-    --k;
-  }
-  // Dims [0, k) remain; dim k-1 (if any) becomes the 2-D copy's rows.
-  c.width = static_cast<std::size_t>(run) * element;
-  if (k == 0) {
-    c.starts = {byte_offset};
-    c.height = 1;
-    c.pitch = c.width;
-    return c;
-  }
-  c.height = static_cast<std::size_t>(shape[k - 1]);
-  c.pitch = static_cast<std::size_t>(view.stride(k - 1)) * element;
-  std::vector<std::int64_t> index(k - 1, 0);
-  while (true) {
-    std::int64_t offset = byte_offset;
-    for (std::size_t d = 0; d + 1 < k; ++d) {
-      offset += index[d] * view.stride(d) * static_cast<std::int64_t>(element);
-    }
-    c.starts.push_back(offset);
-    std::size_t d = k - 1;
-    while (d > 0) {
-      if (++index[d - 1] < shape[d - 1]) break;
-      index[d - 1] = 0;
-      --d;
-    }
-    if (d == 0) break;
-  }
-  return c;
-}
-
 template <typename Port, typename Byte>
 void set_origins(ir::NamedLists<Port>& ports, const std::vector<PortAddress>& addresses,
                  const std::vector<std::byte*>& base) {
@@ -219,17 +159,21 @@ struct CudaProgram::State {
 
   void copy_box(const runtime::ConstView& view, const PortAddress& address, bool to_device,
                 cudaStream_t stream) const {
-    const BoxCopy c = box_copy(view, address.byte_offset, ir::dtype_size_bytes(view.dtype()));
     std::byte* dev = device_base[address.slot];
     std::byte* host = mirror[address.slot];
-    for (std::int64_t start : c.starts) {
+    const auto element = static_cast<std::int64_t>(ir::dtype_size_bytes(view.dtype()));
+    for (const BoxRun& run :
+         box_runs(view.strides(), view.box().shape(), element, address.byte_offset)) {
+      const auto pitch = static_cast<std::size_t>(run.pitch);
+      const auto width = static_cast<std::size_t>(run.width);
+      const auto height = static_cast<std::size_t>(run.height);
       if (to_device) {
-        check(cudaMemcpy2DAsync(dev + start, c.pitch, host + start, c.pitch, c.width, c.height,
-                                cudaMemcpyHostToDevice, stream),
+        check(cudaMemcpy2DAsync(dev + run.slot_offset, pitch, host + run.slot_offset, pitch, width,
+                                height, cudaMemcpyHostToDevice, stream),
               "copy a host step's output to the device");
       } else {
-        check(cudaMemcpy2DAsync(host + start, c.pitch, dev + start, c.pitch, c.width, c.height,
-                                cudaMemcpyDeviceToHost, stream),
+        check(cudaMemcpy2DAsync(host + run.slot_offset, pitch, dev + run.slot_offset, pitch, width,
+                                height, cudaMemcpyDeviceToHost, stream),
               "copy a host step's input to the host");
       }
     }

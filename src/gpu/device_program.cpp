@@ -269,6 +269,43 @@ void assign_streams(DeviceProgram& p, const std::vector<std::vector<std::uint32_
 
 }  // namespace
 
+std::vector<BoxRun> box_runs(const runtime::Point& strides, const runtime::Point& shape,
+                             std::int64_t element, std::int64_t first,
+                             std::int64_t staging_offset) {
+  std::vector<BoxRun> runs;
+  const std::size_t rank = shape.rank();
+  for (std::size_t k = 0; k < rank; ++k) {
+    if (shape[k] == 0) return runs;  // empty: nothing to copy
+  }
+  if (rank == 0) return {{first, staging_offset, element, 1, element}};
+  std::size_t k = rank - 1;
+  std::int64_t run = shape[k];
+  while (k > 0 && strides[k - 1] == run) {
+    run *= shape[k - 1];
+    --k;
+  }
+  const std::int64_t width = run * element;
+  if (k == 0) return {{first, staging_offset, width, 1, width}};
+  const std::int64_t height = shape[k - 1];
+  const std::int64_t pitch = strides[k - 1] * element;
+  std::vector<std::int64_t> index(k - 1, 0);
+  std::int64_t at = staging_offset;
+  while (true) {
+    std::int64_t offset = first;
+    for (std::size_t d = 0; d + 1 < k; ++d) offset += index[d] * strides[d] * element;
+    runs.push_back({offset, at, width, height, pitch});
+    at += width * height;
+    std::size_t d = k - 1;
+    while (d > 0) {
+      if (++index[d - 1] < shape[d - 1]) break;
+      index[d - 1] = 0;
+      --d;
+    }
+    if (d == 0) break;
+  }
+  return runs;
+}
+
 DeviceProgram plan_device_program(const ir::Graph& graph, const runtime::ExecutableKernels& host,
                                   const DeviceKernels& device, DeviceProgramOptions options) {
   TAPESTRY_ASSERT(options.streams >= 1, "a device program needs a stream");

@@ -76,6 +76,26 @@ struct DeviceProgram {
   std::uint32_t communication_from = 0;
 };
 
+/// A box of a dense buffer as 2-D copies (cudaMemcpy2DAsync's shape): `height` rows of `width`
+/// bytes, `pitch` bytes apart in the buffer from `slot_offset`, back to back in a dense copy of
+/// the box from `staging_offset` (bytes). The box's innermost dims the buffer holds whole make
+/// one row with the first it does not; the dim before that gives the rows; the dims before those
+/// are enumerated, one BoxRun each. E.g. box [0:2, 0:4] of a [4, 8] float32 buffer: one run of 2
+/// rows of 16 bytes, 32 apart.
+struct BoxRun {
+  std::int64_t slot_offset = 0;
+  std::int64_t staging_offset = 0;
+  std::int64_t width = 0;
+  std::int64_t height = 0;
+  std::int64_t pitch = 0;
+};
+
+/// The runs of a box of `shape` (none when empty) whose first cell is `first` bytes into a
+/// buffer with element `strides`, the dense side from `staging_offset` on.
+std::vector<BoxRun> box_runs(const runtime::Point& strides, const runtime::Point& shape,
+                             std::int64_t element, std::int64_t first,
+                             std::int64_t staging_offset = 0);
+
 struct DeviceProgramOptions {
   int streams = 4;               // ≥ 1
   std::int64_t alignment = 256;  // bytes; a power of two

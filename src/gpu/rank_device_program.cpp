@@ -26,44 +26,14 @@ using runtime::detail::RankCollective;
 using runtime::detail::RankMessageInfo;
 using runtime::detail::RankProgram;
 
-// `box` of a dense row-major buffer over `range` as 2-D runs (BoxRun), the staging side from
-// `staging_offset` on: the innermost dims the box covers whole make one run with the first it
-// does not; the dim before that gives the rows; the dims before those are enumerated.
+// `box` of a dense row-major buffer over `range` as 2-D runs (device_program.h).
 std::vector<BoxRun> box_runs(const Range& range, const Range& box, std::int64_t element,
                              std::int64_t staging_offset) {
-  std::vector<BoxRun> runs;
-  if (box.is_empty()) return runs;
-  const std::size_t rank = box.rank();
+  if (box.is_empty()) return {};
   const runtime::Point strides = runtime::dense_strides(range.shape());
-  const runtime::Point shape = box.shape();
-  const std::int64_t first = runtime::element_offset(range, strides, box.start()) * element;
-  if (rank == 0) return {{first, staging_offset, element, 1, element}};
-  std::size_t k = rank - 1;
-  std::int64_t run = shape[k];
-  while (k > 0 && strides[k - 1] == run) {
-    run *= shape[k - 1];
-    --k;
-  }
-  const std::int64_t width = run * element;
-  if (k == 0) return {{first, staging_offset, width, 1, width}};
-  const std::int64_t height = shape[k - 1];
-  const std::int64_t pitch = strides[k - 1] * element;
-  std::vector<std::int64_t> index(k - 1, 0);
-  std::int64_t at = staging_offset;
-  while (true) {
-    std::int64_t offset = first;
-    for (std::size_t d = 0; d + 1 < k; ++d) offset += index[d] * strides[d] * element;
-    runs.push_back({offset, at, width, height, pitch});
-    at += width * height;
-    std::size_t d = k - 1;
-    while (d > 0) {
-      if (++index[d - 1] < shape[d - 1]) break;
-      index[d - 1] = 0;
-      --d;
-    }
-    if (d == 0) break;
-  }
-  return runs;
+  return gpu::box_runs(strides, box.shape(), element,
+                       runtime::element_offset(range, strides, box.start()) * element,
+                       staging_offset);
 }
 
 bool contiguous(const std::vector<BoxRun>& runs) {

@@ -49,17 +49,6 @@
 
 namespace tapestry::gpu {
 
-/// A box of a slot and a dense staging slot, as the copies between them: `height` rows of `width`
-/// bytes, `pitch` bytes apart in the slot from `slot_offset`, back to back in the staging slot
-/// from `staging_offset` (bytes).
-struct BoxRun {
-  std::int64_t slot_offset = 0;
-  std::int64_t staging_offset = 0;
-  std::int64_t width = 0;
-  std::int64_t height = 0;
-  std::int64_t pitch = 0;
-};
-
 struct StagedBox {
   std::uint32_t slot = 0;     // the tensor's slot
   std::uint32_t staging = 0;  // the staging slot

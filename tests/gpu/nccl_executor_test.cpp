@@ -12,6 +12,7 @@
 
 #include <cstring>
 
+#include "example_plans.h"
 #include "nccl_comm.h"
 #include "tapestry/runtime/input_generation.h"
 #include "tapestry/runtime/tensor_map.h"
@@ -31,35 +32,10 @@ using runtime::BufferMap;
 #define SKIP_WITHOUT_GPU() \
   if (device_count() == 0) GTEST_SKIP() << unavailable_reason()
 
-struct Case {
-  const char* graph;
-  const char* plan;
-};
-const Case kCases[] = {{"linear_relu.tap", ""},
-                       {"linear_relu.tap", "linear_relu-batch2-fused.json"},
-                       {"linear_relu.tap", "linear_relu-split-in.json"},
-                       {"linear_relu.tap", "linear_relu-grid.json"},
-                       {"mlp.tap", ""},
-                       {"mlp.tap", "mlp-megatron.json"},
-                       {"mlp.tap", "mlp-data-parallel.json"},
-                       {"mlp.tap", "mlp-best.json"},
-                       {"mlp_grad.tap", "mlp_grad-data-parallel.json"},
-                       {"transformer_block.tap", "transformer_block-heads.json"},
-                       {"transformer_large.tap", "transformer_large-rows.json"},
-                       {"convnet.tap", "convnet-batch.json"},
-                       {"resnet_bottleneck.tap", "resnet_bottleneck-batch.json"}};
-
-struct Lowered {
-  ir::Graph graph;
-  rewrite::LowerResult lowered;
-};
-
-Lowered lower(const Case& c) {
-  Lowered l{workflow_testing::example(c.graph), {}};
-  l.lowered = workflow::lower_for_run(
-      l.graph, c.plan[0] == 0 ? rewrite::Plan{} : workflow_testing::example_plan(c.plan), {});
-  return l;
-}
+using examples::Case;
+using examples::kCases;
+using examples::lower;
+using examples::Lowered;
 
 // The boxes a rank reads: rows of the whole inputs (contiguous in them).
 BufferMap needed_boxes(const NcclExecutor& gpu, const BufferMap& whole) {

@@ -354,6 +354,22 @@ Reference reference(const Lowered& l) {
   return r;
 }
 
+// Every rank's program checked, its calls counted by kind, and all ranks run on fake devices in
+// 4 interleavings: rank 0's outputs the block executor's bits.
+void check_and_run(const Job& job, std::map<CommKind, int>& kinds) {
+  const Reference ref = reference(job.l);
+  for (const RankDeviceProgram& p : job.ranks) {
+    ASSERT_EQ(check_rank_device_program(p), "") << "rank " << p.rank.rank;
+    for (const CommStep& s : p.comm) ++kinds[s.kind];
+  }
+  for (std::uint32_t seed = 0; seed < 4; ++seed) {
+    const FakeResult got = fake_job(job.ranks, job.l, ref.inputs, seed);
+    ASSERT_EQ(got.error, "") << "seed " << seed;
+    EXPECT_TRUE(fake_device::same_outputs(job.l.lowered.graph, got.outputs, ref.want))
+        << "seed " << seed;
+  }
+}
+
 const struct Case {
   const char* graph;
   const char* plan;
@@ -376,17 +392,7 @@ TEST(RankDeviceProgram, EveryBundledPlanAndEveryCollectiveRunsOnFakeRanksBitwise
       SCOPED_TRACE(fmt::format("{} {} on {} ranks, collectives {}", c.graph, c.plan, c.ranks,
                                use == CollectiveUse::kNone ? "none" : "exact"));
       const Job job = plan_job(c.graph, c.plan, c.ranks, use);
-      const Reference ref = reference(job.l);
-      for (const RankDeviceProgram& p : job.ranks) {
-        ASSERT_EQ(check_rank_device_program(p), "") << "rank " << p.rank.rank;
-        for (const CommStep& s : p.comm) ++kinds[s.kind];
-      }
-      for (std::uint32_t seed = 0; seed < 4; ++seed) {
-        const FakeResult got = fake_job(job.ranks, job.l, ref.inputs, seed);
-        ASSERT_EQ(got.error, "") << "seed " << seed;
-        EXPECT_TRUE(fake_device::same_outputs(job.l.lowered.graph, got.outputs, ref.want))
-            << "seed " << seed;
-      }
+      check_and_run(job, kinds);
     }
   }
   // And the collectives' graphs: reduce, allreduce, reduce-scatter and allgather, slices in
@@ -408,17 +414,7 @@ TEST(RankDeviceProgram, EveryBundledPlanAndEveryCollectiveRunsOnFakeRanksBitwise
   for (const auto& c : collectives) {
     SCOPED_TRACE(c.plan);
     const Job job = plan_lowered(lower_text(c.tap, c.plan), "plan.json", 2, CollectiveUse::kExact);
-    const Reference ref = reference(job.l);
-    for (const RankDeviceProgram& p : job.ranks) {
-      ASSERT_EQ(check_rank_device_program(p), "") << "rank " << p.rank.rank;
-      for (const CommStep& s : p.comm) ++kinds[s.kind];
-    }
-    for (std::uint32_t seed = 0; seed < 4; ++seed) {
-      const FakeResult got = fake_job(job.ranks, job.l, ref.inputs, seed);
-      ASSERT_EQ(got.error, "") << "seed " << seed;
-      EXPECT_TRUE(fake_device::same_outputs(job.l.lowered.graph, got.outputs, ref.want))
-          << "seed " << seed;
-    }
+    check_and_run(job, kinds);
   }
   // The cases exercise every kind of call.
   for (const CommKind k : {CommKind::kSend, CommKind::kRecv, CommKind::kReduce,
