@@ -1,11 +1,16 @@
 // The examples under their bundled plans that the GPU tests run end to end (cuda_executor_test.cpp:
 // the CUDA executor; nccl_executor_test.cpp: the NCCL executor on one rank), lowered as
-// `tapestry run` lowers them. The digits plans are left out: they need real labels. (Tests pick
-// some by index: append new cases at the end.)
+// `tapestry run` lowers them; SKIP_WITHOUT_GPU() skips a test where no GPU is usable. The digits
+// plans are left out: they need real labels. (Tests pick some by index: append new cases at the
+// end.)
 #pragma once
 
+#include "tapestry/gpu/cuda.h"
 #include "tapestry/workflow/run.h"
 #include "workflow_testing.h"
+
+#define SKIP_WITHOUT_GPU() \
+  if (::tapestry::gpu::device_count() == 0) GTEST_SKIP() << ::tapestry::gpu::unavailable_reason()
 
 namespace tapestry::gpu::examples {
 

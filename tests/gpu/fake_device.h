@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "example_plans.h"
 #include "runtime/block_program.h"
 #include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/tensor_map.h"
@@ -18,10 +19,7 @@ namespace tapestry::gpu::fake_device {
 using runtime::Buffer;
 using runtime::BufferMap;
 
-struct Lowered {
-  ir::Graph graph;
-  rewrite::LowerResult lowered;
-};
+using examples::Lowered;
 
 // examples/mlp.tap's program at a size the tests run in milliseconds (same operation names, so
 // the bundled mlp plans apply).

@@ -29,9 +29,6 @@ namespace {
 using runtime::Buffer;
 using runtime::BufferMap;
 
-#define SKIP_WITHOUT_GPU() \
-  if (device_count() == 0) GTEST_SKIP() << unavailable_reason()
-
 using examples::Case;
 using examples::kCases;
 using examples::lower;
