@@ -32,7 +32,8 @@ struct NcclExecutor::State {
   std::string rank_name;
   runtime::detail::BlockProgram whole;
   RankDeviceProgram plan;
-  std::vector<NcclComm> comms;  // per collective of plan.rank.collectives: its members' (or empty)
+  std::vector<NcclComm> groups;          // one per member set other than every rank (or empty)
+  std::vector<const NcclComm*> comm_of;  // per collective: its members' communicator
   std::unique_ptr<CudaProgram> gpu;
 
   std::byte* at(const CommBuffer& b) const {
@@ -77,12 +78,12 @@ struct NcclExecutor::State {
         break;
       }
       case CommKind::kReduce:
-        comms[c.collective].reduce(at(c.send), at(c.recv), count, c.dtype, NcclReduction::kSum,
-                                   static_cast<int>(c.root), stream);
+        comm_of[c.collective]->reduce(at(c.send), at(c.recv), count, c.dtype, NcclReduction::kSum,
+                                      static_cast<int>(c.root), stream);
         break;
       case CommKind::kAllreduce:
-        comms[c.collective].all_reduce(at(c.send), at(c.recv), count, c.dtype, NcclReduction::kSum,
-                                       stream);
+        comm_of[c.collective]->all_reduce(at(c.send), at(c.recv), count, c.dtype,
+                                          NcclReduction::kSum, stream);
         break;
       case CommKind::kReduceScatter: {
         bool equal = true;
@@ -90,17 +91,17 @@ struct NcclExecutor::State {
           equal = equal && c.counts[i] == c.counts[0] && c.displacements[i] == i * c.counts[0];
         }
         if (equal) {
-          comms[c.collective].reduce_scatter(at(c.send), at(c.recv), c.counts[0], c.dtype,
-                                             NcclReduction::kSum, stream);
+          comm_of[c.collective]->reduce_scatter(at(c.send), at(c.recv), c.counts[0], c.dtype,
+                                                NcclReduction::kSum, stream);
         } else {
-          comms[c.collective].reduce_scatter_v(at(c.send), at(c.recv), c.counts, c.displacements,
-                                               c.dtype, NcclReduction::kSum, stream);
+          comm_of[c.collective]->reduce_scatter_v(at(c.send), at(c.recv), c.counts, c.displacements,
+                                                  c.dtype, NcclReduction::kSum, stream);
         }
         break;
       }
       case CommKind::kAllgather:
-        comms[c.collective].all_gather_v(at(c.send), at(c.recv), c.counts, c.displacements, c.dtype,
-                                         stream);
+        comm_of[c.collective]->all_gather_v(at(c.send), at(c.recv), c.counts, c.displacements,
+                                            c.dtype, stream);
         break;
     }
     for (const StagedBox& s : c.unpack) copy(s, false, stream);
@@ -109,7 +110,7 @@ struct NcclExecutor::State {
 
 NcclExecutor::NcclExecutor(std::shared_ptr<const NcclComm> comm, const ir::Graph& graph,
                            const runtime::RankSchedule& schedule, NcclExecutorOptions options)
-    : state_(std::make_unique<State>(State{std::move(comm), graph, {}, {}, {}, {}, nullptr})) {
+    : state_(std::make_unique<State>(State{std::move(comm), graph, {}, {}, {}, {}, {}, nullptr})) {
   State& s = *state_;
   if (!s.comm || !s.comm->valid()) throw Error("the NCCL executor needs a communicator");
   const auto rank = static_cast<std::uint32_t>(s.comm->rank());
@@ -124,11 +125,24 @@ NcclExecutor::NcclExecutor(std::shared_ptr<const NcclComm> comm, const ir::Graph
   s.whole = runtime::detail::compile_block_program(graph, host);
   s.plan = plan_rank_device_program(graph, s.whole, schedule, rank, cuda_kernels(),
                                     {.streams = options.streams}, options.collectives);
-  // One communicator per collective, made by every rank in the same order (ncclCommSplit is
-  // collective over the whole communicator); a rank outside a collective gets an empty one.
+  // A communicator per set of members: the whole one for every rank, else one ncclCommSplit per
+  // set, made by every rank in the same order (it is collective over the whole communicator; a
+  // rank outside the set gets an empty one).
+  std::vector<std::vector<std::uint32_t>> sets;
+  s.groups.reserve(s.plan.rank.collectives.size());  // comm_of points into it
   for (const runtime::detail::RankCollective& c : s.plan.rank.collectives) {
-    const bool member = std::find(c.members.begin(), c.members.end(), rank) != c.members.end();
-    s.comms.push_back(s.comm->split(member ? 0 : -1, static_cast<int>(rank)));
+    if (c.members.size() == schedule.ranks()) {
+      s.comm_of.push_back(s.comm.get());
+      continue;
+    }
+    auto known = std::find(sets.begin(), sets.end(), c.members);
+    if (known == sets.end()) {
+      const bool member = std::find(c.members.begin(), c.members.end(), rank) != c.members.end();
+      s.groups.push_back(s.comm->split(member ? 0 : -1, static_cast<int>(rank)));
+      sets.push_back(c.members);
+      known = sets.end() - 1;
+    }
+    s.comm_of.push_back(&s.groups[static_cast<std::size_t>(known - sets.begin())]);
   }
   const State* self = &s;
   s.gpu = std::make_unique<CudaProgram>(

@@ -8,9 +8,10 @@
 // rank — point-to-point boxes as ncclSend/ncclRecv (NcclComm::exchange), the collectives the
 // schedule forms (rank_collectives.h) as ncclReduce, ncclAllReduce, ncclReduceScatter (or one
 // ncclReduce per slice) and grouped ncclBroadcasts for an all-gather, each on a communicator of
-// its members (NcclComm::split). A run copies the rows of the inputs this rank reads to its GPU,
-// runs its steps (replaying a captured CUDA graph from the third run on, NCCL calls included),
-// and on rank 0 copies back the whole outputs, which the other ranks' gathers have filled.
+// its members (the whole communicator, or NcclComm::split once per set of members). A run copies
+// the rows of the inputs this rank reads to its GPU, runs its steps (replaying a captured CUDA
+// graph from the third run on, NCCL calls included), and on rank 0 copies back the whole outputs,
+// which the other ranks' gathers have filled.
 //
 //   MpiSession mpi;                                   // MPI_Init
 //   auto comm = nccl_comm_from_mpi();                 // GPU local rank % GPUs of the node
@@ -19,7 +20,7 @@
 //   r.outputs                                         // rank 0: every graph output, whole
 //
 // Construction is collective: every rank of the communicator constructs its executor for the
-// same schedule (ncclCommSplit once per collective, in the same order). Errors: what the CUDA
+// same schedule (ncclCommSplit once per set of members, in the same order). Errors: what the CUDA
 // executor throws, a schedule for another number of ranks than the communicator has, and what
 // compile_rank_program rejects — each a tapestry::Error. A rank that fails during a run leaves
 // the others blocked in NCCL until mpirun ends the job (no abort protocol as the MPI executor
