@@ -202,9 +202,12 @@ NcclExecutor::Result NcclExecutor::run(runtime::BufferMap inputs) const {
     bound.emplace(slot.tensor, std::move(given->second));
   }
   CudaProgram::Run run = s.gpu->run(std::move(bound));
-  Result result;
-  for (auto& [tensor, buffer] : run.buffers) {
-    if (inputs.find(tensor) == inputs.end()) result.outputs.emplace(tensor, std::move(buffer));
+  Result result;  // the output slots (rank 0's: whole), an input among them too
+  for (const runtime::detail::BufferSlot& slot : p.block.slots) {
+    auto found = run.buffers.find(slot.tensor);
+    if (slot.output && found != run.buffers.end()) {
+      result.outputs.emplace(slot.tensor, std::move(found->second));
+    }
   }
   result.stats = std::move(run.stats);
   const runtime::detail::RankProgram& rp = s.plan.rank;

@@ -20,6 +20,7 @@
 #include "tapestry/runtime/block_executor.h"
 #include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/input_generation.h"
+#include "tapestry/runtime/verify.h"
 #include "tapestry/runtime/view.h"
 #include "tapestry/workflow/mpi.h"
 
@@ -435,6 +436,12 @@ TEST(RankDeviceProgram, EveryBundledPlanForcedOntoOneRankMakesNoCallAndRunsBitwi
     const FakeResult got = fake_job(job.ranks, job.l, ref.inputs, 1);
     ASSERT_EQ(got.error, "");
     EXPECT_TRUE(fake_device::same_outputs(job.l.lowered.graph, got.outputs, ref.want));
+    // Rank 0's outputs verify as the GPU test verifies them.
+    const runtime::VerifyReport report = workflow::verify_run(
+        job.l.graph, runtime::generate_inputs(job.l.graph, {.seed = 5}),
+        workflow::graph_results(job.l.graph, job.l.lowered, BufferMap(got.outputs)),
+        {.mode = runtime::VerifyMode::kBound}, std::nullopt);
+    EXPECT_TRUE(report.pass()) << report.text();
   }
 }
 
