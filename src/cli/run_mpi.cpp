@@ -250,7 +250,13 @@ int run_nccl(const RunOptions& options, const runtime::MpiSession& mpi, Setup& s
              gpu::device_description(s.gpu->device()), run.stats.compute_s * 1e3,
              run.stats.replayed ? " (CUDA graph replay)" : "", run.stats.host_steps,
              run.stats.host_steps == 1 ? "" : "s");
-  fmt::print("{}", runtime::rank_summary_table(merged));
+  // A sum over three or more ranks (--collectives all) is in NCCL's order here, not MPI's.
+  std::string table = runtime::rank_summary_table(merged);
+  for (std::size_t at = table.find(", MPI's order"); at != std::string::npos;
+       at = table.find(", MPI's order", at)) {
+    table.replace(at, 13, ", NCCL's order");
+  }
+  fmt::print("{}", table);
   return verify_outputs(s, options, ranks, merged, std::move(run.outputs));
 }
 
