@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include "tapestry/runtime/block_executor.h"
@@ -18,7 +19,9 @@
 #include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/input_generation.h"
 #include "tapestry/runtime/tensor_map.h"
+#include "tapestry/runtime/view.h"
 #include "tapestry/workflow/run.h"
+#include "tapestry/zspace/format.h"
 #include "workflow_testing.h"
 
 namespace tapestry::gpu {
@@ -177,6 +180,48 @@ TEST(DeviceProgram, DeviceKernelsChooseTheStepsThatRunOnTheGpu) {
   EXPECT_EQ(p.host_steps_by_kernel.at("linear"), 2U);
   for (const DeviceStep& s : p.steps) {
     EXPECT_EQ(s.on_device, p.block.tasks[s.task].call.kernel == "relu");
+  }
+}
+
+TEST(DeviceProgram, BoxRunsCoverExactlyTheBoxInRowMajorOrder) {
+  // Every box of a few buffers (every start and end per dim): the runs' bytes, row by row, must
+  // be the box's cells in row-major order (an independent walk of its points), each once, and
+  // the staging side dense from its offset.
+  for (const runtime::Point& shape : {runtime::Point{7}, runtime::Point{3, 4},
+                                      runtime::Point{2, 3, 4}, runtime::Point{2, 1, 3, 2}}) {
+    const runtime::Range range = runtime::Range::of_shape(shape);
+    const runtime::Point strides = runtime::dense_strides(shape);
+    std::vector<runtime::Range> boxes;
+    std::vector<std::int64_t> lo(shape.rank(), 0), hi(shape.rank(), 0);
+    std::function<void(std::size_t)> each = [&](std::size_t d) {
+      if (d == shape.rank()) {
+        boxes.emplace_back(runtime::Point(lo), runtime::Point(hi));
+        return;
+      }
+      for (lo[d] = 0; lo[d] <= shape[d]; ++lo[d]) {
+        for (hi[d] = lo[d]; hi[d] <= shape[d]; ++hi[d]) each(d + 1);
+      }
+    };
+    each(0);
+    for (const runtime::Range& box : boxes) {
+      std::vector<std::int64_t> want;  // byte offsets of the box's cells, row-major
+      for (const runtime::Point& p : box.points()) {
+        want.push_back(runtime::element_offset(range, strides, p) * 4);
+      }
+      const std::int64_t first =
+          box.is_empty() ? 0 : runtime::element_offset(range, strides, box.start()) * 4;
+      std::vector<std::int64_t> got;
+      std::int64_t dense = 100;
+      for (const BoxRun& run : box_runs(strides, box.shape(), 4, first, 100)) {
+        EXPECT_EQ(run.staging_offset, dense);
+        for (std::int64_t h = 0; h < run.height; ++h) {
+          for (std::int64_t b = 0; b < run.width; b += 4)
+            got.push_back(run.slot_offset + h * run.pitch + b);
+        }
+        dense += run.width * run.height;
+      }
+      EXPECT_EQ(got, want) << box;
+    }
   }
 }
 
