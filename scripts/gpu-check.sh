@@ -4,6 +4,9 @@
 # under its own time limit and all within a budget (--budget, default 450 s: < 8 minutes with
 # the unpacking; a step that would start later is SKIPped):
 #   tests      every packed GPU gtest binary (--gtest_brief)
+#   nccl       `tapestry run --executor mpi --device cuda --verify` on one rank under mpirun (the
+#              NCCL executor through the CLI); SKIP where no mpirun is found, as on the lent GPU
+#              machines (gpu_nccl_executor_test, a gtest, checks the executor there without MPI)
 #   calibrate  `tapestry calibrate --device cuda -o h100-measured.json --seconds 30` (named
 #              after the GPU: h200-measured.json on an H200)
 #   bench      bench/gpu_vs_torch.py: Tapestry against PyTorch on the same GEMMs
@@ -23,15 +26,15 @@
 #   scripts/gpu-check.sh --budget 300           # stop starting steps after 300 s
 #
 # A step is ok, FAIL, WARN (it passed but a test skipped, or the benchmark found no torch) or
-# SKIP (the budget was spent). TAPESTRY_GPU_CHECK_FORCE=1 runs the steps without a GPU (to test
-# this script).
+# SKIP (the budget was spent, or nccl found no mpirun). TAPESTRY_GPU_CHECK_FORCE=1 runs the steps
+# without a GPU (to test this script).
 # Exit: 0 no step failed, 1 a step failed, 2 no GPU here (nothing run), 3 no .devpack or it
 # cannot run here (a library missing: named).
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tarball=$root/.devpack/tapestry-devpack.tar.xz
-only="tests,calibrate,bench,rank,examples,plans,search"
+only="tests,nccl,calibrate,bench,rank,examples,plans,search"
 budget=450  # seconds: the steps that would start later are SKIPped
 small=0
 while [[ $# -gt 0 ]]; do
@@ -141,6 +144,22 @@ if wants tests; then
     elif [[ $rc -eq 0 ]]; then record "$n" ok "$secs" "$summary"
     else record "$n" FAIL "$secs" "rc=$rc $summary $(grep -E '^\[  FAILED  \] [A-Za-z]' "$logs/gtest-$n.log" | head -3 | tr '\n' ' ')"; fi
   done
+fi
+
+# The NCCL executor through the CLI, on one rank: needs mpirun (Open MPI's singleton MPI_Init,
+# a process started without mpirun, needs its orted daemon, which the GPU machine lacks).
+if wants nccl && ! over_budget nccl; then
+  if command -v mpirun >/dev/null 2>&1; then
+    mpirun=(mpirun -q -np 1)
+    [[ $(id -u) -eq 0 ]] && mpirun+=(--allow-run-as-root)
+    run_logged nccl 120 "${mpirun[@]}" "$tapestry" run "$root/examples/mlp.tap" \
+      --plan "$root/examples/plans/mlp-megatron.json" --executor mpi --device cuda --verify --seed 3
+    if [[ $rc -eq 0 ]] && grep -q '^PASS' "$logs/nccl.log" && ! grep -qE '^(FAIL|UNCHECKED)' "$logs/nccl.log"; then
+      record nccl ok "$secs" "$(grep -m1 -o 'ran [0-9]* applications.*' "$logs/nccl.log" | cut -c1-120)"
+    else record nccl FAIL "$secs" "rc=$rc: $(tail_of nccl)"; fi
+  else
+    record nccl SKIP 0 "no mpirun here: gpu_nccl_executor_test (tests) ran the NCCL executor without MPI"
+  fi
 fi
 
 # The measured target is named after the GPU: h100-measured.json on an H100.

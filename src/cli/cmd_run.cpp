@@ -11,7 +11,9 @@
 // The graph is lowered under the plan (no plan: one application per operation) and run by the
 // block executor (oneTBB, --threads, fast kernels; `--kernels reference` for the reference loops)
 // or, with `--executor application`, by the sequential application executor, or, under mpirun with
-// `--executor mpi [--target T]`, across processes (run_mpi.cpp, docs/distributed.md). Inputs come
+// `--executor mpi [--target T]`, across processes (run_mpi.cpp, docs/distributed.md); with
+// `--device cuda` on one GPU (the CUDA executor) or, with `--executor mpi`, on a GPU per rank
+// with NCCL between them (docs/gpu.md). Inputs come
 // from DIR/<input name>.npy with --inputs (every one must be there, with the tensor's dtype and
 // shape), else they are generated from --seed. The graph's outputs (its declared `output`s,
 // else the tensors nothing consumes) are written to DIR/<output name>.npy with --outputs ('/' in
@@ -310,9 +312,13 @@ void check_options(RunOptions& options) {
     throw Error(fmt::format("--device {}: expected cpu or cuda", options.device));
   }
   if (options.device == "cuda") {
-    if (options.executor != "block") {
-      throw Error(fmt::format("--device cuda runs the CUDA executor: give no --executor {}",
-                              options.executor));
+    if (options.executor == "application") {
+      throw Error(
+          "--device cuda runs the CUDA executor (one GPU) or, with --executor mpi, the NCCL "
+          "executor (a GPU per rank): give no --executor application");
+    }
+    if (options.executor == "mpi" && options.gpu_profile) {
+      throw Error("--gpu-profile is not supported with --executor mpi yet (one GPU only)");
     }
     if (!options.trace.empty()) throw Error("--trace is not supported with --device cuda yet");
     if (options.optimize) {
@@ -471,7 +477,8 @@ void register_run(CLI::App& app, Dispatch& dispatch) {
       ->check(CLI::IsMember({"exact", "all", "none"}));
   cmd->add_option("--device", options->device,
                   "cpu (default) or cuda: run on an NVIDIA GPU (the CUDA executor; kernels "
-                  "without a GPU kernel run on the CPU as host steps; docs/gpu.md)")
+                  "without a GPU kernel run on the CPU as host steps; with --executor mpi, a GPU "
+                  "per rank, boxes moved by NCCL; docs/gpu.md)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   cmd->add_option("--streams", options->streams, "with --device cuda: CUDA streams (default 4)")
       ->check(CLI::Range(1, 64));

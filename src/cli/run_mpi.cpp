@@ -20,6 +20,11 @@
 // 4. Rank 0 receives every output, prints the summary (one line per rank), runs --verify and
 //    writes --outputs, --metrics (every rank's, merged) and --trace (a process per rank), all or
 //    nothing, as the in-process run does.
+//
+// With --device cuda (run_nccl): each rank runs its part on its GPU with the NCCL executor
+// (gpu/nccl_executor.h) — NCCL bootstrapped through MPI once every rank has prepared, the rank's
+// GPU `local rank % GPUs of its node` — and the boxes move by NCCL; inputs, the summary, --verify
+// and the files as above.
 #include <fmt/core.h>
 #include <fmt/format.h>
 
@@ -31,6 +36,7 @@
 #include "command.h"
 #include "graph_input.h"
 #include "run_common.h"
+#include "tapestry/gpu/nccl_executor.h"
 #include "tapestry/rewrite/lower.h"
 #include "tapestry/runtime/input_generation.h"
 #include "tapestry/runtime/memory_budget.h"
@@ -64,14 +70,18 @@ struct Setup {
   runtime::ExecutableKernels reference;
   runtime::ExecutableKernels fast;
   std::unique_ptr<runtime::MpiExecutor> executor;
+  std::shared_ptr<const gpu::NcclComm> comm;  // --device cuda: this rank's NCCL communicator
+  std::unique_ptr<gpu::NcclExecutor> gpu;     // --device cuda: made after every rank prepared
   runtime::BufferMap inputs;      // the graph's, keyed by its tensors (rank 0 with --verify: all)
   runtime::BufferMap run_inputs;  // what this rank's applications read, keyed by the lowered graph
   std::optional<runtime::Oracle> oracle;
 };
 
+void read_inputs(Setup& setup, const RunOptions& options, std::uint32_t rank,
+                 const std::vector<runtime::NeededInput>& needed);
+
 std::unique_ptr<Setup> prepare(const RunOptions& options, const runtime::MpiSession& mpi) {
   auto s = std::make_unique<Setup>();
-  const bool exact = options.verify == "exact";
   const bool rank0 = mpi.rank() == 0;
   s->signatures = load_signatures(options.kernel_sources);
   s->graph = load_graph(options.graph, s->signatures, options.trust_ipfs, options.dims);
@@ -91,6 +101,7 @@ std::unique_ptr<Setup> prepare(const RunOptions& options, const runtime::MpiSess
                                          runtime::KernelSet::kReference);
   s->fast =
       load_executable_kernels(options.kernel_sources, s->signatures, runtime::KernelSet::kFast);
+  if (options.device == "cuda") return s;  // run_nccl makes the executor and reads the inputs
   const runtime::ExecutableKernels& kernels = options.reference_kernels ? s->reference : s->fast;
   s->executor = std::make_unique<runtime::MpiExecutor>(
       mpi, s->lowered.graph, s->mpi.schedule,
@@ -101,8 +112,17 @@ std::unique_ptr<Setup> prepare(const RunOptions& options, const runtime::MpiSess
                                                             : parse_byte_size(options.memory_limit),
                                   .collectives = collective_use(options.collectives)});
 
-  // Step 2: the boxes of the inputs this rank reads, each straight from its file or generated
-  // alone (rank 0 also every input whole for --verify).
+  read_inputs(*s, options, mpi.rank(), s->executor->inputs_needed());
+  return s;
+}
+
+// Step 2: the boxes of the inputs this rank reads (`needed`), each straight from its file or
+// generated alone (rank 0 also every input whole for --verify).
+void read_inputs(Setup& setup, const RunOptions& options, std::uint32_t rank,
+                 const std::vector<runtime::NeededInput>& needed) {
+  Setup* s = &setup;
+  const bool exact = options.verify == "exact";
+  const bool rank0 = rank == 0;
   if (rank0 && !options.verify.empty()) {
     const std::vector<ir::TensorId> all = runtime::graph_inputs(s->graph);
     s->inputs = options.inputs.empty()
@@ -112,7 +132,7 @@ std::unique_ptr<Setup> prepare(const RunOptions& options, const runtime::MpiSess
   if (exact && rank0) {
     s->oracle = workflow::exact_oracle(s->graph, s->inputs, &s->fast, "--verify=exact");
   }
-  for (const runtime::NeededInput& need : s->executor->inputs_needed()) {
+  for (const runtime::NeededInput& need : needed) {
     const std::optional<ir::TensorId> original = s->lowered.original(need.tensor);
     TAPESTRY_ASSERT(original.has_value(), "the MPI executor needs an input of the graph");
     const ir::TensorId mine = *original;
@@ -125,7 +145,6 @@ std::unique_ptr<Setup> prepare(const RunOptions& options, const runtime::MpiSess
                               : read_tensor_box(s->graph, options.inputs, mine, need.box, "input"));
   }
   if (!rank0 || options.verify.empty()) s->inputs.clear();
-  return s;
 }
 
 // Step 3 (collective): rank 0 prints the failure, as main prints an Error, and the others exit
@@ -146,6 +165,101 @@ int fail(const runtime::MpiSession& mpi, const runtime::RankFailure& failure, co
   return kExitBadInput;
 }
 
+// The run with rank 0's median time (every rank sorts the same broadcast times, so every rank
+// keeps the same run).
+template <typename Result>
+Result& median_run(std::vector<std::pair<double, Result>>& runs) {
+  std::sort(runs.begin(), runs.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  return runs[runs.size() / 2].second;
+}
+
+// Every rank's report (rank_metrics_json), on rank 0; empty on the others.
+std::vector<nlohmann::json> gather_reports(const runtime::MpiSession& mpi,
+                                           const runtime::RankMetrics& metrics) {
+  const std::vector<std::string> reports = mpi.gather(runtime::rank_metrics_json(metrics).dump());
+  std::vector<nlohmann::json> ranks;
+  for (const std::string& text : reports) ranks.push_back(nlohmann::json::parse(text));
+  return ranks;
+}
+
+// Rank 0, after its summary: --verify on the gathered outputs, and the files.
+int verify_outputs(Setup& s, const RunOptions& options, const std::vector<nlohmann::json>& ranks,
+                   const nlohmann::json& merged, runtime::BufferMap outputs) {
+  const runtime::BufferMap results =
+      workflow::graph_results(s.graph, s.lowered, std::move(outputs));
+  return verify_and_write(s.graph, s.lowered, s.inputs, results, std::move(s.oracle), options,
+                          merged.dump(1) + "\n", runtime::merge_rank_traces(ranks).dump() + "\n",
+                          &s.reference, &s.fast);
+}
+
+runtime::BufferMap copies_of(const runtime::BufferMap& buffers) {
+  runtime::BufferMap out;
+  for (const auto& [t, b] : buffers) out.emplace(t, runtime::Buffer(b));
+  return out;
+}
+
+// --device cuda: every rank prepared (agreed); now NCCL (collective: the unique id's broadcast,
+// one ncclCommSplit per collective), the rank's inputs, the runs, rank 0's report.
+int run_nccl(const RunOptions& options, const runtime::MpiSession& mpi, Setup& s) {
+  std::optional<std::string> error;
+  try {
+    s.comm = gpu::nccl_comm_from_mpi();
+    s.gpu = std::make_unique<gpu::NcclExecutor>(
+        s.comm, s.lowered.graph, s.mpi.schedule,
+        gpu::NcclExecutorOptions{.streams = options.streams == 0 ? 4 : options.streams,
+                                 .graph = !options.no_cuda_graph,
+                                 .allow_tf32 = options.tf32,
+                                 .host_kernels = options.reference_kernels ? &s.reference : &s.fast,
+                                 .memory_limit_bytes = options.memory_limit.empty()
+                                                           ? 0
+                                                           : parse_byte_size(options.memory_limit),
+                                 .collectives = collective_use(options.collectives)});
+    read_inputs(s, options, mpi.rank(), s.gpu->inputs_needed());
+  } catch (const Error& e) {
+    error = e.what();
+  } catch (const std::bad_alloc&) {
+    error = "out of memory (an allocation failed)";
+  }
+  if (const auto failure = mpi.agree(error)) return fail(mpi, *failure, &s);
+  // --warmup untimed runs, then --repeat timed ones; the run with rank 0's median GPU time counts.
+  std::vector<std::pair<double, gpu::NcclExecutor::Result>> runs;
+  for (int r = 0; r < options.warmup + options.repeat; ++r) {
+    std::optional<gpu::NcclExecutor::Result> result;
+    try {
+      result = s.gpu->run(copies_of(s.run_inputs));
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    if (const auto failure = mpi.agree(error)) return fail(mpi, *failure, &s);
+    if (r < options.warmup) continue;
+    const double wall = std::stod(mpi.broadcast(fmt::format("{}", result->stats.compute_s)));
+    runs.emplace_back(wall, std::move(*result));
+  }
+  gpu::NcclExecutor::Result& run = median_run(runs);
+  const std::vector<nlohmann::json> ranks = gather_reports(mpi, run.metrics);
+  if (mpi.rank() != 0) return kExitOk;
+  const nlohmann::json merged = runtime::merge_rank_metrics(ranks);
+  const int streams = options.streams == 0 ? 4 : options.streams;
+  fmt::print(
+      "ran {} applications of {} operations (nccl executor: {} ranks × 1 GPU, {} stream{} + "
+      "1 for NCCL, {} kernels)\n",
+      s.lowered.graph.applications().size(), s.lowered.graph.operations().size(), mpi.size(),
+      streams, streams == 1 ? "" : "s", options.reference_kernels ? "reference" : "fast");
+  fmt::print("rank 0: {}; GPU {:.4f} ms{}, {} host step{}\n",
+             gpu::device_description(s.gpu->device()), run.stats.compute_s * 1e3,
+             run.stats.replayed ? " (CUDA graph replay)" : "", run.stats.host_steps,
+             run.stats.host_steps == 1 ? "" : "s");
+  // A sum over three or more ranks (--collectives all) is in NCCL's order here, not MPI's.
+  std::string table = runtime::rank_summary_table(merged);
+  for (std::size_t at = table.find(", MPI's order"); at != std::string::npos;
+       at = table.find(", MPI's order", at)) {
+    table.replace(at, 13, ", NCCL's order");
+  }
+  fmt::print("{}", table);
+  return verify_outputs(s, options, ranks, merged, std::move(run.outputs));
+}
+
 }  // namespace
 
 int run_mpi(const RunOptions& options) {
@@ -160,6 +274,7 @@ int run_mpi(const RunOptions& options) {
     error = "out of memory (an allocation failed)";
   }
   if (const auto failure = mpi.agree(error)) return fail(mpi, *failure, setup.get());
+  if (options.device == "cuda") return run_nccl(options, mpi, *setup);
 
   // --warmup untimed runs, then --repeat timed ones; the run with the median wall time on rank 0
   // counts (broadcast, so every rank keeps the same run).
@@ -171,15 +286,9 @@ int run_mpi(const RunOptions& options) {
     const double wall = std::stod(mpi.broadcast(fmt::format("{}", result.metrics.run.wall_s)));
     runs.emplace_back(wall, std::move(result));
   }
-  std::sort(runs.begin(), runs.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  runtime::MpiExecutor::Result& run = runs[runs.size() / 2].second;
-
-  const std::vector<std::string> reports =
-      mpi.gather(runtime::rank_metrics_json(run.metrics).dump());
+  runtime::MpiExecutor::Result& run = median_run(runs);
+  const std::vector<nlohmann::json> ranks = gather_reports(mpi, run.metrics);
   if (mpi.rank() != 0) return kExitOk;
-  std::vector<nlohmann::json> ranks;
-  for (const std::string& text : reports) ranks.push_back(nlohmann::json::parse(text));
   const nlohmann::json merged = runtime::merge_rank_metrics(ranks);
   fmt::print(
       "ran {} applications of {} operations (mpi executor: {} ranks × {} thread{}, {} "
@@ -188,12 +297,7 @@ int run_mpi(const RunOptions& options) {
       mpi.size(), std::max(1, options.threads), options.threads > 1 ? "s" : "",
       options.reference_kernels ? "reference" : "fast");
   fmt::print("{}", runtime::rank_summary_table(merged));
-  const runtime::BufferMap results =
-      workflow::graph_results(setup->graph, setup->lowered, std::move(run.outputs));
-  return verify_and_write(setup->graph, setup->lowered, setup->inputs, results,
-                          std::move(setup->oracle), options, merged.dump(1) + "\n",
-                          runtime::merge_rank_traces(ranks).dump() + "\n", &setup->reference,
-                          &setup->fast);
+  return verify_outputs(*setup, options, ranks, merged, std::move(run.outputs));
 }
 
 }  // namespace tapestry::cli

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 
+#include "cuda_program.h"
 #include "device_kernels.h"
 #include "device_program.h"
 #include "tapestry/gpu/cuda.h"
@@ -45,66 +46,6 @@ void check(cudaError_t status, std::string_view what) {
 }
 
 constexpr std::size_t kWorkspaceBytes = std::size_t{32} << 20;
-
-// A box of a dense row-major slot, as contiguous runs for cudaMemcpy2DAsync: `height` rows of
-// `width` bytes `pitch` apart, repeated at each of `starts` (byte offsets from the slot's base).
-struct BoxCopy {
-  std::vector<std::int64_t> starts;
-  std::size_t width = 0;
-  std::size_t height = 0;
-  std::size_t pitch = 0;
-};
-
-BoxCopy box_copy(const runtime::ConstView& view, std::int64_t byte_offset, std::size_t element) {
-  BoxCopy c;
-  const runtime::Range& box = view.box();
-  const std::size_t rank = box.rank();
-  const runtime::Point shape = box.shape();
-  for (std::size_t k = 0; k < rank; ++k) {
-    if (shape[k] == 0) return c;  // empty: nothing to copy
-  }
-  if (rank == 0) {
-    c.starts = {byte_offset};
-    c.width = element;
-    c.height = 1;
-    c.pitch = element;
-    return c;
-  }
-  // The innermost dims the box covers whole (stride = product of the inner extents) make one
-  // contiguous run together with the first dim it does not.
-  std::size_t k = rank - 1;
-  std::int64_t run = shape[k];
-  while (k > 0 && view.stride(k - 1) == run) {
-    run *= shape[k - 1];
-    --k;
-  }
-  // Dims [0, k) remain; dim k-1 (if any) becomes the 2-D copy's rows.
-  c.width = static_cast<std::size_t>(run) * element;
-  if (k == 0) {
-    c.starts = {byte_offset};
-    c.height = 1;
-    c.pitch = c.width;
-    return c;
-  }
-  c.height = static_cast<std::size_t>(shape[k - 1]);
-  c.pitch = static_cast<std::size_t>(view.stride(k - 1)) * element;
-  std::vector<std::int64_t> index(k - 1, 0);
-  while (true) {
-    std::int64_t offset = byte_offset;
-    for (std::size_t d = 0; d + 1 < k; ++d) {
-      offset += index[d] * view.stride(d) * static_cast<std::int64_t>(element);
-    }
-    c.starts.push_back(offset);
-    std::size_t d = k - 1;
-    while (d > 0) {
-      if (++index[d - 1] < shape[d - 1]) break;
-      index[d - 1] = 0;
-      --d;
-    }
-    if (d == 0) break;
-  }
-  return c;
-}
 
 template <typename Port, typename Byte>
 void set_origins(ir::NamedLists<Port>& ports, const std::vector<PortAddress>& addresses,
@@ -158,10 +99,11 @@ std::string device_description(int device) {
                      static_cast<double>(prop.totalGlobalMem) / double(1 << 30));
 }
 
-struct CudaExecutor::State {
+struct CudaProgram::State {
   const ir::Graph& graph;
   CudaExecutorOptions options;
   DeviceProgram program;
+  CudaProgram::Communicate communicate;        // communication steps (cuda_program.h)
   std::vector<runtime::KernelFn> host_kernel;  // per task (host steps)
   std::vector<KernelCall> calls;               // per task: final origins (device or mirror)
 
@@ -190,7 +132,8 @@ struct CudaExecutor::State {
   std::mutex error_mutex;
   std::optional<Error> host_error;
 
-  State(const ir::Graph& g, CudaExecutorOptions o) : graph(g), options(o) {}
+  State(const ir::Graph& g, CudaExecutorOptions o, CudaProgram::Communicate c)
+      : graph(g), options(o), communicate(std::move(c)) {}
   ~State() { release(); }
 
   void release() noexcept {
@@ -216,17 +159,21 @@ struct CudaExecutor::State {
 
   void copy_box(const runtime::ConstView& view, const PortAddress& address, bool to_device,
                 cudaStream_t stream) const {
-    const BoxCopy c = box_copy(view, address.byte_offset, ir::dtype_size_bytes(view.dtype()));
     std::byte* dev = device_base[address.slot];
     std::byte* host = mirror[address.slot];
-    for (std::int64_t start : c.starts) {
+    const auto element = static_cast<std::int64_t>(ir::dtype_size_bytes(view.dtype()));
+    for (const BoxRun& run :
+         box_runs(view.strides(), view.box().shape(), element, address.byte_offset)) {
+      const auto pitch = static_cast<std::size_t>(run.pitch);
+      const auto width = static_cast<std::size_t>(run.width);
+      const auto height = static_cast<std::size_t>(run.height);
       if (to_device) {
-        check(cudaMemcpy2DAsync(dev + start, c.pitch, host + start, c.pitch, c.width, c.height,
-                                cudaMemcpyHostToDevice, stream),
+        check(cudaMemcpy2DAsync(dev + run.slot_offset, pitch, host + run.slot_offset, pitch, width,
+                                height, cudaMemcpyHostToDevice, stream),
               "copy a host step's output to the device");
       } else {
-        check(cudaMemcpy2DAsync(host + start, c.pitch, dev + start, c.pitch, c.width, c.height,
-                                cudaMemcpyDeviceToHost, stream),
+        check(cudaMemcpy2DAsync(host + run.slot_offset, pitch, dev + run.slot_offset, pitch, width,
+                                height, cudaMemcpyDeviceToHost, stream),
               "copy a host step's input to the host");
       }
     }
@@ -268,7 +215,13 @@ struct CudaExecutor::State {
       if (!step_events.empty()) {
         check(cudaEventRecord(step_events[step.task].first, stream), "record a step's start");
       }
-      if (step.on_device) {
+      if (step.communication) {
+        try {
+          communicate(step.task, stream);
+        } catch (const Error& e) {
+          throw e.with_context(fmt::format("'{}'", task.name));
+        }
+      } else if (step.on_device) {
         try {
           program.kernels[step.task]->launch(calls[step.task],
                                              contexts[static_cast<std::size_t>(step.stream)]);
@@ -304,25 +257,26 @@ struct CudaExecutor::State {
   }
 };
 
-CudaExecutor::CudaExecutor(const ir::Graph& graph, CudaExecutorOptions options)
-    : state_(std::make_unique<State>(graph, options)) {
+void check_cuda_options(const CudaExecutorOptions& options) {
   if (options.streams < 1) throw Error(fmt::format("--streams {}: expected ≥ 1", options.streams));
   const int count = device_count();
   if (count == 0) throw Error(fmt::format("--device cuda: {}", unavailable_reason()));
   if (options.device < 0 || options.device >= count) {
     throw Error(fmt::format("CUDA device {}: there are {} devices", options.device, count));
   }
+}
+
+CudaProgram::CudaProgram(const ir::Graph& graph, DeviceProgram program, CudaExecutorOptions options,
+                         Communicate communicate)
+    : state_(std::make_unique<State>(graph, options, std::move(communicate))) {
+  check_cuda_options(options);
   State& s = *state_;
   check(cudaSetDevice(options.device), "cudaSetDevice");
-  const runtime::ExecutableKernels& host =
-      options.host_kernels != nullptr ? *options.host_kernels : runtime::fast_kernels();
-  const DeviceKernels& device =
-      options.device_kernels != nullptr ? *options.device_kernels : cuda_kernels();
-  s.program = plan_device_program(graph, host, device, {.streams = options.streams});
+  s.program = std::move(program);
   const DeviceProgram& p = s.program;
 
   // Memory: the arena and a workspace per stream, checked against the limit and what is free.
-  const std::int64_t workspaces = static_cast<std::int64_t>(kWorkspaceBytes) * options.streams;
+  const std::int64_t workspaces = static_cast<std::int64_t>(kWorkspaceBytes) * p.streams;
   std::size_t free_bytes = 0, total_bytes = 0;
   check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
   const std::int64_t needed = p.arena_bytes + workspaces;
@@ -349,7 +303,7 @@ CudaExecutor::CudaExecutor(const ir::Graph& graph, CudaExecutorOptions options)
   }
 
   // Streams, events, handles, workspaces.
-  s.streams.resize(static_cast<std::size_t>(options.streams));
+  s.streams.resize(static_cast<std::size_t>(p.streams));
   for (cudaStream_t& stream : s.streams) {
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "create a stream");
   }
@@ -420,30 +374,56 @@ CudaExecutor::CudaExecutor(const ir::Graph& graph, CudaExecutorOptions options)
   }
 }
 
+CudaProgram::~CudaProgram() = default;
+
+const DeviceProgram& CudaProgram::program() const {
+  return state_->program;
+}
+
+std::byte* CudaProgram::device_base(std::uint32_t slot) const {
+  return state_->device_base[slot];
+}
+
+struct CudaExecutor::State {
+  const ir::Graph& graph;
+  std::unique_ptr<CudaProgram> gpu;
+};
+
+CudaExecutor::CudaExecutor(const ir::Graph& graph, CudaExecutorOptions options)
+    : state_(std::make_unique<State>(State{graph, nullptr})) {
+  check_cuda_options(options);
+  const runtime::ExecutableKernels& host =
+      options.host_kernels != nullptr ? *options.host_kernels : runtime::fast_kernels();
+  const DeviceKernels& device =
+      options.device_kernels != nullptr ? *options.device_kernels : cuda_kernels();
+  state_->gpu = std::make_unique<CudaProgram>(
+      graph, plan_device_program(graph, host, device, {.streams = options.streams}), options);
+}
+
 CudaExecutor::~CudaExecutor() = default;
 
 const DeviceProgram& CudaExecutor::program() const {
-  return state_->program;
+  return state_->gpu->program();
 }
 std::vector<CudaExecutor::StepName> CudaExecutor::step_names() const {
   std::vector<StepName> names;
-  for (const BlockTask& t : state_->program.block.tasks) {
+  for (const BlockTask& t : program().block.tasks) {
     names.push_back({t.name, std::string(t.call.operation), std::string(t.call.kernel)});
   }
   return names;
 }
 std::size_t CudaExecutor::application_count() const {
-  return state_->program.block.tasks.size();
+  return program().block.tasks.size();
 }
 std::int64_t CudaExecutor::flops() const {
-  return state_->program.block.flops;
+  return program().block.flops;
 }
 
 BufferMap CudaExecutor::run(BufferMap inputs) const {
   return run_measured(std::move(inputs)).buffers;
 }
 
-CudaExecutor::Measured CudaExecutor::run_measured(BufferMap inputs) const {
+CudaProgram::Run CudaProgram::run(BufferMap result) const {
   State& s = *state_;
   const DeviceProgram& p = s.program;
   std::lock_guard lock(s.run_mutex);
@@ -451,25 +431,6 @@ CudaExecutor::Measured CudaExecutor::run_measured(BufferMap inputs) const {
   {
     std::lock_guard error_lock(s.error_mutex);
     s.host_error.reset();
-  }
-  // Bind the inputs: exactly the graph inputs, each with its tensor's dtype and shape.
-  BufferMap result;
-  for (std::uint32_t i = 0; i < p.block.slots.size(); ++i) {
-    const BufferSlot& slot = p.block.slots[i];
-    auto given = inputs.find(slot.tensor);
-    if (!slot.input) {
-      if (given != inputs.end()) {
-        throw Error(fmt::format("tensor '{}' is computed by the graph; it cannot be an input",
-                                runtime::tensor_name(s.graph, slot.tensor)));
-      }
-      continue;
-    }
-    if (given == inputs.end()) {
-      throw Error(fmt::format("input tensor '{}' has no buffer",
-                              runtime::tensor_name(s.graph, slot.tensor)));
-    }
-    result.emplace(slot.tensor,
-                   runtime::bind_buffer(s.graph, slot.tensor, std::move(given->second)));
   }
   cudaStream_t main = s.streams[0];
   if (s.options.poison && s.arena != nullptr) {
@@ -533,7 +494,7 @@ CudaExecutor::Measured CudaExecutor::run_measured(BufferMap inputs) const {
   check(cudaEventElapsedTime(&compute_ms, s.start, s.stop), "time the run");
   check(cudaEventElapsedTime(&out_ms, s.stop, s.copied_out), "time the run");
 
-  Measured m;
+  Run m;
   m.stats = {.compute_s = compute_ms * 1e-3,
              .copy_in_s = in_ms * 1e-3,
              .copy_out_s = out_ms * 1e-3,
@@ -547,14 +508,42 @@ CudaExecutor::Measured CudaExecutor::run_measured(BufferMap inputs) const {
     check(cudaEventElapsedTime(&ms, a, b), "time a step");
     m.stats.step_s.push_back(ms * 1e-3);
   }
+  m.buffers = std::move(result);
+  return m;
+}
+
+CudaExecutor::Measured CudaExecutor::run_measured(BufferMap inputs) const {
+  const DeviceProgram& p = program();
+  // Bind the inputs: exactly the graph inputs, each with its tensor's dtype and shape.
+  BufferMap result;
+  for (std::uint32_t i = 0; i < p.block.slots.size(); ++i) {
+    const BufferSlot& slot = p.block.slots[i];
+    auto given = inputs.find(slot.tensor);
+    if (!slot.input) {
+      if (given != inputs.end()) {
+        throw Error(fmt::format("tensor '{}' is computed by the graph; it cannot be an input",
+                                runtime::tensor_name(state_->graph, slot.tensor)));
+      }
+      continue;
+    }
+    if (given == inputs.end()) {
+      throw Error(fmt::format("input tensor '{}' has no buffer",
+                              runtime::tensor_name(state_->graph, slot.tensor)));
+    }
+    result.emplace(slot.tensor,
+                   runtime::bind_buffer(state_->graph, slot.tensor, std::move(given->second)));
+  }
+  CudaProgram::Run run = state_->gpu->run(std::move(result));
+  Measured m;
+  m.stats = std::move(run.stats);
   m.metrics.wall_s = m.stats.compute_s;
   m.metrics.flops = p.block.flops;
   m.metrics.gflops =
       m.metrics.wall_s > 0 ? static_cast<double>(p.block.flops) / m.metrics.wall_s / 1e9 : 0;
   m.metrics.peak_memory_bytes = p.arena_bytes;
   m.metrics.estimated_peak_memory_bytes = p.arena_bytes;
-  m.metrics.threads = s.options.streams;
-  m.buffers = std::move(result);
+  m.metrics.threads = p.streams;
+  m.buffers = std::move(run.buffers);
   return m;
 }
 

@@ -5,6 +5,7 @@
 #include "device_kernels.h"
 #include "device_program.h"
 #include "tapestry/gpu/cuda.h"
+#include "tapestry/gpu/nccl_executor.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::gpu {
@@ -55,6 +56,33 @@ std::size_t CudaExecutor::application_count() const {
 }
 std::int64_t CudaExecutor::flops() const {
   return 0;
+}
+
+struct NcclExecutor::State {};
+
+NcclExecutor::NcclExecutor(std::shared_ptr<const NcclComm> /*comm*/, const ir::Graph& /*graph*/,
+                           const runtime::RankSchedule& /*schedule*/,
+                           NcclExecutorOptions /*options*/) {
+  throw Error(fmt::format("--device cuda: {}", kMissing));
+}
+NcclExecutor::~NcclExecutor() = default;
+std::vector<runtime::NeededInput> NcclExecutor::inputs_needed() const {
+  return {};
+}
+NcclExecutor::Result NcclExecutor::run(runtime::BufferMap /*inputs*/) const {
+  throw Error(kMissing);
+}
+std::size_t NcclExecutor::application_count() const {
+  return 0;
+}
+int NcclExecutor::device() const {
+  return 0;
+}
+std::size_t NcclExecutor::calls() const {
+  return 0;
+}
+std::shared_ptr<const NcclComm> nccl_comm_from_mpi() {
+  throw Error(fmt::format("--device cuda: {}", kMissing));
 }
 
 }  // namespace tapestry::gpu

@@ -30,7 +30,7 @@ void sorted_unique(std::vector<std::uint32_t>& v) {
 // Which tasks run on the GPU: those whose kernel has a device kernel that supports the call.
 void choose_kernels(DeviceProgram& p, const DeviceKernels& device) {
   p.kernels.assign(p.block.tasks.size(), nullptr);
-  for (std::size_t t = 0; t < p.block.tasks.size(); ++t) {
+  for (std::size_t t = 0; t < p.communication_from; ++t) {
     const BlockTask& task = p.block.tasks[t];
     const DeviceKernel* kernel = device.find(task.call.kernel);
     if (kernel != nullptr && kernel->supports(task.call)) {
@@ -203,6 +203,9 @@ std::vector<std::vector<std::uint32_t>> all_dependencies(const DeviceProgram& p)
 void assign_streams(DeviceProgram& p, const std::vector<std::vector<std::uint32_t>>& deps) {
   const BlockProgram& b = p.block;
   const auto streams = static_cast<std::size_t>(p.streams);
+  // With communication steps, the last stream is theirs: kernels take the others.
+  const bool communicates = p.communication_from < b.tasks.size();
+  const std::size_t compute_streams = communicates ? streams - 1 : streams;
   std::vector<int> stream_of(b.tasks.size(), -1);
   std::vector<std::uint32_t> index_in_stream(b.tasks.size(), 0);
   std::vector<std::vector<std::uint32_t>> clock(b.tasks.size());
@@ -216,10 +219,12 @@ void assign_streams(DeviceProgram& p, const std::vector<std::vector<std::uint32_
   p.events = 0;
   for (std::uint32_t t : b.order) {
     // Continue the chain of the most recently issued dependency that ends its stream.
-    int stream = -1;
+    const bool communication = t >= p.communication_from;
+    int stream = communication ? static_cast<int>(compute_streams) : -1;
     std::int64_t latest = -1;
     for (std::uint32_t d : deps[t]) {
       const int s = stream_of[d];
+      if (communication || static_cast<std::size_t>(s) >= compute_streams) continue;
       if (last_on_stream[static_cast<std::size_t>(s)] == d &&
           static_cast<std::int64_t>(step_of[d]) > latest) {
         latest = static_cast<std::int64_t>(step_of[d]);
@@ -227,10 +232,16 @@ void assign_streams(DeviceProgram& p, const std::vector<std::vector<std::uint32_
       }
     }
     if (stream < 0) {
-      stream = static_cast<int>(std::min_element(work.begin(), work.end()) - work.begin());
+      stream = static_cast<int>(
+          std::min_element(work.begin(),
+                           work.begin() + static_cast<std::ptrdiff_t>(compute_streams)) -
+          work.begin());
     }
     const auto s = static_cast<std::size_t>(stream);
-    DeviceStep step{.task = t, .on_device = p.kernels[t] != nullptr, .stream = stream};
+    DeviceStep step{.task = t,
+                    .on_device = communication || p.kernels[t] != nullptr,
+                    .communication = communication,
+                    .stream = stream};
     std::vector<std::uint32_t> now = known[s];
     for (std::uint32_t d : deps[t]) {
       const auto ds = static_cast<std::size_t>(stream_of[d]);
@@ -258,14 +269,61 @@ void assign_streams(DeviceProgram& p, const std::vector<std::vector<std::uint32_
 
 }  // namespace
 
+std::vector<BoxRun> box_runs(const runtime::Point& strides, const runtime::Point& shape,
+                             std::int64_t element, std::int64_t first,
+                             std::int64_t staging_offset) {
+  std::vector<BoxRun> runs;
+  const std::size_t rank = shape.rank();
+  for (std::size_t k = 0; k < rank; ++k) {
+    if (shape[k] == 0) return runs;  // empty: nothing to copy
+  }
+  if (rank == 0) return {{first, staging_offset, element, 1, element}};
+  std::size_t k = rank - 1;
+  std::int64_t run = shape[k];
+  while (k > 0 && strides[k - 1] == run) {
+    run *= shape[k - 1];
+    --k;
+  }
+  const std::int64_t width = run * element;
+  if (k == 0) return {{first, staging_offset, width, 1, width}};
+  const std::int64_t height = shape[k - 1];
+  const std::int64_t pitch = strides[k - 1] * element;
+  std::vector<std::int64_t> index(k - 1, 0);
+  std::int64_t at = staging_offset;
+  while (true) {
+    std::int64_t offset = first;
+    for (std::size_t d = 0; d + 1 < k; ++d) offset += index[d] * strides[d] * element;
+    runs.push_back({offset, at, width, height, pitch});
+    at += width * height;
+    std::size_t d = k - 1;
+    while (d > 0) {
+      if (++index[d - 1] < shape[d - 1]) break;
+      index[d - 1] = 0;
+      --d;
+    }
+    if (d == 0) break;
+  }
+  return runs;
+}
+
 DeviceProgram plan_device_program(const ir::Graph& graph, const runtime::ExecutableKernels& host,
                                   const DeviceKernels& device, DeviceProgramOptions options) {
   TAPESTRY_ASSERT(options.streams >= 1, "a device program needs a stream");
   TAPESTRY_ASSERT(options.alignment > 0 && (options.alignment & (options.alignment - 1)) == 0,
                   "arena alignment must be a power of two");
+  runtime::detail::BlockProgram block = runtime::detail::compile_block_program(graph, host);
+  const auto tasks = static_cast<std::uint32_t>(block.tasks.size());
+  return plan_device_program(std::move(block), device, options, tasks);
+}
+
+DeviceProgram plan_device_program(runtime::detail::BlockProgram block, const DeviceKernels& device,
+                                  DeviceProgramOptions options, std::uint32_t communication_from) {
+  TAPESTRY_ASSERT(options.streams >= 1, "a device program needs a stream");
+  TAPESTRY_ASSERT(communication_from <= block.tasks.size(), "communication steps out of range");
   DeviceProgram p;
-  p.block = runtime::detail::compile_block_program(graph, host);
-  p.streams = options.streams;
+  p.block = std::move(block);
+  p.communication_from = communication_from;
+  p.streams = options.streams + (communication_from < p.block.tasks.size() ? 1 : 0);
   choose_kernels(p, device);
   place_slots(p, slot_uses(p.block), options);
   assign_streams(p, all_dependencies(p));
@@ -289,6 +347,12 @@ std::string check_device_program(const DeviceProgram& p) {
   for (std::size_t i = 0; i < n; ++i) {
     const DeviceStep& step = p.steps[i];
     if (step.stream < 0 || step.stream >= p.streams) return fmt::format("step {}: no stream", i);
+    const bool communication = step.task >= p.communication_from;
+    if (communication != step.communication || (p.communication_from < b.tasks.size() &&
+                                                communication != (step.stream == p.streams - 1))) {
+      return fmt::format("step {} ({}): {} step on stream {}", i, b.tasks[step.task].name,
+                         communication ? "a communication" : "a kernel", step.stream);
+    }
     if (step_of_task[step.task] >= 0) return fmt::format("task {} issued twice", step.task);
     step_of_task[step.task] = static_cast<std::int64_t>(i);
     const std::int64_t previous = last_of_stream[static_cast<std::size_t>(step.stream)];

@@ -50,8 +50,9 @@ struct SlotPlacement {
 };
 
 struct DeviceStep {
-  std::uint32_t task = 0;  // index into block.tasks
-  bool on_device = true;   // a device kernel; else a host step
+  std::uint32_t task = 0;      // index into block.tasks
+  bool on_device = true;       // a device kernel; else a host step
+  bool communication = false;  // a communication step (rank_device_program.h): no kernel
   int stream = 0;
   std::vector<std::uint32_t> waits;  // events to wait for before the step
   std::int32_t record = -1;          // the event recorded after the step, or -1
@@ -69,7 +70,31 @@ struct DeviceProgram {
   std::vector<std::vector<std::uint32_t>> memory_edges;
   std::map<std::string, std::size_t> host_steps_by_kernel;  // kernel → host steps
   std::size_t host_steps = 0;
+  /// Tasks [communication_from, tasks) are communication steps (rank_device_program.h): they
+  /// have no kernel and run, in issue order, on a stream of their own, the last one
+  /// (`streams - 1`); none in a program of one GPU.
+  std::uint32_t communication_from = 0;
 };
+
+/// A box of a dense buffer as 2-D copies (cudaMemcpy2DAsync's shape): `height` rows of `width`
+/// bytes, `pitch` bytes apart in the buffer from `slot_offset`, back to back in a dense copy of
+/// the box from `staging_offset` (bytes). The box's innermost dims the buffer holds whole make
+/// one row with the first it does not; the dim before that gives the rows; the dims before those
+/// are enumerated, one BoxRun each. E.g. box [0:2, 0:4] of a [4, 8] float32 buffer: one run of 2
+/// rows of 16 bytes, 32 apart.
+struct BoxRun {
+  std::int64_t slot_offset = 0;
+  std::int64_t staging_offset = 0;
+  std::int64_t width = 0;
+  std::int64_t height = 0;
+  std::int64_t pitch = 0;
+};
+
+/// The runs of a box of `shape` (none when empty) whose first cell is `first` bytes into a
+/// buffer with element `strides`, the dense side from `staging_offset` on.
+std::vector<BoxRun> box_runs(const runtime::Point& strides, const runtime::Point& shape,
+                             std::int64_t element, std::int64_t first,
+                             std::int64_t staging_offset = 0);
 
 struct DeviceProgramOptions {
   int streams = 4;               // ≥ 1
@@ -82,10 +107,17 @@ struct DeviceProgramOptions {
 DeviceProgram plan_device_program(const ir::Graph& graph, const runtime::ExecutableKernels& host,
                                   const DeviceKernels& device, DeviceProgramOptions options = {});
 
+/// The same for a program already compiled (a rank's, with its communication steps appended
+/// from task `communication_from` on; the DAG and `order` include them). With communication
+/// steps the program has `options.streams + 1` streams, the last one theirs.
+DeviceProgram plan_device_program(runtime::detail::BlockProgram block, const DeviceKernels& device,
+                                  DeviceProgramOptions options, std::uint32_t communication_from);
+
 /// The program's invariants, for tests and debug builds: every DAG and memory edge of a step is
 /// ordered before it (same stream earlier, or through a chain of recorded/waited events); each
 /// event is recorded once, before any wait for it; slots whose lifetimes overlap do not overlap
-/// in the arena; inputs and outputs never share memory. Returns "" or what is wrong.
+/// in the arena; inputs and outputs never share memory; communication steps run on the last
+/// stream and nothing else does. Returns "" or what is wrong.
 std::string check_device_program(const DeviceProgram& program);
 
 }  // namespace tapestry::gpu

@@ -316,4 +316,17 @@ succeeds "launch runs" -- "$tapestry" launch -n 2 -- run "$ex/linear_relu.tap" -
 grep -q "^PASS" "$tmp/out"
 check "launch runs the job" $?
 
+# --device cuda under MPI: the NCCL executor, a GPU per rank (docs/gpu.md). Without a usable GPU
+# every rank fails at NCCL's bootstrap, and rank 0 says so once; exit 2.
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
+  expect "--device cuda on 2 ranks without a GPU" 2 \
+    "rank 0 \(rank:0\): (NCCL: no CUDA device|--device cuda: this build has no CUDA backend)" -- \
+    "${mpirun[@]}" -np 2 "$tapestry" run "$ex/mlp.tap" --executor mpi --device cuda \
+    --plan "$ex/plans/mlp-megatron.json" --verify
+  [[ $(grep -c "error" "$tmp/err") -eq 1 ]]
+  check "--device cuda on 2 ranks: the error printed once" $?
+fi
+expect "--gpu-profile with --executor mpi" 2 "--gpu-profile is not supported with --executor mpi" -- \
+  "$tapestry" run "$ex/mlp.tap" --executor mpi --device cuda --gpu-profile
+
 finish

@@ -11,6 +11,7 @@
 
 #include "device_kernels.h"
 #include "device_program.h"
+#include "example_plans.h"
 #include "tapestry/runtime/block_executor.h"
 #include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/input_generation.h"
@@ -27,37 +28,10 @@ namespace {
 using runtime::Buffer;
 using runtime::BufferMap;
 
-#define SKIP_WITHOUT_GPU() \
-  if (device_count() == 0) GTEST_SKIP() << unavailable_reason()
-
-struct Case {
-  const char* graph;
-  const char* plan;
-};
-const Case kCases[] = {{"linear_relu.tap", ""},
-                       {"linear_relu.tap", "linear_relu-batch2-fused.json"},
-                       {"linear_relu.tap", "linear_relu-split-in.json"},
-                       {"linear_relu.tap", "linear_relu-grid.json"},
-                       {"mlp.tap", ""},
-                       {"mlp.tap", "mlp-megatron.json"},
-                       {"mlp.tap", "mlp-data-parallel.json"},
-                       {"mlp.tap", "mlp-best.json"},
-                       {"transformer_block.tap", "transformer_block-heads.json"},
-                       {"transformer_large.tap", "transformer_large-rows.json"},
-                       {"convnet.tap", "convnet-batch.json"},
-                       {"resnet_bottleneck.tap", "resnet_bottleneck-batch.json"}};
-
-struct Lowered {
-  ir::Graph graph;
-  rewrite::LowerResult lowered;
-};
-
-Lowered lower(const Case& c) {
-  Lowered l{workflow_testing::example(c.graph), {}};
-  l.lowered = workflow::lower_for_run(
-      l.graph, c.plan[0] == 0 ? rewrite::Plan{} : workflow_testing::example_plan(c.plan), {});
-  return l;
-}
+using examples::Case;
+using examples::kCases;
+using examples::lower;
+using examples::Lowered;
 
 runtime::VerifyReport verify(const Lowered& l, const BufferMap& inputs, BufferMap run) {
   const BufferMap results = workflow::graph_results(l.graph, l.lowered, std::move(run));

@@ -5,11 +5,13 @@
 // placement, a program without its events (the fake device computes wrong values then, so it
 // is a test that can fail).
 #include "device_program.h"
+#include "fake_device.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include "tapestry/runtime/block_executor.h"
@@ -17,53 +19,20 @@
 #include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/input_generation.h"
 #include "tapestry/runtime/tensor_map.h"
+#include "tapestry/runtime/view.h"
 #include "tapestry/workflow/run.h"
+#include "tapestry/zspace/format.h"
 #include "workflow_testing.h"
 
 namespace tapestry::gpu {
 namespace {
 
+using fake_device::lower;
+using fake_device::Lowered;
+using fake_device::same_outputs;
 using runtime::Buffer;
 using runtime::BufferMap;
 using runtime::ExecutableKernels;
-
-struct Lowered {
-  ir::Graph graph;
-  rewrite::LowerResult lowered;
-};
-
-// examples/mlp.tap's program at a size the tests run in milliseconds (same operation names, so
-// the bundled mlp plans apply).
-constexpr const char* kSmallMlp = R"(X:  f32[64, 32]
-W1: f32[48, 32]
-b1: f32[48]
-W2: f32[32, 48]
-b2: f32[32]
-H = relu(linear(X, W1, b1))
-Y = linear(H, W2, b2)
-output Y
-)";
-
-Lowered lower(const char* graph, const char* plan) {
-  Lowered l{std::string(graph) == "mlp.tap" ? workflow_testing::build(kSmallMlp, "mlp_small.tap")
-                                            : workflow_testing::example(graph),
-            {}};
-  l.lowered = workflow::lower_for_run(
-      l.graph, plan[0] == 0 ? rewrite::Plan{} : workflow_testing::example_plan(plan), {});
-  return l;
-}
-
-template <typename Port, typename Byte>
-void set_origins(ir::NamedLists<Port>& ports,
-                 const std::vector<runtime::detail::PortAddress>& addresses,
-                 const std::vector<std::byte*>& base) {
-  std::size_t i = 0;
-  ports.for_each_entry([&](const std::string&, std::uint32_t, Port& port) {
-    const auto& a = addresses[i++];
-    port.view = runtime::BasicView<Byte>(port.view.dtype(), base[a.slot] + a.byte_offset,
-                                         port.view.box(), port.view.strides());
-  });
-}
 
 // The fake device: see the file comment. Steps are atomic; the interleaving is the test.
 BufferMap fake_run(const DeviceProgram& p, const ir::Graph& graph, const BufferMap& inputs,
@@ -103,12 +72,7 @@ BufferMap fake_run(const DeviceProgram& p, const ir::Graph& graph, const BufferM
     const std::size_t s =
         ready[std::uniform_int_distribution<std::size_t>(0, ready.size() - 1)(rng)];
     const DeviceStep& step = p.steps[queue[s][head[s]++]];
-    const auto& task = p.block.tasks[step.task];
-    runtime::KernelCall call = task.call;
-    set_origins<runtime::InputPort, const std::byte>(call.inputs, task.inputs, base);
-    set_origins<runtime::OutputPort, std::byte>(call.outputs, task.outputs, base);
-    runtime::limit_library_threads_to_one();
-    task.kernel(call);
+    fake_device::run_task(p.block.tasks[step.task], base);
     if (step.record >= 0) done[static_cast<std::size_t>(step.record)] = true;
   }
   BufferMap out;
@@ -122,19 +86,6 @@ BufferMap fake_run(const DeviceProgram& p, const ir::Graph& graph, const BufferM
   std::free(arena);
   (void)graph;
   return out;
-}
-
-// True when every output of `got` equals `want` bit for bit.
-bool same_outputs(const ir::Graph& graph, const BufferMap& got, const BufferMap& want) {
-  for (ir::TensorId t : runtime::graph_outputs(graph)) {
-    const Buffer& a = got.at(t);
-    const Buffer& b = want.at(t);
-    if (a.size_bytes() != b.size_bytes() ||
-        std::memcmp(a.bytes(), b.bytes(), a.size_bytes()) != 0) {
-      return false;
-    }
-  }
-  return true;
 }
 
 const struct Case {
@@ -229,6 +180,48 @@ TEST(DeviceProgram, DeviceKernelsChooseTheStepsThatRunOnTheGpu) {
   EXPECT_EQ(p.host_steps_by_kernel.at("linear"), 2U);
   for (const DeviceStep& s : p.steps) {
     EXPECT_EQ(s.on_device, p.block.tasks[s.task].call.kernel == "relu");
+  }
+}
+
+TEST(DeviceProgram, BoxRunsCoverExactlyTheBoxInRowMajorOrder) {
+  // Every box of a few buffers (every start and end per dim): the runs' bytes, row by row, must
+  // be the box's cells in row-major order (an independent walk of its points), each once, and
+  // the staging side dense from its offset.
+  for (const runtime::Point& shape : {runtime::Point{7}, runtime::Point{3, 4},
+                                      runtime::Point{2, 3, 4}, runtime::Point{2, 1, 3, 2}}) {
+    const runtime::Range range = runtime::Range::of_shape(shape);
+    const runtime::Point strides = runtime::dense_strides(shape);
+    std::vector<runtime::Range> boxes;
+    std::vector<std::int64_t> lo(shape.rank(), 0), hi(shape.rank(), 0);
+    std::function<void(std::size_t)> each = [&](std::size_t d) {
+      if (d == shape.rank()) {
+        boxes.emplace_back(runtime::Point(lo), runtime::Point(hi));
+        return;
+      }
+      for (lo[d] = 0; lo[d] <= shape[d]; ++lo[d]) {
+        for (hi[d] = lo[d]; hi[d] <= shape[d]; ++hi[d]) each(d + 1);
+      }
+    };
+    each(0);
+    for (const runtime::Range& box : boxes) {
+      std::vector<std::int64_t> want;  // byte offsets of the box's cells, row-major
+      for (const runtime::Point& p : box.points()) {
+        want.push_back(runtime::element_offset(range, strides, p) * 4);
+      }
+      const std::int64_t first =
+          box.is_empty() ? 0 : runtime::element_offset(range, strides, box.start()) * 4;
+      std::vector<std::int64_t> got;
+      std::int64_t dense = 100;
+      for (const BoxRun& run : box_runs(strides, box.shape(), 4, first, 100)) {
+        EXPECT_EQ(run.staging_offset, dense);
+        for (std::int64_t h = 0; h < run.height; ++h) {
+          for (std::int64_t b = 0; b < run.width; b += 4)
+            got.push_back(run.slot_offset + h * run.pitch + b);
+        }
+        dense += run.width * run.height;
+      }
+      EXPECT_EQ(got, want) << box;
+    }
   }
 }
 
