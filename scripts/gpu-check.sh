@@ -249,6 +249,12 @@ fi
 # oracle) takes longest.
 if wants search; then
   for g in "$root"/tests/data/search/*.tap; do
+    # An Adam step reads its update number from a graph input, which generated inputs draw
+    # from [-8, 8]: such a graph runs under `tapestry train`, not on generated inputs.
+    if grep -q 'adam(' "$g"; then
+      record "run-search-$(basename "$g" .tap)" SKIP 0 "an Adam step: needs its step input >= 1 (tapestry train)"
+      continue
+    fi
     verify_run "run-search-$(basename "$g" .tap)" "$g"
   done
 fi

@@ -46,7 +46,7 @@ expect "collective figures without a bandwidth" 2 "bw.json: /links/intra_node/co
 sed 's/"count": 1,/"count": 2,/' "$root/targets/h100x8.json" >"$tmp/two.json"
 expect "two nodes without inter_node" 2 "two.json: /links: missing member \"inter_node\"" -- \
   "$tapestry" targets "$tmp/two.json"
-expect "unknown preset" 2 "unknown target \"h100x9\": no such file, and the presets are a100x8, cpu-local, h100-measured, h100x64, h100x8" -- \
+expect "unknown preset" 2 "unknown target \"h100x9\": no such file, and the presets are a100x8, cpu-local, h100-measured, h100x64, h100x8, h200-measured" -- \
   "$tapestry" targets h100x9
 expect "missing file" 2 "nowhere/t.json: cannot open target file" -- "$tapestry" targets nowhere/t.json
 expect "calibrate --seconds 0" 2 "--seconds 0: expected a time in \(0, 3600\]" -- "$tapestry" calibrate --seconds 0
