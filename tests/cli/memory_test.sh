@@ -8,12 +8,12 @@
 # the model on a target of one device, the pipeline's stages all on it) and on 2 MPI ranks, 4
 # where the plan allows (the model on a target of that many devices that share no memory, the
 # run's placement). Every pair is printed (model, measured, ratio) and held to bounds: within 10%
-# where the executors hold what the model holds (the combination's three pairs and 1F1B's rank 1
-# fail against the model before its ordering predecessors and shared row pieces, docs/cost.md:
-# 1.13, 1.24, 1.13 and 1.27 with main's binary at 6a74a04); elsewhere the range measured over several
-# runs on a loaded machine, with a margin, so a drift either way fails (docs/cost.md, "Memory:
-# model and measurement", says what each gap is: the one-thread order, MPI arrival timing,
-# 4 ranks' partial sums).
+# where the executors hold what the model holds (the combination's three pairs and 1F1B's rank
+# 1 fail against the model before its ordering predecessors and shared row pieces, docs/cost.md:
+# 1.13, 1.24, 1.13 and 1.27); elsewhere the range measured over several runs on a loaded
+# machine, with a margin, so a drift either way fails (docs/cost.md, "Memory: model and
+# measurement", says what each gap is: the one-thread order, MPI arrival timing, 4 ranks'
+# partial sums).
 # Usage: memory_test.sh TAPESTRY ROOT
 set -uo pipefail
 tapestry=$1

@@ -266,7 +266,7 @@ TEST(Pipeline, TheCostModelPricesTheStages) {
 
 // The schedule's edges are ordering predecessors, not local producers: they delay a start (the
 // simulation runs every application after them) but hold nothing — none of them is also read.
-TEST(Pipeline, TheScheduleDelaysStartsAndHoldsNoOutput) {
+TEST(Pipeline, OrderingPredecessorsAndSharedPartials) {
   const ir::Graph g = pipe_mlp();
   const Target one = toy_target(1, 1);
   const rewrite::LowerResult r = rewrite::lower(g, plan_of(R"({"pipeline": {"stages": [["L0*",
@@ -286,6 +286,16 @@ TEST(Pipeline, TheScheduleDelaysStartsAndHoldsNoOutput) {
     }
   }
   EXPECT_GT(ordered, 0u);
+  // The loss's and each weight's and bias's partial sums, one block per microbatch and read
+  // whole by the combine, are one buffer on the device: 4 writers each, and nothing else shares.
+  EXPECT_EQ(p.shared_buffers.size(), 9u);
+  for (const SharedBuffer& b : p.shared_buffers) {
+    EXPECT_TRUE(r.graph.display_name(b.tensor).ends_with("/partial"))
+        << r.graph.display_name(b.tensor);
+    EXPECT_EQ(b.writers.size(), 4u) << r.graph.display_name(b.tensor);
+    EXPECT_EQ(b.bytes.size(), 4u);
+    EXPECT_EQ(b.device, 0u);
+  }
 }
 
 // The brief's measure on the pipeline's stand-ins: the model's peak on one device (both stages
