@@ -127,6 +127,7 @@ CriticalPath critical_path_of(const Placement& p, const Schedule& s, const Targe
         const PlacedApplication& app = p.applications[e.index];
         for (std::uint32_t t : app.incoming) consider(of_transfer(t));
         for (std::uint32_t q : app.local_producers) consider({Element::kApplication, q});
+        for (std::uint32_t q : app.ordering_predecessors) consider({Element::kApplication, q});
         for (std::uint32_t q = 0; q < p.applications.size(); ++q) {
           if (q != e.index && s.devices[q] == s.devices[e.index])
             consider({Element::kApplication, q});

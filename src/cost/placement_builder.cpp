@@ -323,6 +323,7 @@ void PlacementBuilder::add_application(ir::ApplicationId id, std::uint32_t devic
   app.device = device;
   app.work = work;
   app.local_producers.clear();
+  app.ordering_predecessors.clear();
   app.incoming.clear();
   app.writes_output = false;
   app.pinned = pinned;
@@ -505,6 +506,92 @@ void PlacementBuilder::replicate_outputs() {
   }
 }
 
+// Per tensor with several writers and per device: the rows of the boxes its applications there
+// write and read, merged where they overlap (the executors' row pieces of an intermediate,
+// runtime.md "Memory"; a graph output's rows on a device are one buffer); a piece two or more
+// of them write is a SharedBuffer.
+void PlacementBuilder::share_buffers() {
+  Placement& p = *out_;
+  p.shared_buffers.clear();
+  const std::size_t nodes = facts_->element_bytes.size();
+  shares_.assign(nodes, 0);
+  // Only tensors two of whose writers are on one device (a data-parallel split over as many
+  // devices has none): the last tensor that wrote on each device marks them.
+  last_writer_of_.assign(target_.devices.size(), kHost);
+  bool any = false;
+  for (std::uint32_t t = 0; t < nodes; ++t) {
+    if (written_.begin[t + 1] - written_.begin[t] < 2) continue;
+    for (std::uint32_t k = written_.begin[t]; k < written_.begin[t + 1]; ++k) {
+      const std::uint32_t device =
+          p.applications[written_.boxes[written_.order[k]].application].device;
+      if (last_writer_of_[device] == t) any = shares_[t] = 1;
+      last_writer_of_[device] = t;
+    }
+  }
+  if (!any) return;
+  // A graph output is one buffer per device, whichever rows its writers there write.
+  for (ir::TensorId tensor : facts_->outputs) {
+    if (shares_[tensor.index()] != 0) shares_[tensor.index()] = 2;
+  }
+  spans_.clear();
+  const auto rows = [&](std::uint32_t tensor, const zspace::Range& box) {
+    return box.rank() == 0 || shares_[tensor] == 2 ? std::pair<std::int64_t, std::int64_t>(0, 1)
+                                                   : std::pair(box.start()[0], box.end()[0]);
+  };
+  for (const WrittenBox& w : written_.boxes) {
+    if (shares_[w.tensor] == 0 || w.box.is_empty()) continue;
+    const auto [start, end] = rows(w.tensor, w.box);
+    spans_.push_back({w.tensor, p.applications[w.application].device, start, end, w.application,
+                      w.box.size() * facts_->bytes_of(w.tensor)});
+  }
+  for (std::uint32_t a = 0; a < n_applications_; ++a) {
+    for (std::uint32_t k = in_begin_[a]; k < in_begin_[a + 1]; ++k) {
+      const ShardBox& in = inputs_[k];
+      if (shares_[in.tensor] == 0 || in.box.is_empty()) continue;
+      const auto [start, end] = rows(in.tensor, in.box);
+      spans_.push_back({in.tensor, p.applications[a].device, start, end, kHost, 0});
+    }
+  }
+  std::sort(spans_.begin(), spans_.end());
+  SharedBuffer piece;
+  std::int64_t piece_end = 0;
+  const auto close = [&] {
+    if (piece.writers.size() >= 2) p.shared_buffers.push_back(std::move(piece));
+    piece = SharedBuffer{};
+  };
+  for (std::size_t k = 0; k < spans_.size(); ++k) {
+    const RowSpan& r = spans_[k];
+    if (k == 0 || r.tensor != spans_[k - 1].tensor || r.device != spans_[k - 1].device ||
+        r.start >= piece_end) {
+      if (k > 0) close();
+      piece.tensor = ir::TensorId(ir::NodeId(r.tensor));
+      piece.device = r.device;
+      piece_end = r.end;
+    }
+    piece_end = std::max(piece_end, r.end);
+    if (r.writer == kHost) continue;
+    piece.writers.push_back(r.writer);
+    piece.bytes.push_back(r.bytes);
+  }
+  if (!spans_.empty()) close();
+  for (SharedBuffer& b : p.shared_buffers) {  // writers ascending, one entry each
+    std::vector<std::pair<std::uint32_t, std::int64_t>> w;
+    for (std::size_t i = 0; i < b.writers.size(); ++i) w.emplace_back(b.writers[i], b.bytes[i]);
+    std::sort(w.begin(), w.end());
+    b.writers.clear();
+    b.bytes.clear();
+    for (const auto& [writer, bytes] : w) {
+      if (!b.writers.empty() && b.writers.back() == writer) {
+        b.bytes.back() += bytes;
+      } else {
+        b.writers.push_back(writer);
+        b.bytes.push_back(bytes);
+      }
+    }
+  }
+  std::erase_if(p.shared_buffers, [](const SharedBuffer& b) { return b.writers.size() < 2; });
+}
+
 void PlacementBuilder::connect() {
   Placement& p = *out_;
   index_writers();
@@ -520,12 +607,11 @@ void PlacementBuilder::connect() {
     for (std::uint32_t k = in_begin_[a]; k < in_begin_[a + 1]; ++k) read(a, inputs_[k]);
     // Ordering edges: the writers, on this device, of the tensors its operation starts after.
     const PlacedApplication& app = p.applications[a];
+    std::vector<std::uint32_t>& ordered = p.applications[a].ordering_predecessors;
     for (std::uint32_t t : facts_->after[p.operations[app.operation].id.index()]) {
       for (std::uint32_t k = written_.begin[t]; k < written_.begin[t + 1]; ++k) {
         const std::uint32_t writer = written_.boxes[written_.order[k]].application;
-        if (p.applications[writer].device == app.device) {
-          p.applications[a].local_producers.push_back(writer);
-        }
+        if (p.applications[writer].device == app.device) ordered.push_back(writer);
       }
     }
     // And the applications it starts after (a pipeline schedule), on this device — in a graph
@@ -538,14 +624,21 @@ void PlacementBuilder::connect() {
           placed_index[p.applications[k].id.index()] = k;
       }
       const std::uint32_t before = placed_index[other.index()];
-      if (p.applications[before].device == app.device) {
-        p.applications[a].local_producers.push_back(before);
-      }
+      if (p.applications[before].device == app.device) ordered.push_back(before);
     }
     std::vector<std::uint32_t>& local = p.applications[a].local_producers;
     std::sort(local.begin(), local.end());
     local.erase(std::unique(local.begin(), local.end()), local.end());
+    // An application it also reads from is a local producer only (its output is held).
+    std::sort(ordered.begin(), ordered.end());
+    ordered.erase(std::unique(ordered.begin(), ordered.end()), ordered.end());
+    ordered.erase(std::remove_if(ordered.begin(), ordered.end(),
+                                 [&](std::uint32_t q) {
+                                   return std::binary_search(local.begin(), local.end(), q);
+                                 }),
+                  ordered.end());
   }
+  share_buffers();
   replicate_outputs();
   if (target_.outputs == Residence::kHost) gather_outputs();
   p.operations.erase(p.operations.begin() + static_cast<std::ptrdiff_t>(n_operations_),

@@ -16,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tapestry/cost/placement.h"
@@ -158,6 +159,7 @@ class PlacementBuilder {
   void add_resident(std::uint32_t device, std::uint32_t tensor, const zspace::Range& box);
   void gather_outputs();
   void replicate_outputs();
+  void share_buffers();
 
   const TensorFacts* facts_;
   const Target& target_;
@@ -188,6 +190,22 @@ class PlacementBuilder {
   };
   std::vector<Resident> resident_;
   std::vector<ReplicatedOutput> replicated_;
+  // share_buffers()'s rows of the boxes of tensors with several writers: a writer's (`writer`
+  // its position) or a reader's (`writer` kHost), sorted by tensor, device and first row.
+  struct RowSpan {
+    std::uint32_t tensor, device;
+    std::int64_t start, end;  // rows [start, end); a rank-0 tensor's one "row" [0, 1)
+    std::uint32_t writer;
+    std::int64_t bytes;
+    friend bool operator<(const RowSpan& a, const RowSpan& b) {
+      return std::tie(a.tensor, a.device, a.start, a.writer) <
+             std::tie(b.tensor, b.device, b.start, b.writer);
+    }
+  };
+  std::vector<RowSpan> spans_;
+  // By tensor: 0 no two writers on one device, 1 some, 2 some of a graph output's.
+  std::vector<char> shares_;
+  std::vector<std::uint32_t> last_writer_of_;  // by device: the last tensor seen written there
 };
 
 }  // namespace tapestry::cost::detail

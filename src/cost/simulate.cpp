@@ -105,8 +105,10 @@ class Simulation {
     outgoing_begin_.assign(n + 1, 0);
     for (std::uint32_t a = 0; a < n; ++a) {
       const PlacedApplication& app = p_.applications[a];
-      pending_[a] = static_cast<std::uint32_t>(app.local_producers.size() + app.incoming.size());
+      pending_[a] = static_cast<std::uint32_t>(
+          app.local_producers.size() + app.ordering_predecessors.size() + app.incoming.size());
       for (std::uint32_t producer : app.local_producers) ++local_begin_[producer + 1];
+      for (std::uint32_t before : app.ordering_predecessors) ++local_begin_[before + 1];
     }
     for (const Transfer& t : p_.transfers) {
       if (t.producer != kHost) ++outgoing_begin_[t.producer + 1];
@@ -138,6 +140,9 @@ class Simulation {
     for (std::uint32_t a = 0; a < n; ++a) {
       for (std::uint32_t producer : p_.applications[a].local_producers) {
         local_consumers_[at[producer]++] = a;
+      }
+      for (std::uint32_t before : p_.applications[a].ordering_predecessors) {
+        local_consumers_[at[before]++] = a;
       }
     }
     at.assign(outgoing_begin_.begin(), outgoing_begin_.end() - 1);
@@ -360,8 +365,9 @@ class Simulation {
   std::vector<OperationRates> rates_;  // per operation, per device type
   std::vector<std::uint32_t> pending_;
   std::vector<double> ready_;
-  std::vector<std::uint32_t> local_begin_, local_consumers_;  // CSR by producer
-  std::vector<std::uint32_t> outgoing_begin_, outgoing_;      // CSR by producer
+  // CSR by producer: its local consumers and the applications ordered after it.
+  std::vector<std::uint32_t> local_begin_, local_consumers_;
+  std::vector<std::uint32_t> outgoing_begin_, outgoing_;  // CSR by producer
   std::vector<Schedule::Interval> app_time_;
   std::vector<Schedule::Interval> transfer_time_;
   std::vector<double> last_read_;           // per application: its output's last reader ends
@@ -395,6 +401,26 @@ CostVector Simulation::cost() const {
   std::vector<bool> used(n_devices_, false);
   std::vector<MemoryEvent> memory;
   memory.reserve(2 * (p_.applications.size() + p_.transfers.size()));
+  const auto freed_at = [&](std::uint32_t a) {
+    return p_.applications[a].writes_output ? makespan : std::max(app_time_[a].end, last_read_[a]);
+  };
+  // A shared buffer (placement.h) from its first writer's start until the last of its writers'
+  // outputs is freed; those bytes are not the writers' own.
+  std::vector<std::int64_t> shared(p_.shared_buffers.empty() ? 0 : p_.applications.size(), 0);
+  for (const SharedBuffer& b : p_.shared_buffers) {
+    double start = app_time_[b.writers.front()].start;
+    double freed = 0;
+    std::int64_t bytes = 0;
+    for (std::size_t i = 0; i < b.writers.size(); ++i) {
+      start = std::min(start, app_time_[b.writers[i]].start);
+      freed = std::max(freed, freed_at(b.writers[i]));
+      bytes += b.bytes[i];
+      shared[b.writers[i]] += b.bytes[i];
+    }
+    const std::size_t device = ran_on_[b.writers.front()];
+    memory.push_back({device, start, bytes});
+    memory.push_back({device, freed, -bytes});
+  }
   for (std::uint32_t a = 0; a < p_.applications.size(); ++a) {
     const PlacedApplication& app = p_.applications[a];
     const std::uint32_t ran_on = ran_on_[a];
@@ -403,9 +429,9 @@ CostVector Simulation::cost() const {
     ++d.applications;
     d.compute_s += app_time_[a].end - app_time_[a].start;
     d.finish_s = std::max(d.finish_s, app_time_[a].end);
-    const double freed = app.writes_output ? makespan : std::max(app_time_[a].end, last_read_[a]);
-    memory.push_back({ran_on, app_time_[a].start, app.work.bytes_written});
-    memory.push_back({ran_on, freed, -app.work.bytes_written});
+    const std::int64_t own = app.work.bytes_written - (shared.empty() ? 0 : shared[a]);
+    memory.push_back({ran_on, app_time_[a].start, own});
+    memory.push_back({ran_on, freed_at(a), -own});
   }
   // Transfers: bytes, port time and what receivers hold. A transfer of a collective adds no port
   // time of its own (the collective's is counted once per participant below), and one of a

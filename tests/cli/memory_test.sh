@@ -8,11 +8,12 @@
 # the model on a target of one device, the pipeline's stages all on it) and on 2 MPI ranks, 4
 # where the plan allows (the model on a target of that many devices that share no memory, the
 # run's placement). Every pair is printed (model, measured, ratio) and held to bounds: within 10%
-# where the executors hold what the model holds (the MPI pairs that the staging copies and rank
-# 0's whole outputs kept out before fail against the executor before that change); elsewhere the
-# range measured over several runs on a loaded machine, with a margin, so a drift either way
-# fails (docs/cost.md, "Memory: model and measurement", says what each gap is: the model's
-# ordering edges, the one-thread order, MPI arrival timing, 4 ranks' partial sums).
+# where the executors hold what the model holds (the combination's three pairs and 1F1B's rank
+# 1 fail against the model before its ordering predecessors and shared row pieces, docs/cost.md:
+# 1.13, 1.24, 1.13 and 1.27); elsewhere the range measured over several runs on a loaded
+# machine, with a margin, so a drift either way fails (docs/cost.md, "Memory: model and
+# measurement", says what each gap is: the one-thread order, MPI arrival timing, 4 ranks'
+# partial sums).
 # Usage: memory_test.sh TAPESTRY ROOT
 set -uo pipefail
 tapestry=$1
@@ -46,26 +47,30 @@ z3_4["zero"] = {"stage": 3, "params": ["W*", "b*"], "shards": 4}
 split = {"H/linear": {"split": {"batch": 2}}, "dW1": {"split": {"batch": 2}}, "dW2": {"split": {"batch": 2}}}
 # name, graph, plan, {executor: (low, high) bounds on model / measured per rank (rank: bounds)}
 within = (0.9, 1.1)
-# The ordering edges' gap (1F1B, recompute): the model holds an application's output until every
-# application ordered after it has finished, not only its readers (docs/cost.md).
-ordered = (1.05, 1.2)
 # The one-thread order's gap: the executor runs ready applications by graph position, the model's
 # device the one released first (docs/cost.md).
 order = (0.8, 0.9)
+# MPI pairs whose measured peak depends on when messages arrive (docs/cost.md): the 10% line on
+# the side the model was off before (1F1B's rank 1 read 1.15-1.30 with the ordering edges held
+# and the shared row pieces apart), and the range measured over runs on a loaded machine, with
+# a margin, on the other.
+arrival = (0.85, 1.1)
 cases = [
     ("recompute", "examples/mlp_grad.tap", {"recompute": ["H/linear"]}, {"block": {0: within}}),
     ("recompute-split", "examples/mlp_grad.tap", {"ops": split, "recompute": ["H/linear"]},
-     {"block": {0: order}, "2 ranks": {0: (0.88, 1.1), 1: (0.75, 1.1)}}),
+     {"block": {0: order}, "2 ranks": {0: (0.78, 1.1), 1: (0.75, 1.1)}}),
     ("zero3", "tests/data/training/zero_mlp.tap", z3,
      {"block": {0: within}, "2 ranks": {0: (0.85, 1.15), 1: (0.75, 1.1)}}),
+    # 4 ranks: the split reductions' partials point to point, each rank's buffer of them spanning
+    # every block's rows (docs/cost.md).
     ("zero3 on 4", "tests/data/training/zero_mlp.tap", z3_4,
-     {"4 ranks": {0: (0.45, 0.75), 1: (0.3, 0.6), 2: (0.3, 0.6), 3: (0.3, 0.6)}}),
+     {"4 ranks": {0: (0.45, 0.75), 1: (0.25, 0.6), 2: (0.25, 0.6), 3: (0.25, 0.6)}}),
     ("1f1b", "tests/data/training/pipe_mlp.tap", pipe,
-     {"block": {0: ordered}, "2 ranks": {0: within, 1: (1.05, 1.35)}}),
+     {"block": {0: within}, "2 ranks": {0: within, 1: arrival}}),
     ("gpipe", "tests/data/training/pipe_mlp.tap", gpipe,
-     {"block": {0: within}, "2 ranks": {0: (0.85, 1.1), 1: within}}),
+     {"block": {0: within}, "2 ranks": {0: (0.85, 1.15), 1: within}}),
     ("1f1b+recompute+zero3", "tests/data/training/pipe_mlp.tap", both,
-     {"block": {0: ordered}, "2 ranks": {0: (1.05, 1.35), 1: (1.0, 1.25)}}),
+     {"block": {0: within}, "2 ranks": {0: within, 1: within}}),
 ]
 
 def run(args):

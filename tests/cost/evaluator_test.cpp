@@ -61,7 +61,8 @@ std::string difference(const Placement& a, const Placement& b) {
     if (x.id != y.id || x.operation != y.operation || x.device != y.device ||
         x.work.flops != y.work.flops || x.work.bytes_read != y.work.bytes_read ||
         x.work.bytes_written != y.work.bytes_written || x.work.dtype != y.work.dtype ||
-        x.local_producers != y.local_producers || x.incoming != y.incoming ||
+        x.local_producers != y.local_producers ||
+        x.ordering_predecessors != y.ordering_predecessors || x.incoming != y.incoming ||
         x.writes_output != y.writes_output || x.pinned != y.pinned) {
       return fmt::format("application {}", i);
     }
@@ -82,6 +83,14 @@ std::string difference(const Placement& a, const Placement& b) {
   }
   if (a.collectives != b.collectives) return "collectives";
   if (a.resident_input_bytes != b.resident_input_bytes) return "resident input bytes";
+  if (a.shared_buffers.size() != b.shared_buffers.size()) return "shared buffer count";
+  for (std::size_t i = 0; i < a.shared_buffers.size(); ++i) {
+    const SharedBuffer &x = a.shared_buffers[i], &y = b.shared_buffers[i];
+    if (x.tensor != y.tensor || x.device != y.device || x.writers != y.writers ||
+        x.bytes != y.bytes) {
+      return fmt::format("shared buffer {}", i);
+    }
+  }
   return "";
 }
 

@@ -622,6 +622,9 @@ RC_GTEST_PROP(SimulateProperties, DeterministicAndBoundedByItsParts, ()) {
     for (std::uint32_t q : p.applications[a].local_producers) {
       RC_ASSERT(s.applications[a].start >= s.applications[q].end);
     }
+    for (std::uint32_t q : p.applications[a].ordering_predecessors) {
+      RC_ASSERT(s.applications[a].start >= s.applications[q].end);
+    }
     for (std::uint32_t tr : p.applications[a].incoming) {
       RC_ASSERT(s.applications[a].start >= s.transfers[tr].end);
     }

@@ -73,6 +73,14 @@ struct PlacedApplication {
   Work work;
   /// Applications on the same device whose output this one reads (positions in applications).
   std::vector<std::uint32_t> local_producers;
+  /// Applications on the same device it starts after without reading their output (positions in
+  /// applications, none of them in local_producers): the writers of the tensors its operation's
+  /// ordering edge names (a recomputed copy's or a re-gather's `after`, ir/ordering.h) and the
+  /// applications a pipeline schedule puts before it. They delay its start, and unlike a local
+  /// producer's output theirs is not held until it finishes — e.g. 1F1B's backward of microbatch
+  /// 0 runs after the forward of microbatch 1, which frees its activation when its own readers
+  /// are done, not when that backward ends.
+  std::vector<std::uint32_t> ordering_predecessors;
   /// Transfers this one waits for (positions in transfers).
   std::vector<std::uint32_t> incoming;
   /// It writes (part of) a graph output, which stays allocated to the end of the run.
@@ -117,6 +125,23 @@ struct PlacedOperation {
   std::vector<std::string> mesh_axis;       // per index dim: the mesh axis it lies on, or ""
 };
 
+/// Row pieces of one tensor that share a buffer on a device: the executors give an intermediate
+/// tensor a buffer per interval of rows its boxes fall into on a device (runtime.md, "Memory"),
+/// and boxes whose rows overlap — several writers' blocks read by one reader spanning them —
+/// share one, allocated at the first write and freed after the last use (a graph output: one
+/// buffer per device, from its first write to the end of the run). So the model holds
+/// these writers' blocks together: from the first writer's start until the last of them is
+/// freed. E.g. a pipeline's four microbatches each writing one block of `dW2/partial[4, 64, 64]`,
+/// which the combine reads whole: one buffer of 65,536 B from the first microbatch's backward on,
+/// where each block alone (16,384 B from its own write) would leave three quarters of it out
+/// until the later microbatches write theirs.
+struct SharedBuffer {
+  ir::TensorId tensor;
+  std::uint32_t device = 0;
+  std::vector<std::uint32_t> writers;  // positions in applications, ascending (two or more)
+  std::vector<std::int64_t> bytes;     // parallel to writers: the bytes each writes into it
+};
+
 struct Placement {
   std::vector<PlacedOperation> operations;      // in graph order
   std::vector<PlacedApplication> applications;  // in a topological order (producers first)
@@ -126,6 +151,8 @@ struct Placement {
   /// Bytes of graph inputs each device holds (distinct boxes it reads), by device position; 0
   /// when inputs come from the host (they are then transfers).
   std::vector<std::int64_t> resident_input_bytes;
+  /// The row pieces of intermediate tensors whose writers on one device share a buffer.
+  std::vector<SharedBuffer> shared_buffers;
 };
 
 /// Places every application of `graph` (an application graph from rewrite::lower; `plan` is the
