@@ -72,11 +72,12 @@ class Simulation {
     bool streams = false;
     for (const DeviceType& d : target.device_types) streams = streams || d.streams > 1;
     std::vector<std::uint32_t> on_device(streams ? n_devices_ : 0);
+    std::vector<double> together(n_types_, 1.0);
     for (std::size_t op = 0; op < p_.operations.size(); ++op) {
       // A device with streams runs an operation's applications placed on it together
       // (target.h): the most of them on one device of each type.
-      std::vector<double> together(n_types_, 1.0);
       if (streams) {
+        together.assign(n_types_, 1.0);
         for (std::uint32_t a : p_.operations[op].applications) {
           const std::uint32_t d = p_.applications[a].device;
           const std::size_t type = target.devices[d].type;

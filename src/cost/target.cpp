@@ -213,21 +213,20 @@ std::string describe_target(const Target& t) {
                          si(d.cache_bandwidth_Bps, "B/s"));
     }
     out += fmt::format("  power       {} idle, {} busy\n", si(d.idle_w, "W"), si(d.busy_w, "W"));
-    if (!d.gemm_efficiency.empty()) {
-      std::vector<std::string> points;
-      for (const GemmEfficiency& e : d.gemm_efficiency) {
-        points.push_back(fmt::format("{:.3g} at {}", e.efficiency, si(e.flops, "FLOP")));
+    const auto points = [](const std::vector<GemmEfficiency>& table) {
+      std::vector<std::string> text;
+      for (const GemmEfficiency& e : table) {
+        text.push_back(fmt::format("{:.3g} at {}", e.efficiency, si(e.flops, "FLOP")));
       }
-      out +=
-          fmt::format("  gemm        efficiency by FLOPs per call: {}\n", fmt::join(points, ", "));
+      return fmt::format("{}", fmt::join(text, ", "));
+    };
+    if (!d.gemm_efficiency.empty()) {
+      out += fmt::format("  gemm        efficiency by FLOPs per call: {}\n",
+                         points(d.gemm_efficiency));
     }
     for (const auto& [dtype, table] : d.dtype_gemm_efficiency) {
-      std::vector<std::string> points;
-      for (const GemmEfficiency& e : table) {
-        points.push_back(fmt::format("{:.3g} at {}", e.efficiency, si(e.flops, "FLOP")));
-      }
       out += fmt::format("  gemm        {} efficiency by FLOPs per call: {}\n",
-                         ir::dtype_name(dtype), fmt::join(points, ", "));
+                         ir::dtype_name(dtype), points(table));
     }
     if (d.streams > 1) {
       out += fmt::format("  streams     {} applications of an operation at once\n", d.streams);

@@ -155,6 +155,10 @@ class TargetReader {
     if (!(v > 0 && v <= 1)) fail(path, fmt::format("must be in (0, 1], got {}", j.dump()));
     return v;
   }
+  bool boolean(const Json& j, const std::string& path) const {
+    if (!j.is_boolean()) fail(path, fmt::format("expected true or false, got {}", j.type_name()));
+    return j.get<bool>();
+  }
   // A positive integer; a double is accepted when it is one exactly (80e9 bytes).
   std::int64_t positive_integer(const Json& j, const std::string& path, std::int64_t max) const {
     const double v = number(j, path);
@@ -212,11 +216,7 @@ class TargetReader {
     }
     if (j.contains("launch_s")) d.launch_s = non_negative(j["launch_s"], path + "/launch_s");
     if (j.contains("fused_passes")) {
-      if (!j["fused_passes"].is_boolean()) {
-        fail(path + "/fused_passes",
-             fmt::format("expected true or false, got {}", j["fused_passes"].dump()));
-      }
-      d.fused_passes = j["fused_passes"].get<bool>();
+      d.fused_passes = boolean(j["fused_passes"], path + "/fused_passes");
     }
     if (j.contains("streams")) {
       d.streams = static_cast<int>(positive_integer(j["streams"], path + "/streams", 1024));
@@ -384,11 +384,7 @@ class TargetReader {
     link.bandwidth_Bps = positive(j["bandwidth_Bps"], path + "/bandwidth_Bps");
     if (j.contains("latency_s")) link.latency_s = non_negative(j["latency_s"], path + "/latency_s");
     if (j.contains("shared_memory")) {
-      if (!j["shared_memory"].is_boolean()) {
-        fail(path + "/shared_memory",
-             fmt::format("expected true or false, got {}", j["shared_memory"].type_name()));
-      }
-      link.shared_memory = j["shared_memory"].get<bool>();
+      link.shared_memory = boolean(j["shared_memory"], path + "/shared_memory");
     }
     if (j.contains("collective")) {
       link.collective = read_collective(j["collective"], path + "/collective");
@@ -474,6 +470,17 @@ Target parse_target(std::string_view text, std::string_view source_name) {
   return TargetReader(source_name).read(Json::parse(text));
 }
 
+namespace {
+
+// [[flops, efficiency], …], as read_gemm_efficiency reads it.
+nlohmann::json gemm_table_json(const std::vector<GemmEfficiency>& table) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const GemmEfficiency& e : table) out.push_back({e.flops, e.efficiency});
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const Target& target) {
   nlohmann::json j;
   j["name"] = target.name;
@@ -515,16 +522,12 @@ nlohmann::json to_json(const Target& target) {
         dtypes[std::string(ir::dtype_name(dtype))] = std::move(k);
       }
       for (const auto& [dtype, gemm] : d.dtype_gemm_efficiency) {
-        nlohmann::json table = nlohmann::json::array();
-        for (const GemmEfficiency& e : gemm) table.push_back({e.flops, e.efficiency});
-        dtypes[std::string(ir::dtype_name(dtype))]["gemm_efficiency"] = std::move(table);
+        dtypes[std::string(ir::dtype_name(dtype))]["gemm_efficiency"] = gemm_table_json(gemm);
       }
       types[d.name]["dtypes"] = std::move(dtypes);
     }
     if (!d.gemm_efficiency.empty()) {
-      nlohmann::json table = nlohmann::json::array();
-      for (const GemmEfficiency& e : d.gemm_efficiency) table.push_back({e.flops, e.efficiency});
-      types[d.name]["gemm_efficiency"] = std::move(table);
+      types[d.name]["gemm_efficiency"] = gemm_table_json(d.gemm_efficiency);
     }
   }
   j["device_types"] = std::move(types);

@@ -475,7 +475,7 @@ const BadTarget kBadTargets[] = {
      "\"bandwidth_efficiency\" (or both)"},
     {"fused_passes not a boolean",
      R"([{"op": "add", "path": "/device_types/big/fused_passes", "value": 1}])", "",
-     "t.json: /device_types/big/fused_passes: expected true or false, got 1"},
+     "t.json: /device_types/big/fused_passes: expected true or false, got number"},
     {"streams 0", R"([{"op": "add", "path": "/device_types/big/streams", "value": 0}])", "",
      "t.json: /device_types/big/streams: must be >= 1, got 0"},
     {"gemm table and a GEMM kernel's efficiency",
