@@ -53,9 +53,9 @@
 //                              all-gathered over the data axis, the moments left sharded, nothing
 //                              gathered over the tensor axis (a 1-D bias: tensor axis only);
 //                          with every forward operation recomputed except the checkpoints (the
-//                          residual stream: training_roles below). The pipeline degree is 1: a
-//                          stage that is a device group (tensor or data parallelism inside a
-//                          stage) is not built (rewrite/pipeline.h)
+//                          residual stream: training_roles below). The pipeline degree is 1:
+//                          tensor parallelism inside a pipeline stage is not built (a stage on
+//                          a group of devices runs data parallel only: rewrite/pipeline.h)
 //   megatron-3d-selective  the same with selective recomputation (Korthikanti et al. 2022):
 //                          only attention's score-sized tensors (the softmax and the operations
 //                          before it whose result has the softmax's shape: QKᵀ, its scale)
