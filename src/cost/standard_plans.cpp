@@ -815,8 +815,8 @@ StandardPlan megatron_3d(const ir::Graph& graph, const GraphRoles& roles, const 
                             count_text(cuts.gradients, "batch sum", "batch sums"), dp_axis);
   }
   s.summary = fmt::format(
-      "{}; {}; pipeline ×1 (tensor parallelism inside a stage is not built); {} recomputation of "
-      "{}",
+      "{}; {}; pipeline ×1 (tensor parallelism inside a stage is not built); "
+      "{} recomputation of {}",
       base.summary, training, full ? "full" : "selective",
       count_text(recompute.size(), "forward operation", "forward operations"));
   return s;
