@@ -642,6 +642,11 @@ void RankRun::execute(std::uint32_t t) {
                                 rp_.local.tasks[t].name));
       }
       state_.run_kernel(t);
+      for (const detail::RankCopy& copy : rp_.copies[t]) {  // into combine buffers
+        state_.allocate(copy.to);
+        copy_box(*state_.buffers[copy.from], *state_.buffers[copy.to], copy.box);
+        state_.release(copy.to);
+      }
       for (std::uint32_t m : rp_.sends[t]) {
         const detail::RankMessageInfo& msg = rp_.messages[m];
         if (p_.send_in_place[m] != 0) {

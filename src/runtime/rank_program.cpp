@@ -283,6 +283,9 @@ void split_local_rows(RankProgram& rp) {
       add(c.result_slot, c.result_box);
     }
   }
+  for (const std::vector<RankCopy>& copies : rp.copies) {
+    for (const RankCopy& c : copies) add(c.from, c.box);
+  }
   split_program_rows(l, extra);
   std::vector<std::vector<std::uint32_t>> pieces(n);
   std::unordered_map<std::uint32_t, std::uint32_t> first_of;  // tensor index → its first slot
@@ -302,6 +305,12 @@ void split_local_rows(RankProgram& rp) {
   for (RankMessageInfo& msg : rp.messages) {
     if (msg.from == rp.rank || msg.to == rp.rank) msg.slot = piece(msg.slot, msg.box);
   }
+  for (std::vector<RankCopy>& copies : rp.copies) {
+    for (RankCopy& c : copies) {
+      c.from = piece(c.from, c.box);
+      c.to = piece(c.to, c.box);
+    }
+  }
   for (const RankCollectivePart& part : rp.parts) {
     RankCollective& c = rp.collectives[part.collective];
     c.source_slot = piece(c.source_slot, c.boxes[part.member]);
@@ -319,6 +328,85 @@ void split_local_rows(RankProgram& rp) {
   }
   for (std::uint32_t m = 0; m < rp.messages.size(); ++m) {
     if (rp.messages[m].to == rp.rank && !gathered_here(rp, m)) ++l.slots[rp.messages[m].slot].uses;
+  }
+  for (const std::vector<RankCopy>& copies : rp.copies) {
+    for (const RankCopy& c : copies) ++l.slots[c.to].uses;
+  }
+}
+
+// Whether `box` spans every dim after the first of `range` whole (whole rows of it).
+bool whole_rows_of(const Range& range, const Range& box) {
+  for (std::size_t d = 1; d < range.rank(); ++d) {
+    if (box.start()[d] != range.start()[d] || box.end()[d] != range.end()[d]) return false;
+  }
+  return true;
+}
+
+// Combine buffers (rank_program.h), before the slots shrink to this rank's rows: each local sum
+// `reduce` whose one input box B of an intermediate slot is not whole rows, fed by at least one
+// received message, reads a new slot over exactly B. Every received box that meets B must lie
+// in B and feed that reduce alone (it is received into the new slot); every box a local task
+// writes that meets B is copied in from the task's slot; together they cover B, each cell once.
+// Anything else leaves the reduce as it is.
+void add_combine_slots(RankProgram& rp) {
+  BlockProgram& l = rp.local;
+  for (std::uint32_t r = 0; r < l.tasks.size(); ++r) {
+    BlockTask& reduce = l.tasks[r];
+    if (reduce.call.kernel != "reduce" || reduce.inputs.size() != 1) continue;
+    const std::uint32_t s = reduce.inputs[0].slot;
+    const Range box = reduce.call.inputs.entries().front().value.view.box();
+    const BufferSlot& slot = l.slots[s];
+    if (slot.input || slot.output || slot.kept || box.is_empty() || box.rank() < 2 ||
+        whole_rows_of(slot.range, box)) {
+      continue;
+    }
+    std::vector<std::uint32_t> received;  // positions in rp.receives
+    std::vector<RankCopy> copies;         // (task in `from`)
+    std::vector<std::uint32_t> copiers;
+    std::int64_t covered = 0;
+    bool fits = true;
+    for (std::uint32_t i = 0; i < rp.receives.size() && fits; ++i) {
+      const RankMessageInfo& msg = rp.messages[rp.receives[i].message];
+      if (msg.slot != s || !msg.box.overlaps(box)) continue;
+      fits = box.contains(msg.box) && rp.receives[i].consumers == std::vector<std::uint32_t>{r};
+      received.push_back(i);
+      covered += msg.box.size();
+    }
+    for (std::uint32_t t = 0; t < l.tasks.size() && fits; ++t) {
+      for (const SlotBox& w : boxes_of(l.tasks[t].call.outputs, l.tasks[t].outputs)) {
+        if (w.slot != s) continue;
+        const std::optional<Range> part = w.box.intersect(box);
+        if (!part || part->is_empty()) continue;
+        copies.push_back({.from = s, .box = *part});
+        copiers.push_back(t);
+        covered += part->size();
+      }
+    }
+    if (!fits || received.empty() || covered != box.size()) continue;
+    // Each cell once: the parts are pairwise disjoint (they cover B exactly when their sizes add
+    // up to it and none overlaps another).
+    std::vector<Range> parts;
+    for (std::uint32_t i : received) parts.push_back(rp.messages[rp.receives[i].message].box);
+    for (const RankCopy& c : copies) parts.push_back(c.box);
+    for (std::size_t i = 0; i < parts.size() && fits; ++i) {
+      for (std::size_t j = i + 1; j < parts.size() && fits; ++j)
+        fits = !parts[i].overlaps(parts[j]);
+    }
+    if (!fits) continue;
+    const auto c = static_cast<std::uint32_t>(l.slots.size());
+    BufferSlot combine = slot;
+    combine.piece = false;
+    combine.range = box;
+    combine.bytes = box.size() * static_cast<std::int64_t>(ir::dtype_size_bytes(slot.dtype));
+    combine.uses = 0;
+    l.slots.push_back(combine);
+    reduce.inputs[0].slot = c;
+    std::replace(reduce.touches.begin(), reduce.touches.end(), s, c);
+    for (std::uint32_t i : received) rp.messages[rp.receives[i].message].slot = c;
+    for (std::size_t k = 0; k < copies.size(); ++k) {
+      copies[k].to = c;
+      rp.copies[copiers[k]].push_back(copies[k]);
+    }
   }
 }
 
@@ -393,6 +481,7 @@ void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lo
   }
   rp.sends.assign(n, {});
   rp.contributes.assign(n, {});
+  rp.copies.assign(n, {});
   for (std::uint32_t c = 0; c < rp.collectives.size(); ++c) {
     const RankCollective& coll = rp.collectives[c];
     const auto at = std::find(coll.members.begin(), coll.members.end(), rp.rank);
@@ -443,6 +532,7 @@ void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lo
   for (std::uint32_t t : l.order) {
     if (l.pending[t] == 0) l.roots.push_back(t);
   }
+  if (pieces == SlotPieces::kRows) add_combine_slots(rp);
   shrink_slots(rp, pieces == SlotPieces::kWhole);
   for (BlockTask& task : l.tasks) {
     readdress(task.call.inputs, task.inputs, l.slots);

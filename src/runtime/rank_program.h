@@ -23,6 +23,8 @@
 //             whose kernel writes its contribution, and the replaced messages it would have
 //             received (their consumers wait for the collective instead). A reduce application
 //             a reduce replaces runs on its root as a no-op holding the sum (no inputs).
+//   copies    per local task, the boxes copied out of what it wrote into a combine buffer once
+//             its kernel returns (below)
 //   slots     per rank, not per tensor: a slot's range spans the rows (first dim) of the boxes
 //             this rank's tasks read and write and of the messages it receives, and every other
 //             dim whole (under kWhole, the whole tensor for rank 0's outputs, which it gathers); a
@@ -31,6 +33,22 @@
 //             process's strides, and the GEMM libraries pick the same code for them — a bounding
 //             box in every dim changed the leading dimension of the Megatron MLP's H, and oneDNN's
 //             results with it (not bitwise equal to the block executor).
+//   combine buffers  under SlotPieces::kRows, a local sum `reduce` whose partials box takes a
+//             slice of every block (not whole rows) and is fed by messages — the combine of a
+//             split reduction over more than two ranks, point to point under
+//             CollectiveUse::kExact (rank_collectives.h) — reads a slot of its own whose range is
+//             exactly that box: the messages are received into it and the slice of the block
+//             this rank writes is copied in (`copies`), so the rank's buffer of its own block
+//             holds only its rows and is freed once sent, as the cost model holds one block and
+//             the slices received. Without it the rank's buffer of the partials spans every
+//             block's rows whole. The reduce reads the same numbers in the same block order,
+//             through other strides: the sum is bitwise the same.
+//
+//             ZeRO-3's W2 gradient on 4 ranks: dW2/partial [4, 128, 128], block j written on
+//             rank j; rank 1's combine reads [0:4, 32:64, 0:128]. Its combine buffer is that box
+//             (64 KiB): slices [0], [2], [3] received into it, [1, 32:64] copied from its block
+//             [1:2, 0:128, 0:128] (64 KiB, freed once its three slices are sent) — where the rows
+//             [0:4] whole were 256 KiB.
 //
 // compile_rank_program checks the schedule against the graph first (every rank runs the same
 // checks on the same data, so all agree): every application has a rank below `ranks`; every
@@ -65,6 +83,14 @@ struct RankReceive {
   std::vector<std::uint32_t> consumers;  // local tasks
 };
 
+/// A box a local task's kernel wrote, copied into a combine buffer (rank_program.h) once it
+/// returns.
+struct RankCopy {
+  std::uint32_t from = 0;  // the slot the task wrote
+  std::uint32_t to = 0;    // the combine buffer's slot
+  Range box;
+};
+
 /// A collective this rank takes part in.
 struct RankCollectivePart {
   std::uint32_t collective = 0;       // position in RankProgram::collectives
@@ -86,6 +112,7 @@ struct RankProgram {
   std::vector<RankCollective> collectives;        // every rank's, the same everywhere
   std::vector<RankCollectivePart> parts;          // the collectives this rank takes part in
   std::vector<std::vector<std::uint32_t>> contributes;  // per local task: parts it writes
+  std::vector<std::vector<RankCopy>> copies;            // per local task: into combine buffers
   std::int64_t bytes_sent = 0;                          // per run, by this rank
   std::int64_t bytes_received = 0;
 };
