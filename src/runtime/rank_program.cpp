@@ -270,9 +270,22 @@ void split_local_rows(RankProgram& rp) {
     const std::int64_t end = std::min(box.end()[0], range.end()[0]);
     if (first < end) extra[s].push_back(range.with_dim(0, first, end));
   };
+  std::vector<char> combined(rp.messages.size(), 0);
+  for (const RankCombine& c : rp.combines) {
+    for (const RankCombineStep& step : c.steps) {
+      if (step.message == UINT32_MAX) {
+        add(step.slot, step.box);
+      } else {
+        combined[step.message] = 1;
+      }
+    }
+    add(c.result_slot, c.result_box);
+  }
   for (std::uint32_t m = 0; m < rp.messages.size(); ++m) {
     const RankMessageInfo& msg = rp.messages[m];
-    if (msg.from == rp.rank || (msg.to == rp.rank && !gathered_here(rp, m))) add(msg.slot, msg.box);
+    if (msg.from == rp.rank || (msg.to == rp.rank && !gathered_here(rp, m) && combined[m] == 0)) {
+      add(msg.slot, msg.box);
+    }
   }
   for (const RankCollectivePart& part : rp.parts) {
     const RankCollective& c = rp.collectives[part.collective];
@@ -282,9 +295,6 @@ void split_local_rows(RankProgram& rp) {
     } else if (c.kind != CollectiveKind::kAllgather) {
       add(c.result_slot, c.result_box);
     }
-  }
-  for (const std::vector<RankCopy>& copies : rp.copies) {
-    for (const RankCopy& c : copies) add(c.from, c.box);
   }
   split_program_rows(l, extra);
   std::vector<std::vector<std::uint32_t>> pieces(n);
@@ -305,11 +315,11 @@ void split_local_rows(RankProgram& rp) {
   for (RankMessageInfo& msg : rp.messages) {
     if (msg.from == rp.rank || msg.to == rp.rank) msg.slot = piece(msg.slot, msg.box);
   }
-  for (std::vector<RankCopy>& copies : rp.copies) {
-    for (RankCopy& c : copies) {
-      c.from = piece(c.from, c.box);
-      c.to = piece(c.to, c.box);
+  for (RankCombine& c : rp.combines) {
+    for (RankCombineStep& step : c.steps) {
+      if (step.message == UINT32_MAX) step.slot = piece(step.slot, step.box);
     }
+    c.result_slot = piece(c.result_slot, c.result_box);
   }
   for (const RankCollectivePart& part : rp.parts) {
     RankCollective& c = rp.collectives[part.collective];
@@ -327,10 +337,14 @@ void split_local_rows(RankProgram& rp) {
     for (std::uint32_t s : task.touches) ++l.slots[s].uses;
   }
   for (std::uint32_t m = 0; m < rp.messages.size(); ++m) {
-    if (rp.messages[m].to == rp.rank && !gathered_here(rp, m)) ++l.slots[rp.messages[m].slot].uses;
+    if (rp.messages[m].to == rp.rank && !gathered_here(rp, m) && combined[m] == 0) {
+      ++l.slots[rp.messages[m].slot].uses;
+    }
   }
-  for (const std::vector<RankCopy>& copies : rp.copies) {
-    for (const RankCopy& c : copies) ++l.slots[c.to].uses;
+  for (const RankCombine& c : rp.combines) {  // a local block: read by its step
+    for (const RankCombineStep& step : c.steps) {
+      if (step.message == UINT32_MAX) ++l.slots[step.slot].uses;
+    }
   }
 }
 
@@ -342,72 +356,79 @@ bool whole_rows_of(const Range& range, const Range& box) {
   return true;
 }
 
-// Combine buffers (rank_program.h), before the slots shrink to this rank's rows: each local sum
-// `reduce` whose one input box B of an intermediate slot is not whole rows, fed by at least one
-// received message, reads a new slot over exactly B. Every received box that meets B must lie
-// in B and feed that reduce alone (it is received into the new slot); every box a local task
-// writes that meets B is copied in from the task's slot; together they cover B, each cell once.
-// Anything else leaves the reduce as it is.
-void add_combine_slots(RankProgram& rp) {
+// Combines (rank_program.h), before the slots shrink to this rank's rows: each local `reduce` of
+// a dtype the fold steps compute (float32, float64, int32, int64) whose one input box B of an
+// intermediate slot is not whole rows, fed by at least one received message, where every
+// received box that meets B lies in B, spans B's other dims whole (rows of B) and feeds that
+// reduce alone, every box a local task writes that meets B does so in rows of B too, and
+// together they tile B's rows. The reduce becomes a no-op waiting for its combine (one count,
+// for the messages' it waited for); its messages leave `receives`. Anything else leaves the
+// reduce as it is.
+void add_combines(RankProgram& rp) {
   BlockProgram& l = rp.local;
+  std::vector<char> combined(rp.receives.size(), 0);
   for (std::uint32_t r = 0; r < l.tasks.size(); ++r) {
     BlockTask& reduce = l.tasks[r];
-    if (reduce.call.kernel != "reduce" || reduce.inputs.size() != 1) continue;
+    if (reduce.call.kernel != "reduce" || reduce.inputs.size() != 1 || reduce.outputs.size() != 1) {
+      continue;
+    }
     const std::uint32_t s = reduce.inputs[0].slot;
     const Range box = reduce.call.inputs.entries().front().value.view.box();
     const BufferSlot& slot = l.slots[s];
+    const DType dtype = slot.dtype;
     if (slot.input || slot.output || slot.kept || box.is_empty() || box.rank() < 2 ||
-        whole_rows_of(slot.range, box)) {
+        whole_rows_of(slot.range, box) || l.slots[reduce.outputs[0].slot].dtype != dtype ||
+        (dtype != DType::kFloat32 && dtype != DType::kFloat64 && dtype != DType::kInt32 &&
+         dtype != DType::kInt64)) {
       continue;
     }
+    const auto rows_of_box = [&](const Range& part) {
+      return part.with_dim(0, box.start()[0], box.end()[0]) == box;
+    };
+    RankCombine combine{.reduce = r,
+                        .result_slot = reduce.outputs[0].slot,
+                        .result_box = reduce.call.outputs.entries().front().value.view.box(),
+                        .monoid = reduce.call.monoid("op", ir::Monoid::kSum)};
     std::vector<std::uint32_t> received;  // positions in rp.receives
-    std::vector<RankCopy> copies;         // (task in `from`)
-    std::vector<std::uint32_t> copiers;
-    std::int64_t covered = 0;
     bool fits = true;
     for (std::uint32_t i = 0; i < rp.receives.size() && fits; ++i) {
       const RankMessageInfo& msg = rp.messages[rp.receives[i].message];
       if (msg.slot != s || !msg.box.overlaps(box)) continue;
-      fits = box.contains(msg.box) && rp.receives[i].consumers == std::vector<std::uint32_t>{r};
+      fits = combined[i] == 0 && box.contains(msg.box) && rows_of_box(msg.box) &&
+             rp.receives[i].consumers == std::vector<std::uint32_t>{r};
       received.push_back(i);
-      covered += msg.box.size();
+      combine.steps.push_back({.box = msg.box, .message = rp.receives[i].message});
     }
     for (std::uint32_t t = 0; t < l.tasks.size() && fits; ++t) {
       for (const SlotBox& w : boxes_of(l.tasks[t].call.outputs, l.tasks[t].outputs)) {
         if (w.slot != s) continue;
         const std::optional<Range> part = w.box.intersect(box);
         if (!part || part->is_empty()) continue;
-        copies.push_back({.from = s, .box = *part});
-        copiers.push_back(t);
-        covered += part->size();
+        fits = fits && rows_of_box(*part);
+        combine.steps.push_back({.box = *part, .slot = s, .writer = t});
       }
     }
-    if (!fits || received.empty() || covered != box.size()) continue;
-    // Each cell once: the parts are pairwise disjoint (they cover B exactly when their sizes add
-    // up to it and none overlaps another).
-    std::vector<Range> parts;
-    for (std::uint32_t i : received) parts.push_back(rp.messages[rp.receives[i].message].box);
-    for (const RankCopy& c : copies) parts.push_back(c.box);
-    for (std::size_t i = 0; i < parts.size() && fits; ++i) {
-      for (std::size_t j = i + 1; j < parts.size() && fits; ++j)
-        fits = !parts[i].overlaps(parts[j]);
+    if (!fits || received.empty()) continue;
+    std::sort(combine.steps.begin(), combine.steps.end(),
+              [](const RankCombineStep& a, const RankCombineStep& b) {
+                return a.box.start()[0] < b.box.start()[0];
+              });
+    std::int64_t row = box.start()[0];  // the steps tile B's rows, in order
+    for (const RankCombineStep& step : combine.steps) {
+      fits = fits && step.box.start()[0] == row;
+      row = step.box.end()[0];
     }
-    if (!fits) continue;
-    const auto c = static_cast<std::uint32_t>(l.slots.size());
-    BufferSlot combine = slot;
-    combine.piece = false;
-    combine.range = box;
-    combine.bytes = box.size() * static_cast<std::int64_t>(ir::dtype_size_bytes(slot.dtype));
-    combine.uses = 0;
-    l.slots.push_back(combine);
-    reduce.inputs[0].slot = c;
-    std::replace(reduce.touches.begin(), reduce.touches.end(), s, c);
-    for (std::uint32_t i : received) rp.messages[rp.receives[i].message].slot = c;
-    for (std::size_t k = 0; k < copies.size(); ++k) {
-      copies[k].to = c;
-      rp.copies[copiers[k]].push_back(copies[k]);
-    }
+    if (!fits || row != box.end()[0]) continue;
+    for (std::uint32_t i : received) combined[i] = 1;
+    l.pending[r] -= static_cast<std::uint32_t>(received.size()) - 1;  // one count: the combine
+    make_no_op(reduce);
+    rp.combines.push_back(std::move(combine));
   }
+  std::vector<RankReceive> kept;
+  for (std::uint32_t i = 0; i < rp.receives.size(); ++i) {
+    if (combined[i] == 0) kept.push_back(std::move(rp.receives[i]));
+  }
+  rp.receives = std::move(kept);
 }
 
 // Points every port of a local task at its slot's (smaller) range: strides and byte offsets.
@@ -481,7 +502,6 @@ void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lo
   }
   rp.sends.assign(n, {});
   rp.contributes.assign(n, {});
-  rp.copies.assign(n, {});
   for (std::uint32_t c = 0; c < rp.collectives.size(); ++c) {
     const RankCollective& coll = rp.collectives[c];
     const auto at = std::find(coll.members.begin(), coll.members.end(), rp.rank);
@@ -520,6 +540,7 @@ void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lo
       rp.receives.push_back(std::move(receive));
     }
   }
+  if (pieces == SlotPieces::kRows) add_combines(rp);
   l.dependents_first.assign(n + 1, 0);
   for (std::uint32_t t = 0; t < n; ++t) {
     l.dependents_first[t + 1] =
@@ -532,7 +553,6 @@ void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lo
   for (std::uint32_t t : l.order) {
     if (l.pending[t] == 0) l.roots.push_back(t);
   }
-  if (pieces == SlotPieces::kRows) add_combine_slots(rp);
   shrink_slots(rp, pieces == SlotPieces::kWhole);
   for (BlockTask& task : l.tasks) {
     readdress(task.call.inputs, task.inputs, l.slots);
