@@ -624,6 +624,7 @@ class RankRun {
                        bool from_slot = false);
   bool take_gathered();
   bool advance_combines();
+  std::optional<MPI_Message> probe(std::uint32_t m) const;
   const std::byte* slot_bytes(std::uint32_t slot, const Range& box) const;
   bool test_collectives();
   void complete_collective(std::uint32_t part);
@@ -784,6 +785,19 @@ const std::byte* RankRun::slot_bytes(std::uint32_t slot, const Range& box) const
   return buffer.bytes() + *contiguous_offset(buffer.range(), box) * element;
 }
 
+// Message `m` (RankProgram::messages, to this rank) matched if it has arrived — to be received
+// with MPI_Mrecv — else nullopt.
+std::optional<MPI_Message> RankRun::probe(std::uint32_t m) const {
+  int flag = 0;
+  MPI_Message handle = MPI_MESSAGE_NULL;
+  check_mpi(
+      MPI_Improbe(static_cast<int>(rp_.messages[m].from), kFirstMessageTag + static_cast<int>(m),
+                  MPI_COMM_WORLD, &flag, &handle, MPI_STATUS_IGNORE),
+      "MPI_Improbe");
+  if (flag == 0) return std::nullopt;
+  return handle;
+}
+
 // Rank 0, once its own part of the step is done: the whole outputs it returns, its own rows
 // copied in, then each gather from another rank as it arrives — after the step, as a device's
 // results are copied out after it, so neither they nor the whole outputs count in its peak;
@@ -811,12 +825,8 @@ bool RankRun::take_gathered() {
   for (std::size_t i = 0; i < gathers_waiting_.size();) {
     const std::uint32_t m = rp_.gathered[gathers_waiting_[i]];
     const detail::RankMessageInfo& msg = rp_.messages[m];
-    int flag = 0;
-    MPI_Message handle = MPI_MESSAGE_NULL;
-    check_mpi(MPI_Improbe(static_cast<int>(msg.from), kFirstMessageTag + static_cast<int>(m),
-                          MPI_COMM_WORLD, &flag, &handle, MPI_STATUS_IGNORE),
-              "MPI_Improbe");
-    if (flag == 0) {
+    std::optional<MPI_Message> handle = probe(m);
+    if (!handle) {
       ++i;
       continue;
     }
@@ -824,11 +834,11 @@ bool RankRun::take_gathered() {
     const auto element = static_cast<std::int64_t>(ir::dtype_size_bytes(into.dtype()));
     if (const std::optional<std::int64_t> at = contiguous_offset(into.range(), msg.box)) {
       check_mpi(MPI_Mrecv(into.bytes() + *at * element, static_cast<int>(msg.bytes), MPI_BYTE,
-                          &handle, MPI_STATUS_IGNORE),
+                          &*handle, MPI_STATUS_IGNORE),
                 "MPI_Mrecv");
     } else {
       Buffer staging(into.dtype(), msg.box, Buffer::Uninitialized{});
-      check_mpi(MPI_Mrecv(staging.bytes(), static_cast<int>(msg.bytes), MPI_BYTE, &handle,
+      check_mpi(MPI_Mrecv(staging.bytes(), static_cast<int>(msg.bytes), MPI_BYTE, &*handle,
                           MPI_STATUS_IGNORE),
                 "MPI_Mrecv");
       copy_box(staging, into, msg.box);
@@ -867,18 +877,13 @@ bool RankRun::advance_combines() {
         state_.release(step.slot);
       } else {
         const detail::RankMessageInfo& msg = rp_.messages[step.message];
-        int flag = 0;
-        MPI_Message handle = MPI_MESSAGE_NULL;
-        check_mpi(MPI_Improbe(static_cast<int>(msg.from),
-                              kFirstMessageTag + static_cast<int>(step.message), MPI_COMM_WORLD,
-                              &flag, &handle, MPI_STATUS_IGNORE),
-                  "MPI_Improbe");
-        if (flag == 0) break;
+        std::optional<MPI_Message> handle = probe(step.message);
+        if (!handle) break;
         const Clock::time_point begin = Clock::now();
         Buffer staging(rp_.local.slots[combine.result_slot].dtype, msg.box,
                        Buffer::Uninitialized{});
         state_.add_live(bytes_of(staging));
-        check_mpi(MPI_Mrecv(staging.bytes(), static_cast<int>(msg.bytes), MPI_BYTE, &handle,
+        check_mpi(MPI_Mrecv(staging.bytes(), static_cast<int>(msg.bytes), MPI_BYTE, &*handle,
                             MPI_STATUS_IGNORE),
                   "MPI_Mrecv");
         state_.allocate(combine.result_slot);
@@ -944,13 +949,8 @@ bool RankRun::test_receives() {
   for (std::size_t i = 0; i < waiting_.size();) {
     const detail::RankReceive& receive = rp_.receives[waiting_[i]];
     const detail::RankMessageInfo& msg = rp_.messages[receive.message];
-    int flag = 0;
-    MPI_Message handle = MPI_MESSAGE_NULL;
-    check_mpi(MPI_Improbe(static_cast<int>(msg.from),
-                          kFirstMessageTag + static_cast<int>(receive.message), MPI_COMM_WORLD,
-                          &flag, &handle, MPI_STATUS_IGNORE),
-              "MPI_Improbe");
-    if (flag == 0) {
+    std::optional<MPI_Message> handle = probe(receive.message);
+    if (!handle) {
       ++i;
       continue;
     }
@@ -966,12 +966,12 @@ bool RankRun::test_receives() {
       const auto element = static_cast<std::int64_t>(ir::dtype_size_bytes(into.dtype()));
       std::byte* at =
           into.bytes() + element_offset(range, into.strides(), msg.box.start()) * element;
-      check_mpi(MPI_Mrecv(at, static_cast<int>(msg.bytes), MPI_BYTE, &handle, MPI_STATUS_IGNORE),
+      check_mpi(MPI_Mrecv(at, static_cast<int>(msg.bytes), MPI_BYTE, &*handle, MPI_STATUS_IGNORE),
                 "MPI_Mrecv");
     } else {
       Buffer staging(into.dtype(), msg.box, Buffer::Uninitialized{});
       state_.add_live(bytes_of(staging));
-      check_mpi(MPI_Mrecv(staging.bytes(), static_cast<int>(msg.bytes), MPI_BYTE, &handle,
+      check_mpi(MPI_Mrecv(staging.bytes(), static_cast<int>(msg.bytes), MPI_BYTE, &*handle,
                           MPI_STATUS_IGNORE),
                 "MPI_Mrecv");
       copy_box(staging, into, msg.box);

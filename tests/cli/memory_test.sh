@@ -73,7 +73,7 @@ cases = [
     ("zero3 on 4", "tests/data/training/zero_mlp.tap", z3_4,
      {"4 ranks": {0: (0.85, 1.35), 1: (0.65, 1.1), 2: (0.65, 1.1), 3: (0.65, 1.1)}}),
     ("recompute-split 4", "examples/mlp_grad.tap", {"ops": split4, "recompute": ["H/linear"]},
-     {"4 ranks": {0: (0.72, 1.1), 1: (0.75, 1.1), 2: (0.75, 1.1), 3: (0.75, 1.1)}}),
+     {"4 ranks": {0: (0.72, 1.1), 1: (0.68, 1.1), 2: (0.68, 1.1), 3: (0.68, 1.1)}}),
     ("1f1b", "tests/data/training/pipe_mlp.tap", pipe,
      {"block": {0: exact}, "2 ranks": {0: within, 1: arrival}}),
     ("gpipe", "tests/data/training/pipe_mlp.tap", gpipe,
