@@ -275,10 +275,10 @@ std::optional<PipelineStages> pipeline_of(const rewrite::Plan& plan,
       .schedule = pipe.schedule, .microbatches = pipe.microbatches, .makespan_s = cost.makespan_s};
   double idle = 0;
   for (std::size_t s = 0; s < pipe.stages.size(); ++s) {
-    PipelineStages::Stage stage{.device = rewrite::stage_device(pipe, s),
-                                .operations = pipe.stages[s]};
     // A stage on a group of devices: their applications, their mean busy time, their peak.
     const std::vector<std::string> group = rewrite::stage_devices(pipe, s);
+    PipelineStages::Stage stage{.device = fmt::format("{}", fmt::join(group, ", ")),
+                                .operations = pipe.stages[s]};
     std::vector<std::string> names;
     for (const std::string& device : group) {
       const std::optional<std::size_t> d = target.find_device(device);

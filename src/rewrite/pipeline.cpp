@@ -96,19 +96,9 @@ std::string rewire_seed(RewriteState& state, ir::OperationId seed,
 
 }  // namespace
 
-std::string stage_device(const PipelinePlan& pipeline, std::size_t s) {
-  return s < pipeline.devices.size() ? pipeline.devices[s] : fmt::format("#{}", s);
-}
-
 std::vector<std::string> stage_devices(const PipelinePlan& pipeline, std::size_t s) {
-  const std::string joined = stage_device(pipeline, s);
-  std::vector<std::string> group;
-  for (std::size_t at = 0;;) {
-    const std::size_t comma = joined.find(',', at);
-    group.push_back(joined.substr(at, comma == std::string::npos ? comma : comma - at));
-    if (comma == std::string::npos) return group;
-    at = comma + 1;
-  }
+  return s < pipeline.devices.size() ? pipeline.devices[s]
+                                     : std::vector<std::string>{fmt::format("#{}", s)};
 }
 
 void pipeline_operations(RewriteState& state, std::vector<RewriteEvent>& log) {

@@ -280,7 +280,7 @@ class PlanReader {
         }
       } else if (key == "devices") {
         expect_array(value, path);
-        // A device name, or a group of them (an array): the stage's devices joined by ','.
+        // A device name, or a group of them (an array).
         const auto device_name = [&](const json& v, const std::string& at) {
           std::string device = read_string(v, at);
           if (device.empty()) fail(at, "a device name cannot be empty");
@@ -292,14 +292,14 @@ class PlanReader {
         for (std::size_t i = 0; i < value.size(); ++i) {
           const std::string at = fmt::format("{}/{}", path, i);
           if (!value[i].is_array()) {
-            out.devices.push_back(device_name(value[i], at));
+            out.devices.push_back({device_name(value[i], at)});
             continue;
           }
           if (value[i].empty()) fail(at, "a group of devices names at least one");
           std::vector<std::string> group;
           for (std::size_t j = 0; j < value[i].size(); ++j)
             group.push_back(device_name(value[i][j], fmt::format("{}/{}", at, j)));
-          out.devices.push_back(fmt::format("{}", fmt::join(group, ",")));
+          out.devices.push_back(std::move(group));
         }
       } else {
         fail(path,
@@ -389,19 +389,12 @@ json Plan::to_json() const {
               {"schedule", pipeline->schedule}};
     if (!pipeline->devices.empty()) {
       json devices = json::array();
-      for (const std::string& d : pipeline->devices) {
-        if (d.find(',') == std::string::npos) {
-          devices.push_back(d);
-          continue;
+      for (const std::vector<std::string>& group : pipeline->devices) {
+        if (group.size() == 1) {
+          devices.push_back(group.front());  // one device: its name
+        } else {
+          devices.push_back(group);  // a group: an array
         }
-        json group = json::array();
-        for (std::size_t at = 0;;) {
-          const std::size_t comma = d.find(',', at);
-          group.push_back(d.substr(at, comma == std::string::npos ? comma : comma - at));
-          if (comma == std::string::npos) break;
-          at = comma + 1;
-        }
-        devices.push_back(std::move(group));
       }
       p["devices"] = std::move(devices);
     }

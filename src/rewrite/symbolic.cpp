@@ -128,7 +128,10 @@ bool SymbolicPlans::abstract(const Plan& plan) {
     append_int(key_, plan.pipeline->microbatches);
     (key_ += '\x1f') += plan.pipeline->schedule;
     key_ += '\x1f';
-    for (const std::string& device : plan.pipeline->devices) (key_ += device) += '\x1e';
+    for (const std::vector<std::string>& group : plan.pipeline->devices) {
+      for (const std::string& device : group) (key_ += device) += '\x1d';
+      key_ += '\x1e';
+    }
   }
   return true;
 }

@@ -275,7 +275,8 @@ TEST(Pipeline, AStageOnADeviceGroupRunsDataParallelInside) {
       "microbatches": 4, "schedule": "1f1b", "devices": [["#0", "#1"], ["#2", "#3"]]}})";
   const rewrite::Plan grouped = plan_of(text);
   ASSERT_TRUE(grouped.pipeline);
-  EXPECT_EQ(grouped.pipeline->devices, (std::vector<std::string>{"#0,#1", "#2,#3"}));
+  EXPECT_EQ(grouped.pipeline->devices,
+            (std::vector<std::vector<std::string>>{{"#0", "#1"}, {"#2", "#3"}}));
   EXPECT_EQ(grouped.to_json()["pipeline"]["devices"],
             nlohmann::json::parse(R"([["#0", "#1"], ["#2", "#3"]])"));
   EXPECT_EQ(rewrite::parse_plan(grouped.to_json().dump()), grouped);

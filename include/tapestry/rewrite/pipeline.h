@@ -67,11 +67,8 @@ void pipeline_operations(RewriteState& state, std::vector<RewriteEvent>& log);
 /// stage (the Application body field `after`, ir/ordering.h). Error when they form a cycle.
 void write_pipeline_schedule(RewriteState& state);
 
-/// The device name stage `s` of `pipeline` runs on: its `devices` entry, else `#s` (a group's
-/// names joined by ',': "#0,#1").
-[[nodiscard]] std::string stage_device(const PipelinePlan& pipeline, std::size_t s);
-
-/// The devices stage `s` runs on: its group's names, or the one device of stage_device.
+/// The devices stage `s` of `pipeline` runs on: its `devices` entry (one device, or a group),
+/// else `#s`.
 [[nodiscard]] std::vector<std::string> stage_devices(const PipelinePlan& pipeline, std::size_t s);
 
 }  // namespace tapestry::rewrite

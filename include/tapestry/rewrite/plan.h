@@ -139,7 +139,8 @@ struct ZeroPlan {
 };
 
 /// Pipeline parallelism (rewrite/pipeline.h): `"pipeline": {"stages": [["L0/*"], ["L1/*"]],
-/// "microbatches": 4, "schedule": "1f1b", "devices": ["#0", "#1"]}`.
+/// "microbatches": 4, "schedule": "1f1b", "devices": ["#0", "#1"]}`; a stage on a group of
+/// devices, data parallel inside: `"devices": [["#0", "#1"], ["#2", "#3"]]`.
 struct PipelinePlan {
   /// Per stage, the forward operations it runs: names, or patterns where `*` stands for any
   /// characters. resolve_plan_names expands the patterns into names, in graph order.
@@ -149,9 +150,10 @@ struct PipelinePlan {
   /// "1f1b" (warm-up forwards, then one backward and one forward in turn) or "gpipe" (every
   /// forward of a stage, then every backward).
   std::string schedule;
-  /// Per stage, the device it runs on (a device name, or `#i`: the target's device i). Empty:
-  /// stage s on `#s`.
-  std::vector<std::string> devices;
+  /// Per stage, the devices it runs on: one (a device name, or `#i`: the target's device i),
+  /// written as a string, or a group, written as an array, over which the stage runs data
+  /// parallel. Never empty per stage. Empty: stage s on `#s`.
+  std::vector<std::vector<std::string>> devices;
 
   friend bool operator==(const PipelinePlan&, const PipelinePlan&) = default;
 };
