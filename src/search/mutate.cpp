@@ -206,13 +206,71 @@ bool mesh(const PlanSpace& space, Plan& genome, Rng& rng) {
   return true;
 }
 
+// The operations whose outputs only `op` reads (its one operation producer), on up, and those
+// that only read `op`'s outputs (its one reader), on down — `op`'s branch between where the
+// graph forks and where it joins: K's projection, its reshape into heads, its permute and the
+// transpose of attention's scores, but not the matmul that also reads Q. In graph order.
+std::vector<std::size_t> chain_of(const PlanSpace& space, std::size_t op) {
+  const auto only = [&](const std::vector<std::size_t>& edges, bool producers) {
+    std::optional<std::size_t> one;
+    for (std::size_t e : edges) {
+      const Edge& edge = space.edges()[e];
+      const std::size_t other = producers ? edge.producer : edge.consumer;
+      if (one && *one != other) return std::optional<std::size_t>{};
+      one = other;
+    }
+    return one;
+  };
+  std::vector<std::size_t> up, down;
+  for (std::size_t at = op;;) {
+    const auto p = only(space.edges_into(at), true);
+    if (!p || only(space.edges_from(*p), false) != at) break;
+    up.push_back(at = *p);
+  }
+  for (std::size_t at = op;;) {
+    const auto c = only(space.edges_from(at), false);
+    if (!c || only(space.edges_into(*c), true) != at) break;
+    down.push_back(at = *c);
+  }
+  std::vector<std::size_t> chain(up.rbegin(), up.rend());
+  chain.push_back(op);
+  chain.insert(chain.end(), down.begin(), down.end());
+  return chain;
+}
+
+// Moves `op`'s branch (chain_of) onto one run of devices: as many as its shards (a power of two,
+// at most the device count), starting at a random multiple of that — so a branch can run beside
+// the others on devices of its own (attention's K beside Q), which moving its operations one at a
+// time reaches only through plans that move data between them.
+bool place_branch(const PlanSpace& space, Plan& genome, Rng& rng, std::size_t op) {
+  const auto devices = static_cast<std::uint64_t>(space.device_count());
+  const auto found = genome.ops.find(space.operations()[op].name);
+  const std::int64_t n = found == genome.ops.end() ? 1 : shards(found->second);
+  std::uint64_t m = 1;
+  while (m * 2 <= devices && static_cast<std::int64_t>(m * 2) <= n) m *= 2;
+  const std::uint64_t from = m * rng.below(devices / m);
+  std::vector<std::string> run;
+  for (std::uint64_t i = 0; i < m; ++i) run.push_back(space.device_names()[from + i]);
+  bool changed = false;
+  for (std::size_t member : chain_of(space, op)) {
+    if (space.representative(member) != member) continue;
+    OpPlan& entry = genome.ops[space.operations()[member].name];
+    if (entry.place == run && entry.mesh.empty()) continue;
+    entry.place = run;
+    entry.mesh.clear();
+    changed = true;
+  }
+  return changed;
+}
+
 bool place(const PlanSpace& space, Plan& genome, Rng& rng) {
   const auto op = pick_representative(space, rng, [](const OperationInfo&) { return true; });
   if (!op) return false;
   OpPlan& entry = genome.ops[space.operations()[*op].name];
   const auto devices = static_cast<std::uint64_t>(space.device_count());
   OpPlan next = entry;
-  const std::uint64_t how = rng.below(3);
+  const std::uint64_t how = rng.below(4);
+  if (how == 3) return place_branch(space, genome, rng, *op);
   if (how == 0 && (!entry.place.empty() || !entry.mesh.empty())) {
     next.place.clear();
     next.mesh.clear();

@@ -2,6 +2,7 @@
 #include "tapestry/search/plan_space.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <rapidcheck/gtest.h>
 
@@ -333,6 +334,54 @@ TEST(Mutations, AResplitSometimesCarriesItsCutAlongTheAxis) {
   }
   EXPECT_GE(carried, 40);  // about 30% of the resplits
   EXPECT_LE(carried, 200);
+}
+
+TEST(Mutations, APlaceMovesAWholeBranchOntoDevicesOfItsOwn) {
+  // transformer_block's branches between forks and joins: a place mutation moves one operation,
+  // or one of these whole, onto one run of devices — never across a fork or a join.
+  const ir::Graph g = example_graph("transformer_block.tap");
+  const PlanSpace s(g, h100x8(), false);
+  const std::vector<std::set<std::string>> branches = {
+      {"Q/linear", "Q/reshape", "Q"},
+      {"K/linear", "K/reshape", "K", "Scores/transpose"},
+      {"V/linear", "V/reshape", "V"},
+      {"Scores/matmul", "Scores", "P"},
+      {"Ctx", "Attn/permute", "Attn/reshape", "Attn", "R1"},
+      {"M/linear", "M/gelu", "M"},
+  };
+  rewrite::Plan start;
+  for (const OperationInfo& info : s.operations()) {
+    const auto rows = std::find_if(info.dims.begin(), info.dims.end(),
+                                   [](const DimInfo& d) { return !d.reduction && d.extent >= 4; });
+    if (rows != info.dims.end()) start.ops[info.name].split[rows->name] = 2;
+  }
+  std::vector<int> seen(branches.size(), 0);
+  for (std::uint64_t i = 0; i < 600; ++i) {
+    Rng rng = Rng::for_slot(11, 3, i);
+    rewrite::Plan genome = start;
+    if (!mutate_once(s, Mutation::kPlace, genome, rng)) continue;
+    std::set<std::string> moved;
+    for (const auto& [name, op] : genome.ops) {
+      const auto before = start.ops.find(name);
+      if (before == start.ops.end() ? !op.place.empty() : !(op == before->second))
+        moved.insert(name);
+    }
+    if (moved.size() < 2) continue;
+    // One whole branch, every operation on the same run: two devices (the shards) from an
+    // even one.
+    const auto b = std::find(branches.begin(), branches.end(), moved);
+    ASSERT_NE(b, branches.end()) << fmt::format("{}", fmt::join(moved, ", "));
+    ++seen[static_cast<std::size_t>(b - branches.begin())];
+    const std::vector<std::string>& run = genome.ops.at(*moved.begin()).place;
+    ASSERT_EQ(run.size(), 2u);
+    const auto first = std::find(s.device_names().begin(), s.device_names().end(), run[0]);
+    ASSERT_NE(first, s.device_names().end());
+    EXPECT_EQ((first - s.device_names().begin()) % 2, 0);
+    EXPECT_EQ(*(first + 1), run[1]);
+    for (const std::string& name : moved) EXPECT_EQ(genome.ops.at(name).place, run) << name;
+  }
+  for (std::size_t b = 0; b < branches.size(); ++b)
+    EXPECT_GE(seen[b], 3) << fmt::format("{}", fmt::join(branches[b], ", "));
 }
 
 }  // namespace

@@ -10,7 +10,10 @@
 //   mesh        map a split dim onto a mesh axis (often cutting it into the axis' size), or clear
 //               the mapping
 //   place       move an operation's shards: onto a run of devices (which may be fewer than its
-//               shards: they cycle), by swapping two devices of its list, or back to the default
+//               shards: they cycle), by swapping two devices of its list, or back to the default;
+//               or move its whole branch — the chain of operations between where the graph forks
+//               and where it joins (attention's K projection, reshape, permute, transpose) — onto
+//               a run of devices of its own, one per shard, so it runs beside the other branches
 //   fusion      toggle `"fuse": "auto"`, or add or drop one producer → consumer fusion
 //   substitute  toggle decompose-linear on a linear
 //   align       copy an operation's cut (and placement) to its consumer through the tensor between
