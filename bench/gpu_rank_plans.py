@@ -149,7 +149,12 @@ def main() -> int:
                     continue
                 total += 1
                 pa, pb = a["predicted_s"][target], b["predicted_s"][target]
-                right += (ma < mb) == (pa < pb)
+                if (ma < mb) == (pa < pb):
+                    right += 1
+                else:
+                    print(f"  wrong on {os.path.basename(target)}: {graph} '{a['plan']}' against "
+                          f"'{b['plan']}': measured {ma * 1e3:.3f} / {mb * 1e3:.3f} ms, "
+                          f"predicted {pa * 1e3:.3f} / {pb * 1e3:.3f} ms")
         share = right / total if total else float("nan")
         summary[target] = {"right": right, "pairs": total, "ties": ties, "share": share}
         print(f"{target}: {right}/{total} pairs ranked right ({100 * share:.0f}%), "

@@ -277,15 +277,21 @@ std::optional<PipelineStages> pipeline_of(const rewrite::Plan& plan,
   for (std::size_t s = 0; s < pipe.stages.size(); ++s) {
     PipelineStages::Stage stage{.device = rewrite::stage_device(pipe, s),
                                 .operations = pipe.stages[s]};
-    if (const std::optional<std::size_t> d = target.find_device(stage.device)) {
-      stage.device = target.devices[*d].name;
+    // A stage on a group of devices: their applications, their mean busy time, their peak.
+    const std::vector<std::string> group = rewrite::stage_devices(pipe, s);
+    std::vector<std::string> names;
+    for (const std::string& device : group) {
+      const std::optional<std::size_t> d = target.find_device(device);
+      if (!d) break;
+      names.push_back(target.devices[*d].name);
       for (const DeviceCost& dc : cost.per_device) {
-        if (dc.device != stage.device) continue;
-        stage.applications = dc.applications;
-        stage.busy_s = dc.compute_s;
-        stage.peak_memory_bytes = dc.peak_memory_bytes;
+        if (dc.device != names.back()) continue;
+        stage.applications += dc.applications;
+        stage.busy_s += dc.compute_s / static_cast<double>(group.size());
+        stage.peak_memory_bytes = std::max(stage.peak_memory_bytes, dc.peak_memory_bytes);
       }
     }
+    if (names.size() == group.size()) stage.device = fmt::format("{}", fmt::join(names, ", "));
     idle += cost.makespan_s - stage.busy_s;
     p.stages.push_back(std::move(stage));
   }

@@ -71,6 +71,22 @@ CriticalPath critical_path_of(const Placement& p, const Schedule& s, const Targe
     }
     return false;
   };
+  // What can delay an element, by device, in index order: the applications each device ran, and
+  // the point-to-point transfers and the collectives whose ports are on it (a scan of every
+  // element per step of the path took 80% of `tapestry cost` on 64-way plans of a 24-layer step).
+  std::vector<std::vector<std::uint32_t>> apps_on(target.devices.size());
+  std::vector<std::vector<std::uint32_t>> transfers_at(target.devices.size());
+  std::vector<std::vector<std::uint32_t>> collectives_at(target.devices.size());
+  for (std::uint32_t q = 0; q < s.applications.size(); ++q) apps_on[s.devices[q]].push_back(q);
+  for (std::uint32_t t = 0; t < p.transfers.size(); ++t) {
+    const Transfer& x = p.transfers[t];
+    if (x.collective != kNoCollective) continue;
+    if (x.from != kHost) transfers_at[x.from].push_back(t);
+    if (x.to != kHost && x.to != x.from) transfers_at[x.to].push_back(t);
+  }
+  for (std::uint32_t c = 0; c < p.collectives.size(); ++c) {
+    for (std::uint32_t d : p.collectives[c].devices) collectives_at[d].push_back(c);
+  }
   // The element that ends last.
   std::optional<Element> at;
   double end = -1;
@@ -112,12 +128,31 @@ CriticalPath critical_path_of(const Placement& p, const Schedule& s, const Targe
       if (x_end == iv.start && !cause) cause = x;
       if (x_end > last && x_end <= iv.start) std::tie(last, last_cause) = std::tuple(x_end, x);
     };
+    // Only an element on one of e's devices can share a port with it: those, in index order
+    // (transfers, then collectives, as a scan of every one would consider them).
     const auto consider_ports = [&] {
-      for (std::uint32_t t = 0; t < p.transfers.size(); ++t) {
-        const Element x = of_transfer(t);
-        if (x.kind == Element::kTransfer && share_port(e, x)) consider(x);
+      std::vector<std::uint32_t> ts;
+      std::vector<std::uint32_t> cs;
+      const auto gather = [&](std::uint32_t d) {
+        if (d == kHost) return;
+        ts.insert(ts.end(), transfers_at[d].begin(), transfers_at[d].end());
+        cs.insert(cs.end(), collectives_at[d].begin(), collectives_at[d].end());
+      };
+      if (e.kind == Element::kTransfer) {
+        gather(p.transfers[e.index].from);
+        gather(p.transfers[e.index].to);
+      } else {
+        for (std::uint32_t d : p.collectives[e.index].devices) gather(d);
       }
-      for (std::uint32_t c = 0; c < p.collectives.size(); ++c) {
+      for (std::vector<std::uint32_t>* v : {&ts, &cs}) {
+        std::sort(v->begin(), v->end());
+        v->erase(std::unique(v->begin(), v->end()), v->end());
+      }
+      for (std::uint32_t t : ts) {
+        const Element x{Element::kTransfer, t};
+        if (share_port(e, x)) consider(x);
+      }
+      for (std::uint32_t c : cs) {
         const Element x{Element::kCollective, c};
         if (!(x == e) && share_port(e, x)) consider(x);
       }
@@ -128,9 +163,8 @@ CriticalPath critical_path_of(const Placement& p, const Schedule& s, const Targe
         for (std::uint32_t t : app.incoming) consider(of_transfer(t));
         for (std::uint32_t q : app.local_producers) consider({Element::kApplication, q});
         for (std::uint32_t q : app.ordering_predecessors) consider({Element::kApplication, q});
-        for (std::uint32_t q = 0; q < p.applications.size(); ++q) {
-          if (q != e.index && s.devices[q] == s.devices[e.index])
-            consider({Element::kApplication, q});
+        for (std::uint32_t q : apps_on[s.devices[e.index]]) {
+          if (q != e.index) consider({Element::kApplication, q});
         }
         break;
       }

@@ -6,9 +6,11 @@
 // the collective's producers down and starts it after the last (reserving every participant's
 // ports); a transfer arriving releases its consumers.
 // A device that is free starts the released application that was released first (ties:
-// topological position). Memory is a sweep over allocation/free instants per device. On a
-// shared-memory node the devices after the node's first join at the target's worker_start_s (a
-// "join" event frees them).
+// topological position) — on a target of one device, the released application first in graph
+// order, as the block executor runs a program on one thread (runtime/block_program.h's order):
+// a device alone does the same work in any order, and the order decides its peak memory. Memory is
+// a sweep over allocation/free instants per device. On a shared-memory node the devices after the
+// node's first join at the target's worker_start_s (a "join" event frees them).
 #include "tapestry/cost/simulate.h"
 
 #include <algorithm>
@@ -43,7 +45,7 @@ struct Event {
 };
 
 struct Released {
-  double time;
+  double time;  // the key (Simulation::release): when released, or the graph position
   std::uint32_t app;
   friend bool operator>(const Released& a, const Released& b) {
     return std::tie(a.time, a.app) > std::tie(b.time, b.app);
@@ -241,10 +243,12 @@ class Simulation {
 
   void release(std::uint32_t a, double time) {
     const std::uint32_t device = p_.applications[a].device;
+    // The queues' key (the file comment): when released, or on one device the graph position.
+    const double key = n_devices_ == 1 ? static_cast<double>(p_.applications[a].id.index()) : time;
     if (floats(a)) {
-      node_queues_[target_.devices[device].node].push(Released{time, a});
+      node_queues_[target_.devices[device].node].push(Released{key, a});
     } else {
-      queues_[device].push(Released{time, a});
+      queues_[device].push(Released{key, a});
     }
   }
 

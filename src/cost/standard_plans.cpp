@@ -598,8 +598,167 @@ StandardPlan zero3(const ir::Graph& graph, const GraphRoles& roles, const Target
 StandardPlan tensor_parallel(const ir::Graph& graph, const GraphRoles& roles, const Target& target,
                              std::string_view name);
 
+// What megatron_training_cuts did, for the summary.
+struct TrainingCuts {
+  std::size_t gradients = 0;     // batch sums (weight gradients, the loss) cut on the data axis
+  std::size_t weight_side = 0;   // weight-derived operations (transpose(W)) cut with their layer
+  std::size_t updates = 0;       // optimizer updates sharded with their weight's layer
+  std::size_t data_sharded = 0;  // of those, also sharded over the data axis
+};
+
+// The index dim of `op` the plan cuts on the tensor axis (`tp_axis`; empty: megatron's one axis,
+// any split dim), if any.
+std::optional<std::size_t> tensor_cut(const Plan& plan, const OperationRoles& op,
+                                      const std::string& tp_axis) {
+  const auto entry = plan.ops.find(op.name);
+  if (entry == plan.ops.end()) return std::nullopt;
+  for (std::size_t d = 0; d < op.dims.size(); ++d) {
+    if (!entry->second.split.contains(op.dims[d])) continue;
+    const auto axis = entry->second.mesh.find(op.dims[d]);
+    if (tp_axis.empty() ? axis == entry->second.mesh.end()
+                        : axis != entry->second.mesh.end() && axis->second == tp_axis)
+      return d;
+  }
+  return std::nullopt;
+}
+
+// Megatron-LM's training step on top of the 2d (or megatron) cuts, so that nothing but the
+// scalar seed runs whole on one device:
+//   * every batch sum the data axis does not cut yet (a weight gradient's `batch`, a bias
+//     gradient's rows, the loss) is cut `dp` ways on the data axis: partial sums per data
+//     group, combined across it (data parallelism's gradient all-reduce);
+//   * an operation on weights alone (the backward pass's transpose(W)) is cut like the
+//     operation that reads it (the tensor dim its reader's tensor-parallel cut reads), and `dp`
+//     ways along another dim on the data axis: each device transposes its block of its layer's
+//     shard, the data group gathers it;
+//   * each optimizer update is cut on the tensor axis as its weight's other readers read it (a
+//     column layer's W by rows, a row layer's by columns), and `dp` ways along another dim on the
+//     data axis when one divides: Megatron-LM's distributed optimizer — the weight, its gradient
+//     and its Adam moments sharded with the tensor-parallel layer, the moments also over the data
+//     axis; the new weight is all-gathered over the data axis (every replica holds its tensor
+//     shard for the next step), the moments stay sharded; nothing is gathered over the tensor
+//     axis.
+TrainingCuts megatron_training_cuts(const ir::Graph& graph, const GraphRoles& roles, Plan& plan,
+                                    std::int64_t tp, const std::string& tp_axis, std::int64_t dp,
+                                    const std::string& dp_axis) {
+  TrainingCuts done;
+  const auto cut = [&](const OperationRoles& op, std::size_t d, std::int64_t count,
+                       const std::string& axis) {
+    rewrite::OpPlan& entry = plan.ops[op.name];
+    entry.split[op.dims[d]] = count;
+    if (!axis.empty()) entry.mesh[op.dims[d]] = axis;
+  };
+  // Another index dim than `not_this` that is no reduction, no split yet and `count` divides.
+  const auto free_dim = [&](const OperationRoles& op, std::optional<std::size_t> not_this,
+                            std::int64_t count) -> std::optional<std::size_t> {
+    const auto entry = plan.ops.find(op.name);
+    for (std::size_t d = 0; d < op.dims.size(); ++d) {
+      if (d == not_this || op.reductions[d] || op.extents[d] % count != 0) continue;
+      if (entry != plan.ops.end() && entry->second.split.contains(op.dims[d])) continue;
+      return d;
+    }
+    return std::nullopt;
+  };
+  // The readers of each tensor: (operation position, input port).
+  std::map<std::uint32_t, std::vector<std::pair<std::size_t, std::size_t>>> readers;
+  for (std::size_t i = 0; i < roles.operations.size(); ++i) {
+    const OperationRoles& op = roles.operations[i];
+    for (std::size_t k = 0; k < op.inputs.size(); ++k)
+      readers[op.inputs[k].tensor.index()].emplace_back(i, k);
+  }
+  // The tensor dim of `t` a tensor-parallel reader (other than `skip`) cuts, if any.
+  const auto read_cut = [&](ir::TensorId t, std::size_t skip) -> std::optional<std::size_t> {
+    const auto found = readers.find(t.index());
+    if (found == readers.end()) return std::nullopt;
+    for (const auto& [i, k] : found->second) {
+      if (i == skip) continue;
+      const std::optional<std::size_t> c = tensor_cut(plan, roles.operations[i], tp_axis);
+      if (!c) continue;
+      const auto& follows = roles.operations[i].inputs[k].follows;
+      for (std::size_t r = 0; r < follows.size(); ++r) {
+        if (follows[r] == c) return r;
+      }
+    }
+    return std::nullopt;
+  };
+  // The index dim of `op` that tensor dim `r` of its port `port` follows, if a tp cut fits it.
+  const auto follows_dim = [&](const OperationRoles& op, const PortRoles& port,
+                               std::size_t r) -> std::optional<std::size_t> {
+    if (r >= port.follows.size() || !port.follows[r]) return std::nullopt;
+    const std::size_t d = *port.follows[r];
+    if (op.reductions[d] || op.extents[d] % tp != 0) return std::nullopt;
+    return d;
+  };
+  // 1. The batch sums on the data axis.
+  if (dp > 1) {
+    for (const OperationRoles& op : roles.operations) {
+      if (op.batch_dim() || is_update(op)) continue;
+      const std::optional<std::size_t> d = op.batch_reduction_dim();
+      if (!d || op.extents[*d] % dp != 0) continue;
+      const auto entry = plan.ops.find(op.name);
+      if (entry != plan.ops.end() && entry->second.split.contains(op.dims[*d])) continue;
+      cut(op, *d, dp, dp_axis);
+      ++done.gradients;
+    }
+  }
+  // 2. What weights alone make, from the last to the first (a chain takes its reader's cut).
+  for (std::size_t i = roles.operations.size(); i-- > 0;) {
+    const OperationRoles& op = roles.operations[i];
+    if (is_update(op) || tensor_cut(plan, op, tp_axis) || op.outputs.size() != 1) continue;
+    const bool weight_only =
+        !op.inputs.empty() && std::all_of(op.inputs.begin(), op.inputs.end(), [&](const auto& in) {
+          return roles.is_weight(in.tensor);
+        });
+    if (!weight_only) continue;
+    const std::optional<std::size_t> r = read_cut(op.outputs[0].tensor, i);
+    const std::optional<std::size_t> d = r ? follows_dim(op, op.outputs[0], *r) : std::nullopt;
+    if (!d) continue;
+    cut(op, *d, tp, tp_axis);
+    if (dp > 1) {
+      if (auto e = free_dim(op, d, dp)) cut(op, *e, dp, dp_axis);
+    }
+    ++done.weight_side;
+  }
+  // 3. The updates, with their weight's layer; their outputs stay sharded on the tensor axis.
+  std::set<std::uint32_t> graph_outputs;
+  for (ir::TensorId t : metakernel::graph_outputs(graph)) graph_outputs.insert(t.index());
+  for (std::size_t i = 0; i < roles.operations.size(); ++i) {
+    const OperationRoles& op = roles.operations[i];
+    if (!is_update(op)) continue;
+    std::optional<std::size_t> d = tensor_cut(plan, op, tp_axis);
+    if (!d) {
+      for (const PortRoles& port : op.inputs) {
+        if (port.name != "param") continue;
+        if (auto r = read_cut(port.tensor, i)) d = follows_dim(op, port, *r);
+      }
+      if (d) cut(op, *d, tp, tp_axis);
+    }
+    if (!d) continue;
+    ++done.updates;
+    std::optional<std::size_t> e;
+    if (dp > 1) {
+      e = free_dim(op, d, dp);
+      if (e) {
+        cut(op, *e, dp, dp_axis);
+        ++done.data_sharded;
+      }
+    }
+    for (const PortRoles& port : op.outputs) {
+      if (!graph_outputs.contains(port.tensor.index())) continue;
+      const std::string out = rewrite::output_name(graph, port.tensor);
+      if (port.name == "result" && e) {
+        plan.outputs[out].replicate = dp_axis;
+      } else {
+        plan.outputs.erase(out);
+      }
+    }
+  }
+  return done;
+}
+
 // Megatron TP × PP × DP with full or selective recomputation: the 2d plan (megatron when the
-// target's mesh has no data and tensor axes), pipeline degree 1, and the recompute list.
+// target's mesh has no data and tensor axes) made a training step's (megatron_training_cuts),
+// pipeline degree 1, and the recompute list.
 StandardPlan megatron_3d(const ir::Graph& graph, const GraphRoles& roles, const Target& target,
                          std::string_view name) {
   StandardPlan s{.name = std::string(name), .plan = std::nullopt, .summary = {}, .reason = {}};
@@ -625,10 +784,40 @@ StandardPlan megatron_3d(const ir::Graph& graph, const GraphRoles& roles, const 
     }
   }
   s.plan = std::move(base.plan);
+  // The axes and counts the base plan cut along.
+  std::int64_t tp = 0, dp = 1;
+  std::string tp_axis, dp_axis;
+  if (std::string why; base.name == "2d") {
+    const auto axes = data_tensor_axes(target, why);
+    dp = axes->first.size;
+    dp_axis = axes->first.name;
+    tp = axes->second.size;
+    tp_axis = axes->second.name;
+  } else {
+    for (const auto& [op, entry] : s.plan->ops) {
+      for (const auto& [dim, count] : entry.split) tp = std::max(tp, count);
+    }
+  }
+  const TrainingCuts cuts = megatron_training_cuts(graph, roles, *s.plan, tp, tp_axis, dp, dp_axis);
   s.plan->recompute = recompute;
+  std::string training = fmt::format("{} sharded with their tensor-parallel layer",
+                                     count_text(cuts.updates, "update", "updates"));
+  if (cuts.data_sharded > 0) {
+    training +=
+        fmt::format(" ({} also over {}: the distributed optimizer)", cuts.data_sharded, dp_axis);
+  }
+  if (cuts.weight_side > 0) {
+    training += fmt::format(", {} with their layer's shard",
+                            count_text(cuts.weight_side, "weight transpose", "weight transposes"));
+  }
+  if (cuts.gradients > 0) {
+    training += fmt::format(", {} cut over {}",
+                            count_text(cuts.gradients, "batch sum", "batch sums"), dp_axis);
+  }
   s.summary = fmt::format(
-      "{} × pipeline ×1 (a stage on a device group is not built), {} recomputation of {}",
-      base.summary, full ? "full" : "selective",
+      "{}; {}; pipeline ×1 (tensor parallelism inside a stage is not built); "
+      "{} recomputation of {}",
+      base.summary, training, full ? "full" : "selective",
       count_text(recompute.size(), "forward operation", "forward operations"));
   return s;
 }

@@ -100,6 +100,17 @@ std::string stage_device(const PipelinePlan& pipeline, std::size_t s) {
   return s < pipeline.devices.size() ? pipeline.devices[s] : fmt::format("#{}", s);
 }
 
+std::vector<std::string> stage_devices(const PipelinePlan& pipeline, std::size_t s) {
+  const std::string joined = stage_device(pipeline, s);
+  std::vector<std::string> group;
+  for (std::size_t at = 0;;) {
+    const std::size_t comma = joined.find(',', at);
+    group.push_back(joined.substr(at, comma == std::string::npos ? comma : comma - at));
+    if (comma == std::string::npos) return group;
+    at = comma + 1;
+  }
+}
+
 void pipeline_operations(RewriteState& state, std::vector<RewriteEvent>& log) {
   if (!state.plan.pipeline) return;
   const PipelinePlan pipe = *state.plan.pipeline;
@@ -229,12 +240,13 @@ void pipeline_operations(RewriteState& state, std::vector<RewriteEvent>& log) {
                       "pipeline places each stage's operations on the stage's device",
                       r.name));
     }
-    entry.place = {stage_device(pipe, s)};
+    entry.place = stage_devices(pipe, s);
+    const auto group = static_cast<std::int64_t>(entry.place.size());
     std::optional<std::size_t> d = r.batch_dim();
     if (!d) d = r.batch_reduction_dim();
     PipelineState::Op& info = out.ops[r.name];
     info.stage = s;
-    if (!d || m == 1) continue;
+    if (!d || m * group == 1) continue;
     const std::string& dim = r.dims[*d];
     if (r.extents[*d] % m != 0) {
       fail(
@@ -242,14 +254,21 @@ void pipeline_operations(RewriteState& state, std::vector<RewriteEvent>& log) {
                       "the batch into equal microbatches",
                       m, r.name, dim, r.extents[*d]));
     }
+    if (r.extents[*d] % (m * group) != 0) {
+      fail(
+          fmt::format("{} microbatches × {} devices of stage {} do not divide the batch of {} "
+                      "({} = {}): a stage on a group of devices cuts each microbatch into one "
+                      "equal piece per device",
+                      m, group, s, r.name, dim, r.extents[*d]));
+    }
     if (const auto it = entry.split.find(dim); it != entry.split.end() && it->second != 1) {
       fail(
           fmt::format("the plan splits the batch of {} ({} = {}) already; a pipeline's "
-                      "microbatches are that split (data parallelism within a stage is not "
-                      "built yet)",
+                      "microbatches are that split (data parallelism within a stage: a group "
+                      "of devices, \"devices\": [[\"#0\", \"#1\"], …])",
                       r.name, dim, it->second));
     }
-    entry.split[dim] = m;
+    entry.split[dim] = m * group;  // shard i: microbatch i / group on device i mod group
     info.microbatched = true;
     info.backward = backward[r.id.index()] != 0;
     ++cut[s];
@@ -265,8 +284,12 @@ void pipeline_operations(RewriteState& state, std::vector<RewriteEvent>& log) {
   state.pipeline = std::move(out);
   std::vector<std::string> parts;
   for (std::size_t s = 0; s < stages; ++s) {
-    parts.push_back(fmt::format("stage {} on {}: {} operations ({} cut into microbatches)", s,
-                                stage_device(pipe, s), count[s], cut[s]));
+    const std::vector<std::string> group = stage_devices(pipe, s);
+    parts.push_back(fmt::format(
+        "stage {} on {}{}: {} operations ({} cut into microbatches{})", s, fmt::join(group, ", "),
+        group.size() > 1 ? fmt::format(" (data parallel ×{})", group.size()) : std::string(),
+        count[s], cut[s],
+        group.size() > 1 ? fmt::format(", each microbatch ×{}", group.size()) : std::string()));
   }
   log.push_back({std::string(kPipeline), seed_name, seed_name, true,
                  fmt::format("{}; {} microbatches, {}; the seed reads {} instead of {}",
@@ -278,16 +301,27 @@ void write_pipeline_schedule(RewriteState& state) {
   const PipelineState& pipe = *state.pipeline;
   const std::int64_t m = pipe.microbatches;
   ir::Graph& g = state.graph;
-  // (stage, backward, microbatch) → its applications.
-  std::map<std::tuple<std::size_t, bool, std::int64_t>, std::vector<ir::ApplicationId>> groups;
-  std::unordered_map<std::uint32_t, std::int64_t> microbatch_of;  // application index → k
+  // A stage on a group of G devices cuts each microbatch into G pieces, piece j on the group's
+  // device j (pipeline_operations): each device runs the schedule over its own pieces, so the
+  // edges join the applications of one piece slot, never two devices.
+  const auto group_of = [&](std::size_t s) -> std::int64_t {
+    if (!state.plan.pipeline) return 1;
+    return static_cast<std::int64_t>(stage_devices(*state.plan.pipeline, s).size());
+  };
+  // (stage, backward, microbatch, piece slot) → its applications.
+  std::map<std::tuple<std::size_t, bool, std::int64_t, std::int64_t>,
+           std::vector<ir::ApplicationId>>
+      groups;
+  // application index → (microbatch, piece slot)
+  std::unordered_map<std::uint32_t, std::pair<std::int64_t, std::int64_t>> microbatch_of;
   for (ir::ApplicationId app : g.applications()) {
     const ir::ApplicationView view = g.application(app);
     const std::string name = operation_name(g, view.operation());
     auto info = pipe.ops.find(name);
     if (info == pipe.ops.end()) info = pipe.ops.find(state.origin(name));
     if (info == pipe.ops.end() || !info->second.microbatched) continue;
-    // The microbatch: the rows of a cut tensor it touches, when they lie in one microbatch.
+    const std::int64_t group = group_of(info->second.stage);
+    // The microbatch piece: the rows of a cut tensor it touches, when they lie in one piece.
     std::optional<std::int64_t> k;
     bool mixed = false;
     const auto look = [&](const ir::SelectionMap& map) {
@@ -295,7 +329,7 @@ void write_pipeline_schedule(RewriteState& state) {
         const auto b = pipe.batched.find(g.key(e.value.tensor));
         if (b == pipe.batched.end() || e.value.range.is_empty()) continue;
         const auto [dim, extent] = b->second;
-        const std::int64_t rows = extent / m;
+        const std::int64_t rows = extent / (m * group);
         const std::int64_t first =
             (e.value.range.start()[dim] - g.tensor(e.value.tensor).range().start()[dim]) / rows;
         const std::int64_t last =
@@ -307,11 +341,13 @@ void write_pipeline_schedule(RewriteState& state) {
     look(view.outputs());
     look(view.inputs());
     if (!k || mixed) continue;
-    groups[{info->second.stage, info->second.backward, *k}].push_back(app);
-    microbatch_of[app.index()] = *k;
+    const std::pair piece(*k / group, *k % group);
+    groups[{info->second.stage, info->second.backward, piece.first, piece.second}].push_back(app);
+    microbatch_of[app.index()] = piece;
   }
+  std::int64_t slot = 0;  // the piece slot the schedule below orders
   const auto apps = [&](std::size_t s, bool b, std::int64_t k) {
-    auto it = groups.find({s, b, k});
+    auto it = groups.find({s, b, k, slot});
     return it == groups.end() ? std::vector<ir::ApplicationId>() : it->second;
   };
   std::map<std::uint32_t, std::vector<ir::ApplicationId>> after;
@@ -323,26 +359,29 @@ void write_pipeline_schedule(RewriteState& state) {
     }
   };
   for (std::size_t s = 0; s < pipe.stages; ++s) {
-    if (pipe.schedule == "gpipe") {
-      for (std::int64_t k = 0; k < m; ++k) order(apps(s, true, k), apps(s, false, m - 1));
-      continue;
+    for (slot = 0; slot < group_of(s); ++slot) {
+      if (pipe.schedule == "gpipe") {
+        for (std::int64_t k = 0; k < m; ++k) order(apps(s, true, k), apps(s, false, m - 1));
+        continue;
+      }
+      const std::int64_t w =
+          std::min(static_cast<std::int64_t>(pipe.stages - s - 1), m - 1);  // warm-up forwards
+      for (std::int64_t k = w + 1; k < m; ++k) order(apps(s, false, k), apps(s, true, k - w - 1));
+      for (std::int64_t j = 0; j < m; ++j)
+        order(apps(s, true, j), apps(s, false, std::min(j + w, m - 1)));
     }
-    const std::int64_t w =
-        std::min(static_cast<std::int64_t>(pipe.stages - s - 1), m - 1);  // warm-up forwards
-    for (std::int64_t k = w + 1; k < m; ++k) order(apps(s, false, k), apps(s, true, k - w - 1));
-    for (std::int64_t j = 0; j < m; ++j)
-      order(apps(s, true, j), apps(s, false, std::min(j + w, m - 1)));
   }
   // An operation's own ordering edges (a recomputed copy, a re-gather: ir/ordering.h) wait for
   // every writer of a tensor — every microbatch's, which the schedule may order after this very
-  // microbatch. Each of its applications waits instead for the writers of its own microbatch (an
-  // application of no microbatch, as a re-gather: of the first), as application edges.
+  // microbatch. Each of its applications waits instead for the writers of its own microbatch
+  // piece (an application of no microbatch, as a re-gather: of the first), as application edges.
   for (ir::OperationId op : g.operations()) {
     const std::vector<ir::TensorId> tensors = ir::after(g, op);
     if (tensors.empty()) continue;
     for (ir::ApplicationId app : g.applications_of(op)) {
       const auto mine = microbatch_of.find(app.index());
-      const std::int64_t k = mine == microbatch_of.end() ? 0 : mine->second;
+      const std::pair<std::int64_t, std::int64_t> k =
+          mine == microbatch_of.end() ? std::pair<std::int64_t, std::int64_t>(0, 0) : mine->second;
       std::vector<ir::ApplicationId>& list = after[app.index()];
       for (ir::TensorId t : tensors) {
         for (ir::OperationId writer : g.producers(t)) {

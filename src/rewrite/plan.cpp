@@ -241,7 +241,8 @@ class PlanReader {
   }
 
   // "pipeline": {"stages": [[names or patterns], …], "microbatches": M >= 1,
-  //              "schedule": "1f1b" | "gpipe"[, "devices": [one per stage]]}
+  //              "schedule": "1f1b" | "gpipe"[, "devices": [one per stage: a device or an
+  //              array of devices, a group]]}
   void read_pipeline(const json& pipeline, Plan& plan) const {
     expect_object(pipeline, "/pipeline");
     PipelinePlan out;
@@ -279,10 +280,26 @@ class PlanReader {
         }
       } else if (key == "devices") {
         expect_array(value, path);
+        // A device name, or a group of them (an array): the stage's devices joined by ','.
+        const auto device_name = [&](const json& v, const std::string& at) {
+          std::string device = read_string(v, at);
+          if (device.empty()) fail(at, "a device name cannot be empty");
+          if (device.find(',') != std::string::npos)
+            fail(at, fmt::format("'{}': a device name has no ','; a group of devices is an array",
+                                 device));
+          return device;
+        };
         for (std::size_t i = 0; i < value.size(); ++i) {
-          std::string device = read_string(value[i], fmt::format("{}/{}", path, i));
-          if (device.empty()) fail(fmt::format("{}/{}", path, i), "a device name cannot be empty");
-          out.devices.push_back(std::move(device));
+          const std::string at = fmt::format("{}/{}", path, i);
+          if (!value[i].is_array()) {
+            out.devices.push_back(device_name(value[i], at));
+            continue;
+          }
+          if (value[i].empty()) fail(at, "a group of devices names at least one");
+          std::vector<std::string> group;
+          for (std::size_t j = 0; j < value[i].size(); ++j)
+            group.push_back(device_name(value[i][j], fmt::format("{}/{}", at, j)));
+          out.devices.push_back(fmt::format("{}", fmt::join(group, ",")));
         }
       } else {
         fail(path,
@@ -370,7 +387,24 @@ json Plan::to_json() const {
     json p = {{"stages", pipeline->stages},
               {"microbatches", pipeline->microbatches},
               {"schedule", pipeline->schedule}};
-    if (!pipeline->devices.empty()) p["devices"] = pipeline->devices;
+    if (!pipeline->devices.empty()) {
+      json devices = json::array();
+      for (const std::string& d : pipeline->devices) {
+        if (d.find(',') == std::string::npos) {
+          devices.push_back(d);
+          continue;
+        }
+        json group = json::array();
+        for (std::size_t at = 0;;) {
+          const std::size_t comma = d.find(',', at);
+          group.push_back(d.substr(at, comma == std::string::npos ? comma : comma - at));
+          if (comma == std::string::npos) break;
+          at = comma + 1;
+        }
+        devices.push_back(std::move(group));
+      }
+      p["devices"] = std::move(devices);
+    }
     out["pipeline"] = std::move(p);
   }
   return out;

@@ -25,21 +25,75 @@ using detail::names_of;
 using detail::OpSpec;
 using detail::Port;
 
-// The readers of `t` that depend on another reader of `t` (its later uses), in graph order.
-std::vector<ir::OperationId> later_uses(const ir::Graph& g, ir::TensorId t) {
+// The readers of `t` that run after the forward pass is done with it (its later uses): those
+// that depend on another reader of `t` (relu_grad(H/linear, dH) after H = relu(H/linear)), and
+// those whose results only such operations read, on every path (the backward pass's
+// transpose(P) that feeds matmul(transpose(P), dC) after C = matmul(P, V): it depends on P
+// alone, but nothing reads it before the backward pass). `needs` are the operations that make
+// them late (a direct later use is its own need); `via` the operations between a reader late by
+// its results and its needs, the reader included.
+struct LaterUses {
+  std::vector<ir::OperationId> uses;  // in graph order
+  std::vector<ir::OperationId> needs;
+  std::vector<ir::OperationId> via;
+};
+
+LaterUses later_uses(const ir::Graph& g, ir::TensorId t) {
   const std::span<const ir::OperationId> readers = g.consumers(t);
-  std::vector<char> after_another(g.size(), 0);
-  for (ir::OperationId r : readers) {
-    const std::vector<char> below = descendants(g, r);
-    for (ir::OperationId other : readers) {
-      if (other != r && below[other.index()] != 0) after_another[other.index()] = 1;
+  std::vector<std::vector<char>> below;  // per reader: what depends on it
+  below.reserve(readers.size());
+  for (ir::OperationId r : readers) below.push_back(descendants(g, r));
+  // Whether `x` depends on a reader of `t` other than readers[i].
+  const auto after_another = [&](ir::OperationId x, std::size_t i) {
+    for (std::size_t j = 0; j < readers.size(); ++j) {
+      if (j != i && readers[j] != x && below[j][x.index()] != 0) return true;
     }
+    return false;
+  };
+  LaterUses out;
+  for (std::size_t i = 0; i < readers.size(); ++i) {
+    const ir::OperationId r = readers[i];
+    if (after_another(r, i)) {
+      out.uses.push_back(r);
+      out.needs.push_back(r);
+      continue;
+    }
+    // Late by its results: every reader of what r writes (and so on down, through operations
+    // that are late the same way) depends on another reader of t; a graph output is never late.
+    std::unordered_map<std::uint32_t, char> late;  // op index → its verdict
+    std::vector<ir::OperationId> needs, via;
+    const auto results_late = [&](const auto& self, ir::OperationId x) -> bool {
+      bool read = false;
+      for (const auto& o : g.operation(x).outputs().entries()) {
+        if (metakernel::is_graph_output(g, o.value.tensor)) return false;
+        for (ir::OperationId c : g.consumers(o.value.tensor)) {
+          read = true;
+          if (auto v = late.find(c.index()); v != late.end()) {
+            if (v->second == 0) return false;
+            continue;
+          }
+          late[c.index()] = 0;  // until shown late (a cycle cannot occur: the graph is a DAG)
+          bool ok = false;
+          if (after_another(c, i)) {
+            ok = true;
+            needs.push_back(c);
+          } else if (self(self, c)) {
+            ok = true;
+            via.push_back(c);
+          }
+          late[c.index()] = ok ? 1 : 0;
+          if (!ok) return false;
+        }
+      }
+      return read;
+    };
+    if (!results_late(results_late, r)) continue;
+    out.uses.push_back(r);
+    out.via.push_back(r);
+    out.needs.insert(out.needs.end(), needs.begin(), needs.end());
+    out.via.insert(out.via.end(), via.begin(), via.end());
   }
-  std::vector<ir::OperationId> later;
-  for (ir::OperationId r : readers) {
-    if (after_another[r.index()] != 0) later.push_back(r);
-  }
-  return later;
+  return out;
 }
 
 std::vector<ir::TensorId> input_tensors(const ir::Graph& g, ir::OperationId op) {
@@ -56,9 +110,12 @@ struct Candidate {
   ir::OperationId op;
   ir::TensorId output;
   std::vector<ir::OperationId> later;  // later uses of `output`
+  std::vector<ir::OperationId> needs;  // what makes them late (LaterUses::needs)
+  std::vector<ir::OperationId> via;    // LaterUses::via: never waited for (they read the copy)
   std::string refused;                 // why not; empty: accepted
   // Set by Checker::order for accepted candidates:
   ir::OperationId first_need;             // the first later use of it or of a copy reading it
+  ir::OperationId first_late;             // the first need of it or of a copy reading it
   std::vector<ir::TensorId> after;        // what its copy starts after (empty: reads a copy)
   std::vector<std::size_t> copy_readers;  // accepted candidates reading `output`
 };
@@ -108,7 +165,10 @@ class Checker {
                               g_.display_name(c.output));
       return;
     }
-    c.later = later_uses(g_, c.output);
+    LaterUses l = later_uses(g_, c.output);
+    c.later = std::move(l.uses);
+    c.needs = std::move(l.needs);
+    c.via = std::move(l.via);
   }
 
   // Per accepted candidate, in reverse graph order: the accepted readers, the first need, and
@@ -119,31 +179,40 @@ class Checker {
       if (!c.refused.empty()) continue;
       c.copy_readers.clear();
       c.first_need = {};
-      const auto earlier = [&](ir::OperationId op) {
-        if (!c.first_need.is_valid() ||
-            position_.at(op.index()) < position_.at(c.first_need.index()))
-          c.first_need = op;
+      c.first_late = {};
+      const auto earliest = [&](ir::OperationId& first, ir::OperationId op) {
+        if (!first.is_valid() || position_.at(op.index()) < position_.at(first.index())) first = op;
       };
-      for (ir::OperationId r : c.later) earlier(r);
+      for (ir::OperationId r : c.later) earliest(c.first_need, r);
+      for (ir::OperationId r : c.needs) earliest(c.first_late, r);
       for (ir::OperationId r : g_.consumers(c.output)) {
         if (auto d = accepted(r)) {
           c.copy_readers.push_back(*d);
-          if (cands_[*d].first_need.is_valid()) earlier(cands_[*d].first_need);
+          if (cands_[*d].first_need.is_valid()) earliest(c.first_need, cands_[*d].first_need);
+          if (cands_[*d].first_late.is_valid()) earliest(c.first_late, cands_[*d].first_late);
         }
       }
       c.after.clear();
-      if (!c.first_need.is_valid()) continue;
+      if (!c.first_need.is_valid() || !c.first_late.is_valid()) continue;
       bool reads_copy = false;
       for (ir::TensorId in : input_tensors(g_, c.op)) {
         for (ir::OperationId p : g_.producers(in)) reads_copy |= accepted(p).has_value();
       }
       if (reads_copy) continue;
-      for (ir::TensorId in : input_tensors(g_, c.first_need)) {
+      // The copy starts after what its first need reads, but for what the copy itself feeds: a
+      // recomputed tensor, or one a later use late by its results writes (it reads the copy).
+      const auto feeds_copy = [&](ir::OperationId p) {
+        if (accepted(p).has_value()) return true;
+        for (const Candidate& o : cands_) {
+          if (!o.refused.empty()) continue;
+          if (std::find(o.via.begin(), o.via.end(), p) != o.via.end()) return true;
+        }
+        return false;
+      };
+      for (ir::TensorId in : input_tensors(g_, c.first_late)) {
         const std::span<const ir::OperationId> producers = g_.producers(in);
         if (producers.empty()) continue;  // a graph input: there from the start
-        if (std::any_of(producers.begin(), producers.end(),
-                        [&](ir::OperationId p) { return accepted(p).has_value(); }))
-          continue;  // recomputed: the first need reads its copy
+        if (std::any_of(producers.begin(), producers.end(), feeds_copy)) continue;
         c.after.push_back(in);
       }
     }
@@ -163,7 +232,7 @@ class Checker {
                       [&](ir::OperationId p) { return accepted(p).has_value(); }))
         continue;
       bool kept = false;  // a later use that is not recomputed reads it anyway
-      for (ir::OperationId r : later_uses(g_, in)) kept |= !accepted(r).has_value();
+      for (ir::OperationId r : later_uses(g_, in).uses) kept |= !accepted(r).has_value();
       if (kept) continue;
       return fmt::format(
           "its input {} is freed after the forward pass (no later use reads it): the copy would "
@@ -182,7 +251,7 @@ class Checker {
     if (!reads_accepted && c.after.empty()) {
       return fmt::format(
           "nothing orders the copy late: its first later use {} reads no other computed tensor",
-          operation_name(g_, c.first_need));
+          operation_name(g_, c.first_late));
     }
     return {};
   }

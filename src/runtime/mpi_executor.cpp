@@ -18,6 +18,7 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include "block_run.h"
+#include "kernels/kernel_support.h"
 #include "rank_program.h"
 #include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/runtime/memory_budget.h"
@@ -429,7 +430,11 @@ std::size_t MpiExecutor::messages_sent() const {
 }
 
 std::size_t MpiExecutor::messages_received() const {
-  return program_->rank.receives.size() + program_->rank.gathered.size();
+  std::size_t combined = 0;
+  for (const detail::RankCombine& c : program_->rank.combines) {
+    for (const detail::RankCombineStep& step : c.steps) combined += step.message != UINT32_MAX;
+  }
+  return program_->rank.receives.size() + program_->rank.gathered.size() + combined;
 }
 
 // ---- a run ------------------------------------------------------------------------------------
@@ -538,6 +543,50 @@ void pack_contribution(const detail::RankCollective& c, const Buffer& from, cons
   }
 }
 
+// One step of a combine (rank_program.h): folds the rows of `box` (rows of the reduce's
+// partials, in `from`) into the result box `out` of `into`, in ascending row order, each result
+// cell combined with the row's cell as the reduce kernel folds — the first row of the first step
+// taken as is.
+void fold_rows(const Buffer& from, const Range& box, Buffer& into, const Range& out,
+               ir::Monoid monoid, bool first) {
+  TAPESTRY_ASSERT(box.rank() == out.rank() + 1 && out.rank() > 0 && from.range().contains(box) &&
+                      into.range().contains(out) && from.dtype() == into.dtype(),
+                  "fold_rows: the rows must lie in `from` and the result box in `into`");
+  visit_dtype(into.dtype(), [&]<typename T>() {
+    const std::size_t rank = out.rank();
+    const std::int64_t run = out.shape()[rank - 1];
+    const std::int64_t sx = from.strides()[rank];
+    const std::int64_t so = into.strides()[rank - 1];
+    const auto* x0 = reinterpret_cast<const T*>(from.bytes());
+    auto* o0 = reinterpret_cast<T*>(into.bytes());
+    for (std::int64_t row = box.start()[0]; row < box.end()[0]; ++row) {
+      const bool take = first && row == box.start()[0];
+      std::vector<std::int64_t> q(out.start().begin(), out.start().end());  // the run's first cell
+      std::vector<std::int64_t> p(rank + 1);
+      while (true) {
+        p[0] = row;
+        std::copy(q.begin(), q.end(), p.begin() + 1);
+        const T* x = x0 + element_offset(from.range(), from.strides(),
+                                         Point{std::span<const std::int64_t>(p)});
+        T* o = o0 + element_offset(into.range(), into.strides(),
+                                   Point{std::span<const std::int64_t>(q)});
+        for (std::int64_t i = 0; i < run; ++i) {
+          o[i * so] = take ? x[i * sx] : kernels::combine(monoid, o[i * so], x[i * sx]);
+        }
+        bool more = false;  // the next run: the dims before the last, row-major
+        for (std::size_t d = rank - 1; d-- > 0;) {
+          if (++q[d] < out.end()[d]) {
+            more = true;
+            break;
+          }
+          q[d] = out.start()[d];
+        }
+        if (!more) break;
+      }
+    }
+  });
+}
+
 // Staging buffers of sends that may still be in flight when a failed run gives up on them: MPI
 // may read them until MPI_Finalize, so they are kept to the end of the process.
 std::mutex g_abandoned_mutex;
@@ -548,7 +597,15 @@ std::vector<Buffer> g_abandoned;
 class RankRun {
  public:
   RankRun(const detail::MpiProgram& p, detail::RunState& state, RankMetrics& metrics)
-      : p_(p), rp_(p.rank), state_(state), metrics_(metrics) {}
+      : p_(p),
+        rp_(p.rank),
+        state_(state),
+        metrics_(metrics),
+        combine_next_(p.rank.combines.size(), 0),
+        combines_left_(p.rank.combines.size()),
+        kernel_done_(new std::atomic<bool>[p.rank.local.tasks.size()]) {
+    for (std::size_t t = 0; t < p.rank.local.tasks.size(); ++t) kernel_done_[t] = false;
+  }
 
   /// Runs to the end (or to a failure anywhere); returns this rank's error, if any.
   std::optional<std::string> drive();
@@ -566,6 +623,8 @@ class RankRun {
   void post_collective(std::uint32_t part, Buffer send, bool in_place = false,
                        bool from_slot = false);
   bool take_gathered();
+  bool advance_combines();
+  std::optional<MPI_Message> probe(std::uint32_t m) const;
   const std::byte* slot_bytes(std::uint32_t slot, const Range& box) const;
   bool test_collectives();
   void complete_collective(std::uint32_t part);
@@ -615,6 +674,11 @@ class RankRun {
   std::vector<std::uint32_t> gathers_waiting_;
   bool assembled_ = false;
   std::vector<std::uint32_t> send_slot_;  // parallel to send_requests_: the slot sent from, or none
+  // Combines (rank_program.h): per combine, its next step; per local task, whether its kernel
+  // has returned (set by the workers: a step reading a local block waits for it).
+  std::vector<std::size_t> combine_next_;
+  std::size_t combines_left_ = 0;
+  std::unique_ptr<std::atomic<bool>[]> kernel_done_;
 
  public:
   std::vector<std::optional<Buffer>> results;
@@ -642,6 +706,7 @@ void RankRun::execute(std::uint32_t t) {
                                 rp_.local.tasks[t].name));
       }
       state_.run_kernel(t);
+      kernel_done_[t].store(true, std::memory_order_release);  // a combine may read its block
       for (std::uint32_t m : rp_.sends[t]) {
         const detail::RankMessageInfo& msg = rp_.messages[m];
         if (p_.send_in_place[m] != 0) {
@@ -720,6 +785,19 @@ const std::byte* RankRun::slot_bytes(std::uint32_t slot, const Range& box) const
   return buffer.bytes() + *contiguous_offset(buffer.range(), box) * element;
 }
 
+// Message `m` (RankProgram::messages, to this rank) matched if it has arrived — to be received
+// with MPI_Mrecv — else nullopt.
+std::optional<MPI_Message> RankRun::probe(std::uint32_t m) const {
+  int flag = 0;
+  MPI_Message handle = MPI_MESSAGE_NULL;
+  check_mpi(
+      MPI_Improbe(static_cast<int>(rp_.messages[m].from), kFirstMessageTag + static_cast<int>(m),
+                  MPI_COMM_WORLD, &flag, &handle, MPI_STATUS_IGNORE),
+      "MPI_Improbe");
+  if (flag == 0) return std::nullopt;
+  return handle;
+}
+
 // Rank 0, once its own part of the step is done: the whole outputs it returns, its own rows
 // copied in, then each gather from another rank as it arrives — after the step, as a device's
 // results are copied out after it, so neither they nor the whole outputs count in its peak;
@@ -747,12 +825,8 @@ bool RankRun::take_gathered() {
   for (std::size_t i = 0; i < gathers_waiting_.size();) {
     const std::uint32_t m = rp_.gathered[gathers_waiting_[i]];
     const detail::RankMessageInfo& msg = rp_.messages[m];
-    int flag = 0;
-    MPI_Message handle = MPI_MESSAGE_NULL;
-    check_mpi(MPI_Improbe(static_cast<int>(msg.from), kFirstMessageTag + static_cast<int>(m),
-                          MPI_COMM_WORLD, &flag, &handle, MPI_STATUS_IGNORE),
-              "MPI_Improbe");
-    if (flag == 0) {
+    std::optional<MPI_Message> handle = probe(m);
+    if (!handle) {
       ++i;
       continue;
     }
@@ -760,11 +834,11 @@ bool RankRun::take_gathered() {
     const auto element = static_cast<std::int64_t>(ir::dtype_size_bytes(into.dtype()));
     if (const std::optional<std::int64_t> at = contiguous_offset(into.range(), msg.box)) {
       check_mpi(MPI_Mrecv(into.bytes() + *at * element, static_cast<int>(msg.bytes), MPI_BYTE,
-                          &handle, MPI_STATUS_IGNORE),
+                          &*handle, MPI_STATUS_IGNORE),
                 "MPI_Mrecv");
     } else {
       Buffer staging(into.dtype(), msg.box, Buffer::Uninitialized{});
-      check_mpi(MPI_Mrecv(staging.bytes(), static_cast<int>(msg.bytes), MPI_BYTE, &handle,
+      check_mpi(MPI_Mrecv(staging.bytes(), static_cast<int>(msg.bytes), MPI_BYTE, &*handle,
                           MPI_STATUS_IGNORE),
                 "MPI_Mrecv");
       copy_box(staging, into, msg.box);
@@ -777,6 +851,60 @@ bool RankRun::take_gathered() {
     gathers_waiting_[i] = gathers_waiting_.back();
     gathers_waiting_.pop_back();
     progressed = true;
+  }
+  return progressed;
+}
+
+// Folds every combine's steps that can run now, in block order (rank_program.h): a received
+// slice is taken when its turn comes — not before, so no slice waits in this rank's memory for
+// an earlier one — into a staging buffer freed after its step; a local block is read where it
+// lies once its writer's kernel has returned, and its use released. The last step releases the
+// reduce, a no-op holding the result.
+bool RankRun::advance_combines() {
+  if (combines_left_ == 0) return false;
+  bool progressed = false;
+  for (std::size_t c = 0; c < rp_.combines.size(); ++c) {
+    const detail::RankCombine& combine = rp_.combines[c];
+    std::size_t& next = combine_next_[c];
+    if (next == combine.steps.size()) continue;
+    while (next < combine.steps.size()) {
+      const detail::RankCombineStep& step = combine.steps[next];
+      if (step.message == UINT32_MAX) {
+        if (!kernel_done_[step.writer].load(std::memory_order_acquire)) break;
+        state_.allocate(combine.result_slot);
+        fold_rows(*state_.buffers[step.slot], step.box, *state_.buffers[combine.result_slot],
+                  combine.result_box, combine.monoid, next == 0);
+        state_.release(step.slot);
+      } else {
+        const detail::RankMessageInfo& msg = rp_.messages[step.message];
+        std::optional<MPI_Message> handle = probe(step.message);
+        if (!handle) break;
+        const Clock::time_point begin = Clock::now();
+        Buffer staging(rp_.local.slots[combine.result_slot].dtype, msg.box,
+                       Buffer::Uninitialized{});
+        state_.add_live(bytes_of(staging));
+        check_mpi(MPI_Mrecv(staging.bytes(), static_cast<int>(msg.bytes), MPI_BYTE, &*handle,
+                            MPI_STATUS_IGNORE),
+                  "MPI_Mrecv");
+        state_.allocate(combine.result_slot);
+        fold_rows(staging, msg.box, *state_.buffers[combine.result_slot], combine.result_box,
+                  combine.monoid, next == 0);
+        state_.add_live(-bytes_of(staging));
+        metrics_.unpack_s += std::chrono::duration<double>(Clock::now() - begin).count();
+        metrics_.messages.push_back({.at_s = now_s(),
+                                     .sent = false,
+                                     .peer = msg.from,
+                                     .bytes = msg.bytes,
+                                     .what = p_.message_what[step.message]});
+      }
+      ++next;
+      progressed = true;
+    }
+    if (next < combine.steps.size()) continue;
+    --combines_left_;
+    if (state_.pending[combine.reduce].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      spawn(combine.reduce);
+    }
   }
   return progressed;
 }
@@ -821,13 +949,8 @@ bool RankRun::test_receives() {
   for (std::size_t i = 0; i < waiting_.size();) {
     const detail::RankReceive& receive = rp_.receives[waiting_[i]];
     const detail::RankMessageInfo& msg = rp_.messages[receive.message];
-    int flag = 0;
-    MPI_Message handle = MPI_MESSAGE_NULL;
-    check_mpi(MPI_Improbe(static_cast<int>(msg.from),
-                          kFirstMessageTag + static_cast<int>(receive.message), MPI_COMM_WORLD,
-                          &flag, &handle, MPI_STATUS_IGNORE),
-              "MPI_Improbe");
-    if (flag == 0) {
+    std::optional<MPI_Message> handle = probe(receive.message);
+    if (!handle) {
       ++i;
       continue;
     }
@@ -843,12 +966,12 @@ bool RankRun::test_receives() {
       const auto element = static_cast<std::int64_t>(ir::dtype_size_bytes(into.dtype()));
       std::byte* at =
           into.bytes() + element_offset(range, into.strides(), msg.box.start()) * element;
-      check_mpi(MPI_Mrecv(at, static_cast<int>(msg.bytes), MPI_BYTE, &handle, MPI_STATUS_IGNORE),
+      check_mpi(MPI_Mrecv(at, static_cast<int>(msg.bytes), MPI_BYTE, &*handle, MPI_STATUS_IGNORE),
                 "MPI_Mrecv");
     } else {
       Buffer staging(into.dtype(), msg.box, Buffer::Uninitialized{});
       state_.add_live(bytes_of(staging));
-      check_mpi(MPI_Mrecv(staging.bytes(), static_cast<int>(msg.bytes), MPI_BYTE, &handle,
+      check_mpi(MPI_Mrecv(staging.bytes(), static_cast<int>(msg.bytes), MPI_BYTE, &*handle,
                           MPI_STATUS_IGNORE),
                 "MPI_Mrecv");
       copy_box(staging, into, msg.box);
@@ -1107,6 +1230,7 @@ std::optional<std::string> RankRun::drive() {
     progressed |= test_receives();
     progressed |= test_sends();
     progressed |= test_collectives();
+    progressed |= advance_combines();
     progressed |= take_gathered();
     progressed |= poll_aborts();
     bool failed = false;
@@ -1119,7 +1243,7 @@ std::optional<std::string> RankRun::drive() {
     const int running = running_.load(std::memory_order_acquire);
     if (stopping && running == 0) break;
     if (!stopping && done_.load(std::memory_order_acquire) == tasks && receives_left_ == 0 &&
-        sends_posted_ == sends_expected_ && sends_done_ == sends_posted_ &&
+        combines_left_ == 0 && sends_posted_ == sends_expected_ && sends_done_ == sends_posted_ &&
         parts_done_ == parts_.size() && assembled_ && gathers_waiting_.empty()) {
       break;
     }

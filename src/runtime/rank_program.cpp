@@ -270,9 +270,22 @@ void split_local_rows(RankProgram& rp) {
     const std::int64_t end = std::min(box.end()[0], range.end()[0]);
     if (first < end) extra[s].push_back(range.with_dim(0, first, end));
   };
+  std::vector<char> combined(rp.messages.size(), 0);
+  for (const RankCombine& c : rp.combines) {
+    for (const RankCombineStep& step : c.steps) {
+      if (step.message == UINT32_MAX) {
+        add(step.slot, step.box);
+      } else {
+        combined[step.message] = 1;
+      }
+    }
+    add(c.result_slot, c.result_box);
+  }
   for (std::uint32_t m = 0; m < rp.messages.size(); ++m) {
     const RankMessageInfo& msg = rp.messages[m];
-    if (msg.from == rp.rank || (msg.to == rp.rank && !gathered_here(rp, m))) add(msg.slot, msg.box);
+    if (msg.from == rp.rank || (msg.to == rp.rank && !gathered_here(rp, m) && combined[m] == 0)) {
+      add(msg.slot, msg.box);
+    }
   }
   for (const RankCollectivePart& part : rp.parts) {
     const RankCollective& c = rp.collectives[part.collective];
@@ -302,6 +315,12 @@ void split_local_rows(RankProgram& rp) {
   for (RankMessageInfo& msg : rp.messages) {
     if (msg.from == rp.rank || msg.to == rp.rank) msg.slot = piece(msg.slot, msg.box);
   }
+  for (RankCombine& c : rp.combines) {
+    for (RankCombineStep& step : c.steps) {
+      if (step.message == UINT32_MAX) step.slot = piece(step.slot, step.box);
+    }
+    c.result_slot = piece(c.result_slot, c.result_box);
+  }
   for (const RankCollectivePart& part : rp.parts) {
     RankCollective& c = rp.collectives[part.collective];
     c.source_slot = piece(c.source_slot, c.boxes[part.member]);
@@ -318,8 +337,98 @@ void split_local_rows(RankProgram& rp) {
     for (std::uint32_t s : task.touches) ++l.slots[s].uses;
   }
   for (std::uint32_t m = 0; m < rp.messages.size(); ++m) {
-    if (rp.messages[m].to == rp.rank && !gathered_here(rp, m)) ++l.slots[rp.messages[m].slot].uses;
+    if (rp.messages[m].to == rp.rank && !gathered_here(rp, m) && combined[m] == 0) {
+      ++l.slots[rp.messages[m].slot].uses;
+    }
   }
+  for (const RankCombine& c : rp.combines) {  // a local block: read by its step
+    for (const RankCombineStep& step : c.steps) {
+      if (step.message == UINT32_MAX) ++l.slots[step.slot].uses;
+    }
+  }
+}
+
+// Whether `box` spans every dim after the first of `range` whole (whole rows of it).
+bool whole_rows_of(const Range& range, const Range& box) {
+  for (std::size_t d = 1; d < range.rank(); ++d) {
+    if (box.start()[d] != range.start()[d] || box.end()[d] != range.end()[d]) return false;
+  }
+  return true;
+}
+
+// Combines (rank_program.h), before the slots shrink to this rank's rows: each local `reduce` of
+// a dtype the fold steps compute (float32, float64, int32, int64) whose one input box B of an
+// intermediate slot is not whole rows, fed by at least one received message, where every
+// received box that meets B lies in B, spans B's other dims whole (rows of B) and feeds that
+// reduce alone, every box a local task writes that meets B does so in rows of B too, and
+// together they tile B's rows. The reduce becomes a no-op waiting for its combine (one count,
+// for the messages' it waited for); its messages leave `receives`. Anything else leaves the
+// reduce as it is.
+void add_combines(RankProgram& rp) {
+  BlockProgram& l = rp.local;
+  std::vector<char> combined(rp.receives.size(), 0);
+  for (std::uint32_t r = 0; r < l.tasks.size(); ++r) {
+    BlockTask& reduce = l.tasks[r];
+    if (reduce.call.kernel != "reduce" || reduce.inputs.size() != 1 || reduce.outputs.size() != 1) {
+      continue;
+    }
+    const std::uint32_t s = reduce.inputs[0].slot;
+    const Range box = reduce.call.inputs.entries().front().value.view.box();
+    const BufferSlot& slot = l.slots[s];
+    const DType dtype = slot.dtype;
+    if (slot.input || slot.output || slot.kept || box.is_empty() || box.rank() < 2 ||
+        whole_rows_of(slot.range, box) || l.slots[reduce.outputs[0].slot].dtype != dtype ||
+        (dtype != DType::kFloat32 && dtype != DType::kFloat64 && dtype != DType::kInt32 &&
+         dtype != DType::kInt64)) {
+      continue;
+    }
+    const auto rows_of_box = [&](const Range& part) {
+      return part.with_dim(0, box.start()[0], box.end()[0]) == box;
+    };
+    RankCombine combine{.reduce = r,
+                        .result_slot = reduce.outputs[0].slot,
+                        .result_box = reduce.call.outputs.entries().front().value.view.box(),
+                        .monoid = reduce.call.monoid("op", ir::Monoid::kSum)};
+    std::vector<std::uint32_t> received;  // positions in rp.receives
+    bool fits = true;
+    for (std::uint32_t i = 0; i < rp.receives.size() && fits; ++i) {
+      const RankMessageInfo& msg = rp.messages[rp.receives[i].message];
+      if (msg.slot != s || !msg.box.overlaps(box)) continue;
+      fits = combined[i] == 0 && box.contains(msg.box) && rows_of_box(msg.box) &&
+             rp.receives[i].consumers == std::vector<std::uint32_t>{r};
+      received.push_back(i);
+      combine.steps.push_back({.box = msg.box, .message = rp.receives[i].message});
+    }
+    for (std::uint32_t t = 0; t < l.tasks.size() && fits; ++t) {
+      for (const SlotBox& w : boxes_of(l.tasks[t].call.outputs, l.tasks[t].outputs)) {
+        if (w.slot != s) continue;
+        const std::optional<Range> part = w.box.intersect(box);
+        if (!part || part->is_empty()) continue;
+        fits = fits && rows_of_box(*part);
+        combine.steps.push_back({.box = *part, .slot = s, .writer = t});
+      }
+    }
+    if (!fits || received.empty()) continue;
+    std::sort(combine.steps.begin(), combine.steps.end(),
+              [](const RankCombineStep& a, const RankCombineStep& b) {
+                return a.box.start()[0] < b.box.start()[0];
+              });
+    std::int64_t row = box.start()[0];  // the steps tile B's rows, in order
+    for (const RankCombineStep& step : combine.steps) {
+      fits = fits && step.box.start()[0] == row;
+      row = step.box.end()[0];
+    }
+    if (!fits || row != box.end()[0]) continue;
+    for (std::uint32_t i : received) combined[i] = 1;
+    l.pending[r] -= static_cast<std::uint32_t>(received.size()) - 1;  // one count: the combine
+    make_no_op(reduce);
+    rp.combines.push_back(std::move(combine));
+  }
+  std::vector<RankReceive> kept;
+  for (std::uint32_t i = 0; i < rp.receives.size(); ++i) {
+    if (combined[i] == 0) kept.push_back(std::move(rp.receives[i]));
+  }
+  rp.receives = std::move(kept);
 }
 
 // Points every port of a local task at its slot's (smaller) range: strides and byte offsets.
@@ -431,6 +540,7 @@ void build_local(const ir::Graph& graph, const BlockProgram& p, const Lookup& lo
       rp.receives.push_back(std::move(receive));
     }
   }
+  if (pieces == SlotPieces::kRows) add_combines(rp);
   l.dependents_first.assign(n + 1, 0);
   for (std::uint32_t t = 0; t < n; ++t) {
     l.dependents_first[t + 1] =

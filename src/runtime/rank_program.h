@@ -31,6 +31,24 @@
 //             process's strides, and the GEMM libraries pick the same code for them — a bounding
 //             box in every dim changed the leading dimension of the Megatron MLP's H, and oneDNN's
 //             results with it (not bitwise equal to the block executor).
+//   combines  under SlotPieces::kRows, a split reduction over more than two ranks that runs point
+//             to point (not an MPI collective under CollectiveUse::kExact: rank_collectives.h):
+//             a local `reduce` whose partials box B takes a slice of every block (not whole
+//             rows), each block's slice either received or in a block this rank writes. It runs
+//             as a no-op holding the result, which the MPI executor folds step by step in block
+//             order — result = slice 0, then result = result ∘ slice j for ascending j, as the
+//             reduce kernel folds (bitwise the same) — each received slice taken when its turn
+//             comes, into a staging buffer freed after its step; the rank's own block is read
+//             in place (one use of its slot, released after its step). So the rank holds the
+//             result and one slice at a time beside its own block, as the cost model holds a
+//             reduce-scatter's receiver (one step's chunk, docs/cost.md); without it the
+//             rank's buffer of the partials spanned every block's rows whole.
+//
+//             ZeRO-3's W2 gradient on 4 ranks: dW2/partial [4, 128, 128], block j written on
+//             rank j; rank 1's reduce reads [0:4, 32:64, 0:128]. Rank 1 holds its block
+//             [1:2, 0:128, 0:128] (64 KiB, freed once its slices are sent and its step is
+//             done), the result [32:64, 0:128] (16 KiB) and a 16 KiB slice while it is added —
+//             where the rows [0:4] whole were 256 KiB.
 //
 // compile_rank_program checks the schedule against the graph first (every rank runs the same
 // checks on the same data, so all agree): every application has a rank below `ranks`; every
@@ -65,6 +83,24 @@ struct RankReceive {
   std::vector<std::uint32_t> consumers;  // local tasks
 };
 
+/// One step of a combine (rank_program.h): rows of the reduce's partials box, folded into the
+/// result in order, from a received message or from a block this rank writes.
+struct RankCombineStep {
+  Range box;  // rows of the partials box (every other dim as the box has it)
+  std::uint32_t message = UINT32_MAX;  // the message carrying it, or UINT32_MAX: a local block
+  std::uint32_t slot = 0;              // local: the slot of the block (read in place)
+  std::uint32_t writer = 0;            // local: the task writing it
+};
+
+/// A reduce whose partials are folded into its result step by step (rank_program.h).
+struct RankCombine {
+  std::uint32_t reduce = 0;  // the local task: a no-op holding the result
+  std::uint32_t result_slot = 0;
+  Range result_box;
+  ir::Monoid monoid = ir::Monoid::kSum;
+  std::vector<RankCombineStep> steps;  // in block order, covering the partials box once
+};
+
 /// A collective this rank takes part in.
 struct RankCollectivePart {
   std::uint32_t collective = 0;       // position in RankProgram::collectives
@@ -81,11 +117,12 @@ struct RankProgram {
   std::vector<char> needed_inputs;                // by slot: an input a local task reads
   std::vector<RankMessageInfo> messages;          // every rank's, in the same order everywhere
   std::vector<std::vector<std::uint32_t>> sends;  // per local task: messages it sends
-  std::vector<RankReceive> receives;              // messages this rank receives (not replaced)
+  std::vector<RankReceive> receives;              // messages it receives (not replaced or combined)
   std::vector<std::uint32_t> gathered;            // rank 0, kRows: output gathers, after its part
   std::vector<RankCollective> collectives;        // every rank's, the same everywhere
   std::vector<RankCollectivePart> parts;          // the collectives this rank takes part in
   std::vector<std::vector<std::uint32_t>> contributes;  // per local task: parts it writes
+  std::vector<RankCombine> combines;                    // reduces folded step by step
   std::int64_t bytes_sent = 0;                          // per run, by this rank
   std::int64_t bytes_received = 0;
 };

@@ -83,6 +83,25 @@ else
   same_as_block "convnet batch" 4 "$ex/convnet.tap" --plan "$plans/convnet-batch.json"
 fi
 
+# A split sum over 4 ranks, point to point under --collectives exact: each rank folds its slice
+# of every block into the result in block order, its own block read in place (rank_program.h,
+# combines) — ZeRO-3's gradients over 4 shards, bitwise the block executor's sums with either
+# kernel set (the fast `reduce` folds across blocks in the same order).
+/usr/bin/python3 - "$src/tests/data/training/zero_mlp_dp.json" "$tmp/zero4.json" <<'EOF'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+for entry in plan["ops"].values():
+    entry["split"] = {dim: 4 for dim in entry["split"]}
+plan["zero"] = {"stage": 3, "params": ["W*", "b*"], "shards": 4}
+json.dump(plan, open(sys.argv[2], "w"))
+EOF
+for kernels in fast reference; do
+  same_as_block "ZeRO-3 over 4 shards, $kernels kernels" 4 "$src/tests/data/training/zero_mlp.tap" \
+    --plan "$tmp/zero4.json" --kernels $kernels
+  grep -q "^collectives: 6 allgather" "$tmp/out" && ! grep -q "reduce_scatter" "$tmp/out"
+  check "ZeRO-3 over 4 shards: its split sums point to point (no reduce-scatter)" $?
+done
+
 # Collectives (rank_collectives.h): where the messages are exactly one, the run uses it and says
 # so; bitwise equal to the block executor where the order is the same (two partials, gathers).
 ar=$tmp/allreduce.tap  # Y = X·W split along k: its reduce's result read whole by each Z shard

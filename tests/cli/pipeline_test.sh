@@ -63,6 +63,14 @@ for p in "$plan" "$tmp/gpipe.json" "$tmp/rc.json" "$tmp/z3.json"; do
   check "run --verify: $(basename "$p")" $?
 done
 
+echo '{"pipeline": {"stages": [["L0*", "L1*"], ["L2*", "Y"]], "microbatches": 4, "schedule": "1f1b",
+       "devices": [["#0", "#1"], ["#2", "#3"]]}}' >"$tmp/grouped.json"
+"$tapestry" run $graph --plan "$tmp/grouped.json" --verify --quiet >"$tmp/out" 2>"$tmp/err" &&
+  [[ $(grep -c '^PASS' "$tmp/out") -eq $outputs ]] && ! grep -q '^FAIL' "$tmp/out" &&
+  "$tapestry" explain $graph --plan "$tmp/grouped.json" --target h100x8 >"$tmp/out" 2>"$tmp/err" &&
+  grep -qE '^Pipeline  2 stages × 4 microbatches, 1F1B; .*; stage 0 on gpu:0, gpu:1: L0/linear, L0, L1/linear, L1 \([0-9]+ applications, .*; stage 1 on gpu:2, gpu:3: ' "$tmp/out"
+check "stages on device groups (data parallel inside): run --verify, explain names each group" $?
+
 "$tapestry" explain $graph --plan $plan --target h100x8 >"$tmp/out" 2>"$tmp/err" &&
   grep -qE '^Pipeline  2 stages × 4 microbatches, 1F1B; bubble [0-9]+% \(the stages. idle time / 2 × makespan .*\); stage 0 on gpu:0: L0/linear, L0, L1/linear, L1 \(53 applications, busy .*, peak memory .*\); stage 1 on gpu:1: L2/linear, L2, Y \(61 applications, busy .*, peak memory .*\)$' "$tmp/out"
 check "explain's Pipeline line: stages, devices, microbatches, schedule, bubble, per-stage peaks" $?
@@ -99,6 +107,12 @@ if command -v mpirun >/dev/null && ! "$tapestry" launch -n 1 --dry-run -- run x 
       [[ $(grep -c '^PASS' "$tmp/out") -eq $outputs ]] && ! grep -q '^FAIL' "$tmp/out"
     check "2 MPI ranks, --verify: $(basename "$p")" $?
   done
+  # A stage on a group of two ranks (data parallel inside the stage): 4 ranks, --verify.
+  echo '{"pipeline": {"stages": [["L0*", "L1*"], ["L2*", "Y"]], "microbatches": 4, "schedule": "1f1b",
+         "devices": [["#0", "#1"], ["#2", "#3"]]}}' >"$tmp/groups.json"
+  timeout 300 "$tapestry" launch -n 4 -- run $graph --plan "$tmp/groups.json" --verify --quiet >"$tmp/out" 2>"$tmp/err" &&
+    [[ $(grep -c '^PASS' "$tmp/out") -eq $outputs ]] && ! grep -q '^FAIL' "$tmp/out"
+  check "4 MPI ranks, two stages on two ranks each, --verify" $?
   # Each rank's measured peak against the model's: tests/cli/memory_test.sh (cli.memory).
 else
   echo "mpirun missing or no MPI build: the MPI checks skipped"

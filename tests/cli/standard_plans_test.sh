@@ -78,6 +78,56 @@ assert [g['baseline'] for g in e['gains']] == ['one device', 'data parallel ×8'
 assert e['gains'][1]['ratio'] == 1.0 and e['gains'][0]['ratio'] > 1, e['gains']" "$tmp/out"
 check "explain --format json carries the strategy and the gains" $?
 
+# The Megatron training plans on tests/data/training/gpt_step.tap (2 layers, Adam) on a dp 2 × tp 2
+# mesh: both run on the block executor and --verify PASSes every output (the loss, 24 new weights
+# and their 48 moments); selective recomputation recomputes its 6 operations (none refused) and
+# the step equals the same plan without recomputation bitwise (reference kernels).
+py=/usr/bin/python3
+"$py" - "$tmp" <<'EOF'
+import json, os, re, sys
+import numpy as np
+tmp = sys.argv[1]
+t = json.load(open("targets/h100x8.json"))
+t["name"], t["nodes"]["devices"], t["mesh"] = "h100x4-mesh", {"h100-sxm": 4}, {"dp": 2, "tp": 2}
+json.dump(t, open(f"{tmp}/mesh.json", "w"))
+rng = np.random.default_rng(5)
+os.makedirs(f"{tmp}/in", exist_ok=True)
+for line in open("tests/data/training/gpt_step.tap"):
+    m = re.match(r"^(\w+):\s*(\w+)\[(.*)\]\s*$", line)
+    if not m:
+        continue
+    name, dtype, dims = m.groups()
+    shape = [int(x) for x in dims.split(",") if x.strip()]
+    if dtype == "i64":
+        a = np.array(1, dtype=np.int64)  # Adam's step counts from 1
+    elif name.endswith("_v"):
+        a = (0.001 * rng.random(shape)).astype(np.float32)  # a second moment is >= 0
+    else:
+        a = (0.1 * rng.standard_normal(shape)).astype(np.float32)
+    np.save(f"{tmp}/in/{name}.npy", a)
+EOF
+step=tests/data/training/gpt_step.tap
+for plan in megatron-3d-full megatron-3d-selective; do
+  "$tapestry" plan $step --standard $plan --target "$tmp/mesh.json" >"$tmp/$plan.json" 2>"$tmp/err" &&
+    "$tapestry" run $step --inputs "$tmp/in" --plan "$tmp/$plan.json" --verify --quiet >"$tmp/out" 2>>"$tmp/err" &&
+    [[ $(grep -c '^PASS' "$tmp/out") -eq 73 ]] && ! grep -qE '^(FAIL|UNCHECKED)' "$tmp/out"
+  check "gpt_step $plan on dp 2 × tp 2 runs and verifies" $?
+done
+"$tapestry" shard $step --plan "$tmp/megatron-3d-selective.json" --explain -o "$tmp/sharded.json" >"$tmp/out" 2>&1 &&
+  [[ $(grep -c '^applied  recompute' "$tmp/out") -eq 6 ]] && ! grep -q '^refused  recompute' "$tmp/out" &&
+  grep -q '^applied  recompute on P0: copy P0/recompute for dWv0/transpose, dWq0/softmax_grad$' "$tmp/out"
+check "selective recomputation: its 6 operations recomputed, none refused" $?
+"$py" -c "
+import json, sys
+p = json.load(open(sys.argv[1])); del p['recompute']; json.dump(p, open(sys.argv[2], 'w'))" \
+  "$tmp/megatron-3d-selective.json" "$tmp/kept.json"
+"$tapestry" run $step --inputs "$tmp/in" --plan "$tmp/megatron-3d-selective.json" --kernels reference \
+  --outputs "$tmp/recomputed" --quiet >/dev/null 2>"$tmp/err" &&
+  "$tapestry" run $step --inputs "$tmp/in" --plan "$tmp/kept.json" --kernels reference \
+    --outputs "$tmp/kept" --quiet >/dev/null 2>>"$tmp/err" &&
+  [[ $(ls "$tmp/kept" | wc -l) -eq 73 ]] && diff -r "$tmp/kept" "$tmp/recomputed" >/dev/null
+check "the selectively recomputed step equals the kept one bitwise" $?
+
 expect "unknown standard plan" 2 "unknown standard plan 'fsdp' \(expected one of data-parallel, megatron, megatron-rs, 2d, zero3, megatron-3d-full, megatron-3d-selective\)" -- \
   "$tapestry" plan examples/mlp.tap --standard fsdp --target h100x8
 expect "--standard without --target" 2 "--standard needs --target" -- \

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -72,6 +73,30 @@ StepRun run_piped(const ir::Graph& g, const rewrite::Plan& plan, bool schedule,
   return testing::run_lowered(g, r, k, threads);
 }
 
+// The pipeline pass's line of the log ("" when it has none).
+std::string pipeline_event(const rewrite::LowerResult& r) {
+  const auto event = std::find_if(r.log.begin(), r.log.end(), [](const rewrite::RewriteEvent& e) {
+    return e.pattern == rewrite::kPipeline;
+  });
+  return event == r.log.end() ? std::string() : event->to_string();
+}
+
+// `run` against the unsplit step: the loss and the gradients are sums over microbatches, so they
+// differ in the last bits; the updates agree to float32 rounding of their sums.
+void expect_near_unsplit(const ir::Graph& g, const StepRun& run) {
+  const StepRun plain = run_block(g, plan_of("{}"), runtime::fast_kernels(), 1);
+  for (ir::TensorId t : runtime::graph_outputs(g)) {
+    const runtime::Buffer& x = plain.outputs.at(t);
+    const runtime::Buffer& y = run.outputs.at(t);
+    ASSERT_EQ(x.size_bytes(), y.size_bytes());
+    const auto* p = reinterpret_cast<const float*>(x.bytes());
+    const auto* q = reinterpret_cast<const float*>(y.bytes());
+    for (std::size_t i = 0; i < x.size_bytes() / sizeof(float); ++i) {
+      EXPECT_NEAR(p[i], q[i], 1e-4 * (1 + std::abs(p[i]))) << g.display_name(t) << " cell " << i;
+    }
+  }
+}
+
 TEST(Pipeline, StagesMicrobatchesAndTheSeed) {
   const ir::Graph g = pipe_mlp();
   const rewrite::LowerResult r = rewrite::lower(g, plan_of(plan_text("1f1b")));
@@ -94,11 +119,7 @@ TEST(Pipeline, StagesMicrobatchesAndTheSeed) {
   ASSERT_TRUE(seed);
   EXPECT_EQ(reads(r.graph, "dW0/ones_like"), (std::vector<std::string>{"L/shape"}));
   EXPECT_EQ(r.graph.operation(*rewrite::find_operation(r.graph, "L/shape")).kernel(), "sum_to");
-  const auto event = std::find_if(r.log.begin(), r.log.end(), [](const rewrite::RewriteEvent& e) {
-    return e.pattern == rewrite::kPipeline;
-  });
-  ASSERT_NE(event, r.log.end());
-  EXPECT_EQ(event->to_string(),
+  EXPECT_EQ(pipeline_event(r),
             "applied  pipeline on dW0/ones_like: stage 0 on #0: 16 operations (11 cut into "
             "microbatches); stage 1 on #1: 20 operations (12 cut into microbatches); 4 "
             "microbatches, 1f1b; the seed reads L/shape instead of L");
@@ -168,6 +189,14 @@ TEST(Pipeline, PlanMemberAndItsErrors) {
                                          "schedule": "gpipe", "devices": ["#0"]}})")
                 .find("/pipeline/devices: 1 devices for 2 stages"),
             std::string::npos);
+  EXPECT_NE(parse_error(R"({"pipeline": {"stages": [["A"], ["B"]], "microbatches": 2,
+                                         "schedule": "gpipe", "devices": ["#0", []]}})")
+                .find("/pipeline/devices/1: a group of devices names at least one"),
+            std::string::npos);
+  EXPECT_NE(parse_error(R"({"pipeline": {"stages": [["A"], ["B"]], "microbatches": 2,
+                                         "schedule": "gpipe", "devices": ["#0", ["#1,#2"]]}})")
+                .find("/pipeline/devices/1/0: '#1,#2': a device name has no ','"),
+            std::string::npos);
   const ir::Graph g = pipe_mlp();
   const auto problems = rewrite::testing::formatted(rewrite::check_plan(
       plan_of(R"({"pipeline": {"stages": [["L0*", "Q*"], ["L0/linear"]], "microbatches": 4,
@@ -230,20 +259,67 @@ TEST(Pipeline, EqualsTheSameMicrobatchSplitBitwise) {
   const runtime::ExecutableKernels& reference = runtime::ExecutableKernels::reference();
   expect_bitwise_equal(g, run_piped(g, piped, false, reference, 1),
                        run_piped(g, piped, true, reference, 2));
-  // Against the unsplit step: the loss and the gradients are sums over microbatches, so they
-  // differ in the last bits; the updates agree to float32 rounding of their sums.
-  const StepRun plain = run_block(g, plan_of("{}"), runtime::fast_kernels(), 1);
-  const StepRun one = run_piped(g, piped, true, runtime::fast_kernels(), 1);
-  for (ir::TensorId t : runtime::graph_outputs(g)) {
-    const runtime::Buffer& x = plain.outputs.at(t);
-    const runtime::Buffer& y = one.outputs.at(t);
-    ASSERT_EQ(x.size_bytes(), y.size_bytes());
-    const auto* p = reinterpret_cast<const float*>(x.bytes());
-    const auto* q = reinterpret_cast<const float*>(y.bytes());
-    for (std::size_t i = 0; i < x.size_bytes() / sizeof(float); ++i) {
-      EXPECT_NEAR(p[i], q[i], 1e-4 * (1 + std::abs(p[i]))) << g.display_name(t) << " cell " << i;
+  expect_near_unsplit(g, run_piped(g, piped, true, runtime::fast_kernels(), 1));
+}
+
+// A stage on a group of devices runs data parallel inside the stage: each microbatch cut once
+// more per device of the group (8 pieces of 64 rows: microbatch i / 2 on the group's device
+// i mod 2), what has no batch (the updates) on the group's first device; the plan member reads
+// and writes the groups as arrays; the pipelined step equals the same split without the
+// schedule bitwise, and the unsplit step to float32 rounding of its sums; each stage's batched
+// operations run on both devices of its group and nowhere else; with two devices per stage the
+// step is faster than with one.
+TEST(Pipeline, AStageOnADeviceGroupRunsDataParallelInside) {
+  const ir::Graph g = pipe_mlp();
+  const std::string text = R"({"pipeline": {"stages": [["L0*", "L1*"], ["L2*", "Y"]],
+      "microbatches": 4, "schedule": "1f1b", "devices": [["#0", "#1"], ["#2", "#3"]]}})";
+  const rewrite::Plan grouped = plan_of(text);
+  ASSERT_TRUE(grouped.pipeline);
+  EXPECT_EQ(grouped.pipeline->devices, (std::vector<std::string>{"#0,#1", "#2,#3"}));
+  EXPECT_EQ(grouped.to_json()["pipeline"]["devices"],
+            nlohmann::json::parse(R"([["#0", "#1"], ["#2", "#3"]])"));
+  EXPECT_EQ(rewrite::parse_plan(grouped.to_json().dump()), grouped);
+  const rewrite::LowerResult r = rewrite::lower(g, grouped);
+  EXPECT_EQ(r.plan.split_of("L0/linear", "batch"), 8);
+  EXPECT_EQ(r.plan.split_of("dW0", "block"), 8);  // a partial gradient per microbatch and device
+  EXPECT_EQ(r.plan.ops.at("L0/linear").place, (std::vector<std::string>{"#0", "#1"}));
+  EXPECT_EQ(r.plan.ops.at("W2n").place, (std::vector<std::string>{"#2", "#3"}));
+  EXPECT_EQ(pipeline_event(r),
+            "applied  pipeline on dW0/ones_like: stage 0 on #0, #1 (data parallel ×2): 16 "
+            "operations (11 cut into microbatches, each microbatch ×2); stage 1 on #2, #3 (data "
+            "parallel ×2): 20 operations (12 cut into microbatches, each microbatch ×2); 4 "
+            "microbatches, 1f1b; the seed reads L/shape instead of L");
+  // Placed on four devices: L0/linear's 8 shards alternate over gpu 0 and 1, L2/linear's over
+  // 2 and 3; the updates of stage 1 on its first device.
+  const Target four = toy_target(1, 4);
+  const Placement p = place(r.graph, r.plan, four);
+  const auto devices_of = [&](std::string_view name) {
+    std::set<std::uint32_t> on;
+    for (const PlacedOperation& op : p.operations) {
+      if (op.name != name) continue;
+      for (std::uint32_t a : op.applications) on.insert(p.applications[a].device);
     }
-  }
+    return on;
+  };
+  EXPECT_EQ(devices_of("L0/linear"), (std::set<std::uint32_t>{0, 1}));
+  EXPECT_EQ(devices_of("L2/linear"), (std::set<std::uint32_t>{2, 3}));
+  EXPECT_EQ(devices_of("W2n"), (std::set<std::uint32_t>{2}));
+  // The same bits with and without the schedule; the unsplit step to rounding.
+  const runtime::ExecutableKernels& reference = runtime::ExecutableKernels::reference();
+  const StepRun a = run_piped(g, grouped, false, reference, 1);
+  expect_bitwise_equal(g, a, run_piped(g, grouped, true, reference, 2));
+  expect_near_unsplit(g, a);
+  // The cost model: two devices per stage beat one per stage.
+  Evaluator evaluator(g, four);
+  const CostVector pairs = evaluator.evaluate(grouped);
+  const CostVector singles = evaluator.evaluate(plan_of(plan_text("1f1b")));
+  EXPECT_LT(pairs.makespan_s, singles.makespan_s);
+  // A group that does not divide a microbatch: 4 × 3 pieces of 512 rows.
+  EXPECT_NE(error_of(g, R"({"pipeline": {"stages": [["L0*", "L1*"], ["L2*", "Y"]],
+      "microbatches": 4, "schedule": "1f1b", "devices": [["#0", "#1", "#2"], "#3"]}})")
+                .find("pipeline: 4 microbatches × 3 devices of stage 0 do not divide the batch "
+                      "of L0/linear (batch = 512)"),
+            std::string::npos);
 }
 
 // The cost model: stages on two devices, the bubble in the makespan; 1F1B's per-device peak

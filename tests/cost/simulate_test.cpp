@@ -359,6 +359,36 @@ TEST(Simulate, ADeviceRunsOneApplicationAtATimeInReleaseOrder) {
   EXPECT_EQ(c.devices_used, 1);
 }
 
+// Y = relu(A) is released when A is done, C = relu(X) at the start. A target's only device runs
+// the released applications in graph order — A, Y, C, as the block executor runs them on one
+// thread — and frees A after Y: X, A and Y at once at most (3 MB; Y and C are outputs). With a
+// second device (everything still on gpu:0) it starts the one released first — A, C, Y — and
+// holds X, A, C and Y at once (4 MB). The makespan is the same.
+TEST(Simulate, TheOnlyDeviceRunsTheReleasedApplicationsInGraphOrder) {
+  constexpr std::string_view kFork =
+      "X: f32[1000, 250]\nA = relu(X)\nY = relu(A)\nC = relu(X)\noutput Y, C\n";
+  const auto order = [&](const Target& t, CostVector& c) {
+    Schedule s;
+    const Placement p = place_tap(kFork, "{}", t);
+    c = simulate(p, t, &s);
+    std::vector<std::pair<double, std::string>> starts;
+    for (std::size_t a = 0; a < p.applications.size(); ++a) {
+      EXPECT_EQ(s.devices[a], 0u);
+      starts.emplace_back(s.applications[a].start, p.operations[p.applications[a].operation].name);
+    }
+    std::sort(starts.begin(), starts.end());
+    std::string names;
+    for (const auto& [start, name] : starts) names += name;
+    return names;
+  };
+  CostVector one, two;
+  EXPECT_EQ(order(toy_target(1, 1), one), "AYC");
+  EXPECT_EQ(one.peak_memory_bytes, 3'000'000);
+  EXPECT_EQ(order(toy_target(1, 2), two), "ACY");
+  EXPECT_EQ(two.peak_memory_bytes, 4'000'000);
+  EXPECT_DOUBLE_EQ(one.makespan_s, two.makespan_s);
+}
+
 TEST(Simulate, OnSharedMemoryUnpinnedShardsRunOnWhicheverCoreIsFree) {
   // Two independent unsharded operations (4 ms each), both placed on device 0 by default: on
   // shared memory the idle core takes the second instead of waiting, as the thread pool does.

@@ -6,8 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "cost/cost_testing.h"
+#include "cost/step_testing.h"
 #include "tapestry/cost/evaluator.h"
+#include "tapestry/cost/graph_roles.h"
+#include "tapestry/cost/placement.h"
 #include "tapestry/cost/simulate.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/support/error.h"
@@ -320,6 +325,117 @@ TEST(StandardPlans, TheMlpsExamplePlans) {
   ASSERT_TRUE(dp.plan) << dp.reason;
   EXPECT_EQ(priced(g, *dp.plan, pair),
             priced(g, read_plan(examples / "plans" / "mlp-data-parallel.json"), pair));
+}
+
+// tests/data/training/gpt_step.tap: `search_bench --train-tap` at 2 layers, d 32 = 4 heads of 8,
+// 4 sequences of 64 tokens, f32 — the 24-layer step of docs/optimizer.md in small (the score
+// tensors, 4 × 4 × 64 × 64, outweigh each layer's activations of 256 × 32).
+ir::Graph gpt_step() {
+  return read_graph(fs::path(TAPESTRY_TEST_DATA) / "training" / "gpt_step.tap");
+}
+
+// Megatron-LM leaves nothing whole on one device: every weight, its gradient and its optimizer
+// state lie with their tensor-parallel layer. On a dp 2 × tp 2 mesh every operation of the step
+// with a result of rank > 0 (all but the gradient seed) is cut, and its applications run on more
+// than one device; the weight transposes and the updates are cut on the tensor axis; the new
+// weights are gathered over the data axis only, the moments stay sharded.
+TEST(StandardPlans, TheMegatronTrainingPlansLeaveNothingWholeOnOneDevice) {
+  const ir::Graph g = gpt_step();
+  const Target target = mesh_2x2();
+  const GraphRoles roles = graph_roles(g);
+  for (const std::string name : {"megatron-3d-full", "megatron-3d-selective"}) {
+    SCOPED_TRACE(name);
+    const StandardPlan s = checked_standard_plan(g, target, name);
+    ASSERT_TRUE(s.plan) << s.reason;
+    EXPECT_NE(s.summary.find("24 updates sharded with their tensor-parallel layer (12 also over "
+                             "dp: the distributed optimizer), 9 weight transposes with their "
+                             "layer's shard, 25 batch sums cut over dp"),
+              std::string::npos)
+        << s.summary;
+    std::size_t transposes = 0, updates = 0;
+    for (const OperationRoles& op : roles.operations) {
+      const bool scalar = std::all_of(op.outputs.begin(), op.outputs.end(), [&](const auto& o) {
+        return g.tensor(o.tensor).range().rank() == 0;
+      });
+      if (scalar) continue;
+      const auto entry = s.plan->ops.find(op.name);
+      std::int64_t shards = 1;
+      if (entry != s.plan->ops.end()) {
+        for (const auto& [dim, count] : entry->second.split) shards *= count;
+      }
+      EXPECT_GE(shards, 2) << op.name << " (" << op.kernel << ") is whole";
+      const bool on_tp = entry != s.plan->ops.end() &&
+                         std::any_of(entry->second.mesh.begin(), entry->second.mesh.end(),
+                                     [](const auto& m) { return m.second == "tp"; });
+      if (op.kernel == "transpose" && !op.batch_dim()) {
+        ++transposes;
+        EXPECT_TRUE(on_tp) << op.name;
+      }
+      if (op.kernel == "adam") {
+        ++updates;
+        EXPECT_TRUE(on_tp) << op.name;
+      }
+    }
+    EXPECT_EQ(transposes, 9u);
+    EXPECT_EQ(updates, 24u);
+    for (const auto& [output, out] : s.plan->outputs) {
+      EXPECT_NE(out.replicate, "tp") << output << " is gathered over the tensor axis";
+      if (output.ends_with("m_next") || output.ends_with("v_next")) ADD_FAILURE() << output;
+    }
+    EXPECT_EQ(s.plan->outputs.at("Wq0n.result").replicate, "dp");
+    // The placement: no operation of the lowered step with a result of rank > 0 on one device.
+    const rewrite::LowerResult lowered = rewrite::lower(g, *s.plan);
+    const Placement placement = place(lowered.graph, lowered.plan, target);
+    for (const PlacedOperation& op : placement.operations) {
+      const ir::OperationId id = *rewrite::find_operation(lowered.graph, op.name);
+      bool scalar = true;
+      for (const auto& out : lowered.graph.operation(id).outputs().entries())
+        scalar = scalar && lowered.graph.tensor(out.value.tensor).range().rank() == 0;
+      if (scalar) continue;
+      std::set<std::uint32_t> devices;
+      for (std::uint32_t a : op.applications) devices.insert(placement.applications[a].device);
+      EXPECT_GE(devices.size(), 2u) << op.name << " runs on one device";
+    }
+  }
+}
+
+// Selective recomputation recomputes attention's scores and softmax, and the step's peak drops:
+// none of its operations is refused (the backward pass's transpose(P), which feeds matmul with
+// dC, is a later use of P and reads P's copy), and the model's peak is below the same plan's
+// without recomputation, full recomputation's below that. (tests/cli/standard_plans_test.sh runs
+// both plans with --verify.)
+TEST(StandardPlans, SelectiveRecomputationIsAppliedAndLowersThePeak) {
+  const ir::Graph g = gpt_step();
+  const Target target = mesh_2x2();
+  const StandardPlan selective = checked_standard_plan(g, target, "megatron-3d-selective");
+  const StandardPlan full = checked_standard_plan(g, target, "megatron-3d-full");
+  ASSERT_TRUE(selective.plan) << selective.reason;
+  ASSERT_TRUE(full.plan) << full.reason;
+  EXPECT_EQ(selective.plan->recompute,
+            (std::vector<std::string>{"S0/matmul", "S0", "P0", "S1/matmul", "S1", "P1"}));
+  const rewrite::LowerResult lowered = rewrite::lower(g, *selective.plan);
+  std::size_t applied = 0;
+  for (const rewrite::RewriteEvent& e : lowered.log) {
+    if (e.pattern != "recompute") continue;
+    EXPECT_TRUE(e.applied) << e.to_string();
+    applied += e.applied ? 1 : 0;
+  }
+  EXPECT_EQ(applied, 6u);
+  const std::vector<std::string> transposed = testing::reads(lowered.graph, "dWv0/transpose");
+  EXPECT_TRUE(testing::contains(transposed, "P0/recompute"))
+      << fmt::format("{}", fmt::join(transposed, ", "));
+  rewrite::Plan kept = *selective.plan;
+  kept.recompute.clear();
+  Evaluator evaluator(g, target);
+  const CostVector with = evaluator.evaluate(*selective.plan);
+  const CostVector without = evaluator.evaluate(kept);
+  const CostVector all = evaluator.evaluate(*full.plan);
+  EXPECT_LT(with.peak_memory_bytes, without.peak_memory_bytes);
+  EXPECT_LT(all.peak_memory_bytes, with.peak_memory_bytes);
+  // P is 4 × 4 × 64 × 64 floats per layer; the tensor axis halves it on each device, the data
+  // axis halves it again: 64 KiB a layer. Recomputing it saves at least one layer's.
+  EXPECT_GE(without.peak_memory_bytes - with.peak_memory_bytes, 64 * 1024)
+      << without.peak_memory_bytes << " vs " << with.peak_memory_bytes;
 }
 
 }  // namespace

@@ -312,6 +312,72 @@ TEST(RankCollectives, TwoBlocksOnOneRankAreNoReduceScatter) {
   EXPECT_TRUE(g.compile(2, 0, CollectiveUse::kAll).collectives.empty());
 }
 
+// Four blocks on four ranks, Y's rows in four, under kExact (not a collective: a sum of four is
+// not bitwise in MPI's order): each rank's reduce reads one row of every block. It becomes a
+// combine — a no-op waiting for its steps, the rows of blocks 0..3 in order: three received, its
+// own read from the block its relu writes — and its slot of P holds only its own block; the rows
+// of every block whole were 4× that. Under kAll the reduce-scatter runs instead, and kWhole (the
+// code generators) keeps the reduce and one slot per tensor.
+TEST(RankProgram, ASplitSumOverFourRanksIsFoldedStepByStepInBlockOrder) {
+  ReduceGraph g(4, 4, 4, true);
+  const auto local = [&](const detail::RankProgram& rp,
+                         const std::vector<ir::ApplicationId>& apps) {
+    for (std::uint32_t t = 0; t < rp.local.tasks.size(); ++t) {
+      if (std::find(apps.begin(), apps.end(), rp.local.tasks[t].application) != apps.end()) {
+        return t;
+      }
+    }
+    ADD_FAILURE() << "no local task of the operation";
+    return 0u;
+  };
+  const detail::RankProgram r1 = g.compile(4, 1, CollectiveUse::kExact);
+  ASSERT_TRUE(r1.collectives.empty());
+  const std::uint32_t relu = local(r1, g.p_apps);
+  const std::uint32_t reduce = local(r1, g.y_apps);
+  const std::uint32_t block = r1.local.tasks[relu].outputs[0].slot;
+  EXPECT_EQ(r1.local.slots[block].range, Range({1, 0, 0}, {2, 4, 6}));
+  ASSERT_EQ(r1.combines.size(), 1u);
+  const detail::RankCombine& c = r1.combines[0];
+  EXPECT_EQ(c.reduce, reduce);
+  EXPECT_EQ(c.result_slot, r1.local.tasks[reduce].outputs[0].slot);
+  EXPECT_EQ(c.result_box, Range({1, 0}, {2, 6}));
+  EXPECT_EQ(c.monoid, ir::Monoid::kSum);
+  ASSERT_EQ(c.steps.size(), 4u);
+  for (std::int64_t j = 0; j < 4; ++j) {
+    const detail::RankCombineStep& step = c.steps[static_cast<std::size_t>(j)];
+    EXPECT_EQ(step.box, Range({j, 1, 0}, {j + 1, 2, 6}));
+    if (j == 1) {  // its own, read in place once the relu has written it
+      EXPECT_EQ(step.message, UINT32_MAX);
+      EXPECT_EQ(step.slot, block);
+      EXPECT_EQ(step.writer, relu);
+    } else {
+      ASSERT_LT(step.message, r1.messages.size());
+      EXPECT_EQ(r1.messages[step.message].from, static_cast<std::uint32_t>(j));
+      EXPECT_EQ(r1.messages[step.message].box, step.box);
+    }
+  }
+  // The reduce reads nothing and waits for its relu's edge and the combine; the steps' messages
+  // are not among the receives; the block is used by the relu and its step (the executor adds a
+  // use per send made from it).
+  EXPECT_TRUE(r1.local.tasks[reduce].inputs.empty());
+  EXPECT_EQ(r1.local.tasks[reduce].flops, 0);
+  EXPECT_EQ(r1.local.pending[reduce], 2u);
+  for (const detail::RankReceive& r : r1.receives) {
+    EXPECT_NE(r1.local.slots[r1.messages[r.message].slot].tensor, r1.local.slots[block].tensor);
+  }
+  EXPECT_EQ(r1.local.slots[block].uses, 2u);
+
+  const detail::RankProgram all = g.compile(4, 1, CollectiveUse::kAll);
+  ASSERT_EQ(all.collectives.size(), 1u);
+  EXPECT_EQ(all.collectives[0].kind, detail::CollectiveKind::kReduceScatter);
+  EXPECT_TRUE(all.combines.empty());
+  const detail::RankProgram whole = detail::compile_rank_program(
+      g.b.graph, g.whole, brute_force(g.b.graph, 4, {g.p_apps, g.y_apps, g.z_apps}), 1,
+      CollectiveUse::kExact, detail::SlotPieces::kWhole);
+  EXPECT_TRUE(whole.combines.empty());
+  EXPECT_FALSE(whole.local.tasks[local(whole, g.y_apps)].inputs.empty());
+}
+
 // Q = relu(A) in two column halves, Z = linear(Q, W, b): along `out`, each shard reads Q whole
 // (an allgather); along batch, each reads half of each half (point-to-point).
 TEST(RankCollectives, BoxesEveryWriterNeedsAreAnAllgather) {

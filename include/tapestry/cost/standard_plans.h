@@ -38,10 +38,24 @@
 //   megatron-3d-full       Megatron-LM's tensor × pipeline × data parallelism with full
 //                          activation recomputation: the 2d plan (tensor parallel on the mesh's
 //                          tensor axis, data parallel on its data axis; megatron when the mesh
-//                          has no two axes) with every forward operation recomputed except the
-//                          checkpoints (the residual stream: training_roles below). The pipeline
-//                          degree is 1: a stage that is a device group (tensor or data
-//                          parallelism inside a stage) is not built (rewrite/pipeline.h)
+//                          has no two axes) made a training step's as Megatron-LM runs it —
+//                          nothing whole on one device:
+//                            * the batch sums the data axis does not cut yet (the weight
+//                              gradients' `batch`, the bias gradients', the loss) cut on it:
+//                              partial sums per data group, combined across it;
+//                            * what weights alone make (the backward pass's transpose(W)) cut as
+//                              its reader's tensor-parallel cut reads it, and along another dim
+//                              on the data axis;
+//                            * every optimizer update cut on the tensor axis as its weight's
+//                              other readers read it (a column layer's W by rows, a row layer's
+//                              by columns) and along another dim on the data axis when one
+//                              divides (Megatron-LM's distributed optimizer): the new weight
+//                              all-gathered over the data axis, the moments left sharded, nothing
+//                              gathered over the tensor axis (a 1-D bias: tensor axis only);
+//                          with every forward operation recomputed except the checkpoints (the
+//                          residual stream: training_roles below). The pipeline degree is 1:
+//                          tensor parallelism inside a pipeline stage is not built (a stage on
+//                          a group of devices runs data parallel only: rewrite/pipeline.h)
 //   megatron-3d-selective  the same with selective recomputation (Korthikanti et al. 2022):
 //                          only attention's score-sized tensors (the softmax and the operations
 //                          before it whose result has the softmax's shape: QKᵀ, its scale)

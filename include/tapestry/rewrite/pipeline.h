@@ -20,6 +20,12 @@
 //   * places every operation of stage s on the stage's device (`devices[s]`, else `#s`: the
 //     target's device s), so an activation crossing a stage boundary, and its gradient coming
 //     back, are the placement's transfers — point-to-point messages under MPI;
+//   * a stage on a *group* of G devices (`"devices": [["#0", "#1"], ["#2", "#3"]]`) runs data
+//     parallel inside the stage: each batched operation's batch is cut into M × G pieces, piece i
+//     (microbatch i / G) on the group's device i mod G (the placement cycles `place` over the
+//     shards), so a weight gradient sums M × G partials, and what has no batch (an update, a
+//     transpose(W)) runs on the group's first device. Tensor parallelism inside a stage (an
+//     operation the plan splits or places itself) is still refused;
 //   * makes the gradient seed not wait for the whole batch's loss: `ones_like(L)` reads L for
 //     its shape only, so it is made to read `L/shape = sum_to(P, shape=[])` of a graph input P of
 //     the loss's dtype instead (the same ones), and microbatch 0's backward pass can start before
@@ -61,7 +67,11 @@ void pipeline_operations(RewriteState& state, std::vector<RewriteEvent>& log);
 /// stage (the Application body field `after`, ir/ordering.h). Error when they form a cycle.
 void write_pipeline_schedule(RewriteState& state);
 
-/// The device name stage `s` of `pipeline` runs on: its `devices` entry, else `#s`.
+/// The device name stage `s` of `pipeline` runs on: its `devices` entry, else `#s` (a group's
+/// names joined by ',': "#0,#1").
 [[nodiscard]] std::string stage_device(const PipelinePlan& pipeline, std::size_t s);
+
+/// The devices stage `s` runs on: its group's names, or the one device of stage_device.
+[[nodiscard]] std::vector<std::string> stage_devices(const PipelinePlan& pipeline, std::size_t s);
 
 }  // namespace tapestry::rewrite

@@ -7,11 +7,15 @@
 // writing a new tensor T' — and rewires T's *later uses* to read T' instead. A later use is a
 // reader of T that depends on another reader of T: in a training step, the backward operations
 // that read an activation after the forward pass has used it (`relu_grad(H/linear, dH)` after
-// `H = relu(H/linear)`). T's other readers keep reading T, which is therefore free once the
-// forward pass is done with it; T' lives from the copy to the last backward use.
+// `H = relu(H/linear)`); or a reader whose results, on every path, only such operations read
+// (the backward pass's `transpose(P)` feeding `matmul(transpose(P), dC)` after `C = matmul(P,
+// V)`: it depends on P alone, but nothing needs it before the backward pass). T's other readers
+// keep reading T, which is therefore free once the forward pass is done with it; T' lives from
+// the copy to the last backward use.
 //
 // The copy must not run as soon as its inputs exist (X and W1 exist from the start): each copy
-// that reads no other copy starts after the other tensors its first later use reads — an
+// that reads no other copy starts after the other tensors its first backward need reads (its
+// first later use that depends on another reader, or the operation that makes one late) — an
 // ordering edge (ir/ordering.h) that the block executor, the MPI executor and the cost model
 // honour. So in examples/mlp_grad.tap with `"recompute": ["H/linear", "H"]`:
 //
