@@ -70,34 +70,23 @@ void copy_node(const ir::Graph& source, ir::NodeId id, GraphCopy& copy) {
 
 }  // namespace
 
-GraphCopy copy_graph(const ir::Graph& source, std::span<const ir::NodeId> drop, std::size_t tail) {
-  GraphCopy copy;
-  copy.graph.set_graph_key(source.graph_key());
-  copy.map.assign(source.size(), ir::NodeId());
+GraphCopy copy_graph(const ir::Graph& source, std::span<const ir::NodeId> drop) {
   std::vector<bool> dropped(source.size(), false);
   for (ir::NodeId id : drop) dropped[id.index()] = true;
   const std::vector<ir::NodeId> ids = source.node_ids();  // without the removed nodes
-  const auto kept = [&](ir::NodeId id) { return !dropped[id.index()]; };
+  std::vector<ir::NodeId> order;
   // Operations second: they need the tensor map.
   for (ir::NodeId id : ids) {
-    if (id.index() < tail && kept(id) && source.kind(id) != ir::NodeKind::kOperation) {
-      copy_node(source, id, copy);
+    const ir::NodeKind kind = source.kind(id);
+    if (!dropped[id.index()] && kind != ir::NodeKind::kOperation &&
+        kind != ir::NodeKind::kApplication) {
+      order.push_back(id);
     }
   }
   for (ir::NodeId id : ids) {
-    if (id.index() < tail && kept(id) && source.kind(id) == ir::NodeKind::kOperation) {
-      copy_node(source, id, copy);
-    }
+    if (!dropped[id.index()] && source.kind(id) == ir::NodeKind::kOperation) order.push_back(id);
   }
-  for (ir::NodeId id : ids) {
-    if (id.index() >= tail && kept(id)) copy_node(source, id, copy);
-  }
-  for (const ir::StateUpdate& u : source.updates()) {  // those whose two tensors are kept
-    if (copy.has(u.state) && copy.has(u.next)) {
-      copy.graph.add_update({copy.tensor(u.state), copy.tensor(u.next)});
-    }
-  }
-  return copy;
+  return copy_graph_nodes(source, order);
 }
 
 GraphCopy copy_graph_in_order(const ir::Graph& source,
@@ -113,6 +102,19 @@ GraphCopy copy_graph_in_order(const ir::Graph& source,
                   "copy_graph_in_order: the order lists every operation once");
   for (const ir::StateUpdate& u : source.updates()) {
     copy.graph.add_update({copy.tensor(u.state), copy.tensor(u.next)});
+  }
+  return copy;
+}
+
+GraphCopy copy_graph_nodes(const ir::Graph& source, std::span<const ir::NodeId> nodes) {
+  GraphCopy copy;
+  copy.graph.set_graph_key(source.graph_key());
+  copy.map.assign(source.size(), ir::NodeId());
+  for (ir::NodeId id : nodes) copy_node(source, id, copy);
+  for (const ir::StateUpdate& u : source.updates()) {  // those whose two tensors are kept
+    if (copy.has(u.state) && copy.has(u.next)) {
+      copy.graph.add_update({copy.tensor(u.state), copy.tensor(u.next)});
+    }
   }
   return copy;
 }

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -114,19 +113,19 @@ class Driver {
     for (ir::OperationId op : state_.graph.operations()) {
       by_name_.emplace(std::string(name_of(state_.graph, op)), op);
     }
+    start_ = state_.graph.size();
+    root_.resize(start_);
+    for (std::uint32_t i = 0; i < start_; ++i) root_[i] = i;
     int applied = 0;
-    std::size_t last_start = std::numeric_limits<std::size_t>::max();
     while (true) {
-      const std::size_t start = state_.graph.size();
       if (!apply_first_match()) break;
-      last_start = start;
       if (++applied >= options_.max_rewrites) {
         throw Error(fmt::format("rewrite driver: more than {} rewrites; the last was {} on {}",
                                 options_.max_rewrites, log_.back().pattern, log_.back().target));
       }
     }
-    // Removed nodes leave; the last rewrite's nodes stay last, as that rewrite added them.
-    if (applied > 0) state_.graph = copy_graph(state_.graph, {}, last_start).graph;
+    // Removed nodes leave; the rest take the canonical order (run_patterns).
+    if (applied > 0) state_.graph = copy_graph_nodes(state_.graph, canonical_order()).graph;
     if (options_.times != nullptr) {
       for (const PassTime& t : times_) {
         if (!options_.disabled.contains(t.pass)) options_.times->push_back(t);
@@ -155,6 +154,7 @@ class Driver {
                                                     state_.graph.operations().end());
           const std::size_t size = state_.graph.size();
           std::string summary = pattern->apply(state_, op);
+          root_.resize(state_.graph.size(), root_[op.index()]);
           log_.push_back(
               {std::string(pattern->name()), target, std::move(origin), true, std::move(summary)});
           forget_around(before, size);
@@ -170,6 +170,32 @@ class Driver {
       }
     }
     return false;
+  }
+
+  // The order run_patterns leaves the graph in: the non-operation nodes the driver started with
+  // (not removed), in id order, then the added ones, then the operations it started with (not
+  // removed), in id order, then the added ones; the added nodes grouped by the operation they
+  // descend from (root_), the groups in id order, each in the order its nodes were added. So
+  // what the rewrites added at an operation lies in that operation's place among the groups,
+  // whatever other operations' rewrites did and in whichever order the driver met them.
+  std::vector<ir::NodeId> canonical_order() const {
+    const ir::Graph& g = state_.graph;
+    std::vector<ir::NodeId> order, added;
+    for (ir::NodeId id : g.node_ids()) {
+      const ir::NodeKind kind = g.kind(id);
+      if (kind == ir::NodeKind::kOperation || kind == ir::NodeKind::kApplication) continue;
+      (id.index() < start_ ? order : added).push_back(id);
+    }
+    const auto by_root = [&](ir::NodeId a, ir::NodeId b) {
+      return root_[a.index()] < root_[b.index()];
+    };
+    std::stable_sort(added.begin(), added.end(), by_root);
+    order.insert(order.end(), added.begin(), added.end());
+    added.clear();
+    for (ir::OperationId op : g.operations()) (op.index() < start_ ? order : added).push_back(op);
+    std::stable_sort(added.begin(), added.end(), by_root);
+    order.insert(order.end(), added.begin(), added.end());
+    return order;
   }
 
   // Adds the time from its construction to its destruction to a pass's.
@@ -265,6 +291,11 @@ class Driver {
   const DriverOptions& options_;
   std::vector<std::vector<char>> missed_;  // per pattern, by node index: did not match
   std::vector<PassTime> times_;            // per pattern
+  std::size_t start_ = 0;                  // the graph's size when the driver started
+  /// By node index: the operation of the graph the driver started with that the node descends
+  /// from (its node index; a rewrite's nodes descend from the operation it rewrote, a fusion's
+  /// from the producer), for canonical_order. Below start_: the node's own index.
+  std::vector<std::uint32_t> root_;
   std::vector<RewriteEvent> log_;
   std::set<std::pair<std::string, std::string>> refused_;
   /// The graph's live operations by name (name_of, copied: its storage in the graph moves as

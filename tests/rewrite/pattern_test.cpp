@@ -108,13 +108,14 @@ TEST(RewriteDriver, RematchesAnOperationWhoseReaderWasReplaced) {
               (std::vector<std::string>{"refused  test-mark on A: its reader is not a neg",
                                         "applied  test-negate on B: relu -> neg",
                                         "applied  test-mark on A: exp -> abs"}));
-    // The copy at the end leaves the removed exp and relu out: tensors first, then the neg, then
-    // what the last rewrite added.
+    // The copy at the end leaves the removed exp and relu out: tensors first, then each
+    // operation's fragment where the operation was — the abs (A's) before the neg (B's), though
+    // the neg was made first.
     const ir::Graph& g = state.graph;
     ASSERT_EQ(g.size(), 5u);
     ASSERT_EQ(g.operations().size(), 2u);
-    EXPECT_EQ(g.operation(g.operations()[0]).kernel(), "neg");
-    EXPECT_EQ(g.operation(g.operations()[1]).kernel(), "abs");
+    EXPECT_EQ(g.operation(g.operations()[0]).kernel(), "abs");
+    EXPECT_EQ(g.operation(g.operations()[1]).kernel(), "neg");
     for (std::uint32_t i = 0; i < 3; ++i) EXPECT_TRUE(g.as_tensor(ir::NodeId(i))) << i;
   }
 }

@@ -17,6 +17,10 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <map>
+#include <memory>
+
 #include "rewrite/random_graphs.h"
 #include "rewrite/random_plans.h"
 #include "rewrite/rewrite_testing.h"
@@ -103,15 +107,26 @@ RC_GTEST_PROP(LowerProperties, ShardedEqualsNaiveInFloat16, ()) {
   check_sharded_equals_naive("f16");
 }
 
+// A random graph (its .tap program and the graph built from it) and a random plan for it.
+struct Drawn {
+  std::string tap;
+  std::shared_ptr<const ir::Graph> graph;
+  std::string plan;
+};
+Drawn draw_graph_and_plan() {
+  std::string tap = *testing::gen_tap_program(kMaxOperations);
+  std::optional<ir::Graph> built = testing::try_build(tap);
+  if (!built) RC_FAIL("the generator made a program that does not build:\n" + tap);
+  auto g = std::make_shared<const ir::Graph>(std::move(*built));
+  std::string plan = *rc::gen::exec([g] { return testing::random_plan(*g); });
+  return {std::move(tap), std::move(g), std::move(plan)};
+}
+
 // The rewrite driver that re-matches only around each rewrite (DriverOptions::reuse_matches, the
 // default) gives what the plain driver gives — every pass re-matching every operation: the same
 // log, and the same lowered graph, byte for byte in loom JSON (keys, order and all).
 RC_GTEST_PROP(LowerProperties, DriverReusingMatchesEqualsThePlainDriver, ()) {
-  const std::string tap = *testing::gen_tap_program(kMaxOperations);
-  std::optional<ir::Graph> built = testing::try_build(tap);
-  if (!built) RC_FAIL("the generator made a program that does not build:\n" + tap);
-  const auto g = std::make_shared<const ir::Graph>(std::move(*built));
-  const std::string plan_text = *rc::gen::exec([g] { return testing::random_plan(*g); });
+  const auto [tap, g, plan_text] = draw_graph_and_plan();
   const testing::PrintOnCrash on_crash(reproducer(tap, plan_text, "crash"));
   const Plan plan = parse_plan(plan_text);
   const auto lowered = [&](bool reuse) -> std::string {
@@ -129,6 +144,47 @@ RC_GTEST_PROP(LowerProperties, DriverReusingMatchesEqualsThePlainDriver, ()) {
   const std::string plain = lowered(false);
   RC_CLASSIFY(plain.starts_with("error: "), "refused");
   if (lowered(true) != plain) RC_FAIL(reproducer(tap, plan_text, "the two drivers differ"));
+}
+
+// The rewritten graph's canonical order (run_patterns, pattern.h), whatever order the rewrites
+// ran in: the operations the input had and kept, in the input's order (one per origin:
+// strictly increasing), then the added ones grouped by the operation of the input they come
+// from (RewriteState::origin; a fusion's, its producer's), the groups in the input's order
+// (non-decreasing). The order numbers the Applications and breaks the simulation's ties.
+RC_GTEST_PROP(LowerProperties, RewrittenGraphIsInTheInputsOrder, ()) {
+  const auto [tap, g, plan_text] = draw_graph_and_plan();
+  const testing::PrintOnCrash on_crash(reproducer(tap, plan_text, "crash"));
+  std::map<std::string, std::size_t, std::less<>> position;
+  for (ir::OperationId op : g->operations()) {
+    position.emplace(operation_name(*g, op), position.size());
+  }
+  std::vector<RewriteEvent> log;
+  RewriteState state;
+  try {
+    state = rewrite_operations(*g, parse_plan(plan_text), {}, log);
+  } catch (const Error& e) {
+    RC_DISCARD(e.what());
+  }
+  RC_CLASSIFY(std::any_of(log.begin(), log.end(), [](const RewriteEvent& e) { return e.applied; }),
+              "rewritten");
+  std::vector<std::size_t> origins;
+  std::string names;
+  for (ir::OperationId op : state.graph.operations()) {
+    const std::string name = operation_name(state.graph, op);
+    const auto from = position.find(state.origin(name));
+    if (from == position.end()) RC_FAIL(reproducer(tap, plan_text, "no origin for " + name));
+    origins.push_back(from->second);
+    names += fmt::format(" {} (from {})", name, state.origin(name));
+  }
+  // A split k with origins[0, k) strictly increasing and origins[k, n) non-decreasing: the
+  // strictly increasing prefix reaches the non-decreasing suffix.
+  if (origins.empty()) return;
+  std::size_t increasing = 1, sorted_from = origins.size() - 1;
+  while (increasing < origins.size() && origins[increasing - 1] < origins[increasing]) ++increasing;
+  while (sorted_from > 0 && origins[sorted_from - 1] <= origins[sorted_from]) --sorted_from;
+  if (sorted_from > increasing) {
+    RC_FAIL(reproducer(tap, plan_text, "operations out of the input's order:" + names));
+  }
 }
 
 }  // namespace

@@ -11,7 +11,6 @@
 //   c.has(z_tensor)  // false
 #pragma once
 
-#include <limits>
 #include <span>
 #include <vector>
 
@@ -34,16 +33,18 @@ struct GraphCopy {
 
 /// Copies `source` without its Applications, its removed nodes and the nodes in `drop`.
 /// Operations that read or write a dropped tensor must be dropped too (asserted). The order:
-/// the Tensors, Notes and Opaque nodes, then the Operations, each in id order — except the nodes
-/// from id `tail` on, which come last, in id order (run_patterns keeps the nodes its last
-/// rewrite added in the order that rewrite added them).
-GraphCopy copy_graph(const ir::Graph& source, std::span<const ir::NodeId> drop = {},
-                     std::size_t tail = std::numeric_limits<std::size_t>::max());
+/// the Tensors, Notes and Opaque nodes, then the Operations, each in id order.
+GraphCopy copy_graph(const ir::Graph& source, std::span<const ir::NodeId> drop = {});
 
 /// Copies `source` without its Applications and removed nodes, its Operations in the order of
 /// `operations` (which lists each of them once) after every other node (in id order): how the
 /// recompute pass puts each copy before its first backward use.
 GraphCopy copy_graph_in_order(const ir::Graph& source, std::span<const ir::OperationId> operations);
+
+/// Copies the nodes of `source` listed in `nodes` (each at most once, none removed, no
+/// Application), in that order: every node before the operations that read or write it. The
+/// rewrite driver's canonical order (pattern.h, run_patterns).
+GraphCopy copy_graph_nodes(const ir::Graph& source, std::span<const ir::NodeId> nodes);
 
 /// Re-targets every selection of `selections` through `copy` (asserted: none was dropped).
 ir::SelectionMap remap_selections(const ir::SelectionMap& selections, const GraphCopy& copy);

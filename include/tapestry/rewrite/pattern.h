@@ -216,9 +216,14 @@ struct DriverOptions {
 /// In time linear in the graph plus the rewrites' own work: a (pattern, operation) that did not
 /// match is not asked again until a rewrite removes or adds an operation next to one of its
 /// tensors or with its name (patterns are local, above); and the rewrites edit the graph in
-/// place, which is copied once at the end without the removed nodes — in the order a copy after
-/// every rewrite would give: tensors, then operations, then the last rewrite's nodes as it added
-/// them.
+/// place, which is copied once at the end without the removed nodes, in a canonical order that
+/// does not depend on the order the rewrites ran in: the tensors (and other non-operation nodes)
+/// the graph had, in id order, then the added ones, then the operations it had, in id order, then
+/// the added ones; the added nodes grouped by the operation of the input they descend from (a
+/// rewrite's nodes descend from the operation it rewrote, a fusion's from the producer), the
+/// groups in the input's order, each in the order its nodes were added. So the order (which
+/// numbers the Applications and breaks the simulation's ties) is made of per-operation parts —
+/// whether the operation is kept, what the rewrites added at it — laid out in the input's order.
 std::vector<RewriteEvent> run_patterns(RewriteState& state,
                                        std::span<const OperationPattern* const> patterns,
                                        const DriverOptions& options);
