@@ -174,12 +174,31 @@ class Simulation {
     if (in_order_) {
       std::vector<std::uint32_t> waiting(n, 0);
       std::vector<std::uint32_t> after_begin(n + 1, 0);
+      // A collective's readers wait for every one of its producers (it starts after the last).
+      std::vector<std::vector<std::uint32_t>> collective_producers(p_.collectives.size());
+      for (std::uint32_t c = 0; c < p_.collectives.size(); ++c) {
+        for (std::uint32_t t : p_.collectives[c].transfers) {
+          const std::uint32_t q = p_.transfers[t].producer;
+          if (q != kHost) collective_producers[c].push_back(q);
+        }
+        std::sort(collective_producers[c].begin(), collective_producers[c].end());
+        collective_producers[c].erase(
+            std::unique(collective_producers[c].begin(), collective_producers[c].end()),
+            collective_producers[c].end());
+      }
       const auto each_before = [&](std::uint32_t a, auto&& f) {
         const PlacedApplication& app = p_.applications[a];
         for (std::uint32_t q : app.local_producers) f(q);
         for (std::uint32_t q : app.ordering_predecessors) f(q);
+        std::uint32_t seen = kNoCollective;
         for (std::uint32_t t : app.incoming) {
-          if (p_.transfers[t].producer != kHost) f(p_.transfers[t].producer);
+          const Transfer& tr = p_.transfers[t];
+          if (tr.collective == kNoCollective) {
+            if (tr.producer != kHost) f(tr.producer);
+          } else if (tr.collective != seen) {  // a collective's transfers are listed together
+            seen = tr.collective;
+            for (std::uint32_t q : collective_producers[tr.collective]) f(q);
+          }
         }
       };
       for (std::uint32_t a = 0; a < n; ++a) {
