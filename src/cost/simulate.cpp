@@ -195,7 +195,7 @@ class Simulation {
           const Transfer& tr = p_.transfers[t];
           if (tr.collective == kNoCollective) {
             if (tr.producer != kHost) f(tr.producer);
-          } else if (tr.collective != seen) {  // a collective's transfers are listed together
+          } else if (tr.collective != seen) {  // a repeat would count and release alike
             seen = tr.collective;
             for (std::uint32_t q : collective_producers[tr.collective]) f(q);
           }
@@ -474,11 +474,10 @@ class Simulation {
   const Placement& p_;
   const Target& target_;
   std::size_t n_devices_;
-  // Devices that share no memory, more than one: each runs its applications in device_order_,
-  // the next (device_next_) once released.
-  // A device does not start an application while a box it has sent waits for a reader placed
-  // before it in the order (held_: per device, taken_at_ of the boxes sent and not yet taken), as
-  // the MPI executor's rank does.
+  // Devices that share no memory, more than one (in_order_): each runs its applications in
+  // device_order_, the next (device_next_) once released, and not while a box it has sent waits
+  // for a reader placed before it in the order (held_: per device, taken_at_ of the boxes sent
+  // and not yet taken), as the MPI executor's ranks do.
   static constexpr std::uint32_t kNotHeld = UINT32_MAX;
   bool in_order_ = false;
   std::vector<std::vector<std::uint32_t>> device_order_;
