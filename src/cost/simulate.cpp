@@ -8,8 +8,13 @@
 // A device that is free starts the released application that was released first (ties:
 // topological position) — on a target of one device, the released application first in graph
 // order, as the block executor runs a program on one thread (runtime/block_program.h's order):
-// a device alone does the same work in any order, and the order decides its peak memory. Memory is
-// a sweep over allocation/free instants per device. On a shared-memory node the devices after the
+// a device alone does the same work in any order, and the order decides its peak memory. On a
+// target of several devices that share no memory each device runs its applications in the
+// program's order (a topological order of every dependency, ties in graph order — the order the
+// MPI executor's ranks start their tasks in), the next once it is released, and not while a box
+// it has sent waits for a reader placed before that application; a point-to-point box is then
+// held by its receiver from its first reader's start and by its sender until then. Memory is a
+// sweep over allocation/free instants per device. On a shared-memory node the devices after the
 // node's first join at the target's worker_start_s (a "join" event frees them).
 #include "tapestry/cost/simulate.h"
 
@@ -18,6 +23,7 @@
 #include <compare>
 #include <optional>
 #include <queue>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -161,6 +167,82 @@ class Simulation {
     for (const Device& d : target.devices) node_devices_[d.node].push_back(d.index);
     for (auto& ports : egress_) ports.assign(n_devices_, 0.0);
     for (auto& ports : ingress_) ports.assign(n_devices_, 0.0);
+    // Devices that share no memory run their applications in the program's order (the file
+    // comment): Kahn's algorithm over every dependency, ties in graph order — the order the
+    // executors run the whole program in — then each device's applications in it.
+    in_order_ = n_devices_ > 1 && !target.intra_node.shared_memory;
+    if (in_order_) {
+      std::vector<std::uint32_t> waiting(n, 0);
+      std::vector<std::uint32_t> after_begin(n + 1, 0);
+      // A collective's readers wait for every one of its producers (it starts after the last).
+      std::vector<std::vector<std::uint32_t>> collective_producers(p_.collectives.size());
+      for (std::uint32_t c = 0; c < p_.collectives.size(); ++c) {
+        for (std::uint32_t t : p_.collectives[c].transfers) {
+          const std::uint32_t q = p_.transfers[t].producer;
+          if (q != kHost) collective_producers[c].push_back(q);
+        }
+        std::sort(collective_producers[c].begin(), collective_producers[c].end());
+        collective_producers[c].erase(
+            std::unique(collective_producers[c].begin(), collective_producers[c].end()),
+            collective_producers[c].end());
+      }
+      const auto each_before = [&](std::uint32_t a, auto&& f) {
+        const PlacedApplication& app = p_.applications[a];
+        for (std::uint32_t q : app.local_producers) f(q);
+        for (std::uint32_t q : app.ordering_predecessors) f(q);
+        std::uint32_t seen = kNoCollective;
+        for (std::uint32_t t : app.incoming) {
+          const Transfer& tr = p_.transfers[t];
+          if (tr.collective == kNoCollective) {
+            if (tr.producer != kHost) f(tr.producer);
+          } else if (tr.collective != seen) {  // a repeat would count and release alike
+            seen = tr.collective;
+            for (std::uint32_t q : collective_producers[tr.collective]) f(q);
+          }
+        }
+      };
+      for (std::uint32_t a = 0; a < n; ++a) {
+        each_before(a, [&](std::uint32_t q) {
+          ++after_begin[q + 1];
+          ++waiting[a];
+        });
+      }
+      for (std::size_t a = 0; a < n; ++a) after_begin[a + 1] += after_begin[a];
+      std::vector<std::uint32_t> after(after_begin[n]);
+      std::vector<std::uint32_t> fill(after_begin.begin(), after_begin.end() - 1);
+      for (std::uint32_t a = 0; a < n; ++a) {
+        each_before(a, [&](std::uint32_t q) { after[fill[q]++] = a; });
+      }
+      MinHeap<std::pair<std::uint64_t, std::uint32_t>> ready;
+      for (std::uint32_t a = 0; a < n; ++a) {
+        if (waiting[a] == 0) ready.push({p_.applications[a].id.index(), a});
+      }
+      device_order_.resize(n_devices_);
+      position_.assign(n, 0);
+      std::uint32_t next_position = 0;
+      while (!ready.empty()) {
+        const std::uint32_t a = ready.top().second;
+        ready.pop();
+        position_[a] = next_position++;
+        device_order_[p_.applications[a].device].push_back(a);
+        for (std::uint32_t k = after_begin[a]; k < after_begin[a + 1]; ++k) {
+          if (--waiting[after[k]] == 0)
+            ready.push({p_.applications[after[k]].id.index(), after[k]});
+        }
+      }
+      device_next_.assign(n_devices_, 0);
+      released_.assign(n, false);
+      // Where each point-to-point box is taken: its first reader's place in the order.
+      taken_at_.assign(p_.transfers.size(), kNotHeld);
+      for (std::uint32_t t = 0; t < p_.transfers.size(); ++t) {
+        const Transfer& tr = p_.transfers[t];
+        if (tr.collective != kNoCollective || tr.producer == kHost || tr.to == kHost) continue;
+        for (std::uint32_t reader : tr.consumers) {
+          taken_at_[t] = std::min(taken_at_[t], position_[reader]);
+        }
+      }
+      held_.resize(n_devices_);
+    }
   }
 
   void run() {
@@ -243,6 +325,10 @@ class Simulation {
 
   void release(std::uint32_t a, double time) {
     const std::uint32_t device = p_.applications[a].device;
+    if (in_order_) {
+      released_[a] = true;
+      return;
+    }
     // The queues' key (the file comment): when released, or on one device the graph position.
     const double key = n_devices_ == 1 ? static_cast<double>(p_.applications[a].id.index()) : time;
     if (floats(a)) {
@@ -264,6 +350,15 @@ class Simulation {
 
   void dispatch(std::size_t device, double now) {
     if (!device_free_[device]) return;
+    if (in_order_) {  // the next application in the order, once released and not held back
+      if (device_next_[device] == device_order_[device].size()) return;
+      const std::uint32_t a = device_order_[device][device_next_[device]];
+      if (!released_[a]) return;
+      if (!held_[device].empty() && *held_[device].begin() < position_[a]) return;
+      ++device_next_[device];
+      start(device, a, now);
+      return;
+    }
     MinHeap<Released>& own = queues_[device];
     MinHeap<Released>& shared = node_queues_[target_.devices[device].node];
     MinHeap<Released>* from = nullptr;
@@ -275,6 +370,10 @@ class Simulation {
     if (from == nullptr) return;
     const std::uint32_t a = from->top().app;
     from->pop();
+    start(device, a, now);
+  }
+
+  void start(std::size_t device, std::uint32_t a, double now) {
     device_free_[device] = false;
     ran_on_[a] = static_cast<std::uint32_t>(device);
     const PlacedApplication& app = p_.applications[a];
@@ -284,6 +383,14 @@ class Simulation {
     app_time_[a] = {now, now + duration};
     scheduled_[a] = true;
     push(now + duration, EventKind::kFinish, a);
+    if (!in_order_) return;
+    // Its first reader takes each box it receives now: the senders hold them no longer.
+    for (std::uint32_t t : app.incoming) {
+      if (taken_at_[t] != position_[a]) continue;
+      const std::uint32_t from = p_.transfers[t].from;
+      held_[from].erase(held_[from].find(taken_at_[t]));
+      dispatch(from, now);
+    }
   }
 
   // Starts collective c once its last producer has finished: when every participant's ports of
@@ -342,6 +449,7 @@ class Simulation {
       const std::uint32_t c = p_.transfers[t].collective;
       if (c == kNoCollective) {
         send(t, now);
+        if (in_order_ && taken_at_[t] != kNotHeld) held_[device].insert(taken_at_[t]);
       } else if (collective_seen_[c] != a) {  // once per producer and collective
         collective_seen_[c] = a;
         if (--collective_pending_[c] == 0) start_collective(c, now);
@@ -366,6 +474,18 @@ class Simulation {
   const Placement& p_;
   const Target& target_;
   std::size_t n_devices_;
+  // Devices that share no memory, more than one (in_order_): each runs its applications in
+  // device_order_, the next (device_next_) once released, and not while a box it has sent waits
+  // for a reader placed before it in the order (held_: per device, taken_at_ of the boxes sent
+  // and not yet taken), as the MPI executor's ranks do.
+  static constexpr std::uint32_t kNotHeld = UINT32_MAX;
+  bool in_order_ = false;
+  std::vector<std::vector<std::uint32_t>> device_order_;
+  std::vector<std::size_t> device_next_;
+  std::vector<bool> released_;
+  std::vector<std::uint32_t> position_;  // per application: its place in the order
+  std::vector<std::uint32_t> taken_at_;  // per transfer: its first reader's position, or kNotHeld
+  std::vector<std::multiset<std::uint32_t>> held_;
   std::size_t n_types_ = 0;
   std::vector<OperationRates> rates_;  // per operation, per device type
   std::vector<std::uint32_t> pending_;
@@ -406,8 +526,28 @@ CostVector Simulation::cost() const {
   std::vector<bool> used(n_devices_, false);
   std::vector<MemoryEvent> memory;
   memory.reserve(2 * (p_.applications.size() + p_.transfers.size()));
+  // Where devices run in order (in_order_), a point-to-point box is taken by its receiver when
+  // its first reader starts, as the MPI executor receives it at its reader's turn, and the
+  // sender holds it until then (sent_until); elsewhere the receiver holds it from the transfer's
+  // start.
+  std::vector<double> taken(p_.transfers.size(), 0.0);
+  std::vector<double> sent_until(p_.applications.size(), 0.0);
+  for (std::uint32_t t = 0; t < p_.transfers.size(); ++t) {
+    const Transfer& tr = p_.transfers[t];
+    taken[t] = transfer_time_[t].start;
+    if (!in_order_ || tr.collective != kNoCollective || tr.consumers.empty()) continue;
+    taken[t] = makespan;
+    for (std::uint32_t reader : tr.consumers) {
+      taken[t] = std::min(taken[t], app_time_[reader].start);
+    }
+    if (tr.producer != kHost) {
+      sent_until[tr.producer] = std::max(sent_until[tr.producer], taken[t]);
+    }
+  }
   const auto freed_at = [&](std::uint32_t a) {
-    return p_.applications[a].writes_output ? makespan : std::max(app_time_[a].end, last_read_[a]);
+    return p_.applications[a].writes_output
+               ? makespan
+               : std::max({app_time_[a].end, last_read_[a], sent_until[a]});
   };
   // A shared buffer (placement.h) from its first writer's start until the last of its writers'
   // outputs is freed; those bytes are not the writers' own.
@@ -458,7 +598,7 @@ CostVector Simulation::cost() const {
         const double freed = tr.replicates_output
                                  ? makespan
                                  : std::max(transfer_time_[t].end, transfer_last_read_[t]);
-        memory.push_back({tr.to, transfer_time_[t].start, tr.bytes});
+        memory.push_back({tr.to, taken[t], tr.bytes});
         memory.push_back({tr.to, freed, -tr.bytes});
       }
     }

@@ -10,6 +10,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -605,6 +606,11 @@ class RankRun {
         combines_left_(p.rank.combines.size()),
         kernel_done_(new std::atomic<bool>[p.rank.local.tasks.size()]) {
     for (std::size_t t = 0; t < p.rank.local.tasks.size(); ++t) kernel_done_[t] = false;
+    ready_.assign(p.rank.local.tasks.size(), 0);
+    next_task_ = rp_.local.order.empty() ? UINT32_MAX : rp_.local.order.front();
+    std::vector<std::uint32_t> whole_position(p.whole.tasks.size(), 0);
+    for (std::uint32_t i = 0; i < p.whole.order.size(); ++i) whole_position[p.whole.order[i]] = i;
+    for (std::uint32_t t : p.rank.whole_task) position_.push_back(whole_position[t]);
   }
 
   /// Runs to the end (or to a failure anywhere); returns this rank's error, if any.
@@ -614,6 +620,8 @@ class RankRun {
 
  private:
   void spawn(std::uint32_t t);
+  std::size_t advance();
+  void start(std::size_t started);
   void execute(std::uint32_t t);
   void fail(std::string message);
   void post_receives();
@@ -653,9 +661,23 @@ class RankRun {
   bool task_ended_ = false;  // guarded by wake_mutex_
   std::vector<Outgoing> outbox_;
   std::optional<std::string> error_;
+  // Starting in program order (spawn): which tasks are ready, the position in the order of the
+  // next to start and of the next a runner takes, and the task at next_ (UINT32_MAX: none left).
+  std::mutex ready_mutex_;
+  std::vector<char> ready_;
+  std::size_t next_ = 0;
+  std::size_t taken_ = 0;
+  std::atomic<std::uint32_t> next_task_{0};
+  // Per local task: its position in the whole program's order; and the positions where the
+  // receivers take the boxes this rank has sent and MPI still holds (RankMessageInfo::taken_at).
+  std::vector<std::uint32_t> position_;
+  std::multiset<std::uint32_t> sends_held_;
 
   // The communication thread's own.
   std::vector<std::uint32_t> waiting_;  // the receives (positions in rp_.receives) not yet taken
+  // Per local task: its receives not yet taken. A task whose pending count is that many waits
+  // only for messages (test_receives takes them then).
+  std::vector<std::uint32_t> messages_left_;
   std::size_t receives_left_ = 0;
   std::vector<MPI_Request> send_requests_;
   std::vector<Buffer> send_staging_;
@@ -674,6 +696,7 @@ class RankRun {
   std::vector<std::uint32_t> gathers_waiting_;
   bool assembled_ = false;
   std::vector<std::uint32_t> send_slot_;  // parallel to send_requests_: the slot sent from, or none
+  std::vector<std::uint32_t> send_message_;  // parallel to send_requests_: the message
   // Combines (rank_program.h): per combine, its next step; per local task, whether its kernel
   // has returned (set by the workers: a step reading a local block waits for it).
   std::vector<std::size_t> combine_next_;
@@ -684,9 +707,62 @@ class RankRun {
   std::vector<std::optional<Buffer>> results;
 };
 
+// A rank starts its tasks in its program's order (RankProgram::local.order: the whole
+// program's topological order, ties in graph order, restricted to the rank — the order the
+// block executor runs its program in on one thread), one after another: a ready task waits for
+// the tasks before it to start, so what the rank holds at each point of its step does not depend
+// on when the other ranks' messages arrive. As the order is one order of the whole program
+// restricted to each rank, the first task not yet started anywhere can always start, and the
+// ranks cannot wait on one another in a cycle. With `task_arena::enqueue` alone the rank ran its
+// ready tasks first in first out, in the order their producers and messages happened to finish.
 void RankRun::spawn(std::uint32_t t) {
-  running_.fetch_add(1, std::memory_order_acq_rel);
-  p_.arena->enqueue([this, t] { execute(t); });
+  std::size_t started = 0;
+  {
+    const std::lock_guard lock(ready_mutex_);
+    ready_[t] = 1;
+    started = advance();
+  }
+  start(started);
+}
+
+// The tasks that may start now, in order (ready_mutex_ held): the next one waits while every
+// thread runs a task (so a task's sends are counted below before the next starts, as on a device
+// that runs one application at a time), while it is not ready, and while a box this rank sent is
+// still held for a receiver that takes it before this task's place in the order (sends_held_).
+// Returns how many were started (counted in running_); start() runs them.
+std::size_t RankRun::advance() {
+  std::size_t started = 0;
+  bool held = false;
+  const int running = running_.load(std::memory_order_acquire);
+  while (next_ < rp_.local.order.size() && running + static_cast<int>(started) < p_.threads) {
+    const std::uint32_t u = rp_.local.order[next_];
+    if (ready_[u] == 0) break;
+    held = !sends_held_.empty() && *sends_held_.begin() < position_[u];
+    if (held) break;
+    ++next_;
+    ++started;
+  }
+  // Counted as running before the next task is published: the driver takes a message for the
+  // next task only while nothing runs (test_receives).
+  running_.fetch_add(static_cast<int>(started), std::memory_order_acq_rel);
+  next_task_.store(next_ < rp_.local.order.size() && !held ? rp_.local.order[next_] : UINT32_MAX,
+                   std::memory_order_release);
+  return started;
+}
+
+void RankRun::start(std::size_t started) {
+  for (std::size_t k = 0; k < started; ++k) {
+    // The arena takes its runners first in first out; each runs the first started task in the
+    // program's order not yet taken (with one thread: the order itself).
+    p_.arena->enqueue([this] {
+      std::uint32_t first = 0;
+      {
+        const std::lock_guard lock(ready_mutex_);
+        first = rp_.local.order[taken_++];
+      }
+      execute(first);
+    });
+  }
 }
 
 void RankRun::fail(std::string message) {
@@ -707,6 +783,12 @@ void RankRun::execute(std::uint32_t t) {
       }
       state_.run_kernel(t);
       kernel_done_[t].store(true, std::memory_order_release);  // a combine may read its block
+      if (!rp_.sends[t].empty()) {
+        const std::lock_guard lock(ready_mutex_);
+        for (std::uint32_t m : rp_.sends[t]) {
+          if (rp_.messages[m].taken_at != UINT32_MAX) sends_held_.insert(rp_.messages[m].taken_at);
+        }
+      }
       for (std::uint32_t m : rp_.sends[t]) {
         const detail::RankMessageInfo& msg = rp_.messages[m];
         if (p_.send_in_place[m] != 0) {
@@ -755,7 +837,13 @@ void RankRun::execute(std::uint32_t t) {
   } catch (const std::exception& e) {
     fail(e.what());
   }
-  running_.fetch_sub(1, std::memory_order_acq_rel);
+  std::size_t started = 0;
+  {
+    const std::lock_guard lock(ready_mutex_);
+    running_.fetch_sub(1, std::memory_order_acq_rel);
+    started = advance();  // its thread is free: the next task in the order, if it may start
+  }
+  start(started);
   {
     const std::lock_guard lock(wake_mutex_);
     task_ended_ = true;
@@ -763,14 +851,19 @@ void RankRun::execute(std::uint32_t t) {
   wake_.notify_one();
 }
 
-// Nothing is posted: a message is taken when it has arrived (matched by MPI_Improbe, received
-// by MPI_Mrecv), straight into its tensor's buffer, allocated then — as a device receives into
-// memory it holds from the transfer on. Receives posted at the start each held a staging buffer
-// of the message's size for the whole run.
+// Nothing is posted: a message is taken at its reader's turn (test_receives; matched by
+// MPI_Improbe, received by MPI_Mrecv), straight into its tensor's buffer, allocated then — as
+// the cost model holds a received box from its first reader's start. Receives posted at the
+// start each held a staging buffer of the message's size for the whole run; messages taken as
+// they arrived waited in the rank's memory for however long the rank took to reach their reader.
 void RankRun::post_receives() {
   receives_left_ = rp_.receives.size();
   waiting_.resize(rp_.receives.size());
   for (std::uint32_t r = 0; r < waiting_.size(); ++r) waiting_[r] = r;
+  messages_left_.assign(rp_.local.tasks.size(), 0);
+  for (const detail::RankReceive& receive : rp_.receives) {
+    for (std::uint32_t c : receive.consumers) ++messages_left_[c];
+  }
   for (const auto& sends : rp_.sends) sends_expected_ += sends.size();
   parts_.resize(rp_.parts.size());
   gathers_waiting_.resize(rp_.gathered.size());
@@ -855,11 +948,13 @@ bool RankRun::take_gathered() {
   return progressed;
 }
 
-// Folds every combine's steps that can run now, in block order (rank_program.h): a received
-// slice is taken when its turn comes — not before, so no slice waits in this rank's memory for
-// an earlier one — into a staging buffer freed after its step; a local block is read where it
-// lies once its writer's kernel has returned, and its use released. The last step releases the
-// reduce, a no-op holding the result.
+// Folds a combine's steps at its reduce's turn (the rank idle, the reduce the next task to start
+// and waiting for nothing else), in block order (rank_program.h): a received slice is taken when
+// its step comes — not before, so no slice waits in this rank's memory for an earlier one — into
+// a staging buffer freed after its step; a local block is read where it lies, and its use
+// released. The last step releases the reduce, a no-op holding the result. Folded as the
+// slices arrived instead, a rank's own block, which the others read last, was freed whenever
+// the slowest of them got to it (4 ranks: one rank in three held it into its next task).
 bool RankRun::advance_combines() {
   if (combines_left_ == 0) return false;
   bool progressed = false;
@@ -867,6 +962,13 @@ bool RankRun::advance_combines() {
     const detail::RankCombine& combine = rp_.combines[c];
     std::size_t& next = combine_next_[c];
     if (next == combine.steps.size()) continue;
+    // At the reduce's turn: the rank idle, the reduce the next to start, waiting only for this.
+    if (running_.load(std::memory_order_acquire) != 0 ||
+        next_task_.load(std::memory_order_acquire) != combine.reduce ||
+        state_.pending[combine.reduce].load(std::memory_order_acquire) !=
+            messages_left_[combine.reduce] + 1) {
+      continue;
+    }
     while (next < combine.steps.size()) {
       const detail::RankCombineStep& step = combine.steps[next];
       if (step.message == UINT32_MAX) {
@@ -923,6 +1025,7 @@ bool RankRun::post_sends() {
     const detail::RankMessageInfo& msg = rp_.messages[out.message];
     send_requests_.push_back(MPI_REQUEST_NULL);
     send_slot_.push_back(out.from_slot ? msg.slot : UINT32_MAX);
+    send_message_.push_back(out.message);
     const std::byte* data = out.from_slot ? slot_bytes(msg.slot, msg.box) : out.staging.bytes();
     check_mpi(MPI_Isend(data, static_cast<int>(msg.bytes), MPI_BYTE, static_cast<int>(msg.to),
                         kFirstMessageTag + static_cast<int>(out.message), MPI_COMM_WORLD,
@@ -939,17 +1042,27 @@ bool RankRun::post_sends() {
   return !ready.empty();
 }
 
-// Takes every message that has arrived into its tensor (post_receives) and releases the tasks
-// that waited for it. A box of whole rows of its slot (every other dim as the slot has it: a
-// contiguous run of bytes) is received in place; another box goes through a staging buffer, held
-// only while it is copied.
+// Takes the messages of the next task to start (spawn) once they have arrived, into their
+// tensor (post_receives), when the rank is idle and the task waits for nothing else — its
+// reader's turn — and releases the tasks that waited for them. A box of whole rows of its slot
+// (every other dim as the slot has it: a contiguous run of bytes) is received in place; another box
+// goes through a staging buffer, held only while it is copied.
 bool RankRun::test_receives() {
   if (receives_left_ == 0) return false;
   bool progressed = false;
   for (std::size_t i = 0; i < waiting_.size();) {
     const detail::RankReceive& receive = rp_.receives[waiting_[i]];
     const detail::RankMessageInfo& msg = rp_.messages[receive.message];
-    std::optional<MPI_Message> handle = probe(receive.message);
+    // At its reader's turn: the rank idle, the reader the next to start and waiting only for
+    // messages.
+    const std::uint32_t next = next_task_.load(std::memory_order_acquire);
+    const bool wanted =
+        running_.load(std::memory_order_acquire) == 0 &&
+        std::find(receive.consumers.begin(), receive.consumers.end(), next) !=
+            receive.consumers.end() &&
+        state_.pending[next].load(std::memory_order_acquire) == messages_left_[next];
+    std::optional<MPI_Message> handle;
+    if (wanted) handle = probe(receive.message);
     if (!handle) {
       ++i;
       continue;
@@ -978,6 +1091,7 @@ bool RankRun::test_receives() {
       state_.add_live(-bytes_of(staging));
     }
     metrics_.unpack_s += std::chrono::duration<double>(Clock::now() - begin).count();
+    for (std::uint32_t c : receive.consumers) --messages_left_[c];
     arrive(receive, nullptr);
     metrics_.messages.push_back({.at_s = now_s(),
                                  .sent = false,
@@ -1161,6 +1275,18 @@ bool RankRun::test_sends() {
     send_slot_[k] = UINT32_MAX;
   }
   sends_done_ += static_cast<std::size_t>(count);
+  std::size_t started = 0;
+  {
+    const std::lock_guard lock(ready_mutex_);
+    for (int i = 0; i < count; ++i) {
+      const std::uint32_t m =
+          send_message_[static_cast<std::size_t>(indices[static_cast<std::size_t>(i)])];
+      if (rp_.messages[m].taken_at == UINT32_MAX) continue;
+      sends_held_.erase(sends_held_.find(rp_.messages[m].taken_at));
+    }
+    started = advance();
+  }
+  start(started);
   return true;
 }
 
@@ -1226,9 +1352,11 @@ std::optional<std::string> RankRun::drive() {
   Clock::time_point idle_since{};
   bool idle = false;
   while (true) {
+    // Sends are tested before receives are taken: a buffer whose send is over is freed before
+    // the box a reader waits for is allocated.
     bool progressed = post_sends();
-    progressed |= test_receives();
     progressed |= test_sends();
+    progressed |= test_receives();
     progressed |= test_collectives();
     progressed |= advance_combines();
     progressed |= take_gathered();

@@ -574,6 +574,13 @@ RankProgram compile_rank_program(const ir::Graph& graph, const BlockProgram& who
   rp.messages = check_messages(whole, schedule, lookup, consumers);
   check_coverage(whole, lookup, rp.messages, consumers);
   add_gathers(whole, lookup, rp.messages, consumers);
+  std::vector<std::uint32_t> position(whole.tasks.size(), 0);
+  for (std::uint32_t i = 0; i < whole.order.size(); ++i) position[whole.order[i]] = i;
+  for (std::uint32_t m = 0; m < rp.messages.size(); ++m) {
+    for (std::uint32_t c : consumers[m]) {
+      rp.messages[m].taken_at = std::min(rp.messages[m].taken_at, position[c]);
+    }
+  }
   rp.collectives = find_collectives(graph, whole, lookup.rank, lookup.reads, lookup.writes,
                                     rp.messages, consumers, collectives);
   build_local(graph, whole, lookup, rp, consumers, pieces);

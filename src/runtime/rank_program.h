@@ -36,10 +36,11 @@
 //             a local `reduce` whose partials box B takes a slice of every block (not whole
 //             rows), each block's slice either received or in a block this rank writes. It runs
 //             as a no-op holding the result, which the MPI executor folds step by step in block
-//             order — result = slice 0, then result = result ∘ slice j for ascending j, as the
-//             reduce kernel folds (bitwise the same) — each received slice taken when its turn
-//             comes, into a staging buffer freed after its step; the rank's own block is read
-//             in place (one use of its slot, released after its step). So the rank holds the
+//             order at the reduce's turn — result = slice 0, then result = result ∘ slice j
+//             for ascending j, as the reduce kernel folds (bitwise the same) — each received
+//             slice taken when its step comes, into a staging buffer freed after its step;
+//             the rank's own block is read in place (one use of its slot, released after its
+//             step). So the rank holds the
 //             result and one slice at a time beside its own block, as the cost model holds a
 //             reduce-scatter's receiver (one step's chunk, docs/cost.md); without it the
 //             rank's buffer of the partials spanned every block's rows whole.
@@ -76,6 +77,10 @@ struct RankMessageInfo {
   std::uint32_t producer = 0;  // task of the whole program
   bool gather = false;         // an output box gathered to rank 0
   std::int64_t bytes = 0;
+  // The position in the whole program's order of its first consumer: the receiver takes it at
+  // that task's turn, and the sender starts no task placed after it until then (UINT32_MAX: a
+  // gather, taken after the step).
+  std::uint32_t taken_at = UINT32_MAX;
 };
 
 struct RankReceive {

@@ -83,6 +83,20 @@ TEST(RankProgram, SplitsTheProgramAndItsMessagesOverTwoRanks) {
   EXPECT_EQ(r0.messages[2].to, 0u);
   EXPECT_EQ(r0.messages[2].box, r1.messages[2].box);
   EXPECT_EQ(r0.messages[2].bytes, 8 * 3 * 4);
+  // Each message is taken at its consumer's place in the whole program's order (the relu shard
+  // it names); a gather after the step.
+  std::vector<std::uint32_t> position(whole.tasks.size());
+  for (std::uint32_t i = 0; i < whole.order.size(); ++i) position[whole.order[i]] = i;
+  for (std::uint32_t m = 0; m < 2; ++m) {
+    ASSERT_EQ(s.messages[m].consumers.size(), 1u);
+    const auto consumer = std::find_if(whole.tasks.begin(), whole.tasks.end(), [&](const auto& t) {
+      return t.application == s.messages[m].consumers[0];
+    });
+    ASSERT_NE(consumer, whole.tasks.end());
+    EXPECT_EQ(r0.messages[m].taken_at, position[consumer - whole.tasks.begin()]);
+    EXPECT_EQ(r1.messages[m].taken_at, r0.messages[m].taken_at);
+  }
+  EXPECT_EQ(r0.messages[2].taken_at, UINT32_MAX);
   // Rank 0 receives lin/1's rows; its relu waits for lin/0 and one message. The gather it takes
   // after its own part of the step, into the whole Y it returns (not a receive into its slot);
   // the code generators' programs (SlotPieces::kWhole) receive it into the whole slot instead.
