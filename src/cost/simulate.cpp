@@ -9,13 +9,14 @@
 // topological position) — on a target of one device, the released application first in graph
 // order, as the block executor runs a program on one thread (runtime/block_program.h's order):
 // a device alone does the same work in any order, and the order decides its peak memory. On a
-// target of several devices that share no memory each device runs its applications in the
-// program's order (a topological order of every dependency, ties in graph order — the order the
-// MPI executor's ranks start their tasks in), the next once it is released, and not while a box
-// it has sent waits for a reader placed before that application; a point-to-point box is then
-// held by its receiver from its first reader's start and by its sender until then. Memory is a
-// sweep over allocation/free instants per device. On a shared-memory node the devices after the
-// node's first join at the target's worker_start_s (a "join" event frees them).
+// target of several CPUs that share no memory — MPI ranks — each device runs its applications in
+// the program's order (a topological order of every dependency, ties in graph order — the order
+// the MPI executor's ranks start their tasks in), the next once it is released, and not while a
+// box it has sent waits for a reader placed before that application; a point-to-point box is then
+// held by its receiver from its first reader's start and by its sender until then. GPUs keep the
+// released application first: a GPU runs what its streams make ready, in no program order. Memory
+// is a sweep over allocation/free instants per device. On a shared-memory node the devices after
+// the node's first join at the target's worker_start_s (a "join" event frees them).
 #include "tapestry/cost/simulate.h"
 
 #include <algorithm>
@@ -167,10 +168,13 @@ class Simulation {
     for (const Device& d : target.devices) node_devices_[d.node].push_back(d.index);
     for (auto& ports : egress_) ports.assign(n_devices_, 0.0);
     for (auto& ports : ingress_) ports.assign(n_devices_, 0.0);
-    // Devices that share no memory run their applications in the program's order (the file
+    // CPUs that share no memory run their applications in the program's order (the file
     // comment): Kahn's algorithm over every dependency, ties in graph order — the order the
     // executors run the whole program in — then each device's applications in it.
-    in_order_ = n_devices_ > 1 && !target.intra_node.shared_memory;
+    in_order_ = n_devices_ > 1 && !target.intra_node.shared_memory &&
+                std::all_of(target.devices.begin(), target.devices.end(), [&](const Device& d) {
+                  return target.device_types[d.type].kind == "cpu";
+                });
     if (in_order_) {
       std::vector<std::uint32_t> waiting(n, 0);
       std::vector<std::uint32_t> after_begin(n + 1, 0);

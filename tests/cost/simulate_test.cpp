@@ -362,9 +362,10 @@ TEST(Simulate, ADeviceRunsOneApplicationAtATimeInReleaseOrder) {
 // Y = relu(A) is released when A is done, C = relu(X) at the start. A target's only device runs
 // the released applications in graph order — A, Y, C, as the block executor runs them on one
 // thread — and frees A after Y: X, A and Y at once at most (3 MB; Y and C are outputs). With a
-// second device that shares no memory (everything still on gpu:0) it runs its applications in
-// the program's order, as an MPI rank does: the same A, Y, C and 3 MB. Before, it started the
-// one released first — A, C, Y — and held X, A, C and Y at once (4 MB). The makespan is the same.
+// second CPU that shares no memory (an MPI rank; everything still on the first) it runs its
+// applications in the program's order, as an MPI rank does: the same A, Y, C and 3 MB. A GPU
+// beside another starts the one released first — A, C, Y — and holds X, A, C and Y at once
+// (4 MB). The makespan is the same.
 TEST(Simulate, TheOnlyDeviceRunsTheReleasedApplicationsInGraphOrder) {
   constexpr std::string_view kFork =
       "X: f32[1000, 250]\nA = relu(X)\nY = relu(A)\nC = relu(X)\noutput Y, C\n";
@@ -382,12 +383,18 @@ TEST(Simulate, TheOnlyDeviceRunsTheReleasedApplicationsInGraphOrder) {
     for (const auto& [start, name] : starts) names += name;
     return names;
   };
-  CostVector one, two;
+  Target ranks = toy_target(1, 2);
+  ranks.device_types[0].kind = "cpu";
+  for (Device& d : ranks.devices) d.name = "cpu:" + std::to_string(d.index);
+  CostVector one, two, gpus;
   EXPECT_EQ(order(toy_target(1, 1), one), "AYC");
   EXPECT_EQ(one.peak_memory_bytes, 3'000'000);
-  EXPECT_EQ(order(toy_target(1, 2), two), "AYC");
+  EXPECT_EQ(order(ranks, two), "AYC");
   EXPECT_EQ(two.peak_memory_bytes, 3'000'000);
+  EXPECT_EQ(order(toy_target(1, 2), gpus), "ACY");
+  EXPECT_EQ(gpus.peak_memory_bytes, 4'000'000);
   EXPECT_DOUBLE_EQ(one.makespan_s, two.makespan_s);
+  EXPECT_DOUBLE_EQ(one.makespan_s, gpus.makespan_s);
 }
 
 TEST(Simulate, OnSharedMemoryUnpinnedShardsRunOnWhicheverCoreIsFree) {

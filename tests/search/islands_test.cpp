@@ -96,10 +96,8 @@ TEST_F(Islands, OneIslandSearchesAsASearchOfItsOwn) {
   EXPECT_EQ(one[0].stopped_by, "max-evals");
 }
 
-// On the transformer block: on the MLP, with the devices of h100x8 running in the program's
-// order (docs/cost.md), island 1 reaches the same front with migrants and without.
 TEST_F(Islands, TwoIslandsAreDeterministicAndMergedOnRankZero) {
-  const ir::Graph g = testing::example_graph("transformer_block.tap");
+  const ir::Graph g = testing::example_graph("mlp.tap");
   const std::vector<OptimizeResult> a = islands(g, 2, small(3, 601));
   const std::vector<OptimizeResult> b = islands(g, 2, small(3, 601));
   ASSERT_FALSE(a[0].archive.front().empty());
