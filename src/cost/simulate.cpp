@@ -478,7 +478,7 @@ class Simulation {
   const Placement& p_;
   const Target& target_;
   std::size_t n_devices_;
-  // Devices that share no memory, more than one (in_order_): each runs its applications in
+  // CPUs that share no memory, more than one (in_order_: MPI ranks): each runs its applications in
   // device_order_, the next (device_next_) once released, and not while a box it has sent waits
   // for a reader placed before it in the order (held_: per device, taken_at_ of the boxes sent
   // and not yet taken), as the MPI executor's ranks do.
