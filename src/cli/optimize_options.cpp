@@ -28,7 +28,8 @@ void add_search_options(CLI::App* cmd, SearchOptions& options) {
                   "pricing threads (default: all cores); the result does not depend on it")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--time-budget", options.time_budget_s,
-                  "stop after S seconds (default: 10 when --max-evals is not given either)")
+                  "stop after S seconds of wall time, abandoning the pricings under way "
+                  "(default: 10 when --max-evals is not given either)")
       ->check(CLI::Range(0.001, 1e7));
   cmd->add_option("--max-evals", options.max_evals,
                   "stop after pricing N plans (deterministic: the same front on any machine)")

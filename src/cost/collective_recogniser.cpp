@@ -15,6 +15,7 @@
 #include "tapestry/cost/collective.h"
 #include "tapestry/cost/placement.h"
 #include "tapestry/rewrite/fused.h"
+#include "tapestry/support/cancel.h"
 
 namespace tapestry::cost {
 
@@ -215,7 +216,10 @@ void CollectiveRecogniser::recognise(Placement& p, const WriterIndex& writers,
   }
   // 2–3. Components per tensor, each classified.
   std::size_t found = 0;
-  for (std::size_t begin = 0, end = 0; begin < s.by_tensor.size(); begin = end) {
+  for (std::size_t begin = 0, end = 0, tensors = 0; begin < s.by_tensor.size(); begin = end) {
+    // Cancellable (support/cancel.h) before step 4: the scratch is stamped per call, and the
+    // placement's collectives are only written there.
+    if (++tensors % 64 == 0) support::check_cancelled();
     const std::uint32_t tensor = s.by_tensor[begin].first;
     while (end < s.by_tensor.size() && s.by_tensor[end].first == tensor) ++end;
     if (end - begin < 2) continue;

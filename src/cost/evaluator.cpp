@@ -36,6 +36,7 @@
 #include "tapestry/rewrite/split_reduction.h"
 #include "tapestry/rewrite/symbolic.h"
 #include "tapestry/rewrite/zero.h"
+#include "tapestry/support/cancel.h"
 #include "tapestry/support/error.h"
 #include "tapestry/zspace/grid.h"
 
@@ -373,6 +374,7 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
     builder.start(placement, detail::replicated_outputs(outputs, r.graph, target));
   }
   for (std::size_t i = 0; i < r.ops.size(); ++i) {
+    support::check_cancelled();  // the builder starts afresh on the next plan
     const CutOperation& op = r.ops[i];
     const std::size_t rank = op.index.rank();
     const std::span<const std::int64_t> parts(counts.data() + first_count[i], rank);
@@ -515,6 +517,7 @@ void Evaluator::Impl::make_room(std::size_t operations) {
 void Evaluator::Impl::reference_place(const rewrite::Plan& plan) {
   ++stats.reference;
   const rewrite::LowerResult lowered = rewrite::lower(graph, plan, options);
+  support::check_cancelled();
   placement = cost::place(lowered.graph, lowered.plan, target);
 }
 

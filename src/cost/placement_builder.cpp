@@ -20,6 +20,7 @@
 #include "tapestry/ir/ordering.h"
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/support/assert.h"
+#include "tapestry/support/cancel.h"
 #include "tapestry/support/error.h"
 #include "tapestry/zspace/json.h"
 
@@ -468,6 +469,7 @@ void PlacementBuilder::replicate_outputs() {
     return device - along * stride;
   };
   for (const ReplicatedOutput& r : replicated_) {
+    support::check_cancelled();
     const std::uint32_t begin = written_.begin[r.tensor], end = written_.begin[r.tensor + 1];
     std::vector<std::uint32_t> receivers;
     for (std::uint32_t k = begin; k < end; ++k) {
@@ -604,6 +606,8 @@ void PlacementBuilder::connect() {
   std::vector<std::uint32_t> placed_index;  // by node index, made when a schedule needs it
   const bool scheduled = !facts_->graph->applications().empty();
   for (std::uint32_t a = 0; a < n_applications_; ++a) {
+    // Cancellable (support/cancel.h): start() begins the next placement afresh.
+    if (a % 64 == 0) support::check_cancelled();
     for (std::uint32_t k = in_begin_[a]; k < in_begin_[a + 1]; ++k) read(a, inputs_[k]);
     // Ordering edges: the writers, on this device, of the tensors its operation starts after.
     const PlacedApplication& app = p.applications[a];
@@ -638,8 +642,11 @@ void PlacementBuilder::connect() {
                                  }),
                   ordered.end());
   }
+  support::check_cancelled();
   share_buffers();
+  support::check_cancelled();
   replicate_outputs();
+  support::check_cancelled();
   if (target_.outputs == Residence::kHost) gather_outputs();
   p.operations.erase(p.operations.begin() + static_cast<std::ptrdiff_t>(n_operations_),
                      p.operations.end());
@@ -647,6 +654,7 @@ void PlacementBuilder::connect() {
                        p.applications.end());
   p.transfers.erase(p.transfers.begin() + static_cast<std::ptrdiff_t>(n_transfers_),
                     p.transfers.end());
+  support::check_cancelled();
   collectives_.recognise(p, written_, facts_->partial, facts_->element_bytes);
 }
 

@@ -31,6 +31,7 @@
 
 #include "tapestry/cost/work.h"
 #include "tapestry/support/assert.h"
+#include "tapestry/support/cancel.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::cost {
@@ -83,6 +84,7 @@ class Simulation {
     std::vector<std::uint32_t> on_device(streams ? n_devices_ : 0);
     std::vector<double> together(n_types_, 1.0);
     for (std::size_t op = 0; op < p_.operations.size(); ++op) {
+      if (op % 256 == 0) support::check_cancelled();
       // A device with streams runs an operation's applications placed on it together
       // (target.h): the most of them on one device of each type.
       if (streams) {
@@ -132,6 +134,7 @@ class Simulation {
     collective_time_.resize(nc);
     std::vector<std::uint32_t> counted(nc > 0 ? n : 0, kNoCollective);  // per producer: the last
     for (std::uint32_t c = 0; c < nc; ++c) {                            // collective counted
+      if (c % 256 == 0) support::check_cancelled();
       prices_[c] = price_collective(p_.collectives[c], target);
       spans_[c] = spans_nodes(p_.collectives[c], target);
       for (std::uint32_t t : p_.collectives[c].transfers) {
@@ -266,7 +269,9 @@ class Simulation {
       }
     }
     for (std::size_t d = 0; d < n_devices_; ++d) dispatch(d, 0.0);
-    while (!events_.empty()) {
+    support::check_cancelled();
+    for (std::uint32_t handled = 0; !events_.empty(); ++handled) {
+      if (handled % 1024 == 0) support::check_cancelled();  // a 64-way step: ~10^6 events
       const Event e = events_.top();
       events_.pop();
       switch (e.kind) {
@@ -834,6 +839,7 @@ double transfer_seconds(std::int64_t bytes, const Link& link) {
 CostVector simulate(const Placement& placement, const Target& target, Schedule* schedule) {
   Simulation sim(placement, target);
   sim.run();
+  support::check_cancelled();
   if (schedule != nullptr) *schedule = sim.schedule();
   return sim.cost();
 }

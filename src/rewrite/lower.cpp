@@ -20,6 +20,7 @@
 #include "tapestry/rewrite/split_reduction.h"
 #include "tapestry/rewrite/zero.h"
 #include "tapestry/support/assert.h"
+#include "tapestry/support/cancel.h"
 #include "tapestry/support/diagnostic.h"
 #include "tapestry/support/error.h"
 #include "tapestry/zspace/grid.h"
@@ -169,6 +170,7 @@ void shard_all(RewriteState& state, std::vector<RewriteEvent>& log) {
   }
   const std::vector<std::int64_t> first = first_application_ids(state.graph, counts);
   for (std::size_t i = 0; i < ops.size(); ++i) {
+    support::check_cancelled();  // the state is lower's own: abandoned whole
     const std::string name = operation_name(state.graph, ops[i]);
     const std::vector<ir::ApplicationId> added = apply_shard_grid(state.graph, ops[i], parts[i]);
     TAPESTRY_ASSERT(static_cast<std::int64_t>(added.front().index()) == first[i],
@@ -258,6 +260,7 @@ RewriteState rewrite_operations(const ir::Graph& graph, const Plan& plan,
   // The whole-graph passes (steps 1a, 1b), each timed with the rewrites it applied as its work.
   const auto whole_graph_pass = [&](std::string_view name, bool asked, auto&& pass) {
     if (!asked || options.driver.disabled.contains(name)) return;
+    support::check_cancelled();
     const auto start = std::chrono::steady_clock::now();
     pass(state, log);
     if (options.driver.times == nullptr) return;
@@ -270,7 +273,9 @@ RewriteState rewrite_operations(const ir::Graph& graph, const Plan& plan,
   whole_graph_pass(kZero, state.plan.zero.has_value(), shard_parameters);
   whole_graph_pass(kRecompute, !state.plan.recompute.empty(), recompute_operations);
   whole_graph_pass(kPipeline, state.plan.pipeline.has_value(), pipeline_operations);
+  support::check_cancelled();
   std::vector<RewriteEvent> rewrites = run_patterns(state, default_patterns(), options.driver);
+  support::check_cancelled();
   log.insert(log.end(), rewrites.begin(), rewrites.end());
   write_ordering_edges(state);
   check_derived_names(state, plan, graph);
@@ -303,6 +308,7 @@ LowerResult lower(const ir::Graph& graph, const Plan& plan, const LowerOptions& 
     PassTime& time = timed(passes, kShardGrid, [&] {
       check_cuts(state, log);
       shard_all(state, log);
+      support::check_cancelled();
       write_pipeline_schedule(state);
     });
     time.work = static_cast<std::int64_t>(log.size() - before);

@@ -109,9 +109,12 @@ void pipeline_operations(RewriteState& state, std::vector<RewriteEvent>& log) {
 
   // The named operations' stages, and contiguity: no named operation depends on a later stage.
   std::vector<std::size_t> named_stage(state.graph.size(), SIZE_MAX);
-  for (std::size_t s = 0; s < stages; ++s) {
-    for (const std::string& name : pipe.stages[s]) {
-      if (auto op = find_operation(state.graph, name)) named_stage[op->index()] = s;
+  {
+    const OperationFinder finder(state.graph);  // a scan per name was quadratic in the layers
+    for (std::size_t s = 0; s < stages; ++s) {
+      for (const std::string& name : pipe.stages[s]) {
+        if (auto op = finder.find(name)) named_stage[op->index()] = s;
+      }
     }
   }
   {
@@ -199,9 +202,12 @@ void pipeline_operations(RewriteState& state, std::vector<RewriteEvent>& log) {
       rewire_seed(state, *seed, stages_of(state.graph).first, stages - 1);
   // The graph was copied: the named stages again, by name.
   named_stage.assign(state.graph.size(), SIZE_MAX);
-  for (std::size_t s = 0; s < stages; ++s) {
-    for (const std::string& name : pipe.stages[s]) {
-      if (auto op = find_operation(state.graph, name)) named_stage[op->index()] = s;
+  {
+    const OperationFinder finder(state.graph);
+    for (std::size_t s = 0; s < stages; ++s) {
+      for (const std::string& name : pipe.stages[s]) {
+        if (auto op = finder.find(name)) named_stage[op->index()] = s;
+      }
     }
   }
   const ir::Graph& g = state.graph;

@@ -664,33 +664,51 @@ void check_zero(const ZeroPlan& zero, const ir::Graph& graph,
   }
 }
 
-// Whether entry `name` of a name list (recompute, pipeline stages) names or matches `op`.
-bool names_operation(const std::string& name, const ir::Graph& graph, ir::OperationId op) {
-  return matches_name_pattern(name, operation_name(graph, op)) ||
-         (name.find('*') == std::string::npos && find_operation(graph, name) == op);
-}
-
 // `pipeline`: every stage entry names or matches an operation; no operation is in two stages.
+// An entry names the operations whose name (label, else key) it is or matches (a `*` pattern),
+// and the one the OperationFinder finds by it (a key); `known` is every operation's name, in
+// graph order. Each entry without a `*` is looked up, not compared with every operation by a
+// scan per operation (a 24-layer step's pipeline plan names ~1,800 operations: that was
+// ~10^10 label comparisons, tens of seconds of every pricing of such a plan).
 void check_pipeline(const PipelinePlan& pipeline, const ir::Graph& graph,
-                    const std::vector<std::string>& known,
+                    const std::vector<std::string>& known, const OperationFinder& finder,
                     std::vector<support::Diagnostic>& problems) {
+  const std::span<const ir::OperationId> ops = graph.operations();
+  std::unordered_map<std::string_view, std::vector<std::size_t>> by_name;  // → positions in ops
+  std::unordered_map<std::uint32_t, std::size_t> position;                 // op index → position
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    by_name[known[i]].push_back(i);
+    position.emplace(ops[i].index(), i);
+  }
   std::map<std::uint32_t, std::size_t> stage_of;  // operation index → stage
+  std::vector<std::size_t> named;                 // positions an entry names, in graph order
   for (std::size_t s = 0; s < pipeline.stages.size(); ++s) {
     for (std::size_t i = 0; i < pipeline.stages[s].size(); ++i) {
       const std::string& name = pipeline.stages[s][i];
       const std::string path = fmt::format("/pipeline/stages/{}/{}", s, i);
-      bool found = false;
-      for (ir::OperationId op : graph.operations()) {
-        if (!names_operation(name, graph, op)) continue;
-        found = true;
+      named.clear();
+      if (name.find('*') != std::string::npos) {
+        for (std::size_t k = 0; k < ops.size(); ++k) {
+          if (matches_name_pattern(name, known[k])) named.push_back(k);
+        }
+      } else {
+        if (auto found = by_name.find(name); found != by_name.end()) named = found->second;
+        if (const std::optional<ir::OperationId> op = finder.find(name)) {
+          const std::size_t k = position.at(op->index());
+          const auto at = std::lower_bound(named.begin(), named.end(), k);
+          if (at == named.end() || *at != k) named.insert(at, k);
+        }
+      }
+      for (std::size_t k : named) {
+        const ir::OperationId op = ops[k];
         if (auto [it, added] = stage_of.emplace(op.index(), s); !added && it->second != s) {
           problems.push_back(support::Diagnostic::at_pointer(
               path, fmt::format("operation '{}' is in stage {} already: a stage list names each "
                                 "operation once",
-                                operation_name(graph, op), it->second)));
+                                known[k], it->second)));
         }
       }
-      if (found) continue;
+      if (!named.empty()) continue;
       problems.push_back(support::Diagnostic::at_pointer(
           path, fmt::format("{} '{}' (operations: {})",
                             name.find('*') == std::string::npos ? "no operation named"
@@ -786,10 +804,11 @@ std::vector<support::Diagnostic> check_entries(const Plan& plan, const ir::Graph
   }
   for (std::size_t i = 0; i < plan.recompute.size(); ++i) {
     const std::string& name = plan.recompute[i];
+    const bool pattern = name.find('*') != std::string::npos;
     const bool found =
-        std::any_of(known.begin(), known.end(),
-                    [&](const std::string& k) { return matches_name_pattern(name, k); }) ||
-        (name.find('*') == std::string::npos && find_operation(graph, name));
+        pattern ? std::any_of(known.begin(), known.end(),
+                              [&](const std::string& k) { return matches_name_pattern(name, k); })
+                : count_of(name) > 0 || finder.find(name);
     if (found) {
       if (fitting != nullptr) fitting->recompute.push_back(name);
       continue;
@@ -807,7 +826,7 @@ std::vector<support::Diagnostic> check_entries(const Plan& plan, const ir::Graph
   }
   if (plan.pipeline) {
     const std::size_t before = problems.size();
-    check_pipeline(*plan.pipeline, graph, known, problems);
+    check_pipeline(*plan.pipeline, graph, known, finder, problems);
     if (problems.size() == before && fitting != nullptr) fitting->pipeline = plan.pipeline;
   }
   return problems;
@@ -822,10 +841,11 @@ std::vector<support::Diagnostic> check_plan_entries(const Plan& plan, const ir::
 std::vector<support::Diagnostic> check_plan(const Plan& plan, const ir::Graph& graph) {
   Plan fitting;
   std::vector<support::Diagnostic> problems = check_entries(plan, graph, &fitting);
+  const OperationFinder finder(graph);
   bool derived = false;
-  for (const auto& [name, op_plan] : plan.ops) derived |= !find_operation(graph, name);
+  for (const auto& [name, op_plan] : plan.ops) derived |= !finder.find(name);
   for (const auto& group : plan.fuse) {
-    for (const std::string& name : group) derived |= !find_operation(graph, name);
+    for (const std::string& name : group) derived |= !finder.find(name);
   }
   if (!derived) return problems;
   // The rewrites of the entries that fit say which derived names exist and fit.

@@ -268,8 +268,9 @@ void recompute_operations(RewriteState& state, std::vector<RewriteEvent>& log) {
   if (state.plan.recompute.empty()) return;
   ir::Graph& g = state.graph;
   std::vector<Candidate> cands;
+  const OperationFinder finder(g);  // find_operation scans every operation per name
   for (const std::string& name : state.plan.recompute) {
-    const std::optional<ir::OperationId> op = find_operation(g, name);
+    const std::optional<ir::OperationId> op = finder.find(name);
     if (!op) continue;  // check_plan reports it
     cands.push_back({.name = name, .op = *op});
   }
@@ -357,10 +358,15 @@ void recompute_operations(RewriteState& state, std::vector<RewriteEvent>& log) {
   // The graph in its new order: each copy just before its first need (reordered).
   state.graph = copy_graph_in_order(g, detail::reordered(original_order, before, replaced)).graph;
   ir::Graph& h = state.graph;
-  for (const auto& [name, keys] : edges) {
+  std::vector<ir::OperationId> copies;  // found first: set_after may move the labels the finder
+  {                                     // indexes (find_operation scans per name)
+    const OperationFinder finder(h);
+    for (const auto& edge : edges) copies.push_back(*finder.find(edge.first));
+  }
+  for (std::size_t i = 0; i < edges.size(); ++i) {
     std::vector<ir::TensorId> tensors;
-    for (const std::string& key : keys) tensors.push_back(*h.as_tensor(*h.find(key)));
-    ir::set_after(h, *find_operation(h, name), tensors);
+    for (const std::string& key : edges[i].second) tensors.push_back(*h.as_tensor(*h.find(key)));
+    ir::set_after(h, copies[i], tensors);
   }
   if (const ir::TopologicalOrder topo = h.topological_order(); !topo.cycle.empty()) {
     throw Error(fmt::format(

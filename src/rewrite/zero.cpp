@@ -280,14 +280,20 @@ void shard_parameters(RewriteState& state, std::vector<RewriteEvent>& log) {
   // The graph in its new order: each gather just before its first reader.
   state.graph = copy_graph_in_order(g, detail::reordered(original_order, before, replaced)).graph;
   ir::Graph& h = state.graph;
-  for (const auto& [name, keys] : edges) {
+  std::vector<ir::OperationId> regathers;  // found first: set_after may move the labels the
+  {                                        // finder indexes (find_operation scans per name)
+    const OperationFinder finder(h);
+    for (const auto& edge : edges) regathers.push_back(*finder.find(edge.first));
+  }
+  for (std::size_t i = 0; i < edges.size(); ++i) {
+    const auto& [name, keys] = edges[i];
     std::vector<ir::TensorId> tensors;
     for (const std::string& key : keys) {
       state.ordering_tensors.emplace(key);
       tensors.push_back(*h.as_tensor(*h.find(key)));
     }
     state.after[name] = keys;
-    ir::set_after(h, *find_operation(h, name), tensors);
+    ir::set_after(h, regathers[i], tensors);
   }
   if (const ir::TopologicalOrder topo = h.topological_order(); !topo.cycle.empty()) {
     throw Error(fmt::format(

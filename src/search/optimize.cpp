@@ -22,6 +22,7 @@
 #include "tapestry/cost/simulate.h"
 #include "tapestry/cost/standard_plans.h"
 #include "tapestry/ir/json_io.h"
+#include "tapestry/support/cancel.h"
 #include "tapestry/support/error.h"
 #include "tapestry/support/text.h"
 
@@ -154,21 +155,30 @@ struct Optimizer::Impl {
     return *slot;
   }
 
-  void price(Candidate& c) {
-    c.priced = true;
+  // Prices one candidate. With a deadline the pricing is abandoned when it passes
+  // (support/cancel.h): the candidate stays unpriced, as one whose turn came after it.
+  void price(Candidate& c, std::optional<Clock::time_point> deadline = {}) {
+    std::optional<support::CancelAt> scope;
+    if (deadline) scope.emplace(*deadline);
     try {
       c.cost = evaluator().evaluate(c.plan);
+      c.priced = true;
     } catch (const Error& e) {
       c.cost.reset();
       c.refusal = e.what();
+      c.priced = true;
+    } catch (const support::Cancelled&) {
+      c.cost.reset();
+      c.priced = false;
     }
   }
 
   // Prices the batch in parallel, each worker taking the next candidate in batch order. With a
   // time budget, candidates whose turn comes after it ran out are dropped (and forgotten by the
-  // seen set): a timed search stops within one pricing of its budget even when a generation
-  // takes longer than the budget, and what was priced is a prefix of the batch but for the
-  // pricings under way.
+  // seen set), and so are the pricings under way when it runs out, abandoned there (price): a
+  // timed search stops at its budget even when one pricing takes longer than the budget (a
+  // 64-way plan of a 24-layer training step: 5-15 s), and what was priced is a prefix of the
+  // batch but for the pricings abandoned.
   void price_all(std::vector<Candidate>& batch, std::optional<Clock::time_point> deadline = {}) {
     const int threads =
         std::max(options.threads > 0 ? options.threads
@@ -184,7 +194,7 @@ struct Optimizer::Impl {
           [&](std::size_t) {
             for (std::size_t i = next++; i < batch.size(); i = next++) {
               if (deadline && Clock::now() >= *deadline) return;
-              price(batch[i]);
+              price(batch[i], deadline);
             }
           },
           tbb::simple_partitioner());
@@ -409,10 +419,17 @@ struct Optimizer::Impl {
           out.push_back(std::move(r));
           continue;
         } else {
+          std::optional<support::CancelAt> scope;
+          if (end && options.resume.empty()) scope.emplace(*end);
           try {
             r.cost = evaluator().evaluate(*r.plan);
           } catch (const Error& e) {
             refusal = e.what();
+          } catch (const support::Cancelled&) {
+            r.reason = fmt::format("not priced: the time budget ({} s) ran out while it was priced",
+                                   options.time_budget_s);
+            out.push_back(std::move(r));
+            continue;
           }
         }
         if (!r.cost) {
@@ -435,20 +452,29 @@ struct Optimizer::Impl {
                        std::chrono::duration<double>(options.time_budget_s));
   }
 
+  // The standard training plans (standard_plans.h), in the order they are priced: the plans
+  // that shard or recompute what a step too big for one device needs, and the yardstick.
+  static constexpr std::string_view kTrainingFirst[] = {"zero3", "megatron-3d-selective",
+                                                        "megatron-3d-full"};
+  static std::size_t training_rank(std::string_view standard_name) {
+    const auto at = std::find(std::begin(kTrainingFirst), std::end(kTrainingFirst), standard_name);
+    return static_cast<std::size_t>(at - std::begin(kTrainingFirst));
+  }
+  // The same for a seed's name ("standard:zero3"); std::size(kTrainingFirst) for another seed.
+  static std::size_t training_seed_rank(std::string_view seed_name) {
+    constexpr std::string_view kStandard = "standard:";
+    return seed_name.starts_with(kStandard) ? training_rank(seed_name.substr(kStandard.size()))
+                                            : std::size(kTrainingFirst);
+  }
+
   // The order the seeds are priced in: on a training step the standard training plans first
-  // (ZeRO-3, then Megatron with selective and with full recomputation: the plans that shard or
-  // recompute what a step too big for one device needs), then the others in the seeds' order;
-  // on any other graph the seeds' order.
+  // (ZeRO-3, then Megatron with selective and with full recomputation), then the others in the
+  // seeds' order; on any other graph the seeds' order.
   std::vector<std::size_t> seed_order() const {
     std::vector<std::size_t> order(seeds.size());
     std::iota(order.begin(), order.end(), std::size_t{0});
     if (!space.is_training_step()) return order;
-    const auto rank = [&](std::size_t i) {
-      static const std::string_view kFirst[] = {"standard:zero3", "standard:megatron-3d-selective",
-                                                "standard:megatron-3d-full"};
-      const auto at = std::find(std::begin(kFirst), std::end(kFirst), seeds[i].name);
-      return static_cast<std::size_t>(at - std::begin(kFirst));
-    };
+    const auto rank = [&](std::size_t i) { return training_seed_rank(seeds[i].name); };
     std::stable_sort(order.begin(), order.end(),
                      [&](std::size_t a, std::size_t b) { return rank(a) < rank(b); });
     return order;
@@ -457,30 +483,51 @@ struct Optimizer::Impl {
   // Prices the seeds (an island: seed i when i mod ranks is its rank), the prefix's front and
   // the standard plans no seed expands to (for the yardstick: with tied layers a seed gives
   // every layer its representative's entries, and a standard plan's first layer may differ),
-  // in that order within the time budget (the seeds in seed_order()); remembers the seeds' and
-  // the standard plans' prices for the yardstick and names the seeds left unpriced.
+  // in that order within the time budget (the seeds in seed_order()) — but on a training step
+  // the standard training plans of the yardstick come right after their seeds, before the
+  // other seeds: the table the search is judged by needs them, and a 64-way plan of a large
+  // step prices in seconds. Remembers the seeds' and the standard plans' prices for the
+  // yardstick and names the seeds left unpriced.
   void seed_archive(Clock::time_point start) {
-    std::vector<Candidate> batch;
+    std::vector<Candidate> seeded, prefixed, yardstick_first, yardstick;
     const IslandLink* link = options.islands;
     for (std::size_t i : seed_order()) {
       if (link != nullptr && i % link->ranks() != link->rank()) continue;
       const SeedPlan& s = seeds[i];
       seen.insert(fingerprint(s.genome));
-      batch.push_back({s.genome, space.expand(s.genome), std::nullopt, {}, false, s.name});
+      seeded.push_back({s.genome, space.expand(s.genome), std::nullopt, {}, false, s.name});
     }
     for (rewrite::Plan& genome : prefix_front()) {
       if (!seen.insert(fingerprint(genome)).second) continue;
       rewrite::Plan plan = space.expand(genome);
-      batch.push_back({std::move(genome), std::move(plan), std::nullopt});
+      prefixed.push_back({std::move(genome), std::move(plan), std::nullopt});
     }
     if (options.yardstick && link == nullptr) {
       std::set<std::uint64_t> planned;
-      for (const Candidate& c : batch) planned.insert(fingerprint(c.plan));
+      for (const auto* list : {&seeded, &prefixed}) {
+        for (const Candidate& c : *list) planned.insert(fingerprint(c.plan));
+      }
+      const bool training = space.is_training_step();
       for (cost::StandardPlan& s : cost::standard_plans(graph, target)) {
         if (!s.plan || !planned.insert(fingerprint(*s.plan)).second) continue;
-        batch.push_back({{}, std::move(*s.plan), std::nullopt, {}, false, {}, true});
+        const bool first = training && training_rank(s.name) < std::size(kTrainingFirst);
+        (first ? yardstick_first : yardstick)
+            .push_back({{}, std::move(*s.plan), std::nullopt, {}, false, {}, true});
       }
     }
+    // The seeds of the standard training plans lead seed_order() on a training step.
+    const auto other_seeds = std::find_if(seeded.begin(), seeded.end(), [](const Candidate& c) {
+      return training_seed_rank(c.seed) == std::size(kTrainingFirst);
+    });
+    std::vector<Candidate> batch;
+    const auto add = [&](auto begin, auto end) {
+      batch.insert(batch.end(), std::make_move_iterator(begin), std::make_move_iterator(end));
+    };
+    add(seeded.begin(), other_seeds);
+    add(yardstick_first.begin(), yardstick_first.end());
+    add(other_seeds, seeded.end());
+    add(prefixed.begin(), prefixed.end());
+    add(yardstick.begin(), yardstick.end());
     std::vector<std::string> names;
     for (const Candidate& c : batch) names.push_back(c.seed);
     price_all(batch, deadline(start));

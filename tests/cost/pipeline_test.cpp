@@ -206,6 +206,19 @@ TEST(Pipeline, PlanMemberAndItsErrors) {
   EXPECT_NE(problems[0].find("/pipeline/stages/0/1: no operation matches 'Q*'"), std::string::npos);
   EXPECT_NE(problems[1].find("/pipeline/stages/1/0: operation 'L0/linear' is in stage 0 already"),
             std::string::npos);
+  // An operation named by its key in one stage and by its label in another (the check looks
+  // names up in an index: a key must still find its operation), and a name nothing carries.
+  const std::string key(g.key(*rewrite::find_operation(g, "L0/linear")));
+  const auto by_key = rewrite::testing::formatted(rewrite::check_plan(
+      plan_of(fmt::format(R"({{"pipeline": {{"stages": [["{}", "L9"], ["L0/linear"]],
+                                             "microbatches": 4, "schedule": "1f1b"}}}})",
+                          key)),
+      g));
+  ASSERT_EQ(by_key.size(), 2u);
+  EXPECT_NE(by_key[0].find("/pipeline/stages/0/1: no operation named 'L9' (operations: "),
+            std::string::npos);
+  EXPECT_NE(by_key[1].find("/pipeline/stages/1/0: operation 'L0/linear' is in stage 0 already"),
+            std::string::npos);
 }
 
 TEST(Pipeline, RefusesWhatItCannotBuild) {

@@ -6,8 +6,9 @@
 //      megatron, megatron-rs, 2d, those that apply; with tied layers, their representatives'
 //      entries) are priced and offered to the archive. Under a time budget they are priced in
 //      turn until it runs out (on a training step the training plans first: zero3,
-//      megatron-3d-selective, megatron-3d-full); the ones whose turn came after it are named
-//      in Progress::unpriced_seeds.
+//      megatron-3d-selective, megatron-3d-full, then the yardstick's whole standard training
+//      plans); the ones whose turn came after it, or whose pricing it cut short, are named in
+//      Progress::unpriced_seeds.
 //   1. Each generation fills `batch` slots. Slot i of generation g draws from its own random
 //      stream, Rng::for_slot(seed, g, i): it picks a parent — a front member (half the time the
 //      best one on a random objective), or, while no plan is feasible, one of the plans closest
@@ -17,11 +18,12 @@
 //   3. The results are offered to the archive in slot order.
 // So the front depends on the seed and the budget in evaluations, never on the thread count or on
 // timing: `--seed 7 --max-evals 5000` gives the same front on 1 thread or 16. A time budget
-// stops between generations, so how far a timed search gets depends on the machine.
+// stops where the machine got to when it ran out, so how far a timed search gets depends on it.
 //
 // A search stops at `max_evaluations` (the last generation is cut to land on it exactly), at
 // `time_budget_s`, or when 64 generations in a row find nothing new to price (the space is
-// exhausted: small graphs).
+// exhausted: small graphs). The time budget bounds the wall time of run(): a pricing under way
+// when it runs out is abandoned (support/cancel.h) and discarded, never archived.
 //
 // Checkpoints. With `checkpoint` set, the state after a generation — generation count,
 // evaluations, the seen set, the front's and the fallback pool's genomes — is written as JSON
