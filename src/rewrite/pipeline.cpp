@@ -16,6 +16,7 @@
 #include "tapestry/rewrite/fresh_names.h"
 #include "tapestry/rewrite/graph_copy.h"
 #include "tapestry/rewrite/graph_roles.h"
+#include "tapestry/support/cancel.h"
 #include "tapestry/support/error.h"
 
 namespace tapestry::rewrite {
@@ -310,7 +311,11 @@ void write_pipeline_schedule(RewriteState& state) {
       groups;
   // application index → (microbatch, piece slot)
   std::unordered_map<std::uint32_t, std::pair<std::int64_t, std::int64_t>> microbatch_of;
+  // The schedule's edges join every application of one group to every one of another: on a
+  // large step (64-way cuts of 24 layers) millions of them, seconds of work, so a search's
+  // deadline is checked along the way (support/cancel.h; lower's state is abandoned whole).
   for (ir::ApplicationId app : g.applications()) {
+    if (app.index() % 1024 == 0) support::check_cancelled();
     const ir::ApplicationView view = g.application(app);
     const std::string name = operation_name(g, view.operation());
     auto info = pipe.ops.find(name);
@@ -349,6 +354,7 @@ void write_pipeline_schedule(RewriteState& state) {
   std::map<std::uint32_t, std::vector<ir::ApplicationId>> after;
   const auto order = [&](const std::vector<ir::ApplicationId>& later,
                          const std::vector<ir::ApplicationId>& earlier) {
+    support::check_cancelled();
     for (ir::ApplicationId a : later) {
       std::vector<ir::ApplicationId>& list = after[a.index()];
       list.insert(list.end(), earlier.begin(), earlier.end());
@@ -374,6 +380,7 @@ void write_pipeline_schedule(RewriteState& state) {
   for (ir::OperationId op : g.operations()) {
     const std::vector<ir::TensorId> tensors = ir::after(g, op);
     if (tensors.empty()) continue;
+    support::check_cancelled();
     for (ir::ApplicationId app : g.applications_of(op)) {
       const auto mine = microbatch_of.find(app.index());
       const std::pair<std::int64_t, std::int64_t> k =
@@ -391,6 +398,7 @@ void write_pipeline_schedule(RewriteState& state) {
     ir::set_after(g, op, {});
   }
   for (const auto& [index, list] : after) {
+    support::check_cancelled();
     const ir::ApplicationId app{ir::NodeId(index)};
     ir::set_application_after(g, app, list);
   }
