@@ -297,8 +297,14 @@ class PlanReader {
           }
           if (value[i].empty()) fail(at, "a group of devices names at least one");
           std::vector<std::string> group;
-          for (std::size_t j = 0; j < value[i].size(); ++j)
-            group.push_back(device_name(value[i][j], fmt::format("{}/{}", at, j)));
+          for (std::size_t j = 0; j < value[i].size(); ++j) {
+            const std::string in = fmt::format("{}/{}", at, j);
+            std::string device = device_name(value[i][j], in);
+            if (std::find(group.begin(), group.end(), device) != group.end())
+              fail(in, fmt::format("'{}' is in this group already: a group names each device once",
+                                   device));
+            group.push_back(std::move(device));
+          }
           out.devices.push_back(std::move(group));
         }
       } else {

@@ -197,6 +197,10 @@ TEST(Pipeline, PlanMemberAndItsErrors) {
                                          "schedule": "gpipe", "devices": ["#0", ["#1,#2"]]}})")
                 .find("/pipeline/devices/1/0: '#1,#2': a device name has no ','"),
             std::string::npos);
+  EXPECT_NE(parse_error(R"({"pipeline": {"stages": [["A"], ["B"]], "microbatches": 2,
+                                         "schedule": "gpipe", "devices": ["#0", ["#1", "#1"]]}})")
+                .find("/pipeline/devices/1/1: '#1' is in this group already"),
+            std::string::npos);
   const ir::Graph g = pipe_mlp();
   const auto problems = rewrite::testing::formatted(rewrite::check_plan(
       plan_of(R"({"pipeline": {"stages": [["L0*", "Q*"], ["L0/linear"]], "microbatches": 4,
