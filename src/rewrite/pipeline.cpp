@@ -301,10 +301,11 @@ void write_pipeline_schedule(RewriteState& state) {
   // A stage on a group of G devices cuts each microbatch into G pieces, piece j on the group's
   // device j (pipeline_operations): each device runs the schedule over its own pieces, so the
   // edges join the applications of one piece slot, never two devices.
-  const auto group_of = [&](std::size_t s) -> std::int64_t {
-    if (!state.plan.pipeline) return 1;
-    return static_cast<std::int64_t>(stage_devices(*state.plan.pipeline, s).size());
-  };
+  std::vector<std::int64_t> group_size(pipe.stages, 1);  // per stage: its devices
+  if (state.plan.pipeline) {
+    for (std::size_t s = 0; s < pipe.stages; ++s)
+      group_size[s] = static_cast<std::int64_t>(stage_devices(*state.plan.pipeline, s).size());
+  }
   // (stage, backward, microbatch, piece slot) → its applications.
   std::map<std::tuple<std::size_t, bool, std::int64_t, std::int64_t>,
            std::vector<ir::ApplicationId>>
@@ -314,14 +315,15 @@ void write_pipeline_schedule(RewriteState& state) {
   // The schedule's edges join every application of one group to every one of another: on a
   // large step (64-way cuts of 24 layers) millions of them, seconds of work, so a search's
   // deadline is checked along the way (support/cancel.h; lower's state is abandoned whole).
+  std::size_t seen = 0;
   for (ir::ApplicationId app : g.applications()) {
-    if (app.index() % 1024 == 0) support::check_cancelled();
+    if (++seen % 1024 == 0) support::check_cancelled();
     const ir::ApplicationView view = g.application(app);
     const std::string name = operation_name(g, view.operation());
     auto info = pipe.ops.find(name);
     if (info == pipe.ops.end()) info = pipe.ops.find(state.origin(name));
     if (info == pipe.ops.end() || !info->second.microbatched) continue;
-    const std::int64_t group = group_of(info->second.stage);
+    const std::int64_t group = group_size[info->second.stage];
     // The microbatch piece: the rows of a cut tensor it touches, when they lie in one piece.
     std::optional<std::int64_t> k;
     bool mixed = false;
@@ -361,7 +363,7 @@ void write_pipeline_schedule(RewriteState& state) {
     }
   };
   for (std::size_t s = 0; s < pipe.stages; ++s) {
-    for (slot = 0; slot < group_of(s); ++slot) {
+    for (slot = 0; slot < group_size[s]; ++slot) {
       if (pipe.schedule == "gpipe") {
         for (std::int64_t k = 0; k < m; ++k) order(apps(s, true, k), apps(s, false, m - 1));
         continue;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "graph_walk.h"
 #include "op_spec.h"
@@ -174,6 +175,13 @@ class Checker {
   // Per accepted candidate, in reverse graph order: the accepted readers, the first need, and
   // (for a copy that reads no copy) the tensors its first need reads besides the recomputed ones.
   void order() {
+    // The operations a later use late by its results reaches through (LaterUses::via): they read
+    // a copy, so they are never waited for.
+    std::unordered_set<std::uint32_t> via;
+    for (const Candidate& o : cands_) {
+      if (!o.refused.empty()) continue;
+      for (ir::OperationId p : o.via) via.insert(p.index());
+    }
     for (std::size_t i = cands_.size(); i-- > 0;) {
       Candidate& c = cands_[i];
       if (!c.refused.empty()) continue;
@@ -202,12 +210,7 @@ class Checker {
       // The copy starts after what its first need reads, but for what the copy itself feeds: a
       // recomputed tensor, or one a later use late by its results writes (it reads the copy).
       const auto feeds_copy = [&](ir::OperationId p) {
-        if (accepted(p).has_value()) return true;
-        for (const Candidate& o : cands_) {
-          if (!o.refused.empty()) continue;
-          if (std::find(o.via.begin(), o.via.end(), p) != o.via.end()) return true;
-        }
-        return false;
+        return accepted(p).has_value() || via.contains(p.index());
       };
       for (ir::TensorId in : input_tensors(g_, c.first_late)) {
         const std::span<const ir::OperationId> producers = g_.producers(in);
