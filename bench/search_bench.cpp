@@ -3,7 +3,7 @@
 //   search_bench [--evals N] [--budget S] [--seed N] [--best-known MS] [--skip-deep]
 //                [--skip-block] [--layers L] [--genome-out FILE] [--price FILE]
 //   search_bench --chain N [--graph FILE.tap] [--target NAME] [--start megatron8|SEED]
-//                [--plans-out FILE]
+//                [--plans-out FILE] [--plans-in FILE]
 //   search_bench --tap-out FILE [--layers L]
 //   search_bench --train-tap FILE [--layers L] [--d D] [--seq S] [--batch B] [--heads H]
 //                [--dtype bf16|f32]
@@ -25,7 +25,9 @@
 // h100x8), from SEED (a search seed: megatron, data-parallel, …, default megatron) or cost_bench's
 // megatron8 plan, and prints plans/s, plans per CPU-second, the memo's misses and a checksum of
 // the makespans (equal across builds that price alike); --plans-out FILE also writes the walk's
-// plans, one JSON object a line (bench/walk_locality.py reads them). --tap-out FILE only writes the
+// plans, one JSON object a line (bench/walk_locality.py reads them), and --plans-in FILE prices
+// the first N plans of such a file instead of walking: two builds whose mutations differ price
+// the same plans. --tap-out FILE only writes the
 // L-layer transformer (default 24) as a .tap program, for `tapestry optimize`
 // (bench/optimize_mpi_band.sh).
 // --train-tap writes a GPT-style training step (train_text below; default 24 layers, d 6144, 64
@@ -37,6 +39,7 @@
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -194,7 +197,8 @@ std::string slurp(const std::string& path) {
 // search mutates front members, which stay near the seeds). Prints the plans priced per second and
 // the memo's misses; the walk is the same for every build (seed 1), so two builds' lines compare.
 void mutation_chain(const std::string& graph_path, const std::string& target_name,
-                    const std::string& start, std::uint64_t steps, const std::string& plans_out) {
+                    const std::string& start, std::uint64_t steps, const std::string& plans_out,
+                    const std::string& plans_in) {
   const ir::Graph g = build(graph_path, slurp(graph_path));
   const cost::Target target = *cost::preset_target(target_name);
   const search::PlanSpace space(g, target, false);
@@ -219,10 +223,19 @@ void mutation_chain(const std::string& graph_path, const std::string& target_nam
   std::vector<rewrite::Plan> plans;
   search::Rng rng(1);
   rewrite::Plan current = first;
-  for (std::uint64_t i = 0; i < steps; ++i) {
-    if (i % 32 == 0) current = first;
-    search::mutate(space, current, rng);
-    plans.push_back(current);
+  if (plans_in.empty()) {
+    for (std::uint64_t i = 0; i < steps; ++i) {
+      if (i % 32 == 0) current = first;
+      search::mutate(space, current, rng);
+      plans.push_back(current);
+    }
+  } else {  // the first `steps` plans of a walk written by --plans-out (any build's)
+    std::ifstream in(plans_in);
+    if (!in) throw Error("cannot read " + plans_in);
+    for (std::string line; plans.size() < steps && std::getline(in, line);) {
+      if (!line.empty()) plans.push_back(rewrite::parse_plan(line));
+    }
+    steps = plans.size();
   }
   if (!plans_out.empty()) {
     std::FILE* f = std::fopen(plans_out.c_str(), "w");
@@ -352,7 +365,7 @@ int main(int argc, char** argv) {
   std::string price;
   std::string tap_out;
   int layers = 24;
-  std::string chain_graph, chain_target = "h100x8", chain_start = "megatron", plans_out;
+  std::string chain_graph, chain_target = "h100x8", chain_start = "megatron", plans_out, plans_in;
   std::uint64_t chain = 0;
   std::string train_tap;
   std::int64_t train_d = 6144, train_seq = 2048, train_batch = 64, train_heads = 48;
@@ -374,6 +387,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--target") == 0 && i + 1 < argc) chain_target = argv[++i];
     if (std::strcmp(argv[i], "--start") == 0 && i + 1 < argc) chain_start = argv[++i];
     if (std::strcmp(argv[i], "--plans-out") == 0 && i + 1 < argc) plans_out = argv[++i];
+    if (std::strcmp(argv[i], "--plans-in") == 0 && i + 1 < argc) plans_in = argv[++i];
     if (std::strcmp(argv[i], "--train-tap") == 0 && i + 1 < argc) train_tap = argv[++i];
     if (std::strcmp(argv[i], "--d") == 0 && i + 1 < argc) train_d = std::stoll(argv[++i]);
     if (std::strcmp(argv[i], "--seq") == 0 && i + 1 < argc) train_seq = std::stoll(argv[++i]);
@@ -405,7 +419,7 @@ int main(int argc, char** argv) {
   if (chain > 0) {
     if (chain_graph.empty())
       chain_graph = std::string(TAPESTRY_EXAMPLES) + "/transformer_block.tap";
-    mutation_chain(chain_graph, chain_target, chain_start, chain, plans_out);
+    mutation_chain(chain_graph, chain_target, chain_start, chain, plans_out, plans_in);
     return 0;
   }
   if (evals > 0) evaluations_per_second(evals);

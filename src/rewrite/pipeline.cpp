@@ -312,9 +312,9 @@ void write_pipeline_schedule(RewriteState& state) {
       groups;
   // application index → (microbatch, piece slot)
   std::unordered_map<std::uint32_t, std::pair<std::int64_t, std::int64_t>> microbatch_of;
-  // The schedule's edges join every application of one group to every one of another: on a
-  // large step (64-way cuts of 24 layers) millions of them, seconds of work, so a search's
-  // deadline is checked along the way (support/cancel.h; lower's state is abandoned whole).
+  // A large step (64-way cuts of 24 layers) has hundreds of thousands of applications, so a
+  // search's deadline is checked along the way (support/cancel.h; lower's state is abandoned
+  // whole).
   std::size_t seen = 0;
   for (ir::ApplicationId app : g.applications()) {
     if (++seen % 1024 == 0) support::check_cancelled();
@@ -348,18 +348,55 @@ void write_pipeline_schedule(RewriteState& state) {
     groups[{info->second.stage, info->second.backward, piece.first, piece.second}].push_back(app);
     microbatch_of[app.index()] = piece;
   }
+  // "Every application of group B starts after every one of group A" needs only the edges from
+  // B's sources to A's sinks: the applications of one group run on one device, and inside a
+  // group the data edges (an application reading a box another one writes) order the rest — an
+  // application of A precedes one of A's sinks, and one of B follows one of B's sources. The
+  // start times and the program's order (a topological order taking the least id first, which
+  // depends only on what precedes what) are those of the full edges, which join every
+  // application of one group to every one of another: millions on a large step.
+  struct Ends {
+    std::vector<ir::ApplicationId> sources, sinks;
+  };
+  std::map<std::tuple<std::size_t, bool, std::int64_t, std::int64_t>, Ends> ends;
+  for (const auto& [key, members] : groups) {
+    support::check_cancelled();
+    // What each member writes, by tensor; then who reads a box another member writes.
+    std::unordered_map<std::uint32_t, std::vector<std::pair<std::size_t, zspace::Range>>> written;
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      for (const auto& e : g.application(members[i]).outputs().entries())
+        written[e.value.tensor.index()].emplace_back(i, e.value.range);
+    }
+    std::vector<char> has_before(members.size(), 0), has_after(members.size(), 0);
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      for (const auto& e : g.application(members[i]).inputs().entries()) {
+        const auto w = written.find(e.value.tensor.index());
+        if (w == written.end()) continue;
+        for (const auto& [j, box] : w->second) {
+          if (j == i || !box.overlaps(e.value.range)) continue;
+          has_before[i] = 1;
+          has_after[j] = 1;
+        }
+      }
+    }
+    Ends& mine = ends[key];
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      if (!has_before[i]) mine.sources.push_back(members[i]);
+      if (!has_after[i]) mine.sinks.push_back(members[i]);
+    }
+  }
   std::int64_t slot = 0;  // the piece slot the schedule below orders
-  const auto apps = [&](std::size_t s, bool b, std::int64_t k) {
-    auto it = groups.find({s, b, k, slot});
-    return it == groups.end() ? std::vector<ir::ApplicationId>() : it->second;
+  const Ends none;
+  const auto apps = [&](std::size_t s, bool b, std::int64_t k) -> const Ends& {
+    auto it = ends.find({s, b, k, slot});
+    return it == ends.end() ? none : it->second;
   };
   std::map<std::uint32_t, std::vector<ir::ApplicationId>> after;
-  const auto order = [&](const std::vector<ir::ApplicationId>& later,
-                         const std::vector<ir::ApplicationId>& earlier) {
+  const auto order = [&](const Ends& later, const Ends& earlier) {
     support::check_cancelled();
-    for (ir::ApplicationId a : later) {
+    for (ir::ApplicationId a : later.sources) {
       std::vector<ir::ApplicationId>& list = after[a.index()];
-      list.insert(list.end(), earlier.begin(), earlier.end());
+      list.insert(list.end(), earlier.sinks.begin(), earlier.sinks.end());
     }
   };
   for (std::size_t s = 0; s < pipe.stages; ++s) {

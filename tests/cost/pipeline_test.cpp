@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -20,6 +22,7 @@
 #include "tapestry/cost/placement.h"
 #include "tapestry/cost/simulate.h"
 #include "tapestry/ir/ordering.h"
+#include "tapestry/runtime/application_schedule.h"
 #include "tapestry/runtime/block_executor.h"
 #include "tapestry/runtime/fast_kernels.h"
 #include "tapestry/support/file.h"
@@ -152,9 +155,123 @@ TEST(Pipeline, TheScheduleOrdersMicrobatchApplications) {
       // Stage 1: F0 B0 F1 B1 … — F1 after B0.
       EXPECT_TRUE(waits_for(first_app("L2/linear", 1), "dW2"));
     } else {
-      EXPECT_TRUE(waits_for(first_app("dW0", 0), "L1"));
+      // Stage 0's backward pass after the last forward: the edges go from the backward group's
+      // sources (what reads the gradient coming from stage 1) to L1; dW0 reads what that group
+      // computes, so its data edges order it (TheWrittenEdgesOrderAndPriceAsTheFullSchedule).
+      bool after_l1 = false;
+      for (ir::ApplicationId a : r.graph.applications()) after_l1 = after_l1 || waits_for(a, "L1");
+      EXPECT_TRUE(after_l1);
+      EXPECT_TRUE(ir::application_after(r.graph, first_app("dW0", 0)).empty());
       EXPECT_TRUE(ir::application_after(r.graph, first_app("L0/linear", 3)).empty());
     }
+  }
+}
+
+// The schedule's rule, written out in full — every application of a microbatch group after every
+// one of the group it follows — orders and prices exactly as the edges the pass writes, which
+// join only the later group's sources to the earlier group's sinks (data edges order the rest).
+// The groups are found here without the pass's state: the stage from the operation's device, the
+// backward pass as what depends on the seed, the microbatch as the shard's place among the
+// operation's applications (one device per stage: m shards, or m × 2 on a pair of devices, piece
+// i on device i mod 2).
+TEST(Pipeline, TheWrittenEdgesOrderAndPriceAsTheFullSchedule) {
+  const ir::Graph g = pipe_mlp();
+  const std::int64_t m = 4;
+  const auto grouped = [](std::string_view schedule) {
+    return fmt::format(R"({{"pipeline": {{"stages": [["L0*", "L1*"], ["L2*", "Y"]],
+        "microbatches": 4, "schedule": "{}", "devices": [["#0", "#1"], ["#2", "#3"]]}}}})",
+                       schedule);
+  };
+  for (const std::string& text :
+       {plan_text("1f1b"), plan_text("gpipe"), grouped("1f1b"), grouped("gpipe")}) {
+    SCOPED_TRACE(text);
+    const bool gpipe = text.find("gpipe") != std::string::npos;
+    const std::int64_t group = text.find("\"#3\"") != std::string::npos ? 2 : 1;
+    const rewrite::LowerResult r = rewrite::lower(g, plan_of(text));
+    const ir::Graph& lowered = r.graph;
+    // The backward pass: what depends on the seed's output.
+    std::set<std::uint32_t> backward;
+    for (ir::NodeId node : lowered.topological_order().order) {
+      const auto op = lowered.as_operation(node);
+      if (!op) continue;
+      bool after_seed = rewrite::operation_name(lowered, *op) == "dW0/ones_like";
+      for (const auto& e : lowered.operation(*op).inputs().entries()) {
+        for (ir::OperationId p : lowered.producers(e.value.tensor))
+          after_seed = after_seed || backward.contains(p.index());
+      }
+      if (after_seed) backward.insert(op->index());
+    }
+    // (stage, backward, microbatch, piece) → applications; an operation is microbatched when it
+    // has m × group shards.
+    std::map<std::tuple<int, bool, std::int64_t, std::int64_t>, std::vector<ir::ApplicationId>>
+        groups;
+    for (ir::OperationId op : lowered.operations()) {
+      const auto apps = lowered.applications_of(op);
+      if (static_cast<std::int64_t>(apps.size()) != m * group) continue;
+      const std::string& device = r.plan.ops.at(rewrite::operation_name(lowered, op)).place[0];
+      const int stage = device == "#0" ? 0 : 1;  // a group's list starts with its first device
+      for (std::size_t i = 0; i < apps.size(); ++i) {
+        const auto k = static_cast<std::int64_t>(i);
+        groups[{stage, backward.contains(op.index()), k / group, k % group}].push_back(apps[i]);
+      }
+    }
+    ASSERT_FALSE(groups.empty());
+    // The full edges: later → every application of the earlier group.
+    std::map<std::uint32_t, std::vector<ir::ApplicationId>> full;
+    const auto order = [&](int s, bool b, std::int64_t k, bool b2, std::int64_t k2,
+                           std::int64_t piece) {
+      for (ir::ApplicationId later : groups[{s, b, k, piece}]) {
+        for (ir::ApplicationId earlier : groups[{s, b2, k2, piece}])
+          full[later.index()].push_back(earlier);
+      }
+    };
+    for (int s = 0; s < 2; ++s) {
+      for (std::int64_t piece = 0; piece < group; ++piece) {
+        const std::int64_t w = std::min<std::int64_t>(1 - s, m - 1);
+        for (std::int64_t k = 0; k < m; ++k) {
+          if (gpipe) {
+            order(s, true, k, false, m - 1, piece);
+            continue;
+          }
+          if (k > w) order(s, false, k, true, k - w - 1, piece);
+          order(s, true, k, false, std::min(k + w, m - 1), piece);
+        }
+      }
+    }
+    // 1. Everything the full rule orders, the written edges order too, through data edges.
+    const runtime::ApplicationSchedule schedule = runtime::schedule_applications(lowered);
+    const std::size_t n = schedule.applications.size();
+    std::map<std::uint32_t, std::uint32_t> position;
+    for (std::uint32_t i = 0; i < n; ++i) position[schedule.applications[i].index()] = i;
+    std::vector<std::vector<char>> reaches(n, std::vector<char>(n, 0));  // reaches[a][b]: a after b
+    for (std::uint32_t a : schedule.order) {
+      for (std::uint32_t b : schedule.depends_on[a]) {
+        reaches[a][b] = 1;
+        for (std::uint32_t c = 0; c < n; ++c) reaches[a][c] |= reaches[b][c];
+      }
+    }
+    std::size_t written = 0, required = 0;
+    for (ir::ApplicationId a : lowered.applications())
+      written += ir::application_after(lowered, a).size();
+    for (const auto& [later, earlier] : full) {
+      for (ir::ApplicationId e : earlier) {
+        ++required;
+        EXPECT_TRUE(reaches[position[later]][position[e.index()]])
+            << lowered.display_name(ir::NodeId(later)) << " after " << lowered.display_name(e);
+      }
+    }
+    EXPECT_LT(written, required);  // fewer edges than the rule has pairs
+    // 2. The same prices with the full edges in place of the written ones.
+    ir::Graph with_full = lowered;
+    for (ir::ApplicationId a : with_full.applications()) {
+      const auto it = full.find(a.index());
+      ir::set_application_after(with_full, a,
+                                it == full.end() ? std::vector<ir::ApplicationId>() : it->second);
+    }
+    const Target four = toy_target(1, 4);
+    const CostVector mine = simulate(place(lowered, r.plan, four), four);
+    const CostVector theirs = simulate(place(with_full, r.plan, four), four);
+    EXPECT_EQ(to_json(mine).dump(), to_json(theirs).dump());
   }
 }
 

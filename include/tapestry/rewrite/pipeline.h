@@ -42,6 +42,12 @@
 //          the backward of microbatch j after the forward of microbatch min(j + w, M − 1): at
 //          most w + 1 microbatches' activations live on stage s at a time.
 //
+// "Group B after group A" is written as edges from B's sources to A's sinks only (the
+// applications of B that read nothing another application of B writes, and those of A whose
+// outputs no other application of A reads): a group runs on one device and its data edges order
+// the rest, so the start times and the program's order are those of every-to-every edges, which
+// a 24-layer step cut 64 ways had millions of.
+//
 // Errors (a plan the pass cannot build; nothing is half-written): stages that are not
 // contiguous in the forward order (a stage-0 operation that depends on a stage-1 one), a batch
 // the microbatch count does not divide, an operation whose batch the plan already splits or
