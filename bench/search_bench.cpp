@@ -260,10 +260,12 @@ void mutation_chain(const std::string& graph_path, const std::string& target_nam
   const cost::EvaluatorStats& stats = ev.stats();
   fmt::print(
       "chain of {} mutations of {} on {} ({}): {:.2f} s = {:.1f} plans/s ({:.1f} per CPU-second); "
-      "{} memo misses, {} reference, {} refused; checksum {:.9e}\n",
+      "{} memo misses ({} incremental: {} components rewritten, {} reused), {} reference, {} "
+      "refused; checksum {:.9e}\n",
       steps, start, graph_path.substr(graph_path.find_last_of('/') + 1), target_name, seconds,
       static_cast<double>(steps) / seconds, static_cast<double>(steps) / cpu, stats.rewrites_run,
-      stats.reference, refused, sum);
+      stats.incremental, stats.components_rewritten, stats.components_reused, stats.reference,
+      refused, sum);
 }
 
 void deep_transformer(double budget_s, std::uint64_t seed, double best_known_ms,

@@ -32,6 +32,7 @@
 #include "tapestry/metakernel/apply.h"
 #include "tapestry/rewrite/cut_refusal.h"
 #include "tapestry/rewrite/decompose_linear.h"
+#include "tapestry/rewrite/incremental.h"
 #include "tapestry/rewrite/shard_grid.h"
 #include "tapestry/rewrite/split_reduction.h"
 #include "tapestry/rewrite/symbolic.h"
@@ -138,6 +139,8 @@ struct Rewritten {
   /// replicates (stages 1–2, unless the plan says otherwise) or leaves sharded (stage 3) whatever
   /// the plan of this key says.
   std::vector<std::string> zero_outputs;
+  /// What its rewrites leave for the next miss's (rewrite/incremental.h); null when refused.
+  std::unique_ptr<rewrite::RewriteRecord> record;
 };
 
 // An entry's size for the memo's bound: its operations (at least 1: a refused rewrite).
@@ -176,6 +179,10 @@ struct Evaluator::Impl {
   Target target;
   rewrite::LowerOptions options;
   rewrite::SymbolicPlans symbols;  // the key and symbolic plan of a plan (rewrite/symbolic.h)
+  /// The rewrites of a miss, redone only in the components whose entries changed since the
+  /// last plan rewritten (`last`, a memo entry; null when evicted).
+  rewrite::IncrementalRewrites incremental;
+  Rewritten* last = nullptr;
   std::unordered_map<std::string, std::unique_ptr<Rewritten>> memo;
   std::size_t memo_bound;           // Evaluator::kMemoOperations unless the caller chose
   std::size_t memo_operations = 0;  // the sum of weight() over the memo
@@ -201,8 +208,15 @@ struct Evaluator::Impl {
   std::vector<std::size_t> memo_at;
 
   Impl(const ir::Graph& g, const Target& t, const rewrite::LowerOptions& o, std::size_t bound)
-      : graph(g), target(t), options(o), symbols(graph), memo_bound(bound) {
+      : graph(g),
+        target(t),
+        options(o),
+        symbols(graph),
+        incremental(graph, options),
+        memo_bound(bound) {
     options.validate = false;
+    symbols.number_per_component(
+        [this](const std::string& name) { return incremental.component_of(name); });
   }
 
   std::unique_ptr<Rewritten> rewrite(const rewrite::Plan& plan);
@@ -223,11 +237,18 @@ std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
   // A pipeline's schedule orders Applications (rewrite/pipeline.h), which only lowering makes:
   // the reference path prices it.
   if (plan.pipeline) return r;
+  auto record = std::make_unique<rewrite::RewriteRecord>();
   try {
-    state = rewrite::rewrite_operations(graph, symbols.symbolic(plan), options, log);
+    const bool base = last != nullptr && last->record != nullptr;
+    state = incremental.rewrite(symbols.symbolic(plan), log, *record,
+                                base ? last->record.get() : nullptr, base ? &last->graph : nullptr);
   } catch (const Error&) {
     return r;  // not fast: the reference path reports it, or succeeds with real counts
   }
+  const rewrite::IncrementalRewrites::Stats& counted = incremental.stats();
+  stats.components_rewritten = counted.components_rewritten;
+  stats.components_reused = counted.components_reused;
+  stats.incremental = counted.incremental;
   if (!state.problems.empty()) return r;  // a derived entry that does not fit: lower says so
   for (const rewrite::RewriteEvent& e : log) {
     if (e.pattern != rewrite::kZero || !e.applied) continue;
@@ -244,6 +265,7 @@ std::unique_ptr<Rewritten> Evaluator::Impl::rewrite(const rewrite::Plan& plan) {
     }
   }
   r->graph = std::move(state.graph);
+  if (record->reusable) r->record = std::move(record);
   const ir::Graph& g = r->graph;
   const ir::TopologicalOrder topo = g.topological_order();
   if (!topo.cycle.empty()) return r;
@@ -496,6 +518,7 @@ bool Evaluator::Impl::fast_place(const rewrite::Plan& plan) {
   }
   Rewritten& r = *found->second;
   r.used = ++clock;
+  if (r.record != nullptr) last = &r;
   return r.fast && cut_and_place(plan, r);
 }
 
@@ -509,6 +532,7 @@ void Evaluator::Impl::make_room(std::size_t operations) {
       if (it->second->used < oldest->second->used) oldest = it;
     }
     memo_operations -= weight(*oldest->second);
+    if (oldest->second.get() == last) last = nullptr;
     memo.erase(oldest);
     ++stats.evicted;
   }
@@ -547,6 +571,7 @@ CostVector Evaluator::evaluate(const rewrite::Plan& plan) {
 }
 
 void Evaluator::clear_memo() {
+  impl_->last = nullptr;
   impl_->memo.clear();
   impl_->memo_operations = 0;
 }

@@ -101,7 +101,7 @@ std::string DecomposeLinear::apply(RewriteState& state, ir::OperationId op) cons
   const Port& bias = *port(old.inputs, "bias");
   const Port& result = old.outputs[0];
 
-  FreshNames names(graph, state.plan);
+  FreshNames names(graph, state.plan, state.taken_names);
   const std::string product_name = names.take(old.label + "/matmul");
   const Added product =
       add_kernel(state, graph, "linear_nobias", {x.tensor, w.tensor}, product_name);
@@ -122,6 +122,13 @@ std::string DecomposeLinear::apply(RewriteState& state, ir::OperationId op) cons
   if (!is_empty(ba_plan)) state.plan.ops[old.label] = ba_plan;
   return fmt::format("{} -> {} (linear_nobias) + {} (bias_add)", old.label, product_name,
                      old.label);
+}
+
+// A linear becomes a matmul and a bias_add in its own place: nothing is read or changed across an
+// edge.
+bool DecomposeLinear::may_act_across(const ir::Graph& /*graph*/, ir::OperationId /*producer*/,
+                                     ir::TensorId /*t*/, ir::OperationId /*consumer*/) const {
+  return false;
 }
 
 }  // namespace tapestry::rewrite

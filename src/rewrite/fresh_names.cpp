@@ -25,6 +25,7 @@ std::string FreshNames::take(std::string_view base) {
   std::string name(base);
   for (int n = 2; is_taken(name); ++n) name = fmt::format("{}.{}", base, n);
   handed_out_.take(name);
+  if (log_) log_(name, name != base);
   return name;
 }
 

@@ -306,4 +306,47 @@ std::string FuseElementwise::apply(RewriteState& state, ir::OperationId op) cons
                      c.label, stages, t_name);
 }
 
+// A fusion joins a producer P to the one reader C of its output t. What find_consumer checks and
+// no rewrite undoes, read on the input graph: t has one reader and is not a graph output (a second
+// reader stays one: rewrites replace readers, and two readers fused into one read t twice, which
+// find_consumer refuses too); C has no reduction dim (a linear reading t as its bias becomes a
+// bias_add that may be such a consumer: decompose-linear); C reads all of t, once, through an IPF
+// of unit cells whose rows each follow one index dim (a fusion of C with its other producer
+// composes that IPF with a map of the same kind, which keeps the cells and one dim per row, so
+// an IPF without them never becomes the identity find_consumer needs).
+bool FuseElementwise::may_act_across(const ir::Graph& graph, ir::OperationId /*producer*/,
+                                     ir::TensorId t, ir::OperationId consumer) const {
+  if (metakernel::is_graph_output(graph, t)) return false;
+  const auto readers = graph.consumers(t);
+  for (ir::OperationId other : readers) {
+    if (other != consumer) return false;
+  }
+  const ir::OperationView view = graph.operation(consumer);
+  if (!view.body().reductions.empty()) {
+    if (view.kernel() != "linear") return false;
+    for (const auto& in : view.inputs().entries()) {
+      if (in.name == "bias" && in.value.tensor == t) return true;
+    }
+    return false;
+  }
+  const ir::IpfSignature* signature = view.ipf_signature();
+  if (signature == nullptr || signature->inputs.size() != view.inputs().size()) return true;
+  const zspace::Range& whole = graph.tensor(t).range();
+  std::size_t i = 0, reads = 0;
+  bool fits = true;
+  for (const auto& in : view.inputs().entries()) {
+    const zspace::IndexProjection& ipf = signature->inputs.entries()[i++].value;
+    if (in.value.tensor != t) continue;
+    ++reads;
+    if (in.value.range != whole) fits = false;
+    for (std::int64_t cells : ipf.shape()) fits = fits && cells == 1;
+    for (std::size_t r = 0; r < ipf.tensor_rank(); ++r) {
+      std::size_t nonzero = 0;
+      for (std::size_t c = 0; c < ipf.index_rank(); ++c) nonzero += ipf.map().at(r, c) != 0;
+      fits = fits && nonzero == 1;
+    }
+  }
+  return reads == 1 && fits;
+}
+
 }  // namespace tapestry::rewrite

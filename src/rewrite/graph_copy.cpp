@@ -70,6 +70,10 @@ void copy_node(const ir::Graph& source, ir::NodeId id, GraphCopy& copy) {
 
 }  // namespace
 
+void copy_node_into(const ir::Graph& source, ir::NodeId id, GraphCopy& copy) {
+  copy_node(source, id, copy);
+}
+
 GraphCopy copy_graph(const ir::Graph& source, std::span<const ir::NodeId> drop) {
   std::vector<bool> dropped(source.size(), false);
   for (ir::NodeId id : drop) dropped[id.index()] = true;

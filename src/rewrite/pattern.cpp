@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -114,8 +115,17 @@ class Driver {
       by_name_.emplace(std::string(name_of(state_.graph, op)), op);
     }
     start_ = state_.graph.size();
-    root_.resize(start_);
-    for (std::uint32_t i = 0; i < start_; ++i) root_[i] = i;
+    name_root_.assign(state_.taken_names.size(), std::numeric_limits<std::uint32_t>::max());
+    if (const DriverResume* resume = options_.resume) {
+      input_ = resume->input;
+      root_ = resume->root;
+      refused_ = resume->refused;
+      for (std::vector<char>& missed : missed_) missed = resume->settled;
+    } else {
+      input_.resize(start_);
+      root_.resize(start_);
+      for (std::uint32_t i = 0; i < start_; ++i) input_[i] = root_[i] = i;
+    }
     int applied = 0;
     while (true) {
       if (!apply_first_match()) break;
@@ -124,8 +134,23 @@ class Driver {
                                 options_.max_rewrites, log_.back().pattern, log_.back().target));
       }
     }
-    // Removed nodes leave; the rest take the canonical order (run_patterns).
-    if (applied > 0) state_.graph = copy_graph_nodes(state_.graph, canonical_order()).graph;
+    // Removed nodes leave; the rest take the canonical order (run_patterns). A resumed graph
+    // holds removed nodes from the start (incremental.h), so it is copied whatever ran.
+    const std::vector<ir::NodeId> order = canonical_order();
+    if (applied > 0 || options_.resume != nullptr) {
+      GraphCopy copy = copy_graph_nodes(state_.graph, order);
+      state_.graph = std::move(copy.graph);
+    }
+    if (DriverTrace* trace = options_.trace) {
+      trace->input.clear();
+      trace->root.clear();
+      for (ir::NodeId id : order) {
+        trace->input.push_back(input_[id.index()]);
+        trace->root.push_back(root_[id.index()]);
+      }
+      trace->event_root = std::move(event_root_);
+      trace->name_root = std::move(name_root_);
+    }
     if (options_.times != nullptr) {
       for (const PassTime& t : times_) {
         if (!options_.disabled.contains(t.pass)) options_.times->push_back(t);
@@ -155,6 +180,9 @@ class Driver {
           const std::size_t size = state_.graph.size();
           std::string summary = pattern->apply(state_, op);
           root_.resize(state_.graph.size(), root_[op.index()]);
+          input_.resize(state_.graph.size(), -1);
+          name_root_.resize(state_.taken_names.size(), root_[op.index()]);
+          event_root_.push_back(root_[op.index()]);
           log_.push_back(
               {std::string(pattern->name()), target, std::move(origin), true, std::move(summary)});
           forget_around(before, size);
@@ -164,6 +192,7 @@ class Driver {
         }
         missed[op.index()] = 1;
         if (result.requested && refused_.emplace(std::string(pattern->name()), target).second) {
+          event_root_.push_back(root_[op.index()]);
           log_.push_back({std::string(pattern->name()), target, std::move(origin), false,
                           std::move(result.reason)});
         }
@@ -181,20 +210,30 @@ class Driver {
   std::vector<ir::NodeId> canonical_order() const {
     const ir::Graph& g = state_.graph;
     std::vector<ir::NodeId> order, added;
-    for (ir::NodeId id : g.node_ids()) {
-      const ir::NodeKind kind = g.kind(id);
-      if (kind == ir::NodeKind::kOperation || kind == ir::NodeKind::kApplication) continue;
-      (id.index() < start_ ? order : added).push_back(id);
-    }
+    const auto by_input = [&](ir::NodeId a, ir::NodeId b) {
+      return input_[a.index()] < input_[b.index()];
+    };
     const auto by_root = [&](ir::NodeId a, ir::NodeId b) {
       return root_[a.index()] < root_[b.index()];
     };
-    std::stable_sort(added.begin(), added.end(), by_root);
-    order.insert(order.end(), added.begin(), added.end());
-    added.clear();
-    for (ir::OperationId op : g.operations()) (op.index() < start_ ? order : added).push_back(op);
-    std::stable_sort(added.begin(), added.end(), by_root);
-    order.insert(order.end(), added.begin(), added.end());
+    // The original nodes by input id (a fresh run has them in that order already; a resumed
+    // one may not), then the added ones by root.
+    const auto place = [&](std::vector<ir::NodeId>& originals) {
+      if (options_.resume != nullptr) std::sort(originals.begin(), originals.end(), by_input);
+      std::stable_sort(added.begin(), added.end(), by_root);
+      originals.insert(originals.end(), added.begin(), added.end());
+      added.clear();
+    };
+    for (ir::NodeId id : g.node_ids()) {
+      const ir::NodeKind kind = g.kind(id);
+      if (kind == ir::NodeKind::kOperation || kind == ir::NodeKind::kApplication) continue;
+      (input_[id.index()] >= 0 ? order : added).push_back(id);
+    }
+    place(order);
+    std::vector<ir::NodeId> ops;
+    for (ir::OperationId op : g.operations()) (input_[op.index()] >= 0 ? ops : added).push_back(op);
+    place(ops);
+    order.insert(order.end(), ops.begin(), ops.end());
     return order;
   }
 
@@ -292,10 +331,14 @@ class Driver {
   std::vector<std::vector<char>> missed_;  // per pattern, by node index: did not match
   std::vector<PassTime> times_;            // per pattern
   std::size_t start_ = 0;                  // the graph's size when the driver started
-  /// By node index: the operation of the graph the driver started with that the node descends
-  /// from (its node index; a rewrite's nodes descend from the operation it rewrote, a fusion's
-  /// from the producer), for canonical_order. Below start_: the node's own index.
+  /// By node index: the operation of the input graph that the node descends from (its node
+  /// index; a rewrite's nodes descend from the operation it rewrote, a fusion's from the
+  /// producer), for canonical_order; an original node's own index. A fresh run's input graph is
+  /// the one it started with; a resumed run's, DriverResume's.
   std::vector<std::uint32_t> root_;
+  /// By node index: the node's index in the input graph; -1 for a node a rewrite added.
+  std::vector<std::int64_t> input_;
+  std::vector<std::uint32_t> event_root_, name_root_;  // DriverTrace
   std::vector<RewriteEvent> log_;
   std::set<std::pair<std::string, std::string>> refused_;
   /// The graph's live operations by name (name_of, copied: its storage in the graph moves as

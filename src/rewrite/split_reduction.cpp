@@ -278,11 +278,51 @@ std::string SplitReduction::apply(RewriteState& state, ir::OperationId op) const
 
   const ir::NodeId removed[] = {op};
   state.graph.remove(removed);
-  FreshNames names(state.graph, state.plan);
+  FreshNames names(state.graph, state.plan, state.taken_names);
   std::string summary = old.index.extent(k) % p == 0
                             ? add_even_split(state, state.graph, names, old, k, p, old_plan)
                             : add_uneven_split(state, state.graph, names, old, k, p, old_plan);
   return fmt::format("{} of {}: {}", k_name, old.label, summary);
+}
+
+namespace {
+
+bool has_reduction(const ir::Graph& graph, ir::OperationId op) {
+  return !graph.operation(op).body().reductions.empty();
+}
+
+// Whether fuse-elementwise may make `op` (no reduction dim of its own) the consumer of a fusion
+// whose producer chain starts at an operation with a reduction dim that split-reduction refuses
+// for its output's dtype alone: the fused operation has the reduction and the consumer's output,
+// so split-reduction may accept it and plan its combine from `op`'s readers. (The producer's
+// other refusals hold for the fused operation too: it has the producer's index and inputs.) Walks
+// back through tensors with one reader that are not graph outputs, as a fusion needs.
+bool may_carry_a_reduction(const ir::Graph& graph, ir::OperationId op, int depth) {
+  if (depth > 64) return true;  // a long chain: say yes rather than walk it
+  for (const auto& in : graph.operation(op).inputs().entries()) {
+    const ir::TensorId u = in.value.tensor;
+    if (!u.is_valid() || metakernel::is_graph_output(graph, u) || graph.consumers(u).size() != 1)
+      continue;
+    for (ir::OperationId q : graph.producers(u)) {
+      if (has_reduction(graph, q)) {
+        const std::optional<ir::DType> dtype = graph.tensor(u).dtype().known();
+        if (!dtype || !ir::is_tap_dtype(*dtype)) return true;
+      } else if (may_carry_a_reduction(graph, q, depth + 1)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+// The combine's plan follows the readers of the split operation's outputs (combine_plan.h:
+// their splits, whether they are cut, the first one's place list), as they are when it applies:
+// an edge from an operation with a reduction dim (or one that may become one by a fusion).
+bool SplitReduction::may_act_across(const ir::Graph& graph, ir::OperationId producer,
+                                    ir::TensorId /*t*/, ir::OperationId /*consumer*/) const {
+  return has_reduction(graph, producer) || may_carry_a_reduction(graph, producer, 0);
 }
 
 }  // namespace tapestry::rewrite

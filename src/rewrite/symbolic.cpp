@@ -33,10 +33,33 @@ SymbolicPlans::SymbolicPlans(const ir::Graph& graph) {
   }
 }
 
+void SymbolicPlans::number_per_component(
+    const std::function<std::uint32_t(const std::string&)>& component) {
+  per_component_ = true;
+  for (auto& [name, n] : named_) n.component = component(name);
+}
+
+std::size_t SymbolicPlans::class_of(std::uint32_t component, std::int64_t count) {
+  std::int64_t k = 0;
+  for (std::size_t c = 0; c < values_.size(); ++c) {
+    if (class_component_[c] != component) continue;
+    if (values_[c] == count) return c;
+    ++k;
+  }
+  values_.push_back(count);
+  class_component_.push_back(component);
+  class_symbol_.push_back(kSymbol + static_cast<std::int64_t>(component) * kComponentStride + k);
+  if (per_component_) by_symbol_[class_symbol_.back()] = count;
+  return values_.size() - 1;
+}
+
 bool SymbolicPlans::abstract(const Plan& plan) {
   key_.clear();
   reduction_values_.clear();
   values_.clear();
+  class_component_.clear();
+  class_symbol_.clear();
+  by_symbol_.clear();
   // The counts kept exactly: reduction counts, every count of a derived entry, and the zero
   // member's shard count (the counts that rewrite writes are concrete, zero.h).
   if (plan.zero) reduction_values_.push_back(plan.zero->shards);
@@ -84,10 +107,9 @@ bool SymbolicPlans::abstract(const Plan& plan) {
         key_ += '=';
         append_int(key_, count);
       } else {
-        auto c = std::find(values_.begin(), values_.end(), count);
-        if (c == values_.end()) c = values_.insert(c, count);
+        const std::size_t c = class_of(n.component, count);
         key_ += '#';
-        append_int(key_, c - values_.begin());
+        append_int(key_, class_symbol_[c] - kSymbol);
       }
       key_ += '\x1f';
     }
@@ -144,13 +166,18 @@ Plan SymbolicPlans::symbolic(const Plan& plan) const {
     if (found == named_.end()) continue;  // a derived entry: exact counts
     const Named& n = found->second;
     for (auto& [dim, count] : op.split) {
-      auto c = std::find(values_.begin(), values_.end(), count);
       const auto at =
           static_cast<std::size_t>(std::find(n.dims.begin(), n.dims.end(), dim) - n.dims.begin());
-      if (!n.reduction[at] && count != 1 && c != values_.end() &&
-          std::find(reduction_values_.begin(), reduction_values_.end(), count) ==
+      if (n.reduction[at] || count == 1 ||
+          std::find(reduction_values_.begin(), reduction_values_.end(), count) !=
               reduction_values_.end()) {
-        count = kSymbol + (c - values_.begin());
+        continue;
+      }
+      for (std::size_t c = 0; c < values_.size(); ++c) {
+        if (values_[c] == count && class_component_[c] == n.component) {
+          count = class_symbol_[c];
+          break;
+        }
       }
     }
   }
@@ -159,6 +186,11 @@ Plan SymbolicPlans::symbolic(const Plan& plan) const {
 
 std::optional<std::int64_t> SymbolicPlans::concrete(std::int64_t count) const {
   if (count < kSymbol) return count;
+  if (per_component_) {
+    const auto found = by_symbol_.find(count);
+    if (found == by_symbol_.end()) return std::nullopt;
+    return found->second;
+  }
   const auto k = static_cast<std::uint64_t>(count - kSymbol);
   if (k >= values_.size()) return std::nullopt;
   return values_[k];

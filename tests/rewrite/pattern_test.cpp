@@ -53,6 +53,11 @@ class MarkExpBeforeNeg final : public OperationPattern {
     replace_kernel(state, op, "abs");
     return "exp -> abs";
   }
+  [[nodiscard]] bool may_act_across(const ir::Graph& /*graph*/, ir::OperationId /*producer*/,
+                                    ir::TensorId /*t*/,
+                                    ir::OperationId /*consumer*/) const override {
+    return true;
+  }
 };
 
 // Turns every `relu` into `neg`.
@@ -66,6 +71,11 @@ class ReluToNeg final : public OperationPattern {
   std::string apply(RewriteState& state, ir::OperationId op) const override {
     replace_kernel(state, op, "neg");
     return "relu -> neg";
+  }
+  [[nodiscard]] bool may_act_across(const ir::Graph& /*graph*/, ir::OperationId /*producer*/,
+                                    ir::TensorId /*t*/,
+                                    ir::OperationId /*consumer*/) const override {
+    return false;
   }
 };
 
@@ -81,6 +91,11 @@ class BreakRelu final : public OperationPattern {
   std::string apply(RewriteState& state, ir::OperationId op) const override {
     replace_kernel(state, op, "matmul");
     return "relu -> matmul";
+  }
+  [[nodiscard]] bool may_act_across(const ir::Graph& /*graph*/, ir::OperationId /*producer*/,
+                                    ir::TensorId /*t*/,
+                                    ir::OperationId /*consumer*/) const override {
+    return false;
   }
 };
 

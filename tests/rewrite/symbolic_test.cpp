@@ -281,6 +281,12 @@ class SplitsAboveFour final : public OperationPattern {
     return "uncut";
   }
 
+  [[nodiscard]] bool may_act_across(const ir::Graph& /*graph*/, ir::OperationId /*producer*/,
+                                    ir::TensorId /*t*/,
+                                    ir::OperationId /*consumer*/) const override {
+    return false;
+  }
+
  private:
   std::int64_t above_;
 };
@@ -300,6 +306,11 @@ class PlacedOnGpu0 final : public OperationPattern {
   std::string apply(RewriteState& state, ir::OperationId op) const override {
     state.plan.ops[operation_name(state.graph, op)].place.clear();
     return "unplaced";
+  }
+  [[nodiscard]] bool may_act_across(const ir::Graph& /*graph*/, ir::OperationId /*producer*/,
+                                    ir::TensorId /*t*/,
+                                    ir::OperationId /*consumer*/) const override {
+    return false;
   }
 };
 

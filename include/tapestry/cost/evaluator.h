@@ -19,6 +19,15 @@
 //   says where each split and place list comes from. The memo holds rewritten graphs of at most
 //   `memo_operations` operations in all (the least recently used go first): a search meets
 //   thousands of rewrite structures, and each of a deep model's takes megabytes.
+// * A miss is rewritten *incrementally* (rewrite/incremental.h) from the rewrites of the last
+//   plan priced: the graph's operations fall into rewrite components (what the patterns may act
+//   across, pattern.h), the counts are numbered per component (SymbolicPlans::
+//   number_per_component), and only the components whose entries — or a neighbour's — changed
+//   are rewritten; the others' rewritten nodes are copied from the last rewritten graph. The
+//   result is the graph a fresh rewrite gives, node for node. A mutation of one operation's entry
+//   on ViT-B/16 rewrites a few of its components instead of all 547 operations; plans with
+//   fusion groups, zero, recompute or a pipeline are rewritten whole (stats(): `incremental`,
+//   `components_rewritten`, `components_reused`).
 // * Shard-grid, placement and simulation run for every plan, but from the rewritten operations
 //   directly — boxes are computed from each operation's IPFs and grid cell, never stored as
 //   Applications — into storage reused from one evaluation to the next
@@ -53,6 +62,11 @@ struct EvaluatorStats {
   std::size_t rewrites_run = 0;  // memo misses: the rewrite patterns ran
   std::size_t reference = 0;     // evaluations answered by lower → place → simulate
   std::size_t evicted = 0;       // rewritten graphs dropped from the memo to bound it
+  /// Of the misses, those rewritten from the last one's rewrites (rewrite/incremental.h), and
+  /// over them, the rewrite components rewritten and reused.
+  std::size_t incremental = 0;
+  std::size_t components_rewritten = 0;
+  std::size_t components_reused = 0;
 };
 
 class Evaluator {

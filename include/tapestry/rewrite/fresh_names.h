@@ -23,8 +23,10 @@
 // is still `V1`): it drops the old operation from the graph first, so that name is free again.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "tapestry/ir/graph.h"
 #include "tapestry/metakernel/naming.h"
@@ -42,6 +44,16 @@ class FreshNames {
   /// count as taken.
   explicit FreshNames(const ir::Graph& graph) : graph_(&graph) {}
   FreshNames(const ir::Graph& graph, const Plan& plan) : graph_(&graph), plan_(&plan) {}
+  /// The same, and every name handed out is appended to `taken` with whether it is not its base
+  /// (RewriteState::taken_names: the incremental rewrites check that no name depended on nodes
+  /// outside the rewrite's component).
+  template <typename Taken>
+  FreshNames(const ir::Graph& graph, const Plan& plan, std::vector<Taken>& taken)
+      : graph_(&graph), plan_(&plan) {
+    log_ = [&taken](std::string name, bool renamed) {
+      taken.push_back({std::move(name), renamed});
+    };
+  }
   FreshNames(const ir::Graph& graph, Plan&& plan) = delete;  // it would dangle
 
   /// `base`, or `base.2`, `base.3`, …: the first name not in use; it is in use afterwards.
@@ -52,6 +64,7 @@ class FreshNames {
   const ir::Graph* graph_;
   const Plan* plan_ = nullptr;
   metakernel::NameTable handed_out_;
+  std::function<void(std::string, bool)> log_;
 };
 
 }  // namespace tapestry::rewrite

@@ -36,6 +36,8 @@ class FuseElementwise final : public OperationPattern {
   [[nodiscard]] std::string_view name() const override { return kFuseElementwise; }
   [[nodiscard]] MatchResult match(const RewriteState& state, ir::OperationId op) const override;
   std::string apply(RewriteState& state, ir::OperationId op) const override;
+  [[nodiscard]] bool may_act_across(const ir::Graph& graph, ir::OperationId producer,
+                                    ir::TensorId t, ir::OperationId consumer) const override;
 };
 
 }  // namespace tapestry::rewrite

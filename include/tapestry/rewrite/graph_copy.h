@@ -46,6 +46,12 @@ GraphCopy copy_graph_in_order(const ir::Graph& source, std::span<const ir::Opera
 /// rewrite driver's canonical order (pattern.h, run_patterns).
 GraphCopy copy_graph_nodes(const ir::Graph& source, std::span<const ir::NodeId> nodes);
 
+/// Copies node `id` of `source` into `copy.graph` (an Application: nothing), reading the ids of
+/// the tensors it selects from `copy.map` (by `source`'s node index, which must hold them) and
+/// recording its own there: how one graph is assembled from nodes of several (the incremental
+/// rewrites, incremental.h), a map per source.
+void copy_node_into(const ir::Graph& source, ir::NodeId id, GraphCopy& copy);
+
 /// Re-targets every selection of `selections` through `copy` (asserted: none was dropped).
 ir::SelectionMap remap_selections(const ir::SelectionMap& selections, const GraphCopy& copy);
 

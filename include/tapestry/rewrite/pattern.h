@@ -96,6 +96,14 @@ struct RewriteState {
   std::set<std::string, std::less<>> ordering_tensors;
   /// Set by the pipeline pass (pipeline.h): the stages and roles its schedule needs.
   std::optional<PipelineState> pipeline;
+  /// Every name the rewrites took from FreshNames (fresh_names.h), in order, and whether it was
+  /// not the base asked for (`Y/matmul.2` for `Y/matmul`): the incremental rewrites
+  /// (incremental.h) reuse a component's rewrites only when no name depended on another's.
+  struct TakenName {
+    std::string name;
+    bool renamed = false;
+  };
+  std::vector<TakenName> taken_names;
 
   /// The original operation `name` comes from (`name` itself for an original operation).
   [[nodiscard]] std::string origin(std::string_view name) const;
@@ -161,6 +169,21 @@ class OperationPattern {
   /// Rewrites `state` at `op` and returns a one-line summary. Precondition: match() succeeded.
   /// The graph is edited in place: operations and tensors that go are ir::Graph::remove'd.
   virtual std::string apply(RewriteState& state, ir::OperationId op) const = 0;
+  /// Whether this pattern may *act across* the edge `producer` → `consumer` of an input graph
+  /// (`consumer` reads `t`, which `producer` writes): whether a match or apply of it, at an
+  /// operation that descends from one of the two (or from what the other rewrites make of them),
+  /// may read or change the other's plan entry, name or nodes. Every pattern states it, on the
+  /// graph as it is *before* any rewrite, so that what the patterns do at one operation is
+  /// confined to its *rewrite component* (rewrite_components, incremental.h): the operations
+  /// joined by the edges some pattern may act across. Answer true when unsure: a coarser
+  /// partition is only slower. decompose-linear acts at one operation (false everywhere);
+  /// split-reduction plans its combine from the readers of the split operation's outputs (true
+  /// when `producer` has a reduction dim); fuse-elementwise joins a producer to a consumer with
+  /// no reduction, or to a linear reading `t` as its bias (decompose-linear leaves a bias_add
+  /// there). tests/rewrite/incremental_test.cpp checks every applied rewrite of random graphs and
+  /// plans against the partition.
+  [[nodiscard]] virtual bool may_act_across(const ir::Graph& graph, ir::OperationId producer,
+                                            ir::TensorId t, ir::OperationId consumer) const = 0;
 };
 
 struct RewriteEvent {
@@ -190,6 +213,9 @@ inline constexpr bool kVerifyEachRewrite = false;
 inline constexpr bool kVerifyEachRewrite = true;
 #endif
 
+struct DriverResume;
+struct DriverTrace;
+
 struct DriverOptions {
   /// Upper bound on applied rewrites: a guard against patterns that undo each other.
   int max_rewrites = 100000;
@@ -207,6 +233,34 @@ struct DriverOptions {
   /// operation — where the bug is, not at the end of the pipeline. lower() sets it in debug
   /// builds (kVerifyEachRewrite).
   const ir::Dialect* verify_each = nullptr;
+  /// When set, the driver resumes a run instead of starting one (incremental.h).
+  const DriverResume* resume = nullptr;
+  /// When set, the driver records where every node and rewrite came from (DriverTrace).
+  DriverTrace* trace = nullptr;
+};
+
+/// Where the nodes of the graph a driver run leaves come from, for the incremental rewrites
+/// (incremental.h): by node index of the result, `input` — the node of the input graph it is
+/// (an original node the rewrites kept), -1 for a node a rewrite added — and `root`, the
+/// operation of the input graph it descends from (canonical_order's groups; an original node's
+/// own index). By event of the returned log, the input operation the rewrite or refusal was at
+/// (its root); by name of RewriteState::taken_names the driver saw taken, likewise.
+struct DriverTrace {
+  std::vector<std::int64_t> input;
+  std::vector<std::uint32_t> root;
+  std::vector<std::uint32_t> event_root;
+  std::vector<std::uint32_t> name_root;
+};
+
+/// A run of the driver resumed on a graph assembled from parts (incremental.h): per node of the
+/// state's graph, its input id (-1: added by a rewrite) and root, as DriverTrace says them; the
+/// operations no pattern matches any more (`settled`, by node index: skipped until a rewrite
+/// touches their surroundings); and the refusals already logged, by (pattern, operation name).
+struct DriverResume {
+  std::vector<std::int64_t> input;
+  std::vector<std::uint32_t> root;
+  std::vector<char> settled;
+  std::set<std::pair<std::string, std::string>> refused;
 };
 
 /// Runs `patterns` in order: the first pattern that matches any operation (in graph order) is

@@ -37,6 +37,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -73,16 +74,39 @@ class SymbolicPlans {
   /// symbol, any other count itself; nullopt for a symbol with no class (a made-up count).
   [[nodiscard]] std::optional<std::int64_t> concrete(std::int64_t count) const;
 
+  /// Numbers the count classes per rewrite component (incremental.h) from now on: `component`
+  /// gives each name a plan may use its operation's component. A class is then the counts of
+  /// one value *within one component*, numbered by first appearance there, and its symbol is
+  /// kSymbol + c·kComponentStride + k (the k-th class of component c): a plan's symbolic entries
+  /// for a component depend on that component's counts only, so two plans that differ elsewhere
+  /// give its operations the same symbolic plan, and its rewrites can be reused
+  /// (IncrementalRewrites). Valid because no pattern compares counts across components (a
+  /// component holds every edge a pattern may act across, pattern.h). Two counts of one value
+  /// in two components are two classes: values() lists every class once, in plan order.
+  ///
+  ///   Y/linear (component 0: batch #0.0), Y (component 0: d0 = Y/linear.batch: #0.0),
+  ///   Z (component 1: d0 of the same value: #1.0) — symbols 2^40, 2^40, 2^40 + 2^20.
+  void number_per_component(const std::function<std::uint32_t(const std::string&)>& component);
+  static constexpr std::int64_t kComponentStride = std::int64_t{1} << 20;
+
  private:
   // What a plan may name, per name: the operation's index dims, extents and reduction flags.
   struct Named {
     std::vector<std::string> dims;
     std::vector<std::int64_t> extents;
     std::vector<bool> reduction;
+    std::uint32_t component = 0;
   };
+  // The class of `count` in `component` (added when new): its index in values_.
+  std::size_t class_of(std::uint32_t component, std::int64_t count);
   std::unordered_map<std::string, Named> named_;  // by every name find_operation resolves
   std::string key_;
   std::vector<std::int64_t> reduction_values_, values_;
+  bool per_component_ = false;
+  // Per class (parallel to values_): its component and its symbol.
+  std::vector<std::uint32_t> class_component_;
+  std::vector<std::int64_t> class_symbol_;
+  std::unordered_map<std::int64_t, std::int64_t> by_symbol_;  // per_component_: symbol → value
 };
 
 /// The entry a symbolic place list stands for (the name after kPlaceMarker); nullopt when
