@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <unordered_map>
 
@@ -121,6 +122,81 @@ struct CutOperation {
   /// The rewrites refused decompose-linear or split-reduction on the operation it comes from:
   /// lower explains a cut reduction dim by those refusals (their text may hold symbols here).
   bool refused_split = false;
+  /// Set with rule: what its shards' boxes and work depend on besides its counts, as an id
+  /// (Evaluator::Impl::content_id: equal ids, equal index box, ports' IPFs and element sizes and
+  /// work rule), and per input port the operation and output port that write its tensor
+  /// (Source::op: a position in Rewritten::ops, kGraphInput, or kSeveral: no reuse).
+  std::uint32_t content = 0;
+  struct Source {
+    static constexpr std::int32_t kGraphInput = -1, kSeveral = -2;
+    std::int32_t op = kGraphInput;
+    std::uint32_t port = 0;
+  };
+  std::vector<Source> sources;
+};
+
+// The bytes of a content key (CutOperation::content): plain values appended as they are.
+inline void put(std::string& key, std::int64_t v) {
+  key.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+void put(std::string& key, const zspace::Range& box) {
+  put(key, static_cast<std::int64_t>(box.rank()));
+  for (std::size_t d = 0; d < box.rank(); ++d) {
+    put(key, box.start()[d]);
+    put(key, box.end()[d]);
+  }
+}
+
+void put(std::string& key, const zspace::IndexProjection& ipf) {
+  const zspace::AffineMap& map = ipf.map();
+  put(key, static_cast<std::int64_t>(map.in_rank()));
+  put(key, static_cast<std::int64_t>(map.out_rank()));
+  for (std::size_t r = 0; r < map.out_rank(); ++r) {
+    for (std::size_t c = 0; c < map.in_rank(); ++c) put(key, map.at(r, c));
+    put(key, map.offset()[r]);
+    put(key, ipf.shape()[r]);
+  }
+}
+
+// What a fragment (Evaluator::Impl::Fragment) of the operation depends on besides its counts and
+// its producers: its index box, each port's IPF and element size, its work rule.
+std::string content_of(const CutOperation& op, const detail::TensorFacts& facts) {
+  std::string key;
+  key.reserve(1024);
+  put(key, op.index);
+  for (const std::vector<Port>* ports : {&op.inputs, &op.outputs}) {
+    put(key, static_cast<std::int64_t>(ports->size()));
+    for (const Port& port : *ports) {
+      put(key, facts.element_bytes[port.tensor]);
+      put(key, port.ipf);
+    }
+  }
+  put(key, static_cast<std::int64_t>(op.rule.dtype));
+  put(key, static_cast<std::int64_t>(op.rule.stages.size()));
+  for (const WorkRule::Stage& stage : op.rule.stages) {
+    put(key, static_cast<std::int64_t>(stage.kernel.size()));
+    key += stage.kernel;
+    std::int64_t flops = 0;
+    static_assert(sizeof flops == sizeof stage.flops_per_point);
+    std::memcpy(&flops, &stage.flops_per_point, sizeof flops);
+    put(key, flops);
+    put(key, stage.gemm ? 1 : 0);
+    put(key, stage.index_map ? 1 : 0);
+    if (stage.index_map) put(key, *stage.index_map);
+  }
+  return key;
+}
+
+struct KeyHash {
+  std::size_t operator()(const std::vector<std::int64_t>& key) const {
+    std::uint64_t h = 0x9e3779b97f4a7c15ULL;
+    for (std::int64_t v : key) {
+      h ^= static_cast<std::uint64_t>(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+      h *= 0xff51afd7ed558ccdULL;
+    }
+    return static_cast<std::size_t>(h ^ (h >> 29));
+  }
 };
 
 // The rewritten graph for one memo key.
@@ -200,6 +276,37 @@ struct Evaluator::Impl {
   std::vector<char> box_known;
   std::vector<std::size_t> memo_at;
 
+  // Reuse across plans (docs/optimizer.md, "Placement reused per operation"). An operation's
+  // fragment — per shard its work and the boxes it reads and writes, per box read the writers it
+  // overlaps and the cells each writes (detail::ReadHit), and its kernel shares — depends only on
+  // its content, its counts and, for each input, the content, counts and output port of the
+  // operation that writes it: not on devices, node ids or Application ids, which are applied
+  // afresh to a fragment each time. Kept by that key (fragment_key) from plan to plan.
+  struct Fragment {
+    std::vector<KernelShare> kernels;
+    std::vector<Work> work;             // per shard
+    std::vector<zspace::Range> boxes;   // per shard: its input boxes, then its output boxes
+    std::vector<std::uint32_t> hit_at;  // per input box (shard-major), then the end: into hits
+    std::vector<detail::ReadHit> hits;
+  };
+  /// Content keys (content_of) → ids; ids are never reused, so a memo entry's ops keep theirs
+  /// when this map is cleared.
+  std::unordered_map<std::string, std::uint32_t> content_ids;
+  std::uint32_t next_content = 1;
+  std::unordered_map<std::vector<std::int64_t>, std::unique_ptr<Fragment>, KeyHash> fragments;
+  std::size_t fragment_shards = 0;  // shards over every fragment kept: their bound
+  /// The fragments' bound, in shards (~1 KB each: 32 MB): dropped all at once
+  /// when a plan starts above it.
+  static constexpr std::size_t kFragmentShards = 1 << 15;
+  struct Pending {  // a fragment made by this plan, its hits filled in after connect()
+    std::vector<std::int64_t> key;
+    std::unique_ptr<Fragment> fragment;
+    std::size_t first_input = 0;  // its first box read among the builder's inputs
+    std::size_t inputs = 0;       // its boxes read
+  };
+  std::vector<Pending> pending;
+  std::vector<std::int64_t> key;  // scratch
+
   Impl(const ir::Graph& g, const Target& t, const rewrite::LowerOptions& o, std::size_t bound)
       : graph(g), target(t), options(o), symbols(graph), memo_bound(bound) {
     options.validate = false;
@@ -209,6 +316,8 @@ struct Evaluator::Impl {
   bool cut_and_place(const rewrite::Plan& plan, Rewritten& r);
   void refuse_cuts(const Rewritten& r, std::span<const std::size_t> first_count);
   void start_box_memo(const CutOperation& op, std::span<const std::int64_t> parts);
+  void set_content(Rewritten& r);
+  bool fragment_key(const Rewritten& r, std::size_t i, std::span<const std::size_t> first_count);
   const zspace::Range& port_box(const Port& port, std::size_t k, std::size_t shard,
                                 const zspace::Range& cell);
   bool fast_place(const rewrite::Plan& plan);
@@ -351,8 +460,16 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
     for (const CutOperation& op : r.ops) rules.push_back(work_rule(r.graph, op.id));
     r.facts = detail::TensorFacts::of(r.graph);
     for (std::size_t i = 0; i < r.ops.size(); ++i) r.ops[i].rule = std::move(rules[i]);
+    set_content(r);
     r.placeable = true;
   }
+  // Fragments are dropped only here, before any is handed to the builder.
+  if (fragment_shards > kFragmentShards) {
+    fragments.clear();
+    fragment_shards = 0;
+  }
+  pending.clear();
+  std::size_t inputs_added = 0;  // boxes read handed to the builder so far
   if (!placement_builder)
     placement_builder = std::make_unique<detail::PlacementBuilder>(r.facts, target);
   placement_builder->use_facts(r.facts);
@@ -399,8 +516,41 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
     if (op.colocate) colocated = builder.colocated(*op.colocate, op.colocate_index_names);
     detail::assign_devices(builder.operation(), op.index_names, grid, place, &op.mesh,
                            colocated ? &*colocated : nullptr, target, devices);
-    start_box_memo(op, parts);
     const bool pinned = !op.place_from.empty() || !op.mesh.empty();
+    const std::size_t ni = op.inputs.size(), no = op.outputs.size();
+    // The fragment of an earlier plan, or one this plan makes (its hits after connect()).
+    const Fragment* known = nullptr;
+    Fragment* made = nullptr;
+    if (fragment_key(r, i, first_count)) {
+      if (auto found = fragments.find(key); found != fragments.end()) {
+        known = found->second.get();
+      } else {
+        pending.push_back(
+            Pending{key, std::make_unique<Fragment>(), inputs_added, grid.shards * ni});
+        made = pending.back().fragment.get();
+      }
+    }
+    if (known != nullptr) {
+      ++stats.operations_reused;
+      builder.operation().kernels = known->kernels;
+      for (std::size_t s = 0; s < grid.shards; ++s) {
+        const zspace::Range* boxes = known->boxes.data() + s * (ni + no);
+        for (std::size_t k = 0; k < ni; ++k) {
+          const std::size_t at = s * ni + k;
+          builder.add_input(op.inputs[k].tensor, boxes[k],
+                            std::span(known->hits.data() + known->hit_at[at],
+                                      known->hit_at[at + 1] - known->hit_at[at]));
+        }
+        for (std::size_t k = 0; k < no; ++k)
+          builder.add_output(op.outputs[k].tensor, boxes[ni + k]);
+        const ir::ApplicationId id{ir::NodeId(
+            static_cast<std::uint32_t>(op.first_application + static_cast<std::int64_t>(s)))};
+        builder.add_application(id, devices[s], known->work[s], pinned);
+      }
+      inputs_added += grid.shards * ni;
+      continue;
+    }
+    start_box_memo(op, parts);
     for (std::size_t s = 0; s < grid.shards; ++s) {
       const zspace::Range cell = cut.cell_at(std::span(grid.coordinates).subspan(s * rank, rank));
       if (s == 0) kernel_shares(op.rule, cell, builder.operation().kernels);
@@ -410,23 +560,88 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
         if (stage.flops_per_point == 0) continue;
         add_stage_flops(stage, stage.points(cell), work);
       }
-      for (std::size_t k = 0; k < op.inputs.size(); ++k) {
-        const zspace::Range& box =
-            builder.add_input(op.inputs[k].tensor, port_box(op.inputs[k], k, s, cell));
+      for (std::size_t k = 0; k < ni; ++k) {
+        const zspace::Range& in = port_box(op.inputs[k], k, s, cell);
+        const zspace::Range& box = made ? builder.add_input_recorded(op.inputs[k].tensor, in)
+                                        : builder.add_input(op.inputs[k].tensor, in);
         work.bytes_read += box.size() * r.facts.bytes_of(op.inputs[k].tensor);
+        if (made) made->boxes.push_back(box);
       }
-      for (std::size_t k = 0; k < op.outputs.size(); ++k) {
+      for (std::size_t k = 0; k < no; ++k) {
         const Port& port = op.outputs[k];
-        const zspace::Range& box =
-            builder.add_output(port.tensor, port_box(port, op.inputs.size() + k, s, cell));
+        const zspace::Range& box = builder.add_output(port.tensor, port_box(port, ni + k, s, cell));
         work.bytes_written += box.size() * r.facts.bytes_of(port.tensor);
+        if (made) made->boxes.push_back(box);
       }
       const ir::ApplicationId id{ir::NodeId(
           static_cast<std::uint32_t>(op.first_application + static_cast<std::int64_t>(s)))};
       builder.add_application(id, devices[s], work, pinned);
+      if (made) made->work.push_back(work);
     }
+    if (made) made->kernels = builder.operation().kernels;
+    inputs_added += grid.shards * ni;
   }
   builder.connect();
+  // The fragments this plan made, with the hits connect() found for their boxes read.
+  for (Pending& p : pending) {
+    Fragment& f = *p.fragment;
+    f.hit_at.push_back(0);
+    for (std::size_t k = 0; k < p.inputs; ++k) {
+      const std::span<const detail::ReadHit> hits = builder.recorded(p.first_input + k);
+      f.hits.insert(f.hits.end(), hits.begin(), hits.end());
+      f.hit_at.push_back(static_cast<std::uint32_t>(f.hits.size()));
+    }
+    fragment_shards += f.work.size();
+    fragments.emplace(std::move(p.key), std::move(p.fragment));
+  }
+  pending.clear();
+  return true;
+}
+
+// Every operation's content id (content_of, interned) and the writers of its inputs.
+void Evaluator::Impl::set_content(Rewritten& r) {
+  using Source = CutOperation::Source;
+  std::vector<Source> writer(r.graph.size());  // by tensor node index
+  for (std::size_t i = 0; i < r.ops.size(); ++i) {
+    for (std::size_t m = 0; m < r.ops[i].outputs.size(); ++m) {
+      Source& w = writer[r.ops[i].outputs[m].tensor];
+      w.op = w.op == Source::kGraphInput ? static_cast<std::int32_t>(i) : Source::kSeveral;
+      w.port = static_cast<std::uint32_t>(m);
+    }
+  }
+  if (content_ids.size() > (1u << 16)) content_ids.clear();  // ids stay unique (next_content)
+  for (CutOperation& op : r.ops) {
+    op.sources.clear();
+    for (const Port& port : op.inputs) op.sources.push_back(writer[port.tensor]);
+    auto [id, added] = content_ids.emplace(content_of(op, r.facts), next_content);
+    if (added) ++next_content;
+    op.content = id->second;
+  }
+}
+
+// The key of operation i's fragment into `key`: its content and counts, and per input the
+// content, output port and counts of the operation that writes it (-1: a graph input). False
+// when a tensor it reads has several writers (no reuse).
+bool Evaluator::Impl::fragment_key(const Rewritten& r, std::size_t i,
+                                   std::span<const std::size_t> first_count) {
+  const CutOperation& op = r.ops[i];
+  key.clear();
+  key.push_back(op.content);
+  key.insert(key.end(), counts.begin() + static_cast<std::ptrdiff_t>(first_count[i]),
+             counts.begin() + static_cast<std::ptrdiff_t>(first_count[i] + op.counts.size()));
+  for (const CutOperation::Source& source : op.sources) {
+    if (source.op == CutOperation::Source::kSeveral) return false;
+    if (source.op == CutOperation::Source::kGraphInput) {
+      key.push_back(-1);
+      continue;
+    }
+    const auto j = static_cast<std::size_t>(source.op);
+    const CutOperation& w = r.ops[j];
+    key.push_back(w.content);
+    key.push_back(source.port);
+    key.insert(key.end(), counts.begin() + static_cast<std::ptrdiff_t>(first_count[j]),
+               counts.begin() + static_cast<std::ptrdiff_t>(first_count[j] + w.counts.size()));
+  }
   return true;
 }
 
@@ -549,6 +764,8 @@ CostVector Evaluator::evaluate(const rewrite::Plan& plan) {
 void Evaluator::clear_memo() {
   impl_->memo.clear();
   impl_->memo_operations = 0;
+  impl_->fragments.clear();
+  impl_->fragment_shards = 0;
 }
 
 const EvaluatorStats& Evaluator::stats() const {

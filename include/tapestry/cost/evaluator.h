@@ -53,6 +53,8 @@ struct EvaluatorStats {
   std::size_t rewrites_run = 0;  // memo misses: the rewrite patterns ran
   std::size_t reference = 0;     // evaluations answered by lower → place → simulate
   std::size_t evicted = 0;       // rewritten graphs dropped from the memo to bound it
+  /// Operations placed from a fragment of an earlier plan (their boxes, work and reads reused).
+  std::size_t operations_reused = 0;
 };
 
 class Evaluator {
