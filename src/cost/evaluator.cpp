@@ -135,57 +135,58 @@ struct CutOperation {
   std::vector<Source> sources;
 };
 
-// The bytes of a content key (CutOperation::content): plain values appended as they are.
-inline void put(std::string& key, std::int64_t v) {
-  key.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
+// The values of a content key (CutOperation::content), appended as they are.
+using Key = std::vector<std::int64_t>;
 
-void put(std::string& key, const zspace::Range& box) {
-  put(key, static_cast<std::int64_t>(box.rank()));
+void put(Key& key, const zspace::Range& box) {
+  key.push_back(static_cast<std::int64_t>(box.rank()));
   for (std::size_t d = 0; d < box.rank(); ++d) {
-    put(key, box.start()[d]);
-    put(key, box.end()[d]);
+    key.push_back(box.start()[d]);
+    key.push_back(box.end()[d]);
   }
 }
 
-void put(std::string& key, const zspace::IndexProjection& ipf) {
+void put(Key& key, const zspace::IndexProjection& ipf) {
   const zspace::AffineMap& map = ipf.map();
-  put(key, static_cast<std::int64_t>(map.in_rank()));
-  put(key, static_cast<std::int64_t>(map.out_rank()));
+  key.push_back(static_cast<std::int64_t>(map.in_rank()));
+  key.push_back(static_cast<std::int64_t>(map.out_rank()));
   for (std::size_t r = 0; r < map.out_rank(); ++r) {
-    for (std::size_t c = 0; c < map.in_rank(); ++c) put(key, map.at(r, c));
-    put(key, map.offset()[r]);
-    put(key, ipf.shape()[r]);
+    for (std::size_t c = 0; c < map.in_rank(); ++c) key.push_back(map.at(r, c));
+    key.push_back(map.offset()[r]);
+    key.push_back(ipf.shape()[r]);
   }
 }
 
 // What a fragment (Evaluator::Impl::Fragment) of the operation depends on besides its counts and
-// its producers: its index box, each port's IPF and element size, its work rule.
-std::string content_of(const CutOperation& op, const detail::TensorFacts& facts) {
-  std::string key;
-  key.reserve(1024);
+// its producers, into `key`: its index box, each port's IPF and element size, its work rule.
+void content_of(const CutOperation& op, const detail::TensorFacts& facts, Key& key) {
+  key.clear();
   put(key, op.index);
   for (const std::vector<Port>* ports : {&op.inputs, &op.outputs}) {
-    put(key, static_cast<std::int64_t>(ports->size()));
+    key.push_back(static_cast<std::int64_t>(ports->size()));
     for (const Port& port : *ports) {
-      put(key, facts.element_bytes[port.tensor]);
+      key.push_back(facts.element_bytes[port.tensor]);
       put(key, port.ipf);
     }
   }
-  put(key, static_cast<std::int64_t>(op.rule.dtype));
-  put(key, static_cast<std::int64_t>(op.rule.stages.size()));
+  key.push_back(static_cast<std::int64_t>(op.rule.dtype));
+  key.push_back(static_cast<std::int64_t>(op.rule.stages.size()));
   for (const WorkRule::Stage& stage : op.rule.stages) {
-    put(key, static_cast<std::int64_t>(stage.kernel.size()));
-    key += stage.kernel;
+    key.push_back(static_cast<std::int64_t>(stage.kernel.size()));
+    for (std::size_t at = 0; at < stage.kernel.size(); at += sizeof(std::int64_t)) {
+      std::int64_t chars = 0;  // the name's bytes, eight to a value
+      std::memcpy(&chars, stage.kernel.data() + at,
+                  std::min(sizeof chars, stage.kernel.size() - at));
+      key.push_back(chars);
+    }
     std::int64_t flops = 0;
     static_assert(sizeof flops == sizeof stage.flops_per_point);
     std::memcpy(&flops, &stage.flops_per_point, sizeof flops);
-    put(key, flops);
-    put(key, stage.gemm ? 1 : 0);
-    put(key, stage.index_map ? 1 : 0);
+    key.push_back(flops);
+    key.push_back(stage.gemm ? 1 : 0);
+    key.push_back(stage.index_map ? 1 : 0);
     if (stage.index_map) put(key, *stage.index_map);
   }
-  return key;
 }
 
 struct KeyHash {
@@ -291,7 +292,7 @@ struct Evaluator::Impl {
   };
   /// Content keys (content_of) → ids; ids are never reused, so a memo entry's ops keep theirs
   /// when this map is cleared.
-  std::unordered_map<std::string, std::uint32_t> content_ids;
+  std::unordered_map<std::vector<std::int64_t>, std::uint32_t, KeyHash> content_ids;
   std::uint32_t next_content = 1;
   std::unordered_map<std::vector<std::int64_t>, std::unique_ptr<Fragment>, KeyHash> fragments;
   std::size_t fragment_shards = 0;  // shards over every fragment kept: their bound
@@ -613,8 +614,9 @@ void Evaluator::Impl::set_content(Rewritten& r) {
   for (CutOperation& op : r.ops) {
     op.sources.clear();
     for (const Port& port : op.inputs) op.sources.push_back(writer[port.tensor]);
-    auto [id, added] = content_ids.emplace(content_of(op, r.facts), next_content);
-    if (added) ++next_content;
+    content_of(op, r.facts, key);
+    auto id = content_ids.find(key);
+    if (id == content_ids.end()) id = content_ids.emplace(key, next_content++).first;
     op.content = id->second;
   }
 }
