@@ -296,8 +296,10 @@ struct Evaluator::Impl {
   std::uint32_t next_content = 1;
   std::unordered_map<std::vector<std::int64_t>, std::unique_ptr<Fragment>, KeyHash> fragments;
   std::size_t fragment_shards = 0;  // shards over every fragment kept: their bound
-  /// The fragments' bound, in shards (~1 KB each: 32 MB): dropped all at once
-  /// when a plan starts above it.
+  std::size_t plan_shards = 0;      // shards of the last plan placed
+  /// The fragments' bound, in shards (0.5–1 KB each): dropped all at once when a plan starts
+  /// above this or three times the last plan's shards, whichever is more (a 24-layer plan on 64
+  /// devices has tens of thousands: a fixed bound would drop them at every plan).
   static constexpr std::size_t kFragmentShards = 1 << 15;
   struct Pending {  // a fragment made by this plan, its hits filled in after connect()
     std::vector<std::int64_t> key;
@@ -465,7 +467,7 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
     r.placeable = true;
   }
   // Fragments are dropped only here, before any is handed to the builder.
-  if (fragment_shards > kFragmentShards) {
+  if (fragment_shards > std::max(kFragmentShards, 3 * plan_shards)) {
     fragments.clear();
     fragment_shards = 0;
   }
@@ -583,6 +585,7 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
     inputs_added += grid.shards * ni;
   }
   builder.connect();
+  plan_shards = placement.applications.size();
   // The fragments this plan made, with the hits connect() found for their boxes read.
   for (Pending& p : pending) {
     Fragment& f = *p.fragment;
