@@ -16,6 +16,13 @@
 //    a combine — takes the devices of the operation it follows, as place() gives them; the
 //    plan's replicated outputs, which no rewrite reads, go to the builder as they are. Then
 //    simulate().
+// 4. Reuse across plans: an operation's fragment — per shard its work and boxes, per box read the
+//    writers it overlaps (detail::ReadHit), its kernel shares — is kept by its content, its counts
+//    and its producers' content, port and counts (fragment_key), so a plan that changed one
+//    operation's cut re-cuts that operation and its readers only, and one that moved devices
+//    none; devices, Application ids and everything that sees the whole plan (transfers,
+//    collectives, buffers, the simulation) are still derived per plan. E.g. on search_bench's
+//    megatron8 walk 1,577 of 2,006 operations placed came from a fragment.
 // Whatever the fast path cannot decide goes to the reference path (lower → place → simulate),
 // except a cut shard-grid refuses: lower's message for it (check_cuts) is written here
 // (refuse_cuts), so a refused plan is not rewritten a second time.
