@@ -286,7 +286,7 @@ struct Evaluator::Impl {
 
   // Reuse across plans (docs/optimizer.md, "Placement reused per operation"). An operation's
   // fragment — per shard its work and the boxes it reads and writes, per box read the writers it
-  // overlaps and the cells each writes (detail::ReadHit), and its kernel shares — depends only on
+  // overlaps (detail::ReadHit), and its kernel shares — depends only on
   // its content, its counts and, for each input, the content, counts and output port of the
   // operation that writes it: not on devices, node ids or Application ids, which are applied
   // afresh to a fragment each time. Kept by that key (fragment_key) from plan to plan.
@@ -296,18 +296,19 @@ struct Evaluator::Impl {
     std::vector<zspace::Range> boxes;   // per shard: its input boxes, then its output boxes
     std::vector<std::uint32_t> hit_at;  // per input box (shard-major), then the end: into hits
     std::vector<detail::ReadHit> hits;
+    std::size_t bytes = 0;  // of the above (about): the bound's measure
   };
   /// Content keys (content_of) → ids; ids are never reused, so a memo entry's ops keep theirs
   /// when this map is cleared.
   std::unordered_map<std::vector<std::int64_t>, std::uint32_t, KeyHash> content_ids;
   std::uint32_t next_content = 1;
   std::unordered_map<std::vector<std::int64_t>, std::unique_ptr<Fragment>, KeyHash> fragments;
-  std::size_t fragment_shards = 0;  // shards over every fragment kept: their bound
-  std::size_t plan_shards = 0;      // shards of the last plan placed
-  /// The fragments' bound, in shards (0.5–1 KB each): dropped all at once when a plan starts
-  /// above this or three times the last plan's shards, whichever is more (a 24-layer plan on 64
-  /// devices has tens of thousands: a fixed bound would drop them at every plan).
-  static constexpr std::size_t kFragmentShards = 1 << 15;
+  std::size_t fragment_bytes = 0;  // over every fragment kept
+  std::size_t plan_bytes = 0;      // of the fragments the last plan placed (kept or made)
+  /// The fragments' bound: dropped all at once when a plan starts with more than this kept, or
+  /// three times the last plan's, whichever is more (a 24-layer plan on 64 devices has ~10 MB:
+  /// a fixed bound would drop them at every plan).
+  static constexpr std::size_t kFragmentBytes = std::size_t{32} << 20;
   struct Pending {  // a fragment made by this plan, its hits filled in after connect()
     std::vector<std::int64_t> key;
     std::unique_ptr<Fragment> fragment;
@@ -474,11 +475,12 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
     r.placeable = true;
   }
   // Fragments are dropped only here, before any is handed to the builder.
-  if (fragment_shards > std::max(kFragmentShards, 3 * plan_shards)) {
+  if (fragment_bytes > std::max(kFragmentBytes, 3 * plan_bytes)) {
     fragments.clear();
-    fragment_shards = 0;
+    fragment_bytes = 0;
   }
   pending.clear();
+  plan_bytes = 0;
   std::size_t inputs_added = 0;  // boxes read handed to the builder so far
   if (!placement_builder)
     placement_builder = std::make_unique<detail::PlacementBuilder>(r.facts, target);
@@ -542,6 +544,7 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
     }
     if (known != nullptr) {
       ++stats.operations_reused;
+      plan_bytes += known->bytes;
       builder.operation().kernels = known->kernels;
       for (std::size_t s = 0; s < grid.shards; ++s) {
         const zspace::Range* boxes = known->boxes.data() + s * (ni + no);
@@ -592,7 +595,6 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
     inputs_added += grid.shards * ni;
   }
   builder.connect();
-  plan_shards = placement.applications.size();
   // The fragments this plan made, with the hits connect() found for their boxes read.
   for (Pending& p : pending) {
     Fragment& f = *p.fragment;
@@ -602,7 +604,11 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
       f.hits.insert(f.hits.end(), hits.begin(), hits.end());
       f.hit_at.push_back(static_cast<std::uint32_t>(f.hits.size()));
     }
-    fragment_shards += f.work.size();
+    f.bytes = f.kernels.size() * sizeof(KernelShare) + f.work.size() * sizeof(Work) +
+              f.boxes.size() * sizeof(zspace::Range) + f.hit_at.size() * sizeof(std::uint32_t) +
+              f.hits.size() * sizeof(detail::ReadHit);
+    fragment_bytes += f.bytes;
+    plan_bytes += f.bytes;
     fragments.emplace(std::move(p.key), std::move(p.fragment));
   }
   pending.clear();
@@ -777,7 +783,7 @@ void Evaluator::clear_memo() {
   impl_->memo.clear();
   impl_->memo_operations = 0;
   impl_->fragments.clear();
-  impl_->fragment_shards = 0;
+  impl_->fragment_bytes = 0;
 }
 
 const EvaluatorStats& Evaluator::stats() const {

@@ -46,6 +46,17 @@ std::uint64_t hash_of(std::uint64_t a, std::uint64_t b, std::uint32_t tensor,
   return h;
 }
 
+// a ∩ b for boxes that overlap: Range::intersect without its rank check, optional and
+// temporaries (a transfer's box; every read box of a fragment kept across plans makes it again).
+zspace::Range overlap_of(const zspace::Range& a, const zspace::Range& b) {
+  zspace::InlineVector<std::int64_t, zspace::kInlineRank> lo(a.rank()), hi(a.rank());
+  for (std::size_t d = 0; d < a.rank(); ++d) {
+    lo[d] = std::max(a.start()[d], b.start()[d]);
+    hi[d] = std::min(a.end()[d], b.end()[d]);
+  }
+  return zspace::Range(zspace::Point(lo.span()), zspace::Point(hi.span()));
+}
+
 // The next slot of `v` for reuse (its old contents, storage kept) or a new one.
 template <typename T>
 T& next_slot(std::vector<T>& v, std::size_t& used) {
@@ -439,12 +450,13 @@ void PlacementBuilder::read(std::uint32_t a, std::uint32_t input) {
     for (std::uint32_t i = 0; i < given.n; ++i) {
       const ReadHit& hit = given.known[i];
       TAPESTRY_ASSERT(hit.writer < end - begin, "a known hit names a writer of its tensor");
-      const std::uint32_t producer = written_.boxes[written_.order[begin + hit.writer]].application;
+      const WrittenBox& written = written_.boxes[written_.order[begin + hit.writer]];
+      const std::uint32_t producer = written.application;
       const std::uint32_t from = out_->applications[producer].device;
       if (from == device) {
         out_->applications[a].local_producers.push_back(producer);
       } else {
-        add_transfer(a, producer, from, in.tensor, hit.box);
+        add_transfer(a, producer, from, in.tensor, overlap_of(in.box, written.box));
       }
     }
     return;
@@ -471,21 +483,13 @@ void PlacementBuilder::read(std::uint32_t a, std::uint32_t input) {
     const std::uint32_t producer = written.application;
     const std::uint32_t from = out_->applications[producer].device;
     if (given.mode == InputHits::kRecord) {
-      ReadHit& hit = next_slot(recorded_, n_recorded_);
-      hit.writer = h;
-      hit.box = *in.box.intersect(written.box);
+      next_slot(recorded_, n_recorded_).writer = h;
       ++given.n;
-      if (from == device) {
-        out_->applications[a].local_producers.push_back(producer);
-      } else {
-        add_transfer(a, producer, from, in.tensor, hit.box);
-      }
-      continue;
     }
     if (from == device) {
       out_->applications[a].local_producers.push_back(producer);
     } else {
-      add_transfer(a, producer, from, in.tensor, *in.box.intersect(written.box));
+      add_transfer(a, producer, from, in.tensor, overlap_of(in.box, written.box));
     }
   }
 }
