@@ -16,6 +16,7 @@
 #include "tapestry/cost/placement.h"
 #include "tapestry/rewrite/fused.h"
 #include "tapestry/support/cancel.h"
+#include "tapestry/zspace/checked.h"
 
 namespace tapestry::cost {
 
@@ -44,6 +45,28 @@ bool same_tail(const zspace::Range& a, const zspace::Range& b) {
 std::int64_t tail_size(const zspace::Range& box) {
   std::int64_t n = 1;
   for (std::size_t d = 1; d < box.rank(); ++d) n *= box.extent(d);
+  return n;
+}
+
+// Whether a ∩ u is exactly `box` (a.intersect(u) == box, without making the intersection).
+bool intersection_is(const zspace::Range& a, const zspace::Range& u, const zspace::Range& box) {
+  for (std::size_t d = 0; d < a.rank(); ++d) {
+    const std::int64_t lo = std::max(a.start()[d], u.start()[d]);
+    const std::int64_t hi = std::min(a.end()[d], u.end()[d]);
+    if (lo > hi || lo != box.start()[d] || hi != box.end()[d]) return false;
+  }
+  return a.rank() == box.rank();
+}
+
+// Points of a ∩ u; 0 when they are disjoint (a.intersect(u)->size(), or nothing).
+std::int64_t intersection_size(const zspace::Range& a, const zspace::Range& u) {
+  std::int64_t n = 1;
+  for (std::size_t d = 0; d < a.rank(); ++d) {
+    const std::int64_t lo = std::max(a.start()[d], u.start()[d]);
+    const std::int64_t hi = std::min(a.end()[d], u.end()[d]);
+    if (lo > hi) return 0;
+    n = zspace::checked_mul(n, hi - lo);
+  }
   return n;
 }
 
@@ -523,17 +546,14 @@ bool CollectiveRecogniser::is_all_gather(const Placement& p, const WriterIndex& 
         first, last, tr.producer,
         [&](std::uint32_t k, std::uint32_t a) { return writers.boxes[k].application < a; });
     if (w == last || writers.boxes[*w].application != tr.producer) return false;
-    const std::optional<zspace::Range> part = writers.boxes[*w].box.intersect(u);
-    if (!part || *part != tr.box) return false;
+    if (!intersection_is(writers.boxes[*w].box, u, tr.box)) return false;
   }
   bytes = u.size() * element_bytes;
   chunk = 0;
   for (const Participant& q : s.participants) {
     std::int64_t own = 0;
     for (std::uint32_t k = 0; k < q.boxes; ++k) {
-      if (auto part = writers.boxes[s.owned[q.first_box + k]].box.intersect(u)) {
-        own += part->size() * element_bytes;
-      }
+      own += intersection_size(writers.boxes[s.owned[q.first_box + k]].box, u) * element_bytes;
     }
     if (own + q.received != bytes) return false;
     chunk = std::max(chunk, own);

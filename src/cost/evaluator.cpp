@@ -16,6 +16,13 @@
 //    a combine — takes the devices of the operation it follows, as place() gives them; the
 //    plan's replicated outputs, which no rewrite reads, go to the builder as they are. Then
 //    simulate().
+// 4. Reuse across plans: an operation's fragment — per shard its work and boxes, per box read the
+//    writers it overlaps (detail::ReadHit), its kernel shares — is kept by its content, its counts
+//    and its producers' content, port and counts (fragment_key), so a plan that changed one
+//    operation's cut re-cuts that operation and its readers only, and one that moved devices
+//    none; devices, Application ids and everything that sees the whole plan (transfers,
+//    collectives, buffers, the simulation) are still derived per plan. E.g. on search_bench's
+//    megatron8 walk 1,577 of 2,006 operations placed came from a fragment.
 // Whatever the fast path cannot decide goes to the reference path (lower → place → simulate),
 // except a cut shard-grid refuses: lower's message for it (check_cuts) is written here
 // (refuse_cuts), so a refused plan is not rewritten a second time.
@@ -24,6 +31,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <unordered_map>
 
@@ -122,6 +130,82 @@ struct CutOperation {
   /// The rewrites refused decompose-linear or split-reduction on the operation it comes from:
   /// lower explains a cut reduction dim by those refusals (their text may hold symbols here).
   bool refused_split = false;
+  /// Set with rule: what its shards' boxes and work depend on besides its counts, as an id
+  /// (Evaluator::Impl::content_id: equal ids, equal index box, ports' IPFs and element sizes and
+  /// work rule), and per input port the operation and output port that write its tensor
+  /// (Source::op: a position in Rewritten::ops, kGraphInput, or kSeveral: no reuse).
+  std::uint32_t content = 0;
+  struct Source {
+    static constexpr std::int32_t kGraphInput = -1, kSeveral = -2;
+    std::int32_t op = kGraphInput;
+    std::uint32_t port = 0;
+  };
+  std::vector<Source> sources;
+};
+
+// The values of a content key (CutOperation::content), appended as they are.
+using Key = std::vector<std::int64_t>;
+
+void put(Key& key, const zspace::Range& box) {
+  key.push_back(static_cast<std::int64_t>(box.rank()));
+  for (std::size_t d = 0; d < box.rank(); ++d) {
+    key.push_back(box.start()[d]);
+    key.push_back(box.end()[d]);
+  }
+}
+
+void put(Key& key, const zspace::IndexProjection& ipf) {
+  const zspace::AffineMap& map = ipf.map();
+  key.push_back(static_cast<std::int64_t>(map.in_rank()));
+  key.push_back(static_cast<std::int64_t>(map.out_rank()));
+  for (std::size_t r = 0; r < map.out_rank(); ++r) {
+    for (std::size_t c = 0; c < map.in_rank(); ++c) key.push_back(map.at(r, c));
+    key.push_back(map.offset()[r]);
+    key.push_back(ipf.shape()[r]);
+  }
+}
+
+// What a fragment (Evaluator::Impl::Fragment) of the operation depends on besides its counts and
+// its producers, into `key`: its index box, each port's IPF and element size, its work rule.
+void content_of(const CutOperation& op, const detail::TensorFacts& facts, Key& key) {
+  key.clear();
+  put(key, op.index);
+  for (const std::vector<Port>* ports : {&op.inputs, &op.outputs}) {
+    key.push_back(static_cast<std::int64_t>(ports->size()));
+    for (const Port& port : *ports) {
+      key.push_back(facts.element_bytes[port.tensor]);
+      put(key, port.ipf);
+    }
+  }
+  key.push_back(static_cast<std::int64_t>(op.rule.dtype));
+  key.push_back(static_cast<std::int64_t>(op.rule.stages.size()));
+  for (const WorkRule::Stage& stage : op.rule.stages) {
+    key.push_back(static_cast<std::int64_t>(stage.kernel.size()));
+    for (std::size_t at = 0; at < stage.kernel.size(); at += sizeof(std::int64_t)) {
+      std::int64_t chars = 0;  // the name's bytes, eight to a value
+      std::memcpy(&chars, stage.kernel.data() + at,
+                  std::min(sizeof chars, stage.kernel.size() - at));
+      key.push_back(chars);
+    }
+    std::int64_t flops = 0;
+    static_assert(sizeof flops == sizeof stage.flops_per_point);
+    std::memcpy(&flops, &stage.flops_per_point, sizeof flops);
+    key.push_back(flops);
+    key.push_back(stage.gemm ? 1 : 0);
+    key.push_back(stage.index_map ? 1 : 0);
+    if (stage.index_map) put(key, *stage.index_map);
+  }
+}
+
+struct KeyHash {
+  std::size_t operator()(const std::vector<std::int64_t>& key) const {
+    std::uint64_t h = 0x9e3779b97f4a7c15ULL;
+    for (std::int64_t v : key) {
+      h ^= static_cast<std::uint64_t>(v) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+      h *= 0xff51afd7ed558ccdULL;
+    }
+    return static_cast<std::size_t>(h ^ (h >> 29));
+  }
 };
 
 // The rewritten graph for one memo key.
@@ -207,6 +291,40 @@ struct Evaluator::Impl {
   std::vector<char> box_known;
   std::vector<std::size_t> memo_at;
 
+  // Reuse across plans (docs/optimizer.md, "Placement reused per operation"). An operation's
+  // fragment — per shard its work and the boxes it reads and writes, per box read the writers it
+  // overlaps (detail::ReadHit), and its kernel shares — depends only on
+  // its content, its counts and, for each input, the content, counts and output port of the
+  // operation that writes it: not on devices, node ids or Application ids, which are applied
+  // afresh to a fragment each time. Kept by that key (fragment_key) from plan to plan.
+  struct Fragment {
+    std::vector<KernelShare> kernels;
+    std::vector<Work> work;             // per shard
+    std::vector<zspace::Range> boxes;   // per shard: its input boxes, then its output boxes
+    std::vector<std::uint32_t> hit_at;  // per input box (shard-major), then the end: into hits
+    std::vector<detail::ReadHit> hits;
+    std::size_t bytes = 0;  // of the above (about): the bound's measure
+  };
+  /// Content keys (content_of) → ids; ids are never reused, so a memo entry's ops keep theirs
+  /// when this map is cleared.
+  std::unordered_map<std::vector<std::int64_t>, std::uint32_t, KeyHash> content_ids;
+  std::uint32_t next_content = 1;
+  std::unordered_map<std::vector<std::int64_t>, std::unique_ptr<Fragment>, KeyHash> fragments;
+  std::size_t fragment_bytes = 0;  // over every fragment kept
+  std::size_t plan_bytes = 0;      // of the fragments the last plan placed (kept or made)
+  /// The fragments' bound: dropped all at once when a plan starts with more than this kept, or
+  /// three times the last plan's, whichever is more (a 24-layer plan on 64 devices has ~10 MB:
+  /// a fixed bound would drop them at every plan).
+  static constexpr std::size_t kFragmentBytes = std::size_t{32} << 20;
+  struct Pending {  // a fragment made by this plan, its hits filled in after connect()
+    std::vector<std::int64_t> key;
+    std::unique_ptr<Fragment> fragment;
+    std::size_t first_input = 0;  // its first box read among the builder's inputs
+    std::size_t inputs = 0;       // its boxes read
+  };
+  std::vector<Pending> pending;
+  std::vector<std::int64_t> key;  // scratch
+
   Impl(const ir::Graph& g, const Target& t, const rewrite::LowerOptions& o, std::size_t bound)
       : graph(g),
         target(t),
@@ -223,6 +341,8 @@ struct Evaluator::Impl {
   bool cut_and_place(const rewrite::Plan& plan, Rewritten& r);
   void refuse_cuts(const Rewritten& r, std::span<const std::size_t> first_count);
   void start_box_memo(const CutOperation& op, std::span<const std::int64_t> parts);
+  void set_content(Rewritten& r);
+  bool fragment_key(const Rewritten& r, std::size_t i, std::span<const std::size_t> first_count);
   const zspace::Range& port_box(const Port& port, std::size_t k, std::size_t shard,
                                 const zspace::Range& cell);
   bool fast_place(const rewrite::Plan& plan);
@@ -373,8 +493,17 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
     for (const CutOperation& op : r.ops) rules.push_back(work_rule(r.graph, op.id));
     r.facts = detail::TensorFacts::of(r.graph);
     for (std::size_t i = 0; i < r.ops.size(); ++i) r.ops[i].rule = std::move(rules[i]);
+    set_content(r);
     r.placeable = true;
   }
+  // Fragments are dropped only here, before any is handed to the builder.
+  if (fragment_bytes > std::max(kFragmentBytes, 3 * plan_bytes)) {
+    fragments.clear();
+    fragment_bytes = 0;
+  }
+  pending.clear();
+  plan_bytes = 0;
+  std::size_t inputs_added = 0;  // boxes read handed to the builder so far
   if (!placement_builder)
     placement_builder = std::make_unique<detail::PlacementBuilder>(r.facts, target);
   placement_builder->use_facts(r.facts);
@@ -421,8 +550,42 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
     if (op.colocate) colocated = builder.colocated(*op.colocate, op.colocate_index_names);
     detail::assign_devices(builder.operation(), op.index_names, grid, place, &op.mesh,
                            colocated ? &*colocated : nullptr, target, devices);
-    start_box_memo(op, parts);
     const bool pinned = !op.place_from.empty() || !op.mesh.empty();
+    const std::size_t ni = op.inputs.size(), no = op.outputs.size();
+    // The fragment of an earlier plan, or one this plan makes (its hits after connect()).
+    const Fragment* known = nullptr;
+    Fragment* made = nullptr;
+    if (fragment_key(r, i, first_count)) {
+      if (auto found = fragments.find(key); found != fragments.end()) {
+        known = found->second.get();
+      } else {
+        pending.push_back(
+            Pending{key, std::make_unique<Fragment>(), inputs_added, grid.shards * ni});
+        made = pending.back().fragment.get();
+      }
+    }
+    if (known != nullptr) {
+      ++stats.operations_reused;
+      plan_bytes += known->bytes;
+      builder.operation().kernels = known->kernels;
+      for (std::size_t s = 0; s < grid.shards; ++s) {
+        const zspace::Range* boxes = known->boxes.data() + s * (ni + no);
+        for (std::size_t k = 0; k < ni; ++k) {
+          const std::size_t at = s * ni + k;
+          builder.add_input(op.inputs[k].tensor, boxes[k],
+                            std::span(known->hits.data() + known->hit_at[at],
+                                      known->hit_at[at + 1] - known->hit_at[at]));
+        }
+        for (std::size_t k = 0; k < no; ++k)
+          builder.add_output(op.outputs[k].tensor, boxes[ni + k]);
+        const ir::ApplicationId id{ir::NodeId(
+            static_cast<std::uint32_t>(op.first_application + static_cast<std::int64_t>(s)))};
+        builder.add_application(id, devices[s], known->work[s], pinned);
+      }
+      inputs_added += grid.shards * ni;
+      continue;
+    }
+    start_box_memo(op, parts);
     for (std::size_t s = 0; s < grid.shards; ++s) {
       const zspace::Range cell = cut.cell_at(std::span(grid.coordinates).subspan(s * rank, rank));
       if (s == 0) kernel_shares(op.rule, cell, builder.operation().kernels);
@@ -432,23 +595,93 @@ bool Evaluator::Impl::cut_and_place(const rewrite::Plan& plan, Rewritten& r) {
         if (stage.flops_per_point == 0) continue;
         add_stage_flops(stage, stage.points(cell), work);
       }
-      for (std::size_t k = 0; k < op.inputs.size(); ++k) {
-        const zspace::Range& box =
-            builder.add_input(op.inputs[k].tensor, port_box(op.inputs[k], k, s, cell));
+      for (std::size_t k = 0; k < ni; ++k) {
+        const zspace::Range& in = port_box(op.inputs[k], k, s, cell);
+        const zspace::Range& box = made ? builder.add_input_recorded(op.inputs[k].tensor, in)
+                                        : builder.add_input(op.inputs[k].tensor, in);
         work.bytes_read += box.size() * r.facts.bytes_of(op.inputs[k].tensor);
+        if (made) made->boxes.push_back(box);
       }
-      for (std::size_t k = 0; k < op.outputs.size(); ++k) {
+      for (std::size_t k = 0; k < no; ++k) {
         const Port& port = op.outputs[k];
-        const zspace::Range& box =
-            builder.add_output(port.tensor, port_box(port, op.inputs.size() + k, s, cell));
+        const zspace::Range& box = builder.add_output(port.tensor, port_box(port, ni + k, s, cell));
         work.bytes_written += box.size() * r.facts.bytes_of(port.tensor);
+        if (made) made->boxes.push_back(box);
       }
       const ir::ApplicationId id{ir::NodeId(
           static_cast<std::uint32_t>(op.first_application + static_cast<std::int64_t>(s)))};
       builder.add_application(id, devices[s], work, pinned);
+      if (made) made->work.push_back(work);
     }
+    if (made) made->kernels = builder.operation().kernels;
+    inputs_added += grid.shards * ni;
   }
   builder.connect();
+  // The fragments this plan made, with the hits connect() found for their boxes read.
+  for (Pending& p : pending) {
+    Fragment& f = *p.fragment;
+    f.hit_at.push_back(0);
+    for (std::size_t k = 0; k < p.inputs; ++k) {
+      const std::span<const detail::ReadHit> hits = builder.recorded(p.first_input + k);
+      f.hits.insert(f.hits.end(), hits.begin(), hits.end());
+      f.hit_at.push_back(static_cast<std::uint32_t>(f.hits.size()));
+    }
+    f.bytes = f.kernels.size() * sizeof(KernelShare) + f.work.size() * sizeof(Work) +
+              f.boxes.size() * sizeof(zspace::Range) + f.hit_at.size() * sizeof(std::uint32_t) +
+              f.hits.size() * sizeof(detail::ReadHit);
+    fragment_bytes += f.bytes;
+    plan_bytes += f.bytes;
+    fragments.emplace(std::move(p.key), std::move(p.fragment));
+  }
+  pending.clear();
+  return true;
+}
+
+// Every operation's content id (content_of, interned) and the writers of its inputs.
+void Evaluator::Impl::set_content(Rewritten& r) {
+  using Source = CutOperation::Source;
+  std::vector<Source> writer(r.graph.size());  // by tensor node index
+  for (std::size_t i = 0; i < r.ops.size(); ++i) {
+    for (std::size_t m = 0; m < r.ops[i].outputs.size(); ++m) {
+      Source& w = writer[r.ops[i].outputs[m].tensor];
+      w.op = w.op == Source::kGraphInput ? static_cast<std::int32_t>(i) : Source::kSeveral;
+      w.port = static_cast<std::uint32_t>(m);
+    }
+  }
+  if (content_ids.size() > (1u << 16)) content_ids.clear();  // ids stay unique (next_content)
+  for (CutOperation& op : r.ops) {
+    op.sources.clear();
+    for (const Port& port : op.inputs) op.sources.push_back(writer[port.tensor]);
+    content_of(op, r.facts, key);
+    auto id = content_ids.find(key);
+    if (id == content_ids.end()) id = content_ids.emplace(key, next_content++).first;
+    op.content = id->second;
+  }
+}
+
+// The key of operation i's fragment into `key`: its content and counts, and per input the
+// content, output port and counts of the operation that writes it (-1: a graph input). False
+// when a tensor it reads has several writers (no reuse).
+bool Evaluator::Impl::fragment_key(const Rewritten& r, std::size_t i,
+                                   std::span<const std::size_t> first_count) {
+  const CutOperation& op = r.ops[i];
+  key.clear();
+  key.push_back(op.content);
+  key.insert(key.end(), counts.begin() + static_cast<std::ptrdiff_t>(first_count[i]),
+             counts.begin() + static_cast<std::ptrdiff_t>(first_count[i] + op.counts.size()));
+  for (const CutOperation::Source& source : op.sources) {
+    if (source.op == CutOperation::Source::kSeveral) return false;
+    if (source.op == CutOperation::Source::kGraphInput) {
+      key.push_back(-1);
+      continue;
+    }
+    const auto j = static_cast<std::size_t>(source.op);
+    const CutOperation& w = r.ops[j];
+    key.push_back(w.content);
+    key.push_back(source.port);
+    key.insert(key.end(), counts.begin() + static_cast<std::ptrdiff_t>(first_count[j]),
+               counts.begin() + static_cast<std::ptrdiff_t>(first_count[j] + w.counts.size()));
+  }
   return true;
 }
 
@@ -574,6 +807,8 @@ void Evaluator::clear_memo() {
   impl_->last = nullptr;
   impl_->memo.clear();
   impl_->memo_operations = 0;
+  impl_->fragments.clear();
+  impl_->fragment_bytes = 0;
 }
 
 const EvaluatorStats& Evaluator::stats() const {

@@ -46,6 +46,17 @@ std::uint64_t hash_of(std::uint64_t a, std::uint64_t b, std::uint32_t tensor,
   return h;
 }
 
+// a ∩ b for boxes that overlap: Range::intersect without its rank check, optional and
+// temporaries (a transfer's box; every read box of a fragment kept across plans makes it again).
+zspace::Range overlap_of(const zspace::Range& a, const zspace::Range& b) {
+  zspace::InlineVector<std::int64_t, zspace::kInlineRank> lo(a.rank()), hi(a.rank());
+  for (std::size_t d = 0; d < a.rank(); ++d) {
+    lo[d] = std::max(a.start()[d], b.start()[d]);
+    hi[d] = std::min(a.end()[d], b.end()[d]);
+  }
+  return zspace::Range(zspace::Point(lo.span()), zspace::Point(hi.span()));
+}
+
 // The next slot of `v` for reuse (its old contents, storage kept) or a new one.
 template <typename T>
 T& next_slot(std::vector<T>& v, std::size_t& used) {
@@ -274,6 +285,8 @@ void PlacementBuilder::start(Placement& out, std::span<const ReplicatedOutput> r
   n_operations_ = n_applications_ = n_transfers_ = 0;
   out.resident_input_bytes.assign(target_.devices.size(), 0);
   inputs_.clear();
+  in_hits_.clear();
+  n_recorded_ = 0;
   written_.boxes.clear();
   in_begin_.assign(1, 0);
   transfer_set_.clear();
@@ -307,7 +320,30 @@ std::optional<Colocated> PlacementBuilder::colocated(
 
 const zspace::Range& PlacementBuilder::add_input(std::uint32_t tensor, const zspace::Range& box) {
   inputs_.emplace_back(tensor, box);
+  in_hits_.emplace_back();
   return inputs_.back().box;
+}
+
+const zspace::Range& PlacementBuilder::add_input(std::uint32_t tensor, const zspace::Range& box,
+                                                 std::span<const ReadHit> known) {
+  inputs_.emplace_back(tensor, box);
+  in_hits_.push_back(
+      InputHits{known.data(), static_cast<std::uint32_t>(known.size()), InputHits::kKnown, 0});
+  return inputs_.back().box;
+}
+
+const zspace::Range& PlacementBuilder::add_input_recorded(std::uint32_t tensor,
+                                                          const zspace::Range& box) {
+  inputs_.emplace_back(tensor, box);
+  in_hits_.push_back(InputHits{nullptr, 0, InputHits::kRecord, 0});
+  return inputs_.back().box;
+}
+
+std::span<const ReadHit> PlacementBuilder::recorded(std::size_t input) const {
+  const InputHits& h = in_hits_[input];
+  TAPESTRY_ASSERT(h.mode == InputHits::kRecord,
+                  "recorded() of an input added with add_input_recorded");
+  return {recorded_.data() + h.first, h.n};
 }
 
 const zspace::Range& PlacementBuilder::add_output(std::uint32_t tensor, const zspace::Range& box) {
@@ -391,7 +427,13 @@ void PlacementBuilder::add_resident(std::uint32_t device, std::uint32_t tensor,
   resident_.push_back(Resident{device, tensor, box});
 }
 
-void PlacementBuilder::read(std::uint32_t a, const ShardBox& in) {
+void PlacementBuilder::read(std::uint32_t a, std::uint32_t input) {
+  const ShardBox& in = inputs_[input];
+  InputHits& given = in_hits_[input];
+  if (given.mode == InputHits::kRecord) {
+    given.first = static_cast<std::uint32_t>(n_recorded_);
+    given.n = 0;
+  }
   if (in.box.is_empty()) return;
   const std::uint32_t begin = written_.begin[in.tensor];
   const std::uint32_t end = written_.begin[in.tensor + 1];
@@ -401,6 +443,21 @@ void PlacementBuilder::read(std::uint32_t a, const ShardBox& in) {
       add_transfer(a, kHost, kHost, in.tensor, in.box);
     } else {
       add_resident(device, in.tensor, in.box);
+    }
+    return;
+  }
+  if (given.mode == InputHits::kKnown) {  // the hits of an earlier search (ReadHit)
+    for (std::uint32_t i = 0; i < given.n; ++i) {
+      const ReadHit& hit = given.known[i];
+      TAPESTRY_ASSERT(hit.writer < end - begin, "a known hit names a writer of its tensor");
+      const WrittenBox& written = written_.boxes[written_.order[begin + hit.writer]];
+      const std::uint32_t producer = written.application;
+      const std::uint32_t from = out_->applications[producer].device;
+      if (from == device) {
+        out_->applications[a].local_producers.push_back(producer);
+      } else {
+        add_transfer(a, producer, from, in.tensor, overlap_of(in.box, written.box));
+      }
     }
     return;
   }
@@ -425,10 +482,14 @@ void PlacementBuilder::read(std::uint32_t a, const ShardBox& in) {
     const WrittenBox& written = written_.boxes[written_.order[begin + h]];
     const std::uint32_t producer = written.application;
     const std::uint32_t from = out_->applications[producer].device;
+    if (given.mode == InputHits::kRecord) {
+      next_slot(recorded_, n_recorded_).writer = h;
+      ++given.n;
+    }
     if (from == device) {
       out_->applications[a].local_producers.push_back(producer);
     } else {
-      add_transfer(a, producer, from, in.tensor, *in.box.intersect(written.box));
+      add_transfer(a, producer, from, in.tensor, overlap_of(in.box, written.box));
     }
   }
 }
@@ -608,7 +669,7 @@ void PlacementBuilder::connect() {
   for (std::uint32_t a = 0; a < n_applications_; ++a) {
     // Cancellable (support/cancel.h): start() begins the next placement afresh.
     if (a % 64 == 0) support::check_cancelled();
-    for (std::uint32_t k = in_begin_[a]; k < in_begin_[a + 1]; ++k) read(a, inputs_[k]);
+    for (std::uint32_t k = in_begin_[a]; k < in_begin_[a + 1]; ++k) read(a, k);
     // Ordering edges: the writers, on this device, of the tensors its operation starts after.
     const PlacedApplication& app = p.applications[a];
     std::vector<std::uint32_t>& ordered = p.applications[a].ordering_predecessors;

@@ -502,5 +502,85 @@ RC_GTEST_PROP(EvaluatorProperties, EqualsLowerPlaceSimulate, ()) {
   RC_CLASSIFY(ev.stats().reference > 0, "reference path");
 }
 
+// Reuse across plans (evaluator.cpp, Fragment): one Evaluator walks a chain of small changes to
+// a random plan — one operation's count along one dim, its devices, its substitution, or fusion
+// on or off — and places every plan
+// exactly as lower → place does, field by field (kernel shares and GEMM FLOPs too), and prices
+// it as simulate does. The reused fragments are keyed on an operation's content, its counts and
+// its producers' content, port and counts; a key without the producers' counts, or without the
+// operation's own, fails within a few dozen cases.
+RC_GTEST_PROP(EvaluatorProperties, ReusesOperationsAcrossPlansAsAFreshPlacementDoes, ()) {
+  const std::string tap = *rewrite::testing::gen_tap_program(4);
+  std::optional<ir::Graph> built = rewrite::testing::try_build(tap);
+  RC_PRE(built.has_value());
+  const auto g = std::make_shared<const ir::Graph>(std::move(*built));
+  const Target target =
+      toy_target(*rc::gen::inRange<std::size_t>(1, 3), *rc::gen::inRange<std::size_t>(1, 4));
+  Evaluator ev(*g, target);
+  rewrite::Plan plan =
+      rewrite::parse_plan(*rc::gen::exec([g] { return rewrite::testing::random_plan(*g); }));
+  std::vector<std::string> names;
+  for (ir::OperationId op : g->operations()) names.push_back(rewrite::operation_name(*g, op));
+  RC_PRE(!names.empty());
+  for (int step = 0; step < 10; ++step) {
+    const std::string& name = names[*rc::gen::inRange<std::size_t>(0, names.size())];
+    const ir::OperationView view = g->operation(*rewrite::find_operation(*g, name));
+    rewrite::OpPlan& entry = plan.ops[name];
+    const int kind = *rc::gen::inRange(0, 8);
+    if (kind == 0) {  // fusion on or off: other producers for the same readers
+      plan.fuse_auto = !plan.fuse_auto;
+      plan.fuse.clear();
+    } else if (kind == 1 && view.kernel() == "linear") {  // a substitution on or off
+      if (entry.substitute.empty()) {
+        entry.substitute = {"decompose-linear"};
+      } else {
+        entry.substitute.clear();
+      }
+    } else if (kind < 6 && view.index_rank() > 0) {  // a count
+      const std::size_t d = *rc::gen::inRange<std::size_t>(0, view.index_rank());
+      const std::int64_t extent = std::max<std::int64_t>(view.ipf_index()->extent(d), 1);
+      entry.split[view.index_name(d)] =
+          *rc::gen::inRange<std::int64_t>(1, std::min<std::int64_t>(extent, 4) + 1);
+    } else {  // devices
+      entry.mesh.clear();
+      entry.place.clear();
+      const std::size_t n = *rc::gen::inRange<std::size_t>(0, 3);
+      for (std::size_t k = 0; k < n; ++k) {
+        entry.place.push_back(
+            target.devices[*rc::gen::inRange<std::size_t>(0, target.devices.size())].name);
+      }
+    }
+    std::optional<Placement> expected;
+    const std::string error = error_of([&] { expected = reference_placement(*g, plan, target); });
+    if (!error.empty()) {
+      RC_ASSERT(error_of([&] { (void)ev.place(plan); }) == error);
+      continue;
+    }
+    const Placement& placed = ev.place(plan);
+    RC_ASSERT(difference(placed, *expected) == "");
+    for (std::size_t i = 0; i < placed.operations.size(); ++i) {
+      const std::vector<KernelShare>& a = placed.operations[i].kernels;
+      const std::vector<KernelShare>& b = expected->operations[i].kernels;
+      RC_ASSERT(a.size() == b.size());
+      for (std::size_t k = 0; k < a.size(); ++k) {
+        RC_ASSERT(a[k].kernel == b[k].kernel);
+        RC_ASSERT(a[k].share == b[k].share);
+      }
+    }
+    for (std::size_t a = 0; a < placed.applications.size(); ++a) {
+      RC_ASSERT(placed.applications[a].work.gemm_flops ==
+                expected->applications[a].work.gemm_flops);
+    }
+    std::optional<CostVector> cost;
+    const std::string cost_error = error_of([&] { cost = simulate(*expected, target); });
+    if (!cost_error.empty()) {
+      RC_ASSERT(error_of([&] { (void)ev.evaluate(plan); }) == cost_error);
+      continue;
+    }
+    RC_ASSERT(same_cost(ev.evaluate(plan), *cost));
+  }
+  RC_CLASSIFY(ev.stats().operations_reused > 0, "operations reused");
+}
+
 }  // namespace
 }  // namespace tapestry::cost

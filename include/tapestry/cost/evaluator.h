@@ -67,6 +67,8 @@ struct EvaluatorStats {
   std::size_t incremental = 0;
   std::size_t components_rewritten = 0;
   std::size_t components_reused = 0;
+  /// Operations placed from a fragment of an earlier plan (their boxes, work and reads reused).
+  std::size_t operations_reused = 0;
 };
 
 class Evaluator {
