@@ -78,7 +78,8 @@ double penalty(const cost::CostVector& cost, const Constraints& c, const cost::T
 constexpr std::size_t kPoolSize = 16;
 constexpr int kExhaustedAfter = 64;  // generations in a row with nothing new to price
 constexpr int kRetries = 8;          // mutations of one parent before a slot gives up
-constexpr int kPrefixRuns = 1;       // searches of the first layers (see prefix_front)
+// The prefix search's islands meet every generation (prefix_front): they search it as one.
+constexpr std::uint64_t kPrefixMigrateEvery = 1;
 
 // A search's settings as a checkpoint records them (no state).
 CheckpointState settings_of(const ir::Graph& graph, const cost::Target& target,
@@ -137,6 +138,11 @@ struct Optimizer::Impl {
   std::optional<ParetoArchive> merged;
   std::unordered_set<std::uint64_t> merged_seen;
   std::vector<StandardResult> standard;
+  std::vector<rewrite::Plan> prefix_genomes;  // prefix_front()'s, for OptimizeResult
+  // Patience (OptimizeOptions::patience): the best value of each objective so far, and the
+  // plans priced (this run's; islands: all islands', at the meeting) when one last improved.
+  std::vector<double> best_seen;
+  std::uint64_t improved_at = 0;
   // What the seeds' plans priced to, by fingerprint of the plan: the yardstick's standard plans
   // take their price from here when a seed expanded to the same plan.
   std::unordered_map<std::uint64_t, std::pair<std::optional<cost::CostVector>, std::string>>
@@ -284,6 +290,28 @@ struct Optimizer::Impl {
     return !options.on_progress || options.on_progress(progress);
   }
 
+  // Patience: `evaluations` becomes the last improvement when `front`'s best on an objective is
+  // below the best seen so far (or when it is the first front seen).
+  void watch(const ParetoArchive& front, std::uint64_t evaluations) {
+    if (front.front().empty()) return;
+    bool better = best_seen.empty();
+    best_seen.resize(options.objectives.size(), std::numeric_limits<double>::infinity());
+    for (std::size_t k = 0; k < options.objectives.size(); ++k) {
+      const double v =
+          objective_value(front.best(options.objectives[k])->cost, options.objectives[k]);
+      if (v < best_seen[k]) {
+        best_seen[k] = v;
+        better = true;
+      }
+    }
+    if (better) improved_at = evaluations;
+  }
+
+  // Patience: true when `evaluations` is `patience` plans or more past the last improvement.
+  bool converged(std::uint64_t evaluations) const {
+    return options.patience > 0 && evaluations >= improved_at + options.patience;
+  }
+
   CheckpointState settings() const { return settings_of(graph, target, options); }
 
   // A checkpoint of counters `p`, fingerprints `priced` and the front of `front` (no pool).
@@ -332,46 +360,58 @@ struct Optimizer::Impl {
   }
 
   // The front of a search of the graph's first layers (OptimizeOptions::prefix_layers), at most
-  // 16 plans, best time first; empty when there is no prefix to search.
+  // 16 plans, best time first; empty when there is no prefix to search. Also sets
+  // progress.prefix_evaluations and prefix_stopped_by.
+  //
+  // The prefix search stops at `prefix_share` of the budget, or sooner when it has converged:
+  // `prefix_patience` plans in a row improved no objective's best (OptimizeOptions::patience).
+  // Under islands (two or more) the islands search the prefix together, as one island search on
+  // the same link, meeting every generation: each prices its share of the prefix's plans, the
+  // merged front is the same on every island, and the decision that it has converged is taken
+  // at a meeting from the reports every island holds alike, so every island leaves at the same
+  // meeting (the links' streams stay in step for the search of the whole graph). Two islands,
+  // pricing twice the plans, reach the prefix's patience in about half the wall time. One island
+  // (and a search of its own) searches the prefix alone, as a search without islands does.
   std::vector<rewrite::Plan> prefix_front() {
     if (!options.tie_layers || options.prefix_layers <= 0 || options.prefix_share <= 0) return {};
     std::optional<ir::Graph> prefix = layer_prefix(graph, space, options.prefix_layers);
     if (!prefix) return {};
-    // kPrefixRuns independent searches of the prefix, each with its share of the budget (their
-    // fronts' plans offered fastest first, at most 16). One: two or three shorter ones were no
-    // better on the 24-layer transformer of bench/search_bench (docs/optimizer.md).
-    // An island searches the prefix alone, with its own stream and its share of the budget.
+    const bool shared = options.islands != nullptr && options.islands->ranks() > 1;
     OptimizeOptions o = options;
     o.prefix_layers = 0;
     o.checkpoint.clear();
     o.resume.clear();
     o.on_progress = nullptr;
-    o.islands = nullptr;
+    o.islands = shared ? options.islands : nullptr;
+    o.migrate_every = kPrefixMigrateEvery;
     o.on_merged = nullptr;
     o.yardstick = false;  // only its front is used
-    o.time_budget_s = options.time_budget_s * options.prefix_share / kPrefixRuns;
-    const std::uint64_t evaluations = options.islands != nullptr ? budget : options.max_evaluations;
-    o.max_evaluations = static_cast<std::uint64_t>(static_cast<double>(evaluations) *
-                                                   options.prefix_share / kPrefixRuns);
+    o.patience = options.prefix_patience;
+    o.time_budget_s = options.time_budget_s * options.prefix_share;
+    // The whole job's share when shared (the sub-search splits it among the islands, as it
+    // does the seeds); an island searching alone is the only island (its budget: the job's).
+    o.max_evaluations = static_cast<std::uint64_t>(static_cast<double>(options.max_evaluations) *
+                                                   options.prefix_share);
     if (o.time_budget_s <= 0 && o.max_evaluations == 0) return {};
-    std::vector<std::pair<double, rewrite::Plan>> found;
-    for (int run = 0; run < kPrefixRuns; ++run) {
-      o.seed = stream_seed * kPrefixRuns + static_cast<std::uint64_t>(run);
-      Optimizer sub(*prefix, target, o);
-      const OptimizeResult r = sub.run();
-      progress.prefix_evaluations += r.progress.evaluations;
-      for (const ArchiveEntry& e : r.archive.front())
-        found.emplace_back(e.cost.makespan_s, e.genome);
-    }
+    o.seed = options.seed;  // island_seed(seed, 0) is the seed: one island searches as before
+    Impl sub(*prefix, target, o);
+    const OptimizeResult r = sub.run();
+    progress.prefix_evaluations += sub.progress.evaluations;  // this island's own
+    progress.prefix_stopped_by = r.stopped_by;
+    waited_s += sub.waited_s;
+    const ParetoArchive& front = shared ? *sub.merged : sub.archive;
+    std::vector<std::pair<double, const rewrite::Plan*>> found;
+    for (const ArchiveEntry& e : front.front()) found.emplace_back(e.cost.makespan_s, &e.genome);
     std::stable_sort(found.begin(), found.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<rewrite::Plan> genomes;
-    for (auto& [time, genome] : found) {
+    for (const auto& [time, genome] : found) {
       if (genomes.size() == 16) break;
       // The prefix's representatives are the whole graph's (the same first members), so its
       // genomes read the same.
-      genomes.push_back(std::move(genome));
+      genomes.push_back(*genome);
     }
+    prefix_genomes = genomes;
     return genomes;
   }
 
@@ -497,7 +537,12 @@ struct Optimizer::Impl {
       seen.insert(fingerprint(s.genome));
       seeded.push_back({s.genome, space.expand(s.genome), std::nullopt, {}, false, s.name});
     }
-    for (rewrite::Plan& genome : prefix_front()) {
+    // The prefix's front: its fastest plan on every island (the parent each island's search
+    // should start from), the others (i ≥ 1) on island i mod ranks, as the seeds.
+    std::vector<rewrite::Plan> from_prefix = prefix_front();
+    for (std::size_t i = 0; i < from_prefix.size(); ++i) {
+      rewrite::Plan& genome = from_prefix[i];
+      if (link != nullptr && i > 0 && i % link->ranks() != link->rank()) continue;
       if (!seen.insert(fingerprint(genome)).second) continue;
       rewrite::Plan plan = space.expand(genome);
       prefixed.push_back({std::move(genome), std::move(plan), std::nullopt});
@@ -656,6 +701,17 @@ struct Optimizer::Impl {
       if (link.rank() == 0) islands[0].waited_s = waited_s;  // its last wait too
       return islands[0].done;
     }
+    // Patience on the merged front and every island's count: the same reports on every island,
+    // so every island decides alike at this meeting — and leaves it with the reports of this
+    // meeting collected, as at the end of the budget.
+    std::uint64_t total = 0;
+    for (const IslandState& island : islands) total += island.evaluations;
+    watch(*merged, total);
+    if (converged(total)) {
+      absorb(collect());
+      if (link.rank() == 0) islands[0].waited_s = waited_s;
+      return std::string("converged");
+    }
     take_migrants();
     if (link.rank() == 0 &&
         std::chrono::duration<double>(Clock::now() - saved).count() >= options.checkpoint_every_s) {
@@ -706,6 +762,7 @@ struct Optimizer::Impl {
     p.evaluations_per_s = p.seconds > 0 ? static_cast<double>(run) / p.seconds : 0;
     p.front_size = merged->front().size();
     p.ranks = options.islands->ranks();
+    p.prefix_stopped_by = progress.prefix_stopped_by;  // every island's alike
     if (!merged->front().empty()) {
       for (Objective o : options.objectives) {
         p.best.push_back(objective_value(merged->best(o)->cost, o));
@@ -715,7 +772,7 @@ struct Optimizer::Impl {
   }
 
   OptimizeResult merged_result(const std::string& stopped_by, Clock::time_point start) const {
-    return {*merged, merged_progress(start), seeds, stopped_by, standard};
+    return {*merged, merged_progress(start), seeds, stopped_by, standard, prefix_genomes};
   }
 
   // Rank 0: the merged checkpoint, when one is asked for.
@@ -754,6 +811,7 @@ struct Optimizer::Impl {
       seed_archive(start);
       progress.generation = 1;
     }
+    if (link == nullptr) watch(archive, progress.evaluations - base.evaluations);
     Clock::time_point saved = start;
     std::string stopped_by;
     std::string done;  // why this search finished (an island still meets the others)
@@ -769,6 +827,8 @@ struct Optimizer::Impl {
           done = "time-budget";
         } else if (idle >= kExhaustedAfter) {
           done = "exhausted";
+        } else if (link == nullptr && converged(progress.evaluations - base.evaluations)) {
+          done = "converged";  // islands: decided at a meeting (meet)
         }
       }
       if (link == nullptr) {
@@ -788,6 +848,7 @@ struct Optimizer::Impl {
       idle = batch.empty() ? idle + 1 : 0;
       price_all(batch, deadline(start));
       merge(batch);
+      if (link == nullptr) watch(archive, progress.evaluations - base.evaluations);
       ++progress.generation;  // the state after this generation
       if (link == nullptr && !options.checkpoint.empty() &&
           std::chrono::duration<double>(Clock::now() - saved).count() >=
@@ -799,9 +860,9 @@ struct Optimizer::Impl {
     progress.archive = nullptr;
     if (link == nullptr) {
       if (!options.checkpoint.empty()) write_checkpoint(options.checkpoint, state());
-      return {archive, progress, seeds, stopped_by, price_standard(start)};
+      return {archive, progress, seeds, stopped_by, price_standard(start), prefix_genomes};
     }
-    if (!rank0) return {archive, progress, seeds, stopped_by, {}};
+    if (!rank0) return {archive, progress, seeds, stopped_by, {}, prefix_genomes};
     save();
     return merged_result(stopped_by, start);
   }
