@@ -78,8 +78,6 @@ double penalty(const cost::CostVector& cost, const Constraints& c, const cost::T
 constexpr std::size_t kPoolSize = 16;
 constexpr int kExhaustedAfter = 64;  // generations in a row with nothing new to price
 constexpr int kRetries = 8;          // mutations of one parent before a slot gives up
-// The prefix search's islands meet every generation (prefix_front): they search it as one.
-constexpr std::uint64_t kPrefixMigrateEvery = 1;
 
 // A search's settings as a checkpoint records them (no state).
 CheckpointState settings_of(const ir::Graph& graph, const cost::Target& target,
@@ -139,6 +137,11 @@ struct Optimizer::Impl {
   std::unordered_set<std::uint64_t> merged_seen;
   std::vector<StandardResult> standard;
   std::vector<rewrite::Plan> prefix_genomes;  // prefix_front()'s, for OptimizeResult
+  // Lockstep (prefix_front): this search is one search priced by every rank of `lockstep`, each
+  // pricing its part of every batch (price_all, exchange); nullptr: it prices its batches alone.
+  IslandLink* lockstep = nullptr;
+  bool lockstep_time_up = false;  // a rank's time budget ran out (every rank alike)
+  std::uint64_t priced_here = 0;  // plans this rank priced itself
   // Patience (OptimizeOptions::patience): the best value of each objective so far, and the
   // plans priced (this run's; islands: all islands', at the meeting) when one last improved.
   std::vector<double> best_seen;
@@ -184,31 +187,81 @@ struct Optimizer::Impl {
   // seen set), and so are the pricings under way when it runs out, abandoned there (price): a
   // timed search stops at its budget even when one pricing takes longer than the budget (a
   // 64-way plan of a 24-layer training step: 5-15 s), and what was priced is a prefix of the
-  // batch but for the pricings abandoned.
+  // batch but for the pricings abandoned. In lockstep (prefix_front: one search on many ranks)
+  // this rank prices the candidates i with i mod ranks = its rank and takes the others' prices
+  // from the exchange (exchange()).
   void price_all(std::vector<Candidate>& batch, std::optional<Clock::time_point> deadline = {}) {
     const int threads =
         std::max(options.threads > 0 ? options.threads
                                      : static_cast<int>(std::thread::hardware_concurrency()),
                  1);
+    std::vector<std::size_t> todo;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (lockstep == nullptr || i % lockstep->ranks() == lockstep->rank()) todo.push_back(i);
+    }
     const std::size_t workers = std::min<std::size_t>(static_cast<std::size_t>(threads),
-                                                      std::max<std::size_t>(batch.size(), 1));
+                                                      std::max<std::size_t>(todo.size(), 1));
     std::atomic<std::size_t> next{0};
     tbb::task_arena arena(threads);
     arena.execute([&] {
       tbb::parallel_for(
           std::size_t{0}, workers,
           [&](std::size_t) {
-            for (std::size_t i = next++; i < batch.size(); i = next++) {
+            for (std::size_t k = next++; k < todo.size(); k = next++) {
               if (deadline && Clock::now() >= *deadline) return;
-              price(batch[i], deadline);
+              price(batch[todo[k]], deadline);
             }
           },
           tbb::simple_partitioner());
     });
+    for (std::size_t i : todo) priced_here += batch[i].priced ? 1 : 0;
+    if (lockstep != nullptr) exchange(batch, todo, deadline);
     std::erase_if(batch, [&](const Candidate& c) {
       if (!c.priced && !c.yardstick) seen.erase(fingerprint(c.genome));
       return !c.priced;
     });
+  }
+
+  // Lockstep: every rank posts the prices of its candidates (`mine`) and whether its time budget
+  // has run out, and takes every rank's — its own too, read back from the same text, so every
+  // rank holds the very same costs — into the batch. The batch, and so the archive, the seen set
+  // and every decision taken from them, is the same on every rank; the time budget ends the
+  // search on all ranks at once when it has run out on one (lockstep_time_up).
+  void exchange(std::vector<Candidate>& batch, const std::vector<std::size_t>& mine,
+                std::optional<Clock::time_point> deadline) {
+    nlohmann::json results = nlohmann::json::array();
+    for (std::size_t i : mine) {
+      const Candidate& c = batch[i];
+      if (!c.priced) continue;
+      if (c.cost) {
+        results.push_back({{"i", i}, {"cost", cost::to_json(*c.cost)}});
+      } else {
+        results.push_back({{"i", i}, {"refusal", c.refusal}});
+      }
+    }
+    const bool time_up = deadline && Clock::now() >= *deadline;
+    lockstep->post(nlohmann::json{{"results", results}, {"time_up", time_up}}.dump());
+    const Clock::time_point start = Clock::now();
+    const std::vector<std::string> texts = lockstep->collect();
+    waited_s += std::chrono::duration<double>(Clock::now() - start).count();
+    for (Candidate& c : batch) {
+      c.priced = false;
+      c.cost.reset();
+      c.refusal.clear();
+    }
+    for (const std::string& text : texts) {
+      const nlohmann::json j = nlohmann::json::parse(text);
+      if (j.at("time_up").get<bool>()) lockstep_time_up = true;
+      for (const nlohmann::json& r : j.at("results")) {
+        Candidate& c = batch.at(r.at("i").get<std::size_t>());
+        c.priced = true;
+        if (r.contains("cost")) {
+          c.cost = cost::cost_from_json(r.at("cost"));
+        } else {
+          c.refusal = r.at("refusal").get<std::string>();
+        }
+      }
+    }
   }
 
   // Offers priced candidates in order: the archive, the pool, the counters.
@@ -361,47 +414,47 @@ struct Optimizer::Impl {
 
   // The front of a search of the graph's first layers (OptimizeOptions::prefix_layers), at most
   // 16 plans, best time first; empty when there is no prefix to search. Also sets
-  // progress.prefix_evaluations and prefix_stopped_by.
+  // progress.prefix_evaluations (the plans this rank priced) and prefix_stopped_by.
   //
   // The prefix search stops at `prefix_share` of the budget, or sooner when it has converged:
   // `prefix_patience` plans in a row improved no objective's best (OptimizeOptions::patience).
-  // Under islands (two or more) the islands search the prefix together, as one island search on
-  // the same link, meeting every generation: each prices its share of the prefix's plans, the
-  // merged front is the same on every island, and the decision that it has converged is taken
-  // at a meeting from the reports every island holds alike, so every island leaves at the same
-  // meeting (the links' streams stay in step for the search of the whole graph). Two islands,
-  // pricing twice the plans, reach the prefix's patience in about half the wall time. One island
-  // (and a search of its own) searches the prefix alone, as a search without islands does.
+  // Under islands (two or more) every island runs the same search of the prefix — the one a
+  // search without islands runs, from the user's seed — in lockstep: each prices its part of
+  // every generation and they exchange the prices (price_all, exchange), so each holds the same
+  // archive, takes the same decisions (converged, out of budget, out of time) at the same
+  // generation and ends with the same front, as one search with the ranks' pricing throughput.
+  // Why not an island search: on the 24-layer transformer's prefix two islands improved their best
+  // at about the generations one search does (docs/optimizer.md, "Tied layers"): the search is
+  // bound by its depth in generations, not by its plans; lockstep makes each generation shorter.
   std::vector<rewrite::Plan> prefix_front() {
     if (!options.tie_layers || options.prefix_layers <= 0 || options.prefix_share <= 0) return {};
     std::optional<ir::Graph> prefix = layer_prefix(graph, space, options.prefix_layers);
     if (!prefix) return {};
-    const bool shared = options.islands != nullptr && options.islands->ranks() > 1;
     OptimizeOptions o = options;
     o.prefix_layers = 0;
     o.checkpoint.clear();
     o.resume.clear();
     o.on_progress = nullptr;
-    o.islands = shared ? options.islands : nullptr;
-    o.migrate_every = kPrefixMigrateEvery;
+    o.islands = nullptr;  // one search (on every rank, in lockstep when there are islands)
     o.on_merged = nullptr;
     o.yardstick = false;  // only its front is used
     o.patience = options.prefix_patience;
     o.time_budget_s = options.time_budget_s * options.prefix_share;
-    // The whole job's share when shared (the sub-search splits it among the islands, as it
-    // does the seeds); an island searching alone is the only island (its budget: the job's).
+    // The whole job's share: the ranks price it together.
     o.max_evaluations = static_cast<std::uint64_t>(static_cast<double>(options.max_evaluations) *
                                                    options.prefix_share);
     if (o.time_budget_s <= 0 && o.max_evaluations == 0) return {};
-    o.seed = options.seed;  // island_seed(seed, 0) is the seed: one island searches as before
+    o.seed = options.seed;
     Impl sub(*prefix, target, o);
+    if (options.islands != nullptr && options.islands->ranks() > 1) sub.lockstep = options.islands;
     const OptimizeResult r = sub.run();
-    progress.prefix_evaluations += sub.progress.evaluations;  // this island's own
+    progress.prefix_evaluations += sub.priced_here;
     progress.prefix_stopped_by = r.stopped_by;
     waited_s += sub.waited_s;
-    const ParetoArchive& front = shared ? *sub.merged : sub.archive;
     std::vector<std::pair<double, const rewrite::Plan*>> found;
-    for (const ArchiveEntry& e : front.front()) found.emplace_back(e.cost.makespan_s, &e.genome);
+    for (const ArchiveEntry& e : sub.archive.front()) {
+      found.emplace_back(e.cost.makespan_s, &e.genome);
+    }
     std::stable_sort(found.begin(), found.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<rewrite::Plan> genomes;
@@ -823,7 +876,9 @@ struct Optimizer::Impl {
           done = "caller";
         } else if (evaluations_left() == 0) {
           done = "max-evals";
-        } else if (options.time_budget_s > 0 && progress.seconds >= options.time_budget_s) {
+        } else if (options.time_budget_s > 0 &&
+                   (lockstep != nullptr ? lockstep_time_up
+                                        : progress.seconds >= options.time_budget_s)) {
           done = "time-budget";
         } else if (idle >= kExhaustedAfter) {
           done = "exhausted";
