@@ -8,7 +8,8 @@
 #
 # Every run writes `--trace` (the best time over the search's time, rank 0's clock); the best
 # known plan is the fastest any run found or the best standard plan (as optimize prints it),
-# whichever is faster; a run's time to the band is the first trace line within 5% of it.
+# whichever is faster; a run's time to the band is the first trace line within 5% of it. The last
+# column: the plans of the search of the first layers (all ranks') and why it stopped.
 # Each seed runs every rank count one after another, so the runs of one seed share the load.
 set -euo pipefail
 build=${1:?usage: optimize_mpi_band.sh BUILD_DIR [SECONDS] [SEEDS] [LAYERS] [RANKS…]}
@@ -49,6 +50,12 @@ def priced(s, n):
         if line.startswith("priced "):
             return line.split()[1], line.split("(")[1].split("/s")[0]
     return "?", "?"
+def prefix(s, n):
+    for line in open(f"{work}/out-{s}-{n}.txt"):
+        if line.startswith("(and first "):
+            why = line.split("stopped by ")[1].rstrip(")\n") if "stopped by " in line else "share"
+            return f"{line.split()[2]} {why}"
+    return "-"
 runs = {(s, n): trace(s, n) for s in range(1, seeds + 1) for n in ranks}
 best = min(t[-1][2] for t in runs.values())
 source = "a search"
@@ -59,10 +66,11 @@ if standard:
         best, source = std_s, "the best standard plan"
 band = best * 1.05
 print(f"best known: {best * 1e3:.3f} ms ({source}); 5% band: {band * 1e3:.3f} ms")
-print(f"{'seed':<5} {'ranks':>5} {'plans':>7} {'plans/s':>8} {'best (ms)':>10} {'to band (s)':>12}")
+print(f"{'seed':<5} {'ranks':>5} {'plans':>7} {'plans/s':>8} {'best (ms)':>10} {'to band (s)':>12}"
+      f"  first layers (plans, why they stopped)")
 for (s, n), t in runs.items():
     hit = next((sec for sec, _, v in t if v <= band), None)
     plans, rate = priced(s, n)
     print(f"{s:<5} {n:>5} {plans:>7} {rate:>8} {t[-1][2] * 1e3:>10.3f} "
-          f"{'not reached' if hit is None else f'{hit:.1f}':>12}")
+          f"{'not reached' if hit is None else f'{hit:.1f}':>12}  {prefix(s, n)}")
 PY

@@ -238,8 +238,10 @@ int run_optimize(const OptimizeCliOptions& options) {
     }
   }
   if (p.prefix_evaluations > 0) {
-    fmt::print("(and first {} plans of the graph's first layers, whose front seeded the search)\n",
-               p.prefix_evaluations);
+    fmt::print(
+        "(and first {} plans of the graph's first layers, whose front seeded the search; that "
+        "search stopped by {})\n",
+        p.prefix_evaluations, p.prefix_stopped_by);
   }
   if (!p.unpriced_seeds.empty()) {
     fmt::print("the time budget ran out before {} of the seeds: {}\n", p.unpriced_seeds.size(),

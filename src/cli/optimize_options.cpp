@@ -37,6 +37,11 @@ void add_search_options(CLI::App* cmd, SearchOptions& options) {
   cmd->add_flag("--tie-layers", options.tie_layers,
                 "repeated layers (names equal but for their digits, same kernel and shape) share "
                 "one decision");
+  cmd->add_option("--prefix-patience", options.prefix_patience,
+                  fmt::format("with --tie-layers: the search of the first layers ends when N "
+                              "plans in a row (every rank's) improved none of its best values, "
+                              "or at a quarter of the budget (default {}; 0: at the quarter)",
+                              options.prefix_patience));
   cmd->add_flag("--quiet", options.quiet, "no progress line on stderr");
 }
 
@@ -55,6 +60,7 @@ search::OptimizeOptions optimize_options(const SearchOptions& options, double de
   o.max_evaluations = options.max_evals;
   if (o.time_budget_s <= 0 && o.max_evaluations == 0) o.time_budget_s = default_budget_s;
   o.tie_layers = options.tie_layers;
+  o.prefix_patience = options.prefix_patience;
   o.lower.signatures = &signatures;
   return o;
 }

@@ -27,11 +27,13 @@ struct SearchOptions {
   double time_budget_s = 0;
   std::uint64_t max_evals = 0;
   bool tie_layers = false;
+  std::uint64_t prefix_patience = search::OptimizeOptions{}.prefix_patience;
   bool quiet = false;
 };
 
 /// --objectives, --max-memory-per-device, --max-devices, --seed, --threads, --time-budget,
-/// --max-evals, --tie-layers, --quiet. `default_budget_s` is the time budget when neither
+/// --max-evals, --tie-layers, --prefix-patience, --quiet. `default_budget_s` is the time budget
+/// when neither
 /// --time-budget nor --max-evals is given.
 void add_search_options(CLI::App* cmd, SearchOptions& options);
 

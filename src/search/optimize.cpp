@@ -41,6 +41,7 @@ struct Candidate {
   bool priced = false;                   // false: the time budget ran out before its turn
   std::string seed;                      // the seed's name (SeedPlan::name), for a seed
   bool yardstick = false;  // a standard plan priced for the yardstick only (no genome, not offered)
+  bool foreign = false;    // priced by another island (seed_archive's lockstep): not counted here
 };
 
 constexpr std::size_t kRefusalKinds = 32;  // distinct reasons counted (the rest: "other")
@@ -76,9 +77,9 @@ double penalty(const cost::CostVector& cost, const Constraints& c, const cost::T
 }
 
 constexpr std::size_t kPoolSize = 16;
-constexpr int kExhaustedAfter = 64;  // generations in a row with nothing new to price
-constexpr int kRetries = 8;          // mutations of one parent before a slot gives up
-constexpr int kPrefixRuns = 1;       // searches of the first layers (see prefix_front)
+constexpr int kExhaustedAfter = 64;       // generations in a row with nothing new to price
+constexpr int kRetries = 8;               // mutations of one parent before a slot gives up
+constexpr std::size_t kFastestKept = 16;  // plans of the prefix search offered (prefix_front)
 
 // A search's settings as a checkpoint records them (no state).
 CheckpointState settings_of(const ir::Graph& graph, const cost::Target& target,
@@ -137,6 +138,20 @@ struct Optimizer::Impl {
   std::optional<ParetoArchive> merged;
   std::unordered_set<std::uint64_t> merged_seen;
   std::vector<StandardResult> standard;
+  std::vector<rewrite::Plan> prefix_genomes;  // prefix_front()'s, for OptimizeResult
+  // Lockstep (prefix_front): this search is one search priced by every rank of `lockstep`, each
+  // pricing its part of every batch (price_all, exchange); nullptr: it prices its batches alone.
+  IslandLink* lockstep = nullptr;
+  bool lockstep_time_up = false;  // a rank's time budget ran out (every rank alike)
+  std::uint64_t priced_here = 0;  // plans this rank priced itself
+  bool lockstep_foreign = false;  // exchange(): the other ranks' candidates are `foreign`
+  // keep_fastest (the prefix search): the fastest feasible genomes priced, front or not.
+  bool keep_fastest = false;
+  std::vector<std::pair<double, rewrite::Plan>> fastest;
+  // Patience (OptimizeOptions::patience): the best value of each objective so far, and the
+  // plans priced (this run's; islands: all islands', at the meeting) when one last improved.
+  std::vector<double> best_seen;
+  std::uint64_t improved_at = 0;
   // What the seeds' plans priced to, by fingerprint of the plan: the yardstick's standard plans
   // take their price from here when a seed expanded to the same plan.
   std::unordered_map<std::uint64_t, std::pair<std::optional<cost::CostVector>, std::string>>
@@ -178,36 +193,96 @@ struct Optimizer::Impl {
   // seen set), and so are the pricings under way when it runs out, abandoned there (price): a
   // timed search stops at its budget even when one pricing takes longer than the budget (a
   // 64-way plan of a 24-layer training step: 5-15 s), and what was priced is a prefix of the
-  // batch but for the pricings abandoned.
+  // batch but for the pricings abandoned. In lockstep (prefix_front: one search on many ranks)
+  // this rank prices the candidates i with i mod ranks = its rank and takes the others' prices
+  // from the exchange (exchange()).
   void price_all(std::vector<Candidate>& batch, std::optional<Clock::time_point> deadline = {}) {
     const int threads =
         std::max(options.threads > 0 ? options.threads
                                      : static_cast<int>(std::thread::hardware_concurrency()),
                  1);
+    std::vector<std::size_t> todo;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (lockstep == nullptr || i % lockstep->ranks() == lockstep->rank()) todo.push_back(i);
+    }
     const std::size_t workers = std::min<std::size_t>(static_cast<std::size_t>(threads),
-                                                      std::max<std::size_t>(batch.size(), 1));
+                                                      std::max<std::size_t>(todo.size(), 1));
     std::atomic<std::size_t> next{0};
     tbb::task_arena arena(threads);
     arena.execute([&] {
       tbb::parallel_for(
           std::size_t{0}, workers,
           [&](std::size_t) {
-            for (std::size_t i = next++; i < batch.size(); i = next++) {
+            for (std::size_t k = next++; k < todo.size(); k = next++) {
               if (deadline && Clock::now() >= *deadline) return;
-              price(batch[i], deadline);
+              price(batch[todo[k]], deadline);
             }
           },
           tbb::simple_partitioner());
     });
+    for (std::size_t i : todo) priced_here += batch[i].priced ? 1 : 0;
+    if (lockstep != nullptr) exchange(batch, todo, deadline);
     std::erase_if(batch, [&](const Candidate& c) {
       if (!c.priced && !c.yardstick) seen.erase(fingerprint(c.genome));
       return !c.priced;
     });
   }
 
+  // Lockstep: every rank posts the prices of its candidates (`mine`) and whether its time budget
+  // has run out, and takes every rank's — its own too, read back from the same text, so every
+  // rank holds the very same costs — into the batch. The batch, and so the archive, the seen set
+  // and every decision taken from them, is the same on every rank; the time budget ends the
+  // search on all ranks at once when it has run out on one (lockstep_time_up).
+  void exchange(std::vector<Candidate>& batch, const std::vector<std::size_t>& mine,
+                std::optional<Clock::time_point> deadline) {
+    nlohmann::json results = nlohmann::json::array();
+    for (std::size_t i : mine) {
+      const Candidate& c = batch[i];
+      if (!c.priced) continue;
+      if (c.cost) {
+        results.push_back({{"i", i}, {"cost", cost::to_json(*c.cost)}});
+      } else {
+        results.push_back({{"i", i}, {"refusal", c.refusal}});
+      }
+    }
+    const bool time_up = deadline && Clock::now() >= *deadline;
+    lockstep->post(nlohmann::json{{"results", results}, {"time_up", time_up}}.dump());
+    const Clock::time_point start = Clock::now();
+    const std::vector<std::string> texts = lockstep->collect();
+    waited_s += std::chrono::duration<double>(Clock::now() - start).count();
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      Candidate& c = batch[i];
+      c.priced = false;
+      c.cost.reset();
+      c.refusal.clear();
+      c.foreign = lockstep_foreign && !std::binary_search(mine.begin(), mine.end(), i);
+    }
+    for (const std::string& text : texts) {
+      const nlohmann::json j = nlohmann::json::parse(text);
+      if (j.at("time_up").get<bool>()) lockstep_time_up = true;
+      for (const nlohmann::json& r : j.at("results")) {
+        Candidate& c = batch.at(r.at("i").get<std::size_t>());
+        c.priced = true;
+        if (r.contains("cost")) {
+          c.cost = cost::cost_from_json(r.at("cost"));
+        } else {
+          c.refusal = r.at("refusal").get<std::string>();
+        }
+      }
+    }
+  }
+
   // Offers priced candidates in order: the archive, the pool, the counters.
   void merge(std::vector<Candidate>& batch) {
     for (Candidate& c : batch) {
+      if (c.foreign) {  // another island counts it (and its refusal); here only offered
+        if (c.cost && penalty(*c.cost, options.constraints, target) == 0 &&
+            !violation(*c.cost, options.constraints)) {
+          archive.offer(std::move(c.genome), std::move(c.plan), std::move(*c.cost),
+                        progress.evaluations);
+        }
+        continue;
+      }
       ++progress.evaluations;
       ++run_evaluations;
       if (!c.cost) {
@@ -225,9 +300,24 @@ struct Optimizer::Impl {
         remember(c.genome, p);
         continue;
       }
+      if (keep_fastest) note_fastest(c.genome, c.cost->makespan_s);
       archive.offer(std::move(c.genome), std::move(c.plan), std::move(*c.cost),
                     progress.evaluations);
     }
+  }
+
+  // keep_fastest: `genome`, priced at `time`, among the kFastestKept fastest feasible genomes
+  // (each once; ties: the first priced).
+  void note_fastest(const rewrite::Plan& genome, double time) {
+    const auto at = std::upper_bound(fastest.begin(), fastest.end(), time,
+                                     [](double t, const auto& e) { return t < e.first; });
+    if (at - fastest.begin() >= static_cast<std::ptrdiff_t>(kFastestKept)) return;
+    if (std::any_of(fastest.begin(), fastest.end(),
+                    [&](const auto& e) { return e.second == genome; })) {
+      return;
+    }
+    fastest.insert(at, {time, genome});
+    if (fastest.size() > kFastestKept) fastest.pop_back();
   }
 
   void remember(const rewrite::Plan& genome, double p) {
@@ -284,6 +374,28 @@ struct Optimizer::Impl {
     return !options.on_progress || options.on_progress(progress);
   }
 
+  // Patience: `evaluations` becomes the last improvement when `front`'s best on an objective is
+  // below the best seen so far (or when it is the first front seen).
+  void watch(const ParetoArchive& front, std::uint64_t evaluations) {
+    if (front.front().empty()) return;
+    bool better = best_seen.empty();
+    best_seen.resize(options.objectives.size(), std::numeric_limits<double>::infinity());
+    for (std::size_t k = 0; k < options.objectives.size(); ++k) {
+      const double v =
+          objective_value(front.best(options.objectives[k])->cost, options.objectives[k]);
+      if (v < best_seen[k]) {
+        best_seen[k] = v;
+        better = true;
+      }
+    }
+    if (better) improved_at = evaluations;
+  }
+
+  // Patience: true when `evaluations` is `patience` plans or more past the last improvement.
+  bool converged(std::uint64_t evaluations) const {
+    return options.patience > 0 && evaluations >= improved_at + options.patience;
+  }
+
   CheckpointState settings() const { return settings_of(graph, target, options); }
 
   // A checkpoint of counters `p`, fingerprints `priced` and the front of `front` (no pool).
@@ -332,46 +444,65 @@ struct Optimizer::Impl {
   }
 
   // The front of a search of the graph's first layers (OptimizeOptions::prefix_layers), at most
-  // 16 plans, best time first; empty when there is no prefix to search.
+  // 16 plans, best time first; empty when there is no prefix to search. Also sets
+  // progress.prefix_evaluations (the plans this rank priced) and prefix_stopped_by.
+  //
+  // The prefix search stops at `prefix_share` of the budget, or sooner when it has converged:
+  // `prefix_patience` plans in a row improved no objective's best (OptimizeOptions::patience).
+  // Under islands (two or more) every island runs the same search of the prefix — the one a
+  // search without islands runs, from the user's seed — in lockstep: each prices its part of
+  // every generation and they exchange the prices (price_all, exchange), so each holds the same
+  // archive, takes the same decisions (converged, out of budget, out of time) at the same
+  // generation and ends with the same front, as one search with the ranks' pricing throughput.
+  // Why not an island search: on the 24-layer transformer's prefix two islands improved their best
+  // at about the generations one search does (docs/optimizer.md, "Tied layers"): the search is
+  // bound by its depth in generations, not by its plans; lockstep makes each generation shorter.
   std::vector<rewrite::Plan> prefix_front() {
     if (!options.tie_layers || options.prefix_layers <= 0 || options.prefix_share <= 0) return {};
     std::optional<ir::Graph> prefix = layer_prefix(graph, space, options.prefix_layers);
     if (!prefix) return {};
-    // kPrefixRuns independent searches of the prefix, each with its share of the budget (their
-    // fronts' plans offered fastest first, at most 16). One: two or three shorter ones were no
-    // better on the 24-layer transformer of bench/search_bench (docs/optimizer.md).
-    // An island searches the prefix alone, with its own stream and its share of the budget.
     OptimizeOptions o = options;
     o.prefix_layers = 0;
     o.checkpoint.clear();
     o.resume.clear();
     o.on_progress = nullptr;
-    o.islands = nullptr;
+    o.islands = nullptr;  // one search (on every rank, in lockstep when there are islands)
     o.on_merged = nullptr;
     o.yardstick = false;  // only its front is used
-    o.time_budget_s = options.time_budget_s * options.prefix_share / kPrefixRuns;
-    const std::uint64_t evaluations = options.islands != nullptr ? budget : options.max_evaluations;
-    o.max_evaluations = static_cast<std::uint64_t>(static_cast<double>(evaluations) *
-                                                   options.prefix_share / kPrefixRuns);
+    o.patience = options.prefix_patience;
+    o.time_budget_s = options.time_budget_s * options.prefix_share;
+    // The whole job's share: the ranks price it together.
+    o.max_evaluations = static_cast<std::uint64_t>(static_cast<double>(options.max_evaluations) *
+                                                   options.prefix_share);
     if (o.time_budget_s <= 0 && o.max_evaluations == 0) return {};
-    std::vector<std::pair<double, rewrite::Plan>> found;
-    for (int run = 0; run < kPrefixRuns; ++run) {
-      o.seed = stream_seed * kPrefixRuns + static_cast<std::uint64_t>(run);
-      Optimizer sub(*prefix, target, o);
-      const OptimizeResult r = sub.run();
-      progress.prefix_evaluations += r.progress.evaluations;
-      for (const ArchiveEntry& e : r.archive.front())
-        found.emplace_back(e.cost.makespan_s, e.genome);
+    o.seed = options.seed;
+    Impl sub(*prefix, target, o);
+    sub.keep_fastest = true;
+    if (options.islands != nullptr && options.islands->ranks() > 1) sub.lockstep = options.islands;
+    const OptimizeResult r = sub.run();
+    progress.prefix_evaluations += sub.priced_here;
+    progress.prefix_stopped_by = r.stopped_by;
+    waited_s += sub.waited_s;
+    std::vector<std::pair<double, const rewrite::Plan*>> found;
+    for (const ArchiveEntry& e : sub.archive.front()) {
+      found.emplace_back(e.cost.makespan_s, &e.genome);
     }
     std::stable_sort(found.begin(), found.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
+    // Then the fastest plans off the front (a one-objective front holds one plan): the
+    // prefix's price ranks the whole graph's plans only roughly (docs/optimizer.md, "Tied
+    // layers": 0.292 ms beat 0.294 ms on two layers and took 3.667 against 3.493 ms on 24), so
+    // the whole graph's price chooses among the prefix's best few rather than its best one.
+    for (const auto& [time, genome] : sub.fastest) found.emplace_back(time, &genome);
     std::vector<rewrite::Plan> genomes;
-    for (auto& [time, genome] : found) {
-      if (genomes.size() == 16) break;
+    for (const auto& [time, genome] : found) {
+      if (genomes.size() == kFastestKept) break;
+      if (std::find(genomes.begin(), genomes.end(), *genome) != genomes.end()) continue;
       // The prefix's representatives are the whole graph's (the same first members), so its
       // genomes read the same.
-      genomes.push_back(std::move(genome));
+      genomes.push_back(*genome);
     }
+    prefix_genomes = genomes;
     return genomes;
   }
 
@@ -497,8 +628,17 @@ struct Optimizer::Impl {
       seen.insert(fingerprint(s.genome));
       seeded.push_back({s.genome, space.expand(s.genome), std::nullopt, {}, false, s.name});
     }
+    // The prefix's plans (prefix_front: the same on every island). Islands offer every one of
+    // them, priced together in lockstep (price_all: island r prices the plans i ≡ r mod ranks,
+    // the others' prices come from the exchange), so every island's search starts from all of
+    // them, each priced once in the job, in 1/ranks of the time. A plan that is a seed of any
+    // island is left out, so that the list is the same on every island.
+    const bool together = link != nullptr && link->ranks() > 1;
+    std::unordered_set<std::uint64_t> seed_prints;
+    for (const SeedPlan& s : seeds) seed_prints.insert(fingerprint(s.genome));
     for (rewrite::Plan& genome : prefix_front()) {
-      if (!seen.insert(fingerprint(genome)).second) continue;
+      const std::uint64_t f = fingerprint(genome);
+      if ((together && seed_prints.contains(f)) || !seen.insert(f).second) continue;
       rewrite::Plan plan = space.expand(genome);
       prefixed.push_back({std::move(genome), std::move(plan), std::nullopt});
     }
@@ -526,11 +666,20 @@ struct Optimizer::Impl {
     add(seeded.begin(), other_seeds);
     add(yardstick_first.begin(), yardstick_first.end());
     add(other_seeds, seeded.end());
-    add(prefixed.begin(), prefixed.end());
+    if (!together) add(prefixed.begin(), prefixed.end());
     add(yardstick.begin(), yardstick.end());
     std::vector<std::string> names;
     for (const Candidate& c : batch) names.push_back(c.seed);
     price_all(batch, deadline(start));
+    if (together) {
+      lockstep = options.islands;
+      lockstep_foreign = true;
+      price_all(prefixed, deadline(start));
+      lockstep = nullptr;
+      lockstep_foreign = false;
+      lockstep_time_up = false;  // the islands' own clocks decide from here
+      add(prefixed.begin(), prefixed.end());
+    }
     std::set<std::string> priced;
     for (const Candidate& c : batch) {
       if (c.seed.empty() && !c.yardstick) continue;
@@ -656,6 +805,17 @@ struct Optimizer::Impl {
       if (link.rank() == 0) islands[0].waited_s = waited_s;  // its last wait too
       return islands[0].done;
     }
+    // Patience on the merged front and every island's count: the same reports on every island,
+    // so every island decides alike at this meeting — and leaves it with the reports of this
+    // meeting collected, as at the end of the budget.
+    std::uint64_t total = 0;
+    for (const IslandState& island : islands) total += island.evaluations;
+    watch(*merged, total);
+    if (converged(total)) {
+      absorb(collect());
+      if (link.rank() == 0) islands[0].waited_s = waited_s;
+      return std::string("converged");
+    }
     take_migrants();
     if (link.rank() == 0 &&
         std::chrono::duration<double>(Clock::now() - saved).count() >= options.checkpoint_every_s) {
@@ -706,6 +866,7 @@ struct Optimizer::Impl {
     p.evaluations_per_s = p.seconds > 0 ? static_cast<double>(run) / p.seconds : 0;
     p.front_size = merged->front().size();
     p.ranks = options.islands->ranks();
+    p.prefix_stopped_by = progress.prefix_stopped_by;  // every island's alike
     if (!merged->front().empty()) {
       for (Objective o : options.objectives) {
         p.best.push_back(objective_value(merged->best(o)->cost, o));
@@ -715,7 +876,7 @@ struct Optimizer::Impl {
   }
 
   OptimizeResult merged_result(const std::string& stopped_by, Clock::time_point start) const {
-    return {*merged, merged_progress(start), seeds, stopped_by, standard};
+    return {*merged, merged_progress(start), seeds, stopped_by, standard, prefix_genomes};
   }
 
   // Rank 0: the merged checkpoint, when one is asked for.
@@ -754,6 +915,7 @@ struct Optimizer::Impl {
       seed_archive(start);
       progress.generation = 1;
     }
+    if (link == nullptr) watch(archive, progress.evaluations - base.evaluations);
     Clock::time_point saved = start;
     std::string stopped_by;
     std::string done;  // why this search finished (an island still meets the others)
@@ -765,10 +927,14 @@ struct Optimizer::Impl {
           done = "caller";
         } else if (evaluations_left() == 0) {
           done = "max-evals";
-        } else if (options.time_budget_s > 0 && progress.seconds >= options.time_budget_s) {
+        } else if (options.time_budget_s > 0 &&
+                   (lockstep != nullptr ? lockstep_time_up
+                                        : progress.seconds >= options.time_budget_s)) {
           done = "time-budget";
         } else if (idle >= kExhaustedAfter) {
           done = "exhausted";
+        } else if (link == nullptr && converged(progress.evaluations - base.evaluations)) {
+          done = "converged";  // islands: decided at a meeting (meet)
         }
       }
       if (link == nullptr) {
@@ -788,6 +954,7 @@ struct Optimizer::Impl {
       idle = batch.empty() ? idle + 1 : 0;
       price_all(batch, deadline(start));
       merge(batch);
+      if (link == nullptr) watch(archive, progress.evaluations - base.evaluations);
       ++progress.generation;  // the state after this generation
       if (link == nullptr && !options.checkpoint.empty() &&
           std::chrono::duration<double>(Clock::now() - saved).count() >=
@@ -799,9 +966,9 @@ struct Optimizer::Impl {
     progress.archive = nullptr;
     if (link == nullptr) {
       if (!options.checkpoint.empty()) write_checkpoint(options.checkpoint, state());
-      return {archive, progress, seeds, stopped_by, price_standard(start)};
+      return {archive, progress, seeds, stopped_by, price_standard(start), prefix_genomes};
     }
-    if (!rank0) return {archive, progress, seeds, stopped_by, {}};
+    if (!rank0) return {archive, progress, seeds, stopped_by, {}, prefix_genomes};
     save();
     return merged_result(stopped_by, start);
   }

@@ -2,6 +2,7 @@
 // on threads (ThreadIslands); tests/cli/optimize_mpi_test.sh runs the same over MPI.
 #include "tapestry/search/islands.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -172,6 +173,101 @@ TEST_F(Islands, TheMergedCheckpointResumesWithAnyRankCount) {
   other.resume = alone.checkpoint;
   EXPECT_THROW(check_resume(g, testing::h100x8(), other), Error);
   EXPECT_NO_THROW(check_resume(g, testing::h100x8(), more));
+}
+
+// `n` layers L0 … L{n-1} of relu(linear), 256 × 128: a graph --tie-layers searches the first
+// two layers of first.
+ir::Graph layers(int n) {
+  std::string tap = "X: f32[256, 128]\n";
+  std::string prev = "X";
+  for (int l = 0; l < n; ++l) {
+    tap += fmt::format(
+        "W{0}: f32[128, 128]\nb{0}: f32[128]\nL{0} = relu(linear({1}, W{0}, b{0}))\n", l, prev);
+    prev = fmt::format("L{}", l);
+  }
+  tap += fmt::format("output {}\n", prev);
+  return rewrite::testing::build(tap);
+}
+
+// Two islands search the layer prefix as one search in lockstep (prefix_front): the very search
+// one process runs — the same front, the same plans counted, converged at the same plan — each
+// island pricing its part of every generation; every island seeded with that front; the decision
+// that it has converged taken alike on both (ranks leaving at different generations would leave
+// the link out of step: a hang or a mixed-up search); deterministic for a seed and budget.
+TEST_F(Islands, TwoIslandsSearchTheLayerPrefixAsOneSearch) {
+  const ir::Graph g = layers(4);
+  OptimizeOptions o = small(3, 300);
+  o.tie_layers = true;
+  o.prefix_share = 2;  // at most 600 plans of the prefix, all islands together
+  o.prefix_patience = 96;
+  const OptimizeResult alone = Optimizer(g, testing::h100x8(), o).run();
+  const std::vector<OptimizeResult> a = islands(g, 2, o);
+  const std::vector<OptimizeResult> b = islands(g, 2, o);
+  ASSERT_FALSE(a[0].prefix_front.empty());
+  EXPECT_GT(a[0].prefix_front.size(), 1u);  // time, memory and devices: a front of several
+  EXPECT_TRUE(a[0].prefix_front == alone.prefix_front);
+  EXPECT_TRUE(a[1].prefix_front == alone.prefix_front);
+  EXPECT_EQ(alone.progress.prefix_stopped_by, "converged");
+  EXPECT_EQ(a[0].progress.prefix_stopped_by, "converged");
+  EXPECT_EQ(a[1].progress.prefix_stopped_by, "converged");
+  // Each island priced its part; rank 0 counts both: the plans the search of one process priced.
+  EXPECT_EQ(a[0].progress.prefix_evaluations, alone.progress.prefix_evaluations);
+  EXPECT_GT(a[1].progress.prefix_evaluations, 0u);
+  EXPECT_LT(a[1].progress.prefix_evaluations, a[0].progress.prefix_evaluations);
+  EXPECT_LT(a[0].progress.prefix_evaluations, 600u);
+  // Run to run the same.
+  EXPECT_TRUE(a[0].prefix_front == b[0].prefix_front);
+  EXPECT_EQ(a[0].progress.prefix_evaluations, b[0].progress.prefix_evaluations);
+  EXPECT_TRUE(front_text(a[0].archive) == front_text(b[0].archive));
+  EXPECT_EQ(a[0].progress.evaluations, 300u);
+  // Without patience, the share: 600 plans between the two.
+  o.prefix_patience = 0;
+  const std::vector<OptimizeResult> c = islands(g, 2, o);
+  EXPECT_EQ(c[0].progress.prefix_evaluations, 600u);
+  EXPECT_GT(c[1].progress.prefix_evaluations, 200u);
+  EXPECT_LT(c[1].progress.prefix_evaluations, 400u);
+  EXPECT_EQ(c[0].progress.prefix_stopped_by, "max-evals");
+  EXPECT_TRUE(c[0].prefix_front == c[1].prefix_front);
+  // One island searches the prefix as a search of its own does.
+  o.prefix_patience = 96;
+  const std::vector<OptimizeResult> one = islands(g, 1, o);
+  EXPECT_TRUE(one[0].prefix_front == alone.prefix_front);
+  EXPECT_EQ(one[0].progress.prefix_evaluations, alone.progress.prefix_evaluations);
+  EXPECT_TRUE(front_text(one[0].archive) == front_text(alone.archive));
+}
+
+// Under a time budget the islands' clocks differ, yet they leave the lockstep prefix search at
+// the same generation (the first whose exchange says a rank's time is up): no hang, one front.
+TEST_F(Islands, TimedIslandsLeaveTheLayerPrefixTogether) {
+  const ir::Graph g = layers(4);
+  OptimizeOptions o = small(3, 0);
+  o.time_budget_s = 2;
+  o.tie_layers = true;
+  o.prefix_share = 0.5;
+  o.prefix_patience = 0;  // to the time budget's share
+  const std::vector<OptimizeResult> a = islands(g, 2, o);
+  EXPECT_EQ(a[0].progress.prefix_stopped_by, "time-budget");
+  EXPECT_EQ(a[1].progress.prefix_stopped_by, "time-budget");
+  ASSERT_FALSE(a[0].prefix_front.empty());
+  EXPECT_TRUE(a[0].prefix_front == a[1].prefix_front);
+  EXPECT_EQ(a[0].stopped_by, "time-budget");
+}
+
+// Patience on islands (OptimizeOptions::patience): decided at a meeting from the merged front and
+// every island's count, alike on every island — both stop "converged", at the same meeting.
+TEST_F(Islands, IslandsConvergeTogether) {
+  const ir::Graph g = testing::example_graph("mlp.tap");
+  OptimizeOptions o = small(3, 1000000);
+  o.objectives = {Objective::kTime};
+  o.patience = 256;
+  const std::vector<OptimizeResult> a = islands(g, 2, o);
+  const std::vector<OptimizeResult> b = islands(g, 2, o);
+  EXPECT_EQ(a[0].stopped_by, "converged");
+  EXPECT_EQ(a[1].stopped_by, "converged");
+  EXPECT_LT(a[0].progress.evaluations, 1000000u);
+  EXPECT_GE(a[0].progress.evaluations, 256u);
+  EXPECT_EQ(a[0].progress.evaluations, b[0].progress.evaluations);
+  EXPECT_TRUE(front_text(a[0].archive) == front_text(b[0].archive));
 }
 
 }  // namespace

@@ -427,6 +427,19 @@ TEST(TieLayers, DecisionsStayFlatAsDepthGrows) {
   }
 }
 
+// `n` layers L0 … L{n-1} of relu(linear), 256 × 128 (the tied layers' tests).
+ir::Graph layers(int n) {
+  std::string tap = "X: f32[256, 128]\n";
+  std::string prev = "X";
+  for (int l = 0; l < n; ++l) {
+    tap += fmt::format(
+        "W{0}: f32[128, 128]\nb{0}: f32[128]\nL{0} = relu(linear({1}, W{0}, b{0}))\n", l, prev);
+    prev = fmt::format("L{}", l);
+  }
+  tap += fmt::format("output {}\n", prev);
+  return rewrite::testing::build(tap);
+}
+
 TEST(TieLayers, APrefixSearchSeedsADeepOne) {
   std::string tap = "X: f32[256, 128]\n";
   std::string prev = "X";
@@ -450,6 +463,59 @@ TEST(TieLayers, APrefixSearchSeedsADeepOne) {
   o.prefix_layers = 2;
   o.tie_layers = false;
   EXPECT_EQ(Optimizer(g, h100x8(), o).run().progress.prefix_evaluations, 0u);
+}
+
+// Patience (OptimizeOptions::patience): a search stops, "converged", once `patience` plans in a
+// row improved no objective's best — the first generation's end at or past the last
+// improvement's generation + patience: on a one-objective front, the best's found_at F gives
+// F + P <= evaluations < F + P + 2 batches.
+TEST(Patience, ASearchStopsWhenItsBestStopsImproving) {
+  const ir::Graph g = testing::example_graph("mlp.tap");
+  OptimizeOptions o = small(1, 20000);
+  o.objectives = {Objective::kTime};
+  o.threads = 1;
+  o.patience = 200;
+  const OptimizeResult r = Optimizer(g, h100x8(), o).run();
+  EXPECT_EQ(r.stopped_by, "converged");
+  ASSERT_EQ(r.archive.front().size(), 1u);
+  const std::uint64_t found = r.archive.front()[0].found_at;
+  EXPECT_GE(r.progress.evaluations, found + 200);
+  EXPECT_LT(r.progress.evaluations, found + 200 + 2 * o.batch);
+  // Deterministic, like the rest; without patience it searches on.
+  const OptimizeResult again = Optimizer(g, h100x8(), o).run();
+  EXPECT_EQ(again.progress.evaluations, r.progress.evaluations);
+  EXPECT_EQ(front_text(again), front_text(r));
+  o.patience = 0;
+  o.max_evaluations = r.progress.evaluations + 300;
+  EXPECT_EQ(Optimizer(g, h100x8(), o).run().stopped_by, "max-evals");
+}
+
+// The prefix search of --tie-layers ends when it has converged (prefix_patience), not at its
+// share, deterministically under max_evaluations; with no patience it runs to its share.
+TEST(TieLayers, AConvergedPrefixEndsItsPhaseEarly) {
+  const ir::Graph g = layers(4);
+  OptimizeOptions o = small(2, 300);
+  o.prefix_share = 2;  // at most 600 plans of the prefix (twice the whole graph's: a quick test)
+  o.tie_layers = true;
+  o.threads = 1;
+  o.prefix_patience = 100;
+  const OptimizeResult a = Optimizer(g, h100x8(), o).run();
+  EXPECT_EQ(a.progress.prefix_stopped_by, "converged");
+  EXPECT_GE(a.progress.prefix_evaluations, 100u);
+  EXPECT_LT(a.progress.prefix_evaluations, 600u);
+  EXPECT_FALSE(a.prefix_front.empty());
+  const OptimizeResult b = Optimizer(g, h100x8(), o).run();
+  EXPECT_EQ(b.progress.prefix_evaluations, a.progress.prefix_evaluations);
+  EXPECT_TRUE(b.prefix_front == a.prefix_front);
+  EXPECT_EQ(front_text(b), front_text(a));
+  // A longer patience searches the prefix longer; none, to its share.
+  o.prefix_patience = 400;
+  EXPECT_GT(Optimizer(g, h100x8(), o).run().progress.prefix_evaluations,
+            a.progress.prefix_evaluations);
+  o.prefix_patience = 0;
+  const OptimizeResult whole = Optimizer(g, h100x8(), o).run();
+  EXPECT_EQ(whole.progress.prefix_evaluations, 600u);
+  EXPECT_EQ(whole.progress.prefix_stopped_by, "max-evals");
 }
 
 }  // namespace

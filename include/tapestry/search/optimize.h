@@ -84,6 +84,9 @@ struct Progress {
   std::map<std::string, std::uint64_t> refusals;
   std::uint64_t infeasible = 0;          // of them, plans over a constraint
   std::uint64_t prefix_evaluations = 0;  // plans of the layer prefix priced (not in evaluations)
+  /// Why the search of the layer prefix stopped: "converged" (OptimizeOptions::prefix_patience),
+  /// "max-evals" or "time-budget" (its share), "exhausted"; empty: there was none.
+  std::string prefix_stopped_by;
   /// The seeds (SeedPlan::name) the time budget ran out before they were priced, in the order
   /// they would have been.
   std::vector<std::string> unpriced_seeds;
@@ -110,10 +113,19 @@ struct OptimizeOptions {
   std::uint64_t max_evaluations = 0;  // 0: none (then a time budget is needed)
   bool tie_layers = false;
   /// With tie_layers, on a graph of at least 4 layers: first search the graph's first
-  /// `prefix_layers` layers (layer_prefix; cheaper to price) with `prefix_share` of the budget,
-  /// and offer its front, priced on the whole graph, with the seeds. 0: no prefix search.
+  /// `prefix_layers` layers (layer_prefix; cheaper to price) with at most `prefix_share` of the
+  /// budget, and offer its front, priced on the whole graph, with the seeds. 0: no prefix search.
+  /// The prefix search stops sooner when it has converged: `prefix_patience` plans in a row (all
+  /// islands' together) improved no objective's best (0: it runs to its share). Under islands
+  /// the islands search the prefix together, as one island search (docs/optimizer.md, "Tied
+  /// layers").
   int prefix_layers = 2;
   double prefix_share = 0.25;
+  std::uint64_t prefix_patience = 768;
+  /// Stop when this many plans in a row (with islands: all islands' plans, counted at meetings)
+  /// improved the front's best on no objective — stopped_by "converged". 0: never. The prefix
+  /// search runs with `prefix_patience` here.
+  std::uint64_t patience = 0;
   std::size_t batch = 64;  // candidates per generation (fixed: results do not depend on threads)
   bool use_seeds = true;   // price the seed plans first (tests turn it off to test the mutations)
   bool yardstick = true;   // price the standard plans after the search (the prefix search: no)
@@ -156,9 +168,12 @@ struct OptimizeResult {
   ParetoArchive archive;
   Progress progress;
   std::vector<SeedPlan> seeds;
-  std::string stopped_by;  // "max-evals", "time-budget", "exhausted", "caller"
+  std::string stopped_by;  // "max-evals", "time-budget", "exhausted", "caller", "converged"
   /// Every standard plan, in standard_plan_names() order, priced under the same constraints.
   std::vector<StandardResult> standard;
+  /// The front of the search of the layer prefix (OptimizeOptions::prefix_layers), at most 16
+  /// genomes, fastest first, as the search was seeded with it (every island: the same).
+  std::vector<rewrite::Plan> prefix_front;
 };
 
 class Optimizer {
