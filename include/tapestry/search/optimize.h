@@ -121,7 +121,7 @@ struct OptimizeOptions {
   /// layers").
   int prefix_layers = 2;
   double prefix_share = 0.25;
-  std::uint64_t prefix_patience = 768;
+  std::uint64_t prefix_patience = 1536;
   /// Stop when this many plans in a row (with islands: all islands' plans, counted at meetings)
   /// improved the front's best on no objective — stopped_by "converged". 0: never. The prefix
   /// search runs with `prefix_patience` here.
