@@ -432,16 +432,21 @@ output A, B, M
   }
 }
 
+// A random graph of up to 4 operations (a case without one is discarded) and a toy target of
+// 1–2 nodes of 1–3 devices, for the property tests below.
+std::pair<std::shared_ptr<const ir::Graph>, Target> random_graph_and_target() {
+  const std::string tap = *rewrite::testing::gen_tap_program(4);
+  std::optional<ir::Graph> built = rewrite::testing::try_build(tap);
+  RC_PRE(built.has_value());
+  return {std::make_shared<const ir::Graph>(std::move(*built)),
+          toy_target(*rc::gen::inRange<std::size_t>(1, 3), *rc::gen::inRange<std::size_t>(1, 4))};
+}
+
 // Random graphs and plans: the Evaluator equals the reference, including for a plan that reuses
 // another's rewritten graph with other counts (each non-reduction count class moved to a fresh
 // value).
 RC_GTEST_PROP(EvaluatorProperties, EqualsLowerPlaceSimulate, ()) {
-  const std::string tap = *rewrite::testing::gen_tap_program(4);
-  std::optional<ir::Graph> built = rewrite::testing::try_build(tap);
-  RC_PRE(built.has_value());
-  const auto g = std::make_shared<const ir::Graph>(std::move(*built));
-  const Target target =
-      toy_target(*rc::gen::inRange<std::size_t>(1, 3), *rc::gen::inRange<std::size_t>(1, 4));
+  const auto [g, target] = random_graph_and_target();
   Evaluator ev(*g, target);
   std::vector<rewrite::Plan> plans;
   for (int i = 0; i < 3; ++i) {
@@ -510,12 +515,7 @@ RC_GTEST_PROP(EvaluatorProperties, EqualsLowerPlaceSimulate, ()) {
 // its producers' content, port and counts; a key without the producers' counts, or without the
 // operation's own, fails within a few dozen cases.
 RC_GTEST_PROP(EvaluatorProperties, ReusesOperationsAcrossPlansAsAFreshPlacementDoes, ()) {
-  const std::string tap = *rewrite::testing::gen_tap_program(4);
-  std::optional<ir::Graph> built = rewrite::testing::try_build(tap);
-  RC_PRE(built.has_value());
-  const auto g = std::make_shared<const ir::Graph>(std::move(*built));
-  const Target target =
-      toy_target(*rc::gen::inRange<std::size_t>(1, 3), *rc::gen::inRange<std::size_t>(1, 4));
+  const auto [g, target] = random_graph_and_target();
   Evaluator ev(*g, target);
   rewrite::Plan plan =
       rewrite::parse_plan(*rc::gen::exec([g] { return rewrite::testing::random_plan(*g); }));

@@ -175,27 +175,13 @@ TEST_F(Islands, TheMergedCheckpointResumesWithAnyRankCount) {
   EXPECT_NO_THROW(check_resume(g, testing::h100x8(), more));
 }
 
-// `n` layers L0 … L{n-1} of relu(linear), 256 × 128: a graph --tie-layers searches the first
-// two layers of first.
-ir::Graph layers(int n) {
-  std::string tap = "X: f32[256, 128]\n";
-  std::string prev = "X";
-  for (int l = 0; l < n; ++l) {
-    tap += fmt::format(
-        "W{0}: f32[128, 128]\nb{0}: f32[128]\nL{0} = relu(linear({1}, W{0}, b{0}))\n", l, prev);
-    prev = fmt::format("L{}", l);
-  }
-  tap += fmt::format("output {}\n", prev);
-  return rewrite::testing::build(tap);
-}
-
 // Two islands search the layer prefix as one search in lockstep (prefix_front): the very search
 // one process runs — the same front, the same plans counted, converged at the same plan — each
 // island pricing its part of every generation; every island seeded with that front; the decision
 // that it has converged taken alike on both (ranks leaving at different generations would leave
 // the link out of step: a hang or a mixed-up search); deterministic for a seed and budget.
 TEST_F(Islands, TwoIslandsSearchTheLayerPrefixAsOneSearch) {
-  const ir::Graph g = layers(4);
+  const ir::Graph g = testing::relu_layers(4);
   OptimizeOptions o = small(3, 300);
   o.tie_layers = true;
   o.prefix_share = 2;  // at most 600 plans of the prefix, all islands together
@@ -239,7 +225,7 @@ TEST_F(Islands, TwoIslandsSearchTheLayerPrefixAsOneSearch) {
 // Under a time budget the islands' clocks differ, yet they leave the lockstep prefix search at
 // the same generation (the first whose exchange says a rank's time is up): no hang, one front.
 TEST_F(Islands, TimedIslandsLeaveTheLayerPrefixTogether) {
-  const ir::Graph g = layers(4);
+  const ir::Graph g = testing::relu_layers(4);
   OptimizeOptions o = small(3, 0);
   o.time_budget_s = 2;
   o.tie_layers = true;

@@ -427,19 +427,6 @@ TEST(TieLayers, DecisionsStayFlatAsDepthGrows) {
   }
 }
 
-// `n` layers L0 … L{n-1} of relu(linear), 256 × 128 (the tied layers' tests).
-ir::Graph layers(int n) {
-  std::string tap = "X: f32[256, 128]\n";
-  std::string prev = "X";
-  for (int l = 0; l < n; ++l) {
-    tap += fmt::format(
-        "W{0}: f32[128, 128]\nb{0}: f32[128]\nL{0} = relu(linear({1}, W{0}, b{0}))\n", l, prev);
-    prev = fmt::format("L{}", l);
-  }
-  tap += fmt::format("output {}\n", prev);
-  return rewrite::testing::build(tap);
-}
-
 TEST(TieLayers, APrefixSearchSeedsADeepOne) {
   std::string tap = "X: f32[256, 128]\n";
   std::string prev = "X";
@@ -493,7 +480,7 @@ TEST(Patience, ASearchStopsWhenItsBestStopsImproving) {
 // The prefix search of --tie-layers ends when it has converged (prefix_patience), not at its
 // share, deterministically under max_evaluations; with no patience it runs to its share.
 TEST(TieLayers, AConvergedPrefixEndsItsPhaseEarly) {
-  const ir::Graph g = layers(4);
+  const ir::Graph g = testing::relu_layers(4);
   OptimizeOptions o = small(2, 300);
   o.prefix_share = 2;  // at most 600 plans of the prefix (twice the whole graph's: a quick test)
   o.tie_layers = true;

@@ -30,6 +30,21 @@ inline ir::Graph example_graph(const std::string& name) {
   return rewrite::testing::build(read_text(std::string(TAPESTRY_EXAMPLES) + "/" + name));
 }
 
+/// `n` layers L0 … L{n-1} of relu(linear), 256 × 128: a graph whose first two layers
+/// --tie-layers searches first (the tied layers' tests).
+inline ir::Graph relu_layers(int n) {
+  std::string tap = "X: f32[256, 128]\n";
+  std::string prev = "X";
+  for (int l = 0; l < n; ++l) {
+    tap += "W" + std::to_string(l) + ": f32[128, 128]\nb" + std::to_string(l) + ": f32[128]\nL" +
+           std::to_string(l) + " = relu(linear(" + prev + ", W" + std::to_string(l) + ", b" +
+           std::to_string(l) + "))\n";
+    prev = "L" + std::to_string(l);
+  }
+  tap += "output " + prev + "\n";
+  return rewrite::testing::build(tap);
+}
+
 inline const cost::Target& h100x8() {
   static const cost::Target t = *cost::preset_target("h100x8");
   return t;
