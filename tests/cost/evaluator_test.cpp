@@ -432,6 +432,19 @@ output A, B, M
   }
 }
 
+// The Evaluator prices `plan` as simulate prices `expected` (the reference placement), or fails
+// with simulate's message.
+void priced_as_simulate(Evaluator& ev, const rewrite::Plan& plan, const Placement& expected,
+                        const Target& target) {
+  std::optional<CostVector> cost;
+  const std::string cost_error = error_of([&] { cost = simulate(expected, target); });
+  if (!cost_error.empty()) {
+    RC_ASSERT(error_of([&] { (void)ev.evaluate(plan); }) == cost_error);
+    return;
+  }
+  RC_ASSERT(same_cost(ev.evaluate(plan), *cost));
+}
+
 // A random graph of up to 4 operations (a case without one is discarded) and a toy target of
 // 1–2 nodes of 1–3 devices, for the property tests below.
 std::pair<std::shared_ptr<const ir::Graph>, Target> random_graph_and_target() {
@@ -495,13 +508,7 @@ RC_GTEST_PROP(EvaluatorProperties, EqualsLowerPlaceSimulate, ()) {
     }
     const std::string diff = difference(ev.place(plan), *expected);
     RC_ASSERT(diff == "");
-    std::optional<CostVector> cost;
-    const std::string cost_error = error_of([&] { cost = simulate(*expected, target); });
-    if (!cost_error.empty()) {
-      RC_ASSERT(error_of([&] { (void)ev.evaluate(plan); }) == cost_error);
-      continue;
-    }
-    RC_ASSERT(same_cost(ev.evaluate(plan), *cost));
+    priced_as_simulate(ev, plan, *expected, target);
   }
   RC_CLASSIFY(ev.stats().rewrites_run == rewrites_before_variant, "the variant reused a rewrite");
   RC_CLASSIFY(ev.stats().reference > 0, "reference path");
@@ -571,13 +578,7 @@ RC_GTEST_PROP(EvaluatorProperties, ReusesOperationsAcrossPlansAsAFreshPlacementD
       RC_ASSERT(placed.applications[a].work.gemm_flops ==
                 expected->applications[a].work.gemm_flops);
     }
-    std::optional<CostVector> cost;
-    const std::string cost_error = error_of([&] { cost = simulate(*expected, target); });
-    if (!cost_error.empty()) {
-      RC_ASSERT(error_of([&] { (void)ev.evaluate(plan); }) == cost_error);
-      continue;
-    }
-    RC_ASSERT(same_cost(ev.evaluate(plan), *cost));
+    priced_as_simulate(ev, plan, *expected, target);
   }
   RC_CLASSIFY(ev.stats().operations_reused > 0, "operations reused");
 }
