@@ -34,14 +34,16 @@ void add_search_options(CLI::App* cmd, SearchOptions& options) {
   cmd->add_option("--max-evals", options.max_evals,
                   "stop after pricing N plans (deterministic: the same front on any machine)")
       ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
-  cmd->add_flag("--tie-layers", options.tie_layers,
-                "repeated layers (names equal but for their digits, same kernel and shape) share "
-                "one decision");
+  CLI::Option* tie = cmd->add_flag(
+      "--tie-layers", options.tie_layers,
+      "repeated layers (names equal but for their digits, same kernel and shape) share "
+      "one decision");
   cmd->add_option("--prefix-patience", options.prefix_patience,
                   fmt::format("with --tie-layers: the search of the first layers ends when N "
                               "plans in a row (every rank's) improved none of its best values, "
                               "or at a quarter of the budget (default {}; 0: at the quarter)",
-                              options.prefix_patience));
+                              options.prefix_patience))
+      ->needs(tie);  // a no-op without it: an error, not silently accepted
   cmd->add_flag("--quiet", options.quiet, "no progress line on stderr");
 }
 

@@ -139,6 +139,7 @@ expect "resume another graph's checkpoint" 2 "another graph" -- "$tapestry" opti
 expect "unwritable output" 2 "cannot write" -- "$tapestry" optimize $mlp --target h100x8 --max-evals 10 -o "$tmp/no/such/dir/front.json"
 expect "run --optimize with --plan" 2 "give no --plan" -- "$tapestry" run $mlp --optimize --plan examples/plans/mlp-best.json
 expect "--time-budget without --optimize" 2 "need --optimize" -- "$tapestry" run $mlp --time-budget 1
+expect "--prefix-patience without --tie-layers" 2 "requires --tie-layers" -- "$tapestry" optimize $mlp --target h100x8 --max-evals 10 --prefix-patience 5
 "$tapestry" optimize $mlp --target h100x8 --max-memory-per-device 1K --max-evals 50 >"$tmp/out" 2>"$tmp/err"
 [[ $? -eq 1 ]] && grep -q "no plan meets the constraints" "$tmp/out"
 check "an impossible cap: exit 1, no plan meets the constraints" $?
